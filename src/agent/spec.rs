@@ -1,0 +1,64 @@
+//! An agent as a script defined it: provider, model, prompt, tools and grants.
+
+use crate::capability::Grants;
+use crate::error::SourceLoc;
+use crate::script::ScriptUnit;
+use rhai::FnPtr;
+use std::sync::Arc;
+
+/// The providers an agent may name.
+pub const PROVIDERS: &[&str] = &["anthropic", "openai", "ollama", "script"];
+
+/// Default `max_tool_iterations`.
+pub const DEFAULT_MAX_ITERATIONS: u32 = 10;
+
+/// A loaded agent.
+pub struct AgentSpec {
+    /// Unique name.
+    pub name: String,
+    /// What the agent is for.
+    pub description: String,
+    /// `anthropic`, `openai`, `ollama` or `script`.
+    pub provider: String,
+    /// Model name; providers have defaults.
+    pub model: Option<String>,
+    /// System prompt.
+    pub system: Option<String>,
+    /// Names of the tools offered to the model.
+    pub tools: Vec<String>,
+    /// What the agent grants its tools.
+    pub grants: Grants,
+    /// Tool rounds before `ToolLoopError`.
+    pub max_tool_iterations: u32,
+    /// Sampling temperature.
+    pub temperature: Option<f64>,
+    /// Max output tokens per model request.
+    pub max_tokens: Option<u32>,
+    /// Override of the provider's base URL.
+    pub base_url: Option<String>,
+    /// Environment variable holding the API key.
+    pub api_key_env: Option<String>,
+    /// Concurrent tool calls per round.
+    pub max_parallel: usize,
+    /// The Rhai planner of the `script` provider.
+    pub planner: Option<FnPtr>,
+    /// Where it was defined.
+    pub loc: SourceLoc,
+    pub(crate) script: Arc<ScriptUnit>,
+}
+
+impl AgentSpec {
+    /// The compiled script the agent's planner lives in.
+    pub fn script(&self) -> &Arc<ScriptUnit> {
+        &self.script
+    }
+}
+
+impl std::fmt::Debug for AgentSpec {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AgentSpec")
+            .field("name", &self.name)
+            .field("provider", &self.provider)
+            .finish()
+    }
+}

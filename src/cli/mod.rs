@@ -1,0 +1,124 @@
+//! Command definitions and dispatch.
+
+pub mod output;
+mod tools_cmd;
+
+use clap::{Args, Parser, Subcommand};
+use kiln::capability::Grants;
+use kiln::{Host, HostConfig};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+/// Errors the CLI renders: library errors and its own argument problems.
+pub type CliResult<T> = Result<T, Box<dyn std::error::Error>>;
+
+/// kiln — tools and agents written as Rhai scripts, hosted safely.
+#[derive(Parser, Debug)]
+#[command(
+    name = "kiln",
+    version,
+    about,
+    long_about = "kiln loads tools and agents from Rhai scripts (the ./scripts folder by default, plus the built-in stdlib), validates every argument against the tools' JSON Schemas, enforces capabilities, and runs agents against Anthropic, OpenAI-compatible and Ollama models or an offline Rhai planner."
+)]
+pub struct Cli {
+    #[command(flatten)]
+    pub global: Global,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// Options every command takes.
+#[derive(Args, Debug, Clone)]
+pub struct Global {
+    /// Scripts folder to load (repeatable). Default: ./scripts
+    #[arg(long = "scripts", short = 's', global = true, value_name = "DIR")]
+    pub scripts: Vec<PathBuf>,
+    /// Folder that file host functions are rooted at.
+    #[arg(long, global = true, value_name = "DIR", default_value = ".")]
+    pub workspace: PathBuf,
+    /// Do not load the built-in stdlib tools.
+    #[arg(long, global = true)]
+    pub no_stdlib: bool,
+    /// More log output on stderr (-v info, -vv debug). KILN_LOG overrides.
+    #[arg(long, short = 'v', global = true, action = clap::ArgAction::Count)]
+    pub verbose: u8,
+}
+
+/// The subcommands.
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// Load every script and report errors as path:line:col (exit 1 if any).
+    Check,
+    /// List tools: a table, or JSON definitions with --json / --format.
+    Tools(tools_cmd::ToolsArgs),
+    /// Print one tool's definition in a provider format.
+    Schema(tools_cmd::SchemaArgs),
+    /// Call a tool with JSON arguments and print the result (exit 1 when it fails).
+    Call(tools_cmd::CallArgs),
+    /// List agents.
+    Agents,
+}
+
+/// Sets up tracing on stderr.
+pub fn init_logging(verbose: u8) {
+    let default = match verbose {
+        0 => "warn",
+        1 => "info",
+        _ => "debug",
+    };
+    let filter = tracing_subscriber::EnvFilter::try_from_env("KILN_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_target(false)
+        .try_init();
+}
+
+impl Global {
+    /// The host configuration these options describe.
+    pub fn config(&self) -> HostConfig {
+        HostConfig {
+            scripts: if self.scripts.is_empty() {
+                vec![PathBuf::from("scripts")]
+            } else {
+                self.scripts.clone()
+            },
+            workspace: self.workspace.clone(),
+            stdlib: !self.no_stdlib,
+            ..HostConfig::default()
+        }
+    }
+
+    /// Builds the host, refusing explicitly named folders that do not exist.
+    pub fn host(&self) -> CliResult<Host> {
+        for dir in &self.scripts {
+            if !dir.is_dir() {
+                return Err(format!("scripts folder {} does not exist", dir.display()).into());
+            }
+        }
+        Ok(Host::new(self.config())?)
+    }
+}
+
+/// Parses `--caps a,b` lists.
+pub fn parse_caps(caps: &[String]) -> CliResult<Grants> {
+    let list: Vec<&str> = caps
+        .iter()
+        .flat_map(|c| c.split(','))
+        .map(str::trim)
+        .filter(|c| !c.is_empty())
+        .collect();
+    Ok(Grants::parse(&list)?)
+}
+
+/// Runs a parsed command line.
+pub fn run(cli: Cli) -> CliResult<ExitCode> {
+    match cli.command {
+        Command::Check => tools_cmd::check(&cli.global),
+        Command::Tools(a) => tools_cmd::tools(&cli.global, a),
+        Command::Schema(a) => tools_cmd::schema(&cli.global, a),
+        Command::Call(a) => tools_cmd::call(&cli.global, a),
+        Command::Agents => tools_cmd::agents(&cli.global),
+    }
+}

@@ -1,0 +1,236 @@
+//! `kiln check`, `tools`, `schema`, `call`, `agents`.
+
+use super::{CliResult, Global, output, parse_caps};
+use clap::Args;
+use kiln::error::HostError;
+use kiln::registry::Registry;
+use kiln::schema::Format;
+use serde_json::{Value, json};
+use std::io::Read;
+use std::process::ExitCode;
+
+/// `kiln tools` options.
+#[derive(Args, Debug)]
+pub struct ToolsArgs {
+    /// Print definitions in this format (intermediate, anthropic, openai, openai-strict, ollama).
+    #[arg(long, short = 'f', value_name = "FORMAT")]
+    pub format: Option<String>,
+    /// Only tools these capabilities cover (comma-separated, repeatable).
+    #[arg(long, value_name = "CAPS")]
+    pub caps: Vec<String>,
+    /// Print JSON (intermediate format unless --format is given).
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `kiln schema` options.
+#[derive(Args, Debug)]
+pub struct SchemaArgs {
+    /// The tool.
+    pub tool: String,
+    /// Output format.
+    #[arg(
+        long,
+        short = 'f',
+        value_name = "FORMAT",
+        default_value = "intermediate"
+    )]
+    pub format: String,
+}
+
+/// `kiln call` options.
+#[derive(Args, Debug)]
+pub struct CallArgs {
+    /// The tool to call.
+    pub tool: String,
+    /// Arguments as a JSON object; `-` reads them from stdin. Default: {}
+    pub args: Option<String>,
+    /// Capabilities granted to the call (comma-separated, repeatable), e.g. store,net:api.github.com
+    #[arg(long, value_name = "CAPS")]
+    pub caps: Vec<String>,
+    /// Application context visible to the handler as ctx.context (KEY=VALUE; VALUE may be JSON).
+    #[arg(long = "context", short = 'c', value_name = "KEY=VALUE")]
+    pub context: Vec<String>,
+    /// The actor the call is made for (ctx.actor_id).
+    #[arg(long, value_name = "ID")]
+    pub actor: Option<String>,
+}
+
+fn format(name: &str) -> Result<Format, HostError> {
+    Format::parse(name).ok_or_else(|| HostError::UnknownFormat(name.into()))
+}
+
+fn report_load_problems(reg: &Registry) {
+    for e in &reg.errors {
+        output::error(&e.to_string());
+    }
+    for w in &reg.warnings {
+        output::warning(&w.to_string());
+    }
+}
+
+/// `kiln check`.
+pub fn check(g: &Global) -> CliResult<ExitCode> {
+    let host = g.host()?;
+    let reg = host.registry();
+    report_load_problems(&reg);
+    let tools = reg.all().count();
+    let agents = reg.agents().count();
+    if reg.errors.is_empty() {
+        println!("ok: {tools} tools, {agents} agents");
+        Ok(ExitCode::SUCCESS)
+    } else {
+        println!(
+            "{} error(s); {tools} tools, {agents} agents loaded",
+            reg.errors.len()
+        );
+        Ok(ExitCode::from(1))
+    }
+}
+
+/// `kiln tools`.
+pub fn tools(g: &Global, a: ToolsArgs) -> CliResult<ExitCode> {
+    let host = g.host()?;
+    let reg = host.registry();
+    report_load_problems(&reg);
+    let list = if a.caps.is_empty() {
+        reg.all().cloned().collect()
+    } else {
+        reg.tools_for(&parse_caps(&a.caps)?)
+    };
+    if a.json || a.format.is_some() {
+        let fmt = format(a.format.as_deref().unwrap_or("intermediate"))?;
+        let (defs, warnings) = Registry::schemas(&list, fmt);
+        warnings.iter().for_each(|w| output::warning(w));
+        println!("{}", output::json(&Value::Array(defs)));
+        return Ok(ExitCode::SUCCESS);
+    }
+    let rows: Vec<[String; 4]> = list
+        .iter()
+        .map(|t| {
+            let params = t.schema["properties"]
+                .as_object()
+                .map(|p| p.keys().cloned().collect::<Vec<_>>().join(", "))
+                .unwrap_or_default();
+            let req = t
+                .requires
+                .iter()
+                .map(|c| c.to_string())
+                .collect::<Vec<_>>()
+                .join(", ");
+            [
+                t.name.clone(),
+                params,
+                req,
+                output::truncate(&t.description, 60),
+            ]
+        })
+        .collect();
+    print_table(&["TOOL", "PARAMS", "REQUIRES", "DESCRIPTION"], &rows);
+    Ok(ExitCode::SUCCESS)
+}
+
+fn print_table<const N: usize>(header: &[&str; N], rows: &[[String; N]]) {
+    let mut widths = header.map(|h| h.chars().count());
+    for r in rows {
+        for (i, c) in r.iter().enumerate() {
+            widths[i] = widths[i].max(c.chars().count()).min(40);
+        }
+    }
+    let line = |cells: Vec<String>| {
+        let padded: Vec<String> = cells
+            .iter()
+            .enumerate()
+            .map(|(i, c)| {
+                if i + 1 == N {
+                    c.clone()
+                } else {
+                    format!("{:w$}", output::truncate(c, 40), w = widths[i])
+                }
+            })
+            .collect();
+        println!("{}", padded.join("  ").trim_end());
+    };
+    line(header.iter().map(|h| h.to_string()).collect());
+    for r in rows {
+        line(r.to_vec());
+    }
+}
+
+/// `kiln schema`.
+pub fn schema(g: &Global, a: SchemaArgs) -> CliResult<ExitCode> {
+    let host = g.host()?;
+    let tool = host.tool(&a.tool)?;
+    let (defs, warnings) = Registry::schemas(&[tool], format(&a.format)?);
+    warnings.iter().for_each(|w| output::warning(w));
+    println!("{}", output::json(&defs[0]));
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Parses `KEY=VALUE` pairs; a VALUE that is valid JSON is taken as JSON.
+pub fn parse_context(pairs: &[String]) -> CliResult<serde_json::Map<String, Value>> {
+    let mut m = serde_json::Map::new();
+    for p in pairs {
+        let (k, v) = p
+            .split_once('=')
+            .ok_or_else(|| format!("--context {p:?}: expected KEY=VALUE"))?;
+        let value = serde_json::from_str(v).unwrap_or_else(|_| json!(v));
+        m.insert(k.to_string(), value);
+    }
+    Ok(m)
+}
+
+/// Reads the JSON arguments of `kiln call`.
+pub fn parse_args_json(text: Option<&str>) -> CliResult<Value> {
+    let text = match text {
+        None => return Ok(json!({})),
+        Some("-") => {
+            let mut s = String::new();
+            std::io::stdin().read_to_string(&mut s)?;
+            s
+        }
+        Some(t) => t.to_string(),
+    };
+    serde_json::from_str(&text).map_err(|e| format!("arguments are not valid JSON: {e}").into())
+}
+
+/// `kiln call`.
+pub fn call(g: &Global, a: CallArgs) -> CliResult<ExitCode> {
+    let args = parse_args_json(a.args.as_deref())?;
+    let host = g.host()?;
+    report_load_problems(&host.registry());
+    let tool = host.tool(&a.tool)?;
+    let mut ctx = host.context(parse_caps(&a.caps)?);
+    ctx.context = parse_context(&a.context)?;
+    ctx.actor_id = a.actor;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
+    let outcome = runtime.block_on(tool.execute_async(args, ctx));
+    println!("{}", output::json(&outcome.to_json(true)));
+    Ok(if outcome.is_ok() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}
+
+/// `kiln agents`.
+pub fn agents(g: &Global) -> CliResult<ExitCode> {
+    let host = g.host()?;
+    let reg = host.registry();
+    report_load_problems(&reg);
+    let rows: Vec<[String; 4]> = reg
+        .agents()
+        .map(|a| {
+            [
+                a.name.clone(),
+                a.provider.clone(),
+                a.tools.join(", "),
+                output::truncate(&a.description, 50),
+            ]
+        })
+        .collect();
+    print_table(&["AGENT", "PROVIDER", "TOOLS", "DESCRIPTION"], &rows);
+    Ok(ExitCode::SUCCESS)
+}

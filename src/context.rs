@@ -1,0 +1,106 @@
+//! The run context handed to handlers as `ctx`, kept apart from the model's `args`.
+
+use crate::capability::Grants;
+use crate::services::Services;
+use rhai::{Dynamic, Map};
+use serde_json::Value;
+use std::sync::atomic::AtomicBool;
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+/// Everything a call knows besides its arguments: who, why, what is granted, per-run state.
+#[derive(Clone)]
+pub struct CallContext {
+    /// Who the run acts for (from the application), if anyone.
+    pub actor_id: Option<String>,
+    /// Read-only application context (`--context k=v`).
+    pub context: serde_json::Map<String, Value>,
+    /// Mutable per-run state shared by the run's calls (`ctx.state`).
+    pub state: Arc<Mutex<Value>>,
+    /// Id of the run.
+    pub run_id: String,
+    /// The agent running, if any.
+    pub agent: Option<String>,
+    /// What the caller was granted.
+    pub grants: Grants,
+    /// Set to stop running scripts (Ctrl-C).
+    pub cancel: Option<Arc<AtomicBool>>,
+    /// A deadline for the whole run.
+    pub deadline: Option<Instant>,
+    /// Host services (store, workspace, approvals).
+    pub services: Arc<Services>,
+    /// Nesting depth of `call_tool`.
+    pub depth: u32,
+    /// The registry snapshot the run pinned (for `call_tool`).
+    pub registry: Option<Arc<crate::registry::Registry>>,
+}
+
+impl CallContext {
+    /// A context with these grants and services, a fresh run id and empty state.
+    pub fn new(grants: Grants, services: Arc<Services>) -> Self {
+        CallContext {
+            actor_id: None,
+            context: serde_json::Map::new(),
+            state: Arc::new(Mutex::new(Value::Object(serde_json::Map::new()))),
+            run_id: new_run_id(),
+            agent: None,
+            grants,
+            cancel: None,
+            deadline: None,
+            services,
+            depth: 0,
+            registry: None,
+        }
+    }
+
+    /// The current state as a shared Rhai value, so handler writes to `ctx.state` stick.
+    pub(crate) fn state_dynamic(&self) -> Dynamic {
+        let state = self.state.lock().map(|s| s.clone()).unwrap_or(Value::Null);
+        rhai::serde::to_dynamic(&state)
+            .unwrap_or(Dynamic::UNIT)
+            .into_shared()
+    }
+
+    /// Writes a handler's state back.
+    pub(crate) fn store_state(&self, state: &Dynamic) {
+        if let Ok(v) = crate::convert::to_json(&state.flatten_clone())
+            && let Ok(mut s) = self.state.lock()
+        {
+            *s = v;
+        }
+    }
+
+    /// The `ctx` map scripts see.
+    pub(crate) fn to_rhai(&self, state: &Dynamic) -> Map {
+        let mut m = Map::new();
+        let opt = |v: &Option<String>| v.clone().map(Dynamic::from).unwrap_or(Dynamic::UNIT);
+        m.insert("actor_id".into(), opt(&self.actor_id));
+        m.insert("agent".into(), opt(&self.agent));
+        m.insert("run_id".into(), self.run_id.clone().into());
+        let context = rhai::serde::to_dynamic(&self.context).unwrap_or(Dynamic::UNIT);
+        m.insert("context".into(), context);
+        m.insert("state".into(), state.clone());
+        let caps: rhai::Array = self
+            .grants
+            .iter()
+            .map(|g| g.cap.to_string().into())
+            .collect();
+        m.insert("capabilities".into(), caps.into());
+        m
+    }
+}
+
+/// A short unique id for a run (time + counter; no randomness needed).
+pub fn new_run_id() -> String {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_micros())
+        .unwrap_or(0);
+    format!(
+        "run_{:x}{:04x}",
+        nanos,
+        COUNTER.fetch_add(1, Ordering::Relaxed) & 0xffff
+    )
+}

@@ -1,0 +1,88 @@
+//! Typed errors of the library. They are rendered once, at the edge (the CLI).
+
+use std::fmt;
+
+/// Where something was defined: a script path and a 1-based line and column.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct SourceLoc {
+    /// Path of the script as the user gave it (or `stdlib/NAME.rhai`).
+    pub path: String,
+    /// 1-based line; 0 when unknown.
+    pub line: usize,
+    /// 1-based column; 0 when unknown.
+    pub column: usize,
+}
+
+impl SourceLoc {
+    /// A location from a script path and a Rhai position.
+    pub fn new(path: &str, pos: rhai::Position) -> Self {
+        SourceLoc {
+            path: path.to_string(),
+            line: pos.line().unwrap_or(0),
+            column: pos.position().unwrap_or(0),
+        }
+    }
+}
+
+impl fmt::Display for SourceLoc {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}:{}:{}", self.path, self.line, self.column)
+    }
+}
+
+/// A problem found while loading scripts: `path:line:col: message`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error, serde::Serialize)]
+#[error("{loc}: {message}")]
+pub struct LoadError {
+    /// Where the problem is.
+    pub loc: SourceLoc,
+    /// What is wrong, for a person.
+    pub message: String,
+}
+
+impl LoadError {
+    /// Builds a load error at a location.
+    pub fn at(loc: SourceLoc, message: impl Into<String>) -> Self {
+        LoadError {
+            loc,
+            message: message.into(),
+        }
+    }
+}
+
+/// Errors from the host API outside of a tool call's own outcome.
+#[derive(Debug, thiserror::Error)]
+pub enum HostError {
+    /// A scripts folder could not be read.
+    #[error("cannot read scripts folder {path}: {source}")]
+    ScriptsFolder {
+        /// The folder.
+        path: String,
+        /// The I/O error.
+        source: std::io::Error,
+    },
+    /// No tool of that name is loaded.
+    #[error("unknown tool \"{name}\"; loaded tools: {known}")]
+    UnknownTool {
+        /// Requested name.
+        name: String,
+        /// Comma-separated list of loaded tools.
+        known: String,
+    },
+    /// No agent of that name is loaded.
+    #[error("unknown agent \"{name}\"; loaded agents: {known}")]
+    UnknownAgent {
+        /// Requested name.
+        name: String,
+        /// Comma-separated list of loaded agents.
+        known: String,
+    },
+    /// An unknown schema export format.
+    #[error(
+        "unknown schema format \"{0}\" (expected intermediate, anthropic, openai, openai-strict, ollama)"
+    )]
+    UnknownFormat(String),
+    /// A capability string that does not parse.
+    #[error("invalid capability \"{0}\": expected NAME or NAME:SCOPE")]
+    BadCapability(String),
+}

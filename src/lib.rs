@@ -1,0 +1,219 @@
+//! kiln: a host for LLM tools and agents written as Rhai scripts.
+//!
+//! The [`Host`] loads scripts into an immutable [`registry::Registry`] snapshot, runs tool
+//! calls through validation, the capability guard and the sandbox, and runs agents against
+//! model providers. See ARCHITECTURE.md for the map.
+
+pub mod agent;
+pub mod capability;
+pub mod context;
+pub mod convert;
+pub mod error;
+pub mod registry;
+pub mod schema;
+pub mod script;
+pub mod services;
+pub mod stdlib;
+pub mod tool;
+
+use arc_swap::ArcSwap;
+use error::{HostError, LoadError};
+use registry::Registry;
+use rhai::Engine;
+use script::loader::{self, LoadedFile};
+use services::Services;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+/// How a host is set up.
+#[derive(Debug, Clone)]
+pub struct HostConfig {
+    /// Scripts folders (`--scripts`, repeatable).
+    pub scripts: Vec<PathBuf>,
+    /// The workspace host functions are rooted at.
+    pub workspace: PathBuf,
+    /// Load the embedded stdlib.
+    pub stdlib: bool,
+    /// Sandbox limits.
+    pub limits: script::sandbox::Limits,
+}
+
+impl Default for HostConfig {
+    fn default() -> Self {
+        HostConfig {
+            scripts: vec![PathBuf::from("scripts")],
+            workspace: PathBuf::from("."),
+            stdlib: true,
+            limits: script::sandbox::Limits::default(),
+        }
+    }
+}
+
+/// The host: a shared sandboxed engine, the loaded files and the current registry snapshot.
+pub struct Host {
+    engine: Arc<Engine>,
+    config: HostConfig,
+    files: Mutex<BTreeMap<String, Arc<LoadedFile>>>,
+    registry: ArcSwap<Registry>,
+    services: Arc<Services>,
+}
+
+impl Host {
+    /// Builds a host and loads the stdlib and every `*.rhai` file of the scripts folders.
+    pub fn new(config: HostConfig) -> Result<Host, HostError> {
+        Self::with_services(config, |_| {})
+    }
+
+    /// Like [`Host::new`], letting the caller adjust the services (approver, `--yes`).
+    pub fn with_services(
+        config: HostConfig,
+        adjust: impl FnOnce(&mut Services),
+    ) -> Result<Host, HostError> {
+        let engine = Arc::new(script::engine(&config.limits, config.scripts.clone(), None));
+        let mut services = Services::new(config.workspace.clone());
+        adjust(&mut services);
+        let host = Host {
+            engine,
+            files: Mutex::new(BTreeMap::new()),
+            registry: ArcSwap::from_pointee(Registry::default()),
+            services: Arc::new(services),
+            config,
+        };
+        host.load_all()?;
+        Ok(host)
+    }
+
+    /// The shared engine (for the REPL's Rhai evaluation).
+    pub fn engine(&self) -> &Arc<Engine> {
+        &self.engine
+    }
+
+    /// The host services.
+    pub fn services(&self) -> &Arc<Services> {
+        &self.services
+    }
+
+    /// The configuration the host was built with.
+    pub fn config(&self) -> &HostConfig {
+        &self.config
+    }
+
+    /// The current snapshot; a caller keeps it for as long as it needs one consistent view.
+    pub fn registry(&self) -> Arc<Registry> {
+        self.registry.load_full()
+    }
+
+    /// (Re)loads everything from scratch.
+    pub fn load_all(&self) -> Result<(), HostError> {
+        let mut files = BTreeMap::new();
+        if self.config.stdlib {
+            for (name, src) in stdlib::FILES {
+                let path = format!("stdlib/{name}");
+                files.insert(
+                    path.clone(),
+                    Arc::new(loader::load_source(&self.engine, &path, src)),
+                );
+            }
+        }
+        for dir in &self.config.scripts {
+            for path in script_files(dir)? {
+                let shown = path.to_string_lossy().to_string();
+                let loaded = match std::fs::read_to_string(&path) {
+                    Ok(src) => loader::load_source(&self.engine, &shown, &src),
+                    Err(e) => LoadedFile {
+                        path: shown.clone(),
+                        errors: vec![LoadError::at(
+                            error::SourceLoc {
+                                path: shown.clone(),
+                                line: 0,
+                                column: 0,
+                            },
+                            format!("cannot read: {e}"),
+                        )],
+                        ..LoadedFile::default()
+                    },
+                };
+                files.insert(shown, Arc::new(loaded));
+            }
+        }
+        self.install(files);
+        Ok(())
+    }
+
+    /// Builds and swaps in a registry for this set of files.
+    fn install(&self, files: BTreeMap<String, Arc<LoadedFile>>) {
+        let ordered = ordered_files(&files);
+        let reg = Registry::build(ordered.iter().map(|f| f.as_ref()));
+        self.registry.store(Arc::new(reg));
+        if let Ok(mut f) = self.files.lock() {
+            *f = files;
+        }
+    }
+
+    /// A call context holding these grants, with the current registry pinned.
+    pub fn context(&self, grants: capability::Grants) -> context::CallContext {
+        let mut ctx = context::CallContext::new(grants, self.services.clone());
+        ctx.registry = Some(self.registry());
+        ctx
+    }
+
+    /// Looks up a tool or says which ones exist.
+    pub fn tool(&self, name: &str) -> Result<Arc<tool::Tool>, HostError> {
+        let reg = self.registry();
+        reg.find(name).ok_or_else(|| HostError::UnknownTool {
+            name: name.into(),
+            known: reg.tool_names().join(", "),
+        })
+    }
+
+    /// Looks up an agent or says which ones exist.
+    pub fn agent(&self, name: &str) -> Result<Arc<agent::AgentSpec>, HostError> {
+        let reg = self.registry();
+        reg.agent(name).ok_or_else(|| {
+            let known: Vec<String> = reg.agents().map(|a| a.name.clone()).collect();
+            HostError::UnknownAgent {
+                name: name.into(),
+                known: if known.is_empty() {
+                    "(none)".into()
+                } else {
+                    known.join(", ")
+                },
+            }
+        })
+    }
+}
+
+/// stdlib files first, then user files in path order.
+fn ordered_files(files: &BTreeMap<String, Arc<LoadedFile>>) -> Vec<Arc<LoadedFile>> {
+    let (std, user): (Vec<_>, Vec<_>) = files
+        .values()
+        .cloned()
+        .partition(|f| f.path.starts_with("stdlib/"));
+    std.into_iter().chain(user).collect()
+}
+
+/// The `*.rhai` files of a folder (recursively), sorted; a missing default folder is empty.
+pub fn script_files(dir: &Path) -> Result<Vec<PathBuf>, HostError> {
+    let mut out = Vec::new();
+    if !dir.exists() {
+        return Ok(out);
+    }
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        let entries = std::fs::read_dir(&d).map_err(|e| HostError::ScriptsFolder {
+            path: d.display().to_string(),
+            source: e,
+        })?;
+        for entry in entries.flatten() {
+            let p = entry.path();
+            if p.is_dir() {
+                stack.push(p);
+            } else if p.extension().is_some_and(|e| e == "rhai") {
+                out.push(p);
+            }
+        }
+    }
+    out.sort();
+    Ok(out)
+}

@@ -1,0 +1,18 @@
+//! The `kiln` command line: parses arguments, calls the library, renders errors once.
+
+mod cli;
+
+use clap::Parser;
+use std::process::ExitCode;
+
+fn main() -> ExitCode {
+    let args = cli::Cli::parse();
+    cli::init_logging(args.global.verbose);
+    match cli::run(args) {
+        Ok(code) => code,
+        Err(e) => {
+            cli::output::error(&format!("{e:#}"));
+            ExitCode::from(2)
+        }
+    }
+}

@@ -1,0 +1,435 @@
+//! DSL params -> JSON Schema 2020-12, and the provider export formats.
+
+use serde_json::{Map, Value, json};
+
+/// The option keys a `.param(...)` map may hold.
+pub const PARAM_KEYS: &[&str] = &[
+    "desc",
+    "description",
+    "default",
+    "enum",
+    "items",
+    "properties",
+    "min",
+    "max",
+    "min_length",
+    "max_length",
+    "pattern",
+    "format",
+    "min_items",
+    "max_items",
+    "nullable",
+    "optional",
+    "type",
+];
+
+/// The param type names the DSL accepts.
+pub const PARAM_TYPES: &[&str] = &[
+    "string", "integer", "number", "float", "boolean", "array", "object",
+];
+
+/// One compiled parameter: its JSON Schema and whether it is required.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Param {
+    /// Property name (any string; need not be an identifier).
+    pub name: String,
+    /// JSON Schema of the property.
+    pub schema: Value,
+    /// Required unless `optional: true` or a `default` is given.
+    pub required: bool,
+}
+
+/// Maps a DSL type name to a JSON Schema type.
+pub fn json_type(name: &str) -> Result<&'static str, String> {
+    Ok(match name {
+        "string" => "string",
+        "integer" | "int" => "integer",
+        "number" | "float" => "number",
+        "boolean" | "bool" => "boolean",
+        "array" => "array",
+        "object" | "map" => "object",
+        other => {
+            return Err(format!(
+                "unknown param type \"{other}\" (expected one of: {})",
+                PARAM_TYPES.join(", ")
+            ));
+        }
+    })
+}
+
+/// Builds one param's schema from its type and option map (already converted to JSON).
+///
+/// `path` names the param for error messages (`prefs.size`).
+pub fn build_param(
+    path: &str,
+    type_name: &str,
+    options: &Map<String, Value>,
+) -> Result<(Value, bool), String> {
+    let ty = json_type(type_name).map_err(|e| format!("param \"{path}\": {e}"))?;
+    let mut s = Map::new();
+    s.insert("type".into(), json!(ty));
+    let mut required = true;
+    for (key, value) in options {
+        let err = |what: &str| format!("param \"{path}\": option `{key}` {what}");
+        match key.as_str() {
+            "type" => {}
+            "desc" | "description" => {
+                let text = value.as_str().ok_or_else(|| err("must be a string"))?;
+                s.insert("description".into(), json!(text));
+            }
+            "default" => {
+                s.insert("default".into(), value.clone());
+                required = false;
+            }
+            "optional" => {
+                required = !value
+                    .as_bool()
+                    .ok_or_else(|| err("must be true or false"))?
+            }
+            "nullable" => {
+                if value
+                    .as_bool()
+                    .ok_or_else(|| err("must be true or false"))?
+                {
+                    s.insert("type".into(), json!([ty, "null"]));
+                }
+            }
+            "enum" => {
+                let items = value.as_array().ok_or_else(|| err("must be an array"))?;
+                if items.is_empty() {
+                    return Err(err("must not be empty"));
+                }
+                s.insert("enum".into(), value.clone());
+            }
+            "pattern" => {
+                let p = value.as_str().ok_or_else(|| err("must be a string"))?;
+                regex::Regex::new(p).map_err(|e| err(&format!("is not a valid regex: {e}")))?;
+                s.insert("pattern".into(), json!(p));
+            }
+            "format" => {
+                let f = value.as_str().ok_or_else(|| err("must be a string"))?;
+                s.insert("format".into(), json!(f));
+            }
+            "min" | "max" => {
+                if !value.is_number() {
+                    return Err(err("must be a number"));
+                }
+                let kw = match (ty, key.as_str()) {
+                    ("string", "min") => "minLength",
+                    ("string", _) => "maxLength",
+                    ("array", "min") => "minItems",
+                    ("array", _) => "maxItems",
+                    ("object", "min") => "minProperties",
+                    ("object", _) => "maxProperties",
+                    (_, "min") => "minimum",
+                    _ => "maximum",
+                };
+                s.insert(kw.into(), value.clone());
+            }
+            "min_length" | "max_length" | "min_items" | "max_items" => {
+                if value.as_u64().is_none() {
+                    return Err(err("must be a non-negative integer"));
+                }
+                let kw = match key.as_str() {
+                    "min_length" => "minLength",
+                    "max_length" => "maxLength",
+                    "min_items" => "minItems",
+                    _ => "maxItems",
+                };
+                s.insert(kw.into(), value.clone());
+            }
+            "items" => {
+                if ty != "array" {
+                    return Err(err("only applies to arrays"));
+                }
+                let item = match value {
+                    Value::String(t) => json!({ "type": json_type(t).map_err(|e| err(&e))? }),
+                    Value::Object(m) => nested(&format!("{path}[]"), m)?.0,
+                    _ => return Err(err("must be a type name or a param map")),
+                };
+                s.insert("items".into(), item);
+            }
+            "properties" => {
+                if ty != "object" {
+                    return Err(err("only applies to objects"));
+                }
+                let props = value
+                    .as_object()
+                    .ok_or_else(|| err("must be a map of params"))?;
+                let mut params = Vec::new();
+                for (name, p) in props {
+                    let m = p.as_object().ok_or_else(|| {
+                        format!("param \"{path}.{name}\": must be a param map with a `type` key")
+                    })?;
+                    let (schema, req) = nested(&format!("{path}.{name}"), m)?;
+                    params.push(Param {
+                        name: name.clone(),
+                        schema,
+                        required: req,
+                    });
+                }
+                let obj = object_schema(&params);
+                for (k, v) in obj.as_object().into_iter().flatten() {
+                    if k != "type" {
+                        s.insert(k.clone(), v.clone());
+                    }
+                }
+            }
+            other => {
+                return Err(format!(
+                    "param \"{path}\": unknown option key `{other}` (expected one of: {})",
+                    PARAM_KEYS.join(", ")
+                ));
+            }
+        }
+    }
+    Ok((Value::Object(s), required))
+}
+
+fn nested(path: &str, m: &Map<String, Value>) -> Result<(Value, bool), String> {
+    let ty = m
+        .get("type")
+        .and_then(Value::as_str)
+        .ok_or_else(|| format!("param \"{path}\": a nested param map needs a `type` key"))?;
+    build_param(path, ty, m)
+}
+
+/// The object schema of an ordered list of params (unknown properties rejected).
+pub fn object_schema(params: &[Param]) -> Value {
+    let mut props = Map::new();
+    let mut required = Vec::new();
+    for p in params {
+        props.insert(p.name.clone(), p.schema.clone());
+        if p.required {
+            required.push(json!(p.name));
+        }
+    }
+    json!({
+        "type": "object",
+        "properties": props,
+        "required": required,
+        "additionalProperties": false,
+    })
+}
+
+/// Provider export formats of a tool definition.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    /// `{name, description, parameters}`.
+    Intermediate,
+    /// Anthropic Messages `{name, description, input_schema}`.
+    Anthropic,
+    /// OpenAI Chat Completions `{type: "function", function: {...}}`.
+    OpenAi,
+    /// OpenAI strict mode (structured outputs) rules applied.
+    OpenAiStrict,
+    /// Ollama native `/api/chat` tools.
+    Ollama,
+}
+
+impl Format {
+    /// All format names, for help and completion.
+    pub const NAMES: &'static [&'static str] = &[
+        "intermediate",
+        "anthropic",
+        "openai",
+        "openai-strict",
+        "ollama",
+    ];
+
+    /// Parses a format name.
+    pub fn parse(name: &str) -> Option<Format> {
+        Some(match name {
+            "intermediate" => Format::Intermediate,
+            "anthropic" => Format::Anthropic,
+            "openai" => Format::OpenAi,
+            "openai-strict" | "openai_strict" => Format::OpenAiStrict,
+            "ollama" => Format::Ollama,
+            _ => return None,
+        })
+    }
+}
+
+/// A tool definition in an export format, plus warnings about anything dropped.
+pub fn export(
+    name: &str,
+    description: &str,
+    schema: &Value,
+    format: Format,
+) -> (Value, Vec<String>) {
+    let mut warnings = Vec::new();
+    let def = match format {
+        Format::Intermediate => {
+            json!({"name": name, "description": description, "parameters": schema})
+        }
+        Format::Anthropic => {
+            json!({"name": name, "description": description, "input_schema": schema})
+        }
+        Format::OpenAi | Format::Ollama => json!({
+            "type": "function",
+            "function": {"name": name, "description": description, "parameters": schema},
+        }),
+        Format::OpenAiStrict => {
+            let strict = strictify(schema, "", &mut warnings);
+            json!({
+                "type": "function",
+                "function": {"name": name, "description": description, "parameters": strict, "strict": true},
+            })
+        }
+    };
+    let warnings = warnings
+        .into_iter()
+        .map(|w| format!("tool \"{name}\": {w}"))
+        .collect();
+    (def, warnings)
+}
+
+/// Keywords OpenAI strict mode rejects.
+const STRICT_UNSUPPORTED: &[&str] = &[
+    "minLength",
+    "maxLength",
+    "minItems",
+    "maxItems",
+    "minProperties",
+    "maxProperties",
+    "default",
+    "format",
+    "minimum",
+    "maximum",
+    "pattern",
+];
+
+fn strictify(schema: &Value, path: &str, warnings: &mut Vec<String>) -> Value {
+    let Some(m) = schema.as_object() else {
+        return schema.clone();
+    };
+    let mut out = Map::new();
+    for (k, v) in m {
+        if STRICT_UNSUPPORTED.contains(&k.as_str()) {
+            let at = if path.is_empty() { "/" } else { path };
+            warnings.push(format!("openai-strict dropped `{k}` at {at}"));
+            continue;
+        }
+        match k.as_str() {
+            "items" => {
+                out.insert(k.clone(), strictify(v, &format!("{path}/items"), warnings));
+            }
+            "properties" => {}
+            _ => {
+                out.insert(k.clone(), v.clone());
+            }
+        }
+    }
+    if let Some(props) = m.get("properties").and_then(Value::as_object) {
+        let required: Vec<&str> = m
+            .get("required")
+            .and_then(Value::as_array)
+            .map(|a| a.iter().filter_map(Value::as_str).collect())
+            .unwrap_or_default();
+        let mut new_props = Map::new();
+        for (name, p) in props {
+            let mut ps = strictify(p, &format!("{path}/{name}"), warnings);
+            if !required.contains(&name.as_str()) {
+                ps = make_nullable(ps);
+            }
+            new_props.insert(name.clone(), ps);
+        }
+        let all: Vec<Value> = props.keys().map(|k| json!(k)).collect();
+        out.insert("properties".into(), Value::Object(new_props));
+        out.insert("required".into(), Value::Array(all));
+    }
+    if is_object_type(m) {
+        out.insert("additionalProperties".into(), json!(false));
+    }
+    Value::Object(out)
+}
+
+fn is_object_type(m: &Map<String, Value>) -> bool {
+    match m.get("type") {
+        Some(Value::String(t)) => t == "object",
+        Some(Value::Array(ts)) => ts.iter().any(|t| t == "object"),
+        _ => m.contains_key("properties"),
+    }
+}
+
+fn make_nullable(mut schema: Value) -> Value {
+    if let Some(m) = schema.as_object_mut() {
+        match m.get("type").cloned() {
+            Some(Value::String(t)) if t != "null" => {
+                m.insert("type".into(), json!([t, "null"]));
+            }
+            Some(Value::Array(mut ts)) => {
+                if !ts.iter().any(|t| t == "null") {
+                    ts.push(json!("null"));
+                }
+                m.insert("type".into(), Value::Array(ts));
+            }
+            _ => {}
+        }
+        if let Some(Value::Array(e)) = m.get_mut("enum")
+            && !e.contains(&Value::Null)
+        {
+            e.push(Value::Null);
+        }
+    }
+    schema
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn opts(v: Value) -> Map<String, Value> {
+        v.as_object().cloned().expect("object")
+    }
+
+    #[test]
+    fn options_map_to_keywords() {
+        let (s, req) = build_param(
+            "sku",
+            "string",
+            &opts(json!({"desc": "SKU", "pattern": "^SKU-[0-9]+$", "min": 3, "nullable": true})),
+        )
+        .expect("valid");
+        assert!(req);
+        assert_eq!(
+            s,
+            json!({"type": ["string", "null"], "description": "SKU", "pattern": "^SKU-[0-9]+$", "minLength": 3})
+        );
+        let (_, req) = build_param("n", "integer", &opts(json!({"default": 5}))).expect("valid");
+        assert!(!req);
+    }
+
+    #[test]
+    fn bad_options_are_errors() {
+        let e = build_param("x", "string", &opts(json!({"colour": 1}))).expect_err("unknown key");
+        assert!(e.contains("unknown option key `colour`"), "{e}");
+        let e = build_param("x", "strin", &Map::new()).expect_err("bad type");
+        assert!(e.contains("unknown param type \"strin\""), "{e}");
+        let e = build_param("x", "string", &opts(json!({"pattern": "("}))).expect_err("regex");
+        assert!(e.contains("not a valid regex"), "{e}");
+    }
+
+    #[test]
+    fn strict_makes_everything_required_and_optional_nullable() {
+        let params = vec![
+            Param {
+                name: "a".into(),
+                schema: json!({"type": "string", "minLength": 1}),
+                required: true,
+            },
+            Param {
+                name: "b".into(),
+                schema: json!({"type": "integer"}),
+                required: false,
+            },
+        ];
+        let (def, warnings) = export("t", "d", &object_schema(&params), Format::OpenAiStrict);
+        let p = &def["function"]["parameters"];
+        assert_eq!(p["required"], json!(["a", "b"]));
+        assert_eq!(p["properties"]["b"]["type"], json!(["integer", "null"]));
+        assert_eq!(p["additionalProperties"], json!(false));
+        assert!(p["properties"]["a"].get("minLength").is_none());
+        assert_eq!(warnings.len(), 1);
+    }
+}

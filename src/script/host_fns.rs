@@ -1,0 +1,243 @@
+//! Host functions scripts may call. Those reaching outside the script are gated at every call:
+//! the running tool must declare the capability and the caller must hold a grant whose scope
+//! covers the call's target.
+
+use crate::capability::{Capability, GrantMode};
+use crate::context::CallContext;
+use crate::services::Services;
+use crate::tool::Tool;
+use rhai::{Dynamic, Engine, EvalAltResult, Position};
+use std::cell::RefCell;
+use std::sync::Arc;
+
+/// The value thrown by `tool_error(msg)`: a failure whose message the model sees.
+#[derive(Debug, Clone)]
+pub struct ToolErrorValue(pub String);
+
+/// The value thrown when a host function is refused.
+#[derive(Debug, Clone)]
+pub struct DeniedValue(pub String);
+
+/// Maximum nesting of `call_tool`.
+pub const MAX_CALL_DEPTH: u32 = 4;
+
+struct Frame {
+    tool: String,
+    declared: Vec<Capability>,
+    ctx: CallContext,
+}
+
+thread_local! {
+    static FRAMES: RefCell<Vec<Frame>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Runs `f` as tool `tool` called with `ctx`, so gated host functions can check it.
+pub fn with_call<T>(tool: &Tool, ctx: &CallContext, f: impl FnOnce() -> T) -> T {
+    with_frame(&tool.name, tool.requires.clone(), ctx, f)
+}
+
+/// Runs `f` outside any tool (the REPL): everything granted counts as declared.
+pub fn with_grants<T>(ctx: &CallContext, f: impl FnOnce() -> T) -> T {
+    let declared = ctx.grants.iter().map(|g| g.cap.clone()).collect();
+    with_frame("repl", declared, ctx, f)
+}
+
+fn with_frame<T>(
+    tool: &str,
+    declared: Vec<Capability>,
+    ctx: &CallContext,
+    f: impl FnOnce() -> T,
+) -> T {
+    FRAMES.with(|s| {
+        s.borrow_mut().push(Frame {
+            tool: tool.to_string(),
+            declared,
+            ctx: ctx.clone(),
+        })
+    });
+    let out = f();
+    FRAMES.with(|s| s.borrow_mut().pop());
+    out
+}
+
+fn denied(msg: String) -> Box<EvalAltResult> {
+    EvalAltResult::ErrorRuntime(Dynamic::from(DeniedValue(msg)), Position::NONE).into()
+}
+
+/// Checks that the running tool may use capability `cap` on `target`; returns the services.
+pub fn gate(
+    func: &str,
+    cap: &str,
+    target: &str,
+    within: impl Fn(&str) -> bool,
+) -> Result<Arc<Services>, Box<EvalAltResult>> {
+    FRAMES.with(|s| {
+        let frames = s.borrow();
+        let Some(top) = frames.last() else {
+            return Err(denied(format!("{func}(\"{target}\") refused: host functions can only be called while a tool runs")));
+        };
+        let declared = top.declared.iter().any(|c| c.name == cap && c.scope.as_deref().is_none_or(&within));
+        if !declared {
+            return Err(denied(format!(
+                "{func}(\"{target}\") refused: tool \"{}\" does not declare capability \"{cap}\" for \"{target}\" (add .requires(\"{cap}\"))",
+                top.tool
+            )));
+        }
+        let who = top.ctx.agent.as_deref().map_or_else(|| "the caller".to_string(), |a| format!("agent \"{a}\""));
+        match top.ctx.grants.grant_for(cap, &within) {
+            None => Err(denied(format!(
+                "{func}(\"{target}\") refused: {who} was not granted \"{cap}\" covering \"{target}\" (it has {})",
+                top.ctx.grants.list()
+            ))),
+            Some(g) if g.mode == GrantMode::Ask => {
+                let question = format!("tool \"{}\" wants {func}(\"{target}\") [{cap}]", top.tool);
+                if top.ctx.services.approve(&question) {
+                    Ok(top.ctx.services.clone())
+                } else {
+                    Err(denied(format!("{func}(\"{target}\") refused: \"{cap}\" needs approval and it was not given")))
+                }
+            }
+            Some(_) => Ok(top.ctx.services.clone()),
+        }
+    })
+}
+
+fn call_tool(name: &str, args: Dynamic) -> Result<Dynamic, Box<EvalAltResult>> {
+    let (caller, ctx) = FRAMES
+        .with(|s| {
+            let frames = s.borrow();
+            frames.last().map(|f| (f.tool.clone(), f.ctx.clone()))
+        })
+        .ok_or_else(|| denied(format!("call_tool(\"{name}\") refused: no tool is running")))?;
+    if ctx.depth >= MAX_CALL_DEPTH {
+        return Err(denied(format!(
+            "call_tool(\"{name}\") refused: nesting deeper than {MAX_CALL_DEPTH}"
+        )));
+    }
+    let tool = ctx
+        .registry
+        .as_ref()
+        .and_then(|r| r.find(name))
+        .ok_or_else(|| denied(format!("call_tool(\"{name}\"): no such tool")))?;
+    let args = crate::convert::to_json(&args)
+        .map_err(|e| denied(format!("call_tool(\"{name}\"): arguments: {e}")))?;
+    let declared = FRAMES.with(|s| {
+        s.borrow()
+            .last()
+            .map(|f| f.declared.clone())
+            .unwrap_or_default()
+    });
+    let beyond: Vec<String> = tool
+        .requires
+        .iter()
+        .filter(|r| !declared.iter().any(|d| d.name == r.name))
+        .map(|r| r.to_string())
+        .collect();
+    if !beyond.is_empty() {
+        return Err(denied(format!(
+            "call_tool(\"{name}\") refused: it requires [{}] which tool \"{caller}\" does not declare",
+            beyond.join(", ")
+        )));
+    }
+    let mut inner = ctx.clone();
+    inner.depth += 1;
+    let outcome = tool.execute(&args, &inner);
+    match outcome.result {
+        Ok(v) => Ok(crate::convert::to_dynamic(&v)),
+        Err(f) => Err(EvalAltResult::ErrorRuntime(
+            Dynamic::from(ToolErrorValue(format!("{name}: {}", f.message))),
+            Position::NONE,
+        )
+        .into()),
+    }
+}
+
+fn store_ns(func: &str, ns: &str) -> Result<Arc<Services>, Box<EvalAltResult>> {
+    gate(func, "store", ns, |scope| scope == ns)
+}
+
+/// Registers the host functions.
+pub fn register(engine: &mut Engine) {
+    engine.register_type_with_name::<ToolErrorValue>("ToolError");
+    engine.register_fn("to_string", |e: &mut ToolErrorValue| e.0.clone());
+    engine.register_fn("to_debug", |e: &mut ToolErrorValue| {
+        format!("tool_error({:?})", e.0)
+    });
+    engine.register_type_with_name::<DeniedValue>("Denied");
+    engine.register_fn("to_string", |e: &mut DeniedValue| e.0.clone());
+    engine.register_fn("tool_error", |msg: &str| ToolErrorValue(msg.to_string()));
+    engine.register_fn("tool_error", |msg: Dynamic| ToolErrorValue(msg.to_string()));
+
+    engine.register_fn("now", || {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_secs_f64())
+            .unwrap_or(0.0)
+    });
+    engine.register_fn("now_iso", crate::script::math::now_iso);
+    engine.register_fn("log", |level: &str, msg: &str| match level {
+        "error" => tracing::error!(target: "kiln::script", "{msg}"),
+        "warn" => tracing::warn!(target: "kiln::script", "{msg}"),
+        "debug" => tracing::debug!(target: "kiln::script", "{msg}"),
+        _ => tracing::info!(target: "kiln::script", "{msg}"),
+    });
+    engine.register_fn(
+        "json_encode",
+        |v: Dynamic| -> Result<String, Box<EvalAltResult>> {
+            crate::convert::to_json(&v)
+                .map(|j| j.to_string())
+                .map_err(|e| e.into())
+        },
+    );
+    engine.register_fn(
+        "json_decode",
+        |s: &str| -> Result<Dynamic, Box<EvalAltResult>> {
+            let v: serde_json::Value =
+                serde_json::from_str(s).map_err(|e| format!("json_decode: {e}"))?;
+            Ok(crate::convert::to_dynamic(&v))
+        },
+    );
+    engine.register_fn(
+        "math_eval",
+        |expr: &str| -> Result<rhai::FLOAT, Box<EvalAltResult>> {
+            crate::script::math::eval(expr).map_err(|e| {
+                EvalAltResult::ErrorRuntime(Dynamic::from(ToolErrorValue(e)), Position::NONE).into()
+            })
+        },
+    );
+    engine.register_fn("call_tool", call_tool);
+
+    engine.register_fn(
+        "store_get",
+        |ns: &str, key: &str| -> Result<Dynamic, Box<EvalAltResult>> {
+            let svc = store_ns("store_get", ns)?;
+            Ok(svc
+                .store
+                .get(ns, key)
+                .map(|v| crate::convert::to_dynamic(&v))
+                .unwrap_or(Dynamic::UNIT))
+        },
+    );
+    engine.register_fn(
+        "store_set",
+        |ns: &str, key: &str, value: Dynamic| -> Result<(), Box<EvalAltResult>> {
+            let svc = store_ns("store_set", ns)?;
+            let v = crate::convert::to_json(&value).map_err(|e| format!("store_set: {e}"))?;
+            svc.store.set(ns, key, v);
+            Ok(())
+        },
+    );
+    engine.register_fn(
+        "store_delete",
+        |ns: &str, key: &str| -> Result<bool, Box<EvalAltResult>> {
+            Ok(store_ns("store_delete", ns)?.store.delete(ns, key))
+        },
+    );
+    engine.register_fn(
+        "store_list",
+        |ns: &str| -> Result<rhai::Array, Box<EvalAltResult>> {
+            let svc = store_ns("store_list", ns)?;
+            Ok(svc.store.list(ns).into_iter().map(Dynamic::from).collect())
+        },
+    );
+}

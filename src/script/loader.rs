@@ -1,0 +1,323 @@
+//! Loads one script file: compile, run its top level collecting DSL drafts, then check and
+//! compile each tool and agent. Every problem becomes a `path:line:col: message` error and the
+//! rest of the file still loads.
+
+use super::dsl::{self, AgentDraft, ToolDraft};
+use super::{ScriptUnit, sandbox};
+use crate::agent::spec::{self, AgentSpec};
+use crate::capability::{Capability, GrantMode, Grants};
+use crate::error::{LoadError, SourceLoc};
+use crate::schema;
+use crate::tool::{DEFAULT_TIMEOUT, Tool};
+use rhai::{AST, Engine, Position, Scope};
+use serde_json::Value;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// How long a file's top level may run.
+const TOP_LEVEL_DEADLINE: Duration = Duration::from_secs(5);
+
+/// What one file defined, and what was wrong with it.
+#[derive(Default)]
+pub struct LoadedFile {
+    /// Path as shown in messages.
+    pub path: String,
+    /// Tools in definition order.
+    pub tools: Vec<Arc<Tool>>,
+    /// Agents in definition order; their tool references are checked by the registry.
+    pub agents: Vec<(Arc<AgentSpec>, Position)>,
+    /// Problems; a file with any is "broken" for hot reload.
+    pub errors: Vec<LoadError>,
+    /// Advice that does not stop loading.
+    pub warnings: Vec<LoadError>,
+}
+
+/// Tool names every provider accepts.
+pub fn valid_tool_name(name: &str) -> bool {
+    (1..=64).contains(&name.len())
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+}
+
+/// Compiles and loads one file's source.
+pub fn load_source(engine: &Arc<Engine>, path: &str, source: &str) -> LoadedFile {
+    let mut file = LoadedFile {
+        path: path.to_string(),
+        ..LoadedFile::default()
+    };
+    let at = |pos: Position| SourceLoc::new(path, pos);
+    let mut ast = match engine.compile(source) {
+        Ok(ast) => ast,
+        Err(e) => {
+            file.errors.push(LoadError::at(
+                at(e.position()),
+                parse_message(&e.to_string(), source, e.position()),
+            ));
+            return file;
+        }
+    };
+    ast.set_source(path);
+    let deadline = Some(Instant::now() + TOP_LEVEL_DEADLINE);
+    let (ran, collected) = dsl::collect(|| {
+        sandbox::with_watch(deadline, None, || {
+            engine.run_ast_with_scope(&mut Scope::new(), &ast)
+        })
+    });
+    if let Err(e) = ran {
+        file.errors
+            .push(LoadError::at(at(e.position()), top_level_message(&e)));
+    }
+    let unit = Arc::new(ScriptUnit {
+        ast,
+        engine: engine.clone(),
+        path: path.to_string(),
+    });
+    for draft in collected.tools {
+        match finish_tool(draft, &unit) {
+            Ok(tool) => file.tools.push(Arc::new(tool)),
+            Err(errs) => file.errors.extend(errs),
+        }
+    }
+    for draft in collected.agents {
+        let pos = draft.tools_pos;
+        match finish_agent(draft, &unit) {
+            Ok(agent) => file.agents.push((Arc::new(agent), pos)),
+            Err(errs) => file.errors.extend(errs),
+        }
+    }
+    file
+}
+
+fn parse_message(message: &str, source: &str, pos: Position) -> String {
+    let line = pos
+        .line()
+        .and_then(|l| source.lines().nth(l.saturating_sub(1)))
+        .unwrap_or("");
+    if line.contains("default:") || message.contains("'default'") {
+        format!(
+            "{message} (`default` is a reserved word in Rhai: write the key quoted, #{{ \"default\": ... }})"
+        )
+    } else {
+        message.to_string()
+    }
+}
+
+fn top_level_message(e: &rhai::EvalAltResult) -> String {
+    let text = e.to_string();
+    // Rhai appends " (line L, position C)"; the location is already in the prefix.
+    match text.rfind(" (line ") {
+        Some(i) if text.ends_with(')') => text[..i].to_string(),
+        _ => text,
+    }
+}
+
+fn finish_tool(d: ToolDraft, unit: &Arc<ScriptUnit>) -> Result<Tool, Vec<LoadError>> {
+    let at = |pos: Position| SourceLoc::new(&unit.path, pos);
+    let mut errors: Vec<LoadError> = d
+        .errors
+        .iter()
+        .map(|(p, m)| LoadError::at(at(*p), format!("tool \"{}\": {m}", d.name)))
+        .collect();
+    if !valid_tool_name(&d.name) {
+        errors.push(LoadError::at(
+            at(d.pos),
+            format!(
+                "invalid tool name \"{}\": names must match ^[a-zA-Z0-9_-]{{1,64}}$",
+                d.name
+            ),
+        ));
+    }
+    if let (Some((_, pos)), Some(_)) = (&d.input_schema, d.params_pos) {
+        errors.push(LoadError::at(
+            at(*pos),
+            format!(
+                "tool \"{}\": .input_schema(...) cannot be mixed with .param(...)",
+                d.name
+            ),
+        ));
+    }
+    let mut requires = Vec::new();
+    for (cap, pos) in &d.requires {
+        match Capability::parse(cap) {
+            Ok(c) => requires.push(c),
+            Err(e) => errors.push(LoadError::at(at(*pos), format!("tool \"{}\": {e}", d.name))),
+        }
+    }
+    let handler = match &d.handler {
+        None => {
+            errors.push(LoadError::at(
+                at(d.pos),
+                format!("tool \"{}\" has no .handler(...)", d.name),
+            ));
+            None
+        }
+        Some((f, pos)) => {
+            match handler_arity(&unit.ast, f) {
+                Some(1 | 2) => Some(f.clone()),
+                Some(n) => {
+                    errors.push(LoadError::at(at(*pos), format!("tool \"{}\": handler takes {n} parameters; expected |args| or |args, ctx|", d.name)));
+                    None
+                }
+                None => {
+                    errors.push(LoadError::at(
+                        at(*pos),
+                        format!(
+                            "tool \"{}\": handler function \"{}\" is not defined in this file",
+                            d.name,
+                            f.fn_name()
+                        ),
+                    ));
+                    None
+                }
+            }
+        }
+    };
+    let (schema, schema_pos) = match &d.input_schema {
+        Some((s, pos)) => (s.clone(), *pos),
+        None => (
+            schema::object_schema(&d.params),
+            d.params_pos.unwrap_or(d.pos),
+        ),
+    };
+    if schema.get("type").and_then(Value::as_str) != Some("object") {
+        errors.push(LoadError::at(
+            at(schema_pos),
+            format!(
+                "tool \"{}\": input_schema must be an object schema (type: \"object\")",
+                d.name
+            ),
+        ));
+    }
+    let validator = jsonschema::options()
+        .with_draft(jsonschema::Draft::Draft202012)
+        .should_validate_formats(true)
+        .build(&schema);
+    let validator = match validator {
+        Ok(v) => Some(v),
+        Err(e) => {
+            errors.push(LoadError::at(
+                at(schema_pos),
+                format!("tool \"{}\": invalid JSON Schema: {e}", d.name),
+            ));
+            None
+        }
+    };
+    match (handler, validator) {
+        (Some(handler), Some(validator)) if errors.is_empty() => Ok(Tool {
+            name: d.name,
+            description: d.description,
+            schema,
+            requires,
+            exclusive: d.exclusive,
+            timeout: d.timeout_ms.map_or(DEFAULT_TIMEOUT, Duration::from_millis),
+            retries: d.retries,
+            loc: at(d.pos),
+            validator,
+            handler_arity: handler_arity(&unit.ast, &handler).unwrap_or(2),
+            handler,
+            available_if: d.available_if,
+            script: unit.clone(),
+        }),
+        _ => Err(errors),
+    }
+}
+
+/// Parameters of the handler minus curried (captured) values; `None` when it is not defined.
+fn handler_arity(ast: &AST, f: &rhai::FnPtr) -> Option<usize> {
+    ast.iter_functions()
+        .filter(|m| m.name == f.fn_name())
+        .map(|m| m.params.len().saturating_sub(f.curry().len()))
+        .min()
+}
+
+fn finish_agent(d: AgentDraft, unit: &Arc<ScriptUnit>) -> Result<AgentSpec, Vec<LoadError>> {
+    let at = |pos: Position| SourceLoc::new(&unit.path, pos);
+    let mut errors: Vec<LoadError> = d
+        .errors
+        .iter()
+        .map(|(p, m)| LoadError::at(at(*p), format!("agent \"{}\": {m}", d.name)))
+        .collect();
+    let text = |k: &str| d.settings.get(k).and_then(|v| v.clone().into_string().ok());
+    let number = |k: &str| d.settings.get(k).and_then(|v| v.as_int().ok());
+    if !valid_tool_name(&d.name) {
+        errors.push(LoadError::at(
+            at(d.pos),
+            format!(
+                "invalid agent name \"{}\": names must match ^[a-zA-Z0-9_-]{{1,64}}$",
+                d.name
+            ),
+        ));
+    }
+    let default_provider = if d.planner.is_some() {
+        "script"
+    } else {
+        "anthropic"
+    };
+    let provider = text("provider").unwrap_or_else(|| default_provider.to_string());
+    if !spec::PROVIDERS.contains(&provider.as_str()) {
+        errors.push(LoadError::at(
+            at(d.pos),
+            format!(
+                "agent \"{}\": unknown provider \"{provider}\" (expected one of: {})",
+                d.name,
+                spec::PROVIDERS.join(", ")
+            ),
+        ));
+    }
+    if provider == "script" && d.planner.is_none() {
+        errors.push(LoadError::at(
+            at(d.pos),
+            format!(
+                "agent \"{}\": the script provider needs a .planner(|messages, tools| ...)",
+                d.name
+            ),
+        ));
+    }
+    let mut grants = Grants::default();
+    for c in &d.capabilities {
+        match Capability::parse(c) {
+            Ok(cap) => grants.add(cap, GrantMode::Allow),
+            Err(e) => errors.push(LoadError::at(
+                at(d.caps_pos),
+                format!("agent \"{}\": {e}", d.name),
+            )),
+        }
+    }
+    for a in &d.ask {
+        match Capability::parse(a) {
+            Ok(cap) if !grants.covers(&cap) => grants.add(cap, GrantMode::Ask),
+            Ok(_) => grants.mark_ask(std::slice::from_ref(a)),
+            Err(e) => errors.push(LoadError::at(
+                at(d.pos),
+                format!("agent \"{}\": {e}", d.name),
+            )),
+        }
+    }
+    if !errors.is_empty() {
+        return Err(errors);
+    }
+    let as_u32 = |v: Option<i64>| v.and_then(|n| u32::try_from(n).ok());
+    Ok(AgentSpec {
+        description: text("description").unwrap_or_default(),
+        provider,
+        model: text("model"),
+        system: text("system"),
+        tools: d.tools,
+        grants,
+        max_tool_iterations: as_u32(number("max_tool_iterations"))
+            .unwrap_or(spec::DEFAULT_MAX_ITERATIONS),
+        temperature: d
+            .settings
+            .get("temperature")
+            .and_then(|v| v.as_float().ok()),
+        max_tokens: as_u32(number("max_tokens")),
+        base_url: text("base_url"),
+        api_key_env: text("api_key_env"),
+        max_parallel: as_u32(number("max_parallel")).unwrap_or(4) as usize,
+        planner: d.planner,
+        loc: at(d.pos),
+        name: d.name,
+        script: unit.clone(),
+    })
+}

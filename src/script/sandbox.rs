@@ -1,0 +1,171 @@
+//! The sandboxed Rhai engine: built once, shared by every load and call.
+//!
+//! `Engine::new_raw()` plus a shared standard package, hard limits, `eval` disabled, `sleep`
+//! replaced by one that honours deadlines, `print`/`debug` routed to the log (stdout belongs to
+//! the REPL), imports resolved only inside the scripts folders, and a per-call deadline and
+//! cancellation flag checked from `on_progress`.
+
+use rhai::packages::{Package, StandardPackage};
+use rhai::{Dynamic, Engine, EvalAltResult, Position};
+use std::cell::RefCell;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, OnceLock};
+use std::time::{Duration, Instant};
+
+/// Limits applied to every script evaluation.
+#[derive(Debug, Clone)]
+pub struct Limits {
+    /// Maximum operations per evaluation.
+    pub max_operations: u64,
+    /// Maximum function call depth.
+    pub max_call_levels: usize,
+    /// Maximum expression nesting depth (global, in functions).
+    pub max_expr_depth: (usize, usize),
+    /// Maximum string length in bytes.
+    pub max_string_size: usize,
+    /// Maximum array length.
+    pub max_array_size: usize,
+    /// Maximum map size.
+    pub max_map_size: usize,
+    /// Maximum number of modules imported.
+    pub max_modules: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            max_operations: 50_000_000,
+            max_call_levels: 48,
+            max_expr_depth: (64, 48),
+            max_string_size: 4 * 1024 * 1024,
+            max_array_size: 200_000,
+            max_map_size: 100_000,
+            max_modules: 32,
+        }
+    }
+}
+
+/// Token passed to `on_progress` termination when a call's deadline passes.
+pub const DEADLINE_TOKEN: &str = "deadline";
+/// Token passed to `on_progress` termination when a call is cancelled.
+pub const CANCEL_TOKEN: &str = "cancelled";
+
+/// The per-thread watch on the running evaluation: deadline and cancellation.
+#[derive(Default, Clone)]
+struct Watch {
+    deadline: Option<Instant>,
+    cancel: Option<Arc<AtomicBool>>,
+}
+
+thread_local! {
+    static WATCH: RefCell<Watch> = RefCell::new(Watch::default());
+}
+
+/// Runs `f` with a deadline and a cancellation flag watched by the engine on this thread.
+///
+/// A call runs on one thread, so a thread-local watch is exact; nested watches restore the
+/// outer one and never extend it.
+pub fn with_watch<T>(
+    deadline: Option<Instant>,
+    cancel: Option<Arc<AtomicBool>>,
+    f: impl FnOnce() -> T,
+) -> T {
+    let previous = WATCH.with(|w| w.borrow().clone());
+    let deadline = match (previous.deadline, deadline) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    };
+    let cancel = cancel.or_else(|| previous.cancel.clone());
+    WATCH.with(|w| *w.borrow_mut() = Watch { deadline, cancel });
+    let out = f();
+    WATCH.with(|w| *w.borrow_mut() = previous);
+    out
+}
+
+/// Why the current evaluation must stop, if it must.
+fn stop_reason() -> Option<&'static str> {
+    WATCH.with(|w| {
+        let w = w.borrow();
+        if w.cancel.as_ref().is_some_and(|c| c.load(Ordering::Relaxed)) {
+            return Some(CANCEL_TOKEN);
+        }
+        if w.deadline.is_some_and(|d| Instant::now() >= d) {
+            return Some(DEADLINE_TOKEN);
+        }
+        None
+    })
+}
+
+/// A sink for `print` and `debug` output of scripts.
+pub type PrintSink = Arc<dyn Fn(&str) + Send + Sync>;
+
+fn standard_package() -> &'static StandardPackage {
+    static PKG: OnceLock<StandardPackage> = OnceLock::new();
+    PKG.get_or_init(StandardPackage::new)
+}
+
+/// Builds the sandboxed engine. `roots` are the scripts folders imports may read from.
+pub fn build_engine(limits: &Limits, roots: Vec<PathBuf>, print: Option<PrintSink>) -> Engine {
+    let mut engine = Engine::new_raw();
+    engine.register_global_module(standard_package().as_shared_module());
+    engine
+        .set_max_operations(limits.max_operations)
+        .set_max_call_levels(limits.max_call_levels)
+        .set_max_expr_depths(limits.max_expr_depth.0, limits.max_expr_depth.1)
+        .set_max_string_size(limits.max_string_size)
+        .set_max_array_size(limits.max_array_size)
+        .set_max_map_size(limits.max_map_size)
+        .set_max_modules(limits.max_modules)
+        .set_max_variables(10_000)
+        .set_max_functions(10_000);
+    engine.disable_symbol("eval");
+    engine.set_module_resolver(super::imports::RootedResolver::new(roots));
+    engine.on_progress(|ops| {
+        if ops % 256 == 0 {
+            stop_reason().map(Dynamic::from)
+        } else {
+            None
+        }
+    });
+    let sink = print.clone();
+    engine.on_print(move |s| match &sink {
+        Some(f) => f(s),
+        None => tracing::info!(target: "kiln::script", "{s}"),
+    });
+    engine.on_debug(move |s, src, pos| match &print {
+        Some(f) => f(&format!("[debug {}{pos}] {s}", src.unwrap_or(""))),
+        None => tracing::debug!(target: "kiln::script", "{}{pos}: {s}", src.unwrap_or("")),
+    });
+    engine.register_fn("sleep", sleep_int);
+    engine.register_fn("sleep", sleep_float);
+    engine
+}
+
+fn sleep_int(seconds: rhai::INT) -> Result<(), Box<EvalAltResult>> {
+    sleep_for(Duration::from_secs(seconds.max(0) as u64))
+}
+
+fn sleep_float(seconds: rhai::FLOAT) -> Result<(), Box<EvalAltResult>> {
+    let secs = if seconds.is_finite() {
+        seconds.clamp(0.0, 86_400.0)
+    } else {
+        0.0
+    };
+    sleep_for(Duration::from_secs_f64(secs))
+}
+
+/// Sleeps in small steps so deadlines and cancellation still stop the script.
+fn sleep_for(total: Duration) -> Result<(), Box<EvalAltResult>> {
+    let end = Instant::now() + total;
+    loop {
+        if let Some(reason) = stop_reason() {
+            return Err(EvalAltResult::ErrorTerminated(reason.into(), Position::NONE).into());
+        }
+        let now = Instant::now();
+        if now >= end {
+            return Ok(());
+        }
+        std::thread::sleep((end - now).min(Duration::from_millis(10)));
+    }
+}

@@ -1,0 +1,78 @@
+//! Host services reached by gated host functions: the store and the workspace.
+
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::Mutex;
+
+/// Key-value store, namespaced; values are JSON.
+#[derive(Default)]
+pub struct MemoryStore {
+    data: Mutex<BTreeMap<String, BTreeMap<String, Value>>>,
+}
+
+impl MemoryStore {
+    /// The value under `ns`/`key`.
+    pub fn get(&self, ns: &str, key: &str) -> Option<Value> {
+        self.data.lock().ok()?.get(ns)?.get(key).cloned()
+    }
+
+    /// Stores a value.
+    pub fn set(&self, ns: &str, key: &str, value: Value) {
+        if let Ok(mut d) = self.data.lock() {
+            d.entry(ns.to_string())
+                .or_default()
+                .insert(key.to_string(), value);
+        }
+    }
+
+    /// Deletes a key; true when it existed.
+    pub fn delete(&self, ns: &str, key: &str) -> bool {
+        self.data
+            .lock()
+            .ok()
+            .and_then(|mut d| d.get_mut(ns).and_then(|m| m.remove(key)))
+            .is_some()
+    }
+
+    /// Keys of a namespace, sorted.
+    pub fn list(&self, ns: &str) -> Vec<String> {
+        self.data
+            .lock()
+            .ok()
+            .and_then(|d| d.get(ns).map(|m| m.keys().cloned().collect()))
+            .unwrap_or_default()
+    }
+}
+
+/// Asks a person whether a gated call may go ahead.
+pub type Approver = Box<dyn Fn(&str) -> bool + Send + Sync>;
+
+/// What host functions reach: the store, the workspace root, and who approves `ask` grants.
+pub struct Services {
+    /// The key-value store behind `store_*`.
+    pub store: MemoryStore,
+    /// The folder file functions are rooted at.
+    pub workspace: PathBuf,
+    /// Approve every `ask` grant without asking (`--yes`).
+    pub assume_yes: bool,
+    /// Asks at the terminal; `None` when there is no terminal.
+    pub approver: Option<Approver>,
+}
+
+impl Services {
+    /// Services rooted at a workspace folder.
+    pub fn new(workspace: PathBuf) -> Self {
+        Services {
+            store: MemoryStore::default(),
+            workspace,
+            assume_yes: false,
+            approver: None,
+        }
+    }
+
+    /// Whether an `ask` grant may be used for this call.
+    pub fn approve(&self, question: &str) -> bool {
+        self.assume_yes || self.approver.as_ref().is_some_and(|a| a(question))
+    }
+}

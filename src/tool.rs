@@ -1,0 +1,351 @@
+//! A loaded tool: its schema and compiled validator, and `execute()` -> [`ToolOutcome`].
+
+use crate::capability::{self, Capability};
+use crate::context::CallContext;
+use crate::error::SourceLoc;
+use crate::script::{ScriptUnit, host_fns, sandbox};
+use rhai::{Dynamic, EvalAltResult, FnPtr};
+use serde::Serialize;
+use serde_json::{Value, json};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// Default per-call deadline when a tool sets no `.timeout(ms)`.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// A compiled tool, ready to validate and run.
+pub struct Tool {
+    /// Unique name, `^[a-zA-Z0-9_-]{1,64}$`.
+    pub name: String,
+    /// Description shown to the model.
+    pub description: String,
+    /// JSON Schema 2020-12 of the arguments.
+    pub schema: Value,
+    /// Capabilities the tool needs from its caller.
+    pub requires: Vec<Capability>,
+    /// Runs alone: holds a run-wide lock while executing.
+    pub exclusive: bool,
+    /// Per-attempt deadline.
+    pub timeout: Duration,
+    /// How many times a failed handler is re-run.
+    pub retries: u32,
+    /// Where the tool was defined.
+    pub loc: SourceLoc,
+    pub(crate) validator: jsonschema::Validator,
+    pub(crate) handler: FnPtr,
+    pub(crate) handler_arity: usize,
+    pub(crate) available_if: Option<FnPtr>,
+    pub(crate) script: Arc<ScriptUnit>,
+}
+
+impl std::fmt::Debug for Tool {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Tool")
+            .field("name", &self.name)
+            .field("loc", &self.loc)
+            .finish()
+    }
+}
+
+/// Why a tool call failed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FailureKind {
+    /// Arguments failed the schema.
+    InvalidArguments,
+    /// The caller lacks a capability the tool requires.
+    Capability,
+    /// The handler threw `tool_error(msg)`: the message is for the model.
+    ToolError,
+    /// A Rhai runtime error in the handler.
+    Runtime,
+    /// A sandbox limit was hit (operations, depth, size).
+    Limit,
+    /// The call's deadline passed.
+    Deadline,
+    /// The call was cancelled (Ctrl-C).
+    Cancelled,
+    /// No such tool was offered.
+    UnknownTool,
+    /// A host function call was refused (capability scope, approval).
+    Denied,
+}
+
+impl FailureKind {
+    /// Snake-case name, as in the JSON result.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FailureKind::InvalidArguments => "invalid_arguments",
+            FailureKind::Capability => "capability",
+            FailureKind::ToolError => "tool_error",
+            FailureKind::Runtime => "runtime",
+            FailureKind::Limit => "limit",
+            FailureKind::Deadline => "deadline",
+            FailureKind::Cancelled => "cancelled",
+            FailureKind::UnknownTool => "unknown_tool",
+            FailureKind::Denied => "denied",
+        }
+    }
+}
+
+/// A failed call: what the model may see, and the full detail for logs and the CLI.
+#[derive(Debug, Clone, Serialize)]
+pub struct ToolFailure {
+    /// The kind of failure.
+    pub kind: FailureKind,
+    /// The message shown to the model (sanitized for unexpected failures).
+    pub message: String,
+    /// Full detail (Rhai error with position) for logs and the CLI; never sent to a model.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub detail: Option<String>,
+}
+
+impl ToolFailure {
+    /// A failure whose message is safe to show as is.
+    pub fn visible(kind: FailureKind, message: impl Into<String>) -> Self {
+        ToolFailure {
+            kind,
+            message: message.into(),
+            detail: None,
+        }
+    }
+
+    /// A failure shown to the model only as `Tool failed (KIND)`.
+    pub fn sanitized(kind: FailureKind, detail: impl Into<String>) -> Self {
+        ToolFailure {
+            kind,
+            message: format!("Tool failed ({})", kind.as_str()),
+            detail: Some(detail.into()),
+        }
+    }
+}
+
+/// The outcome of one tool call.
+#[derive(Debug, Clone)]
+pub struct ToolOutcome {
+    /// The result value, or why there is none.
+    pub result: Result<Value, ToolFailure>,
+    /// Wall time of the call, validation included.
+    pub duration: Duration,
+    /// Handler attempts made (1 + retries used).
+    pub attempts: u32,
+}
+
+impl ToolOutcome {
+    /// A failure outcome that never reached the handler.
+    pub fn failed(failure: ToolFailure, started: Instant) -> Self {
+        ToolOutcome {
+            result: Err(failure),
+            duration: started.elapsed(),
+            attempts: 0,
+        }
+    }
+
+    /// True when the call succeeded.
+    pub fn is_ok(&self) -> bool {
+        self.result.is_ok()
+    }
+
+    /// `{"success": true, "result", "duration_ms"}` or `{"success": false, "error": {...}}`.
+    ///
+    /// With `with_detail`, unexpected failures carry their detail (for the CLI, never a model).
+    pub fn to_json(&self, with_detail: bool) -> Value {
+        let ms = (self.duration.as_secs_f64() * 1000.0 * 1000.0).round() / 1000.0;
+        match &self.result {
+            Ok(v) => json!({"success": true, "result": v, "duration_ms": ms}),
+            Err(f) => {
+                let mut err = json!({"kind": f.kind.as_str(), "message": f.message});
+                if let (true, Some(d)) = (with_detail, &f.detail) {
+                    err["detail"] = json!(d);
+                }
+                json!({"success": false, "error": err, "duration_ms": ms})
+            }
+        }
+    }
+
+    /// The text a model receives as the tool result.
+    pub fn model_text(&self) -> String {
+        match &self.result {
+            Ok(Value::String(s)) => s.clone(),
+            Ok(v) => v.to_string(),
+            Err(f) => f.message.clone(),
+        }
+    }
+}
+
+impl Tool {
+    /// Every schema violation of `args`, as `/path: reason`.
+    pub fn violations(&self, args: &Value) -> Vec<String> {
+        if self.validator.is_valid(args) {
+            return Vec::new();
+        }
+        self.validator
+            .iter_errors(args)
+            .map(|e| {
+                let path = e.instance_path().to_string();
+                let path = if path.is_empty() {
+                    "/".to_string()
+                } else {
+                    path
+                };
+                format!("{path}: {e}")
+            })
+            .collect()
+    }
+
+    /// Whether `available_if` (if any) allows the tool in this context.
+    pub fn is_available(&self, ctx: &CallContext) -> bool {
+        let Some(f) = &self.available_if else {
+            return true;
+        };
+        let ctx_map = ctx.to_rhai(&Dynamic::UNIT);
+        let deadline = Some(Instant::now() + Duration::from_millis(200));
+        let result = sandbox::with_watch(deadline, None, || {
+            f.call::<bool>(&self.script.engine, &self.script.ast, (ctx_map,))
+        });
+        result.unwrap_or_else(|e| {
+            tracing::warn!(tool = %self.name, "available_if failed: {e}");
+            false
+        })
+    }
+
+    /// Validates, checks capabilities and runs the handler (with retries). Blocking: call it on
+    /// the blocking pool (see [`Tool::execute_async`]).
+    pub fn execute(self: &Arc<Self>, args: &Value, ctx: &CallContext) -> ToolOutcome {
+        let started = Instant::now();
+        let violations = self.violations(args);
+        if !violations.is_empty() {
+            let msg = format!(
+                "Invalid arguments for tool \"{}\":\n{}",
+                self.name,
+                violations.join("\n")
+            );
+            return ToolOutcome::failed(
+                ToolFailure::visible(FailureKind::InvalidArguments, msg),
+                started,
+            );
+        }
+        let missing = ctx.grants.missing(&self.requires);
+        if !missing.is_empty() {
+            return ToolOutcome::failed(
+                ToolFailure::visible(FailureKind::Capability, self.capability_message(ctx)),
+                started,
+            );
+        }
+        let mut attempts = 0;
+        loop {
+            attempts += 1;
+            let result = self.run_handler(args, ctx);
+            let retryable = matches!(&result, Err(f) if !matches!(f.kind, FailureKind::Cancelled));
+            if !retryable || attempts > self.retries {
+                return ToolOutcome {
+                    result,
+                    duration: started.elapsed(),
+                    attempts,
+                };
+            }
+            tracing::debug!(tool = %self.name, attempt = attempts, "retrying failed handler");
+        }
+    }
+
+    /// The message of a capability refusal, in the seeds' words.
+    pub fn capability_message(&self, ctx: &CallContext) -> String {
+        format!(
+            "Tool \"{}\" requires capabilities {} but {} only has {}",
+            self.name,
+            capability::list(&self.requires),
+            ctx.agent
+                .as_deref()
+                .map(|a| format!("agent \"{a}\""))
+                .unwrap_or_else(|| "agent".into()),
+            ctx.grants.list()
+        )
+    }
+
+    /// [`Tool::execute`] on tokio's blocking pool.
+    pub async fn execute_async(self: &Arc<Self>, args: Value, ctx: CallContext) -> ToolOutcome {
+        let tool = self.clone();
+        let started = Instant::now();
+        match tokio::task::spawn_blocking(move || tool.execute(&args, &ctx)).await {
+            Ok(outcome) => outcome,
+            Err(e) => ToolOutcome::failed(
+                ToolFailure::sanitized(FailureKind::Runtime, format!("handler task failed: {e}")),
+                started,
+            ),
+        }
+    }
+
+    fn run_handler(
+        self: &Arc<Self>,
+        args: &Value,
+        ctx: &CallContext,
+    ) -> Result<Value, ToolFailure> {
+        let args_dyn = rhai::serde::to_dynamic(args)
+            .map_err(|e| ToolFailure::sanitized(FailureKind::Runtime, format!("arguments: {e}")))?;
+        let state = ctx.state_dynamic();
+        let ctx_map = ctx.to_rhai(&state);
+        let deadline = Instant::now() + self.timeout;
+        let deadline = ctx.deadline.map_or(deadline, |d| d.min(deadline));
+        let unit = &self.script;
+        let result = host_fns::with_call(self, ctx, || {
+            sandbox::with_watch(Some(deadline), ctx.cancel.clone(), || {
+                if self.handler_arity == 1 {
+                    self.handler
+                        .call::<Dynamic>(&unit.engine, &unit.ast, (args_dyn,))
+                } else {
+                    self.handler
+                        .call::<Dynamic>(&unit.engine, &unit.ast, (args_dyn, ctx_map))
+                }
+            })
+        });
+        ctx.store_state(&state);
+        match result {
+            Ok(value) => crate::convert::to_json(&value).map_err(|e| {
+                ToolFailure::sanitized(FailureKind::Runtime, format!("result is not JSON: {e}"))
+            }),
+            Err(err) => Err(classify(&err, &self.loc.path)),
+        }
+    }
+}
+
+/// Sorts a Rhai error into a failure kind and message.
+pub fn classify(err: &EvalAltResult, path: &str) -> ToolFailure {
+    use EvalAltResult as E;
+    match err {
+        E::ErrorInFunctionCall(_, _, inner, _) | E::ErrorInModule(_, inner, _) => {
+            let inner_failure = classify(inner, path);
+            if inner_failure.kind == FailureKind::ToolError {
+                inner_failure
+            } else {
+                ToolFailure {
+                    detail: Some(format!("{path}: {err}")),
+                    ..inner_failure
+                }
+            }
+        }
+        E::ErrorRuntime(value, _) if value.is::<host_fns::ToolErrorValue>() => {
+            let msg = value.clone_cast::<host_fns::ToolErrorValue>().0;
+            ToolFailure::visible(FailureKind::ToolError, msg)
+        }
+        E::ErrorTerminated(token, _) => {
+            let kind = if token.to_string() == sandbox::CANCEL_TOKEN {
+                FailureKind::Cancelled
+            } else {
+                FailureKind::Deadline
+            };
+            ToolFailure::sanitized(kind, format!("{path}: {err}"))
+        }
+        E::ErrorRuntime(value, _) if value.is::<host_fns::DeniedValue>() => ToolFailure::visible(
+            FailureKind::Denied,
+            value.clone_cast::<host_fns::DeniedValue>().0,
+        ),
+        E::ErrorTooManyOperations(_)
+        | E::ErrorStackOverflow(_)
+        | E::ErrorDataTooLarge(..)
+        | E::ErrorTooManyModules(_)
+        | E::ErrorTooManyVariables(_) => {
+            ToolFailure::sanitized(FailureKind::Limit, format!("{path}: {err}"))
+        }
+        _ => ToolFailure::sanitized(FailureKind::Runtime, format!("{path}: {err}")),
+    }
+}
