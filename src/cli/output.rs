@@ -25,7 +25,6 @@ pub fn warning(msg: &str) {
     eprintln!("{} {msg}", paint("1;33", "warning:"));
 }
 
-
 /// Pretty JSON, never failing.
 pub fn json(v: &serde_json::Value) -> String {
     serde_json::to_string_pretty(v).unwrap_or_else(|_| v.to_string())

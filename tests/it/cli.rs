@@ -1,0 +1,184 @@
+//! The real binary: check, tools, schema, call, agents.
+
+use crate::common::*;
+use serde_json::Value;
+
+fn catalog() -> String {
+    repo().join("examples/catalog").display().to_string()
+}
+
+#[test]
+fn check_reports_errors_with_location_and_exits_1() {
+    let s = Scripts::new(&[
+        (
+            "bad.rhai",
+            "tool(\"a\")\n  .param(\"x\", \"nope\")\n  .handler(|a| 1);",
+        ),
+        ("good.rhai", "tool(\"g\").handler(|a| 1);"),
+    ]);
+    let out = kiln(&["check", "--scripts", "."], s.path());
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stderr(&out).contains(
+            "error: ./bad.rhai:2:4: tool \"a\": param \"x\": unknown param type \"nope\""
+        ),
+        "{}",
+        stderr(&out)
+    );
+    let ok = kiln(&["check", "--scripts", &catalog()], &repo());
+    assert_eq!(ok.status.code(), Some(0), "{}", stderr(&ok));
+    assert!(
+        stdout(&ok).starts_with("ok: 5 tools, 1 agents"),
+        "{}",
+        stdout(&ok)
+    );
+    let missing = kiln(&["check", "--scripts", "/nonexistent/dir"], &repo());
+    assert_eq!(missing.status.code(), Some(2));
+    assert!(stderr(&missing).contains("scripts folder /nonexistent/dir does not exist"));
+}
+
+#[test]
+fn tools_prints_a_table_or_json_filtered_by_caps() {
+    let table = kiln(&["tools", "--scripts", &catalog()], &repo());
+    let t = stdout(&table);
+    assert!(
+        t.starts_with("TOOL") && t.contains("database_lookup") && t.contains("database_read"),
+        "{t}"
+    );
+    let json = kiln(&["tools", "--json", "--scripts", &catalog()], &repo());
+    let v: Value = serde_json::from_str(&stdout(&json)).expect("json");
+    assert!(v.as_array().is_some_and(|a| {
+        a.iter()
+            .any(|d| d["name"] == "database_lookup" && d["parameters"].is_object())
+    }));
+    let filtered = kiln(
+        &[
+            "tools",
+            "--format",
+            "anthropic",
+            "--caps",
+            "",
+            "--scripts",
+            &catalog(),
+        ],
+        &repo(),
+    );
+    let v: Value = serde_json::from_str(&stdout(&filtered)).expect("json");
+    let names: Vec<&str> = v
+        .as_array()
+        .expect("array")
+        .iter()
+        .filter_map(|d| d["name"].as_str())
+        .collect();
+    assert!(
+        !names.contains(&"database_lookup")
+            && !names.contains(&"storage")
+            && names.contains(&"calculator"),
+        "{names:?}"
+    );
+    assert!(v[0]["input_schema"].is_object());
+    let bad = kiln(&["tools", "--format", "xml"], &repo());
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(stderr(&bad).contains("unknown schema format \"xml\""));
+}
+
+#[test]
+fn schema_prints_one_definition() {
+    let out = kiln(
+        &[
+            "schema",
+            "database_lookup",
+            "--format",
+            "openai",
+            "--scripts",
+            &catalog(),
+        ],
+        &repo(),
+    );
+    let v: Value = serde_json::from_str(&stdout(&out)).expect("json");
+    assert_eq!(v["type"], "function");
+    assert_eq!(
+        v["function"]["parameters"]["required"],
+        serde_json::json!(["sku"])
+    );
+    let missing = kiln(&["schema", "nope", "--scripts", &catalog()], &repo());
+    assert_eq!(missing.status.code(), Some(2));
+    assert!(
+        stderr(&missing).contains("unknown tool \"nope\"; loaded tools: calculator"),
+        "{}",
+        stderr(&missing)
+    );
+}
+
+#[test]
+fn call_prints_result_json_and_exit_code() {
+    let ok = kiln(
+        &[
+            "call",
+            "database_lookup",
+            r#"{"sku":"SKU-2"}"#,
+            "--caps",
+            "database_read",
+            "--scripts",
+            &catalog(),
+        ],
+        &repo(),
+    );
+    assert_eq!(ok.status.code(), Some(0), "{}", stderr(&ok));
+    let v: Value = serde_json::from_str(&stdout(&ok)).expect("json");
+    assert_eq!(v["success"], true);
+    assert_eq!(v["result"]["stock"], 7);
+    let denied = kiln(
+        &[
+            "call",
+            "database_lookup",
+            r#"{"sku":"SKU-2"}"#,
+            "--scripts",
+            &catalog(),
+        ],
+        &repo(),
+    );
+    assert_eq!(denied.status.code(), Some(1));
+    let v: Value = serde_json::from_str(&stdout(&denied)).expect("json");
+    assert_eq!(v["error"]["kind"], "capability");
+    let bad_json = kiln(&["call", "calculator", "{nope"], &repo());
+    assert_eq!(bad_json.status.code(), Some(2));
+    assert!(
+        stderr(&bad_json)
+            .contains("arguments are not valid JSON: key must be a string at line 1 column 2"),
+        "{}",
+        stderr(&bad_json)
+    );
+    let ctx = Scripts::new(&[(
+        "c.rhai",
+        "tool(\"who\").handler(|a, ctx| `${ctx.actor_id}@${ctx.context.tenant}/${ctx.context.n + 1}`);",
+    )]);
+    let out = kiln(
+        &[
+            "call",
+            "who",
+            "--actor",
+            "u1",
+            "--context",
+            "tenant=acme",
+            "-c",
+            "n=41",
+            "--scripts",
+            ".",
+        ],
+        ctx.path(),
+    );
+    let v: Value = serde_json::from_str(&stdout(&out)).expect("json");
+    assert_eq!(v["result"], "u1@acme/42");
+}
+
+#[test]
+fn help_explains_commands() {
+    let out = kiln(&["--help"], &repo());
+    let h = stdout(&out);
+    for cmd in ["check", "tools", "schema", "call", "agents"] {
+        assert!(h.contains(cmd), "{h}");
+    }
+    let out = kiln(&["call", "--help"], &repo());
+    assert!(stdout(&out).contains("--caps"));
+}
