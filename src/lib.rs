@@ -9,6 +9,7 @@ pub mod capability;
 pub mod context;
 pub mod convert;
 pub mod error;
+pub mod provider;
 pub mod registry;
 pub mod schema;
 pub mod script;

@@ -1,5 +1,10 @@
-//! Agents: their spec and the tool-calling loop.
+//! Agents: their spec, provider setup, the tool-calling loop and its report.
 
+pub mod connect;
+pub mod report;
+pub mod run;
 pub mod spec;
 
+pub use report::{RunError, RunErrorKind, RunReport, ToolCallRecord};
+pub use run::{Observer, RunEvent, RunOptions, run};
 pub use spec::AgentSpec;

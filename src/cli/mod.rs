@@ -1,5 +1,6 @@
 //! Command definitions and dispatch.
 
+mod ask;
 pub mod output;
 mod tools_cmd;
 
@@ -57,6 +58,8 @@ pub enum Command {
     Call(tools_cmd::CallArgs),
     /// List agents.
     Agents,
+    /// Run an agent on a prompt: the answer streams to stdout, tool calls show on stderr.
+    Ask(ask::AskArgs),
 }
 
 /// Sets up tracing on stderr.
@@ -120,5 +123,6 @@ pub fn run(cli: Cli) -> CliResult<ExitCode> {
         Command::Schema(a) => tools_cmd::schema(&cli.global, a),
         Command::Call(a) => tools_cmd::call(&cli.global, a),
         Command::Agents => tools_cmd::agents(&cli.global),
+        Command::Ask(a) => ask::ask(&cli.global, a),
     }
 }

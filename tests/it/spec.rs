@@ -8,7 +8,7 @@ use std::sync::OnceLock;
 pub fn specs_dir() -> PathBuf {
     std::env::var_os("KILN_SPECS")
         .map(PathBuf::from)
-        .unwrap_or_else(|| crate::common::repo().join("../shared/specs"))
+        .unwrap_or_else(|| crate::common::repo().join("tests/specs"))
 }
 
 /// Rewrites OpenAPI's legacy `nullable: true` into a 2020-12 `anyOf` with null (see SOURCES.md).

@@ -1,0 +1,111 @@
+//! Turns an agent's settings (plus command-line overrides and the environment) into a provider.
+
+use super::AgentSpec;
+use crate::provider::{Endpoint, Provider, ProviderError, anthropic, http, ollama, openai, script};
+use std::time::Duration;
+
+/// Overrides of an agent's provider settings (`--provider`, `--model`, `--base-url`).
+#[derive(Debug, Clone, Default)]
+pub struct ProviderOverrides {
+    /// Provider name.
+    pub provider: Option<String>,
+    /// Model name.
+    pub model: Option<String>,
+    /// Base URL.
+    pub base_url: Option<String>,
+    /// Per-request timeout.
+    pub timeout: Option<Duration>,
+    /// Retries after the first attempt.
+    pub max_retries: Option<u32>,
+}
+
+/// The model an agent uses when it names none.
+pub fn default_model(provider: &str) -> &'static str {
+    match provider {
+        "anthropic" => "claude-haiku-4-5",
+        "openai" => "gpt-4o-mini",
+        "ollama" => "llama3.2",
+        _ => "script",
+    }
+}
+
+fn env_nonempty(var: &str) -> Option<String> {
+    std::env::var(var).ok().filter(|v| !v.trim().is_empty())
+}
+
+/// Builds the provider and resolves the model name.
+pub fn connect(
+    agent: &AgentSpec,
+    o: &ProviderOverrides,
+) -> Result<(Provider, String), ProviderError> {
+    let name = o.provider.clone().unwrap_or_else(|| agent.provider.clone());
+    let model = o
+        .model
+        .clone()
+        .or_else(|| agent.model.clone())
+        .unwrap_or_else(|| default_model(&name).to_string());
+    let base = o.base_url.clone().or_else(|| agent.base_url.clone());
+    let endpoint = |base_url: String, api_key: Option<String>| Endpoint {
+        base_url,
+        api_key,
+        timeout: o.timeout.unwrap_or(Duration::from_secs(120)),
+        max_retries: o.max_retries.unwrap_or(3),
+    };
+    let provider = match name.as_str() {
+        "anthropic" => {
+            let var = agent
+                .api_key_env
+                .clone()
+                .unwrap_or_else(|| "ANTHROPIC_API_KEY".into());
+            let key = http::api_key("anthropic", &var)?;
+            let url = base
+                .or_else(|| env_nonempty("ANTHROPIC_BASE_URL"))
+                .unwrap_or_else(|| anthropic::DEFAULT_BASE_URL.into());
+            Provider::Anthropic(anthropic::Anthropic {
+                endpoint: endpoint(url, Some(key)),
+            })
+        }
+        "openai" => {
+            let var = agent
+                .api_key_env
+                .clone()
+                .unwrap_or_else(|| "OPENAI_API_KEY".into());
+            let url = base.or_else(|| env_nonempty("OPENAI_BASE_URL"));
+            // Compatible local servers (vLLM, llama.cpp, Ollama's /v1) often need no key.
+            let key = match &url {
+                Some(_) => env_nonempty(&var),
+                None => Some(http::api_key("openai", &var)?),
+            };
+            Provider::OpenAi(openai::OpenAi {
+                endpoint: endpoint(url.unwrap_or_else(|| openai::DEFAULT_BASE_URL.into()), key),
+            })
+        }
+        "ollama" => {
+            let url = base.or_else(|| env_nonempty("OLLAMA_HOST")).map_or_else(
+                || ollama::DEFAULT_BASE_URL.into(),
+                |h| ollama::normalize_host(&h),
+            );
+            Provider::Ollama(ollama::Ollama {
+                endpoint: endpoint(url, None),
+            })
+        }
+        "script" => {
+            let planner = agent.planner.clone().ok_or_else(|| {
+                ProviderError::Planner(format!("agent \"{}\" has no .planner(...)", agent.name))
+            })?;
+            Provider::Script(script::ScriptModel {
+                planner,
+                unit: agent.script().clone(),
+            })
+        }
+        other => {
+            return Err(ProviderError::Malformed {
+                provider: "kiln",
+                message: format!(
+                    "unknown provider \"{other}\" (expected anthropic, openai, ollama or script)"
+                ),
+            });
+        }
+    };
+    Ok((provider, model))
+}

@@ -1,0 +1,92 @@
+//! What a run did: messages, tool calls with their results, usage and how it ended.
+
+use crate::provider::{Message, ProviderError, StopReason, Usage};
+use serde::Serialize;
+use serde_json::Value;
+
+/// One executed (or refused) tool call.
+#[derive(Debug, Clone, Serialize)]
+pub struct ToolCallRecord {
+    /// The model round (1-based).
+    pub round: u32,
+    /// Call id.
+    pub id: String,
+    /// Tool name.
+    pub name: String,
+    /// Arguments as the model sent them.
+    pub args: Value,
+    /// `{success, result | error, duration_ms}` (with detail: this is for people and logs).
+    pub outcome: Value,
+    /// True when the model was told of a failure.
+    pub is_error: bool,
+    /// Milliseconds spent.
+    pub duration_ms: f64,
+}
+
+/// The record of a run, also carried by its errors.
+#[derive(Debug, Clone, Serialize)]
+pub struct RunReport {
+    /// Run id.
+    pub run_id: String,
+    /// Agent name.
+    pub agent: String,
+    /// Provider name.
+    pub provider: String,
+    /// Model name.
+    pub model: String,
+    /// The conversation, the prompt included.
+    pub messages: Vec<Message>,
+    /// Every tool call in order.
+    pub tool_calls: Vec<ToolCallRecord>,
+    /// Tokens summed over the run.
+    pub usage: Usage,
+    /// Model requests made.
+    pub rounds: u32,
+    /// How the last model reply stopped, if there was one.
+    pub stop_reason: Option<StopReason>,
+    /// The final answer text.
+    pub answer: String,
+    /// The error that ended the run, if any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+/// How a run failed.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum RunErrorKind {
+    /// The model request failed.
+    #[error(transparent)]
+    Provider(#[from] ProviderError),
+    /// A tool needs a capability the agent does not hold; the run stops.
+    #[error("CapabilityError: {0}")]
+    Capability(String),
+    /// The model kept calling tools past the limit.
+    #[error(
+        "ToolLoopError: the model asked for tools in more than {0} rounds (max_tool_iterations)"
+    )]
+    ToolLoop(u32),
+    /// The model kept sending invalid arguments to one tool.
+    #[error("the model sent invalid arguments to tool \"{tool}\" {count} times; giving up")]
+    InvalidArguments {
+        /// The tool.
+        tool: String,
+        /// How many times.
+        count: u32,
+    },
+    /// Ctrl-C or the caller cancelled.
+    #[error("cancelled")]
+    Cancelled,
+    /// The run's deadline passed.
+    #[error("the run's deadline passed")]
+    Deadline,
+}
+
+/// A failed run with everything it did up to the failure.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("{kind}")]
+pub struct RunError {
+    /// What went wrong.
+    pub kind: RunErrorKind,
+    /// The transcript so far.
+    pub report: Box<RunReport>,
+}

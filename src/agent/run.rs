@@ -1,0 +1,356 @@
+//! The tool-calling loop: ask the model, run the tools it asks for (validated, guarded,
+//! concurrently and in call order), send the results back, until it answers or a limit hits.
+
+use super::connect::{self, ProviderOverrides};
+use super::report::{RunError, RunErrorKind, RunReport, ToolCallRecord};
+use crate::Host;
+use crate::capability::Grants;
+use crate::context::CallContext;
+use crate::provider::{
+    CallArgs, Message, ModelRequest, Provider, TextSink, ToolCall, ToolDef, ToolResult,
+};
+use crate::tool::{FailureKind, ToolOutcome};
+use serde_json::Value;
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+use tokio::sync::{RwLock, Semaphore};
+use tokio_util::sync::CancellationToken;
+
+/// Default output token limit per model request.
+pub const DEFAULT_MAX_TOKENS: u32 = 1024;
+/// Invalid-argument replies a tool tolerates beyond its `.retries(n)` before the run gives up.
+pub const INVALID_ARGS_GRACE: u32 = 2;
+
+/// Something that happened during a run, for live display.
+pub enum RunEvent<'a> {
+    /// Streamed text.
+    Text(&'a str),
+    /// A model request is about to be sent.
+    ModelStart {
+        /// 1-based round.
+        round: u32,
+    },
+    /// The model's reply arrived.
+    ModelDone {
+        /// 1-based round.
+        round: u32,
+    },
+    /// A tool call finished.
+    ToolDone(&'a ToolCallRecord),
+}
+
+/// Receives run events.
+pub type Observer = Arc<dyn Fn(&RunEvent) + Send + Sync>;
+
+/// How to run an agent.
+#[derive(Clone, Default)]
+pub struct RunOptions {
+    /// Provider, model, base URL overrides.
+    pub overrides: ProviderOverrides,
+    /// Grants replacing the agent's own (`--caps`).
+    pub grants: Option<Grants>,
+    /// Application context (`ctx.context`).
+    pub context: serde_json::Map<String, Value>,
+    /// The actor (`ctx.actor_id`).
+    pub actor_id: Option<String>,
+    /// Overrides `max_tool_iterations`.
+    pub max_iterations: Option<u32>,
+    /// Stream replies.
+    pub stream: bool,
+    /// Deadline of the whole run.
+    pub timeout: Option<Duration>,
+    /// Cancels the run (Ctrl-C).
+    pub cancel: CancellationToken,
+    /// Live events.
+    pub observer: Option<Observer>,
+    /// Earlier messages of the conversation.
+    pub history: Vec<Message>,
+    /// Per-run state to continue from.
+    pub state: Option<Arc<Mutex<Value>>>,
+}
+
+struct Run {
+    report: RunReport,
+    observer: Option<Observer>,
+}
+
+impl Run {
+    fn fail(mut self, kind: RunErrorKind) -> RunError {
+        self.report.error = Some(kind.to_string());
+        RunError {
+            kind,
+            report: Box::new(self.report),
+        }
+    }
+
+    fn emit(&self, ev: RunEvent) {
+        if let Some(o) = &self.observer {
+            o(&ev);
+        }
+    }
+}
+
+/// Runs agent `agent_name` on `prompt`.
+pub async fn run(
+    host: &Host,
+    agent_name: &str,
+    prompt: &str,
+    opts: RunOptions,
+) -> Result<RunReport, RunError> {
+    let mut messages = opts.history.clone();
+    messages.push(Message::User {
+        content: prompt.to_string(),
+    });
+    let mut run = Run {
+        report: RunReport {
+            run_id: crate::context::new_run_id(),
+            agent: agent_name.to_string(),
+            provider: String::new(),
+            model: String::new(),
+            messages,
+            tool_calls: Vec::new(),
+            usage: Default::default(),
+            rounds: 0,
+            stop_reason: None,
+            answer: String::new(),
+            error: None,
+        },
+        observer: opts.observer.clone(),
+    };
+    let agent = match host.agent(agent_name) {
+        Ok(a) => a,
+        Err(e) => {
+            return Err(run.fail(RunErrorKind::Provider(
+                crate::provider::ProviderError::Planner(e.to_string()),
+            )));
+        }
+    };
+    let (provider, model) = match connect::connect(&agent, &opts.overrides) {
+        Ok(p) => p,
+        Err(e) => return Err(run.fail(e.into())),
+    };
+    run.report.provider = provider.name().to_string();
+    run.report.model = model.clone();
+
+    let cancel_flag = Arc::new(AtomicBool::new(false));
+    let watcher = {
+        let flag = cancel_flag.clone();
+        let token = opts.cancel.clone();
+        tokio::spawn(async move {
+            token.cancelled().await;
+            flag.store(true, Ordering::Relaxed);
+        })
+    };
+    let deadline = opts.timeout.map(|t| Instant::now() + t);
+    let mut ctx = host.context(opts.grants.clone().unwrap_or_else(|| agent.grants.clone()));
+    ctx.run_id = run.report.run_id.clone();
+    ctx.agent = Some(agent.name.clone());
+    ctx.actor_id = opts.actor_id.clone();
+    ctx.context = opts.context.clone();
+    ctx.cancel = Some(cancel_flag);
+    ctx.deadline = deadline;
+    if let Some(state) = &opts.state {
+        ctx.state = state.clone();
+    }
+    let max_rounds = opts.max_iterations.unwrap_or(agent.max_tool_iterations);
+    let result = drive(
+        host, &mut run, &provider, &agent, &model, ctx, max_rounds, &opts, deadline,
+    )
+    .await;
+    watcher.abort();
+    match result {
+        Ok(()) => Ok(run.report),
+        Err(kind) => Err(run.fail(kind)),
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+async fn drive(
+    host: &Host,
+    run: &mut Run,
+    provider: &Provider,
+    agent: &crate::agent::AgentSpec,
+    model: &str,
+    mut ctx: CallContext,
+    max_rounds: u32,
+    opts: &RunOptions,
+    deadline: Option<Instant>,
+) -> Result<(), RunErrorKind> {
+    let sink: TextSink = {
+        let observer = opts.observer.clone();
+        Arc::new(move |t: &str| {
+            if let Some(o) = &observer {
+                o(&RunEvent::Text(t));
+            }
+        })
+    };
+    let mut invalid_counts: HashMap<String, u32> = HashMap::new();
+    let exclusive = Arc::new(RwLock::new(()));
+    loop {
+        // Each turn pins one snapshot: the schemas the model sees are the code that runs.
+        let snapshot = host.registry();
+        ctx.registry = Some(snapshot.clone());
+        let offered = snapshot.available(Some(&agent.tools), &ctx);
+        let request = ModelRequest {
+            model: model.to_string(),
+            system: agent.system.clone(),
+            messages: run.report.messages.clone(),
+            tools: offered
+                .iter()
+                .map(|t| ToolDef {
+                    name: t.name.clone(),
+                    description: t.description.clone(),
+                    schema: t.schema.clone(),
+                })
+                .collect(),
+            temperature: agent.temperature,
+            max_tokens: agent.max_tokens.unwrap_or(DEFAULT_MAX_TOKENS),
+            stream: opts.stream,
+        };
+        run.report.rounds += 1;
+        let round = run.report.rounds;
+        run.emit(RunEvent::ModelStart { round });
+        let reply = tokio::select! {
+            r = provider.complete(&request, &sink) => r?,
+            _ = opts.cancel.cancelled() => return Err(RunErrorKind::Cancelled),
+            _ = sleep_until(deadline) => return Err(RunErrorKind::Deadline),
+        };
+        run.emit(RunEvent::ModelDone { round });
+        run.report.usage += reply.usage;
+        run.report.stop_reason = Some(reply.stop.clone());
+        let calls = reply.tool_calls.clone();
+        run.report.messages.push(Message::Assistant {
+            content: reply.text.clone(),
+            tool_calls: calls.clone(),
+        });
+        if calls.is_empty() {
+            run.report.answer = reply.text;
+            return Ok(());
+        }
+        if round > max_rounds {
+            return Err(RunErrorKind::ToolLoop(max_rounds));
+        }
+        let outcomes = execute_round(&calls, &offered, &ctx, &exclusive, agent.max_parallel).await;
+        let mut results = Vec::new();
+        let mut stop: Option<RunErrorKind> = None;
+        for (call, outcome) in calls.iter().zip(outcomes) {
+            let record = ToolCallRecord {
+                round,
+                id: call.id.clone(),
+                name: call.name.clone(),
+                args: call.args.to_value(),
+                outcome: outcome.to_json(true),
+                is_error: !outcome.is_ok(),
+                duration_ms: outcome.duration.as_secs_f64() * 1000.0,
+            };
+            run.emit(RunEvent::ToolDone(&record));
+            run.report.tool_calls.push(record);
+            if let Err(f) = &outcome.result {
+                match f.kind {
+                    FailureKind::Capability => {
+                        stop = stop.or(Some(RunErrorKind::Capability(f.message.clone())))
+                    }
+                    FailureKind::Cancelled => stop = stop.or(Some(RunErrorKind::Cancelled)),
+                    FailureKind::Deadline if deadline.is_some_and(|d| Instant::now() >= d) => {
+                        stop = stop.or(Some(RunErrorKind::Deadline))
+                    }
+                    FailureKind::InvalidArguments => {
+                        let n = invalid_counts.entry(call.name.clone()).or_default();
+                        *n += 1;
+                        let budget = offered
+                            .iter()
+                            .find(|t| t.name == call.name)
+                            .map_or(0, |t| t.retries)
+                            + INVALID_ARGS_GRACE
+                            + 1;
+                        if *n > budget {
+                            stop = stop.or(Some(RunErrorKind::InvalidArguments {
+                                tool: call.name.clone(),
+                                count: *n,
+                            }));
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            results.push(ToolResult {
+                call_id: call.id.clone(),
+                name: call.name.clone(),
+                content: outcome.model_text(),
+                is_error: !outcome.is_ok(),
+            });
+        }
+        run.report.messages.push(Message::Tool { results });
+        if let Some(kind) = stop {
+            return Err(kind);
+        }
+        if opts.cancel.is_cancelled() {
+            return Err(RunErrorKind::Cancelled);
+        }
+    }
+}
+
+async fn sleep_until(deadline: Option<Instant>) {
+    match deadline {
+        Some(d) => tokio::time::sleep_until(d.into()).await,
+        None => std::future::pending().await,
+    }
+}
+
+/// Runs one round's calls concurrently (bounded), exclusive tools alone, results in call order.
+async fn execute_round(
+    calls: &[ToolCall],
+    offered: &[Arc<crate::tool::Tool>],
+    ctx: &CallContext,
+    exclusive: &Arc<RwLock<()>>,
+    max_parallel: usize,
+) -> Vec<ToolOutcome> {
+    let permits = Arc::new(Semaphore::new(max_parallel.max(1)));
+    let futures = calls.iter().map(|call| {
+        let permits = permits.clone();
+        let exclusive = exclusive.clone();
+        let ctx = ctx.clone();
+        let tool = offered.iter().find(|t| t.name == call.name).cloned();
+        let offered_names: Vec<String> = offered.iter().map(|t| t.name.clone()).collect();
+        async move {
+            let started = Instant::now();
+            let Some(tool) = tool else {
+                let list = if offered_names.is_empty() {
+                    "(none)".to_string()
+                } else {
+                    offered_names.join(", ")
+                };
+                let msg = format!("Unknown tool: {}. Available tools: {list}", call.name);
+                return ToolOutcome::failed(
+                    crate::tool::ToolFailure::visible(FailureKind::UnknownTool, msg),
+                    started,
+                );
+            };
+            let args = match &call.args {
+                CallArgs::Parsed(v) => v.clone(),
+                CallArgs::Invalid { raw, error } => {
+                    let msg = format!(
+                        "Invalid arguments for tool \"{}\": not valid JSON ({error}): {}",
+                        call.name,
+                        crate::provider::truncate(raw, 200)
+                    );
+                    return ToolOutcome::failed(
+                        crate::tool::ToolFailure::visible(FailureKind::InvalidArguments, msg),
+                        started,
+                    );
+                }
+            };
+            let _permit = permits.acquire_owned().await.ok();
+            if tool.exclusive {
+                let _lock = exclusive.write().await;
+                tool.execute_async(args, ctx).await
+            } else {
+                let _lock = exclusive.read().await;
+                tool.execute_async(args, ctx).await
+            }
+        }
+    });
+    futures_util::future::join_all(futures).await
+}

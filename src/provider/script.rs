@@ -1,0 +1,154 @@
+//! The offline provider: the model is a Rhai function `|messages, tools| ...` returning
+//! `#{ tool_calls: [#{ name, args }] }` or `#{ text: "..." }`. Tests use it like a test model.
+
+use super::{
+    CallArgs, Message, ModelRequest, ModelResponse, ProviderError, StopReason, TextSink, ToolCall,
+    Usage,
+};
+use crate::convert;
+use crate::script::{ScriptUnit, sandbox};
+use rhai::{Array, Dynamic, FnPtr, Map};
+use serde_json::{Value, json};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// How long one planner call may run.
+const PLANNER_DEADLINE: Duration = Duration::from_secs(10);
+
+/// A Rhai planner and the script it lives in.
+pub struct ScriptModel {
+    /// The planner function.
+    pub planner: FnPtr,
+    /// Its script.
+    pub unit: Arc<ScriptUnit>,
+}
+
+/// The conversation as the planner sees it: maps with `role`, `content`, `tool_calls`, and one
+/// `#{ role: "tool", name, call_id, content, is_error }` per tool result.
+pub fn planner_messages(req: &ModelRequest) -> Value {
+    let mut out = Vec::new();
+    if let Some(s) = &req.system {
+        out.push(json!({"role": "system", "content": s}));
+    }
+    for m in &req.messages {
+        match m {
+            Message::User { content } => out.push(json!({"role": "user", "content": content})),
+            Message::Assistant {
+                content,
+                tool_calls,
+            } => {
+                let calls: Vec<Value> = tool_calls
+                    .iter()
+                    .map(|c| json!({"id": c.id, "name": c.name, "args": c.args.to_value()}))
+                    .collect();
+                out.push(json!({"role": "assistant", "content": content, "tool_calls": calls}));
+            }
+            Message::Tool { results } => {
+                for r in results {
+                    let content = serde_json::from_str::<Value>(&r.content)
+                        .unwrap_or_else(|_| json!(r.content));
+                    out.push(json!({"role": "tool", "name": r.name, "call_id": r.call_id, "content": content, "is_error": r.is_error}));
+                }
+            }
+        }
+    }
+    Value::Array(out)
+}
+
+fn parse_reply(value: Dynamic, round: usize) -> Result<ModelResponse, ProviderError> {
+    let bad = |m: &str| {
+        ProviderError::Planner(format!(
+            "{m}; return #{{ text: \"...\" }} or #{{ tool_calls: [#{{ name: \"tool\", args: #{{...}} }}] }}"
+        ))
+    };
+    if value.is_string() {
+        return Ok(ModelResponse {
+            text: value.to_string(),
+            tool_calls: vec![],
+            stop: StopReason::EndTurn,
+            usage: Usage::default(),
+        });
+    }
+    let map: Map = value
+        .try_cast::<Map>()
+        .ok_or_else(|| bad("the planner returned neither a map nor a string"))?;
+    let text = map.get("text").map(|t| t.to_string()).unwrap_or_default();
+    let mut calls = Vec::new();
+    if let Some(list) = map.get("tool_calls") {
+        let list: Array = list
+            .clone()
+            .try_cast::<Array>()
+            .ok_or_else(|| bad("tool_calls must be an array"))?;
+        for (i, c) in list.into_iter().enumerate() {
+            let c: Map = c
+                .try_cast::<Map>()
+                .ok_or_else(|| bad("each tool call must be a map"))?;
+            let name = c
+                .get("name")
+                .map(|n| n.to_string())
+                .ok_or_else(|| bad("a tool call has no name"))?;
+            let args = match c.get("args") {
+                None => CallArgs::Parsed(json!({})),
+                Some(a) if a.is_string() => CallArgs::from_text(&a.to_string()),
+                Some(a) => {
+                    CallArgs::Parsed(convert::to_json(a).map_err(|e| bad(&format!("args: {e}")))?)
+                }
+            };
+            let id = c
+                .get("id")
+                .map(|v| v.to_string())
+                .unwrap_or_else(|| format!("script_{round}_{i}"));
+            calls.push(ToolCall { id, name, args });
+        }
+    }
+    let stop = if calls.is_empty() {
+        StopReason::EndTurn
+    } else {
+        StopReason::ToolUse
+    };
+    Ok(ModelResponse {
+        text,
+        tool_calls: calls,
+        stop,
+        usage: Usage::default(),
+    })
+}
+
+impl ScriptModel {
+    /// Calls the planner on the blocking pool.
+    pub async fn complete(
+        &self,
+        req: &ModelRequest,
+        sink: &TextSink,
+    ) -> Result<ModelResponse, ProviderError> {
+        let messages = convert::to_dynamic(&planner_messages(req));
+        let tools: Vec<Value> = req
+            .tools
+            .iter()
+            .map(|t| json!({"name": t.name, "description": t.description, "parameters": t.schema}))
+            .collect();
+        let tools = convert::to_dynamic(&Value::Array(tools));
+        let round = req
+            .messages
+            .iter()
+            .filter(|m| matches!(m, Message::Assistant { .. }))
+            .count();
+        let planner = self.planner.clone();
+        let unit = self.unit.clone();
+        let result = tokio::task::spawn_blocking(move || {
+            let deadline = Some(Instant::now() + PLANNER_DEADLINE);
+            sandbox::with_watch(deadline, None, || {
+                planner.call::<Dynamic>(&unit.engine, &unit.ast, (messages, tools))
+            })
+            .map_err(|e| format!("{}: {e}", unit.path))
+        })
+        .await
+        .map_err(|e| ProviderError::Planner(e.to_string()))?
+        .map_err(ProviderError::Planner)?;
+        let reply = parse_reply(result, round)?;
+        if !reply.text.is_empty() {
+            sink(&reply.text);
+        }
+        Ok(reply)
+    }
+}

@@ -1,0 +1,118 @@
+//! Incremental decoding of Server-Sent Events and NDJSON from a byte stream.
+
+/// One SSE event.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SseEvent {
+    /// The `event:` field, if any.
+    pub event: Option<String>,
+    /// The joined `data:` lines.
+    pub data: String,
+}
+
+/// Splits bytes into lines across chunk boundaries.
+#[derive(Default)]
+pub struct LineBuffer {
+    buf: Vec<u8>,
+}
+
+impl LineBuffer {
+    /// Adds bytes and returns the complete lines (without line endings).
+    pub fn push(&mut self, bytes: &[u8]) -> Vec<String> {
+        self.buf.extend_from_slice(bytes);
+        let mut lines = Vec::new();
+        while let Some(i) = self.buf.iter().position(|&b| b == b'\n') {
+            let mut line: Vec<u8> = self.buf.drain(..=i).collect();
+            line.pop();
+            if line.last() == Some(&b'\r') {
+                line.pop();
+            }
+            lines.push(String::from_utf8_lossy(&line).into_owned());
+        }
+        lines
+    }
+
+    /// Whatever is left after the stream ended.
+    pub fn rest(&mut self) -> Option<String> {
+        let rest = std::mem::take(&mut self.buf);
+        let text = String::from_utf8_lossy(&rest).trim().to_string();
+        (!text.is_empty()).then_some(text)
+    }
+}
+
+/// Decodes SSE events from lines.
+#[derive(Default)]
+pub struct SseDecoder {
+    lines: LineBuffer,
+    event: Option<String>,
+    data: Vec<String>,
+}
+
+impl SseDecoder {
+    /// Adds bytes and returns the events they complete.
+    pub fn push(&mut self, bytes: &[u8]) -> Vec<SseEvent> {
+        let mut out = Vec::new();
+        for line in self.lines.push(bytes) {
+            self.line(&line, &mut out);
+        }
+        out
+    }
+
+    /// Flushes an event not followed by a blank line at the end of the stream.
+    pub fn finish(&mut self) -> Vec<SseEvent> {
+        let mut out = Vec::new();
+        if let Some(rest) = self.lines.rest() {
+            self.line(&rest, &mut out);
+        }
+        self.line("", &mut out);
+        out
+    }
+
+    fn line(&mut self, line: &str, out: &mut Vec<SseEvent>) {
+        if line.is_empty() {
+            if !self.data.is_empty() || self.event.is_some() {
+                out.push(SseEvent {
+                    event: self.event.take(),
+                    data: self.data.join("\n"),
+                });
+                self.data.clear();
+            }
+            return;
+        }
+        if line.starts_with(':') {
+            return;
+        }
+        let (field, value) = line.split_once(':').unwrap_or((line, ""));
+        let value = value.strip_prefix(' ').unwrap_or(value);
+        match field {
+            "event" => self.event = Some(value.trim().to_string()),
+            "data" => self.data.push(value.to_string()),
+            _ => {}
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn events_split_across_chunks() {
+        let mut d = SseDecoder::default();
+        assert!(d.push(b"event: a\nda").is_empty());
+        let ev = d.push(b"ta: {\"x\":1}\r\n\r\n: comment\ndata: two\n");
+        assert_eq!(
+            ev,
+            vec![SseEvent {
+                event: Some("a".into()),
+                data: "{\"x\":1}".into()
+            }]
+        );
+        assert_eq!(
+            d.finish(),
+            vec![SseEvent {
+                event: None,
+                data: "two".into()
+            }]
+        );
+    }
+}
