@@ -9,6 +9,7 @@ pub mod capability;
 pub mod context;
 pub mod convert;
 pub mod error;
+pub mod mock;
 pub mod provider;
 pub mod registry;
 pub mod schema;

@@ -1,6 +1,7 @@
 //! Command definitions and dispatch.
 
 mod ask;
+mod mock_cmd;
 pub mod output;
 mod tools_cmd;
 
@@ -60,6 +61,8 @@ pub enum Command {
     Agents,
     /// Run an agent on a prompt: the answer streams to stdout, tool calls show on stderr.
     Ask(ask::AskArgs),
+    /// Serve a fake Anthropic/OpenAI/Ollama provider on 127.0.0.1 from a scenario file.
+    Mock(mock_cmd::MockArgs),
 }
 
 /// Sets up tracing on stderr.
@@ -124,5 +127,6 @@ pub fn run(cli: Cli) -> CliResult<ExitCode> {
         Command::Call(a) => tools_cmd::call(&cli.global, a),
         Command::Agents => tools_cmd::agents(&cli.global),
         Command::Ask(a) => ask::ask(&cli.global, a),
+        Command::Mock(a) => mock_cmd::mock(a),
     }
 }

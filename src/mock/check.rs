@@ -1,0 +1,298 @@
+//! Protocol checks the real services make, with their error shapes: a request kiln gets wrong
+//! fails against the mock the way it would fail against the service.
+
+use axum::http::HeaderMap;
+use serde_json::{Value, json};
+
+/// A rejected request: status and error body.
+pub type Rejection = (u16, Value);
+
+fn anthropic_error(status: u16, kind: &str, message: impl Into<String>) -> Rejection {
+    (
+        status,
+        json!({"type": "error", "error": {"type": kind, "message": message.into()}, "request_id": "req_mock"}),
+    )
+}
+
+fn openai_error(
+    status: u16,
+    message: impl Into<String>,
+    param: Option<&str>,
+    code: Option<&str>,
+) -> Rejection {
+    (
+        status,
+        json!({"error": {"message": message.into(), "type": "invalid_request_error", "param": param, "code": code}}),
+    )
+}
+
+fn valid_name(n: &str) -> bool {
+    (1..=64).contains(&n.len())
+        && n.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+}
+
+/// Checks a Messages API request.
+pub fn anthropic(headers: &HeaderMap, body: &Value, require_auth: bool) -> Result<(), Rejection> {
+    if require_auth && headers.get("x-api-key").is_none() {
+        return Err(anthropic_error(
+            401,
+            "authentication_error",
+            "x-api-key header is required",
+        ));
+    }
+    if headers.get("anthropic-version").is_none() {
+        return Err(anthropic_error(
+            400,
+            "invalid_request_error",
+            "anthropic-version: header is required",
+        ));
+    }
+    for field in ["model", "max_tokens", "messages"] {
+        if body.get(field).is_none() {
+            return Err(anthropic_error(
+                400,
+                "invalid_request_error",
+                format!("{field}: Field required"),
+            ));
+        }
+    }
+    for (i, t) in body["tools"].as_array().into_iter().flatten().enumerate() {
+        if !t["name"].as_str().is_some_and(valid_name) {
+            return Err(anthropic_error(
+                400,
+                "invalid_request_error",
+                format!(
+                    "tools.{i}.custom.name: String should match pattern '^[a-zA-Z0-9_-]{{1,128}}$'"
+                ),
+            ));
+        }
+        if t["input_schema"]["type"] != "object" {
+            return Err(anthropic_error(
+                400,
+                "invalid_request_error",
+                format!("tools.{i}.custom.input_schema.type: Input should be 'object'"),
+            ));
+        }
+    }
+    let msgs = body["messages"].as_array().ok_or_else(|| {
+        anthropic_error(
+            400,
+            "invalid_request_error",
+            "messages: Input should be a valid list",
+        )
+    })?;
+    let blocks = |m: &Value| -> Vec<Value> {
+        match &m["content"] {
+            Value::Array(a) => a.clone(),
+            Value::String(s) => vec![json!({"type": "text", "text": s})],
+            _ => vec![],
+        }
+    };
+    let mut pending: Vec<String> = Vec::new();
+    for (i, m) in msgs.iter().enumerate() {
+        let role = m["role"].as_str().unwrap_or("");
+        if !matches!(role, "user" | "assistant") {
+            return Err(anthropic_error(
+                400,
+                "invalid_request_error",
+                format!("messages.{i}.role: Input should be 'user' or 'assistant'"),
+            ));
+        }
+        let content = blocks(m);
+        if role == "user" {
+            let results: Vec<String> = content
+                .iter()
+                .filter(|b| b["type"] == "tool_result")
+                .filter_map(|b| b["tool_use_id"].as_str().map(str::to_string))
+                .collect();
+            for (j, b) in content.iter().enumerate() {
+                if b["type"] == "tool_result"
+                    && !pending.iter().any(|p| b["tool_use_id"] == p.as_str())
+                {
+                    return Err(anthropic_error(
+                        400,
+                        "invalid_request_error",
+                        format!(
+                            "messages.{i}.content.{j}: unexpected `tool_use_id` found in `tool_result` blocks: {}. Each `tool_result` block must have a corresponding `tool_use` block in the previous message.",
+                            b["tool_use_id"].as_str().unwrap_or("")
+                        ),
+                    ));
+                }
+            }
+            let missing: Vec<&String> = pending.iter().filter(|p| !results.contains(p)).collect();
+            if !missing.is_empty() {
+                return Err(tool_use_without_result(i - 1, &missing));
+            }
+            let first_text = content.iter().position(|b| b["type"] != "tool_result");
+            let last_result = content.iter().rposition(|b| b["type"] == "tool_result");
+            if let (Some(t), Some(r)) = (first_text, last_result)
+                && t < r
+            {
+                return Err(anthropic_error(
+                    400,
+                    "invalid_request_error",
+                    format!(
+                        "messages.{i}: `tool_result` blocks must come first in the content of a user message, before any other blocks"
+                    ),
+                ));
+            }
+            pending.clear();
+        } else {
+            if !pending.is_empty() {
+                return Err(tool_use_without_result(
+                    i - 1,
+                    &pending.iter().collect::<Vec<_>>(),
+                ));
+            }
+            pending = content
+                .iter()
+                .filter(|b| b["type"] == "tool_use")
+                .filter_map(|b| b["id"].as_str().map(str::to_string))
+                .collect();
+        }
+    }
+    Ok(())
+}
+
+fn tool_use_without_result(i: usize, ids: &[&String]) -> Rejection {
+    let ids: Vec<&str> = ids.iter().map(|s| s.as_str()).collect();
+    anthropic_error(
+        400,
+        "invalid_request_error",
+        format!(
+            "messages.{i}: `tool_use` ids were found without `tool_result` blocks immediately after: {}. Each `tool_use` block must have a corresponding `tool_result` block in the next message.",
+            ids.join(", ")
+        ),
+    )
+}
+
+/// Checks a Chat Completions request.
+pub fn openai(headers: &HeaderMap, body: &Value, require_auth: bool) -> Result<(), Rejection> {
+    let auth = headers
+        .get("authorization")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("");
+    if require_auth && !auth.starts_with("Bearer ") {
+        return Err((
+            401,
+            json!({"error": {"message": "You didn't provide an API key. You need to provide your API key in an Authorization header using Bearer auth (i.e. Authorization: Bearer YOUR_KEY).", "type": "invalid_request_error", "param": null, "code": null}}),
+        ));
+    }
+    if !body["model"].is_string() {
+        return Err(openai_error(
+            400,
+            "you must provide a model parameter",
+            None,
+            None,
+        ));
+    }
+    let msgs = body["messages"].as_array().ok_or_else(|| {
+        openai_error(
+            400,
+            "Missing required parameter: 'messages'.",
+            Some("messages"),
+            Some("missing_required_parameter"),
+        )
+    })?;
+    for (i, t) in body["tools"].as_array().into_iter().flatten().enumerate() {
+        if !t["function"]["name"].as_str().is_some_and(valid_name) {
+            return Err(openai_error(
+                400,
+                format!(
+                    "Invalid 'tools[{i}].function.name': string does not match pattern. Expected a string that matches the pattern '^[a-zA-Z0-9_-]+$'."
+                ),
+                Some(&format!("tools[{i}].function.name")),
+                Some("invalid_value"),
+            ));
+        }
+    }
+    let mut pending: Vec<String> = Vec::new();
+    for (i, m) in msgs.iter().enumerate() {
+        let role = m["role"].as_str().unwrap_or("");
+        let param = format!("messages.[{i}].role");
+        if role == "tool" {
+            let id = m["tool_call_id"].as_str().unwrap_or("");
+            if !pending.iter().any(|p| p == id) {
+                return Err(openai_error(
+                    400,
+                    "Invalid parameter: messages with role 'tool' must be a response to a preceeding message with 'tool_calls'.",
+                    Some(&param),
+                    None,
+                ));
+            }
+            pending.retain(|p| p != id);
+            continue;
+        }
+        if !pending.is_empty() {
+            return Err(openai_error(
+                400,
+                format!(
+                    "An assistant message with 'tool_calls' must be followed by tool messages responding to each 'tool_call_id'. The following tool_call_ids did not have response messages: {}",
+                    pending.join(", ")
+                ),
+                Some(&param),
+                None,
+            ));
+        }
+        if !matches!(role, "system" | "developer" | "user" | "assistant") {
+            return Err(openai_error(
+                400,
+                format!(
+                    "Invalid value: '{role}'. Supported values are: 'system', 'assistant', 'user', 'tool', 'function', and 'developer'."
+                ),
+                Some(&param),
+                Some("invalid_value"),
+            ));
+        }
+        if role == "assistant" {
+            for c in m["tool_calls"].as_array().into_iter().flatten() {
+                if !c["function"]["arguments"].is_string() {
+                    return Err(openai_error(
+                        400,
+                        format!(
+                            "Invalid type for 'messages[{i}].tool_calls[0].function.arguments': expected a string."
+                        ),
+                        None,
+                        Some("invalid_type"),
+                    ));
+                }
+                pending.push(c["id"].as_str().unwrap_or("").to_string());
+            }
+        }
+    }
+    if !pending.is_empty() {
+        return Err(openai_error(
+            400,
+            format!(
+                "An assistant message with 'tool_calls' must be followed by tool messages responding to each 'tool_call_id'. The following tool_call_ids did not have response messages: {}",
+                pending.join(", ")
+            ),
+            Some("messages"),
+            None,
+        ));
+    }
+    Ok(())
+}
+
+/// Checks an Ollama `/api/chat` request.
+pub fn ollama(body: &Value) -> Result<(), Rejection> {
+    if !body["model"].as_str().is_some_and(|m| !m.is_empty()) {
+        return Err((400, json!({"error": "model is required"})));
+    }
+    for m in body["messages"].as_array().into_iter().flatten() {
+        let role = m["role"].as_str().unwrap_or("");
+        if !matches!(role, "system" | "user" | "assistant" | "tool") {
+            return Err((400, json!({"error": format!("invalid role: {role}")})));
+        }
+        for c in m["tool_calls"].as_array().into_iter().flatten() {
+            if !c["function"]["arguments"].is_object() {
+                return Err((
+                    400,
+                    json!({"error": "json: cannot unmarshal string into Go struct field ToolCallFunction.messages.tool_calls.function.arguments of type api.ToolCallFunctionArguments"}),
+                ));
+            }
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,137 @@
+//! Scenario files for `kiln mock`: a list of turns, each a reply or a fault.
+
+use serde::Deserialize;
+use serde_json::Value;
+
+/// A scenario: the turns served in order (across endpoints), optionally looping.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Scenario {
+    /// Replies and faults, in order.
+    pub turns: Vec<Turn>,
+    /// Start again from the first turn when the last was served.
+    #[serde(default, rename = "loop")]
+    pub repeat: bool,
+    /// Require credentials as the real services do (default true).
+    #[serde(default = "yes")]
+    pub require_auth: bool,
+    /// Give Ollama tool calls ids (newer servers do; older ones do not).
+    #[serde(default)]
+    pub ollama_ids: bool,
+    /// Pause between streamed chunks, in milliseconds.
+    #[serde(default)]
+    pub chunk_delay_ms: u64,
+}
+
+fn yes() -> bool {
+    true
+}
+
+/// One turn.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Turn {
+    /// Reply text.
+    #[serde(default)]
+    pub text: Option<String>,
+    /// Tool calls to request.
+    #[serde(default)]
+    pub tool_calls: Vec<MockCall>,
+    /// Answer with an HTTP error instead.
+    #[serde(default)]
+    pub fault: Option<Fault>,
+    /// Wait this long before answering.
+    #[serde(default)]
+    pub delay_ms: Option<u64>,
+    /// Answer 200 with a body that is not valid JSON / SSE.
+    #[serde(default)]
+    pub malformed: bool,
+    /// The token limit cuts the last tool call (stop reason max_tokens / length).
+    #[serde(default)]
+    pub truncate: bool,
+    /// The connection drops in the middle of the streamed reply.
+    #[serde(default)]
+    pub cut: bool,
+    /// An error event inside a 200 stream (or error body of a 200 reply).
+    #[serde(default)]
+    pub stream_error: Option<String>,
+    /// Token usage to report.
+    #[serde(default)]
+    pub usage: Option<MockUsage>,
+}
+
+/// A tool call the mock model requests.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MockCall {
+    /// Tool name.
+    pub name: String,
+    /// Arguments.
+    #[serde(default)]
+    pub args: Value,
+    /// Arguments text sent verbatim (OpenAI), e.g. invalid JSON.
+    #[serde(default)]
+    pub raw_arguments: Option<String>,
+}
+
+impl MockCall {
+    /// The arguments as the JSON text OpenAI sends.
+    pub fn arguments_text(&self) -> String {
+        self.raw_arguments.clone().unwrap_or_else(|| {
+            if self.args.is_null() {
+                "{}".into()
+            } else {
+                self.args.to_string()
+            }
+        })
+    }
+
+    /// The arguments as an object (Anthropic, Ollama).
+    pub fn arguments_object(&self) -> Value {
+        match &self.args {
+            Value::Null => serde_json::json!({}),
+            v => v.clone(),
+        }
+    }
+}
+
+/// An HTTP error reply.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Fault {
+    /// Status code.
+    pub status: u16,
+    /// `retry-after` seconds.
+    #[serde(default)]
+    pub retry_after: Option<f64>,
+    /// `retry-after-ms`.
+    #[serde(default)]
+    pub retry_after_ms: Option<u64>,
+    /// `x-should-retry`.
+    #[serde(default)]
+    pub should_retry: Option<bool>,
+    /// Error message.
+    #[serde(default)]
+    pub message: Option<String>,
+}
+
+/// Usage numbers to report.
+#[derive(Debug, Clone, Copy, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MockUsage {
+    /// Prompt tokens.
+    pub input_tokens: u64,
+    /// Completion tokens.
+    pub output_tokens: u64,
+}
+
+impl Turn {
+    /// Usage to report: given, or a rough count of the reply.
+    pub fn usage(&self) -> MockUsage {
+        self.usage.unwrap_or(MockUsage {
+            input_tokens: 10,
+            output_tokens: (self.text.as_deref().unwrap_or("").len() as u64 / 4 + 1)
+                + 8 * self.tool_calls.len() as u64,
+        })
+    }
+}
