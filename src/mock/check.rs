@@ -277,7 +277,7 @@ pub fn openai(headers: &HeaderMap, body: &Value, require_auth: bool) -> Result<(
 
 /// Checks an Ollama `/api/chat` request.
 pub fn ollama(body: &Value) -> Result<(), Rejection> {
-    if !body["model"].as_str().is_some_and(|m| !m.is_empty()) {
+    if body["model"].as_str().is_none_or(|m| m.is_empty()) {
         return Err((400, json!({"error": "model is required"})));
     }
     for m in body["messages"].as_array().into_iter().flatten() {
