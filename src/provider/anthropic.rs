@@ -356,7 +356,11 @@ impl Anthropic {
         );
         let resp = http::post(NAME, &self.endpoint, &url, headers, &request_body(req)).await?;
         if !req.stream {
-            return parse_response(&http::json_body(NAME, resp).await?);
+            let reply = parse_response(&http::json_body(NAME, resp).await?)?;
+            if !reply.text.is_empty() {
+                sink(&reply.text);
+            }
+            return Ok(reply);
         }
         let mut decoder = SseDecoder::default();
         let mut state = StreamState::default();

@@ -300,7 +300,11 @@ impl OpenAi {
         let body = request_body(req, base.contains("api.openai.com"));
         let resp = http::post(NAME, &self.endpoint, &url, headers, &body).await?;
         if !req.stream {
-            return parse_response(&http::json_body(NAME, resp).await?);
+            let reply = parse_response(&http::json_body(NAME, resp).await?)?;
+            if !reply.text.is_empty() {
+                sink(&reply.text);
+            }
+            return Ok(reply);
         }
         let mut decoder = SseDecoder::default();
         let mut state = StreamState::default();

@@ -95,3 +95,89 @@ pub fn stderr(o: &Output) -> String {
 pub fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
+
+/// A running `kiln mock` (the real binary); killed on drop.
+pub struct Mock {
+    pub url: String,
+    child: std::process::Child,
+    _scenario: tempfile::NamedTempFile,
+}
+
+impl Mock {
+    pub fn start(scenario: &Value) -> Mock {
+        use std::io::{BufRead, Write};
+        let mut file = tempfile::NamedTempFile::new().expect("scenario file");
+        file.write_all(scenario.to_string().as_bytes()).expect("write scenario");
+        let mut child = Command::new(kiln_bin())
+            .args(["mock", &file.path().display().to_string(), "--port", "0"])
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::inherit())
+            .spawn()
+            .expect("start kiln mock");
+        let stdout = child.stdout.take().expect("stdout");
+        let mut line = String::new();
+        std::io::BufReader::new(stdout).read_line(&mut line).expect("mock prints its address");
+        let url = line.trim().rsplit(' ').next().expect("url").to_string();
+        assert!(url.starts_with("http://127.0.0.1:"), "mock said: {line}");
+        Mock { url, child, _scenario: file }
+    }
+
+    /// Every request the mock received.
+    pub fn requests(&self) -> Vec<Value> {
+        let body = http_get(&format!("{}/_kiln/requests", self.url));
+        serde_json::from_str::<Value>(&body).expect("requests json").as_array().cloned().unwrap_or_default()
+    }
+}
+
+impl Drop for Mock {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A minimal HTTP/1.1 GET on loopback.
+pub fn http_get(url: &str) -> String {
+    use std::io::{Read, Write};
+    let rest = url.strip_prefix("http://").expect("http url");
+    let (host, path) = rest.split_once('/').map(|(h, p)| (h, format!("/{p}"))).unwrap_or((rest, "/".into()));
+    let mut s = std::net::TcpStream::connect(host).expect("connect");
+    write!(s, "GET {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n").expect("send");
+    let mut buf = String::new();
+    s.read_to_string(&mut buf).expect("read");
+    let body = buf.split_once("\r\n\r\n").map(|(_, b)| b.to_string()).unwrap_or_default();
+    if buf.contains("transfer-encoding: chunked") { dechunk(&body) } else { body }
+}
+
+fn dechunk(body: &str) -> String {
+    let mut out = String::new();
+    let mut rest = body;
+    while let Some((size, tail)) = rest.split_once("\r\n") {
+        let n = usize::from_str_radix(size.trim(), 16).unwrap_or(0);
+        if n == 0 {
+            break;
+        }
+        out.push_str(&tail[..n.min(tail.len())]);
+        rest = tail.get(n + 2..).unwrap_or("");
+    }
+    out
+}
+
+/// Runs `kiln ask` with provider keys set to test values.
+pub fn ask(args: &[&str], cwd: &Path) -> Output {
+    Command::new(kiln_bin())
+        .arg("ask")
+        .args(args)
+        .current_dir(cwd)
+        .env("NO_COLOR", "1")
+        .env("ANTHROPIC_API_KEY", TEST_KEY)
+        .env("OPENAI_API_KEY", TEST_KEY)
+        .env_remove("OPENAI_BASE_URL")
+        .env_remove("OLLAMA_HOST")
+        .env_remove("KILN_LOG")
+        .output()
+        .expect("run kiln ask")
+}
+
+/// A key that must never appear in any output.
+pub const TEST_KEY: &str = "sk-kiln-test-SECRET-0123456789";
