@@ -2,6 +2,7 @@
 
 mod agent_loop;
 mod cli;
+mod conformance;
 mod common;
 mod dsl;
 mod exec;
