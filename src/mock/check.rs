@@ -75,7 +75,7 @@ pub fn anthropic(headers: &HeaderMap, body: &Value, require_auth: bool) -> Resul
             ));
         }
     }
-    let msgs = body["messages"].as_array().ok_or_else(|| {
+    let raw = body["messages"].as_array().ok_or_else(|| {
         anthropic_error(
             400,
             "invalid_request_error",
@@ -89,6 +89,18 @@ pub fn anthropic(headers: &HeaderMap, body: &Value, require_auth: bool) -> Resul
             _ => vec![],
         }
     };
+    // The API merges consecutive turns of one role before checking (error indices follow that).
+    let mut msgs: Vec<Value> = Vec::new();
+    for m in raw {
+        match msgs.last_mut() {
+            Some(prev) if prev["role"] == m["role"] => {
+                let mut merged = blocks(prev);
+                merged.extend(blocks(m));
+                prev["content"] = Value::Array(merged);
+            }
+            _ => msgs.push(m.clone()),
+        }
+    }
     let mut pending: Vec<String> = Vec::new();
     for (i, m) in msgs.iter().enumerate() {
         let role = m["role"].as_str().unwrap_or("");
