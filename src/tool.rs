@@ -275,6 +275,18 @@ impl Tool {
         }
     }
 
+    /// [`Tool::execute`] on the current worker thread via `block_in_place` (its other tasks
+    /// move elsewhere): cheaper than a hand-off for a lone call. Needs a multi-thread runtime;
+    /// falls back to [`Tool::execute_async`] otherwise.
+    pub async fn execute_in_place(self: &Arc<Self>, args: Value, ctx: CallContext) -> ToolOutcome {
+        match tokio::runtime::Handle::try_current() {
+            Ok(h) if h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread => {
+                tokio::task::block_in_place(|| self.execute(&args, &ctx))
+            }
+            _ => self.execute_async(args, ctx).await,
+        }
+    }
+
     fn run_handler(
         self: &Arc<Self>,
         args: &Value,

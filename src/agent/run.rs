@@ -308,6 +308,8 @@ async fn execute_round(
     max_parallel: usize,
 ) -> Vec<ToolOutcome> {
     let permits = Arc::new(Semaphore::new(max_parallel.max(1)));
+    // A lone call runs in place; several go to the blocking pool so they overlap.
+    let alone = calls.len() == 1;
     let futures = calls.iter().map(|call| {
         let permits = permits.clone();
         let exclusive = exclusive.clone();
@@ -343,11 +345,14 @@ async fn execute_round(
                 }
             };
             let _permit = permits.acquire_owned().await.ok();
-            if tool.exclusive {
-                let _lock = exclusive.write().await;
-                tool.execute_async(args, ctx).await
+            let _lock = if tool.exclusive {
+                Err(exclusive.write().await)
             } else {
-                let _lock = exclusive.read().await;
+                Ok(exclusive.read().await)
+            };
+            if alone {
+                tool.execute_in_place(args, ctx).await
+            } else {
                 tool.execute_async(args, ctx).await
             }
         }

@@ -186,11 +186,29 @@ fn help_explains_commands() {
 #[test]
 fn readme_first_command_runs_the_offline_demo_agent() {
     let readme = std::fs::read_to_string(repo().join("README.md")).expect("README");
-    let first = readme.lines().find(|l| l.starts_with("cargo run")).expect("first command");
-    assert!(first.contains("ask demo") && first.contains("--scripts examples/demo"), "{first}");
-    let out = kiln(&["ask", "demo", "What is 17% of 240, in upper case words?", "--scripts", "examples/demo"], &repo());
+    let first = readme
+        .lines()
+        .find(|l| l.starts_with("cargo run"))
+        .expect("first command");
+    assert!(
+        first.contains("ask demo") && first.contains("--scripts examples/demo"),
+        "{first}"
+    );
+    let out = kiln(
+        &[
+            "ask",
+            "demo",
+            "What is 17% of 240, in upper case words?",
+            "--scripts",
+            "examples/demo",
+        ],
+        &repo(),
+    );
     assert!(out.status.success(), "{}", stderr(&out));
-    assert_eq!(stdout(&out), "Let me work that out.\nIt is 40.8; in upper case words: FORTY POINT EIGHT\n");
+    assert_eq!(
+        stdout(&out),
+        "Let me work that out.\nIt is 40.8; in upper case words: FORTY POINT EIGHT\n"
+    );
     let err = stderr(&out);
     for tool in ["calculator", "spell_number", "string_manipulation"] {
         assert!(err.contains(&format!("→ {tool}(")), "{err}");
@@ -202,5 +220,9 @@ fn mock_rejects_a_bad_scenario_with_its_location() {
     let s = Scripts::new(&[("bad.json", "{\"turns\": [{\"txt\": 1}]}")]);
     let out = kiln(&["mock", "bad.json"], s.path());
     assert_eq!(out.status.code(), Some(2));
-    assert!(stderr(&out).contains("bad.json:1:") && stderr(&out).contains("unknown field `txt`"), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("bad.json:1:") && stderr(&out).contains("unknown field `txt`"),
+        "{}",
+        stderr(&out)
+    );
 }

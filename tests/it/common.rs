@@ -107,7 +107,8 @@ impl Mock {
     pub fn start(scenario: &Value) -> Mock {
         use std::io::{BufRead, Write};
         let mut file = tempfile::NamedTempFile::new().expect("scenario file");
-        file.write_all(scenario.to_string().as_bytes()).expect("write scenario");
+        file.write_all(scenario.to_string().as_bytes())
+            .expect("write scenario");
         let mut child = Command::new(kiln_bin())
             .args(["mock", &file.path().display().to_string(), "--port", "0"])
             .stdout(std::process::Stdio::piped())
@@ -116,16 +117,26 @@ impl Mock {
             .expect("start kiln mock");
         let stdout = child.stdout.take().expect("stdout");
         let mut line = String::new();
-        std::io::BufReader::new(stdout).read_line(&mut line).expect("mock prints its address");
+        std::io::BufReader::new(stdout)
+            .read_line(&mut line)
+            .expect("mock prints its address");
         let url = line.trim().rsplit(' ').next().expect("url").to_string();
         assert!(url.starts_with("http://127.0.0.1:"), "mock said: {line}");
-        Mock { url, child, _scenario: file }
+        Mock {
+            url,
+            child,
+            _scenario: file,
+        }
     }
 
     /// Every request the mock received.
     pub fn requests(&self) -> Vec<Value> {
         let body = http_get(&format!("{}/_kiln/requests", self.url));
-        serde_json::from_str::<Value>(&body).expect("requests json").as_array().cloned().unwrap_or_default()
+        serde_json::from_str::<Value>(&body)
+            .expect("requests json")
+            .as_array()
+            .cloned()
+            .unwrap_or_default()
     }
 }
 
@@ -140,13 +151,27 @@ impl Drop for Mock {
 pub fn http_get(url: &str) -> String {
     use std::io::{Read, Write};
     let rest = url.strip_prefix("http://").expect("http url");
-    let (host, path) = rest.split_once('/').map(|(h, p)| (h, format!("/{p}"))).unwrap_or((rest, "/".into()));
+    let (host, path) = rest
+        .split_once('/')
+        .map(|(h, p)| (h, format!("/{p}")))
+        .unwrap_or((rest, "/".into()));
     let mut s = std::net::TcpStream::connect(host).expect("connect");
-    write!(s, "GET {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n").expect("send");
+    write!(
+        s,
+        "GET {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n"
+    )
+    .expect("send");
     let mut buf = String::new();
     s.read_to_string(&mut buf).expect("read");
-    let body = buf.split_once("\r\n\r\n").map(|(_, b)| b.to_string()).unwrap_or_default();
-    if buf.contains("transfer-encoding: chunked") { dechunk(&body) } else { body }
+    let body = buf
+        .split_once("\r\n\r\n")
+        .map(|(_, b)| b.to_string())
+        .unwrap_or_default();
+    if buf.contains("transfer-encoding: chunked") {
+        dechunk(&body)
+    } else {
+        body
+    }
 }
 
 fn dechunk(body: &str) -> String {

@@ -2,7 +2,9 @@
 
 use crate::common::*;
 use crate::spec::{assert_openai, openai_validator, specs_dir};
-use kiln::provider::{self, CallArgs, Message, ModelRequest, ProviderError, StopReason, TextSink, ToolDef, ToolResult};
+use kiln::provider::{
+    self, CallArgs, Message, ModelRequest, ProviderError, StopReason, TextSink, ToolDef, ToolResult,
+};
 use serde_json::{Value, json};
 use std::sync::{Arc, Mutex};
 
@@ -14,7 +16,10 @@ fn read_json(rel: &str) -> Value {
 fn collecting_sink() -> (TextSink, Arc<Mutex<String>>) {
     let buf = Arc::new(Mutex::new(String::new()));
     let b = buf.clone();
-    (Arc::new(move |t: &str| b.lock().expect("lock").push_str(t)), buf)
+    (
+        Arc::new(move |t: &str| b.lock().expect("lock").push_str(t)),
+        buf,
+    )
 }
 
 #[test]
@@ -29,7 +34,14 @@ fn every_request_kiln_sends_to_openai_validates_against_create_chat_completion_r
             {"text": "Done."}
         ]}));
         let base = format!("{}/v1", mock.url);
-        let mut args = vec!["shop_openai", "hi", "--scripts", ".", "--base-url", base.as_str()];
+        let mut args = vec![
+            "shop_openai",
+            "hi",
+            "--scripts",
+            ".",
+            "--base-url",
+            base.as_str(),
+        ];
         if !stream {
             args.push("--no-stream");
         }
@@ -41,7 +53,10 @@ fn every_request_kiln_sends_to_openai_validates_against_create_chat_completion_r
         }
     }
     assert_eq!(checked, 6);
-    assert!(!validator.is_valid(&json!({"model": "x", "messages": [{"role": "tool", "content": "x"}]})), "the validator can fail");
+    assert!(
+        !validator.is_valid(&json!({"model": "x", "messages": [{"role": "tool", "content": "x"}]})),
+        "the validator can fail"
+    );
 }
 
 #[test]
@@ -52,20 +67,41 @@ fn recorded_openai_responses_and_streams_parse_into_neutral_turns() {
         let r = provider::openai::parse_response(&item["response"]).expect("parses");
         assert_eq!(r.stop, StopReason::ToolUse);
         for c in &r.tool_calls {
-            assert!(matches!(c.args, CallArgs::Parsed(Value::Object(_))), "{c:?}");
+            assert!(
+                matches!(c.args, CallArgs::Parsed(Value::Object(_))),
+                "{c:?}"
+            );
             assert!(c.id.starts_with("call_"));
         }
         names.push(r.tool_calls.len());
     }
-    assert!(names.contains(&2), "the recording with two parallel calls: {names:?}");
-    for (file, calls) in [("chat-stream-f82268f2fefd.sse", 2), ("chat-stream-a247c49c5fcd.sse", 1), ("chat-stream-c6aa7e397b71.sse", 1), ("chat-stream-2018feb66ae1.sse", 1)] {
-        let text = std::fs::read_to_string(specs_dir().join("openai/fixtures").join(file)).expect("sse");
+    assert!(
+        names.contains(&2),
+        "the recording with two parallel calls: {names:?}"
+    );
+    for (file, calls) in [
+        ("chat-stream-f82268f2fefd.sse", 2),
+        ("chat-stream-a247c49c5fcd.sse", 1),
+        ("chat-stream-c6aa7e397b71.sse", 1),
+        ("chat-stream-2018feb66ae1.sse", 1),
+    ] {
+        let text =
+            std::fs::read_to_string(specs_dir().join("openai/fixtures").join(file)).expect("sse");
         let (sink, _) = collecting_sink();
         let r = provider::openai::parse_sse(&text, &sink).unwrap_or_else(|e| panic!("{file}: {e}"));
         assert_eq!(r.tool_calls.len(), calls, "{file}");
         assert_eq!(r.stop, StopReason::ToolUse, "{file}");
-        assert!(r.tool_calls.iter().all(|c| matches!(c.args, CallArgs::Parsed(Value::Object(_)))), "{file}: {:?}", r.tool_calls);
-        assert!(r.usage.input_tokens > 0, "{file}: the usage-only chunk is read");
+        assert!(
+            r.tool_calls
+                .iter()
+                .all(|c| matches!(c.args, CallArgs::Parsed(Value::Object(_)))),
+            "{file}: {:?}",
+            r.tool_calls
+        );
+        assert!(
+            r.usage.input_tokens > 0,
+            "{file}: the usage-only chunk is read"
+        );
     }
 }
 
@@ -75,10 +111,14 @@ fn replay_anthropic(file: &str) {
     let exchanges = read_json(&format!("anthropic/fixtures/{file}"));
     let ex = exchanges.as_array().expect("exchanges");
     let first_req = &ex[0]["request"]["body"];
-    let reply = provider::anthropic::parse_response(&ex[0]["response"]["body"]).expect("reply parses");
+    let reply =
+        provider::anthropic::parse_response(&ex[0]["response"]["body"]).expect("reply parses");
     assert!(!reply.tool_calls.is_empty(), "{file}");
     let recorded_next = &ex[1]["request"]["body"];
-    let recorded_results = recorded_next["messages"].as_array().and_then(|m| m.last()).expect("last message");
+    let recorded_results = recorded_next["messages"]
+        .as_array()
+        .and_then(|m| m.last())
+        .expect("last message");
     let results: Vec<ToolResult> = recorded_results["content"]
         .as_array()
         .expect("blocks")
@@ -94,14 +134,26 @@ fn replay_anthropic(file: &str) {
         .as_array()
         .expect("tools")
         .iter()
-        .map(|t| ToolDef { name: t["name"].as_str().unwrap_or("").into(), description: t["description"].as_str().unwrap_or("").into(), schema: t["input_schema"].clone() })
+        .map(|t| ToolDef {
+            name: t["name"].as_str().unwrap_or("").into(),
+            description: t["description"].as_str().unwrap_or("").into(),
+            schema: t["input_schema"].clone(),
+        })
         .collect();
     let req = ModelRequest {
         model: first_req["model"].as_str().unwrap_or("").into(),
         system: None,
         messages: vec![
-            Message::User { content: first_req["messages"][0]["content"].as_str().unwrap_or("").into() },
-            Message::Assistant { content: reply.text.clone(), tool_calls: reply.tool_calls.clone() },
+            Message::User {
+                content: first_req["messages"][0]["content"]
+                    .as_str()
+                    .unwrap_or("")
+                    .into(),
+            },
+            Message::Assistant {
+                content: reply.text.clone(),
+                tool_calls: reply.tool_calls.clone(),
+            },
             Message::Tool { results },
         ],
         tools,
@@ -121,9 +173,23 @@ fn replay_anthropic(file: &str) {
         }
         m
     };
-    let theirs: Vec<Value> = recorded_next["messages"].as_array().expect("messages").iter().map(strip).collect();
-    assert_eq!(ours["messages"].as_array().expect("ours").len(), theirs.len(), "{file}");
-    for (a, b) in ours["messages"].as_array().expect("ours").iter().zip(&theirs) {
+    let theirs: Vec<Value> = recorded_next["messages"]
+        .as_array()
+        .expect("messages")
+        .iter()
+        .map(strip)
+        .collect();
+    assert_eq!(
+        ours["messages"].as_array().expect("ours").len(),
+        theirs.len(),
+        "{file}"
+    );
+    for (a, b) in ours["messages"]
+        .as_array()
+        .expect("ours")
+        .iter()
+        .zip(&theirs)
+    {
         assert_eq!(a, b, "{file}: message differs");
     }
     let mock_ok = kiln::mock::check::anthropic(&anthropic_headers(), &ours, true);
@@ -139,7 +205,11 @@ fn anthropic_headers() -> axum::http::HeaderMap {
 
 #[test]
 fn recorded_anthropic_round_trips_replay_with_the_recorded_structure() {
-    for file in ["toolrunner-a8ac789b.json", "toolrunner-10e53c1d.json", "toolrunner-e075a6c2.json"] {
+    for file in [
+        "toolrunner-a8ac789b.json",
+        "toolrunner-10e53c1d.json",
+        "toolrunner-e075a6c2.json",
+    ] {
         replay_anthropic(file);
     }
 }
@@ -147,23 +217,43 @@ fn recorded_anthropic_round_trips_replay_with_the_recorded_structure() {
 #[test]
 fn the_mock_rejects_a_tool_result_without_tool_use_as_anthropic_did() {
     let ex = read_json("anthropic/fixtures/toolrunner-f59a9391.json");
-    let bad = ex.as_array().expect("ex").iter().find(|e| e["response"]["status_code"] == 400).expect("recorded 400");
-    let (status, body) = kiln::mock::check::anthropic(&anthropic_headers(), &bad["request"]["body"], true).expect_err("rejected");
+    let bad = ex
+        .as_array()
+        .expect("ex")
+        .iter()
+        .find(|e| e["response"]["status_code"] == 400)
+        .expect("recorded 400");
+    let (status, body) =
+        kiln::mock::check::anthropic(&anthropic_headers(), &bad["request"]["body"], true)
+            .expect_err("rejected");
     assert_eq!(status, 400);
-    assert_eq!(body["error"]["message"], bad["response"]["body"]["error"]["message"]);
+    assert_eq!(
+        body["error"]["message"],
+        bad["response"]["body"]["error"]["message"]
+    );
     assert_eq!(body["error"]["type"], "invalid_request_error");
 }
 
 #[test]
 fn recorded_anthropic_streams_parse_and_max_tokens_truncation_is_an_error() {
-    let text = std::fs::read_to_string(specs_dir().join("anthropic/fixtures/stream-tool_use_response.sse")).expect("sse");
+    let text = std::fs::read_to_string(
+        specs_dir().join("anthropic/fixtures/stream-tool_use_response.sse"),
+    )
+    .expect("sse");
     let (sink, streamed) = collecting_sink();
     let r = provider::anthropic::parse_sse(&text, &sink).expect("parses");
     assert_eq!(r.stop, StopReason::ToolUse);
     assert_eq!(r.tool_calls.len(), 1);
     assert!(matches!(&r.tool_calls[0].args, CallArgs::Parsed(Value::Object(m)) if !m.is_empty()));
-    assert_eq!(*streamed.lock().expect("lock"), r.text, "text was streamed as it arrived");
-    let text = std::fs::read_to_string(specs_dir().join("anthropic/fixtures/stream-incomplete_partial_json_max_tokens.sse")).expect("sse");
+    assert_eq!(
+        *streamed.lock().expect("lock"),
+        r.text,
+        "text was streamed as it arrived"
+    );
+    let text = std::fs::read_to_string(
+        specs_dir().join("anthropic/fixtures/stream-incomplete_partial_json_max_tokens.sse"),
+    )
+    .expect("sse");
     let (sink, _) = collecting_sink();
     match provider::anthropic::parse_sse(&text, &sink) {
         Err(ProviderError::Truncated { tool, .. }) => assert_eq!(tool, "make_file"),
@@ -183,7 +273,10 @@ fn ollama_shapes_follow_the_api_docs() {
         "message": {"role": "assistant", "content": "", "tool_calls": [{"function": {"name": "get_weather", "arguments": {"city": "Tokyo"}}}]},
         "done_reason": "stop", "done": true, "prompt_eval_count": 169, "eval_count": 18});
     let docs = std::fs::read_to_string(specs_dir().join("ollama/api.md")).expect("api.md");
-    assert!(docs.contains("\"created_at\": \"2025-07-07T20:32:53.844124Z\""), "the example above is the one in api.md");
+    assert!(
+        docs.contains("\"created_at\": \"2025-07-07T20:32:53.844124Z\""),
+        "the example above is the one in api.md"
+    );
     let (sink, _) = collecting_sink();
     let mut state = provider::ollama::ChatState::default();
     state.apply(&doc_reply.to_string(), &sink).expect("applies");
@@ -194,9 +287,21 @@ fn ollama_shapes_follow_the_api_docs() {
         model: "llama3.2".into(),
         system: None,
         messages: vec![
-            Message::User { content: "what is the weather in Toronto?".into() },
-            Message::Assistant { content: String::new(), tool_calls: r.tool_calls.clone() },
-            Message::Tool { results: vec![ToolResult { call_id: r.tool_calls[0].id.clone(), name: "get_weather".into(), content: "11 degrees celsius".into(), is_error: false }] },
+            Message::User {
+                content: "what is the weather in Toronto?".into(),
+            },
+            Message::Assistant {
+                content: String::new(),
+                tool_calls: r.tool_calls.clone(),
+            },
+            Message::Tool {
+                results: vec![ToolResult {
+                    call_id: r.tool_calls[0].id.clone(),
+                    name: "get_weather".into(),
+                    content: "11 degrees celsius".into(),
+                    is_error: false,
+                }],
+            },
         ],
         tools: vec![],
         temperature: None,
@@ -204,7 +309,14 @@ fn ollama_shapes_follow_the_api_docs() {
         stream: false,
     };
     let body = provider::ollama::request_body(&req);
-    assert_eq!(body["messages"][1], json!({"role": "assistant", "content": "", "tool_calls": [{"function": {"name": "get_weather", "arguments": {"city": "Tokyo"}}}]}));
-    assert_eq!(body["messages"][2], json!({"role": "tool", "tool_name": "get_weather", "content": "11 degrees celsius"}), "no made-up tool_call_id");
+    assert_eq!(
+        body["messages"][1],
+        json!({"role": "assistant", "content": "", "tool_calls": [{"function": {"name": "get_weather", "arguments": {"city": "Tokyo"}}}]})
+    );
+    assert_eq!(
+        body["messages"][2],
+        json!({"role": "tool", "tool_name": "get_weather", "content": "11 degrees celsius"}),
+        "no made-up tool_call_id"
+    );
     assert!(kiln::mock::check::ollama(&body).is_ok());
 }

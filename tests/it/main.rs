@@ -2,8 +2,8 @@
 
 mod agent_loop;
 mod cli;
-mod conformance;
 mod common;
+mod conformance;
 mod dsl;
 mod exec;
 mod sandbox;

@@ -1,0 +1,76 @@
+//! Loop overhead: an agent run of N tool rounds against `kiln mock` on loopback, versus the same
+//! number of bare HTTP round trips to the same mock carrying the very bodies kiln sent.
+//!
+//! `cargo bench --bench agent_loop` measures; under `cargo test` it runs once as a smoke test.
+
+use kiln::agent::{RunOptions, run};
+use kiln::mock::scenario::Scenario;
+use kiln::{Host, HostConfig};
+use serde_json::{Value, json};
+use std::net::SocketAddr;
+use std::time::{Duration, Instant};
+
+const ROUNDS: usize = 10;
+
+fn median(mut v: Vec<Duration>) -> Duration {
+    v.sort();
+    v[v.len() / 2]
+}
+
+async fn once(host: &Host) -> kiln::agent::RunReport {
+    run(host, "bench", "go", RunOptions::default())
+        .await
+        .expect("run")
+}
+
+fn main() {
+    let measuring = std::env::args().any(|a| a == "--bench");
+    let samples = if measuring { 60 } else { 2 };
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    runtime.block_on(async move {
+        let mut turns: Vec<Value> = (0..ROUNDS).map(|i| json!({"tool_calls": [{"name": "calculator", "args": {"expression": format!("{i} * 3 + 1")}}]})).collect();
+        turns.push(json!({"text": "All done."}));
+        let scenario: Scenario = serde_json::from_value(json!({"loop": true, "require_auth": false, "turns": turns})).expect("scenario");
+        let (addr, server) = kiln::mock::bind(scenario, SocketAddr::from(([127, 0, 0, 1], 0))).await.expect("bind");
+        tokio::spawn(server);
+        let base = format!("http://{addr}");
+        let dir = tempfile::tempdir().expect("tempdir");
+        let agent = format!(
+            "agent(\"bench\").provider(\"openai\").model(\"m\").base_url(\"{base}/v1\").tools([\"calculator\"]).max_tool_iterations({});",
+            ROUNDS + 1
+        );
+        std::fs::write(dir.path().join("a.rhai"), agent).expect("write");
+        let host = Host::new(HostConfig { scripts: vec![dir.path().to_path_buf()], ..HostConfig::default() }).expect("host");
+        assert!(host.registry().errors.is_empty(), "{:?}", host.registry().errors);
+
+        let report = once(&host).await;
+        assert_eq!(report.rounds as usize, ROUNDS + 1);
+        let recorded: Value = kiln::provider::http::client().get(format!("{base}/_kiln/requests")).send().await.expect("get").json().await.expect("json");
+        let bodies: Vec<Value> = recorded.as_array().expect("requests").iter().map(|r| r["body"].clone()).collect();
+        assert_eq!(bodies.len(), ROUNDS + 1);
+
+        let mut kiln_times = Vec::new();
+        let mut bare_times = Vec::new();
+        for _ in 0..samples {
+            let t = Instant::now();
+            std::hint::black_box(once(&host).await);
+            kiln_times.push(t.elapsed());
+            let t = Instant::now();
+            for body in &bodies {
+                let resp = kiln::provider::http::client().post(format!("{base}/v1/chat/completions")).json(body).send().await.expect("post");
+                let v: Value = resp.json().await.expect("json");
+                std::hint::black_box(v);
+            }
+            bare_times.push(t.elapsed());
+        }
+        let (k, b) = (median(kiln_times), median(bare_times));
+        let per_round = (k.saturating_sub(b)) / (ROUNDS as u32 + 1);
+        println!("agent loop, {} model rounds ({} tool rounds) against kiln mock on loopback, {samples} samples:", ROUNDS + 1, ROUNDS);
+        println!("  bare HTTP round trips (same bodies): median {:>8.3} ms", b.as_secs_f64() * 1e3);
+        println!("  kiln agent run:                      median {:>8.3} ms", k.as_secs_f64() * 1e3);
+        println!("  ratio kiln / bare: {:.3}  (kiln's own time per round: {:.3} ms)", k.as_secs_f64() / b.as_secs_f64(), per_round.as_secs_f64() * 1e3);
+    });
+}
