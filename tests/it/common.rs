@@ -34,6 +34,17 @@ impl Scripts {
         .expect("host")
     }
 
+    /// A host with custom sandbox limits.
+    pub fn host_with_limits(&self, limits: kiln::script::sandbox::Limits) -> Host {
+        Host::new(HostConfig {
+            scripts: vec![self.dir.path().to_path_buf()],
+            workspace: self.dir.path().to_path_buf(),
+            limits,
+            ..HostConfig::default()
+        })
+        .expect("host")
+    }
+
     /// Load errors as strings with the temp path replaced by `DIR`.
     pub fn errors(&self, host: &Host) -> Vec<String> {
         let prefix = format!("{}/", self.dir.path().display());

@@ -21,7 +21,12 @@ tool("importer").handler(|args| { import "../outside" as o; o::x });
 
 #[test]
 fn an_infinite_loop_stops_at_its_deadline_and_the_host_keeps_serving() {
-    let (_s, host) = host_with(BOMBS);
+    // No operations limit, so only the deadline can stop the loop.
+    let s = Scripts::new(&[("t.rhai", BOMBS)]);
+    let host = s.host_with_limits(kiln::script::sandbox::Limits {
+        max_operations: 0,
+        ..Default::default()
+    });
     let started = Instant::now();
     let o = call(&host, "spin", json!({}), &[]);
     assert_eq!(
@@ -54,7 +59,11 @@ fn recursion_and_growth_bombs_stop_at_their_limits() {
 
 #[test]
 fn concurrent_bombs_do_not_stop_other_calls() {
-    let (_s, host) = host_with(BOMBS);
+    let s = Scripts::new(&[("t.rhai", BOMBS)]);
+    let host = s.host_with_limits(kiln::script::sandbox::Limits {
+        max_operations: 0,
+        ..Default::default()
+    });
     let host = std::sync::Arc::new(host);
     let spinners: Vec<_> = (0..3)
         .map(|_| {
