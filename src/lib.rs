@@ -12,6 +12,7 @@ pub mod error;
 pub mod mock;
 pub mod provider;
 pub mod registry;
+pub mod reload;
 pub mod schema;
 pub mod script;
 pub mod services;
@@ -57,6 +58,8 @@ pub struct Host {
     engine: Arc<Engine>,
     config: HostConfig,
     files: Mutex<BTreeMap<String, Arc<LoadedFile>>>,
+    /// Errors of files whose last good version stays live.
+    broken: Mutex<BTreeMap<String, Vec<LoadError>>>,
     registry: ArcSwap<Registry>,
     services: Arc<Services>,
 }
@@ -78,6 +81,7 @@ impl Host {
         let host = Host {
             engine,
             files: Mutex::new(BTreeMap::new()),
+            broken: Mutex::new(BTreeMap::new()),
             registry: ArcSwap::from_pointee(Registry::default()),
             services: Arc::new(services),
             config,
@@ -145,11 +149,114 @@ impl Host {
 
     /// Builds and swaps in a registry for this set of files.
     fn install(&self, files: BTreeMap<String, Arc<LoadedFile>>) {
-        let ordered = ordered_files(&files);
-        let reg = Registry::build(ordered.iter().map(|f| f.as_ref()));
+        if let Ok(mut b) = self.broken.lock() {
+            b.clear();
+        }
+        let reg = self.build(&files);
         self.registry.store(Arc::new(reg));
         if let Ok(mut f) = self.files.lock() {
             *f = files;
+        }
+    }
+
+    /// A registry for these files, with the errors of broken files that kept an old version.
+    fn build(&self, files: &BTreeMap<String, Arc<LoadedFile>>) -> Registry {
+        let ordered = ordered_files(files);
+        let mut reg = Registry::build(ordered.iter().map(|f| f.as_ref()));
+        if let Ok(b) = self.broken.lock() {
+            reg.errors.extend(b.values().flatten().cloned());
+        }
+        reg
+    }
+
+    /// Reloads one script file (or forgets it when it no longer exists) and swaps the registry.
+    ///
+    /// A file that fails to load keeps its last good version live; so does a file whose new
+    /// version defines a tool another file already defines.
+    pub fn reload_path(&self, path: &Path) -> reload::ReloadReport {
+        self.reload_file(path, false)
+    }
+
+    /// [`Host::reload_path`], but an empty read of a file that had tools is reported as
+    /// `deferred` and changes nothing (it may be a writer caught between truncate and write).
+    pub fn reload_path_settling(&self, path: &Path) -> reload::ReloadReport {
+        self.reload_file(path, true)
+    }
+
+    fn reload_file(&self, path: &Path, defer_empty: bool) -> reload::ReloadReport {
+        let started = std::time::Instant::now();
+        let shown = path.to_string_lossy().to_string();
+        let Ok(mut files) = self.files.lock() else {
+            return reload::ReloadReport::failed(shown, Vec::new(), started);
+        };
+        let old = files.get(&shown).cloned();
+        let old_names: Vec<String> = old
+            .iter()
+            .flat_map(|f| f.tools.iter().map(|t| t.name.clone()))
+            .collect();
+        let source = match std::fs::read_to_string(path) {
+            Ok(src) => src,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                files.remove(&shown);
+                if let Ok(mut b) = self.broken.lock() {
+                    b.remove(&shown);
+                }
+                self.registry.store(Arc::new(self.build(&files)));
+                return reload::ReloadReport::removed(shown, old_names.len(), started);
+            }
+            Err(e) => {
+                let err = LoadError::at(
+                    error::SourceLoc {
+                        path: shown.clone(),
+                        line: 0,
+                        column: 0,
+                    },
+                    format!("cannot read: {e}"),
+                );
+                return reload::ReloadReport::failed(shown, vec![err], started);
+            }
+        };
+        // A writer that truncates then writes can be caught in between: an empty read of a file
+        // that had tools is put off (the watcher looks again once the folder is quiet).
+        if defer_empty && source.trim().is_empty() && !old_names.is_empty() {
+            return reload::ReloadReport {
+                deferred: true,
+                ..reload::ReloadReport::loaded(shown, 0, 0, 0, started)
+            };
+        }
+        let loaded = Arc::new(loader::load_source(&self.engine, &shown, &source));
+        let mut candidate = files.clone();
+        candidate.insert(shown.clone(), loaded.clone());
+        let mut errors = loaded.errors.clone();
+        if errors.is_empty() {
+            let reg = Registry::build(ordered_files(&candidate).iter().map(|f| f.as_ref()));
+            errors.extend(
+                reg.errors
+                    .into_iter()
+                    .filter(|e| e.loc.path == shown && e.message.starts_with("duplicate tool")),
+            );
+        }
+        if !errors.is_empty() && old.is_some() {
+            if let Ok(mut b) = self.broken.lock() {
+                b.insert(shown.clone(), errors.clone());
+            }
+            self.registry.store(Arc::new(self.build(&files)));
+            return reload::ReloadReport::failed(shown, errors, started);
+        }
+        if let Ok(mut b) = self.broken.lock() {
+            b.remove(&shown);
+        }
+        *files = candidate;
+        self.registry.store(Arc::new(self.build(&files)));
+        let new_names: Vec<&String> = loaded.tools.iter().map(|t| &t.name).collect();
+        let added = new_names.iter().filter(|n| !old_names.contains(n)).count();
+        let removed = old_names.iter().filter(|n| !new_names.contains(n)).count();
+        let report =
+            reload::ReloadReport::loaded(shown, added, new_names.len() - added, removed, started);
+        if errors.is_empty() {
+            report
+        } else {
+            reload::ReloadReport { errors, ..report }
         }
     }
 

@@ -55,6 +55,9 @@ pub struct AskArgs {
     /// Seconds before one model request times out.
     #[arg(long, value_name = "SECS", default_value_t = 120.0)]
     pub request_timeout: f64,
+    /// Reload changed scripts while the run goes on (each model turn sees the latest tools).
+    #[arg(long)]
+    pub watch: bool,
     /// Retries of a failed model request (429, 5xx, timeouts).
     #[arg(long, value_name = "N", default_value_t = 3)]
     pub retries: u32,
@@ -71,10 +74,15 @@ pub fn ask(g: &Global, a: AskArgs) -> CliResult<ExitCode> {
     } else {
         a.prompt.clone()
     };
-    let host = g.host()?;
+    let host = Arc::new(g.host()?);
     for e in &host.registry().errors {
         output::error(&e.to_string());
     }
+    let _watcher = if a.watch {
+        Some(kiln::reload::watch(host.clone(), |r| eprintln!("{r}"))?)
+    } else {
+        None
+    };
     host.agent(&a.agent)?;
     let cancel = CancellationToken::new();
     let printed_text = Arc::new(AtomicBool::new(false));

@@ -4,6 +4,7 @@ mod ask;
 mod mock_cmd;
 pub mod output;
 mod tools_cmd;
+mod watch_cmd;
 
 use clap::{Args, Parser, Subcommand};
 use kiln::capability::Grants;
@@ -63,6 +64,8 @@ pub enum Command {
     Ask(ask::AskArgs),
     /// Serve a fake Anthropic/OpenAI/Ollama provider on 127.0.0.1 from a scenario file.
     Mock(mock_cmd::MockArgs),
+    /// Watch the scripts folders and print one line per reload.
+    Watch,
 }
 
 /// Sets up tracing on stderr.
@@ -128,5 +131,6 @@ pub fn run(cli: Cli) -> CliResult<ExitCode> {
         Command::Agents => tools_cmd::agents(&cli.global),
         Command::Ask(a) => ask::ask(&cli.global, a),
         Command::Mock(a) => mock_cmd::mock(a),
+        Command::Watch => watch_cmd::watch(&cli.global),
     }
 }

@@ -6,5 +6,6 @@ mod common;
 mod conformance;
 mod dsl;
 mod exec;
+mod reload;
 mod sandbox;
 mod spec;

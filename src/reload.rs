@@ -1,0 +1,181 @@
+//! Hot reload: watch the scripts folders, recompile changed `*.rhai` files and swap the registry
+//! atomically. Folders are watched (not files) so editors that save by rename work.
+
+use crate::Host;
+use crate::error::LoadError;
+use notify::RecursiveMode;
+use notify_debouncer_full::{DebounceEventResult, new_debouncer};
+use std::collections::BTreeSet;
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// How long file events are gathered before a reload.
+pub const DEBOUNCE: Duration = Duration::from_millis(40);
+/// How long an emptied file must stay empty before its tools are dropped.
+pub const EMPTY_SETTLE: Duration = Duration::from_millis(250);
+
+/// What one reload did.
+#[derive(Debug, Clone)]
+pub struct ReloadReport {
+    /// The file.
+    pub path: String,
+    /// Tools new in this version.
+    pub added: usize,
+    /// Tools present before and after.
+    pub changed: usize,
+    /// Tools gone.
+    pub removed: usize,
+    /// The file was deleted.
+    pub deleted: bool,
+    /// Why the file did not load (the last good version stays live).
+    pub errors: Vec<LoadError>,
+    /// Time to load and swap.
+    pub elapsed: Duration,
+    /// The file read empty and nothing changed yet; it is looked at again later.
+    pub deferred: bool,
+}
+
+impl ReloadReport {
+    fn base(path: String, started: Instant) -> Self {
+        ReloadReport {
+            path,
+            added: 0,
+            changed: 0,
+            removed: 0,
+            deleted: false,
+            errors: Vec::new(),
+            elapsed: started.elapsed(),
+            deferred: false,
+        }
+    }
+
+    pub(crate) fn loaded(
+        path: String,
+        added: usize,
+        changed: usize,
+        removed: usize,
+        started: Instant,
+    ) -> Self {
+        ReloadReport {
+            added,
+            changed,
+            removed,
+            ..Self::base(path, started)
+        }
+    }
+
+    pub(crate) fn removed(path: String, removed: usize, started: Instant) -> Self {
+        ReloadReport {
+            removed,
+            deleted: true,
+            ..Self::base(path, started)
+        }
+    }
+
+    pub(crate) fn failed(path: String, errors: Vec<LoadError>, started: Instant) -> Self {
+        ReloadReport {
+            errors,
+            ..Self::base(path, started)
+        }
+    }
+
+    /// True when the new version is live.
+    pub fn ok(&self) -> bool {
+        self.errors.is_empty()
+    }
+}
+
+impl fmt::Display for ReloadReport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let ms = self.elapsed.as_secs_f64() * 1000.0;
+        if !self.errors.is_empty() {
+            let errs: Vec<String> = self.errors.iter().map(|e| e.to_string()).collect();
+            return write!(
+                f,
+                "error: {} (the last good version stays live)",
+                errs.join("; ")
+            );
+        }
+        let verb = if self.deleted { "removed" } else { "reloaded" };
+        write!(
+            f,
+            "{verb} {}: +{} ~{} -{} tools ({ms:.1} ms)",
+            self.path, self.added, self.changed, self.removed
+        )
+    }
+}
+
+fn modified(p: &Path) -> Option<std::time::SystemTime> {
+    std::fs::metadata(p).and_then(|m| m.modified()).ok()
+}
+
+/// A running watcher; dropping it stops watching.
+pub struct Watcher {
+    _debouncer: Box<dyn std::any::Any + Send>,
+}
+
+/// Maps an absolute event path back to the path the user gave (`scripts/a.rhai`).
+fn shown_path(roots: &[(PathBuf, PathBuf)], event_path: &Path) -> PathBuf {
+    for (given, canonical) in roots {
+        if let Ok(rel) = event_path.strip_prefix(canonical) {
+            return given.join(rel);
+        }
+    }
+    event_path.to_path_buf()
+}
+
+/// Watches the host's scripts folders and reloads changed files, reporting each reload.
+pub fn watch(
+    host: Arc<Host>,
+    on_report: impl Fn(ReloadReport) + Send + Sync + 'static,
+) -> Result<Watcher, notify::Error> {
+    let roots: Vec<(PathBuf, PathBuf)> = host
+        .config()
+        .scripts
+        .iter()
+        .filter_map(|g| g.canonicalize().ok().map(|c| (g.clone(), c)))
+        .collect();
+    let watched: Vec<PathBuf> = roots.iter().map(|(_, c)| c.clone()).collect();
+    let on_report = Arc::new(on_report);
+    let handler = move |result: DebounceEventResult| {
+        let Ok(events) = result else { return };
+        let mut paths = BTreeSet::new();
+        // Reading a file raises access events; only changes count (or a reload would loop).
+        for ev in events
+            .iter()
+            .filter(|e| !matches!(e.kind, notify::EventKind::Access(_)))
+        {
+            for p in &ev.paths {
+                if p.extension().is_some_and(|e| e == "rhai") {
+                    paths.insert(shown_path(&roots, p));
+                }
+            }
+        }
+        for p in paths {
+            let report = host.reload_path_settling(&p);
+            if !report.deferred {
+                on_report(report);
+                continue;
+            }
+            // Drop the tools only if the file stays empty and untouched; a newer write raises
+            // its own event and reload.
+            let (host, on_report) = (host.clone(), on_report.clone());
+            let stamp = modified(&p);
+            std::thread::spawn(move || {
+                std::thread::sleep(EMPTY_SETTLE);
+                if modified(&p) == stamp {
+                    on_report(host.reload_path(&p));
+                }
+            });
+        }
+    };
+    let mut debouncer = new_debouncer(DEBOUNCE, Some(DEBOUNCE / 4), handler)?;
+    for dir in watched {
+        debouncer.watch(&dir, RecursiveMode::Recursive)?;
+    }
+    Ok(Watcher {
+        _debouncer: Box::new(debouncer),
+    })
+}
