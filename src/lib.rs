@@ -13,6 +13,7 @@ pub mod mock;
 pub mod provider;
 pub mod registry;
 pub mod reload;
+pub mod repl;
 pub mod schema;
 pub mod script;
 pub mod services;

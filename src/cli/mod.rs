@@ -27,7 +27,7 @@ pub struct Cli {
     #[command(flatten)]
     pub global: Global,
     #[command(subcommand)]
-    pub command: Command,
+    pub command: Option<Command>,
 }
 
 /// Options every command takes.
@@ -66,6 +66,12 @@ pub enum Command {
     Mock(mock_cmd::MockArgs),
     /// Watch the scripts folders and print one line per reload.
     Watch,
+    /// Interactive REPL: call tools, chat with agents, evaluate Rhai (hot reload on).
+    Repl {
+        /// Capabilities the REPL grants (comma-separated, repeatable); change them with :caps.
+        #[arg(long, value_name = "CAPS")]
+        caps: Vec<String>,
+    },
 }
 
 /// Sets up tracing on stderr.
@@ -123,7 +129,14 @@ pub fn parse_caps(caps: &[String]) -> CliResult<Grants> {
 
 /// Runs a parsed command line.
 pub fn run(cli: Cli) -> CliResult<ExitCode> {
-    match cli.command {
+    let Some(command) = cli.command else {
+        if std::io::IsTerminal::is_terminal(&std::io::stdin()) {
+            return repl(&cli.global, &[]);
+        }
+        <Cli as clap::CommandFactory>::command().print_help()?;
+        return Ok(ExitCode::from(2));
+    };
+    match command {
         Command::Check => tools_cmd::check(&cli.global),
         Command::Tools(a) => tools_cmd::tools(&cli.global, a),
         Command::Schema(a) => tools_cmd::schema(&cli.global, a),
@@ -132,5 +145,12 @@ pub fn run(cli: Cli) -> CliResult<ExitCode> {
         Command::Ask(a) => ask::ask(&cli.global, a),
         Command::Mock(a) => mock_cmd::mock(a),
         Command::Watch => watch_cmd::watch(&cli.global),
+        Command::Repl { caps } => repl(&cli.global, &caps),
     }
+}
+
+fn repl(g: &Global, caps: &[String]) -> CliResult<ExitCode> {
+    let host = std::sync::Arc::new(g.host()?);
+    kiln::repl::run_repl(host, parse_caps(caps)?)?;
+    Ok(ExitCode::SUCCESS)
 }

@@ -7,5 +7,6 @@ mod conformance;
 mod dsl;
 mod exec;
 mod reload;
+mod repl;
 mod sandbox;
 mod spec;

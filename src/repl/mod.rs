@@ -1,0 +1,462 @@
+//! The interactive REPL: call tools, chat with agents, evaluate Rhai, with hot reload on.
+
+mod helper;
+
+use crate::Host;
+use crate::agent::{Observer, RunEvent, RunOptions, run};
+use crate::capability::{Capability, GrantMode, Grants};
+use crate::provider::Message;
+use crate::registry::Registry;
+use crate::schema::Format;
+use crate::script::{host_fns, sandbox};
+use helper::{COMMANDS, ReplHelper};
+use rhai::{AST, Dynamic, Scope};
+use rustyline::error::ReadlineError;
+use rustyline::history::DefaultHistory;
+use rustyline::{Editor, ExternalPrinter};
+use serde_json::Value;
+use std::io::{IsTerminal, Write};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+pub use helper::is_incomplete;
+
+/// How long one line of Rhai may run.
+const EVAL_DEADLINE: Duration = Duration::from_secs(60);
+
+/// Where the REPL keeps its history: `KILN_HISTORY`, else the user's data folder.
+pub fn history_path() -> Option<PathBuf> {
+    if let Some(p) = std::env::var_os("KILN_HISTORY") {
+        return Some(PathBuf::from(p));
+    }
+    let data = std::env::var_os("XDG_DATA_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".local/share")))?;
+    Some(data.join("kiln").join("history"))
+}
+
+struct Repl {
+    host: Arc<Host>,
+    grants: Grants,
+    agent: Option<String>,
+    conversation: Vec<Message>,
+    state: Arc<Mutex<Value>>,
+    scope: Scope<'static>,
+    functions: AST,
+    runtime: tokio::runtime::Runtime,
+    color: bool,
+}
+
+fn paint(on: bool, code: &str, text: &str) -> String {
+    if on {
+        format!("\x1b[{code}m{text}\x1b[0m")
+    } else {
+        text.to_string()
+    }
+}
+
+/// Runs the REPL until `:quit` or Ctrl-D.
+pub fn run_repl(host: Arc<Host>, grants: Grants) -> Result<(), Box<dyn std::error::Error>> {
+    let color = std::env::var_os("NO_COLOR").is_none() && std::io::stdout().is_terminal();
+    let mut editor: Editor<ReplHelper, DefaultHistory> = Editor::new()?;
+    editor.set_helper(Some(ReplHelper { host: host.clone() }));
+    let history = history_path();
+    if let Some(h) = &history {
+        let _ = editor.load_history(h);
+    }
+    // Reload notices are printed above the line being typed.
+    let printer: Arc<Mutex<Option<Box<dyn ExternalPrinter + Send>>>> = Arc::new(Mutex::new(
+        editor
+            .create_external_printer()
+            .ok()
+            .map(|p| Box::new(p) as Box<dyn ExternalPrinter + Send>),
+    ));
+    let notices = printer.clone();
+    let _watcher = crate::reload::watch(host.clone(), move |report| {
+        let line = format!("{report}\n");
+        match notices.lock().ok().as_mut().and_then(|p| p.as_mut()) {
+            Some(p) => {
+                let _ = p.print(line);
+            }
+            None => eprint!("{line}"),
+        }
+    })?;
+    let mut repl = Repl {
+        host,
+        grants,
+        agent: None,
+        conversation: Vec::new(),
+        state: Arc::new(Mutex::new(Value::Object(Default::default()))),
+        scope: Scope::new(),
+        functions: AST::empty(),
+        runtime: tokio::runtime::Builder::new_multi_thread()
+            .enable_all()
+            .build()?,
+        color,
+    };
+    let reg = repl.host.registry();
+    println!(
+        "kiln {} — {} tools, {} agents. :help for commands, Ctrl-D to leave.",
+        env!("CARGO_PKG_VERSION"),
+        reg.all().count(),
+        reg.agents().count()
+    );
+    for e in &reg.errors {
+        println!("{} {e}", paint(color, "31", "error:"));
+    }
+    loop {
+        let prompt = match &repl.agent {
+            Some(a) => format!("kiln[{a}]> "),
+            None => "kiln> ".to_string(),
+        };
+        match editor.readline(&paint(color, "1;36", &prompt)) {
+            Ok(line) => {
+                if line.trim().is_empty() {
+                    continue;
+                }
+                let _ = editor.add_history_entry(line.as_str());
+                if !repl.handle(line.trim()) {
+                    break;
+                }
+            }
+            Err(ReadlineError::Interrupted) => continue,
+            Err(ReadlineError::Eof) => break,
+            Err(e) => return Err(e.into()),
+        }
+    }
+    if let Some(h) = &history {
+        if let Some(dir) = h.parent() {
+            let _ = std::fs::create_dir_all(dir);
+        }
+        let _ = editor.save_history(h);
+    }
+    Ok(())
+}
+
+impl Repl {
+    /// Handles one input; false to quit.
+    fn handle(&mut self, line: &str) -> bool {
+        let (cmd, rest) = line
+            .split_once(char::is_whitespace)
+            .map_or((line, ""), |(c, r)| (c, r.trim()));
+        match cmd {
+            ":quit" | ":q" | ":exit" => return false,
+            ":help" | ":h" => self.help(),
+            ":tools" => self.tools(rest),
+            ":schema" => self.schema(rest),
+            ":call" => self.call(rest),
+            ":agents" => self.agents(),
+            ":agent" => self.set_agent(rest),
+            ":new" => {
+                self.conversation.clear();
+                self.state = Arc::new(Mutex::new(Value::Object(Default::default())));
+                println!("fresh conversation");
+            }
+            ":caps" => self.caps(rest),
+            ":reload" => {
+                let started = Instant::now();
+                match self.host.load_all() {
+                    Ok(()) => println!(
+                        "reloaded everything: {} tools ({:.1} ms)",
+                        self.host.registry().all().count(),
+                        started.elapsed().as_secs_f64() * 1e3
+                    ),
+                    Err(e) => self.error(&e.to_string()),
+                }
+            }
+            ":errors" => {
+                let reg = self.host.registry();
+                if reg.errors.is_empty() {
+                    println!("no load errors");
+                }
+                for e in &reg.errors {
+                    println!("{e}");
+                }
+            }
+            c if c.starts_with(':') => {
+                self.error(&format!("unknown command {c}; :help lists them"))
+            }
+            _ if self.agent.is_some() => self.chat(line),
+            _ => self.eval(line),
+        }
+        true
+    }
+
+    fn error(&self, msg: &str) {
+        println!("{} {msg}", paint(self.color, "1;31", "error:"));
+    }
+
+    fn help(&self) {
+        for (c, d) in COMMANDS {
+            println!("  {c:<9} {d}");
+        }
+        println!(
+            "  anything else is Rhai (variables persist; call_tool(name, #{{...}}) calls a tool),"
+        );
+        println!("  or a message to the agent chosen with :agent");
+    }
+
+    fn tools(&self, filter: &str) {
+        for t in self
+            .host
+            .registry()
+            .all()
+            .filter(|t| t.name.contains(filter) || t.description.contains(filter))
+        {
+            let req = if t.requires.is_empty() {
+                String::new()
+            } else {
+                format!(
+                    " [{}]",
+                    t.requires
+                        .iter()
+                        .map(|c| c.to_string())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )
+            };
+            println!(
+                "  {}{req}  {}",
+                paint(self.color, "1", &t.name),
+                t.description
+            );
+        }
+    }
+
+    fn schema(&self, rest: &str) {
+        let mut parts = rest.split_whitespace();
+        let (Some(name), fmt) = (parts.next(), parts.next().unwrap_or("intermediate")) else {
+            return self.error(":schema TOOL [format]");
+        };
+        let Some(format) = Format::parse(fmt) else {
+            return self.error(&format!(
+                "unknown format {fmt} (expected {})",
+                Format::NAMES.join(", ")
+            ));
+        };
+        match self.host.tool(name) {
+            Ok(t) => {
+                let (defs, warnings) = Registry::schemas(&[t], format);
+                warnings.iter().for_each(|w| println!("warning: {w}"));
+                println!(
+                    "{}",
+                    serde_json::to_string_pretty(&defs[0]).unwrap_or_default()
+                );
+            }
+            Err(e) => self.error(&e.to_string()),
+        }
+    }
+
+    /// Runs `work` until it ends or Ctrl-C, which sets `cancel` and waits for the work to stop.
+    fn cancellable<T>(
+        &self,
+        cancel: Arc<AtomicBool>,
+        work: impl std::future::Future<Output = T>,
+    ) -> T {
+        self.runtime.block_on(async {
+            tokio::pin!(work);
+            tokio::select! {
+                r = &mut work => r,
+                _ = tokio::signal::ctrl_c() => {
+                    cancel.store(true, Ordering::Relaxed);
+                    work.await
+                }
+            }
+        })
+    }
+
+    fn call(&self, rest: &str) {
+        let (name, json) = rest
+            .split_once(char::is_whitespace)
+            .map_or((rest, "{}"), |(n, j)| (n, j.trim()));
+        let args: Value = match serde_json::from_str(json) {
+            Ok(v) => v,
+            Err(e) => return self.error(&format!("arguments are not valid JSON: {e}")),
+        };
+        let tool = match self.host.tool(name) {
+            Ok(t) => t,
+            Err(e) => return self.error(&e.to_string()),
+        };
+        let cancel = Arc::new(AtomicBool::new(false));
+        let mut ctx = self.host.context(self.grants.clone());
+        ctx.cancel = Some(cancel.clone());
+        ctx.state = self.state.clone();
+        let outcome = self.cancellable(cancel, tool.execute_async(args, ctx));
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&outcome.to_json(true)).unwrap_or_default()
+        );
+        println!(
+            "{}",
+            paint(
+                self.color,
+                "2",
+                &format!("({:.2} ms)", outcome.duration.as_secs_f64() * 1e3)
+            )
+        );
+    }
+
+    fn agents(&self) {
+        for a in self.host.registry().agents() {
+            println!(
+                "  {} ({})  tools: {}  {}",
+                paint(self.color, "1", &a.name),
+                a.provider,
+                a.tools.join(", "),
+                a.description
+            );
+        }
+    }
+
+    fn set_agent(&mut self, name: &str) {
+        if name.is_empty() || name == "off" {
+            self.agent = None;
+            return println!("back to Rhai");
+        }
+        match self.host.agent(name) {
+            Ok(a) => {
+                println!(
+                    "chatting with {} ({}); :agent off to leave, :new for a fresh conversation",
+                    a.name, a.provider
+                );
+                self.agent = Some(a.name.clone());
+                self.conversation.clear();
+            }
+            Err(e) => self.error(&e.to_string()),
+        }
+    }
+
+    fn caps(&mut self, rest: &str) {
+        for change in rest.split_whitespace() {
+            let (add, text) = match change.split_at(1) {
+                ("+", t) => (true, t),
+                ("-", t) => (false, t),
+                _ => (true, change),
+            };
+            match Capability::parse(text) {
+                Ok(c) if add => self.grants.add(c, GrantMode::Allow),
+                Ok(c) => self.grants.remove(&c.to_string()),
+                Err(e) => return self.error(&e.to_string()),
+            }
+        }
+        println!("capabilities: {}", self.grants.list());
+    }
+
+    fn chat(&mut self, line: &str) {
+        let Some(agent) = self.agent.clone() else {
+            return;
+        };
+        let color = self.color;
+        let observer: Observer = Arc::new(move |ev: &RunEvent| match ev {
+            RunEvent::Text(t) => {
+                print!("{t}");
+                let _ = std::io::stdout().flush();
+            }
+            RunEvent::ToolDone(r) => {
+                let mark = if r.is_error {
+                    paint(color, "31", "✗")
+                } else {
+                    paint(color, "32", "→")
+                };
+                println!("\n{mark} {}({}) {:.1} ms", r.name, r.args, r.duration_ms);
+            }
+            _ => {}
+        });
+        let token = tokio_util::sync::CancellationToken::new();
+        let opts = RunOptions {
+            history: self.conversation.clone(),
+            state: Some(self.state.clone()),
+            observer: Some(observer),
+            stream: true,
+            cancel: token.clone(),
+            ..RunOptions::default()
+        };
+        let host = self.host.clone();
+        let result = self.runtime.block_on(async {
+            tokio::select! {
+                r = run(&host, &agent, line, opts) => r,
+                _ = tokio::signal::ctrl_c() => {
+                    token.cancel();
+                    Err(crate::agent::RunError { kind: crate::agent::RunErrorKind::Cancelled, report: Box::new(empty_report(&agent)) })
+                }
+            }
+        });
+        println!();
+        match result {
+            Ok(report) => self.conversation = report.messages,
+            Err(e) => self.error(&e.to_string()),
+        }
+    }
+
+    fn eval(&mut self, code: &str) {
+        let engine = self.host.engine().clone();
+        let ast = match engine.compile_with_scope(&self.scope, code) {
+            Ok(a) => a,
+            Err(e) => return self.error(&e.to_string()),
+        };
+        let combined = self.functions.merge(&ast);
+        let cancel = Arc::new(AtomicBool::new(false));
+        let mut ctx = self.host.context(self.grants.clone());
+        ctx.cancel = Some(cancel.clone());
+        let mut scope = std::mem::take(&mut self.scope);
+        let stop = cancel.clone();
+        let task = self.runtime.spawn_blocking(move || {
+            let deadline = Some(Instant::now() + EVAL_DEADLINE);
+            let result = host_fns::with_grants(&ctx, || {
+                sandbox::with_watch(deadline, Some(cancel.clone()), || {
+                    engine.eval_ast_with_scope::<Dynamic>(&mut scope, &combined)
+                })
+            });
+            (scope, result)
+        });
+        let outcome = self.cancellable(stop, async {
+            tokio::pin!(task);
+            task.await
+        });
+        let Ok((scope, result)) = outcome else {
+            return self.error("the evaluation task failed");
+        };
+        self.scope = scope;
+        self.functions = self.functions.merge(&ast.clone_functions_only());
+        match result {
+            Ok(v) if v.is_unit() => {}
+            Ok(v) => println!("{}", show(&v)),
+            Err(e) => self.error(
+                &crate::tool::classify(&e, "repl")
+                    .detail
+                    .unwrap_or_else(|| e.to_string()),
+            ),
+        }
+    }
+}
+
+fn empty_report(agent: &str) -> crate::agent::RunReport {
+    crate::agent::RunReport {
+        run_id: String::new(),
+        agent: agent.to_string(),
+        provider: String::new(),
+        model: String::new(),
+        messages: Vec::new(),
+        tool_calls: Vec::new(),
+        usage: Default::default(),
+        rounds: 0,
+        stop_reason: None,
+        answer: String::new(),
+        error: Some("cancelled".into()),
+    }
+}
+
+/// A value as JSON where it can be, else Rhai's own rendering.
+fn show(v: &Dynamic) -> String {
+    if v.is_string() {
+        return format!("{:?}", v.to_string());
+    }
+    match crate::convert::to_json(v) {
+        Ok(j) if j.is_object() || j.is_array() => {
+            serde_json::to_string_pretty(&j).unwrap_or_else(|_| v.to_string())
+        }
+        _ => v.to_string(),
+    }
+}

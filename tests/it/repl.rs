@@ -1,0 +1,129 @@
+//! The REPL in a real pseudo-terminal (rexpect).
+
+use crate::common::*;
+use rexpect::session::PtySession;
+use std::process::Command;
+
+fn start(s: &Scripts, history: &std::path::Path) -> PtySession {
+    let mut cmd = Command::new(kiln_bin());
+    cmd.args(["repl", "--scripts", "."])
+        .current_dir(s.path())
+        .env("NO_COLOR", "1")
+        .env("KILN_HISTORY", history)
+        .env("TERM", "xterm");
+    let mut p = rexpect::session::spawn_command(cmd, Some(15_000)).expect("spawn repl");
+    p.exp_string(":help for commands").expect("banner");
+    ready(&mut p);
+    p
+}
+
+/// Waits for the prompt and for the editor to take input again (type-ahead is discarded
+/// when the terminal switches to raw mode).
+fn ready(p: &mut PtySession) {
+    p.exp_string("kiln> ").expect("prompt");
+    std::thread::sleep(std::time::Duration::from_millis(150));
+}
+
+const TOOLS: &str = "tool(\"greet\").param(\"who\", \"string\").handler(|a| `hello ${a.who}`);\ntool(\"slow\").handler(|a| { sleep(30); \"late\" });\n";
+
+#[test]
+fn call_edit_see_the_notice_and_call_again() {
+    let s = Scripts::new(&[("t.rhai", TOOLS)]);
+    let hist = s.path().join("history");
+    let mut p = start(&s, &hist);
+    p.send_line(r#":call greet {"who": "ann"}"#).expect("send");
+    p.exp_string("\"result\": \"hello ann\"")
+        .expect("v1 result");
+    p.exp_string("ms)").expect("duration");
+    std::fs::write(s.path().join("t.rhai"), TOOLS.replace("hello", "howdy")).expect("edit");
+    p.exp_string("reloaded ./t.rhai: +0 ~2 -0 tools")
+        .expect("reload notice");
+    ready(&mut p);
+    p.send_line(r#":call greet {"who": "ann"}"#).expect("send");
+    p.exp_string("\"result\": \"howdy ann\"")
+        .expect("new behaviour");
+    std::fs::write(s.path().join("t.rhai"), "tool(\"greet\").handler(|a| ;").expect("break");
+    p.exp_string("the last good version stays live")
+        .expect("error notice");
+    ready(&mut p);
+    p.send_line(":errors").expect("send");
+    p.exp_string("./t.rhai:1:").expect("error with location");
+    ready(&mut p);
+    p.send_control('d').expect("ctrl-d");
+    p.exp_eof().expect("exits on Ctrl-D");
+    assert!(
+        std::fs::read_to_string(&hist)
+            .expect("history saved")
+            .contains(":call greet")
+    );
+}
+
+#[test]
+fn multi_line_rhai_and_variables_persist() {
+    let s = Scripts::new(&[("t.rhai", TOOLS)]);
+    let mut p = start(&s, &s.path().join("h"));
+    p.send_line("let double = |x| {").expect("send");
+    p.send_line("  x * 2").expect("send");
+    p.send_line("};").expect("send");
+    ready(&mut p);
+    p.send_line("let n = 20;").expect("send");
+    ready(&mut p);
+    p.send_line("double.call(n) + 2").expect("send");
+    p.exp_string("42")
+        .expect("multi-line closure and variables");
+    ready(&mut p);
+    p.send_line("let s = `open").expect("send");
+    p.send_line("string`; s.len()").expect("send");
+    p.exp_string("11").expect("unterminated string continues");
+    ready(&mut p);
+    p.send_line("call_tool(\"greet\", #{ who: \"bo\" })")
+        .expect("send");
+    p.exp_string("\"hello bo\"").expect("call_tool");
+    ready(&mut p);
+    p.send_line("undefined_fn()").expect("send");
+    p.exp_string("error:")
+        .expect("a script error does not exit");
+    ready(&mut p);
+    p.send_line("1 + 1").expect("send");
+    p.exp_string("2").expect("still alive");
+    ready(&mut p);
+    p.send_line(":quit").expect("quit");
+    p.exp_eof().expect("exits");
+}
+
+#[test]
+fn tab_completes_commands_tools_and_formats() {
+    let s = Scripts::new(&[("t.rhai", TOOLS)]);
+    let mut p = start(&s, &s.path().join("h"));
+    p.send(":sch\t").expect("tab");
+    p.flush().expect("flush");
+    p.exp_string(":schema").expect("command completed");
+    p.send("gre\t").expect("tab");
+    p.flush().expect("flush");
+    p.exp_string("greet").expect("tool completed");
+    p.send("anthr\t").expect("tab");
+    p.flush().expect("flush");
+    p.exp_string("anthropic").expect("format completed");
+    p.send_line("").expect("enter");
+    p.exp_string("\"input_schema\"")
+        .expect("completed to :schema greet anthropic");
+    ready(&mut p);
+    p.send_line(":quit").expect("quit");
+    p.exp_eof().expect("exits");
+}
+
+#[test]
+fn ctrl_c_cancels_a_slow_tool_and_returns_to_the_prompt() {
+    let s = Scripts::new(&[("t.rhai", TOOLS)]);
+    let mut p = start(&s, &s.path().join("h"));
+    p.send_line(":call slow {}").expect("send");
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    p.send_control('c').expect("ctrl-c");
+    p.exp_string("\"kind\": \"cancelled\"").expect("cancelled");
+    p.exp_string("kiln> ").expect("prompt again");
+    p.send_line(r#":call greet {"who": "cy"}"#).expect("send");
+    p.exp_string("hello cy").expect("still serving");
+    ready(&mut p);
+    p.send_line(":quit").expect("quit");
+    p.exp_eof().expect("exits");
+}
