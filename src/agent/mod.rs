@@ -1,6 +1,8 @@
 //! Agents: their spec, provider setup, the tool-calling loop and its report.
 
 pub mod connect;
+pub mod extract;
+mod planner;
 pub mod report;
 pub mod run;
 pub mod spec;

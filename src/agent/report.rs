@@ -46,6 +46,9 @@ pub struct RunReport {
     pub stop_reason: Option<StopReason>,
     /// The final answer text.
     pub answer: String,
+    /// Planner mode: `{thought, action, result}` per step.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub steps: Vec<serde_json::Value>,
     /// The error that ended the run, if any.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
@@ -73,6 +76,15 @@ pub enum RunErrorKind {
         /// How many times.
         count: u32,
     },
+    /// Planner mode: the model's reply held no single JSON object.
+    #[error(transparent)]
+    JsonParse(#[from] super::extract::JsonParseError),
+    /// Planner mode: the plan named an unknown tool or was not a plan.
+    #[error("InvalidPlanError: {0}")]
+    InvalidPlan(String),
+    /// Planner mode: no tool returned `status: "done"` within `max_steps`.
+    #[error("MaxStepsExceeded: no tool returned status \"done\" within {0} steps")]
+    MaxSteps(u32),
     /// Ctrl-C or the caller cancelled.
     #[error("cancelled")]
     Cancelled,

@@ -71,9 +71,10 @@ pub struct RunOptions {
     pub state: Option<Arc<Mutex<Value>>>,
 }
 
-struct Run {
-    report: RunReport,
-    observer: Option<Observer>,
+/// A run in progress: its report so far and who watches it.
+pub(super) struct Run {
+    pub(super) report: RunReport,
+    pub(super) observer: Option<Observer>,
 }
 
 impl Run {
@@ -85,7 +86,7 @@ impl Run {
         }
     }
 
-    fn emit(&self, ev: RunEvent) {
+    pub(super) fn emit(&self, ev: RunEvent) {
         if let Some(o) = &self.observer {
             o(&ev);
         }
@@ -115,6 +116,7 @@ pub async fn run(
             rounds: 0,
             stop_reason: None,
             answer: String::new(),
+            steps: Vec::new(),
             error: None,
         },
         observer: opts.observer.clone(),
@@ -155,10 +157,17 @@ pub async fn run(
         ctx.state = state.clone();
     }
     let max_rounds = opts.max_iterations.unwrap_or(agent.max_tool_iterations);
-    let result = drive(
-        host, &mut run, &provider, &agent, &model, ctx, max_rounds, &opts, deadline,
-    )
-    .await;
+    let result = if agent.mode == "json_planner" {
+        super::planner::drive(
+            host, &mut run, &provider, &agent, &model, ctx, &opts, deadline,
+        )
+        .await
+    } else {
+        drive(
+            host, &mut run, &provider, &agent, &model, ctx, max_rounds, &opts, deadline,
+        )
+        .await
+    };
     watcher.abort();
     match result {
         Ok(()) => Ok(run.report),
@@ -292,7 +301,8 @@ async fn drive(
     }
 }
 
-async fn sleep_until(deadline: Option<Instant>) {
+/// Sleeps until the deadline, or forever without one.
+pub(super) async fn sleep_until(deadline: Option<Instant>) {
     match deadline {
         Some(d) => tokio::time::sleep_until(d.into()).await,
         None => std::future::pending().await,

@@ -9,6 +9,12 @@ use std::sync::Arc;
 /// The providers an agent may name.
 pub const PROVIDERS: &[&str] = &["anthropic", "openai", "ollama", "script"];
 
+/// The agent modes.
+pub const MODES: &[&str] = &["tools", "json_planner"];
+
+/// Default `max_steps` of planner mode.
+pub const DEFAULT_MAX_STEPS: u32 = 10;
+
 /// Default `max_tool_iterations`.
 pub const DEFAULT_MAX_ITERATIONS: u32 = 10;
 
@@ -42,6 +48,12 @@ pub struct AgentSpec {
     pub max_parallel: usize,
     /// The Rhai planner of the `script` provider.
     pub planner: Option<FnPtr>,
+    /// `tools` (native tool calling, the default) or `json_planner`.
+    pub mode: String,
+    /// Planner steps before `MaxStepsExceeded` (json_planner mode).
+    pub max_steps: u32,
+    /// `|tool, args| args` run on planned arguments after the schema (json_planner mode).
+    pub validator: Option<FnPtr>,
     /// Where it was defined.
     pub loc: SourceLoc,
     pub(crate) script: Arc<ScriptUnit>,

@@ -164,8 +164,13 @@ pub fn ask(g: &Global, a: AskArgs) -> CliResult<ExitCode> {
     };
     if a.json {
         println!("{}", output::json(&serde_json::to_value(&report)?));
-    } else if printed_text.load(Ordering::Relaxed) && !report.answer.ends_with('\n') {
-        println!();
+    } else if printed_text.load(Ordering::Relaxed) {
+        if !report.answer.ends_with('\n') {
+            println!();
+        }
+    } else if !report.answer.is_empty() {
+        // Planner mode (and non-streamed replies without text events) print the answer here.
+        println!("{}", report.answer);
     }
     runtime.shutdown_timeout(Duration::from_millis(100));
     match error {

@@ -1,6 +1,7 @@
 //! Command definitions and dispatch.
 
 mod ask;
+mod extract_cmd;
 mod mock_cmd;
 pub mod output;
 mod tools_cmd;
@@ -64,6 +65,8 @@ pub enum Command {
     Ask(ask::AskArgs),
     /// Serve a fake Anthropic/OpenAI/Ollama provider on 127.0.0.1 from a scenario file.
     Mock(mock_cmd::MockArgs),
+    /// Run the tool calls written in free text on stdin ({"tool": ..., "parameters": ...}).
+    Extract(extract_cmd::ExtractArgs),
     /// Watch the scripts folders and print one line per reload.
     Watch,
     /// Interactive REPL: call tools, chat with agents, evaluate Rhai (hot reload on).
@@ -145,6 +148,7 @@ pub fn run(cli: Cli) -> CliResult<ExitCode> {
         Command::Ask(a) => ask::ask(&cli.global, a),
         Command::Mock(a) => mock_cmd::mock(a),
         Command::Watch => watch_cmd::watch(&cli.global),
+        Command::Extract(a) => extract_cmd::extract(&cli.global, a),
         Command::Repl { caps } => repl(&cli.global, &caps),
     }
 }

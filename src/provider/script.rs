@@ -72,6 +72,16 @@ fn parse_reply(value: Dynamic, round: usize) -> Result<ModelResponse, ProviderEr
     let map: Map = value
         .try_cast::<Map>()
         .ok_or_else(|| bad("the planner returned neither a map nor a string"))?;
+    // A planner-mode step written as a map (`#{ tool, args }`) is sent on as its JSON text.
+    if map.contains_key("tool") && !map.contains_key("tool_calls") {
+        let plan = convert::to_json(&Dynamic::from_map(map)).map_err(|e| bad(&e))?;
+        return Ok(ModelResponse {
+            text: plan.to_string(),
+            tool_calls: vec![],
+            stop: StopReason::EndTurn,
+            usage: Usage::default(),
+        });
+    }
     let text = map.get("text").map(|t| t.to_string()).unwrap_or_default();
     let mut calls = Vec::new();
     if let Some(list) = map.get("tool_calls") {

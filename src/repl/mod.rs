@@ -444,6 +444,7 @@ fn empty_report(agent: &str) -> crate::agent::RunReport {
         rounds: 0,
         stop_reason: None,
         answer: String::new(),
+        steps: Vec::new(),
         error: Some("cancelled".into()),
     }
 }

@@ -265,6 +265,17 @@ fn finish_agent(d: AgentDraft, unit: &Arc<ScriptUnit>) -> Result<AgentSpec, Vec<
             ),
         ));
     }
+    let mode = text("mode").unwrap_or_else(|| "tools".to_string());
+    if !spec::MODES.contains(&mode.as_str()) {
+        errors.push(LoadError::at(
+            at(d.pos),
+            format!(
+                "agent \"{}\": unknown mode \"{mode}\" (expected one of: {})",
+                d.name,
+                spec::MODES.join(", ")
+            ),
+        ));
+    }
     if provider == "script" && d.planner.is_none() {
         errors.push(LoadError::at(
             at(d.pos),
@@ -316,6 +327,9 @@ fn finish_agent(d: AgentDraft, unit: &Arc<ScriptUnit>) -> Result<AgentSpec, Vec<
         api_key_env: text("api_key_env"),
         max_parallel: as_u32(number("max_parallel")).unwrap_or(4) as usize,
         planner: d.planner,
+        mode,
+        max_steps: as_u32(number("max_steps")).unwrap_or(spec::DEFAULT_MAX_STEPS),
+        validator: d.validator,
         loc: at(d.pos),
         name: d.name,
         script: unit.clone(),

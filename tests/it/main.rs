@@ -6,6 +6,7 @@ mod common;
 mod conformance;
 mod dsl;
 mod exec;
+mod planner;
 mod reload;
 mod repl;
 mod sandbox;
