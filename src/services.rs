@@ -45,8 +45,8 @@ impl MemoryStore {
     }
 }
 
-/// Asks a person whether a gated call may go ahead.
-pub type Approver = Box<dyn Fn(&str) -> bool + Send + Sync>;
+/// Asks a person whether a gated call may go ahead: `(capability, question) -> yes`.
+pub type Approver = Box<dyn Fn(&str, &str) -> bool + Send + Sync>;
 
 /// What host functions reach: the store, the workspace root, and who approves `ask` grants.
 pub struct Services {
@@ -72,7 +72,7 @@ impl Services {
     }
 
     /// Whether an `ask` grant may be used for this call.
-    pub fn approve(&self, question: &str) -> bool {
-        self.assume_yes || self.approver.as_ref().is_some_and(|a| a(question))
+    pub fn approve(&self, cap: &str, question: &str) -> bool {
+        self.assume_yes || self.approver.as_ref().is_some_and(|a| a(cap, question))
     }
 }

@@ -6,4 +6,5 @@ pub const FILES: &[(&str, &str)] = &[
     ("strings.rhai", include_str!("../stdlib/strings.rhai")),
     ("storage.rhai", include_str!("../stdlib/storage.rhai")),
     ("time.rhai", include_str!("../stdlib/time.rhai")),
+    ("io.rhai", include_str!("../stdlib/io.rhai")),
 ];

@@ -10,6 +10,11 @@ use serde_json::{Value, json};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+/// Largest arguments accepted from a model (serialized JSON).
+pub const MAX_ARGS_BYTES: usize = 1024 * 1024;
+/// Largest result passed on (serialized JSON); bigger ones are truncated with a note.
+pub const MAX_RESULT_BYTES: usize = 1024 * 1024;
+
 /// Default per-call deadline when a tool sets no `.timeout(ms)`.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
 
@@ -213,6 +218,19 @@ impl Tool {
     /// the blocking pool (see [`Tool::execute_async`]).
     pub fn execute(self: &Arc<Self>, args: &Value, ctx: &CallContext) -> ToolOutcome {
         let started = Instant::now();
+        let size = serde_json::to_string(args)
+            .map(|t| t.len())
+            .unwrap_or(usize::MAX);
+        if size > MAX_ARGS_BYTES {
+            let msg = format!(
+                "Invalid arguments for tool \"{}\": {size} bytes of JSON; the limit is {MAX_ARGS_BYTES}",
+                self.name
+            );
+            return ToolOutcome::failed(
+                ToolFailure::visible(FailureKind::InvalidArguments, msg),
+                started,
+            );
+        }
         let violations = self.violations(args);
         if !violations.is_empty() {
             let msg = format!(
@@ -312,12 +330,28 @@ impl Tool {
         });
         ctx.store_state(&state);
         match result {
-            Ok(value) => crate::convert::to_json(&value).map_err(|e| {
-                ToolFailure::sanitized(FailureKind::Runtime, format!("result is not JSON: {e}"))
-            }),
+            Ok(value) => crate::convert::to_json(&value)
+                .map(limit_result)
+                .map_err(|e| {
+                    ToolFailure::sanitized(FailureKind::Runtime, format!("result is not JSON: {e}"))
+                }),
             Err(err) => Err(classify(&err, &self.loc.path)),
         }
     }
+}
+
+/// Replaces a result bigger than [`MAX_RESULT_BYTES`] with a note and a preview.
+fn limit_result(v: Value) -> Value {
+    let text = v.to_string();
+    if text.len() <= MAX_RESULT_BYTES {
+        return v;
+    }
+    let preview: String = text.chars().take(2000).collect();
+    json!({
+        "truncated": true,
+        "note": format!("the result was {} bytes; kiln passes on at most {MAX_RESULT_BYTES}", text.len()),
+        "preview": preview,
+    })
 }
 
 /// Sorts a Rhai error into a failure kind and message.

@@ -83,7 +83,7 @@ pub fn ask(g: &Global, a: AskArgs) -> CliResult<ExitCode> {
     } else {
         None
     };
-    host.agent(&a.agent)?;
+    let agent = host.agent(&a.agent)?;
     let cancel = CancellationToken::new();
     let printed_text = Arc::new(AtomicBool::new(false));
     let progress = std::io::stderr().is_terminal() && !a.quiet;
@@ -132,11 +132,11 @@ pub fn ask(g: &Global, a: AskArgs) -> CliResult<ExitCode> {
             timeout: secs(a.request_timeout),
             max_retries: Some(a.retries),
         },
-        grants: if a.caps.is_empty() {
-            None
+        grants: Some(g.mark_ask(if a.caps.is_empty() {
+            agent.grants.clone()
         } else {
-            Some(parse_caps(&a.caps)?)
-        },
+            parse_caps(&a.caps)?
+        })),
         context: parse_context(&a.context)?,
         actor_id: a.actor.clone(),
         max_iterations: a.max_iterations,

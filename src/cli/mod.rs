@@ -1,5 +1,6 @@
 //! Command definitions and dispatch.
 
+mod approve;
 mod ask;
 mod extract_cmd;
 mod mock_cmd;
@@ -43,6 +44,12 @@ pub struct Global {
     /// Do not load the built-in stdlib tools.
     #[arg(long, global = true)]
     pub no_stdlib: bool,
+    /// Approve every `ask` grant without asking (needed for approvals without a terminal).
+    #[arg(long, global = true)]
+    pub yes: bool,
+    /// Mark these granted capabilities as needing approval (comma-separated, repeatable).
+    #[arg(long = "ask", global = true, value_name = "CAPS")]
+    pub ask_caps: Vec<String>,
     /// More log output on stderr (-v info, -vv debug). KILN_LOG overrides.
     #[arg(long, short = 'v', global = true, action = clap::ArgAction::Count)]
     pub verbose: u8,
@@ -115,7 +122,24 @@ impl Global {
                 return Err(format!("scripts folder {} does not exist", dir.display()).into());
             }
         }
-        Ok(Host::new(self.config())?)
+        let yes = self.yes;
+        Ok(Host::with_services(self.config(), |s| {
+            s.assume_yes = yes;
+            s.approver = approve::terminal();
+        })?)
+    }
+
+    /// Grants with `--ask` applied.
+    pub fn mark_ask(&self, mut grants: Grants) -> Grants {
+        let names: Vec<&str> = self
+            .ask_caps
+            .iter()
+            .flat_map(|c| c.split(','))
+            .map(str::trim)
+            .filter(|c| !c.is_empty())
+            .collect();
+        grants.mark_ask(&names);
+        grants
     }
 }
 

@@ -200,7 +200,7 @@ pub fn call(g: &Global, a: CallArgs) -> CliResult<ExitCode> {
     let host = g.host()?;
     report_load_problems(&host.registry());
     let tool = host.tool(&a.tool)?;
-    let mut ctx = host.context(parse_caps(&a.caps)?);
+    let mut ctx = host.context(g.mark_ask(parse_caps(&a.caps)?));
     ctx.context = parse_context(&a.context)?;
     ctx.actor_id = a.actor;
     let runtime = tokio::runtime::Builder::new_multi_thread()

@@ -60,8 +60,31 @@ fn with_frame<T>(
     out
 }
 
-fn denied(msg: String) -> Box<EvalAltResult> {
+/// A refusal the model may see.
+pub fn denied(msg: String) -> Box<EvalAltResult> {
     EvalAltResult::ErrorRuntime(Dynamic::from(DeniedValue(msg)), Position::NONE).into()
+}
+
+/// The scopes of the caller's grants of capability `cap` (`None` for an unscoped grant).
+pub fn scopes_for(cap: &str) -> Vec<Option<String>> {
+    FRAMES.with(|s| {
+        s.borrow()
+            .last()
+            .map(|f| {
+                f.ctx
+                    .grants
+                    .iter()
+                    .filter(|g| g.cap.name == cap)
+                    .map(|g| g.cap.scope.clone())
+                    .collect()
+            })
+            .unwrap_or_default()
+    })
+}
+
+/// The workspace of the running call.
+pub fn workspace() -> Option<std::path::PathBuf> {
+    FRAMES.with(|s| s.borrow().last().map(|f| f.ctx.services.workspace.clone()))
 }
 
 /// Checks that the running tool may use capability `cap` on `target`; returns the services.
@@ -91,10 +114,11 @@ pub fn gate(
             ))),
             Some(g) if g.mode == GrantMode::Ask => {
                 let question = format!("tool \"{}\" wants {func}(\"{target}\") [{cap}]", top.tool);
-                if top.ctx.services.approve(&question) {
+                if top.ctx.services.approve(cap, &question) {
                     Ok(top.ctx.services.clone())
                 } else {
-                    Err(denied(format!("{func}(\"{target}\") refused: \"{cap}\" needs approval and it was not given")))
+                    let why = if top.ctx.services.approver.is_none() { "there is no terminal to ask (pass --yes to approve)" } else { "it was not approved" };
+                    Err(denied(format!("{func}(\"{target}\") refused: \"{cap}\" needs approval and {why}")))
                 }
             }
             Some(_) => Ok(top.ctx.services.clone()),

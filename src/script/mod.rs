@@ -2,6 +2,7 @@
 
 pub mod dsl;
 pub mod host_fns;
+pub mod host_io;
 pub mod imports;
 pub mod loader;
 pub mod math;
@@ -30,5 +31,6 @@ pub fn engine(
     let mut engine = sandbox::build_engine(limits, roots, print);
     dsl::register(&mut engine);
     host_fns::register(&mut engine);
+    host_io::register(&mut engine);
     engine
 }

@@ -28,7 +28,7 @@ fn check_reports_errors_with_location_and_exits_1() {
     let ok = kiln(&["check", "--scripts", &catalog()], &repo());
     assert_eq!(ok.status.code(), Some(0), "{}", stderr(&ok));
     assert!(
-        stdout(&ok).starts_with("ok: 5 tools, 1 agents"),
+        stdout(&ok).starts_with("ok: 9 tools, 1 agents"),
         "{}",
         stdout(&ok)
     );
