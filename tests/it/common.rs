@@ -217,3 +217,37 @@ pub fn ask(args: &[&str], cwd: &Path) -> Output {
 
 /// A key that must never appear in any output.
 pub const TEST_KEY: &str = "sk-kiln-test-SECRET-0123456789";
+
+/// A tiny HTTP server on 127.0.0.1 answering every request with `respond(path)`.
+pub struct TestServer {
+    pub addr: String,
+}
+
+impl TestServer {
+    pub fn start(respond: fn(&str) -> (u16, Vec<(String, String)>, Vec<u8>)) -> TestServer {
+        use std::io::{Read, Write};
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        let addr = listener.local_addr().expect("addr").to_string();
+        std::thread::spawn(move || {
+            for stream in listener.incoming().flatten() {
+                let mut stream = stream;
+                let mut buf = [0u8; 65536];
+                let n = stream.read(&mut buf).unwrap_or(0);
+                let req = String::from_utf8_lossy(&buf[..n]).to_string();
+                let path = req.split_whitespace().nth(1).unwrap_or("/").to_string();
+                let (status, headers, body) = respond(&path);
+                let mut head = format!(
+                    "HTTP/1.1 {status} X\r\ncontent-length: {}\r\nconnection: close\r\n",
+                    body.len()
+                );
+                for (k, v) in headers {
+                    head.push_str(&format!("{k}: {v}\r\n"));
+                }
+                head.push_str("\r\n");
+                let _ = stream.write_all(head.as_bytes());
+                let _ = stream.write_all(&body);
+            }
+        });
+        TestServer { addr }
+    }
+}

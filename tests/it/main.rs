@@ -1,5 +1,6 @@
 //! Integration tests: one binary (one link) with a module per area.
 
+mod adversarial;
 mod agent_loop;
 mod cli;
 mod common;
