@@ -218,13 +218,16 @@ pub fn ask(args: &[&str], cwd: &Path) -> Output {
 /// A key that must never appear in any output.
 pub const TEST_KEY: &str = "sk-kiln-test-SECRET-0123456789";
 
+/// Status, headers and body of a canned reply.
+pub type Canned = (u16, Vec<(String, String)>, Vec<u8>);
+
 /// A tiny HTTP server on 127.0.0.1 answering every request with `respond(path)`.
 pub struct TestServer {
     pub addr: String,
 }
 
 impl TestServer {
-    pub fn start(respond: fn(&str) -> (u16, Vec<(String, String)>, Vec<u8>)) -> TestServer {
+    pub fn start(respond: fn(&str) -> Canned) -> TestServer {
         use std::io::{Read, Write};
         let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
         let addr = listener.local_addr().expect("addr").to_string();
