@@ -75,7 +75,10 @@ pub fn load_source(engine: &Arc<Engine>, path: &str, source: &str) -> LoadedFile
     });
     for draft in collected.tools {
         match finish_tool(draft, &unit) {
-            Ok(tool) => file.tools.push(Arc::new(tool)),
+            Ok(tool) => {
+                file.warnings.extend(undeclared_calls(&tool, &unit));
+                file.tools.push(Arc::new(tool));
+            }
             Err(errs) => file.errors.extend(errs),
         }
     }
@@ -221,6 +224,20 @@ fn finish_tool(d: ToolDraft, unit: &Arc<ScriptUnit>) -> Result<Tool, Vec<LoadErr
         }),
         _ => Err(errors),
     }
+}
+
+/// Warnings for gated host functions a handler may call without declaring their capability.
+fn undeclared_calls(tool: &Tool, unit: &ScriptUnit) -> Vec<LoadError> {
+    super::scan::gated_calls(&unit.ast, tool.handler.fn_name())
+        .into_iter()
+        .filter(|(_, cap)| !tool.requires.iter().any(|r| r.name == *cap))
+        .map(|(func, cap)| {
+            LoadError::at(
+                tool.loc.clone(),
+                format!("tool \"{}\" calls {func}(), which needs capability \"{cap}\", but does not declare it: add .requires(\"{cap}\")", tool.name),
+            )
+        })
+        .collect()
 }
 
 /// Parameters of the handler minus curried (captured) values; `None` when it is not defined.

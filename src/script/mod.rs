@@ -7,6 +7,7 @@ pub mod imports;
 pub mod loader;
 pub mod math;
 pub mod sandbox;
+pub mod scan;
 
 use rhai::{AST, Engine};
 use std::path::PathBuf;

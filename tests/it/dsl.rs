@@ -243,3 +243,26 @@ fn examples_load_cleanly() {
         );
     }
 }
+
+#[test]
+fn check_warns_about_gated_calls_a_tool_did_not_declare() {
+    let s = Scripts::new(&[(
+        "w.rhai",
+        "tool(\"sneaky\").handler(|a| { let f = |x| read_file(x); f.call(\"a\") });\ntool(\"helper_user\").handler(|a| helper());\nfn helper() { store_get(\"x\", \"y\") }\ntool(\"fine\").requires(\"net\").handler(|a| http_get(\"http://x\"));",
+    )]);
+    let out = kiln(&["check", "--scripts", "."], s.path());
+    assert_eq!(out.status.code(), Some(0), "warnings do not fail the check");
+    let err = stderr(&out);
+    assert!(err.contains("warning: ./w.rhai:1:1: tool \"sneaky\" calls read_file(), which needs capability \"fs.read\", but does not declare it"), "{err}");
+    assert!(
+        err.contains("warning: ./w.rhai:2:1: tool \"helper_user\" calls store_get()"),
+        "{err}"
+    );
+    assert!(!err.contains("\"fine\""), "{err}");
+    let clean = kiln(&["check"], &repo());
+    assert!(
+        !stderr(&clean).contains("warning"),
+        "the stdlib declares what it uses: {}",
+        stderr(&clean)
+    );
+}

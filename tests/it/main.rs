@@ -8,6 +8,7 @@ mod conformance;
 mod dsl;
 mod exec;
 mod planner;
+mod props;
 mod reload;
 mod repl;
 mod sandbox;
