@@ -31,6 +31,8 @@ pub struct CallContext {
     pub services: Arc<Services>,
     /// Nesting depth of `call_tool`.
     pub depth: u32,
+    /// The state was restored from a saved session (`ctx.restored`).
+    pub restored: bool,
     /// The registry snapshot the run pinned (for `call_tool`).
     pub registry: Option<Arc<crate::registry::Registry>>,
 }
@@ -49,6 +51,7 @@ impl CallContext {
             deadline: None,
             services,
             depth: 0,
+            restored: false,
             registry: None,
         }
     }
@@ -80,6 +83,7 @@ impl CallContext {
         let context = rhai::serde::to_dynamic(&self.context).unwrap_or(Dynamic::UNIT);
         m.insert("context".into(), context);
         m.insert("state".into(), state.clone());
+        m.insert("restored".into(), self.restored.into());
         let caps: rhai::Array = self
             .grants
             .iter()

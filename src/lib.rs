@@ -8,6 +8,7 @@ pub mod agent;
 pub mod capability;
 pub mod context;
 pub mod convert;
+pub mod db;
 pub mod error;
 pub mod mock;
 pub mod provider;

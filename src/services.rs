@@ -45,13 +45,65 @@ impl MemoryStore {
     }
 }
 
+/// Where `store_*` keeps values: in memory (tests, one-off calls) or in the database.
+pub enum Store {
+    /// Values live as long as the process.
+    Memory(MemoryStore),
+    /// Values persist in SQLite, namespaced by workspace.
+    Sqlite {
+        /// The database.
+        db: std::sync::Arc<crate::db::Db>,
+        /// The workspace key (its canonical path).
+        workspace: String,
+    },
+}
+
+impl Store {
+    /// The value under `ns`/`key`.
+    pub fn get(&self, ns: &str, key: &str) -> Option<Value> {
+        match self {
+            Store::Memory(m) => m.get(ns, key),
+            Store::Sqlite { db, workspace } => db.kv_get(workspace, ns, key),
+        }
+    }
+
+    /// Stores a value.
+    pub fn set(&self, ns: &str, key: &str, value: Value) -> Result<(), String> {
+        match self {
+            Store::Memory(m) => {
+                m.set(ns, key, value);
+                Ok(())
+            }
+            Store::Sqlite { db, workspace } => db
+                .kv_set(workspace, ns, key, &value)
+                .map_err(|e| e.to_string()),
+        }
+    }
+
+    /// Deletes a key; true when it existed.
+    pub fn delete(&self, ns: &str, key: &str) -> bool {
+        match self {
+            Store::Memory(m) => m.delete(ns, key),
+            Store::Sqlite { db, workspace } => db.kv_delete(workspace, ns, key),
+        }
+    }
+
+    /// Keys of a namespace, sorted.
+    pub fn list(&self, ns: &str) -> Vec<String> {
+        match self {
+            Store::Memory(m) => m.list(ns),
+            Store::Sqlite { db, workspace } => db.kv_list(workspace, ns),
+        }
+    }
+}
+
 /// Asks a person whether a gated call may go ahead: `(capability, question) -> yes`.
 pub type Approver = Box<dyn Fn(&str, &str) -> bool + Send + Sync>;
 
 /// What host functions reach: the store, the workspace root, and who approves `ask` grants.
 pub struct Services {
     /// The key-value store behind `store_*`.
-    pub store: MemoryStore,
+    pub store: Store,
     /// The folder file functions are rooted at.
     pub workspace: PathBuf,
     /// Approve every `ask` grant without asking (`--yes`).
@@ -64,7 +116,7 @@ impl Services {
     /// Services rooted at a workspace folder.
     pub fn new(workspace: PathBuf) -> Self {
         Services {
-            store: MemoryStore::default(),
+            store: Store::Memory(MemoryStore::default()),
             workspace,
             assume_yes: false,
             approver: None,

@@ -3,10 +3,12 @@
 pub mod connect;
 pub mod extract;
 mod planner;
+pub mod record;
 pub mod report;
 pub mod run;
 pub mod spec;
 
+pub use record::Recorder;
 pub use report::{RunError, RunErrorKind, RunReport, ToolCallRecord};
 pub use run::{Observer, RunEvent, RunOptions, run};
 pub use spec::AgentSpec;

@@ -122,6 +122,7 @@ pub(super) async fn drive(
             _ = sleep_until(deadline) => return Err(RunErrorKind::Deadline),
         };
         run.emit(RunEvent::ModelDone { round: step });
+        run.model_reply(step, &reply, Duration::ZERO);
         run.report.usage += reply.usage;
         run.report.messages.push(Message::Assistant {
             content: reply.text.clone(),
@@ -157,6 +158,7 @@ pub(super) async fn drive(
                         outcome: outcome.to_json(true),
                         is_error: !outcome.is_ok(),
                         duration_ms: outcome.duration.as_secs_f64() * 1000.0,
+                        script_version: tool.script.version.clone(),
                     };
                     run.emit(RunEvent::ToolDone(&record));
                     run.report.tool_calls.push(record);

@@ -21,6 +21,9 @@ pub struct ToolCallRecord {
     pub is_error: bool,
     /// Milliseconds spent.
     pub duration_ms: f64,
+    /// Which version of the tool's script ran it (a hash of the file).
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub script_version: String,
 }
 
 /// The record of a run, also carried by its errors.

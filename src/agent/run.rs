@@ -69,12 +69,19 @@ pub struct RunOptions {
     pub history: Vec<Message>,
     /// Per-run state to continue from.
     pub state: Option<Arc<Mutex<Value>>>,
+    /// Where progress is recorded (run log, session), step by step.
+    pub recorder: Option<Arc<dyn super::Recorder>>,
 }
 
 /// A run in progress: its report so far and who watches it.
 pub(super) struct Run {
     pub(super) report: RunReport,
     pub(super) observer: Option<Observer>,
+    recorder: Option<Arc<dyn super::Recorder>>,
+    /// Messages already handed to the recorder.
+    committed: usize,
+    /// Tool calls already handed to the recorder.
+    committed_calls: usize,
 }
 
 impl Run {
@@ -83,6 +90,34 @@ impl Run {
         RunError {
             kind,
             report: Box::new(self.report),
+        }
+    }
+
+    /// Hands the messages and tool calls of a finished step to the recorder (which commits them).
+    pub(super) fn commit(&mut self, state: &Arc<Mutex<Value>>) {
+        if let Some(r) = &self.recorder {
+            let state = state.lock().map(|s| s.clone()).unwrap_or(Value::Null);
+            r.step(
+                &self.report.run_id,
+                self.committed,
+                &self.report.messages[self.committed..],
+                &self.report.tool_calls[self.committed_calls..],
+                &state,
+            );
+        }
+        self.committed = self.report.messages.len();
+        self.committed_calls = self.report.tool_calls.len();
+    }
+
+    /// Tells the recorder a model reply arrived.
+    pub(super) fn model_reply(
+        &self,
+        round: u32,
+        reply: &crate::provider::ModelResponse,
+        took: Duration,
+    ) {
+        if let Some(r) = &self.recorder {
+            r.model_reply(&self.report.run_id, round, reply.usage, &reply.stop, took);
         }
     }
 
@@ -120,19 +155,35 @@ pub async fn run(
             error: None,
         },
         observer: opts.observer.clone(),
+        recorder: opts.recorder.clone(),
+        committed: opts.history.len(),
+        committed_calls: 0,
     };
-    let agent = match host.agent(agent_name) {
-        Ok(a) => a,
-        Err(e) => {
-            return Err(run.fail(RunErrorKind::Provider(
-                crate::provider::ProviderError::Planner(e.to_string()),
-            )));
-        }
-    };
-    let (provider, model) = match connect::connect(&agent, &opts.overrides) {
-        Ok(p) => p,
-        Err(e) => return Err(run.fail(e.into())),
-    };
+    if let Some(r) = &run.recorder {
+        r.started(&run.report);
+    }
+    let result = setup_and_drive(host, &mut run, &opts).await;
+    if let Err(kind) = &result {
+        run.report.error = Some(kind.to_string());
+    }
+    if let Some(r) = &run.recorder {
+        r.ended(&run.report);
+    }
+    match result {
+        Ok(()) => Ok(run.report),
+        Err(kind) => Err(run.fail(kind)),
+    }
+}
+
+async fn setup_and_drive(
+    host: &Host,
+    run: &mut Run,
+    opts: &RunOptions,
+) -> Result<(), RunErrorKind> {
+    let agent = host.agent(&run.report.agent).map_err(|e| {
+        RunErrorKind::Provider(crate::provider::ProviderError::Planner(e.to_string()))
+    })?;
+    let (provider, model) = connect::connect(&agent, &opts.overrides)?;
     run.report.provider = provider.name().to_string();
     run.report.model = model.clone();
 
@@ -155,24 +206,19 @@ pub async fn run(
     ctx.deadline = deadline;
     if let Some(state) = &opts.state {
         ctx.state = state.clone();
+        ctx.restored = !opts.history.is_empty();
     }
     let max_rounds = opts.max_iterations.unwrap_or(agent.max_tool_iterations);
     let result = if agent.mode == "json_planner" {
-        super::planner::drive(
-            host, &mut run, &provider, &agent, &model, ctx, &opts, deadline,
-        )
-        .await
+        super::planner::drive(host, run, &provider, &agent, &model, ctx, opts, deadline).await
     } else {
         drive(
-            host, &mut run, &provider, &agent, &model, ctx, max_rounds, &opts, deadline,
+            host, run, &provider, &agent, &model, ctx, max_rounds, opts, deadline,
         )
         .await
     };
     watcher.abort();
-    match result {
-        Ok(()) => Ok(run.report),
-        Err(kind) => Err(run.fail(kind)),
-    }
+    result
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -221,12 +267,14 @@ async fn drive(
         run.report.rounds += 1;
         let round = run.report.rounds;
         run.emit(RunEvent::ModelStart { round });
+        let asked = Instant::now();
         let reply = tokio::select! {
             r = provider.complete(&request, &sink) => r?,
             _ = opts.cancel.cancelled() => return Err(RunErrorKind::Cancelled),
             _ = sleep_until(deadline) => return Err(RunErrorKind::Deadline),
         };
         run.emit(RunEvent::ModelDone { round });
+        run.model_reply(round, &reply, asked.elapsed());
         run.report.usage += reply.usage;
         run.report.stop_reason = Some(reply.stop.clone());
         let calls = reply.tool_calls.clone();
@@ -236,6 +284,7 @@ async fn drive(
         });
         if calls.is_empty() {
             run.report.answer = reply.text;
+            run.commit(&ctx.state);
             return Ok(());
         }
         if round > max_rounds {
@@ -253,6 +302,11 @@ async fn drive(
                 outcome: outcome.to_json(true),
                 is_error: !outcome.is_ok(),
                 duration_ms: outcome.duration.as_secs_f64() * 1000.0,
+                script_version: offered
+                    .iter()
+                    .find(|t| t.name == call.name)
+                    .map(|t| t.script.version.clone())
+                    .unwrap_or_default(),
             };
             run.emit(RunEvent::ToolDone(&record));
             run.report.tool_calls.push(record);
@@ -292,6 +346,7 @@ async fn drive(
             });
         }
         run.report.messages.push(Message::Tool { results });
+        run.commit(&ctx.state);
         if let Some(kind) = stop {
             return Err(kind);
         }

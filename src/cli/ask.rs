@@ -55,6 +55,9 @@ pub struct AskArgs {
     /// Seconds before one model request times out.
     #[arg(long, value_name = "SECS", default_value_t = 120.0)]
     pub request_timeout: f64,
+    /// Continue (or start) the named session: its messages and ctx.state are restored and saved.
+    #[arg(long, value_name = "NAME")]
+    pub session: Option<String>,
     /// Reload changed scripts while the run goes on (each model turn sees the latest tools).
     #[arg(long)]
     pub watch: bool,
@@ -74,7 +77,8 @@ pub fn ask(g: &Global, a: AskArgs) -> CliResult<ExitCode> {
     } else {
         a.prompt.clone()
     };
-    let host = Arc::new(g.host()?);
+    let (host, db) = g.host_with_db()?;
+    let host = Arc::new(host);
     for e in &host.registry().errors {
         output::error(&e.to_string());
     }
@@ -124,6 +128,20 @@ pub fn ask(g: &Global, a: AskArgs) -> CliResult<ExitCode> {
             _ => {}
         })
     };
+    let (history, state) = match &a.session {
+        Some(name) => match db.session(name)? {
+            Some(s) if s.agent != a.agent => {
+                return Err(format!(
+                    "session \"{name}\" belongs to agent \"{}\", not \"{}\"",
+                    s.agent, a.agent
+                )
+                .into());
+            }
+            Some(s) => (s.messages, Some(Arc::new(std::sync::Mutex::new(s.state)))),
+            None => (Vec::new(), None),
+        },
+        None => (Vec::new(), None),
+    };
     let opts = RunOptions {
         overrides: ProviderOverrides {
             provider: a.provider.clone(),
@@ -144,7 +162,12 @@ pub fn ask(g: &Global, a: AskArgs) -> CliResult<ExitCode> {
         timeout: a.timeout.and_then(secs),
         cancel: cancel.clone(),
         observer: Some(observer),
-        ..RunOptions::default()
+        history,
+        state,
+        recorder: Some(Arc::new(kiln::db::runlog::RunLogger::new(
+            db,
+            a.session.clone(),
+        ))),
     };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()

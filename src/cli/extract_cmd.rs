@@ -19,7 +19,7 @@ pub struct ExtractArgs {
 /// Runs `kiln extract`: prints `Tool Results:` lines; exit 1 if no call was found or one failed.
 pub fn extract(g: &Global, a: ExtractArgs) -> CliResult<ExitCode> {
     let text = std::io::read_to_string(std::io::stdin())?;
-    let host = g.host()?;
+    let (host, _db) = g.host_with_db()?;
     let ctx = host.context(parse_caps(&a.caps)?);
     let registry = host.registry();
     let runtime = tokio::runtime::Builder::new_multi_thread()

@@ -2,6 +2,7 @@
 
 mod approve;
 mod ask;
+mod db_cmd;
 mod extract_cmd;
 mod mock_cmd;
 pub mod output;
@@ -44,6 +45,9 @@ pub struct Global {
     /// Do not load the built-in stdlib tools.
     #[arg(long, global = true)]
     pub no_stdlib: bool,
+    /// The database (run log, sessions, store). Default: WORKSPACE/.kiln/kiln.db
+    #[arg(long, global = true, value_name = "PATH", env = "KILN_DB")]
+    pub db: Option<PathBuf>,
     /// Approve every `ask` grant without asking (needed for approvals without a terminal).
     #[arg(long, global = true)]
     pub yes: bool,
@@ -74,6 +78,10 @@ pub enum Command {
     Mock(mock_cmd::MockArgs),
     /// Run the tool calls written in free text on stdin ({"tool": ..., "parameters": ...}).
     Extract(extract_cmd::ExtractArgs),
+    /// Show the run log: runs, tool calls, usage (newest first).
+    Logs(db_cmd::LogsArgs),
+    /// List, show or delete saved sessions.
+    Sessions(db_cmd::SessionsArgs),
     /// Watch the scripts folders and print one line per reload.
     Watch,
     /// Interactive REPL: call tools, chat with agents, evaluate Rhai (hot reload on).
@@ -129,6 +137,45 @@ impl Global {
         })?)
     }
 
+    /// The database path these options name.
+    pub fn db_path(&self) -> PathBuf {
+        self.db
+            .clone()
+            .unwrap_or_else(|| kiln::db::default_path(&self.workspace))
+    }
+
+    /// Opens the database.
+    pub fn open_db(&self) -> CliResult<std::sync::Arc<kiln::db::Db>> {
+        Ok(std::sync::Arc::new(kiln::db::Db::open(&self.db_path())?))
+    }
+
+    /// A host whose `store_*` persist in the database, and the database (for the run log).
+    pub fn host_with_db(&self) -> CliResult<(Host, std::sync::Arc<kiln::db::Db>)> {
+        for dir in &self.scripts {
+            if !dir.is_dir() {
+                return Err(format!("scripts folder {} does not exist", dir.display()).into());
+            }
+        }
+        let db = self.open_db()?;
+        let workspace = self
+            .workspace
+            .canonicalize()
+            .unwrap_or_else(|_| self.workspace.clone())
+            .display()
+            .to_string();
+        let yes = self.yes;
+        let store_db = db.clone();
+        let host = Host::with_services(self.config(), |s| {
+            s.assume_yes = yes;
+            s.approver = approve::terminal();
+            s.store = kiln::services::Store::Sqlite {
+                db: store_db,
+                workspace,
+            };
+        })?;
+        Ok((host, db))
+    }
+
     /// Grants with `--ask` applied.
     pub fn mark_ask(&self, mut grants: Grants) -> Grants {
         let names: Vec<&str> = self
@@ -172,13 +219,15 @@ pub fn run(cli: Cli) -> CliResult<ExitCode> {
         Command::Ask(a) => ask::ask(&cli.global, a),
         Command::Mock(a) => mock_cmd::mock(a),
         Command::Watch => watch_cmd::watch(&cli.global),
+        Command::Logs(a) => db_cmd::logs(&cli.global, a),
+        Command::Sessions(a) => db_cmd::sessions(&cli.global, a),
         Command::Extract(a) => extract_cmd::extract(&cli.global, a),
         Command::Repl { caps } => repl(&cli.global, &caps),
     }
 }
 
 fn repl(g: &Global, caps: &[String]) -> CliResult<ExitCode> {
-    let host = std::sync::Arc::new(g.host()?);
-    kiln::repl::run_repl(host, parse_caps(caps)?)?;
+    let (host, db) = g.host_with_db()?;
+    kiln::repl::run_repl(std::sync::Arc::new(host), parse_caps(caps)?, Some(db))?;
     Ok(ExitCode::SUCCESS)
 }

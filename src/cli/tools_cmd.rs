@@ -197,7 +197,7 @@ pub fn parse_args_json(text: Option<&str>) -> CliResult<Value> {
 /// `kiln call`.
 pub fn call(g: &Global, a: CallArgs) -> CliResult<ExitCode> {
     let args = parse_args_json(a.args.as_deref())?;
-    let host = g.host()?;
+    let (host, _db) = g.host_with_db()?;
     report_load_problems(&host.registry());
     let tool = host.tool(&a.tool)?;
     let mut ctx = host.context(g.mark_ask(parse_caps(&a.caps)?));

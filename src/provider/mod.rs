@@ -12,16 +12,15 @@ pub mod sse;
 
 pub use error::ProviderError;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::sync::Arc;
 
 /// Arguments of a tool call as the model sent them.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+// Untagged: `Invalid` comes first so a saved invalid call reads back as invalid.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(untagged)]
 pub enum CallArgs {
-    /// Parsed JSON.
-    Parsed(Value),
     /// Text that is not valid JSON, and why.
     Invalid {
         /// What the model sent.
@@ -29,6 +28,8 @@ pub enum CallArgs {
         /// The parse error.
         error: String,
     },
+    /// Parsed JSON.
+    Parsed(Value),
 }
 
 impl CallArgs {
@@ -64,7 +65,7 @@ impl CallArgs {
 }
 
 /// A tool call requested by the model.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ToolCall {
     /// The call id (synthesized when the provider sends none).
     pub id: String,
@@ -75,7 +76,7 @@ pub struct ToolCall {
 }
 
 /// The result of one tool call, sent back to the model.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ToolResult {
     /// The id of the call this answers.
     pub call_id: String,
@@ -88,7 +89,7 @@ pub struct ToolResult {
 }
 
 /// One message of a conversation.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "role", rename_all = "snake_case")]
 pub enum Message {
     /// The person's words.

@@ -30,6 +30,10 @@ pub const COMMANDS: &[(&str, &str)] = &[
     ),
     (":new", "start a fresh conversation"),
     (":caps", "[+cap | -cap]  show or change the REPL's grants"),
+    (
+        ":session",
+        "NAME  continue (or start) a saved conversation with the current agent",
+    ),
     (":reload", "reload every script"),
     (":errors", "current load errors"),
     (":quit", "leave (Ctrl-D works too)"),

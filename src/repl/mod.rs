@@ -39,6 +39,8 @@ pub fn history_path() -> Option<PathBuf> {
 
 struct Repl {
     host: Arc<Host>,
+    db: Option<Arc<crate::db::Db>>,
+    session: Option<String>,
     grants: Grants,
     agent: Option<String>,
     conversation: Vec<Message>,
@@ -58,7 +60,11 @@ fn paint(on: bool, code: &str, text: &str) -> String {
 }
 
 /// Runs the REPL until `:quit` or Ctrl-D.
-pub fn run_repl(host: Arc<Host>, grants: Grants) -> Result<(), Box<dyn std::error::Error>> {
+pub fn run_repl(
+    host: Arc<Host>,
+    grants: Grants,
+    db: Option<Arc<crate::db::Db>>,
+) -> Result<(), Box<dyn std::error::Error>> {
     let color = std::env::var_os("NO_COLOR").is_none() && std::io::stdout().is_terminal();
     let mut editor: Editor<ReplHelper, DefaultHistory> = Editor::new()?;
     editor.set_helper(Some(ReplHelper { host: host.clone() }));
@@ -85,6 +91,8 @@ pub fn run_repl(host: Arc<Host>, grants: Grants) -> Result<(), Box<dyn std::erro
     })?;
     let mut repl = Repl {
         host,
+        db,
+        session: None,
         grants,
         agent: None,
         conversation: Vec::new(),
@@ -150,11 +158,13 @@ impl Repl {
             ":agents" => self.agents(),
             ":agent" => self.set_agent(rest),
             ":new" => {
+                self.session = None;
                 self.conversation.clear();
                 self.state = Arc::new(Mutex::new(Value::Object(Default::default())));
                 println!("fresh conversation");
             }
             ":caps" => self.caps(rest),
+            ":session" => self.set_session(rest),
             ":reload" => {
                 let started = Instant::now();
                 match self.host.load_all() {
@@ -344,6 +354,40 @@ impl Repl {
         println!("capabilities: {}", self.grants.list());
     }
 
+    fn set_session(&mut self, name: &str) {
+        let Some(db) = &self.db else {
+            return self.error("sessions need the database");
+        };
+        if name.is_empty() {
+            return println!("session: {}", self.session.as_deref().unwrap_or("(none)"));
+        }
+        match db.session(name) {
+            Ok(Some(s)) => {
+                if self.host.agent(&s.agent).is_err() {
+                    return self.error(&format!(
+                        "session \"{name}\" belongs to agent \"{}\", which is not loaded",
+                        s.agent
+                    ));
+                }
+                println!(
+                    "continuing session {name} with {} ({} messages)",
+                    s.agent,
+                    s.messages.len()
+                );
+                self.agent = Some(s.agent);
+                self.conversation = s.messages;
+                self.state = Arc::new(Mutex::new(s.state));
+                self.session = Some(name.to_string());
+            }
+            Ok(None) if self.agent.is_some() => {
+                println!("new session {name}");
+                self.session = Some(name.to_string());
+            }
+            Ok(None) => self.error("choose an agent with :agent NAME first, then :session NAME"),
+            Err(e) => self.error(&e.to_string()),
+        }
+    }
+
     fn chat(&mut self, line: &str) {
         let Some(agent) = self.agent.clone() else {
             return;
@@ -371,6 +415,10 @@ impl Repl {
             observer: Some(observer),
             stream: true,
             cancel: token.clone(),
+            recorder: self.db.clone().map(|db| {
+                Arc::new(crate::db::runlog::RunLogger::new(db, self.session.clone()))
+                    as Arc<dyn crate::agent::Recorder>
+            }),
             ..RunOptions::default()
         };
         let host = self.host.clone();

@@ -247,8 +247,9 @@ pub fn register(engine: &mut Engine) {
         |ns: &str, key: &str, value: Dynamic| -> Result<(), Box<EvalAltResult>> {
             let svc = store_ns("store_set", ns)?;
             let v = crate::convert::to_json(&value).map_err(|e| format!("store_set: {e}"))?;
-            svc.store.set(ns, key, v);
-            Ok(())
+            svc.store
+                .set(ns, key, v)
+                .map_err(|e| format!("store_set: {e}").into())
         },
     );
     engine.register_fn(

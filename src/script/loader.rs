@@ -72,6 +72,7 @@ pub fn load_source(engine: &Arc<Engine>, path: &str, source: &str) -> LoadedFile
         ast,
         engine: engine.clone(),
         path: path.to_string(),
+        version: super::source_version(source),
     });
     for draft in collected.tools {
         match finish_tool(draft, &unit) {

@@ -21,6 +21,18 @@ pub struct ScriptUnit {
     pub engine: Arc<Engine>,
     /// Path of the file as shown in messages.
     pub path: String,
+    /// A short hash of the source, naming this version of the file.
+    pub version: String,
+}
+
+/// A short, stable hash of a script's source (FNV-1a, 64 bits).
+pub fn source_version(source: &str) -> String {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in source.bytes() {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    format!("{h:016x}")
 }
 
 /// Builds kiln's engine: sandbox + DSL + host functions.

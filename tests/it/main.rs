@@ -5,6 +5,7 @@ mod agent_loop;
 mod cli;
 mod common;
 mod conformance;
+mod db;
 mod dsl;
 mod exec;
 mod planner;

@@ -1,0 +1,179 @@
+//! `kiln logs` and `kiln sessions`.
+
+use super::{CliResult, Global, output};
+use clap::{Args, Subcommand};
+use kiln::db::runlog::LogFilter;
+use std::process::ExitCode;
+
+/// `kiln logs` options.
+#[derive(Args, Debug)]
+pub struct LogsArgs {
+    /// Only runs of this agent.
+    #[arg(long)]
+    pub agent: Option<String>,
+    /// Only runs that called this tool.
+    #[arg(long)]
+    pub tool: Option<String>,
+    /// Only runs started within this long ago: 30s, 10m, 2h, 7d.
+    #[arg(long, value_name = "DURATION")]
+    pub since: Option<String>,
+    /// At most this many runs.
+    #[arg(short = 'n', long = "count", default_value_t = 10)]
+    pub count: usize,
+    /// Print JSON (runs with their tool calls and messages).
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `kiln sessions` subcommands.
+#[derive(Args, Debug)]
+pub struct SessionsArgs {
+    #[command(subcommand)]
+    pub action: Option<SessionAction>,
+}
+
+/// What to do with sessions.
+#[derive(Subcommand, Debug)]
+pub enum SessionAction {
+    /// List sessions (the default).
+    List,
+    /// Show a session's messages and state.
+    Show {
+        /// The session.
+        name: String,
+    },
+    /// Delete a session.
+    Delete {
+        /// The session.
+        name: String,
+    },
+}
+
+/// Parses `30s`, `10m`, `2h`, `7d` into seconds.
+pub fn parse_duration(text: &str) -> Result<f64, String> {
+    let t = text.trim();
+    let (num, unit) = t.split_at(
+        t.find(|c: char| !c.is_ascii_digit() && c != '.')
+            .unwrap_or(t.len()),
+    );
+    let n: f64 = num
+        .parse()
+        .map_err(|_| format!("--since {text:?}: expected a number and a unit, like 30m"))?;
+    let mult = match unit {
+        "s" | "" => 1.0,
+        "m" => 60.0,
+        "h" => 3600.0,
+        "d" => 86400.0,
+        other => {
+            return Err(format!(
+                "--since {text:?}: unknown unit {other:?} (use s, m, h or d)"
+            ));
+        }
+    };
+    Ok(n * mult)
+}
+
+fn time(secs: f64) -> String {
+    let iso = kiln::script::math::iso_from_secs(secs as i64);
+    iso.replace('T', " ").trim_end_matches('Z').to_string()
+}
+
+/// `kiln logs`.
+pub fn logs(g: &Global, a: LogsArgs) -> CliResult<ExitCode> {
+    let db = g.open_db()?;
+    let since = a
+        .since
+        .as_deref()
+        .map(parse_duration)
+        .transpose()?
+        .map(|s| kiln::db::now() - s);
+    let runs = db.runs(&LogFilter {
+        agent: a.agent,
+        tool: a.tool,
+        since,
+        limit: a.count,
+    })?;
+    if a.json {
+        let mut out = Vec::new();
+        for r in runs {
+            let mut v = serde_json::to_value(&r)?;
+            v["messages"] = serde_json::Value::Array(db.run_messages(&r.id)?);
+            out.push(v);
+        }
+        println!("{}", output::json(&serde_json::Value::Array(out)));
+        return Ok(ExitCode::SUCCESS);
+    }
+    if runs.is_empty() {
+        println!("no runs logged in {}", db.path().display());
+    }
+    for r in runs {
+        let session = r
+            .session
+            .as_deref()
+            .map(|s| format!(" session {s}"))
+            .unwrap_or_default();
+        println!(
+            "{}  {}  {} ({}/{}){session}  {}  {} rounds, {} tool calls, {}+{} tokens",
+            r.id,
+            time(r.started_at),
+            r.agent,
+            r.provider.as_deref().unwrap_or("?"),
+            r.model.as_deref().unwrap_or("?"),
+            r.status,
+            r.rounds,
+            r.tool_calls.len(),
+            r.input_tokens,
+            r.output_tokens
+        );
+        println!(
+            "  > {}",
+            output::truncate(r.prompt.as_deref().unwrap_or(""), 100)
+        );
+        for c in &r.tool_calls {
+            let mark = if c.is_error { "✗" } else { "→" };
+            println!(
+                "  {mark} {}({}) {:.1} ms",
+                c.name,
+                output::truncate(&c.args.to_string(), 80),
+                c.duration_ms
+            );
+        }
+        match (&r.error, &r.answer) {
+            (Some(e), _) => println!("  error: {}", output::truncate(e, 160)),
+            (None, Some(ans)) if !ans.is_empty() => println!("  < {}", output::truncate(ans, 100)),
+            _ => {}
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `kiln sessions`.
+pub fn sessions(g: &Global, a: SessionsArgs) -> CliResult<ExitCode> {
+    let db = g.open_db()?;
+    match a.action.unwrap_or(SessionAction::List) {
+        SessionAction::List => {
+            let list = db.sessions()?;
+            if list.is_empty() {
+                println!("no sessions");
+            }
+            for s in list {
+                println!(
+                    "{}  {}  {} messages  {}",
+                    s.name,
+                    s.agent,
+                    s.messages,
+                    time(s.updated_at)
+                );
+            }
+        }
+        SessionAction::Show { name } => match db.session(&name)? {
+            Some(s) => println!("{}", output::json(&serde_json::to_value(&s)?)),
+            None => return Err(kiln::db::DbError::NoSession(name).into()),
+        },
+        SessionAction::Delete { name } => {
+            db.delete_session(&name)?;
+            println!("deleted session {name}");
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}

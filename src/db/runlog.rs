@@ -1,0 +1,288 @@
+//! The run log: every run, model reply, message and tool call, recorded as it happens.
+
+use super::{Db, DbError, now};
+use crate::agent::{Recorder, RunReport, ToolCallRecord};
+use crate::provider::{Message, StopReason, Usage};
+use rusqlite::params;
+use serde::Serialize;
+use serde_json::Value;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Records runs into the database; with a session, also keeps the conversation and state.
+pub struct RunLogger {
+    db: Arc<Db>,
+    session: Option<String>,
+}
+
+impl RunLogger {
+    /// A logger writing to `db`, continuing `session` if given.
+    pub fn new(db: Arc<Db>, session: Option<String>) -> Self {
+        RunLogger { db, session }
+    }
+
+    fn write(&self, what: &str, f: impl FnOnce(&rusqlite::Transaction) -> rusqlite::Result<()>) {
+        let mut conn = self.db.conn();
+        let result = conn.transaction().and_then(|tx| {
+            f(&tx)?;
+            tx.commit()
+        });
+        if let Err(e) = result {
+            tracing::error!("run log ({what}) in {}: {e}", self.db.path().display());
+        }
+    }
+}
+
+fn role(m: &Message) -> &'static str {
+    match m {
+        Message::User { .. } => "user",
+        Message::Assistant { .. } => "assistant",
+        Message::Tool { .. } => "tool",
+    }
+}
+
+impl Recorder for RunLogger {
+    fn started(&self, report: &RunReport) {
+        let prompt = match report.messages.last() {
+            Some(Message::User { content }) => content.clone(),
+            _ => String::new(),
+        };
+        self.write("start", |tx| {
+            tx.execute(
+                "INSERT INTO runs(id, agent, session, prompt, started_at) VALUES(?1, ?2, ?3, ?4, ?5)",
+                params![report.run_id, report.agent, self.session, prompt, now()],
+            )?;
+            if let Some(s) = &self.session {
+                tx.execute(
+                    "INSERT INTO sessions(name, agent, created_at, updated_at) VALUES(?1, ?2, ?3, ?3) ON CONFLICT(name) DO NOTHING",
+                    params![s, report.agent, now()],
+                )?;
+            }
+            Ok(())
+        });
+    }
+
+    fn model_reply(
+        &self,
+        run_id: &str,
+        round: u32,
+        usage: Usage,
+        stop: &StopReason,
+        took: Duration,
+    ) {
+        let stop = serde_json::to_value(stop)
+            .ok()
+            .map(|v| v.as_str().map_or_else(|| v.to_string(), str::to_string));
+        self.write("model reply", |tx| {
+            tx.execute(
+                "INSERT INTO model_calls(run_id, round, at, duration_ms, input_tokens, output_tokens, stop_reason) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+                params![run_id, round, now(), took.as_secs_f64() * 1000.0, usage.input_tokens as i64, usage.output_tokens as i64, stop],
+            )?;
+            tx.execute(
+                "UPDATE runs SET rounds = rounds + 1, input_tokens = input_tokens + ?2, output_tokens = output_tokens + ?3 WHERE id = ?1",
+                params![run_id, usage.input_tokens as i64, usage.output_tokens as i64],
+            )?;
+            Ok(())
+        });
+    }
+
+    fn step(
+        &self,
+        run_id: &str,
+        first_seq: usize,
+        messages: &[Message],
+        calls: &[ToolCallRecord],
+        state: &Value,
+    ) {
+        let at = now();
+        self.write("step", |tx| {
+            for (i, m) in messages.iter().enumerate() {
+                let body = serde_json::to_string(m).unwrap_or_default();
+                tx.execute("INSERT OR REPLACE INTO messages(run_id, seq, at, role, body) VALUES(?1, ?2, ?3, ?4, ?5)", params![run_id, (first_seq + i) as i64, at, role(m), body])?;
+                if let Some(s) = &self.session {
+                    tx.execute("INSERT OR REPLACE INTO session_messages(session, seq, body) VALUES(?1, ?2, ?3)", params![s, (first_seq + i) as i64, body])?;
+                }
+            }
+            for c in calls {
+                tx.execute(
+                    "INSERT INTO tool_calls(run_id, round, call_id, name, args, outcome, is_error, duration_ms, script_version, at) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+                    params![run_id, c.round, c.id, c.name, c.args.to_string(), c.outcome.to_string(), c.is_error, c.duration_ms, c.script_version, at],
+                )?;
+            }
+            if let Some(s) = &self.session {
+                tx.execute("UPDATE sessions SET state = ?2, updated_at = ?3 WHERE name = ?1", params![s, state.to_string(), at])?;
+            }
+            Ok(())
+        });
+    }
+
+    fn ended(&self, report: &RunReport) {
+        let status = if report.error.is_some() {
+            "error"
+        } else {
+            "ok"
+        };
+        self.write("end", |tx| {
+            tx.execute(
+                "UPDATE runs SET ended_at = ?2, status = ?3, error = ?4, answer = ?5, provider = ?6, model = ?7 WHERE id = ?1",
+                params![report.run_id, now(), status, report.error, report.answer, report.provider, report.model],
+            )?;
+            Ok(())
+        });
+    }
+}
+
+/// A run as `kiln logs` shows it.
+#[derive(Debug, Clone, Serialize)]
+pub struct RunRow {
+    /// Run id.
+    pub id: String,
+    /// Agent.
+    pub agent: String,
+    /// Provider and model.
+    pub provider: Option<String>,
+    /// Model.
+    pub model: Option<String>,
+    /// Session, if any.
+    pub session: Option<String>,
+    /// The prompt.
+    pub prompt: Option<String>,
+    /// The answer.
+    pub answer: Option<String>,
+    /// `running`, `ok` or `error`.
+    pub status: String,
+    /// The error, if any.
+    pub error: Option<String>,
+    /// Start, seconds since the epoch.
+    pub started_at: f64,
+    /// End, if it ended.
+    pub ended_at: Option<f64>,
+    /// Model replies.
+    pub rounds: i64,
+    /// Prompt tokens.
+    pub input_tokens: i64,
+    /// Completion tokens.
+    pub output_tokens: i64,
+    /// Tool calls in order.
+    pub tool_calls: Vec<ToolRow>,
+}
+
+/// A logged tool call.
+#[derive(Debug, Clone, Serialize)]
+pub struct ToolRow {
+    /// Round.
+    pub round: i64,
+    /// Tool.
+    pub name: String,
+    /// Arguments.
+    pub args: Value,
+    /// Outcome JSON.
+    pub outcome: Value,
+    /// Failed.
+    pub is_error: bool,
+    /// Milliseconds.
+    pub duration_ms: f64,
+    /// Script version that ran it.
+    pub script_version: Option<String>,
+}
+
+/// Which runs `kiln logs` shows.
+#[derive(Debug, Clone, Default)]
+pub struct LogFilter {
+    /// Only this agent.
+    pub agent: Option<String>,
+    /// Only runs that called this tool.
+    pub tool: Option<String>,
+    /// Only runs started after this time (seconds since the epoch).
+    pub since: Option<f64>,
+    /// At most this many runs (newest first); 0 for all.
+    pub limit: usize,
+}
+
+impl Db {
+    /// Runs matching `filter`, newest first, with their tool calls.
+    pub fn runs(&self, filter: &LogFilter) -> Result<Vec<RunRow>, DbError> {
+        let conn = self.conn();
+        let mut stmt = conn
+            .prepare(
+                "SELECT id, agent, provider, model, session, prompt, answer, status, error, started_at, ended_at, rounds, input_tokens, output_tokens
+                 FROM runs WHERE (?1 IS NULL OR agent = ?1) AND (?2 IS NULL OR started_at >= ?2)
+                 AND (?3 IS NULL OR id IN (SELECT run_id FROM tool_calls WHERE name = ?3))
+                 ORDER BY started_at DESC LIMIT ?4",
+            )
+            .map_err(|e| self.err(e))?;
+        let rows = stmt
+            .query_map(
+                params![
+                    filter.agent,
+                    filter.since,
+                    filter.tool,
+                    if filter.limit == 0 {
+                        -1
+                    } else {
+                        filter.limit as i64
+                    }
+                ],
+                |r| {
+                    Ok(RunRow {
+                        id: r.get(0)?,
+                        agent: r.get(1)?,
+                        provider: r.get(2)?,
+                        model: r.get(3)?,
+                        session: r.get(4)?,
+                        prompt: r.get(5)?,
+                        answer: r.get(6)?,
+                        status: r.get(7)?,
+                        error: r.get(8)?,
+                        started_at: r.get(9)?,
+                        ended_at: r.get(10)?,
+                        rounds: r.get(11)?,
+                        input_tokens: r.get(12)?,
+                        output_tokens: r.get(13)?,
+                        tool_calls: Vec::new(),
+                    })
+                },
+            )
+            .map_err(|e| self.err(e))?;
+        let mut runs: Vec<RunRow> = rows.collect::<Result<_, _>>().map_err(|e| self.err(e))?;
+        let mut calls = conn
+            .prepare("SELECT round, name, args, outcome, is_error, duration_ms, script_version FROM tool_calls WHERE run_id = ?1 ORDER BY rowid")
+            .map_err(|e| self.err(e))?;
+        for run in runs.iter_mut() {
+            let rows = calls
+                .query_map(params![run.id], |r| {
+                    let json = |s: Option<String>| {
+                        s.and_then(|t| serde_json::from_str(&t).ok())
+                            .unwrap_or(Value::Null)
+                    };
+                    Ok(ToolRow {
+                        round: r.get(0)?,
+                        name: r.get(1)?,
+                        args: json(r.get(2)?),
+                        outcome: json(r.get(3)?),
+                        is_error: r.get(4)?,
+                        duration_ms: r.get::<_, Option<f64>>(5)?.unwrap_or(0.0),
+                        script_version: r.get(6)?,
+                    })
+                })
+                .map_err(|e| self.err(e))?;
+            run.tool_calls = rows.collect::<Result<_, _>>().map_err(|e| self.err(e))?;
+        }
+        Ok(runs)
+    }
+
+    /// The logged messages of a run, in order.
+    pub fn run_messages(&self, run_id: &str) -> Result<Vec<Value>, DbError> {
+        let conn = self.conn();
+        let mut stmt = conn
+            .prepare("SELECT body FROM messages WHERE run_id = ?1 ORDER BY seq")
+            .map_err(|e| self.err(e))?;
+        let rows = stmt
+            .query_map(params![run_id], |r| r.get::<_, String>(0))
+            .map_err(|e| self.err(e))?;
+        Ok(rows
+            .flatten()
+            .filter_map(|b| serde_json::from_str(&b).ok())
+            .collect())
+    }
+}

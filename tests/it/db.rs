@@ -1,0 +1,386 @@
+//! The SQLite database: run log, sessions, the store, durability under SIGKILL, concurrency.
+
+use crate::common::*;
+use serde_json::{Value, json};
+use std::path::Path;
+use std::sync::Arc;
+
+const SHOP: &str = r#"
+tool("lookup").param("sku", "string").handler(|a| #{ sku: a.sku, price: 4.5 });
+tool("count").handler(|a, ctx| { ctx.state.n = (ctx.state.n ?? 0) + 1; #{ n: ctx.state.n, restored: ctx.restored } });
+tool("slow").handler(|a| { sleep(30); "late" });
+agent("shop").provider("anthropic").model("m").tools(["lookup", "count", "slow", "calculator"]).max_tool_iterations(12);
+"#;
+
+fn shop() -> Scripts {
+    Scripts::new(&[("shop.rhai", SHOP)])
+}
+
+fn ask_shop(s: &Scripts, mock: &Mock, prompt: &str, extra: &[&str]) -> std::process::Output {
+    let mut args = vec![
+        "shop",
+        prompt,
+        "--scripts",
+        ".",
+        "--base-url",
+        mock.url.as_str(),
+    ];
+    args.extend_from_slice(extra);
+    ask(&args, s.path())
+}
+
+fn logs_json(dir: &Path, extra: &[&str]) -> Value {
+    let mut args = vec!["logs", "--json"];
+    args.extend_from_slice(extra);
+    let out = kiln(&args, dir);
+    assert!(out.status.success(), "{}", stderr(&out));
+    serde_json::from_str(&stdout(&out)).expect("logs json")
+}
+
+#[test]
+fn every_run_message_and_tool_call_is_logged_and_filterable() {
+    let s = shop();
+    let mock = Mock::start(&json!({"loop": true, "turns": [
+        {"text": "Looking. ", "tool_calls": [{"name": "lookup", "args": {"sku": "SKU-1"}}], "usage": {"input_tokens": 11, "output_tokens": 3}},
+        {"text": "4.50", "usage": {"input_tokens": 20, "output_tokens": 2}}
+    ]}));
+    assert!(ask_shop(&s, &mock, "price of SKU-1?", &[]).status.success());
+    let mock2 = Mock::start(&json!({"turns": [{"text": "no tools"}]}));
+    assert!(ask_shop(&s, &mock2, "hello", &[]).status.success());
+
+    let all = logs_json(s.path(), &[]);
+    let runs = all.as_array().expect("runs");
+    assert_eq!(runs.len(), 2);
+    let first = &runs[1];
+    assert_eq!(first["prompt"], "price of SKU-1?");
+    assert_eq!(first["status"], "ok");
+    assert_eq!(first["answer"], "4.50");
+    assert_eq!(
+        (
+            first["input_tokens"].as_i64(),
+            first["output_tokens"].as_i64()
+        ),
+        (Some(31), Some(5))
+    );
+    assert_eq!(first["tool_calls"][0]["name"], "lookup");
+    assert_eq!(first["tool_calls"][0]["outcome"]["result"]["price"], 4.5);
+    assert!(
+        first["tool_calls"][0]["script_version"]
+            .as_str()
+            .is_some_and(|v| v.len() == 16),
+        "which script version ran it"
+    );
+    let roles: Vec<&str> = first["messages"]
+        .as_array()
+        .expect("m")
+        .iter()
+        .filter_map(|m| m["role"].as_str())
+        .collect();
+    assert_eq!(roles, vec!["user", "assistant", "tool", "assistant"]);
+
+    assert_eq!(
+        logs_json(s.path(), &["--tool", "lookup"])
+            .as_array()
+            .map(Vec::len),
+        Some(1)
+    );
+    assert_eq!(
+        logs_json(s.path(), &["--agent", "nobody"])
+            .as_array()
+            .map(Vec::len),
+        Some(0)
+    );
+    assert_eq!(
+        logs_json(s.path(), &["-n", "1"]).as_array().map(Vec::len),
+        Some(1)
+    );
+    assert_eq!(
+        logs_json(s.path(), &["--since", "10m"])
+            .as_array()
+            .map(Vec::len),
+        Some(2)
+    );
+    let text = kiln(&["logs"], s.path());
+    assert!(
+        stdout(&text).contains("→ lookup({\"sku\":\"SKU-1\"})"),
+        "{}",
+        stdout(&text)
+    );
+    let bad = kiln(&["logs", "--since", "5 parsecs"], s.path());
+    assert_eq!(bad.status.code(), Some(2));
+
+    for entry in std::fs::read_dir(s.path().join(".kiln")).expect(".kiln") {
+        let bytes = std::fs::read(entry.expect("entry").path()).expect("db file");
+        assert!(
+            !String::from_utf8_lossy(&bytes).contains(TEST_KEY),
+            "no API key in the database files"
+        );
+    }
+}
+
+#[test]
+fn sessions_continue_with_messages_and_restored_state() {
+    let s = shop();
+    let mock = Mock::start(&json!({"turns": [
+        {"tool_calls": [{"name": "count", "args": {}}]}, {"text": "one"},
+        {"tool_calls": [{"name": "count", "args": {}}]}, {"text": "two"}
+    ]}));
+    assert!(
+        ask_shop(&s, &mock, "count once", &["--session", "tally"])
+            .status
+            .success()
+    );
+    let out = ask_shop(&s, &mock, "count again", &["--session", "tally", "--json"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let v: Value = serde_json::from_str(&stdout(&out)).expect("json");
+    assert_eq!(
+        v["tool_calls"][0]["outcome"]["result"],
+        json!({"n": 2, "restored": true}),
+        "state and the restored mark came back"
+    );
+    let third = &mock.requests()[2]["body"]["messages"];
+    assert_eq!(
+        third[0]["content"], "count once",
+        "the earlier conversation is sent again"
+    );
+    assert_eq!(third.as_array().map(Vec::len), Some(5));
+
+    let list = kiln(&["sessions"], s.path());
+    assert!(
+        stdout(&list).starts_with("tally  shop  8 messages"),
+        "{}",
+        stdout(&list)
+    );
+    let show: Value =
+        serde_json::from_str(&stdout(&kiln(&["sessions", "show", "tally"], s.path())))
+            .expect("show json");
+    assert_eq!(show["state"]["n"], 2);
+    assert!(
+        kiln(&["sessions", "delete", "tally"], s.path())
+            .status
+            .success()
+    );
+    let gone = kiln(&["sessions", "show", "tally"], s.path());
+    assert!(stderr(&gone).contains("no session named \"tally\""));
+}
+
+#[test]
+fn the_store_persists_across_processes_per_workspace() {
+    let s = shop();
+    let set = kiln(
+        &[
+            "call",
+            "storage",
+            r#"{"operation": "set", "key": "colour", "value": "celadon"}"#,
+            "--caps",
+            "store",
+        ],
+        s.path(),
+    );
+    assert!(set.status.success(), "{}", stdout(&set));
+    let get = kiln(
+        &[
+            "call",
+            "storage",
+            r#"{"operation": "get", "key": "colour"}"#,
+            "--caps",
+            "store",
+        ],
+        s.path(),
+    );
+    let v: Value = serde_json::from_str(&stdout(&get)).expect("json");
+    assert_eq!(v["result"], "celadon");
+    let other = Scripts::new(&[]);
+    let db = s.path().join(".kiln/kiln.db").display().to_string();
+    let elsewhere = kiln(
+        &[
+            "call",
+            "storage",
+            r#"{"operation": "get", "key": "colour"}"#,
+            "--caps",
+            "store",
+            "--db",
+            &db,
+        ],
+        other.path(),
+    );
+    let v: Value = serde_json::from_str(&stdout(&elsewhere)).expect("json");
+    assert_eq!(
+        v["result"],
+        Value::Null,
+        "another workspace has its own namespace"
+    );
+}
+
+#[test]
+fn a_run_killed_with_sigkill_leaves_a_database_that_opens_and_a_session_that_continues() {
+    let s = shop();
+    let mock = Mock::start(&json!({"turns": [
+        {"tool_calls": [{"name": "calculator", "args": {"expression": "2+2"}}]},
+        {"tool_calls": [{"name": "slow", "args": {}}]},
+        {"text": "never"}
+    ]}));
+    let child = std::process::Command::new(kiln_bin())
+        .args([
+            "ask",
+            "shop",
+            "compute",
+            "--session",
+            "k",
+            "--scripts",
+            ".",
+            "--base-url",
+            &mock.url,
+        ])
+        .current_dir(s.path())
+        .env("ANTHROPIC_API_KEY", TEST_KEY)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("spawn");
+    for _ in 0..500 {
+        if mock.requests().len() >= 2 {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    assert!(
+        std::process::Command::new("kill")
+            .args(["-9", &child.id().to_string()])
+            .status()
+            .expect("kill")
+            .success()
+    );
+    let mut child = child;
+    let _ = child.wait();
+
+    let db = kiln::db::Db::open(&s.path().join(".kiln/kiln.db"))
+        .expect("the database opens after SIGKILL");
+    let session = db.session("k").expect("read").expect("session exists");
+    let roles: Vec<String> = session
+        .messages
+        .iter()
+        .map(|m| {
+            serde_json::to_value(m).expect("m")["role"]
+                .as_str()
+                .unwrap_or("")
+                .to_string()
+        })
+        .collect();
+    assert_eq!(
+        roles,
+        vec!["user", "assistant", "tool"],
+        "intact up to the last completed step"
+    );
+    let runs = db
+        .runs(&kiln::db::runlog::LogFilter {
+            limit: 10,
+            ..Default::default()
+        })
+        .expect("runs");
+    assert_eq!(runs[0].status, "running", "the killed run never ended");
+    assert_eq!(runs[0].tool_calls.len(), 1);
+    drop(db);
+
+    let mock2 = Mock::start(&json!({"turns": [{"text": "continued"}]}));
+    let out = ask_shop(&s, &mock2, "go on", &["--session", "k"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(stdout(&out), "continued\n");
+    let sent = &mock2.requests()[0]["body"]["messages"];
+    assert_eq!(
+        sent.as_array().map(Vec::len),
+        Some(3),
+        "prompt+tool round restored, then the new prompt: {sent}"
+    );
+}
+
+#[test]
+fn two_hundred_concurrent_runs_log_without_lock_errors_while_logs_are_read() {
+    let s = shop();
+    let db_path = s.path().join("busy.db");
+    let mock_scenario: kiln::mock::scenario::Scenario =
+        serde_json::from_value(json!({"loop": true, "require_auth": false, "turns": [
+            {"tool_calls": [{"name": "lookup", "args": {"sku": "SKU-7"}}]}, {"text": "done"}
+        ]}))
+        .expect("scenario");
+    let script = "tool(\"lookup\").param(\"sku\", \"string\").handler(|a| a.sku);\nagent(\"busy\").provider(\"openai\").model(\"m\").base_url(\"BASE\").tools([\"lookup\"]).max_tool_iterations(20);";
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("rt");
+    let (addr, server) = rt
+        .block_on(kiln::mock::bind(
+            mock_scenario,
+            "127.0.0.1:0".parse().expect("addr"),
+        ))
+        .expect("bind");
+    rt.spawn(server);
+    std::fs::write(
+        s.path().join("busy.rhai"),
+        script.replace("BASE", &format!("http://{addr}/v1")),
+    )
+    .expect("write");
+    let host = Arc::new(s.host());
+    let db = Arc::new(kiln::db::Db::open(&db_path).expect("db"));
+
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let reader = {
+        let stop = stop.clone();
+        let dir = s.path().to_path_buf();
+        let path = db_path.display().to_string();
+        std::thread::spawn(move || {
+            let mut reads = 0;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) || reads == 0 {
+                let out = kiln(&["logs", "--json", "-n", "5", "--db", &path], &dir);
+                assert!(
+                    out.status.success(),
+                    "kiln logs failed while runs were writing: {}",
+                    stderr(&out)
+                );
+                assert!(!stderr(&out).contains("locked"));
+                reads += 1;
+            }
+            reads
+        })
+    };
+    let results = rt.block_on(async {
+        let tasks: Vec<_> = (0..200)
+            .map(|i| {
+                let host = host.clone();
+                let db = db.clone();
+                tokio::spawn(async move {
+                    let opts = kiln::agent::RunOptions {
+                        recorder: Some(Arc::new(kiln::db::runlog::RunLogger::new(
+                            db,
+                            Some(format!("s{i}")),
+                        ))),
+                        ..Default::default()
+                    };
+                    kiln::agent::run(&host, "busy", &format!("run {i}"), opts)
+                        .await
+                        .map(|_| ())
+                })
+            })
+            .collect();
+        futures_util::future::join_all(tasks).await
+    });
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let reads = reader.join().expect("reader never failed");
+    assert!(reads >= 1);
+    for r in results {
+        assert!(r.expect("task").is_ok());
+    }
+    let runs = db
+        .runs(&kiln::db::runlog::LogFilter {
+            limit: 1000,
+            ..Default::default()
+        })
+        .expect("runs");
+    assert_eq!(runs.len(), 200);
+    assert!(
+        runs.iter().all(|r| r.status == "ok"),
+        "every run logged to its end"
+    );
+    assert_eq!(db.sessions().expect("sessions").len(), 200);
+}
