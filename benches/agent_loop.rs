@@ -8,6 +8,7 @@ use kiln::mock::scenario::Scenario;
 use kiln::{Host, HostConfig};
 use serde_json::{Value, json};
 use std::net::SocketAddr;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 const ROUNDS: usize = 10;
@@ -21,6 +22,17 @@ async fn once(host: &Host) -> kiln::agent::RunReport {
     run(host, "bench", "go", RunOptions::default())
         .await
         .expect("run")
+}
+
+async fn once_logged(
+    host: &Host,
+    logger: &Arc<dyn kiln::agent::Recorder>,
+) -> kiln::agent::RunReport {
+    let opts = RunOptions {
+        recorder: Some(logger.clone()),
+        ..RunOptions::default()
+    };
+    run(host, "bench", "go", opts).await.expect("run")
 }
 
 fn main() {
@@ -52,12 +64,18 @@ fn main() {
         let bodies: Vec<Value> = recorded.as_array().expect("requests").iter().map(|r| r["body"].clone()).collect();
         assert_eq!(bodies.len(), ROUNDS + 1);
 
+        let db = Arc::new(kiln::db::Db::open(&dir.path().join("bench.db")).expect("db"));
+        let logger: Arc<dyn kiln::agent::Recorder> = Arc::new(kiln::db::runlog::RunLogger::new(db, None));
         let mut kiln_times = Vec::new();
         let mut bare_times = Vec::new();
+        let mut logged_times = Vec::new();
         for _ in 0..samples {
             let t = Instant::now();
             std::hint::black_box(once(&host).await);
             kiln_times.push(t.elapsed());
+            let t = Instant::now();
+            std::hint::black_box(once_logged(&host, &logger).await);
+            logged_times.push(t.elapsed());
             let t = Instant::now();
             for body in &bodies {
                 let resp = kiln::provider::http::client().post(format!("{base}/v1/chat/completions")).json(body).send().await.expect("post");
@@ -66,11 +84,17 @@ fn main() {
             }
             bare_times.push(t.elapsed());
         }
-        let (k, b) = (median(kiln_times), median(bare_times));
+        let (k, b, l) = (median(kiln_times), median(bare_times), median(logged_times));
         let per_round = (k.saturating_sub(b)) / (ROUNDS as u32 + 1);
         println!("agent loop, {} model rounds ({} tool rounds) against kiln mock on loopback, {samples} samples:", ROUNDS + 1, ROUNDS);
         println!("  bare HTTP round trips (same bodies): median {:>8.3} ms", b.as_secs_f64() * 1e3);
         println!("  kiln agent run:                      median {:>8.3} ms", k.as_secs_f64() * 1e3);
         println!("  ratio kiln / bare: {:.3}  (kiln's own time per round: {:.3} ms)", k.as_secs_f64() / b.as_secs_f64(), per_round.as_secs_f64() * 1e3);
+        println!("  kiln agent run with the SQLite run log: median {:>8.3} ms", l.as_secs_f64() * 1e3);
+        println!(
+            "  logging overhead: ratio logged / unlogged {:.3} ({:.3} ms per tool call)",
+            l.as_secs_f64() / k.as_secs_f64(),
+            l.saturating_sub(k).as_secs_f64() * 1e3 / ROUNDS as f64
+        );
     });
 }

@@ -3,25 +3,49 @@
 use super::{Db, DbError, now};
 use crate::agent::{Recorder, RunReport, ToolCallRecord};
 use crate::provider::{Message, StopReason, Usage};
-use rusqlite::params;
+use rusqlite::{Transaction, params};
 use serde::Serialize;
 use serde_json::Value;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 /// Records runs into the database; with a session, also keeps the conversation and state.
+/// One transaction per completed step: the step's model reply, messages and tool calls.
 pub struct RunLogger {
     db: Arc<Db>,
     session: Option<String>,
+    /// Model replies not yet written: they go in with the step they belong to.
+    pending: Mutex<Vec<PendingReply>>,
+}
+
+struct PendingReply {
+    run_id: String,
+    round: u32,
+    at: f64,
+    took_ms: f64,
+    usage: Usage,
+    stop: Option<String>,
+}
+
+fn role(m: &Message) -> &'static str {
+    match m {
+        Message::User { .. } => "user",
+        Message::Assistant { .. } => "assistant",
+        Message::Tool { .. } => "tool",
+    }
 }
 
 impl RunLogger {
     /// A logger writing to `db`, continuing `session` if given.
     pub fn new(db: Arc<Db>, session: Option<String>) -> Self {
-        RunLogger { db, session }
+        RunLogger {
+            db,
+            session,
+            pending: Mutex::new(Vec::new()),
+        }
     }
 
-    fn write(&self, what: &str, f: impl FnOnce(&rusqlite::Transaction) -> rusqlite::Result<()>) {
+    fn write(&self, what: &str, f: impl FnOnce(&Transaction) -> rusqlite::Result<()>) {
         let mut conn = self.db.conn();
         let result = conn.transaction().and_then(|tx| {
             f(&tx)?;
@@ -31,13 +55,27 @@ impl RunLogger {
             tracing::error!("run log ({what}) in {}: {e}", self.db.path().display());
         }
     }
-}
 
-fn role(m: &Message) -> &'static str {
-    match m {
-        Message::User { .. } => "user",
-        Message::Assistant { .. } => "assistant",
-        Message::Tool { .. } => "tool",
+    fn flush_replies(&self, tx: &Transaction, run_id: &str) -> rusqlite::Result<()> {
+        let mine: Vec<PendingReply> = {
+            let mut pending = self.pending.lock().unwrap_or_else(|e| e.into_inner());
+            let (mine, rest) = std::mem::take(&mut *pending)
+                .into_iter()
+                .partition(|r| r.run_id == run_id);
+            *pending = rest;
+            mine
+        };
+        for r in mine {
+            let (input, output) = (r.usage.input_tokens as i64, r.usage.output_tokens as i64);
+            tx.prepare_cached(
+                "INSERT INTO model_calls(run_id, round, at, duration_ms, input_tokens, output_tokens, stop_reason)
+                 VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+            )?
+            .execute(params![r.run_id, r.round, r.at, r.took_ms, input, output, r.stop])?;
+            tx.prepare_cached("UPDATE runs SET rounds = rounds + 1, input_tokens = input_tokens + ?2, output_tokens = output_tokens + ?3 WHERE id = ?1")?
+                .execute(params![r.run_id, input, output])?;
+        }
+        Ok(())
     }
 }
 
@@ -73,17 +111,18 @@ impl Recorder for RunLogger {
         let stop = serde_json::to_value(stop)
             .ok()
             .map(|v| v.as_str().map_or_else(|| v.to_string(), str::to_string));
-        self.write("model reply", |tx| {
-            tx.execute(
-                "INSERT INTO model_calls(run_id, round, at, duration_ms, input_tokens, output_tokens, stop_reason) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-                params![run_id, round, now(), took.as_secs_f64() * 1000.0, usage.input_tokens as i64, usage.output_tokens as i64, stop],
-            )?;
-            tx.execute(
-                "UPDATE runs SET rounds = rounds + 1, input_tokens = input_tokens + ?2, output_tokens = output_tokens + ?3 WHERE id = ?1",
-                params![run_id, usage.input_tokens as i64, usage.output_tokens as i64],
-            )?;
-            Ok(())
-        });
+        let reply = PendingReply {
+            run_id: run_id.to_string(),
+            round,
+            at: now(),
+            took_ms: took.as_secs_f64() * 1000.0,
+            usage,
+            stop,
+        };
+        self.pending
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(reply);
     }
 
     fn step(
@@ -96,21 +135,25 @@ impl Recorder for RunLogger {
     ) {
         let at = now();
         self.write("step", |tx| {
+            self.flush_replies(tx, run_id)?;
             for (i, m) in messages.iter().enumerate() {
                 let body = serde_json::to_string(m).unwrap_or_default();
-                tx.execute("INSERT OR REPLACE INTO messages(run_id, seq, at, role, body) VALUES(?1, ?2, ?3, ?4, ?5)", params![run_id, (first_seq + i) as i64, at, role(m), body])?;
+                let seq = (first_seq + i) as i64;
+                tx.prepare_cached("INSERT OR REPLACE INTO messages(run_id, seq, at, role, body) VALUES(?1, ?2, ?3, ?4, ?5)")?
+                    .execute(params![run_id, seq, at, role(m), body])?;
                 if let Some(s) = &self.session {
-                    tx.execute("INSERT OR REPLACE INTO session_messages(session, seq, body) VALUES(?1, ?2, ?3)", params![s, (first_seq + i) as i64, body])?;
+                    tx.prepare_cached("INSERT OR REPLACE INTO session_messages(session, seq, body) VALUES(?1, ?2, ?3)")?.execute(params![s, seq, body])?;
                 }
             }
             for c in calls {
-                tx.execute(
-                    "INSERT INTO tool_calls(run_id, round, call_id, name, args, outcome, is_error, duration_ms, script_version, at) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
-                    params![run_id, c.round, c.id, c.name, c.args.to_string(), c.outcome.to_string(), c.is_error, c.duration_ms, c.script_version, at],
-                )?;
+                tx.prepare_cached(
+                    "INSERT INTO tool_calls(run_id, round, call_id, name, args, outcome, is_error, duration_ms, script_version, at)
+                     VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+                )?
+                .execute(params![run_id, c.round, c.id, c.name, c.args.to_string(), c.outcome.to_string(), c.is_error, c.duration_ms, c.script_version, at])?;
             }
             if let Some(s) = &self.session {
-                tx.execute("UPDATE sessions SET state = ?2, updated_at = ?3 WHERE name = ?1", params![s, state.to_string(), at])?;
+                tx.prepare_cached("UPDATE sessions SET state = ?2, updated_at = ?3 WHERE name = ?1")?.execute(params![s, state.to_string(), at])?;
             }
             Ok(())
         });
@@ -123,6 +166,7 @@ impl Recorder for RunLogger {
             "ok"
         };
         self.write("end", |tx| {
+            self.flush_replies(tx, &report.run_id)?;
             tx.execute(
                 "UPDATE runs SET ended_at = ?2, status = ?3, error = ?4, answer = ?5, provider = ?6, model = ?7 WHERE id = ?1",
                 params![report.run_id, now(), status, report.error, report.answer, report.provider, report.model],
