@@ -340,11 +340,7 @@ fn deadline_and_ctrl_c_stop_the_run() {
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
     std::thread::sleep(std::time::Duration::from_millis(300));
-    let status = std::process::Command::new("kill")
-        .args(["-INT", &child.id().to_string()])
-        .status()
-        .expect("kill");
-    assert!(status.success());
+    signal(child.id(), "INT");
     let out = child.wait_with_output().expect("wait");
     assert_eq!(out.status.code(), Some(130), "{}", stderr(&out));
     assert!(

@@ -245,13 +245,7 @@ fn a_run_killed_with_sigkill_leaves_a_database_that_opens_and_a_session_that_con
         std::thread::sleep(std::time::Duration::from_millis(10));
     }
     std::thread::sleep(std::time::Duration::from_millis(200));
-    assert!(
-        std::process::Command::new("kill")
-            .args(["-9", &child.id().to_string()])
-            .status()
-            .expect("kill")
-            .success()
-    );
+    signal(child.id(), "KILL");
     let mut child = child;
     let _ = child.wait();
 
