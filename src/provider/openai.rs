@@ -1,6 +1,6 @@
 //! OpenAI Chat Completions (and compatible servers): wire conversion, JSON replies, SSE streams.
 
-use super::sse::SseDecoder;
+use super::sse;
 use super::{
     CallArgs, Endpoint, Message, ModelRequest, ModelResponse, ProviderError, StopReason, TextSink,
     ToolCall, Usage, http,
@@ -184,9 +184,9 @@ pub struct StreamState {
     done: bool,
 }
 
-impl StreamState {
+impl sse::StreamState for StreamState {
     /// Applies one `data:` payload.
-    pub fn apply(&mut self, data: &str, sink: &TextSink) -> Result<(), ProviderError> {
+    fn apply(&mut self, data: &str, sink: &TextSink) -> Result<(), ProviderError> {
         let data = data.trim();
         if data.is_empty() {
             return Ok(());
@@ -242,7 +242,7 @@ impl StreamState {
     }
 
     /// The reply once the stream ended.
-    pub fn finish(self) -> Result<ModelResponse, ProviderError> {
+    fn finish(self) -> Result<ModelResponse, ProviderError> {
         if !self.done && self.finish_reason.is_none() {
             return Err(ProviderError::Transport {
                 provider: NAME,
@@ -271,14 +271,7 @@ impl StreamState {
 
 /// Parses a whole recorded SSE text (for tests and replay).
 pub fn parse_sse(text: &str, sink: &TextSink) -> Result<ModelResponse, ProviderError> {
-    let mut decoder = SseDecoder::default();
-    let mut state = StreamState::default();
-    let mut events = decoder.push(text.as_bytes());
-    events.extend(decoder.finish());
-    for ev in events {
-        state.apply(&ev.data, sink)?;
-    }
-    state.finish()
+    sse::parse_text::<StreamState>(text, sink)
 }
 
 impl OpenAi {
@@ -300,24 +293,11 @@ impl OpenAi {
         let body = request_body(req, base.contains("api.openai.com"));
         let resp = http::post(NAME, &self.endpoint, &url, headers, &body).await?;
         if !req.stream {
-            let reply = parse_response(&http::json_body(NAME, resp).await?)?;
-            if !reply.text.is_empty() {
-                sink(&reply.text);
-            }
-            return Ok(reply);
+            return Ok(sse::whole(
+                parse_response(&http::json_body(NAME, resp).await?)?,
+                sink,
+            ));
         }
-        let mut decoder = SseDecoder::default();
-        let mut state = StreamState::default();
-        http::for_each_chunk(NAME, resp, |bytes| {
-            for ev in decoder.push(bytes) {
-                state.apply(&ev.data, sink)?;
-            }
-            Ok(())
-        })
-        .await?;
-        for ev in decoder.finish() {
-            state.apply(&ev.data, sink)?;
-        }
-        state.finish()
+        sse::read_stream::<StreamState>(NAME, resp, sink).await
     }
 }

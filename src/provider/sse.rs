@@ -1,4 +1,7 @@
-//! Incremental decoding of Server-Sent Events and NDJSON from a byte stream.
+//! Incremental decoding of Server-Sent Events and NDJSON from a byte stream, and the reading
+//! of a streamed reply into a wire format's stream state.
+
+use super::{ModelResponse, ProviderError, TextSink, http};
 
 /// One SSE event.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -89,6 +92,58 @@ impl SseDecoder {
             _ => {}
         }
     }
+}
+
+/// A wire format's accumulator of streamed events.
+pub trait StreamState: Default {
+    /// Applies one event's `data`; streamed text goes to `sink`.
+    fn apply(&mut self, data: &str, sink: &TextSink) -> Result<(), ProviderError>;
+    /// The reply once the stream ended.
+    fn finish(self) -> Result<ModelResponse, ProviderError>;
+}
+
+/// Reads an SSE reply as it arrives into a stream state `S`.
+pub async fn read_stream<S: StreamState>(
+    provider: &'static str,
+    resp: reqwest::Response,
+    sink: &TextSink,
+) -> Result<ModelResponse, ProviderError> {
+    let mut decoder = SseDecoder::default();
+    let mut state = S::default();
+    http::for_each_chunk(provider, resp, |bytes| {
+        for ev in decoder.push(bytes) {
+            state.apply(&ev.data, sink)?;
+        }
+        Ok(())
+    })
+    .await?;
+    for ev in decoder.finish() {
+        state.apply(&ev.data, sink)?;
+    }
+    state.finish()
+}
+
+/// Parses a whole recorded SSE text into a stream state `S` (tests and replay).
+pub fn parse_text<S: StreamState>(
+    text: &str,
+    sink: &TextSink,
+) -> Result<ModelResponse, ProviderError> {
+    let mut decoder = SseDecoder::default();
+    let mut state = S::default();
+    let mut events = decoder.push(text.as_bytes());
+    events.extend(decoder.finish());
+    for ev in events {
+        state.apply(&ev.data, sink)?;
+    }
+    state.finish()
+}
+
+/// A whole (non-streamed) reply: its text goes to `sink` at once.
+pub fn whole(reply: ModelResponse, sink: &TextSink) -> ModelResponse {
+    if !reply.text.is_empty() {
+        sink(&reply.text);
+    }
+    reply
 }
 
 #[cfg(test)]

@@ -257,6 +257,9 @@ impl TestServer {
 
 /// Sends a signal (`INT`, `KILL`) to a process with the shell's built-in `kill`.
 pub fn signal(pid: u32, sig: &str) {
-    let status = Command::new("sh").args(["-c", &format!("kill -{sig} {pid}")]).status().expect("sh");
+    let status = Command::new("sh")
+        .args(["-c", &format!("kill -{sig} {pid}")])
+        .status()
+        .expect("sh");
     assert!(status.success(), "kill -{sig} {pid}");
 }
