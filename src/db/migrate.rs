@@ -33,18 +33,21 @@ const MIGRATIONS: &[&str] = &[
         updated_at REAL NOT NULL, PRIMARY KEY(workspace, ns, key));",
 ];
 
-/// Brings the schema up to date.
+/// Brings the schema up to date. The version is read under the write lock, so two processes
+/// opening a new database at once do not both apply a migration.
 pub fn run(conn: &mut Connection) -> rusqlite::Result<()> {
-    let version: usize = conn
-        .pragma_query_value(None, "user_version", |r| r.get::<_, i64>(0))
-        .map(|v| v.max(0) as usize)?;
-    for (i, sql) in MIGRATIONS.iter().enumerate().skip(version) {
-        let tx = conn.transaction()?;
+    loop {
+        let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+        let version: usize = tx
+            .pragma_query_value(None, "user_version", |r| r.get::<_, i64>(0))
+            .map(|v| v.max(0) as usize)?;
+        let Some(sql) = MIGRATIONS.get(version) else {
+            return tx.commit();
+        };
         tx.execute_batch(sql)?;
-        tx.pragma_update(None, "user_version", (i + 1) as i64)?;
+        tx.pragma_update(None, "user_version", (version + 1) as i64)?;
         tx.commit()?;
     }
-    Ok(())
 }
 
 #[cfg(test)]
