@@ -47,6 +47,13 @@ pub fn now() -> f64 {
         .unwrap_or(0.0)
 }
 
+fn is_busy(e: &rusqlite::Error) -> bool {
+    matches!(
+        e.sqlite_error_code(),
+        Some(rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked)
+    )
+}
+
 /// An open database. One connection per process, shared behind a mutex: writes from many runs
 /// are serialized here, and other processes wait on the busy timeout instead of failing.
 pub struct Db {
@@ -68,18 +75,35 @@ impl Db {
             path: shown.clone(),
             source,
         };
-        let mut conn = Connection::open(path).map_err(err)?;
-        conn.busy_timeout(std::time::Duration::from_secs(15))
-            .map_err(err)?;
-        conn.pragma_update(None, "journal_mode", "WAL")
-            .map_err(err)?;
-        conn.pragma_update(None, "synchronous", "NORMAL")
-            .map_err(err)?;
-        migrate::run(&mut conn).map_err(err)?;
+        // Switching a new file to WAL takes a lock the busy handler does not wait for, so
+        // several processes opening it at once retry for a while.
+        let mut attempt = 0;
+        let conn = loop {
+            match Self::connect(path) {
+                Ok(c) => break c,
+                Err(e) if attempt < 100 && is_busy(&e) => {
+                    attempt += 1;
+                    std::thread::sleep(std::time::Duration::from_millis(20));
+                }
+                Err(e) => return Err(err(e)),
+            }
+        };
         Ok(Db {
             conn: Mutex::new(conn),
             path: path.to_path_buf(),
         })
+    }
+
+    fn connect(path: &Path) -> rusqlite::Result<Connection> {
+        let mut conn = Connection::open(path)?;
+        conn.busy_timeout(std::time::Duration::from_secs(15))?;
+        let mode: String = conn.pragma_query_value(None, "journal_mode", |r| r.get(0))?;
+        if !mode.eq_ignore_ascii_case("wal") {
+            conn.pragma_update(None, "journal_mode", "WAL")?;
+        }
+        conn.pragma_update(None, "synchronous", "NORMAL")?;
+        migrate::run(&mut conn)?;
+        Ok(conn)
     }
 
     /// Where the database lives.
@@ -97,6 +121,26 @@ impl Db {
         DbError::Sqlite {
             path: self.path.display().to_string(),
             source,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn many_openers_of_a_new_database_migrate_it_once() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("new.db");
+        let openers: Vec<_> = (0..8)
+            .map(|_| {
+                let p = path.clone();
+                std::thread::spawn(move || {
+                    super::Db::open(&p).map(|_| ()).map_err(|e| e.to_string())
+                })
+            })
+            .collect();
+        for o in openers {
+            assert_eq!(o.join().expect("thread"), Ok(()));
         }
     }
 }

@@ -519,3 +519,81 @@ fn a_missing_key_says_which_variable_to_set_and_keys_never_leak() {
         );
     }
 }
+
+#[test]
+fn each_turn_sees_the_registry_as_it_is_then() {
+    let probe = |v: &str| {
+        format!(
+            "tool(\"probe\").description(\"probe {v}\").handler(|a| \"{v}\");\nagent(\"snap\").provider(\"anthropic\").model(\"m\").tools([\"probe\"]);"
+        )
+    };
+    let s = Scripts::new(&[("snap.rhai", &probe("v1"))]);
+    let mock = Mock::start(&json!({"turns": [
+        {"tool_calls": [{"name": "probe", "args": {}}]},
+        {"delay_ms": 1500, "tool_calls": [{"name": "probe", "args": {}}]},
+        {"tool_calls": [{"name": "probe", "args": {}}]},
+        {"text": "done"}
+    ]}));
+    let child = std::process::Command::new(kiln_bin())
+        .args([
+            "ask",
+            "snap",
+            "go",
+            "--watch",
+            "--json",
+            "--scripts",
+            ".",
+            "--base-url",
+            &mock.url,
+        ])
+        .current_dir(s.path())
+        .env("ANTHROPIC_API_KEY", TEST_KEY)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    for _ in 0..500 {
+        if mock.requests().len() >= 2 {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    std::fs::write(s.path().join("snap.rhai"), probe("v2")).expect("edit while the model thinks");
+    let out = child.wait_with_output().expect("wait");
+    assert!(out.status.success(), "{}", stderr(&out));
+    let v: Value = serde_json::from_str(&stdout(&out)).expect("json");
+    let results: Vec<&str> = v["tool_calls"]
+        .as_array()
+        .expect("calls")
+        .iter()
+        .filter_map(|c| c["outcome"]["result"].as_str())
+        .collect();
+    // Turn 2 was asked with the v1 schema, so v1 code runs its call even though the file
+    // changed while the model thought; turn 3 sees (and runs) v2.
+    assert_eq!(results, vec!["v1", "v1", "v2"]);
+    let reqs = mock.requests();
+    assert_eq!(reqs[1]["body"]["tools"][0]["description"], "probe v1");
+    assert_eq!(
+        reqs[2]["body"]["tools"][0]["description"], "probe v2",
+        "the next turn saw the new schema"
+    );
+}
+
+#[test]
+fn a_request_that_times_out_is_retried_then_reported() {
+    let s = agents();
+    let mock = Mock::start(&json!({"loop": true, "turns": [{"delay_ms": 3000, "text": "late"}]}));
+    let out = run(
+        &s,
+        &mock,
+        "openai",
+        &["--request-timeout", "0.3", "--retries", "1"],
+    );
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stderr(&out).contains("openai: request failed: timed out"),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(mock.requests().len(), 2, "one retry");
+}
