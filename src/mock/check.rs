@@ -34,7 +34,8 @@ fn valid_name(n: &str) -> bool {
 
 /// Checks a Messages API request.
 pub fn anthropic(headers: &HeaderMap, body: &Value, require_auth: bool) -> Result<(), Rejection> {
-    if require_auth && headers.get("x-api-key").is_none() {
+    if require_auth && headers.get("x-api-key").is_none() && headers.get("authorization").is_none()
+    {
         return Err(anthropic_error(
             401,
             "authentication_error",
