@@ -3,6 +3,7 @@
 mod approve;
 mod ask;
 mod db_cmd;
+mod defs_cmd;
 mod extract_cmd;
 mod mock_cmd;
 pub mod output;
@@ -78,6 +79,8 @@ pub enum Command {
     Mock(mock_cmd::MockArgs),
     /// Run the tool calls written in free text on stdin ({"tool": ..., "parameters": ...}).
     Extract(extract_cmd::ExtractArgs),
+    /// Write a .d.rhai file describing the DSL and host functions (for editor support).
+    Definitions(defs_cmd::DefsArgs),
     /// Show the run log: runs, tool calls, usage (newest first).
     Logs(db_cmd::LogsArgs),
     /// List, show or delete saved sessions.
@@ -220,6 +223,7 @@ pub fn run(cli: Cli) -> CliResult<ExitCode> {
         Command::Mock(a) => mock_cmd::mock(a),
         Command::Watch => watch_cmd::watch(&cli.global),
         Command::Logs(a) => db_cmd::logs(&cli.global, a),
+        Command::Definitions(a) => defs_cmd::definitions(&cli.global, a),
         Command::Sessions(a) => db_cmd::sessions(&cli.global, a),
         Command::Extract(a) => extract_cmd::extract(&cli.global, a),
         Command::Repl { caps } => repl(&cli.global, &caps),

@@ -226,3 +226,21 @@ fn mock_rejects_a_bad_scenario_with_its_location() {
         stderr(&out)
     );
 }
+
+#[test]
+fn definitions_describe_the_dsl_and_host_functions() {
+    let s = Scripts::new(&[]);
+    let out = kiln(&["definitions", "-o", "k.d.rhai"], s.path());
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = std::fs::read_to_string(s.path().join("k.d.rhai")).expect("written");
+    for sig in [
+        "fn tool(",
+        "fn param(_: ToolBuilder, _: string, _: string, _: map) -> ToolBuilder;",
+        "fn http_get(_: string, _: map)",
+        "fn store_get(",
+        "fn agent(",
+    ] {
+        assert!(text.contains(sig), "{sig} missing");
+    }
+    assert!(!text.contains("EvalAltResult"));
+}
