@@ -44,12 +44,15 @@ fn io_runtime() -> &'static tokio::runtime::Runtime {
     })
 }
 
-fn wait<T: Send + 'static>(fut: impl std::future::Future<Output = T> + Send + 'static) -> T {
+fn wait<T: Send + 'static>(
+    fut: impl std::future::Future<Output = Result<T, String>> + Send + 'static,
+) -> Result<T, String> {
     let (tx, rx) = std::sync::mpsc::channel();
     io_runtime().spawn(async move {
         let _ = tx.send(fut.await);
     });
-    rx.recv().expect("host I/O task finished")
+    rx.recv()
+        .unwrap_or_else(|_| Err("the host I/O task stopped".into()))
 }
 
 // ---------- network ----------
