@@ -43,6 +43,8 @@ pub const COMMANDS: &[(&str, &str)] = &[
 pub struct ReplHelper {
     /// The host whose registry names are completed.
     pub host: Arc<Host>,
+    /// Set while plain lines go to an agent: they are chat, not Rhai, so never "incomplete".
+    pub chatting: Arc<std::sync::atomic::AtomicBool>,
 }
 
 fn candidates(word: &str, options: impl IntoIterator<Item = String>) -> Vec<Pair> {
@@ -103,11 +105,14 @@ impl Highlighter for ReplHelper {}
 
 impl Validator for ReplHelper {
     fn validate(&self, ctx: &mut ValidationContext) -> rustyline::Result<ValidationResult> {
-        Ok(if is_incomplete(self.host.engine(), ctx.input()) {
-            ValidationResult::Incomplete
-        } else {
-            ValidationResult::Valid(None)
-        })
+        let chatting = self.chatting.load(std::sync::atomic::Ordering::Relaxed);
+        Ok(
+            if !chatting && is_incomplete(self.host.engine(), ctx.input()) {
+                ValidationResult::Incomplete
+            } else {
+                ValidationResult::Valid(None)
+            },
+        )
     }
 }
 

@@ -67,7 +67,11 @@ pub fn run_repl(
 ) -> Result<(), Box<dyn std::error::Error>> {
     let color = std::env::var_os("NO_COLOR").is_none() && std::io::stdout().is_terminal();
     let mut editor: Editor<ReplHelper, DefaultHistory> = Editor::new()?;
-    editor.set_helper(Some(ReplHelper { host: host.clone() }));
+    let chatting = Arc::new(AtomicBool::new(false));
+    editor.set_helper(Some(ReplHelper {
+        host: host.clone(),
+        chatting: chatting.clone(),
+    }));
     let history = history_path();
     if let Some(h) = &history {
         let _ = editor.load_history(h);
@@ -128,6 +132,7 @@ pub fn run_repl(
                 if !repl.handle(line.trim()) {
                     break;
                 }
+                chatting.store(repl.agent.is_some(), Ordering::Relaxed);
             }
             Err(ReadlineError::Interrupted) => continue,
             Err(ReadlineError::Eof) => break,

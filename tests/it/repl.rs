@@ -20,7 +20,11 @@ fn start(s: &Scripts, history: &std::path::Path) -> PtySession {
 /// Waits for the prompt and for the editor to take input again (type-ahead is discarded
 /// when the terminal switches to raw mode).
 fn ready(p: &mut PtySession) {
-    p.exp_string("kiln> ").expect("prompt");
+    ready_as(p, "kiln> ");
+}
+
+fn ready_as(p: &mut PtySession, prompt: &str) {
+    p.exp_string(prompt).expect("prompt");
     std::thread::sleep(std::time::Duration::from_millis(150));
 }
 
@@ -123,6 +127,44 @@ fn ctrl_c_cancels_a_slow_tool_and_returns_to_the_prompt() {
     p.exp_string("kiln> ").expect("prompt again");
     p.send_line(r#":call greet {"who": "cy"}"#).expect("send");
     p.exp_string("hello cy").expect("still serving");
+    ready(&mut p);
+    p.send_line(":quit").expect("quit");
+    p.exp_eof().expect("exits");
+}
+
+#[test]
+fn sessions_continue_across_repl_restarts() {
+    let s = Scripts::new(&[]);
+    let demo = repo().join("examples/demo").display().to_string();
+    let open = || {
+        let mut cmd = Command::new(kiln_bin());
+        cmd.args(["repl", "--scripts", &demo])
+            .current_dir(s.path())
+            .env("NO_COLOR", "1")
+            .env("KILN_HISTORY", s.path().join("h"))
+            .env("TERM", "xterm");
+        let mut p = rexpect::session::spawn_command(cmd, Some(15_000)).expect("spawn repl");
+        p.exp_string(":help for commands").expect("banner");
+        ready(&mut p);
+        p
+    };
+    let mut p = open();
+    p.send_line(":agent demo").expect("send");
+    p.exp_string("chatting with demo").expect("agent");
+    ready_as(&mut p, "kiln[demo]> ");
+    p.send_line(":session talk").expect("send");
+    p.exp_string("new session talk").expect("session");
+    ready_as(&mut p, "kiln[demo]> ");
+    p.send_line("What is 10% of 50?").expect("send");
+    p.exp_string("FIVE").expect("answer");
+    ready_as(&mut p, "kiln[demo]> ");
+    p.send_line(":quit").expect("quit");
+    p.exp_eof().expect("exits");
+
+    let mut p = open();
+    p.send_line(":session talk").expect("send");
+    p.exp_string("continuing session talk with demo (8 messages)")
+        .expect("restored");
     ready(&mut p);
     p.send_line(":quit").expect("quit");
     p.exp_eof().expect("exits");
