@@ -165,7 +165,7 @@ fn sessions_continue_across_repl_restarts() {
     p.send_line(":session talk").expect("send");
     p.exp_string("continuing session talk with demo (8 messages)")
         .expect("restored");
-    ready(&mut p);
+    ready_as(&mut p, "kiln[demo]> ");
     p.send_line(":quit").expect("quit");
     p.exp_eof().expect("exits");
 }
