@@ -150,16 +150,15 @@ pub(super) async fn drive(
                 Err(e) => error_result(format!("rejected by the validator: {e}")),
                 Ok(args) => {
                     let outcome = tool.execute_async(args, ctx.clone()).await;
-                    let record = super::ToolCallRecord {
-                        round: step,
-                        id: format!("step_{step}"),
-                        name: name.to_string(),
-                        args: plan.get("args").cloned().unwrap_or_default(),
-                        outcome: outcome.to_json(true),
-                        is_error: !outcome.is_ok(),
-                        duration_ms: outcome.duration.as_secs_f64() * 1000.0,
-                        script_version: tool.script.version.clone(),
-                    };
+                    let args = plan.get("args").cloned().unwrap_or_default();
+                    let record = super::ToolCallRecord::new(
+                        step,
+                        &format!("step_{step}"),
+                        name,
+                        args,
+                        &outcome,
+                        tool.script.version.clone(),
+                    );
                     run.emit(RunEvent::ToolDone(&record));
                     run.report.tool_calls.push(record);
                     match outcome.result {

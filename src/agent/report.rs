@@ -26,6 +26,29 @@ pub struct ToolCallRecord {
     pub script_version: String,
 }
 
+impl ToolCallRecord {
+    /// The record of one call and its outcome.
+    pub fn new(
+        round: u32,
+        id: &str,
+        name: &str,
+        args: Value,
+        outcome: &crate::tool::ToolOutcome,
+        script_version: String,
+    ) -> Self {
+        ToolCallRecord {
+            round,
+            id: id.to_string(),
+            name: name.to_string(),
+            args,
+            outcome: outcome.to_json(true),
+            is_error: !outcome.is_ok(),
+            duration_ms: outcome.duration.as_secs_f64() * 1000.0,
+            script_version,
+        }
+    }
+}
+
 /// The record of a run, also carried by its errors.
 #[derive(Debug, Clone, Serialize)]
 pub struct RunReport {

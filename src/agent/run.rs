@@ -294,20 +294,19 @@ async fn drive(
         let mut results = Vec::new();
         let mut stop: Option<RunErrorKind> = None;
         for (call, outcome) in calls.iter().zip(outcomes) {
-            let record = ToolCallRecord {
+            let version = offered
+                .iter()
+                .find(|t| t.name == call.name)
+                .map(|t| t.script.version.clone())
+                .unwrap_or_default();
+            let record = ToolCallRecord::new(
                 round,
-                id: call.id.clone(),
-                name: call.name.clone(),
-                args: call.args.to_value(),
-                outcome: outcome.to_json(true),
-                is_error: !outcome.is_ok(),
-                duration_ms: outcome.duration.as_secs_f64() * 1000.0,
-                script_version: offered
-                    .iter()
-                    .find(|t| t.name == call.name)
-                    .map(|t| t.script.version.clone())
-                    .unwrap_or_default(),
-            };
+                &call.id,
+                &call.name,
+                call.args.to_value(),
+                &outcome,
+                version,
+            );
             run.emit(RunEvent::ToolDone(&record));
             run.report.tool_calls.push(record);
             if let Err(f) = &outcome.result {

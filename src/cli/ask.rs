@@ -28,15 +28,9 @@ pub struct AskArgs {
     /// Send requests here (any OpenAI-compatible server, a local Ollama, kiln mock).
     #[arg(long, value_name = "URL")]
     pub base_url: Option<String>,
-    /// Grant these capabilities instead of the agent's own (comma-separated, repeatable).
-    #[arg(long, value_name = "CAPS")]
-    pub caps: Vec<String>,
-    /// Application context for tools (ctx.context), KEY=VALUE; VALUE may be JSON.
-    #[arg(long = "context", short = 'c', value_name = "KEY=VALUE")]
-    pub context: Vec<String>,
-    /// The actor the run is for (ctx.actor_id).
-    #[arg(long, value_name = "ID")]
-    pub actor: Option<String>,
+    /// Grants (instead of the agent's own, for `ask`), context and actor.
+    #[command(flatten)]
+    pub run: super::ContextArgs,
     /// Tool rounds allowed before the run fails with ToolLoopError.
     #[arg(long, value_name = "N")]
     pub max_iterations: Option<u32>,
@@ -150,13 +144,13 @@ pub fn ask(g: &Global, a: AskArgs) -> CliResult<ExitCode> {
             timeout: secs(a.request_timeout),
             max_retries: Some(a.retries),
         },
-        grants: Some(g.mark_ask(if a.caps.is_empty() {
+        grants: Some(g.mark_ask(if a.run.caps.is_empty() {
             agent.grants.clone()
         } else {
-            parse_caps(&a.caps)?
+            parse_caps(&a.run.caps)?
         })),
-        context: parse_context(&a.context)?,
-        actor_id: a.actor.clone(),
+        context: parse_context(&a.run.context)?,
+        actor_id: a.run.actor.clone(),
         max_iterations: a.max_iterations,
         stream: !a.no_stream,
         timeout: a.timeout.and_then(secs),

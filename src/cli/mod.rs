@@ -193,6 +193,21 @@ impl Global {
     }
 }
 
+/// What a call or run is for: grants, application context and actor (`call`, `ask`).
+#[derive(Args, Debug, Clone)]
+pub struct ContextArgs {
+    /// Capabilities granted (comma-separated, repeatable), e.g. store,net:api.github.com;
+    /// for `ask` they replace the agent's own
+    #[arg(long, value_name = "CAPS")]
+    pub caps: Vec<String>,
+    /// Application context visible to handlers as ctx.context (KEY=VALUE; VALUE may be JSON).
+    #[arg(long = "context", short = 'c', value_name = "KEY=VALUE")]
+    pub context: Vec<String>,
+    /// The actor the work is done for (ctx.actor_id).
+    #[arg(long, value_name = "ID")]
+    pub actor: Option<String>,
+}
+
 /// Parses `--caps a,b` lists.
 pub fn parse_caps(caps: &[String]) -> CliResult<Grants> {
     let list: Vec<&str> = caps

@@ -45,15 +45,9 @@ pub struct CallArgs {
     pub tool: String,
     /// Arguments as a JSON object; `-` reads them from stdin. Default: {}
     pub args: Option<String>,
-    /// Capabilities granted to the call (comma-separated, repeatable), e.g. store,net:api.github.com
-    #[arg(long, value_name = "CAPS")]
-    pub caps: Vec<String>,
-    /// Application context visible to the handler as ctx.context (KEY=VALUE; VALUE may be JSON).
-    #[arg(long = "context", short = 'c', value_name = "KEY=VALUE")]
-    pub context: Vec<String>,
-    /// The actor the call is made for (ctx.actor_id).
-    #[arg(long, value_name = "ID")]
-    pub actor: Option<String>,
+    /// Grants (instead of the agent's own, for `ask`), context and actor.
+    #[command(flatten)]
+    pub run: super::ContextArgs,
 }
 
 fn format(name: &str) -> Result<Format, HostError> {
@@ -200,9 +194,9 @@ pub fn call(g: &Global, a: CallArgs) -> CliResult<ExitCode> {
     let (host, _db) = g.host_with_db()?;
     report_load_problems(&host.registry());
     let tool = host.tool(&a.tool)?;
-    let mut ctx = host.context(g.mark_ask(parse_caps(&a.caps)?));
-    ctx.context = parse_context(&a.context)?;
-    ctx.actor_id = a.actor;
+    let mut ctx = host.context(g.mark_ask(parse_caps(&a.run.caps)?));
+    ctx.context = parse_context(&a.run.context)?;
+    ctx.actor_id = a.run.actor;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;

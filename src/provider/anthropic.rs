@@ -31,14 +31,7 @@ pub fn request_body(req: &ModelRequest) -> Value {
         body["system"] = json!(s);
     }
     if !req.tools.is_empty() {
-        let tools: Vec<Value> = req
-            .tools
-            .iter()
-            .map(
-                |t| json!({"name": t.name, "description": t.description, "input_schema": t.schema}),
-            )
-            .collect();
-        body["tools"] = Value::Array(tools);
+        body["tools"] = super::tool_definitions(&req.tools, crate::schema::Format::Anthropic);
     }
     if let Some(t) = req.temperature {
         body["temperature"] = json!(t);

@@ -154,6 +154,16 @@ pub struct ToolDef {
     pub schema: Value,
 }
 
+/// The tools of a request in a wire format (the same definitions `kiln tools --format` prints).
+pub fn tool_definitions(tools: &[ToolDef], format: crate::schema::Format) -> Value {
+    Value::Array(
+        tools
+            .iter()
+            .map(|t| crate::schema::export(&t.name, &t.description, &t.schema, format).0)
+            .collect(),
+    )
+}
+
 /// One model request.
 #[derive(Debug, Clone)]
 pub struct ModelRequest {

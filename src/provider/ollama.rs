@@ -77,12 +77,7 @@ pub fn request_body(req: &ModelRequest) -> Value {
     }
     let mut body = json!({"model": req.model, "messages": msgs, "stream": req.stream});
     if !req.tools.is_empty() {
-        let tools: Vec<Value> = req
-            .tools
-            .iter()
-            .map(|t| json!({"type": "function", "function": {"name": t.name, "description": t.description, "parameters": t.schema}}))
-            .collect();
-        body["tools"] = Value::Array(tools);
+        body["tools"] = super::tool_definitions(&req.tools, crate::schema::Format::Ollama);
     }
     let mut options = json!({"num_predict": req.max_tokens});
     if let Some(t) = req.temperature {

@@ -53,12 +53,7 @@ pub fn request_body(req: &ModelRequest, official: bool) -> Value {
     }
     let mut body = json!({"model": req.model, "messages": msgs});
     if !req.tools.is_empty() {
-        let tools: Vec<Value> = req
-            .tools
-            .iter()
-            .map(|t| json!({"type": "function", "function": {"name": t.name, "description": t.description, "parameters": t.schema}}))
-            .collect();
-        body["tools"] = Value::Array(tools);
+        body["tools"] = super::tool_definitions(&req.tools, crate::schema::Format::OpenAi);
     }
     body[if official {
         "max_completion_tokens"

@@ -333,12 +333,7 @@ fn deadline_and_ctrl_c_stop_the_run() {
         .stderr(std::process::Stdio::piped())
         .spawn()
         .expect("spawn");
-    for _ in 0..100 {
-        if !mock.requests().is_empty() {
-            break;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
+    mock.wait_for_requests(1);
     std::thread::sleep(std::time::Duration::from_millis(300));
     signal(child.id(), "INT");
     let out = child.wait_with_output().expect("wait");
@@ -552,12 +547,7 @@ fn each_turn_sees_the_registry_as_it_is_then() {
         .stderr(std::process::Stdio::piped())
         .spawn()
         .expect("spawn");
-    for _ in 0..500 {
-        if mock.requests().len() >= 2 {
-            break;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(10));
-    }
+    mock.wait_for_requests(2);
     std::fs::write(s.path().join("snap.rhai"), probe("v2")).expect("edit while the model thinks");
     let out = child.wait_with_output().expect("wait");
     assert!(out.status.success(), "{}", stderr(&out));

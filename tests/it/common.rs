@@ -140,6 +140,17 @@ impl Mock {
         }
     }
 
+    /// Waits (up to 5 s) until the mock has received `n` requests.
+    pub fn wait_for_requests(&self, n: usize) {
+        for _ in 0..500 {
+            if self.requests().len() >= n {
+                return;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        panic!("the mock never received {n} requests");
+    }
+
     /// Every request the mock received.
     pub fn requests(&self) -> Vec<Value> {
         let body = http_get(&format!("{}/_kiln/requests", self.url));

@@ -238,12 +238,7 @@ fn a_run_killed_with_sigkill_leaves_a_database_that_opens_and_a_session_that_con
         .stderr(std::process::Stdio::null())
         .spawn()
         .expect("spawn");
-    for _ in 0..500 {
-        if mock.requests().len() >= 2 {
-            break;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(10));
-    }
+    mock.wait_for_requests(2);
     std::thread::sleep(std::time::Duration::from_millis(200));
     signal(child.id(), "KILL");
     let mut child = child;
