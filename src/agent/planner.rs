@@ -4,7 +4,7 @@
 
 use super::extract;
 use super::report::RunErrorKind;
-use super::run::{Run, RunEvent, RunOptions, sleep_until};
+use super::run::{Run, RunEvent, RunOptions};
 use crate::Host;
 use crate::context::CallContext;
 use crate::provider::{Message, ModelRequest, Provider, TextSink};
@@ -115,15 +115,9 @@ pub(super) async fn drive(
             stream: false,
         };
         run.report.rounds = step;
-        run.emit(RunEvent::ModelStart { round: step });
-        let reply = tokio::select! {
-            r = provider.complete(&request, &sink) => r?,
-            _ = opts.cancel.cancelled() => return Err(RunErrorKind::Cancelled),
-            _ = sleep_until(deadline) => return Err(RunErrorKind::Deadline),
-        };
-        run.emit(RunEvent::ModelDone { round: step });
-        run.model_reply(step, &reply, Duration::ZERO);
-        run.report.usage += reply.usage;
+        let reply = run
+            .ask_model(provider, &request, &sink, opts, deadline)
+            .await?;
         run.report.messages.push(Message::Assistant {
             content: reply.text.clone(),
             tool_calls: Vec::new(),

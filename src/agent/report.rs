@@ -80,6 +80,26 @@ pub struct RunReport {
     pub error: Option<String>,
 }
 
+impl RunReport {
+    /// A fresh report for a run of `agent` starting from `messages`.
+    pub fn new(agent: &str, messages: Vec<Message>) -> Self {
+        RunReport {
+            run_id: crate::context::new_run_id(),
+            agent: agent.to_string(),
+            provider: String::new(),
+            model: String::new(),
+            messages,
+            tool_calls: Vec::new(),
+            usage: Usage::default(),
+            rounds: 0,
+            stop_reason: None,
+            answer: String::new(),
+            steps: Vec::new(),
+            error: None,
+        }
+    }
+}
+
 /// How a run failed.
 #[derive(Debug, Clone, thiserror::Error)]
 pub enum RunErrorKind {

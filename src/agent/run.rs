@@ -109,16 +109,36 @@ impl Run {
         self.committed_calls = self.report.tool_calls.len();
     }
 
-    /// Tells the recorder a model reply arrived.
-    pub(super) fn model_reply(
-        &self,
-        round: u32,
-        reply: &crate::provider::ModelResponse,
-        took: Duration,
-    ) {
+    /// Sends one model request for round `report.rounds`, stopping on cancel or the deadline;
+    /// the reply is announced, recorded and its usage counted.
+    pub(super) async fn ask_model(
+        &mut self,
+        provider: &Provider,
+        request: &ModelRequest,
+        sink: &TextSink,
+        opts: &RunOptions,
+        deadline: Option<Instant>,
+    ) -> Result<crate::provider::ModelResponse, RunErrorKind> {
+        let round = self.report.rounds;
+        self.emit(RunEvent::ModelStart { round });
+        let asked = Instant::now();
+        let reply = tokio::select! {
+            r = provider.complete(request, sink) => r?,
+            _ = opts.cancel.cancelled() => return Err(RunErrorKind::Cancelled),
+            _ = sleep_until(deadline) => return Err(RunErrorKind::Deadline),
+        };
+        self.emit(RunEvent::ModelDone { round });
         if let Some(r) = &self.recorder {
-            r.model_reply(&self.report.run_id, round, reply.usage, &reply.stop, took);
+            r.model_reply(
+                &self.report.run_id,
+                round,
+                reply.usage,
+                &reply.stop,
+                asked.elapsed(),
+            );
         }
+        self.report.usage += reply.usage;
+        Ok(reply)
     }
 
     pub(super) fn emit(&self, ev: RunEvent) {
@@ -140,20 +160,7 @@ pub async fn run(
         content: prompt.to_string(),
     });
     let mut run = Run {
-        report: RunReport {
-            run_id: crate::context::new_run_id(),
-            agent: agent_name.to_string(),
-            provider: String::new(),
-            model: String::new(),
-            messages,
-            tool_calls: Vec::new(),
-            usage: Default::default(),
-            rounds: 0,
-            stop_reason: None,
-            answer: String::new(),
-            steps: Vec::new(),
-            error: None,
-        },
+        report: RunReport::new(agent_name, messages),
         observer: opts.observer.clone(),
         recorder: opts.recorder.clone(),
         committed: opts.history.len(),
@@ -266,16 +273,9 @@ async fn drive(
         };
         run.report.rounds += 1;
         let round = run.report.rounds;
-        run.emit(RunEvent::ModelStart { round });
-        let asked = Instant::now();
-        let reply = tokio::select! {
-            r = provider.complete(&request, &sink) => r?,
-            _ = opts.cancel.cancelled() => return Err(RunErrorKind::Cancelled),
-            _ = sleep_until(deadline) => return Err(RunErrorKind::Deadline),
-        };
-        run.emit(RunEvent::ModelDone { round });
-        run.model_reply(round, &reply, asked.elapsed());
-        run.report.usage += reply.usage;
+        let reply = run
+            .ask_model(provider, &request, &sink, opts, deadline)
+            .await?;
         run.report.stop_reason = Some(reply.stop.clone());
         let calls = reply.tool_calls.clone();
         run.report.messages.push(Message::Assistant {

@@ -487,18 +487,8 @@ impl Repl {
 
 fn empty_report(agent: &str) -> crate::agent::RunReport {
     crate::agent::RunReport {
-        run_id: String::new(),
-        agent: agent.to_string(),
-        provider: String::new(),
-        model: String::new(),
-        messages: Vec::new(),
-        tool_calls: Vec::new(),
-        usage: Default::default(),
-        rounds: 0,
-        stop_reason: None,
-        answer: String::new(),
-        steps: Vec::new(),
         error: Some("cancelled".into()),
+        ..crate::agent::RunReport::new(agent, Vec::new())
     }
 }
 

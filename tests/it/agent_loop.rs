@@ -317,22 +317,17 @@ fn deadline_and_ctrl_c_stop_the_run() {
     let mock = Mock::start(
         &json!({"turns": [{"tool_calls": [{"name": "slow", "args": {}}]}, {"text": "never"}]}),
     );
-    let child = std::process::Command::new(kiln_bin())
-        .args([
-            "ask",
+    let child = spawn_ask(
+        &[
             "shop_openai",
             "go",
             "--scripts",
             ".",
             "--base-url",
             &format!("{}/v1", mock.url),
-        ])
-        .current_dir(s.path())
-        .env("OPENAI_API_KEY", TEST_KEY)
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("spawn");
+        ],
+        s.path(),
+    );
     mock.wait_for_requests(1);
     std::thread::sleep(std::time::Duration::from_millis(300));
     signal(child.id(), "INT");
@@ -529,9 +524,8 @@ fn each_turn_sees_the_registry_as_it_is_then() {
         {"tool_calls": [{"name": "probe", "args": {}}]},
         {"text": "done"}
     ]}));
-    let child = std::process::Command::new(kiln_bin())
-        .args([
-            "ask",
+    let child = spawn_ask(
+        &[
             "snap",
             "go",
             "--watch",
@@ -540,13 +534,9 @@ fn each_turn_sees_the_registry_as_it_is_then() {
             ".",
             "--base-url",
             &mock.url,
-        ])
-        .current_dir(s.path())
-        .env("ANTHROPIC_API_KEY", TEST_KEY)
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("spawn");
+        ],
+        s.path(),
+    );
     mock.wait_for_requests(2);
     std::fs::write(s.path().join("snap.rhai"), probe("v2")).expect("edit while the model thinks");
     let out = child.wait_with_output().expect("wait");

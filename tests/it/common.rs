@@ -226,6 +226,21 @@ pub fn ask(args: &[&str], cwd: &Path) -> Output {
         .expect("run kiln ask")
 }
 
+/// Starts `kiln ask` in the background (stdout and stderr piped) with test keys set.
+pub fn spawn_ask(args: &[&str], cwd: &Path) -> std::process::Child {
+    Command::new(kiln_bin())
+        .arg("ask")
+        .args(args)
+        .current_dir(cwd)
+        .env("NO_COLOR", "1")
+        .env("ANTHROPIC_API_KEY", TEST_KEY)
+        .env("OPENAI_API_KEY", TEST_KEY)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn kiln ask")
+}
+
 /// A key that must never appear in any output.
 pub const TEST_KEY: &str = "sk-kiln-test-SECRET-0123456789";
 

@@ -220,9 +220,8 @@ fn a_run_killed_with_sigkill_leaves_a_database_that_opens_and_a_session_that_con
         {"tool_calls": [{"name": "slow", "args": {}}]},
         {"text": "never"}
     ]}));
-    let child = std::process::Command::new(kiln_bin())
-        .args([
-            "ask",
+    let child = spawn_ask(
+        &[
             "shop",
             "compute",
             "--session",
@@ -231,13 +230,9 @@ fn a_run_killed_with_sigkill_leaves_a_database_that_opens_and_a_session_that_con
             ".",
             "--base-url",
             &mock.url,
-        ])
-        .current_dir(s.path())
-        .env("ANTHROPIC_API_KEY", TEST_KEY)
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .expect("spawn");
+        ],
+        s.path(),
+    );
     mock.wait_for_requests(2);
     std::thread::sleep(std::time::Duration::from_millis(200));
     signal(child.id(), "KILL");
