@@ -210,10 +210,10 @@ fn dechunk(body: &str) -> String {
     out
 }
 
-/// Runs `kiln ask` with provider keys set to test values.
-pub fn ask(args: &[&str], cwd: &Path) -> Output {
-    Command::new(kiln_bin())
-        .arg("ask")
+/// `kiln ask ARGS` with test keys set and provider endpoints from the environment removed.
+fn ask_command(args: &[&str], cwd: &Path) -> Command {
+    let mut cmd = Command::new(kiln_bin());
+    cmd.arg("ask")
         .args(args)
         .current_dir(cwd)
         .env("NO_COLOR", "1")
@@ -221,20 +221,18 @@ pub fn ask(args: &[&str], cwd: &Path) -> Output {
         .env("OPENAI_API_KEY", TEST_KEY)
         .env_remove("OPENAI_BASE_URL")
         .env_remove("OLLAMA_HOST")
-        .env_remove("KILN_LOG")
-        .output()
-        .expect("run kiln ask")
+        .env_remove("KILN_LOG");
+    cmd
 }
 
-/// Starts `kiln ask` in the background (stdout and stderr piped) with test keys set.
+/// Runs `kiln ask` to the end.
+pub fn ask(args: &[&str], cwd: &Path) -> Output {
+    ask_command(args, cwd).output().expect("run kiln ask")
+}
+
+/// Starts `kiln ask` in the background (stdout and stderr piped).
 pub fn spawn_ask(args: &[&str], cwd: &Path) -> std::process::Child {
-    Command::new(kiln_bin())
-        .arg("ask")
-        .args(args)
-        .current_dir(cwd)
-        .env("NO_COLOR", "1")
-        .env("ANTHROPIC_API_KEY", TEST_KEY)
-        .env("OPENAI_API_KEY", TEST_KEY)
+    ask_command(args, cwd)
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()
