@@ -100,9 +100,7 @@ pub(super) async fn drive(
     };
     let sink: TextSink = Arc::new(|_: &str| {});
     for step in 1..=agent.max_steps {
-        let snapshot = host.registry();
-        ctx.registry = Some(snapshot.clone());
-        let offered = snapshot.available(Some(&agent.tools), &ctx);
+        let offered = super::run::pin_turn(host, agent, &mut ctx);
         let request = ModelRequest {
             model: model.to_string(),
             system: agent.system.clone(),

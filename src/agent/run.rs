@@ -251,10 +251,7 @@ async fn drive(
     let mut invalid_counts: HashMap<String, u32> = HashMap::new();
     let exclusive = Arc::new(RwLock::new(()));
     loop {
-        // Each turn pins one snapshot: the schemas the model sees are the code that runs.
-        let snapshot = host.registry();
-        ctx.registry = Some(snapshot.clone());
-        let offered = snapshot.available(Some(&agent.tools), &ctx);
+        let offered = pin_turn(host, agent, &mut ctx);
         let request = ModelRequest {
             model: model.to_string(),
             system: agent.system.clone(),
@@ -353,6 +350,18 @@ async fn drive(
             return Err(RunErrorKind::Cancelled);
         }
     }
+}
+
+/// Pins this turn's registry snapshot in `ctx` and returns the agent's tools offered from it:
+/// the schemas the model sees are the code that runs.
+pub(super) fn pin_turn(
+    host: &Host,
+    agent: &crate::agent::AgentSpec,
+    ctx: &mut CallContext,
+) -> Vec<Arc<crate::tool::Tool>> {
+    let snapshot = host.registry();
+    ctx.registry = Some(snapshot.clone());
+    snapshot.available(Some(&agent.tools), ctx)
 }
 
 /// Sleeps until the deadline, or forever without one.

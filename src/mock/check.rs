@@ -180,6 +180,19 @@ fn tool_use_without_result(i: usize, ids: &[&String]) -> Rejection {
     )
 }
 
+/// OpenAI's rejection of tool calls whose `tool` replies are missing.
+fn tool_calls_without_responses(pending: &[String], param: &str) -> Rejection {
+    openai_error(
+        400,
+        format!(
+            "An assistant message with 'tool_calls' must be followed by tool messages responding to each 'tool_call_id'. The following tool_call_ids did not have response messages: {}",
+            pending.join(", ")
+        ),
+        Some(param),
+        None,
+    )
+}
+
 /// Checks a Chat Completions request.
 pub fn openai(headers: &HeaderMap, body: &Value, require_auth: bool) -> Result<(), Rejection> {
     let auth = headers
@@ -238,15 +251,7 @@ pub fn openai(headers: &HeaderMap, body: &Value, require_auth: bool) -> Result<(
             continue;
         }
         if !pending.is_empty() {
-            return Err(openai_error(
-                400,
-                format!(
-                    "An assistant message with 'tool_calls' must be followed by tool messages responding to each 'tool_call_id'. The following tool_call_ids did not have response messages: {}",
-                    pending.join(", ")
-                ),
-                Some(&param),
-                None,
-            ));
+            return Err(tool_calls_without_responses(&pending, &param));
         }
         if !matches!(role, "system" | "developer" | "user" | "assistant") {
             return Err(openai_error(
@@ -275,15 +280,7 @@ pub fn openai(headers: &HeaderMap, body: &Value, require_auth: bool) -> Result<(
         }
     }
     if !pending.is_empty() {
-        return Err(openai_error(
-            400,
-            format!(
-                "An assistant message with 'tool_calls' must be followed by tool messages responding to each 'tool_call_id'. The following tool_call_ids did not have response messages: {}",
-                pending.join(", ")
-            ),
-            Some("messages"),
-            None,
-        ));
+        return Err(tool_calls_without_responses(&pending, "messages"));
     }
     Ok(())
 }
