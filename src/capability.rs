@@ -40,6 +40,15 @@ impl Capability {
         if !valid_name || scope.is_some_and(str::is_empty) {
             return Err(HostError::BadCapability(text.to_string()));
         }
+        // A `net` scope names destinations; one that names nothing would silently refuse all.
+        if name == "net"
+            && let Some(Err(why)) = scope.map(crate::egress::NetScope::parse)
+        {
+            return Err(HostError::BadNetScope {
+                cap: text.to_string(),
+                why,
+            });
+        }
         Ok(Capability {
             name: name.to_string(),
             scope: scope.map(str::to_string),
@@ -120,7 +129,7 @@ impl Grants {
             g.cap.name == required.name
                 && match (&required.scope, &g.cap.scope) {
                     (None, _) | (_, None) => true,
-                    (Some(r), Some(s)) => r == s,
+                    (Some(r), Some(s)) => r == s || net_scope_covers(&required.name, s, r),
                 }
         })
     }
@@ -150,6 +159,17 @@ impl Grants {
     pub fn is_empty(&self) -> bool {
         self.grants.is_empty()
     }
+}
+
+/// A `net` grant of scope `granted` serving a tool that declares `required` (a CIDR holding
+/// the declared address, `private` for a local host, ...).
+fn net_scope_covers(name: &str, granted: &str, required: &str) -> bool {
+    use crate::egress::NetScope;
+    name == "net"
+        && matches!(
+            (NetScope::parse(granted), NetScope::parse(required)),
+            (Ok(g), Ok(r)) if g.covers(&r)
+        )
 }
 
 /// Renders a list of capabilities as `[a, b]`.
@@ -182,5 +202,10 @@ mod tests {
         assert!(Capability::parse("").is_err());
         assert!(Capability::parse("net:").is_err());
         assert!(Capability::parse("a b").is_err());
+        assert!(Capability::parse("net:10.0.0.0/40").is_err());
+        assert!(Capability::parse("net:private").is_ok());
+        let g = Grants::parse(&["net:127.0.0.0/8"]).expect("grants");
+        assert!(g.covers(&cap("net:127.0.0.1:8080")));
+        assert!(!g.covers(&cap("net:10.0.0.1")));
     }
 }

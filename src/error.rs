@@ -85,4 +85,12 @@ pub enum HostError {
     /// A capability string that does not parse.
     #[error("invalid capability \"{0}\": expected NAME or NAME:SCOPE")]
     BadCapability(String),
+    /// A `net:SCOPE` whose scope names no destination.
+    #[error("invalid capability \"{cap}\": {why}")]
+    BadNetScope {
+        /// The capability as written.
+        cap: String,
+        /// What is wrong with the scope.
+        why: String,
+    },
 }

@@ -9,6 +9,7 @@ pub mod capability;
 pub mod context;
 pub mod convert;
 pub mod db;
+pub mod egress;
 pub mod error;
 pub mod mock;
 pub mod provider;

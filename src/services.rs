@@ -1,9 +1,11 @@
-//! Host services reached by gated host functions: the store and the workspace.
+//! Host services reached by gated host functions: the store, the workspace, approvals and
+//! how the network is reached.
 
+use crate::egress::resolver::{NameResolver, SystemResolver};
 use serde_json::Value;
 use std::collections::BTreeMap;
-use std::path::PathBuf;
-use std::sync::Mutex;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 
 /// Key-value store, namespaced; values are JSON.
 #[derive(Default)]
@@ -100,6 +102,24 @@ impl Store {
 /// Asks a person whether a gated call may go ahead: `(capability, question) -> yes`.
 pub type Approver = Box<dyn Fn(&str, &str) -> bool + Send + Sync>;
 
+/// How `http_get`/`http_post` reach the network.
+pub struct Egress {
+    /// Where host names are looked up (replaceable: tests and `--resolve` map names to loopback).
+    pub resolver: Arc<dyn NameResolver>,
+    /// Use the environment's proxies (`HTTP_PROXY` and friends). Off unless the operator opts
+    /// in: a proxy would make the connection, so the address check would not hold.
+    pub use_env_proxy: bool,
+}
+
+impl Default for Egress {
+    fn default() -> Self {
+        Egress {
+            resolver: Arc::new(SystemResolver),
+            use_env_proxy: false,
+        }
+    }
+}
+
 /// What host functions reach: the store, the workspace root, and who approves `ask` grants.
 pub struct Services {
     /// The key-value store behind `store_*`.
@@ -110,6 +130,8 @@ pub struct Services {
     pub assume_yes: bool,
     /// Asks at the terminal; `None` when there is no terminal.
     pub approver: Option<Approver>,
+    /// How gated functions reach the network.
+    pub egress: Egress,
 }
 
 impl Services {
@@ -120,6 +142,7 @@ impl Services {
             workspace,
             assume_yes: false,
             approver: None,
+            egress: Egress::default(),
         }
     }
 
@@ -127,4 +150,49 @@ impl Services {
     pub fn approve(&self, cap: &str, question: &str) -> bool {
         self.assume_yes || self.approver.as_ref().is_some_and(|a| a(cap, question))
     }
+}
+
+/// The file in `.kiln/` holding the workspace's id.
+const WORKSPACE_ID_FILE: &str = "workspace-id";
+
+/// The workspace's id, kept in `WORKSPACE/.kiln/workspace-id` and created on first use, so the
+/// store follows a workspace that moves. The flag is true when the id was created just now.
+pub fn workspace_id(workspace: &Path) -> std::io::Result<(String, bool)> {
+    let dir = workspace.join(".kiln");
+    let file = dir.join(WORKSPACE_ID_FILE);
+    if let Ok(id) = std::fs::read_to_string(&file) {
+        return Ok((id.trim().to_string(), false));
+    }
+    std::fs::create_dir_all(&dir)?;
+    let id = fresh_id();
+    // Written aside, then linked into place: a concurrent first use sees a whole id or none,
+    // and exactly one creator wins.
+    let tmp = dir.join(format!(".{WORKSPACE_ID_FILE}.{id}"));
+    std::fs::write(&tmp, format!("{id}\n"))?;
+    let linked = std::fs::hard_link(&tmp, &file);
+    let _ = std::fs::remove_file(&tmp);
+    match linked {
+        Ok(()) => Ok((id, true)),
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+            Ok((std::fs::read_to_string(&file)?.trim().to_string(), false))
+        }
+        Err(e) => Err(e),
+    }
+}
+
+/// A new unique name: time, process and a per-process random key (std seeds it per process).
+pub fn fresh_id() -> String {
+    use std::hash::{BuildHasher, Hasher};
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u128(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos())
+            .unwrap_or(0),
+    );
+    h.write_u32(std::process::id());
+    h.write_u64(COUNTER.fetch_add(1, Ordering::Relaxed));
+    format!("{:016x}{:08x}", h.finish(), std::process::id())
 }

@@ -55,6 +55,13 @@ pub struct Global {
     /// Mark these granted capabilities as needing approval (comma-separated, repeatable).
     #[arg(long = "ask", global = true, value_name = "CAPS")]
     pub ask_caps: Vec<String>,
+    /// Make http_get/http_post resolve NAME to ADDR (like curl's --resolve; repeatable).
+    #[arg(long = "resolve", global = true, value_name = "NAME:ADDR")]
+    pub resolve: Vec<String>,
+    /// Let http_get/http_post use HTTP_PROXY and friends; the proxy then makes the connection,
+    /// so only the address the name resolves to here is checked.
+    #[arg(long, global = true, env = "KILN_NET_PROXY")]
+    pub net_proxy: bool,
     /// More log output on stderr (-v info, -vv debug). KILN_LOG overrides.
     #[arg(long, short = 'v', global = true, action = clap::ArgAction::Count)]
     pub verbose: u8,
@@ -133,11 +140,24 @@ impl Global {
                 return Err(format!("scripts folder {} does not exist", dir.display()).into());
             }
         }
-        let yes = self.yes;
-        Ok(Host::with_services(self.config(), |s| {
+        let adjust = self.services()?;
+        Ok(Host::with_services(self.config(), adjust)?)
+    }
+
+    /// What these options set in the host services: approvals and how the network is reached.
+    fn services(&self) -> CliResult<impl FnOnce(&mut kiln::services::Services)> {
+        let system: std::sync::Arc<dyn kiln::egress::resolver::NameResolver> =
+            std::sync::Arc::new(kiln::egress::resolver::SystemResolver);
+        let resolver = kiln::egress::resolver::Overrides::parse(&self.resolve, system)?;
+        let (yes, use_env_proxy) = (self.yes, self.net_proxy);
+        Ok(move |s: &mut kiln::services::Services| {
             s.assume_yes = yes;
             s.approver = approve::terminal();
-        })?)
+            s.egress = kiln::services::Egress {
+                resolver: std::sync::Arc::new(resolver),
+                use_env_proxy,
+            };
+        })
     }
 
     /// The database path these options name.
@@ -160,23 +180,43 @@ impl Global {
             }
         }
         let db = self.open_db()?;
-        let workspace = self
-            .workspace
-            .canonicalize()
-            .unwrap_or_else(|_| self.workspace.clone())
-            .display()
-            .to_string();
-        let yes = self.yes;
+        let workspace = self.store_key(&db);
+        let adjust = self.services()?;
         let store_db = db.clone();
         let host = Host::with_services(self.config(), |s| {
-            s.assume_yes = yes;
-            s.approver = approve::terminal();
+            adjust(s);
             s.store = kiln::services::Store::Sqlite {
                 db: store_db,
                 workspace,
             };
         })?;
         Ok((host, db))
+    }
+
+    /// The store namespace of the workspace: its id in `.kiln/` (so a moved workspace keeps its
+    /// store). Rows kept under the workspace's path by earlier versions move to the new id.
+    fn store_key(&self, db: &kiln::db::Db) -> String {
+        let path = self
+            .workspace
+            .canonicalize()
+            .unwrap_or_else(|_| self.workspace.clone())
+            .display()
+            .to_string();
+        match kiln::services::workspace_id(&self.workspace) {
+            Ok((id, created)) => {
+                if created && let Err(e) = db.kv_rekey(&path, &id) {
+                    output::warning(&format!("the store kept under {path} was not moved: {e}"));
+                }
+                id
+            }
+            Err(e) => {
+                output::warning(&format!(
+                    "cannot keep a workspace id in {}: {e}; the store is keyed by the path",
+                    self.workspace.join(".kiln").display()
+                ));
+                path
+            }
+        }
     }
 
     /// Grants with `--ask` applied.

@@ -61,4 +61,15 @@ impl Db {
             .map(|rows| rows.flatten().collect())
             .unwrap_or_default()
     }
+
+    /// Moves every key of workspace `from` to workspace `to` (keys `to` already has stay).
+    pub fn kv_rekey(&self, from: &str, to: &str) -> Result<(), super::DbError> {
+        self.conn()
+            .execute(
+                "UPDATE OR IGNORE kv SET workspace=?2 WHERE workspace=?1",
+                params![from, to],
+            )
+            .map(|_| ())
+            .map_err(|e| self.err(e))
+    }
 }

@@ -94,12 +94,44 @@ pub fn gate(
     target: &str,
     within: impl Fn(&str) -> bool,
 ) -> Result<Arc<Services>, Box<EvalAltResult>> {
+    let check = Check {
+        func,
+        cap,
+        target,
+        covers: &|scope: Option<&str>| scope.is_none_or(&within),
+        why_not: &String::new,
+        approve: true,
+    };
+    gate_with(&check).map(|(services, _)| services)
+}
+
+/// One gate check where an unscoped grant need not cover everything (`net` reaches public
+/// addresses only).
+pub struct Check<'a> {
+    /// The host function.
+    pub func: &'a str,
+    /// The capability it needs.
+    pub cap: &'a str,
+    /// The target as the script gave it.
+    pub target: &'a str,
+    /// Whether a declaration or grant with this scope (`None`: unscoped) covers the call;
+    /// an unscoped declaration always does.
+    pub covers: &'a dyn Fn(Option<&str>) -> bool,
+    /// Why no grant covers it, added to the refusal (empty: nothing to add).
+    pub why_not: &'a dyn Fn() -> String,
+    /// Ask for `ask` grants now (false: a covering `ask` grant counts, the question comes later).
+    pub approve: bool,
+}
+
+/// Checks declaration and grant; returns the services and the scope of the grant used.
+pub fn gate_with(c: &Check) -> Result<(Arc<Services>, Option<String>), Box<EvalAltResult>> {
+    let (func, cap, target) = (c.func, c.cap, c.target);
     FRAMES.with(|s| {
         let frames = s.borrow();
         let Some(top) = frames.last() else {
             return Err(denied(format!("{func}(\"{target}\") refused: host functions can only be called while a tool runs")));
         };
-        let declared = top.declared.iter().any(|c| c.name == cap && c.scope.as_deref().is_none_or(&within));
+        let declared = top.declared.iter().any(|d| d.name == cap && (d.scope.is_none() || (c.covers)(d.scope.as_deref())));
         if !declared {
             return Err(denied(format!(
                 "{func}(\"{target}\") refused: tool \"{}\" does not declare capability \"{cap}\" for \"{target}\" (add .requires(\"{cap}\"))",
@@ -107,22 +139,44 @@ pub fn gate(
             )));
         }
         let who = top.ctx.agent.as_deref().map_or_else(|| "the caller".to_string(), |a| format!("agent \"{a}\""));
-        match top.ctx.grants.grant_for(cap, &within) {
-            None => Err(denied(format!(
-                "{func}(\"{target}\") refused: {who} was not granted \"{cap}\" covering \"{target}\" (it has {})",
-                top.ctx.grants.list()
-            ))),
-            Some(g) if g.mode == GrantMode::Ask => {
-                let question = format!("tool \"{}\" wants {func}(\"{target}\") [{cap}]", top.tool);
+        let grant = top.ctx.grants.iter().find(|g| g.cap.name == cap && (c.covers)(g.cap.scope.as_deref()));
+        let used = || (top.ctx.services.clone(), grant.and_then(|g| g.cap.scope.clone()));
+        match grant {
+            None => {
+                let why = (c.why_not)();
+                let why = if why.is_empty() { String::new() } else { format!("; {why}") };
+                Err(denied(format!(
+                    "{func}(\"{target}\") refused: {who} was not granted \"{cap}\" covering \"{target}\" (it has {}){why}",
+                    top.ctx.grants.list()
+                )))
+            }
+            Some(g) if g.mode == GrantMode::Ask && c.approve => {
+                let question = format!("tool \"{}\" wants {func}(\"{target}\") [{}]", top.tool, g.cap);
                 if top.ctx.services.approve(cap, &question) {
-                    Ok(top.ctx.services.clone())
+                    Ok(used())
                 } else {
                     let why = if top.ctx.services.approver.is_none() { "there is no terminal to ask (pass --yes to approve)" } else { "it was not approved" };
                     Err(denied(format!("{func}(\"{target}\") refused: \"{cap}\" needs approval and {why}")))
                 }
             }
-            Some(_) => Ok(top.ctx.services.clone()),
+            Some(_) => Ok(used()),
         }
+    })
+}
+
+/// The scopes of the running tool's declarations of capability `cap` (`None`: unscoped).
+pub fn declared_scopes(cap: &str) -> Vec<Option<String>> {
+    FRAMES.with(|s| {
+        s.borrow()
+            .last()
+            .map(|f| {
+                f.declared
+                    .iter()
+                    .filter(|d| d.name == cap)
+                    .map(|d| d.scope.clone())
+                    .collect()
+            })
+            .unwrap_or_default()
     })
 }
 

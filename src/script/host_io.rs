@@ -1,18 +1,12 @@
-//! Host functions that reach the network, the files of the workspace and the environment.
+//! Host functions that reach the files of the workspace and the environment (the network ones
+//! live in `host_net`).
 //! Each is gated at every call (see `host_fns::gate`): declared by the running tool, granted to
 //! the caller, and the call's host, path or name inside the grant's scope.
 
 use super::host_fns::{denied, gate};
-use crate::convert;
 use rhai::{Array, Dynamic, Engine, EvalAltResult, Map};
 use std::path::{Component, Path, PathBuf};
-use std::sync::OnceLock;
-use std::time::Duration;
 
-/// Default and hard limits of `http_get` / `http_post`.
-const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
-const DEFAULT_MAX_BYTES: usize = 1024 * 1024;
-const HARD_MAX_BYTES: usize = 8 * 1024 * 1024;
 /// Largest file `read_file` returns.
 const MAX_READ_BYTES: u64 = 4 * 1024 * 1024;
 
@@ -24,174 +18,12 @@ pub const SECRET_VARS: &[&str] = &[
     "OLLAMA_API_KEY",
 ];
 
-type RhaiResult<T> = Result<T, Box<EvalAltResult>>;
+/// What a host function returns to the script.
+pub(super) type RhaiResult<T> = Result<T, Box<EvalAltResult>>;
 
-fn fail(msg: String) -> Box<EvalAltResult> {
+/// A failure the script sees (not a refusal).
+pub(super) fn fail(msg: String) -> Box<EvalAltResult> {
     msg.into()
-}
-
-/// A runtime of its own for host I/O, so scripts (on blocking threads) can wait on async I/O
-/// without touching the caller's runtime workers.
-fn io_runtime() -> &'static tokio::runtime::Runtime {
-    static RT: OnceLock<tokio::runtime::Runtime> = OnceLock::new();
-    RT.get_or_init(|| {
-        tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
-            .thread_name("kiln-host-io")
-            .enable_all()
-            .build()
-            .expect("the host I/O runtime starts")
-    })
-}
-
-fn wait<T: Send + 'static>(
-    fut: impl std::future::Future<Output = Result<T, String>> + Send + 'static,
-) -> Result<T, String> {
-    let (tx, rx) = std::sync::mpsc::channel();
-    io_runtime().spawn(async move {
-        let _ = tx.send(fut.await);
-    });
-    rx.recv()
-        .unwrap_or_else(|_| Err("the host I/O task stopped".into()))
-}
-
-// ---------- network ----------
-
-fn host_of(url: &reqwest::Url) -> String {
-    let host = url.host_str().unwrap_or("").to_string();
-    match url.port() {
-        Some(p) => format!("{host}:{p}"),
-        None => host,
-    }
-}
-
-fn net_scope_allows(scope: &str, url: &reqwest::Url) -> bool {
-    let host = url.host_str().unwrap_or("");
-    scope == host
-        || scope == host_of(url)
-        || scope
-            .strip_prefix("*.")
-            .is_some_and(|d| host == d || host.ends_with(&format!(".{d}")))
-}
-
-fn parse_url(func: &str, text: &str) -> RhaiResult<reqwest::Url> {
-    let url = reqwest::Url::parse(text)
-        .map_err(|e| fail(format!("{func}(\"{text}\"): not a URL: {e}")))?;
-    if !matches!(url.scheme(), "http" | "https") {
-        return Err(denied(format!(
-            "{func}(\"{text}\") refused: only http and https URLs are allowed"
-        )));
-    }
-    Ok(url)
-}
-
-struct HttpOpts {
-    timeout: Duration,
-    max_bytes: usize,
-    headers: Vec<(String, String)>,
-}
-
-fn http_opts(opts: &Map) -> HttpOpts {
-    let int = |k: &str| opts.get(k).and_then(|v| v.as_int().ok()).filter(|n| *n > 0);
-    let headers = opts
-        .get("headers")
-        .and_then(|h| {
-            h.read_lock::<Map>().map(|m| {
-                m.iter()
-                    .map(|(k, v)| (k.to_string(), v.to_string()))
-                    .collect()
-            })
-        })
-        .unwrap_or_default();
-    HttpOpts {
-        timeout: int("timeout_ms").map_or(DEFAULT_TIMEOUT, |ms| Duration::from_millis(ms as u64)),
-        max_bytes: int("max_bytes").map_or(DEFAULT_MAX_BYTES, |n| (n as usize).min(HARD_MAX_BYTES)),
-        headers,
-    }
-}
-
-fn http(func: &'static str, url: &str, body: Option<Dynamic>, opts: Map) -> RhaiResult<Map> {
-    let parsed = parse_url(func, url)?;
-    gate(func, "net", &host_of(&parsed), |scope| {
-        net_scope_allows(scope, &parsed)
-    })?;
-    // Redirects are re-checked against the same scopes.
-    let scopes = super::host_fns::scopes_for("net");
-    let policy = reqwest::redirect::Policy::custom(move |attempt| {
-        let ok = attempt.previous().len() < 5
-            && scopes.iter().any(|s| {
-                s.as_deref()
-                    .is_none_or(|s| net_scope_allows(s, attempt.url()))
-            });
-        if ok {
-            attempt.follow()
-        } else {
-            let msg = format!("redirect to {} is outside the net grant", attempt.url());
-            attempt.error(msg)
-        }
-    });
-    let o = http_opts(&opts);
-    let client = reqwest::Client::builder()
-        .redirect(policy)
-        .timeout(o.timeout)
-        .build()
-        .map_err(|e| fail(format!("{func}: {e}")))?;
-    let mut req = match &body {
-        None => client.get(parsed.clone()),
-        Some(b) if b.is_string() => client.post(parsed.clone()).body(b.to_string()),
-        Some(b) => client
-            .post(parsed.clone())
-            .json(&convert::to_json(b).map_err(fail)?),
-    };
-    for (k, v) in &o.headers {
-        req = req.header(k, v);
-    }
-    let max = o.max_bytes;
-    let url_text = url.to_string();
-    let result = wait(async move {
-        let mut resp = req.send().await.map_err(|e| {
-            format!(
-                "{func}(\"{url_text}\"): {}",
-                crate::provider::http::describe(&e, &url_text)
-            )
-        })?;
-        let status = resp.status().as_u16();
-        let headers: Map = resp
-            .headers()
-            .iter()
-            .filter_map(|(k, v)| {
-                Some((
-                    k.as_str().into(),
-                    Dynamic::from(v.to_str().ok()?.to_string()),
-                ))
-            })
-            .collect();
-        let mut body = Vec::new();
-        while let Some(chunk) = resp
-            .chunk()
-            .await
-            .map_err(|e| format!("{func}(\"{url_text}\"): {e}"))?
-        {
-            if body.len() + chunk.len() > max {
-                return Err(format!(
-                    "{func}(\"{url_text}\"): the response is larger than {max} bytes (raise opts.max_bytes, up to {HARD_MAX_BYTES})"
-                ));
-            }
-            body.extend_from_slice(&chunk);
-        }
-        Ok((status, headers, body))
-    });
-    let (status, headers, body) = result.map_err(fail)?;
-    let text = String::from_utf8_lossy(&body).to_string();
-    let mut out = Map::new();
-    out.insert("status".into(), (status as rhai::INT).into());
-    out.insert("headers".into(), headers.into());
-    let json = serde_json::from_str::<serde_json::Value>(&text)
-        .map(|v| convert::to_dynamic(&v))
-        .unwrap_or(Dynamic::UNIT);
-    out.insert("json".into(), json);
-    out.insert("body".into(), text.into());
-    Ok(out)
 }
 
 // ---------- files ----------
@@ -302,11 +134,12 @@ fn write_file(path: &str, text: &str) -> RhaiResult<()> {
     let dir = real
         .parent()
         .ok_or_else(|| fail(format!("write_file(\"{path}\"): no folder")))?;
-    // Atomic: a temp file in the same folder, then a rename over the target.
+    // Atomic: a temp file in the same folder, then a rename over the target. The temp name is
+    // unique per write, so concurrent writers to one path never share (and clobber) it.
     let tmp = dir.join(format!(
         ".{}.kiln-tmp-{}",
         real.file_name().unwrap_or_default().to_string_lossy(),
-        std::process::id()
+        crate::services::fresh_id()
     ));
     std::fs::write(&tmp, text).map_err(|e| fail(format!("write_file(\"{path}\"): {e}")))?;
     std::fs::rename(&tmp, &real).map_err(|e| {
@@ -337,6 +170,7 @@ fn env(name: &str) -> RhaiResult<Dynamic> {
 
 /// Registers the network, file and environment functions.
 pub fn register(engine: &mut Engine) {
+    use super::host_net::http;
     engine.register_fn("http_get", |url: &str| {
         http("http_get", url, None, Map::new())
     });

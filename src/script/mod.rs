@@ -3,6 +3,7 @@
 pub mod dsl;
 pub mod host_fns;
 pub mod host_io;
+pub mod host_net;
 pub mod imports;
 pub mod loader;
 pub mod math;

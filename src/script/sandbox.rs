@@ -97,6 +97,24 @@ fn stop_reason() -> Option<&'static str> {
     })
 }
 
+/// Fails with the engine's own termination when the running call's deadline has passed or it
+/// was cancelled, so host functions that wait stop the way scripts do.
+pub fn check_stop() -> Result<(), Box<EvalAltResult>> {
+    match stop_reason() {
+        Some(reason) => Err(EvalAltResult::ErrorTerminated(reason.into(), Position::NONE).into()),
+        None => Ok(()),
+    }
+}
+
+/// Time left before the running call's deadline, if it has one.
+pub fn remaining() -> Option<Duration> {
+    WATCH.with(|w| {
+        w.borrow()
+            .deadline
+            .map(|d| d.saturating_duration_since(Instant::now()))
+    })
+}
+
 /// A sink for `print` and `debug` output of scripts.
 pub type PrintSink = Arc<dyn Fn(&str) + Send + Sync>;
 
@@ -159,9 +177,7 @@ fn sleep_float(seconds: rhai::FLOAT) -> Result<(), Box<EvalAltResult>> {
 fn sleep_for(total: Duration) -> Result<(), Box<EvalAltResult>> {
     let end = Instant::now() + total;
     loop {
-        if let Some(reason) = stop_reason() {
-            return Err(EvalAltResult::ErrorTerminated(reason.into(), Position::NONE).into());
-        }
+        check_stop()?;
         let now = Instant::now();
         if now >= end {
             return Ok(());

@@ -287,7 +287,7 @@ fn redirects_are_rechecked_and_responses_are_size_limited() {
         &host,
         "g",
         json!({"u": format!("http://{}/big", server.addr)}),
-        &["net"],
+        &["net:127.0.0.1"],
     );
     assert!(
         o.to_json(true)

@@ -7,6 +7,7 @@ mod common;
 mod conformance;
 mod db;
 mod dsl;
+mod egress;
 mod exec;
 mod peers;
 mod planner;
