@@ -143,10 +143,20 @@ impl Grants {
     ///
     /// `within` decides whether a target falls inside a scope (host, folder, name, namespace).
     pub fn grant_for(&self, name: &str, within: impl Fn(&str) -> bool) -> Option<&Grant> {
+        self.grant_covering(name, |scope| scope.is_none_or(&within))
+    }
+
+    /// The first grant of capability `name` whose scope (`None`: unscoped) `covers` a call;
+    /// for capabilities where an unscoped grant does not reach everything (`net`).
+    pub fn grant_covering(
+        &self,
+        name: &str,
+        covers: impl Fn(Option<&str>) -> bool,
+    ) -> Option<&Grant> {
         self.grants
             .iter()
             .filter(|g| g.cap.name == name)
-            .find(|g| g.cap.scope.as_deref().is_none_or(&within))
+            .find(|g| covers(g.cap.scope.as_deref()))
     }
 
     /// Renders as `[a, b:c]`.

@@ -456,7 +456,19 @@ impl NetRule {
                 .declared
                 .iter()
                 .any(|d| d.is_none() || scope_allows(d.as_deref(), t, ip));
-            if !declared || !scope_allows(self.granted.as_deref(), t, ip) {
+            if !declared {
+                let scopes: Vec<String> = self
+                    .declared
+                    .iter()
+                    .flatten()
+                    .map(|s| format!("net:{s}"))
+                    .collect();
+                return Err(Refusal {
+                    hint: format!("the tool declares only {}", scopes.join(", ")),
+                    ..Refusal::new(t, ip)
+                });
+            }
+            if !scope_allows(self.granted.as_deref(), t, ip) {
                 return Err(Refusal::new(t, ip));
             }
         }

@@ -139,7 +139,7 @@ pub fn gate_with(c: &Check) -> Result<(Arc<Services>, Option<String>), Box<EvalA
             )));
         }
         let who = top.ctx.agent.as_deref().map_or_else(|| "the caller".to_string(), |a| format!("agent \"{a}\""));
-        let grant = top.ctx.grants.iter().find(|g| g.cap.name == cap && (c.covers)(g.cap.scope.as_deref()));
+        let grant = top.ctx.grants.grant_covering(cap, c.covers);
         let used = || (top.ctx.services.clone(), grant.and_then(|g| g.cap.scope.clone()));
         match grant {
             None => {

@@ -227,10 +227,19 @@ fn check_hop(
     })?;
     let addrs: Vec<IpAddr> = match &target.host {
         NetHost::Ip(ip) => vec![*ip],
-        NetHost::Name(name) => wait(services.egress.resolver.lookup(name))?
-            .ok()
-            .filter(|a| !a.is_empty())
-            .ok_or_else(|| fail(format!("{func}(\"{shown}\"): cannot resolve {name}")))?,
+        NetHost::Name(name) => match wait(services.egress.resolver.lookup(name))? {
+            Ok(addrs) if !addrs.is_empty() => addrs,
+            Ok(_) => {
+                return Err(fail(format!(
+                    "{func}(\"{shown}\"): {name} has no addresses"
+                )));
+            }
+            Err(e) => {
+                return Err(fail(format!(
+                    "{func}(\"{shown}\"): cannot resolve {name}: {e}"
+                )));
+            }
+        },
     };
     let why_not = || {
         let scopes = scopes_for("net");
@@ -288,20 +297,19 @@ fn client_for(
     rule: NetRule,
     timeout: Duration,
 ) -> Result<reqwest::Client, reqwest::Error> {
+    let builder = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .timeout(timeout);
+    if services.egress.use_env_proxy {
+        // The operator's proxy makes the connection; only the check before the call holds.
+        return builder.build();
+    }
     let resolver = CheckedResolver {
         target,
         rule,
         resolver: services.egress.resolver.clone(),
     };
-    let builder = reqwest::Client::builder()
-        .redirect(reqwest::redirect::Policy::none())
-        .timeout(timeout)
-        .dns_resolver(Arc::new(resolver));
-    if services.egress.use_env_proxy {
-        builder.build()
-    } else {
-        builder.no_proxy().build()
-    }
+    builder.dns_resolver(Arc::new(resolver)).no_proxy().build()
 }
 
 async fn send(req: reqwest::RequestBuilder, max: usize) -> Result<Reply, HopError> {

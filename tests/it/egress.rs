@@ -269,6 +269,34 @@ fn a_tools_own_scope_holds_on_every_redirect_hop() {
     assert!(msg.contains("it redirected outside the net grant"), "{msg}");
     assert!(msg.contains("does not declare capability \"net\""), "{msg}");
     other.assert_untouched();
+    // The declaration holds at connect time too, when a name changes its answer.
+    let s = Scripts::new(&[(
+        "t.rhai",
+        "tool(\"pinned\").param(\"u\", \"string\").requires(\"net:127.0.0.2/32\").handler(|a| http_get(a.u).status);",
+    )]);
+    let host = resolving(
+        &s,
+        Arc::new(Sequence {
+            answers: vec![
+                "127.0.0.2".parse().expect("ip"),
+                "127.0.0.1".parse().expect("ip"),
+            ],
+            asked: AtomicUsize::new(0),
+        }),
+    );
+    let url = format!("http://moving.test:{}/", other.port);
+    let msg = refused(&call(
+        &host,
+        "pinned",
+        json!({ "u": url }),
+        &["net:127.0.0.0/8"],
+    ));
+    assert!(msg.contains("refused at connect time"), "{msg}");
+    assert!(
+        msg.contains("the tool declares only net:127.0.0.2/32"),
+        "{msg}"
+    );
+    other.assert_untouched();
 }
 
 #[test]
