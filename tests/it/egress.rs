@@ -507,3 +507,56 @@ agent("writer").provider("script").tools(["w"]).capabilities(["fs.write"]).ask([
     p.exp_eof().expect("exits");
     assert!(s.path().join("approved.txt").exists());
 }
+
+#[test]
+fn a_host_no_grant_names_is_not_even_looked_up() {
+    let s = Scripts::new(&[("t.rhai", TOOLS)]);
+    let resolver = Arc::new(Sequence {
+        answers: vec!["127.0.0.1".parse().expect("ip")],
+        asked: AtomicUsize::new(0),
+    });
+    let host = resolving(&s, resolver.clone());
+    let msg = refused(&fetch(
+        &host,
+        "http://secret-data.other.test/",
+        &["net:allowed.test"],
+    ));
+    assert!(msg.contains("was not granted \"net\""), "{msg}");
+    assert_eq!(
+        resolver.asked.load(Ordering::SeqCst),
+        0,
+        "a lookup would leak the name"
+    );
+}
+
+#[test]
+fn headers_the_script_set_do_not_follow_a_redirect_to_another_origin() {
+    use std::io::{Read, Write};
+    let s = Scripts::new(&[(
+        "t.rhai",
+        "tool(\"keyed\").param(\"u\", \"string\").requires(\"net\").handler(|a| http_get(a.u, #{ headers: #{ \"x-api-key\": \"k-SECRET\" } }).body);",
+    )]);
+    let host = s.host();
+    let echo = TcpListener::bind("127.0.0.1:0").expect("bind");
+    let echo_port = echo.local_addr().expect("addr").port();
+    let echoing = std::thread::spawn(move || {
+        let (mut conn, _) = echo.accept().expect("the redirect arrives");
+        let mut buf = [0u8; 8192];
+        let n = conn.read(&mut buf).expect("request");
+        let body = buf[..n].to_vec();
+        let head = format!(
+            "HTTP/1.1 200 OK\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
+            body.len()
+        );
+        conn.write_all(head.as_bytes()).expect("head");
+        conn.write_all(&body).expect("body");
+    });
+    let server = redirecting_server();
+    let url = format!("http://{}/to/127.0.0.1:{echo_port}/", server.addr);
+    let o = call(&host, "keyed", json!({ "u": url }), &["net:127.0.0.0/8"]);
+    echoing.join().expect("echo server");
+    let seen = o.result.expect("the redirect is followed");
+    let seen = seen.as_str().unwrap_or_default().to_ascii_lowercase();
+    assert!(seen.starts_with("get / http/1.1"), "{seen}");
+    assert!(!seen.contains("k-secret"), "{seen}");
+}
