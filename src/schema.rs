@@ -183,6 +183,13 @@ pub fn build_param(
             }
         }
     }
+    // A nullable enum must list null too, or null fails the enum while the type allows it.
+    let nullable = matches!(s.get("type"), Some(Value::Array(ts)) if ts.contains(&json!("null")));
+    if let (true, Some(Value::Array(e))) = (nullable, s.get_mut("enum"))
+        && !e.contains(&Value::Null)
+    {
+        e.push(Value::Null);
+    }
     Ok((Value::Object(s), required))
 }
 

@@ -32,7 +32,8 @@ pub struct Tool {
     pub exclusive: bool,
     /// Per-attempt deadline.
     pub timeout: Duration,
-    /// How many times a failed handler is re-run.
+    /// How many times a handler that failed with a retryable error
+    /// ([`FailureKind::is_retryable`]) is re-run.
     pub retries: u32,
     /// Where the tool was defined.
     pub loc: SourceLoc,
@@ -89,6 +90,26 @@ impl FailureKind {
             FailureKind::Cancelled => "cancelled",
             FailureKind::UnknownTool => "unknown_tool",
             FailureKind::Denied => "denied",
+        }
+    }
+
+    /// Whether `.retries(n)` re-runs a handler that failed this way: only an unexpected
+    /// runtime error (a transient I/O failure, a flaky service) can pass on a second try.
+    /// The rest would fail the same way again or must not be repeated: a refusal or a refused
+    /// approval (asking again is nagging), the handler's own `tool_error`, a sandbox limit,
+    /// the deadline (the time is spent), a cancel, and arguments or capabilities checked before
+    /// the handler ran.
+    pub fn is_retryable(self) -> bool {
+        match self {
+            FailureKind::Runtime => true,
+            FailureKind::InvalidArguments
+            | FailureKind::Capability
+            | FailureKind::ToolError
+            | FailureKind::Limit
+            | FailureKind::Deadline
+            | FailureKind::Cancelled
+            | FailureKind::UnknownTool
+            | FailureKind::Denied => false,
         }
     }
 }
@@ -254,7 +275,7 @@ impl Tool {
         loop {
             attempts += 1;
             let result = self.run_handler(args, ctx);
-            let retryable = matches!(&result, Err(f) if !matches!(f.kind, FailureKind::Cancelled));
+            let retryable = matches!(&result, Err(f) if f.kind.is_retryable());
             if !retryable || attempts > self.retries {
                 return ToolOutcome {
                     result,

@@ -8,7 +8,7 @@ pub mod report;
 pub mod run;
 pub mod spec;
 
-pub use record::Recorder;
+pub use record::{RecordError, Recorder};
 pub use report::{RunError, RunErrorKind, RunReport, ToolCallRecord};
 pub use run::{Observer, RunEvent, RunOptions, run};
 pub use spec::AgentSpec;

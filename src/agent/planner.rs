@@ -9,7 +9,7 @@ use crate::Host;
 use crate::context::CallContext;
 use crate::provider::{Message, ModelRequest, Provider, TextSink};
 use crate::script::sandbox;
-use crate::tool::Tool;
+use crate::tool::{FailureKind, Tool, ToolFailure, ToolOutcome};
 use serde_json::{Value, json};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -82,7 +82,8 @@ fn validate(agent: &super::AgentSpec, tool: &str, args: Value) -> Result<Value, 
     }
 }
 
-/// The planner loop.
+/// The planner loop: each step is committed through the run's recorder, like a round of the
+/// tool-calling loop, before the next model request (or before the step's error ends the run).
 #[allow(clippy::too_many_arguments)]
 pub(super) async fn drive(
     host: &Host,
@@ -116,65 +117,93 @@ pub(super) async fn drive(
         let reply = run
             .ask_model(provider, &request, &sink, opts, deadline)
             .await?;
+        run.report.stop_reason = Some(reply.stop.clone());
         run.report.messages.push(Message::Assistant {
             content: reply.text.clone(),
             tool_calls: Vec::new(),
         });
-        let plan = extract::one_object(&reply.text)?;
-        let Some(name) = plan.get("tool").and_then(Value::as_str) else {
-            return Err(RunErrorKind::InvalidPlan(format!(
-                "the plan has no \"tool\" name: {plan}"
-            )));
-        };
-        let Some(tool) = offered.iter().find(|t| t.name == name).cloned() else {
-            let known: Vec<&str> = offered.iter().map(|t| t.name.as_str()).collect();
-            return Err(RunErrorKind::InvalidPlan(format!(
-                "unknown tool \"{name}\" (available: {})",
-                known.join(", ")
-            )));
-        };
-        let args = plan.get("args").cloned().unwrap_or_else(|| json!({}));
-        let violations = tool.violations(&args);
-        let result = if !violations.is_empty() {
-            error_result(format!("invalid arguments: {}", violations.join("; ")))
-        } else {
-            match validate(agent, name, args.clone()) {
-                Err(e) => error_result(format!("rejected by the validator: {e}")),
-                Ok(args) => {
-                    let outcome = tool.execute_async(args, ctx.clone()).await;
-                    let args = plan.get("args").cloned().unwrap_or_default();
-                    let record = super::ToolCallRecord::new(
-                        step,
-                        &format!("step_{step}"),
-                        name,
-                        args,
-                        &outcome,
-                        tool.script.version.clone(),
-                    );
-                    run.emit(RunEvent::ToolDone(&record));
-                    run.report.tool_calls.push(record);
-                    match outcome.result {
-                        Ok(v) => v,
-                        Err(f) if f.kind == crate::tool::FailureKind::Capability => {
-                            return Err(RunErrorKind::Capability(f.message));
-                        }
-                        Err(f) if f.kind == crate::tool::FailureKind::Cancelled => {
-                            return Err(RunErrorKind::Cancelled);
-                        }
-                        Err(f) => error_result(f.message),
-                    }
-                }
-            }
-        };
-        let done = result.get("status").and_then(Value::as_str) == Some("done");
-        let thought = plan.get("thought").cloned().unwrap_or(Value::Null);
-        run.report.steps.push(
-            json!({"thought": thought, "action": {"tool": name, "args": args}, "result": result}),
-        );
+        let done = take_step(run, agent, &offered, &ctx, step, &reply.text).await;
+        let committed = run.commit(&ctx.state);
+        // The step's own error is the cause; a failed commit ends the run all the same.
+        let done = done?;
+        committed?;
         if done {
-            run.report.answer = result.to_string();
             return Ok(());
         }
     }
     Err(RunErrorKind::MaxSteps(agent.max_steps))
+}
+
+/// Runs the plan in the model's `text` as step `step`: records the call with the arguments
+/// that ran (after the validator) and the step's `{thought, action, result}`. True when the
+/// tool answered `status: "done"`.
+async fn take_step(
+    run: &mut Run,
+    agent: &super::AgentSpec,
+    offered: &[Arc<Tool>],
+    ctx: &CallContext,
+    step: u32,
+    text: &str,
+) -> Result<bool, RunErrorKind> {
+    let plan = extract::one_object(text)?;
+    let Some(name) = plan.get("tool").and_then(Value::as_str) else {
+        return Err(RunErrorKind::InvalidPlan(format!(
+            "the plan has no \"tool\" name: {plan}"
+        )));
+    };
+    let Some(tool) = offered.iter().find(|t| t.name == name).cloned() else {
+        let known: Vec<&str> = offered.iter().map(|t| t.name.as_str()).collect();
+        return Err(RunErrorKind::InvalidPlan(format!(
+            "unknown tool \"{name}\" (available: {})",
+            known.join(", ")
+        )));
+    };
+    let planned = plan.get("args").cloned().unwrap_or_else(|| json!({}));
+    let started = Instant::now();
+    let refused = |message: String| {
+        ToolOutcome::failed(
+            ToolFailure::visible(FailureKind::InvalidArguments, message),
+            started,
+        )
+    };
+    let violations = tool.violations(&planned);
+    let (args, outcome) = if !violations.is_empty() {
+        let msg = format!("invalid arguments: {}", violations.join("; "));
+        (planned, refused(msg))
+    } else {
+        match validate(agent, name, planned.clone()) {
+            Err(e) => (planned, refused(format!("rejected by the validator: {e}"))),
+            Ok(args) => {
+                let outcome = tool.execute_async(args.clone(), ctx.clone()).await;
+                (args, outcome)
+            }
+        }
+    };
+    let record = super::ToolCallRecord::new(
+        step,
+        &format!("step_{step}"),
+        name,
+        args.clone(),
+        &outcome,
+        tool.script.version.clone(),
+    );
+    run.emit(RunEvent::ToolDone(&record));
+    run.report.tool_calls.push(record);
+    let result = match outcome.result {
+        Ok(v) => v,
+        Err(f) if f.kind == FailureKind::Capability => {
+            return Err(RunErrorKind::Capability(f.message));
+        }
+        Err(f) if f.kind == FailureKind::Cancelled => return Err(RunErrorKind::Cancelled),
+        Err(f) => error_result(f.message),
+    };
+    let done = result.get("status").and_then(Value::as_str) == Some("done");
+    let thought = plan.get("thought").cloned().unwrap_or(Value::Null);
+    if done {
+        run.report.answer = result.to_string();
+    }
+    run.report.steps.push(
+        json!({"thought": thought, "action": {"tool": name, "args": args}, "result": result}),
+    );
+    Ok(done)
 }

@@ -137,6 +137,9 @@ pub enum RunErrorKind {
     /// The run's deadline passed.
     #[error("the run's deadline passed")]
     Deadline,
+    /// A completed step could not be recorded (run log, session).
+    #[error(transparent)]
+    Record(#[from] super::RecordError),
 }
 
 /// A failed run with everything it did up to the failure.

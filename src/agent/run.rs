@@ -93,8 +93,9 @@ impl Run {
         }
     }
 
-    /// Hands the messages and tool calls of a finished step to the recorder (which commits them).
-    pub(super) fn commit(&mut self, state: &Arc<Mutex<Value>>) {
+    /// Hands the messages and tool calls of a finished step to the recorder and waits for the
+    /// commit: a step that cannot be recorded ends the run.
+    pub(super) fn commit(&mut self, state: &Arc<Mutex<Value>>) -> Result<(), RunErrorKind> {
         if let Some(r) = &self.recorder {
             let state = state.lock().map(|s| s.clone()).unwrap_or(Value::Null);
             r.step(
@@ -103,10 +104,11 @@ impl Run {
                 &self.report.messages[self.committed..],
                 &self.report.tool_calls[self.committed_calls..],
                 &state,
-            );
+            )?;
         }
         self.committed = self.report.messages.len();
         self.committed_calls = self.report.tool_calls.len();
+        Ok(())
     }
 
     /// Sends one model request for round `report.rounds`, stopping on cancel or the deadline;
@@ -166,15 +168,23 @@ pub async fn run(
         committed: opts.history.len(),
         committed_calls: 0,
     };
-    if let Some(r) = &run.recorder {
-        r.started(&run.report);
-    }
-    let result = setup_and_drive(host, &mut run, &opts).await;
+    let started = match &run.recorder {
+        Some(r) => r.started(&run.report),
+        None => Ok(()),
+    };
+    let mut result = match started {
+        Ok(()) => setup_and_drive(host, &mut run, &opts).await,
+        Err(e) => Err(e.into()),
+    };
     if let Err(kind) = &result {
         run.report.error = Some(kind.to_string());
     }
-    if let Some(r) = &run.recorder {
-        r.ended(&run.report);
+    if let Some(Err(e)) = run.recorder.as_ref().map(|r| r.ended(&run.report)) {
+        // The run's own error, if any, is the one to report; this one is logged with it.
+        tracing::error!("{e}");
+        if result.is_ok() {
+            result = Err(e.into());
+        }
     }
     match result {
         Ok(()) => Ok(run.report),
@@ -281,7 +291,7 @@ async fn drive(
         });
         if calls.is_empty() {
             run.report.answer = reply.text;
-            run.commit(&ctx.state);
+            run.commit(&ctx.state)?;
             return Ok(());
         }
         if round > max_rounds {
@@ -342,7 +352,7 @@ async fn drive(
             });
         }
         run.report.messages.push(Message::Tool { results });
-        run.commit(&ctx.state);
+        run.commit(&ctx.state)?;
         if let Some(kind) = stop {
             return Err(kind);
         }

@@ -1,7 +1,7 @@
 //! The run log: every run, model reply, message and tool call, recorded as it happens.
 
 use super::{Db, DbError, now};
-use crate::agent::{Recorder, RunReport, ToolCallRecord};
+use crate::agent::{RecordError, Recorder, RunReport, ToolCallRecord};
 use crate::provider::{Message, StopReason, Usage};
 use rusqlite::{Transaction, params};
 use serde::Serialize;
@@ -45,15 +45,22 @@ impl RunLogger {
         }
     }
 
-    fn write(&self, what: &str, f: impl FnOnce(&Transaction) -> rusqlite::Result<()>) {
+    /// Runs `f` in one transaction and commits it; a failure is the caller's error.
+    fn write(
+        &self,
+        what: &'static str,
+        f: impl FnOnce(&Transaction) -> rusqlite::Result<()>,
+    ) -> Result<(), RecordError> {
         let mut conn = self.db.conn();
-        let result = conn.transaction().and_then(|tx| {
-            f(&tx)?;
-            tx.commit()
-        });
-        if let Err(e) = result {
-            tracing::error!("run log ({what}) in {}: {e}", self.db.path().display());
-        }
+        conn.transaction()
+            .and_then(|tx| {
+                f(&tx)?;
+                tx.commit()
+            })
+            .map_err(|e| RecordError {
+                what,
+                message: self.db.err(e).to_string(),
+            })
     }
 
     fn flush_replies(&self, tx: &Transaction, run_id: &str) -> rusqlite::Result<()> {
@@ -80,7 +87,7 @@ impl RunLogger {
 }
 
 impl Recorder for RunLogger {
-    fn started(&self, report: &RunReport) {
+    fn started(&self, report: &RunReport) -> Result<(), RecordError> {
         let prompt = match report.messages.last() {
             Some(Message::User { content }) => content.clone(),
             _ => String::new(),
@@ -97,7 +104,7 @@ impl Recorder for RunLogger {
                 )?;
             }
             Ok(())
-        });
+        })
     }
 
     fn model_reply(
@@ -132,7 +139,7 @@ impl Recorder for RunLogger {
         messages: &[Message],
         calls: &[ToolCallRecord],
         state: &Value,
-    ) {
+    ) -> Result<(), RecordError> {
         let at = now();
         self.write("step", |tx| {
             self.flush_replies(tx, run_id)?;
@@ -156,10 +163,10 @@ impl Recorder for RunLogger {
                 tx.prepare_cached("UPDATE sessions SET state = ?2, updated_at = ?3 WHERE name = ?1")?.execute(params![s, state.to_string(), at])?;
             }
             Ok(())
-        });
+        })
     }
 
-    fn ended(&self, report: &RunReport) {
+    fn ended(&self, report: &RunReport) -> Result<(), RecordError> {
         let status = if report.error.is_some() {
             "error"
         } else {
@@ -172,7 +179,7 @@ impl Recorder for RunLogger {
                 params![report.run_id, now(), status, report.error, report.answer, report.provider, report.model],
             )?;
             Ok(())
-        });
+        })
     }
 }
 

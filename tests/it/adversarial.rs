@@ -117,8 +117,6 @@ fn workspace_with(script: &str) -> Scripts {
 
 #[test]
 fn only_declared_granted_and_in_scope_calls_work() {
-    // SAFETY: tests set this variable once, to a fixed value, before any reader runs.
-    unsafe { std::env::set_var("KILN_ADV_VAR", "adv-value") };
     let server = ok_server();
     let url = format!("http://{}", server.addr);
     let rows = matrix(&url);
@@ -180,10 +178,37 @@ fn only_declared_granted_and_in_scope_calls_work() {
         Some(json!("world"))
     );
     assert_eq!(
-        call(&host, "declared_5", json!({}), &["env"]).result.ok(),
-        Some(json!("adv-value")),
+        call_with_env(
+            &s,
+            "declared_5",
+            "{}",
+            "env",
+            &[("KILN_ADV_VAR", "adv-value")]
+        )["result"],
+        json!("adv-value"),
         "an unscoped env grant reads ordinary variables"
     );
+}
+
+/// `kiln call TOOL ARGS --caps CAPS` in `s` with `env` added to the child's environment (tests
+/// run in parallel: the test process's own environment is never changed).
+fn call_with_env(s: &Scripts, tool: &str, args: &str, caps: &str, env: &[(&str, &str)]) -> Value {
+    let out = std::process::Command::new(kiln_bin())
+        .args(["call", tool, args, "--caps", caps, "--scripts", "."])
+        .current_dir(s.path())
+        .env("NO_COLOR", "1")
+        .envs(env.iter().copied())
+        .output()
+        .expect("run kiln call");
+    for (_, value) in env {
+        assert!(
+            !stderr(&out).contains(value),
+            "{value} leaked to stderr: {}",
+            stderr(&out)
+        );
+    }
+    serde_json::from_str(&stdout(&out))
+        .unwrap_or_else(|e| panic!("{e}: {} {}", stdout(&out), stderr(&out)))
 }
 
 #[test]
@@ -237,32 +262,32 @@ tool("l").param("p", "string").requires("fs.read").handler(|a| list_dir(a.p));
 
 #[test]
 fn provider_keys_need_a_grant_that_names_them() {
-    // SAFETY: a variable of this test's own, set before any reader runs.
-    unsafe { std::env::set_var("KILN_ADV_API_KEY", "sk-adv-secret") };
     let s = workspace_with(
         "tool(\"k\").param(\"n\", \"string\").requires(\"env\").handler(|a| env(a.n));",
     );
-    let host = s.host();
-    for name in ["KILN_ADV_API_KEY", "ANTHROPIC_API_KEY", "OPENAI_API_KEY"] {
-        let (kind, msg) = failure(&call(&host, "k", json!({"n": name}), &["env"]));
-        assert_eq!(kind, "denied");
+    let secrets = [
+        ("KILN_ADV_API_KEY", "sk-adv-secret"),
+        ("ANTHROPIC_API_KEY", "sk-adv-anthropic"),
+        ("OPENAI_API_KEY", "sk-adv-openai"),
+    ];
+    for (name, value) in secrets {
+        let v = call_with_env(&s, "k", &format!("{{\"n\": \"{name}\"}}"), "env", &secrets);
+        assert_eq!(v["error"]["kind"], "denied", "{v}");
+        let msg = v["error"]["message"].as_str().unwrap_or_default();
         assert!(
             msg.contains("secrets are readable only through a grant naming them"),
             "{msg}"
         );
-        assert!(!msg.contains("sk-adv-secret"));
+        assert!(!v.to_string().contains(value), "{v}");
     }
-    assert_eq!(
-        call(
-            &host,
-            "k",
-            json!({"n": "KILN_ADV_API_KEY"}),
-            &["env:KILN_ADV_API_KEY"]
-        )
-        .result
-        .ok(),
-        Some(json!("sk-adv-secret"))
+    let v = call_with_env(
+        &s,
+        "k",
+        r#"{"n": "KILN_ADV_API_KEY"}"#,
+        "env:KILN_ADV_API_KEY",
+        &secrets,
     );
+    assert_eq!(v["result"], "sk-adv-secret");
 }
 
 #[test]

@@ -341,9 +341,7 @@ fn two_hundred_concurrent_runs_log_without_lock_errors_while_logs_are_read() {
                         ))),
                         ..Default::default()
                     };
-                    kiln::agent::run(&host, "busy", &format!("run {i}"), opts)
-                        .await
-                        .map(|_| ())
+                    kiln::agent::run(&host, "busy", &format!("run {i}"), opts).await
                 })
             })
             .collect();
@@ -352,9 +350,15 @@ fn two_hundred_concurrent_runs_log_without_lock_errors_while_logs_are_read() {
     stop.store(true, std::sync::atomic::Ordering::Relaxed);
     let reads = reader.join().expect("reader never failed");
     assert!(reads >= 1);
-    for r in results {
-        assert!(r.expect("task").is_ok());
-    }
+    // The mock serves its turns in one sequence across all runs, so each run took its own path
+    // (a tool call or not, one or more rounds): its log must hold exactly what it did.
+    let reports: std::collections::HashMap<String, kiln::agent::RunReport> = results
+        .into_iter()
+        .map(|r| {
+            let report = r.expect("task").expect("run ok");
+            (report.run_id.clone(), report)
+        })
+        .collect();
     let runs = db
         .runs(&kiln::db::runlog::LogFilter {
             limit: 1000,
@@ -362,9 +366,79 @@ fn two_hundred_concurrent_runs_log_without_lock_errors_while_logs_are_read() {
         })
         .expect("runs");
     assert_eq!(runs.len(), 200);
-    assert!(
-        runs.iter().all(|r| r.status == "ok"),
-        "every run logged to its end"
-    );
+    let mut called = 0;
+    for r in &runs {
+        let report = &reports[&r.id];
+        assert_eq!(
+            (r.status.as_str(), r.answer.as_deref(), r.rounds),
+            ("ok", Some(report.answer.as_str()), i64::from(report.rounds)),
+            "run {} logged to its end",
+            r.id
+        );
+        let logged: Vec<(&str, &Value, &Value, bool)> = r
+            .tool_calls
+            .iter()
+            .map(|c| (c.name.as_str(), &c.args, &c.outcome["result"], c.is_error))
+            .collect();
+        let done: Vec<(&str, &Value, &Value, bool)> = report
+            .tool_calls
+            .iter()
+            .map(|c| (c.name.as_str(), &c.args, &c.outcome["result"], c.is_error))
+            .collect();
+        assert_eq!(logged, done, "run {}: its tool calls", r.id);
+        called += logged.len();
+        assert_eq!(
+            Value::Array(db.run_messages(&r.id).expect("messages")),
+            serde_json::to_value(&report.messages).expect("messages json"),
+            "run {}: its messages",
+            r.id
+        );
+        let session = db
+            .session(r.session.as_deref().expect("session"))
+            .expect("read")
+            .expect("session");
+        assert_eq!(session.messages.len(), report.messages.len());
+    }
+    assert!(called >= 100, "the runs called tools: {called}");
     assert_eq!(db.sessions().expect("sessions").len(), 200);
+}
+
+#[test]
+fn a_step_that_cannot_be_logged_ends_the_run_before_the_next_model_request() {
+    let s = shop();
+    let db_path = kiln::db::default_path(s.path());
+    drop(kiln::db::Db::open(&db_path).expect("db"));
+    rusqlite::Connection::open(&db_path)
+        .expect("open")
+        .execute_batch(
+            "CREATE TRIGGER refuse_calls BEFORE INSERT ON tool_calls
+             BEGIN SELECT RAISE(ABORT, 'simulated write failure'); END;",
+        )
+        .expect("trigger");
+    let mock = Mock::start(&json!({"turns": [
+        {"tool_calls": [{"name": "lookup", "args": {"sku": "SKU-1"}}]},
+        {"text": "4.50"}
+    ]}));
+    let out = ask_shop(&s, &mock, "price of SKU-1?", &[]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("the run log could not record the run's step")
+            && stderr(&out).contains("simulated write failure"),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(
+        mock.requests().len(),
+        1,
+        "no model request follows a step that was not recorded"
+    );
+    let runs = logs_json(s.path(), &[]);
+    assert_eq!(runs[0]["status"], "error");
+    assert!(
+        runs[0]["error"]
+            .as_str()
+            .is_some_and(|e| e.contains("simulated write failure")),
+        "{}",
+        runs[0]
+    );
 }

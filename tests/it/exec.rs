@@ -314,3 +314,89 @@ fn stdlib_tools_work() {
     let o = call(&host, "storage", json!({"operation": "list"}), &[]);
     assert_eq!(failure(&o).0, "capability");
 }
+
+/// Tools with `.retries(3)` that each count their runs in the store, then fail one way.
+const RETRIED: &str = r#"
+fn runs(name) { let n = (store_get("runs", name) ?? 0) + 1; store_set("runs", name, n); n }
+fn deep(n) { deep(n + 1) }
+tool("runtime").retries(3).requires("store").handler(|a| { runs("runtime"); throw "transient"; });
+tool("recovers").retries(3).requires("store").handler(|a| { if runs("recovers") < 3 { throw "transient"; } "ok" });
+tool("tool_error").retries(3).requires("store").handler(|a| { runs("tool_error"); throw tool_error("no such order"); });
+tool("denied").retries(3).requires("store").handler(|a| { runs("denied"); env("KILN_UNDECLARED") });
+tool("approval").retries(3).requires("store").requires("fs.write").handler(|a| { runs("approval"); write_file("x.txt", "x"); "written" });
+tool("deadline").retries(3).timeout(50).requires("store").handler(|a| { runs("deadline"); loop {} });
+tool("limit").retries(3).requires("store").handler(|a| { runs("limit"); deep(0) });
+tool("invalid").retries(3).param("n", "integer").requires("store").handler(|a| { runs("invalid"); a.n });
+tool("cancelled").retries(3).requires("store").handler(|a| { runs("cancelled"); loop {} });
+tool("count").requires("store").param("name", "string").handler(|a| store_get("runs", a.name) ?? 0);
+"#;
+
+#[test]
+fn retries_rerun_only_failures_that_can_pass_on_a_second_try() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicU32, Ordering};
+    let s = Scripts::new(&[("retried.rhai", RETRIED)]);
+    let asked = Arc::new(AtomicU32::new(0));
+    let host = {
+        let asked = asked.clone();
+        kiln::Host::with_services(
+            kiln::HostConfig {
+                scripts: vec![s.path().to_path_buf()],
+                workspace: s.path().to_path_buf(),
+                ..kiln::HostConfig::default()
+            },
+            move |svc| {
+                svc.approver = Some(Box::new(move |_, _| {
+                    asked.fetch_add(1, Ordering::SeqCst);
+                    false
+                }))
+            },
+        )
+        .expect("host")
+    };
+    assert!(s.errors(&host).is_empty(), "{:?}", s.errors(&host));
+    let mut grants = kiln::capability::Grants::parse(&["store", "fs.write"]).expect("caps");
+    grants.mark_ask(&["fs.write"]);
+    let ctx = host.context(grants);
+    let runs = |name: &str| {
+        host.tool("count")
+            .expect("count")
+            .execute(&json!({"name": name}), &ctx)
+            .result
+            .expect("count runs")
+    };
+    // (tool, failure kind or None for success, handler runs, attempts)
+    let table = [
+        ("runtime", Some("runtime"), 4, 4),
+        ("recovers", None, 3, 3),
+        ("tool_error", Some("tool_error"), 1, 1),
+        ("denied", Some("denied"), 1, 1),
+        ("approval", Some("denied"), 1, 1),
+        ("deadline", Some("deadline"), 1, 1),
+        ("limit", Some("limit"), 1, 1),
+        ("invalid", Some("invalid_arguments"), 0, 0),
+    ];
+    for (tool, kind, ran, attempts) in table {
+        let o = host.tool(tool).expect("tool").execute(&json!({}), &ctx);
+        match kind {
+            Some(k) => assert_eq!(failure(&o).0, k, "{tool}: {}", o.to_json(true)),
+            None => assert!(o.is_ok(), "{tool}: {:?}", o.to_json(true)),
+        }
+        assert_eq!(runs(tool), json!(ran), "{tool}: handler runs");
+        assert_eq!(o.attempts, attempts, "{tool}: attempts");
+    }
+    assert_eq!(
+        asked.load(Ordering::SeqCst),
+        1,
+        "a refused approval is asked once"
+    );
+
+    let mut cancelled = ctx.clone();
+    cancelled.cancel = Some(Arc::new(std::sync::atomic::AtomicBool::new(true)));
+    let o = host
+        .tool("cancelled")
+        .expect("tool")
+        .execute(&json!({}), &cancelled);
+    assert_eq!(failure(&o).0, "cancelled");
+    assert_eq!(o.attempts, 1, "a cancelled call is not retried");
+}

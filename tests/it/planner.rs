@@ -4,37 +4,51 @@ use crate::common::*;
 use serde_json::{Value, json};
 
 const PLANNER: &str = r#"
-tool("note").param("text", "string", #{ min_length: 1 }).handler(|a| #{ status: "ok", text: a.text });
+tool("note").param("text", "string", #{ min_length: 1 }).handler(|a, ctx| { ctx.state.notes = (ctx.state.notes ?? 0) + 1; #{ status: "ok", text: a.text } });
 tool("finish").param("answer", "string").handler(|a| #{ status: "done", answer: a.answer });
 tool("secret").requires("vault").handler(|a| "s3cret");
 for p in ["ollama", "openai"] {
     agent(`plan_${p}`).mode("json_planner").provider(p).model("small").tools(["note", "finish"]).max_steps(3)
-        .validator(|tool, args| { if tool == "note" && args.text == "forbidden" { throw "no forbidden notes"; } args });
+        .validator(|tool, args| {
+            if tool == "note" && args.text == "forbidden" { throw "no forbidden notes"; }
+            if tool == "note" && args.text == "shout" { args.text = "SHOUT"; }
+            args
+        });
 }
 "#;
 
 fn planner_run(provider: &str, replies: &[&str]) -> (Value, std::process::Output, Mock) {
+    let s = Scripts::new(&[("p.rhai", PLANNER)]);
+    let (v, out, mock) = planner_run_in(&s, provider, replies, &[]);
+    (v, out, mock)
+}
+
+/// A planner run in `s` (its database is `s/.kiln/kiln.db`), with extra `kiln ask` flags.
+fn planner_run_in(
+    s: &Scripts,
+    provider: &str,
+    replies: &[&str],
+    extra: &[&str],
+) -> (Value, std::process::Output, Mock) {
     let turns: Vec<Value> = replies.iter().map(|t| json!({"text": t})).collect();
     let mock = Mock::start(&json!({"turns": turns}));
-    let s = Scripts::new(&[("p.rhai", PLANNER)]);
     let base = if provider == "openai" {
         format!("{}/v1", mock.url)
     } else {
         mock.url.clone()
     };
     let agent = format!("plan_{provider}");
-    let out = ask(
-        &[
-            &agent,
-            "Write a note, then finish.",
-            "--scripts",
-            ".",
-            "--base-url",
-            &base,
-            "--json",
-        ],
-        s.path(),
-    );
+    let mut args = vec![
+        agent.as_str(),
+        "Write a note, then finish.",
+        "--scripts",
+        ".",
+        "--base-url",
+        &base,
+        "--json",
+    ];
+    args.extend_from_slice(extra);
+    let out = ask(&args, s.path());
     let v: Value = serde_json::from_str(&stdout(&out))
         .unwrap_or_else(|e| panic!("{e}: {} {}", stdout(&out), stderr(&out)));
     (v, out, mock)
@@ -150,6 +164,122 @@ fn unknown_tools_are_invalid_plans_and_bad_args_or_validator_rejections_are_erro
         steps[1]
     );
     assert_eq!(steps[2]["result"]["status"], "done");
+}
+
+fn logged_runs(s: &Scripts) -> Vec<Value> {
+    let out = kiln(&["logs", "--json"], s.path());
+    assert!(out.status.success(), "{}", stderr(&out));
+    serde_json::from_str::<Value>(&stdout(&out))
+        .expect("logs json")
+        .as_array()
+        .cloned()
+        .expect("runs")
+}
+
+fn roles(run: &Value) -> Vec<String> {
+    run["messages"]
+        .as_array()
+        .expect("messages")
+        .iter()
+        .filter_map(|m| m["role"].as_str().map(str::to_string))
+        .collect()
+}
+
+#[test]
+fn every_planner_step_is_logged_with_the_arguments_that_ran_and_the_session_state() {
+    let s = Scripts::new(&[("p.rhai", PLANNER)]);
+    let (v, out, _m) = planner_run_in(
+        &s,
+        "ollama",
+        &[
+            r#"{"tool": "note", "args": {"text": "shout"}}"#,
+            r#"{"tool": "note", "args": {"text": ""}}"#,
+            r#"{"tool": "finish", "args": {"answer": "ok"}}"#,
+        ],
+        &["--session", "plans"],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(
+        v["tool_calls"][0]["args"],
+        json!({"text": "SHOUT"}),
+        "the report holds the validator's arguments"
+    );
+    assert_eq!(v["steps"][0]["action"]["args"], json!({"text": "SHOUT"}));
+    let runs = logged_runs(&s);
+    assert_eq!(runs.len(), 1);
+    let run = &runs[0];
+    assert_eq!(run["status"], "ok");
+    assert_eq!(run["rounds"], 3);
+    let calls: Vec<(Value, Value, Value, Value)> = run["tool_calls"]
+        .as_array()
+        .expect("tool calls")
+        .iter()
+        .map(|c| {
+            (
+                c["round"].clone(),
+                c["name"].clone(),
+                c["args"].clone(),
+                c["is_error"].clone(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        calls,
+        vec![
+            (
+                json!(1),
+                json!("note"),
+                json!({"text": "SHOUT"}),
+                json!(false)
+            ),
+            (json!(2), json!("note"), json!({"text": ""}), json!(true)),
+            (
+                json!(3),
+                json!("finish"),
+                json!({"answer": "ok"}),
+                json!(false)
+            ),
+        ],
+        "every step's call, with the arguments that ran"
+    );
+    assert_eq!(
+        roles(run),
+        vec!["user", "assistant", "assistant", "assistant"]
+    );
+    let text = stdout(&kiln(&["logs"], s.path()));
+    assert!(text.contains("3 rounds, 3 tool calls"), "{text}");
+    let show: Value =
+        serde_json::from_str(&stdout(&kiln(&["sessions", "show", "plans"], s.path())))
+            .expect("session json");
+    assert_eq!(show["state"]["notes"], 1, "the session state is committed");
+}
+
+#[test]
+fn a_planner_step_that_ends_the_run_is_still_logged() {
+    let s = Scripts::new(&[("p.rhai", PLANNER)]);
+    let (_, out, _m) = planner_run_in(
+        &s,
+        "openai",
+        &[r#"{"tool": "note", "args": {"text": "a"}}"#, "no plan here"],
+        &[],
+    );
+    assert_eq!(out.status.code(), Some(1));
+    let runs = logged_runs(&s);
+    let run = &runs[0];
+    assert_eq!(run["status"], "error");
+    assert!(
+        run["error"]
+            .as_str()
+            .is_some_and(|e| e.contains("JsonParseError")),
+        "{run}"
+    );
+    assert_eq!(run["tool_calls"].as_array().map(Vec::len), Some(1));
+    let messages = run["messages"].as_array().expect("messages");
+    assert_eq!(roles(run), vec!["user", "assistant", "assistant"]);
+    assert_eq!(
+        messages[2]["content"], "no plan here",
+        "the reply that ended the run is kept"
+    );
 }
 
 #[test]
