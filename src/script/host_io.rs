@@ -112,9 +112,25 @@ fn http_opts(opts: &Map) -> HttpOpts {
 
 fn http(func: &'static str, url: &str, body: Option<Dynamic>, opts: Map) -> RhaiResult<Map> {
     let parsed = parse_url(func, url)?;
-    gate(func, "net", &host_of(&parsed), |scope| {
+    let services = gate(func, "net", &host_of(&parsed), |scope| {
         net_scope_allows(scope, &parsed)
     })?;
+    if let Some(fake) = &services.http_fake {
+        let sent = body
+            .as_ref()
+            .map(convert::to_json)
+            .transpose()
+            .map_err(fail)?;
+        let method = if body.is_some() { "POST" } else { "GET" };
+        let r = fake(method, url, sent.as_ref())
+            .map_err(|e| fail(format!("{func}(\"{url}\"): {e}")))?;
+        let headers = r
+            .headers
+            .into_iter()
+            .map(|(k, v)| (k.into(), v.into()))
+            .collect();
+        return Ok(response_map(r.status, headers, r.body));
+    }
     // Redirects are re-checked against the same scopes.
     let scopes = super::host_fns::scopes_for("net");
     let policy = reqwest::redirect::Policy::custom(move |attempt| {
@@ -182,7 +198,15 @@ fn http(func: &'static str, url: &str, body: Option<Dynamic>, opts: Map) -> Rhai
         Ok((status, headers, body))
     });
     let (status, headers, body) = result.map_err(fail)?;
-    let text = String::from_utf8_lossy(&body).to_string();
+    Ok(response_map(
+        status,
+        headers,
+        String::from_utf8_lossy(&body).to_string(),
+    ))
+}
+
+/// The map `http_get`/`http_post` return: status, headers, body, and json when it parses.
+fn response_map(status: u16, headers: Map, text: String) -> Map {
     let mut out = Map::new();
     out.insert("status".into(), (status as rhai::INT).into());
     out.insert("headers".into(), headers.into());
@@ -191,7 +215,7 @@ fn http(func: &'static str, url: &str, body: Option<Dynamic>, opts: Map) -> Rhai
         .unwrap_or(Dynamic::UNIT);
     out.insert("json".into(), json);
     out.insert("body".into(), text.into());
-    Ok(out)
+    out
 }
 
 // ---------- files ----------
