@@ -128,7 +128,7 @@ pub fn test(g: &Global, a: TestArgs) -> CliResult<ExitCode> {
                 .join(", ")
         ));
     }
-    let mut files: Vec<TestFile> = paths.iter().map(|p| tests.load(p)).collect();
+    let files: Vec<TestFile> = paths.iter().map(|p| tests.load(p)).collect();
     let ok = run_files(&tests, &files, &a)?;
     if !a.watch {
         return Ok(if ok {
@@ -153,11 +153,11 @@ pub fn test(g: &Global, a: TestArgs) -> CliResult<ExitCode> {
         };
         // Test files may have appeared or gone; look again, then pick what to run.
         let current = discover(&search)?;
-        files = current.iter().map(|p| tests.load(p)).collect();
+        let loaded: Vec<TestFile> = current.iter().map(|p| tests.load(p)).collect();
         let chosen: Vec<TestFile> = match rerun {
-            Rerun::All => files.drain(..).collect(),
-            Rerun::Files(list) => files
-                .drain(..)
+            Rerun::All => loaded,
+            Rerun::Files(list) => loaded
+                .into_iter()
                 .filter(|f| f.path.canonicalize().is_ok_and(|c| list.contains(&c)))
                 .collect(),
         };
