@@ -390,3 +390,48 @@ fn watch_reruns_a_test_after_an_edit() {
     write(s.path(), "math.rhai", MATH);
     p.exp_string("1 passed, 0 failed").expect("green again");
 }
+
+/// POSTs JSON on loopback and returns the body.
+fn post_json(url: &str, headers: &[(&str, &str)], body: &Value) -> Value {
+    use std::io::{Read, Write};
+    let rest = url.strip_prefix("http://").expect("http url");
+    let (host, path) = rest.split_once('/').expect("path");
+    let mut s = std::net::TcpStream::connect(host).expect("connect");
+    let body = body.to_string();
+    let mut req = format!(
+        "POST /{path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\ncontent-type: application/json\r\ncontent-length: {}\r\n",
+        body.len()
+    );
+    for (k, v) in headers {
+        req.push_str(&format!("{k}: {v}\r\n"));
+    }
+    write!(s, "{req}\r\n{body}").expect("send");
+    let mut buf = String::new();
+    s.read_to_string(&mut buf).expect("read");
+    let (_, body) = buf.split_once("\r\n\r\n").expect("body");
+    serde_json::from_str(body).expect("json reply")
+}
+
+#[test]
+fn the_mock_keeps_a_cursor_per_client() {
+    let mock = Mock::start(&json!({"turns": [{"text": "one"}, {"text": "two"}]}));
+    let url = format!("{}/v1/chat/completions", mock.url);
+    let body = json!({"model": "m", "messages": [{"role": "user", "content": "hi"}]});
+    let say = |headers: &[(&str, &str)]| {
+        post_json(&url, headers, &body)["choices"][0]["message"]["content"].clone()
+    };
+    assert_eq!(say(&[("authorization", "Bearer key-a")]), "one");
+    assert_eq!(say(&[("authorization", "Bearer key-b")]), "one");
+    assert_eq!(say(&[("authorization", "Bearer key-a")]), "two");
+    // A header names a client explicitly, whatever its key.
+    let as_c = [("authorization", "Bearer key-a"), ("x-kiln-client", "c")];
+    assert_eq!(say(&as_c), "one");
+    assert_eq!(say(&as_c), "two");
+    // The same key on another wire is the same client.
+    let anthropic = post_json(
+        &format!("{}/v1/messages", mock.url),
+        &[("x-api-key", "key-b"), ("anthropic-version", "2023-06-01")],
+        &json!({"model": "m", "max_tokens": 10, "messages": [{"role": "user", "content": "hi"}]}),
+    );
+    assert_eq!(anthropic["content"][0]["text"], "two");
+}
