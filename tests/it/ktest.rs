@@ -435,3 +435,11 @@ fn the_mock_keeps_a_cursor_per_client() {
     );
     assert_eq!(anthropic["content"][0]["text"], "two");
 }
+
+#[test]
+fn the_examples_tests_pass() {
+    let out = kiln(&["test", "examples/demo", "examples/catalog"], &repo());
+    let text = stdout(&out);
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    assert!(text.contains("8 passed, 0 failed"), "{text}");
+}
