@@ -116,20 +116,7 @@ fn http(func: &'static str, url: &str, body: Option<Dynamic>, opts: Map) -> Rhai
         net_scope_allows(scope, &parsed)
     })?;
     if let Some(fake) = &services.http_fake {
-        let sent = body
-            .as_ref()
-            .map(convert::to_json)
-            .transpose()
-            .map_err(fail)?;
-        let method = if body.is_some() { "POST" } else { "GET" };
-        let r = fake(method, url, sent.as_ref())
-            .map_err(|e| fail(format!("{func}(\"{url}\"): {e}")))?;
-        let headers = r
-            .headers
-            .into_iter()
-            .map(|(k, v)| (k.into(), v.into()))
-            .collect();
-        return Ok(response_map(r.status, headers, r.body));
+        return faked(fake, func, url, body.as_ref());
     }
     // Redirects are re-checked against the same scopes.
     let scopes = super::host_fns::scopes_for("net");
@@ -203,6 +190,25 @@ fn http(func: &'static str, url: &str, body: Option<Dynamic>, opts: Map) -> Rhai
         headers,
         String::from_utf8_lossy(&body).to_string(),
     ))
+}
+
+/// A request answered by the services' HTTP fake (tests) instead of the network.
+fn faked(
+    fake: &crate::services::HttpFake,
+    func: &str,
+    url: &str,
+    body: Option<&Dynamic>,
+) -> RhaiResult<Map> {
+    let sent = body.map(convert::to_json).transpose().map_err(fail)?;
+    let method = if body.is_some() { "POST" } else { "GET" };
+    let r =
+        fake(method, url, sent.as_ref()).map_err(|e| fail(format!("{func}(\"{url}\"): {e}")))?;
+    let headers = r
+        .headers
+        .into_iter()
+        .map(|(k, v)| (k.into(), v.into()))
+        .collect();
+    Ok(response_map(r.status, headers, r.body))
 }
 
 /// The map `http_get`/`http_post` return: status, headers, body, and json when it parses.

@@ -40,6 +40,9 @@ pub enum TestError {
         /// Why.
         source: std::io::Error,
     },
+    /// The runtime the tests' agent runs and scripted models use could not start.
+    #[error("cannot start the test runtime: {0}")]
+    Runtime(std::io::Error),
     /// The host could not be built.
     #[error(transparent)]
     Host(#[from] crate::error::HostError),

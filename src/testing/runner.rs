@@ -127,10 +127,7 @@ impl Tests {
             .thread_name("kiln-test")
             .enable_all()
             .build()
-            .map_err(|e| TestError::Read {
-                path: "the test runtime".into(),
-                source: e,
-            })?;
+            .map_err(TestError::Runtime)?;
         Ok(Tests {
             engine: Arc::new(engine),
             runtime,

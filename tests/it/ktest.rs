@@ -64,6 +64,34 @@ test("text", || assert_match(call_tool("add", #{ a: 1, b: 1 }).result.sum.to_str
 }
 
 #[test]
+fn a_test_file_that_does_not_load_fails_with_its_location() {
+    let s = project("test(\"fine\", || assert(true));\n");
+    write(
+        s.path(),
+        "broken.test.rhai",
+        "test(\"x\", || {\n  let = 1;\n});\n",
+    );
+    write(
+        s.path(),
+        "twice.test.rhai",
+        "test(\"a\", || 1);\ntest(\"a\", || 2);\n",
+    );
+    let out = run_tests(&s, &[]);
+    let text = stdout(&out);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert!(
+        text.contains("test ./broken.test.rhai ... FAILED"),
+        "{text}"
+    );
+    assert!(text.contains("./broken.test.rhai:2:7: "), "{text}");
+    assert!(
+        text.contains("test \"a\" is declared twice in this file\n  at ./twice.test.rhai:2:1"),
+        "{text}"
+    );
+    assert!(text.contains("1 passed, 2 failed"), "{text}");
+}
+
+#[test]
 fn capability_rules_hold_and_each_test_gets_its_own_store_workspace_and_fake_http() {
     let s = project(
         r#"
@@ -263,6 +291,13 @@ fn a_logged_run_exported_as_a_scenario_replays_strictly_until_a_tool_changes() {
     let runs: Value = serde_json::from_str(&stdout(&logs)).expect("logs json");
     let id = runs[0]["id"].as_str().expect("run id").to_string();
 
+    let unknown = kiln(&["logs", "run_nope", "--scenario"], s.path());
+    assert_eq!(unknown.status.code(), Some(2));
+    assert!(
+        stderr(&unknown).contains("no run \"run_nope\" in the log"),
+        "{}",
+        stderr(&unknown)
+    );
     let exported = kiln(&["logs", &id, "--scenario"], s.path());
     assert!(exported.status.success(), "{}", stderr(&exported));
     let scenario: Value = serde_json::from_str(&stdout(&exported)).expect("scenario json");
