@@ -134,7 +134,7 @@ test("temporary workspace", || {
 }
 
 #[test]
-fn hanging_tests_are_stopped_by_their_deadline_and_run_in_parallel() {
+fn hanging_tests_are_stopped_by_their_deadline() {
     let s = project(
         r#"
 test("spins", || { loop { sleep(0.05); } });
@@ -159,6 +159,32 @@ test("quick", || assert(true));
     );
     // A safety net, not a timing claim: three 1 s deadlines, never an hour.
     assert!(started.elapsed() < Duration::from_secs(60));
+}
+
+#[test]
+fn tests_run_in_parallel() {
+    // A rendezvous: both closures share `arrived`, and each waits until the other has come;
+    // run one at a time, the first would wait until its deadline.
+    let s = project(
+        r#"
+let arrived = [];
+test("left", || { arrived.push("left"); while arrived.len() < 2 { sleep(0.01); } });
+test("right", || { arrived.push("right"); while arrived.len() < 2 { sleep(0.01); } });
+"#,
+    );
+    let out = run_tests(&s, &["--jobs", "2", "--timeout", "20"]);
+    assert!(
+        stdout(&out).contains("2 passed, 0 failed"),
+        "{}",
+        stdout(&out)
+    );
+    let out = run_tests(&s, &["--jobs", "1", "--timeout", "1"]);
+    let text = stdout(&out);
+    assert!(
+        text.contains("1 passed, 1 failed"),
+        "one at a time, the first waits: {text}"
+    );
+    assert!(text.contains("ran past its deadline"), "{text}");
 }
 
 #[test]
