@@ -19,6 +19,12 @@ pub use runner::{Outcome, RunConfig, TestResult, Tests};
 
 use std::path::Path;
 
+/// Adds what test files call (`test`, the assertions, `call_tool` with grants, `run_agent`,
+/// `fake_http`, ...) to an engine, e.g. one whose definitions are written for editors.
+pub fn register(engine: &mut rhai::Engine) {
+    api::register(engine);
+}
+
 /// Test files end in `.test.rhai`; the script loader and the reloader skip them.
 pub fn is_test_file(path: &Path) -> bool {
     path.file_name()

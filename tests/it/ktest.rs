@@ -411,6 +411,7 @@ fn init_makes_a_project_whose_tests_pass() {
     assert!(ignore.lines().any(|l| l == ".kiln/"), "{ignore}");
     let defs = std::fs::read_to_string(proj.join("kiln.d.rhai")).expect("defs");
     assert!(defs.contains("fn tool("), "definitions list the DSL");
+    assert!(defs.contains("fn run_agent("), "and the test functions");
     let out = kiln(&["test"], &proj);
     assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
     assert!(
