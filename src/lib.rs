@@ -20,6 +20,7 @@ pub mod schema;
 pub mod script;
 pub mod services;
 pub mod stdlib;
+pub mod testing;
 pub mod tool;
 
 use arc_swap::ArcSwap;
@@ -321,7 +322,7 @@ pub fn script_files(dir: &Path) -> Result<Vec<PathBuf>, HostError> {
             let p = entry.path();
             if p.is_dir() {
                 stack.push(p);
-            } else if p.extension().is_some_and(|e| e == "rhai") {
+            } else if p.extension().is_some_and(|e| e == "rhai") && !testing::is_test_file(&p) {
                 out.push(p);
             }
         }

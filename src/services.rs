@@ -99,6 +99,22 @@ impl Store {
     }
 }
 
+/// A canned reply to a host HTTP request (tests, `fake_http`).
+#[derive(Debug, Clone)]
+pub struct FakeReply {
+    /// Status code.
+    pub status: u16,
+    /// Response headers.
+    pub headers: Vec<(String, String)>,
+    /// Response body.
+    pub body: String,
+}
+
+/// Answers `http_get`/`http_post` instead of the network, after the capability gate:
+/// `(method, url, body) -> reply`, or an error saying why nothing matched.
+pub type HttpFake =
+    std::sync::Arc<dyn Fn(&str, &str, Option<&Value>) -> Result<FakeReply, String> + Send + Sync>;
+
 /// Asks a person whether a gated call may go ahead: `(capability, question) -> yes`.
 pub type Approver = Box<dyn Fn(&str, &str) -> bool + Send + Sync>;
 
@@ -132,6 +148,8 @@ pub struct Services {
     pub approver: Option<Approver>,
     /// How gated functions reach the network.
     pub egress: Egress,
+    /// When set, host HTTP requests are answered by it and never reach the network (tests).
+    pub http_fake: Option<HttpFake>,
 }
 
 impl Services {
@@ -143,6 +161,7 @@ impl Services {
             assume_yes: false,
             approver: None,
             egress: Egress::default(),
+            http_fake: None,
         }
     }
 

@@ -8,6 +8,12 @@ use std::process::ExitCode;
 /// `kiln logs` options.
 #[derive(Args, Debug)]
 pub struct LogsArgs {
+    /// Show only this run (with --scenario: export it).
+    #[arg(value_name = "RUN_ID")]
+    pub run_id: Option<String>,
+    /// Print the run as a `kiln mock` scenario (replay it with `run_agent(..., #{ scenario })`).
+    #[arg(long, requires = "run_id")]
+    pub scenario: bool,
     /// Only runs of this agent.
     #[arg(long)]
     pub agent: Option<String>,
@@ -81,18 +87,31 @@ fn time(secs: f64) -> String {
 /// `kiln logs`.
 pub fn logs(g: &Global, a: LogsArgs) -> CliResult<ExitCode> {
     let db = g.open_db()?;
+    if a.scenario
+        && let Some(id) = &a.run_id
+    {
+        let scenario = kiln::testing::export::scenario_from_log(&db, id)?;
+        println!("{}", output::json(&scenario));
+        return Ok(ExitCode::SUCCESS);
+    }
     let since = a
         .since
         .as_deref()
         .map(parse_duration)
         .transpose()?
         .map(|s| kiln::db::now() - s);
-    let runs = db.runs(&LogFilter {
+    let mut runs = db.runs(&LogFilter {
         agent: a.agent,
         tool: a.tool,
         since,
-        limit: a.count,
+        limit: if a.run_id.is_some() { 0 } else { a.count },
     })?;
+    if let Some(id) = &a.run_id {
+        runs.retain(|r| &r.id == id);
+        if runs.is_empty() {
+            return Err(kiln::testing::TestError::UnknownRun(id.clone()).into());
+        }
+    }
     if a.json {
         let mut out = Vec::new();
         for r in runs {

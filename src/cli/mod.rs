@@ -5,8 +5,10 @@ mod ask;
 mod db_cmd;
 mod defs_cmd;
 mod extract_cmd;
+mod init_cmd;
 mod mock_cmd;
 pub mod output;
+mod test_cmd;
 mod tools_cmd;
 mod watch_cmd;
 
@@ -94,6 +96,10 @@ pub enum Command {
     Sessions(db_cmd::SessionsArgs),
     /// Watch the scripts folders and print one line per reload.
     Watch,
+    /// Run `*.test.rhai` tests: `test NAME ... ok|FAILED`, `N passed, M failed` (exit 1 on failure).
+    Test(test_cmd::TestArgs),
+    /// Start a project: scripts/ with a tool, an agent and a passing test, .gitignore, definitions.
+    Init(init_cmd::InitArgs),
     /// Interactive REPL: call tools, chat with agents, evaluate Rhai (hot reload on).
     Repl {
         /// Capabilities the REPL grants (comma-separated, repeatable); change them with :caps.
@@ -277,6 +283,8 @@ pub fn run(cli: Cli) -> CliResult<ExitCode> {
         Command::Ask(a) => ask::ask(&cli.global, a),
         Command::Mock(a) => mock_cmd::mock(a),
         Command::Watch => watch_cmd::watch(&cli.global),
+        Command::Test(a) => test_cmd::test(&cli.global, a),
+        Command::Init(a) => init_cmd::init(&cli.global, a),
         Command::Logs(a) => db_cmd::logs(&cli.global, a),
         Command::Definitions(a) => defs_cmd::definitions(&cli.global, a),
         Command::Sessions(a) => db_cmd::sessions(&cli.global, a),

@@ -16,6 +16,7 @@ use axum::{Json, Router};
 use render::Reply;
 use scenario::{Fault, Scenario, Turn};
 use serde_json::{Value, json};
+use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -29,7 +30,8 @@ enum Wire {
 
 struct Shared {
     scenario: Scenario,
-    cursor: Mutex<usize>,
+    /// Each client's place in the scenario (see [`client_key`]).
+    cursors: Mutex<HashMap<u64, usize>>,
     requests: Mutex<Vec<Value>>,
 }
 
@@ -37,7 +39,7 @@ struct Shared {
 pub fn router(scenario: Scenario) -> Router {
     let shared = Arc::new(Shared {
         scenario,
-        cursor: Mutex::new(0),
+        cursors: Mutex::new(HashMap::new()),
         requests: Mutex::new(Vec::new()),
     });
     Router::new()
@@ -161,8 +163,33 @@ fn fault_response(wire: Wire, f: &Fault) -> Response {
     json_response(f.status, error_body(wire, f.status, &msg), &headers)
 }
 
-fn next_turn(shared: &Shared) -> Result<(usize, Turn), usize> {
-    let mut cursor = shared.cursor.lock().unwrap_or_else(|e| e.into_inner());
+/// Header naming a client explicitly, for clients that share an API key.
+pub const CLIENT_HEADER: &str = "x-kiln-client";
+
+/// Which client a request comes from: the `x-kiln-client` header, else its API key (hashed,
+/// so no key is kept), else one shared client. Each client walks the scenario on its own, so
+/// concurrent tests and replays do not take each other's turns.
+fn client_key(headers: &HeaderMap) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    if let Some(v) = headers.get(CLIENT_HEADER) {
+        (CLIENT_HEADER, v.as_bytes()).hash(&mut h);
+        return h.finish();
+    }
+    // The same key is the same client on every wire (`x-api-key: K`, `Bearer K`).
+    for name in ["x-api-key", "authorization", "api-key"] {
+        if let Some(v) = headers.get(name) {
+            let key = v.as_bytes();
+            key.strip_prefix(b"Bearer ").unwrap_or(key).hash(&mut h);
+            return h.finish();
+        }
+    }
+    0
+}
+
+fn next_turn(shared: &Shared, client: u64) -> Result<(usize, Turn), usize> {
+    let mut cursors = shared.cursors.lock().unwrap_or_else(|e| e.into_inner());
+    let cursor = cursors.entry(client).or_insert(0);
     let turns = &shared.scenario.turns;
     if turns.is_empty() || (*cursor >= turns.len() && !shared.scenario.repeat) {
         return Err(*cursor);
@@ -202,7 +229,7 @@ async fn handle(
     if let Err((status, err)) = checked {
         return json_response(status, err, &[("x-should-retry", "false".into())]);
     }
-    let (n, turn) = match next_turn(&shared) {
+    let (n, turn) = match next_turn(&shared, client_key(&headers)) {
         Ok(t) => t,
         Err(served) => {
             return json_response(

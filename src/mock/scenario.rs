@@ -58,6 +58,10 @@ pub struct Turn {
     /// Token usage to report.
     #[serde(default)]
     pub usage: Option<MockUsage>,
+    /// The messages this turn's request added since the previous reply, as recorded
+    /// (`kiln logs --scenario`); strict replays compare against them, the mock ignores them.
+    #[serde(default)]
+    pub expect: Option<Value>,
 }
 
 /// A tool call the mock model requests.

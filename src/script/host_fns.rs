@@ -87,6 +87,11 @@ pub fn workspace() -> Option<std::path::PathBuf> {
     FRAMES.with(|s| s.borrow().last().map(|f| f.ctx.services.workspace.clone()))
 }
 
+/// The services of the running call.
+pub fn services() -> Option<Arc<Services>> {
+    FRAMES.with(|s| s.borrow().last().map(|f| f.ctx.services.clone()))
+}
+
 /// Checks that the running tool may use capability `cap` on `target`; returns the services.
 pub fn gate(
     func: &str,

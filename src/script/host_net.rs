@@ -144,6 +144,9 @@ pub(super) fn http(
         Some(b) if b.is_string() => Some(Body::Text(b.to_string())),
         Some(b) => Some(Body::Json(convert::to_json(&b).map_err(fail)?)),
     };
+    if let Some(fake) = fake_for(func, given, &url)? {
+        return faked(&fake, func, given, body.as_ref());
+    }
     let mut headers = o.headers.clone();
     for hop in 0..=MAX_REDIRECTS {
         let shown = if hop == 0 {
@@ -206,6 +209,46 @@ pub(super) fn http(
     Err(fail(format!(
         "{func}(\"{given}\"): more than {MAX_REDIRECTS} redirects"
     )))
+}
+
+/// The services' HTTP fake (tests), once the tool's declaration and the caller's grant name the
+/// host. A faked request resolves nothing and never reaches the network.
+fn fake_for(
+    func: &str,
+    shown: &str,
+    url: &reqwest::Url,
+) -> RhaiResult<Option<crate::services::HttpFake>> {
+    let Some(fake) = crate::script::host_fns::services().and_then(|s| s.http_fake.clone()) else {
+        return Ok(None);
+    };
+    let target = Target::of_url(url)
+        .ok_or_else(|| fail(format!("{func}(\"{shown}\"): the URL has no host")))?;
+    gate_with(&Check {
+        func,
+        cap: "net",
+        target: shown,
+        covers: &|scope| egress::scope_names(scope, &target),
+        why_not: &String::new,
+        approve: true,
+    })?;
+    Ok(Some(fake))
+}
+
+/// A request answered by the fake instead of the network.
+fn faked(
+    fake: &crate::services::HttpFake,
+    func: &str,
+    url: &str,
+    body: Option<&Body>,
+) -> RhaiResult<Map> {
+    let sent = body.map(|b| match b {
+        Body::Text(t) => serde_json::Value::String(t.clone()),
+        Body::Json(j) => j.clone(),
+    });
+    let method = if body.is_some() { "POST" } else { "GET" };
+    let r =
+        fake(method, url, sent.as_ref()).map_err(|e| fail(format!("{func}(\"{url}\"): {e}")))?;
+    Ok(reply_map(r.status, r.headers, r.body.into_bytes()))
 }
 
 /// The gate for one hop: names first (a lookup itself would reveal the name), then every

@@ -9,6 +9,7 @@ mod db;
 mod dsl;
 mod egress;
 mod exec;
+mod ktest;
 mod peers;
 mod planner;
 mod props;

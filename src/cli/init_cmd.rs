@@ -1,0 +1,64 @@
+//! `kiln init [DIR]`: a new project — `scripts/` with a tool, an agent and a passing test,
+//! `.gitignore` for `.kiln/`, and the `kiln definitions` file for editors.
+
+use super::{CliResult, Global};
+use clap::Args;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+/// `kiln init` options.
+#[derive(Args, Debug)]
+pub struct InitArgs {
+    /// The project folder (created if missing).
+    #[arg(default_value = ".")]
+    pub dir: PathBuf,
+}
+
+const TOOL: &str = include_str!("init/hello.rhai");
+const TEST: &str = include_str!("init/hello.test.rhai");
+
+/// Writes `text` to `path` unless the file exists (an existing project is never overwritten).
+fn create(path: &Path, text: &str) -> CliResult<()> {
+    if path.exists() {
+        println!("kept     {} (already there)", path.display());
+        return Ok(());
+    }
+    std::fs::write(path, text).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+    println!("created  {}", path.display());
+    Ok(())
+}
+
+/// `kiln init`.
+pub fn init(g: &Global, a: InitArgs) -> CliResult<ExitCode> {
+    let scripts = a.dir.join("scripts");
+    std::fs::create_dir_all(&scripts)
+        .map_err(|e| format!("cannot create {}: {e}", scripts.display()))?;
+    create(&scripts.join("hello.rhai"), TOOL)?;
+    create(&scripts.join("hello.test.rhai"), TEST)?;
+    let ignore = a.dir.join(".gitignore");
+    let current = std::fs::read_to_string(&ignore).unwrap_or_default();
+    if !current.lines().any(|l| l.trim() == ".kiln/") {
+        let sep = if current.is_empty() || current.ends_with('\n') {
+            ""
+        } else {
+            "\n"
+        };
+        std::fs::write(&ignore, format!("{current}{sep}.kiln/\n"))
+            .map_err(|e| format!("cannot write {}: {e}", ignore.display()))?;
+        println!("updated  {}", ignore.display());
+    }
+    let host = kiln::Host::new(kiln::HostConfig {
+        scripts: vec![scripts.clone()],
+        workspace: a.dir.clone(),
+        stdlib: !g.no_stdlib,
+        ..kiln::HostConfig::default()
+    })?;
+    let defs = a.dir.join("kiln.d.rhai");
+    super::defs_cmd::write(&host, &defs)?;
+    println!("created  {}", defs.display());
+    println!(
+        "\nnext: cd {} && kiln test   (then kiln ask greeter Ada)",
+        a.dir.display()
+    );
+    Ok(ExitCode::SUCCESS)
+}
