@@ -8,6 +8,7 @@ mod conformance;
 mod db;
 mod dsl;
 mod exec;
+mod hostile;
 mod peers;
 mod planner;
 mod props;
