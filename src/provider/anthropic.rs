@@ -158,7 +158,7 @@ pub fn parse_response(v: &Value) -> Result<ModelResponse, ProviderError> {
     {
         return Err(ProviderError::Truncated {
             provider: NAME,
-            tool: last.name.clone(),
+            tool: quote(&last.name),
         });
     }
     let usage = Usage {
@@ -327,7 +327,7 @@ impl sse::StreamState for StreamState {
                 if !done || stop == StopReason::MaxTokens {
                     return Err(ProviderError::Truncated {
                         provider: NAME,
-                        tool: name,
+                        tool: quote(&name),
                     });
                 }
                 calls.push(ToolCall {

@@ -177,7 +177,7 @@ impl ChatState {
         {
             return Err(ProviderError::Truncated {
                 provider: NAME,
-                tool: last.name.clone(),
+                tool: quote(&last.name),
             });
         }
         Ok(ModelResponse {

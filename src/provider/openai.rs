@@ -107,7 +107,7 @@ fn finish(
     {
         return Err(ProviderError::Truncated {
             provider: NAME,
-            tool: last.name.clone(),
+            tool: quote(&last.name),
         });
     }
     Ok(ModelResponse {
