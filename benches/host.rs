@@ -1,5 +1,7 @@
 //! Benchmarks: one validated in-process tool call (JSON in, JSON out), against a baseline of
-//! schema validation alone, and loading 100 script files.
+//! schema validation alone, loading 100 script files, and decoding one long SSE line that
+//! arrives in many chunks against the same bytes as many events (the two should be close:
+//! decoding is linear in the bytes received).
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use kiln::capability::Grants;
@@ -49,5 +51,31 @@ fn bench(c: &mut Criterion) {
     });
 }
 
-criterion_group!(benches, bench);
+fn sse(c: &mut Criterion) {
+    use kiln::provider::sse::SseDecoder;
+    const TOTAL: usize = 4 << 20;
+    let long_line: Vec<u8> = [b"data: ".as_slice(), &vec![b'x'; TOTAL], b"\n\n"].concat();
+    let many_events =
+        "data: xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx\n\n".repeat(TOTAL / 64);
+    let mut group = c.benchmark_group("sse decode 4 MiB in 16 KiB chunks");
+    group.sample_size(10);
+    for (name, bytes) in [
+        ("one long line", long_line.as_slice()),
+        ("many events", many_events.as_bytes()),
+    ] {
+        group.bench_function(name, |b| {
+            b.iter(|| {
+                let mut d = SseDecoder::new(8 << 20);
+                let mut events = 0;
+                for chunk in bytes.chunks(16 << 10) {
+                    events += d.push(chunk).expect("under the limit").len();
+                }
+                black_box(events)
+            })
+        });
+    }
+    group.finish();
+}
+
+criterion_group!(benches, bench, sse);
 criterion_main!(benches);

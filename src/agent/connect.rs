@@ -1,7 +1,9 @@
 //! Turns an agent's settings (plus command-line overrides and the environment) into a provider.
 
 use super::AgentSpec;
-use crate::provider::{Endpoint, Provider, ProviderError, anthropic, http, ollama, openai, script};
+use crate::provider::{
+    Endpoint, Limits, Provider, ProviderError, anthropic, http, ollama, openai, script,
+};
 use std::time::Duration;
 
 /// Overrides of an agent's provider settings (`--provider`, `--model`, `--base-url`).
@@ -17,6 +19,33 @@ pub struct ProviderOverrides {
     pub timeout: Option<Duration>,
     /// Retries after the first attempt.
     pub max_retries: Option<u32>,
+    /// Bytes of one reply (`--max-reply-bytes`; else the agent's `.max_reply_bytes`).
+    pub max_reply_bytes: Option<usize>,
+    /// Bytes of one stream line (`--max-line-bytes`; else the agent's `.max_line_bytes`).
+    pub max_line_bytes: Option<usize>,
+    /// Longest silence within a streamed reply.
+    pub idle_timeout: Option<Duration>,
+    /// Longest streamed reply.
+    pub stream_timeout: Option<Duration>,
+}
+
+impl ProviderOverrides {
+    /// The limits these overrides and the agent's settings make, defaults elsewhere.
+    pub fn limits(&self, agent: &AgentSpec) -> Limits {
+        let d = Limits::default();
+        Limits {
+            max_reply_bytes: self
+                .max_reply_bytes
+                .or(agent.max_reply_bytes)
+                .unwrap_or(d.max_reply_bytes),
+            max_line_bytes: self
+                .max_line_bytes
+                .or(agent.max_line_bytes)
+                .unwrap_or(d.max_line_bytes),
+            idle_timeout: self.idle_timeout.unwrap_or(d.idle_timeout),
+            stream_timeout: self.stream_timeout.unwrap_or(d.stream_timeout),
+        }
+    }
 }
 
 /// The model an agent uses when it names none.
@@ -45,11 +74,14 @@ pub fn connect(
         .or_else(|| agent.model.clone())
         .unwrap_or_else(|| default_model(&name).to_string());
     let base = o.base_url.clone().or_else(|| agent.base_url.clone());
-    let endpoint = |base_url: String, api_key: Option<String>| Endpoint {
+    let limits = o.limits(agent);
+    let endpoint = |base_url: String, api_key: Option<String>, key_var: Option<String>| Endpoint {
         base_url,
         api_key,
+        key_var,
         timeout: o.timeout.unwrap_or(Duration::from_secs(120)),
         max_retries: o.max_retries.unwrap_or(3),
+        limits,
     };
     let provider = match name.as_str() {
         "anthropic" => {
@@ -62,7 +94,7 @@ pub fn connect(
                 .or_else(|| env_nonempty("ANTHROPIC_BASE_URL"))
                 .unwrap_or_else(|| anthropic::DEFAULT_BASE_URL.into());
             Provider::Anthropic(anthropic::Anthropic {
-                endpoint: endpoint(url, Some(key)),
+                endpoint: endpoint(url, Some(key), Some(var)),
             })
         }
         "openai" => {
@@ -77,7 +109,11 @@ pub fn connect(
                 None => Some(http::api_key("openai", &var)?),
             };
             Provider::OpenAi(openai::OpenAi {
-                endpoint: endpoint(url.unwrap_or_else(|| openai::DEFAULT_BASE_URL.into()), key),
+                endpoint: endpoint(
+                    url.unwrap_or_else(|| openai::DEFAULT_BASE_URL.into()),
+                    key,
+                    Some(var),
+                ),
             })
         }
         "ollama" => {
@@ -86,7 +122,7 @@ pub fn connect(
                 |h| ollama::normalize_host(&h),
             );
             Provider::Ollama(ollama::Ollama {
-                endpoint: endpoint(url, None),
+                endpoint: endpoint(url, None, None),
             })
         }
         "script" => {

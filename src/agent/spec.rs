@@ -44,6 +44,10 @@ pub struct AgentSpec {
     pub base_url: Option<String>,
     /// Environment variable holding the API key.
     pub api_key_env: Option<String>,
+    /// Bytes of one model reply (`.max_reply_bytes(n)`).
+    pub max_reply_bytes: Option<usize>,
+    /// Bytes of one line of a streamed reply (`.max_line_bytes(n)`).
+    pub max_line_bytes: Option<usize>,
     /// Concurrent tool calls per round.
     pub max_parallel: usize,
     /// The Rhai planner of the `script` provider.

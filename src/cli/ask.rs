@@ -46,9 +46,22 @@ pub struct AskArgs {
     /// Give up after this many seconds.
     #[arg(long, value_name = "SECS")]
     pub timeout: Option<f64>,
-    /// Seconds before one model request times out.
+    /// Seconds a model reply may take; for a streamed one, seconds until it starts.
     #[arg(long, value_name = "SECS", default_value_t = 120.0)]
     pub request_timeout: f64,
+    /// Seconds a streamed reply may go without sending anything.
+    #[arg(long, value_name = "SECS", default_value_t = 120.0)]
+    pub idle_timeout: f64,
+    /// Seconds one streamed reply may take in all.
+    #[arg(long, value_name = "SECS", default_value_t = 1800.0)]
+    pub stream_timeout: f64,
+    /// Largest model reply accepted, in bytes (`K`, `M`, `G` suffixes; default 32M, or the
+    /// agent's `.max_reply_bytes`).
+    #[arg(long, value_name = "BYTES", value_parser = parse_size)]
+    pub max_reply_bytes: Option<usize>,
+    /// Largest line of a streamed reply, in bytes (default 4M, or `.max_line_bytes`).
+    #[arg(long, value_name = "BYTES", value_parser = parse_size)]
+    pub max_line_bytes: Option<usize>,
     /// Continue (or start) the named session: its messages and ctx.state are restored and saved.
     #[arg(long, value_name = "NAME")]
     pub session: Option<String>,
@@ -62,6 +75,26 @@ pub struct AskArgs {
 
 fn secs(s: f64) -> Option<Duration> {
     (s.is_finite() && s > 0.0).then(|| Duration::from_secs_f64(s))
+}
+
+/// A positive byte count: `1048576`, `512K`, `32M`, `1G` (binary multiples; `KiB` etc. too).
+fn parse_size(text: &str) -> Result<usize, String> {
+    let t = text.trim();
+    let digits = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+    let (number, unit) = t.split_at(digits);
+    let shift = match unit.trim().to_ascii_uppercase().as_str() {
+        "" | "B" => 0,
+        "K" | "KB" | "KIB" => 10,
+        "M" | "MB" | "MIB" => 20,
+        "G" | "GB" | "GIB" => 30,
+        _ => return Err(format!("unknown unit \"{unit}\" (use K, M or G)")),
+    };
+    number
+        .parse::<usize>()
+        .ok()
+        .and_then(|n| n.checked_mul(1usize << shift))
+        .filter(|&n| n > 0)
+        .ok_or_else(|| format!("\"{text}\" is not a positive size (like 4096, 512K, 32M)"))
 }
 
 /// Runs `kiln ask`.
@@ -143,6 +176,10 @@ pub fn ask(g: &Global, a: AskArgs) -> CliResult<ExitCode> {
             base_url: a.base_url.clone(),
             timeout: secs(a.request_timeout),
             max_retries: Some(a.retries),
+            max_reply_bytes: a.max_reply_bytes,
+            max_line_bytes: a.max_line_bytes,
+            idle_timeout: secs(a.idle_timeout),
+            stream_timeout: secs(a.stream_timeout),
         },
         grants: Some(g.mark_ask(if a.run.caps.is_empty() {
             agent.grants.clone()

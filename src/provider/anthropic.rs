@@ -1,5 +1,6 @@
 //! Anthropic Messages API: wire conversion, JSON replies and SSE streams.
 
+use super::error::quote;
 use super::sse;
 use super::{
     CallArgs, Endpoint, Message, ModelRequest, ModelResponse, ProviderError, StopReason, TextSink,
@@ -157,7 +158,7 @@ pub fn parse_response(v: &Value) -> Result<ModelResponse, ProviderError> {
     {
         return Err(ProviderError::Truncated {
             provider: NAME,
-            tool: last.name.clone(),
+            tool: quote(&last.name),
         });
     }
     let usage = Usage {
@@ -190,6 +191,7 @@ pub struct StreamState {
     text: String,
     usage: Usage,
     stop: Option<String>,
+    started: bool,
     finished: bool,
 }
 
@@ -201,15 +203,40 @@ impl sse::StreamState for StreamState {
             return Ok(());
         }
         let ev: Value = serde_json::from_str(data)
-            .map_err(|e| malformed(format!("bad stream event ({e}): {data}")))?;
+            .map_err(|e| malformed(format!("bad stream event ({e}): {}", quote(data))))?;
         let index = ev["index"].as_u64().unwrap_or(0);
-        match ev["type"].as_str() {
-            Some("message_start") => {
+        // The same shapes a whole reply must have: a stream of `{"foo":1}` or of a null
+        // message is as malformed as the reply `{"foo":1}`, never an empty answer.
+        let Some(kind) = ev["type"].as_str() else {
+            return Err(malformed(format!(
+                "stream event without a `type`: {}",
+                quote(data)
+            )));
+        };
+        let object = |field: &str| {
+            if ev[field].is_object() {
+                Ok(())
+            } else {
+                Err(malformed(format!(
+                    "{kind} event without a `{field}` object: {}",
+                    quote(data)
+                )))
+            }
+        };
+        match kind {
+            "message_start" => object("message")?,
+            "content_block_start" => object("content_block")?,
+            "content_block_delta" | "message_delta" => object("delta")?,
+            _ => {}
+        }
+        match kind {
+            "message_start" => {
+                self.started = true;
                 let u = &ev["message"]["usage"];
                 self.usage.input_tokens = u["input_tokens"].as_u64().unwrap_or(0);
                 self.usage.output_tokens = u["output_tokens"].as_u64().unwrap_or(0);
             }
-            Some("content_block_start") => {
+            "content_block_start" => {
                 let b = &ev["content_block"];
                 let block = match b["type"].as_str() {
                     Some("text") => {
@@ -230,7 +257,7 @@ impl sse::StreamState for StreamState {
                 };
                 self.order.push((index, block));
             }
-            Some("content_block_delta") => {
+            "content_block_delta" => {
                 let d = &ev["delta"];
                 let block = self
                     .order
@@ -255,14 +282,14 @@ impl sse::StreamState for StreamState {
                     _ => {}
                 }
             }
-            Some("content_block_stop") => {
+            "content_block_stop" => {
                 if let Some((_, Block::Tool { done, .. })) =
                     self.order.iter_mut().rev().find(|(i, _)| *i == index)
                 {
                     *done = true;
                 }
             }
-            Some("message_delta") => {
+            "message_delta" => {
                 if let Some(s) = ev["delta"]["stop_reason"].as_str() {
                     self.stop = Some(s.to_string());
                 }
@@ -270,8 +297,8 @@ impl sse::StreamState for StreamState {
                     self.usage.output_tokens = o;
                 }
             }
-            Some("message_stop") => self.finished = true,
-            Some("error") => {
+            "message_stop" => self.finished = true,
+            "error" => {
                 return Err(ProviderError::Stream {
                     provider: NAME,
                     message: http::error_message(data),
@@ -284,6 +311,9 @@ impl sse::StreamState for StreamState {
 
     /// The reply once the stream ended.
     fn finish(self) -> Result<ModelResponse, ProviderError> {
+        if !self.started && (self.finished || self.stop.is_some()) {
+            return Err(malformed("the stream has no message_start"));
+        }
         let stop = stop_reason(self.stop.as_deref());
         let mut calls = Vec::new();
         for (_, b) in self.order {
@@ -297,7 +327,7 @@ impl sse::StreamState for StreamState {
                 if !done || stop == StopReason::MaxTokens {
                     return Err(ProviderError::Truncated {
                         provider: NAME,
-                        tool: name,
+                        tool: quote(&name),
                     });
                 }
                 calls.push(ToolCall {
@@ -347,14 +377,15 @@ impl Anthropic {
             "{}/v1/messages",
             self.endpoint.base_url.trim_end_matches('/')
         );
-        let resp = http::post(NAME, &self.endpoint, &url, headers, &request_body(req)).await?;
+        let (body, limits) = (request_body(req), &self.endpoint.limits);
+        let resp = http::post(NAME, &self.endpoint, &url, headers, &body, req.stream).await?;
         if !req.stream {
             return Ok(sse::whole(
-                parse_response(&http::json_body(NAME, resp).await?)?,
+                parse_response(&http::json_body(NAME, resp, limits).await?)?,
                 sink,
             ));
         }
-        sse::read_stream::<StreamState>(NAME, resp, sink).await
+        sse::read_stream::<StreamState>(NAME, resp, limits, sink).await
     }
 }
 

@@ -55,7 +55,46 @@ pub enum ProviderError {
         /// The error.
         message: String,
     },
+    /// A reply (or one line of a stream) is larger than its limit.
+    #[error(
+        "{provider}: {what} is larger than {limit} bytes (raise {setting}); it starts: {start}"
+    )]
+    TooLarge {
+        /// Provider name.
+        provider: &'static str,
+        /// `the reply` or `one stream line`.
+        what: &'static str,
+        /// The limit in bytes.
+        limit: usize,
+        /// The flag and agent setting that raise it.
+        setting: &'static str,
+        /// The first bytes (see [`quote`]).
+        start: String,
+    },
     /// The Rhai planner failed.
     #[error("script planner: {0}")]
     Planner(String),
+}
+
+/// Most characters of a reply quoted in an error: enough to recognise it, never megabytes.
+pub const QUOTE_CHARS: usize = 300;
+
+/// The start of `text` for an error message, with its full size when it is cut.
+pub fn quote(text: &str) -> String {
+    match text.char_indices().nth(QUOTE_CHARS) {
+        None => text.to_string(),
+        Some((end, _)) => format!("{}… ({} bytes in all)", &text[..end], text.len()),
+    }
+}
+
+/// [`quote`] for bytes that may not be UTF-8.
+pub fn quote_bytes(bytes: &[u8]) -> String {
+    // Four bytes per character at most, so this prefix holds every quoted character.
+    let cut = bytes.len().min(QUOTE_CHARS * 4);
+    let head = String::from_utf8_lossy(&bytes[..cut]);
+    match head.char_indices().nth(QUOTE_CHARS) {
+        None if cut == bytes.len() => head.into_owned(),
+        None => format!("{head}… ({} bytes in all)", bytes.len()),
+        Some((end, _)) => format!("{}… ({} bytes in all)", &head[..end], bytes.len()),
+    }
 }

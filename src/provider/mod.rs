@@ -7,6 +7,7 @@ pub mod error;
 pub mod http;
 pub mod ollama;
 pub mod openai;
+pub mod redact;
 pub mod script;
 pub mod sse;
 
@@ -15,6 +16,7 @@ pub use error::ProviderError;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::sync::Arc;
+use std::time::Duration;
 
 /// Arguments of a tool call as the model sent them.
 // Untagged: `Invalid` comes first so a saved invalid call reads back as invalid.
@@ -206,10 +208,57 @@ pub struct Endpoint {
     pub base_url: String,
     /// API key, if the provider needs one. Never printed.
     pub api_key: Option<String>,
-    /// Request timeout.
-    pub timeout: std::time::Duration,
+    /// The environment variable the key comes from (named when the service refuses it).
+    pub key_var: Option<String>,
+    /// Time until a non-streamed reply is complete, or until a streamed one starts.
+    pub timeout: Duration,
     /// Retries after the first attempt.
     pub max_retries: u32,
+    /// Sizes and stream timeouts.
+    pub limits: Limits,
+}
+
+impl Endpoint {
+    /// The values that must never leave kiln: the key sent to this endpoint.
+    pub fn secrets(&self) -> redact::Secrets {
+        redact::Secrets::new(self.api_key.iter().cloned())
+    }
+}
+
+/// What one reply may cost: bytes, and time for streams.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// Bytes of one reply body (streamed or not).
+    pub max_reply_bytes: usize,
+    /// Bytes of one line of a stream (an SSE line, an NDJSON object).
+    pub max_line_bytes: usize,
+    /// Longest wait for the next chunk of a streamed reply.
+    pub idle_timeout: Duration,
+    /// Longest time one streamed reply may take, from its first byte to its end.
+    pub stream_timeout: Duration,
+}
+
+impl Limits {
+    /// Default `max_reply_bytes`: far above the longest reply a model writes (64k output
+    /// tokens streamed are under 16 MiB of events), far below what hurts memory.
+    pub const DEFAULT_MAX_REPLY_BYTES: usize = 32 << 20;
+    /// Default `max_line_bytes`: one event carrying a whole large tool call still fits.
+    pub const DEFAULT_MAX_LINE_BYTES: usize = 4 << 20;
+    /// Default idle timeout between stream chunks.
+    pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(120);
+    /// Default overall timeout of a streamed reply.
+    pub const DEFAULT_STREAM_TIMEOUT: Duration = Duration::from_secs(30 * 60);
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            max_reply_bytes: Self::DEFAULT_MAX_REPLY_BYTES,
+            max_line_bytes: Self::DEFAULT_MAX_LINE_BYTES,
+            idle_timeout: Self::DEFAULT_IDLE_TIMEOUT,
+            stream_timeout: Self::DEFAULT_STREAM_TIMEOUT,
+        }
+    }
 }
 
 /// A configured provider.
@@ -235,18 +284,72 @@ impl Provider {
         }
     }
 
+    fn endpoint(&self) -> Option<&Endpoint> {
+        match self {
+            Provider::Anthropic(p) => Some(&p.endpoint),
+            Provider::OpenAi(p) => Some(&p.endpoint),
+            Provider::Ollama(p) => Some(&p.endpoint),
+            Provider::Script(_) => None,
+        }
+    }
+
     /// Sends one request and returns the reply; streamed text goes to `sink` as it arrives.
+    /// Whatever the service sent back has the key redacted (it may echo it) and unique
+    /// tool-call ids (the next request must answer each call by its own id).
     pub async fn complete(
         &self,
         req: &ModelRequest,
         sink: &TextSink,
     ) -> Result<ModelResponse, ProviderError> {
-        match self {
+        let secrets = self.endpoint().map(Endpoint::secrets).unwrap_or_default();
+        let guard = secrets.guard_sink(sink.clone());
+        let sink = &guard.sink();
+        let result = match self {
             Provider::Anthropic(p) => p.complete(req, sink).await,
             Provider::OpenAi(p) => p.complete(req, sink).await,
             Provider::Ollama(p) => p.complete(req, sink).await,
             Provider::Script(p) => p.complete(req, sink).await,
+        };
+        guard.flush();
+        let mut reply = result.map_err(|e| secrets.error(e))?;
+        secrets.reply(&mut reply);
+        unique_call_ids(self.name(), &mut reply.tool_calls);
+        Ok(reply)
+    }
+}
+
+/// Gives every call of one reply its own id: an empty id becomes `call_N` and a repeated one
+/// `ID_2`, `ID_3`, ... (never an id already in the reply). The renamed id is what the
+/// transcript records and what the next request answers, so the two always agree.
+pub fn unique_call_ids(provider: &str, calls: &mut [ToolCall]) {
+    let mut taken: std::collections::HashSet<String> = calls.iter().map(|c| c.id.clone()).collect();
+    let mut seen = std::collections::HashSet::new();
+    for (i, call) in calls.iter_mut().enumerate() {
+        if !call.id.is_empty() && seen.insert(call.id.clone()) {
+            continue;
         }
+        let base = if call.id.is_empty() {
+            format!("call_{i}")
+        } else {
+            call.id.clone()
+        };
+        let mut n = 2;
+        let mut id = base.clone();
+        while taken.contains(&id) {
+            id = format!("{base}_{n}");
+            n += 1;
+        }
+        tracing::warn!(
+            "{provider}: tool call {i} of the reply {}; it is answered as {id:?}",
+            if call.id.is_empty() {
+                "has no id".to_string()
+            } else {
+                format!("repeats the id {:?}", truncate(&call.id, 80))
+            }
+        );
+        taken.insert(id.clone());
+        seen.insert(id.clone());
+        call.id = id;
     }
 }
 

@@ -1,7 +1,8 @@
 //! Ollama's native `/api/chat`: arguments are objects, calls may lack ids (results are matched
 //! by order and `tool_name`), streams are NDJSON.
 
-use super::sse::LineBuffer;
+use super::error::quote;
+use super::sse::{LineBuffer, LineEnds};
 use super::{
     CallArgs, Endpoint, Message, ModelRequest, ModelResponse, ProviderError, StopReason, TextSink,
     ToolCall, Usage, http,
@@ -112,11 +113,11 @@ impl ChatState {
             return Ok(());
         }
         let v: Value = serde_json::from_str(line)
-            .map_err(|e| malformed(format!("bad reply line ({e}): {line}")))?;
+            .map_err(|e| malformed(format!("bad reply line ({e}): {}", quote(line))))?;
         if let Some(e) = v.get("error") {
             return Err(ProviderError::Stream {
                 provider: NAME,
-                message: e.as_str().map_or_else(|| e.to_string(), str::to_string),
+                message: quote(&e.as_str().map_or_else(|| e.to_string(), str::to_string)),
             });
         }
         let msg = &v["message"];
@@ -176,7 +177,7 @@ impl ChatState {
         {
             return Err(ProviderError::Truncated {
                 provider: NAME,
-                tool: last.name.clone(),
+                tool: quote(&last.name),
             });
         }
         Ok(ModelResponse {
@@ -196,23 +197,32 @@ impl Ollama {
         sink: &TextSink,
     ) -> Result<ModelResponse, ProviderError> {
         let url = format!("{}/api/chat", self.endpoint.base_url.trim_end_matches('/'));
+        let (body, limits) = (request_body(req), &self.endpoint.limits);
         let resp = http::post(
             NAME,
             &self.endpoint,
             &url,
             HeaderMap::new(),
-            &request_body(req),
+            &body,
+            req.stream,
         )
         .await?;
         let mut state = ChatState::default();
         if !req.stream {
-            let v = http::json_body(NAME, resp).await?;
+            let v = http::json_body(NAME, resp, limits).await?;
             state.apply(&v.to_string(), sink)?;
             return state.finish();
         }
-        let mut lines = LineBuffer::default();
-        http::for_each_chunk(NAME, resp, |bytes| {
-            for line in lines.push(bytes) {
+        let resp = http::expect_content_type(
+            NAME,
+            resp,
+            &["application/x-ndjson", "application/json"],
+            limits,
+        )
+        .await?;
+        let mut lines = LineBuffer::new(LineEnds::Lf, limits.max_line_bytes);
+        http::for_each_chunk(NAME, resp, limits, |bytes| {
+            for line in lines.push(bytes).map_err(|e| e.into_error(NAME))? {
                 state.apply(&line, sink)?;
             }
             Ok(())

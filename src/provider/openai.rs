@@ -1,5 +1,6 @@
 //! OpenAI Chat Completions (and compatible servers): wire conversion, JSON replies, SSE streams.
 
+use super::error::quote;
 use super::sse;
 use super::{
     CallArgs, Endpoint, Message, ModelRequest, ModelResponse, ProviderError, StopReason, TextSink,
@@ -106,7 +107,7 @@ fn finish(
     {
         return Err(ProviderError::Truncated {
             provider: NAME,
-            tool: last.name.clone(),
+            tool: quote(&last.name),
         });
     }
     Ok(ModelResponse {
@@ -129,6 +130,9 @@ pub fn parse_response(v: &Value) -> Result<ModelResponse, ProviderError> {
         .get(0)
         .ok_or_else(|| malformed("no choices in the reply"))?;
     let msg = &choice["message"];
+    if !msg.is_object() {
+        return Err(malformed("choice 0 has no `message` object"));
+    }
     let text = msg["content"].as_str().unwrap_or_default().to_string();
     let mut calls = Vec::new();
     for (i, c) in msg["tool_calls"]
@@ -176,6 +180,7 @@ pub struct StreamState {
     calls: Vec<(u64, PartialCall)>,
     finish_reason: Option<String>,
     usage: Usage,
+    choices_seen: bool,
     done: bool,
 }
 
@@ -191,7 +196,7 @@ impl sse::StreamState for StreamState {
             return Ok(());
         }
         let chunk: Value = serde_json::from_str(data)
-            .map_err(|e| malformed(format!("bad stream chunk ({e}): {data}")))?;
+            .map_err(|e| malformed(format!("bad stream chunk ({e}): {}", quote(data))))?;
         if chunk.get("error").is_some_and(|e| !e.is_null()) {
             return Err(ProviderError::Stream {
                 provider: NAME,
@@ -201,8 +206,24 @@ impl sse::StreamState for StreamState {
         if chunk["usage"].is_object() {
             self.usage = usage(&chunk["usage"]);
         }
-        for choice in chunk["choices"].as_array().into_iter().flatten() {
+        // The same shapes a whole reply must have (`choices`, each with a message): a stream
+        // of `{"foo":1}` or of null deltas is malformed, never an empty answer. The last
+        // chunk may carry only usage, with no choices.
+        let Some(choices) = chunk["choices"].as_array() else {
+            return Err(malformed(format!(
+                "stream chunk without a `choices` array: {}",
+                quote(data)
+            )));
+        };
+        for choice in choices {
             let delta = &choice["delta"];
+            if !delta.is_object() {
+                return Err(malformed(format!(
+                    "stream choice without a `delta` object: {}",
+                    quote(data)
+                )));
+            }
+            self.choices_seen = true;
             if let Some(t) = delta["content"].as_str()
                 && !t.is_empty()
             {
@@ -243,6 +264,9 @@ impl sse::StreamState for StreamState {
                 provider: NAME,
                 message: "the stream ended before a finish_reason or [DONE]".into(),
             });
+        }
+        if !self.choices_seen {
+            return Err(malformed("no choices in the stream"));
         }
         let mut calls = Vec::new();
         for (i, (_, c)) in self.calls.into_iter().enumerate() {
@@ -286,13 +310,14 @@ impl OpenAi {
         let base = self.endpoint.base_url.trim_end_matches('/');
         let url = format!("{base}/chat/completions");
         let body = request_body(req, base.contains("api.openai.com"));
-        let resp = http::post(NAME, &self.endpoint, &url, headers, &body).await?;
+        let limits = &self.endpoint.limits;
+        let resp = http::post(NAME, &self.endpoint, &url, headers, &body, req.stream).await?;
         if !req.stream {
             return Ok(sse::whole(
-                parse_response(&http::json_body(NAME, resp).await?)?,
+                parse_response(&http::json_body(NAME, resp, limits).await?)?,
                 sink,
             ));
         }
-        sse::read_stream::<StreamState>(NAME, resp, sink).await
+        sse::read_stream::<StreamState>(NAME, resp, limits, sink).await
     }
 }

@@ -363,6 +363,8 @@ pub fn register(engine: &mut Engine) {
         "max_tokens",
         "max_steps",
         "max_parallel",
+        "max_reply_bytes",
+        "max_line_bytes",
     ] {
         engine.register_fn(
             key,

@@ -343,6 +343,8 @@ fn finish_agent(d: AgentDraft, unit: &Arc<ScriptUnit>) -> Result<AgentSpec, Vec<
         max_tokens: as_u32(number("max_tokens")),
         base_url: text("base_url"),
         api_key_env: text("api_key_env"),
+        max_reply_bytes: number("max_reply_bytes").and_then(|n| usize::try_from(n).ok()),
+        max_line_bytes: number("max_line_bytes").and_then(|n| usize::try_from(n).ok()),
         max_parallel: as_u32(number("max_parallel")).unwrap_or(4) as usize,
         planner: d.planner,
         mode,

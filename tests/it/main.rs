@@ -9,6 +9,7 @@ mod db;
 mod dsl;
 mod egress;
 mod exec;
+mod hostile;
 mod ktest;
 mod peers;
 mod planner;
