@@ -2,7 +2,6 @@
 
 use crate::capability::Grants;
 use crate::services::Services;
-use rhai::{Dynamic, Map};
 use serde_json::Value;
 use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex};
@@ -54,43 +53,6 @@ impl CallContext {
             restored: false,
             registry: None,
         }
-    }
-
-    /// The current state as a shared Rhai value, so handler writes to `ctx.state` stick.
-    pub(crate) fn state_dynamic(&self) -> Dynamic {
-        let state = self.state.lock().map(|s| s.clone()).unwrap_or(Value::Null);
-        rhai::serde::to_dynamic(&state)
-            .unwrap_or(Dynamic::UNIT)
-            .into_shared()
-    }
-
-    /// Writes a handler's state back.
-    pub(crate) fn store_state(&self, state: &Dynamic) {
-        if let Ok(v) = crate::convert::to_json(&state.flatten_clone())
-            && let Ok(mut s) = self.state.lock()
-        {
-            *s = v;
-        }
-    }
-
-    /// The `ctx` map scripts see.
-    pub(crate) fn to_rhai(&self, state: &Dynamic) -> Map {
-        let mut m = Map::new();
-        let opt = |v: &Option<String>| v.clone().map(Dynamic::from).unwrap_or(Dynamic::UNIT);
-        m.insert("actor_id".into(), opt(&self.actor_id));
-        m.insert("agent".into(), opt(&self.agent));
-        m.insert("run_id".into(), self.run_id.clone().into());
-        let context = rhai::serde::to_dynamic(&self.context).unwrap_or(Dynamic::UNIT);
-        m.insert("context".into(), context);
-        m.insert("state".into(), state.clone());
-        m.insert("restored".into(), self.restored.into());
-        let caps: rhai::Array = self
-            .grants
-            .iter()
-            .map(|g| g.cap.to_string().into())
-            .collect();
-        m.insert("capabilities".into(), caps.into());
-        m
     }
 }
 

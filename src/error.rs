@@ -14,12 +14,12 @@ pub struct SourceLoc {
 }
 
 impl SourceLoc {
-    /// A location from a script path and a Rhai position.
-    pub fn new(path: &str, pos: rhai::Position) -> Self {
+    /// A location from a path and a 1-based line and column (0 when unknown).
+    pub fn new(path: &str, line: usize, column: usize) -> Self {
         SourceLoc {
             path: path.to_string(),
-            line: pos.line().unwrap_or(0),
-            column: pos.position().unwrap_or(0),
+            line,
+            column,
         }
     }
 }

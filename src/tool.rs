@@ -3,8 +3,6 @@
 use crate::capability::{self, Capability};
 use crate::context::CallContext;
 use crate::error::SourceLoc;
-use crate::script::{ScriptUnit, host_fns, sandbox};
-use rhai::{Dynamic, EvalAltResult, FnPtr};
 use serde::Serialize;
 use serde_json::{Value, json};
 use std::sync::Arc;
@@ -37,10 +35,33 @@ pub struct Tool {
     /// Where the tool was defined.
     pub loc: SourceLoc,
     pub(crate) validator: jsonschema::Validator,
-    pub(crate) handler: FnPtr,
-    pub(crate) handler_arity: usize,
-    pub(crate) available_if: Option<FnPtr>,
-    pub(crate) script: Arc<ScriptUnit>,
+    pub(crate) handler: Arc<dyn Handler>,
+}
+
+/// The code behind a tool: a Rhai function, or a Rust function the application registered.
+///
+/// Object-safe, so a registry holds both kinds alike. A call is blocking: script handlers run
+/// synchronously on the blocking pool (the sandbox's deadline and cancel flag are per thread);
+/// native handlers are driven to completion on that same thread.
+pub trait Handler: Send + Sync {
+    /// Runs one attempt with validated `args`; it must give up by `deadline`.
+    fn call(
+        &self,
+        tool: &Tool,
+        args: &Value,
+        ctx: &CallContext,
+        deadline: Instant,
+    ) -> Result<Value, ToolFailure>;
+
+    /// Whether the tool is offered in this context (a script's `available_if`).
+    fn is_available(&self, _tool: &Tool, _ctx: &CallContext) -> bool {
+        true
+    }
+
+    /// Which version of the code runs (a hash of the script file); empty when not versioned.
+    fn version(&self) -> &str {
+        ""
+    }
 }
 
 impl std::fmt::Debug for Tool {
@@ -200,18 +221,12 @@ impl Tool {
 
     /// Whether `available_if` (if any) allows the tool in this context.
     pub fn is_available(&self, ctx: &CallContext) -> bool {
-        let Some(f) = &self.available_if else {
-            return true;
-        };
-        let ctx_map = ctx.to_rhai(&Dynamic::UNIT);
-        let deadline = Some(Instant::now() + Duration::from_millis(200));
-        let result = sandbox::with_watch(deadline, None, || {
-            f.call::<bool>(&self.script.engine, &self.script.ast, (ctx_map,))
-        });
-        result.unwrap_or_else(|e| {
-            tracing::warn!(tool = %self.name, "available_if failed: {e}");
-            false
-        })
+        self.handler.is_available(self, ctx)
+    }
+
+    /// Which version of the tool's code runs (a hash of its script; empty for native tools).
+    pub fn version(&self) -> &str {
+        self.handler.version()
     }
 
     /// Validates, checks capabilities and runs the handler (with retries). Blocking: call it on
@@ -310,33 +325,11 @@ impl Tool {
         args: &Value,
         ctx: &CallContext,
     ) -> Result<Value, ToolFailure> {
-        let args_dyn = rhai::serde::to_dynamic(args)
-            .map_err(|e| ToolFailure::sanitized(FailureKind::Runtime, format!("arguments: {e}")))?;
-        let state = ctx.state_dynamic();
-        let ctx_map = ctx.to_rhai(&state);
         let deadline = Instant::now() + self.timeout;
         let deadline = ctx.deadline.map_or(deadline, |d| d.min(deadline));
-        let unit = &self.script;
-        let result = host_fns::with_call(self, ctx, || {
-            sandbox::with_watch(Some(deadline), ctx.cancel.clone(), || {
-                if self.handler_arity == 1 {
-                    self.handler
-                        .call::<Dynamic>(&unit.engine, &unit.ast, (args_dyn,))
-                } else {
-                    self.handler
-                        .call::<Dynamic>(&unit.engine, &unit.ast, (args_dyn, ctx_map))
-                }
-            })
-        });
-        ctx.store_state(&state);
-        match result {
-            Ok(value) => crate::convert::to_json(&value)
-                .map(limit_result)
-                .map_err(|e| {
-                    ToolFailure::sanitized(FailureKind::Runtime, format!("result is not JSON: {e}"))
-                }),
-            Err(err) => Err(classify(&err, &self.loc.path)),
-        }
+        self.handler
+            .call(self, args, ctx, deadline)
+            .map(limit_result)
     }
 }
 
@@ -352,46 +345,4 @@ fn limit_result(v: Value) -> Value {
         "note": format!("the result was {} bytes; kiln passes on at most {MAX_RESULT_BYTES}", text.len()),
         "preview": preview,
     })
-}
-
-/// Sorts a Rhai error into a failure kind and message.
-pub fn classify(err: &EvalAltResult, path: &str) -> ToolFailure {
-    use EvalAltResult as E;
-    match err {
-        E::ErrorInFunctionCall(_, _, inner, _) | E::ErrorInModule(_, inner, _) => {
-            let inner_failure = classify(inner, path);
-            if inner_failure.kind == FailureKind::ToolError {
-                inner_failure
-            } else {
-                ToolFailure {
-                    detail: Some(format!("{path}: {err}")),
-                    ..inner_failure
-                }
-            }
-        }
-        E::ErrorRuntime(value, _) if value.is::<host_fns::ToolErrorValue>() => {
-            let msg = value.clone_cast::<host_fns::ToolErrorValue>().0;
-            ToolFailure::visible(FailureKind::ToolError, msg)
-        }
-        E::ErrorTerminated(token, _) => {
-            let kind = if token.to_string() == sandbox::CANCEL_TOKEN {
-                FailureKind::Cancelled
-            } else {
-                FailureKind::Deadline
-            };
-            ToolFailure::sanitized(kind, format!("{path}: {err}"))
-        }
-        E::ErrorRuntime(value, _) if value.is::<host_fns::DeniedValue>() => ToolFailure::visible(
-            FailureKind::Denied,
-            value.clone_cast::<host_fns::DeniedValue>().0,
-        ),
-        E::ErrorTooManyOperations(_)
-        | E::ErrorStackOverflow(_)
-        | E::ErrorDataTooLarge(..)
-        | E::ErrorTooManyModules(_)
-        | E::ErrorTooManyVariables(_) => {
-            ToolFailure::sanitized(FailureKind::Limit, format!("{path}: {err}"))
-        }
-        _ => ToolFailure::sanitized(FailureKind::Runtime, format!("{path}: {err}")),
-    }
 }

@@ -8,11 +8,10 @@ use super::run::{Run, RunEvent, RunOptions};
 use crate::Host;
 use crate::context::CallContext;
 use crate::provider::{Message, ModelRequest, Provider, TextSink};
-use crate::script::sandbox;
 use crate::tool::Tool;
 use serde_json::{Value, json};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 /// The instructions that open every planner prompt.
 const INSTRUCTIONS: &str = "You plan one step at a time. Choose exactly one tool for the next step.\n\
@@ -55,31 +54,6 @@ pub fn prompt(
 
 fn error_result(message: impl Into<String>) -> Value {
     json!({"status": "error", "error": message.into()})
-}
-
-/// Runs the agent's `.validator(|tool, args| ...)`: it returns (possibly changed) args or throws.
-fn validate(agent: &super::AgentSpec, tool: &str, args: Value) -> Result<Value, String> {
-    let Some(f) = &agent.validator else {
-        return Ok(args);
-    };
-    let unit = agent.script();
-    let deadline = Some(Instant::now() + Duration::from_secs(2));
-    let result = sandbox::with_watch(deadline, None, || {
-        f.call::<rhai::Dynamic>(
-            &unit.engine,
-            &unit.ast,
-            (tool.to_string(), crate::convert::to_dynamic(&args)),
-        )
-    });
-    match result {
-        Ok(v) => crate::convert::to_json(&v),
-        Err(e) => Err(crate::tool::classify(&e, &unit.path)
-            .detail
-            .unwrap_or_else(|| {
-                let f = crate::tool::classify(&e, &unit.path);
-                f.message
-            })),
-    }
 }
 
 /// The planner loop.
@@ -138,7 +112,7 @@ pub(super) async fn drive(
         let result = if !violations.is_empty() {
             error_result(format!("invalid arguments: {}", violations.join("; ")))
         } else {
-            match validate(agent, name, args.clone()) {
+            match agent.validate(name, args.clone()) {
                 Err(e) => error_result(format!("rejected by the validator: {e}")),
                 Ok(args) => {
                     let outcome = tool.execute_async(args, ctx.clone()).await;
@@ -149,7 +123,7 @@ pub(super) async fn drive(
                         name,
                         args,
                         &outcome,
-                        tool.script.version.clone(),
+                        tool.version().to_string(),
                     );
                     run.emit(RunEvent::ToolDone(&record));
                     run.report.tool_calls.push(record);

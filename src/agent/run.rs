@@ -1,7 +1,7 @@
 //! The tool-calling loop: ask the model, run the tools it asks for (validated, guarded,
 //! concurrently and in call order), send the results back, until it answers or a limit hits.
 
-use super::connect::{self, ProviderOverrides};
+use super::connect::ProviderOverrides;
 use super::report::{RunError, RunErrorKind, RunReport, ToolCallRecord};
 use crate::Host;
 use crate::capability::Grants;
@@ -12,7 +12,6 @@ use crate::provider::{
 use crate::tool::{FailureKind, ToolOutcome};
 use serde_json::Value;
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tokio::sync::{RwLock, Semaphore};
@@ -85,7 +84,37 @@ pub(super) struct Run {
 }
 
 impl Run {
-    fn fail(mut self, kind: RunErrorKind) -> RunError {
+    /// A run of `agent` from `messages` (the first `committed` already recorded).
+    pub(super) fn new(
+        agent: &str,
+        messages: Vec<Message>,
+        opts: &RunOptions,
+        committed: usize,
+    ) -> Self {
+        Run {
+            report: RunReport::new(agent, messages),
+            observer: opts.observer.clone(),
+            recorder: opts.recorder.clone(),
+            committed,
+            committed_calls: 0,
+        }
+    }
+
+    /// Tells the recorder the run began.
+    pub(super) fn started(&self) {
+        if let Some(r) = &self.recorder {
+            r.started(&self.report);
+        }
+    }
+
+    /// Tells the recorder the run ended.
+    pub(super) fn ended(&self) {
+        if let Some(r) = &self.recorder {
+            r.ended(&self.report);
+        }
+    }
+
+    pub(super) fn fail(mut self, kind: RunErrorKind) -> RunError {
         self.report.error = Some(kind.to_string());
         RunError {
             kind,
@@ -148,88 +177,9 @@ impl Run {
     }
 }
 
-/// Runs agent `agent_name` on `prompt`.
-pub async fn run(
-    host: &Host,
-    agent_name: &str,
-    prompt: &str,
-    opts: RunOptions,
-) -> Result<RunReport, RunError> {
-    let mut messages = opts.history.clone();
-    messages.push(Message::User {
-        content: prompt.to_string(),
-    });
-    let mut run = Run {
-        report: RunReport::new(agent_name, messages),
-        observer: opts.observer.clone(),
-        recorder: opts.recorder.clone(),
-        committed: opts.history.len(),
-        committed_calls: 0,
-    };
-    if let Some(r) = &run.recorder {
-        r.started(&run.report);
-    }
-    let result = setup_and_drive(host, &mut run, &opts).await;
-    if let Err(kind) = &result {
-        run.report.error = Some(kind.to_string());
-    }
-    if let Some(r) = &run.recorder {
-        r.ended(&run.report);
-    }
-    match result {
-        Ok(()) => Ok(run.report),
-        Err(kind) => Err(run.fail(kind)),
-    }
-}
-
-async fn setup_and_drive(
-    host: &Host,
-    run: &mut Run,
-    opts: &RunOptions,
-) -> Result<(), RunErrorKind> {
-    let agent = host.agent(&run.report.agent).map_err(|e| {
-        RunErrorKind::Provider(crate::provider::ProviderError::Planner(e.to_string()))
-    })?;
-    let (provider, model) = connect::connect(&agent, &opts.overrides)?;
-    run.report.provider = provider.name().to_string();
-    run.report.model = model.clone();
-
-    let cancel_flag = Arc::new(AtomicBool::new(false));
-    let watcher = {
-        let flag = cancel_flag.clone();
-        let token = opts.cancel.clone();
-        tokio::spawn(async move {
-            token.cancelled().await;
-            flag.store(true, Ordering::Relaxed);
-        })
-    };
-    let deadline = opts.timeout.map(|t| Instant::now() + t);
-    let mut ctx = host.context(opts.grants.clone().unwrap_or_else(|| agent.grants.clone()));
-    ctx.run_id = run.report.run_id.clone();
-    ctx.agent = Some(agent.name.clone());
-    ctx.actor_id = opts.actor_id.clone();
-    ctx.context = opts.context.clone();
-    ctx.cancel = Some(cancel_flag);
-    ctx.deadline = deadline;
-    if let Some(state) = &opts.state {
-        ctx.state = state.clone();
-        ctx.restored = !opts.history.is_empty();
-    }
-    let max_rounds = opts.max_iterations.unwrap_or(agent.max_tool_iterations);
-    let result = if agent.mode == "json_planner" {
-        super::planner::drive(host, run, &provider, &agent, &model, ctx, opts, deadline).await
-    } else {
-        drive(
-            host, run, &provider, &agent, &model, ctx, max_rounds, opts, deadline,
-        )
-        .await
-    };
-    watcher.abort();
-    result
-}
-
+/// The tool-calling loop.
 #[allow(clippy::too_many_arguments)]
-async fn drive(
+pub(super) async fn drive(
     host: &Host,
     run: &mut Run,
     provider: &Provider,
@@ -294,7 +244,7 @@ async fn drive(
             let version = offered
                 .iter()
                 .find(|t| t.name == call.name)
-                .map(|t| t.script.version.clone())
+                .map(|t| t.version().to_string())
                 .unwrap_or_default();
             let record = ToolCallRecord::new(
                 round,

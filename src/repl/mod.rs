@@ -477,7 +477,7 @@ impl Repl {
             Ok(v) if v.is_unit() => {}
             Ok(v) => println!("{}", show(&v)),
             Err(e) => self.error(
-                &crate::tool::classify(&e, "repl")
+                &crate::script::handler::classify(&e, "repl")
                     .detail
                     .unwrap_or_else(|| e.to_string()),
             ),
