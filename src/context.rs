@@ -34,6 +34,8 @@ pub struct CallContext {
     pub restored: bool,
     /// The registry snapshot the run pinned (for `call_tool`).
     pub registry: Option<Arc<crate::registry::Registry>>,
+    /// The native tool running, with the capabilities it declares (for [`CallContext::call_tool`]).
+    pub(crate) caller: Option<Arc<(String, Vec<crate::capability::Capability>)>>,
 }
 
 impl CallContext {
@@ -52,6 +54,38 @@ impl CallContext {
             depth: 0,
             restored: false,
             registry: None,
+            caller: None,
+        }
+    }
+
+    /// Calls another tool from a native tool's handler, under the same rules as `call_tool` in
+    /// scripts: the callee may require only capabilities this tool declares, the caller's grants
+    /// apply, and nesting is bounded. `Err` is a refusal (a `denied` failure).
+    pub async fn call_tool(
+        &self,
+        name: &str,
+        args: Value,
+    ) -> Result<Value, crate::tool::ToolFailure> {
+        use crate::tool::{FailureKind, ToolFailure};
+        let ctx = self.clone();
+        let name = name.to_string();
+        let outcome = tokio::task::spawn_blocking(move || {
+            let (caller, declared) = match &ctx.caller {
+                Some(c) => (c.0.as_str(), c.1.as_slice()),
+                None => ("(none)", &[][..]),
+            };
+            crate::tool::call_nested(caller, declared, &ctx, &name, &args)
+                .map(|o| o.result.map_err(|f| (name.clone(), f)))
+        })
+        .await
+        .map_err(|e| ToolFailure::sanitized(FailureKind::Runtime, e.to_string()))?;
+        match outcome {
+            Err(refusal) => Err(ToolFailure::visible(FailureKind::Denied, refusal)),
+            Ok(Ok(v)) => Ok(v),
+            Ok(Err((name, f))) => Err(ToolFailure {
+                message: format!("{name}: {}", f.message),
+                ..f
+            }),
         }
     }
 }

@@ -5,12 +5,14 @@
 //! model providers. See ARCHITECTURE.md for the map.
 
 pub mod agent;
+mod api;
 pub mod capability;
 pub mod context;
 pub mod convert;
 pub mod db;
 pub mod error;
 pub mod mock;
+mod native;
 pub mod provider;
 pub mod registry;
 pub mod reload;
@@ -21,11 +23,16 @@ pub mod services;
 pub mod stdlib;
 pub mod tool;
 
+pub use api::{CallOptions, Event, HostBuilder, RunStream, WatchHandle};
+pub use native::{HandlerFuture, HostFn, NativeTool};
+pub use tool::ToolFailure;
+
 use arc_swap::ArcSwap;
 use error::{HostError, LoadError};
+use registry::LoadedFile;
 use registry::Registry;
 use rhai::Engine;
-use script::loader::{self, LoadedFile};
+use script::loader;
 use services::Services;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -64,6 +71,25 @@ pub struct Host {
     broken: Mutex<BTreeMap<String, Vec<LoadError>>>,
     registry: ArcSwap<Registry>,
     services: Arc<Services>,
+    /// The application's native tools, loaded after the stdlib.
+    natives: Arc<LoadedFile>,
+    /// The capability of each function the application gave scripts (for the static scan).
+    app_caps: BTreeMap<String, String>,
+    /// What [`Host::call`] grants by default.
+    grants: capability::Grants,
+    /// The database runs are logged to, if any.
+    db: Option<Arc<db::Db>>,
+    /// The watcher [`HostBuilder::watch`] started.
+    watcher: Mutex<Option<reload::Watcher>>,
+}
+
+/// What the builder adds to a host beyond its configuration.
+#[derive(Default)]
+struct Extras {
+    natives: LoadedFile,
+    host_fns: Vec<HostFn>,
+    grants: capability::Grants,
+    db: Option<Arc<db::Db>>,
 }
 
 impl Host {
@@ -77,19 +103,40 @@ impl Host {
         config: HostConfig,
         adjust: impl FnOnce(&mut Services),
     ) -> Result<Host, HostError> {
-        let engine = Arc::new(script::engine(&config.limits, config.scripts.clone(), None));
         let mut services = Services::new(config.workspace.clone());
         adjust(&mut services);
+        Self::assemble(config, services, Extras::default())
+    }
+
+    fn assemble(config: HostConfig, services: Services, extras: Extras) -> Result<Host, HostError> {
+        let mut engine = script::engine(&config.limits, config.scripts.clone(), None);
+        for f in &extras.host_fns {
+            script::host_fns::register_app(&mut engine, f);
+        }
         let host = Host {
-            engine,
+            engine: Arc::new(engine),
             files: Mutex::new(BTreeMap::new()),
             broken: Mutex::new(BTreeMap::new()),
             registry: ArcSwap::from_pointee(Registry::default()),
             services: Arc::new(services),
+            natives: Arc::new(extras.natives),
+            app_caps: extras
+                .host_fns
+                .iter()
+                .map(|f| (f.name.clone(), f.capability.clone()))
+                .collect(),
+            grants: extras.grants,
+            db: extras.db,
+            watcher: Mutex::new(None),
             config,
         };
         host.load_all()?;
         Ok(host)
+    }
+
+    /// The database, when the host was built with one.
+    pub fn database(&self) -> Option<&Arc<db::Db>> {
+        self.db.as_ref()
     }
 
     /// The shared engine (for the REPL's Rhai evaluation).
@@ -118,17 +165,15 @@ impl Host {
         if self.config.stdlib {
             for (name, src) in stdlib::FILES {
                 let path = format!("stdlib/{name}");
-                files.insert(
-                    path.clone(),
-                    Arc::new(loader::load_source(&self.engine, &path, src)),
-                );
+                files.insert(path.clone(), Arc::new(self.load_source(&path, src)));
             }
         }
+        files.insert(self.natives.path.clone(), self.natives.clone());
         for dir in &self.config.scripts {
             for path in script_files(dir)? {
                 let shown = path.to_string_lossy().to_string();
                 let loaded = match std::fs::read_to_string(&path) {
-                    Ok(src) => loader::load_source(&self.engine, &shown, &src),
+                    Ok(src) => self.load_source(&shown, &src),
                     Err(e) => LoadedFile {
                         path: shown.clone(),
                         errors: vec![LoadError::at(
@@ -147,6 +192,15 @@ impl Host {
         }
         self.install(files);
         Ok(())
+    }
+
+    fn load_source(&self, path: &str, source: &str) -> LoadedFile {
+        loader::load_source_with(&self.engine, path, source, &self.app_caps)
+    }
+
+    /// The functions the application gave scripts, with the capability each needs.
+    pub fn host_fn_capabilities(&self) -> &BTreeMap<String, String> {
+        &self.app_caps
     }
 
     /// Builds and swaps in a registry for this set of files.
@@ -226,7 +280,7 @@ impl Host {
                 ..reload::ReloadReport::loaded(shown, 0, 0, 0, started)
             };
         }
-        let loaded = Arc::new(loader::load_source(&self.engine, &shown, &source));
+        let loaded = Arc::new(self.load_source(&shown, &source));
         let mut candidate = files.clone();
         candidate.insert(shown.clone(), loaded.clone());
         let mut errors = loaded.errors.clone();
@@ -295,13 +349,15 @@ impl Host {
     }
 }
 
-/// stdlib files first, then user files in path order.
+/// stdlib files first, then the application's native tools, then user files in path order.
 fn ordered_files(files: &BTreeMap<String, Arc<LoadedFile>>) -> Vec<Arc<LoadedFile>> {
-    let (std, user): (Vec<_>, Vec<_>) = files
-        .values()
-        .cloned()
-        .partition(|f| f.path.starts_with("stdlib/"));
-    std.into_iter().chain(user).collect()
+    let mut ordered: Vec<Arc<LoadedFile>> = files.values().cloned().collect();
+    ordered.sort_by_key(|f| match f.path.as_str() {
+        p if p.starts_with("stdlib/") => 0,
+        native::NATIVE_SOURCE => 1,
+        _ => 2,
+    });
+    ordered
 }
 
 /// The `*.rhai` files of a folder (recursively), sorted; a missing default folder is empty.

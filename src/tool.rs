@@ -16,6 +16,64 @@ pub const MAX_RESULT_BYTES: usize = 1024 * 1024;
 /// Default per-call deadline when a tool sets no `.timeout(ms)`.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
 
+/// Tool names every provider accepts.
+pub fn valid_tool_name(name: &str) -> bool {
+    (1..=64).contains(&name.len())
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+}
+
+/// Compiles a tool's argument schema (JSON Schema 2020-12, formats checked).
+pub(crate) fn compile_schema(
+    schema: &Value,
+) -> Result<jsonschema::Validator, jsonschema::ValidationError<'static>> {
+    jsonschema::options()
+        .with_draft(jsonschema::Draft::Draft202012)
+        .should_validate_formats(true)
+        .build(schema)
+}
+
+/// Maximum nesting of `call_tool`.
+pub const MAX_CALL_DEPTH: u32 = 4;
+
+/// Runs tool `name` from inside tool `caller` (`call_tool`), under the capability rules: the
+/// callee may need nothing the caller does not declare, the caller's grants apply, and nesting
+/// is bounded. `Err` is a refusal, worded for the model.
+pub(crate) fn call_nested(
+    caller: &str,
+    declared: &[Capability],
+    ctx: &CallContext,
+    name: &str,
+    args: &Value,
+) -> Result<ToolOutcome, String> {
+    if ctx.depth >= MAX_CALL_DEPTH {
+        return Err(format!(
+            "call_tool(\"{name}\") refused: nesting deeper than {MAX_CALL_DEPTH}"
+        ));
+    }
+    let tool = ctx
+        .registry
+        .as_ref()
+        .and_then(|r| r.find(name))
+        .ok_or_else(|| format!("call_tool(\"{name}\"): no such tool"))?;
+    let beyond: Vec<String> = tool
+        .requires
+        .iter()
+        .filter(|r| !declared.iter().any(|d| d.name == r.name))
+        .map(|r| r.to_string())
+        .collect();
+    if !beyond.is_empty() {
+        return Err(format!(
+            "call_tool(\"{name}\") refused: it requires [{}] which tool \"{caller}\" does not declare",
+            beyond.join(", ")
+        ));
+    }
+    let mut inner = ctx.clone();
+    inner.depth += 1;
+    Ok(tool.execute(args, &inner))
+}
+
 /// A compiled tool, ready to validate and run.
 pub struct Tool {
     /// Unique name, `^[a-zA-Z0-9_-]{1,64}$`.
@@ -75,6 +133,7 @@ impl std::fmt::Debug for Tool {
 
 /// Why a tool call failed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
 #[serde(rename_all = "snake_case")]
 pub enum FailureKind {
     /// Arguments failed the schema.
@@ -134,6 +193,12 @@ impl ToolFailure {
             message: message.into(),
             detail: None,
         }
+    }
+
+    /// A failure the handler reports on purpose, its message for the model (the Rust side of
+    /// `tool_error(msg)`).
+    pub fn tool_error(message: impl Into<String>) -> Self {
+        Self::visible(FailureKind::ToolError, message)
     }
 
     /// A failure shown to the model only as `Tool failed (KIND)`.

@@ -115,6 +115,12 @@ pub(super) async fn drive(
             match agent.validate(name, args.clone()) {
                 Err(e) => error_result(format!("rejected by the validator: {e}")),
                 Ok(args) => {
+                    run.emit(RunEvent::ToolStart {
+                        round: step,
+                        id: &format!("step_{step}"),
+                        name,
+                        args: &args,
+                    });
                     let outcome = tool.execute_async(args, ctx.clone()).await;
                     let args = plan.get("args").cloned().unwrap_or_default();
                     let record = super::ToolCallRecord::new(

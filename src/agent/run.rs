@@ -36,6 +36,17 @@ pub enum RunEvent<'a> {
         /// 1-based round.
         round: u32,
     },
+    /// A tool call was dispatched.
+    ToolStart {
+        /// 1-based round.
+        round: u32,
+        /// The call id.
+        id: &'a str,
+        /// The tool.
+        name: &'a str,
+        /// The arguments as the model sent them.
+        args: &'a Value,
+    },
     /// A tool call finished.
     ToolDone(&'a ToolCallRecord),
 }
@@ -236,6 +247,14 @@ pub(super) async fn drive(
         }
         if round > max_rounds {
             return Err(RunErrorKind::ToolLoop(max_rounds));
+        }
+        for call in &calls {
+            run.emit(RunEvent::ToolStart {
+                round,
+                id: &call.id,
+                name: &call.name,
+                args: &call.args.to_value(),
+            });
         }
         let outcomes = execute_round(&calls, &offered, &ctx, &exclusive, agent.max_parallel).await;
         let mut results = Vec::new();

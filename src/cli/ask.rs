@@ -4,7 +4,7 @@ use super::tools_cmd::parse_context;
 use super::{CliResult, Global, output, parse_caps};
 use clap::Args;
 use kiln::agent::connect::ProviderOverrides;
-use kiln::agent::{RunEvent, RunOptions, run};
+use kiln::agent::{RunEvent, RunOptions};
 use std::io::{IsTerminal, Write};
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -72,7 +72,6 @@ pub fn ask(g: &Global, a: AskArgs) -> CliResult<ExitCode> {
         a.prompt.clone()
     };
     let (host, db) = g.host_with_db()?;
-    let host = Arc::new(host);
     for e in &host.registry().errors {
         output::error(&e.to_string());
     }
@@ -173,7 +172,7 @@ pub fn ask(g: &Global, a: AskArgs) -> CliResult<ExitCode> {
                 ctrl_c.cancel();
             }
         });
-        run(&host, &a.agent, &prompt, opts).await
+        host.run(&a.agent, &prompt, opts).await
     });
     let (report, error) = match result {
         Ok(r) => (r, None),

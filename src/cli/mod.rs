@@ -15,6 +15,7 @@ use kiln::capability::Grants;
 use kiln::{Host, HostConfig};
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::Arc;
 
 /// Errors the CLI renders: library errors and its own argument problems.
 pub type CliResult<T> = Result<T, Box<dyn std::error::Error>>;
@@ -127,17 +128,28 @@ impl Global {
     }
 
     /// Builds the host, refusing explicitly named folders that do not exist.
-    pub fn host(&self) -> CliResult<Host> {
+    pub fn host(&self) -> CliResult<Arc<Host>> {
+        Ok(self.builder()?.build()?)
+    }
+
+    fn builder(&self) -> CliResult<kiln::HostBuilder> {
         for dir in &self.scripts {
             if !dir.is_dir() {
                 return Err(format!("scripts folder {} does not exist", dir.display()).into());
             }
         }
-        let yes = self.yes;
-        Ok(Host::with_services(self.config(), |s| {
-            s.assume_yes = yes;
-            s.approver = approve::terminal();
-        })?)
+        let config = self.config();
+        let mut b = Host::builder()
+            .workspace(config.workspace)
+            .stdlib(config.stdlib)
+            .assume_yes(self.yes);
+        for dir in config.scripts {
+            b = b.scripts(dir);
+        }
+        if let Some(approver) = approve::terminal() {
+            b = b.approver(approver);
+        }
+        Ok(b)
     }
 
     /// The database path these options name.
@@ -148,34 +160,17 @@ impl Global {
     }
 
     /// Opens the database.
-    pub fn open_db(&self) -> CliResult<std::sync::Arc<kiln::db::Db>> {
-        Ok(std::sync::Arc::new(kiln::db::Db::open(&self.db_path())?))
+    pub fn open_db(&self) -> CliResult<Arc<kiln::db::Db>> {
+        Ok(Arc::new(kiln::db::Db::open(&self.db_path())?))
     }
 
     /// A host whose `store_*` persist in the database, and the database (for the run log).
-    pub fn host_with_db(&self) -> CliResult<(Host, std::sync::Arc<kiln::db::Db>)> {
-        for dir in &self.scripts {
-            if !dir.is_dir() {
-                return Err(format!("scripts folder {} does not exist", dir.display()).into());
-            }
-        }
-        let db = self.open_db()?;
-        let workspace = self
-            .workspace
-            .canonicalize()
-            .unwrap_or_else(|_| self.workspace.clone())
-            .display()
-            .to_string();
-        let yes = self.yes;
-        let store_db = db.clone();
-        let host = Host::with_services(self.config(), |s| {
-            s.assume_yes = yes;
-            s.approver = approve::terminal();
-            s.store = kiln::services::Store::Sqlite {
-                db: store_db,
-                workspace,
-            };
-        })?;
+    pub fn host_with_db(&self) -> CliResult<(Arc<Host>, Arc<kiln::db::Db>)> {
+        let host = self.builder()?.database(self.db_path()).build()?;
+        let db = host
+            .database()
+            .cloned()
+            .ok_or("the database did not open")?;
         Ok((host, db))
     }
 
@@ -247,6 +242,6 @@ pub fn run(cli: Cli) -> CliResult<ExitCode> {
 
 fn repl(g: &Global, caps: &[String]) -> CliResult<ExitCode> {
     let (host, db) = g.host_with_db()?;
-    kiln::repl::run_repl(std::sync::Arc::new(host), parse_caps(caps)?, Some(db))?;
+    kiln::repl::run_repl(host, parse_caps(caps)?, Some(db))?;
     Ok(ExitCode::SUCCESS)
 }

@@ -3,11 +3,10 @@
 use super::{CliResult, Global, output};
 use std::io::Write;
 use std::process::ExitCode;
-use std::sync::Arc;
 
 /// Runs `kiln watch` until Ctrl-C.
 pub fn watch(g: &Global) -> CliResult<ExitCode> {
-    let host = Arc::new(g.host()?);
+    let host = g.host()?;
     let reg = host.registry();
     for e in &reg.errors {
         output::error(&e.to_string());

@@ -12,6 +12,7 @@ use crate::schema;
 use crate::tool::{DEFAULT_TIMEOUT, Tool};
 use rhai::{AST, Engine, Position, Scope};
 use serde_json::Value;
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -20,16 +21,21 @@ const TOP_LEVEL_DEADLINE: Duration = Duration::from_secs(5);
 
 pub use crate::registry::LoadedFile;
 
-/// Tool names every provider accepts.
-pub fn valid_tool_name(name: &str) -> bool {
-    (1..=64).contains(&name.len())
-        && name
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
-}
+pub use crate::tool::valid_tool_name;
 
 /// Compiles and loads one file's source.
 pub fn load_source(engine: &Arc<Engine>, path: &str, source: &str) -> LoadedFile {
+    load_source_with(engine, path, source, &BTreeMap::new())
+}
+
+/// [`load_source`] knowing the capability of each function the application added (`app`), so
+/// undeclared calls to them are warned about too.
+pub(crate) fn load_source_with(
+    engine: &Arc<Engine>,
+    path: &str,
+    source: &str,
+    app: &BTreeMap<String, String>,
+) -> LoadedFile {
     let mut file = LoadedFile {
         path: path.to_string(),
         ..LoadedFile::default()
@@ -68,7 +74,7 @@ pub fn load_source(engine: &Arc<Engine>, path: &str, source: &str) -> LoadedFile
             Ok(tool) => {
                 let handler_name = handler_name.unwrap_or_default();
                 file.warnings
-                    .extend(undeclared_calls(&tool, &handler_name, &unit));
+                    .extend(undeclared_calls(&tool, &handler_name, &unit, app));
                 file.tools.push(Arc::new(tool));
             }
             Err(errs) => file.errors.extend(errs),
@@ -184,11 +190,7 @@ fn finish_tool(d: ToolDraft, unit: &Arc<ScriptUnit>) -> Result<Tool, Vec<LoadErr
             ),
         ));
     }
-    let validator = jsonschema::options()
-        .with_draft(jsonschema::Draft::Draft202012)
-        .should_validate_formats(true)
-        .build(&schema);
-    let validator = match validator {
+    let validator = match crate::tool::compile_schema(&schema) {
         Ok(v) => Some(v),
         Err(e) => {
             errors.push(LoadError::at(
@@ -221,8 +223,13 @@ fn finish_tool(d: ToolDraft, unit: &Arc<ScriptUnit>) -> Result<Tool, Vec<LoadErr
 }
 
 /// Warnings for gated host functions a handler may call without declaring their capability.
-fn undeclared_calls(tool: &Tool, handler: &str, unit: &ScriptUnit) -> Vec<LoadError> {
-    super::scan::gated_calls(&unit.ast, handler)
+fn undeclared_calls(
+    tool: &Tool,
+    handler: &str,
+    unit: &ScriptUnit,
+    app: &BTreeMap<String, String>,
+) -> Vec<LoadError> {
+    super::scan::gated_calls(&unit.ast, handler, app)
         .into_iter()
         .filter(|(_, cap)| !tool.requires.iter().any(|r| r.name == *cap))
         .map(|(func, cap)| {

@@ -8,6 +8,7 @@ mod conformance;
 mod db;
 mod dsl;
 mod exec;
+mod library;
 mod peers;
 mod planner;
 mod props;
