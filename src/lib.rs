@@ -25,7 +25,10 @@ pub mod tool;
 
 pub use api::{CallOptions, Event, HostBuilder, RunStream, WatchHandle};
 pub use native::{HandlerFuture, HostFn, NativeTool};
-pub use tool::ToolFailure;
+pub use agent::{RunError, RunErrorKind, RunOptions, RunReport};
+pub use capability::Grants;
+pub use context::CallContext;
+pub use tool::{ToolFailure, ToolOutcome};
 
 use arc_swap::ArcSwap;
 use error::{HostError, LoadError};

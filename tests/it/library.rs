@@ -352,3 +352,19 @@ fn dropping_the_watch_handle_stops_reloading() {
     );
     assert!(host.registry().find("two").is_some());
 }
+
+#[test]
+fn the_starter_scripts_folder_checks_clean_and_its_agent_runs_offline() {
+    use crate::common::{kiln, repo, stderr, stdout};
+    let db = tempfile::tempdir().expect("tempdir");
+    let db = db.path().join("kiln.db").display().to_string();
+    // `kiln` in a fresh clone loads ./scripts by default.
+    let out = kiln(&["check"], &repo());
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(stdout(&out).contains("1 agents"), "{}", stdout(&out));
+    let out = kiln(&["--db", &db, "ask", "greeter", "Greet Ada"], &repo());
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(stdout(&out).trim(), "Hello, Ada!");
+    let out = kiln(&["check", "--scripts", "examples/support"], &repo());
+    assert!(out.status.success(), "{}", stderr(&out));
+}
