@@ -1,7 +1,7 @@
 //! kiln as a library: the builder, native tools, app host functions, run events, watching.
 
 use futures_util::StreamExt;
-use kiln::capability::Grants;
+use kiln::Grants;
 use kiln::{CallOptions, Event, Host, HostFn, NativeTool, ToolFailure};
 use serde_json::{Value, json};
 use std::sync::Arc;
@@ -21,7 +21,7 @@ fn rt() -> tokio::runtime::Runtime {
         .expect("runtime")
 }
 
-fn error_of(outcome: &kiln::tool::ToolOutcome) -> (String, String) {
+fn error_of(outcome: &kiln::ToolOutcome) -> (String, String) {
     match &outcome.result {
         Err(f) => (f.kind.as_str().to_string(), f.message.clone()),
         Ok(v) => panic!("expected a failure, got {v}"),
@@ -49,7 +49,7 @@ fn native_tools() -> Vec<NativeTool> {
     vec![
         NativeTool::new(
             "native_triple",
-            |args: Value, _ctx: &kiln::context::CallContext| async move {
+            |args: Value, _ctx: &kiln::CallContext| async move {
                 let n = args["n"]
                     .as_i64()
                     .ok_or_else(|| ToolFailure::tool_error("n must be an integer"))?;
@@ -61,7 +61,7 @@ fn native_tools() -> Vec<NativeTool> {
         .requires("math"),
         NativeTool::new(
             "native_calls_script",
-            |args: Value, ctx: &kiln::context::CallContext| {
+            |args: Value, ctx: &kiln::CallContext| {
                 let ctx = ctx.clone();
                 async move {
                     let doubled = ctx.call_tool("double", args).await?;
@@ -73,7 +73,7 @@ fn native_tools() -> Vec<NativeTool> {
         .requires("math"),
         NativeTool::new(
             "native_undeclared",
-            |args: Value, ctx: &kiln::context::CallContext| {
+            |args: Value, ctx: &kiln::CallContext| {
                 let ctx = ctx.clone();
                 async move { ctx.call_tool("double", args).await }
             },
@@ -136,7 +136,7 @@ fn native_and_script_tools_call_each_other_under_the_capability_rules() {
     // The host lists native tools beside script tools and exports them alike.
     let names: Vec<String> = host.tools().iter().map(|t| t.name.clone()).collect();
     assert!(names.contains(&"native_triple".to_string()) && names.contains(&"double".to_string()));
-    let (defs, _) = host.schemas(kiln::schema::Format::Anthropic);
+    let (defs, _) = host.schemas(kiln::Format::Anthropic);
     let triple = defs
         .iter()
         .find(|d| d["name"] == "native_triple")
@@ -176,7 +176,7 @@ fn unknown_tools_are_a_typed_error() {
     let err = rt()
         .block_on(host.call("nope", json!({}), CallOptions::default()))
         .expect_err("unknown");
-    assert_eq!(err.kind(), kiln::error::ErrorKind::UnknownTool);
+    assert_eq!(err.kind(), kiln::ErrorKind::UnknownTool);
 }
 
 const CRM_TOOLS: &str = r#"
