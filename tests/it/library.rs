@@ -368,3 +368,77 @@ fn the_starter_scripts_folder_checks_clean_and_its_agent_runs_offline() {
     let out = kiln(&["check", "--scripts", "examples/support"], &repo());
     assert!(out.status.success(), "{}", stderr(&out));
 }
+
+#[test]
+fn an_app_host_function_without_a_scope_check_matches_the_scope_to_its_first_argument() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::write(dir.path().join("t.rhai"), CRM_TOOLS).expect("write");
+    let host = Host::builder()
+        .scripts(dir.path())
+        .stdlib(false)
+        .host_fn(HostFn::new("crm_lookup", "crm", &["id"], |args, _| {
+            Ok(args[0].clone())
+        }))
+        .build()
+        .expect("host");
+    let rt = rt();
+    let call = |caps: &[&str]| {
+        rt.block_on(host.call("lookup", json!({"id": "acme-7"}), grants(caps)))
+            .expect("tool")
+    };
+    assert_eq!(
+        call(&["crm:acme-7"]).result.expect("in scope"),
+        json!("acme-7")
+    );
+    assert_eq!(call(&["crm"]).result.expect("unscoped"), json!("acme-7"));
+    assert_eq!(error_of(&call(&["crm:acme-8"])).0, "denied");
+}
+
+#[test]
+fn a_call_stops_when_its_cancel_token_fires_and_a_native_tool_at_its_deadline() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::write(
+        dir.path().join("t.rhai"),
+        "tool(\"spin\").requires(\"probe\").handler(|args| { started(); loop { sleep(0.01); } });",
+    )
+    .expect("write");
+    // The script says when it runs, so the test cancels a call that is under way.
+    let (started_tx, started_rx) = std::sync::mpsc::channel::<()>();
+    let started_tx = std::sync::Mutex::new(started_tx);
+    let started = HostFn::new("started", "probe", &[], move |_, _| {
+        let _ = started_tx.lock().expect("lock").send(());
+        Ok(Value::Null)
+    });
+    let host = Host::builder()
+        .scripts(dir.path())
+        .stdlib(false)
+        .host_fn(started)
+        .tool(
+            NativeTool::new("stall", |_args: Value, _ctx: &kiln::CallContext| async {
+                std::future::pending::<()>().await;
+                Ok(json!(null))
+            })
+            .timeout(Duration::from_millis(100)),
+        )
+        .build()
+        .expect("host");
+    let rt = rt();
+    let token = kiln::CancellationToken::new();
+    let opts = CallOptions {
+        cancel: Some(token.clone()),
+        ..grants(&["probe"])
+    };
+    let canceller = std::thread::spawn(move || {
+        started_rx
+            .recv_timeout(Duration::from_secs(10))
+            .expect("the handler started");
+        token.cancel();
+    });
+    let outcome = rt.block_on(host.call("spin", json!({}), opts));
+    canceller.join().expect("canceller");
+    assert_eq!(error_of(&outcome.expect("tool")).0, "cancelled");
+    let outcome = rt
+        .block_on(host.call("stall", json!({}), CallOptions::default()))
+        .expect("tool");
+    assert_eq!(error_of(&outcome).0, "deadline");
+}
