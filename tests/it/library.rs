@@ -442,3 +442,54 @@ fn a_call_stops_when_its_cancel_token_fires_and_a_native_tool_at_its_deadline() 
         .expect("tool");
     assert_eq!(error_of(&outcome).0, "deadline");
 }
+
+/// Hands the report of each ended run to a channel (the Recorder seam a durable engine uses).
+struct Ended(std::sync::Mutex<std::sync::mpsc::Sender<kiln::RunReport>>);
+
+impl kiln::Recorder for Ended {
+    fn started(&self, _: &kiln::RunReport) {}
+    fn model_reply(&self, _: &str, _: u32, _: kiln::Usage, _: &kiln::StopReason, _: Duration) {}
+    fn step(&self, _: &str, _: usize, _: &[kiln::Message], _: &[kiln::ToolCallRecord], _: &Value) {}
+    fn ended(&self, report: &kiln::RunReport) {
+        let _ = self.0.lock().expect("lock").send(report.clone());
+    }
+}
+
+#[test]
+fn dropping_a_run_stream_cancels_the_run() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::write(
+        dir.path().join("a.rhai"),
+        r#"
+tool("spin").handler(|args| { loop { sleep(0.01); } });
+agent("spinner").provider("script").tools(["spin"]).planner(|messages, tools| {
+    #{ tool_calls: [#{ name: "spin", args: #{} }] }
+});
+"#,
+    )
+    .expect("write");
+    let host = Host::builder()
+        .scripts(dir.path())
+        .stdlib(false)
+        .build()
+        .expect("host");
+    let (tx, rx) = std::sync::mpsc::channel();
+    let opts = kiln::RunOptions {
+        recorder: Some(Arc::new(Ended(std::sync::Mutex::new(tx)))),
+        ..Default::default()
+    };
+    let rt = rt();
+    rt.block_on(async {
+        let mut events = host.run_stream("spinner", "go", opts);
+        while let Some(ev) = events.next().await {
+            if matches!(ev, Event::ToolStarted { .. }) {
+                break;
+            }
+        }
+        drop(events);
+    });
+    let report = rx
+        .recv_timeout(Duration::from_secs(10))
+        .expect("the run ended after its stream was dropped");
+    assert_eq!(report.error.as_deref(), Some("cancelled"));
+}
