@@ -2,7 +2,6 @@
 
 use crate::capability::Grants;
 use crate::services::Services;
-use rhai::{Dynamic, Map};
 use serde_json::Value;
 use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex};
@@ -24,17 +23,19 @@ pub struct CallContext {
     /// What the caller was granted.
     pub grants: Grants,
     /// Set to stop running scripts (Ctrl-C).
-    pub cancel: Option<Arc<AtomicBool>>,
+    pub(crate) cancel: Option<Arc<AtomicBool>>,
     /// A deadline for the whole run.
-    pub deadline: Option<Instant>,
+    pub(crate) deadline: Option<Instant>,
     /// Host services (store, workspace, approvals).
-    pub services: Arc<Services>,
+    pub(crate) services: Arc<Services>,
     /// Nesting depth of `call_tool`.
-    pub depth: u32,
+    pub(crate) depth: u32,
     /// The state was restored from a saved session (`ctx.restored`).
     pub restored: bool,
     /// The registry snapshot the run pinned (for `call_tool`).
-    pub registry: Option<Arc<crate::registry::Registry>>,
+    pub(crate) registry: Option<Arc<crate::registry::Registry>>,
+    /// The native tool running, with the capabilities it declares (for [`CallContext::call_tool`]).
+    pub(crate) caller: Option<Arc<(String, Vec<crate::capability::Capability>)>>,
 }
 
 impl CallContext {
@@ -53,44 +54,39 @@ impl CallContext {
             depth: 0,
             restored: false,
             registry: None,
+            caller: None,
         }
     }
 
-    /// The current state as a shared Rhai value, so handler writes to `ctx.state` stick.
-    pub(crate) fn state_dynamic(&self) -> Dynamic {
-        let state = self.state.lock().map(|s| s.clone()).unwrap_or(Value::Null);
-        rhai::serde::to_dynamic(&state)
-            .unwrap_or(Dynamic::UNIT)
-            .into_shared()
-    }
-
-    /// Writes a handler's state back.
-    pub(crate) fn store_state(&self, state: &Dynamic) {
-        if let Ok(v) = crate::convert::to_json(&state.flatten_clone())
-            && let Ok(mut s) = self.state.lock()
-        {
-            *s = v;
+    /// Calls another tool from a native tool's handler, under the same rules as `call_tool` in
+    /// scripts: the callee may require only capabilities this tool declares, the caller's grants
+    /// apply, and nesting is bounded. `Err` is a refusal (a `denied` failure).
+    pub async fn call_tool(
+        &self,
+        name: &str,
+        args: Value,
+    ) -> Result<Value, crate::tool::ToolFailure> {
+        use crate::tool::{FailureKind, ToolFailure};
+        let ctx = self.clone();
+        let name = name.to_string();
+        let outcome = tokio::task::spawn_blocking(move || {
+            let (caller, declared) = match &ctx.caller {
+                Some(c) => (c.0.as_str(), c.1.as_slice()),
+                None => ("(none)", &[][..]),
+            };
+            crate::tool::call_nested(caller, declared, &ctx, &name, &args)
+                .map(|o| o.result.map_err(|f| (name.clone(), f)))
+        })
+        .await
+        .map_err(|e| ToolFailure::sanitized(FailureKind::Runtime, e.to_string()))?;
+        match outcome {
+            Err(refusal) => Err(ToolFailure::visible(FailureKind::Denied, refusal)),
+            Ok(Ok(v)) => Ok(v),
+            Ok(Err((name, f))) => Err(ToolFailure {
+                message: format!("{name}: {}", f.message),
+                ..f
+            }),
         }
-    }
-
-    /// The `ctx` map scripts see.
-    pub(crate) fn to_rhai(&self, state: &Dynamic) -> Map {
-        let mut m = Map::new();
-        let opt = |v: &Option<String>| v.clone().map(Dynamic::from).unwrap_or(Dynamic::UNIT);
-        m.insert("actor_id".into(), opt(&self.actor_id));
-        m.insert("agent".into(), opt(&self.agent));
-        m.insert("run_id".into(), self.run_id.clone().into());
-        let context = rhai::serde::to_dynamic(&self.context).unwrap_or(Dynamic::UNIT);
-        m.insert("context".into(), context);
-        m.insert("state".into(), state.clone());
-        m.insert("restored".into(), self.restored.into());
-        let caps: rhai::Array = self
-            .grants
-            .iter()
-            .map(|g| g.cap.to_string().into())
-            .collect();
-        m.insert("capabilities".into(), caps.into());
-        m
     }
 }
 

@@ -14,12 +14,12 @@ pub struct SourceLoc {
 }
 
 impl SourceLoc {
-    /// A location from a script path and a Rhai position.
-    pub fn new(path: &str, pos: rhai::Position) -> Self {
+    /// A location from a path and a 1-based line and column (0 when unknown).
+    pub fn new(path: &str, line: usize, column: usize) -> Self {
         SourceLoc {
             path: path.to_string(),
-            line: pos.line().unwrap_or(0),
-            column: pos.position().unwrap_or(0),
+            line,
+            column,
         }
     }
 }
@@ -52,7 +52,19 @@ impl LoadError {
 
 /// Errors from the host API outside of a tool call's own outcome.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum HostError {
+    /// The database could not be opened.
+    #[error("cannot open database {path}: {message}")]
+    Database {
+        /// The file.
+        path: String,
+        /// Why.
+        message: String,
+    },
+    /// The scripts folders could not be watched.
+    #[error("cannot watch the scripts folders: {0}")]
+    Watch(String),
     /// A scripts folder could not be read.
     #[error("cannot read scripts folder {path}: {source}")]
     ScriptsFolder {
@@ -93,4 +105,39 @@ pub enum HostError {
         /// What is wrong with the scope.
         why: String,
     },
+}
+
+/// The kind of a [`HostError`], stable for applications to match on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ErrorKind {
+    /// A scripts folder could not be read.
+    ScriptsFolder,
+    /// No such tool.
+    UnknownTool,
+    /// No such agent.
+    UnknownAgent,
+    /// No such schema format.
+    UnknownFormat,
+    /// A capability that does not parse.
+    BadCapability,
+    /// The database could not be opened.
+    Database,
+    /// Watching failed.
+    Watch,
+}
+
+impl HostError {
+    /// The stable kind of this error.
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            HostError::ScriptsFolder { .. } => ErrorKind::ScriptsFolder,
+            HostError::UnknownTool { .. } => ErrorKind::UnknownTool,
+            HostError::UnknownAgent { .. } => ErrorKind::UnknownAgent,
+            HostError::UnknownFormat(_) => ErrorKind::UnknownFormat,
+            HostError::BadCapability(_) | HostError::BadNetScope { .. } => ErrorKind::BadCapability,
+            HostError::Database { .. } => ErrorKind::Database,
+            HostError::Watch(_) => ErrorKind::Watch,
+        }
+    }
 }

@@ -6,11 +6,26 @@ use crate::capability::{self, Grants};
 use crate::context::CallContext;
 use crate::error::{LoadError, SourceLoc};
 use crate::schema::{self, Format};
-use crate::script::loader::LoadedFile;
 use crate::tool::Tool;
 use indexmap::IndexMap;
 use serde_json::Value;
 use std::sync::Arc;
+
+/// What one source (a script file, or the application's native tools) defined, and what was
+/// wrong with it.
+#[derive(Default)]
+pub(crate) struct LoadedFile {
+    /// Path as shown in messages.
+    pub path: String,
+    /// Tools in definition order.
+    pub tools: Vec<Arc<Tool>>,
+    /// Agents in definition order, each with where its tool list is (checked by the registry).
+    pub agents: Vec<(Arc<AgentSpec>, SourceLoc)>,
+    /// Problems; a file with any is "broken" for hot reload.
+    pub errors: Vec<LoadError>,
+    /// Advice that does not stop loading.
+    pub warnings: Vec<LoadError>,
+}
 
 /// Tools and agents of one load, plus everything that went wrong.
 #[derive(Default)]
@@ -30,7 +45,7 @@ fn is_stdlib(loc: &SourceLoc) -> bool {
 impl Registry {
     /// Builds a snapshot from loaded files (stdlib first). A user tool may replace a stdlib
     /// tool of the same name; any other duplicate is an error naming both places.
-    pub fn build<'a>(files: impl IntoIterator<Item = &'a LoadedFile>) -> Registry {
+    pub(crate) fn build<'a>(files: impl IntoIterator<Item = &'a LoadedFile>) -> Registry {
         let mut reg = Registry::default();
         let mut pending_agents = Vec::new();
         for file in files {
@@ -54,8 +69,7 @@ impl Registry {
             }
             pending_agents.extend(file.agents.iter().cloned());
         }
-        for (agent, tools_pos) in pending_agents {
-            let at = SourceLoc::new(&agent.loc.path, tools_pos);
+        for (agent, at) in pending_agents {
             if let Some(prev) = reg.agents.get(&agent.name) {
                 reg.errors.push(LoadError::at(
                     agent.loc.clone(),
@@ -138,7 +152,7 @@ impl Registry {
     }
 
     /// Tools offered in a context: covered by its grants and `available_if` true.
-    pub fn available(&self, names: Option<&[String]>, ctx: &CallContext) -> Vec<Arc<Tool>> {
+    pub(crate) fn available(&self, names: Option<&[String]>, ctx: &CallContext) -> Vec<Arc<Tool>> {
         let picked: Vec<Arc<Tool>> = match names {
             Some(list) => list.iter().filter_map(|n| self.find(n)).collect(),
             None => self.tools_for(&ctx.grants),

@@ -139,8 +139,11 @@ pub fn watch(
         .collect();
     let watched: Vec<PathBuf> = roots.iter().map(|(_, c)| c.clone()).collect();
     let on_report = Arc::new(on_report);
+    // Weak: a host may keep its own watcher (HostBuilder::watch) without keeping itself alive.
+    let host = Arc::downgrade(&host);
     let handler = move |result: DebounceEventResult| {
         let Ok(events) = result else { return };
+        let Some(host) = host.upgrade() else { return };
         let mut paths = BTreeSet::new();
         // Reading a file raises access events; only changes count (or a reload would loop).
         for ev in events

@@ -1,7 +1,7 @@
 //! Host services reached by gated host functions: the store, the workspace, approvals and
 //! how the network is reached.
 
-use crate::egress::resolver::{NameResolver, SystemResolver};
+use crate::egress::resolver::{NameResolver, Overrides, SystemResolver};
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -118,13 +118,23 @@ pub type HttpFake =
 /// Asks a person whether a gated call may go ahead: `(capability, question) -> yes`.
 pub type Approver = Box<dyn Fn(&str, &str) -> bool + Send + Sync>;
 
-/// How `http_get`/`http_post` reach the network.
+/// How scripts' `http_get`/`http_post` reach the network (given to
+/// [`HostBuilder::egress`](crate::HostBuilder::egress)). By default names are looked up by the
+/// system and the environment's proxies are not used; every address a name resolves to is
+/// checked against the caller's `net` grants at connect time, whatever the resolver.
+///
+/// ```
+/// let egress = kiln::Egress::default()
+///     .resolve("api.example.test", "127.0.0.1".parse().unwrap());
+/// let host = kiln::Host::builder().stdlib(false).egress(egress).build().unwrap();
+/// # drop(host);
+/// ```
+#[derive(Clone)]
 pub struct Egress {
-    /// Where host names are looked up (replaceable: tests and `--resolve` map names to loopback).
-    pub resolver: Arc<dyn NameResolver>,
-    /// Use the environment's proxies (`HTTP_PROXY` and friends). Off unless the operator opts
-    /// in: a proxy would make the connection, so the address check would not hold.
-    pub use_env_proxy: bool,
+    /// Where host names are looked up.
+    pub(crate) resolver: Arc<dyn NameResolver>,
+    /// Use the environment's proxies (`HTTP_PROXY` and friends).
+    pub(crate) use_env_proxy: bool,
 }
 
 impl Default for Egress {
@@ -133,6 +143,29 @@ impl Default for Egress {
             resolver: Arc::new(SystemResolver),
             use_env_proxy: false,
         }
+    }
+}
+
+impl Egress {
+    /// Looks host names up with `resolver` instead of the system's (the names [`Egress::resolve`]
+    /// fixes still answer first when set afterwards).
+    pub fn resolver(mut self, resolver: Arc<dyn NameResolver>) -> Self {
+        self.resolver = resolver;
+        self
+    }
+
+    /// Answers lookups of `name` with `addr` (like curl's `--resolve`); repeat a name for
+    /// several addresses. The address is still checked against the grants.
+    pub fn resolve(mut self, name: &str, addr: std::net::IpAddr) -> Self {
+        self.resolver = Arc::new(Overrides::fixed(name, addr, self.resolver));
+        self
+    }
+
+    /// Sends requests through the environment's proxies (`HTTP_PROXY` and friends). Off unless
+    /// the operator opts in: the proxy makes the connection, so the address check cannot hold.
+    pub fn use_env_proxy(mut self, on: bool) -> Self {
+        self.use_env_proxy = on;
+        self
     }
 }
 
@@ -196,6 +229,32 @@ pub fn workspace_id(workspace: &Path) -> std::io::Result<(String, bool)> {
             Ok((std::fs::read_to_string(&file)?.trim().to_string(), false))
         }
         Err(e) => Err(e),
+    }
+}
+
+/// The store namespace of a workspace: its id in `.kiln/` (so a moved workspace keeps its
+/// store). Rows kept under the workspace's path by earlier versions move to the new id; when no
+/// id can be kept, the path is the key (both logged as warnings).
+pub(crate) fn store_key(workspace: &Path, db: &crate::db::Db) -> String {
+    let path = workspace
+        .canonicalize()
+        .unwrap_or_else(|_| workspace.to_path_buf())
+        .display()
+        .to_string();
+    match workspace_id(workspace) {
+        Ok((id, created)) => {
+            if created && let Err(e) = db.kv_rekey(&path, &id) {
+                tracing::warn!("the store kept under {path} was not moved: {e}");
+            }
+            id
+        }
+        Err(e) => {
+            tracing::warn!(
+                "cannot keep a workspace id in {}: {e}; the store is keyed by the path",
+                workspace.join(".kiln").display()
+            );
+            path
+        }
     }
 }
 

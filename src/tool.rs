@@ -3,8 +3,6 @@
 use crate::capability::{self, Capability};
 use crate::context::CallContext;
 use crate::error::SourceLoc;
-use crate::script::{ScriptUnit, host_fns, sandbox};
-use rhai::{Dynamic, EvalAltResult, FnPtr};
 use serde::Serialize;
 use serde_json::{Value, json};
 use std::sync::Arc;
@@ -17,6 +15,64 @@ pub const MAX_RESULT_BYTES: usize = 1024 * 1024;
 
 /// Default per-call deadline when a tool sets no `.timeout(ms)`.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Tool names every provider accepts.
+pub fn valid_tool_name(name: &str) -> bool {
+    (1..=64).contains(&name.len())
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+}
+
+/// Compiles a tool's argument schema (JSON Schema 2020-12, formats checked).
+pub(crate) fn compile_schema(
+    schema: &Value,
+) -> Result<jsonschema::Validator, jsonschema::ValidationError<'static>> {
+    jsonschema::options()
+        .with_draft(jsonschema::Draft::Draft202012)
+        .should_validate_formats(true)
+        .build(schema)
+}
+
+/// Maximum nesting of `call_tool`.
+pub const MAX_CALL_DEPTH: u32 = 4;
+
+/// Runs tool `name` from inside tool `caller` (`call_tool`), under the capability rules: the
+/// callee may need nothing the caller does not declare, the caller's grants apply, and nesting
+/// is bounded. `Err` is a refusal, worded for the model.
+pub(crate) fn call_nested(
+    caller: &str,
+    declared: &[Capability],
+    ctx: &CallContext,
+    name: &str,
+    args: &Value,
+) -> Result<ToolOutcome, String> {
+    if ctx.depth >= MAX_CALL_DEPTH {
+        return Err(format!(
+            "call_tool(\"{name}\") refused: nesting deeper than {MAX_CALL_DEPTH}"
+        ));
+    }
+    let tool = ctx
+        .registry
+        .as_ref()
+        .and_then(|r| r.find(name))
+        .ok_or_else(|| format!("call_tool(\"{name}\"): no such tool"))?;
+    let beyond: Vec<String> = tool
+        .requires
+        .iter()
+        .filter(|r| !declared.iter().any(|d| d.name == r.name))
+        .map(|r| r.to_string())
+        .collect();
+    if !beyond.is_empty() {
+        return Err(format!(
+            "call_tool(\"{name}\") refused: it requires [{}] which tool \"{caller}\" does not declare",
+            beyond.join(", ")
+        ));
+    }
+    let mut inner = ctx.clone();
+    inner.depth += 1;
+    Ok(tool.execute(args, &inner))
+}
 
 /// A compiled tool, ready to validate and run.
 pub struct Tool {
@@ -38,10 +94,33 @@ pub struct Tool {
     /// Where the tool was defined.
     pub loc: SourceLoc,
     pub(crate) validator: jsonschema::Validator,
-    pub(crate) handler: FnPtr,
-    pub(crate) handler_arity: usize,
-    pub(crate) available_if: Option<FnPtr>,
-    pub(crate) script: Arc<ScriptUnit>,
+    pub(crate) handler: Arc<dyn Handler>,
+}
+
+/// The code behind a tool: a Rhai function, or a Rust function the application registered.
+///
+/// Object-safe, so a registry holds both kinds alike. A call is blocking: script handlers run
+/// synchronously on the blocking pool (the sandbox's deadline and cancel flag are per thread);
+/// native handlers are driven to completion on that same thread.
+pub trait Handler: Send + Sync {
+    /// Runs one attempt with validated `args`; it must give up by `deadline`.
+    fn call(
+        &self,
+        tool: &Tool,
+        args: &Value,
+        ctx: &CallContext,
+        deadline: Instant,
+    ) -> Result<Value, ToolFailure>;
+
+    /// Whether the tool is offered in this context (a script's `available_if`).
+    fn is_available(&self, _tool: &Tool, _ctx: &CallContext) -> bool {
+        true
+    }
+
+    /// Which version of the code runs (a hash of the script file); empty when not versioned.
+    fn version(&self) -> &str {
+        ""
+    }
 }
 
 impl std::fmt::Debug for Tool {
@@ -55,6 +134,7 @@ impl std::fmt::Debug for Tool {
 
 /// Why a tool call failed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
 #[serde(rename_all = "snake_case")]
 pub enum FailureKind {
     /// Arguments failed the schema.
@@ -115,7 +195,8 @@ impl FailureKind {
 }
 
 /// A failed call: what the model may see, and the full detail for logs and the CLI.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, thiserror::Error)]
+#[error("{message}")]
 pub struct ToolFailure {
     /// The kind of failure.
     pub kind: FailureKind,
@@ -134,6 +215,12 @@ impl ToolFailure {
             message: message.into(),
             detail: None,
         }
+    }
+
+    /// A failure the handler reports on purpose, its message for the model (the Rust side of
+    /// `tool_error(msg)`).
+    pub fn tool_error(message: impl Into<String>) -> Self {
+        Self::visible(FailureKind::ToolError, message)
     }
 
     /// A failure shown to the model only as `Tool failed (KIND)`.
@@ -220,24 +307,18 @@ impl Tool {
     }
 
     /// Whether `available_if` (if any) allows the tool in this context.
-    pub fn is_available(&self, ctx: &CallContext) -> bool {
-        let Some(f) = &self.available_if else {
-            return true;
-        };
-        let ctx_map = ctx.to_rhai(&Dynamic::UNIT);
-        let deadline = Some(Instant::now() + Duration::from_millis(200));
-        let result = sandbox::with_watch(deadline, None, || {
-            f.call::<bool>(&self.script.engine, &self.script.ast, (ctx_map,))
-        });
-        result.unwrap_or_else(|e| {
-            tracing::warn!(tool = %self.name, "available_if failed: {e}");
-            false
-        })
+    pub(crate) fn is_available(&self, ctx: &CallContext) -> bool {
+        self.handler.is_available(self, ctx)
+    }
+
+    /// Which version of the tool's code runs (a hash of its script; empty for native tools).
+    pub fn version(&self) -> &str {
+        self.handler.version()
     }
 
     /// Validates, checks capabilities and runs the handler (with retries). Blocking: call it on
     /// the blocking pool (see [`Tool::execute_async`]).
-    pub fn execute(self: &Arc<Self>, args: &Value, ctx: &CallContext) -> ToolOutcome {
+    pub(crate) fn execute(self: &Arc<Self>, args: &Value, ctx: &CallContext) -> ToolOutcome {
         let started = Instant::now();
         let size = serde_json::to_string(args)
             .map(|t| t.len())
@@ -288,7 +369,7 @@ impl Tool {
     }
 
     /// The message of a capability refusal, in the seeds' words.
-    pub fn capability_message(&self, ctx: &CallContext) -> String {
+    pub(crate) fn capability_message(&self, ctx: &CallContext) -> String {
         format!(
             "Tool \"{}\" requires capabilities {} but {} only has {}",
             self.name,
@@ -302,7 +383,11 @@ impl Tool {
     }
 
     /// [`Tool::execute`] on tokio's blocking pool.
-    pub async fn execute_async(self: &Arc<Self>, args: Value, ctx: CallContext) -> ToolOutcome {
+    pub(crate) async fn execute_async(
+        self: &Arc<Self>,
+        args: Value,
+        ctx: CallContext,
+    ) -> ToolOutcome {
         let tool = self.clone();
         let started = Instant::now();
         match tokio::task::spawn_blocking(move || tool.execute(&args, &ctx)).await {
@@ -317,7 +402,11 @@ impl Tool {
     /// [`Tool::execute`] on the current worker thread via `block_in_place` (its other tasks
     /// move elsewhere): cheaper than a hand-off for a lone call. Needs a multi-thread runtime;
     /// falls back to [`Tool::execute_async`] otherwise.
-    pub async fn execute_in_place(self: &Arc<Self>, args: Value, ctx: CallContext) -> ToolOutcome {
+    pub(crate) async fn execute_in_place(
+        self: &Arc<Self>,
+        args: Value,
+        ctx: CallContext,
+    ) -> ToolOutcome {
         match tokio::runtime::Handle::try_current() {
             Ok(h) if h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread => {
                 tokio::task::block_in_place(|| self.execute(&args, &ctx))
@@ -331,33 +420,11 @@ impl Tool {
         args: &Value,
         ctx: &CallContext,
     ) -> Result<Value, ToolFailure> {
-        let args_dyn = rhai::serde::to_dynamic(args)
-            .map_err(|e| ToolFailure::sanitized(FailureKind::Runtime, format!("arguments: {e}")))?;
-        let state = ctx.state_dynamic();
-        let ctx_map = ctx.to_rhai(&state);
         let deadline = Instant::now() + self.timeout;
         let deadline = ctx.deadline.map_or(deadline, |d| d.min(deadline));
-        let unit = &self.script;
-        let result = host_fns::with_call(self, ctx, || {
-            sandbox::with_watch(Some(deadline), ctx.cancel.clone(), || {
-                if self.handler_arity == 1 {
-                    self.handler
-                        .call::<Dynamic>(&unit.engine, &unit.ast, (args_dyn,))
-                } else {
-                    self.handler
-                        .call::<Dynamic>(&unit.engine, &unit.ast, (args_dyn, ctx_map))
-                }
-            })
-        });
-        ctx.store_state(&state);
-        match result {
-            Ok(value) => crate::convert::to_json(&value)
-                .map(limit_result)
-                .map_err(|e| {
-                    ToolFailure::sanitized(FailureKind::Runtime, format!("result is not JSON: {e}"))
-                }),
-            Err(err) => Err(classify(&err, &self.loc.path)),
-        }
+        self.handler
+            .call(self, args, ctx, deadline)
+            .map(limit_result)
     }
 }
 
@@ -373,46 +440,4 @@ fn limit_result(v: Value) -> Value {
         "note": format!("the result was {} bytes; kiln passes on at most {MAX_RESULT_BYTES}", text.len()),
         "preview": preview,
     })
-}
-
-/// Sorts a Rhai error into a failure kind and message.
-pub fn classify(err: &EvalAltResult, path: &str) -> ToolFailure {
-    use EvalAltResult as E;
-    match err {
-        E::ErrorInFunctionCall(_, _, inner, _) | E::ErrorInModule(_, inner, _) => {
-            let inner_failure = classify(inner, path);
-            if inner_failure.kind == FailureKind::ToolError {
-                inner_failure
-            } else {
-                ToolFailure {
-                    detail: Some(format!("{path}: {err}")),
-                    ..inner_failure
-                }
-            }
-        }
-        E::ErrorRuntime(value, _) if value.is::<host_fns::ToolErrorValue>() => {
-            let msg = value.clone_cast::<host_fns::ToolErrorValue>().0;
-            ToolFailure::visible(FailureKind::ToolError, msg)
-        }
-        E::ErrorTerminated(token, _) => {
-            let kind = if token.to_string() == sandbox::CANCEL_TOKEN {
-                FailureKind::Cancelled
-            } else {
-                FailureKind::Deadline
-            };
-            ToolFailure::sanitized(kind, format!("{path}: {err}"))
-        }
-        E::ErrorRuntime(value, _) if value.is::<host_fns::DeniedValue>() => ToolFailure::visible(
-            FailureKind::Denied,
-            value.clone_cast::<host_fns::DeniedValue>().0,
-        ),
-        E::ErrorTooManyOperations(_)
-        | E::ErrorStackOverflow(_)
-        | E::ErrorDataTooLarge(..)
-        | E::ErrorTooManyModules(_)
-        | E::ErrorTooManyVariables(_) => {
-            ToolFailure::sanitized(FailureKind::Limit, format!("{path}: {err}"))
-        }
-        _ => ToolFailure::sanitized(FailureKind::Runtime, format!("{path}: {err}")),
-    }
 }

@@ -1,9 +1,7 @@
 //! Turns an agent's settings (plus command-line overrides and the environment) into a provider.
 
 use super::AgentSpec;
-use crate::provider::{
-    Endpoint, Limits, Provider, ProviderError, anthropic, http, ollama, openai, script,
-};
+use crate::provider::{Endpoint, Limits, Provider, ProviderError, anthropic, http, ollama, openai};
 use std::time::Duration;
 
 /// Overrides of an agent's provider settings (`--provider`, `--model`, `--base-url`).
@@ -125,15 +123,13 @@ pub fn connect(
                 endpoint: endpoint(url, None, None),
             })
         }
-        "script" => {
-            let planner = agent.planner.clone().ok_or_else(|| {
+        "script" => agent
+            .script
+            .as_ref()
+            .and_then(|s| s.planner_model())
+            .ok_or_else(|| {
                 ProviderError::Planner(format!("agent \"{}\" has no .planner(...)", agent.name))
-            })?;
-            Provider::Script(script::ScriptModel {
-                planner,
-                unit: agent.script().clone(),
-            })
-        }
+            })?,
         other => {
             return Err(ProviderError::Malformed {
                 provider: "kiln",

@@ -7,8 +7,10 @@ pub mod record;
 pub mod report;
 pub mod run;
 pub mod spec;
+mod start;
 
 pub use record::{RecordError, Recorder};
 pub use report::{RunError, RunErrorKind, RunReport, ToolCallRecord};
-pub use run::{Observer, RunEvent, RunOptions, run};
+pub use run::{Observer, RunEvent, RunOptions};
 pub use spec::AgentSpec;
+pub use start::run;

@@ -8,11 +8,10 @@ use super::run::{Run, RunEvent, RunOptions};
 use crate::Host;
 use crate::context::CallContext;
 use crate::provider::{Message, ModelRequest, Provider, TextSink};
-use crate::script::sandbox;
 use crate::tool::{FailureKind, Tool, ToolFailure, ToolOutcome};
 use serde_json::{Value, json};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 /// The instructions that open every planner prompt.
 const INSTRUCTIONS: &str = "You plan one step at a time. Choose exactly one tool for the next step.\n\
@@ -55,31 +54,6 @@ pub fn prompt(
 
 fn error_result(message: impl Into<String>) -> Value {
     json!({"status": "error", "error": message.into()})
-}
-
-/// Runs the agent's `.validator(|tool, args| ...)`: it returns (possibly changed) args or throws.
-fn validate(agent: &super::AgentSpec, tool: &str, args: Value) -> Result<Value, String> {
-    let Some(f) = &agent.validator else {
-        return Ok(args);
-    };
-    let unit = agent.script();
-    let deadline = Some(Instant::now() + Duration::from_secs(2));
-    let result = sandbox::with_watch(deadline, None, || {
-        f.call::<rhai::Dynamic>(
-            &unit.engine,
-            &unit.ast,
-            (tool.to_string(), crate::convert::to_dynamic(&args)),
-        )
-    });
-    match result {
-        Ok(v) => crate::convert::to_json(&v),
-        Err(e) => Err(crate::tool::classify(&e, &unit.path)
-            .detail
-            .unwrap_or_else(|| {
-                let f = crate::tool::classify(&e, &unit.path);
-                f.message
-            })),
-    }
 }
 
 /// The planner loop: each step is committed through the run's recorder, like a round of the
@@ -171,9 +145,15 @@ async fn take_step(
         let msg = format!("invalid arguments: {}", violations.join("; "));
         (planned, refused(msg))
     } else {
-        match validate(agent, name, planned.clone()) {
+        match agent.validate(name, planned.clone()) {
             Err(e) => (planned, refused(format!("rejected by the validator: {e}"))),
             Ok(args) => {
+                run.emit(RunEvent::ToolStart {
+                    round: step,
+                    id: &format!("step_{step}"),
+                    name,
+                    args: &args,
+                });
                 let outcome = tool.execute_async(args.clone(), ctx.clone()).await;
                 (args, outcome)
             }
@@ -185,7 +165,7 @@ async fn take_step(
         name,
         args.clone(),
         &outcome,
-        tool.script.version.clone(),
+        tool.version().to_string(),
     );
     run.emit(RunEvent::ToolDone(&record));
     run.report.tool_calls.push(record);

@@ -102,6 +102,7 @@ impl RunReport {
 
 /// How a run failed.
 #[derive(Debug, Clone, thiserror::Error)]
+#[non_exhaustive]
 pub enum RunErrorKind {
     /// The model request failed.
     #[error(transparent)]

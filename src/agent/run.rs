@@ -1,7 +1,8 @@
 //! The tool-calling loop: ask the model, run the tools it asks for (validated, guarded,
 //! concurrently and in call order), send the results back, until it answers or a limit hits.
 
-use super::connect::{self, ProviderOverrides};
+use super::connect::ProviderOverrides;
+use super::record::RecordError;
 use super::report::{RunError, RunErrorKind, RunReport, ToolCallRecord};
 use crate::Host;
 use crate::capability::Grants;
@@ -12,7 +13,6 @@ use crate::provider::{
 use crate::tool::{FailureKind, ToolOutcome};
 use serde_json::Value;
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tokio::sync::{RwLock, Semaphore};
@@ -36,6 +36,17 @@ pub enum RunEvent<'a> {
     ModelDone {
         /// 1-based round.
         round: u32,
+    },
+    /// A tool call was dispatched.
+    ToolStart {
+        /// 1-based round.
+        round: u32,
+        /// The call id.
+        id: &'a str,
+        /// The tool.
+        name: &'a str,
+        /// The arguments as the model sent them.
+        args: &'a Value,
     },
     /// A tool call finished.
     ToolDone(&'a ToolCallRecord),
@@ -71,6 +82,9 @@ pub struct RunOptions {
     pub state: Option<Arc<Mutex<Value>>>,
     /// Where progress is recorded (run log, session), step by step.
     pub recorder: Option<Arc<dyn super::Recorder>>,
+    /// The session the run log saves this run under, when the host has a database and no
+    /// `recorder` is given (continue it by passing its messages as `history` and its `state`).
+    pub session: Option<String>,
 }
 
 /// A run in progress: its report so far and who watches it.
@@ -85,7 +99,39 @@ pub(super) struct Run {
 }
 
 impl Run {
-    fn fail(mut self, kind: RunErrorKind) -> RunError {
+    /// A run of `agent` from `messages` (the first `committed` already recorded).
+    pub(super) fn new(
+        agent: &str,
+        messages: Vec<Message>,
+        opts: &RunOptions,
+        committed: usize,
+    ) -> Self {
+        Run {
+            report: RunReport::new(agent, messages),
+            observer: opts.observer.clone(),
+            recorder: opts.recorder.clone(),
+            committed,
+            committed_calls: 0,
+        }
+    }
+
+    /// Tells the recorder the run began.
+    pub(super) fn started(&self) -> Result<(), RecordError> {
+        match &self.recorder {
+            Some(r) => r.started(&self.report),
+            None => Ok(()),
+        }
+    }
+
+    /// Tells the recorder the run ended.
+    pub(super) fn ended(&self) -> Result<(), RecordError> {
+        match &self.recorder {
+            Some(r) => r.ended(&self.report),
+            None => Ok(()),
+        }
+    }
+
+    pub(super) fn fail(mut self, kind: RunErrorKind) -> RunError {
         self.report.error = Some(kind.to_string());
         RunError {
             kind,
@@ -150,96 +196,9 @@ impl Run {
     }
 }
 
-/// Runs agent `agent_name` on `prompt`.
-pub async fn run(
-    host: &Host,
-    agent_name: &str,
-    prompt: &str,
-    opts: RunOptions,
-) -> Result<RunReport, RunError> {
-    let mut messages = opts.history.clone();
-    messages.push(Message::User {
-        content: prompt.to_string(),
-    });
-    let mut run = Run {
-        report: RunReport::new(agent_name, messages),
-        observer: opts.observer.clone(),
-        recorder: opts.recorder.clone(),
-        committed: opts.history.len(),
-        committed_calls: 0,
-    };
-    let started = match &run.recorder {
-        Some(r) => r.started(&run.report),
-        None => Ok(()),
-    };
-    let mut result = match started {
-        Ok(()) => setup_and_drive(host, &mut run, &opts).await,
-        Err(e) => Err(e.into()),
-    };
-    if let Err(kind) = &result {
-        run.report.error = Some(kind.to_string());
-    }
-    if let Some(Err(e)) = run.recorder.as_ref().map(|r| r.ended(&run.report)) {
-        // The run's own error, if any, is the one to report; this one is logged with it.
-        tracing::error!("{e}");
-        if result.is_ok() {
-            result = Err(e.into());
-        }
-    }
-    match result {
-        Ok(()) => Ok(run.report),
-        Err(kind) => Err(run.fail(kind)),
-    }
-}
-
-async fn setup_and_drive(
-    host: &Host,
-    run: &mut Run,
-    opts: &RunOptions,
-) -> Result<(), RunErrorKind> {
-    let agent = host.agent(&run.report.agent).map_err(|e| {
-        RunErrorKind::Provider(crate::provider::ProviderError::Planner(e.to_string()))
-    })?;
-    let (provider, model) = connect::connect(&agent, &opts.overrides)?;
-    run.report.provider = provider.name().to_string();
-    run.report.model = model.clone();
-
-    let cancel_flag = Arc::new(AtomicBool::new(false));
-    let watcher = {
-        let flag = cancel_flag.clone();
-        let token = opts.cancel.clone();
-        tokio::spawn(async move {
-            token.cancelled().await;
-            flag.store(true, Ordering::Relaxed);
-        })
-    };
-    let deadline = opts.timeout.map(|t| Instant::now() + t);
-    let mut ctx = host.context(opts.grants.clone().unwrap_or_else(|| agent.grants.clone()));
-    ctx.run_id = run.report.run_id.clone();
-    ctx.agent = Some(agent.name.clone());
-    ctx.actor_id = opts.actor_id.clone();
-    ctx.context = opts.context.clone();
-    ctx.cancel = Some(cancel_flag);
-    ctx.deadline = deadline;
-    if let Some(state) = &opts.state {
-        ctx.state = state.clone();
-        ctx.restored = !opts.history.is_empty();
-    }
-    let max_rounds = opts.max_iterations.unwrap_or(agent.max_tool_iterations);
-    let result = if agent.mode == "json_planner" {
-        super::planner::drive(host, run, &provider, &agent, &model, ctx, opts, deadline).await
-    } else {
-        drive(
-            host, run, &provider, &agent, &model, ctx, max_rounds, opts, deadline,
-        )
-        .await
-    };
-    watcher.abort();
-    result
-}
-
+/// The tool-calling loop.
 #[allow(clippy::too_many_arguments)]
-async fn drive(
+pub(super) async fn drive(
     host: &Host,
     run: &mut Run,
     provider: &Provider,
@@ -297,6 +256,14 @@ async fn drive(
         if round > max_rounds {
             return Err(RunErrorKind::ToolLoop(max_rounds));
         }
+        for call in &calls {
+            run.emit(RunEvent::ToolStart {
+                round,
+                id: &call.id,
+                name: &call.name,
+                args: &call.args.to_value(),
+            });
+        }
         let outcomes = execute_round(&calls, &offered, &ctx, &exclusive, agent.max_parallel).await;
         let mut results = Vec::new();
         let mut stop: Option<RunErrorKind> = None;
@@ -304,7 +271,7 @@ async fn drive(
             let version = offered
                 .iter()
                 .find(|t| t.name == call.name)
-                .map(|t| t.script.version.clone())
+                .map(|t| t.version().to_string())
                 .unwrap_or_default();
             let record = ToolCallRecord::new(
                 round,

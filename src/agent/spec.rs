@@ -2,8 +2,8 @@
 
 use crate::capability::Grants;
 use crate::error::SourceLoc;
-use crate::script::ScriptUnit;
-use rhai::FnPtr;
+use crate::provider::Provider;
+use serde_json::Value;
 use std::sync::Arc;
 
 /// The providers an agent may name.
@@ -50,23 +50,33 @@ pub struct AgentSpec {
     pub max_line_bytes: Option<usize>,
     /// Concurrent tool calls per round.
     pub max_parallel: usize,
-    /// The Rhai planner of the `script` provider.
-    pub planner: Option<FnPtr>,
     /// `tools` (native tool calling, the default) or `json_planner`.
     pub mode: String,
     /// Planner steps before `MaxStepsExceeded` (json_planner mode).
     pub max_steps: u32,
-    /// `|tool, args| args` run on planned arguments after the schema (json_planner mode).
-    pub validator: Option<FnPtr>,
     /// Where it was defined.
     pub loc: SourceLoc,
-    pub(crate) script: Arc<ScriptUnit>,
+    /// The planner and validator the agent's script defined.
+    pub(crate) script: Option<Arc<dyn AgentScript>>,
+}
+
+/// What an agent's script adds: a planner that plays the model (the `script` provider) and a
+/// `.validator(|tool, args| args)` run on planned arguments after the schema (json_planner
+/// mode). The script layer implements it, so the spec and the registry holding it know no Rhai.
+pub(crate) trait AgentScript: Send + Sync {
+    /// The planner as a model, if the agent has one.
+    fn planner_model(&self) -> Option<Provider>;
+    /// Runs the validator on planned arguments: `None` when the agent has none.
+    fn validate(&self, tool: &str, args: Value) -> Option<Result<Value, String>>;
 }
 
 impl AgentSpec {
-    /// The compiled script the agent's planner lives in.
-    pub fn script(&self) -> &Arc<ScriptUnit> {
-        &self.script
+    /// Runs the agent's validator, if any, on planned arguments: the (possibly changed) args.
+    pub(crate) fn validate(&self, tool: &str, args: Value) -> Result<Value, String> {
+        match &self.script {
+            Some(s) => s.validate(tool, args.clone()).unwrap_or(Ok(args)),
+            None => Ok(args),
+        }
     }
 }
 

@@ -1,8 +1,8 @@
 //! `kiln logs` and `kiln sessions`.
 
 use super::{CliResult, Global, output};
+use crate::db::runlog::LogFilter;
 use clap::{Args, Subcommand};
-use kiln::db::runlog::LogFilter;
 use std::process::ExitCode;
 
 /// `kiln logs` options.
@@ -80,7 +80,7 @@ pub fn parse_duration(text: &str) -> Result<f64, String> {
 }
 
 fn time(secs: f64) -> String {
-    let iso = kiln::script::math::iso_from_secs(secs as i64);
+    let iso = crate::script::math::iso_from_secs(secs as i64);
     iso.replace('T', " ").trim_end_matches('Z').to_string()
 }
 
@@ -90,7 +90,7 @@ pub fn logs(g: &Global, a: LogsArgs) -> CliResult<ExitCode> {
     if a.scenario
         && let Some(id) = &a.run_id
     {
-        let scenario = kiln::testing::export::scenario_from_log(&db, id)?;
+        let scenario = crate::testing::export::scenario_from_log(&db, id)?;
         println!("{}", output::json(&scenario));
         return Ok(ExitCode::SUCCESS);
     }
@@ -99,7 +99,7 @@ pub fn logs(g: &Global, a: LogsArgs) -> CliResult<ExitCode> {
         .as_deref()
         .map(parse_duration)
         .transpose()?
-        .map(|s| kiln::db::now() - s);
+        .map(|s| crate::db::now() - s);
     let mut runs = db.runs(&LogFilter {
         agent: a.agent,
         tool: a.tool,
@@ -109,7 +109,7 @@ pub fn logs(g: &Global, a: LogsArgs) -> CliResult<ExitCode> {
     if let Some(id) = &a.run_id {
         runs.retain(|r| &r.id == id);
         if runs.is_empty() {
-            return Err(kiln::testing::TestError::UnknownRun(id.clone()).into());
+            return Err(crate::testing::TestError::UnknownRun(id.clone()).into());
         }
     }
     if a.json {
@@ -187,7 +187,7 @@ pub fn sessions(g: &Global, a: SessionsArgs) -> CliResult<ExitCode> {
         }
         SessionAction::Show { name } => match db.session(&name)? {
             Some(s) => println!("{}", output::json(&serde_json::to_value(&s)?)),
-            None => return Err(kiln::db::DbError::NoSession(name).into()),
+            None => return Err(crate::db::DbError::NoSession(name).into()),
         },
         SessionAction::Delete { name } => {
             db.delete_session(&name)?;

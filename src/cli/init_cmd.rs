@@ -47,12 +47,11 @@ pub fn init(g: &Global, a: InitArgs) -> CliResult<ExitCode> {
             .map_err(|e| format!("cannot write {}: {e}", ignore.display()))?;
         println!("updated  {}", ignore.display());
     }
-    let host = kiln::Host::new(kiln::HostConfig {
-        scripts: vec![scripts.clone()],
-        workspace: a.dir.clone(),
-        stdlib: !g.no_stdlib,
-        ..kiln::HostConfig::default()
-    })?;
+    let host = crate::Host::builder()
+        .scripts(scripts.clone())
+        .workspace(a.dir.clone())
+        .stdlib(!g.no_stdlib)
+        .build()?;
     let defs = a.dir.join("kiln.d.rhai");
     super::defs_cmd::write(&host, &defs)?;
     println!("created  {}", defs.display());

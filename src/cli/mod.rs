@@ -12,11 +12,12 @@ mod test_cmd;
 mod tools_cmd;
 mod watch_cmd;
 
+use crate::capability::Grants;
+use crate::{Host, HostConfig};
 use clap::{Args, Parser, Subcommand};
-use kiln::capability::Grants;
-use kiln::{Host, HostConfig};
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::Arc;
 
 /// Errors the CLI renders: library errors and its own argument problems.
 pub type CliResult<T> = Result<T, Box<dyn std::error::Error>>;
@@ -126,7 +127,7 @@ pub fn init_logging(verbose: u8) {
 
 impl Global {
     /// The host configuration these options describe.
-    pub fn config(&self) -> HostConfig {
+    pub(crate) fn config(&self) -> HostConfig {
         HostConfig {
             scripts: if self.scripts.is_empty() {
                 vec![PathBuf::from("scripts")]
@@ -140,89 +141,61 @@ impl Global {
     }
 
     /// Builds the host, refusing explicitly named folders that do not exist.
-    pub fn host(&self) -> CliResult<Host> {
+    pub fn host(&self) -> CliResult<Arc<Host>> {
+        Ok(self.builder()?.build()?)
+    }
+
+    fn builder(&self) -> CliResult<crate::HostBuilder> {
         for dir in &self.scripts {
             if !dir.is_dir() {
                 return Err(format!("scripts folder {} does not exist", dir.display()).into());
             }
         }
-        let adjust = self.services()?;
-        Ok(Host::with_services(self.config(), adjust)?)
+        let config = self.config();
+        let mut b = Host::builder()
+            .workspace(config.workspace)
+            .stdlib(config.stdlib)
+            .assume_yes(self.yes)
+            .egress(self.egress()?);
+        for dir in config.scripts {
+            b = b.scripts(dir);
+        }
+        if let Some(approver) = approve::terminal() {
+            b = b.approver(approver);
+        }
+        Ok(b)
     }
 
-    /// What these options set in the host services: approvals and how the network is reached.
-    fn services(&self) -> CliResult<impl FnOnce(&mut kiln::services::Services)> {
-        let system: std::sync::Arc<dyn kiln::egress::resolver::NameResolver> =
-            std::sync::Arc::new(kiln::egress::resolver::SystemResolver);
-        let resolver = kiln::egress::resolver::Overrides::parse(&self.resolve, system)?;
-        let (yes, use_env_proxy) = (self.yes, self.net_proxy);
-        Ok(move |s: &mut kiln::services::Services| {
-            s.assume_yes = yes;
-            s.approver = approve::terminal();
-            s.egress = kiln::services::Egress {
-                resolver: std::sync::Arc::new(resolver),
-                use_env_proxy,
-            };
-        })
+    /// How these options let scripts reach the network (`--resolve`, `--net-proxy`).
+    fn egress(&self) -> CliResult<crate::Egress> {
+        let system: Arc<dyn crate::NameResolver> =
+            Arc::new(crate::egress::resolver::SystemResolver);
+        let resolver = crate::egress::resolver::Overrides::parse(&self.resolve, system)?;
+        Ok(crate::Egress::default()
+            .resolver(Arc::new(resolver))
+            .use_env_proxy(self.net_proxy))
     }
 
     /// The database path these options name.
     pub fn db_path(&self) -> PathBuf {
         self.db
             .clone()
-            .unwrap_or_else(|| kiln::db::default_path(&self.workspace))
+            .unwrap_or_else(|| crate::db::default_path(&self.workspace))
     }
 
     /// Opens the database.
-    pub fn open_db(&self) -> CliResult<std::sync::Arc<kiln::db::Db>> {
-        Ok(std::sync::Arc::new(kiln::db::Db::open(&self.db_path())?))
+    pub fn open_db(&self) -> CliResult<Arc<crate::db::Db>> {
+        Ok(Arc::new(crate::db::Db::open(&self.db_path())?))
     }
 
     /// A host whose `store_*` persist in the database, and the database (for the run log).
-    pub fn host_with_db(&self) -> CliResult<(Host, std::sync::Arc<kiln::db::Db>)> {
-        for dir in &self.scripts {
-            if !dir.is_dir() {
-                return Err(format!("scripts folder {} does not exist", dir.display()).into());
-            }
-        }
-        let db = self.open_db()?;
-        let workspace = self.store_key(&db);
-        let adjust = self.services()?;
-        let store_db = db.clone();
-        let host = Host::with_services(self.config(), |s| {
-            adjust(s);
-            s.store = kiln::services::Store::Sqlite {
-                db: store_db,
-                workspace,
-            };
-        })?;
+    pub fn host_with_db(&self) -> CliResult<(Arc<Host>, Arc<crate::db::Db>)> {
+        let host = self.builder()?.database(self.db_path()).build()?;
+        let db = host
+            .database()
+            .cloned()
+            .ok_or("the database did not open")?;
         Ok((host, db))
-    }
-
-    /// The store namespace of the workspace: its id in `.kiln/` (so a moved workspace keeps its
-    /// store). Rows kept under the workspace's path by earlier versions move to the new id.
-    fn store_key(&self, db: &kiln::db::Db) -> String {
-        let path = self
-            .workspace
-            .canonicalize()
-            .unwrap_or_else(|_| self.workspace.clone())
-            .display()
-            .to_string();
-        match kiln::services::workspace_id(&self.workspace) {
-            Ok((id, created)) => {
-                if created && let Err(e) = db.kv_rekey(&path, &id) {
-                    output::warning(&format!("the store kept under {path} was not moved: {e}"));
-                }
-                id
-            }
-            Err(e) => {
-                output::warning(&format!(
-                    "cannot keep a workspace id in {}: {e}; the store is keyed by the path",
-                    self.workspace.join(".kiln").display()
-                ));
-                path
-            }
-        }
     }
 
     /// Grants with `--ask` applied.
@@ -295,6 +268,6 @@ pub fn run(cli: Cli) -> CliResult<ExitCode> {
 
 fn repl(g: &Global, caps: &[String]) -> CliResult<ExitCode> {
     let (host, db) = g.host_with_db()?;
-    kiln::repl::run_repl(std::sync::Arc::new(host), parse_caps(caps)?, Some(db))?;
+    crate::repl::run_repl(host, parse_caps(caps)?, Some(db))?;
     Ok(ExitCode::SUCCESS)
 }

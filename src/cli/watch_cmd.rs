@@ -3,16 +3,15 @@
 use super::{CliResult, Global, output};
 use std::io::Write;
 use std::process::ExitCode;
-use std::sync::Arc;
 
 /// Runs `kiln watch` until Ctrl-C.
 pub fn watch(g: &Global) -> CliResult<ExitCode> {
-    let host = Arc::new(g.host()?);
+    let host = g.host()?;
     let reg = host.registry();
     for e in &reg.errors {
         output::error(&e.to_string());
     }
-    let _watcher = kiln::reload::watch(host.clone(), |report| {
+    let _watcher = crate::reload::watch(host.clone(), |report| {
         println!("{report}");
         let _ = std::io::stdout().flush();
     })?;

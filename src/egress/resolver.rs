@@ -62,6 +62,14 @@ impl Overrides {
     }
 }
 
+impl Overrides {
+    /// `name` answered with `addr`, the rest from `fallback`.
+    pub fn fixed(name: &str, addr: IpAddr, fallback: Arc<dyn NameResolver>) -> Overrides {
+        let map = HashMap::from([(name.to_ascii_lowercase(), vec![addr])]);
+        Overrides { map, fallback }
+    }
+}
+
 impl NameResolver for Overrides {
     fn lookup(&self, name: &str) -> Lookup {
         match self.map.get(&name.to_ascii_lowercase()) {

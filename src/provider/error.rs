@@ -68,7 +68,7 @@ pub enum ProviderError {
         limit: usize,
         /// The flag and agent setting that raise it.
         setting: &'static str,
-        /// The first bytes (see [`quote`]).
+        /// The first bytes, quoted (at most a few hundred characters).
         start: String,
     },
     /// The Rhai planner failed.

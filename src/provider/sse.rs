@@ -76,6 +76,7 @@ impl LineBuffer {
     }
 
     /// Bytes examined so far (each byte once: the linearity the tests check).
+    #[cfg(test)]
     pub fn examined(&self) -> u64 {
         self.examined
     }
@@ -234,7 +235,8 @@ pub async fn read_stream<S: StreamState>(
 }
 
 /// Parses a whole recorded SSE text into a stream state `S` (tests and replay).
-pub fn parse_text<S: StreamState>(
+#[cfg(test)]
+pub(crate) fn parse_text<S: StreamState>(
     text: &str,
     sink: &TextSink,
 ) -> Result<ModelResponse, ProviderError> {

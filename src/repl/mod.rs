@@ -21,8 +21,6 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-pub use helper::is_incomplete;
-
 /// How long one line of Rhai may run.
 const EVAL_DEADLINE: Duration = Duration::from_secs(60);
 
@@ -477,7 +475,7 @@ impl Repl {
             Ok(v) if v.is_unit() => {}
             Ok(v) => println!("{}", show(&v)),
             Err(e) => self.error(
-                &crate::tool::classify(&e, "repl")
+                &crate::script::handler::classify(&e, "repl")
                     .detail
                     .unwrap_or_else(|| e.to_string()),
             ),

@@ -18,9 +18,6 @@ pub struct ToolErrorValue(pub String);
 #[derive(Debug, Clone)]
 pub struct DeniedValue(pub String);
 
-/// Maximum nesting of `call_tool`.
-pub const MAX_CALL_DEPTH: u32 = 4;
-
 struct Frame {
     tool: String,
     declared: Vec<Capability>,
@@ -80,6 +77,11 @@ pub fn scopes_for(cap: &str) -> Vec<Option<String>> {
             })
             .unwrap_or_default()
     })
+}
+
+/// The context of the running call.
+pub(crate) fn current_context() -> Option<CallContext> {
+    FRAMES.with(|s| s.borrow().last().map(|f| f.ctx.clone()))
 }
 
 /// The workspace of the running call.
@@ -186,45 +188,18 @@ pub fn declared_scopes(cap: &str) -> Vec<Option<String>> {
 }
 
 fn call_tool(name: &str, args: Dynamic) -> Result<Dynamic, Box<EvalAltResult>> {
-    let (caller, ctx) = FRAMES
+    let (caller, declared, ctx) = FRAMES
         .with(|s| {
             let frames = s.borrow();
-            frames.last().map(|f| (f.tool.clone(), f.ctx.clone()))
+            frames
+                .last()
+                .map(|f| (f.tool.clone(), f.declared.clone(), f.ctx.clone()))
         })
         .ok_or_else(|| denied(format!("call_tool(\"{name}\") refused: no tool is running")))?;
-    if ctx.depth >= MAX_CALL_DEPTH {
-        return Err(denied(format!(
-            "call_tool(\"{name}\") refused: nesting deeper than {MAX_CALL_DEPTH}"
-        )));
-    }
-    let tool = ctx
-        .registry
-        .as_ref()
-        .and_then(|r| r.find(name))
-        .ok_or_else(|| denied(format!("call_tool(\"{name}\"): no such tool")))?;
     let args = crate::convert::to_json(&args)
         .map_err(|e| denied(format!("call_tool(\"{name}\"): arguments: {e}")))?;
-    let declared = FRAMES.with(|s| {
-        s.borrow()
-            .last()
-            .map(|f| f.declared.clone())
-            .unwrap_or_default()
-    });
-    let beyond: Vec<String> = tool
-        .requires
-        .iter()
-        .filter(|r| !declared.iter().any(|d| d.name == r.name))
-        .map(|r| r.to_string())
-        .collect();
-    if !beyond.is_empty() {
-        return Err(denied(format!(
-            "call_tool(\"{name}\") refused: it requires [{}] which tool \"{caller}\" does not declare",
-            beyond.join(", ")
-        )));
-    }
-    let mut inner = ctx.clone();
-    inner.depth += 1;
-    let outcome = tool.execute(&args, &inner);
+    let outcome =
+        crate::tool::call_nested(&caller, &declared, &ctx, name, &args).map_err(denied)?;
     match outcome.result {
         Ok(v) => Ok(crate::convert::to_dynamic(&v)),
         Err(f) => Err(EvalAltResult::ErrorRuntime(
@@ -237,6 +212,38 @@ fn call_tool(name: &str, args: Dynamic) -> Result<Dynamic, Box<EvalAltResult>> {
 
 fn store_ns(func: &str, ns: &str) -> Result<Arc<Services>, Box<EvalAltResult>> {
     gate(func, "store", ns, |scope| scope == ns)
+}
+
+/// Registers a function the application gives scripts, behind the same gate as the built-ins.
+pub(crate) fn register_app(engine: &mut Engine, f: &crate::native::HostFn) {
+    let f = f.clone();
+    let types = vec![std::any::TypeId::of::<Dynamic>(); f.params.len()];
+    engine.register_raw_fn(
+        f.name.clone(),
+        types,
+        move |_, args: &mut [&mut Dynamic]| -> Result<Dynamic, Box<EvalAltResult>> {
+            let args = args
+                .iter()
+                .map(|a| crate::convert::to_json(a))
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(|e| denied(format!("{}(): arguments: {e}", f.name)))?;
+            let target = (f.target)(&args);
+            gate(&f.name, &f.capability, &target, |scope| match &f.in_scope {
+                Some(check) => check(scope, &args),
+                None => scope == target,
+            })?;
+            let ctx = current_context()
+                .ok_or_else(|| denied(format!("{}() refused: no tool is running", f.name)))?;
+            match (f.func)(&args, &ctx) {
+                Ok(v) => Ok(crate::convert::to_dynamic(&v)),
+                Err(msg) => Err(EvalAltResult::ErrorRuntime(
+                    Dynamic::from(ToolErrorValue(msg)),
+                    Position::NONE,
+                )
+                .into()),
+            }
+        },
+    );
 }
 
 /// Registers the host functions.

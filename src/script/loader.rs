@@ -3,50 +3,45 @@
 //! rest of the file still loads.
 
 use super::dsl::{self, AgentDraft, ToolDraft};
+use super::handler::{ScriptAgent, ScriptHandler};
 use super::{ScriptUnit, sandbox};
 use crate::agent::spec::{self, AgentSpec};
 use crate::capability::{Capability, GrantMode, Grants};
-use crate::error::{LoadError, SourceLoc};
+use crate::error::LoadError;
 use crate::schema;
 use crate::tool::{DEFAULT_TIMEOUT, Tool};
 use rhai::{AST, Engine, Position, Scope};
 use serde_json::Value;
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// How long a file's top level may run.
 const TOP_LEVEL_DEADLINE: Duration = Duration::from_secs(5);
 
-/// What one file defined, and what was wrong with it.
-#[derive(Default)]
-pub struct LoadedFile {
-    /// Path as shown in messages.
-    pub path: String,
-    /// Tools in definition order.
-    pub tools: Vec<Arc<Tool>>,
-    /// Agents in definition order; their tool references are checked by the registry.
-    pub agents: Vec<(Arc<AgentSpec>, Position)>,
-    /// Problems; a file with any is "broken" for hot reload.
-    pub errors: Vec<LoadError>,
-    /// Advice that does not stop loading.
-    pub warnings: Vec<LoadError>,
-}
+pub(crate) use crate::registry::LoadedFile;
 
-/// Tool names every provider accepts.
-pub fn valid_tool_name(name: &str) -> bool {
-    (1..=64).contains(&name.len())
-        && name
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
-}
+pub use crate::tool::valid_tool_name;
 
 /// Compiles and loads one file's source.
-pub fn load_source(engine: &Arc<Engine>, path: &str, source: &str) -> LoadedFile {
+#[cfg(test)]
+pub(crate) fn load_source(engine: &Arc<Engine>, path: &str, source: &str) -> LoadedFile {
+    load_source_with(engine, path, source, &BTreeMap::new())
+}
+
+/// [`load_source`] knowing the capability of each function the application added (`app`), so
+/// undeclared calls to them are warned about too.
+pub(crate) fn load_source_with(
+    engine: &Arc<Engine>,
+    path: &str,
+    source: &str,
+    app: &BTreeMap<String, String>,
+) -> LoadedFile {
     let mut file = LoadedFile {
         path: path.to_string(),
         ..LoadedFile::default()
     };
-    let at = |pos: Position| SourceLoc::new(path, pos);
+    let at = |pos: Position| super::loc(path, pos);
     let mut ast = match engine.compile(source) {
         Ok(ast) => ast,
         Err(e) => {
@@ -75,9 +70,12 @@ pub fn load_source(engine: &Arc<Engine>, path: &str, source: &str) -> LoadedFile
         version: super::source_version(source),
     });
     for draft in collected.tools {
+        let handler_name = draft.handler.as_ref().map(|(f, _)| f.fn_name().to_string());
         match finish_tool(draft, &unit) {
             Ok(tool) => {
-                file.warnings.extend(undeclared_calls(&tool, &unit));
+                let handler_name = handler_name.unwrap_or_default();
+                file.warnings
+                    .extend(undeclared_calls(&tool, &handler_name, &unit, app));
                 file.tools.push(Arc::new(tool));
             }
             Err(errs) => file.errors.extend(errs),
@@ -86,7 +84,7 @@ pub fn load_source(engine: &Arc<Engine>, path: &str, source: &str) -> LoadedFile
     for draft in collected.agents {
         let pos = draft.tools_pos;
         match finish_agent(draft, &unit) {
-            Ok(agent) => file.agents.push((Arc::new(agent), pos)),
+            Ok(agent) => file.agents.push((Arc::new(agent), super::loc(path, pos))),
             Err(errs) => file.errors.extend(errs),
         }
     }
@@ -117,7 +115,7 @@ fn top_level_message(e: &rhai::EvalAltResult) -> String {
 }
 
 fn finish_tool(d: ToolDraft, unit: &Arc<ScriptUnit>) -> Result<Tool, Vec<LoadError>> {
-    let at = |pos: Position| SourceLoc::new(&unit.path, pos);
+    let at = |pos: Position| super::loc(&unit.path, pos);
     let mut errors: Vec<LoadError> = d
         .errors
         .iter()
@@ -193,11 +191,7 @@ fn finish_tool(d: ToolDraft, unit: &Arc<ScriptUnit>) -> Result<Tool, Vec<LoadErr
             ),
         ));
     }
-    let validator = jsonschema::options()
-        .with_draft(jsonschema::Draft::Draft202012)
-        .should_validate_formats(true)
-        .build(&schema);
-    let validator = match validator {
+    let validator = match crate::tool::compile_schema(&schema) {
         Ok(v) => Some(v),
         Err(e) => {
             errors.push(LoadError::at(
@@ -218,18 +212,25 @@ fn finish_tool(d: ToolDraft, unit: &Arc<ScriptUnit>) -> Result<Tool, Vec<LoadErr
             retries: d.retries,
             loc: at(d.pos),
             validator,
-            handler_arity: handler_arity(&unit.ast, &handler).unwrap_or(2),
-            handler,
-            available_if: d.available_if,
-            script: unit.clone(),
+            handler: Arc::new(ScriptHandler {
+                arity: handler_arity(&unit.ast, &handler).unwrap_or(2),
+                handler,
+                available_if: d.available_if,
+                unit: unit.clone(),
+            }),
         }),
         _ => Err(errors),
     }
 }
 
 /// Warnings for gated host functions a handler may call without declaring their capability.
-fn undeclared_calls(tool: &Tool, unit: &ScriptUnit) -> Vec<LoadError> {
-    super::scan::gated_calls(&unit.ast, tool.handler.fn_name())
+fn undeclared_calls(
+    tool: &Tool,
+    handler: &str,
+    unit: &ScriptUnit,
+    app: &BTreeMap<String, String>,
+) -> Vec<LoadError> {
+    super::scan::gated_calls(&unit.ast, handler, app)
         .into_iter()
         .filter(|(_, cap)| !tool.requires.iter().any(|r| r.name == *cap))
         .map(|(func, cap)| {
@@ -250,7 +251,7 @@ fn handler_arity(ast: &AST, f: &rhai::FnPtr) -> Option<usize> {
 }
 
 fn finish_agent(d: AgentDraft, unit: &Arc<ScriptUnit>) -> Result<AgentSpec, Vec<LoadError>> {
-    let at = |pos: Position| SourceLoc::new(&unit.path, pos);
+    let at = |pos: Position| super::loc(&unit.path, pos);
     let mut errors: Vec<LoadError> = d
         .errors
         .iter()
@@ -346,12 +347,14 @@ fn finish_agent(d: AgentDraft, unit: &Arc<ScriptUnit>) -> Result<AgentSpec, Vec<
         max_reply_bytes: number("max_reply_bytes").and_then(|n| usize::try_from(n).ok()),
         max_line_bytes: number("max_line_bytes").and_then(|n| usize::try_from(n).ok()),
         max_parallel: as_u32(number("max_parallel")).unwrap_or(4) as usize,
-        planner: d.planner,
         mode,
         max_steps: as_u32(number("max_steps")).unwrap_or(spec::DEFAULT_MAX_STEPS),
-        validator: d.validator,
         loc: at(d.pos),
         name: d.name,
-        script: unit.clone(),
+        script: Some(Arc::new(ScriptAgent {
+            planner: d.planner,
+            validator: d.validator,
+            unit: unit.clone(),
+        })),
     })
 }

@@ -1,6 +1,7 @@
 //! Rhai: the sandboxed engine, the DSL builders, host functions and the file loader.
 
 pub mod dsl;
+pub(crate) mod handler;
 pub mod host_fns;
 pub mod host_io;
 pub mod host_net;
@@ -24,6 +25,11 @@ pub struct ScriptUnit {
     pub path: String,
     /// A short hash of the source, naming this version of the file.
     pub version: String,
+}
+
+/// The location of a Rhai position in a script.
+pub(crate) fn loc(path: &str, pos: rhai::Position) -> crate::error::SourceLoc {
+    crate::error::SourceLoc::new(path, pos.line().unwrap_or(0), pos.position().unwrap_or(0))
 }
 
 /// A short, stable hash of a script's source (FNV-1a, 64 bits).

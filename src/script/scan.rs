@@ -2,7 +2,7 @@
 //! closures it reaches) may call, so `kiln check` can warn before a model finds out.
 
 use rhai::{AST, ASTNode, Expr, Position, Stmt};
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 /// The capability each gated host function needs.
 pub fn capability_of(function: &str) -> Option<&'static str> {
@@ -34,8 +34,13 @@ fn referenced(e: &Expr) -> Option<String> {
     }
 }
 
-/// `(function, capability)` pairs reachable from script function `start`.
-pub fn gated_calls(ast: &AST, start: &str) -> BTreeSet<(String, &'static str)> {
+/// `(function, capability)` pairs reachable from script function `start`; `app` names the
+/// capability of each function the application added.
+pub fn gated_calls(
+    ast: &AST,
+    start: &str,
+    app: &BTreeMap<String, String>,
+) -> BTreeSet<(String, String)> {
     // An expression-bodied closure has no end position: it ends before the next top-level
     // statement or named function.
     let mut boundaries: Vec<Pos> = ast.statements().iter().map(|s| pos(s.position())).collect();
@@ -91,8 +96,10 @@ pub fn gated_calls(ast: &AST, start: &str) -> BTreeSet<(String, &'static str)> {
             if !reachable.iter().any(|&r| inside(*p, &defs[r])) {
                 continue;
             }
-            if let Some(cap) = capability_of(name) {
+            if let Some(cap) = capability_of(name).map(str::to_string) {
                 found.insert((name.clone(), cap));
+            } else if let Some(cap) = app.get(name) {
+                found.insert((name.clone(), cap.clone()));
             }
             for (i, d) in defs.iter().enumerate() {
                 if &d.0 == name {
@@ -113,7 +120,8 @@ mod tests {
     fn scan(src: &str, start: &str) -> Vec<String> {
         let engine = rhai::Engine::new_raw();
         let ast = engine.compile(src).expect("compiles");
-        gated_calls(&ast, start)
+        let app = BTreeMap::from([("crm_lookup".to_string(), "crm".to_string())]);
+        gated_calls(&ast, start, &app)
             .into_iter()
             .map(|(f, c)| format!("{f}:{c}"))
             .collect()
@@ -121,8 +129,9 @@ mod tests {
 
     #[test]
     fn finds_calls_in_the_function_its_helpers_and_nested_closures() {
-        let src = "fn h(a) { helper() }\nfn helper() { store_get(\"x\", \"y\") }\nfn c(a) { let f = |x| read_file(x); f.call(1) }\nfn clean(a) { 1 + 1 }";
+        let src = "fn h(a) { helper() }\nfn helper() { store_get(\"x\", \"y\") }\nfn c(a) { let f = |x| read_file(x); f.call(1) }\nfn clean(a) { 1 + 1 }\nfn app(a) { crm_lookup(a) }";
         assert_eq!(scan(src, "h"), vec!["store_get:store"]);
+        assert_eq!(scan(src, "app"), vec!["crm_lookup:crm"]);
         assert_eq!(scan(src, "c"), vec!["read_file:fs.read"]);
         assert!(scan(src, "clean").is_empty());
     }

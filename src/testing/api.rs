@@ -256,7 +256,7 @@ fn http_requests() -> RhaiResult<Array> {
 /// The test's temporary workspace folder (where `read_file`/`write_file` are rooted).
 fn workspace() -> RhaiResult<String> {
     let env = env::current("workspace").map_err(fail)?;
-    Ok(env.host.services().workspace.display().to_string())
+    Ok(env.host.config().workspace.display().to_string())
 }
 
 /// Adds the test functions to an engine that already has kiln's host functions.

@@ -2,8 +2,8 @@
 //! HTTP), its deadline, and the folder its scenario files are relative to. The test runs on
 //! one thread, so the functions test scripts call find it in a thread-local.
 
+use crate::Host;
 use crate::services::{FakeReply, HttpFake};
-use crate::{Host, HostConfig};
 use serde_json::Value;
 use std::cell::RefCell;
 use std::path::{Path, PathBuf};
@@ -119,16 +119,16 @@ impl TestEnv {
         let fakes = Arc::new(FakeHttp::default());
         let responder = fakes.clone();
         let fake: HttpFake = Arc::new(move |m, u, b| responder.answer(m, u, b));
-        let config = HostConfig {
-            scripts: scripts.to_vec(),
-            workspace: workspace.0.clone(),
-            stdlib,
-            ..HostConfig::default()
-        };
-        let host =
-            Host::with_services(config, |s| s.http_fake = Some(fake)).map_err(|e| e.to_string())?;
+        let mut builder = Host::builder()
+            .workspace(workspace.0.clone())
+            .stdlib(stdlib)
+            .http_fake(fake);
+        for dir in scripts {
+            builder = builder.scripts(dir.clone());
+        }
+        let host = builder.build().map_err(|e| e.to_string())?;
         Ok(TestEnv {
-            host: Arc::new(host),
+            host,
             fakes,
             deadline,
             dir: test_file

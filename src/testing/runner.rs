@@ -91,13 +91,6 @@ pub struct TestFile {
     error: Option<String>,
 }
 
-impl TestFile {
-    /// Names of the tests it declares.
-    pub fn test_names(&self) -> Vec<&str> {
-        self.tests.iter().map(|t| t.name.as_str()).collect()
-    }
-}
-
 thread_local! {
     /// What the running test printed.
     static OUTPUT: RefCell<String> = const { RefCell::new(String::new()) };
@@ -133,11 +126,6 @@ impl Tests {
             runtime,
             config,
         })
-    }
-
-    /// The settings.
-    pub fn config(&self) -> &RunConfig {
-        &self.config
     }
 
     /// Loads one test file: compiles it and runs its top level, collecting its tests.

@@ -239,33 +239,29 @@ fn a_run_killed_with_sigkill_leaves_a_database_that_opens_and_a_session_that_con
     let mut child = child;
     let _ = child.wait();
 
-    let db = kiln::db::Db::open(&s.path().join(".kiln/kiln.db"))
-        .expect("the database opens after SIGKILL");
-    let session = db.session("k").expect("read").expect("session exists");
-    let roles: Vec<String> = session
-        .messages
+    // The CLI opens the database the killed run left (WORKSPACE/.kiln/kiln.db).
+    let shown = kiln(&["sessions", "show", "k"], s.path());
+    assert!(
+        shown.status.success(),
+        "the database opens after SIGKILL: {}",
+        stderr(&shown)
+    );
+    let session: Value = serde_json::from_str(&stdout(&shown)).expect("session json");
+    let roles: Vec<&str> = session["messages"]
+        .as_array()
+        .expect("messages")
         .iter()
-        .map(|m| {
-            serde_json::to_value(m).expect("m")["role"]
-                .as_str()
-                .unwrap_or("")
-                .to_string()
-        })
+        .map(|m| m["role"].as_str().unwrap_or(""))
         .collect();
     assert_eq!(
         roles,
         vec!["user", "assistant", "tool"],
         "intact up to the last completed step"
     );
-    let runs = db
-        .runs(&kiln::db::runlog::LogFilter {
-            limit: 10,
-            ..Default::default()
-        })
-        .expect("runs");
-    assert_eq!(runs[0].status, "running", "the killed run never ended");
-    assert_eq!(runs[0].tool_calls.len(), 1);
-    drop(db);
+    let logs = kiln(&["logs", "--json", "-n", "10"], s.path());
+    let runs: Value = serde_json::from_str(&stdout(&logs)).expect("logs json");
+    assert_eq!(runs[0]["status"], "running", "the killed run never ended");
+    assert_eq!(runs[0]["tool_calls"].as_array().map(Vec::len), Some(1));
 
     let mock2 = Mock::start(&json!({"turns": [{"text": "continued"}]}));
     let out = ask_shop(&s, &mock2, "go on", &["--session", "k"]);
@@ -283,30 +279,26 @@ fn a_run_killed_with_sigkill_leaves_a_database_that_opens_and_a_session_that_con
 fn two_hundred_concurrent_runs_log_without_lock_errors_while_logs_are_read() {
     let s = shop();
     let db_path = s.path().join("busy.db");
-    let mock_scenario: kiln::mock::scenario::Scenario =
-        serde_json::from_value(json!({"loop": true, "require_auth": false, "turns": [
-            {"tool_calls": [{"name": "lookup", "args": {"sku": "SKU-7"}}]}, {"text": "done"}
-        ]}))
-        .expect("scenario");
+    let mock = Mock::start(&json!({"loop": true, "require_auth": false, "turns": [
+        {"tool_calls": [{"name": "lookup", "args": {"sku": "SKU-7"}}]}, {"text": "done"}
+    ]}));
     let script = "tool(\"lookup\").param(\"sku\", \"string\").handler(|a| a.sku);\nagent(\"busy\").provider(\"openai\").model(\"m\").base_url(\"BASE\").tools([\"lookup\"]).max_tool_iterations(20);";
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .expect("rt");
-    let (addr, server) = rt
-        .block_on(kiln::mock::bind(
-            mock_scenario,
-            "127.0.0.1:0".parse().expect("addr"),
-        ))
-        .expect("bind");
-    rt.spawn(server);
     std::fs::write(
         s.path().join("busy.rhai"),
-        script.replace("BASE", &format!("http://{addr}/v1")),
+        script.replace("BASE", &format!("{}/v1", mock.url)),
     )
     .expect("write");
-    let host = Arc::new(s.host());
-    let db = Arc::new(kiln::db::Db::open(&db_path).expect("db"));
+    // Each run is logged (the host has a database) under its own session.
+    let host = kiln::Host::builder()
+        .scripts(s.path())
+        .workspace(s.path())
+        .database(&db_path)
+        .build()
+        .expect("host");
 
     let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
     let reader = {
@@ -332,16 +324,12 @@ fn two_hundred_concurrent_runs_log_without_lock_errors_while_logs_are_read() {
         let tasks: Vec<_> = (0..200)
             .map(|i| {
                 let host = host.clone();
-                let db = db.clone();
                 tokio::spawn(async move {
-                    let opts = kiln::agent::RunOptions {
-                        recorder: Some(Arc::new(kiln::db::runlog::RunLogger::new(
-                            db,
-                            Some(format!("s{i}")),
-                        ))),
+                    let opts = kiln::RunOptions {
+                        session: Some(format!("s{i}")),
                         ..Default::default()
                     };
-                    kiln::agent::run(&host, "busy", &format!("run {i}"), opts).await
+                    host.run("busy", &format!("run {i}"), opts).await
                 })
             })
             .collect();
@@ -352,62 +340,90 @@ fn two_hundred_concurrent_runs_log_without_lock_errors_while_logs_are_read() {
     assert!(reads >= 1);
     // The mock serves its turns in one sequence across all runs, so each run took its own path
     // (a tool call or not, one or more rounds): its log must hold exactly what it did.
-    let reports: std::collections::HashMap<String, kiln::agent::RunReport> = results
+    let reports: std::collections::HashMap<String, kiln::RunReport> = results
         .into_iter()
         .map(|r| {
             let report = r.expect("task").expect("run ok");
             (report.run_id.clone(), report)
         })
         .collect();
-    let runs = db
-        .runs(&kiln::db::runlog::LogFilter {
-            limit: 1000,
-            ..Default::default()
-        })
-        .expect("runs");
+    let path = db_path.display().to_string();
+    let logs = kiln(&["logs", "--json", "-n", "1000", "--db", &path], s.path());
+    let runs: Value = serde_json::from_str(&stdout(&logs)).expect("logs json");
+    let runs = runs.as_array().expect("runs");
     assert_eq!(runs.len(), 200);
     let mut called = 0;
-    for r in &runs {
-        let report = &reports[&r.id];
+    let mut sessions = std::collections::HashMap::new();
+    for r in runs {
+        let id = r["id"].as_str().expect("id");
+        let report = &reports[id];
         assert_eq!(
-            (r.status.as_str(), r.answer.as_deref(), r.rounds),
-            ("ok", Some(report.answer.as_str()), i64::from(report.rounds)),
-            "run {} logged to its end",
-            r.id
+            (&r["status"], &r["answer"], &r["rounds"]),
+            (&json!("ok"), &json!(report.answer), &json!(report.rounds)),
+            "run {id} logged to its end"
         );
-        let logged: Vec<(&str, &Value, &Value, bool)> = r
+        let logged: Vec<(&Value, &Value, &Value, &Value)> = r["tool_calls"]
+            .as_array()
+            .expect("tool calls")
+            .iter()
+            .map(|c| {
+                (
+                    &c["name"],
+                    &c["args"],
+                    &c["outcome"]["result"],
+                    &c["is_error"],
+                )
+            })
+            .collect();
+        let done: Vec<(Value, &Value, &Value, Value)> = report
             .tool_calls
             .iter()
-            .map(|c| (c.name.as_str(), &c.args, &c.outcome["result"], c.is_error))
+            .map(|c| {
+                (
+                    json!(c.name),
+                    &c.args,
+                    &c.outcome["result"],
+                    json!(c.is_error),
+                )
+            })
             .collect();
-        let done: Vec<(&str, &Value, &Value, bool)> = report
-            .tool_calls
-            .iter()
-            .map(|c| (c.name.as_str(), &c.args, &c.outcome["result"], c.is_error))
-            .collect();
-        assert_eq!(logged, done, "run {}: its tool calls", r.id);
+        let done: Vec<(&Value, &Value, &Value, &Value)> =
+            done.iter().map(|(n, a, o, e)| (n, *a, *o, e)).collect();
+        assert_eq!(logged, done, "run {id}: its tool calls");
         called += logged.len();
         assert_eq!(
-            Value::Array(db.run_messages(&r.id).expect("messages")),
+            r["messages"],
             serde_json::to_value(&report.messages).expect("messages json"),
-            "run {}: its messages",
-            r.id
+            "run {id}: its messages"
         );
-        let session = db
-            .session(r.session.as_deref().expect("session"))
-            .expect("read")
-            .expect("session");
-        assert_eq!(session.messages.len(), report.messages.len());
+        let session = r["session"].as_str().expect("session").to_string();
+        sessions.insert(session, report.messages.len());
     }
     assert!(called >= 100, "the runs called tools: {called}");
-    assert_eq!(db.sessions().expect("sessions").len(), 200);
+    // `kiln sessions`: NAME  AGENT  N messages  WHEN, one line per session.
+    let listed = kiln(&["sessions", "--db", &path], s.path());
+    let lines: Vec<String> = stdout(&listed).lines().map(str::to_string).collect();
+    assert_eq!(lines.len(), 200);
+    for line in &lines {
+        let fields: Vec<&str> = line.split_whitespace().collect();
+        let count: usize = fields[2].parse().expect("message count");
+        assert_eq!(Some(&count), sessions.get(fields[0]), "session line {line}");
+    }
 }
 
 #[test]
 fn a_step_that_cannot_be_logged_ends_the_run_before_the_next_model_request() {
     let s = shop();
-    let db_path = kiln::db::default_path(s.path());
-    drop(kiln::db::Db::open(&db_path).expect("db"));
+    // The database the runs will be logged to, created with its tables by a host opening it.
+    let db_path = s.path().join(".kiln").join("kiln.db");
+    drop(
+        kiln::Host::builder()
+            .stdlib(false)
+            .workspace(s.path())
+            .database(&db_path)
+            .build()
+            .expect("host"),
+    );
     rusqlite::Connection::open(&db_path)
         .expect("open")
         .execute_batch(

@@ -3,11 +3,10 @@
 //! before any connection, and the listeners prove it (a connection would sit in their backlog).
 
 use crate::common::*;
-use kiln::egress::resolver::{Lookup, NameResolver, Overrides};
-use kiln::{Host, HostConfig};
+use kiln::{CallOptions, Egress, Grants, Host, Lookup, NameResolver, ToolOutcome};
 use serde_json::{Value, json};
 use std::net::{IpAddr, TcpListener};
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -58,29 +57,34 @@ impl NameResolver for Sequence {
     }
 }
 
-fn resolving(s: &Scripts, resolver: Arc<dyn NameResolver>) -> Host {
-    Host::with_services(
-        HostConfig {
-            scripts: vec![s.path().to_path_buf()],
-            workspace: s.path().to_path_buf(),
-            ..HostConfig::default()
-        },
-        |svc| svc.egress.resolver = resolver,
-    )
-    .expect("host")
+fn resolving(s: &Scripts, egress: Egress) -> Arc<Host> {
+    Host::builder()
+        .scripts(s.path())
+        .workspace(s.path())
+        .egress(egress)
+        .build()
+        .expect("host")
 }
 
-/// Test names mapped to loopback, everything else from the system (only `localhost` is asked).
-fn overrides(entries: &[&str]) -> Arc<dyn NameResolver> {
-    let system: Arc<dyn NameResolver> = Arc::new(kiln::egress::resolver::SystemResolver);
-    Arc::new(Overrides::parse(entries, system).expect("overrides"))
+/// Names looked up by `resolver` alone.
+fn only(resolver: Arc<dyn NameResolver>) -> Egress {
+    Egress::default().resolver(resolver)
 }
 
-fn fetch(host: &Host, url: &str, caps: &[&str]) -> kiln::tool::ToolOutcome {
+/// Test names (`NAME:ADDR`) mapped to loopback, everything else from the system (only
+/// `localhost` is asked).
+fn overrides(entries: &[&str]) -> Egress {
+    entries.iter().fold(Egress::default(), |egress, e| {
+        let (name, addr) = e.split_once(':').expect("NAME:ADDR");
+        egress.resolve(name, addr.parse().expect("ip"))
+    })
+}
+
+fn fetch(host: &Host, url: &str, caps: &[&str]) -> ToolOutcome {
     call(host, "fetch", json!({ "u": url }), caps)
 }
 
-fn refused(o: &kiln::tool::ToolOutcome) -> String {
+fn refused(o: &ToolOutcome) -> String {
     let (kind, msg) = failure(o);
     assert_eq!(kind, "denied", "{msg}");
     msg
@@ -177,7 +181,7 @@ fn a_name_that_rebinds_to_loopback_is_refused_at_connect_time() {
         ],
         asked: AtomicUsize::new(0),
     });
-    let host = resolving(&s, safe.clone());
+    let host = resolving(&s, only(safe.clone()));
     let msg = refused(&fetch(&host, &url, &["net:127.0.0.2/32"]));
     assert_eq!(
         safe.asked.load(Ordering::SeqCst),
@@ -194,7 +198,7 @@ fn a_name_that_rebinds_to_loopback_is_refused_at_connect_time() {
         ],
         asked: AtomicUsize::new(0),
     });
-    let host = resolving(&s, attack.clone());
+    let host = resolving(&s, only(attack.clone()));
     let msg = refused(&fetch(&host, &url, &["net"]));
     assert_eq!(attack.asked.load(Ordering::SeqCst), 2);
     assert!(msg.contains("refused at connect time"), "{msg}");
@@ -276,13 +280,13 @@ fn a_tools_own_scope_holds_on_every_redirect_hop() {
     )]);
     let host = resolving(
         &s,
-        Arc::new(Sequence {
+        only(Arc::new(Sequence {
             answers: vec![
                 "127.0.0.2".parse().expect("ip"),
                 "127.0.0.1".parse().expect("ip"),
             ],
             asked: AtomicUsize::new(0),
-        }),
+        })),
     );
     let url = format!("http://moving.test:{}/", other.port);
     let msg = refused(&call(
@@ -313,16 +317,23 @@ fn a_fetch_stops_at_the_tools_deadline_and_on_cancel() {
         "timeout_ms outlived the deadline"
     );
 
-    let tool = host.tool("fetch").expect("fetch");
-    let mut ctx = host.context(kiln::capability::Grants::parse(&["net:127.0.0.1"]).expect("caps"));
-    let cancel = Arc::new(AtomicBool::new(false));
-    ctx.cancel = Some(cancel.clone());
+    let rt = tokio::runtime::Runtime::new().expect("runtime");
+    let cancel = kiln::CancellationToken::new();
+    let opts = CallOptions {
+        grants: Some(Grants::parse(&["net:127.0.0.1"]).expect("caps")),
+        cancel: Some(cancel.clone()),
+        ..CallOptions::default()
+    };
     let args = json!({ "u": url });
-    let running = std::thread::spawn(move || tool.execute(&args, &ctx));
+    let caller = host.clone();
+    let running = rt.spawn(async move { caller.call("fetch", args, opts).await });
     // Cancel once the request is on the wire: the server has it and will never answer.
     let (_held, _) = silent.listener.accept().expect("the fetch connects");
-    cancel.store(true, Ordering::SeqCst);
-    let o = running.join().expect("call thread");
+    cancel.cancel();
+    let o = rt
+        .block_on(running)
+        .expect("call task")
+        .expect("fetch exists");
     assert_eq!(failure(&o).0, "cancelled", "{}", o.to_json(true));
 }
 
@@ -515,7 +526,7 @@ fn a_host_no_grant_names_is_not_even_looked_up() {
         answers: vec!["127.0.0.1".parse().expect("ip")],
         asked: AtomicUsize::new(0),
     });
-    let host = resolving(&s, resolver.clone());
+    let host = resolving(&s, only(resolver.clone()));
     let msg = refused(&fetch(
         &host,
         "http://secret-data.other.test/",

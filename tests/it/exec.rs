@@ -137,40 +137,6 @@ fn tool_error_is_visible_and_other_failures_are_sanitized() {
 }
 
 #[test]
-fn ctx_is_kept_apart_from_args() {
-    let (s, host) = host_with(TOOLS);
-    let t = host.tool("ctx_echo").expect("tool");
-    let mut ctx = host.context(kiln::capability::Grants::parse(&["db"]).expect("caps"));
-    ctx.actor_id = Some("user-7".into());
-    ctx.context.insert("tenant".into(), json!("acme"));
-    ctx.agent = Some("support".into());
-    let out = t.execute(&json!({}), &ctx).result.expect("ok");
-    assert_eq!(out["actor"], json!("user-7"));
-    assert_eq!(out["tenant"], json!("acme"));
-    assert_eq!(out["agent"], json!("support"));
-    assert_eq!(out["caps"], json!(["db"]));
-    assert_eq!(out["args"], json!({}));
-    assert!(out["run"].as_str().is_some_and(|r| r.starts_with("run_")));
-    drop(s);
-}
-
-#[test]
-fn ctx_state_persists_across_calls_of_one_run() {
-    let (_s, host) = host_with(TOOLS);
-    let t = host.tool("counter").expect("tool");
-    let ctx = host.context(Default::default());
-    for want in 1..=3 {
-        assert_eq!(t.execute(&json!({}), &ctx).result.expect("ok"), json!(want));
-    }
-    let other = host.context(Default::default());
-    assert_eq!(
-        t.execute(&json!({}), &other).result.expect("ok"),
-        json!(1),
-        "a new run starts fresh"
-    );
-}
-
-#[test]
 fn retries_rerun_a_failed_handler() {
     let (_s, host) = host_with(TOOLS);
     let o = call(&host, "flaky", json!({}), &["store"]);
@@ -200,30 +166,6 @@ fn handler_may_be_a_named_function() {
         call(&host, "named", json!({}), &[]).result.ok(),
         Some(json!("named"))
     );
-}
-
-#[test]
-fn registry_filters_by_capability_and_available_if() {
-    let (_s, host) = host_with(
-        r#"tool("a").handler(|x| 1);
-tool("b").requires("db").handler(|x| 1);
-tool("c").available_if(|ctx| ctx.context.admin == true).handler(|x| 1);"#,
-    );
-    let reg = host.registry();
-    let names = |ts: Vec<std::sync::Arc<kiln::tool::Tool>>| {
-        ts.iter()
-            .map(|t| t.name.clone())
-            .filter(|n| n.len() == 1)
-            .collect::<Vec<_>>()
-    };
-    let none = kiln::capability::Grants::default();
-    assert_eq!(names(reg.tools_for(&none)), vec!["a", "c"]);
-    let db = kiln::capability::Grants::parse(&["db"]).expect("caps");
-    assert_eq!(names(reg.tools_for(&db)), vec!["a", "b", "c"]);
-    let mut ctx = host.context(db);
-    assert_eq!(names(reg.available(None, &ctx)), vec!["a", "b"]);
-    ctx.context.insert("admin".into(), json!(true));
-    assert_eq!(names(reg.available(None, &ctx)), vec!["a", "b", "c"]);
 }
 
 #[test]
@@ -339,29 +281,28 @@ fn retries_rerun_only_failures_that_can_pass_on_a_second_try() {
     let asked = Arc::new(AtomicU32::new(0));
     let host = {
         let asked = asked.clone();
-        kiln::Host::with_services(
-            kiln::HostConfig {
-                scripts: vec![s.path().to_path_buf()],
-                workspace: s.path().to_path_buf(),
-                ..kiln::HostConfig::default()
-            },
-            move |svc| {
-                svc.approver = Some(Box::new(move |_, _| {
-                    asked.fetch_add(1, Ordering::SeqCst);
-                    false
-                }))
-            },
-        )
-        .expect("host")
+        kiln::Host::builder()
+            .scripts(s.path())
+            .workspace(s.path())
+            .approver(move |_, _| {
+                asked.fetch_add(1, Ordering::SeqCst);
+                false
+            })
+            .build()
+            .expect("host")
     };
     assert!(s.errors(&host).is_empty(), "{:?}", s.errors(&host));
-    let mut grants = kiln::capability::Grants::parse(&["store", "fs.write"]).expect("caps");
+    let mut grants = kiln::Grants::parse(&["store", "fs.write"]).expect("caps");
     grants.mark_ask(&["fs.write"]);
-    let ctx = host.context(grants);
+    let opts = kiln::CallOptions {
+        grants: Some(grants),
+        ..kiln::CallOptions::default()
+    };
+    let run = |tool: &str, args: serde_json::Value, opts: &kiln::CallOptions| {
+        host.call_blocking(tool, args, opts.clone()).expect("tool")
+    };
     let runs = |name: &str| {
-        host.tool("count")
-            .expect("count")
-            .execute(&json!({"name": name}), &ctx)
+        run("count", json!({"name": name}), &opts)
             .result
             .expect("count runs")
     };
@@ -377,7 +318,7 @@ fn retries_rerun_only_failures_that_can_pass_on_a_second_try() {
         ("invalid", Some("invalid_arguments"), 0, 0),
     ];
     for (tool, kind, ran, attempts) in table {
-        let o = host.tool(tool).expect("tool").execute(&json!({}), &ctx);
+        let o = run(tool, json!({}), &opts);
         match kind {
             Some(k) => assert_eq!(failure(&o).0, k, "{tool}: {}", o.to_json(true)),
             None => assert!(o.is_ok(), "{tool}: {:?}", o.to_json(true)),
@@ -391,12 +332,16 @@ fn retries_rerun_only_failures_that_can_pass_on_a_second_try() {
         "a refused approval is asked once"
     );
 
-    let mut cancelled = ctx.clone();
-    cancelled.cancel = Some(Arc::new(std::sync::atomic::AtomicBool::new(true)));
-    let o = host
-        .tool("cancelled")
-        .expect("tool")
-        .execute(&json!({}), &cancelled);
+    let cancel = kiln::CancellationToken::new();
+    cancel.cancel();
+    let cancelled = kiln::CallOptions {
+        cancel: Some(cancel),
+        ..opts.clone()
+    };
+    let rt = tokio::runtime::Runtime::new().expect("runtime");
+    let o = rt
+        .block_on(host.call("cancelled", json!({}), cancelled))
+        .expect("tool");
     assert_eq!(failure(&o).0, "cancelled");
     assert_eq!(o.attempts, 1, "a cancelled call is not retried");
 }

@@ -3,7 +3,7 @@
 //! schema: values meeting the constraints validate, values breaking one are rejected at their
 //! path, and every export format carries the schema.
 
-use kiln::provider::{TextSink, anthropic, ollama, openai};
+use crate::provider::{TextSink, anthropic, ollama, openai};
 use proptest::prelude::*;
 use serde_json::{Map, Value, json};
 use std::sync::{Arc, OnceLock};
@@ -200,7 +200,7 @@ const STRICT_UNSUPPORTED: &[&str] = &[
 /// is, and in strict form (all properties required, no extra ones, no unsupported keywords,
 /// each drop warned about) for openai-strict.
 fn assert_exports_keep(schema: &Value) -> Result<(), TestCaseError> {
-    use kiln::schema::{Format, export};
+    use crate::schema::{Format, export};
     for (format, path) in [
         (Format::Intermediate, "/parameters"),
         (Format::Anthropic, "/input_schema"),
@@ -285,7 +285,7 @@ fn sink() -> TextSink {
 
 fn engine() -> &'static Arc<rhai::Engine> {
     static E: OnceLock<Arc<rhai::Engine>> = OnceLock::new();
-    E.get_or_init(|| Arc::new(kiln::script::engine(&Default::default(), vec![], None)))
+    E.get_or_init(|| Arc::new(crate::script::engine(&Default::default(), vec![], None)))
 }
 
 proptest! {
@@ -293,7 +293,7 @@ proptest! {
 
     #[test]
     fn the_loader_never_panics_on_arbitrary_source(src in "[ -~\\n]{0,200}") {
-        let f = kiln::script::loader::load_source(engine(), "p.rhai", &src);
+        let f = crate::script::loader::load_source(engine(), "p.rhai", &src);
         for e in f.errors {
             prop_assert!(e.to_string().starts_with("p.rhai:"));
         }
@@ -303,15 +303,15 @@ proptest! {
     fn the_loader_never_panics_on_arbitrary_dsl(name in "[a-zA-Z0-9_ !-]{0,70}", ty in "[a-z]{0,8}", opts in json_value()) {
         let opts = serde_json::to_string(&opts).unwrap_or_default();
         let src = format!("tool({name:?}).param(\"x\", {ty:?}, json_decode({opts:?})).handler(|a| 1);");
-        let f = kiln::script::loader::load_source(engine(), "p.rhai", &src);
+        let f = crate::script::loader::load_source(engine(), "p.rhai", &src);
         prop_assert!(f.tools.len() + f.errors.len() >= 1);
     }
 
     #[test]
     fn the_loader_accepts_exactly_the_params_that_compile_and_exports_keep_the_schema(ty in "[a-z]{0,8}", opts in json_value()) {
         let map = opts.as_object().cloned().unwrap_or_default();
-        if let Ok((schema, _)) = kiln::schema::build_param("x", &ty, &map) {
-            let obj = kiln::schema::object_schema(&[kiln::schema::Param { name: "x".into(), schema, required: true }]);
+        if let Ok((schema, _)) = crate::schema::build_param("x", &ty, &map) {
+            let obj = crate::schema::object_schema(&[crate::schema::Param { name: "x".into(), schema, required: true }]);
             let compiles = jsonschema::options()
                 .with_draft(jsonschema::Draft::Draft202012)
                 .should_validate_formats(true)
@@ -319,7 +319,7 @@ proptest! {
                 .is_ok();
             let opts_text = serde_json::to_string(&opts).unwrap_or_default();
             let src = format!("tool(\"t\").param(\"x\", {ty:?}, json_decode({opts_text:?})).handler(|a| 1);");
-            let f = kiln::script::loader::load_source(engine(), "p.rhai", &src);
+            let f = crate::script::loader::load_source(engine(), "p.rhai", &src);
             prop_assert_eq!(f.tools.len() == 1, compiles, "loader errors: {:?}", f.errors.iter().map(|e| e.to_string()).collect::<Vec<_>>());
             if !compiles {
                 prop_assert!(f.errors.iter().any(|e| e.to_string().contains("invalid JSON Schema")));
@@ -338,7 +338,7 @@ proptest! {
             "tool(\"t\").param(\"x\", {ty:?}, json_decode({:?})).handler(|a| 1);",
             opts.to_string()
         );
-        let f = kiln::script::loader::load_source(engine(), "p.rhai", &src);
+        let f = crate::script::loader::load_source(engine(), "p.rhai", &src);
         prop_assert!(f.errors.is_empty(), "{:?}", f.errors.iter().map(|e| e.to_string()).collect::<Vec<_>>());
         let tool = &f.tools[0];
         let valid = spec.valid(pick);

@@ -1,0 +1,89 @@
+//! Starting a run: the agent's provider, the call context (grants, deadline, cancellation),
+//! then the tool-calling loop or, in json_planner mode, the planner loop.
+
+use super::connect;
+use super::report::{RunError, RunErrorKind, RunReport};
+use super::run::{Run, RunOptions};
+use crate::Host;
+use crate::provider::Message;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Instant;
+
+/// Runs agent `agent_name` on `prompt`.
+pub async fn run(
+    host: &Host,
+    agent_name: &str,
+    prompt: &str,
+    opts: RunOptions,
+) -> Result<RunReport, RunError> {
+    let mut messages = opts.history.clone();
+    messages.push(Message::User {
+        content: prompt.to_string(),
+    });
+    let mut run = Run::new(agent_name, messages, &opts, opts.history.len());
+    let mut result = match run.started() {
+        Ok(()) => setup_and_drive(host, &mut run, &opts).await,
+        Err(e) => Err(e.into()),
+    };
+    if let Err(kind) = &result {
+        run.report.error = Some(kind.to_string());
+    }
+    if let Err(e) = run.ended() {
+        // The run's own error, if any, is the one to report; this one is logged with it.
+        tracing::error!("{e}");
+        if result.is_ok() {
+            result = Err(e.into());
+        }
+    }
+    match result {
+        Ok(()) => Ok(run.report),
+        Err(kind) => Err(run.fail(kind)),
+    }
+}
+
+async fn setup_and_drive(
+    host: &Host,
+    run: &mut Run,
+    opts: &RunOptions,
+) -> Result<(), RunErrorKind> {
+    let agent = host.agent(&run.report.agent).map_err(|e| {
+        RunErrorKind::Provider(crate::provider::ProviderError::Planner(e.to_string()))
+    })?;
+    let (provider, model) = connect::connect(&agent, &opts.overrides)?;
+    run.report.provider = provider.name().to_string();
+    run.report.model = model.clone();
+
+    let cancel_flag = Arc::new(AtomicBool::new(false));
+    let watcher = {
+        let flag = cancel_flag.clone();
+        let token = opts.cancel.clone();
+        tokio::spawn(async move {
+            token.cancelled().await;
+            flag.store(true, Ordering::Relaxed);
+        })
+    };
+    let deadline = opts.timeout.map(|t| Instant::now() + t);
+    let mut ctx = host.context(opts.grants.clone().unwrap_or_else(|| agent.grants.clone()));
+    ctx.run_id = run.report.run_id.clone();
+    ctx.agent = Some(agent.name.clone());
+    ctx.actor_id = opts.actor_id.clone();
+    ctx.context = opts.context.clone();
+    ctx.cancel = Some(cancel_flag);
+    ctx.deadline = deadline;
+    if let Some(state) = &opts.state {
+        ctx.state = state.clone();
+        ctx.restored = !opts.history.is_empty();
+    }
+    let max_rounds = opts.max_iterations.unwrap_or(agent.max_tool_iterations);
+    let result = if agent.mode == "json_planner" {
+        super::planner::drive(host, run, &provider, &agent, &model, ctx, opts, deadline).await
+    } else {
+        super::run::drive(
+            host, run, &provider, &agent, &model, ctx, max_rounds, opts, deadline,
+        )
+        .await
+    };
+    watcher.abort();
+    result
+}

@@ -1,0 +1,451 @@
+//! The library's doors: [`Host::builder`], tool calls, agent runs (whole or as a stream of
+//! events) and watching. Every embedding (an application, MCP, HTTP, a durable engine) goes
+//! through these, so validation, the capability guard, the sandbox and the run log are applied
+//! in one place.
+
+use crate::agent::{self, RunError, RunEvent, RunOptions, RunReport, ToolCallRecord};
+use crate::capability::Grants;
+use crate::error::{HostError, LoadError};
+use crate::native::{HostFn, NativeTool};
+use crate::reload::{self, ReloadReport};
+use crate::schema::Format;
+use crate::script::sandbox::Limits;
+use crate::services::{Approver, Egress, HttpFake, Services, Store};
+use crate::tool::{Tool, ToolOutcome};
+use crate::{Host, HostConfig};
+use futures_util::Stream;
+use serde_json::Value;
+use std::path::PathBuf;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+/// Sets up a [`Host`]: where scripts live, what they may touch, what the application adds.
+pub struct HostBuilder {
+    config: HostConfig,
+    database: Option<PathBuf>,
+    grants: Grants,
+    approver: Option<Approver>,
+    assume_yes: bool,
+    watch: bool,
+    tools: Vec<NativeTool>,
+    host_fns: Vec<HostFn>,
+    egress: Egress,
+    http_fake: Option<HttpFake>,
+}
+
+impl Host {
+    /// A builder with no scripts folders, the stdlib on, no database and nothing granted.
+    pub fn builder() -> HostBuilder {
+        HostBuilder {
+            config: HostConfig {
+                scripts: Vec::new(),
+                ..HostConfig::default()
+            },
+            database: None,
+            grants: Grants::default(),
+            approver: None,
+            assume_yes: false,
+            watch: false,
+            tools: Vec::new(),
+            host_fns: Vec::new(),
+            egress: Egress::default(),
+            http_fake: None,
+        }
+    }
+}
+
+impl HostBuilder {
+    /// Loads every `*.rhai` file of this folder (recursively); call again for more folders.
+    pub fn scripts(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.config.scripts.push(dir.into());
+        self
+    }
+
+    /// The folder file host functions are rooted at (default `.`).
+    pub fn workspace(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.config.workspace = dir.into();
+        self
+    }
+
+    /// Keeps the run log, sessions and `store_*` values in this SQLite file (created if
+    /// missing); without one the store lives in memory and runs are not logged. The store is
+    /// keyed by the workspace's id (kept in `WORKSPACE/.kiln/workspace-id`, created on first
+    /// use), so it follows a workspace that moves.
+    pub fn database(mut self, path: impl Into<PathBuf>) -> Self {
+        self.database = Some(path.into());
+        self
+    }
+
+    /// Sandbox limits for every script evaluation.
+    pub fn limits(mut self, limits: Limits) -> Self {
+        self.config.limits = limits;
+        self
+    }
+
+    /// What [`Host::call`] grants when its [`CallOptions`] name no grants (default: nothing).
+    pub fn grants(mut self, grants: Grants) -> Self {
+        self.grants = grants;
+        self
+    }
+
+    /// Asks a person before an `ask` grant is used: `(capability, question) -> approved`.
+    pub fn approver(mut self, f: impl Fn(&str, &str) -> bool + Send + Sync + 'static) -> Self {
+        self.approver = Some(Box::new(f));
+        self
+    }
+
+    /// Approves every `ask` grant without asking.
+    pub fn assume_yes(mut self, yes: bool) -> Self {
+        self.assume_yes = yes;
+        self
+    }
+
+    /// Loads the built-in stdlib tools (default on).
+    pub fn stdlib(mut self, on: bool) -> Self {
+        self.config.stdlib = on;
+        self
+    }
+
+    /// Reloads changed scripts for as long as the host lives (reports go to the log); use
+    /// [`Host::watch`] instead to receive the reports.
+    pub fn watch(mut self, on: bool) -> Self {
+        self.watch = on;
+        self
+    }
+
+    /// How scripts' `http_get`/`http_post` reach the network: name-resolution overrides and
+    /// the environment-proxy opt-in (default: the system resolver, no proxies).
+    pub fn egress(mut self, egress: Egress) -> Self {
+        self.egress = egress;
+        self
+    }
+
+    /// Answers host HTTP requests with `fake` instead of the network (`kiln test`).
+    pub(crate) fn http_fake(mut self, fake: HttpFake) -> Self {
+        self.http_fake = Some(fake);
+        self
+    }
+
+    /// Adds a tool written in Rust.
+    pub fn tool(mut self, tool: NativeTool) -> Self {
+        self.tools.push(tool);
+        self
+    }
+
+    /// Gives scripts a function of the application's, gated by its capability.
+    pub fn host_fn(mut self, f: HostFn) -> Self {
+        self.host_fns.push(f);
+        self
+    }
+
+    /// Builds the host and loads everything. Problems in scripts or native tools do not fail
+    /// the build: they are in [`Host::load_errors`] and the rest loads.
+    pub fn build(self) -> Result<Arc<Host>, HostError> {
+        let mut services = Services::new(self.config.workspace.clone());
+        services.approver = self.approver;
+        services.assume_yes = self.assume_yes;
+        services.egress = self.egress;
+        services.http_fake = self.http_fake;
+        let db = match &self.database {
+            None => None,
+            Some(path) => {
+                let db = Arc::new(crate::db::Db::open(path).map_err(|e| HostError::Database {
+                    path: path.display().to_string(),
+                    message: e.to_string(),
+                })?);
+                services.store = Store::Sqlite {
+                    workspace: crate::services::store_key(&self.config.workspace, &db),
+                    db: db.clone(),
+                };
+                Some(db)
+            }
+        };
+        let extras = crate::Extras {
+            natives: crate::native::native_source(self.tools),
+            host_fns: self.host_fns,
+            grants: self.grants,
+            db,
+        };
+        let host = Arc::new(Host::assemble(self.config, services, extras)?);
+        if self.watch {
+            let handle = reload::watch(host.clone(), |r| tracing::info!("{r}"))
+                .map_err(|e| HostError::Watch(e.to_string()))?;
+            if let Ok(mut w) = host.watcher.lock() {
+                *w = Some(handle);
+            }
+        }
+        Ok(host)
+    }
+}
+
+/// How one [`Host::call`] is made.
+#[derive(Clone, Default)]
+pub struct CallOptions {
+    /// What the caller holds; `None` uses the builder's [`HostBuilder::grants`].
+    pub grants: Option<Grants>,
+    /// Read-only application context (`ctx.context`).
+    pub context: serde_json::Map<String, Value>,
+    /// Who the call acts for (`ctx.actor_id`).
+    pub actor_id: Option<String>,
+    /// A deadline for the call (the tool's own timeout still applies).
+    pub timeout: Option<Duration>,
+    /// Cancels the call.
+    pub cancel: Option<CancellationToken>,
+}
+
+impl Host {
+    /// Every loaded tool, script and native, in load order.
+    pub fn tools(&self) -> Vec<Arc<Tool>> {
+        self.registry().all().cloned().collect()
+    }
+
+    /// The tools these grants cover (what an MCP client holding them may list).
+    pub fn tools_for(&self, grants: &Grants) -> Vec<Arc<Tool>> {
+        self.registry().tools_for(grants)
+    }
+
+    /// Definitions of every tool in a provider format, and warnings about anything dropped.
+    pub fn schemas(&self, format: Format) -> (Vec<Value>, Vec<String>) {
+        crate::registry::Registry::schemas(&self.tools(), format)
+    }
+
+    /// A `.d.rhai` file describing the functions scripts can call (the DSL, the host functions
+    /// and the application's), for editors.
+    pub fn definitions(&self) -> String {
+        let mut app = String::new();
+        for (name, cap) in self.host_fn_capabilities() {
+            app.push_str(&format!("//   {name}: needs capability \"{cap}\"\n"));
+        }
+        if !app.is_empty() {
+            app = format!("// Functions of the application:\n{app}\n");
+        }
+        format!(
+            "// Generated by `kiln definitions`: the functions kiln's scripts can call.\n// Gated host functions need a capability: see README.md, \"Security model\".\n\n{app}{}",
+            engine_definitions(self.engine())
+        )
+    }
+
+    /// What went wrong loading scripts and native tools (each `path:line:col: message`).
+    pub fn load_errors(&self) -> Vec<LoadError> {
+        self.registry().errors.clone()
+    }
+
+    /// Calls tool `name` with JSON `args`: validation, capability guard, sandbox and deadline
+    /// as for a model's call. A failing tool is an `Ok` outcome holding the failure; `Err` is
+    /// only for a tool that does not exist.
+    pub async fn call(
+        &self,
+        name: &str,
+        args: Value,
+        opts: CallOptions,
+    ) -> Result<ToolOutcome, HostError> {
+        let (tool, mut ctx) = self.prepare_call(name, &opts)?;
+        let watcher = opts.cancel.map(|token| {
+            let flag = Arc::new(AtomicBool::new(false));
+            ctx.cancel = Some(flag.clone());
+            tokio::spawn(async move {
+                token.cancelled().await;
+                flag.store(true, Ordering::Relaxed);
+            })
+        });
+        let outcome = tool.execute_async(args, ctx).await;
+        if let Some(w) = watcher {
+            w.abort();
+        }
+        Ok(outcome)
+    }
+
+    /// [`Host::call`] on the calling thread, for code outside an async runtime (the tool's
+    /// deadline still applies; `opts.cancel` is only watched by the async `call`).
+    pub fn call_blocking(
+        &self,
+        name: &str,
+        args: Value,
+        opts: CallOptions,
+    ) -> Result<ToolOutcome, HostError> {
+        let (tool, ctx) = self.prepare_call(name, &opts)?;
+        Ok(tool.execute(&args, &ctx))
+    }
+
+    fn prepare_call(
+        &self,
+        name: &str,
+        opts: &CallOptions,
+    ) -> Result<(Arc<Tool>, crate::context::CallContext), HostError> {
+        let tool = self.tool(name)?;
+        let mut ctx = self.context(opts.grants.clone().unwrap_or_else(|| self.grants.clone()));
+        ctx.context = opts.context.clone();
+        ctx.actor_id = opts.actor_id.clone();
+        ctx.deadline = opts.timeout.map(|t| Instant::now() + t);
+        Ok((tool, ctx))
+    }
+
+    /// Runs agent `agent` on `prompt` until it answers or fails. With a database and no
+    /// recorder of its own, the run is logged step by step.
+    pub async fn run(
+        &self,
+        agent: &str,
+        prompt: &str,
+        mut opts: RunOptions,
+    ) -> Result<RunReport, RunError> {
+        if let (None, Some(db)) = (&opts.recorder, &self.db) {
+            opts.recorder = Some(Arc::new(crate::db::runlog::RunLogger::new(
+                db.clone(),
+                opts.session.clone(),
+            )));
+        }
+        agent::run(self, agent, prompt, opts).await
+    }
+
+    /// [`Host::run`] as a stream of [`Event`]s, ending with [`Event::Finished`]. Dropping the
+    /// stream cancels the run. Needs a tokio runtime (the run is spawned on it).
+    pub fn run_stream(
+        self: &Arc<Self>,
+        agent: &str,
+        prompt: &str,
+        mut opts: RunOptions,
+    ) -> RunStream {
+        let (tx, rx) = mpsc::unbounded_channel();
+        let outer = opts.observer.take();
+        let events = tx.clone();
+        opts.observer = Some(Arc::new(move |ev: &RunEvent| {
+            if let Some(o) = &outer {
+                o(ev);
+            }
+            let _ = events.send(Event::from(ev));
+        }));
+        let cancel = opts.cancel.clone();
+        let (host, agent, prompt) = (self.clone(), agent.to_string(), prompt.to_string());
+        tokio::spawn(async move {
+            let result = host.run(&agent, &prompt, opts).await;
+            let _ = tx.send(Event::Finished(Box::new(result)));
+        });
+        RunStream { rx, cancel }
+    }
+
+    /// Watches the scripts folders: changed files are reloaded and each reload is reported on
+    /// the returned handle, until it is dropped.
+    pub fn watch(self: &Arc<Self>) -> Result<WatchHandle, HostError> {
+        let (tx, rx) = mpsc::unbounded_channel();
+        let watcher = reload::watch(self.clone(), move |r| {
+            let _ = tx.send(r);
+        })
+        .map_err(|e| HostError::Watch(e.to_string()))?;
+        Ok(WatchHandle {
+            _watcher: watcher,
+            rx,
+        })
+    }
+}
+
+/// Something that happened in a run, as [`Host::run_stream`] delivers it.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum Event {
+    /// Answer text as it streams in.
+    Text(String),
+    /// A model request is about to be sent (round, 1-based).
+    ModelRequest {
+        /// The round.
+        round: u32,
+    },
+    /// The model's reply arrived.
+    ModelReply {
+        /// The round.
+        round: u32,
+    },
+    /// A tool call was dispatched.
+    ToolStarted {
+        /// The round.
+        round: u32,
+        /// The call id.
+        id: String,
+        /// The tool.
+        name: String,
+        /// The arguments as the model sent them.
+        args: Value,
+    },
+    /// A tool call finished (or was refused).
+    ToolFinished(ToolCallRecord),
+    /// The run ended: its report, or the error with the report so far. Always last.
+    Finished(Box<Result<RunReport, RunError>>),
+}
+
+impl From<&RunEvent<'_>> for Event {
+    fn from(ev: &RunEvent<'_>) -> Self {
+        match ev {
+            RunEvent::Text(t) => Event::Text(t.to_string()),
+            RunEvent::ModelStart { round } => Event::ModelRequest { round: *round },
+            RunEvent::ModelDone { round } => Event::ModelReply { round: *round },
+            RunEvent::ToolStart {
+                round,
+                id,
+                name,
+                args,
+            } => Event::ToolStarted {
+                round: *round,
+                id: id.to_string(),
+                name: name.to_string(),
+                args: (*args).clone(),
+            },
+            RunEvent::ToolDone(r) => Event::ToolFinished((*r).clone()),
+        }
+    }
+}
+
+/// The events of a running agent ([`Host::run_stream`]); dropping it cancels the run.
+pub struct RunStream {
+    rx: mpsc::UnboundedReceiver<Event>,
+    cancel: CancellationToken,
+}
+
+impl RunStream {
+    /// A token that cancels the run (the stream then ends with a `cancelled` error).
+    pub fn cancel_token(&self) -> CancellationToken {
+        self.cancel.clone()
+    }
+}
+
+impl Stream for RunStream {
+    type Item = Event;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Event>> {
+        self.rx.poll_recv(cx)
+    }
+}
+
+impl Drop for RunStream {
+    fn drop(&mut self) {
+        self.cancel.cancel();
+    }
+}
+
+/// Reloads while it lives ([`Host::watch`]); a stream of what each reload did.
+pub struct WatchHandle {
+    _watcher: reload::Watcher,
+    rx: mpsc::UnboundedReceiver<ReloadReport>,
+}
+
+impl Stream for WatchHandle {
+    type Item = ReloadReport;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<ReloadReport>> {
+        self.rx.poll_recv(cx)
+    }
+}
+
+/// The definitions of an engine's own functions (no standard packages).
+pub(crate) fn engine_definitions(engine: &rhai::Engine) -> String {
+    // Functions returning Result<T, Box<EvalAltResult>> lose their type name in the
+    // metadata; `?` is what Rhai's definitions use for "any".
+    engine
+        .definitions()
+        .include_standard_packages(false)
+        .single_file()
+        .replace("EvalAltResult>>", "?")
+}

@@ -1,0 +1,194 @@
+//! The script side of the core's abstractions: a Rhai function as a tool [`Handler`], an
+//! agent's planner and validator as its [`AgentScript`], the `ctx` map handlers see, and the
+//! sorting of Rhai errors into failure kinds.
+
+use super::{ScriptUnit, host_fns, sandbox};
+use crate::agent::spec::AgentScript;
+use crate::context::CallContext;
+use crate::provider::{Provider, script::ScriptModel};
+use crate::tool::{FailureKind, Handler, Tool, ToolFailure};
+use rhai::{Dynamic, EvalAltResult, FnPtr, Map};
+use serde_json::Value;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// A tool handler written in Rhai: `|args|` or `|args, ctx|`, with an optional `available_if`.
+pub(crate) struct ScriptHandler {
+    pub(crate) handler: FnPtr,
+    pub(crate) arity: usize,
+    pub(crate) available_if: Option<FnPtr>,
+    pub(crate) unit: Arc<ScriptUnit>,
+}
+
+impl Handler for ScriptHandler {
+    fn call(
+        &self,
+        tool: &Tool,
+        args: &Value,
+        ctx: &CallContext,
+        deadline: Instant,
+    ) -> Result<Value, ToolFailure> {
+        let args_dyn = rhai::serde::to_dynamic(args)
+            .map_err(|e| ToolFailure::sanitized(FailureKind::Runtime, format!("arguments: {e}")))?;
+        let state = state_dynamic(ctx);
+        let ctx_map = ctx_map(ctx, &state);
+        let unit = &self.unit;
+        let result = host_fns::with_call(tool, ctx, || {
+            sandbox::with_watch(Some(deadline), ctx.cancel.clone(), || {
+                if self.arity == 1 {
+                    self.handler
+                        .call::<Dynamic>(&unit.engine, &unit.ast, (args_dyn,))
+                } else {
+                    self.handler
+                        .call::<Dynamic>(&unit.engine, &unit.ast, (args_dyn, ctx_map))
+                }
+            })
+        });
+        store_state(ctx, &state);
+        match result {
+            Ok(value) => crate::convert::to_json(&value).map_err(|e| {
+                ToolFailure::sanitized(FailureKind::Runtime, format!("result is not JSON: {e}"))
+            }),
+            Err(err) => Err(classify(&err, &tool.loc.path)),
+        }
+    }
+
+    fn is_available(&self, tool: &Tool, ctx: &CallContext) -> bool {
+        let Some(f) = &self.available_if else {
+            return true;
+        };
+        let ctx_map = ctx_map(ctx, &Dynamic::UNIT);
+        let deadline = Some(Instant::now() + Duration::from_millis(200));
+        let result = sandbox::with_watch(deadline, None, || {
+            f.call::<bool>(&self.unit.engine, &self.unit.ast, (ctx_map,))
+        });
+        result.unwrap_or_else(|e| {
+            tracing::warn!(tool = %tool.name, "available_if failed: {e}");
+            false
+        })
+    }
+
+    fn version(&self) -> &str {
+        &self.unit.version
+    }
+}
+
+/// An agent's planner (the `script` provider's model) and `.validator(...)`.
+pub(crate) struct ScriptAgent {
+    pub(crate) planner: Option<FnPtr>,
+    pub(crate) validator: Option<FnPtr>,
+    pub(crate) unit: Arc<ScriptUnit>,
+}
+
+impl AgentScript for ScriptAgent {
+    fn planner_model(&self) -> Option<Provider> {
+        let planner = self.planner.clone()?;
+        Some(Provider::Script(ScriptModel {
+            planner,
+            unit: self.unit.clone(),
+        }))
+    }
+
+    fn validate(&self, tool: &str, args: Value) -> Option<Result<Value, String>> {
+        let f = self.validator.as_ref()?;
+        let unit = &self.unit;
+        let deadline = Some(Instant::now() + Duration::from_secs(2));
+        let result = sandbox::with_watch(deadline, None, || {
+            f.call::<Dynamic>(
+                &unit.engine,
+                &unit.ast,
+                (tool.to_string(), crate::convert::to_dynamic(&args)),
+            )
+        });
+        Some(match result {
+            Ok(v) => crate::convert::to_json(&v),
+            Err(e) => {
+                let f = classify(&e, &unit.path);
+                Err(f.detail.unwrap_or(f.message))
+            }
+        })
+    }
+}
+
+/// The current state as a shared Rhai value, so handler writes to `ctx.state` stick.
+pub(crate) fn state_dynamic(ctx: &CallContext) -> Dynamic {
+    let state = ctx.state.lock().map(|s| s.clone()).unwrap_or(Value::Null);
+    rhai::serde::to_dynamic(&state)
+        .unwrap_or(Dynamic::UNIT)
+        .into_shared()
+}
+
+/// Writes a handler's state back.
+pub(crate) fn store_state(ctx: &CallContext, state: &Dynamic) {
+    if let Ok(v) = crate::convert::to_json(&state.flatten_clone())
+        && let Ok(mut s) = ctx.state.lock()
+    {
+        *s = v;
+    }
+}
+
+/// The `ctx` map scripts see.
+pub(crate) fn ctx_map(ctx: &CallContext, state: &Dynamic) -> Map {
+    let mut m = Map::new();
+    let opt = |v: &Option<String>| v.clone().map(Dynamic::from).unwrap_or(Dynamic::UNIT);
+    m.insert("actor_id".into(), opt(&ctx.actor_id));
+    m.insert("agent".into(), opt(&ctx.agent));
+    m.insert("run_id".into(), ctx.run_id.clone().into());
+    let context = rhai::serde::to_dynamic(&ctx.context).unwrap_or(Dynamic::UNIT);
+    m.insert("context".into(), context);
+    m.insert("state".into(), state.clone());
+    m.insert("restored".into(), ctx.restored.into());
+    let caps: rhai::Array = ctx
+        .grants
+        .iter()
+        .map(|g| g.cap.to_string().into())
+        .collect();
+    m.insert("capabilities".into(), caps.into());
+    m
+}
+
+/// Sorts a Rhai error into a failure kind and message.
+pub(crate) fn classify(err: &EvalAltResult, path: &str) -> ToolFailure {
+    use EvalAltResult as E;
+    match err {
+        E::ErrorInFunctionCall(_, _, inner, _) | E::ErrorInModule(_, inner, _) => {
+            let inner_failure = classify(inner, path);
+            if inner_failure.kind == FailureKind::ToolError {
+                inner_failure
+            } else {
+                ToolFailure {
+                    detail: Some(format!("{path}: {err}")),
+                    ..inner_failure
+                }
+            }
+        }
+        E::ErrorRuntime(value, _) if value.is::<host_fns::ToolErrorValue>() => {
+            let msg = value.clone_cast::<host_fns::ToolErrorValue>().0;
+            ToolFailure::visible(FailureKind::ToolError, msg)
+        }
+        E::ErrorTerminated(token, _) => {
+            let kind = if token.to_string() == sandbox::CANCEL_TOKEN {
+                FailureKind::Cancelled
+            } else {
+                FailureKind::Deadline
+            };
+            ToolFailure::sanitized(kind, format!("{path}: {err}"))
+        }
+        E::ErrorRuntime(value, _) if value.is::<host_fns::DeniedValue>() => ToolFailure::visible(
+            FailureKind::Denied,
+            value.clone_cast::<host_fns::DeniedValue>().0,
+        ),
+        E::ErrorTooManyOperations(_)
+        | E::ErrorStackOverflow(_)
+        | E::ErrorDataTooLarge(..)
+        | E::ErrorTooManyModules(_)
+        | E::ErrorTooManyVariables(_) => {
+            ToolFailure::sanitized(FailureKind::Limit, format!("{path}: {err}"))
+        }
+        _ => ToolFailure::sanitized(FailureKind::Runtime, format!("{path}: {err}")),
+    }
+}
+
+#[cfg(test)]
+#[path = "handler_tests.rs"]
+mod tests;
