@@ -149,7 +149,7 @@ impl HostBuilder {
         let mut services = Services::new(self.config.workspace.clone());
         services.approver = self.approver;
         services.assume_yes = self.assume_yes;
-        services.egress = self.egress;
+        services.egress = self.egress.settled();
         services.http_fake = self.http_fake;
         let db = match &self.database {
             None => None,

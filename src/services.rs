@@ -3,7 +3,8 @@
 
 use crate::egress::resolver::{NameResolver, Overrides, SystemResolver};
 use serde_json::Value;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
+use std::net::IpAddr;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
@@ -133,6 +134,8 @@ pub type Approver = Box<dyn Fn(&str, &str) -> bool + Send + Sync>;
 pub struct Egress {
     /// Where host names are looked up.
     pub(crate) resolver: Arc<dyn NameResolver>,
+    /// Names answered with fixed addresses before `resolver` is asked ([`Egress::resolve`]).
+    fixed: HashMap<String, Vec<IpAddr>>,
     /// Use the environment's proxies (`HTTP_PROXY` and friends).
     pub(crate) use_env_proxy: bool,
 }
@@ -141,14 +144,15 @@ impl Default for Egress {
     fn default() -> Self {
         Egress {
             resolver: Arc::new(SystemResolver),
+            fixed: HashMap::new(),
             use_env_proxy: false,
         }
     }
 }
 
 impl Egress {
-    /// Looks host names up with `resolver` instead of the system's (the names [`Egress::resolve`]
-    /// fixes still answer first when set afterwards).
+    /// Looks host names up with `resolver` instead of the system's (names fixed with
+    /// [`Egress::resolve`] still answer first).
     pub fn resolver(mut self, resolver: Arc<dyn NameResolver>) -> Self {
         self.resolver = resolver;
         self
@@ -156,8 +160,11 @@ impl Egress {
 
     /// Answers lookups of `name` with `addr` (like curl's `--resolve`); repeat a name for
     /// several addresses. The address is still checked against the grants.
-    pub fn resolve(mut self, name: &str, addr: std::net::IpAddr) -> Self {
-        self.resolver = Arc::new(Overrides::fixed(name, addr, self.resolver));
+    pub fn resolve(mut self, name: &str, addr: IpAddr) -> Self {
+        self.fixed
+            .entry(name.to_ascii_lowercase())
+            .or_default()
+            .push(addr);
         self
     }
 
@@ -165,6 +172,15 @@ impl Egress {
     /// the operator opts in: the proxy makes the connection, so the address check cannot hold.
     pub fn use_env_proxy(mut self, on: bool) -> Self {
         self.use_env_proxy = on;
+        self
+    }
+
+    /// The settings with the fixed names folded into the resolver, as requests use them.
+    pub(crate) fn settled(mut self) -> Egress {
+        if !self.fixed.is_empty() {
+            let fixed = std::mem::take(&mut self.fixed);
+            self.resolver = Arc::new(Overrides::new(fixed, self.resolver));
+        }
         self
     }
 }

@@ -63,9 +63,8 @@ impl Overrides {
 }
 
 impl Overrides {
-    /// `name` answered with `addr`, the rest from `fallback`.
-    pub fn fixed(name: &str, addr: IpAddr, fallback: Arc<dyn NameResolver>) -> Overrides {
-        let map = HashMap::from([(name.to_ascii_lowercase(), vec![addr])]);
+    /// These names (lower case) answered with their addresses, the rest from `fallback`.
+    pub fn new(map: HashMap<String, Vec<IpAddr>>, fallback: Arc<dyn NameResolver>) -> Overrides {
         Overrides { map, fallback }
     }
 }

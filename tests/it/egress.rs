@@ -571,3 +571,21 @@ fn headers_the_script_set_do_not_follow_a_redirect_to_another_origin() {
     assert!(seen.starts_with("get / http/1.1"), "{seen}");
     assert!(!seen.contains("k-secret"), "{seen}");
 }
+
+#[test]
+fn a_library_host_checks_every_address_it_fixes_for_a_name() {
+    let s = Scripts::new(&[("t.rhai", TOOLS)]);
+    let listener = Untouched::bind("127.0.0.1");
+    // Two answers for one name, as `--resolve` collects them: both are checked.
+    let egress = Egress::default()
+        .resolve("Two.test", "127.0.0.2".parse().expect("ip"))
+        .resolve("two.test", "127.0.0.1".parse().expect("ip"));
+    let host = resolving(&s, egress);
+    let url = format!("http://two.test:{}/", listener.port);
+    let msg = refused(&fetch(&host, &url, &["net:127.0.0.1/32"]));
+    assert!(
+        msg.contains("resolved to 127.0.0.2, a loopback address outside the grant"),
+        "{msg}"
+    );
+    listener.assert_untouched();
+}
