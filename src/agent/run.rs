@@ -172,6 +172,7 @@ pub async fn run(
     let result = setup_and_drive(host, &mut run, &opts).await;
     if let Err(kind) = &result {
         run.report.error = Some(kind.to_string());
+        run.report.cancelled = matches!(kind, RunErrorKind::Cancelled);
     }
     if let Some(r) = &run.recorder {
         r.ended(&run.report);
