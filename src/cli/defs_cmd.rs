@@ -1,6 +1,6 @@
 //! `kiln definitions`: a `.d.rhai` file describing the DSL and host functions, for editors.
 
-use super::{CliResult, Global};
+use super::{CliResult, Global, output};
 use clap::Args;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -27,6 +27,6 @@ pub fn definitions(g: &Global, a: DefsArgs) -> CliResult<ExitCode> {
             .replace("EvalAltResult>>", "?")
     );
     std::fs::write(&a.out, text).map_err(|e| format!("cannot write {}: {e}", a.out.display()))?;
-    println!("wrote {}", a.out.display());
+    output::outln!("wrote {}", a.out.display())?;
     Ok(ExitCode::SUCCESS)
 }

@@ -9,6 +9,7 @@ mod db;
 mod dsl;
 mod exec;
 mod peers;
+mod pipes;
 mod planner;
 mod props;
 mod reload;
