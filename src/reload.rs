@@ -3,6 +3,7 @@
 
 use crate::Host;
 use crate::error::LoadError;
+use crate::script::imports::canonical;
 use crate::script::loader::LoadedFile;
 use notify::RecursiveMode;
 use notify_debouncer_full::{DebounceEventResult, new_debouncer};
@@ -158,17 +159,6 @@ pub(crate) fn importers(
         }
     }
     out
-}
-
-/// A file's canonical path; for a deleted file, its canonical folder joined with its name.
-fn canonical(p: &Path) -> Option<PathBuf> {
-    p.canonicalize().ok().or_else(|| {
-        let parent = match p.parent() {
-            Some(d) if !d.as_os_str().is_empty() => d,
-            _ => Path::new("."),
-        };
-        Some(parent.canonicalize().ok()?.join(p.file_name()?))
-    })
 }
 
 fn modified(p: &Path) -> Option<std::time::SystemTime> {

@@ -34,16 +34,6 @@ impl ModuleCache {
         self.lock().clear();
     }
 
-    /// How many modules are compiled and kept.
-    pub fn len(&self) -> usize {
-        self.lock().len()
-    }
-
-    /// True when no module is kept.
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<PathBuf, SharedModule>> {
         self.inner.modules.lock().unwrap_or_else(|e| e.into_inner())
     }
@@ -158,8 +148,8 @@ impl ModuleResolver for RootedResolver {
 }
 
 /// The files a script at `importer` imports by a literal path (`import "helper" as h;`
-/// anywhere, handlers included), canonicalized; imports that do not resolve are left out
-/// (loading or calling reports them).
+/// anywhere, handlers included), canonicalized. A file that does not exist yet is kept too,
+/// so creating it reloads the importer.
 pub fn imported_files(ast: &AST, importer: &Path) -> Vec<PathBuf> {
     let Some(base) = importer.parent() else {
         return Vec::new();
@@ -168,7 +158,7 @@ pub fn imported_files(ast: &AST, importer: &Path) -> Vec<PathBuf> {
     ast.walk(&mut |path: &[ASTNode]| {
         if let Some(ASTNode::Stmt(Stmt::Import(x, _))) = path.last()
             && let Expr::StringConstant(s, _) = &x.0
-            && let Some(file) = target(base, s).and_then(|f| f.canonicalize().ok())
+            && let Some(file) = target(base, s).and_then(|f| canonical(&f))
             && !found.contains(&file)
         {
             found.push(file);
@@ -176,4 +166,15 @@ pub fn imported_files(ast: &AST, importer: &Path) -> Vec<PathBuf> {
         true
     });
     found
+}
+
+/// A file's canonical path; for a missing file, its canonical folder joined with its name.
+pub(crate) fn canonical(p: &Path) -> Option<PathBuf> {
+    p.canonicalize().ok().or_else(|| {
+        let parent = match p.parent() {
+            Some(d) if !d.as_os_str().is_empty() => d,
+            _ => Path::new("."),
+        };
+        Some(parent.canonicalize().ok()?.join(p.file_name()?))
+    })
 }

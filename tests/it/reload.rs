@@ -365,3 +365,21 @@ fn kiln_watch_names_the_files_reloaded_because_of_a_module() {
         "{importer:?}"
     );
 }
+
+#[test]
+fn creating_a_missing_module_reloads_the_file_waiting_for_it() {
+    let live = Live::start(&[(
+        "early.rhai",
+        "import \"later\" as l;\ntool(\"early_\" + l::suffix()).handler(|a| 1);",
+    )]);
+    assert!(
+        !live.host.registry().errors.is_empty(),
+        "the import fails at first"
+    );
+    live.write("later.rhai", "fn suffix() { \"bird\" }");
+    live.wait_answer("early_bird", json!(1));
+    assert!(live.host.registry().errors.is_empty());
+    wait_for("the reason", || {
+        live.last_report().contains("early.rhai (imports ")
+    });
+}
