@@ -66,6 +66,8 @@ pub struct Host {
     broken: Mutex<BTreeMap<String, Vec<LoadError>>>,
     registry: ArcSwap<Registry>,
     services: Arc<Services>,
+    /// Modules compiled for `import`; emptied whenever a script changes.
+    modules: script::imports::ModuleCache,
 }
 
 impl Host {
@@ -79,7 +81,13 @@ impl Host {
         config: HostConfig,
         adjust: impl FnOnce(&mut Services),
     ) -> Result<Host, HostError> {
-        let engine = Arc::new(script::engine(&config.limits, config.scripts.clone(), None));
+        let modules = script::imports::ModuleCache::default();
+        let engine = Arc::new(script::engine_with_modules(
+            &config.limits,
+            config.scripts.clone(),
+            modules.clone(),
+            None,
+        ));
         let mut services = Services::new(config.workspace.clone());
         adjust(&mut services);
         let host = Host {
@@ -88,6 +96,7 @@ impl Host {
             broken: Mutex::new(BTreeMap::new()),
             registry: ArcSwap::from_pointee(Registry::default()),
             services: Arc::new(services),
+            modules,
             config,
         };
         host.load_all()?;
@@ -116,6 +125,7 @@ impl Host {
 
     /// (Re)loads everything from scratch.
     pub fn load_all(&self) -> Result<(), HostError> {
+        self.modules.clear();
         let mut files = BTreeMap::new();
         if self.config.stdlib {
             for (name, src) in stdlib::FILES {
@@ -173,18 +183,39 @@ impl Host {
         reg
     }
 
-    /// Reloads one script file (or forgets it when it no longer exists) and swaps the registry.
+    /// Reloads one script file (or forgets it when it no longer exists) and every file that
+    /// imports it, directly or through other modules, and swaps the registry. Returns one
+    /// report per file, the changed file first.
     ///
     /// A file that fails to load keeps its last good version live; so does a file whose new
     /// version defines a tool another file already defines.
-    pub fn reload_path(&self, path: &Path) -> reload::ReloadReport {
-        self.reload_file(path, false)
+    pub fn reload_path(&self, path: &Path) -> Vec<reload::ReloadReport> {
+        self.reload_with_importers(path, false)
     }
 
     /// [`Host::reload_path`], but an empty read of a file that had tools is reported as
     /// `deferred` and changes nothing (it may be a writer caught between truncate and write).
-    pub fn reload_path_settling(&self, path: &Path) -> reload::ReloadReport {
-        self.reload_file(path, true)
+    pub fn reload_path_settling(&self, path: &Path) -> Vec<reload::ReloadReport> {
+        self.reload_with_importers(path, true)
+    }
+
+    fn reload_with_importers(&self, path: &Path, defer_empty: bool) -> Vec<reload::ReloadReport> {
+        let first = self.reload_file(path, defer_empty);
+        if first.deferred {
+            return vec![first];
+        }
+        // Any script may be a module a handler imports at call time, literal path or not.
+        self.modules.clear();
+        let importers = match self.files.lock() {
+            Ok(files) => reload::importers(&files, path),
+            Err(_) => Vec::new(),
+        };
+        let mut reports = vec![first];
+        for (importer, via) in importers {
+            let report = self.reload_file(Path::new(&importer), false);
+            reports.push(reload::ReloadReport { via, ..report });
+        }
+        reports
     }
 
     fn reload_file(&self, path: &Path, defer_empty: bool) -> reload::ReloadReport {

@@ -30,6 +30,8 @@ pub struct LoadedFile {
     pub errors: Vec<LoadError>,
     /// Advice that does not stop loading.
     pub warnings: Vec<LoadError>,
+    /// Files this one imports by a literal path (canonical): editing one reloads this file.
+    pub imports: Vec<std::path::PathBuf>,
 }
 
 /// Tool names every provider accepts.
@@ -58,6 +60,7 @@ pub fn load_source(engine: &Arc<Engine>, path: &str, source: &str) -> LoadedFile
         }
     };
     ast.set_source(path);
+    file.imports = super::imports::imported_files(&ast, std::path::Path::new(path));
     let deadline = Some(Instant::now() + TOP_LEVEL_DEADLINE);
     let (ran, collected) = dsl::collect(|| {
         sandbox::with_watch(deadline, None, || {

@@ -52,6 +52,7 @@ fn kind_name(kind: &RunErrorKind) -> &'static str {
         RunErrorKind::MaxSteps(_) => "max_steps",
         RunErrorKind::Cancelled => "cancelled",
         RunErrorKind::Deadline => "deadline",
+        RunErrorKind::Record(_) => "record",
     }
 }
 

@@ -12,6 +12,7 @@ mod exec;
 mod hostile;
 mod ktest;
 mod peers;
+mod pipes;
 mod planner;
 mod props;
 mod reload;
