@@ -175,6 +175,8 @@ pub struct Host {
     db: Option<Arc<db::Db>>,
     /// The watcher [`HostBuilder::watch`] started.
     watcher: Mutex<Option<reload::Watcher>>,
+    /// Modules compiled for `import`; emptied whenever a script changes.
+    modules: script::imports::ModuleCache,
 }
 
 /// What the builder adds to a host beyond its configuration.
@@ -190,7 +192,13 @@ impl Host {
     /// Builds a host and loads the stdlib, the native tools and every `*.rhai` file of the
     /// scripts folders.
     fn assemble(config: HostConfig, services: Services, extras: Extras) -> Result<Host, HostError> {
-        let mut engine = script::engine(&config.limits, config.scripts.clone(), None);
+        let modules = script::imports::ModuleCache::default();
+        let mut engine = script::engine_with_modules(
+            &config.limits,
+            config.scripts.clone(),
+            modules.clone(),
+            None,
+        );
         for f in &extras.host_fns {
             script::host_fns::register_app(&mut engine, f);
         }
@@ -209,6 +217,7 @@ impl Host {
             grants: extras.grants,
             db: extras.db,
             watcher: Mutex::new(None),
+            modules,
             config,
         };
         host.load_all()?;
@@ -237,6 +246,7 @@ impl Host {
 
     /// (Re)loads everything from scratch.
     pub(crate) fn load_all(&self) -> Result<(), HostError> {
+        self.modules.clear();
         let mut files = BTreeMap::new();
         if self.config.stdlib {
             for (name, src) in stdlib::FILES {
@@ -301,18 +311,39 @@ impl Host {
         reg
     }
 
-    /// Reloads one script file (or forgets it when it no longer exists) and swaps the registry.
+    /// Reloads one script file (or forgets it when it no longer exists) and every file that
+    /// imports it, directly or through other modules, and swaps the registry. Returns one
+    /// report per file, the changed file first.
     ///
     /// A file that fails to load keeps its last good version live; so does a file whose new
     /// version defines a tool another file already defines.
-    pub(crate) fn reload_path(&self, path: &Path) -> reload::ReloadReport {
-        self.reload_file(path, false)
+    pub(crate) fn reload_path(&self, path: &Path) -> Vec<reload::ReloadReport> {
+        self.reload_with_importers(path, false)
     }
 
     /// [`Host::reload_path`], but an empty read of a file that had tools is reported as
     /// `deferred` and changes nothing (it may be a writer caught between truncate and write).
-    pub(crate) fn reload_path_settling(&self, path: &Path) -> reload::ReloadReport {
-        self.reload_file(path, true)
+    pub(crate) fn reload_path_settling(&self, path: &Path) -> Vec<reload::ReloadReport> {
+        self.reload_with_importers(path, true)
+    }
+
+    fn reload_with_importers(&self, path: &Path, defer_empty: bool) -> Vec<reload::ReloadReport> {
+        let first = self.reload_file(path, defer_empty);
+        if first.deferred {
+            return vec![first];
+        }
+        // Any script may be a module a handler imports at call time, literal path or not.
+        self.modules.clear();
+        let importers = match self.files.lock() {
+            Ok(files) => reload::importers(&files, path),
+            Err(_) => Vec::new(),
+        };
+        let mut reports = vec![first];
+        for (importer, via) in importers {
+            let report = self.reload_file(Path::new(&importer), false);
+            reports.push(reload::ReloadReport { via, ..report });
+        }
+        reports
     }
 
     fn reload_file(&self, path: &Path, defer_empty: bool) -> reload::ReloadReport {

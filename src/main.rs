@@ -10,6 +10,8 @@ fn main() -> ExitCode {
     cli::init_logging(args.global.verbose);
     match cli::run(args) {
         Ok(code) => code,
+        // The reader of stdout went away (`kiln logs | head`): a normal end.
+        Err(e) if cli::output::is_closed_stdout(e.as_ref()) => ExitCode::SUCCESS,
         Err(e) => {
             cli::output::error(&format!("{e:#}"));
             ExitCode::from(2)

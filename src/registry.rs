@@ -25,6 +25,8 @@ pub(crate) struct LoadedFile {
     pub errors: Vec<LoadError>,
     /// Advice that does not stop loading.
     pub warnings: Vec<LoadError>,
+    /// Files this one imports by a literal path (canonical): editing one reloads this file.
+    pub imports: Vec<std::path::PathBuf>,
 }
 
 /// Tools and agents of one load, plus everything that went wrong.

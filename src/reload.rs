@@ -3,9 +3,11 @@
 
 use crate::Host;
 use crate::error::LoadError;
+use crate::script::imports::canonical;
+use crate::script::loader::LoadedFile;
 use notify::RecursiveMode;
 use notify_debouncer_full::{DebounceEventResult, new_debouncer};
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -35,6 +37,9 @@ pub struct ReloadReport {
     pub elapsed: Duration,
     /// The file read empty and nothing changed yet; it is looked at again later.
     pub deferred: bool,
+    /// Why a file that did not change was reloaded: it imports `via[0]`, which imports
+    /// `via[1]`, ...; the last one changed. Empty for the changed file itself.
+    pub via: Vec<String>,
 }
 
 impl ReloadReport {
@@ -48,6 +53,7 @@ impl ReloadReport {
             errors: Vec::new(),
             elapsed: started.elapsed(),
             deferred: false,
+            via: Vec::new(),
         }
     }
 
@@ -85,6 +91,14 @@ impl ReloadReport {
     pub fn ok(&self) -> bool {
         self.errors.is_empty()
     }
+
+    /// ` (imports a.rhai, which imports b.rhai)`, or nothing for a file that changed itself.
+    fn cause(&self) -> String {
+        if self.via.is_empty() {
+            return String::new();
+        }
+        format!(" (imports {})", self.via.join(", which imports "))
+    }
 }
 
 impl fmt::Display for ReloadReport {
@@ -92,19 +106,59 @@ impl fmt::Display for ReloadReport {
         let ms = self.elapsed.as_secs_f64() * 1000.0;
         if !self.errors.is_empty() {
             let errs: Vec<String> = self.errors.iter().map(|e| e.to_string()).collect();
+            let cause = match self.cause() {
+                c if c.is_empty() => c,
+                c => format!("; reloaded {}{c}", self.path),
+            };
             return write!(
                 f,
-                "error: {} (the last good version stays live)",
+                "error: {} (the last good version stays live{cause})",
                 errs.join("; ")
             );
         }
         let verb = if self.deleted { "removed" } else { "reloaded" };
         write!(
             f,
-            "{verb} {}: +{} ~{} -{} tools ({ms:.1} ms)",
-            self.path, self.added, self.changed, self.removed
+            "{verb} {}{}: +{} ~{} -{} tools ({ms:.1} ms)",
+            self.path,
+            self.cause(),
+            self.added,
+            self.changed,
+            self.removed
         )
     }
+}
+
+/// The files that import `changed`, directly or through other modules, in breadth-first
+/// order, each with the chain of imports that leads to it (see [`ReloadReport::via`]).
+pub(crate) fn importers(
+    files: &BTreeMap<String, Arc<LoadedFile>>,
+    changed: &Path,
+) -> Vec<(String, Vec<String>)> {
+    let Some(start) = canonical(changed) else {
+        return Vec::new();
+    };
+    let graph: Vec<(&String, PathBuf, &[PathBuf])> = files
+        .iter()
+        .filter(|(_, f)| !f.imports.is_empty())
+        .filter_map(|(shown, f)| Some((shown, canonical(Path::new(shown))?, &f.imports[..])))
+        .collect();
+    let mut seen = vec![start.clone()];
+    let mut queue = VecDeque::from([(start, vec![changed.to_string_lossy().to_string()])]);
+    let mut out = Vec::new();
+    while let Some((module, chain)) = queue.pop_front() {
+        for (shown, path, imports) in &graph {
+            if seen.contains(path) || !imports.contains(&module) {
+                continue;
+            }
+            seen.push(path.clone());
+            out.push(((*shown).clone(), chain.clone()));
+            let mut next = vec![(*shown).clone()];
+            next.extend(chain.iter().cloned());
+            queue.push_back((path.clone(), next));
+        }
+    }
+    out
 }
 
 fn modified(p: &Path) -> Option<std::time::SystemTime> {
@@ -157,9 +211,9 @@ pub fn watch(
             }
         }
         for p in paths {
-            let report = host.reload_path_settling(&p);
-            if !report.deferred {
-                on_report(report);
+            let reports = host.reload_path_settling(&p);
+            if !reports.iter().any(|r| r.deferred) {
+                reports.into_iter().for_each(|r| on_report(r));
                 continue;
             }
             // Drop the tools only if the file stays empty and untouched; a newer write raises
@@ -169,7 +223,7 @@ pub fn watch(
             std::thread::spawn(move || {
                 std::thread::sleep(EMPTY_SETTLE);
                 if modified(&p) == stamp {
-                    on_report(host.reload_path(&p));
+                    host.reload_path(&p).into_iter().for_each(|r| on_report(r));
                 }
             });
         }

@@ -62,11 +62,13 @@ pub enum Store {
 }
 
 impl Store {
-    /// The value under `ns`/`key`.
-    pub fn get(&self, ns: &str, key: &str) -> Option<Value> {
+    /// The value under `ns`/`key`; `Ok(None)` when there is none, `Err` when the store failed.
+    pub fn get(&self, ns: &str, key: &str) -> Result<Option<Value>, String> {
         match self {
-            Store::Memory(m) => m.get(ns, key),
-            Store::Sqlite { db, workspace } => db.kv_get(workspace, ns, key),
+            Store::Memory(m) => Ok(m.get(ns, key)),
+            Store::Sqlite { db, workspace } => {
+                db.kv_get(workspace, ns, key).map_err(|e| e.to_string())
+            }
         }
     }
 
@@ -84,18 +86,20 @@ impl Store {
     }
 
     /// Deletes a key; true when it existed.
-    pub fn delete(&self, ns: &str, key: &str) -> bool {
+    pub fn delete(&self, ns: &str, key: &str) -> Result<bool, String> {
         match self {
-            Store::Memory(m) => m.delete(ns, key),
-            Store::Sqlite { db, workspace } => db.kv_delete(workspace, ns, key),
+            Store::Memory(m) => Ok(m.delete(ns, key)),
+            Store::Sqlite { db, workspace } => {
+                db.kv_delete(workspace, ns, key).map_err(|e| e.to_string())
+            }
         }
     }
 
     /// Keys of a namespace, sorted.
-    pub fn list(&self, ns: &str) -> Vec<String> {
+    pub fn list(&self, ns: &str) -> Result<Vec<String>, String> {
         match self {
-            Store::Memory(m) => m.list(ns),
-            Store::Sqlite { db, workspace } => db.kv_list(workspace, ns),
+            Store::Memory(m) => Ok(m.list(ns)),
+            Store::Sqlite { db, workspace } => db.kv_list(workspace, ns).map_err(|e| e.to_string()),
         }
     }
 }

@@ -78,6 +78,9 @@ pub struct RunReport {
     /// The error that ended the run, if any.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// The run was cancelled (Ctrl-C or the caller), not failed.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub cancelled: bool,
 }
 
 impl RunReport {
@@ -96,6 +99,7 @@ impl RunReport {
             answer: String::new(),
             steps: Vec::new(),
             error: None,
+            cancelled: false,
         }
     }
 }

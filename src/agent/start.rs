@@ -28,6 +28,7 @@ pub async fn run(
     };
     if let Err(kind) = &result {
         run.report.error = Some(kind.to_string());
+        run.report.cancelled = matches!(kind, RunErrorKind::Cancelled);
     }
     if let Err(e) = run.ended() {
         // The run's own error, if any, is the one to report; this one is logged with it.

@@ -1,7 +1,8 @@
 //! `kiln ask AGENT "prompt"`: run an agent, stream its answer, show its tool calls.
 
+use super::output::{self, outln};
 use super::tools_cmd::parse_context;
-use super::{CliResult, Global, output, parse_caps};
+use super::{CliResult, Global, parse_caps};
 use crate::agent::connect::ProviderOverrides;
 use crate::agent::{RunEvent, RunOptions};
 use clap::Args;
@@ -109,7 +110,9 @@ pub fn ask(g: &Global, a: AskArgs) -> CliResult<ExitCode> {
         output::error(&e.to_string());
     }
     let _watcher = if a.watch {
-        Some(crate::reload::watch(host.clone(), |r| eprintln!("{r}"))?)
+        Some(crate::reload::watch(host.clone(), |r| {
+            let _ = writeln!(std::io::stderr(), "{r}");
+        })?)
     } else {
         None
     };
@@ -122,7 +125,7 @@ pub fn ask(g: &Global, a: AskArgs) -> CliResult<ExitCode> {
         Arc::new(move |ev: &RunEvent| match ev {
             RunEvent::Text(t) if !json => {
                 if progress {
-                    eprint!("\r\x1b[K");
+                    let _ = write!(std::io::stderr(), "\r\x1b[K");
                 }
                 printed.store(true, Ordering::Relaxed);
                 let mut out = std::io::stdout().lock();
@@ -130,9 +133,14 @@ pub fn ask(g: &Global, a: AskArgs) -> CliResult<ExitCode> {
                 let _ = out.flush();
             }
             RunEvent::ModelStart { round } if progress => {
-                eprint!("\r\x1b[K… waiting for the model (round {round})")
+                let _ = write!(
+                    std::io::stderr(),
+                    "\r\x1b[K… waiting for the model (round {round})"
+                );
             }
-            RunEvent::ModelDone { .. } if progress => eprint!("\r\x1b[K"),
+            RunEvent::ModelDone { .. } if progress => {
+                let _ = write!(std::io::stderr(), "\r\x1b[K");
+            }
             RunEvent::ToolDone(r) if !quiet => {
                 let status = if r.is_error {
                     format!(
@@ -142,7 +150,8 @@ pub fn ask(g: &Global, a: AskArgs) -> CliResult<ExitCode> {
                 } else {
                     "ok".into()
                 };
-                eprintln!(
+                let _ = writeln!(
+                    std::io::stderr(),
                     "{} {}({}) {:.1} ms {}",
                     if r.is_error { "✗" } else { "→" },
                     r.name,
@@ -214,19 +223,20 @@ pub fn ask(g: &Global, a: AskArgs) -> CliResult<ExitCode> {
         Ok(r) => (r, None),
         Err(e) => (*e.report.clone(), Some(e)),
     };
-    if a.json {
-        println!("{}", output::json(&serde_json::to_value(&report)?));
-    } else if printed_text.load(Ordering::Relaxed) {
-        if !report.answer.ends_with('\n') {
-            println!();
-        }
-    } else if !report.answer.is_empty() {
+    // The run is over and logged either way; a closed stdout only ends the printing.
+    let printed = if a.json {
+        outln!("{}", output::json(&serde_json::to_value(&report)?))
+    } else if printed_text.load(Ordering::Relaxed) && !report.answer.ends_with('\n') {
+        outln!()
+    } else if !printed_text.load(Ordering::Relaxed) && !report.answer.is_empty() {
         // Planner mode (and non-streamed replies without text events) print the answer here.
-        println!("{}", report.answer);
-    }
+        outln!("{}", report.answer)
+    } else {
+        Ok(())
+    };
     runtime.shutdown_timeout(Duration::from_millis(100));
     match error {
-        None => Ok(ExitCode::SUCCESS),
+        None => printed.map(|()| ExitCode::SUCCESS),
         Some(e) => {
             output::error(&e.to_string());
             Ok(ExitCode::from(

@@ -1,6 +1,7 @@
 //! `kiln logs` and `kiln sessions`.
 
-use super::{CliResult, Global, output};
+use super::output::{self, outln};
+use super::{CliResult, Global};
 use crate::db::runlog::LogFilter;
 use clap::{Args, Subcommand};
 use std::process::ExitCode;
@@ -91,7 +92,7 @@ pub fn logs(g: &Global, a: LogsArgs) -> CliResult<ExitCode> {
         && let Some(id) = &a.run_id
     {
         let scenario = crate::testing::export::scenario_from_log(&db, id)?;
-        println!("{}", output::json(&scenario));
+        output::outln!("{}", output::json(&scenario))?;
         return Ok(ExitCode::SUCCESS);
     }
     let since = a
@@ -119,11 +120,11 @@ pub fn logs(g: &Global, a: LogsArgs) -> CliResult<ExitCode> {
             v["messages"] = serde_json::Value::Array(db.run_messages(&r.id)?);
             out.push(v);
         }
-        println!("{}", output::json(&serde_json::Value::Array(out)));
+        outln!("{}", output::json(&serde_json::Value::Array(out)))?;
         return Ok(ExitCode::SUCCESS);
     }
     if runs.is_empty() {
-        println!("no runs logged in {}", db.path().display());
+        outln!("no runs logged in {}", db.path().display())?;
     }
     for r in runs {
         let session = r
@@ -131,7 +132,7 @@ pub fn logs(g: &Global, a: LogsArgs) -> CliResult<ExitCode> {
             .as_deref()
             .map(|s| format!(" session {s}"))
             .unwrap_or_default();
-        println!(
+        outln!(
             "{}  {}  {} ({}/{}){session}  {}  {} rounds, {} tool calls, {}+{} tokens",
             r.id,
             time(r.started_at),
@@ -143,23 +144,23 @@ pub fn logs(g: &Global, a: LogsArgs) -> CliResult<ExitCode> {
             r.tool_calls.len(),
             r.input_tokens,
             r.output_tokens
-        );
-        println!(
+        )?;
+        outln!(
             "  > {}",
             output::truncate(r.prompt.as_deref().unwrap_or(""), 100)
-        );
+        )?;
         for c in &r.tool_calls {
             let mark = if c.is_error { "✗" } else { "→" };
-            println!(
+            outln!(
                 "  {mark} {}({}) {:.1} ms",
                 c.name,
                 output::truncate(&c.args.to_string(), 80),
                 c.duration_ms
-            );
+            )?;
         }
         match (&r.error, &r.answer) {
-            (Some(e), _) => println!("  error: {}", output::truncate(e, 160)),
-            (None, Some(ans)) if !ans.is_empty() => println!("  < {}", output::truncate(ans, 100)),
+            (Some(e), _) => outln!("  error: {}", output::truncate(e, 160))?,
+            (None, Some(ans)) if !ans.is_empty() => outln!("  < {}", output::truncate(ans, 100))?,
             _ => {}
         }
     }
@@ -173,25 +174,25 @@ pub fn sessions(g: &Global, a: SessionsArgs) -> CliResult<ExitCode> {
         SessionAction::List => {
             let list = db.sessions()?;
             if list.is_empty() {
-                println!("no sessions");
+                outln!("no sessions")?;
             }
             for s in list {
-                println!(
+                outln!(
                     "{}  {}  {} messages  {}",
                     s.name,
                     s.agent,
                     s.messages,
                     time(s.updated_at)
-                );
+                )?;
             }
         }
         SessionAction::Show { name } => match db.session(&name)? {
-            Some(s) => println!("{}", output::json(&serde_json::to_value(&s)?)),
+            Some(s) => outln!("{}", output::json(&serde_json::to_value(&s)?))?,
             None => return Err(crate::db::DbError::NoSession(name).into()),
         },
         SessionAction::Delete { name } => {
             db.delete_session(&name)?;
-            println!("deleted session {name}");
+            outln!("deleted session {name}")?;
         }
     }
     Ok(ExitCode::SUCCESS)

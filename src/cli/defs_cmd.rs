@@ -1,6 +1,6 @@
 //! `kiln definitions`: a `.d.rhai` file describing the DSL and host functions, for editors.
 
-use super::{CliResult, Global};
+use super::{CliResult, Global, output};
 use clap::Args;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -17,7 +17,7 @@ pub struct DefsArgs {
 pub fn definitions(g: &Global, a: DefsArgs) -> CliResult<ExitCode> {
     let host = g.host()?;
     write(&host, &a.out)?;
-    println!("wrote {}", a.out.display());
+    output::outln!("wrote {}", a.out.display())?;
     Ok(ExitCode::SUCCESS)
 }
 

@@ -1,6 +1,7 @@
 //! `kiln extract`: run the tool calls written in a model's free text (read from stdin).
 
-use super::{CliResult, Global, output, parse_caps};
+use super::output::{self, outln};
+use super::{CliResult, Global, parse_caps};
 use crate::agent::extract;
 use clap::Args;
 use std::process::ExitCode;
@@ -27,11 +28,11 @@ pub fn extract(g: &Global, a: ExtractArgs) -> CliResult<ExitCode> {
         .build()?;
     let results = runtime.block_on(extract::execute_from_text(&registry, &text, &ctx));
     if a.json {
-        println!("{}", output::json(&serde_json::to_value(&results)?));
+        outln!("{}", output::json(&serde_json::to_value(&results)?))?;
     } else if results.is_empty() {
         eprintln!("no tool calls found");
     } else {
-        println!("{}", extract::format_results(&results));
+        outln!("{}", extract::format_results(&results))?;
     }
     Ok(if !results.is_empty() && results.iter().all(|r| r.ok) {
         ExitCode::SUCCESS

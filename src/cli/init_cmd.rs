@@ -1,7 +1,7 @@
 //! `kiln init [DIR]`: a new project — `scripts/` with a tool, an agent and a passing test,
 //! `.gitignore` for `.kiln/`, and the `kiln definitions` file for editors.
 
-use super::{CliResult, Global};
+use super::{CliResult, Global, output};
 use clap::Args;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -20,11 +20,11 @@ const TEST: &str = include_str!("init/hello.test.rhai");
 /// Writes `text` to `path` unless the file exists (an existing project is never overwritten).
 fn create(path: &Path, text: &str) -> CliResult<()> {
     if path.exists() {
-        println!("kept     {} (already there)", path.display());
+        output::outln!("kept     {} (already there)", path.display())?;
         return Ok(());
     }
     std::fs::write(path, text).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
-    println!("created  {}", path.display());
+    output::outln!("created  {}", path.display())?;
     Ok(())
 }
 
@@ -45,7 +45,7 @@ pub fn init(g: &Global, a: InitArgs) -> CliResult<ExitCode> {
         };
         std::fs::write(&ignore, format!("{current}{sep}.kiln/\n"))
             .map_err(|e| format!("cannot write {}: {e}", ignore.display()))?;
-        println!("updated  {}", ignore.display());
+        output::outln!("updated  {}", ignore.display())?;
     }
     let host = crate::Host::builder()
         .scripts(scripts.clone())
@@ -54,10 +54,10 @@ pub fn init(g: &Global, a: InitArgs) -> CliResult<ExitCode> {
         .build()?;
     let defs = a.dir.join("kiln.d.rhai");
     super::defs_cmd::write(&host, &defs)?;
-    println!("created  {}", defs.display());
-    println!(
+    output::outln!("created  {}", defs.display())?;
+    output::outln!(
         "\nnext: cd {} && kiln test   (then kiln ask greeter Ada)",
         a.dir.display()
-    );
+    )?;
     Ok(ExitCode::SUCCESS)
 }

@@ -2,7 +2,6 @@
 
 use super::CliResult;
 use clap::Args;
-use std::io::Write;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -29,8 +28,7 @@ pub fn mock(a: MockArgs) -> CliResult<ExitCode> {
     runtime.block_on(async {
         let (addr, server) =
             crate::mock::bind(scenario, SocketAddr::from(([127, 0, 0, 1], a.port))).await?;
-        println!("kiln mock listening on http://{addr}");
-        std::io::stdout().flush()?;
+        super::output::outln!("kiln mock listening on http://{addr}")?;
         tokio::select! {
             r = server => r?,
             _ = tokio::signal::ctrl_c() => {}

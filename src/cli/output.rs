@@ -1,6 +1,50 @@
-//! Terminal output: colours that honour NO_COLOR and plain text when not a terminal.
+//! Terminal output: colours that honour NO_COLOR and plain text when not a terminal; stdout
+//! written through a writer so a closed pipe (`kiln logs | head`) ends a command quietly.
 
-use std::io::IsTerminal;
+use std::io::{IsTerminal, Write};
+
+/// Stdout's reader is gone (`kiln logs | head`): the command stops and kiln exits 0, as a
+/// filter in a pipeline should.
+#[derive(Debug, thiserror::Error)]
+#[error("stdout was closed")]
+pub struct StdoutClosed;
+
+/// Writes to stdout and flushes. A closed pipe is [`StdoutClosed`]; any other failure is an
+/// error naming stdout.
+pub fn out(args: std::fmt::Arguments) -> super::CliResult<()> {
+    let mut stdout = std::io::stdout().lock();
+    stdout
+        .write_fmt(args)
+        .and_then(|()| stdout.flush())
+        .map_err(stdout_error)
+}
+
+/// A failed write to stdout as the error a command returns.
+pub fn stdout_error(e: std::io::Error) -> Box<dyn std::error::Error> {
+    if e.kind() == std::io::ErrorKind::BrokenPipe {
+        Box::new(StdoutClosed)
+    } else {
+        format!("cannot write to stdout: {e}").into()
+    }
+}
+
+/// True for an error that only says stdout's reader went away.
+pub fn is_closed_stdout(e: &(dyn std::error::Error + 'static)) -> bool {
+    e.is::<StdoutClosed>()
+        || e.downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+}
+
+/// `println!` that returns the failure instead of panicking: `outln!(...)?`.
+macro_rules! outln {
+    () => {
+        $crate::cli::output::out(format_args!("\n"))
+    };
+    ($($arg:tt)*) => {
+        $crate::cli::output::out(format_args!("{}\n", format_args!($($arg)*)))
+    };
+}
+pub(crate) use outln;
 
 /// Whether stderr gets colour.
 pub fn color_stderr() -> bool {
@@ -17,12 +61,12 @@ fn paint(code: &str, text: &str) -> String {
 
 /// Prints `error: msg` on stderr.
 pub fn error(msg: &str) {
-    eprintln!("{} {msg}", paint("1;31", "error:"));
+    let _ = writeln!(std::io::stderr(), "{} {msg}", paint("1;31", "error:"));
 }
 
 /// Prints `warning: msg` on stderr.
 pub fn warning(msg: &str) {
-    eprintln!("{} {msg}", paint("1;33", "warning:"));
+    let _ = writeln!(std::io::stderr(), "{} {msg}", paint("1;33", "warning:"));
 }
 
 /// Pretty JSON, never failing.

@@ -37,21 +37,22 @@ pub struct TestArgs {
     pub jobs: Option<usize>,
 }
 
-fn print_failures(results: &[TestResult]) {
+fn print_failures(results: &[TestResult]) -> CliResult<()> {
     let failed: Vec<&TestResult> = results.iter().filter(|r| !r.passed()).collect();
     if failed.is_empty() {
-        return;
+        return Ok(());
     }
-    println!("\nfailures:\n");
+    output::outln!("\nfailures:\n")?;
     for r in failed {
         if let Outcome::Failed(m) = &r.outcome {
-            println!("---- {} ({}:{}) ----\n{m}", r.name, r.file, r.line);
+            output::outln!("---- {} ({}:{}) ----\n{m}", r.name, r.file, r.line)?;
             if !r.output.is_empty() {
-                println!("printed:\n{}", r.output.trim_end());
+                output::outln!("printed:\n{}", r.output.trim_end())?;
             }
-            println!();
+            output::outln!()?;
         }
     }
+    Ok(())
 }
 
 /// Runs `files`, printing as it goes (lines or, with --json, one document at the end).
@@ -60,15 +61,16 @@ fn run_files(tests: &Tests, files: &[TestFile], a: &TestArgs) -> CliResult<bool>
     let results = tests.run(files, &|r: &TestResult| {
         if !json {
             let status = if r.passed() { "ok" } else { "FAILED" };
-            println!("test {} ... {status}", r.name);
+            // A closed stdout ends the command once the run returns; the tests still finish.
+            let _ = output::outln!("test {} ... {status}", r.name);
             let _ = std::io::stdout().flush();
         }
     });
     if json {
-        println!("{}", output::json(&report::json(&results)));
+        output::outln!("{}", output::json(&report::json(&results)))?;
     } else {
-        print_failures(&results);
-        println!("{}", report::summary(&results));
+        print_failures(&results)?;
+        output::outln!("{}", report::summary(&results))?;
     }
     if let Some(path) = &a.junit {
         std::fs::write(path, report::junit(&results))
@@ -145,7 +147,7 @@ pub fn test(g: &Global, a: TestArgs) -> CliResult<ExitCode> {
         .into_iter()
         .collect();
     let watcher = crate::testing::watch::watch(&folders)?;
-    println!("watching for changes; Ctrl-C to stop");
+    output::outln!("watching for changes; Ctrl-C to stop")?;
     std::io::stdout().flush()?;
     while let Ok(changed) = watcher.changes.recv() {
         let Some(rerun) = rerun_for(&changed) else {
@@ -161,7 +163,7 @@ pub fn test(g: &Global, a: TestArgs) -> CliResult<ExitCode> {
                 .filter(|f| f.path.canonicalize().is_ok_and(|c| list.contains(&c)))
                 .collect(),
         };
-        println!(
+        output::outln!(
             "\n-- {} changed; running {} test file(s)",
             changed
                 .iter()
@@ -169,7 +171,7 @@ pub fn test(g: &Global, a: TestArgs) -> CliResult<ExitCode> {
                 .collect::<Vec<_>>()
                 .join(", "),
             chosen.len()
-        );
+        )?;
         run_files(&tests, &chosen, &a)?;
     }
     Ok(ExitCode::SUCCESS)

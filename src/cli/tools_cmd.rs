@@ -1,6 +1,7 @@
 //! `kiln check`, `tools`, `schema`, `call`, `agents`.
 
-use super::{CliResult, Global, output, parse_caps};
+use super::output::{self, outln};
+use super::{CliResult, Global, parse_caps};
 use crate::error::HostError;
 use crate::registry::Registry;
 use crate::schema::Format;
@@ -72,13 +73,13 @@ pub fn check(g: &Global) -> CliResult<ExitCode> {
     let tools = reg.all().count();
     let agents = reg.agents().count();
     if reg.errors.is_empty() {
-        println!("ok: {tools} tools, {agents} agents");
+        outln!("ok: {tools} tools, {agents} agents")?;
         Ok(ExitCode::SUCCESS)
     } else {
-        println!(
+        outln!(
             "{} error(s); {tools} tools, {agents} agents loaded",
             reg.errors.len()
-        );
+        )?;
         Ok(ExitCode::from(1))
     }
 }
@@ -113,7 +114,7 @@ pub fn tools(g: &Global, a: ToolsArgs) -> CliResult<ExitCode> {
         let fmt = format(a.format.as_deref().unwrap_or("intermediate"))?;
         let (defs, warnings) = Registry::schemas(&list, fmt);
         warnings.iter().for_each(|w| output::warning(w));
-        println!("{}", output::json(&Value::Array(defs)));
+        outln!("{}", output::json(&Value::Array(defs)))?;
         return Ok(ExitCode::SUCCESS);
     }
     let rows: Vec<[String; 4]> = list
@@ -137,11 +138,11 @@ pub fn tools(g: &Global, a: ToolsArgs) -> CliResult<ExitCode> {
             ]
         })
         .collect();
-    print_table(&["TOOL", "PARAMS", "REQUIRES", "DESCRIPTION"], &rows);
+    print_table(&["TOOL", "PARAMS", "REQUIRES", "DESCRIPTION"], &rows)?;
     Ok(ExitCode::SUCCESS)
 }
 
-fn print_table<const N: usize>(header: &[&str; N], rows: &[[String; N]]) {
+fn print_table<const N: usize>(header: &[&str; N], rows: &[[String; N]]) -> CliResult<()> {
     let mut widths = header.map(|h| h.chars().count());
     for r in rows {
         for (i, c) in r.iter().enumerate() {
@@ -160,12 +161,13 @@ fn print_table<const N: usize>(header: &[&str; N], rows: &[[String; N]]) {
                 }
             })
             .collect();
-        println!("{}", padded.join("  ").trim_end());
+        outln!("{}", padded.join("  ").trim_end())
     };
-    line(header.iter().map(|h| h.to_string()).collect());
+    line(header.iter().map(|h| h.to_string()).collect())?;
     for r in rows {
-        line(r.to_vec());
+        line(r.to_vec())?;
     }
+    Ok(())
 }
 
 /// `kiln schema`.
@@ -174,7 +176,7 @@ pub fn schema(g: &Global, a: SchemaArgs) -> CliResult<ExitCode> {
     let tool = host.tool(&a.tool)?;
     let (defs, warnings) = Registry::schemas(&[tool], format(&a.format)?);
     warnings.iter().for_each(|w| output::warning(w));
-    println!("{}", output::json(&defs[0]));
+    outln!("{}", output::json(&defs[0]))?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -218,7 +220,7 @@ pub fn call(g: &Global, a: CallArgs) -> CliResult<ExitCode> {
         .enable_all()
         .build()?;
     let outcome = runtime.block_on(tool.execute_async(args, ctx));
-    println!("{}", output::json(&outcome.to_json(true)));
+    outln!("{}", output::json(&outcome.to_json(true)))?;
     Ok(if outcome.is_ok() {
         ExitCode::SUCCESS
     } else {
@@ -242,6 +244,6 @@ pub fn agents(g: &Global) -> CliResult<ExitCode> {
             ]
         })
         .collect();
-    print_table(&["AGENT", "PROVIDER", "TOOLS", "DESCRIPTION"], &rows);
+    print_table(&["AGENT", "PROVIDER", "TOOLS", "DESCRIPTION"], &rows)?;
     Ok(ExitCode::SUCCESS)
 }

@@ -1,7 +1,7 @@
 //! `kiln watch`: print one line per reload, for editors and CI logs.
 
-use super::{CliResult, Global, output};
-use std::io::Write;
+use super::output::{self, outln};
+use super::{CliResult, Global};
 use std::process::ExitCode;
 
 /// Runs `kiln watch` until Ctrl-C.
@@ -11,11 +11,15 @@ pub fn watch(g: &Global) -> CliResult<ExitCode> {
     for e in &reg.errors {
         output::error(&e.to_string());
     }
-    let _watcher = crate::reload::watch(host.clone(), |report| {
-        println!("{report}");
-        let _ = std::io::stdout().flush();
+    // A report that cannot be written ends the command: `None` when the reader is gone.
+    let (failed, mut write_failures) = tokio::sync::mpsc::unbounded_channel::<Option<String>>();
+    let _watcher = crate::reload::watch(host.clone(), move |report| {
+        if let Err(e) = outln!("{report}") {
+            let closed = output::is_closed_stdout(e.as_ref());
+            let _ = failed.send((!closed).then(|| e.to_string()));
+        }
     })?;
-    println!(
+    outln!(
         "watching {} ({} tools, {} agents); Ctrl-C to stop",
         g.config()
             .scripts
@@ -25,12 +29,19 @@ pub fn watch(g: &Global) -> CliResult<ExitCode> {
             .join(", "),
         reg.all().count(),
         reg.agents().count()
-    );
-    std::io::stdout().flush()?;
+    )?;
 
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
-    runtime.block_on(tokio::signal::ctrl_c())?;
+    runtime.block_on(async {
+        tokio::select! {
+            stopped = tokio::signal::ctrl_c() => stopped.map_err(Into::into),
+            Some(failure) = write_failures.recv() => match failure {
+                None => Err(Box::new(output::StdoutClosed) as Box<dyn std::error::Error>),
+                Some(message) => Err(message.into()),
+            },
+        }
+    })?;
     Ok(ExitCode::SUCCESS)
 }

@@ -167,10 +167,10 @@ impl Recorder for RunLogger {
     }
 
     fn ended(&self, report: &RunReport) -> Result<(), RecordError> {
-        let status = if report.error.is_some() {
-            "error"
-        } else {
-            "ok"
+        let status = match (&report.error, report.cancelled) {
+            (_, true) => "cancelled",
+            (Some(_), false) => "error",
+            (None, false) => "ok",
         };
         self.write("end", |tx| {
             self.flush_replies(tx, &report.run_id)?;
@@ -200,7 +200,7 @@ pub struct RunRow {
     pub prompt: Option<String>,
     /// The answer.
     pub answer: Option<String>,
-    /// `running`, `ok` or `error`.
+    /// `running`, `ok`, `error` or `cancelled`.
     pub status: String,
     /// The error, if any.
     pub error: Option<String>,

@@ -5,19 +5,33 @@ use rusqlite::{OptionalExtension, params};
 use serde_json::Value;
 
 impl Db {
-    /// A stored value.
-    pub fn kv_get(&self, workspace: &str, ns: &str, key: &str) -> Option<Value> {
-        let conn = self.conn();
-        let text: Option<String> = conn
+    /// A stored value; `None` when the key is not there. A value that is not JSON (written
+    /// by something else) reads as a database error too: it is not a missing key.
+    pub fn kv_get(
+        &self,
+        workspace: &str,
+        ns: &str,
+        key: &str,
+    ) -> Result<Option<Value>, super::DbError> {
+        let text: Option<String> = self
+            .conn()
             .query_row(
                 "SELECT value FROM kv WHERE workspace=?1 AND ns=?2 AND key=?3",
                 params![workspace, ns, key],
                 |r| r.get(0),
             )
             .optional()
-            .ok()
-            .flatten();
-        text.and_then(|t| serde_json::from_str(&t).ok())
+            .map_err(|e| self.err(e))?;
+        text.map(|t| {
+            serde_json::from_str(&t).map_err(|e| {
+                self.err(rusqlite::Error::FromSqlConversionFailure(
+                    0,
+                    rusqlite::types::Type::Text,
+                    Box::new(e),
+                ))
+            })
+        })
+        .transpose()
     }
 
     /// Stores a value.
@@ -39,27 +53,26 @@ impl Db {
     }
 
     /// Deletes a key; true when it existed.
-    pub fn kv_delete(&self, workspace: &str, ns: &str, key: &str) -> bool {
+    pub fn kv_delete(&self, workspace: &str, ns: &str, key: &str) -> Result<bool, super::DbError> {
         self.conn()
             .execute(
                 "DELETE FROM kv WHERE workspace=?1 AND ns=?2 AND key=?3",
                 params![workspace, ns, key],
             )
             .map(|n| n > 0)
-            .unwrap_or(false)
+            .map_err(|e| self.err(e))
     }
 
     /// Keys of a namespace, sorted.
-    pub fn kv_list(&self, workspace: &str, ns: &str) -> Vec<String> {
+    pub fn kv_list(&self, workspace: &str, ns: &str) -> Result<Vec<String>, super::DbError> {
         let conn = self.conn();
-        let Ok(mut stmt) =
-            conn.prepare("SELECT key FROM kv WHERE workspace=?1 AND ns=?2 ORDER BY key")
-        else {
-            return Vec::new();
-        };
-        stmt.query_map(params![workspace, ns], |r| r.get::<_, String>(0))
-            .map(|rows| rows.flatten().collect())
-            .unwrap_or_default()
+        let keys = conn
+            .prepare("SELECT key FROM kv WHERE workspace=?1 AND ns=?2 ORDER BY key")
+            .and_then(|mut stmt| {
+                stmt.query_map(params![workspace, ns], |r| r.get::<_, String>(0))?
+                    .collect::<rusqlite::Result<Vec<String>>>()
+            });
+        keys.map_err(|e| self.err(e))
     }
 
     /// Moves every key of workspace `from` to workspace `to` (keys `to` already has stay).

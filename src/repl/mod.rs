@@ -35,7 +35,48 @@ pub fn history_path() -> Option<PathBuf> {
     Some(data.join("kiln").join("history"))
 }
 
+/// `println!` through the REPL's [`Out`]: a failed write ends the REPL instead of panicking.
+macro_rules! say {
+    ($out:expr) => {
+        $out.write(format_args!("\n"))
+    };
+    ($out:expr, $($arg:tt)*) => {
+        $out.write(format_args!("{}\n", format_args!($($arg)*)))
+    };
+}
+
+/// The REPL's stdout. The first write that fails (the reader of a pipe went away) is kept,
+/// and the REPL ends after the current command.
+#[derive(Clone, Default)]
+struct Out {
+    failed: Arc<Mutex<Option<std::io::Error>>>,
+}
+
+impl Out {
+    fn write(&self, args: std::fmt::Arguments) {
+        let mut stdout = std::io::stdout().lock();
+        if let Err(e) = stdout.write_fmt(args).and_then(|()| stdout.flush())
+            && let Ok(mut failed) = self.failed.lock()
+        {
+            failed.get_or_insert(e);
+        }
+    }
+
+    fn failed(&self) -> bool {
+        self.failed.lock().map_or(true, |f| f.is_some())
+    }
+
+    /// A closed pipe is a normal end; any other write failure is the REPL's error.
+    fn result(&self) -> Result<(), std::io::Error> {
+        match self.failed.lock().ok().and_then(|mut f| f.take()) {
+            Some(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(e),
+            _ => Ok(()),
+        }
+    }
+}
+
 struct Repl {
+    out: Out,
     host: Arc<Host>,
     db: Option<Arc<crate::db::Db>>,
     session: Option<String>,
@@ -92,6 +133,7 @@ pub fn run_repl(
         }
     })?;
     let mut repl = Repl {
+        out: Out::default(),
         host,
         db,
         session: None,
@@ -107,16 +149,17 @@ pub fn run_repl(
         color,
     };
     let reg = repl.host.registry();
-    println!(
+    say!(
+        repl.out,
         "kiln {} — {} tools, {} agents. :help for commands, Ctrl-D to leave.",
         env!("CARGO_PKG_VERSION"),
         reg.all().count(),
         reg.agents().count()
     );
     for e in &reg.errors {
-        println!("{} {e}", paint(color, "31", "error:"));
+        say!(repl.out, "{} {e}", paint(color, "31", "error:"));
     }
-    loop {
+    while !repl.out.failed() {
         let prompt = match &repl.agent {
             Some(a) => format!("kiln[{a}]> "),
             None => "kiln> ".to_string(),
@@ -143,7 +186,7 @@ pub fn run_repl(
         }
         let _ = editor.save_history(h);
     }
-    Ok(())
+    Ok(repl.out.result()?)
 }
 
 impl Repl {
@@ -164,14 +207,15 @@ impl Repl {
                 self.session = None;
                 self.conversation.clear();
                 self.state = Arc::new(Mutex::new(Value::Object(Default::default())));
-                println!("fresh conversation");
+                say!(self.out, "fresh conversation");
             }
             ":caps" => self.caps(rest),
             ":session" => self.set_session(rest),
             ":reload" => {
                 let started = Instant::now();
                 match self.host.load_all() {
-                    Ok(()) => println!(
+                    Ok(()) => say!(
+                        self.out,
                         "reloaded everything: {} tools ({:.1} ms)",
                         self.host.registry().all().count(),
                         started.elapsed().as_secs_f64() * 1e3
@@ -182,10 +226,10 @@ impl Repl {
             ":errors" => {
                 let reg = self.host.registry();
                 if reg.errors.is_empty() {
-                    println!("no load errors");
+                    say!(self.out, "no load errors");
                 }
                 for e in &reg.errors {
-                    println!("{e}");
+                    say!(self.out, "{e}");
                 }
             }
             c if c.starts_with(':') => {
@@ -198,17 +242,18 @@ impl Repl {
     }
 
     fn error(&self, msg: &str) {
-        println!("{} {msg}", paint(self.color, "1;31", "error:"));
+        say!(self.out, "{} {msg}", paint(self.color, "1;31", "error:"));
     }
 
     fn help(&self) {
         for (c, d) in COMMANDS {
-            println!("  {c:<9} {d}");
+            say!(self.out, "  {c:<9} {d}");
         }
-        println!(
+        say!(
+            self.out,
             "  anything else is Rhai (variables persist; call_tool(name, #{{...}}) calls a tool),"
         );
-        println!("  or a message to the agent chosen with :agent");
+        say!(self.out, "  or a message to the agent chosen with :agent");
     }
 
     fn tools(&self, filter: &str) {
@@ -230,7 +275,8 @@ impl Repl {
                         .join(", ")
                 )
             };
-            println!(
+            say!(
+                self.out,
                 "  {}{req}  {}",
                 paint(self.color, "1", &t.name),
                 t.description
@@ -252,8 +298,9 @@ impl Repl {
         match self.host.tool(name) {
             Ok(t) => {
                 let (defs, warnings) = Registry::schemas(&[t], format);
-                warnings.iter().for_each(|w| println!("warning: {w}"));
-                println!(
+                warnings.iter().for_each(|w| say!(self.out, "warning: {w}"));
+                say!(
+                    self.out,
                     "{}",
                     serde_json::to_string_pretty(&defs[0]).unwrap_or_default()
                 );
@@ -297,11 +344,13 @@ impl Repl {
         ctx.cancel = Some(cancel.clone());
         ctx.state = self.state.clone();
         let outcome = self.cancellable(cancel, tool.execute_async(args, ctx));
-        println!(
+        say!(
+            self.out,
             "{}",
             serde_json::to_string_pretty(&outcome.to_json(true)).unwrap_or_default()
         );
-        println!(
+        say!(
+            self.out,
             "{}",
             paint(
                 self.color,
@@ -313,7 +362,8 @@ impl Repl {
 
     fn agents(&self) {
         for a in self.host.registry().agents() {
-            println!(
+            say!(
+                self.out,
                 "  {} ({})  tools: {}  {}",
                 paint(self.color, "1", &a.name),
                 a.provider,
@@ -326,13 +376,15 @@ impl Repl {
     fn set_agent(&mut self, name: &str) {
         if name.is_empty() || name == "off" {
             self.agent = None;
-            return println!("back to Rhai");
+            return say!(self.out, "back to Rhai");
         }
         match self.host.agent(name) {
             Ok(a) => {
-                println!(
+                say!(
+                    self.out,
                     "chatting with {} ({}); :agent off to leave, :new for a fresh conversation",
-                    a.name, a.provider
+                    a.name,
+                    a.provider
                 );
                 self.agent = Some(a.name.clone());
                 self.conversation.clear();
@@ -354,7 +406,7 @@ impl Repl {
                 Err(e) => return self.error(&e.to_string()),
             }
         }
-        println!("capabilities: {}", self.grants.list());
+        say!(self.out, "capabilities: {}", self.grants.list());
     }
 
     fn set_session(&mut self, name: &str) {
@@ -362,7 +414,11 @@ impl Repl {
             return self.error("sessions need the database");
         };
         if name.is_empty() {
-            return println!("session: {}", self.session.as_deref().unwrap_or("(none)"));
+            return say!(
+                self.out,
+                "session: {}",
+                self.session.as_deref().unwrap_or("(none)")
+            );
         }
         match db.session(name) {
             Ok(Some(s)) => {
@@ -372,7 +428,8 @@ impl Repl {
                         s.agent
                     ));
                 }
-                println!(
+                say!(
+                    self.out,
                     "continuing session {name} with {} ({} messages)",
                     s.agent,
                     s.messages.len()
@@ -383,7 +440,7 @@ impl Repl {
                 self.session = Some(name.to_string());
             }
             Ok(None) if self.agent.is_some() => {
-                println!("new session {name}");
+                say!(self.out, "new session {name}");
                 self.session = Some(name.to_string());
             }
             Ok(None) => self.error("choose an agent with :agent NAME first, then :session NAME"),
@@ -396,18 +453,22 @@ impl Repl {
             return;
         };
         let color = self.color;
+        let out = self.out.clone();
         let observer: Observer = Arc::new(move |ev: &RunEvent| match ev {
-            RunEvent::Text(t) => {
-                print!("{t}");
-                let _ = std::io::stdout().flush();
-            }
+            RunEvent::Text(t) => out.write(format_args!("{t}")),
             RunEvent::ToolDone(r) => {
                 let mark = if r.is_error {
                     paint(color, "31", "✗")
                 } else {
                     paint(color, "32", "→")
                 };
-                println!("\n{mark} {}({}) {:.1} ms", r.name, r.args, r.duration_ms);
+                say!(
+                    out,
+                    "\n{mark} {}({}) {:.1} ms",
+                    r.name,
+                    r.args,
+                    r.duration_ms
+                );
             }
             _ => {}
         });
@@ -425,16 +486,16 @@ impl Repl {
             ..RunOptions::default()
         };
         let host = self.host.clone();
-        let result = self.runtime.block_on(async {
-            tokio::select! {
-                r = run(&host, &agent, line, opts) => r,
-                _ = tokio::signal::ctrl_c() => {
-                    token.cancel();
-                    Err(crate::agent::RunError { kind: crate::agent::RunErrorKind::Cancelled, report: Box::new(empty_report(&agent)) })
-                }
+        // Ctrl-C is watched on a worker thread: a lone tool call runs in place on this one,
+        // and the turn itself must end (and be logged) as cancelled, not be dropped.
+        let on_ctrl_c = self.runtime.spawn(async move {
+            if tokio::signal::ctrl_c().await.is_ok() {
+                token.cancel();
             }
         });
-        println!();
+        let result = self.runtime.block_on(run(&host, &agent, line, opts));
+        on_ctrl_c.abort();
+        say!(self.out);
         match result {
             Ok(report) => self.conversation = report.messages,
             Err(e) => self.error(&e.to_string()),
@@ -473,20 +534,13 @@ impl Repl {
         self.functions = self.functions.merge(&ast.clone_functions_only());
         match result {
             Ok(v) if v.is_unit() => {}
-            Ok(v) => println!("{}", show(&v)),
+            Ok(v) => say!(self.out, "{}", show(&v)),
             Err(e) => self.error(
                 &crate::script::handler::classify(&e, "repl")
                     .detail
                     .unwrap_or_else(|| e.to_string()),
             ),
         }
-    }
-}
-
-fn empty_report(agent: &str) -> crate::agent::RunReport {
-    crate::agent::RunReport {
-        error: Some("cancelled".into()),
-        ..crate::agent::RunReport::new(agent, Vec::new())
     }
 }
 

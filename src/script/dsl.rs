@@ -102,7 +102,9 @@ thread_local! {
 /// Runs `f` (a file's top level) while collecting the drafts it defines.
 pub fn collect<T>(f: impl FnOnce() -> T) -> (T, Collected) {
     COLLECTOR.with(|c| *c.borrow_mut() = Some(Collector::default()));
+    let stop = StopCollecting;
     let out = f();
+    drop(stop);
     let col = COLLECTOR
         .with(|c| c.borrow_mut().take())
         .unwrap_or_default();
@@ -111,6 +113,18 @@ pub fn collect<T>(f: impl FnOnce() -> T) -> (T, Collected) {
         agents: col.agents.into_iter().map(take).collect(),
     };
     (out, collected)
+}
+
+/// Ends collecting if the top level panics, so the thread's later calls of `tool(...)` are
+/// refused as outside a load instead of being collected.
+struct StopCollecting;
+
+impl Drop for StopCollecting {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            COLLECTOR.with(|c| c.borrow_mut().take());
+        }
+    }
 }
 
 fn take<T: Default>(m: Arc<Mutex<T>>) -> T {

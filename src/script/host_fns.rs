@@ -52,9 +52,18 @@ fn with_frame<T>(
             ctx: ctx.clone(),
         })
     });
-    let out = f();
-    FRAMES.with(|s| s.borrow_mut().pop());
-    out
+    let _pop = PopFrame;
+    f()
+}
+
+/// Pops the frame pushed by [`with_frame`] when dropped, also when the call panics, so a
+/// pooled thread never runs a later call as the panicked tool.
+struct PopFrame;
+
+impl Drop for PopFrame {
+    fn drop(&mut self) {
+        FRAMES.with(|s| s.borrow_mut().pop());
+    }
 }
 
 /// A refusal the model may see.
@@ -301,11 +310,11 @@ pub fn register(engine: &mut Engine) {
         "store_get",
         |ns: &str, key: &str| -> Result<Dynamic, Box<EvalAltResult>> {
             let svc = store_ns("store_get", ns)?;
-            Ok(svc
+            let value = svc
                 .store
                 .get(ns, key)
-                .map(|v| crate::convert::to_dynamic(&v))
-                .unwrap_or(Dynamic::UNIT))
+                .map_err(|e| store_failed("store_get", e))?;
+            Ok(value.map_or(Dynamic::UNIT, |v| crate::convert::to_dynamic(&v)))
         },
     );
     engine.register_fn(
@@ -315,20 +324,56 @@ pub fn register(engine: &mut Engine) {
             let v = crate::convert::to_json(&value).map_err(|e| format!("store_set: {e}"))?;
             svc.store
                 .set(ns, key, v)
-                .map_err(|e| format!("store_set: {e}").into())
+                .map_err(|e| store_failed("store_set", e))
         },
     );
     engine.register_fn(
         "store_delete",
         |ns: &str, key: &str| -> Result<bool, Box<EvalAltResult>> {
-            Ok(store_ns("store_delete", ns)?.store.delete(ns, key))
+            let svc = store_ns("store_delete", ns)?;
+            svc.store
+                .delete(ns, key)
+                .map_err(|e| store_failed("store_delete", e))
         },
     );
     engine.register_fn(
         "store_list",
         |ns: &str| -> Result<rhai::Array, Box<EvalAltResult>> {
             let svc = store_ns("store_list", ns)?;
-            Ok(svc.store.list(ns).into_iter().map(Dynamic::from).collect())
+            let keys = svc
+                .store
+                .list(ns)
+                .map_err(|e| store_failed("store_list", e))?;
+            Ok(keys.into_iter().map(Dynamic::from).collect())
         },
     );
+}
+
+/// A store that failed (locked, corrupt): a runtime error, never a missing key.
+fn store_failed(func: &str, error: String) -> Box<EvalAltResult> {
+    format!("{func}: {error}").into()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::panic::{AssertUnwindSafe, catch_unwind};
+
+    #[test]
+    fn a_panic_inside_a_call_pops_its_frame() {
+        let services = Arc::new(Services::new(std::path::PathBuf::from("/workspace")));
+        let ctx = CallContext::new(crate::capability::Grants::default(), services);
+        let panicked = catch_unwind(AssertUnwindSafe(|| {
+            with_grants(&ctx, || {
+                assert!(workspace().is_some());
+                panic!("a host function panicked");
+            })
+        }));
+        assert!(panicked.is_err());
+        assert_eq!(workspace(), None, "no frame is left behind");
+        assert!(
+            gate("store_get", "store", "ns", |_| true).is_err(),
+            "a later call is not taken for the panicked one"
+        );
+    }
 }

@@ -53,6 +53,7 @@ pub(crate) fn load_source_with(
         }
     };
     ast.set_source(path);
+    file.imports = super::imports::imported_files(&ast, std::path::Path::new(path));
     let deadline = Some(Instant::now() + TOP_LEVEL_DEADLINE);
     let (ran, collected) = dsl::collect(|| {
         sandbox::with_watch(deadline, None, || {

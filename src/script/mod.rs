@@ -48,7 +48,17 @@ pub fn engine(
     roots: Vec<PathBuf>,
     print: Option<sandbox::PrintSink>,
 ) -> Engine {
-    let mut engine = sandbox::build_engine(limits, roots, print);
+    engine_with_modules(limits, roots, imports::ModuleCache::default(), print)
+}
+
+/// [`engine`], keeping compiled modules in `modules` (which the host empties on reload).
+pub fn engine_with_modules(
+    limits: &sandbox::Limits,
+    roots: Vec<PathBuf>,
+    modules: imports::ModuleCache,
+    print: Option<sandbox::PrintSink>,
+) -> Engine {
+    let mut engine = sandbox::build_engine(limits, roots, modules, print);
     dsl::register(&mut engine);
     host_fns::register(&mut engine);
     host_io::register(&mut engine);

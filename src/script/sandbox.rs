@@ -62,10 +62,22 @@ thread_local! {
     static WATCH: RefCell<Watch> = RefCell::new(Watch::default());
 }
 
+/// Puts the outer watch back when dropped, so a panic inside cannot leave a pooled thread
+/// with a stale deadline or cancel flag.
+struct RestoreWatch(Option<Watch>);
+
+impl Drop for RestoreWatch {
+    fn drop(&mut self) {
+        if let Some(previous) = self.0.take() {
+            WATCH.with(|w| *w.borrow_mut() = previous);
+        }
+    }
+}
+
 /// Runs `f` with a deadline and a cancellation flag watched by the engine on this thread.
 ///
 /// A call runs on one thread, so a thread-local watch is exact; nested watches restore the
-/// outer one and never extend it.
+/// outer one and never extend it, also when `f` panics.
 pub fn with_watch<T>(
     deadline: Option<Instant>,
     cancel: Option<Arc<AtomicBool>>,
@@ -77,10 +89,9 @@ pub fn with_watch<T>(
         (a, b) => a.or(b),
     };
     let cancel = cancel.or_else(|| previous.cancel.clone());
+    let _restore = RestoreWatch(Some(previous));
     WATCH.with(|w| *w.borrow_mut() = Watch { deadline, cancel });
-    let out = f();
-    WATCH.with(|w| *w.borrow_mut() = previous);
-    out
+    f()
 }
 
 /// Why the current evaluation must stop, if it must.
@@ -123,8 +134,14 @@ fn standard_package() -> &'static StandardPackage {
     PKG.get_or_init(StandardPackage::new)
 }
 
-/// Builds the sandboxed engine. `roots` are the scripts folders imports may read from.
-pub fn build_engine(limits: &Limits, roots: Vec<PathBuf>, print: Option<PrintSink>) -> Engine {
+/// Builds the sandboxed engine. `roots` are the scripts folders imports may read from;
+/// compiled modules are kept in `modules`.
+pub fn build_engine(
+    limits: &Limits,
+    roots: Vec<PathBuf>,
+    modules: super::imports::ModuleCache,
+    print: Option<PrintSink>,
+) -> Engine {
     let mut engine = Engine::new_raw();
     engine.register_global_module(standard_package().as_shared_module());
     engine
@@ -138,7 +155,7 @@ pub fn build_engine(limits: &Limits, roots: Vec<PathBuf>, print: Option<PrintSin
         .set_max_variables(10_000)
         .set_max_functions(10_000);
     engine.disable_symbol("eval");
-    engine.set_module_resolver(super::imports::RootedResolver::new(roots));
+    engine.set_module_resolver(super::imports::RootedResolver::new(roots, modules));
     engine.on_progress(|ops| {
         if ops % 256 == 0 {
             stop_reason().map(Dynamic::from)
@@ -183,5 +200,36 @@ fn sleep_for(total: Duration) -> Result<(), Box<EvalAltResult>> {
             return Ok(());
         }
         std::thread::sleep((end - now).min(Duration::from_millis(10)));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::panic::{AssertUnwindSafe, catch_unwind};
+
+    #[test]
+    fn a_panic_inside_a_watch_leaves_the_thread_with_the_outer_watch() {
+        let expired = Some(Instant::now() - Duration::from_secs(1));
+        let cancel = Arc::new(AtomicBool::new(true));
+        let panicked = catch_unwind(AssertUnwindSafe(|| {
+            with_watch(expired, Some(cancel.clone()), || {
+                assert!(stop_reason().is_some());
+                panic!("a handler's host function panicked");
+            })
+        }));
+        assert!(panicked.is_err());
+        assert_eq!(stop_reason(), None, "no stale deadline or cancel flag");
+
+        let outer = Some(Instant::now() + Duration::from_secs(60));
+        with_watch(outer, None, || {
+            let inner = catch_unwind(AssertUnwindSafe(|| {
+                with_watch(expired, None, || panic!("inner"))
+            }));
+            assert!(inner.is_err());
+            assert_eq!(stop_reason(), None, "the outer deadline is back");
+            assert_eq!(WATCH.with(|w| w.borrow().deadline), outer);
+        });
+        assert_eq!(WATCH.with(|w| w.borrow().deadline), None);
     }
 }

@@ -458,3 +458,30 @@ fn a_step_that_cannot_be_logged_ends_the_run_before_the_next_model_request() {
         runs[0]
     );
 }
+
+#[test]
+fn a_broken_store_is_an_error_not_a_missing_key() {
+    let s = shop();
+    let storage = |args: &str| kiln(&["call", "storage", args, "--caps", "store"], s.path());
+    let set = storage(r#"{"operation": "set", "key": "colour", "value": "celadon"}"#);
+    assert!(set.status.success(), "{}", stdout(&set));
+    // Damage the database behind kiln's back: its key-value table is gone.
+    let conn = rusqlite::Connection::open(s.path().join(".kiln/kiln.db")).expect("open");
+    conn.execute_batch("DROP TABLE kv").expect("drop kv");
+    drop(conn);
+    for args in [
+        r#"{"operation": "get", "key": "colour"}"#,
+        r#"{"operation": "delete", "key": "colour"}"#,
+        r#"{"operation": "list"}"#,
+    ] {
+        let out = storage(args);
+        let v: Value = serde_json::from_str(&stdout(&out)).expect("json");
+        assert_eq!(out.status.code(), Some(1), "{args}: {v:#}");
+        assert_eq!(v["success"], false, "{args}: {v:#}");
+        let text = v["error"].to_string();
+        assert!(
+            text.contains("no such table: kv") && text.contains("kiln.db"),
+            "{args}: the database error is named: {v:#}"
+        );
+    }
+}

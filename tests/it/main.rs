@@ -13,6 +13,7 @@ mod hostile;
 mod ktest;
 mod library;
 mod peers;
+mod pipes;
 mod planner;
 mod reload;
 mod repl;

@@ -265,3 +265,130 @@ fn a_file_emptied_on_purpose_loses_its_tools_once_it_stays_empty() {
         live.last_report()
     );
 }
+
+#[test]
+fn an_edited_module_reloads_every_file_that_imports_it_and_says_which() {
+    let live = Live::start(&[
+        ("util.rhai", "fn version() { \"v1\" }"),
+        (
+            "helper.rhai",
+            "import \"util\" as u;\nfn greeting() { \"hello \" + u::version() }",
+        ),
+        // Imported when the handler runs: the module cache must not keep the old helper.
+        (
+            "main.rhai",
+            "tool(\"hello\").handler(|a| { import \"helper\" as h; h::greeting() });",
+        ),
+        // Imported at load time: the tool's very name comes from the module.
+        (
+            "named.rhai",
+            "import \"util\" as u;\ntool(\"named_\" + u::version()).handler(|a| 1);",
+        ),
+        ("other.rhai", "tool(\"other\").handler(|a| 0);"),
+    ]);
+    assert_eq!(live.answer("hello"), Some(json!("hello v1")));
+    assert!(live.host.registry().find("named_v1").is_some());
+
+    live.write("util.rhai", "fn version() { \"v2\" }");
+    live.wait_answer("hello", json!("hello v2"));
+    wait_for("the load-time importer reloaded", || {
+        let reg = live.host.registry();
+        reg.find("named_v2").is_some() && reg.find("named_v1").is_none()
+    });
+    let dir = live.scripts.path().display().to_string();
+    let lines = || -> Vec<String> {
+        live.reports
+            .lock()
+            .expect("lock")
+            .iter()
+            .map(|r| r.to_string().replace(&dir, "DIR"))
+            .collect()
+    };
+    wait_for("a report for each importer", || lines().len() >= 4);
+    let lines = lines();
+    let find = |prefix: &str| {
+        lines
+            .iter()
+            .find(|l| l.starts_with(prefix))
+            .unwrap_or_else(|| panic!("no line starting {prefix:?} in {lines:#?}"))
+            .clone()
+    };
+    assert!(
+        find("reloaded DIR/util.rhai:").contains("+0 ~0 -0 tools"),
+        "{lines:#?}"
+    );
+    find("reloaded DIR/helper.rhai (imports DIR/util.rhai): ");
+    find("reloaded DIR/named.rhai (imports DIR/util.rhai): +1 ~0 -1 tools");
+    find("reloaded DIR/main.rhai (imports DIR/helper.rhai, which imports DIR/util.rhai): ");
+    assert!(
+        !lines.iter().any(|l| l.contains("other.rhai")),
+        "a file that imports nothing is left alone: {lines:#?}"
+    );
+
+    // A module that breaks: its importers say why they failed and keep their last good version.
+    live.write("util.rhai", "fn version() { ");
+    wait_for("the importer's error", || {
+        live.reports.lock().expect("lock").iter().any(|r| {
+            !r.ok() && r.path.ends_with("named.rhai") && r.to_string().contains("(imports ")
+        })
+    });
+    assert!(live.host.registry().find("named_v2").is_some());
+}
+
+#[test]
+fn kiln_watch_names_the_files_reloaded_because_of_a_module() {
+    use std::io::BufRead;
+    let s = Scripts::new(&[
+        ("lib.rhai", "fn n() { 1 }"),
+        (
+            "uses.rhai",
+            "tool(\"uses\").handler(|a| { import \"lib\" as l; l::n() });",
+        ),
+    ]);
+    let mut child = std::process::Command::new(kiln_bin())
+        .args(["watch", "--scripts", "."])
+        .current_dir(s.path())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    let stdout = child.stdout.take().expect("stdout");
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stdout)
+            .lines()
+            .map_while(Result::ok)
+        {
+            let _ = tx.send(line);
+        }
+    });
+    let next = || rx.recv_timeout(Duration::from_secs(10)).unwrap_or_default();
+    let first = next();
+    assert!(first.starts_with("watching ."), "{first}");
+    std::fs::write(s.path().join("lib.rhai"), "fn n() { 2 }").expect("write");
+    let (changed, importer) = (next(), next());
+    let _ = child.kill();
+    let _ = child.wait();
+    assert!(changed.starts_with("reloaded ./lib.rhai: "), "{changed}");
+    assert!(
+        importer.starts_with("reloaded ./uses.rhai (imports ./lib.rhai): +0 ~1 -0 tools ("),
+        "{importer:?}"
+    );
+}
+
+#[test]
+fn creating_a_missing_module_reloads_the_file_waiting_for_it() {
+    let live = Live::start(&[(
+        "early.rhai",
+        "import \"later\" as l;\ntool(\"early_\" + l::suffix()).handler(|a| 1);",
+    )]);
+    assert!(
+        !live.host.registry().errors.is_empty(),
+        "the import fails at first"
+    );
+    live.write("later.rhai", "fn suffix() { \"bird\" }");
+    live.wait_answer("early_bird", json!(1));
+    assert!(live.host.registry().errors.is_empty());
+    wait_for("the reason", || {
+        live.last_report().contains("early.rhai (imports ")
+    });
+}

@@ -169,3 +169,62 @@ fn sessions_continue_across_repl_restarts() {
     p.send_line(":quit").expect("quit");
     p.exp_eof().expect("exits");
 }
+
+/// An offline agent whose only move is a lone call of a tool that sleeps for a minute.
+const SLEEPY: &str = r#"
+tool("nap").handler(|a| { print("nap started"); sleep(60); "rested" });
+agent("sleepy")
+    .provider("script")
+    .tools(["nap"])
+    .planner(|messages, tools| {
+        let last = messages[messages.len() - 1];
+        if last.role == "user" { return #{ tool_calls: [#{ name: "nap", args: #{} }] }; }
+        #{ text: "done" }
+    });
+"#;
+
+#[test]
+fn ctrl_c_during_a_chat_turn_cancels_the_running_tool_promptly_and_logs_the_run_cancelled() {
+    let s = Scripts::new(&[("t.rhai", SLEEPY)]);
+    let mut cmd = Command::new(kiln_bin());
+    // -v shows the script's print, which says the tool is running.
+    cmd.args(["repl", "-v", "--scripts", "."])
+        .current_dir(s.path())
+        .env("NO_COLOR", "1")
+        .env("KILN_HISTORY", s.path().join("h"))
+        .env_remove("KILN_LOG")
+        .env("TERM", "xterm");
+    let mut p = rexpect::session::spawn_command(cmd, Some(15_000)).expect("spawn repl");
+    p.exp_string(":help for commands").expect("banner");
+    ready(&mut p);
+    p.send_line(":agent sleepy").expect("send");
+    ready_as(&mut p, "kiln[sleepy]> ");
+    p.send_line("take a nap").expect("send");
+    p.exp_string("nap started").expect("the tool runs");
+    let sent = std::time::Instant::now();
+    p.send_control('c').expect("ctrl-c");
+    p.exp_string("error: cancelled")
+        .expect("the turn ends as cancelled");
+    assert!(
+        sent.elapsed() < std::time::Duration::from_secs(10),
+        "Ctrl-C waited {:?} for the tool",
+        sent.elapsed()
+    );
+    ready_as(&mut p, "kiln[sleepy]> ");
+    p.send_line(":quit").expect("quit");
+    p.exp_eof().expect("exits");
+
+    let logs = kiln(&["logs", "--json"], s.path());
+    let runs: serde_json::Value = serde_json::from_str(&stdout(&logs)).expect("logs json");
+    let run = &runs[0];
+    assert_eq!(run["agent"], "sleepy", "{runs:#}");
+    assert_eq!(run["status"], "cancelled", "{runs:#}");
+    assert!(run["ended_at"].is_number(), "{runs:#}");
+    let calls = run["tool_calls"].as_array().expect("tool calls");
+    assert_eq!(calls.len(), 1, "{runs:#}");
+    assert_eq!(calls[0]["name"], "nap");
+    assert_eq!(
+        calls[0]["outcome"]["error"]["kind"], "cancelled",
+        "{runs:#}"
+    );
+}
