@@ -14,6 +14,7 @@ pub mod error;
 pub mod mock;
 mod native;
 pub mod provider;
+pub mod ratelimit;
 pub mod registry;
 pub mod reload;
 pub mod repl;
@@ -23,11 +24,12 @@ pub mod services;
 pub mod stdlib;
 pub mod tool;
 
-pub use api::{CallOptions, Event, HostBuilder, RunStream, WatchHandle};
-pub use native::{HandlerFuture, HostFn, NativeTool};
 pub use agent::{RunError, RunErrorKind, RunOptions, RunReport};
+pub use api::{CallOptions, Event, HostBuilder, RunStream, WatchHandle};
 pub use capability::Grants;
 pub use context::CallContext;
+pub use native::{HandlerFuture, HostFn, NativeTool};
+pub use ratelimit::RateLimit;
 pub use tool::{ToolFailure, ToolOutcome};
 
 use arc_swap::ArcSwap;

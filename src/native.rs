@@ -31,6 +31,7 @@ pub struct NativeTool {
     requires: Vec<String>,
     timeout: Duration,
     retries: u32,
+    rate_limit: Option<crate::ratelimit::RateLimit>,
     exclusive: bool,
     errors: Vec<String>,
     handler: Arc<NativeFn>,
@@ -57,6 +58,7 @@ impl NativeTool {
             requires: Vec::new(),
             timeout: DEFAULT_TIMEOUT,
             retries: 0,
+            rate_limit: None,
             exclusive: false,
             errors: Vec::new(),
             handler: Arc::new(move |args, ctx| Box::pin(handler(args, ctx))),
@@ -110,6 +112,16 @@ impl NativeTool {
     /// How many times a failed handler is run again.
     pub fn retries(mut self, n: u32) -> Self {
         self.retries = n;
+        self
+    }
+
+    /// At most `limit.calls` calls per `limit.per`, shared by every run of the host; with
+    /// [`RateLimit::wait`](crate::RateLimit::wait) a call waits for a slot within its deadline.
+    pub fn rate_limit(mut self, limit: crate::ratelimit::RateLimit) -> Self {
+        if let Some(problem) = limit.problem() {
+            self.errors.push(problem);
+        }
+        self.rate_limit = Some(limit);
         self
     }
 
@@ -168,6 +180,7 @@ impl NativeTool {
                 exclusive: self.exclusive,
                 timeout: self.timeout,
                 retries: self.retries,
+                rate_limit: self.rate_limit,
                 loc: self.loc,
                 validator,
                 handler: Arc::new(NativeHandler(self.handler)),

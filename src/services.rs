@@ -110,6 +110,8 @@ pub struct Services {
     pub assume_yes: bool,
     /// Asks at the terminal; `None` when there is no terminal.
     pub approver: Option<Approver>,
+    /// Every tool's rate-limit bucket, shared by all runs of the host.
+    pub rate_limits: crate::ratelimit::RateLimiter,
 }
 
 impl Services {
@@ -120,6 +122,7 @@ impl Services {
             workspace,
             assume_yes: false,
             approver: None,
+            rate_limits: crate::ratelimit::RateLimiter::default(),
         }
     }
 

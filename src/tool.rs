@@ -90,6 +90,8 @@ pub struct Tool {
     pub timeout: Duration,
     /// How many times a failed handler is re-run.
     pub retries: u32,
+    /// Calls allowed per window, shared by every run of the host.
+    pub rate_limit: Option<crate::ratelimit::RateLimit>,
     /// Where the tool was defined.
     pub loc: SourceLoc,
     pub(crate) validator: jsonschema::Validator,
@@ -154,6 +156,8 @@ pub enum FailureKind {
     UnknownTool,
     /// A host function call was refused (capability scope, approval).
     Denied,
+    /// The tool's rate limit had no free slot (not retried; the message says when one frees).
+    RateLimited,
 }
 
 impl FailureKind {
@@ -169,6 +173,7 @@ impl FailureKind {
             FailureKind::Cancelled => "cancelled",
             FailureKind::UnknownTool => "unknown_tool",
             FailureKind::Denied => "denied",
+            FailureKind::RateLimited => "rate_limited",
         }
     }
 }
@@ -330,6 +335,16 @@ impl Tool {
                 started,
             );
         }
+        if let Some(limit) = &self.rate_limit {
+            let deadline = self.deadline(ctx);
+            let slot =
+                ctx.services
+                    .rate_limits
+                    .acquire(&self.name, limit, deadline, ctx.cancel.as_ref());
+            if let Err(f) = slot {
+                return ToolOutcome::failed(f, started);
+            }
+        }
         let mut attempts = 0;
         loop {
             attempts += 1;
@@ -385,13 +400,18 @@ impl Tool {
         }
     }
 
+    /// The deadline of an attempt starting now: the tool's timeout within the run's deadline.
+    fn deadline(&self, ctx: &CallContext) -> Instant {
+        let deadline = Instant::now() + self.timeout;
+        ctx.deadline.map_or(deadline, |d| d.min(deadline))
+    }
+
     fn run_handler(
         self: &Arc<Self>,
         args: &Value,
         ctx: &CallContext,
     ) -> Result<Value, ToolFailure> {
-        let deadline = Instant::now() + self.timeout;
-        let deadline = ctx.deadline.map_or(deadline, |d| d.min(deadline));
+        let deadline = self.deadline(ctx);
         self.handler
             .call(self, args, ctx, deadline)
             .map(limit_result)

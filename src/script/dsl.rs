@@ -33,6 +33,8 @@ pub struct ToolDraft {
     pub timeout_ms: Option<u64>,
     /// `.retries(n)`.
     pub retries: u32,
+    /// `.rate_limit(calls, per_seconds[, #{ wait: true }])`.
+    pub rate_limit: Option<crate::ratelimit::RateLimit>,
     /// `.available_if(fn)`.
     pub available_if: Option<FnPtr>,
     /// `.handler(fn)`.
@@ -174,7 +176,7 @@ fn strings(arr: &Array) -> Result<Vec<String>, String> {
 }
 
 impl ToolBuilder {
-    fn with(&mut self, f: impl FnOnce(&mut ToolDraft)) -> ToolBuilder {
+    pub(super) fn with(&mut self, f: impl FnOnce(&mut ToolDraft)) -> ToolBuilder {
         f(&mut lock(&self.0));
         self.clone()
     }
@@ -326,6 +328,7 @@ pub fn register(engine: &mut Engine) {
             })
         },
     );
+    super::rate_limit_dsl::register(engine);
     engine.register_fn("available_if", |b: &mut ToolBuilder, f: FnPtr| {
         b.with(|d| d.available_if = Some(f))
     });

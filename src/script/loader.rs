@@ -209,6 +209,7 @@ fn finish_tool(d: ToolDraft, unit: &Arc<ScriptUnit>) -> Result<Tool, Vec<LoadErr
             exclusive: d.exclusive,
             timeout: d.timeout_ms.map_or(DEFAULT_TIMEOUT, Duration::from_millis),
             retries: d.retries,
+            rate_limit: d.rate_limit,
             loc: at(d.pos),
             validator,
             handler: Arc::new(ScriptHandler {

@@ -12,6 +12,7 @@ mod library;
 mod peers;
 mod planner;
 mod props;
+mod ratelimit;
 mod reload;
 mod repl;
 mod sandbox;
