@@ -153,6 +153,7 @@ impl HostBuilder {
             db,
         };
         let host = Arc::new(Host::assemble(self.config, services, extras)?);
+        let _ = host.this.set(Arc::downgrade(&host));
         if self.watch {
             let handle = reload::watch(host.clone(), |r| tracing::info!("{r}"))
                 .map_err(|e| HostError::Watch(e.to_string()))?;
@@ -232,6 +233,20 @@ impl Host {
         opts: CallOptions,
     ) -> Result<ToolOutcome, HostError> {
         let tool = self.tool(name)?;
+        let (ctx, watcher) = self.call_context(opts);
+        let outcome = tool.execute_async(args, ctx).await;
+        if let Some(w) = watcher {
+            w.abort();
+        }
+        Ok(outcome)
+    }
+
+    /// The context of a call made with `opts`, and the task carrying its cancel token over to
+    /// the context's flag (abort it when the call is done). Needs a tokio runtime.
+    pub(crate) fn call_context(
+        &self,
+        opts: CallOptions,
+    ) -> (crate::CallContext, Option<tokio::task::JoinHandle<()>>) {
         let mut ctx = self.context(opts.grants.unwrap_or_else(|| self.grants.clone()));
         ctx.context = opts.context;
         ctx.actor_id = opts.actor_id;
@@ -244,11 +259,7 @@ impl Host {
                 flag.store(true, Ordering::Relaxed);
             })
         });
-        let outcome = tool.execute_async(args, ctx).await;
-        if let Some(w) = watcher {
-            w.abort();
-        }
-        Ok(outcome)
+        (ctx, watcher)
     }
 
     /// Runs agent `agent` on `prompt` until it answers or fails. With a database and no

@@ -13,6 +13,7 @@ pub mod db;
 pub mod error;
 pub mod mock;
 mod native;
+pub mod pipeline;
 pub mod provider;
 pub mod ratelimit;
 pub mod registry;
@@ -86,6 +87,9 @@ pub struct Host {
     db: Option<Arc<db::Db>>,
     /// The watcher [`HostBuilder::watch`] started.
     watcher: Mutex<Option<reload::Watcher>>,
+    /// The host itself when it lives in an `Arc` (built by [`HostBuilder`]), for handlers that
+    /// run agents (pipelines).
+    this: std::sync::OnceLock<std::sync::Weak<Host>>,
 }
 
 /// What the builder adds to a host beyond its configuration.
@@ -133,6 +137,7 @@ impl Host {
             grants: extras.grants,
             db: extras.db,
             watcher: Mutex::new(None),
+            this: std::sync::OnceLock::new(),
             config,
         };
         host.load_all()?;
@@ -325,6 +330,7 @@ impl Host {
     pub fn context(&self, grants: capability::Grants) -> context::CallContext {
         let mut ctx = context::CallContext::new(grants, self.services.clone());
         ctx.registry = Some(self.registry());
+        ctx.host = self.this.get().cloned();
         ctx
     }
 

@@ -223,15 +223,26 @@ impl Handler for NativeHandler {
         let mut inner = ctx.clone();
         inner.caller = Some(Arc::new((tool.name.clone(), tool.requires.clone())));
         let future = (self.0)(args.clone(), &inner);
-        let guarded = guard(future, deadline, ctx.cancel.clone(), tool.name.clone());
-        match tokio::runtime::Handle::try_current() {
-            Ok(handle) => handle.block_on(guarded),
-            Err(_) => tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-                .map_err(|e| ToolFailure::sanitized(FailureKind::Runtime, e.to_string()))?
-                .block_on(guarded),
-        }
+        drive(future, deadline, ctx, &tool.name)
+    }
+}
+
+/// Drives an async handler to completion on the calling (blocking) thread, stopping it at
+/// `deadline` or when the run is cancelled.
+pub(crate) fn drive(
+    future: HandlerFuture,
+    deadline: Instant,
+    ctx: &CallContext,
+    name: &str,
+) -> Result<Value, ToolFailure> {
+    let guarded = guard(future, deadline, ctx.cancel.clone(), name.to_string());
+    match tokio::runtime::Handle::try_current() {
+        Ok(handle) => handle.block_on(guarded),
+        Err(_) => tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(|e| ToolFailure::sanitized(FailureKind::Runtime, e.to_string()))?
+            .block_on(guarded),
     }
 }
 
@@ -254,11 +265,11 @@ async fn guard(
         r = future => r,
         _ = tokio::time::sleep_until(deadline.into()) => Err(ToolFailure::sanitized(
             FailureKind::Deadline,
-            format!("native tool \"{name}\" passed its deadline"),
+            format!("tool \"{name}\" passed its deadline"),
         )),
         _ = cancelled => Err(ToolFailure::sanitized(
             FailureKind::Cancelled,
-            format!("native tool \"{name}\" was cancelled"),
+            format!("tool \"{name}\" was cancelled"),
         )),
     }
 }

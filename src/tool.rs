@@ -303,47 +303,8 @@ impl Tool {
     /// the blocking pool (see [`Tool::execute_async`]).
     pub fn execute(self: &Arc<Self>, args: &Value, ctx: &CallContext) -> ToolOutcome {
         let started = Instant::now();
-        let size = serde_json::to_string(args)
-            .map(|t| t.len())
-            .unwrap_or(usize::MAX);
-        if size > MAX_ARGS_BYTES {
-            let msg = format!(
-                "Invalid arguments for tool \"{}\": {size} bytes of JSON; the limit is {MAX_ARGS_BYTES}",
-                self.name
-            );
-            return ToolOutcome::failed(
-                ToolFailure::visible(FailureKind::InvalidArguments, msg),
-                started,
-            );
-        }
-        let violations = self.violations(args);
-        if !violations.is_empty() {
-            let msg = format!(
-                "Invalid arguments for tool \"{}\":\n{}",
-                self.name,
-                violations.join("\n")
-            );
-            return ToolOutcome::failed(
-                ToolFailure::visible(FailureKind::InvalidArguments, msg),
-                started,
-            );
-        }
-        let missing = ctx.grants.missing(&self.requires);
-        if !missing.is_empty() {
-            return ToolOutcome::failed(
-                ToolFailure::visible(FailureKind::Capability, self.capability_message(ctx)),
-                started,
-            );
-        }
-        if let Some(limit) = &self.rate_limit {
-            let deadline = self.deadline(ctx);
-            let slot =
-                ctx.services
-                    .rate_limits
-                    .acquire(&self.name, limit, deadline, ctx.cancel.as_ref());
-            if let Err(f) = slot {
-                return ToolOutcome::failed(f, started);
-            }
+        if let Err(f) = self.admit(args, ctx) {
+            return ToolOutcome::failed(f, started);
         }
         let mut attempts = 0;
         loop {
@@ -361,6 +322,43 @@ impl Tool {
         }
     }
 
+    /// What stands between a call and the handler: argument size and schema, the capability
+    /// guard, then a rate-limit slot (waited for when the limit says so). Blocking.
+    pub fn admit(&self, args: &Value, ctx: &CallContext) -> Result<(), ToolFailure> {
+        let size = serde_json::to_string(args)
+            .map(|t| t.len())
+            .unwrap_or(usize::MAX);
+        if size > MAX_ARGS_BYTES {
+            let msg = format!(
+                "Invalid arguments for tool \"{}\": {size} bytes of JSON; the limit is {MAX_ARGS_BYTES}",
+                self.name
+            );
+            return Err(ToolFailure::visible(FailureKind::InvalidArguments, msg));
+        }
+        let violations = self.violations(args);
+        if !violations.is_empty() {
+            let msg = format!(
+                "Invalid arguments for tool \"{}\":\n{}",
+                self.name,
+                violations.join("\n")
+            );
+            return Err(ToolFailure::visible(FailureKind::InvalidArguments, msg));
+        }
+        if !ctx.grants.missing(&self.requires).is_empty() {
+            return Err(ToolFailure::visible(
+                FailureKind::Capability,
+                self.capability_message(ctx),
+            ));
+        }
+        if let Some(limit) = &self.rate_limit {
+            let deadline = self.deadline(ctx);
+            ctx.services
+                .rate_limits
+                .acquire(&self.name, limit, deadline, ctx.cancel.as_ref())?;
+        }
+        Ok(())
+    }
+
     /// The message of a capability refusal, in the seeds' words.
     pub fn capability_message(&self, ctx: &CallContext) -> String {
         format!(
@@ -369,7 +367,10 @@ impl Tool {
             capability::list(&self.requires),
             ctx.agent
                 .as_deref()
-                .map(|a| format!("agent \"{a}\""))
+                .map(|a| match a.strip_prefix("pipeline:") {
+                    Some(p) => format!("pipeline \"{p}\""),
+                    None => format!("agent \"{a}\""),
+                })
                 .unwrap_or_else(|| "agent".into()),
             ctx.grants.list()
         )

@@ -7,6 +7,7 @@ pub mod host_io;
 pub mod imports;
 pub mod loader;
 pub mod math;
+pub mod pipeline_dsl;
 mod rate_limit_dsl;
 pub mod sandbox;
 pub mod scan;
