@@ -6,8 +6,8 @@ use super::tools_cmd::{parse_context, report_load_problems};
 use super::{CliResult, ContextArgs, Global, parse_caps};
 use clap::Args;
 use kiln::CallOptions;
-use kiln::pipeline::{NodeStatus, PipelineReport, PipelineSpec};
-use serde_json::{Map, Value, json};
+use kiln::pipeline::PipelineReport;
+use serde_json::json;
 use std::process::ExitCode;
 
 /// Arguments of `kiln run`.
@@ -25,33 +25,6 @@ pub struct RunArgs {
     pub run: ContextArgs,
 }
 
-/// Parses `--input` pairs, typed by the pipeline's inputs: a string input takes VALUE as is,
-/// any other reads it as JSON (falling back to the text, which validation then reports).
-fn parse_inputs(spec: &PipelineSpec, pairs: &[String]) -> CliResult<Value> {
-    let mut map = Map::new();
-    for pair in pairs {
-        let (key, text) = pair
-            .split_once('=')
-            .ok_or_else(|| format!("--input {pair:?}: expected KEY=VALUE"))?;
-        let Some(input) = spec.inputs.iter().find(|p| p.name == key) else {
-            let known: Vec<&str> = spec.inputs.iter().map(|p| p.name.as_str()).collect();
-            return Err(format!(
-                "--input {key}: pipeline \"{}\" has no input \"{key}\" (inputs: {})",
-                spec.name,
-                known.join(", ")
-            )
-            .into());
-        };
-        let value = if input.schema["type"] == "string" {
-            json!(text)
-        } else {
-            serde_json::from_str(text).unwrap_or_else(|_| json!(text))
-        };
-        map.insert(key.to_string(), value);
-    }
-    Ok(Value::Object(map))
-}
-
 /// `kiln run`.
 pub fn run(g: &Global, a: RunArgs) -> CliResult<ExitCode> {
     let (host, _db) = g.host_with_db()?;
@@ -64,7 +37,9 @@ pub fn run(g: &Global, a: RunArgs) -> CliResult<ExitCode> {
         runtime.block_on(host.run_pipeline(&a.pipeline, json!({}), CallOptions::default()))?;
         return Ok(ExitCode::from(1));
     };
-    let inputs = parse_inputs(&spec, &a.inputs)?;
+    let inputs = spec
+        .inputs_from_pairs(&a.inputs)
+        .map_err(|e| format!("--input {e}"))?;
     let opts = CallOptions {
         grants: Some(g.mark_ask(parse_caps(&a.run.caps)?)),
         context: parse_context(&a.run.context)?,
@@ -87,40 +62,13 @@ pub fn run(g: &Global, a: RunArgs) -> CliResult<ExitCode> {
     })
 }
 
-/// One line per node on stderr, then the outputs on stdout.
+/// One line per node on stderr, then the outputs on stdout and the failures.
 fn show(report: &PipelineReport) {
-    if let Some(f) = &report.refused {
-        output::error(&format!(
-            "pipeline \"{}\" refused: {}",
-            report.pipeline, f.message
-        ));
-        return;
-    }
-    for n in &report.nodes {
-        let why = n.error.as_ref().map(|e| match &e.detail {
-            Some(d) => format!("{} ({d})", e.message),
-            None => e.message.clone(),
-        });
-        let line = match (n.status, why) {
-            (NodeStatus::Ok, _) => format!("✓ {} = {} {:.1} ms", n.name, n.call, n.duration_ms),
-            (NodeStatus::Failed, w) => format!(
-                "✗ {} = {} failed: {}",
-                n.name,
-                n.call,
-                w.unwrap_or_default()
-            ),
-            (NodeStatus::Skipped, w) => {
-                format!("- {} = {} {}", n.name, n.call, w.unwrap_or_default())
-            }
-        };
+    for line in report.node_lines() {
         eprintln!("  {line}");
     }
-    for (name, value) in &report.outputs {
-        match value {
-            Value::String(s) if report.outputs.len() == 1 => println!("{s}"),
-            v if report.outputs.len() == 1 => println!("{}", output::json(v)),
-            v => println!("{name}: {}", v),
-        }
+    if !report.outputs.is_empty() {
+        println!("{}", report.outputs_text());
     }
     for f in report.failures() {
         output::error(&f);

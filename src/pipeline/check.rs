@@ -58,7 +58,8 @@ pub fn local(p: &PipelineSpec) -> Vec<LoadError> {
             }
         }
     }
-    if let Some(cycle) = find_cycle(p) {
+    // Only a well-named graph has meaningful cycles (an input shadowed by a node loops on itself).
+    if let Some(cycle) = find_cycle(p).filter(|_| errors.is_empty()) {
         let first = p
             .node(&cycle[0])
             .map(|n| n.loc.clone())

@@ -137,6 +137,47 @@ impl PipelineReport {
         }
     }
 
+    /// One line per node (`✓ name = call 1.2 ms`, `✗ ... failed: why`, `- ... not run: ...`),
+    /// failure details included: for people, never for a model.
+    pub fn node_lines(&self) -> Vec<String> {
+        if let Some(f) = &self.refused {
+            return vec![format!(
+                "pipeline \"{}\" refused: {}",
+                self.pipeline, f.message
+            )];
+        }
+        self.nodes
+            .iter()
+            .map(|n| {
+                let why = n.error.as_ref().map_or(String::new(), |e| match &e.detail {
+                    Some(d) => format!("{} ({d})", e.message),
+                    None => e.message.clone(),
+                });
+                match n.status {
+                    NodeStatus::Ok => format!("✓ {} = {} {:.1} ms", n.name, n.call, n.duration_ms),
+                    NodeStatus::Failed => format!("✗ {} = {} failed: {why}", n.name, n.call),
+                    NodeStatus::Skipped => format!("- {} = {} {why}", n.name, n.call),
+                }
+            })
+            .collect()
+    }
+
+    /// The outputs as text: a lone string output as is, one value as JSON, several as
+    /// `name: json` lines; a failed run shows the outputs it has by name, so a missing one is not mistaken.
+    pub fn outputs_text(&self) -> String {
+        let lone = if self.is_ok() { self.outputs.len() } else { 0 };
+        match (lone, self.outputs.values().next()) {
+            (1, Some(Value::String(s))) => s.clone(),
+            (1, Some(v)) => serde_json::to_string_pretty(v).unwrap_or_default(),
+            _ => self
+                .outputs
+                .iter()
+                .map(|(k, v)| format!("{k}: {v}"))
+                .collect::<Vec<_>>()
+                .join("\n"),
+        }
+    }
+
     /// The nodes that ran, as tool-call records for the run log.
     pub fn tool_calls(&self) -> Vec<ToolCallRecord> {
         self.nodes

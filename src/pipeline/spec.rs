@@ -120,6 +120,34 @@ impl PipelineSpec {
         self.nodes.iter().find(|n| n.name == name)
     }
 
+    /// Inputs from `KEY=VALUE` pairs (the CLI's `--input`, the REPL's `:run`): a string input
+    /// takes VALUE as is, any other reads it as JSON (falling back to the text, which
+    /// validation then reports).
+    pub fn inputs_from_pairs<S: AsRef<str>>(&self, pairs: &[S]) -> Result<Value, String> {
+        let mut map = serde_json::Map::new();
+        for pair in pairs {
+            let pair = pair.as_ref();
+            let (key, text) = pair
+                .split_once('=')
+                .ok_or_else(|| format!("{pair:?}: expected KEY=VALUE"))?;
+            let Some(input) = self.inputs.iter().find(|p| p.name == key) else {
+                let known: Vec<&str> = self.inputs.iter().map(|p| p.name.as_str()).collect();
+                return Err(format!(
+                    "pipeline \"{}\" has no input \"{key}\" (inputs: {})",
+                    self.name,
+                    known.join(", ")
+                ));
+            };
+            let value = if input.schema["type"] == "string" {
+                Value::String(text.to_string())
+            } else {
+                serde_json::from_str(text).unwrap_or_else(|_| Value::String(text.to_string()))
+            };
+            map.insert(key.to_string(), value);
+        }
+        Ok(Value::Object(map))
+    }
+
     /// Whether `name` is one of the inputs.
     pub fn is_input(&self, name: &str) -> bool {
         self.inputs.iter().any(|p| p.name == name)

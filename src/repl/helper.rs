@@ -24,6 +24,11 @@ pub const COMMANDS: &[(&str, &str)] = &[
         "TOOL {json}  call a tool and print its result and duration",
     ),
     (":agents", "list agents"),
+    (":pipelines", "list pipelines"),
+    (
+        ":run",
+        "PIPELINE k=v ... | {json}  run a pipeline: each node, then its outputs",
+    ),
     (
         ":agent",
         "NAME | off  chat with an agent: plain lines go to it",

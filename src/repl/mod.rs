@@ -1,6 +1,7 @@
 //! The interactive REPL: call tools, chat with agents, evaluate Rhai, with hot reload on.
 
 mod helper;
+mod pipelines;
 
 use crate::Host;
 use crate::agent::{Observer, RunEvent, RunOptions, run};
@@ -161,6 +162,8 @@ impl Repl {
             ":schema" => self.schema(rest),
             ":call" => self.call(rest),
             ":agents" => self.agents(),
+            ":pipelines" => self.pipelines(),
+            ":run" => self.run_pipeline(rest),
             ":agent" => self.set_agent(rest),
             ":new" => {
                 self.session = None;

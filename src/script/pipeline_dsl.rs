@@ -234,6 +234,8 @@ pub(super) fn finish(d: PipelineDraft, unit: &Arc<ScriptUnit>) -> Result<Pipelin
     }
     let mut nodes = Vec::new();
     for n in d.nodes {
+        // A node with a bad target or closure still defines its value, so the graph checks
+        // do not report it missing as well.
         let target = match crate::pipeline::Target::parse(&n.target) {
             Ok(t) => t,
             Err(e) => {
@@ -241,7 +243,7 @@ pub(super) fn finish(d: PipelineDraft, unit: &Arc<ScriptUnit>) -> Result<Pipelin
                     at(n.pos),
                     named(format!("compute \"{}\": {e}", n.name)),
                 ));
-                continue;
+                crate::pipeline::Target::Tool(n.target.clone())
             }
         };
         let mapper = match n.mapper {
@@ -260,7 +262,7 @@ pub(super) fn finish(d: PipelineDraft, unit: &Arc<ScriptUnit>) -> Result<Pipelin
                         at(n.pos),
                         named(format!("compute \"{}\": the closure {why}", n.name)),
                     ));
-                    continue;
+                    None
                 }
             },
         };

@@ -10,6 +10,7 @@ mod dsl;
 mod exec;
 mod library;
 mod peers;
+mod pipeline;
 mod planner;
 mod props;
 mod ratelimit;
