@@ -90,6 +90,7 @@ impl Completer for ReplHelper {
             (_, 0) => candidates(word, COMMANDS.iter().map(|(c, _)| c.to_string())),
             (":call" | ":schema", 1) => candidates(word, tools()),
             (":schema", 2) => candidates(word, Format::NAMES.iter().map(|f| f.to_string())),
+            (":run", 1) => candidates(word, reg.pipelines().map(|p| p.name.clone())),
             (":agent", 1) => candidates(
                 word,
                 reg.agents()

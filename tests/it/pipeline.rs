@@ -208,3 +208,209 @@ fn load_errors_name_their_position() {
         stderr(&check)
     );
 }
+
+const PRICE_TOOLS: &str = r#"
+tool("database_lookup").description("Look up a product by SKU").param("sku", "string")
+    .requires("database_read")
+    .handler(|args| if args.sku == "SKU-1" { #{ name: "Widget Pro", price: 29.99 } } else { throw tool_error(`no product ${args.sku}`) });
+tool("discount_calculator").param("price", "number").param("percent", "number", #{ "default": 15 })
+    .handler(|args| #{ percent: 15, final_price: (args.price * 85.0).round() / 100.0 });
+pipeline("price_report")
+    .description("Price report for one product")
+    .input("sku", "string", "Product SKU")
+    .compute("product", ["sku"], "database_lookup")
+    .compute("discount", ["product"], "discount_calculator", |v| #{ price: v.product.price })
+    .output("discount")
+    .requires("database_read");
+"#;
+
+#[test]
+fn an_agent_calls_a_pipeline_as_a_tool() {
+    let agent = r#"agent("shop").provider("anthropic").model("mock-model")
+        .tools(["price_report"]).capabilities(["database_read"]);"#;
+    let s = Scripts::new(&[("price.rhai", PRICE_TOOLS), ("shop.rhai", agent)]);
+    let mock = Mock::start(&json!({"turns": [
+        {"tool_calls": [{"name": "price_report", "args": {"sku": "SKU-1"}}]},
+        {"text": "Widget Pro costs 25.49 after the discount."}
+    ]}));
+    let out = ask(
+        &[
+            "shop",
+            "Price of SKU-1?",
+            "--scripts",
+            ".",
+            "--base-url",
+            &mock.url,
+        ],
+        s.path(),
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let reqs = mock.requests();
+    let offered = reqs[0]["body"]["tools"].to_string();
+    assert!(
+        offered.contains("\"price_report\"") && offered.contains("Product SKU"),
+        "the pipeline is offered with its inputs as parameters: {offered}"
+    );
+    let second = reqs[1]["body"].to_string();
+    assert!(
+        second.contains("25.49"),
+        "the model got the pipeline's output: {second}"
+    );
+    let listed = stdout(&kiln(&["tools", "--scripts", "."], s.path()));
+    assert!(listed.contains("(pipeline) Price report"), "{listed}");
+}
+
+/// An agent node's agent, served by `kiln mock` at `url` (Ollama's API: no key needed).
+fn writer(url: &str) -> String {
+    format!(
+        r#"tool("send_email").param("to", "string").requires("email_send").handler(|args| "sent");
+agent("writer").provider("ollama").model("mock-model").base_url("{url}")
+    .tools(["send_email"]).capabilities(["email_send", "database_read"]);
+pipeline("brief").input("sku", "string")
+    .compute("product", ["sku"], "database_lookup")
+    .compute("summary", ["product"], "agent:writer", |v| `Write one line about ${{v.product.name}}`)
+    .output("summary")
+    .requires("database_read");
+"#
+    )
+}
+
+#[test]
+fn an_agent_node_gets_its_prompt_from_the_closure() {
+    let mock = Mock::start(&json!({"require_auth": false, "turns": [
+        {"text": "Widget Pro: sturdy and cheap."}
+    ]}));
+    let s = Scripts::new(&[
+        ("price.rhai", PRICE_TOOLS),
+        ("brief.rhai", &writer(&mock.url)),
+    ]);
+    let (report, out) = run_json(&s, &["brief", "-i", "sku=SKU-1", "--caps", "database_read"]);
+    assert!(out.status.success(), "{report}");
+    assert_eq!(
+        report["outputs"]["summary"],
+        "Widget Pro: sturdy and cheap."
+    );
+    assert_eq!(
+        node(&report, "summary")["args"],
+        "Write one line about Widget Pro"
+    );
+    let sent = mock.requests()[0]["body"].to_string();
+    assert!(sent.contains("Write one line about Widget Pro"), "{sent}");
+    let logs = stdout(&kiln(&["logs"], s.path()));
+    assert!(
+        logs.contains("pipeline:brief") && logs.contains("writer (ollama/mock-model)"),
+        "the pipeline and its agent's run are both logged: {logs}"
+    );
+}
+
+#[test]
+fn a_capability_the_pipeline_does_not_declare_is_refused_inside_it() {
+    let mock = Mock::start(&json!({"require_auth": false, "turns": [
+        {"tool_calls": [{"name": "send_email", "args": {"to": "boss@example.com"}}]},
+        {"text": "sent it"}
+    ]}));
+    let s = Scripts::new(&[
+        ("price.rhai", PRICE_TOOLS),
+        ("brief.rhai", &writer(&mock.url)),
+    ]);
+    // The caller holds email_send, but the pipeline only declares database_read: its agent
+    // node runs with the pipeline's grants.
+    let (report, out) = run_json(
+        &s,
+        &[
+            "brief",
+            "-i",
+            "sku=SKU-1",
+            "--caps",
+            "database_read,email_send",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(1), "{report}");
+    assert_eq!(node(&report, "product")["status"], "ok");
+    let summary = node(&report, "summary");
+    assert_eq!(summary["status"], "failed");
+    assert_eq!(summary["error"]["kind"], "capability");
+    assert_eq!(
+        summary["error"]["message"],
+        "Tool \"send_email\" requires capabilities [email_send] but agent \"writer\" only has [database_read]"
+    );
+    assert_eq!(
+        mock.requests().len(),
+        1,
+        "the refusal stops the agent's run"
+    );
+    // Without the pipeline's own capability the run is refused before any node runs.
+    let (refused, out) = run_json(&s, &["brief", "-i", "sku=SKU-1"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(refused["refused"]["kind"], "capability");
+    assert_eq!(refused["nodes"], json!([]));
+}
+
+#[test]
+fn pipelines_reload_with_their_file_and_a_broken_edit_keeps_the_last_good_one() {
+    let v1 = "tool(\"double\").param(\"n\", \"integer\").handler(|a| a.n * 2);\npipeline(\"p\").input(\"n\", \"integer\").compute(\"out\", [\"n\"], \"double\").output(\"out\");\n";
+    let s = Scripts::new(&[("p.rhai", v1)]);
+    let host = s.host();
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let run = |host: &kiln::Host| {
+        rt.block_on(host.run_pipeline("p", json!({"n": 4}), kiln::CallOptions::default()))
+            .expect("pipeline p")
+            .result()
+            .expect("p runs")
+    };
+    assert_eq!(run(&host), json!(8));
+    let file = s.path().join("p.rhai");
+    std::fs::write(&file, v1.replace("a.n * 2", "a.n * 3")).expect("edit");
+    let report = host.reload_path(&file);
+    assert!(report.errors.is_empty(), "{report}");
+    assert_eq!(run(&host), json!(12), "the node calls the reloaded tool");
+    std::fs::write(
+        &file,
+        v1.replace("[\"n\"], \"double\"", "[\"out\"], \"double\""),
+    )
+    .expect("break");
+    let report = host.reload_path(&file);
+    assert!(
+        report
+            .errors
+            .iter()
+            .any(|e| e.to_string().contains("cycle: out -> out")),
+        "{report}"
+    );
+    assert_eq!(run(&host), json!(12), "the last good version stays live");
+}
+
+#[test]
+fn the_repl_lists_and_runs_pipelines() {
+    use rexpect::session::spawn_command;
+    let s = Scripts::new(&[("composed.rhai", COMPOSED)]);
+    let mut cmd = std::process::Command::new(kiln_bin());
+    cmd.args(["repl", "--scripts", "."])
+        .current_dir(s.path())
+        .env("NO_COLOR", "1")
+        .env("KILN_HISTORY", s.path().join("history"))
+        .env("TERM", "xterm");
+    let mut p = spawn_command(cmd, Some(15_000)).expect("spawn repl");
+    let ready = |p: &mut rexpect::session::PtySession| {
+        p.exp_string("kiln> ").expect("prompt");
+        // Type-ahead is discarded when the terminal switches to raw mode.
+        std::thread::sleep(std::time::Duration::from_millis(150));
+    };
+    ready(&mut p);
+    p.send_line(":pipelines").expect("send");
+    p.exp_string("outer(n) -> final, m").expect("listed");
+    ready(&mut p);
+    p.send_line(":run outer n=5").expect("send");
+    p.exp_string(" m = pipeline:middle ").expect("node line");
+    p.exp_string("final: 30").expect("outputs");
+    ready(&mut p);
+    p.send_line(":run outer n=five").expect("send");
+    p.exp_string("Invalid arguments for tool \"outer\"")
+        .expect("validation");
+    ready(&mut p);
+    p.send_control('d').expect("ctrl-d");
+    p.exp_eof().expect("exits");
+}
