@@ -414,3 +414,54 @@ fn the_repl_lists_and_runs_pipelines() {
     p.send_control('d').expect("ctrl-d");
     p.exp_eof().expect("exits");
 }
+
+#[test]
+fn the_price_report_example_runs_offline() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let catalog = repo().join("examples/catalog").display().to_string();
+    let out = kiln(
+        &[
+            "run",
+            "price_report",
+            "--scripts",
+            &catalog,
+            "-i",
+            "sku=SKU-1",
+            "--caps",
+            "database_read",
+        ],
+        dir.path(),
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(
+        stdout(&out),
+        "Kiln brick costs 4.5; with 15% off it is 3.83.\n"
+    );
+    let err = stderr(&out);
+    for line in [
+        "product = database_lookup",
+        "discount = discount_calculator",
+        "report = agent:writer",
+    ] {
+        assert!(err.contains(line), "{err}");
+    }
+    let bad = kiln(
+        &[
+            "run",
+            "price_report",
+            "--scripts",
+            &catalog,
+            "-i",
+            "sku=nope",
+            "--caps",
+            "database_read",
+        ],
+        dir.path(),
+    );
+    assert_eq!(bad.status.code(), Some(1));
+    assert!(
+        stderr(&bad).contains("Invalid arguments for tool \"price_report\""),
+        "{}",
+        stderr(&bad)
+    );
+}

@@ -144,3 +144,38 @@ fn bad_rate_limits_are_load_errors_at_their_call() {
         ]
     );
 }
+
+#[test]
+fn native_tools_take_the_same_rate_limit() {
+    use kiln::{NativeTool, RateLimit};
+    use std::time::Duration;
+    let ping = |name: &str, limit: RateLimit| {
+        NativeTool::new(name, |_args: Value, _ctx: &kiln::CallContext| async move {
+            Ok(json!("pong"))
+        })
+        .rate_limit(limit)
+    };
+    let host = Host::builder()
+        .tool(ping("ping", RateLimit::new(1, Duration::from_secs(60))))
+        .tool(ping(
+            "broken_limit",
+            RateLimit::new(0, Duration::from_secs(1)),
+        ))
+        .build()
+        .expect("host");
+    let errors: Vec<String> = host.load_errors().iter().map(|e| e.to_string()).collect();
+    assert_eq!(errors.len(), 1, "{errors:?}");
+    assert!(
+        errors[0].contains("tool \"broken_limit\": rate_limit: calls must be at least 1"),
+        "{errors:?}"
+    );
+    let rt = runtime();
+    let first = rt
+        .block_on(host.call("ping", json!({}), CallOptions::default()))
+        .expect("call");
+    assert!(first.is_ok());
+    let second = rt
+        .block_on(host.call("ping", json!({}), CallOptions::default()))
+        .expect("call");
+    assert_eq!(failure(&second).0, "rate_limited");
+}
