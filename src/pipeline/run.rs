@@ -389,17 +389,16 @@ async fn call_tool(
         return (values, Err(f));
     };
     let node = node.clone();
-    let ran = tokio::task::spawn_blocking(move || {
-        let args = map_values(&node, values.clone(), deadline).map_err(|f| (values, f))?;
-        let outcome = tool.execute(&args, &ctx);
-        Ok((args, outcome.result))
-    })
-    .await;
-    match ran {
-        Ok(Ok(done)) => done,
-        Ok(Err((values, f))) => (values, Err(f)),
-        Err(e) => (Value::Null, Err(runtime_failure(e))),
-    }
+    let ran =
+        tokio::task::spawn_blocking(move || match map_values(&node, values.clone(), deadline) {
+            Err(f) => (values, Err(f)),
+            Ok(args) => {
+                let result = tool.execute(&args, &ctx).result;
+                (args, result)
+            }
+        })
+        .await;
+    ran.unwrap_or_else(|e| (Value::Null, Err(runtime_failure(e))))
 }
 
 /// The prompt of an agent node without a closure: a lone string as is, else `name: value` lines.
