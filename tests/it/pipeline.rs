@@ -419,12 +419,15 @@ fn the_repl_lists_and_runs_pipelines() {
 fn the_price_report_example_runs_offline() {
     let dir = tempfile::tempdir().expect("tempdir");
     let catalog = repo().join("examples/catalog").display().to_string();
+    let pipelines = repo().join("examples/pipelines").display().to_string();
     let out = kiln(
         &[
             "run",
             "price_report",
             "--scripts",
             &catalog,
+            "--scripts",
+            &pipelines,
             "-i",
             "sku=SKU-1",
             "--caps",
@@ -451,6 +454,8 @@ fn the_price_report_example_runs_offline() {
             "price_report",
             "--scripts",
             &catalog,
+            "--scripts",
+            &pipelines,
             "-i",
             "sku=nope",
             "--caps",
