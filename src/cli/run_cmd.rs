@@ -39,7 +39,7 @@ pub fn run(g: &Global, a: RunArgs) -> CliResult<ExitCode> {
     };
     let inputs = spec
         .inputs_from_pairs(&a.inputs)
-        .map_err(|e| format!("--input {e}"))?;
+        .map_err(|e| format!("--input: {e}"))?;
     let opts = CallOptions {
         grants: Some(g.mark_ask(parse_caps(&a.run.caps)?)),
         context: parse_context(&a.run.context)?,

@@ -56,7 +56,8 @@ impl Pipeline {
     }
 }
 
-/// Runs a pipeline as a tool's handler (an agent's call, `call_tool`, a `pipeline:` node).
+/// Runs a pipeline as a tool's handler (an agent's call, `call_tool`, a `pipeline:` node);
+/// with a database the run is logged like one of [`Host::run_pipeline`].
 struct PipelineHandler(Arc<PipelineSpec>);
 
 impl Handler for PipelineHandler {
@@ -73,9 +74,11 @@ impl Handler for PipelineHandler {
         inner.deadline = Some(deadline);
         let args = args.clone();
         let future = Box::pin(async move {
-            run::run(host.as_deref(), &spec, args, &inner)
-                .await
-                .result()
+            let report = run::run(host.as_deref(), &spec, args, &inner).await;
+            if let Some(db) = host.as_ref().and_then(|h| h.db.as_ref()) {
+                log(db, &report);
+            }
+            report.result()
         });
         crate::native::drive(future, deadline, ctx, &tool.name)
     }

@@ -138,14 +138,9 @@ impl PipelineReport {
     }
 
     /// One line per node (`✓ name = call 1.2 ms`, `✗ ... failed: why`, `- ... not run: ...`),
-    /// failure details included: for people, never for a model.
+    /// failure details included: for people, never for a model. Empty for a refused run.
     pub fn node_lines(&self) -> Vec<String> {
-        if let Some(f) = &self.refused {
-            return vec![format!(
-                "pipeline \"{}\" refused: {}",
-                self.pipeline, f.message
-            )];
-        }
+        // A refused run has no nodes; `failures()` names the refusal.
         self.nodes
             .iter()
             .map(|n| {
@@ -219,6 +214,8 @@ pub async fn run(
 ) -> PipelineReport {
     let started = Instant::now();
     let mut ctx = caller.clone();
+    // A run of its own (an agent's call of a pipeline is logged apart from the agent's run).
+    ctx.run_id = crate::context::new_run_id();
     ctx.grants = pipeline_grants(&caller.grants, spec);
     ctx.agent = Some(format!("pipeline:{}", spec.name));
     let deadline = started + spec.timeout;
@@ -287,7 +284,7 @@ pub async fn run(
         .collect();
     PipelineReport {
         pipeline: spec.name.clone(),
-        run_id: caller.run_id.clone(),
+        run_id: ctx.run_id.clone(),
         inputs,
         outputs,
         nodes: spec

@@ -86,6 +86,11 @@ fn pipelines_compose_two_levels_deep() {
     // middle(5) = 5 + inner(5) = 5 + 10 = 15; outer doubles it.
     assert_eq!(report["outputs"], json!({"final": 30, "m": 15}));
     assert_eq!(node(&report, "m")["call"], "pipeline:middle");
+    let check = stdout(&kiln(&["check", "--scripts", "."], s.path()));
+    assert!(
+        check.contains("3 pipelines (inner, middle, outer)"),
+        "{check}"
+    );
     let human = kiln(&["run", "outer", "-i", "n=5", "--scripts", "."], s.path());
     assert!(human.status.success());
     assert_eq!(stdout(&human), "final: 30\nm: 15\n");
@@ -255,6 +260,12 @@ fn an_agent_calls_a_pipeline_as_a_tool() {
     assert!(
         second.contains("25.49"),
         "the model got the pipeline's output: {second}"
+    );
+    let logs = stdout(&kiln(&["logs"], s.path()));
+    assert!(
+        logs.contains("pipeline:price_report")
+            && logs.contains("→ database_lookup({\"sku\":\"SKU-1\"})"),
+        "the pipeline's nodes are logged as a run of their own: {logs}"
     );
     let listed = stdout(&kiln(&["tools", "--scripts", "."], s.path()));
     assert!(listed.contains("(pipeline) Price report"), "{listed}");
