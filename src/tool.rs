@@ -303,13 +303,24 @@ impl Tool {
     /// the blocking pool (see [`Tool::execute_async`]).
     pub fn execute(self: &Arc<Self>, args: &Value, ctx: &CallContext) -> ToolOutcome {
         let started = Instant::now();
+        // Fixed before admitting: time spent waiting for a rate-limit slot counts against the
+        // first attempt's deadline.
+        let first_deadline = self.deadline(ctx);
         if let Err(f) = self.admit(args, ctx) {
             return ToolOutcome::failed(f, started);
         }
         let mut attempts = 0;
         loop {
             attempts += 1;
-            let result = self.run_handler(args, ctx);
+            let deadline = if attempts == 1 {
+                first_deadline
+            } else {
+                self.deadline(ctx)
+            };
+            let result = self
+                .handler
+                .call(self, args, ctx, deadline)
+                .map(limit_result);
             let retryable = matches!(&result, Err(f) if !matches!(f.kind, FailureKind::Cancelled));
             if !retryable || attempts > self.retries {
                 return ToolOutcome {
@@ -323,7 +334,8 @@ impl Tool {
     }
 
     /// What stands between a call and the handler: argument size and schema, the capability
-    /// guard, then a rate-limit slot (waited for when the limit says so). Blocking.
+    /// guard, then a rate-limit slot (waited for, within the call's deadline, when the limit
+    /// says so). Blocking.
     pub fn admit(&self, args: &Value, ctx: &CallContext) -> Result<(), ToolFailure> {
         let size = serde_json::to_string(args)
             .map(|t| t.len())
@@ -405,17 +417,6 @@ impl Tool {
     fn deadline(&self, ctx: &CallContext) -> Instant {
         let deadline = Instant::now() + self.timeout;
         ctx.deadline.map_or(deadline, |d| d.min(deadline))
-    }
-
-    fn run_handler(
-        self: &Arc<Self>,
-        args: &Value,
-        ctx: &CallContext,
-    ) -> Result<Value, ToolFailure> {
-        let deadline = self.deadline(ctx);
-        self.handler
-            .call(self, args, ctx, deadline)
-            .map(limit_result)
     }
 }
 

@@ -7,7 +7,6 @@ use super::{CliResult, ContextArgs, Global, parse_caps};
 use clap::Args;
 use kiln::CallOptions;
 use kiln::pipeline::PipelineReport;
-use serde_json::json;
 use std::process::ExitCode;
 
 /// Arguments of `kiln run`.
@@ -29,14 +28,7 @@ pub struct RunArgs {
 pub fn run(g: &Global, a: RunArgs) -> CliResult<ExitCode> {
     let (host, _db) = g.host_with_db()?;
     report_load_problems(&host.registry());
-    let Some(spec) = host.pipelines().into_iter().find(|p| p.name == a.pipeline) else {
-        // Let the library word the unknown-pipeline error.
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()?;
-        runtime.block_on(host.run_pipeline(&a.pipeline, json!({}), CallOptions::default()))?;
-        return Ok(ExitCode::from(1));
-    };
+    let spec = host.pipeline(&a.pipeline)?.spec;
     let inputs = spec
         .inputs_from_pairs(&a.inputs)
         .map_err(|e| format!("--input: {e}"))?;

@@ -90,6 +90,22 @@ impl Host {
         self.registry().pipelines().cloned().collect()
     }
 
+    /// Looks up a pipeline or says which ones exist.
+    pub fn pipeline(&self, name: &str) -> Result<Pipeline, HostError> {
+        let reg = self.registry();
+        reg.pipeline(name).ok_or_else(|| {
+            let known: Vec<String> = reg.pipelines().map(|p| p.name.clone()).collect();
+            HostError::UnknownPipeline {
+                name: name.to_string(),
+                known: if known.is_empty() {
+                    "(none)".into()
+                } else {
+                    known.join(", ")
+                },
+            }
+        })
+    }
+
     /// Runs pipeline `name` on `inputs` (an object of its inputs): validated and guarded like a
     /// call of its tool, then every node through the normal path under the pipeline's grants.
     /// With a database the run is logged, one tool call per node. `Err` only for an unknown
@@ -100,18 +116,7 @@ impl Host {
         inputs: Value,
         opts: CallOptions,
     ) -> Result<PipelineReport, HostError> {
-        let reg = self.registry();
-        let Some(pipeline) = reg.pipeline(name) else {
-            let known: Vec<String> = reg.pipelines().map(|p| p.name.clone()).collect();
-            return Err(HostError::UnknownPipeline {
-                name: name.to_string(),
-                known: if known.is_empty() {
-                    "(none)".into()
-                } else {
-                    known.join(", ")
-                },
-            });
-        };
+        let pipeline = self.pipeline(name)?;
         let (ctx, watcher) = self.call_context(opts);
         let report = match pipeline.tool.admit(&inputs, &ctx) {
             Err(why) => PipelineReport::refused(&pipeline.spec, &ctx.run_id, inputs, why),

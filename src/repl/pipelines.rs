@@ -30,17 +30,9 @@ impl Repl {
         let (name, args) = rest
             .split_once(char::is_whitespace)
             .map_or((rest, ""), |(n, a)| (n, a.trim()));
-        let Some(spec) = self.host.pipelines().into_iter().find(|p| p.name == name) else {
-            let known: Vec<String> = self
-                .host
-                .pipelines()
-                .iter()
-                .map(|p| p.name.clone())
-                .collect();
-            return self.error(&format!(
-                "unknown pipeline \"{name}\"; loaded pipelines: {}",
-                known.join(", ")
-            ));
+        let spec = match self.host.pipeline(name) {
+            Ok(p) => p.spec,
+            Err(e) => return self.error(&e.to_string()),
         };
         let inputs = if args.starts_with('{') {
             serde_json::from_str::<Value>(args)
