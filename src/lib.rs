@@ -299,7 +299,12 @@ impl Host {
             errors.extend(
                 reg.errors
                     .into_iter()
-                    .filter(|e| e.loc.path == shown && e.message.starts_with("duplicate tool")),
+                    // A pipeline calling what no longer exists is this file's error too.
+                    .filter(|e| {
+                        e.loc.path == shown
+                            && (e.message.starts_with("duplicate tool")
+                                || e.message.starts_with("pipeline \""))
+                    }),
             );
         }
         if !errors.is_empty() && old.is_some() {

@@ -392,6 +392,23 @@ fn pipelines_reload_with_their_file_and_a_broken_edit_keeps_the_last_good_one() 
         "{report}"
     );
     assert_eq!(run(&host), json!(12), "the last good version stays live");
+    std::fs::write(
+        &file,
+        v1.replace("\"double\").output", "\"triple\").output"),
+    )
+    .expect("edit");
+    let report = host.reload_path(&file);
+    assert!(
+        report.errors.iter().any(|e| e
+            .to_string()
+            .contains("\"out\" calls tool \"triple\", which does not exist")),
+        "{report}"
+    );
+    assert_eq!(
+        run(&host),
+        json!(12),
+        "a pipeline calling a missing tool is not swapped in"
+    );
 }
 
 #[test]
