@@ -241,16 +241,26 @@ impl Host {
         Ok(outcome)
     }
 
+    /// [`Host::call`] on the calling thread, for code outside an async runtime (the tool's
+    /// deadline still applies; `opts.cancel` is only watched by the async `call`).
+    pub fn call_blocking(
+        &self,
+        name: &str,
+        args: Value,
+        opts: CallOptions,
+    ) -> Result<ToolOutcome, HostError> {
+        let tool = self.tool(name)?;
+        let ctx = self.options_context(&opts);
+        Ok(tool.execute(&args, &ctx))
+    }
+
     /// The context of a call made with `opts`, and the task carrying its cancel token over to
     /// the context's flag (abort it when the call is done). Needs a tokio runtime.
     pub(crate) fn call_context(
         &self,
         opts: CallOptions,
     ) -> (crate::CallContext, Option<tokio::task::JoinHandle<()>>) {
-        let mut ctx = self.context(opts.grants.unwrap_or_else(|| self.grants.clone()));
-        ctx.context = opts.context;
-        ctx.actor_id = opts.actor_id;
-        ctx.deadline = opts.timeout.map(|t| Instant::now() + t);
+        let mut ctx = self.options_context(&opts);
         let watcher = opts.cancel.map(|token| {
             let flag = Arc::new(AtomicBool::new(false));
             ctx.cancel = Some(flag.clone());
@@ -260,6 +270,15 @@ impl Host {
             })
         });
         (ctx, watcher)
+    }
+
+    /// The context `opts` describe: grants (the builder's by default), context, actor, deadline.
+    fn options_context(&self, opts: &CallOptions) -> crate::CallContext {
+        let mut ctx = self.context(opts.grants.clone().unwrap_or_else(|| self.grants.clone()));
+        ctx.context = opts.context.clone();
+        ctx.actor_id = opts.actor_id.clone();
+        ctx.deadline = opts.timeout.map(|t| Instant::now() + t);
+        ctx
     }
 
     /// Runs agent `agent` on `prompt` until it answers or fails. With a database and no
@@ -273,7 +292,7 @@ impl Host {
         if let (None, Some(db)) = (&opts.recorder, &self.db) {
             opts.recorder = Some(Arc::new(crate::db::runlog::RunLogger::new(
                 db.clone(),
-                None,
+                opts.session.clone(),
             )));
         }
         agent::run(self, agent, prompt, opts).await

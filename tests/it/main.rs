@@ -12,7 +12,6 @@ mod library;
 mod peers;
 mod pipeline;
 mod planner;
-mod props;
 mod ratelimit;
 mod reload;
 mod repl;

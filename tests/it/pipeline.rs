@@ -366,46 +366,36 @@ fn pipelines_reload_with_their_file_and_a_broken_edit_keeps_the_last_good_one() 
         .enable_all()
         .build()
         .expect("runtime");
-    let run = |host: &kiln::Host| {
+    let mut watch = host.watch().expect("watch");
+    let mut edit = |src: String| {
+        std::fs::write(s.path().join("p.rhai"), src).expect("write");
+        let next = futures_util::StreamExt::next(&mut watch);
+        rt.block_on(async { tokio::time::timeout(std::time::Duration::from_secs(10), next).await })
+            .expect("a reload report")
+            .expect("watching")
+    };
+    let run = || {
         rt.block_on(host.run_pipeline("p", json!({"n": 4}), kiln::CallOptions::default()))
             .expect("pipeline p")
             .result()
             .expect("p runs")
     };
-    assert_eq!(run(&host), json!(8));
-    let file = s.path().join("p.rhai");
-    std::fs::write(&file, v1.replace("a.n * 2", "a.n * 3")).expect("edit");
-    let report = host.reload_path(&file);
+    assert_eq!(run(), json!(8));
+    let report = edit(v1.replace("a.n * 2", "a.n * 3"));
     assert!(report.errors.is_empty(), "{report}");
-    assert_eq!(run(&host), json!(12), "the node calls the reloaded tool");
-    std::fs::write(
-        &file,
-        v1.replace("[\"n\"], \"double\"", "[\"out\"], \"double\""),
-    )
-    .expect("break");
-    let report = host.reload_path(&file);
+    assert_eq!(run(), json!(12), "the node calls the reloaded tool");
+    let report = edit(v1.replace("[\"n\"], \"double\"", "[\"out\"], \"double\""));
+    assert!(report.to_string().contains("cycle: out -> out"), "{report}");
+    assert_eq!(run(), json!(12), "the last good version stays live");
+    let report = edit(v1.replace("\"double\").output", "\"triple\").output"));
     assert!(
         report
-            .errors
-            .iter()
-            .any(|e| e.to_string().contains("cycle: out -> out")),
-        "{report}"
-    );
-    assert_eq!(run(&host), json!(12), "the last good version stays live");
-    std::fs::write(
-        &file,
-        v1.replace("\"double\").output", "\"triple\").output"),
-    )
-    .expect("edit");
-    let report = host.reload_path(&file);
-    assert!(
-        report.errors.iter().any(|e| e
             .to_string()
-            .contains("\"out\" calls tool \"triple\", which does not exist")),
+            .contains("\"out\" calls tool \"triple\", which does not exist"),
         "{report}"
     );
     assert_eq!(
-        run(&host),
+        run(),
         json!(12),
         "a pipeline calling a missing tool is not swapped in"
     );

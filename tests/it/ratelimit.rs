@@ -2,8 +2,7 @@
 //! the time to the next slot (or wait for it with `wait: true`); `kiln logs` shows them.
 
 use crate::common::*;
-use kiln::capability::Grants;
-use kiln::{CallOptions, Host};
+use kiln::{CallOptions, Grants, Host};
 use serde_json::{Value, json};
 
 const TOOLS: &str = r#"
@@ -13,6 +12,8 @@ tool("quote").description("Quotes a price").param("sku", "string")
 tool("stamp").description("Records when it started").param("who", "string").requires("store")
     .rate_limit(1, 1, #{ wait: true })
     .handler(|args| { store_set("stamps", args.who, now()); args.who });
+tool("stamps").description("When each stamp started").requires("store")
+    .handler(|args| #{ a: store_get("stamps", "a"), b: store_get("stamps", "b") });
 agent("buyer").provider("anthropic").model("mock-model").tools(["quote"]);
 "#;
 
@@ -78,9 +79,17 @@ fn with_wait_the_second_call_starts_after_the_window() {
         a.expect("a").is_ok() && b.expect("b").is_ok(),
         "both wait their turn"
     );
-    let store = &host.services().store;
-    let stamp = |who: &str| store.get("stamps", who).and_then(|v| v.as_f64());
-    let (ta, tb) = (stamp("a").expect("a ran"), stamp("b").expect("b ran"));
+    let stamps = host
+        .call_blocking("stamps", json!({}), CallOptions::default())
+        .expect("stamps")
+        .result
+        .expect("stamps read");
+    let stamp = |who: &str| {
+        stamps[who]
+            .as_f64()
+            .unwrap_or_else(|| panic!("{who} ran: {stamps}"))
+    };
+    let (ta, tb) = (stamp("a"), stamp("b"));
     // The tools' own start times: whichever ran second started a full window after the first.
     assert!((ta - tb).abs() >= 0.95, "started {ta} and {tb}");
 }
