@@ -188,3 +188,23 @@ fn native_tools_take_the_same_rate_limit() {
         .expect("call");
     assert_eq!(failure(&second).0, "rate_limited");
 }
+
+#[test]
+fn waiting_is_bounded_by_the_tools_deadline() {
+    let s = Scripts::new(&[(
+        "t.rhai",
+        "tool(\"patient\").timeout(200).rate_limit(1, 60, #{ wait: true }).handler(|args| \"ok\");",
+    )]);
+    let host = host(&s);
+    let first = host
+        .call_blocking("patient", json!({}), CallOptions::default())
+        .expect("call");
+    assert!(first.is_ok());
+    // The next slot is a minute away, past the 200 ms deadline: no point waiting.
+    let second = host
+        .call_blocking("patient", json!({}), CallOptions::default())
+        .expect("call");
+    let (kind, message) = failure(&second);
+    assert_eq!(kind, "rate_limited");
+    assert!(message.contains("1 call per 60s"), "{message}");
+}
