@@ -172,6 +172,7 @@ impl HostBuilder {
             db,
         };
         let host = Arc::new(Host::assemble(self.config, services, extras)?);
+        let _ = host.this.set(Arc::downgrade(&host));
         if self.watch {
             let handle = reload::watch(host.clone(), |r| tracing::info!("{r}"))
                 .map_err(|e| HostError::Watch(e.to_string()))?;
@@ -244,15 +245,8 @@ impl Host {
         args: Value,
         opts: CallOptions,
     ) -> Result<ToolOutcome, HostError> {
-        let (tool, mut ctx) = self.prepare_call(name, &opts)?;
-        let watcher = opts.cancel.map(|token| {
-            let flag = Arc::new(AtomicBool::new(false));
-            ctx.cancel = Some(flag.clone());
-            tokio::spawn(async move {
-                token.cancelled().await;
-                flag.store(true, Ordering::Relaxed);
-            })
-        });
+        let tool = self.tool(name)?;
+        let (ctx, watcher) = self.call_context(opts);
         let outcome = tool.execute_async(args, ctx).await;
         if let Some(w) = watcher {
             w.abort();
@@ -268,21 +262,36 @@ impl Host {
         args: Value,
         opts: CallOptions,
     ) -> Result<ToolOutcome, HostError> {
-        let (tool, ctx) = self.prepare_call(name, &opts)?;
+        let tool = self.tool(name)?;
+        let ctx = self.options_context(&opts);
         Ok(tool.execute(&args, &ctx))
     }
 
-    fn prepare_call(
+    /// The context of a call made with `opts`, and the task carrying its cancel token over to
+    /// the context's flag (abort it when the call is done). Needs a tokio runtime.
+    pub(crate) fn call_context(
         &self,
-        name: &str,
-        opts: &CallOptions,
-    ) -> Result<(Arc<Tool>, crate::context::CallContext), HostError> {
-        let tool = self.tool(name)?;
+        opts: CallOptions,
+    ) -> (crate::CallContext, Option<tokio::task::JoinHandle<()>>) {
+        let mut ctx = self.options_context(&opts);
+        let watcher = opts.cancel.map(|token| {
+            let flag = Arc::new(AtomicBool::new(false));
+            ctx.cancel = Some(flag.clone());
+            tokio::spawn(async move {
+                token.cancelled().await;
+                flag.store(true, Ordering::Relaxed);
+            })
+        });
+        (ctx, watcher)
+    }
+
+    /// The context `opts` describe: grants (the builder's by default), context, actor, deadline.
+    fn options_context(&self, opts: &CallOptions) -> crate::CallContext {
         let mut ctx = self.context(opts.grants.clone().unwrap_or_else(|| self.grants.clone()));
         ctx.context = opts.context.clone();
         ctx.actor_id = opts.actor_id.clone();
         ctx.deadline = opts.timeout.map(|t| Instant::now() + t);
-        Ok((tool, ctx))
+        ctx
     }
 
     /// Runs agent `agent` on `prompt` until it answers or fails. With a database and no

@@ -36,6 +36,8 @@ pub struct CallContext {
     pub(crate) registry: Option<Arc<crate::registry::Registry>>,
     /// The native tool running, with the capabilities it declares (for [`CallContext::call_tool`]).
     pub(crate) caller: Option<Arc<(String, Vec<crate::capability::Capability>)>>,
+    /// The host, for what a handler runs beyond tools (a pipeline's agent nodes).
+    pub(crate) host: Option<std::sync::Weak<crate::Host>>,
 }
 
 impl CallContext {
@@ -55,6 +57,7 @@ impl CallContext {
             restored: false,
             registry: None,
             caller: None,
+            host: None,
         }
     }
 

@@ -89,6 +89,14 @@ pub enum HostError {
         /// Comma-separated list of loaded agents.
         known: String,
     },
+    /// No pipeline of that name is loaded.
+    #[error("unknown pipeline \"{name}\"; loaded pipelines: {known}")]
+    UnknownPipeline {
+        /// Requested name.
+        name: String,
+        /// Comma-separated list of loaded pipelines.
+        known: String,
+    },
     /// An unknown schema export format.
     #[error(
         "unknown schema format \"{0}\" (expected intermediate, anthropic, openai, openai-strict, ollama)"
@@ -119,6 +127,8 @@ pub enum ErrorKind {
     UnknownAgent,
     /// No such schema format.
     UnknownFormat,
+    /// No such pipeline.
+    UnknownPipeline,
     /// A capability that does not parse.
     BadCapability,
     /// The database could not be opened.
@@ -134,6 +144,7 @@ impl HostError {
             HostError::ScriptsFolder { .. } => ErrorKind::ScriptsFolder,
             HostError::UnknownTool { .. } => ErrorKind::UnknownTool,
             HostError::UnknownAgent { .. } => ErrorKind::UnknownAgent,
+            HostError::UnknownPipeline { .. } => ErrorKind::UnknownPipeline,
             HostError::UnknownFormat(_) => ErrorKind::UnknownFormat,
             HostError::BadCapability(_) | HostError::BadNetScope { .. } => ErrorKind::BadCapability,
             HostError::Database { .. } => ErrorKind::Database,

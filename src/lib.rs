@@ -88,9 +88,11 @@ mod egress;
 mod error;
 mod mock;
 mod native;
+mod pipeline;
 #[cfg(test)]
 mod props;
 mod provider;
+mod ratelimit;
 mod registry;
 mod reload;
 mod repl;
@@ -113,7 +115,12 @@ pub use context::CallContext;
 pub use egress::resolver::{Lookup, NameResolver};
 pub use error::{ErrorKind, HostError, LoadError, SourceLoc};
 pub use native::{HandlerFuture, HostFn, NativeTool};
+pub use pipeline::{
+    Node as PipelineNode, NodeMapper, NodeReport, NodeStatus, Output as PipelineOutput, Pipeline,
+    PipelineReport, PipelineSpec, Target as NodeTarget,
+};
 pub use provider::{CallArgs, Message, ProviderError, StopReason, ToolCall, ToolResult, Usage};
+pub use ratelimit::RateLimit;
 pub use registry::Registry;
 pub use reload::ReloadReport;
 pub use schema::Format;
@@ -177,6 +184,9 @@ pub struct Host {
     watcher: Mutex<Option<reload::Watcher>>,
     /// Modules compiled for `import`; emptied whenever a script changes.
     modules: script::imports::ModuleCache,
+    /// The host itself when it lives in an `Arc` (built by [`HostBuilder`]), for handlers that
+    /// run agents (pipelines).
+    this: std::sync::OnceLock<std::sync::Weak<Host>>,
 }
 
 /// What the builder adds to a host beyond its configuration.
@@ -218,6 +228,7 @@ impl Host {
             db: extras.db,
             watcher: Mutex::new(None),
             modules,
+            this: std::sync::OnceLock::new(),
             config,
         };
         host.load_all()?;
@@ -396,7 +407,12 @@ impl Host {
             errors.extend(
                 reg.errors
                     .into_iter()
-                    .filter(|e| e.loc.path == shown && e.message.starts_with("duplicate tool")),
+                    // A pipeline calling what no longer exists is this file's error too.
+                    .filter(|e| {
+                        e.loc.path == shown
+                            && (e.message.starts_with("duplicate tool")
+                                || e.message.starts_with("pipeline \""))
+                    }),
             );
         }
         if !errors.is_empty() && old.is_some() {
@@ -427,6 +443,7 @@ impl Host {
     pub(crate) fn context(&self, grants: capability::Grants) -> context::CallContext {
         let mut ctx = context::CallContext::new(grants, self.services.clone());
         ctx.registry = Some(self.registry());
+        ctx.host = self.this.get().cloned();
         ctx
     }
 

@@ -31,6 +31,7 @@ pub struct NativeTool {
     requires: Vec<String>,
     timeout: Duration,
     retries: u32,
+    rate_limit: Option<crate::ratelimit::RateLimit>,
     exclusive: bool,
     errors: Vec<String>,
     handler: Arc<NativeFn>,
@@ -57,6 +58,7 @@ impl NativeTool {
             requires: Vec::new(),
             timeout: DEFAULT_TIMEOUT,
             retries: 0,
+            rate_limit: None,
             exclusive: false,
             errors: Vec::new(),
             handler: Arc::new(move |args, ctx| Box::pin(handler(args, ctx))),
@@ -110,6 +112,16 @@ impl NativeTool {
     /// How many times a failed handler is run again.
     pub fn retries(mut self, n: u32) -> Self {
         self.retries = n;
+        self
+    }
+
+    /// At most `limit.calls` calls per `limit.per`, shared by every run of the host; with
+    /// [`RateLimit::wait`](crate::RateLimit::wait) a call waits for a slot within its deadline.
+    pub fn rate_limit(mut self, limit: crate::ratelimit::RateLimit) -> Self {
+        if let Some(problem) = limit.problem() {
+            self.errors.push(problem);
+        }
+        self.rate_limit = Some(limit);
         self
     }
 
@@ -168,6 +180,7 @@ impl NativeTool {
                 exclusive: self.exclusive,
                 timeout: self.timeout,
                 retries: self.retries,
+                rate_limit: self.rate_limit,
                 loc: self.loc,
                 validator,
                 handler: Arc::new(NativeHandler(self.handler)),
@@ -210,15 +223,26 @@ impl Handler for NativeHandler {
         let mut inner = ctx.clone();
         inner.caller = Some(Arc::new((tool.name.clone(), tool.requires.clone())));
         let future = (self.0)(args.clone(), &inner);
-        let guarded = guard(future, deadline, ctx.cancel.clone(), tool.name.clone());
-        match tokio::runtime::Handle::try_current() {
-            Ok(handle) => handle.block_on(guarded),
-            Err(_) => tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-                .map_err(|e| ToolFailure::sanitized(FailureKind::Runtime, e.to_string()))?
-                .block_on(guarded),
-        }
+        drive(future, deadline, ctx, &tool.name)
+    }
+}
+
+/// Drives an async handler to completion on the calling (blocking) thread, stopping it at
+/// `deadline` or when the run is cancelled.
+pub(crate) fn drive(
+    future: HandlerFuture,
+    deadline: Instant,
+    ctx: &CallContext,
+    name: &str,
+) -> Result<Value, ToolFailure> {
+    let guarded = guard(future, deadline, ctx.cancel.clone(), name.to_string());
+    match tokio::runtime::Handle::try_current() {
+        Ok(handle) => handle.block_on(guarded),
+        Err(_) => tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(|e| ToolFailure::sanitized(FailureKind::Runtime, e.to_string()))?
+            .block_on(guarded),
     }
 }
 
@@ -241,11 +265,11 @@ async fn guard(
         r = future => r,
         _ = tokio::time::sleep_until(deadline.into()) => Err(ToolFailure::sanitized(
             FailureKind::Deadline,
-            format!("native tool \"{name}\" passed its deadline"),
+            format!("tool \"{name}\" passed its deadline"),
         )),
         _ = cancelled => Err(ToolFailure::sanitized(
             FailureKind::Cancelled,
-            format!("native tool \"{name}\" was cancelled"),
+            format!("tool \"{name}\" was cancelled"),
         )),
     }
 }

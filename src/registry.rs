@@ -21,6 +21,8 @@ pub(crate) struct LoadedFile {
     pub tools: Vec<Arc<Tool>>,
     /// Agents in definition order, each with where its tool list is (checked by the registry).
     pub agents: Vec<(Arc<AgentSpec>, SourceLoc)>,
+    /// Pipelines in definition order (what they call is checked by the registry).
+    pub pipelines: Vec<crate::pipeline::Pipeline>,
     /// Problems; a file with any is "broken" for hot reload.
     pub errors: Vec<LoadError>,
     /// Advice that does not stop loading.
@@ -34,6 +36,7 @@ pub(crate) struct LoadedFile {
 pub struct Registry {
     tools: IndexMap<String, Arc<Tool>>,
     agents: IndexMap<String, Arc<AgentSpec>>,
+    pipelines: IndexMap<String, crate::pipeline::Pipeline>,
     /// Load errors across all files.
     pub errors: Vec<LoadError>,
     /// Load warnings across all files.
@@ -50,6 +53,7 @@ impl Registry {
     pub(crate) fn build<'a>(files: impl IntoIterator<Item = &'a LoadedFile>) -> Registry {
         let mut reg = Registry::default();
         let mut pending_agents = Vec::new();
+        let mut pending_pipelines = Vec::new();
         for file in files {
             reg.errors.extend(file.errors.iter().cloned());
             reg.warnings.extend(file.warnings.iter().cloned());
@@ -70,7 +74,9 @@ impl Registry {
                 }
             }
             pending_agents.extend(file.agents.iter().cloned());
+            pending_pipelines.extend(file.pipelines.iter().cloned());
         }
+        reg.add_pipelines(pending_pipelines);
         for (agent, at) in pending_agents {
             if let Some(prev) = reg.agents.get(&agent.name) {
                 reg.errors.push(LoadError::at(
@@ -90,7 +96,62 @@ impl Registry {
                     .extend(problems.into_iter().map(|m| LoadError::at(at.clone(), m)));
             }
         }
+        reg.link_pipelines();
         reg
+    }
+
+    /// Pipelines join the tools (a pipeline is a tool too, so names may not clash).
+    fn add_pipelines(&mut self, pipelines: Vec<crate::pipeline::Pipeline>) {
+        for p in pipelines {
+            if let Some(prev) = self.tools.get(&p.spec.name) {
+                self.errors.push(LoadError::at(
+                    p.spec.loc.clone(),
+                    format!(
+                        "duplicate tool \"{}\": already defined at {} (a pipeline is also a tool)",
+                        p.spec.name, prev.loc
+                    ),
+                ));
+                continue;
+            }
+            self.tools.insert(p.spec.name.clone(), p.tool.clone());
+            self.pipelines.insert(p.spec.name.clone(), p);
+        }
+    }
+
+    /// Checks what each pipeline calls against everything loaded; a pipeline with problems is
+    /// dropped (and so are pipelines that call it, on the next pass).
+    fn link_pipelines(&mut self) {
+        loop {
+            let broken: Vec<(String, Vec<LoadError>)> = self
+                .pipelines
+                .values()
+                .map(|p| {
+                    (
+                        p.spec.name.clone(),
+                        crate::pipeline::check::linked(&p.spec, self),
+                    )
+                })
+                .filter(|(_, errors)| !errors.is_empty())
+                .collect();
+            if broken.is_empty() {
+                return;
+            }
+            for (name, errors) in broken {
+                self.pipelines.shift_remove(&name);
+                self.tools.shift_remove(&name);
+                self.errors.extend(errors);
+            }
+        }
+    }
+
+    /// Every pipeline in load order.
+    pub fn pipelines(&self) -> impl Iterator<Item = &Arc<crate::pipeline::PipelineSpec>> {
+        self.pipelines.values().map(|p| &p.spec)
+    }
+
+    /// A pipeline by name.
+    pub fn pipeline(&self, name: &str) -> Option<crate::pipeline::Pipeline> {
+        self.pipelines.get(name).cloned()
     }
 
     fn agent_problems(&self, agent: &AgentSpec) -> Vec<String> {
@@ -172,5 +233,19 @@ impl Registry {
             warnings.extend(w);
         }
         (defs, warnings)
+    }
+}
+
+impl crate::pipeline::check::Lookup for Registry {
+    fn tool(&self, name: &str) -> Option<Arc<Tool>> {
+        self.find(name)
+    }
+
+    fn has_agent(&self, name: &str) -> bool {
+        self.agents.contains_key(name)
+    }
+
+    fn pipeline(&self, name: &str) -> Option<Arc<crate::pipeline::PipelineSpec>> {
+        self.pipelines.get(name).map(|p| p.spec.clone())
     }
 }

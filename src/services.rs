@@ -203,6 +203,8 @@ pub struct Services {
     pub egress: Egress,
     /// When set, host HTTP requests are answered by it and never reach the network (tests).
     pub http_fake: Option<HttpFake>,
+    /// Every tool's rate-limit bucket, shared by all runs of the host.
+    pub rate_limits: crate::ratelimit::RateLimiter,
 }
 
 impl Services {
@@ -215,6 +217,7 @@ impl Services {
             approver: None,
             egress: Egress::default(),
             http_fake: None,
+            rate_limits: crate::ratelimit::RateLimiter::default(),
         }
     }
 

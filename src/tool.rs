@@ -91,6 +91,8 @@ pub struct Tool {
     /// How many times a handler that failed with a retryable error
     /// ([`FailureKind::is_retryable`]) is re-run.
     pub retries: u32,
+    /// Calls allowed per window, shared by every run of the host.
+    pub rate_limit: Option<crate::ratelimit::RateLimit>,
     /// Where the tool was defined.
     pub loc: SourceLoc,
     pub(crate) validator: jsonschema::Validator,
@@ -155,6 +157,8 @@ pub enum FailureKind {
     UnknownTool,
     /// A host function call was refused (capability scope, approval).
     Denied,
+    /// The tool's rate limit had no free slot (not retried; the message says when one frees).
+    RateLimited,
 }
 
 impl FailureKind {
@@ -170,6 +174,7 @@ impl FailureKind {
             FailureKind::Cancelled => "cancelled",
             FailureKind::UnknownTool => "unknown_tool",
             FailureKind::Denied => "denied",
+            FailureKind::RateLimited => "rate_limited",
         }
     }
 
@@ -189,6 +194,7 @@ impl FailureKind {
             | FailureKind::Deadline
             | FailureKind::Cancelled
             | FailureKind::UnknownTool
+            | FailureKind::RateLimited
             | FailureKind::Denied => false,
         }
     }
@@ -320,42 +326,24 @@ impl Tool {
     /// the blocking pool (see [`Tool::execute_async`]).
     pub(crate) fn execute(self: &Arc<Self>, args: &Value, ctx: &CallContext) -> ToolOutcome {
         let started = Instant::now();
-        let size = serde_json::to_string(args)
-            .map(|t| t.len())
-            .unwrap_or(usize::MAX);
-        if size > MAX_ARGS_BYTES {
-            let msg = format!(
-                "Invalid arguments for tool \"{}\": {size} bytes of JSON; the limit is {MAX_ARGS_BYTES}",
-                self.name
-            );
-            return ToolOutcome::failed(
-                ToolFailure::visible(FailureKind::InvalidArguments, msg),
-                started,
-            );
-        }
-        let violations = self.violations(args);
-        if !violations.is_empty() {
-            let msg = format!(
-                "Invalid arguments for tool \"{}\":\n{}",
-                self.name,
-                violations.join("\n")
-            );
-            return ToolOutcome::failed(
-                ToolFailure::visible(FailureKind::InvalidArguments, msg),
-                started,
-            );
-        }
-        let missing = ctx.grants.missing(&self.requires);
-        if !missing.is_empty() {
-            return ToolOutcome::failed(
-                ToolFailure::visible(FailureKind::Capability, self.capability_message(ctx)),
-                started,
-            );
+        // Fixed before admitting: time spent waiting for a rate-limit slot counts against the
+        // first attempt's deadline.
+        let first_deadline = self.deadline(ctx);
+        if let Err(f) = self.admit(args, ctx) {
+            return ToolOutcome::failed(f, started);
         }
         let mut attempts = 0;
         loop {
             attempts += 1;
-            let result = self.run_handler(args, ctx);
+            let deadline = if attempts == 1 {
+                first_deadline
+            } else {
+                self.deadline(ctx)
+            };
+            let result = self
+                .handler
+                .call(self, args, ctx, deadline)
+                .map(limit_result);
             let retryable = matches!(&result, Err(f) if f.kind.is_retryable());
             if !retryable || attempts > self.retries {
                 return ToolOutcome {
@@ -368,6 +356,44 @@ impl Tool {
         }
     }
 
+    /// What stands between a call and the handler: argument size and schema, the capability
+    /// guard, then a rate-limit slot (waited for, within the call's deadline, when the limit
+    /// says so). Blocking.
+    pub fn admit(&self, args: &Value, ctx: &CallContext) -> Result<(), ToolFailure> {
+        let size = serde_json::to_string(args)
+            .map(|t| t.len())
+            .unwrap_or(usize::MAX);
+        if size > MAX_ARGS_BYTES {
+            let msg = format!(
+                "Invalid arguments for tool \"{}\": {size} bytes of JSON; the limit is {MAX_ARGS_BYTES}",
+                self.name
+            );
+            return Err(ToolFailure::visible(FailureKind::InvalidArguments, msg));
+        }
+        let violations = self.violations(args);
+        if !violations.is_empty() {
+            let msg = format!(
+                "Invalid arguments for tool \"{}\":\n{}",
+                self.name,
+                violations.join("\n")
+            );
+            return Err(ToolFailure::visible(FailureKind::InvalidArguments, msg));
+        }
+        if !ctx.grants.missing(&self.requires).is_empty() {
+            return Err(ToolFailure::visible(
+                FailureKind::Capability,
+                self.capability_message(ctx),
+            ));
+        }
+        if let Some(limit) = &self.rate_limit {
+            let deadline = self.deadline(ctx);
+            ctx.services
+                .rate_limits
+                .acquire(&self.name, limit, deadline, ctx.cancel.as_ref())?;
+        }
+        Ok(())
+    }
+
     /// The message of a capability refusal, in the seeds' words.
     pub(crate) fn capability_message(&self, ctx: &CallContext) -> String {
         format!(
@@ -376,7 +402,10 @@ impl Tool {
             capability::list(&self.requires),
             ctx.agent
                 .as_deref()
-                .map(|a| format!("agent \"{a}\""))
+                .map(|a| match a.strip_prefix("pipeline:") {
+                    Some(p) => format!("pipeline \"{p}\""),
+                    None => format!("agent \"{a}\""),
+                })
                 .unwrap_or_else(|| "agent".into()),
             ctx.grants.list()
         )
@@ -415,16 +444,10 @@ impl Tool {
         }
     }
 
-    fn run_handler(
-        self: &Arc<Self>,
-        args: &Value,
-        ctx: &CallContext,
-    ) -> Result<Value, ToolFailure> {
+    /// The deadline of an attempt starting now: the tool's timeout within the run's deadline.
+    fn deadline(&self, ctx: &CallContext) -> Instant {
         let deadline = Instant::now() + self.timeout;
-        let deadline = ctx.deadline.map_or(deadline, |d| d.min(deadline));
-        self.handler
-            .call(self, args, ctx, deadline)
-            .map(limit_result)
+        ctx.deadline.map_or(deadline, |d| d.min(deadline))
     }
 }
 

@@ -151,8 +151,16 @@ pub fn logs(g: &Global, a: LogsArgs) -> CliResult<ExitCode> {
         )?;
         for c in &r.tool_calls {
             let mark = if c.is_error { "✗" } else { "→" };
+            // A limited call never ran: say so, with the wait the model was told.
+            let limited = match c.outcome["error"]["kind"].as_str() {
+                Some("rate_limited") => format!(
+                    "  rate limited: {}",
+                    c.outcome["error"]["message"].as_str().unwrap_or("")
+                ),
+                _ => String::new(),
+            };
             outln!(
-                "  {mark} {}({}) {:.1} ms",
+                "  {mark} {}({}) {:.1} ms{limited}",
                 c.name,
                 output::truncate(&c.args.to_string(), 80),
                 c.duration_ms

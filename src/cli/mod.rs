@@ -8,6 +8,7 @@ mod extract_cmd;
 mod init_cmd;
 mod mock_cmd;
 pub mod output;
+mod run_cmd;
 mod test_cmd;
 mod tools_cmd;
 mod watch_cmd;
@@ -85,6 +86,8 @@ pub enum Command {
     Agents,
     /// Run an agent on a prompt: the answer streams to stdout, tool calls show on stderr.
     Ask(ask::AskArgs),
+    /// Run a pipeline: nodes on stderr, outputs on stdout (everything as JSON with --json).
+    Run(run_cmd::RunArgs),
     /// Serve a fake Anthropic/OpenAI/Ollama provider on 127.0.0.1 from a scenario file.
     Mock(mock_cmd::MockArgs),
     /// Run the tool calls written in free text on stdin ({"tool": ..., "parameters": ...}).
@@ -254,6 +257,7 @@ pub fn run(cli: Cli) -> CliResult<ExitCode> {
         Command::Call(a) => tools_cmd::call(&cli.global, a),
         Command::Agents => tools_cmd::agents(&cli.global),
         Command::Ask(a) => ask::ask(&cli.global, a),
+        Command::Run(a) => run_cmd::run(&cli.global, a),
         Command::Mock(a) => mock_cmd::mock(a),
         Command::Watch => watch_cmd::watch(&cli.global),
         Command::Test(a) => test_cmd::test(&cli.global, a),

@@ -55,7 +55,7 @@ fn format(name: &str) -> Result<Format, HostError> {
     Format::parse(name).ok_or_else(|| HostError::UnknownFormat(name.into()))
 }
 
-fn report_load_problems(reg: &Registry) {
+pub(super) fn report_load_problems(reg: &Registry) {
     for e in &reg.errors {
         output::error(&e.to_string());
     }
@@ -72,12 +72,16 @@ pub fn check(g: &Global) -> CliResult<ExitCode> {
     warn_broad_net_grants(&reg);
     let tools = reg.all().count();
     let agents = reg.agents().count();
+    let pipelines = match reg.pipelines().map(|p| p.name.as_str()).collect::<Vec<_>>() {
+        names if names.is_empty() => String::new(),
+        names => format!(", {} pipelines ({})", names.len(), names.join(", ")),
+    };
     if reg.errors.is_empty() {
-        outln!("ok: {tools} tools, {agents} agents")?;
+        outln!("ok: {tools} tools, {agents} agents{pipelines}")?;
         Ok(ExitCode::SUCCESS)
     } else {
         outln!(
-            "{} error(s); {tools} tools, {agents} agents loaded",
+            "{} error(s); {tools} tools, {agents} agents{pipelines} loaded",
             reg.errors.len()
         )?;
         Ok(ExitCode::from(1))
@@ -130,11 +134,16 @@ pub fn tools(g: &Global, a: ToolsArgs) -> CliResult<ExitCode> {
                 .map(|c| c.to_string())
                 .collect::<Vec<_>>()
                 .join(", ");
+            let description = if reg.pipeline(&t.name).is_some() {
+                format!("(pipeline) {}", t.description)
+            } else {
+                t.description.clone()
+            };
             [
                 t.name.clone(),
                 params,
                 req,
-                output::truncate(&t.description, 60),
+                output::truncate(&description, 60),
             ]
         })
         .collect();

@@ -24,6 +24,11 @@ pub const COMMANDS: &[(&str, &str)] = &[
         "TOOL {json}  call a tool and print its result and duration",
     ),
     (":agents", "list agents"),
+    (":pipelines", "list pipelines"),
+    (
+        ":run",
+        "PIPELINE k=v ... | {json}  run a pipeline: each node, then its outputs",
+    ),
     (
         ":agent",
         "NAME | off  chat with an agent: plain lines go to it",
@@ -85,6 +90,7 @@ impl Completer for ReplHelper {
             (_, 0) => candidates(word, COMMANDS.iter().map(|(c, _)| c.to_string())),
             (":call" | ":schema", 1) => candidates(word, tools()),
             (":schema", 2) => candidates(word, Format::NAMES.iter().map(|f| f.to_string())),
+            (":run", 1) => candidates(word, reg.pipelines().map(|p| p.name.clone())),
             (":agent", 1) => candidates(
                 word,
                 reg.agents()

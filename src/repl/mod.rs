@@ -45,6 +45,9 @@ macro_rules! say {
     };
 }
 
+// After `say!`, which it uses.
+mod pipelines;
+
 /// The REPL's stdout. The first write that fails (the reader of a pipe went away) is kept,
 /// and the REPL ends after the current command.
 #[derive(Clone, Default)]
@@ -202,6 +205,8 @@ impl Repl {
             ":schema" => self.schema(rest),
             ":call" => self.call(rest),
             ":agents" => self.agents(),
+            ":pipelines" => self.pipelines(),
+            ":run" => self.run_pipeline(rest),
             ":agent" => self.set_agent(rest),
             ":new" => {
                 self.session = None;

@@ -33,6 +33,8 @@ pub struct ToolDraft {
     pub timeout_ms: Option<u64>,
     /// `.retries(n)`.
     pub retries: u32,
+    /// `.rate_limit(calls, per_seconds[, #{ wait: true }])`.
+    pub rate_limit: Option<crate::ratelimit::RateLimit>,
     /// `.available_if(fn)`.
     pub available_if: Option<FnPtr>,
     /// `.handler(fn)`.
@@ -76,7 +78,7 @@ pub struct ToolBuilder(Arc<Mutex<ToolDraft>>);
 #[derive(Clone)]
 pub struct AgentBuilder(Arc<Mutex<AgentDraft>>);
 
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+pub(super) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
@@ -87,12 +89,15 @@ pub struct Collected {
     pub tools: Vec<ToolDraft>,
     /// Agents in definition order.
     pub agents: Vec<AgentDraft>,
+    /// Pipelines in definition order.
+    pub pipelines: Vec<super::pipeline_dsl::PipelineDraft>,
 }
 
 #[derive(Default)]
 struct Collector {
     tools: Vec<Arc<Mutex<ToolDraft>>>,
     agents: Vec<Arc<Mutex<AgentDraft>>>,
+    pipelines: Vec<Arc<Mutex<super::pipeline_dsl::PipelineDraft>>>,
 }
 
 thread_local! {
@@ -111,6 +116,7 @@ pub fn collect<T>(f: impl FnOnce() -> T) -> (T, Collected) {
     let collected = Collected {
         tools: col.tools.into_iter().map(take).collect(),
         agents: col.agents.into_iter().map(take).collect(),
+        pipelines: col.pipelines.into_iter().map(take).collect(),
     };
     (out, collected)
 }
@@ -131,6 +137,44 @@ fn take<T: Default>(m: Arc<Mutex<T>>) -> T {
     match Arc::try_unwrap(m) {
         Ok(m) => m.into_inner().unwrap_or_else(|e| e.into_inner()),
         Err(shared) => std::mem::take(&mut *lock(&shared)),
+    }
+}
+
+/// Records a pipeline draft made at a file's top level; an error anywhere else.
+pub(super) fn collect_pipeline(
+    draft: &Arc<Mutex<super::pipeline_dsl::PipelineDraft>>,
+    pos: Position,
+) -> Result<(), Box<EvalAltResult>> {
+    COLLECTOR.with(|c| match c.borrow_mut().as_mut() {
+        Some(col) => {
+            col.pipelines.push(draft.clone());
+            Ok(())
+        }
+        None => Err(outside_load("pipeline", pos)),
+    })
+}
+
+/// Adds `.param`-style parameter `name` to `params`, or records why it cannot be.
+pub(super) fn push_param(
+    params: &mut Vec<Param>,
+    errors: &mut Vec<(Position, String)>,
+    pos: Position,
+    name: &str,
+    ty: &str,
+    options: Result<Value, String>,
+) {
+    let built = options.and_then(|o| {
+        let map = o.as_object().cloned().unwrap_or_default();
+        schema::build_param(name, ty, &map)
+    });
+    match built {
+        Ok((schema, required)) if !params.iter().any(|p| p.name == name) => params.push(Param {
+            name: name.to_string(),
+            schema,
+            required,
+        }),
+        Ok(_) => errors.push((pos, format!("param \"{name}\" is declared twice"))),
+        Err(e) => errors.push((pos, e)),
     }
 }
 
@@ -172,11 +216,11 @@ fn new_agent(ctx: NativeCallContext, name: &str) -> Result<AgentBuilder, Box<Eva
     })
 }
 
-fn to_json(value: &Dynamic) -> Result<Value, String> {
+pub(super) fn to_json(value: &Dynamic) -> Result<Value, String> {
     rhai::serde::from_dynamic::<Value>(value).map_err(|e| e.to_string())
 }
 
-fn strings(arr: &Array) -> Result<Vec<String>, String> {
+pub(super) fn strings(arr: &Array) -> Result<Vec<String>, String> {
     arr.iter()
         .map(|v| {
             v.clone()
@@ -188,7 +232,7 @@ fn strings(arr: &Array) -> Result<Vec<String>, String> {
 }
 
 impl ToolBuilder {
-    fn with(&mut self, f: impl FnOnce(&mut ToolDraft)) -> ToolBuilder {
+    pub(super) fn with(&mut self, f: impl FnOnce(&mut ToolDraft)) -> ToolBuilder {
         f(&mut lock(&self.0));
         self.clone()
     }
@@ -202,23 +246,7 @@ impl ToolBuilder {
     ) -> ToolBuilder {
         self.with(|d| {
             d.params_pos.get_or_insert(pos);
-            let built = options.and_then(|o| {
-                let map = o.as_object().cloned().unwrap_or_default();
-                schema::build_param(name, ty, &map)
-            });
-            match built {
-                Ok((schema, required)) if !d.params.iter().any(|p| p.name == name) => {
-                    d.params.push(Param {
-                        name: name.to_string(),
-                        schema,
-                        required,
-                    })
-                }
-                Ok(_) => d
-                    .errors
-                    .push((pos, format!("param \"{name}\" is declared twice"))),
-                Err(e) => d.errors.push((pos, e)),
-            }
+            push_param(&mut d.params, &mut d.errors, pos, name, ty, options);
         })
     }
 }
@@ -340,6 +368,8 @@ pub fn register(engine: &mut Engine) {
             })
         },
     );
+    super::rate_limit_dsl::register(engine);
+    super::pipeline_dsl::register(engine);
     engine.register_fn("available_if", |b: &mut ToolBuilder, f: FnPtr| {
         b.with(|d| d.available_if = Some(f))
     });

@@ -82,6 +82,12 @@ pub(crate) fn load_source_with(
             Err(errs) => file.errors.extend(errs),
         }
     }
+    for draft in collected.pipelines {
+        match super::pipeline_dsl::finish(draft, &unit) {
+            Ok(p) => file.pipelines.push(p),
+            Err(errs) => file.errors.extend(errs),
+        }
+    }
     for draft in collected.agents {
         let pos = draft.tools_pos;
         match finish_agent(draft, &unit) {
@@ -211,6 +217,7 @@ fn finish_tool(d: ToolDraft, unit: &Arc<ScriptUnit>) -> Result<Tool, Vec<LoadErr
             exclusive: d.exclusive,
             timeout: d.timeout_ms.map_or(DEFAULT_TIMEOUT, Duration::from_millis),
             retries: d.retries,
+            rate_limit: d.rate_limit,
             loc: at(d.pos),
             validator,
             handler: Arc::new(ScriptHandler {
@@ -244,7 +251,7 @@ fn undeclared_calls(
 }
 
 /// Parameters of the handler minus curried (captured) values; `None` when it is not defined.
-fn handler_arity(ast: &AST, f: &rhai::FnPtr) -> Option<usize> {
+pub(super) fn handler_arity(ast: &AST, f: &rhai::FnPtr) -> Option<usize> {
     ast.iter_functions()
         .filter(|m| m.name == f.fn_name())
         .map(|m| m.params.len().saturating_sub(f.curry().len()))
