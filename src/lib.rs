@@ -11,6 +11,7 @@ pub mod context;
 pub mod convert;
 pub mod db;
 pub mod error;
+pub mod mcp;
 pub mod mock;
 mod native;
 pub mod provider;
@@ -23,11 +24,11 @@ pub mod services;
 pub mod stdlib;
 pub mod tool;
 
-pub use api::{CallOptions, Event, HostBuilder, RunStream, WatchHandle};
-pub use native::{HandlerFuture, HostFn, NativeTool};
 pub use agent::{RunError, RunErrorKind, RunOptions, RunReport};
+pub use api::{CallOptions, Event, HostBuilder, RunStream, WatchHandle};
 pub use capability::Grants;
 pub use context::CallContext;
+pub use native::{HandlerFuture, HostFn, NativeTool};
 pub use tool::{ToolFailure, ToolOutcome};
 
 use arc_swap::ArcSwap;
@@ -317,6 +318,16 @@ impl Host {
         } else {
             reload::ReloadReport { errors, ..report }
         }
+    }
+
+    /// Adds (or replaces, by path) a source of tools that is not a script file, such as a
+    /// mounted MCP server, and swaps in a registry that includes it.
+    pub fn set_source(&self, file: LoadedFile) {
+        let Ok(mut files) = self.files.lock() else {
+            return;
+        };
+        files.insert(file.path.clone(), Arc::new(file));
+        self.registry.store(Arc::new(self.build(&files)));
     }
 
     /// A call context holding these grants, with the current registry pinned.
