@@ -9,6 +9,7 @@
 use super::McpError;
 use super::convert::result_from_mcp;
 use crate::Host;
+use crate::error::SourceLoc;
 use crate::native::{NativeTool, native_source};
 use crate::tool::{FailureKind, ToolFailure};
 use rmcp::model::{
@@ -35,11 +36,16 @@ pub enum Target {
         /// Its arguments.
         args: Vec<String>,
     },
-    /// A streamable HTTP endpoint.
-    Url(String),
+    /// A streamable HTTP endpoint, with the environment variable holding its bearer token.
+    Url {
+        /// The endpoint.
+        url: String,
+        /// `bearer_env=VAR`: send `Authorization: Bearer $VAR`.
+        bearer_env: Option<String>,
+    },
 }
 
-/// One server to mount: `NAME=COMMAND [ARGS...]` or `NAME=http://HOST:PORT/mcp`.
+/// One server to mount: `NAME=COMMAND [ARGS...]` or `NAME=http://HOST:PORT/mcp [bearer_env=VAR]`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct MountSpec {
     /// The server's name: tools become `NAME__TOOL`, needing `mcp:NAME`.
@@ -49,7 +55,7 @@ pub struct MountSpec {
 }
 
 impl MountSpec {
-    /// Parses `NAME=COMMAND ARGS...` (split on whitespace) or `NAME=URL`.
+    /// Parses `NAME=COMMAND ARGS...` (split on whitespace) or `NAME=URL [bearer_env=VAR]`.
     pub fn parse(spec: &str) -> Result<Self, McpError> {
         let bad = |reason: &str| McpError::BadSpec {
             spec: spec.to_string(),
@@ -70,7 +76,17 @@ impl MountSpec {
         }
         let rest = rest.trim();
         let target = if rest.starts_with("http://") || rest.starts_with("https://") {
-            Target::Url(rest.to_string())
+            let mut words = rest.split_whitespace();
+            let url = words.next().unwrap_or_default().to_string();
+            let bearer_env = match (words.next(), words.next()) {
+                (None, _) => None,
+                (Some(w), None) => match w.strip_prefix("bearer_env=") {
+                    Some(var) if !var.is_empty() => Some(var.to_string()),
+                    _ => return Err(bad("after the URL only bearer_env=VAR may follow")),
+                },
+                _ => return Err(bad("after the URL only bearer_env=VAR may follow")),
+            };
+            Target::Url { url, bearer_env }
         } else {
             let mut words = rest.split_whitespace().map(str::to_string);
             let program = words.next().ok_or_else(|| bad("no command given"))?;
@@ -220,8 +236,15 @@ async fn connect(spec: &MountSpec, listener: Listener) -> Result<Client, McpErro
                 .await
                 .map_err(|e| failed(format!("handshake failed: {e}")))
         }
-        Target::Url(url) => {
-            let config = StreamableHttpClientTransportConfig::with_uri(url.clone());
+        Target::Url { url, bearer_env } => {
+            let mut config = StreamableHttpClientTransportConfig::with_uri(url.clone());
+            if let Some(var) = bearer_env {
+                let token = std::env::var(var)
+                    .ok()
+                    .filter(|t| !t.is_empty())
+                    .ok_or_else(|| failed(format!("bearer_env={var}: the variable is not set")))?;
+                config = config.auth_header(token);
+            }
             let transport = StreamableHttpClientTransport::from_config(config);
             listener
                 .serve(transport)
@@ -276,6 +299,7 @@ fn proxy(spec: &MountSpec, peer: &Peer<RoleClient>, tool: &rmcp::model::Tool) ->
     .description(tool.description.as_deref().unwrap_or_default())
     .input_schema(Value::Object((*tool.input_schema).clone()))
     .requires(&spec.capability())
+    .located(SourceLoc::new(&spec.source_path(), 0, 0))
 }
 
 #[cfg(test)]
@@ -294,9 +318,22 @@ mod tests {
             }
         );
         assert_eq!(s.capability(), "mcp:py");
-        let u = MountSpec::parse("gh=http://127.0.0.1:3000/mcp").expect("url");
-        assert_eq!(u.target, Target::Url("http://127.0.0.1:3000/mcp".into()));
-        for bad in ["noequals", "=cmd", "a__b=cmd", "a b=cmd", "x="] {
+        let u = MountSpec::parse("gh=http://127.0.0.1:3000/mcp bearer_env=GH").expect("url");
+        assert_eq!(
+            u.target,
+            Target::Url {
+                url: "http://127.0.0.1:3000/mcp".into(),
+                bearer_env: Some("GH".into())
+            }
+        );
+        for bad in [
+            "noequals",
+            "=cmd",
+            "a__b=cmd",
+            "a b=cmd",
+            "x=",
+            "x=http://127.0.0.1/mcp token",
+        ] {
             let e = MountSpec::parse(bad).expect_err(bad).to_string();
             assert!(e.contains(bad), "{e}");
         }

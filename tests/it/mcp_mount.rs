@@ -180,3 +180,34 @@ fn mcp_a_mounted_servers_list_changed_reloads_the_registry() {
     drop(stdin);
     let _ = child.wait();
 }
+
+#[test]
+fn mcp_a_server_mounted_by_url_gets_its_bearer_token() {
+    let server = Scripts::new(&[("tools.rhai", SERVER_TOOLS)]);
+    let http = super::mcp::McpHttp::start(
+        server.path(),
+        &["--scripts", ".", "--token-env", "KILN_MCP_TEST_TOKEN"],
+        &[("KILN_MCP_TEST_TOKEN", "mount-token")],
+    );
+    let dir = Scripts::new(&[]);
+    let call = |mount: &str, token: &str| {
+        Command::new(kiln_bin())
+            .args(["call", "srv__add", r#"{"a": 4, "b": 5}"#, "--scripts", "."])
+            .args(["--caps", "mcp:srv", "--mcp", mount])
+            .env("SRV_TOKEN", token)
+            .current_dir(dir.path())
+            .output()
+            .expect("run kiln call")
+    };
+    let with_token = format!("srv={} bearer_env=SRV_TOKEN", http.url);
+    let ok = call(&with_token, "mount-token");
+    assert!(ok.status.success(), "{}", stderr(&ok));
+    assert!(stdout(&ok).contains("\"result\": \"9\""), "{}", stdout(&ok));
+    let refused = call(&with_token, "wrong-token");
+    assert!(!refused.status.success());
+    assert!(
+        stderr(&refused).contains("MCP server \"srv\": handshake with"),
+        "{}",
+        stderr(&refused)
+    );
+}
