@@ -7,6 +7,7 @@ mod convert;
 mod http;
 pub mod mount;
 mod server;
+mod spec;
 
 pub use http::{HttpOptions, router};
 pub use mount::{MountSpec, Mounts};

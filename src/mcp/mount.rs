@@ -20,106 +20,21 @@ use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig
 use rmcp::transport::{ConfigureCommandExt, StreamableHttpClientTransport, TokioChildProcess};
 use rmcp::{ClientHandler, Peer, RoleClient, ServiceExt};
 use serde_json::Value;
-use std::sync::Arc;
+use std::sync::{Arc, RwLock, Weak};
+use std::time::{Duration, Instant};
 use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
 
-/// Separates the server's name from its tool's in the registry (`fs__read_file`).
-pub const SEPARATOR: &str = "__";
+pub use super::spec::{MountSpec, SEPARATOR, Target};
 
-/// Where a mounted server lives.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Target {
-    /// A program kiln starts and talks to over stdio.
-    Command {
-        /// The program.
-        program: String,
-        /// Its arguments.
-        args: Vec<String>,
-    },
-    /// A streamable HTTP endpoint, with the environment variable holding its bearer token.
-    Url {
-        /// The endpoint.
-        url: String,
-        /// `bearer_env=VAR`: send `Authorization: Bearer $VAR`.
-        bearer_env: Option<String>,
-    },
-}
-
-/// One server to mount: `NAME=COMMAND [ARGS...]` or `NAME=http://HOST:PORT/mcp [bearer_env=VAR]`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct MountSpec {
-    /// The server's name: tools become `NAME__TOOL`, needing `mcp:NAME`.
-    pub name: String,
-    /// Where it lives.
-    pub target: Target,
-}
-
-impl MountSpec {
-    /// Parses `NAME=COMMAND ARGS...` (split on whitespace) or `NAME=URL [bearer_env=VAR]`.
-    pub fn parse(spec: &str) -> Result<Self, McpError> {
-        let bad = |reason: &str| McpError::BadSpec {
-            spec: spec.to_string(),
-            reason: reason.to_string(),
-        };
-        let (name, rest) = spec
-            .split_once('=')
-            .ok_or_else(|| bad("expected NAME=COMMAND or NAME=URL"))?;
-        let name_ok = !name.is_empty()
-            && !name.contains(SEPARATOR)
-            && name
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
-        if !name_ok {
-            return Err(bad(
-                "the name must be letters, digits, - or _ (and not contain __)",
-            ));
-        }
-        let rest = rest.trim();
-        let target = if rest.starts_with("http://") || rest.starts_with("https://") {
-            let mut words = rest.split_whitespace();
-            let url = words.next().unwrap_or_default().to_string();
-            let bearer_env = match (words.next(), words.next()) {
-                (None, _) => None,
-                (Some(w), None) => match w.strip_prefix("bearer_env=") {
-                    Some(var) if !var.is_empty() => Some(var.to_string()),
-                    _ => return Err(bad("after the URL only bearer_env=VAR may follow")),
-                },
-                _ => return Err(bad("after the URL only bearer_env=VAR may follow")),
-            };
-            Target::Url { url, bearer_env }
-        } else {
-            let mut words = rest.split_whitespace().map(str::to_string);
-            let program = words.next().ok_or_else(|| bad("no command given"))?;
-            Target::Command {
-                program,
-                args: words.collect(),
-            }
-        };
-        Ok(MountSpec {
-            name: name.to_string(),
-            target,
-        })
-    }
-
-    /// The capability a caller needs to use this server's tools.
-    pub fn capability(&self) -> String {
-        format!("mcp:{}", self.name)
-    }
-
-    fn source_path(&self) -> String {
-        format!("<mcp:{}>", self.name)
-    }
-}
-
-/// Hears a server's `list_changed` and asks for a remount of its tools.
+/// Hears a server's `list_changed` and asks its supervisor for a remount of its tools.
 struct Listener {
-    server: usize,
-    changed: mpsc::UnboundedSender<usize>,
+    changed: mpsc::UnboundedSender<()>,
 }
 
 impl ClientHandler for Listener {
     async fn on_tool_list_changed(&self, _cx: NotificationContext<RoleClient>) {
-        let _ = self.changed.send(self.server);
+        let _ = self.changed.send(());
     }
 
     fn get_info(&self) -> ClientConfig {
@@ -133,16 +48,29 @@ impl ClientHandler for Listener {
 
 type Client = RunningService<RoleClient, Listener>;
 
-/// The mounted servers; their tools leave the registry's view only with the host, and the
-/// servers are stopped when this is dropped.
+/// The live connection to one server, or `None` while it is being restarted.
+type Slot = Arc<RwLock<Option<Peer<RoleClient>>>>;
+
+/// A line for the operator (reloads, restarts).
+type Report = Arc<dyn Fn(String) + Send + Sync>;
+
+/// The first wait before restarting a server that stopped; doubled up to [`MAX_BACKOFF`].
+const FIRST_BACKOFF: Duration = Duration::from_millis(250);
+const MAX_BACKOFF: Duration = Duration::from_secs(30);
+/// A server that ran this long before stopping is restarted after [`FIRST_BACKOFF`] again.
+const STABLE: Duration = Duration::from_secs(10);
+
+/// The mounted servers, each watched by a supervisor that remounts its tools on
+/// `list_changed` and restarts it (with backoff) when it stops. Dropping this stops them.
 pub struct Mounts {
     runtime: Option<tokio::runtime::Runtime>,
-    clients: Vec<Arc<Client>>,
+    stop: CancellationToken,
+    supervisors: Vec<tokio::task::JoinHandle<()>>,
 }
 
 impl Mounts {
-    /// Connects to every server, adds its tools to `host`'s registry and keeps them current
-    /// as servers announce changes (each reload is reported through `report`).
+    /// Connects to every server and adds its tools to `host`'s registry; a server that cannot
+    /// be started is an error. Reloads and restarts are reported through `report`.
     pub fn start(
         host: &Arc<Host>,
         specs: Vec<MountSpec>,
@@ -154,68 +82,162 @@ impl Mounts {
             .enable_all()
             .build()
             .map_err(|e| McpError::Session(e.to_string()))?;
-        let (changed, mut changes) = mpsc::unbounded_channel();
-        // A thread of its own: the caller may itself be inside a runtime, where block_on panics.
         let connecting = async {
-            let mut clients = Vec::new();
-            for (i, spec) in specs.iter().enumerate() {
-                let listener = Listener {
-                    server: i,
-                    changed: changed.clone(),
-                };
-                let client = Arc::new(connect(spec, listener).await?);
-                install(host, spec, &client).await?;
-                clients.push(client);
+            let mut started = Vec::new();
+            for spec in specs {
+                let slot = Slot::default();
+                let (changed, changes) = mpsc::unbounded_channel();
+                let client = start_server(host, &spec, &slot, changed.clone()).await?;
+                started.push(Server {
+                    spec,
+                    slot,
+                    changed,
+                    changes,
+                    client,
+                });
             }
-            Ok::<_, McpError>(clients)
+            Ok::<_, McpError>(started)
         };
-        let clients = std::thread::scope(|s| {
+        // A thread of its own: the caller may itself be inside a runtime, where block_on panics.
+        let started = std::thread::scope(|s| {
             s.spawn(|| runtime.block_on(connecting))
                 .join()
                 .unwrap_or_else(|_| Err(McpError::Session("mounting panicked".into())))
         })?;
-        let (weak, watched) = (Arc::downgrade(host), clients.clone());
-        runtime.spawn(async move {
-            while let Some(i) = changes.recv().await {
-                let (Some(host), Some(client), Some(spec)) =
-                    (weak.upgrade(), watched.get(i), specs.get(i))
-                else {
-                    return;
+        let report: Report = Arc::new(report);
+        let stop = CancellationToken::new();
+        let supervisors = started
+            .into_iter()
+            .map(|server| {
+                let watch = Watch {
+                    host: Arc::downgrade(host),
+                    report: report.clone(),
+                    stop: stop.clone(),
                 };
-                match install(&host, spec, client).await {
-                    Ok(n) => report(format!(
-                        "reloaded MCP server {}: {n} tools (the server's list changed)",
-                        spec.name
-                    )),
-                    Err(e) => report(format!("kiln: {e}")),
-                }
-            }
-        });
+                runtime.spawn(supervise(server, watch))
+            })
+            .collect();
         Ok(Mounts {
             runtime: Some(runtime),
-            clients,
+            stop,
+            supervisors,
         })
     }
 }
 
 impl Drop for Mounts {
     fn drop(&mut self) {
-        let clients = std::mem::take(&mut self.clients);
+        self.stop.cancel();
+        let supervisors = std::mem::take(&mut self.supervisors);
         if let Some(rt) = self.runtime.take() {
-            // Closing stdin lets each child exit; again a thread of its own (see `start`).
+            // Let each supervisor close its server (a child sees stdin close and exits); in a
+            // thread of its own, as in `start`.
             std::thread::scope(|s| {
                 s.spawn(|| {
                     rt.block_on(async {
-                        for c in clients {
-                            if let Ok(c) = Arc::try_unwrap(c) {
-                                let _ = c.cancel().await;
-                            }
+                        for task in supervisors {
+                            let _ = tokio::time::timeout(Duration::from_secs(5), task).await;
                         }
                     })
                 });
             });
             rt.shutdown_background();
         }
+    }
+}
+
+/// One mounted server as its supervisor holds it.
+struct Server {
+    spec: MountSpec,
+    slot: Slot,
+    changed: mpsc::UnboundedSender<()>,
+    changes: mpsc::UnboundedReceiver<()>,
+    client: Client,
+}
+
+/// What every supervisor shares.
+struct Watch {
+    host: Weak<Host>,
+    report: Report,
+    stop: CancellationToken,
+}
+
+/// Connects, fills the slot and mounts the server's tools.
+async fn start_server(
+    host: &Host,
+    spec: &MountSpec,
+    slot: &Slot,
+    changed: mpsc::UnboundedSender<()>,
+) -> Result<Client, McpError> {
+    let client = connect(spec, Listener { changed }).await?;
+    if let Ok(mut s) = slot.write() {
+        *s = Some(client.peer().clone());
+    }
+    install(host, spec, slot, client.peer()).await?;
+    Ok(client)
+}
+
+/// Serves one server for as long as the mounts live: remounts on `list_changed`, restarts
+/// with backoff when it stops (its tools stay listed; calls meanwhile get a clear error).
+async fn supervise(mut server: Server, watch: Watch) {
+    let mut backoff = FIRST_BACKOFF;
+    loop {
+        let since = Instant::now();
+        let ct = server.client.cancellation_token();
+        let mut waiting = std::pin::pin!(server.client.waiting());
+        let reason = loop {
+            tokio::select! {
+                () = watch.stop.cancelled() => {
+                    ct.cancel();
+                    let _ = waiting.await;
+                    return;
+                }
+                Some(()) = server.changes.recv() => {
+                    let Some(host) = watch.host.upgrade() else { return };
+                    let peer = server.slot.read().ok().and_then(|p| p.clone());
+                    let Some(peer) = peer else { continue };
+                    match install(&host, &server.spec, &server.slot, &peer).await {
+                        Ok(n) => (watch.report)(format!(
+                            "reloaded MCP server {}: {n} tools (the server's list changed)",
+                            server.spec.name
+                        )),
+                        Err(e) => (watch.report)(format!("kiln: {e}")),
+                    }
+                }
+                r = &mut waiting => break r,
+            }
+        };
+        if let Ok(mut s) = server.slot.write() {
+            *s = None;
+        }
+        if since.elapsed() > STABLE {
+            backoff = FIRST_BACKOFF;
+        }
+        let why = match reason {
+            Ok(r) => format!("{r:?}"),
+            Err(e) => e.to_string(),
+        };
+        // Restart, waiting longer after each failure, until it runs or the mounts are dropped.
+        server.client = loop {
+            (watch.report)(format!(
+                "kiln: MCP server {} stopped ({why}); restarting in {} ms",
+                server.spec.name,
+                backoff.as_millis()
+            ));
+            tokio::select! {
+                () = watch.stop.cancelled() => return,
+                () = tokio::time::sleep(backoff) => {}
+            }
+            backoff = (backoff * 2).min(MAX_BACKOFF);
+            let Some(host) = watch.host.upgrade() else {
+                return;
+            };
+            match start_server(&host, &server.spec, &server.slot, server.changed.clone()).await {
+                Ok(client) => break client,
+                Err(e) => (watch.report)(format!("kiln: {e}")),
+            }
+        };
+        (watch.report)(format!("restarted MCP server {}", server.spec.name));
     }
 }
 
@@ -255,16 +277,17 @@ async fn connect(spec: &MountSpec, listener: Listener) -> Result<Client, McpErro
 }
 
 /// Lists the server's tools and swaps them into the host's registry; how many there are.
-async fn install(host: &Host, spec: &MountSpec, client: &Client) -> Result<usize, McpError> {
-    let tools = client
-        .list_all_tools()
-        .await
-        .map_err(|e| McpError::Server {
-            server: spec.name.clone(),
-            message: format!("tools/list failed: {e}"),
-        })?;
-    let peer = client.peer().clone();
-    let natives: Vec<NativeTool> = tools.iter().map(|t| proxy(spec, &peer, t)).collect();
+async fn install(
+    host: &Host,
+    spec: &MountSpec,
+    slot: &Slot,
+    peer: &Peer<RoleClient>,
+) -> Result<usize, McpError> {
+    let tools = peer.list_all_tools().await.map_err(|e| McpError::Server {
+        server: spec.name.clone(),
+        message: format!("tools/list failed: {e}"),
+    })?;
+    let natives: Vec<NativeTool> = tools.iter().map(|t| proxy(spec, slot, t)).collect();
     let count = natives.len();
     let mut file = native_source(natives);
     file.path = spec.source_path();
@@ -272,16 +295,24 @@ async fn install(host: &Host, spec: &MountSpec, client: &Client) -> Result<usize
     Ok(count)
 }
 
-/// A registry tool forwarding validated arguments to the server's tool.
-fn proxy(spec: &MountSpec, peer: &Peer<RoleClient>, tool: &rmcp::model::Tool) -> NativeTool {
+/// A registry tool forwarding validated arguments to the server's tool, through whichever
+/// connection is live when it is called.
+fn proxy(spec: &MountSpec, slot: &Slot, tool: &rmcp::model::Tool) -> NativeTool {
     let remote = tool.name.to_string();
-    let (server, peer) = (spec.name.clone(), peer.clone());
+    let (server, slot) = (spec.name.clone(), slot.clone());
     let forward = remote.clone();
     NativeTool::new(
         format!("{}{SEPARATOR}{remote}", spec.name),
         move |args, _ctx| {
-            let (peer, server, remote) = (peer.clone(), server.clone(), forward.clone());
+            let peer = slot.read().ok().and_then(|p| p.clone());
+            let (server, remote) = (server.clone(), forward.clone());
             async move {
+                let Some(peer) = peer else {
+                    return Err(ToolFailure::visible(
+                        FailureKind::ToolError,
+                        format!("MCP server \"{server}\" is not running (kiln is restarting it); try again shortly"),
+                    ));
+                };
                 let mut req = CallToolRequestParams::new(remote.clone());
                 if let Value::Object(map) = args {
                     req = req.with_arguments(map);
@@ -300,42 +331,4 @@ fn proxy(spec: &MountSpec, peer: &Peer<RoleClient>, tool: &rmcp::model::Tool) ->
     .input_schema(Value::Object((*tool.input_schema).clone()))
     .requires(&spec.capability())
     .located(SourceLoc::new(&spec.source_path(), 0, 0))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn specs_parse_commands_and_urls_and_refuse_bad_names() {
-        let s = MountSpec::parse("py=python3 server.py --quiet").expect("command");
-        assert_eq!(s.name, "py");
-        assert_eq!(
-            s.target,
-            Target::Command {
-                program: "python3".into(),
-                args: vec!["server.py".into(), "--quiet".into()]
-            }
-        );
-        assert_eq!(s.capability(), "mcp:py");
-        let u = MountSpec::parse("gh=http://127.0.0.1:3000/mcp bearer_env=GH").expect("url");
-        assert_eq!(
-            u.target,
-            Target::Url {
-                url: "http://127.0.0.1:3000/mcp".into(),
-                bearer_env: Some("GH".into())
-            }
-        );
-        for bad in [
-            "noequals",
-            "=cmd",
-            "a__b=cmd",
-            "a b=cmd",
-            "x=",
-            "x=http://127.0.0.1/mcp token",
-        ] {
-            let e = MountSpec::parse(bad).expect_err(bad).to_string();
-            assert!(e.contains(bad), "{e}");
-        }
-    }
 }

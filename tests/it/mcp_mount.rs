@@ -211,3 +211,99 @@ fn mcp_a_server_mounted_by_url_gets_its_bearer_token() {
         stderr(&refused)
     );
 }
+
+/// Waits (up to 30 s) for a stderr line containing `what`.
+fn wait_line(lines: &std::sync::mpsc::Receiver<String>, what: &str) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while let Some(left) = deadline.checked_duration_since(std::time::Instant::now()) {
+        match lines.recv_timeout(left) {
+            Ok(line) if line.contains(what) => return,
+            Ok(_) => {}
+            Err(_) => break,
+        }
+    }
+    panic!("no stderr line containing {what:?}");
+}
+
+#[test]
+fn mcp_a_mounted_server_that_dies_gives_a_clear_error_then_is_restarted() {
+    let server = Scripts::new(&[("tools.rhai", SERVER_TOOLS)]);
+    let dir = Scripts::new(&[]);
+    let d = dir.path().display();
+    // The wrapper refuses to start while `down` exists, so the outage lasts until we lift it.
+    let wrapper = format!(
+        "#!/bin/sh\nif [ -e {d}/down ]; then exit 1; fi\necho $$ >> {d}/pids\nexec {} mcp --no-stdlib --scripts {}\n",
+        kiln_bin().display(),
+        server.path().display()
+    );
+    std::fs::write(dir.path().join("server.sh"), wrapper).expect("wrapper");
+    let mount = format!("srv=sh {d}/server.sh");
+    let mut child = Command::new(kiln_bin())
+        .args([
+            "mcp",
+            "--no-stdlib",
+            "--scripts",
+            ".",
+            "--caps",
+            "mcp:srv",
+            "--mcp",
+            &mount,
+        ])
+        .current_dir(dir.path())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start kiln mcp");
+    let (tx, errs) = std::sync::mpsc::channel();
+    let stderr_pipe = child.stderr.take().expect("stderr");
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr_pipe).lines().map_while(Result::ok) {
+            let _ = tx.send(line);
+        }
+    });
+    let mut stdin = child.stdin.take().expect("stdin");
+    let mut out = BufReader::new(child.stdout.take().expect("stdout")).lines();
+    let mut rpc = |id: u32, method: &str, params: Value| -> Value {
+        let msg = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+        writeln!(stdin, "{msg}").expect("send");
+        loop {
+            let line = out.next().expect("a message").expect("read");
+            let v: Value = serde_json::from_str(&line).unwrap_or_else(|e| panic!("{line:?}: {e}"));
+            if v["id"] == id {
+                return v;
+            }
+        }
+    };
+    rpc(
+        0,
+        "initialize",
+        json!({"protocolVersion": "2025-11-25", "capabilities": {},
+        "clientInfo": {"name": "raw", "version": "0"}}),
+    );
+    let add = json!({"name": "srv__add", "arguments": {"a": 1, "b": 2}});
+    let text = |v: &Value| {
+        v["result"]["content"][0]["text"]
+            .as_str()
+            .unwrap_or("")
+            .to_string()
+    };
+    assert_eq!(text(&rpc(1, "tools/call", add.clone())), "3");
+
+    std::fs::write(dir.path().join("down"), "").expect("down");
+    let pids = std::fs::read_to_string(dir.path().join("pids")).expect("pids");
+    signal(pids.trim().parse().expect("pid"), "KILL");
+    wait_line(&errs, "MCP server srv stopped");
+    let during = rpc(2, "tools/call", add.clone());
+    assert_eq!(during["result"]["isError"], true, "{during}");
+    assert!(
+        text(&during).contains("MCP server \"srv\" is not running"),
+        "{during}"
+    );
+
+    std::fs::remove_file(dir.path().join("down")).expect("up");
+    wait_line(&errs, "restarted MCP server srv");
+    assert_eq!(text(&rpc(3, "tools/call", add)), "3");
+    drop(stdin);
+    let _ = child.wait();
+}
