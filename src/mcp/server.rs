@@ -129,7 +129,7 @@ impl ServerHandler for McpServer {
         let mut rx = self.changed.subscribe();
         let peer = cx.peer.clone();
         tokio::spawn(async move {
-            while rx.recv().await.is_ok() {
+            while changed(&mut rx).await {
                 if peer.notify_tool_list_changed().await.is_err() {
                     break;
                 }
@@ -149,12 +149,18 @@ impl ServerHandler for McpServer {
         loop {
             tokio::select! {
                 () = cx.cancelled() => return Ok(()),
-                r = rx.recv() => {
-                    if r.is_err() || cx.sink().notify_tool_list_changed().await.is_err() {
+                more = changed(&mut rx) => {
+                    if !more || cx.sink().notify_tool_list_changed().await.is_err() {
                         return Ok(());
                     }
                 }
             }
         }
     }
+}
+
+/// Waits for the next reload; false once the server is gone. Reloads missed while the
+/// client was slow still count as one change (the client refetches the whole list anyway).
+async fn changed(rx: &mut broadcast::Receiver<()>) -> bool {
+    !matches!(rx.recv().await, Err(broadcast::error::RecvError::Closed))
 }
