@@ -252,3 +252,55 @@ fn mcp_stdio_invalid_arguments_are_an_error_result_naming_the_path() {
     );
     assert_eq!(replies[2]["result"]["content"][0]["text"], "Hello, Ada!");
 }
+
+/// Waits (up to 30 s) for a stderr line containing `what`.
+pub fn wait_line(lines: &std::sync::mpsc::Receiver<String>, what: &str) -> String {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while let Some(left) = deadline.checked_duration_since(std::time::Instant::now()) {
+        match lines.recv_timeout(left) {
+            Ok(line) if line.contains(what) => return line,
+            Ok(_) => {}
+            Err(_) => break,
+        }
+    }
+    panic!("no stderr line containing {what:?}");
+}
+
+#[test]
+fn mcp_a_cancelled_call_stops_its_handler() {
+    let scripts = Scripts::new(&[(
+        "slow.rhai",
+        r#"tool("slow").description("Takes 10 s").handler(|args| { for i in 0..500 { sleep(0.02); } "done" });"#,
+    )]);
+    let mut child = Command::new(kiln_bin())
+        .args(["mcp", "--no-stdlib", "--scripts", ".", "-v"])
+        .current_dir(scripts.path())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start kiln mcp");
+    let (tx, errs) = std::sync::mpsc::channel();
+    let pipe = child.stderr.take().expect("stderr");
+    std::thread::spawn(move || {
+        for line in BufReader::new(pipe).lines().map_while(Result::ok) {
+            let _ = tx.send(line);
+        }
+    });
+    let mut stdin = child.stdin.take().expect("stdin");
+    let mut out = BufReader::new(child.stdout.take().expect("stdout")).lines();
+    for msg in handshake(&[]) {
+        writeln!(stdin, "{msg}").expect("send");
+    }
+    out.next().expect("initialize reply").expect("read");
+    let call = json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
+        "params": {"name": "slow", "arguments": {}}});
+    let cancel = json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+        "params": {"requestId": 7, "reason": "the user changed their mind"}});
+    writeln!(stdin, "{call}\n{cancel}").expect("send");
+    // The handler stops through its cancel flag long before its 10 s are up.
+    let failed = wait_line(&errs, "MCP call failed");
+    assert!(failed.contains("\"cancelled\""), "{failed}");
+    drop(stdin);
+    let _ = child.wait();
+}

@@ -1,6 +1,7 @@
 //! MCP servers inside kiln: `kiln mcp` itself is mounted with `--mcp srv=...`, its tools run in
 //! an agent against `kiln mock`, and its list_changed reaches the registry.
 
+use super::mcp::wait_line;
 use crate::common::*;
 use serde_json::{Value, json};
 use std::io::{BufRead, BufReader, Write};
@@ -210,19 +211,6 @@ fn mcp_a_server_mounted_by_url_gets_its_bearer_token() {
         "{}",
         stderr(&refused)
     );
-}
-
-/// Waits (up to 30 s) for a stderr line containing `what`.
-fn wait_line(lines: &std::sync::mpsc::Receiver<String>, what: &str) {
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
-    while let Some(left) = deadline.checked_duration_since(std::time::Instant::now()) {
-        match lines.recv_timeout(left) {
-            Ok(line) if line.contains(what) => return,
-            Ok(_) => {}
-            Err(_) => break,
-        }
-    }
-    panic!("no stderr line containing {what:?}");
 }
 
 #[test]
