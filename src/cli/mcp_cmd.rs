@@ -22,6 +22,9 @@ pub struct McpArgs {
     /// HTTP only: require `Authorization: Bearer TOKEN`, TOKEN read from this environment variable.
     #[arg(long, value_name = "VAR")]
     pub token_env: Option<String>,
+    /// Also offer each agent as a tool ask_AGENT (one `prompt` parameter).
+    #[arg(long)]
+    pub agents: bool,
     /// HTTP only: also accept requests from this Origin (repeatable), e.g. https://app.example:*
     #[arg(long = "allow-origin", value_name = "ORIGIN")]
     pub allow_origins: Vec<String>,
@@ -31,7 +34,7 @@ pub struct McpArgs {
 pub fn mcp(g: &Global, a: McpArgs) -> CliResult<ExitCode> {
     let grants = g.mark_ask(parse_caps(&a.caps)?);
     let host = g.builder()?.database(g.db_path()).build()?;
-    let server = McpServer::new(host.clone(), grants);
+    let server = McpServer::new(host.clone(), grants).with_agents(a.agents);
     // A mounted server's list_changed is a reload: pass it on to this server's clients.
     let notifier = server.clone();
     mount_reporting(g, &host, move |line| {

@@ -20,6 +20,29 @@ pub(crate) fn tool_to_mcp(tool: &Tool) -> rmcp::model::Tool {
     .with_annotations(annotations(tool))
 }
 
+/// An agent offered as tool `name`: one `prompt` parameter; it may reach anything the agent's
+/// tools do, so it is neither read-only nor closed-world.
+pub(crate) fn agent_to_mcp(name: &str, agent: &str, description: &str) -> rmcp::model::Tool {
+    let schema = json!({
+        "type": "object",
+        "properties": {"prompt": {"type": "string", "description": "What to ask the agent"}},
+        "required": ["prompt"],
+        "additionalProperties": false
+    });
+    let schema = schema.as_object().cloned().unwrap_or_default();
+    let what = if description.is_empty() {
+        String::new()
+    } else {
+        format!(": {description}")
+    };
+    rmcp::model::Tool::new(
+        name.to_string(),
+        format!("Hand a task to the kiln agent \"{agent}\"{what}"),
+        Arc::new(schema),
+    )
+    .with_annotations(ToolAnnotations::new().read_only(false).open_world(true))
+}
+
 /// Hints from the declared capabilities: `net` (or another MCP server) reaches an open world;
 /// `fs.write` and `store` may change things; a tool needing none of those only reads.
 fn annotations(tool: &Tool) -> ToolAnnotations {

@@ -2,13 +2,15 @@
 //! [`Host::call`]; a reload is announced to every client that asked (both revisions).
 
 use super::McpError;
-use super::convert::{outcome_to_mcp, tool_to_mcp};
+use super::convert::{agent_to_mcp, outcome_to_mcp, tool_to_mcp};
 use crate::Host;
+use crate::agent::RunOptions;
 use crate::api::CallOptions;
 use crate::capability::Grants;
 use rmcp::model::{
-    CacheScope, CallToolRequestParams, CallToolResponse, Implementation, ListToolsResult,
-    PaginatedRequestParams, ServerCapabilities, ServerConfig, SubscriptionFilter, Tool,
+    CacheScope, CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock,
+    Implementation, ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig,
+    SubscriptionFilter, Tool,
 };
 use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
 use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
@@ -21,8 +23,12 @@ use tokio::sync::broadcast;
 pub struct McpServer {
     host: Arc<Host>,
     grants: Grants,
+    agents: bool,
     changed: broadcast::Sender<()>,
 }
+
+/// Agents offered as tools are named `ask_AGENT`.
+const AGENT_PREFIX: &str = "ask_";
 
 impl McpServer {
     /// A server offering the tools `grants` cover (the same grants apply to every call).
@@ -31,7 +37,64 @@ impl McpServer {
         McpServer {
             host,
             grants,
+            agents: false,
             changed,
+        }
+    }
+
+    /// Also offers each agent as a tool `ask_AGENT` taking a `prompt`, so an outside
+    /// assistant can hand work to a kiln agent (which runs with its own grants).
+    pub fn with_agents(mut self, on: bool) -> Self {
+        self.agents = on;
+        self
+    }
+
+    /// Everything listed: the tools, then (with agents on) `ask_AGENT` for each agent whose
+    /// name does not collide with a tool.
+    fn listing(&self) -> Vec<Tool> {
+        let tools = self.tools();
+        let mut out: Vec<Tool> = tools.iter().map(|t| tool_to_mcp(t)).collect();
+        if self.agents {
+            for agent in self.host.registry().agents() {
+                let name = format!("{AGENT_PREFIX}{}", agent.name);
+                if out.iter().all(|t| t.name != name) {
+                    out.push(agent_to_mcp(&name, &agent.name, &agent.description));
+                }
+            }
+        }
+        out
+    }
+
+    /// The agent an `ask_AGENT` name stands for, when agents are offered and no tool has it.
+    fn agent_for(&self, name: &str) -> Option<String> {
+        let agent = name.strip_prefix(AGENT_PREFIX)?;
+        let reg = self.host.registry();
+        (self.agents && reg.find(name).is_none() && reg.agent(agent).is_some())
+            .then(|| agent.to_string())
+    }
+
+    /// Runs an agent for an `ask_AGENT` call; its answer, or its failure as an error result.
+    async fn ask_agent(
+        &self,
+        agent: &str,
+        args: &serde_json::Map<String, serde_json::Value>,
+        cx: &RequestContext<RoleServer>,
+    ) -> CallToolResult {
+        let Some(prompt) = args.get("prompt").and_then(|p| p.as_str()) else {
+            return CallToolResult::error(vec![ContentBlock::text(format!(
+                "Invalid arguments for tool \"{AGENT_PREFIX}{agent}\":\n/prompt: a string is required"
+            ))]);
+        };
+        let opts = RunOptions {
+            cancel: cx.ct.clone(),
+            actor_id: cx.client_info().map(|c| format!("mcp:{}", c.name)),
+            ..RunOptions::default()
+        };
+        match self.host.run(agent, prompt, opts).await {
+            Ok(report) => CallToolResult::success(vec![ContentBlock::text(report.answer)]),
+            Err(e) => CallToolResult::error(vec![ContentBlock::text(format!(
+                "agent \"{agent}\" failed: {e}"
+            ))]),
         }
     }
 
@@ -76,7 +139,7 @@ impl ServerHandler for McpServer {
         _page: Option<PaginatedRequestParams>,
         _cx: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        let tools: Vec<Tool> = self.tools().iter().map(|t| tool_to_mcp(t)).collect();
+        let tools = self.listing();
         // ttl 0: caching clients refetch after a reload instead of serving a stale list.
         Ok(ListToolsResult::with_all_items(tools)
             .with_ttl_ms(0)
@@ -84,10 +147,7 @@ impl ServerHandler for McpServer {
     }
 
     fn get_tool(&self, name: &str) -> Option<Tool> {
-        self.tools()
-            .iter()
-            .find(|t| t.name == name)
-            .map(|t| tool_to_mcp(t))
+        self.listing().into_iter().find(|t| t.name == name)
     }
 
     async fn call_tool(
@@ -96,6 +156,10 @@ impl ServerHandler for McpServer {
         cx: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         let name = req.name.to_string();
+        if let Some(agent) = self.agent_for(&name) {
+            let args = req.arguments.unwrap_or_default();
+            return Ok(self.ask_agent(&agent, &args, &cx).await.into());
+        }
         if self.host.registry().find(&name).is_none() {
             // invalid_params, not method_not_found: the latter becomes an HTTP 404 on 2026.
             return Err(ErrorData::invalid_params(

@@ -304,3 +304,46 @@ fn mcp_a_cancelled_call_stops_its_handler() {
     drop(stdin);
     let _ = child.wait();
 }
+
+#[test]
+fn mcp_agents_are_offered_as_ask_tools_with_agents() {
+    let greeter = r#"
+tool("greet").description("Greets").param("name", "string").handler(|args| `Hello, ${args.name}!`);
+agent("greeter").description("Greets whoever the prompt names").provider("script").tools(["greet"])
+    .planner(|messages, tools| {
+        let last = messages[messages.len() - 1];
+        if last.role == "user" {
+            let words = last.content.split(" ");
+            return #{ tool_calls: [#{ name: "greet", args: #{ name: words[words.len() - 1] } }] };
+        }
+        #{ text: last.content }
+    });
+"#;
+    let scripts = Scripts::new(&[("greeter.rhai", greeter)]);
+    let list = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"});
+    let ask = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+        "params": {"name": "ask_greeter", "arguments": {"prompt": "Please greet Ada"}}});
+    let bad = json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call",
+        "params": {"name": "ask_greeter", "arguments": {}}});
+    let replies = stdio_session(
+        scripts.path(),
+        &["--agents"],
+        &handshake(&[list.clone(), ask, bad]),
+    );
+    assert_eq!(names(&replies[1]), ["greet", "ask_greeter"]);
+    let tool = &replies[1]["result"]["tools"][1];
+    assert_eq!(tool["inputSchema"]["required"], json!(["prompt"]));
+    assert_eq!(
+        replies[2]["result"]["content"][0]["text"], "Hello, Ada!",
+        "{}",
+        replies[2]
+    );
+    assert_eq!(replies[3]["result"]["isError"], true);
+    let text = replies[3]["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap_or("");
+    assert!(text.contains("/prompt"), "{text}");
+    // Without --agents, agents stay private.
+    let plain = stdio_session(scripts.path(), &[], &handshake(&[list]));
+    assert_eq!(names(&plain[1]), ["greet"]);
+}
