@@ -347,3 +347,30 @@ agent("greeter").description("Greets whoever the prompt names").provider("script
     let plain = stdio_session(scripts.path(), &[], &handshake(&[list]));
     assert_eq!(names(&plain[1]), ["greet"]);
 }
+
+#[test]
+fn mcp_ask_grants_are_refused_without_yes_since_stdin_is_the_protocol() {
+    let scripts = Scripts::new(&[(
+        "remember.rhai",
+        r#"tool("remember").description("Stores").requires(["store"]).handler(|args| { store_set("ns", "k", 1); "ok" });"#,
+    )]);
+    let call = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+        "params": {"name": "remember", "arguments": {}}});
+    let asked = ["--caps", "store", "--ask", "store"];
+    let refused = stdio_session(
+        scripts.path(),
+        &asked,
+        &handshake(std::slice::from_ref(&call)),
+    );
+    assert_eq!(refused[1]["result"]["isError"], true);
+    let text = refused[1]["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap_or("");
+    assert!(
+        text.contains("needs approval") && text.contains("--yes"),
+        "{text}"
+    );
+    let yes = ["--caps", "store", "--ask", "store", "--yes"];
+    let approved = stdio_session(scripts.path(), &yes, &handshake(&[call]));
+    assert_eq!(approved[1]["result"]["content"][0]["text"], "ok");
+}
