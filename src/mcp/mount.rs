@@ -103,7 +103,15 @@ impl Mounts {
             s.spawn(|| runtime.block_on(connecting))
                 .join()
                 .unwrap_or_else(|_| Err(McpError::Session("mounting panicked".into())))
-        })?;
+        });
+        let started = match started {
+            Ok(started) => started,
+            Err(e) => {
+                // Dropping a runtime inside another one panics; this is safe anywhere.
+                runtime.shutdown_background();
+                return Err(e);
+            }
+        };
         let report: Report = Arc::new(report);
         let stop = CancellationToken::new();
         let supervisors = started

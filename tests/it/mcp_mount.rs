@@ -295,3 +295,30 @@ fn mcp_a_mounted_server_that_dies_gives_a_clear_error_then_is_restarted() {
     drop(stdin);
     let _ = child.wait();
 }
+
+#[test]
+fn mcp_a_server_that_cannot_start_is_a_clear_error() {
+    let dir = Scripts::new(&[]);
+    let out = kiln(
+        &[
+            "tools",
+            "--scripts",
+            ".",
+            "--mcp",
+            "gone=/nonexistent/mcp-server --flag",
+        ],
+        dir.path(),
+    );
+    assert!(!out.status.success());
+    assert!(
+        stderr(&out).contains("MCP server \"gone\": cannot start `/nonexistent/mcp-server`"),
+        "{}",
+        stderr(&out)
+    );
+    let bad = kiln(&["tools", "--mcp", "no-equals-sign"], dir.path());
+    assert!(
+        stderr(&bad).contains("bad MCP server spec \"no-equals-sign\""),
+        "{}",
+        stderr(&bad)
+    );
+}
