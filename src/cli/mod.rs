@@ -58,7 +58,7 @@ pub struct Global {
     #[arg(long = "ask", global = true, value_name = "CAPS")]
     pub ask_caps: Vec<String>,
     /// Mount an MCP server's tools as NAME__TOOL, needing capability mcp:NAME (repeatable):
-    /// NAME=COMMAND ARGS... (stdio) or NAME=http://HOST:PORT/mcp
+    /// NAME=COMMAND ARGS... (stdio) or "NAME=http://HOST:PORT/mcp [bearer_env=VAR]"
     #[arg(long = "mcp", global = true, value_name = "NAME=SERVER")]
     pub mcp: Vec<String>,
     /// More log output on stderr (-v info, -vv debug). KILN_LOG overrides.
