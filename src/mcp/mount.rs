@@ -54,6 +54,9 @@ type Slot = Arc<RwLock<Option<Peer<RoleClient>>>>;
 /// A line for the operator (reloads, restarts).
 type Report = Arc<dyn Fn(String) + Send + Sync>;
 
+/// Environment variables a started server does not inherit.
+const PROVIDER_KEYS: [&str; 2] = ["ANTHROPIC_API_KEY", "OPENAI_API_KEY"];
+
 /// The first wait before restarting a server that stopped; doubled up to [`MAX_BACKOFF`].
 const FIRST_BACKOFF: Duration = Duration::from_millis(250);
 const MAX_BACKOFF: Duration = Duration::from_secs(30);
@@ -258,6 +261,10 @@ async fn connect(spec: &MountSpec, listener: Listener) -> Result<Client, McpErro
         Target::Command { program, args } => {
             let command = tokio::process::Command::new(program).configure(|c| {
                 c.args(args);
+                // kiln's own model keys are not the server's business.
+                for key in PROVIDER_KEYS {
+                    c.env_remove(key);
+                }
             });
             let transport = TokioChildProcess::new(command)
                 .map_err(|e| failed(format!("cannot start `{program}`: {e}")))?;

@@ -322,3 +322,36 @@ fn mcp_a_server_that_cannot_start_is_a_clear_error() {
         stderr(&bad)
     );
 }
+
+#[test]
+fn mcp_a_started_server_does_not_inherit_the_provider_keys() {
+    let server = Scripts::new(&[(
+        "env.rhai",
+        r#"tool("key").description("Reads a key").requires(["env"]).handler(|args| `${env("ANTHROPIC_API_KEY")}|${env("OTHER_SETTING")}`);"#,
+    )]);
+    let dir = Scripts::new(&[]);
+    let mount = format!(
+        "srv={} mcp --no-stdlib --caps env:ANTHROPIC_API_KEY,env:OTHER_SETTING --scripts {}",
+        kiln_bin().display(),
+        server.path().display()
+    );
+    let out = Command::new(kiln_bin())
+        .args([
+            "call",
+            "srv__key",
+            "{}",
+            "--scripts",
+            ".",
+            "--caps",
+            "mcp:srv",
+        ])
+        .args(["--mcp", &mount])
+        .env("ANTHROPIC_API_KEY", TEST_KEY)
+        .env("OTHER_SETTING", "passed-on")
+        .current_dir(dir.path())
+        .output()
+        .expect("run kiln call");
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(stdout(&out).contains("passed-on"), "{}", stdout(&out));
+    assert!(!stdout(&out).contains(TEST_KEY), "{}", stdout(&out));
+}
