@@ -86,6 +86,7 @@ mod convert;
 mod db;
 mod egress;
 mod error;
+mod mcp;
 mod mock;
 mod native;
 mod pipeline;
@@ -437,6 +438,16 @@ impl Host {
         } else {
             reload::ReloadReport { errors, ..report }
         }
+    }
+
+    /// Adds (or replaces, by path) a source of tools that is not a script file, such as a
+    /// mounted MCP server, and swaps in a registry that includes it.
+    pub(crate) fn set_source(&self, file: LoadedFile) {
+        let Ok(mut files) = self.files.lock() else {
+            return;
+        };
+        files.insert(file.path.clone(), Arc::new(file));
+        self.registry.store(Arc::new(self.build(&files)));
     }
 
     /// A call context holding these grants, with the current registry pinned.

@@ -131,6 +131,12 @@ impl NativeTool {
         self
     }
 
+    /// Where the tool is said to come from in listings and errors (default: the Rust caller).
+    pub(crate) fn located(mut self, loc: SourceLoc) -> Self {
+        self.loc = loc;
+        self
+    }
+
     /// The compiled tool, or what is wrong with it (located at the registration).
     fn compile(self) -> Result<Tool, Vec<LoadError>> {
         let at =

@@ -6,6 +6,7 @@ mod db_cmd;
 mod defs_cmd;
 mod extract_cmd;
 mod init_cmd;
+mod mcp_cmd;
 mod mock_cmd;
 pub mod output;
 mod run_cmd;
@@ -66,6 +67,10 @@ pub struct Global {
     /// so only the address the name resolves to here is checked.
     #[arg(long, global = true, env = "KILN_NET_PROXY")]
     pub net_proxy: bool,
+    /// Mount an MCP server's tools as NAME__TOOL, needing capability mcp:NAME (repeatable):
+    /// NAME=COMMAND ARGS... (stdio) or "NAME=http://HOST:PORT/mcp [bearer_env=VAR]"
+    #[arg(long = "mcp", global = true, value_name = "NAME=SERVER")]
+    pub mcp: Vec<String>,
     /// More log output on stderr (-v info, -vv debug). KILN_LOG overrides.
     #[arg(long, short = 'v', global = true, action = clap::ArgAction::Count)]
     pub verbose: u8,
@@ -104,6 +109,8 @@ pub enum Command {
     Test(test_cmd::TestArgs),
     /// Start a project: scripts/ with a tool, an agent and a passing test, .gitignore, definitions.
     Init(init_cmd::InitArgs),
+    /// Serve the tools to MCP clients (Claude Code, Cursor...) over stdio, or HTTP with --http.
+    Mcp(mcp_cmd::McpArgs),
     /// Interactive REPL: call tools, chat with agents, evaluate Rhai (hot reload on).
     Repl {
         /// Capabilities the REPL grants (comma-separated, repeatable); change them with :caps.
@@ -145,7 +152,9 @@ impl Global {
 
     /// Builds the host, refusing explicitly named folders that do not exist.
     pub fn host(&self) -> CliResult<Arc<Host>> {
-        Ok(self.builder()?.build()?)
+        let host = self.builder()?.build()?;
+        mcp_cmd::mount(self, &host)?;
+        Ok(host)
     }
 
     fn builder(&self) -> CliResult<crate::HostBuilder> {
@@ -194,6 +203,7 @@ impl Global {
     /// A host whose `store_*` persist in the database, and the database (for the run log).
     pub fn host_with_db(&self) -> CliResult<(Arc<Host>, Arc<crate::db::Db>)> {
         let host = self.builder()?.database(self.db_path()).build()?;
+        mcp_cmd::mount(self, &host)?;
         let db = host
             .database()
             .cloned()
@@ -266,6 +276,7 @@ pub fn run(cli: Cli) -> CliResult<ExitCode> {
         Command::Definitions(a) => defs_cmd::definitions(&cli.global, a),
         Command::Sessions(a) => db_cmd::sessions(&cli.global, a),
         Command::Extract(a) => extract_cmd::extract(&cli.global, a),
+        Command::Mcp(a) => mcp_cmd::mcp(&cli.global, a),
         Command::Repl { caps } => repl(&cli.global, &caps),
     }
 }

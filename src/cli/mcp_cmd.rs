@@ -1,0 +1,131 @@
+//! `kiln mcp`: serve the scripts' tools to MCP clients over stdio or streamable HTTP.
+
+use super::{CliResult, Global, parse_caps};
+use crate::Host;
+use crate::mcp::{HttpOptions, McpServer, MountSpec, Mounts};
+use clap::Args;
+use futures_util::StreamExt;
+use std::io::Write;
+use std::process::ExitCode;
+use std::sync::{Arc, Mutex};
+
+/// `kiln mcp` options.
+#[derive(Args, Debug)]
+pub struct McpArgs {
+    /// Serve streamable HTTP at http://ADDR/mcp instead of stdio (default 127.0.0.1:8765).
+    #[arg(long, value_name = "ADDR", num_args = 0..=1, default_missing_value = "127.0.0.1:8765")]
+    pub http: Option<String>,
+    /// Capabilities granted to MCP clients (comma-separated, repeatable); tools needing more
+    /// are not listed and are refused.
+    #[arg(long, value_name = "CAPS")]
+    pub caps: Vec<String>,
+    /// HTTP only: require `Authorization: Bearer TOKEN`, TOKEN read from this environment variable.
+    #[arg(long, value_name = "VAR")]
+    pub token_env: Option<String>,
+    /// Also offer each agent as a tool ask_AGENT (one `prompt` parameter).
+    #[arg(long)]
+    pub agents: bool,
+    /// HTTP only: also accept requests from this Origin (repeatable), e.g. https://app.example:*
+    #[arg(long = "allow-origin", value_name = "ORIGIN")]
+    pub allow_origins: Vec<String>,
+}
+
+/// Runs `kiln mcp` until the client disconnects (stdio) or Ctrl-C (HTTP).
+pub fn mcp(g: &Global, a: McpArgs) -> CliResult<ExitCode> {
+    let grants = g.mark_ask(parse_caps(&a.caps)?);
+    let host = g.builder()?.database(g.db_path()).build()?;
+    let server = McpServer::new(host.clone(), grants).with_agents(a.agents);
+    // A mounted server's list_changed is a reload: pass it on to this server's clients.
+    let notifier = server.clone();
+    mount_reporting(g, &host, move |line| {
+        eprintln!("{line}");
+        notifier.notify_tools_changed();
+    })?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
+    runtime.block_on(async {
+        for e in &host.registry().errors {
+            tracing::error!("{e}");
+        }
+        let mut reloads = host.watch()?;
+        let notifier = server.clone();
+        tokio::spawn(async move {
+            while let Some(report) = reloads.next().await {
+                eprintln!("{report}");
+                if !report.deferred {
+                    notifier.notify_tools_changed();
+                }
+            }
+        });
+        match &a.http {
+            None => server.serve_stdio().await?,
+            Some(addr) => serve_http(server, addr, &a).await?,
+        }
+        Ok::<_, Box<dyn std::error::Error>>(())
+    })?;
+    Ok(ExitCode::SUCCESS)
+}
+
+async fn serve_http(server: McpServer, addr: &str, a: &McpArgs) -> CliResult<()> {
+    let token = match &a.token_env {
+        None => None,
+        Some(var) => match std::env::var(var) {
+            Ok(t) if !t.is_empty() => Some(t),
+            _ => return Err(format!("--token-env {var}: the variable is not set or empty").into()),
+        },
+    };
+    let listener = tokio::net::TcpListener::bind(addr)
+        .await
+        .map_err(|source| crate::mcp::McpError::Bind {
+            addr: addr.to_string(),
+            source,
+        })?;
+    let local = listener.local_addr()?;
+    if !local.ip().is_loopback() && token.is_none() {
+        eprintln!(
+            "kiln: warning: serving MCP on {local}, beyond this machine, without --token-env"
+        );
+    }
+    let opts = HttpOptions {
+        token,
+        allowed_origins: a.allow_origins.clone(),
+        allowed_hosts: vec![local.ip().to_string()],
+    };
+    println!("kiln mcp listening on http://{local}/mcp");
+    std::io::stdout().flush()?;
+    let app = crate::mcp::router(server, opts);
+    tokio::select! {
+        r = axum::serve(listener, app) => r?,
+        _ = tokio::signal::ctrl_c() => {}
+    }
+    Ok(())
+}
+
+/// Mounted servers live as long as the process (their children exit when it does).
+static MOUNTS: Mutex<Vec<Mounts>> = Mutex::new(Vec::new());
+
+/// Mounts the `--mcp` servers into `host`; reloads are reported on stderr.
+pub fn mount(g: &Global, host: &Arc<Host>) -> CliResult<()> {
+    mount_reporting(g, host, |line| eprintln!("{line}"))
+}
+
+fn mount_reporting(
+    g: &Global,
+    host: &Arc<Host>,
+    report: impl Fn(String) + Send + Sync + 'static,
+) -> CliResult<()> {
+    if g.mcp.is_empty() {
+        return Ok(());
+    }
+    let specs = g
+        .mcp
+        .iter()
+        .map(|s| MountSpec::parse(s))
+        .collect::<Result<Vec<_>, _>>()?;
+    let mounts = Mounts::start(host, specs, report)?;
+    if let Ok(mut all) = MOUNTS.lock() {
+        all.push(mounts);
+    }
+    Ok(())
+}

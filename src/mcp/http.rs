@@ -1,0 +1,98 @@
+//! `kiln mcp --http`: the server on streamable HTTP at `/mcp`, with the spec's `Origin` check
+//! (403 for a foreign origin) and an optional bearer token.
+
+use super::McpServer;
+use axum::extract::Request;
+use axum::http::{StatusCode, header};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
+use std::sync::Arc;
+
+/// Who may talk to the HTTP endpoint.
+#[derive(Clone, Debug, Default)]
+pub struct HttpOptions {
+    /// Requests must carry `Authorization: Bearer TOKEN` when set.
+    pub token: Option<String>,
+    /// Origins allowed besides loopback ones (`scheme://host[:port]`, `:*` for any port).
+    pub allowed_origins: Vec<String>,
+    /// Host names allowed in the `Host` header besides loopback ones.
+    pub allowed_hosts: Vec<String>,
+}
+
+/// Origins of pages served from this machine; anything else is refused (DNS rebinding).
+const LOOPBACK_ORIGINS: [&str; 6] = [
+    "http://127.0.0.1:*",
+    "http://localhost:*",
+    "http://[::1]:*",
+    "https://127.0.0.1:*",
+    "https://localhost:*",
+    "https://[::1]:*",
+];
+
+/// A router serving `server` at `/mcp` (mount it in a bigger app with `merge`).
+pub fn router(server: McpServer, opts: HttpOptions) -> axum::Router {
+    let mut origins: Vec<String> = LOOPBACK_ORIGINS.iter().map(|o| o.to_string()).collect();
+    origins.extend(opts.allowed_origins.iter().cloned());
+    let mut hosts: Vec<String> = ["localhost", "127.0.0.1", "::1"]
+        .iter()
+        .map(|h| h.to_string())
+        .collect();
+    hosts.extend(opts.allowed_hosts.iter().cloned());
+    let config = StreamableHttpServerConfig::default()
+        .with_allowed_hosts(hosts)
+        .with_allowed_origins(origins);
+    let service = StreamableHttpService::new(
+        move || Ok(server.clone()),
+        LocalSessionManager::default().into(),
+        config,
+    );
+    let app = axum::Router::new().nest_service("/mcp", service);
+    match opts.token {
+        None => app,
+        Some(token) => {
+            let token = Arc::new(token);
+            app.layer(axum::middleware::from_fn(
+                move |req: Request, next: Next| {
+                    let token = token.clone();
+                    async move { bearer_guard(&token, req, next).await }
+                },
+            ))
+        }
+    }
+}
+
+async fn bearer_guard(token: &str, req: Request, next: Next) -> Response {
+    let given = req
+        .headers()
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "));
+    if given.is_some_and(|g| same_secret(g.as_bytes(), token.as_bytes())) {
+        return next.run(req).await;
+    }
+    (
+        StatusCode::UNAUTHORIZED,
+        [(header::WWW_AUTHENTICATE, "Bearer")],
+        "a bearer token is required",
+    )
+        .into_response()
+}
+
+/// Compares without stopping at the first difference, so timing does not reveal the token.
+fn same_secret(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::same_secret;
+
+    #[test]
+    fn secrets_compare_whole() {
+        assert!(same_secret(b"abc", b"abc"));
+        assert!(!same_secret(b"abc", b"abd"));
+        assert!(!same_secret(b"abc", b"abcd"));
+    }
+}

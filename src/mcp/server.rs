@@ -1,0 +1,230 @@
+//! The MCP server: the registry's tools, as the grants allow, listed and called through
+//! [`Host::call`]; a reload is announced to every client that asked (both revisions).
+
+use super::McpError;
+use super::convert::{agent_to_mcp, outcome_to_mcp, tool_to_mcp};
+use crate::Host;
+use crate::agent::RunOptions;
+use crate::api::CallOptions;
+use crate::capability::Grants;
+use rmcp::model::{
+    CacheScope, CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock,
+    Implementation, ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig,
+    SubscriptionFilter, Tool,
+};
+use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
+use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
+use std::sync::Arc;
+use tokio::sync::broadcast;
+
+/// Serves a host's tools over MCP. Cheap to clone: the HTTP transport makes one per session
+/// and per stateless request, all sharing the host and the reload signal.
+#[derive(Clone)]
+pub struct McpServer {
+    host: Arc<Host>,
+    grants: Grants,
+    agents: bool,
+    changed: broadcast::Sender<()>,
+}
+
+/// Agents offered as tools are named `ask_AGENT`.
+const AGENT_PREFIX: &str = "ask_";
+
+impl McpServer {
+    /// A server offering the tools `grants` cover (the same grants apply to every call).
+    pub fn new(host: Arc<Host>, grants: Grants) -> Self {
+        let (changed, _) = broadcast::channel(16);
+        McpServer {
+            host,
+            grants,
+            agents: false,
+            changed,
+        }
+    }
+
+    /// Also offers each agent as a tool `ask_AGENT` taking a `prompt`, so an outside
+    /// assistant can hand work to a kiln agent (which runs with its own grants).
+    pub fn with_agents(mut self, on: bool) -> Self {
+        self.agents = on;
+        self
+    }
+
+    /// Everything listed: the tools, then (with agents on) `ask_AGENT` for each agent whose
+    /// name does not collide with a tool.
+    fn listing(&self) -> Vec<Tool> {
+        let tools = self.tools();
+        let mut out: Vec<Tool> = tools.iter().map(|t| tool_to_mcp(t)).collect();
+        if self.agents {
+            for agent in self.host.registry().agents() {
+                let name = format!("{AGENT_PREFIX}{}", agent.name);
+                if out.iter().all(|t| t.name != name) {
+                    out.push(agent_to_mcp(&name, &agent.name, &agent.description));
+                }
+            }
+        }
+        out
+    }
+
+    /// The agent an `ask_AGENT` name stands for, when agents are offered and no tool has it.
+    fn agent_for(&self, name: &str) -> Option<String> {
+        let agent = name.strip_prefix(AGENT_PREFIX)?;
+        let reg = self.host.registry();
+        (self.agents && reg.find(name).is_none() && reg.agent(agent).is_some())
+            .then(|| agent.to_string())
+    }
+
+    /// Runs an agent for an `ask_AGENT` call; its answer, or its failure as an error result.
+    async fn ask_agent(
+        &self,
+        agent: &str,
+        args: &serde_json::Map<String, serde_json::Value>,
+        cx: &RequestContext<RoleServer>,
+    ) -> CallToolResult {
+        let Some(prompt) = args.get("prompt").and_then(|p| p.as_str()) else {
+            return CallToolResult::error(vec![ContentBlock::text(format!(
+                "Invalid arguments for tool \"{AGENT_PREFIX}{agent}\":\n/prompt: a string is required"
+            ))]);
+        };
+        let opts = RunOptions {
+            cancel: cx.ct.clone(),
+            actor_id: cx.client_info().map(|c| format!("mcp:{}", c.name)),
+            ..RunOptions::default()
+        };
+        match self.host.run(agent, prompt, opts).await {
+            Ok(report) => CallToolResult::success(vec![ContentBlock::text(report.answer)]),
+            Err(e) => CallToolResult::error(vec![ContentBlock::text(format!(
+                "agent \"{agent}\" failed: {e}"
+            ))]),
+        }
+    }
+
+    /// Tells every client that asked that the tool list changed (after a reload).
+    pub fn notify_tools_changed(&self) {
+        let _ = self.changed.send(());
+    }
+
+    /// The tools offered now, in registry order (stdlib, native, then scripts by path).
+    pub fn tools(&self) -> Vec<Arc<crate::tool::Tool>> {
+        let ctx = self.host.context(self.grants.clone());
+        self.host.registry().available(None, &ctx)
+    }
+
+    /// Serves one client on stdin/stdout until it disconnects. Nothing else may write to
+    /// stdout meanwhile (logs go to stderr).
+    pub async fn serve_stdio(self) -> Result<(), McpError> {
+        let running = self
+            .serve(rmcp::transport::stdio())
+            .await
+            .map_err(|e| McpError::Session(e.to_string()))?;
+        running
+            .waiting()
+            .await
+            .map_err(|e| McpError::Session(e.to_string()))?;
+        Ok(())
+    }
+}
+
+impl ServerHandler for McpServer {
+    fn get_info(&self) -> ServerConfig {
+        let caps = ServerCapabilities::builder()
+            .enable_tools()
+            .enable_tool_list_changed()
+            .build();
+        ServerConfig::new(caps)
+            .with_server_info(Implementation::new("kiln", env!("CARGO_PKG_VERSION")))
+    }
+
+    async fn list_tools(
+        &self,
+        _page: Option<PaginatedRequestParams>,
+        _cx: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        let tools = self.listing();
+        // ttl 0: caching clients refetch after a reload instead of serving a stale list.
+        Ok(ListToolsResult::with_all_items(tools)
+            .with_ttl_ms(0)
+            .with_cache_scope(CacheScope::Private))
+    }
+
+    fn get_tool(&self, name: &str) -> Option<Tool> {
+        self.listing().into_iter().find(|t| t.name == name)
+    }
+
+    async fn call_tool(
+        &self,
+        req: CallToolRequestParams,
+        cx: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let name = req.name.to_string();
+        if let Some(agent) = self.agent_for(&name) {
+            let args = req.arguments.unwrap_or_default();
+            return Ok(self.ask_agent(&agent, &args, &cx).await.into());
+        }
+        if self.host.registry().find(&name).is_none() {
+            // invalid_params, not method_not_found: the latter becomes an HTTP 404 on 2026.
+            return Err(ErrorData::invalid_params(
+                format!(
+                    "unknown tool \"{name}\": kiln has no such tool loaded now (a reload may have removed it); tools/list shows the current ones"
+                ),
+                None,
+            ));
+        }
+        let args = serde_json::Value::Object(req.arguments.unwrap_or_default());
+        let opts = CallOptions {
+            grants: Some(self.grants.clone()),
+            actor_id: cx.client_info().map(|c| format!("mcp:{}", c.name)),
+            cancel: Some(cx.ct.clone()),
+            ..CallOptions::default()
+        };
+        let outcome = self
+            .host
+            .call(&name, args, opts)
+            .await
+            .map_err(|e| ErrorData::invalid_params(e.to_string(), None))?;
+        if let Err(f) = &outcome.result {
+            tracing::info!(tool = %name, kind = f.kind.as_str(), detail = ?f.detail, "MCP call failed");
+        }
+        Ok(outcome_to_mcp(&outcome).into())
+    }
+
+    // 2025-11-25 sessions get unscoped list_changed through their own peer. 2026 requests
+    // never reach here, so they only hear of reloads on a `subscriptions/listen` stream.
+    async fn on_initialized(&self, cx: NotificationContext<RoleServer>) {
+        let mut rx = self.changed.subscribe();
+        let peer = cx.peer.clone();
+        tokio::spawn(async move {
+            while changed(&mut rx).await {
+                if peer.notify_tool_list_changed().await.is_err() {
+                    break;
+                }
+            }
+        });
+    }
+
+    fn accepted_subscription_filter(
+        &self,
+        _requested: &SubscriptionFilter,
+    ) -> Option<SubscriptionFilter> {
+        Some(SubscriptionFilter::builder().tools_list_changed().build())
+    }
+
+    async fn listen(&self, cx: SubscriptionContext) -> Result<(), ErrorData> {
+        let mut rx = self.changed.subscribe();
+        loop {
+            tokio::select! {
+                () = cx.cancelled() => return Ok(()),
+                more = changed(&mut rx) => {
+                    if !more || cx.sink().notify_tool_list_changed().await.is_err() {
+                        return Ok(());
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Waits for the next reload; false once the server is gone. Reloads missed while the
+/// client was slow still count as one change (the client refetches the whole list anyway).
+async fn changed(rx: &mut broadcast::Receiver<()>) -> bool {
+    !matches!(rx.recv().await, Err(broadcast::error::RecvError::Closed))
+}

@@ -1,0 +1,357 @@
+//! MCP servers inside kiln: `kiln mcp` itself is mounted with `--mcp srv=...`, its tools run in
+//! an agent against `kiln mock`, and its list_changed reaches the registry.
+
+use super::mcp::wait_line;
+use crate::common::*;
+use serde_json::{Value, json};
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Command, Stdio};
+
+const SERVER_TOOLS: &str = r#"
+tool("add").description("Adds two numbers").param("a", "int").param("b", "int")
+    .handler(|args| args.a + args.b);
+tool("refuse").description("Always refuses").handler(|args| throw tool_error("no way"));
+"#;
+
+const AGENT: &str = r#"
+agent("calc").provider("anthropic").model("mock-model")
+    .tools(["srv__add", "srv__refuse"]).capabilities(["mcp:srv"]);
+"#;
+
+/// `srv=kiln mcp ...` serving the tools of `dir`.
+fn mount_arg(dir: &std::path::Path) -> String {
+    format!(
+        "srv={} mcp --no-stdlib --scripts {}",
+        kiln_bin().display(),
+        dir.display()
+    )
+}
+
+#[test]
+fn mcp_mounted_tools_run_in_an_agent_validated_before_forwarding() {
+    let server = Scripts::new(&[("tools.rhai", SERVER_TOOLS)]);
+    let agent = Scripts::new(&[("agent.rhai", AGENT)]);
+    let mock = Mock::start(&json!({"turns": [
+        {"tool_calls": [
+            {"name": "srv__add", "args": {"a": 2, "b": 3}},
+            {"name": "srv__add", "args": {"a": "two", "b": 3}},
+            {"name": "srv__refuse", "args": {}}
+        ]},
+        {"text": "Done."}
+    ]}));
+    let mount = mount_arg(server.path());
+    let out = ask(
+        &[
+            "calc",
+            "Add 2 and 3",
+            "--scripts",
+            ".",
+            "--base-url",
+            &mock.url,
+            "--json",
+            "--mcp",
+            &mount,
+        ],
+        agent.path(),
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let v: Value = serde_json::from_str(&stdout(&out)).expect("--json output");
+    assert_eq!(v["answer"], "Done.");
+    let calls = v["tool_calls"].as_array().expect("calls");
+    assert_eq!(calls[0]["outcome"]["result"], "5", "{}", calls[0]);
+    let invalid = calls[1]["outcome"].to_string();
+    // kiln's own validation, under the mounted name: the call never left kiln.
+    assert!(
+        invalid.contains("Invalid arguments for tool \\\"srv__add\\\"") && invalid.contains("/a"),
+        "{invalid}"
+    );
+    let refused = calls[2]["outcome"].to_string();
+    assert!(
+        refused.contains("no way"),
+        "the server's isError reaches the model: {refused}"
+    );
+    // The model saw all three results.
+    let second = mock.requests()[1]["body"].to_string();
+    assert!(
+        second.contains("no way") && second.contains("srv__add"),
+        "{second}"
+    );
+}
+
+#[test]
+fn mcp_mounted_tools_need_the_mcp_capability() {
+    let server = Scripts::new(&[("tools.rhai", SERVER_TOOLS)]);
+    let dir = Scripts::new(&[]);
+    let mount = mount_arg(server.path());
+    let refused = kiln(
+        &[
+            "call",
+            "srv__add",
+            r#"{"a": 1, "b": 2}"#,
+            "--scripts",
+            ".",
+            "--mcp",
+            &mount,
+        ],
+        dir.path(),
+    );
+    assert!(!refused.status.success());
+    assert!(
+        stdout(&refused).contains("requires capabilities [mcp:srv]"),
+        "{}",
+        stdout(&refused)
+    );
+    let ok = kiln(
+        &[
+            "call",
+            "srv__add",
+            r#"{"a": 1, "b": 2}"#,
+            "--scripts",
+            ".",
+            "--mcp",
+            &mount,
+            "--caps",
+            "mcp:srv",
+        ],
+        dir.path(),
+    );
+    assert!(ok.status.success(), "{}", stderr(&ok));
+    assert!(stdout(&ok).contains("\"result\": \"3\""), "{}", stdout(&ok));
+}
+
+#[test]
+fn mcp_a_mounted_servers_list_changed_reloads_the_registry() {
+    // An outer `kiln mcp` mounts an inner one; a script saved in the inner one's folder
+    // reaches the outer one's client as list_changed, and the new tool is listed.
+    let server = Scripts::new(&[("tools.rhai", SERVER_TOOLS)]);
+    let dir = Scripts::new(&[]);
+    let mount = mount_arg(server.path());
+    let mut child = Command::new(kiln_bin())
+        .args([
+            "mcp",
+            "--no-stdlib",
+            "--scripts",
+            ".",
+            "--caps",
+            "mcp:srv",
+            "--mcp",
+            &mount,
+        ])
+        .current_dir(dir.path())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("start kiln mcp");
+    let mut stdin = child.stdin.take().expect("stdin");
+    let mut lines = BufReader::new(child.stdout.take().expect("stdout")).lines();
+    let mut next = || -> Value {
+        let line = lines.next().expect("a message").expect("read");
+        serde_json::from_str(&line).unwrap_or_else(|e| panic!("{line:?}: {e}"))
+    };
+    let mut send = |v: Value| writeln!(stdin, "{v}").expect("send");
+    send(
+        json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {},
+        "clientInfo": {"name": "raw", "version": "0"}}}),
+    );
+    assert_eq!(next()["id"], 0);
+    send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    send(json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}));
+    let listed = next();
+    let names = |v: &Value| -> Vec<String> {
+        v["result"]["tools"]
+            .as_array()
+            .expect("tools")
+            .iter()
+            .map(|t| t["name"].as_str().unwrap_or("").to_string())
+            .collect()
+    };
+    assert_eq!(names(&listed), ["srv__add", "srv__refuse"]);
+    std::fs::write(
+        server.path().join("more.rhai"),
+        r#"tool("added").description("New").handler(|args| "new");"#,
+    )
+    .expect("write script");
+    let note = next();
+    assert_eq!(note["method"], "notifications/tools/list_changed", "{note}");
+    send(json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}));
+    let after = next();
+    assert_eq!(names(&after), ["srv__added", "srv__add", "srv__refuse"]);
+    drop(stdin);
+    let _ = child.wait();
+}
+
+#[test]
+fn mcp_a_server_mounted_by_url_gets_its_bearer_token() {
+    let server = Scripts::new(&[("tools.rhai", SERVER_TOOLS)]);
+    let http = super::mcp::McpHttp::start(
+        server.path(),
+        &["--scripts", ".", "--token-env", "KILN_MCP_TEST_TOKEN"],
+        &[("KILN_MCP_TEST_TOKEN", "mount-token")],
+    );
+    let dir = Scripts::new(&[]);
+    let call = |mount: &str, token: &str| {
+        Command::new(kiln_bin())
+            .args(["call", "srv__add", r#"{"a": 4, "b": 5}"#, "--scripts", "."])
+            .args(["--caps", "mcp:srv", "--mcp", mount])
+            .env("SRV_TOKEN", token)
+            .current_dir(dir.path())
+            .output()
+            .expect("run kiln call")
+    };
+    let with_token = format!("srv={} bearer_env=SRV_TOKEN", http.url);
+    let ok = call(&with_token, "mount-token");
+    assert!(ok.status.success(), "{}", stderr(&ok));
+    assert!(stdout(&ok).contains("\"result\": \"9\""), "{}", stdout(&ok));
+    let refused = call(&with_token, "wrong-token");
+    assert!(!refused.status.success());
+    assert!(
+        stderr(&refused).contains("MCP server \"srv\": handshake with"),
+        "{}",
+        stderr(&refused)
+    );
+}
+
+#[test]
+fn mcp_a_mounted_server_that_dies_gives_a_clear_error_then_is_restarted() {
+    let server = Scripts::new(&[("tools.rhai", SERVER_TOOLS)]);
+    let dir = Scripts::new(&[]);
+    let d = dir.path().display();
+    // The wrapper refuses to start while `down` exists, so the outage lasts until we lift it.
+    let wrapper = format!(
+        "#!/bin/sh\nif [ -e {d}/down ]; then exit 1; fi\necho $$ >> {d}/pids\nexec {} mcp --no-stdlib --scripts {}\n",
+        kiln_bin().display(),
+        server.path().display()
+    );
+    std::fs::write(dir.path().join("server.sh"), wrapper).expect("wrapper");
+    let mount = format!("srv=sh {d}/server.sh");
+    let mut child = Command::new(kiln_bin())
+        .args([
+            "mcp",
+            "--no-stdlib",
+            "--scripts",
+            ".",
+            "--caps",
+            "mcp:srv",
+            "--mcp",
+            &mount,
+        ])
+        .current_dir(dir.path())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start kiln mcp");
+    let (tx, errs) = std::sync::mpsc::channel();
+    let stderr_pipe = child.stderr.take().expect("stderr");
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr_pipe).lines().map_while(Result::ok) {
+            let _ = tx.send(line);
+        }
+    });
+    let mut stdin = child.stdin.take().expect("stdin");
+    let mut out = BufReader::new(child.stdout.take().expect("stdout")).lines();
+    let mut rpc = |id: u32, method: &str, params: Value| -> Value {
+        let msg = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+        writeln!(stdin, "{msg}").expect("send");
+        loop {
+            let line = out.next().expect("a message").expect("read");
+            let v: Value = serde_json::from_str(&line).unwrap_or_else(|e| panic!("{line:?}: {e}"));
+            if v["id"] == id {
+                return v;
+            }
+        }
+    };
+    rpc(
+        0,
+        "initialize",
+        json!({"protocolVersion": "2025-11-25", "capabilities": {},
+        "clientInfo": {"name": "raw", "version": "0"}}),
+    );
+    let add = json!({"name": "srv__add", "arguments": {"a": 1, "b": 2}});
+    let text = |v: &Value| {
+        v["result"]["content"][0]["text"]
+            .as_str()
+            .unwrap_or("")
+            .to_string()
+    };
+    assert_eq!(text(&rpc(1, "tools/call", add.clone())), "3");
+
+    std::fs::write(dir.path().join("down"), "").expect("down");
+    let pids = std::fs::read_to_string(dir.path().join("pids")).expect("pids");
+    signal(pids.trim().parse().expect("pid"), "KILL");
+    wait_line(&errs, "MCP server srv stopped");
+    let during = rpc(2, "tools/call", add.clone());
+    assert_eq!(during["result"]["isError"], true, "{during}");
+    assert!(
+        text(&during).contains("MCP server \"srv\" is not running"),
+        "{during}"
+    );
+
+    std::fs::remove_file(dir.path().join("down")).expect("up");
+    wait_line(&errs, "restarted MCP server srv");
+    assert_eq!(text(&rpc(3, "tools/call", add)), "3");
+    drop(stdin);
+    let _ = child.wait();
+}
+
+#[test]
+fn mcp_a_server_that_cannot_start_is_a_clear_error() {
+    let dir = Scripts::new(&[]);
+    let out = kiln(
+        &[
+            "tools",
+            "--scripts",
+            ".",
+            "--mcp",
+            "gone=/nonexistent/mcp-server --flag",
+        ],
+        dir.path(),
+    );
+    assert!(!out.status.success());
+    assert!(
+        stderr(&out).contains("MCP server \"gone\": cannot start `/nonexistent/mcp-server`"),
+        "{}",
+        stderr(&out)
+    );
+    let bad = kiln(&["tools", "--mcp", "no-equals-sign"], dir.path());
+    assert!(
+        stderr(&bad).contains("bad MCP server spec \"no-equals-sign\""),
+        "{}",
+        stderr(&bad)
+    );
+}
+
+#[test]
+fn mcp_a_started_server_does_not_inherit_the_provider_keys() {
+    let server = Scripts::new(&[(
+        "env.rhai",
+        r#"tool("key").description("Reads a key").requires(["env"]).handler(|args| `${env("ANTHROPIC_API_KEY")}|${env("OTHER_SETTING")}`);"#,
+    )]);
+    let dir = Scripts::new(&[]);
+    let mount = format!(
+        "srv={} mcp --no-stdlib --caps env:ANTHROPIC_API_KEY,env:OTHER_SETTING --scripts {}",
+        kiln_bin().display(),
+        server.path().display()
+    );
+    let out = Command::new(kiln_bin())
+        .args([
+            "call",
+            "srv__key",
+            "{}",
+            "--scripts",
+            ".",
+            "--caps",
+            "mcp:srv",
+        ])
+        .args(["--mcp", &mount])
+        .env("ANTHROPIC_API_KEY", TEST_KEY)
+        .env("OTHER_SETTING", "passed-on")
+        .current_dir(dir.path())
+        .output()
+        .expect("run kiln call");
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(stdout(&out).contains("passed-on"), "{}", stdout(&out));
+    assert!(!stdout(&out).contains(TEST_KEY), "{}", stdout(&out));
+}

@@ -1,0 +1,186 @@
+//! The official Python MCP SDK (`mcp` 2.x) drives `kiln mcp` over stdio and HTTP, on the
+//! 2025-11-25 handshake and the 2026-07-28 revision; and a server written with it is mounted
+//! into an agent run against `kiln mock`, over stdio and HTTP. Ignored by default (`pip install
+//! mcp==2.3.0`); `.ci/run` installs it and runs them with `-- --ignored`.
+
+use super::mcp::{McpHttp, TOOLS};
+use crate::common::*;
+use serde_json::{Value, json};
+
+fn require_sdk() {
+    let sdk = std::process::Command::new("python3")
+        .args(["-c", "import mcp, mcp_types"])
+        .output();
+    assert!(
+        sdk.is_ok_and(|o| o.status.success()),
+        "the Python MCP SDK is missing: pip install mcp==2.3.0"
+    );
+}
+
+/// Runs tests/peers/mcp_client.py against `target` and checks what the SDK saw.
+fn drive(scripts: &Scripts, target: &str, mode: &str, token: Option<&str>) {
+    let mut cmd = std::process::Command::new("python3");
+    cmd.arg(repo().join("tests/peers/mcp_client.py"))
+        .args([target, mode, &scripts.path().display().to_string()])
+        .current_dir(scripts.path());
+    if let Some(t) = token {
+        cmd.env("MCP_TOKEN", t);
+    }
+    let out = cmd.output().expect("python3");
+    assert!(
+        out.status.success(),
+        "the SDK failed against kiln mcp ({mode}):\n{}",
+        stderr(&out)
+    );
+    let v: Value = serde_json::from_str(stdout(&out).trim()).expect("json from the client");
+    assert_eq!(v["protocol"], mode);
+    assert_eq!(
+        v["tools"],
+        json!(["greet"]),
+        "ungranted tools are not listed"
+    );
+    assert_eq!(v["greet_schema"]["properties"]["name"]["type"], "string");
+    assert_eq!(v["greet_read_only"], true);
+    assert_eq!(v["ok"], json!({"text": "Hello, Ada!", "is_error": false}));
+    assert_eq!(v["invalid"]["is_error"], true);
+    let invalid = v["invalid"]["text"].as_str().unwrap_or("");
+    assert!(invalid.contains("/name: 5 is not of type"), "{invalid}");
+    assert_eq!(v["ungranted"]["is_error"], true);
+    let refused = v["ungranted"]["text"].as_str().unwrap_or("");
+    assert!(refused.contains("requires capabilities [net]"), "{refused}");
+    let unknown = v["unknown"].as_str().unwrap_or("");
+    assert!(
+        unknown.contains("unknown tool \"no_such_tool\""),
+        "{unknown}"
+    );
+    let expected_note = if mode == "2025-11-25" {
+        "ToolListChangedNotification"
+    } else {
+        "ToolsListChanged"
+    };
+    assert_eq!(v["notified"], expected_note);
+    assert_eq!(v["tools_after"], json!(["added", "greet"]));
+}
+
+fn stdio_target() -> String {
+    json!([kiln_bin(), "mcp", "--no-stdlib", "--scripts", "."]).to_string()
+}
+
+#[test]
+#[ignore = "needs the Python MCP SDK: pip install mcp==2.3.0 (run by .ci/run)"]
+fn mcp_peers_python_sdk_over_stdio_legacy() {
+    require_sdk();
+    let scripts = Scripts::new(&[("tools.rhai", TOOLS)]);
+    drive(&scripts, &stdio_target(), "2025-11-25", None);
+}
+
+#[test]
+#[ignore = "needs the Python MCP SDK: pip install mcp==2.3.0 (run by .ci/run)"]
+fn mcp_peers_python_sdk_over_stdio_2026() {
+    require_sdk();
+    let scripts = Scripts::new(&[("tools.rhai", TOOLS)]);
+    drive(&scripts, &stdio_target(), "2026-07-28", None);
+}
+
+#[test]
+#[ignore = "needs the Python MCP SDK: pip install mcp==2.3.0 (run by .ci/run)"]
+fn mcp_peers_python_sdk_over_http_with_a_token() {
+    require_sdk();
+    for mode in ["2025-11-25", "2026-07-28"] {
+        let scripts = Scripts::new(&[("tools.rhai", TOOLS)]);
+        let server = McpHttp::start(
+            scripts.path(),
+            &["--scripts", ".", "--token-env", "KILN_MCP_TEST_TOKEN"],
+            &[("KILN_MCP_TEST_TOKEN", "peer-token")],
+        );
+        drive(&scripts, &server.url, mode, Some("peer-token"));
+    }
+}
+
+const PY_AGENT: &str = r#"
+agent("calc").provider("anthropic").model("mock-model")
+    .tools(["py__add", "py__fail"]).capabilities(["mcp:py"]);
+"#;
+
+/// An agent run against `kiln mock` whose model calls the Python server's tools mounted as
+/// `py__*`: the result, kiln's own validation and the server's `isError` all reach the model.
+fn agent_uses_python_server(mount: &str) {
+    let agent = Scripts::new(&[("agent.rhai", PY_AGENT)]);
+    let mock = Mock::start(&json!({"turns": [
+        {"tool_calls": [
+            {"name": "py__add", "args": {"a": 2, "b": 40}},
+            {"name": "py__add", "args": {"a": "two", "b": 40}},
+            {"name": "py__fail", "args": {}}
+        ]},
+        {"text": "Done."}
+    ]}));
+    let out = ask(
+        &[
+            "calc",
+            "Add",
+            "--scripts",
+            ".",
+            "--base-url",
+            &mock.url,
+            "--json",
+            "--mcp",
+            mount,
+        ],
+        agent.path(),
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let v: Value = serde_json::from_str(&stdout(&out)).expect("--json output");
+    let calls = v["tool_calls"].as_array().expect("calls");
+    assert_eq!(
+        calls[0]["outcome"]["result"],
+        json!({"result": 42}),
+        "{}",
+        calls[0]
+    );
+    let invalid = calls[1]["outcome"].to_string();
+    assert!(
+        invalid.contains("/a: \\\"two\\\" is not of type"),
+        "{invalid}"
+    );
+    let refused = calls[2]["outcome"].to_string();
+    assert!(refused.contains("the python server refuses"), "{refused}");
+    let second = mock.requests()[1]["body"].to_string();
+    assert!(second.contains("the python server refuses"), "{second}");
+}
+
+#[test]
+#[ignore = "needs the Python MCP SDK: pip install mcp==2.3.0 (run by .ci/run)"]
+fn mcp_peers_python_server_over_stdio_mounted_in_an_agent() {
+    require_sdk();
+    let server = repo().join("tests/peers/mcp_server.py");
+    agent_uses_python_server(&format!("py=python3 {}", server.display()));
+}
+
+#[test]
+#[ignore = "needs the Python MCP SDK: pip install mcp==2.3.0 (run by .ci/run)"]
+fn mcp_peers_python_server_over_http_mounted_in_an_agent() {
+    require_sdk();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port")
+        .port();
+    let mut server = std::process::Command::new("python3")
+        .arg(repo().join("tests/peers/mcp_server.py"))
+        .args(["http", &port.to_string()])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("start the Python server");
+    // Ready once it accepts connections (generous: the SDK imports take a while).
+    let addr = format!("127.0.0.1:{port}");
+    let up = (0..300).any(|_| {
+        std::net::TcpStream::connect(&addr).is_ok() || {
+            std::thread::sleep(std::time::Duration::from_millis(50));
+            false
+        }
+    });
+    assert!(up, "the Python server never listened on {addr}");
+    agent_uses_python_server(&format!("py=http://{addr}/mcp"));
+    let _ = server.kill();
+    let _ = server.wait();
+}

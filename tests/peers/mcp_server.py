@@ -1,0 +1,30 @@
+"""A tiny MCP server written with the official Python SDK (`mcp` 2.x), for kiln to mount
+(tests/it/mcp_peers.rs).
+
+usage: mcp_server.py            serve over stdio
+       mcp_server.py http PORT  serve streamable HTTP at http://127.0.0.1:PORT/mcp
+"""
+import sys
+
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+
+app = MCPServer("py")
+
+
+@app.tool()
+def add(a: int, b: int) -> int:
+    """Adds two integers"""
+    return a + b
+
+
+@app.tool()
+def fail() -> str:
+    """Always fails"""
+    raise ToolError("the python server refuses")
+
+
+if sys.argv[1:2] == ["http"]:
+    app.run("streamable-http", host="127.0.0.1", port=int(sys.argv[2]))
+else:
+    app.run()
