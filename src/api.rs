@@ -247,9 +247,13 @@ impl Host {
     ) -> Result<ToolOutcome, HostError> {
         let tool = self.tool(name)?;
         let (ctx, watcher) = self.call_context(opts);
+        let logged = self.db.is_some().then(|| (args.clone(), ctx.clone()));
         let outcome = tool.execute_async(args, ctx).await;
         if let Some(w) = watcher {
             w.abort();
+        }
+        if let Some((args, ctx)) = logged {
+            self.log_call(&tool, args, &ctx, &outcome)?;
         }
         Ok(outcome)
     }
@@ -264,7 +268,50 @@ impl Host {
     ) -> Result<ToolOutcome, HostError> {
         let tool = self.tool(name)?;
         let ctx = self.options_context(&opts);
-        Ok(tool.execute(&args, &ctx))
+        let outcome = tool.execute(&args, &ctx);
+        if self.db.is_some() {
+            self.log_call(&tool, args, &ctx, &outcome)?;
+        }
+        Ok(outcome)
+    }
+
+    /// Logs a direct call (no agent) as a run of `call:TOOL` with one tool call, so a call
+    /// made through any door (`kiln call`, MCP, the library) is in the run log.
+    fn log_call(
+        &self,
+        tool: &Tool,
+        args: Value,
+        ctx: &crate::CallContext,
+        outcome: &ToolOutcome,
+    ) -> Result<(), HostError> {
+        let Some(db) = &self.db else {
+            return Ok(());
+        };
+        let mut report = RunReport::new(
+            &format!("call:{}", tool.name),
+            vec![crate::provider::Message::User {
+                content: args.to_string(),
+            }],
+        );
+        report.run_id = ctx.run_id.clone();
+        report.provider = "direct".into();
+        report.model = ctx.actor_id.clone().unwrap_or_default();
+        report.tool_calls = vec![crate::agent::ToolCallRecord::new(
+            1,
+            "call_1",
+            &tool.name,
+            args,
+            outcome,
+            tool.version().to_string(),
+        )];
+        match &outcome.result {
+            Ok(v) => report.answer = v.to_string(),
+            Err(f) => report.error = Some(f.message.clone()),
+        }
+        crate::db::runlog::log_finished(db, &report).map_err(|e| HostError::Database {
+            path: db.path().display().to_string(),
+            message: e.to_string(),
+        })
     }
 
     /// The context of a call made with `opts`, and the task carrying its cancel token over to

@@ -221,14 +221,17 @@ pub fn call(g: &Global, a: CallArgs) -> CliResult<ExitCode> {
     let args = parse_args_json(a.args.as_deref())?;
     let (host, _db) = g.host_with_db()?;
     report_load_problems(&host.registry());
-    let tool = host.tool(&a.tool)?;
-    let mut ctx = host.context(g.mark_ask(parse_caps(&a.run.caps)?));
-    ctx.context = parse_context(&a.run.context)?;
-    ctx.actor_id = a.run.actor;
+    let opts = crate::CallOptions {
+        grants: Some(g.mark_ask(parse_caps(&a.run.caps)?)),
+        context: parse_context(&a.run.context)?,
+        actor_id: a.run.actor,
+        ..crate::CallOptions::default()
+    };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
-    let outcome = runtime.block_on(tool.execute_async(args, ctx));
+    // Through the host, as every door calls: validated, guarded and logged.
+    let outcome = runtime.block_on(host.call(&a.tool, args, opts))?;
     outln!("{}", output::json(&outcome.to_json(true)))?;
     Ok(if outcome.is_ok() {
         ExitCode::SUCCESS

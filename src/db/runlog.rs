@@ -86,6 +86,21 @@ impl RunLogger {
     }
 }
 
+/// Logs a run that is already over in one go: a direct tool call (`Host::call`, `kiln call`,
+/// MCP `tools/call`) or a pipeline, whose calls are its tool calls.
+pub(crate) fn log_finished(db: &Arc<Db>, report: &RunReport) -> Result<(), RecordError> {
+    let logger = RunLogger::new(db.clone(), None);
+    logger.started(report)?;
+    logger.step(
+        &report.run_id,
+        0,
+        &report.messages,
+        &report.tool_calls,
+        &Value::Null,
+    )?;
+    logger.ended(report)
+}
+
 impl Recorder for RunLogger {
     fn started(&self, report: &RunReport) -> Result<(), RecordError> {
         let prompt = match report.messages.last() {

@@ -140,9 +140,8 @@ impl Host {
 
 /// Logs a pipeline run as a run of `pipeline:NAME` whose tool calls are its nodes.
 fn log(db: &Arc<crate::db::Db>, report: &PipelineReport) -> Result<(), crate::agent::RecordError> {
-    use crate::agent::{Recorder, RunReport};
+    use crate::agent::RunReport;
     use crate::provider::Message;
-    let logger = crate::db::runlog::RunLogger::new(db.clone(), None);
     let mut run = RunReport::new(
         &format!("pipeline:{}", report.pipeline),
         vec![Message::User {
@@ -157,7 +156,5 @@ fn log(db: &Arc<crate::db::Db>, report: &PipelineReport) -> Result<(), crate::ag
         Ok(v) => run.answer = v.to_string(),
         Err(f) => run.error = Some(f.message),
     }
-    logger.started(&run)?;
-    logger.step(&run.run_id, 0, &run.messages, &run.tool_calls, &Value::Null)?;
-    logger.ended(&run)
+    crate::db::runlog::log_finished(db, &run)
 }

@@ -374,3 +374,53 @@ fn mcp_ask_grants_are_refused_without_yes_since_stdin_is_the_protocol() {
     let approved = stdio_session(scripts.path(), &yes, &handshake(&[call]));
     assert_eq!(approved[1]["result"]["content"][0]["text"], "ok");
 }
+
+#[test]
+fn mcp_calls_and_kiln_call_are_in_the_run_log() {
+    // Every door keeps the run log: a call made over MCP (valid or not) and one made with
+    // `kiln call` each appear in `kiln logs` as a `call:TOOL` run with its tool call.
+    let scripts = Scripts::new(&[("tools.rhai", TOOLS)]);
+    let bad = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+        "params": {"name": "greet", "arguments": {"name": 5}}});
+    let good = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+        "params": {"name": "greet", "arguments": {"name": "Ada"}}});
+    stdio_session(scripts.path(), &[], &handshake(&[bad, good]));
+    let direct = kiln(
+        &[
+            "call",
+            "greet",
+            r#"{"name": "Bo"}"#,
+            "--no-stdlib",
+            "--scripts",
+            ".",
+        ],
+        scripts.path(),
+    );
+    assert!(direct.status.success(), "{}", stderr(&direct));
+    let out = kiln(&["logs", "--json", "--tool", "greet"], scripts.path());
+    assert!(out.status.success(), "{}", stderr(&out));
+    let runs: Value = serde_json::from_str(&stdout(&out)).expect("logs json");
+    let runs = runs.as_array().cloned().unwrap_or_default();
+    assert_eq!(runs.len(), 3, "{runs:#?}");
+    let mut seen: Vec<(String, bool, Value)> = runs
+        .iter()
+        .map(|r| {
+            assert_eq!(r["agent"], "call:greet", "{r:#}");
+            let call = &r["tool_calls"][0];
+            (
+                r["status"].as_str().unwrap_or("").to_string(),
+                call["is_error"].as_bool().unwrap_or(false),
+                call["args"].clone(),
+            )
+        })
+        .collect();
+    seen.sort_by_key(|s| s.2.to_string());
+    assert_eq!(
+        seen,
+        vec![
+            ("ok".to_string(), false, json!({"name": "Ada"})),
+            ("ok".to_string(), false, json!({"name": "Bo"})),
+            ("error".to_string(), true, json!({"name": 5})),
+        ]
+    );
+}
