@@ -79,6 +79,7 @@ pub mod cli;
 mod context;
 mod convert;
 mod db;
+mod durable;
 mod error;
 mod mock;
 mod native;
@@ -97,8 +98,8 @@ mod tool;
 pub use agent::connect::ProviderOverrides;
 pub use agent::extract::JsonParseError;
 pub use agent::{
-    AgentSpec, Observer, Recorder, RunError, RunErrorKind, RunEvent, RunOptions, RunReport,
-    ToolCallRecord,
+    AgentSpec, Local, Observer, Recalled, Recorder, RunError, RunErrorKind, RunEvent, RunOptions,
+    RunReport, StepJournal, StepWork, ToolCallRecord,
 };
 pub use api::{CallOptions, Event, HostBuilder, RunStream, WatchHandle};
 pub use capability::{Capability, Grant, GrantMode, Grants};

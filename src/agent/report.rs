@@ -138,6 +138,9 @@ pub enum RunErrorKind {
     /// The run's deadline passed.
     #[error("the run's deadline passed")]
     Deadline,
+    /// A durable run's journal failed or held a result this kiln cannot read.
+    #[error("JournalError: {0}")]
+    Journal(String),
 }
 
 /// A failed run with everything it did up to the failure.

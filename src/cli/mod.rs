@@ -9,6 +9,7 @@ mod mock_cmd;
 pub mod output;
 mod tools_cmd;
 mod watch_cmd;
+mod worker_cmd;
 
 use crate::capability::Grants;
 use crate::{Host, HostConfig};
@@ -88,6 +89,10 @@ pub enum Command {
     Sessions(db_cmd::SessionsArgs),
     /// Watch the scripts folders and print one line per reload.
     Watch,
+    /// Serve agents as a durable Restate worker (`--restate --bind ADDR`); see README "Scale out".
+    Worker(worker_cmd::WorkerArgs),
+    /// Talk to a Restate server: `register --admin URL --endpoint URL`.
+    Restate(worker_cmd::RestateArgs),
     /// Interactive REPL: call tools, chat with agents, evaluate Rhai (hot reload on).
     Repl {
         /// Capabilities the REPL grants (comma-separated, repeatable); change them with :caps.
@@ -236,6 +241,8 @@ pub fn run(cli: Cli) -> CliResult<ExitCode> {
         Command::Definitions(a) => defs_cmd::definitions(&cli.global, a),
         Command::Sessions(a) => db_cmd::sessions(&cli.global, a),
         Command::Extract(a) => extract_cmd::extract(&cli.global, a),
+        Command::Worker(a) => worker_cmd::worker(&cli.global, a),
+        Command::Restate(a) => worker_cmd::restate(a),
         Command::Repl { caps } => repl(&cli.global, &caps),
     }
 }

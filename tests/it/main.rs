@@ -7,6 +7,7 @@ mod common;
 mod conformance;
 mod db;
 mod dsl;
+mod durable;
 mod exec;
 mod library;
 mod peers;
