@@ -1,9 +1,5 @@
-//! Durable runs on Restate (issue 14): a real `restate-server` on 127.0.0.1 with its data in a
-//! temp dir, two `kiln worker --restate` processes behind one address (a failover TCP proxy),
-//! agents against `kiln mock`, tools counting their executions at a loopback counter.
-//!
-//! `#[ignore]`d because it needs the Restate server binary: `.ci/run` installs the pinned
-//! `@restatedev/restate-server@1.7.12` from npm and runs it with `KILN_RESTATE_SERVER` set.
+//! Fixtures of the durable-run tests: the Restate server, `kiln worker` processes behind a
+//! failover proxy, a loopback execution counter, and a cluster of them with agents on mocks.
 
 use crate::common::{Mock, Scripts, kiln_bin};
 use serde_json::{Value, json};
@@ -15,15 +11,15 @@ use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
-const WAIT: Duration = Duration::from_secs(60);
+pub const WAIT: Duration = Duration::from_secs(60);
 
-fn free_port() -> u16 {
+pub fn free_port() -> u16 {
     let l = TcpListener::bind("127.0.0.1:0").expect("bind");
     l.local_addr().expect("addr").port()
 }
 
 /// Polls `f` until it returns `Some`, failing with `what` after [`WAIT`].
-fn wait_for<T>(what: &str, mut f: impl FnMut() -> Option<T>) -> T {
+pub fn wait_for<T>(what: &str, mut f: impl FnMut() -> Option<T>) -> T {
     let start = Instant::now();
     loop {
         if let Some(v) = f() {
@@ -35,7 +31,12 @@ fn wait_for<T>(what: &str, mut f: impl FnMut() -> Option<T>) -> T {
 }
 
 /// One HTTP request to Restate (ingress or admin): status and JSON body (or the text as a string).
-fn http(method: &str, url: &str, headers: &[(&str, &str)], body: Option<&Value>) -> (u16, Value) {
+pub fn http(
+    method: &str,
+    url: &str,
+    headers: &[(&str, &str)],
+    body: Option<&Value>,
+) -> (u16, Value) {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -61,7 +62,7 @@ fn http(method: &str, url: &str, headers: &[(&str, &str)], body: Option<&Value>)
 }
 
 /// A child process killed when dropped.
-struct Proc(Child);
+pub struct Proc(pub Child);
 
 impl Drop for Proc {
     fn drop(&mut self) {
@@ -71,15 +72,15 @@ impl Drop for Proc {
 }
 
 /// The Restate server on loopback ports, its data in a temp dir.
-struct Restate {
-    admin: String,
-    ingress: String,
+pub struct Restate {
+    pub admin: String,
+    pub ingress: String,
     _proc: Proc,
     _dir: tempfile::TempDir,
 }
 
 impl Restate {
-    fn start() -> Restate {
+    pub fn start() -> Restate {
         let bin = std::env::var("KILN_RESTATE_SERVER").unwrap_or_default();
         assert!(
             !bin.is_empty() && Path::new(&bin).is_file(),
@@ -125,7 +126,7 @@ impl Restate {
     }
 
     /// The journal entries of an invocation: `(entry_type, name)`.
-    fn journal(&self, invocation: &str) -> Vec<(String, String)> {
+    pub fn journal(&self, invocation: &str) -> Vec<(String, String)> {
         let query = format!(
             "SELECT index, entry_type, name FROM sys_journal WHERE id = '{invocation}' ORDER BY index"
         );
@@ -150,7 +151,7 @@ impl Restate {
 }
 
 /// A `kiln worker --restate` process with its own database (as on its own machine).
-fn worker(scripts: &Path, port: u16) -> Proc {
+pub fn worker(scripts: &Path, port: u16) -> Proc {
     let db = scripts.join(format!("worker-{port}.db"));
     let mut child = Command::new(kiln_bin())
         .args([
@@ -166,6 +167,7 @@ fn worker(scripts: &Path, port: u16) -> Proc {
         .arg("--db")
         .arg(&db)
         .arg("--no-stdlib")
+        .args(["--request-timeout", "30", "--retries", "1"])
         .env_remove("KILN_LOG")
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
@@ -184,7 +186,7 @@ fn worker(scripts: &Path, port: u16) -> Proc {
 
 /// A TCP proxy on one address in front of the workers: each connection goes to the first
 /// backend that accepts it, so Restate sees one deployment that survives a dead worker.
-fn failover_proxy(backends: Vec<u16>) -> u16 {
+pub fn failover_proxy(backends: Vec<u16>) -> u16 {
     let listener = TcpListener::bind("127.0.0.1:0").expect("bind proxy");
     let port = listener.local_addr().expect("addr").port();
     std::thread::spawn(move || {
@@ -218,19 +220,19 @@ fn failover_proxy(backends: Vec<u16>) -> u16 {
 /// Counts tool executions (`POST /count/STEP` with the call's idempotency key) and can hold
 /// the first execution of one step until released: the rendezvous for the kill.
 #[derive(Default)]
-struct CounterState {
+pub struct CounterState {
     /// `(step, idempotency key, arrival)` in order.
-    hits: Vec<(String, String, Instant)>,
+    pub hits: Vec<(String, String, Instant)>,
     hold: Option<String>,
-    holding: bool,
+    pub holding: bool,
     released: bool,
 }
 
 #[derive(Clone, Default)]
-struct Counter(Arc<(Mutex<CounterState>, Condvar)>);
+pub struct Counter(Arc<(Mutex<CounterState>, Condvar)>);
 
 impl Counter {
-    fn start(&self) -> String {
+    pub fn start(&self) -> String {
         let listener = TcpListener::bind("127.0.0.1:0").expect("bind counter");
         let url = format!("http://{}", listener.local_addr().expect("addr"));
         let me = self.clone();
@@ -293,25 +295,28 @@ impl Counter {
         );
     }
 
-    fn hold(&self, step: &str) {
-        self.0.0.lock().expect("counter").hold = Some(step.to_string());
+    pub fn hold(&self, step: &str) {
+        let mut s = self.0.0.lock().expect("counter");
+        s.hold = Some(step.to_string());
+        s.holding = false;
+        s.released = false;
     }
 
-    fn wait_until(&self, what: &str, f: impl Fn(&CounterState) -> bool) {
+    pub fn wait_until(&self, what: &str, f: impl Fn(&CounterState) -> bool) {
         let (lock, cv) = &*self.0;
         let s = lock.lock().expect("counter");
         let (_s, timeout) = cv.wait_timeout_while(s, WAIT, |s| !f(s)).expect("counter");
         assert!(!timeout.timed_out(), "timed out waiting for {what}");
     }
 
-    fn release(&self) {
+    pub fn release(&self) {
         let (lock, cv) = &*self.0;
         lock.lock().expect("counter").released = true;
         cv.notify_all();
     }
 
     /// Executions per step (steps named with `prefix`), and each step's idempotency keys.
-    fn counts(&self, prefix: &str) -> HashMap<String, Vec<String>> {
+    pub fn counts(&self, prefix: &str) -> HashMap<String, Vec<String>> {
         let mut out: HashMap<String, Vec<String>> = HashMap::new();
         for (step, key, _) in &self.0.0.lock().expect("counter").hits {
             if step.starts_with(prefix) {
@@ -321,14 +326,14 @@ impl Counter {
         out
     }
 
-    fn arrivals(&self, step: &str) -> Vec<Instant> {
+    pub fn arrivals(&self, step: &str) -> Vec<Instant> {
         let s = self.0.0.lock().expect("counter");
         s.hits.iter().filter(|h| h.0 == step).map(|h| h.2).collect()
     }
 }
 
 /// Three tool rounds (steps `{p}a`, `{p}b`, `{p}c`), then an answer.
-fn three_steps(p: &str) -> Value {
+pub fn three_steps(p: &str) -> Value {
     let call =
         |s: &str| json!({"tool_calls": [{"name": "count", "args": {"step": format!("{p}{s}")}}]});
     json!({"require_auth": false, "turns": [call("a"), call("b"), call("c"), {"text": "counted three"}]})
@@ -336,7 +341,7 @@ fn three_steps(p: &str) -> Value {
 
 /// The scripts: a `count` tool (it reports at the counter with its idempotency key and keeps a
 /// tally in ctx.state) and one agent per mock.
-fn scripts(counter: &str, agents: &[(&str, &str)]) -> Scripts {
+pub fn scripts(counter: &str, agents: &[(&str, &str)]) -> Scripts {
     let mut src = format!(
         r#"tool("count")
     .description("Count one step at the counter")
@@ -359,7 +364,7 @@ fn scripts(counter: &str, agents: &[(&str, &str)]) -> Scripts {
     Scripts::new(&[("agents.rhai", &src)])
 }
 
-fn ok_output(what: &str, (status, body): (u16, Value)) -> Value {
+pub fn ok_output(what: &str, (status, body): (u16, Value)) -> Value {
     assert!(
         (200..300).contains(&status),
         "{what}: HTTP {status}: {body}"
@@ -367,286 +372,103 @@ fn ok_output(what: &str, (status, body): (u16, Value)) -> Value {
     body
 }
 
-#[test]
-#[ignore = "needs restate-server: run by .ci/run with KILN_RESTATE_SERVER set"]
-fn a_run_survives_its_worker_being_killed_and_sessions_and_keys_hold_across_workers() {
-    let counter = Counter::default();
-    let counter_url = counter.start();
-    let (m_kill, m_clean, m_local) = (
-        Mock::start(&three_steps("k")),
-        Mock::start(&three_steps("u")),
-        Mock::start(&three_steps("l")),
-    );
-    let m_session = Mock::start(&json!({"require_auth": false, "turns": [
-        {"tool_calls": [{"name": "count", "args": {"step": "s1"}}]}, {"text": "first"},
-        {"tool_calls": [{"name": "count", "args": {"step": "s2"}}]}, {"text": "second"},
-    ]}));
-    let m_idem = Mock::start(&json!({"require_auth": false, "turns": [
-        {"tool_calls": [{"name": "count", "args": {"step": "i1"}}]}, {"text": "once"},
-    ]}));
-    let s = scripts(
-        &counter_url,
-        &[
-            ("kill", &m_kill.url),
-            ("clean", &m_clean.url),
-            ("local", &m_local.url),
-            ("chat", &m_session.url),
-            ("idem", &m_idem.url),
-        ],
-    );
-    let restate = Restate::start();
-    let (port_a, port_b) = (free_port(), free_port());
-    let worker_a = worker(s.path(), port_a);
-    let _worker_b = worker(s.path(), port_b);
-    let proxy = failover_proxy(vec![port_a, port_b]);
-    let out = Command::new(kiln_bin())
-        .args([
-            "restate",
-            "register",
-            "--admin",
-            &restate.admin,
-            "--endpoint",
-        ])
-        .arg(format!("http://127.0.0.1:{proxy}"))
-        .output()
-        .expect("kiln restate register");
-    let registered = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "register: {registered} {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert!(
-        registered.contains("KilnSession") && registered.contains("KilnRun"),
-        "{registered}"
-    );
-    let ingress = restate.ingress.clone();
-    let post = |path: &str, key: Option<&str>, body: &Value| {
+/// Restate, two workers (A, then B) behind one registered address, and agents each on its own
+/// mock, their `count` tool reporting to `counter`.
+pub struct Cluster {
+    pub counter: Counter,
+    pub workers: Vec<Option<Proc>>,
+    pub ports: Vec<u16>,
+    pub restate: Restate,
+    pub scripts: Scripts,
+    mocks: HashMap<String, Mock>,
+}
+
+impl Cluster {
+    /// Starts everything; `agents` are `(name, mock scenario)`.
+    pub fn start(agents: &[(&str, Value)]) -> Cluster {
+        let counter = Counter::default();
+        let counter_url = counter.start();
+        let mocks: HashMap<String, Mock> = agents
+            .iter()
+            .map(|(name, scenario)| (name.to_string(), Mock::start(scenario)))
+            .collect();
+        let urls: Vec<(&str, &str)> = mocks
+            .iter()
+            .map(|(n, m)| (n.as_str(), m.url.as_str()))
+            .collect();
+        let scripts = scripts(&counter_url, &urls);
+        let restate = Restate::start();
+        let ports = vec![free_port(), free_port()];
+        let workers = ports
+            .iter()
+            .map(|p| Some(worker(scripts.path(), *p)))
+            .collect();
+        let proxy = failover_proxy(ports.clone());
+        let out = Command::new(kiln_bin())
+            .args([
+                "restate",
+                "register",
+                "--admin",
+                &restate.admin,
+                "--endpoint",
+            ])
+            .arg(format!("http://127.0.0.1:{proxy}"))
+            .output()
+            .expect("kiln restate register");
+        let registered = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success(),
+            "register: {registered} {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(
+            registered.contains("KilnSession") && registered.contains("KilnRun"),
+            "{registered}"
+        );
+        Cluster {
+            counter,
+            workers,
+            ports,
+            restate,
+            scripts,
+            mocks,
+        }
+    }
+
+    /// `POST` to the ingress, with an idempotency key if given.
+    pub fn post(&self, path: &str, key: Option<&str>, body: &Value) -> (u16, Value) {
         let headers: Vec<(&str, &str)> = key.map(|k| ("idempotency-key", k)).into_iter().collect();
-        http("POST", &format!("{ingress}{path}"), &headers, Some(body))
-    };
-
-    // The same idempotency key submitted twice: one invocation, the tool ran once.
-    let req = json!({"agent": "idem", "prompt": "count once"});
-    let first = ok_output(
-        "send",
-        post("/KilnSession/idem/turn/send", Some("key-1"), &req),
-    );
-    let again = ok_output(
-        "resend",
-        post("/KilnSession/idem/turn/send", Some("key-1"), &req),
-    );
-    assert_eq!(
-        first["invocationId"], again["invocationId"],
-        "{first} {again}"
-    );
-    assert_eq!(again["status"], "PreviouslyAccepted", "{again}");
-    let inv = first["invocationId"]
-        .as_str()
-        .expect("invocation id")
-        .to_string();
-    let idem = ok_output(
-        "attach",
-        http(
-            "GET",
-            &format!("{ingress}/restate/invocation/{inv}/attach"),
-            &[],
-            None,
-        ),
-    );
-    assert_eq!(idem["answer"], "once", "{idem}");
-    assert_eq!(
-        idem["run_id"],
-        inv.as_str(),
-        "the run id is the invocation id"
-    );
-    assert_eq!(counter.counts("i").get("i1").map(Vec::len), Some(1));
-    assert_eq!(m_idem.requests().len(), 2, "one run: two model requests");
-
-    // A session's first turn, on worker A.
-    let turn1 = ok_output(
-        "turn 1",
-        post(
-            "/KilnSession/s-1/turn",
-            None,
-            &json!({"agent": "chat", "prompt": "hello"}),
-        ),
-    );
-    assert_eq!(turn1["answer"], "first", "{turn1}");
-
-    // The run killed mid-way: hold the third tool step, check steps 1-2 are journaled, kill A.
-    counter.hold("kc");
-    let sent = ok_output(
-        "send run",
-        post(
-            "/KilnRun/run-kill/run/send",
-            None,
-            &json!({"agent": "kill", "prompt": "count"}),
-        ),
-    );
-    let inv = sent["invocationId"]
-        .as_str()
-        .expect("invocation id")
-        .to_string();
-    counter.wait_until("the third tool step to start", |s| s.holding);
-    let journal = restate.journal(&inv);
-    let steps: Vec<&str> = journal
-        .iter()
-        .filter(|(t, _)| t == "Command: Run")
-        .map(|(_, n)| n.as_str())
-        .collect();
-    let completed = journal
-        .iter()
-        .filter(|(t, _)| t == "Notification: Run")
-        .count();
-    assert_eq!(
-        (steps.as_slice(), completed),
-        (
-            &[
-                "model-1",
-                "tool-1-call_mock_0_0",
-                "model-2",
-                "tool-2-call_mock_1_0",
-                "model-3"
-            ][..],
-            5
-        ),
-        "steps 1-5 journaled and completed before the kill: {journal:?}"
-    );
-    let mut worker_a = worker_a;
-    let killed = Instant::now();
-    worker_a.0.kill().expect("kill -9 worker A");
-    let _ = worker_a.0.wait();
-    counter.release();
-    counter.wait_until("the third step to run again", |s| {
-        s.hits.iter().filter(|h| h.0 == "kc").count() >= 2
-    });
-    let resumed = counter.arrivals("kc")[1].duration_since(killed);
-    let report = ok_output(
-        "attach run",
-        http(
-            "GET",
-            &format!("{ingress}/restate/workflow/KilnRun/run-kill/attach"),
-            &[],
-            None,
-        ),
-    );
-    let counts = counter.counts("k");
-    assert_eq!(
-        counts["ka"].len(),
-        1,
-        "completed steps run once: {counts:?}"
-    );
-    assert_eq!(
-        counts["kb"].len(),
-        1,
-        "completed steps run once: {counts:?}"
-    );
-    assert_eq!(
-        counts["kc"].len(),
-        2,
-        "the step in flight ran again: {counts:?}"
-    );
-    assert_eq!(
-        counts["kc"][0], counts["kc"][1],
-        "one idempotency key per step"
-    );
-    assert_eq!(counts["kc"][0], format!("{inv}/tool-3-call_mock_2_0"));
-    assert_eq!(m_kill.requests().len(), 4, "no model request was repeated");
-
-    // The session continues on worker B: it sees turn 1 and its ctx.state.
-    let turn2 = ok_output(
-        "turn 2",
-        post(
-            "/KilnSession/s-1/turn",
-            None,
-            &json!({"agent": "chat", "prompt": "again"}),
-        ),
-    );
-    assert_eq!(turn2["answer"], "second", "{turn2}");
-    let messages = turn2["messages"].as_array().expect("messages");
-    assert_eq!(messages.len(), 8, "two turns of four messages: {turn2}");
-    assert_eq!(
-        messages[..4],
-        turn1["messages"].as_array().expect("messages")[..]
-    );
-    assert_eq!(
-        turn2["tool_calls"][0]["outcome"]["result"],
-        "counted s2 (#2)"
-    );
-    let transcript = ok_output(
-        "transcript",
         http(
             "POST",
-            &format!("{ingress}/KilnSession/s-1/transcript"),
-            &[],
-            None,
-        ),
-    );
-    assert_eq!(transcript.as_array().map(Vec::len), Some(8));
+            &format!("{}{path}", self.restate.ingress),
+            &headers,
+            Some(body),
+        )
+    }
 
-    // The same run uninterrupted (durable, on B) and in the local mode give the same transcript.
-    let started = Instant::now();
-    let clean = ok_output(
-        "clean run",
-        post(
-            "/KilnRun/run-clean/run",
-            None,
-            &json!({"agent": "clean", "prompt": "count"}),
-        ),
-    );
-    let durable_time = started.elapsed();
-    let host = kiln::Host::builder()
-        .scripts(s.path())
-        .workspace(s.path())
-        .stdlib(false)
-        .build()
-        .expect("host");
-    let runtime = tokio::runtime::Runtime::new().expect("runtime");
-    let started = Instant::now();
-    let local = runtime
-        .block_on(host.run("local", "count", kiln::RunOptions::default()))
-        .expect("local run");
-    let local_time = started.elapsed();
-    // The runs differ only in their step names (ka / ua / la ...).
-    let plain = |v: &Value, p: &str| {
-        ["a", "b", "c"]
-            .iter()
-            .fold(v.to_string(), |t, x| t.replace(&format!("{p}{x}"), x))
-    };
-    let local = serde_json::to_value(&local).expect("report");
-    assert_eq!(report["answer"], "counted three");
-    assert_eq!(
-        plain(&report["messages"], "k"),
-        plain(&clean["messages"], "u")
-    );
-    assert_eq!(
-        plain(&report["messages"], "k"),
-        plain(&local["messages"], "l")
-    );
-    assert_eq!(
-        report["tool_calls"][2]["outcome"]["result"],
-        "counted kc (#3)"
-    );
+    /// `GET` from the ingress.
+    pub fn get(&self, path: &str) -> (u16, Value) {
+        http("GET", &format!("{}{path}", self.restate.ingress), &[], None)
+    }
 
-    // The resuming worker's run log has the run under its invocation id, with tool versions.
-    let logs = Command::new(kiln_bin())
-        .args(["logs", "--json", "--db"])
-        .arg(s.path().join(format!("worker-{port_b}.db")))
-        .output()
-        .expect("kiln logs");
-    let logs = String::from_utf8_lossy(&logs.stdout);
-    assert!(
-        logs.contains(&inv),
-        "worker B's log names the invocation: {logs}"
-    );
+    /// The mock agent `name` talks to.
+    pub fn mock(&self, name: &str) -> &Mock {
+        &self.mocks[name]
+    }
 
-    let steps = 7.0; // four model requests and three tool calls
-    eprintln!(
-        "durable: kill -> resumed step running on the other worker: {resumed:?}; \
-         run of {steps} steps: durable {durable_time:?}, local {local_time:?}, \
-         overhead {:.1} ms/step, ratio {:.2}",
-        (durable_time.as_secs_f64() - local_time.as_secs_f64()) * 1000.0 / steps,
-        durable_time.as_secs_f64() / local_time.as_secs_f64()
-    );
+    /// `kill -9` worker `i` and wait for it; returns when it was killed.
+    pub fn kill(&mut self, i: usize) -> Instant {
+        let mut proc = self.workers[i].take().expect("worker running");
+        let killed = Instant::now();
+        proc.0.kill().expect("kill -9 worker");
+        let _ = proc.0.wait();
+        killed
+    }
+
+    /// Worker `i`'s database.
+    pub fn db(&self, i: usize) -> std::path::PathBuf {
+        self.scripts
+            .path()
+            .join(format!("worker-{}.db", self.ports[i]))
+    }
 }
