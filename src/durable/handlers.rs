@@ -131,7 +131,6 @@ impl Session {
             .0
             .run(&journal, &invocation, req, Some(session))
             .await?;
-        drop(journal);
         ctx.set(MESSAGES, Json(report.messages.clone()));
         let state = state.lock().map(|s| s.clone()).unwrap_or(Value::Null);
         ctx.set(STATE, Json(state));
