@@ -99,7 +99,7 @@ pub use agent::connect::ProviderOverrides;
 pub use agent::extract::JsonParseError;
 pub use agent::{
     AgentSpec, Local, Observer, Recalled, Recorder, RunError, RunErrorKind, RunEvent, RunOptions,
-    RunReport, StepJournal, StepWork, ToolCallRecord,
+    RunReport, StepFuture, StepJournal, StepWork, ToolCallRecord,
 };
 pub use api::{CallOptions, Event, HostBuilder, RunStream, WatchHandle};
 pub use capability::{Capability, Grant, GrantMode, Grants};

@@ -9,6 +9,7 @@ mod db;
 mod dsl;
 mod durable;
 mod exec;
+mod journal;
 mod library;
 mod peers;
 mod planner;
