@@ -150,9 +150,9 @@ impl Restate {
     }
 }
 
-/// A `kiln worker --restate` process with its own database (as on its own machine).
-pub fn worker(scripts: &Path, port: u16) -> Proc {
-    let db = scripts.join(format!("worker-{port}.db"));
+/// A `kiln worker --restate` process with its own database in `dbs` (as on its own machine).
+pub fn worker(scripts: &Path, dbs: &Path, port: u16) -> Proc {
+    let db = dbs.join(format!("worker-{port}.db"));
     let mut child = Command::new(kiln_bin())
         .args([
             "worker",
@@ -339,9 +339,9 @@ pub fn three_steps(p: &str) -> Value {
     json!({"require_auth": false, "turns": [call("a"), call("b"), call("c"), {"text": "counted three"}]})
 }
 
-/// The scripts: a `count` tool (it reports at the counter with its idempotency key and keeps a
+/// The script: a `count` tool (it reports at the counter with its idempotency key and keeps a
 /// tally in ctx.state) and one agent per mock.
-pub fn scripts(counter: &str, agents: &[(&str, &str)]) -> Scripts {
+pub fn script(counter: &str, agents: &[(&str, &str)]) -> String {
     let mut src = format!(
         r#"tool("count")
     .description("Count one step at the counter")
@@ -361,7 +361,7 @@ pub fn scripts(counter: &str, agents: &[(&str, &str)]) -> Scripts {
              .tools([\"count\"]).capabilities([\"net:127.0.0.1\"]);\n"
         ));
     }
-    Scripts::new(&[("agents.rhai", &src)])
+    src
 }
 
 pub fn ok_output(what: &str, (status, body): (u16, Value)) -> Value {
@@ -373,13 +373,16 @@ pub fn ok_output(what: &str, (status, body): (u16, Value)) -> Value {
 }
 
 /// Restate, two workers (A, then B) behind one registered address, and agents each on its own
-/// mock, their `count` tool reporting to `counter`.
+/// mock, their `count` tool reporting to `counter`. B's copy of the script differs by a comment,
+/// so the two workers run different versions of the same tool.
 pub struct Cluster {
     pub counter: Counter,
     pub workers: Vec<Option<Proc>>,
     pub ports: Vec<u16>,
     pub restate: Restate,
+    /// Worker A's scripts folder (and where both databases live).
     pub scripts: Scripts,
+    _scripts_b: Scripts,
     mocks: HashMap<String, Mock>,
 }
 
@@ -396,13 +399,15 @@ impl Cluster {
             .iter()
             .map(|(n, m)| (n.as_str(), m.url.as_str()))
             .collect();
-        let scripts = scripts(&counter_url, &urls);
+        let src = script(&counter_url, &urls);
+        let scripts = Scripts::new(&[("agents.rhai", &src)]);
+        let scripts_b = Scripts::new(&[("agents.rhai", &format!("{src}// worker B's copy\n"))]);
         let restate = Restate::start();
         let ports = vec![free_port(), free_port()];
-        let workers = ports
-            .iter()
-            .map(|p| Some(worker(scripts.path(), *p)))
-            .collect();
+        let workers = vec![
+            Some(worker(scripts.path(), scripts.path(), ports[0])),
+            Some(worker(scripts_b.path(), scripts.path(), ports[1])),
+        ];
         let proxy = failover_proxy(ports.clone());
         let out = Command::new(kiln_bin())
             .args([
@@ -431,6 +436,7 @@ impl Cluster {
             ports,
             restate,
             scripts,
+            _scripts_b: scripts_b,
             mocks,
         }
     }
