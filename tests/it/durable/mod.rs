@@ -328,3 +328,54 @@ fn durable_steps_cost_against_local_steps() {
         durable.as_secs_f64() / local.as_secs_f64()
     );
 }
+
+#[test]
+fn worker_and_register_refuse_bad_arguments_clearly() {
+    use crate::common::{kiln, stderr};
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out = kiln(
+        &["worker", "--bind", "127.0.0.1:0", "--no-stdlib"],
+        dir.path(),
+    );
+    assert!(!out.status.success());
+    assert!(
+        stderr(&out).contains("kiln worker needs --restate"),
+        "{}",
+        stderr(&out)
+    );
+
+    let register = |admin: &str, endpoint: &str| {
+        let out = kiln(
+            &[
+                "restate",
+                "register",
+                "--admin",
+                admin,
+                "--endpoint",
+                endpoint,
+            ],
+            dir.path(),
+        );
+        assert!(!out.status.success());
+        stderr(&out)
+    };
+    let err = register("ftp://127.0.0.1:9070", "http://127.0.0.1:9080");
+    assert!(
+        err.contains("--admin: \"ftp://127.0.0.1:9070\" is not an http:// or https:// URL"),
+        "{err}"
+    );
+    let err = register("http://127.0.0.1:9070", "9080");
+    assert!(
+        err.contains("--endpoint: \"9080\" is not an http:// or https:// URL"),
+        "{err}"
+    );
+    // Nothing listens on a port just released.
+    let port = fixtures::free_port();
+    let err = register(&format!("http://127.0.0.1:{port}"), "http://127.0.0.1:9080");
+    assert!(
+        err.contains(&format!(
+            "cannot reach the Restate admin API at http://127.0.0.1:{port}/deployments"
+        )),
+        "{err}"
+    );
+}
