@@ -52,7 +52,7 @@ fn runtime() -> CliResult<tokio::runtime::Runtime> {
         .build()?)
 }
 
-/// Runs `kiln worker` until Ctrl-C.
+/// Runs `kiln worker` until Ctrl-C or SIGTERM (running requests get a few seconds to finish).
 pub fn worker(g: &Global, a: WorkerArgs) -> CliResult<ExitCode> {
     if !a.restate {
         return Err("kiln worker needs --restate (the durable engine it serves)".into());
@@ -71,10 +71,24 @@ pub fn worker(g: &Global, a: WorkerArgs) -> CliResult<ExitCode> {
         );
         std::io::stdout().flush()?;
         let overrides = a.provider.overrides();
-        crate::durable::serve(host, overrides, listener, tokio::signal::ctrl_c()).await;
+        crate::durable::serve(host, overrides, listener, stop_signal()).await;
         Ok::<_, Box<dyn std::error::Error>>(())
     })?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// Completes on Ctrl-C or SIGTERM (what a process manager sends to stop a worker).
+async fn stop_signal() {
+    #[cfg(unix)]
+    if let Ok(mut term) = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+    {
+        tokio::select! {
+            _ = tokio::signal::ctrl_c() => {}
+            _ = term.recv() => {}
+        }
+        return;
+    }
+    let _ = tokio::signal::ctrl_c().await;
 }
 
 /// Runs `kiln restate ...`.

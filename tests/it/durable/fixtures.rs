@@ -18,20 +18,19 @@ pub fn free_port() -> u16 {
     l.local_addr().expect("addr").port()
 }
 
-/// Polls `f` until it returns `Some`, failing with `what` after [`WAIT`].
-pub fn wait_for<T>(what: &str, mut f: impl FnMut() -> Option<T>) -> T {
-    let start = Instant::now();
-    loop {
-        if let Some(v) = f() {
-            return v;
-        }
-        assert!(start.elapsed() < WAIT, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
 /// One HTTP request to Restate (ingress or admin): status and JSON body (or the text as a string).
 pub fn http(
+    method: &str,
+    url: &str,
+    headers: &[(&str, &str)],
+    body: Option<&Value>,
+) -> (u16, Value) {
+    http_within(WAIT, method, url, headers, body)
+}
+
+/// [`http`] giving up after `limit` (status 0).
+pub fn http_within(
+    limit: Duration,
     method: &str,
     url: &str,
     headers: &[(&str, &str)],
@@ -50,7 +49,7 @@ pub fn http(
         if let Some(b) = body {
             req = req.json(b);
         }
-        match req.timeout(WAIT).send().await {
+        match req.timeout(limit).send().await {
             Err(e) => (0, json!(e.to_string())),
             Ok(r) => {
                 let status = r.status().as_u16();
@@ -108,19 +107,33 @@ impl Restate {
             .stderr(log)
             .spawn()
             .expect("start restate-server");
-        let r = Restate {
+        let mut r = Restate {
             admin: format!("http://127.0.0.1:{admin}"),
             ingress: format!("http://127.0.0.1:{ingress}"),
             _proc: Proc(child),
             _dir: dir,
         };
+        let log = r._dir.path().join("server.log");
+        let start = Instant::now();
         for url in [
             format!("{}/health", r.admin),
             format!("{}/restate/health", r.ingress),
         ] {
-            wait_for(&url, || {
-                (http("GET", &url, &[], None).0 == 200).then_some(())
-            });
+            while http_within(Duration::from_secs(2), "GET", &url, &[], None).0 != 200 {
+                let exited = r._proc.0.try_wait().ok().flatten();
+                let log = || std::fs::read_to_string(&log).unwrap_or_default();
+                assert!(
+                    exited.is_none(),
+                    "restate-server exited ({exited:?}):\n{}",
+                    log()
+                );
+                assert!(
+                    start.elapsed() < WAIT,
+                    "restate-server never answered {url}:\n{}",
+                    log()
+                );
+                std::thread::sleep(Duration::from_millis(20));
+            }
         }
         r
     }

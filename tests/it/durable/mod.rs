@@ -162,7 +162,11 @@ fn a_run_whose_worker_is_killed_completes_on_the_other_without_repeating_steps()
 #[test]
 #[ignore = "needs restate-server: run by .ci/run with KILN_RESTATE_SERVER set"]
 fn a_session_continues_on_another_worker_with_its_messages_and_state() {
-    let [t1, a1] = one_tool_then("s1", "first");
+    // The first turn's round has two calls: the journal runs them one at a time, in call order.
+    let t1 = json!({"tool_calls": [
+        {"name": "count", "args": {"step": "s1"}}, {"name": "count", "args": {"step": "s1b"}},
+    ]});
+    let a1 = json!({"text": "first"});
     let [t2, a2] = one_tool_then("s2", "second");
     let mut c = Cluster::start(&[(
         "chat",
@@ -184,7 +188,7 @@ fn a_session_continues_on_another_worker_with_its_messages_and_state() {
         turn1["messages"].as_array().expect("messages")[..]
     );
     assert_eq!(
-        turn2["tool_calls"][0]["outcome"]["result"], "counted s2 (#2)",
+        turn2["tool_calls"][0]["outcome"]["result"], "counted s2 (#3)",
         "ctx.state carried over"
     );
     let transcript = ok_output("transcript", {
@@ -194,9 +198,10 @@ fn a_session_continues_on_another_worker_with_its_messages_and_state() {
     assert_eq!(transcript.as_array().map(Vec::len), Some(8), "{transcript}");
     let requests = c.mock("chat").requests();
     assert_eq!(requests.len(), 4);
+    // user, assistant (two calls), two tool messages (OpenAI's wire), assistant, user.
     assert_eq!(
         requests[2]["body"]["messages"].as_array().map(Vec::len),
-        Some(5),
+        Some(6),
         "history sent"
     );
 }
@@ -327,6 +332,34 @@ fn durable_steps_cost_against_local_steps() {
         (durable.as_secs_f64() - local.as_secs_f64()) * 1000.0 / steps,
         durable.as_secs_f64() / local.as_secs_f64()
     );
+}
+
+#[test]
+fn a_worker_stops_cleanly_on_sigterm() {
+    use std::io::BufRead;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut child = std::process::Command::new(crate::common::kiln_bin())
+        .args([
+            "worker",
+            "--restate",
+            "--bind",
+            "127.0.0.1:0",
+            "--no-stdlib",
+            "--db",
+        ])
+        .arg(dir.path().join("w.db"))
+        .current_dir(dir.path())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("start worker");
+    let mut line = String::new();
+    std::io::BufReader::new(child.stdout.take().expect("stdout"))
+        .read_line(&mut line)
+        .expect("worker prints its address");
+    assert!(line.contains("listening on http://127.0.0.1:"), "{line}");
+    crate::common::signal(child.id(), "TERM");
+    let status = child.wait().expect("worker exits");
+    assert!(status.success(), "{status:?}");
 }
 
 #[test]
