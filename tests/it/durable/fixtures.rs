@@ -163,9 +163,8 @@ impl Restate {
     }
 }
 
-/// A `kiln worker --restate` process with its own database in `dbs` (as on its own machine).
-pub fn worker(scripts: &Path, dbs: &Path, port: u16) -> Proc {
-    let db = dbs.join(format!("worker-{port}.db"));
+/// A `kiln worker --restate` process logging runs in `db`.
+pub fn worker(scripts: &Path, db: &Path, port: u16) -> Proc {
     let mut child = Command::new(kiln_bin())
         .args([
             "worker",
@@ -387,13 +386,13 @@ pub fn ok_output(what: &str, (status, body): (u16, Value)) -> Value {
 
 /// Restate, two workers (A, then B) behind one registered address, and agents each on its own
 /// mock, their `count` tool reporting to `counter`. B's copy of the script differs by a comment,
-/// so the two workers run different versions of the same tool.
+/// so the two workers run different versions of the same tool. Both log runs in one database
+/// (workers on one machine), so a run resumed by B replaces what A logged of it.
 pub struct Cluster {
     pub counter: Counter,
     pub workers: Vec<Option<Proc>>,
-    pub ports: Vec<u16>,
     pub restate: Restate,
-    /// Worker A's scripts folder (and where both databases live).
+    /// Worker A's scripts folder (and where the database lives).
     pub scripts: Scripts,
     _scripts_b: Scripts,
     mocks: HashMap<String, Mock>,
@@ -417,9 +416,10 @@ impl Cluster {
         let scripts_b = Scripts::new(&[("agents.rhai", &format!("{src}// worker B's copy\n"))]);
         let restate = Restate::start();
         let ports = vec![free_port(), free_port()];
+        let db = scripts.path().join("workers.db");
         let workers = vec![
-            Some(worker(scripts.path(), scripts.path(), ports[0])),
-            Some(worker(scripts_b.path(), scripts.path(), ports[1])),
+            Some(worker(scripts.path(), &db, ports[0])),
+            Some(worker(scripts_b.path(), &db, ports[1])),
         ];
         let proxy = failover_proxy(ports.clone());
         let out = Command::new(kiln_bin())
@@ -446,7 +446,6 @@ impl Cluster {
         Cluster {
             counter,
             workers,
-            ports,
             restate,
             scripts,
             _scripts_b: scripts_b,
@@ -484,10 +483,8 @@ impl Cluster {
         killed
     }
 
-    /// Worker `i`'s database.
-    pub fn db(&self, i: usize) -> std::path::PathBuf {
-        self.scripts
-            .path()
-            .join(format!("worker-{}.db", self.ports[i]))
+    /// The workers' database.
+    pub fn db(&self) -> std::path::PathBuf {
+        self.scripts.path().join("workers.db")
     }
 }
