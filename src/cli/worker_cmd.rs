@@ -40,7 +40,8 @@ pub enum RestateCommand {
         /// The address Restate calls the workers at, e.g. http://127.0.0.1:9080
         #[arg(long, value_name = "URL")]
         endpoint: String,
-        /// Replace an earlier registration of the same address (after handlers changed).
+        /// Register the same address again as a new revision even if its handlers changed
+        /// (Restate refuses an incompatible change without it).
         #[arg(long)]
         force: bool,
     },

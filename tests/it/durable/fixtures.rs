@@ -392,6 +392,8 @@ pub struct Cluster {
     pub counter: Counter,
     pub workers: Vec<Option<Proc>>,
     pub restate: Restate,
+    /// The address registered with Restate (the proxy in front of the workers).
+    pub endpoint: String,
     /// Worker A's scripts folder (and where the database lives).
     pub scripts: Scripts,
     _scripts_b: Scripts,
@@ -421,7 +423,7 @@ impl Cluster {
             Some(worker(scripts.path(), &db, ports[0])),
             Some(worker(scripts_b.path(), &db, ports[1])),
         ];
-        let proxy = failover_proxy(ports.clone());
+        let endpoint = format!("http://127.0.0.1:{}", failover_proxy(ports.clone()));
         let out = Command::new(kiln_bin())
             .args([
                 "restate",
@@ -430,7 +432,7 @@ impl Cluster {
                 &restate.admin,
                 "--endpoint",
             ])
-            .arg(format!("http://127.0.0.1:{proxy}"))
+            .arg(&endpoint)
             .output()
             .expect("kiln restate register");
         let registered = String::from_utf8_lossy(&out.stdout);
@@ -447,6 +449,7 @@ impl Cluster {
             counter,
             workers,
             restate,
+            endpoint,
             scripts,
             _scripts_b: scripts_b,
             mocks,

@@ -224,6 +224,28 @@ fn the_same_idempotency_key_runs_once_and_timeouts_follow_the_request_timeout() 
         assert_eq!(svc["inactivity_timeout"], "2m", "{svc}");
         assert_eq!(svc["abort_timeout"], "2m", "{svc}");
     }
+    // Registering the same address again changes nothing; --force makes a new revision.
+    let register = |force: &[&str]| {
+        let (admin, endpoint) = (c.restate.admin.as_str(), c.endpoint.as_str());
+        let args = [
+            "restate",
+            "register",
+            "--admin",
+            admin,
+            "--endpoint",
+            endpoint,
+        ];
+        let out = crate::common::kiln(&[&args[..], force].concat(), c.scripts.path());
+        assert!(out.status.success(), "{}", crate::common::stderr(&out));
+        let reply: Value = serde_json::from_slice(&out.stdout).expect("registration json");
+        (
+            reply["id"].clone(),
+            reply["services"][0]["revision"].clone(),
+        )
+    };
+    let (id, revision) = register(&[]);
+    assert_eq!(revision, 1);
+    assert_eq!(register(&["--force"]), (id, json!(2)));
     let req = json!({"agent": "idem", "prompt": "count once"});
     let first = ok_output(
         "send",
