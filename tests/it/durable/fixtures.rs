@@ -177,7 +177,7 @@ pub fn worker(scripts: &Path, db: &Path, port: u16) -> Proc {
         .arg("--workspace")
         .arg(scripts)
         .arg("--db")
-        .arg(&db)
+        .arg(db)
         .arg("--no-stdlib")
         .args(["--request-timeout", "30", "--retries", "1"])
         .env_remove("KILN_LOG")
