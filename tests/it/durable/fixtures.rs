@@ -352,7 +352,7 @@ pub fn three_steps(p: &str) -> Value {
 }
 
 /// The script: a `count` tool (it reports at the counter with its idempotency key and keeps a
-/// tally in ctx.state) and one agent per mock.
+/// tally in ctx.state), one agent per mock, and a json_planner agent `plan`.
 pub fn script(counter: &str, agents: &[(&str, &str)]) -> String {
     let mut src = format!(
         r#"tool("count")
@@ -373,6 +373,11 @@ pub fn script(counter: &str, agents: &[(&str, &str)]) -> String {
              .tools([\"count\"]).capabilities([\"net:127.0.0.1\"]);\n"
         ));
     }
+    // Refused by workers (its steps are not journaled); never reaches its base URL.
+    src.push_str(
+        "agent(\"plan\").provider(\"openai\").model(\"m\").base_url(\"http://127.0.0.1:9/v1\")\n    \
+         .tools([\"count\"]).capabilities([\"net:127.0.0.1\"]).mode(\"json_planner\");\n",
+    );
     src
 }
 

@@ -104,6 +104,10 @@ fn a_run_whose_worker_is_killed_completes_on_the_other_without_repeating_steps()
         report["tool_calls"][2]["outcome"]["result"],
         "counted kc (#3)"
     );
+    // Each call records the tool version that ran it: A's for the journaled steps, B's after.
+    let version = |i: usize| report["tool_calls"][i]["script_version"].clone();
+    assert_eq!(version(0), version(1));
+    assert_ne!(version(1), version(2), "{report}");
 
     // The same run uninterrupted (durable) and in the local mode: the same transcript.
     let body = json!({"agent": "clean", "prompt": "count"});
@@ -155,7 +159,7 @@ fn a_run_whose_worker_is_killed_completes_on_the_other_without_repeating_steps()
         .as_array()
         .map(|calls| calls.iter().map(|c| &c["script_version"]).collect())
         .unwrap_or_default();
-    assert_eq!(versions.len(), 3, "{run}");
+    assert_eq!(versions, [&version(0), &version(1), &version(2)], "{run}");
     assert!(
         versions
             .iter()
@@ -272,6 +276,23 @@ fn the_same_idempotency_key_runs_once_and_timeouts_follow_the_request_timeout() 
         2,
         "one run: two model requests"
     );
+
+    // Bad requests end at once with a clear error (terminal: Restate does not retry them).
+    let bad = |key: &str, body: Value| c.post(&format!("/KilnRun/{key}/run"), None, &body);
+    let (status, body) = bad("bad-1", json!({"agent": "idem"}));
+    assert_eq!(status, 400, "{body}");
+    assert!(
+        body.to_string()
+            .contains("invalid run request: missing field `prompt`"),
+        "{body}"
+    );
+    let (status, body) = bad("bad-2", json!({"agent": "nope", "prompt": "hi"}));
+    assert_eq!(status, 404, "{body}");
+    assert!(body.to_string().contains("nope"), "{body}");
+    let (status, body) = bad("bad-3", json!({"agent": "plan", "prompt": "hi"}));
+    assert_eq!(status, 400, "{body}");
+    assert!(body.to_string().contains("json_planner agent"), "{body}");
+    assert_eq!(c.mock("idem").requests().len(), 2, "no bad request ran");
 }
 
 #[test]
