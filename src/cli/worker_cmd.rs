@@ -66,30 +66,41 @@ pub fn worker(g: &Global, a: WorkerArgs) -> CliResult<ExitCode> {
         let listener = tokio::net::TcpListener::bind(a.bind)
             .await
             .map_err(|e| format!("--bind {}: {e}", a.bind))?;
+        // Before announcing the address: a stop requested from then on must be handled.
+        let stop = stop_signal()?;
         println!(
             "kiln worker (restate) listening on http://{}",
             listener.local_addr()?
         );
         std::io::stdout().flush()?;
         let overrides = a.provider.overrides();
-        crate::durable::serve(host, overrides, listener, stop_signal()).await;
+        crate::durable::serve(host, overrides, listener, stop).await;
         Ok::<_, Box<dyn std::error::Error>>(())
     })?;
     Ok(ExitCode::SUCCESS)
 }
 
-/// Completes on Ctrl-C or SIGTERM (what a process manager sends to stop a worker).
-async fn stop_signal() {
+/// A future completing on Ctrl-C or SIGTERM (what a process manager sends to stop a worker);
+/// the handlers are installed now, not when the future is first polled.
+fn stop_signal() -> std::io::Result<impl std::future::Future<Output = ()>> {
     #[cfg(unix)]
-    if let Ok(mut term) = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
     {
-        tokio::select! {
-            _ = tokio::signal::ctrl_c() => {}
-            _ = term.recv() => {}
-        }
-        return;
+        use tokio::signal::unix::{SignalKind, signal};
+        let (mut int, mut term) = (
+            signal(SignalKind::interrupt())?,
+            signal(SignalKind::terminate())?,
+        );
+        Ok(async move {
+            tokio::select! {
+                _ = int.recv() => {}
+                _ = term.recv() => {}
+            }
+        })
     }
-    let _ = tokio::signal::ctrl_c().await;
+    #[cfg(not(unix))]
+    Ok(async {
+        let _ = tokio::signal::ctrl_c().await;
+    })
 }
 
 /// Runs `kiln restate ...`.
