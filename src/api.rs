@@ -3,7 +3,7 @@
 //! through these, so validation, the capability guard, the sandbox and the run log are applied
 //! in one place.
 
-use crate::agent::{self, RunError, RunEvent, RunOptions, RunReport, ToolCallRecord};
+use crate::agent::{self, RunError, RunEvent, RunOptions, RunReport, StepJournal, ToolCallRecord};
 use crate::capability::Grants;
 use crate::error::{HostError, LoadError};
 use crate::native::{HostFn, NativeTool};
@@ -347,6 +347,18 @@ impl Host {
         &self,
         agent: &str,
         prompt: &str,
+        opts: RunOptions,
+    ) -> Result<RunReport, RunError> {
+        self.run_journaled(&agent::Local, agent, prompt, opts).await
+    }
+
+    /// [`Host::run`] with each model request and tool call a named step of `journal`, which
+    /// may remember results (a durable engine); a step it recalls is not run again.
+    pub async fn run_journaled(
+        &self,
+        journal: &dyn StepJournal,
+        agent: &str,
+        prompt: &str,
         mut opts: RunOptions,
     ) -> Result<RunReport, RunError> {
         if let (None, Some(db)) = (&opts.recorder, &self.db) {
@@ -355,7 +367,7 @@ impl Host {
                 opts.session.clone(),
             )));
         }
-        agent::run(self, agent, prompt, opts).await
+        agent::run_journaled(self, journal, agent, prompt, opts).await
     }
 
     /// [`Host::run`] as a stream of [`Event`]s, ending with [`Event::Finished`]. Dropping the

@@ -32,6 +32,9 @@ pub struct CallContext {
     pub(crate) depth: u32,
     /// The state was restored from a saved session (`ctx.restored`).
     pub restored: bool,
+    /// The tool call's key for outside APIs (`ctx.idempotency_key`): the same on every retry of
+    /// the step it belongs to; set for calls an agent run makes.
+    pub idempotency_key: Option<String>,
     /// The registry snapshot the run pinned (for `call_tool`).
     pub(crate) registry: Option<Arc<crate::registry::Registry>>,
     /// The native tool running, with the capabilities it declares (for [`CallContext::call_tool`]).
@@ -55,6 +58,7 @@ impl CallContext {
             services,
             depth: 0,
             restored: false,
+            idempotency_key: None,
             registry: None,
             caller: None,
             host: None,

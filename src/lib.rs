@@ -84,6 +84,7 @@ pub mod cli;
 mod context;
 mod convert;
 mod db;
+mod durable;
 mod egress;
 mod error;
 mod mcp;
@@ -107,8 +108,8 @@ mod tool;
 pub use agent::connect::ProviderOverrides;
 pub use agent::extract::JsonParseError;
 pub use agent::{
-    AgentSpec, Observer, RecordError, Recorder, RunError, RunErrorKind, RunEvent, RunOptions,
-    RunReport, ToolCallRecord,
+    AgentSpec, Local, Observer, Recalled, RecordError, Recorder, RunError, RunErrorKind, RunEvent,
+    RunOptions, RunReport, StepFuture, StepJournal, StepWork, ToolCallRecord,
 };
 pub use api::{CallOptions, Event, HostBuilder, RunStream, WatchHandle};
 pub use capability::{Capability, Grant, GrantMode, Grants};

@@ -135,7 +135,7 @@ impl std::fmt::Debug for Tool {
 }
 
 /// Why a tool call failed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[non_exhaustive]
 #[serde(rename_all = "snake_case")]
 pub enum FailureKind {
@@ -201,7 +201,7 @@ impl FailureKind {
 }
 
 /// A failed call: what the model may see, and the full detail for logs and the CLI.
-#[derive(Debug, Clone, Serialize, thiserror::Error)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize, thiserror::Error)]
 #[error("{message}")]
 pub struct ToolFailure {
     /// The kind of failure.
@@ -239,8 +239,8 @@ impl ToolFailure {
     }
 }
 
-/// The outcome of one tool call.
-#[derive(Debug, Clone)]
+/// The outcome of one tool call (serializable so a durable journal can keep it).
+#[derive(Debug, Clone, Serialize, serde::Deserialize)]
 pub struct ToolOutcome {
     /// The result value, or why there is none.
     pub result: Result<Value, ToolFailure>,

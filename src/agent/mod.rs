@@ -2,6 +2,7 @@
 
 pub mod connect;
 pub mod extract;
+pub mod journal;
 mod planner;
 pub mod record;
 pub mod report;
@@ -9,8 +10,9 @@ pub mod run;
 pub mod spec;
 mod start;
 
+pub use journal::{Local, Recalled, StepFuture, StepJournal, StepWork};
 pub use record::{RecordError, Recorder};
 pub use report::{RunError, RunErrorKind, RunReport, ToolCallRecord};
 pub use run::{Observer, RunEvent, RunOptions};
 pub use spec::AgentSpec;
-pub use start::run;
+pub use start::{run, run_journaled};

@@ -62,7 +62,7 @@ fn error_result(message: impl Into<String>) -> Value {
 pub(super) async fn drive(
     host: &Host,
     run: &mut Run,
-    provider: &Provider,
+    provider: &Arc<Provider>,
     agent: &super::AgentSpec,
     model: &str,
     mut ctx: CallContext,
@@ -89,7 +89,15 @@ pub(super) async fn drive(
         };
         run.report.rounds = step;
         let reply = run
-            .ask_model(provider, &request, &sink, opts, deadline)
+            // Plans run their tools in place, so their model requests are not journaled either.
+            .ask_model(
+                &super::journal::Local,
+                provider,
+                request,
+                &sink,
+                opts,
+                deadline,
+            )
             .await?;
         run.report.stop_reason = Some(reply.stop.clone());
         run.report.messages.push(Message::Assistant {

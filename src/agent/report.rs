@@ -145,6 +145,9 @@ pub enum RunErrorKind {
     /// A completed step could not be recorded (run log, session).
     #[error(transparent)]
     Record(#[from] super::RecordError),
+    /// A durable run's journal failed or held a result this kiln cannot read.
+    #[error("JournalError: {0}")]
+    Journal(String),
 }
 
 /// A failed run with everything it did up to the failure.

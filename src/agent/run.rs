@@ -2,13 +2,15 @@
 //! concurrently and in call order), send the results back, until it answers or a limit hits.
 
 use super::connect::ProviderOverrides;
+use super::journal::{self, StepJournal};
 use super::record::RecordError;
 use super::report::{RunError, RunErrorKind, RunReport, ToolCallRecord};
 use crate::Host;
 use crate::capability::Grants;
 use crate::context::CallContext;
 use crate::provider::{
-    CallArgs, Message, ModelRequest, Provider, TextSink, ToolCall, ToolDef, ToolResult,
+    CallArgs, Message, ModelRequest, ModelResponse, Provider, TextSink, ToolCall, ToolDef,
+    ToolResult,
 };
 use crate::tool::{FailureKind, ToolOutcome};
 use serde_json::Value;
@@ -85,6 +87,9 @@ pub struct RunOptions {
     /// The session the run log saves this run under, when the host has a database and no
     /// `recorder` is given (continue it by passing its messages as `history` and its `state`).
     pub session: Option<String>,
+    /// The run's id (`ctx.run_id`); default: a fresh one. A durable run passes its invocation
+    /// id, so the id, and the idempotency keys derived from it, survive a resume elsewhere.
+    pub run_id: Option<String>,
 }
 
 /// A run in progress: its report so far and who watches it.
@@ -157,33 +162,39 @@ impl Run {
         Ok(())
     }
 
-    /// Sends one model request for round `report.rounds`, stopping on cancel or the deadline;
-    /// the reply is announced, recorded and its usage counted.
+    /// Sends one model request for round `report.rounds` as one journaled step, stopping on
+    /// cancel or the deadline; the reply is announced, recorded and its usage counted.
     pub(super) async fn ask_model(
         &mut self,
-        provider: &Provider,
-        request: &ModelRequest,
+        journal: &dyn StepJournal,
+        provider: &Arc<Provider>,
+        request: ModelRequest,
         sink: &TextSink,
         opts: &RunOptions,
         deadline: Option<Instant>,
-    ) -> Result<crate::provider::ModelResponse, RunErrorKind> {
+    ) -> Result<ModelResponse, RunErrorKind> {
         let round = self.report.rounds;
         self.emit(RunEvent::ModelStart { round });
-        let asked = Instant::now();
-        let reply = tokio::select! {
-            r = provider.complete(request, sink) => r?,
-            _ = opts.cancel.cancelled() => return Err(RunErrorKind::Cancelled),
-            _ = sleep_until(deadline) => return Err(RunErrorKind::Deadline),
+        let work = {
+            let (provider, sink, cancel) = (provider.clone(), sink.clone(), opts.cancel.clone());
+            Box::pin(async move {
+                let asked = Instant::now();
+                let reply = tokio::select! {
+                    r = provider.complete(&request, &sink) => r?,
+                    _ = cancel.cancelled() => return Err(RunErrorKind::Cancelled),
+                    _ = sleep_until(deadline) => return Err(RunErrorKind::Deadline),
+                };
+                let took_ms = asked.elapsed().as_secs_f64() * 1000.0;
+                Ok(serde_json::json!({"reply": reply, "took_ms": took_ms}))
+            })
         };
+        let name = journal::model_step(round);
+        let mut value = journal.step(name.clone(), work).await?.value;
+        let reply: ModelResponse = journal::decode(&name, value["reply"].take())?;
+        let took = Duration::from_secs_f64(value["took_ms"].as_f64().unwrap_or(0.0) / 1000.0);
         self.emit(RunEvent::ModelDone { round });
         if let Some(r) = &self.recorder {
-            r.model_reply(
-                &self.report.run_id,
-                round,
-                reply.usage,
-                &reply.stop,
-                asked.elapsed(),
-            );
+            r.model_reply(&self.report.run_id, round, reply.usage, &reply.stop, took);
         }
         self.report.usage += reply.usage;
         Ok(reply)
@@ -200,8 +211,9 @@ impl Run {
 #[allow(clippy::too_many_arguments)]
 pub(super) async fn drive(
     host: &Host,
+    journal: &dyn StepJournal,
     run: &mut Run,
-    provider: &Provider,
+    provider: &Arc<Provider>,
     agent: &crate::agent::AgentSpec,
     model: &str,
     mut ctx: CallContext,
@@ -240,7 +252,7 @@ pub(super) async fn drive(
         run.report.rounds += 1;
         let round = run.report.rounds;
         let reply = run
-            .ask_model(provider, &request, &sink, opts, deadline)
+            .ask_model(journal, provider, request, &sink, opts, deadline)
             .await?;
         run.report.stop_reason = Some(reply.stop.clone());
         let calls = reply.tool_calls.clone();
@@ -264,15 +276,18 @@ pub(super) async fn drive(
                 args: &call.args.to_value(),
             });
         }
-        let outcomes = execute_round(&calls, &offered, &ctx, &exclusive, agent.max_parallel).await;
+        let round_ctx = RoundContext {
+            journal,
+            round,
+            offered: &offered,
+            ctx: &ctx,
+            exclusive: &exclusive,
+            max_parallel: agent.max_parallel,
+        };
+        let executed = execute_round(&calls, &round_ctx).await?;
         let mut results = Vec::new();
         let mut stop: Option<RunErrorKind> = None;
-        for (call, outcome) in calls.iter().zip(outcomes) {
-            let version = offered
-                .iter()
-                .find(|t| t.name == call.name)
-                .map(|t| t.version().to_string())
-                .unwrap_or_default();
+        for (call, Executed { outcome, version }) in calls.iter().zip(executed) {
             let record = ToolCallRecord::new(
                 round,
                 &call.id,
@@ -349,63 +364,123 @@ pub(super) async fn sleep_until(deadline: Option<Instant>) {
     }
 }
 
-/// Runs one round's calls concurrently (bounded), exclusive tools alone, results in call order.
+/// What one round's tool calls share.
+struct RoundContext<'a> {
+    journal: &'a dyn StepJournal,
+    round: u32,
+    offered: &'a [Arc<crate::tool::Tool>],
+    ctx: &'a CallContext,
+    exclusive: &'a Arc<RwLock<()>>,
+    max_parallel: usize,
+}
+
+/// One tool call as its step remembers it: the outcome, which version of the tool ran it and
+/// the run's state after it.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct Executed {
+    outcome: ToolOutcome,
+    version: String,
+}
+
+/// Runs one round's calls concurrently (bounded), exclusive tools alone, results in call order;
+/// each call is one journaled step (a journal may run them one at a time).
 async fn execute_round(
     calls: &[ToolCall],
-    offered: &[Arc<crate::tool::Tool>],
-    ctx: &CallContext,
-    exclusive: &Arc<RwLock<()>>,
-    max_parallel: usize,
-) -> Vec<ToolOutcome> {
-    let permits = Arc::new(Semaphore::new(max_parallel.max(1)));
+    round: &RoundContext<'_>,
+) -> Result<Vec<Executed>, RunErrorKind> {
+    let permits = Arc::new(Semaphore::new(round.max_parallel.max(1)));
     // A lone call runs in place; several go to the blocking pool so they overlap.
     let alone = calls.len() == 1;
     let futures = calls.iter().map(|call| {
-        let permits = permits.clone();
-        let exclusive = exclusive.clone();
-        let ctx = ctx.clone();
-        let tool = offered.iter().find(|t| t.name == call.name).cloned();
-        let offered_names: Vec<String> = offered.iter().map(|t| t.name.clone()).collect();
+        let step = journal::tool_step(round.round, &call.id);
+        let mut ctx = round.ctx.clone();
+        ctx.idempotency_key = Some(journal::idempotency_key(&ctx.run_id, &step));
+        let work = execute_call(
+            call.clone(),
+            round.offered,
+            ctx,
+            permits.clone(),
+            round.exclusive.clone(),
+            alone,
+        );
+        let state = round.ctx.state.clone();
         async move {
-            let started = Instant::now();
-            let Some(tool) = tool else {
+            let mut recalled = round.journal.step(step.clone(), work).await?;
+            if recalled.replayed
+                && let Ok(mut s) = state.lock()
+            {
+                // The call's effect on ctx.state is restored before the next step runs.
+                *s = recalled.value["state"].take();
+            }
+            journal::decode::<Executed>(&step, recalled.value)
+        }
+    });
+    futures_util::future::join_all(futures)
+        .await
+        .into_iter()
+        .collect()
+}
+
+/// The work of one tool call's step.
+fn execute_call(
+    call: ToolCall,
+    offered: &[Arc<crate::tool::Tool>],
+    ctx: CallContext,
+    permits: Arc<Semaphore>,
+    exclusive: Arc<RwLock<()>>,
+    alone: bool,
+) -> journal::StepWork {
+    let tool = offered.iter().find(|t| t.name == call.name).cloned();
+    let offered_names: Vec<String> = offered.iter().map(|t| t.name.clone()).collect();
+    Box::pin(async move {
+        let started = Instant::now();
+        let version = tool.as_ref().map(|t| t.version().to_string());
+        let state = ctx.state.clone();
+        let outcome = match (tool, &call.args) {
+            (None, _) => {
                 let list = if offered_names.is_empty() {
                     "(none)".to_string()
                 } else {
                     offered_names.join(", ")
                 };
                 let msg = format!("Unknown tool: {}. Available tools: {list}", call.name);
-                return ToolOutcome::failed(
+                ToolOutcome::failed(
                     crate::tool::ToolFailure::visible(FailureKind::UnknownTool, msg),
                     started,
-                );
-            };
-            let args = match &call.args {
-                CallArgs::Parsed(v) => v.clone(),
-                CallArgs::Invalid { raw, error } => {
-                    let msg = format!(
-                        "Invalid arguments for tool \"{}\": not valid JSON ({error}): {}",
-                        call.name,
-                        crate::provider::truncate(raw, 200)
-                    );
-                    return ToolOutcome::failed(
-                        crate::tool::ToolFailure::visible(FailureKind::InvalidArguments, msg),
-                        started,
-                    );
-                }
-            };
-            let _permit = permits.acquire_owned().await.ok();
-            let _lock = if tool.exclusive {
-                Err(exclusive.write().await)
-            } else {
-                Ok(exclusive.read().await)
-            };
-            if alone {
-                tool.execute_in_place(args, ctx).await
-            } else {
-                tool.execute_async(args, ctx).await
+                )
             }
-        }
-    });
-    futures_util::future::join_all(futures).await
+            (Some(_), CallArgs::Invalid { raw, error }) => {
+                let msg = format!(
+                    "Invalid arguments for tool \"{}\": not valid JSON ({error}): {}",
+                    call.name,
+                    crate::provider::truncate(raw, 200)
+                );
+                ToolOutcome::failed(
+                    crate::tool::ToolFailure::visible(FailureKind::InvalidArguments, msg),
+                    started,
+                )
+            }
+            (Some(tool), CallArgs::Parsed(args)) => {
+                let _permit = permits.acquire_owned().await.ok();
+                let _lock = if tool.exclusive {
+                    Err(exclusive.write().await)
+                } else {
+                    Ok(exclusive.read().await)
+                };
+                if alone {
+                    tool.execute_in_place(args.clone(), ctx).await
+                } else {
+                    tool.execute_async(args.clone(), ctx).await
+                }
+            }
+        };
+        let executed = Executed {
+            outcome,
+            version: version.unwrap_or_default(),
+        };
+        let mut value = serde_json::to_value(executed)
+            .map_err(|e| RunErrorKind::Journal(format!("a tool result is not JSON: {e}")))?;
+        value["state"] = state.lock().map(|s| s.clone()).unwrap_or(Value::Null);
+        Ok(value)
+    })
 }

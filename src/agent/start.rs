@@ -2,6 +2,7 @@
 //! then the tool-calling loop or, in json_planner mode, the planner loop.
 
 use super::connect;
+use super::journal::{Local, StepJournal};
 use super::report::{RunError, RunErrorKind, RunReport};
 use super::run::{Run, RunOptions};
 use crate::Host;
@@ -10,9 +11,21 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
-/// Runs agent `agent_name` on `prompt`.
+/// Runs agent `agent_name` on `prompt`, every step in this process.
 pub async fn run(
     host: &Host,
+    agent_name: &str,
+    prompt: &str,
+    opts: RunOptions,
+) -> Result<RunReport, RunError> {
+    run_journaled(host, &Local, agent_name, prompt, opts).await
+}
+
+/// Runs agent `agent_name` on `prompt` with each model request and tool call a step of
+/// `journal` (the tool-calling loop; json_planner agents run their steps in place).
+pub async fn run_journaled(
+    host: &Host,
+    journal: &dyn StepJournal,
     agent_name: &str,
     prompt: &str,
     opts: RunOptions,
@@ -22,8 +35,11 @@ pub async fn run(
         content: prompt.to_string(),
     });
     let mut run = Run::new(agent_name, messages, &opts, opts.history.len());
+    if let Some(id) = &opts.run_id {
+        run.report.run_id = id.clone();
+    }
     let mut result = match run.started() {
-        Ok(()) => setup_and_drive(host, &mut run, &opts).await,
+        Ok(()) => setup_and_drive(host, journal, &mut run, &opts).await,
         Err(e) => Err(e.into()),
     };
     if let Err(kind) = &result {
@@ -45,6 +61,7 @@ pub async fn run(
 
 async fn setup_and_drive(
     host: &Host,
+    journal: &dyn StepJournal,
     run: &mut Run,
     opts: &RunOptions,
 ) -> Result<(), RunErrorKind> {
@@ -52,6 +69,7 @@ async fn setup_and_drive(
         RunErrorKind::Provider(crate::provider::ProviderError::Planner(e.to_string()))
     })?;
     let (provider, model) = connect::connect(&agent, &opts.overrides)?;
+    let provider = Arc::new(provider);
     run.report.provider = provider.name().to_string();
     run.report.model = model.clone();
 
@@ -81,7 +99,7 @@ async fn setup_and_drive(
         super::planner::drive(host, run, &provider, &agent, &model, ctx, opts, deadline).await
     } else {
         super::run::drive(
-            host, run, &provider, &agent, &model, ctx, max_rounds, opts, deadline,
+            host, journal, run, &provider, &agent, &model, ctx, max_rounds, opts, deadline,
         )
         .await
     };

@@ -20,15 +20,9 @@ pub struct AskArgs {
     pub agent: String,
     /// What to ask; `-` reads it from stdin.
     pub prompt: String,
-    /// Use this provider instead of the agent's (anthropic, openai, ollama, script).
-    #[arg(long)]
-    pub provider: Option<String>,
-    /// Use this model instead of the agent's.
-    #[arg(long)]
-    pub model: Option<String>,
-    /// Send requests here (any OpenAI-compatible server, a local Ollama, kiln mock).
-    #[arg(long, value_name = "URL")]
-    pub base_url: Option<String>,
+    /// Provider, model, base URL, request timeout, retries.
+    #[command(flatten)]
+    pub provider: ProviderArgs,
     /// Grants (instead of the agent's own, for `ask`), context and actor.
     #[command(flatten)]
     pub run: super::ContextArgs,
@@ -47,6 +41,26 @@ pub struct AskArgs {
     /// Give up after this many seconds.
     #[arg(long, value_name = "SECS")]
     pub timeout: Option<f64>,
+    /// Continue (or start) the named session: its messages and ctx.state are restored and saved.
+    #[arg(long, value_name = "NAME")]
+    pub session: Option<String>,
+    /// Reload changed scripts while the run goes on (each model turn sees the latest tools).
+    #[arg(long)]
+    pub watch: bool,
+}
+
+/// Where model requests go and how they are retried (`ask`, `worker`).
+#[derive(Args, Debug, Clone)]
+pub struct ProviderArgs {
+    /// Use this provider instead of the agent's (anthropic, openai, ollama, script).
+    #[arg(long)]
+    pub provider: Option<String>,
+    /// Use this model instead of the agent's.
+    #[arg(long)]
+    pub model: Option<String>,
+    /// Send requests here (any OpenAI-compatible server, a local Ollama, kiln mock).
+    #[arg(long, value_name = "URL")]
+    pub base_url: Option<String>,
     /// Seconds a model reply may take; for a streamed one, seconds until it starts.
     #[arg(long, value_name = "SECS", default_value_t = 120.0)]
     pub request_timeout: f64,
@@ -63,15 +77,26 @@ pub struct AskArgs {
     /// Largest line of a streamed reply, in bytes (default 4M, or `.max_line_bytes`).
     #[arg(long, value_name = "BYTES", value_parser = parse_size)]
     pub max_line_bytes: Option<usize>,
-    /// Continue (or start) the named session: its messages and ctx.state are restored and saved.
-    #[arg(long, value_name = "NAME")]
-    pub session: Option<String>,
-    /// Reload changed scripts while the run goes on (each model turn sees the latest tools).
-    #[arg(long)]
-    pub watch: bool,
     /// Retries of a failed model request (429, 5xx, timeouts).
     #[arg(long, value_name = "N", default_value_t = 3)]
     pub retries: u32,
+}
+
+impl ProviderArgs {
+    /// The overrides these flags describe.
+    pub fn overrides(&self) -> ProviderOverrides {
+        ProviderOverrides {
+            provider: self.provider.clone(),
+            model: self.model.clone(),
+            base_url: self.base_url.clone(),
+            timeout: secs(self.request_timeout),
+            max_retries: Some(self.retries),
+            max_reply_bytes: self.max_reply_bytes,
+            max_line_bytes: self.max_line_bytes,
+            idle_timeout: secs(self.idle_timeout),
+            stream_timeout: secs(self.stream_timeout),
+        }
+    }
 }
 
 fn secs(s: f64) -> Option<Duration> {
@@ -178,17 +203,7 @@ pub fn ask(g: &Global, a: AskArgs) -> CliResult<ExitCode> {
         None => (Vec::new(), None),
     };
     let opts = RunOptions {
-        overrides: ProviderOverrides {
-            provider: a.provider.clone(),
-            model: a.model.clone(),
-            base_url: a.base_url.clone(),
-            timeout: secs(a.request_timeout),
-            max_retries: Some(a.retries),
-            max_reply_bytes: a.max_reply_bytes,
-            max_line_bytes: a.max_line_bytes,
-            idle_timeout: secs(a.idle_timeout),
-            stream_timeout: secs(a.stream_timeout),
-        },
+        overrides: a.provider.overrides(),
         grants: Some(g.mark_ask(if a.run.caps.is_empty() {
             agent.grants.clone()
         } else {
@@ -206,6 +221,7 @@ pub fn ask(g: &Global, a: AskArgs) -> CliResult<ExitCode> {
         // The host has the database: it logs the run under the session.
         recorder: None,
         session: a.session.clone(),
+        run_id: None,
     };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()

@@ -13,6 +13,7 @@ mod run_cmd;
 mod test_cmd;
 mod tools_cmd;
 mod watch_cmd;
+mod worker_cmd;
 
 use crate::capability::Grants;
 use crate::{Host, HostConfig};
@@ -111,6 +112,10 @@ pub enum Command {
     Init(init_cmd::InitArgs),
     /// Serve the tools to MCP clients (Claude Code, Cursor...) over stdio, or HTTP with --http.
     Mcp(mcp_cmd::McpArgs),
+    /// Serve agents as a durable Restate worker (`--restate --bind ADDR`); see README "Scale out".
+    Worker(worker_cmd::WorkerArgs),
+    /// Talk to a Restate server: `register --admin URL --endpoint URL`.
+    Restate(worker_cmd::RestateArgs),
     /// Interactive REPL: call tools, chat with agents, evaluate Rhai (hot reload on).
     Repl {
         /// Capabilities the REPL grants (comma-separated, repeatable); change them with :caps.
@@ -277,6 +282,8 @@ pub fn run(cli: Cli) -> CliResult<ExitCode> {
         Command::Sessions(a) => db_cmd::sessions(&cli.global, a),
         Command::Extract(a) => extract_cmd::extract(&cli.global, a),
         Command::Mcp(a) => mcp_cmd::mcp(&cli.global, a),
+        Command::Worker(a) => worker_cmd::worker(&cli.global, a),
+        Command::Restate(a) => worker_cmd::restate(a),
         Command::Repl { caps } => repl(&cli.global, &caps),
     }
 }

@@ -108,8 +108,19 @@ impl Recorder for RunLogger {
             _ => String::new(),
         };
         self.write("start", |tx| {
+            // A durable run resumed in this database starts again under its id and replays
+            // its steps: what the earlier attempt logged is replaced, not duplicated.
+            for table in ["messages", "tool_calls", "model_calls"] {
+                tx.execute(
+                    &format!("DELETE FROM {table} WHERE run_id = ?1"),
+                    params![report.run_id],
+                )?;
+            }
             tx.execute(
-                "INSERT INTO runs(id, agent, session, prompt, started_at) VALUES(?1, ?2, ?3, ?4, ?5)",
+                "INSERT INTO runs(id, agent, session, prompt, started_at) VALUES(?1, ?2, ?3, ?4, ?5)
+                 ON CONFLICT(id) DO UPDATE SET started_at = excluded.started_at, ended_at = NULL,
+                 status = 'running', error = NULL, answer = NULL, input_tokens = 0,
+                 output_tokens = 0, rounds = 0",
                 params![report.run_id, report.agent, self.session, prompt, now()],
             )?;
             if let Some(s) = &self.session {

@@ -134,6 +134,7 @@ pub(crate) fn ctx_map(ctx: &CallContext, state: &Dynamic) -> Map {
     m.insert("actor_id".into(), opt(&ctx.actor_id));
     m.insert("agent".into(), opt(&ctx.agent));
     m.insert("run_id".into(), ctx.run_id.clone().into());
+    m.insert("idempotency_key".into(), opt(&ctx.idempotency_key));
     let context = rhai::serde::to_dynamic(&ctx.context).unwrap_or(Dynamic::UNIT);
     m.insert("context".into(), context);
     m.insert("state".into(), state.clone());

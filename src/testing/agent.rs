@@ -53,6 +53,7 @@ fn kind_name(kind: &RunErrorKind) -> &'static str {
         RunErrorKind::Cancelled => "cancelled",
         RunErrorKind::Deadline => "deadline",
         RunErrorKind::Record(_) => "record",
+        RunErrorKind::Journal(_) => "journal",
     }
 }
 

@@ -1,0 +1,169 @@
+//! The Restate services a worker serves: `KilnSession`, a Virtual Object keyed by session name
+//! (its conversation and `ctx.state` in the object's state, one turn at a time per key), and
+//! `KilnRun`, a workflow keyed by run id for runs without a session. Both run the same loop as
+//! `kiln ask`, with each step journaled through [`RestateJournal`].
+
+use super::journal::{CANCELLED, RestateJournal};
+use crate::agent::{RunError, RunErrorKind, RunOptions, StepJournal};
+use crate::provider::Message;
+use crate::{Host, ProviderOverrides};
+use restate_sdk::prelude::*;
+use serde::Deserialize;
+use serde_json::Value;
+use std::sync::{Arc, Mutex};
+
+/// State keys of a `KilnSession` object.
+const MESSAGES: &str = "messages";
+const STATE: &str = "state";
+
+/// What a worker runs agents with.
+pub(crate) struct Worker {
+    pub(crate) host: Arc<Host>,
+    pub(crate) overrides: ProviderOverrides,
+}
+
+/// The input of `KilnSession/{name}/turn` and `KilnRun/{id}/run`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RunRequest {
+    /// The agent to run.
+    agent: String,
+    /// The user's message.
+    prompt: String,
+    /// Application context (`ctx.context`).
+    #[serde(default)]
+    context: serde_json::Map<String, Value>,
+    /// The actor (`ctx.actor_id`).
+    #[serde(default)]
+    actor: Option<String>,
+}
+
+fn parse(input: Json<Value>) -> Result<RunRequest, TerminalError> {
+    serde_json::from_value(input.into_inner()).map_err(|e| {
+        TerminalError::new_with_code(
+            400,
+            format!("invalid run request: {e} (expected {{\"agent\", \"prompt\", \"context\"?, \"actor\"?}})"),
+        )
+    })
+}
+
+impl Worker {
+    /// Runs the agent with `journal`; the run's id is the invocation's, so the run log and the
+    /// tools' idempotency keys name the same run on every worker.
+    async fn run(
+        &self,
+        journal: &dyn StepJournal,
+        invocation: &str,
+        req: RunRequest,
+        session: Option<(String, Vec<Message>, Arc<Mutex<Value>>)>,
+    ) -> Result<crate::RunReport, TerminalError> {
+        let agent = self
+            .host
+            .agent(&req.agent)
+            .map_err(|e| TerminalError::new_with_code(404, e.to_string()))?;
+        if agent.mode == "json_planner" {
+            return Err(TerminalError::new_with_code(
+                400,
+                format!(
+                    "agent \"{}\" is a json_planner agent; durable runs support the tool-calling loop only",
+                    req.agent
+                ),
+            ));
+        }
+        let mut opts = RunOptions {
+            overrides: self.overrides.clone(),
+            context: req.context,
+            actor_id: req.actor,
+            run_id: Some(invocation.to_string()),
+            ..RunOptions::default()
+        };
+        if let Some((name, history, state)) = session {
+            opts.session = Some(name);
+            opts.history = history;
+            opts.state = Some(state);
+        }
+        self.host
+            .run_journaled(journal, &req.agent, &req.prompt, opts)
+            .await
+            .map_err(failed)
+    }
+}
+
+/// A failed run as the invocation's terminal error (a cancellation keeps Restate's code).
+fn failed(e: RunError) -> TerminalError {
+    let code = match e.kind {
+        RunErrorKind::Cancelled => CANCELLED,
+        _ => 500,
+    };
+    TerminalError::new_with_code(code, e.to_string())
+}
+
+fn report_json(report: &crate::RunReport) -> Result<Json<Value>, TerminalError> {
+    serde_json::to_value(report)
+        .map(Json)
+        .map_err(|e| TerminalError::new(format!("the run report is not JSON: {e}")))
+}
+
+/// A conversation that lives in Restate, keyed by session name.
+pub(crate) struct Session(pub(crate) Arc<Worker>);
+
+#[restate_sdk::object(name = "KilnSession")]
+impl Session {
+    /// One turn: the agent answers `prompt` after the session's earlier messages.
+    #[handler]
+    async fn turn(&self, ctx: ObjectContext<'_>, input: Json<Value>) -> HandlerResult<Json<Value>> {
+        let req = parse(input)?;
+        let history: Vec<Message> = ctx
+            .get::<Json<Vec<Message>>>(MESSAGES)
+            .await?
+            .map(Json::into_inner)
+            .unwrap_or_default();
+        let state = ctx
+            .get::<Json<Value>>(STATE)
+            .await?
+            .map(Json::into_inner)
+            .unwrap_or_else(|| Value::Object(serde_json::Map::new()));
+        let state = Arc::new(Mutex::new(state));
+        let session = (ctx.key().to_string(), history, state.clone());
+        let invocation = ctx.invocation_id().to_string();
+        let journal = RestateJournal::new(&ctx);
+        let report = self
+            .0
+            .run(&journal, &invocation, req, Some(session))
+            .await?;
+        ctx.set(MESSAGES, Json(report.messages.clone()));
+        let state = state.lock().map(|s| s.clone()).unwrap_or(Value::Null);
+        ctx.set(STATE, Json(state));
+        Ok(report_json(&report)?)
+    }
+
+    /// The session's messages so far (readable while a turn runs).
+    #[handler]
+    async fn transcript(&self, ctx: SharedObjectContext<'_>) -> HandlerResult<Json<Value>> {
+        let messages = ctx
+            .get::<Json<Value>>(MESSAGES)
+            .await?
+            .map(Json::into_inner);
+        Ok(Json(messages.unwrap_or(Value::Array(Vec::new()))))
+    }
+}
+
+/// A run without a session, keyed by run id (it runs once per key).
+pub(crate) struct AgentRun(pub(crate) Arc<Worker>);
+
+#[restate_sdk::workflow(name = "KilnRun")]
+impl AgentRun {
+    /// Runs the agent on the prompt.
+    #[handler]
+    async fn run(
+        &self,
+        ctx: WorkflowContext<'_>,
+        input: Json<Value>,
+    ) -> HandlerResult<Json<Value>> {
+        let req = parse(input)?;
+        let invocation = ctx.invocation_id().to_string();
+        let journal = RestateJournal::new(&ctx);
+        let report = self.0.run(&journal, &invocation, req, None).await?;
+        Ok(report_json(&report)?)
+    }
+}

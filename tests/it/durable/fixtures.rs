@@ -1,0 +1,498 @@
+//! Fixtures of the durable-run tests: the Restate server, `kiln worker` processes behind a
+//! failover proxy, a loopback execution counter, and a cluster of them with agents on mocks.
+
+use crate::common::{Mock, Scripts, kiln_bin};
+use serde_json::{Value, json};
+use std::collections::HashMap;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::{Duration, Instant};
+
+pub const WAIT: Duration = Duration::from_secs(60);
+
+pub fn free_port() -> u16 {
+    let l = TcpListener::bind("127.0.0.1:0").expect("bind");
+    l.local_addr().expect("addr").port()
+}
+
+/// One HTTP request to Restate (ingress or admin): status and JSON body (or the text as a string).
+pub fn http(
+    method: &str,
+    url: &str,
+    headers: &[(&str, &str)],
+    body: Option<&Value>,
+) -> (u16, Value) {
+    http_within(WAIT, method, url, headers, body)
+}
+
+/// [`http`] giving up after `limit` (status 0).
+pub fn http_within(
+    limit: Duration,
+    method: &str,
+    url: &str,
+    headers: &[(&str, &str)],
+    body: Option<&Value>,
+) -> (u16, Value) {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    runtime.block_on(async {
+        let client = reqwest::Client::new();
+        let mut req = client.request(method.parse().expect("method"), url);
+        for (k, v) in headers {
+            req = req.header(*k, *v);
+        }
+        if let Some(b) = body {
+            req = req.json(b);
+        }
+        match req.timeout(limit).send().await {
+            Err(e) => (0, json!(e.to_string())),
+            Ok(r) => {
+                let status = r.status().as_u16();
+                let text = r.text().await.unwrap_or_default();
+                (status, serde_json::from_str(&text).unwrap_or(json!(text)))
+            }
+        }
+    })
+}
+
+/// A child process killed when dropped.
+pub struct Proc(pub Child);
+
+impl Drop for Proc {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// The Restate server on loopback ports, its data in a temp dir.
+pub struct Restate {
+    pub admin: String,
+    pub ingress: String,
+    _proc: Proc,
+    _dir: tempfile::TempDir,
+}
+
+impl Restate {
+    pub fn start() -> Restate {
+        let bin = std::env::var("KILN_RESTATE_SERVER").unwrap_or_default();
+        assert!(
+            !bin.is_empty() && Path::new(&bin).is_file(),
+            "KILN_RESTATE_SERVER must name the restate-server binary (got {bin:?}); .ci/run installs \
+             it with `npm install --prefix target/restate @restatedev/restate-server@1.7.12`"
+        );
+        let dir = tempfile::tempdir().expect("tempdir");
+        let (fabric, admin, ingress) = (free_port(), free_port(), free_port());
+        let config = format!(
+            "bind-ip = \"127.0.0.1\"\nbind-port = {fabric}\nlisten-mode = \"tcp\"\n\
+             disable-telemetry = true\ncluster-name = \"kiln-test\"\nnode-name = \"n1\"\n\
+             default-num-partitions = 2\n[admin]\nbind-port = {admin}\n[ingress]\nbind-port = {ingress}\n"
+        );
+        let config_path = dir.path().join("restate.toml");
+        std::fs::write(&config_path, config).expect("config");
+        let log = std::fs::File::create(dir.path().join("server.log")).expect("log");
+        let child = Command::new(&bin)
+            .arg("--config-file")
+            .arg(&config_path)
+            .arg("--base-dir")
+            .arg(dir.path().join("data"))
+            .args(["--no-logo", "--log-disable-ansi-codes", "true"])
+            .env("DO_NOT_TRACK", "1")
+            .stdout(Stdio::null())
+            .stderr(log)
+            .spawn()
+            .expect("start restate-server");
+        let mut r = Restate {
+            admin: format!("http://127.0.0.1:{admin}"),
+            ingress: format!("http://127.0.0.1:{ingress}"),
+            _proc: Proc(child),
+            _dir: dir,
+        };
+        let log = r._dir.path().join("server.log");
+        let start = Instant::now();
+        for url in [
+            format!("{}/health", r.admin),
+            format!("{}/restate/health", r.ingress),
+        ] {
+            while http_within(Duration::from_secs(2), "GET", &url, &[], None).0 != 200 {
+                let exited = r._proc.0.try_wait().ok().flatten();
+                let log = || std::fs::read_to_string(&log).unwrap_or_default();
+                assert!(
+                    exited.is_none(),
+                    "restate-server exited ({exited:?}):\n{}",
+                    log()
+                );
+                assert!(
+                    start.elapsed() < WAIT,
+                    "restate-server never answered {url}:\n{}",
+                    log()
+                );
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        }
+        r
+    }
+
+    /// The journal entries of an invocation: `(entry_type, name)`.
+    pub fn journal(&self, invocation: &str) -> Vec<(String, String)> {
+        let query = format!(
+            "SELECT index, entry_type, name FROM sys_journal WHERE id = '{invocation}' ORDER BY index"
+        );
+        let (status, body) = http(
+            "POST",
+            &format!("{}/query", self.admin),
+            &[("accept", "application/json")],
+            Some(&json!({ "query": query })),
+        );
+        assert_eq!(status, 200, "query: {body}");
+        body["rows"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default()
+            .iter()
+            .map(|r| {
+                let s = |k: &str| r[k].as_str().unwrap_or("").to_string();
+                (s("entry_type"), s("name"))
+            })
+            .collect()
+    }
+}
+
+/// A `kiln worker --restate` process logging runs in `db`.
+pub fn worker(scripts: &Path, db: &Path, port: u16) -> Proc {
+    let mut child = Command::new(kiln_bin())
+        .args([
+            "worker",
+            "--restate",
+            "--bind",
+            &format!("127.0.0.1:{port}"),
+        ])
+        .arg("--scripts")
+        .arg(scripts)
+        .arg("--workspace")
+        .arg(scripts)
+        .arg("--db")
+        .arg(db)
+        .arg("--no-stdlib")
+        .args(["--request-timeout", "30", "--retries", "1"])
+        .env_remove("KILN_LOG")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("start kiln worker");
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().expect("stdout"))
+        .read_line(&mut line)
+        .expect("worker prints its address");
+    assert!(
+        line.contains("listening on http://127.0.0.1:"),
+        "worker said: {line}"
+    );
+    Proc(child)
+}
+
+/// A TCP proxy on one address in front of the workers: each connection goes to the first
+/// backend that accepts it, so Restate sees one deployment that survives a dead worker.
+pub fn failover_proxy(backends: Vec<u16>) -> u16 {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind proxy");
+    let port = listener.local_addr().expect("addr").port();
+    std::thread::spawn(move || {
+        for client in listener.incoming().flatten() {
+            let Some(server) = backends
+                .iter()
+                .find_map(|p| TcpStream::connect(("127.0.0.1", *p)).ok())
+            else {
+                continue;
+            };
+            // Without this, Nagle's algorithm holds back Restate's small HTTP/2 frames.
+            let _ = (client.set_nodelay(true), server.set_nodelay(true));
+            let pipe = |mut from: TcpStream, mut to: TcpStream| {
+                std::thread::spawn(move || {
+                    let _ = std::io::copy(&mut from, &mut to);
+                    let _ = to.shutdown(std::net::Shutdown::Both);
+                    let _ = from.shutdown(std::net::Shutdown::Both);
+                });
+            };
+            let (c2, s2) = (
+                client.try_clone().expect("clone"),
+                server.try_clone().expect("clone"),
+            );
+            pipe(client, server);
+            pipe(s2, c2);
+        }
+    });
+    port
+}
+
+/// Counts tool executions (`POST /count/STEP` with the call's idempotency key) and can hold
+/// the first execution of one step until released: the rendezvous for the kill.
+#[derive(Default)]
+pub struct CounterState {
+    /// `(step, idempotency key, arrival)` in order.
+    pub hits: Vec<(String, String, Instant)>,
+    hold: Option<String>,
+    pub holding: bool,
+    released: bool,
+}
+
+#[derive(Clone, Default)]
+pub struct Counter(Arc<(Mutex<CounterState>, Condvar)>);
+
+impl Counter {
+    pub fn start(&self) -> String {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind counter");
+        let url = format!("http://{}", listener.local_addr().expect("addr"));
+        let me = self.clone();
+        std::thread::spawn(move || {
+            for stream in listener.incoming().flatten() {
+                let me = me.clone();
+                std::thread::spawn(move || me.serve(stream));
+            }
+        });
+        url
+    }
+
+    fn serve(&self, stream: TcpStream) {
+        let mut reader = BufReader::new(stream.try_clone().expect("clone"));
+        let mut head = String::new();
+        let mut len = 0usize;
+        loop {
+            let mut line = String::new();
+            if reader.read_line(&mut line).unwrap_or(0) == 0 {
+                return;
+            }
+            if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
+                len = v.trim().parse().unwrap_or(0);
+            }
+            if line == "\r\n" {
+                break;
+            }
+            head.push_str(&line);
+        }
+        let mut body = vec![0u8; len];
+        let _ = reader.read_exact(&mut body);
+        let step = head
+            .split_whitespace()
+            .nth(1)
+            .and_then(|p| p.strip_prefix("/count/"))
+            .unwrap_or("?")
+            .to_string();
+        let key = serde_json::from_slice::<Value>(&body).unwrap_or_default()["key"]
+            .as_str()
+            .unwrap_or("")
+            .to_string();
+        let (lock, cv) = &*self.0;
+        let mut s = lock.lock().expect("counter");
+        s.hits.push((step.clone(), key, Instant::now()));
+        if s.hold.as_deref() == Some(step.as_str()) {
+            s.hold = None;
+            s.holding = true;
+            cv.notify_all();
+            let _held = cv
+                .wait_timeout_while(s, WAIT, |s| !s.released)
+                .expect("counter");
+            // The worker that sent this is dead by now: nobody reads the answer.
+            return;
+        }
+        cv.notify_all();
+        drop(s);
+        let mut stream = stream;
+        let _ = stream.write_all(
+            b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 2\r\nconnection: close\r\n\r\n{}",
+        );
+    }
+
+    pub fn hold(&self, step: &str) {
+        let mut s = self.0.0.lock().expect("counter");
+        s.hold = Some(step.to_string());
+        s.holding = false;
+        s.released = false;
+    }
+
+    pub fn wait_until(&self, what: &str, f: impl Fn(&CounterState) -> bool) {
+        let (lock, cv) = &*self.0;
+        let s = lock.lock().expect("counter");
+        let (_s, timeout) = cv.wait_timeout_while(s, WAIT, |s| !f(s)).expect("counter");
+        assert!(!timeout.timed_out(), "timed out waiting for {what}");
+    }
+
+    pub fn release(&self) {
+        let (lock, cv) = &*self.0;
+        lock.lock().expect("counter").released = true;
+        cv.notify_all();
+    }
+
+    /// Executions per step (steps named with `prefix`), and each step's idempotency keys.
+    pub fn counts(&self, prefix: &str) -> HashMap<String, Vec<String>> {
+        let mut out: HashMap<String, Vec<String>> = HashMap::new();
+        for (step, key, _) in &self.0.0.lock().expect("counter").hits {
+            if step.starts_with(prefix) {
+                out.entry(step.clone()).or_default().push(key.clone());
+            }
+        }
+        out
+    }
+
+    pub fn arrivals(&self, step: &str) -> Vec<Instant> {
+        let s = self.0.0.lock().expect("counter");
+        s.hits.iter().filter(|h| h.0 == step).map(|h| h.2).collect()
+    }
+}
+
+/// Three tool rounds (steps `{p}a`, `{p}b`, `{p}c`), then an answer.
+pub fn three_steps(p: &str) -> Value {
+    let call =
+        |s: &str| json!({"tool_calls": [{"name": "count", "args": {"step": format!("{p}{s}")}}]});
+    json!({"require_auth": false, "turns": [call("a"), call("b"), call("c"), {"text": "counted three"}]})
+}
+
+/// The script: a `count` tool (it reports at the counter with its idempotency key and keeps a
+/// tally in ctx.state), one agent per mock, and a json_planner agent `plan`.
+pub fn script(counter: &str, agents: &[(&str, &str)]) -> String {
+    let mut src = format!(
+        r#"tool("count")
+    .description("Count one step at the counter")
+    .param("step", "string", "the step")
+    .requires("net")
+    .handler(|args, ctx| {{
+        http_post(`{counter}/count/${{args.step}}`, #{{ key: ctx.idempotency_key }});
+        let n = if ctx.state.n == () {{ 1 }} else {{ ctx.state.n + 1 }};
+        ctx.state.n = n;
+        `counted ${{args.step}} (#${{n}})`
+    }});
+"#
+    );
+    for (name, mock) in agents {
+        src.push_str(&format!(
+            "agent(\"{name}\").provider(\"openai\").model(\"m\").base_url(\"{mock}/v1\")\n    \
+             .tools([\"count\"]).capabilities([\"net:127.0.0.1\"]);\n"
+        ));
+    }
+    // Refused by workers (its steps are not journaled); never reaches its base URL.
+    src.push_str(
+        "agent(\"plan\").provider(\"openai\").model(\"m\").base_url(\"http://127.0.0.1:9/v1\")\n    \
+         .tools([\"count\"]).capabilities([\"net:127.0.0.1\"]).mode(\"json_planner\");\n",
+    );
+    src
+}
+
+pub fn ok_output(what: &str, (status, body): (u16, Value)) -> Value {
+    assert!(
+        (200..300).contains(&status),
+        "{what}: HTTP {status}: {body}"
+    );
+    body
+}
+
+/// Restate, two workers (A, then B) behind one registered address, and agents each on its own
+/// mock, their `count` tool reporting to `counter`. B's copy of the script differs by a comment,
+/// so the two workers run different versions of the same tool. Both log runs in one database
+/// (workers on one machine), so a run resumed by B replaces what A logged of it.
+pub struct Cluster {
+    pub counter: Counter,
+    pub workers: Vec<Option<Proc>>,
+    pub restate: Restate,
+    /// The address registered with Restate (the proxy in front of the workers).
+    pub endpoint: String,
+    /// Worker A's scripts folder (and where the database lives).
+    pub scripts: Scripts,
+    _scripts_b: Scripts,
+    mocks: HashMap<String, Mock>,
+}
+
+impl Cluster {
+    /// Starts everything; `agents` are `(name, mock scenario)`.
+    pub fn start(agents: &[(&str, Value)]) -> Cluster {
+        let counter = Counter::default();
+        let counter_url = counter.start();
+        let mocks: HashMap<String, Mock> = agents
+            .iter()
+            .map(|(name, scenario)| (name.to_string(), Mock::start(scenario)))
+            .collect();
+        let urls: Vec<(&str, &str)> = mocks
+            .iter()
+            .map(|(n, m)| (n.as_str(), m.url.as_str()))
+            .collect();
+        let src = script(&counter_url, &urls);
+        let scripts = Scripts::new(&[("agents.rhai", &src)]);
+        let scripts_b = Scripts::new(&[("agents.rhai", &format!("{src}// worker B's copy\n"))]);
+        let restate = Restate::start();
+        let ports = vec![free_port(), free_port()];
+        let db = scripts.path().join("workers.db");
+        let workers = vec![
+            Some(worker(scripts.path(), &db, ports[0])),
+            Some(worker(scripts_b.path(), &db, ports[1])),
+        ];
+        let endpoint = format!("http://127.0.0.1:{}", failover_proxy(ports.clone()));
+        let out = Command::new(kiln_bin())
+            .args([
+                "restate",
+                "register",
+                "--admin",
+                &restate.admin,
+                "--endpoint",
+            ])
+            .arg(&endpoint)
+            .output()
+            .expect("kiln restate register");
+        let registered = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success(),
+            "register: {registered} {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(
+            registered.contains("KilnSession") && registered.contains("KilnRun"),
+            "{registered}"
+        );
+        Cluster {
+            counter,
+            workers,
+            restate,
+            endpoint,
+            scripts,
+            _scripts_b: scripts_b,
+            mocks,
+        }
+    }
+
+    /// `POST` to the ingress, with an idempotency key if given.
+    pub fn post(&self, path: &str, key: Option<&str>, body: &Value) -> (u16, Value) {
+        let headers: Vec<(&str, &str)> = key.map(|k| ("idempotency-key", k)).into_iter().collect();
+        http(
+            "POST",
+            &format!("{}{path}", self.restate.ingress),
+            &headers,
+            Some(body),
+        )
+    }
+
+    /// `GET` from the ingress.
+    pub fn get(&self, path: &str) -> (u16, Value) {
+        http("GET", &format!("{}{path}", self.restate.ingress), &[], None)
+    }
+
+    /// The mock agent `name` talks to.
+    pub fn mock(&self, name: &str) -> &Mock {
+        &self.mocks[name]
+    }
+
+    /// `kill -9` worker `i` and wait for it; returns when it was killed.
+    pub fn kill(&mut self, i: usize) -> Instant {
+        let mut proc = self.workers[i].take().expect("worker running");
+        let killed = Instant::now();
+        proc.0.kill().expect("kill -9 worker");
+        let _ = proc.0.wait();
+        killed
+    }
+
+    /// The workers' database.
+    pub fn db(&self) -> std::path::PathBuf {
+        self.scripts.path().join("workers.db")
+    }
+}
