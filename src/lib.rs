@@ -19,15 +19,16 @@ pub mod reload;
 pub mod repl;
 pub mod schema;
 pub mod script;
+pub mod serve;
 pub mod services;
 pub mod stdlib;
 pub mod tool;
 
-pub use api::{CallOptions, Event, HostBuilder, RunStream, WatchHandle};
-pub use native::{HandlerFuture, HostFn, NativeTool};
 pub use agent::{RunError, RunErrorKind, RunOptions, RunReport};
+pub use api::{CallOptions, Event, HostBuilder, RunStream, WatchHandle};
 pub use capability::Grants;
 pub use context::CallContext;
+pub use native::{HandlerFuture, HostFn, NativeTool};
 pub use tool::{ToolFailure, ToolOutcome};
 
 use arc_swap::ArcSwap;

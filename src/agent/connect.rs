@@ -17,6 +17,22 @@ pub struct ProviderOverrides {
     pub timeout: Option<Duration>,
     /// Retries after the first attempt.
     pub max_retries: Option<u32>,
+    /// Instructions added after the agent's own system prompt (a caller's system messages).
+    pub extra_system: Option<String>,
+    /// Sampling temperature instead of the agent's.
+    pub temperature: Option<f64>,
+    /// Max output tokens per model request instead of the agent's.
+    pub max_tokens: Option<u32>,
+}
+
+impl ProviderOverrides {
+    /// The system prompt of a request: the agent's, then the caller's additions.
+    pub fn system(&self, agent: &AgentSpec) -> Option<String> {
+        match (&agent.system, &self.extra_system) {
+            (Some(own), Some(extra)) => Some(format!("{own}\n\n{extra}")),
+            (own, extra) => own.clone().or_else(|| extra.clone()),
+        }
+    }
 }
 
 /// The model an agent uses when it names none.

@@ -142,6 +142,7 @@ pub fn ask(g: &Global, a: AskArgs) -> CliResult<ExitCode> {
             base_url: a.base_url.clone(),
             timeout: secs(a.request_timeout),
             max_retries: Some(a.retries),
+            ..ProviderOverrides::default()
         },
         grants: Some(g.mark_ask(if a.run.caps.is_empty() {
             agent.grants.clone()

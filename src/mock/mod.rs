@@ -161,9 +161,18 @@ fn fault_response(wire: Wire, f: &Fault) -> Response {
     json_response(f.status, error_body(wire, f.status, &msg), &headers)
 }
 
-fn next_turn(shared: &Shared) -> Result<(usize, Turn), usize> {
-    let mut cursor = shared.cursor.lock().unwrap_or_else(|e| e.into_inner());
+fn next_turn(shared: &Shared, body: &Value) -> Result<(usize, Turn), usize> {
     let turns = &shared.scenario.turns;
+    if shared.scenario.by_round {
+        let round = body["messages"]
+            .as_array()
+            .map_or(0, |m| m.iter().filter(|m| m["role"] == "assistant").count());
+        if turns.is_empty() || (round >= turns.len() && !shared.scenario.repeat) {
+            return Err(round);
+        }
+        return Ok((round, turns[round % turns.len()].clone()));
+    }
+    let mut cursor = shared.cursor.lock().unwrap_or_else(|e| e.into_inner());
     if turns.is_empty() || (*cursor >= turns.len() && !shared.scenario.repeat) {
         return Err(*cursor);
     }
@@ -202,7 +211,7 @@ async fn handle(
     if let Err((status, err)) = checked {
         return json_response(status, err, &[("x-should-retry", "false".into())]);
     }
-    let (n, turn) = match next_turn(&shared) {
+    let (n, turn) = match next_turn(&shared, &body) {
         Ok(t) => t,
         Err(served) => {
             return json_response(

@@ -15,4 +15,5 @@ mod props;
 mod reload;
 mod repl;
 mod sandbox;
+mod serve;
 mod spec;
