@@ -263,3 +263,205 @@ fn the_openai_sdk_drives_kiln_serve() {
         assert_eq!(r["tool_calls"][0]["outcome"]["result"]["price"], 4.5);
     }
 }
+
+/// Reads a run's events with the Python SSE client.
+fn sse_events(url: &str) -> Vec<(String, Value)> {
+    let out = Command::new("python3")
+        .arg(repo().join("tests/peers/sse_events.py"))
+        .arg(url)
+        .output()
+        .expect("python3");
+    assert!(out.status.success(), "SSE client failed:\n{}", stderr(&out));
+    let v: Vec<(String, Value)> =
+        serde_json::from_str(stdout(&out).trim()).expect("json from the SSE client");
+    v
+}
+
+fn started(serve: &Serve, body: Value) -> String {
+    let (status, run) = post(&format!("{}/v1/runs", serve.url), &body, &[]);
+    assert_eq!(status, 202, "{run}");
+    run["id"].as_str().expect("run id").to_string()
+}
+
+#[test]
+fn run_events_stream_to_an_sse_client_and_the_run_waits() {
+    if !openai_sdk() {
+        return;
+    }
+    let mock = Mock::start(&shop_scenario());
+    let scripts = shop_scripts(&mock);
+    let serve = Serve::start(scripts.path(), &scripts.path().join("k.db"), &[], &[]);
+    let id = started(
+        &serve,
+        json!({"agent": "shop", "input": "Price of SKU-1?", "wait": false}),
+    );
+    // A reader that connects after the run began still gets every event from the start.
+    let events = sse_events(&format!("{}/v1/runs/{id}/events", serve.url));
+    let names: Vec<&str> = events
+        .iter()
+        .map(|(n, _)| n.as_str())
+        .filter(|n| *n != "text")
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "model_request",
+            "model_reply",
+            "tool_started",
+            "tool_finished",
+            "model_request",
+            "model_reply",
+            "end"
+        ]
+    );
+    let text: String = events
+        .iter()
+        .filter(|(n, _)| n == "text")
+        .map(|(_, d)| d["text"].as_str().unwrap_or(""))
+        .collect();
+    assert_eq!(text, "SKU-1 costs 4.50.");
+    assert_eq!(events[2].1["args"], json!({"sku": "SKU-1"}));
+    assert_eq!(events[3].1["outcome"]["result"]["price"], 4.5);
+    let (_, end) = events.last().expect("end");
+    assert_eq!(end["status"], "completed");
+    let (status, run) = get(&format!("{}/v1/runs/{id}?wait=true", serve.url));
+    assert_eq!(status, 200);
+    assert_eq!(run["report"]["answer"], "SKU-1 costs 4.50.");
+    assert_eq!(run["report"]["run_id"], id.as_str());
+    // Waiting in the request itself returns the report.
+    let (status, run) = post(
+        &format!("{}/v1/runs", serve.url),
+        &json!({"agent": "shop", "input": "Again?"}),
+        &[],
+    );
+    assert_eq!(
+        (status, &run["status"]),
+        (200, &json!("completed")),
+        "{run}"
+    );
+    assert_eq!(run["report"]["tool_calls"][0]["name"], "lookup");
+    let (status, missing) = get(&format!("{}/v1/runs/run_nope", serve.url));
+    assert_eq!(
+        (status, &missing["error"]["code"]),
+        (404, &json!("run_not_found"))
+    );
+}
+
+#[test]
+fn a_run_cancelled_mid_run_ends_cancelled_with_its_steps_logged() {
+    let mock = Mock::start(&json!({"by_round": true, "turns": [
+        {"tool_calls": [{"name": "lookup", "args": {"sku": "SKU-1"}}]},
+        {"text": "too late", "delay_ms": 20000}
+    ]}));
+    let scripts = shop_scripts(&mock);
+    let db = scripts.path().join("k.db");
+    let serve = Serve::start(scripts.path(), &db, &[], &[]);
+    let id = started(
+        &serve,
+        json!({"agent": "shop", "input": "Price?", "wait": false}),
+    );
+    // The second model request is in flight once the mock has seen it.
+    mock.wait_for_requests(2);
+    let (status, _) = post(
+        &format!("{}/v1/runs/{id}/cancel", serve.url),
+        &json!({}),
+        &[],
+    );
+    assert_eq!(status, 202);
+    let (_, run) = get(&format!("{}/v1/runs/{id}?wait=true", serve.url));
+    assert_eq!(run["status"], "cancelled", "{run}");
+    assert_eq!(run["error"]["kind"], "cancelled");
+    let logs = kiln(
+        &["logs", "--json", "--db", &db.display().to_string()],
+        scripts.path(),
+    );
+    let runs: Value = serde_json::from_str(&stdout(&logs)).expect("logs json");
+    assert_eq!(runs[0]["id"], id.as_str());
+    assert_eq!(runs[0]["error"], "cancelled");
+    assert_eq!(runs[0]["tool_calls"][0]["name"], "lookup");
+}
+
+#[test]
+fn a_session_continues_across_requests_and_can_be_deleted() {
+    let mock = Mock::start(&json!({"loop": true, "turns": [{"text": "Noted."}]}));
+    let scripts = shop_scripts(&mock);
+    let serve = Serve::start(scripts.path(), &scripts.path().join("k.db"), &[], &[]);
+    let runs = format!("{}/v1/runs", serve.url);
+    for input in ["My name is Ada.", "What is my name?"] {
+        let (status, run) = post(
+            &runs,
+            &json!({"agent": "shop", "input": input, "session": "ada"}),
+            &[],
+        );
+        assert_eq!(
+            (status, &run["status"]),
+            (200, &json!("completed")),
+            "{run}"
+        );
+    }
+    // The second request carried the first exchange.
+    let second = &mock.requests()[1]["body"]["messages"];
+    let contents: Vec<&str> = second
+        .as_array()
+        .expect("messages")
+        .iter()
+        .filter_map(|m| m["content"].as_str())
+        .collect();
+    assert_eq!(
+        contents,
+        [
+            "You sell bricks.",
+            "My name is Ada.",
+            "Noted.",
+            "What is my name?"
+        ]
+    );
+    let url = format!("{}/v1/sessions/ada", serve.url);
+    let (status, session) = get(&url);
+    assert_eq!(status, 200);
+    assert_eq!(session["agent"], "shop");
+    assert_eq!(session["messages"].as_array().map(Vec::len), Some(4));
+    let (status, _, _) = http("DELETE", &url, &[], None);
+    assert_eq!(status, 204);
+    let (status, gone) = get(&url);
+    assert_eq!(
+        (status, &gone["error"]["code"]),
+        (404, &json!("session_not_found"))
+    );
+}
+
+#[test]
+fn a_script_edited_while_serving_is_used_by_the_next_request() {
+    let mock = Mock::start(&json!({"by_round": true, "turns": [
+        {"tool_calls": [{"name": "lookup", "args": {"sku": "SKU-1"}}]},
+        {"text": "Done."}
+    ]}));
+    let scripts = shop_scripts(&mock);
+    let serve = Serve::start(scripts.path(), &scripts.path().join("k.db"), &[], &[]);
+    let ask = || {
+        let (status, reply) = post(
+            &format!("{}/v1/chat/completions", serve.url),
+            &json!({"model": "shop", "messages": [{"role": "user", "content": "Price?"}],
+                    "kiln": {"include_tool_calls": true}}),
+            &[],
+        );
+        assert_eq!(status, 200, "{reply}");
+        reply["kiln"]["tool_calls"][0]["outcome"]["result"]["price"].clone()
+    };
+    assert_eq!(ask(), 4.5);
+    let file = scripts.path().join("shop.rhai");
+    let src = std::fs::read_to_string(&file).expect("read");
+    std::fs::write(&file, src.replace("price: 4.5", "price: 9.0")).expect("edit");
+    // The reload is visible in the metrics; then the next request uses the new handler.
+    let metrics = format!("{}/metrics", serve.url);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while !http("GET", &metrics, &[], None)
+        .2
+        .lines()
+        .any(|l| l.starts_with("kiln_reloads_total ") && !l.ends_with(" 0"))
+    {
+        assert!(std::time::Instant::now() < deadline, "no reload seen");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    assert_eq!(ask(), 9.0);
+}
