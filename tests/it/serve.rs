@@ -465,3 +465,203 @@ fn a_script_edited_while_serving_is_used_by_the_next_request() {
     }
     assert_eq!(ask(), 9.0);
 }
+
+const ALICE: &str = "alice-token-0123456789";
+const BOB: &str = "bob-token-0123456789abc";
+
+#[test]
+fn tokens_carry_an_actor_and_a_ceiling_that_requests_cannot_widen() {
+    let mock = Mock::start(&json!({"by_round": true, "turns": [
+        {"tool_calls": [{"name": "whoami", "args": {}}]},
+        {"text": "ok"}
+    ]}));
+    let scripts = Scripts::new(&[(
+        "keeper.rhai",
+        &format!(
+            r#"tool("whoami").description("Who asks").requires("store").handler(|a, ctx| #{{ actor: ctx.actor_id, caps: ctx.capabilities }});
+agent("keeper").provider("openai").model("m").base_url("{}/v1").tools(["whoami"]).capabilities(["store", "net"]);"#,
+            mock.url
+        ),
+    )]);
+    let tokens = json!([
+        {"token": ALICE, "actor": "alice", "caps": ["store", "net:api.example.com"]},
+        {"token": BOB, "actor": "bob", "caps": []}
+    ]);
+    let file = scripts.path().join("tokens.json");
+    std::fs::write(&file, tokens.to_string()).expect("tokens file");
+    let serve = Serve::start(
+        scripts.path(),
+        &scripts.path().join("k.db"),
+        &["--tokens", &file.display().to_string()],
+        &[],
+    );
+    let runs = format!("{}/v1/runs", serve.url);
+    let alice = format!("Bearer {ALICE}");
+    let bob = format!("Bearer {BOB}");
+    let input = json!({"agent": "keeper", "input": "Who am I?"});
+
+    let (status, e) = post(&runs, &input, &[]);
+    assert_eq!(
+        (status, &e["error"]["code"]),
+        (401, &json!("invalid_api_key"))
+    );
+
+    // Alice runs with the agent's grants cut down to her ceiling, as herself.
+    let (status, run) = post(&runs, &input, &[("authorization", &alice)]);
+    assert_eq!(
+        (status, &run["status"]),
+        (200, &json!("completed")),
+        "{run}"
+    );
+    let result = &run["report"]["tool_calls"][0]["outcome"]["result"];
+    assert_eq!(result["actor"], "alice");
+    assert_eq!(result["caps"], json!(["store", "net:api.example.com"]));
+
+    // Bob may not widen his empty ceiling, and without grants the tool is refused.
+    let mut widen = input.clone();
+    widen["caps"] = json!(["store"]);
+    let (status, e) = post(&runs, &widen, &[("authorization", &bob)]);
+    assert_eq!(status, 403, "{e}");
+    assert_eq!(e["error"]["param"], "caps");
+    assert!(
+        e["error"]["message"]
+            .as_str()
+            .unwrap_or("")
+            .contains("\"store\""),
+        "{e}"
+    );
+    let (status, run) = post(&runs, &input, &[("authorization", &bob)]);
+    assert_eq!((status, &run["status"]), (200, &json!("failed")), "{run}");
+    assert_eq!(run["error"]["kind"], "capability");
+
+    // Bob's runs are his alone.
+    let bob_run = run["id"].as_str().map(str::to_string);
+    let (status, _, _) = http(
+        "GET",
+        &format!("{}/v1/runs/{}", serve.url, bob_run.unwrap_or_default()),
+        &[("authorization", &alice)],
+        None,
+    );
+    assert_eq!(status, 404, "bob's run is not visible to alice");
+}
+
+#[test]
+fn without_tokens_only_loopback_is_served() {
+    let scripts = Scripts::new(&[]);
+    let out = Command::new(kiln_bin())
+        .args(["serve", "--bind", "0.0.0.0:0", "--scripts"])
+        .arg(scripts.path())
+        .env_remove("KILN_TOKENS")
+        .current_dir(scripts.path())
+        .output()
+        .expect("kiln serve");
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("refusing to serve on 0.0.0.0:0 without tokens"),
+        "{}",
+        stderr(&out)
+    );
+    let out = Command::new(kiln_bin())
+        .args(["serve", "--scripts"])
+        .arg(scripts.path())
+        .env("KILN_TOKENS", r#"[{"token": "short", "actor": "a"}]"#)
+        .current_dir(scripts.path())
+        .output()
+        .expect("kiln serve");
+    assert!(
+        stderr(&out).contains("KILN_TOKENS: [0].token: tokens must be at least 16 characters"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
+fn bodies_are_limited_runs_have_deadlines_and_bad_requests_say_where() {
+    let mock = Mock::start(&json!({"loop": true, "turns": [{"text": "late", "delay_ms": 20000}]}));
+    let scripts = shop_scripts(&mock);
+    let serve = Serve::start(
+        scripts.path(),
+        &scripts.path().join("k.db"),
+        &["--max-body", "300", "--run-timeout", "0.5"],
+        &[],
+    );
+    let chat = format!("{}/v1/chat/completions", serve.url);
+    let big = json!({"model": "shop", "messages": [{"role": "user", "content": "x".repeat(400)}]});
+    let (status, e) = post(&chat, &big, &[]);
+    assert_eq!(status, 413, "{e}");
+    assert!(
+        e["error"]["message"]
+            .as_str()
+            .unwrap_or("")
+            .contains("limit of 300 bytes"),
+        "{e}"
+    );
+    let (status, e) = post(
+        &chat,
+        &json!({"model": "shop", "messages": [{"role": "user", "content": 5}]}),
+        &[],
+    );
+    assert_eq!(
+        (status, &e["error"]["param"]),
+        (400, &json!("messages[0].content")),
+        "{e}"
+    );
+    let (status, e) = post(
+        &chat,
+        &json!({"model": "shop", "messages": [{"role": "tool", "content": "4.5"}]}),
+        &[],
+    );
+    assert_eq!(
+        (status, &e["error"]["param"]),
+        (400, &json!("messages[0].role")),
+        "{e}"
+    );
+    let (status, _, text) = http("POST", &chat, &[("content-type", "text/plain")], None);
+    assert_eq!(status, 400, "{text}");
+    let began = std::time::Instant::now();
+    let (status, e) = post(
+        &chat,
+        &json!({"model": "shop", "messages": [{"role": "user", "content": "hi"}]}),
+        &[],
+    );
+    assert_eq!(
+        (status, &e["error"]["type"]),
+        (504, &json!("timeout")),
+        "{e}"
+    );
+    assert!(began.elapsed() < std::time::Duration::from_secs(10));
+}
+
+#[test]
+fn a_full_queue_answers_429_with_retry_after() {
+    let mock = Mock::start(&json!({"loop": true, "turns": [{"text": "slow", "delay_ms": 1500}]}));
+    let scripts = shop_scripts(&mock);
+    let serve = Serve::start(
+        scripts.path(),
+        &scripts.path().join("k.db"),
+        &["--max-runs", "1", "--queue", "1", "--retry-after", "7"],
+        &[],
+    );
+    let runs = format!("{}/v1/runs", serve.url);
+    let body = json!({"agent": "shop", "input": "hi", "wait": false});
+    let (first, _) = post(&runs, &body, &[]);
+    assert_eq!(first, 202);
+    // The second waits in the queue (its request blocks until it has a slot).
+    let queued = {
+        let (runs, body) = (runs.clone(), body.clone());
+        std::thread::spawn(move || post(&runs, &body, &[]).0)
+    };
+    let ready = format!("{}/readyz", serve.url);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while get(&ready).1["queue_depth"] != 1 {
+        assert!(std::time::Instant::now() < deadline, "nothing queued");
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    let (status, headers, text) = http("POST", &runs, &[], Some(&body));
+    assert_eq!(status, 429, "{text}");
+    assert!(
+        headers.contains(&("retry-after".into(), "7".into())),
+        "{headers:?}"
+    );
+    assert_eq!(queued.join().expect("queued request"), 202);
+}
