@@ -218,6 +218,16 @@ fn usage_json(report: &RunReport) -> Value {
     json!({"prompt_tokens": i, "completion_tokens": o, "total_tokens": i + o})
 }
 
+/// The error a client sees for a failed run; a run the server stopped says so.
+fn run_error(state: &AppState, e: &RunError) -> ApiError {
+    if matches!(e.kind, crate::RunErrorKind::Cancelled) && state.stop_runs.is_cancelled() {
+        return ApiError::unavailable(
+            "kiln serve shut down: the run was cancelled when the grace period ran out",
+        );
+    }
+    from_run_error(e)
+}
+
 /// Cancels the run if the client goes away before its end.
 struct CancelOnDrop(Option<CancellationToken>);
 
@@ -240,7 +250,7 @@ pub async fn completions(
         (req.include_usage, req.include_tool_calls, req.run.stream);
     let entry = launch(&state, &who, req.run).await?;
     if stream {
-        return Ok(streamed(entry, include_usage, include_calls).into_response());
+        return Ok(streamed(state, entry, include_usage, include_calls).into_response());
     }
     let mut guard = CancelOnDrop(Some(entry.cancel.clone()));
     let end = entry.wait().await;
@@ -250,7 +260,7 @@ pub async fn completions(
     };
     let report = match result.as_ref() {
         Ok(r) => r,
-        Err(e) => return Err(from_run_error(e)),
+        Err(e) => return Err(run_error(&state, e)),
     };
     let mut reply = json!({
         "id": format!("chatcmpl-{}", entry.id),
@@ -283,7 +293,12 @@ fn chunk(entry: &RunEntry, delta: Value, finish: Option<&str>) -> Value {
 }
 
 /// The chunks after the run's end: the finish reason and usage, or an error.
-fn closing(entry: &RunEntry, result: &Result<RunReport, RunError>, usage: bool) -> Vec<Value> {
+fn closing(
+    state: &AppState,
+    entry: &RunEntry,
+    result: &Result<RunReport, RunError>,
+    usage: bool,
+) -> Vec<Value> {
     match result {
         Ok(report) => {
             let mut out = vec![chunk(entry, json!({}), Some(finish_reason(report)))];
@@ -295,11 +310,16 @@ fn closing(entry: &RunEntry, result: &Result<RunReport, RunError>, usage: bool) 
             }
             out
         }
-        Err(e) => vec![from_run_error(e).body()],
+        Err(e) => vec![run_error(state, e).body()],
     }
 }
 
-fn streamed(entry: Arc<RunEntry>, include_usage: bool, include_calls: bool) -> impl IntoResponse {
+fn streamed(
+    state: Arc<AppState>,
+    entry: Arc<RunEntry>,
+    include_usage: bool,
+    include_calls: bool,
+) -> impl IntoResponse {
     let guard = Arc::new(std::sync::Mutex::new(CancelOnDrop(Some(
         entry.cancel.clone(),
     ))));
@@ -317,7 +337,7 @@ fn streamed(entry: Arc<RunEntry>, include_usage: bool, include_calls: bool) -> i
                 if let Ok(mut g) = guard.lock() {
                     g.0 = None;
                 }
-                closing(&entry, result, include_usage)
+                closing(&state, &entry, result, include_usage)
             }
             _ => Vec::new(),
         };

@@ -665,3 +665,182 @@ fn a_full_queue_answers_429_with_retry_after() {
     );
     assert_eq!(queued.join().expect("queued request"), 202);
 }
+
+/// Starts `n` chat completions on threads; each returns its status and body.
+fn chat_requests(url: &str, n: usize) -> Vec<std::thread::JoinHandle<(u16, Value)>> {
+    (0..n)
+        .map(|i| {
+            let url = format!("{url}/v1/chat/completions");
+            std::thread::spawn(move || {
+                post(
+                    &url,
+                    &json!({"model": "shop", "messages": [{"role": "user", "content": format!("Price {i}?")}]}),
+                    &[],
+                )
+            })
+        })
+        .collect()
+}
+
+fn logged_runs(db: &Path, cwd: &Path) -> Vec<Value> {
+    let logs = kiln(
+        &[
+            "logs",
+            "--json",
+            "-n",
+            "100",
+            "--db",
+            &db.display().to_string(),
+        ],
+        cwd,
+    );
+    let runs: Value = serde_json::from_str(&stdout(&logs)).expect("logs json");
+    runs.as_array().cloned().unwrap_or_default()
+}
+
+#[test]
+fn sigterm_lets_twenty_running_requests_finish_and_every_step_is_logged() {
+    let mock = Mock::start(&json!({"by_round": true, "turns": [
+        {"tool_calls": [{"name": "lookup", "args": {"sku": "SKU-1"}}]},
+        {"text": "SKU-1 costs 4.50.", "delay_ms": 1000}
+    ]}));
+    let scripts = shop_scripts(&mock);
+    let db = scripts.path().join("k.db");
+    let mut serve = Serve::start(scripts.path(), &db, &["--grace", "20"], &[]);
+    let requests = chat_requests(&serve.url, 20);
+    // Every run is waiting for its second model reply.
+    mock.wait_for_requests(40);
+    signal(serve.child.id(), "TERM");
+    let addr = serve.url.trim_start_matches("http://").to_string();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while std::net::TcpStream::connect(&addr).is_ok() {
+        assert!(std::time::Instant::now() < deadline, "still accepting");
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    for r in requests {
+        let (status, reply) = r.join().expect("request thread");
+        assert_eq!(status, 200, "{reply}");
+        assert_eq!(
+            reply["choices"][0]["message"]["content"],
+            "SKU-1 costs 4.50."
+        );
+    }
+    let (status, err) = serve.wait_exit(20);
+    assert!(status.success(), "{err}");
+    assert!(err.contains("shutting down"), "{err}");
+    let runs = logged_runs(&db, scripts.path());
+    assert_eq!(runs.len(), 20);
+    for r in &runs {
+        assert_eq!(r["answer"], "SKU-1 costs 4.50.", "{r}");
+        assert_eq!(r["rounds"], 2);
+        assert_eq!(r["tool_calls"][0]["name"], "lookup");
+    }
+}
+
+#[test]
+fn sigterm_past_the_grace_ends_runs_with_a_clear_error_and_keeps_their_steps() {
+    let mock = Mock::start(&json!({"by_round": true, "turns": [
+        {"tool_calls": [{"name": "lookup", "args": {"sku": "SKU-1"}}]},
+        {"text": "never", "delay_ms": 30000}
+    ]}));
+    let scripts = shop_scripts(&mock);
+    let db = scripts.path().join("k.db");
+    let mut serve = Serve::start(scripts.path(), &db, &["--grace", "0.3"], &[]);
+    let requests = chat_requests(&serve.url, 5);
+    mock.wait_for_requests(10);
+    signal(serve.child.id(), "TERM");
+    for r in requests {
+        let (status, reply) = r.join().expect("request thread");
+        assert_eq!(status, 503, "{reply}");
+        assert!(
+            reply["error"]["message"]
+                .as_str()
+                .unwrap_or("")
+                .contains("grace period ran out"),
+            "{reply}"
+        );
+    }
+    let (status, err) = serve.wait_exit(20);
+    assert!(status.success(), "{err}");
+    let runs = logged_runs(&db, scripts.path());
+    assert_eq!(runs.len(), 5);
+    for r in &runs {
+        assert_eq!(r["error"], "cancelled", "{r}");
+        // The completed first step (the tool call) was committed before the cancel.
+        assert_eq!(r["tool_calls"][0]["name"], "lookup");
+    }
+}
+
+#[test]
+fn health_metrics_and_json_logs() {
+    let mock = Mock::start(&shop_scenario());
+    let scripts = shop_scripts(&mock);
+    let mut serve = Serve::start(
+        scripts.path(),
+        &scripts.path().join("k.db"),
+        &["--log-format", "json"],
+        &[],
+    );
+    assert_eq!(
+        get(&format!("{}/healthz", serve.url)),
+        (200, json!({"status": "ok"}))
+    );
+    let (status, ready) = get(&format!("{}/readyz", serve.url));
+    assert_eq!(
+        (status, &ready["status"], &ready["agents"]),
+        (200, &json!("ready"), &json!(1))
+    );
+    let (status, _) = post(
+        &format!("{}/v1/chat/completions", serve.url),
+        &json!({"model": "shop", "messages": [{"role": "user", "content": "Price?"}]}),
+        &[],
+    );
+    assert_eq!(status, 200);
+    let (status, headers, text) = http("GET", &format!("{}/metrics", serve.url), &[], None);
+    assert_eq!(status, 200);
+    assert!(
+        headers
+            .iter()
+            .any(|(k, v)| k == "content-type" && v.starts_with("text/plain; version=0.0.4")),
+        "{headers:?}"
+    );
+    for line in [
+        "kiln_runs_started_total{agent=\"shop\"} 1",
+        "kiln_runs_finished_total{agent=\"shop\",outcome=\"ok\"} 1",
+        "kiln_tool_calls_total{tool=\"lookup\",outcome=\"ok\"} 1",
+        "kiln_tokens_total{direction=\"input\"} 50",
+        "kiln_tokens_total{direction=\"output\"} 11",
+        "kiln_model_request_duration_seconds_count 2",
+        "kiln_queue_depth 0",
+        "kiln_runs_active 0",
+    ] {
+        assert!(text.lines().any(|l| l == line), "missing {line} in\n{text}");
+    }
+    let (status, e) = get(&format!("{}/v1/nothing", serve.url));
+    assert_eq!((status, &e["error"]["code"]), (404, &json!("unknown_url")));
+    signal(serve.child.id(), "TERM");
+    let (_, err) = serve.wait_exit(20);
+    let lines: Vec<Value> = err
+        .lines()
+        .filter(|l| l.starts_with('{'))
+        .map(|l| serde_json::from_str(l).expect("a JSON log line"))
+        .collect();
+    let finished = lines
+        .iter()
+        .find(|l| l["message"] == "run finished")
+        .expect("a run-finished line");
+    assert_eq!(
+        (&finished["agent"], &finished["outcome"]),
+        (&json!("shop"), &json!("ok"))
+    );
+    assert!(
+        finished["run_id"]
+            .as_str()
+            .is_some_and(|id| id.starts_with("run_"))
+    );
+    assert!(
+        lines
+            .iter()
+            .any(|l| l["message"] == "request" && l["path"] == "/metrics")
+    );
+}
