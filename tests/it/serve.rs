@@ -844,3 +844,49 @@ fn health_metrics_and_json_logs() {
             .any(|l| l["message"] == "request" && l["path"] == "/metrics")
     );
 }
+
+/// The fenced blocks of README.md's "Serve an agent over HTTP" section, by language.
+fn readme_blocks(lang: &str) -> Vec<String> {
+    let readme = std::fs::read_to_string(repo().join("README.md")).expect("README.md");
+    let section = readme
+        .split("## Serve an agent over HTTP")
+        .nth(1)
+        .and_then(|s| s.split("\n## ").next())
+        .expect("the README section");
+    section
+        .split("```")
+        .skip(1)
+        .step_by(2)
+        .filter_map(|b| b.strip_prefix(lang))
+        .map(str::to_string)
+        .collect()
+}
+
+#[test]
+fn the_readme_serve_examples_work_as_written() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let serve = Serve::start(&repo().join("scripts"), &dir.path().join("k.db"), &[], &[]);
+    let port = serve.url.rsplit(':').next().expect("port").to_string();
+    let sh = readme_blocks("sh").concat();
+    assert!(sh.contains("kiln serve --bind 127.0.0.1:8787 &"), "{sh}");
+    // The server is already running (on a free port); run the rest as written.
+    let curl: String = sh
+        .lines()
+        .filter(|l| !l.starts_with("kiln serve"))
+        .collect::<Vec<_>>()
+        .join("\n")
+        .replace("8787", &port);
+    let out = Command::new("sh").args(["-c", &curl]).output().expect("sh");
+    let reply: Value = serde_json::from_slice(&out.stdout).expect("curl printed JSON");
+    assert_eq!(reply["choices"][0]["message"]["content"], "Hello, Ada!");
+    if !openai_sdk() {
+        return;
+    }
+    let python = readme_blocks("python").concat().replace("8787", &port);
+    let out = Command::new("python3")
+        .args(["-c", &python])
+        .output()
+        .expect("python3");
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(stdout(&out).trim(), "Hello, Ada!");
+}

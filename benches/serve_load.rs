@@ -1,0 +1,179 @@
+//! Load: N concurrent Chat Completions requests to `kiln serve` (the real binary), each a run of
+//! R model rounds (a tool call in every round but the last) against `kiln mock` on loopback, all
+//! from this one client process.
+//!
+//! Reports errors, throughput, the added latency per round (the client's time for a run minus
+//! the model requests' time as the run log measured it, divided by the rounds: kiln's HTTP
+//! front, tool calls, run-log commits and scheduling) and the server's peak RSS.
+//!
+//! `cargo bench --bench serve_load` runs 1,000 runs of 5 rounds; under `cargo test` it runs a
+//! few tiny runs as a smoke test. `KILN_LOAD_RUNS` / `KILN_LOAD_ROUNDS` override the sizes.
+
+use kiln::mock::scenario::Scenario;
+use serde_json::{Value, json};
+use std::io::BufRead;
+use std::net::SocketAddr;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+fn size(var: &str, default: usize) -> usize {
+    std::env::var(var)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+fn percentile(sorted: &[f64], p: f64) -> f64 {
+    if sorted.is_empty() {
+        return f64::NAN;
+    }
+    let i = ((sorted.len() as f64 - 1.0) * p).round() as usize;
+    sorted[i.min(sorted.len() - 1)]
+}
+
+/// Peak resident set size of a process, from /proc (kB).
+fn peak_rss_kb(pid: u32) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    status
+        .lines()
+        .find(|l| l.starts_with("VmHWM:"))?
+        .split_whitespace()
+        .nth(1)?
+        .parse()
+        .ok()
+}
+
+fn main() {
+    let measuring = std::env::args().any(|a| a == "--bench");
+    let runs = size("KILN_LOAD_RUNS", if measuring { 1000 } else { 8 });
+    let rounds = size("KILN_LOAD_ROUNDS", if measuring { 5 } else { 2 }).max(1);
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    runtime.block_on(load(runs, rounds));
+}
+
+async fn load(runs: usize, rounds: usize) {
+    let mut turns: Vec<Value> = (1..rounds)
+        .map(|i| json!({"tool_calls": [{"name": "step", "args": {"n": i}}]}))
+        .collect();
+    turns.push(json!({"text": "All done."}));
+    let scenario: Scenario =
+        serde_json::from_value(json!({"by_round": true, "turns": turns})).expect("scenario");
+    let (mock, server) = kiln::mock::bind(scenario, SocketAddr::from(([127, 0, 0, 1], 0)))
+        .await
+        .expect("bind mock");
+    tokio::spawn(server);
+
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::write(
+        dir.path().join("load.rhai"),
+        format!(
+            r#"tool("step").description("One step").param("n", "int").handler(|a| #{{ n: a.n, ok: true }});
+agent("load").provider("openai").model("m").base_url("http://{mock}/v1").tools(["step"]).max_tool_iterations({});"#,
+            rounds + 1
+        ),
+    )
+    .expect("write script");
+    let db = dir.path().join("k.db");
+    let n = runs.to_string();
+    let mut serve = Command::new(env!("CARGO_BIN_EXE_kiln"))
+        .args(["serve", "--bind", "127.0.0.1:0", "--no-stdlib", "--scripts"])
+        .arg(dir.path())
+        .arg("--db")
+        .arg(&db)
+        .args(["--max-runs", &n, "--queue", &n, "--run-timeout", "0"])
+        .env("OPENAI_API_KEY", "sk-load")
+        .env("KILN_LOG", "warn")
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("start kiln serve");
+    let mut line = String::new();
+    std::io::BufReader::new(serve.stdout.take().expect("stdout"))
+        .read_line(&mut line)
+        .expect("serve prints its address");
+    let url = format!(
+        "{}/v1/chat/completions",
+        line.trim().rsplit(' ').next().expect("url")
+    );
+    let client = reqwest::Client::builder()
+        .pool_max_idle_per_host(runs)
+        .timeout(Duration::from_secs(600))
+        .build()
+        .expect("client");
+
+    let began = Instant::now();
+    let tasks: Vec<_> = (0..runs)
+        .map(|i| {
+            let (client, url) = (client.clone(), url.clone());
+            tokio::spawn(async move {
+                let start = Instant::now();
+                let resp = client
+                    .post(&url)
+                    .json(&json!({"model": "load", "messages": [{"role": "user", "content": format!("go {i}")}]}))
+                    .send()
+                    .await;
+                let body: Option<Value> = match resp {
+                    Ok(r) if r.status().is_success() => r.json().await.ok(),
+                    Ok(r) => {
+                        eprintln!("HTTP {}: {}", r.status(), r.text().await.unwrap_or_default());
+                        None
+                    }
+                    Err(e) => {
+                        eprintln!("request failed: {e}");
+                        None
+                    }
+                };
+                let id = body
+                    .filter(|b| b["choices"][0]["message"]["content"] == "All done.")
+                    .and_then(|b| b["kiln"]["run_id"].as_str().map(str::to_string));
+                (id, start.elapsed())
+            })
+        })
+        .collect();
+    let mut done = Vec::new();
+    let mut errors = 0;
+    for t in tasks {
+        match t.await.expect("client task") {
+            (Some(id), took) => done.push((id, took)),
+            (None, _) => errors += 1,
+        }
+    }
+    let wall = began.elapsed();
+    let peak_kb = peak_rss_kb(serve.id());
+    let _ = serve.kill();
+    let _ = serve.wait();
+
+    let conn = rusqlite::Connection::open(&db).expect("open the run log");
+    let mut model_ms = conn
+        .prepare(
+            "SELECT COALESCE(SUM(duration_ms), 0), COUNT(*) FROM model_calls WHERE run_id = ?1",
+        )
+        .expect("query");
+    let mut added: Vec<f64> = Vec::new();
+    for (id, took) in &done {
+        let (ms, count): (f64, i64) = model_ms
+            .query_row([id], |r| Ok((r.get(0)?, r.get(1)?)))
+            .expect("model calls of a run");
+        assert_eq!(
+            count as usize, rounds,
+            "run {id} made {count} model requests"
+        );
+        added.push((took.as_secs_f64() * 1000.0 - ms) / rounds as f64);
+    }
+    added.sort_by(f64::total_cmp);
+    let summary = json!({
+        "runs": runs,
+        "rounds_per_run": rounds,
+        "errors": errors,
+        "wall_s": wall.as_secs_f64(),
+        "runs_per_s": done.len() as f64 / wall.as_secs_f64(),
+        "rounds_per_s": (done.len() * rounds) as f64 / wall.as_secs_f64(),
+        "added_ms_per_round_p50": percentile(&added, 0.5),
+        "added_ms_per_round_p99": percentile(&added, 0.99),
+        "server_peak_rss_mb": peak_kb.map(|kb| kb as f64 / 1024.0),
+    });
+    println!("serve_load: {summary}");
+    assert_eq!(errors, 0, "{errors} of {runs} runs failed");
+}
