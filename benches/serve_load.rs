@@ -103,33 +103,19 @@ agent("load").provider("openai").model("m").base_url("http://{mock}/v1").tools([
         .build()
         .expect("client");
 
+    // One run at a time first: kiln's own cost per round without contention.
+    let mut alone = Vec::new();
+    for i in 0..(runs / 50).max(2) {
+        match one_run(&client, &url, i).await {
+            (Some(id), took) => alone.push((id, took)),
+            (None, _) => panic!("a sequential run failed"),
+        }
+    }
     let began = Instant::now();
     let tasks: Vec<_> = (0..runs)
         .map(|i| {
             let (client, url) = (client.clone(), url.clone());
-            tokio::spawn(async move {
-                let start = Instant::now();
-                let resp = client
-                    .post(&url)
-                    .json(&json!({"model": "load", "messages": [{"role": "user", "content": format!("go {i}")}]}))
-                    .send()
-                    .await;
-                let body: Option<Value> = match resp {
-                    Ok(r) if r.status().is_success() => r.json().await.ok(),
-                    Ok(r) => {
-                        eprintln!("HTTP {}: {}", r.status(), r.text().await.unwrap_or_default());
-                        None
-                    }
-                    Err(e) => {
-                        eprintln!("request failed: {e}");
-                        None
-                    }
-                };
-                let id = body
-                    .filter(|b| b["choices"][0]["message"]["content"] == "All done.")
-                    .and_then(|b| b["kiln"]["run_id"].as_str().map(str::to_string));
-                (id, start.elapsed())
-            })
+            tokio::spawn(async move { one_run(&client, &url, i).await })
         })
         .collect();
     let mut done = Vec::new();
@@ -146,23 +132,8 @@ agent("load").provider("openai").model("m").base_url("http://{mock}/v1").tools([
     let _ = serve.wait();
 
     let conn = rusqlite::Connection::open(&db).expect("open the run log");
-    let mut model_ms = conn
-        .prepare(
-            "SELECT COALESCE(SUM(duration_ms), 0), COUNT(*) FROM model_calls WHERE run_id = ?1",
-        )
-        .expect("query");
-    let mut added: Vec<f64> = Vec::new();
-    for (id, took) in &done {
-        let (ms, count): (f64, i64) = model_ms
-            .query_row([id], |r| Ok((r.get(0)?, r.get(1)?)))
-            .expect("model calls of a run");
-        assert_eq!(
-            count as usize, rounds,
-            "run {id} made {count} model requests"
-        );
-        added.push((took.as_secs_f64() * 1000.0 - ms) / rounds as f64);
-    }
-    added.sort_by(f64::total_cmp);
+    let added = added_per_round(&conn, &done, rounds);
+    let alone = added_per_round(&conn, &alone, rounds);
     let summary = json!({
         "runs": runs,
         "rounds_per_run": rounds,
@@ -172,8 +143,70 @@ agent("load").provider("openai").model("m").base_url("http://{mock}/v1").tools([
         "rounds_per_s": (done.len() * rounds) as f64 / wall.as_secs_f64(),
         "added_ms_per_round_p50": percentile(&added, 0.5),
         "added_ms_per_round_p99": percentile(&added, 0.99),
+        "alone_runs": alone.len(),
+        "alone_added_ms_per_round_p50": percentile(&alone, 0.5),
+        "alone_added_ms_per_round_p99": percentile(&alone, 0.99),
         "server_peak_rss_mb": peak_kb.map(|kb| kb as f64 / 1024.0),
     });
     println!("serve_load: {summary}");
     assert_eq!(errors, 0, "{errors} of {runs} runs failed");
+}
+
+/// One Chat Completions request: the run id when it answered as expected, and its duration.
+async fn one_run(client: &reqwest::Client, url: &str, i: usize) -> (Option<String>, Duration) {
+    let start = Instant::now();
+    let resp = client
+        .post(url)
+        .json(
+            &json!({"model": "load", "messages": [{"role": "user", "content": format!("go {i}")}]}),
+        )
+        .send()
+        .await;
+    let body: Option<Value> = match resp {
+        Ok(r) if r.status().is_success() => r.json().await.ok(),
+        Ok(r) => {
+            eprintln!(
+                "HTTP {}: {}",
+                r.status(),
+                r.text().await.unwrap_or_default()
+            );
+            None
+        }
+        Err(e) => {
+            eprintln!("request failed: {e}");
+            None
+        }
+    };
+    let id = body
+        .filter(|b| b["choices"][0]["message"]["content"] == "All done.")
+        .and_then(|b| b["kiln"]["run_id"].as_str().map(str::to_string));
+    (id, start.elapsed())
+}
+
+/// Per run, sorted: (the client's time - the model requests' time in the run log) / rounds, ms.
+fn added_per_round(
+    conn: &rusqlite::Connection,
+    runs: &[(String, Duration)],
+    rounds: usize,
+) -> Vec<f64> {
+    let mut model_ms = conn
+        .prepare_cached(
+            "SELECT COALESCE(SUM(duration_ms), 0), COUNT(*) FROM model_calls WHERE run_id = ?1",
+        )
+        .expect("query");
+    let mut added: Vec<f64> = runs
+        .iter()
+        .map(|(id, took)| {
+            let (ms, count): (f64, i64) = model_ms
+                .query_row([id], |r| Ok((r.get(0)?, r.get(1)?)))
+                .expect("model calls of a run");
+            assert_eq!(
+                count as usize, rounds,
+                "run {id} made {count} model requests"
+            );
+            (took.as_secs_f64() * 1000.0 - ms) / rounds as f64
+        })
+        .collect();
+    added.sort_by(f64::total_cmp);
+    added
 }
