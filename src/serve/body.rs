@@ -54,3 +54,32 @@ impl FromRequest<Arc<AppState>> for JsonBody {
         Ok(JsonBody(value))
     }
 }
+
+/// An optional array of strings at `param` (`caps`).
+pub fn string_list(v: &Value, param: &str) -> Result<Option<Vec<String>>, ApiError> {
+    match v {
+        Value::Null => Ok(None),
+        Value::Array(list) => list
+            .iter()
+            .map(|c| c.as_str().map(str::to_string))
+            .collect::<Option<Vec<_>>>()
+            .map(Some)
+            .ok_or_else(|| ApiError::bad_request(param, format!("{param} must be strings"))),
+        _ => Err(ApiError::bad_request(
+            param,
+            format!("{param} must be an array of strings"),
+        )),
+    }
+}
+
+/// An optional object at `param` (`context`); empty when absent.
+pub fn object(v: &Value, param: &str) -> Result<serde_json::Map<String, Value>, ApiError> {
+    match v {
+        Value::Null => Ok(serde_json::Map::new()),
+        Value::Object(m) => Ok(m.clone()),
+        _ => Err(ApiError::bad_request(
+            param,
+            format!("{param} must be an object"),
+        )),
+    }
+}

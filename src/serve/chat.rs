@@ -2,7 +2,7 @@
 //! runs one (`model` = agent name), whole or as SSE chunks ending with `[DONE]`.
 
 use super::auth::Principal;
-use super::body::JsonBody;
+use super::body::{JsonBody, object, string_list};
 use super::error::{ApiError, from_run_error};
 use super::launch::{RunRequest, launch};
 use super::state::AppState;
@@ -152,31 +152,8 @@ fn parse(body: &Value) -> Result<ChatRequest, ApiError> {
         })
         .transpose()?;
     let kiln = &body["kiln"];
-    let caps = match &kiln["caps"] {
-        Value::Null => None,
-        Value::Array(list) => Some(
-            list.iter()
-                .map(|c| c.as_str().map(str::to_string))
-                .collect::<Option<Vec<_>>>()
-                .ok_or_else(|| ApiError::bad_request("kiln.caps", "caps must be strings"))?,
-        ),
-        _ => {
-            return Err(ApiError::bad_request(
-                "kiln.caps",
-                "caps must be an array of strings",
-            ));
-        }
-    };
-    let context = match &kiln["context"] {
-        Value::Null => serde_json::Map::new(),
-        Value::Object(m) => m.clone(),
-        _ => {
-            return Err(ApiError::bad_request(
-                "kiln.context",
-                "context must be an object",
-            ));
-        }
-    };
+    let caps = string_list(&kiln["caps"], "kiln.caps")?;
+    let context = object(&kiln["context"], "kiln.context")?;
     Ok(ChatRequest {
         run: RunRequest {
             agent: agent.to_string(),

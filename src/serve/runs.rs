@@ -2,7 +2,7 @@
 //! waiting or not, their live events (SSE), cancellation, and sessions.
 
 use super::auth::Principal;
-use super::body::JsonBody;
+use super::body::{JsonBody, object, string_list};
 use super::error::ApiError;
 use super::launch::{RunRequest, launch};
 use super::state::{AppState, session_key};
@@ -30,31 +30,8 @@ fn string_field(body: &Value, field: &str, required: bool) -> Result<Option<Stri
 }
 
 fn parse(body: &Value) -> Result<(RunRequest, bool), ApiError> {
-    let caps = match &body["caps"] {
-        Value::Null => None,
-        Value::Array(list) => Some(
-            list.iter()
-                .map(|c| c.as_str().map(str::to_string))
-                .collect::<Option<Vec<_>>>()
-                .ok_or_else(|| ApiError::bad_request("caps", "caps must be strings"))?,
-        ),
-        _ => {
-            return Err(ApiError::bad_request(
-                "caps",
-                "caps must be an array of strings",
-            ));
-        }
-    };
-    let context = match &body["context"] {
-        Value::Null => serde_json::Map::new(),
-        Value::Object(m) => m.clone(),
-        _ => {
-            return Err(ApiError::bad_request(
-                "context",
-                "context must be an object",
-            ));
-        }
-    };
+    let caps = string_list(&body["caps"], "caps")?;
+    let context = object(&body["context"], "context")?;
     let wait = match &body["wait"] {
         Value::Null => true,
         Value::Bool(b) => *b,

@@ -196,7 +196,8 @@ pub fn http_get(url: &str) -> String {
     }
 }
 
-fn dechunk(body: &str) -> String {
+/// The body of a chunked HTTP/1.1 reply.
+pub fn dechunk(body: &str) -> String {
     let mut out = String::new();
     let mut rest = body;
     while let Some((size, tail)) = rest.split_once("\r\n") {

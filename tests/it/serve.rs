@@ -130,20 +130,6 @@ pub fn http(
     (status, headers, body)
 }
 
-fn dechunk(body: &str) -> String {
-    let mut out = String::new();
-    let mut rest = body;
-    while let Some((size, tail)) = rest.split_once("\r\n") {
-        let n = usize::from_str_radix(size.trim(), 16).unwrap_or(0);
-        if n == 0 {
-            break;
-        }
-        out.push_str(&tail[..n.min(tail.len())]);
-        rest = tail.get(n + 2..).unwrap_or("");
-    }
-    out
-}
-
 /// POSTs JSON and parses the JSON reply.
 pub fn post(url: &str, body: &Value, headers: &[(&str, &str)]) -> (u16, Value) {
     let (status, _, text) = http("POST", url, headers, Some(body));
@@ -666,6 +652,18 @@ fn a_full_queue_answers_429_with_retry_after() {
     assert_eq!(queued.join().expect("queued request"), 202);
 }
 
+/// Waits (up to 60 s: many runs on a busy machine) until the mock has received `n` requests.
+fn wait_for_requests(mock: &Mock, n: usize) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while mock.requests().len() < n {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the mock never received {n} requests"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
 /// Starts `n` chat completions on threads; each returns its status and body.
 fn chat_requests(url: &str, n: usize) -> Vec<std::thread::JoinHandle<(u16, Value)>> {
     (0..n)
@@ -709,7 +707,7 @@ fn sigterm_lets_twenty_running_requests_finish_and_every_step_is_logged() {
     let mut serve = Serve::start(scripts.path(), &db, &["--grace", "20"], &[]);
     let requests = chat_requests(&serve.url, 20);
     // Every run is waiting for its second model reply.
-    mock.wait_for_requests(40);
+    wait_for_requests(&mock, 40);
     signal(serve.child.id(), "TERM");
     let addr = serve.url.trim_start_matches("http://").to_string();
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
@@ -747,7 +745,7 @@ fn sigterm_past_the_grace_ends_runs_with_a_clear_error_and_keeps_their_steps() {
     let db = scripts.path().join("k.db");
     let mut serve = Serve::start(scripts.path(), &db, &["--grace", "0.3"], &[]);
     let requests = chat_requests(&serve.url, 5);
-    mock.wait_for_requests(10);
+    wait_for_requests(&mock, 10);
     signal(serve.child.id(), "TERM");
     for r in requests {
         let (status, reply) = r.join().expect("request thread");
