@@ -888,3 +888,36 @@ fn the_readme_serve_examples_work_as_written() {
     assert!(out.status.success(), "{}", stderr(&out));
     assert_eq!(stdout(&out).trim(), "Hello, Ada!");
 }
+
+#[test]
+fn chat_fields_reach_the_run_user_context_temperature_and_max_tokens() {
+    let mock = Mock::start(&json!({"by_round": true, "turns": [
+        {"tool_calls": [{"name": "whoami", "args": {}}]},
+        {"text": "ok"}
+    ]}));
+    let scripts = Scripts::new(&[(
+        "who.rhai",
+        &format!(
+            r#"tool("whoami").description("Who asks").handler(|a, ctx| #{{ actor: ctx.actor_id, tenant: ctx.context.tenant }});
+agent("who").provider("openai").model("m").base_url("{}/v1").tools(["whoami"]).temperature(0.9).max_tokens(100);"#,
+            mock.url
+        ),
+    )]);
+    let serve = Serve::start(scripts.path(), &scripts.path().join("k.db"), &[], &[]);
+    let (status, reply) = post(
+        &format!("{}/v1/chat/completions", serve.url),
+        &json!({"model": "who", "user": "web-7", "temperature": 0.2, "max_tokens": 55,
+                "messages": [{"role": "user", "content": "Who?"}],
+                "kiln": {"include_tool_calls": true, "context": {"tenant": "acme"}}}),
+        &[],
+    );
+    assert_eq!(status, 200, "{reply}");
+    let result = &reply["kiln"]["tool_calls"][0]["outcome"]["result"];
+    assert_eq!(result, &json!({"actor": "web-7", "tenant": "acme"}));
+    let sent = &mock.requests()[0]["body"];
+    assert_eq!(
+        (&sent["temperature"], &sent["max_tokens"]),
+        (&json!(0.2), &json!(55)),
+        "{sent}"
+    );
+}
