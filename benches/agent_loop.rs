@@ -3,12 +3,9 @@
 //!
 //! `cargo bench --bench agent_loop` measures; under `cargo test` it runs once as a smoke test.
 
-use kiln::agent::{RunOptions, run};
-use kiln::mock::scenario::Scenario;
-use kiln::{Host, HostConfig};
+use kiln::{Host, RunOptions, RunReport};
 use serde_json::{Value, json};
-use std::net::SocketAddr;
-use std::sync::Arc;
+use std::io::{BufRead, Write};
 use std::time::{Duration, Instant};
 
 const ROUNDS: usize = 10;
@@ -18,21 +15,30 @@ fn median(mut v: Vec<Duration>) -> Duration {
     v[v.len() / 2]
 }
 
-async fn once(host: &Host) -> kiln::agent::RunReport {
-    run(host, "bench", "go", RunOptions::default())
+async fn once(host: &Host) -> RunReport {
+    host.run("bench", "go", RunOptions::default())
         .await
         .expect("run")
 }
 
-async fn once_logged(
-    host: &Host,
-    logger: &Arc<dyn kiln::agent::Recorder>,
-) -> kiln::agent::RunReport {
-    let opts = RunOptions {
-        recorder: Some(logger.clone()),
-        ..RunOptions::default()
-    };
-    run(host, "bench", "go", opts).await.expect("run")
+/// `kiln mock` (the real binary) serving `scenario` on loopback; its base URL.
+fn start_mock(scenario: &Value, dir: &std::path::Path) -> (std::process::Child, String) {
+    let file = dir.join("scenario.json");
+    std::fs::File::create(&file)
+        .and_then(|mut f| f.write_all(scenario.to_string().as_bytes()))
+        .expect("write scenario");
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_kiln"))
+        .args(["mock", &file.display().to_string(), "--port", "0"])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("start kiln mock");
+    let mut line = String::new();
+    std::io::BufReader::new(child.stdout.take().expect("stdout"))
+        .read_line(&mut line)
+        .expect("mock prints its address");
+    let url = line.trim().rsplit(' ').next().expect("url").to_string();
+    assert!(url.starts_with("http://127.0.0.1:"), "mock said: {line}");
+    (child, url)
 }
 
 fn main() {
@@ -45,27 +51,25 @@ fn main() {
     runtime.block_on(async move {
         let mut turns: Vec<Value> = (0..ROUNDS).map(|i| json!({"tool_calls": [{"name": "calculator", "args": {"expression": format!("{i} * 3 + 1")}}]})).collect();
         turns.push(json!({"text": "All done."}));
-        let scenario: Scenario = serde_json::from_value(json!({"loop": true, "require_auth": false, "turns": turns})).expect("scenario");
-        let (addr, server) = kiln::mock::bind(scenario, SocketAddr::from(([127, 0, 0, 1], 0))).await.expect("bind");
-        tokio::spawn(server);
-        let base = format!("http://{addr}");
         let dir = tempfile::tempdir().expect("tempdir");
+        let (mut mock, base) = start_mock(&json!({"loop": true, "require_auth": false, "turns": turns}), dir.path());
+        let client = reqwest::Client::builder().no_proxy().build().expect("client");
         let agent = format!(
             "agent(\"bench\").provider(\"openai\").model(\"m\").base_url(\"{base}/v1\").tools([\"calculator\"]).max_tool_iterations({});",
             ROUNDS + 1
         );
         std::fs::write(dir.path().join("a.rhai"), agent).expect("write");
-        let host = Host::new(HostConfig { scripts: vec![dir.path().to_path_buf()], ..HostConfig::default() }).expect("host");
-        assert!(host.registry().errors.is_empty(), "{:?}", host.registry().errors);
+        let host = Host::builder().scripts(dir.path()).build().expect("host");
+        assert!(host.load_errors().is_empty(), "{:?}", host.load_errors());
+        // The same host with the SQLite run log: every run is logged step by step.
+        let logged = Host::builder().scripts(dir.path()).database(dir.path().join("bench.db")).build().expect("host");
 
         let report = once(&host).await;
         assert_eq!(report.rounds as usize, ROUNDS + 1);
-        let recorded: Value = kiln::provider::http::client().get(format!("{base}/_kiln/requests")).send().await.expect("get").json().await.expect("json");
+        let recorded: Value = client.get(format!("{base}/_kiln/requests")).send().await.expect("get").json().await.expect("json");
         let bodies: Vec<Value> = recorded.as_array().expect("requests").iter().map(|r| r["body"].clone()).collect();
         assert_eq!(bodies.len(), ROUNDS + 1);
 
-        let db = Arc::new(kiln::db::Db::open(&dir.path().join("bench.db")).expect("db"));
-        let logger: Arc<dyn kiln::agent::Recorder> = Arc::new(kiln::db::runlog::RunLogger::new(db, None));
         let mut kiln_times = Vec::new();
         let mut bare_times = Vec::new();
         let mut logged_times = Vec::new();
@@ -74,11 +78,11 @@ fn main() {
             std::hint::black_box(once(&host).await);
             kiln_times.push(t.elapsed());
             let t = Instant::now();
-            std::hint::black_box(once_logged(&host, &logger).await);
+            std::hint::black_box(once(&logged).await);
             logged_times.push(t.elapsed());
             let t = Instant::now();
             for body in &bodies {
-                let resp = kiln::provider::http::client().post(format!("{base}/v1/chat/completions")).json(body).send().await.expect("post");
+                let resp = client.post(format!("{base}/v1/chat/completions")).json(body).send().await.expect("post");
                 let v: Value = resp.json().await.expect("json");
                 std::hint::black_box(v);
             }
@@ -96,5 +100,7 @@ fn main() {
             l.as_secs_f64() / k.as_secs_f64(),
             l.saturating_sub(k).as_secs_f64() * 1e3 / ROUNDS as f64
         );
+        let _ = mock.kill();
+        let _ = mock.wait();
     });
 }

@@ -2,8 +2,7 @@
 //! schema validation alone, and loading 100 script files.
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use kiln::capability::Grants;
-use kiln::{Host, HostConfig};
+use kiln::{CallOptions, Host};
 use serde_json::json;
 use std::hint::black_box;
 
@@ -25,28 +24,39 @@ fn scripts(n: usize) -> tempfile::TempDir {
 
 fn bench(c: &mut Criterion) {
     let dir = scripts(100);
-    let config = HostConfig {
-        scripts: vec![dir.path().to_path_buf()],
-        stdlib: false,
-        ..HostConfig::default()
+    let build = || {
+        Host::builder()
+            .scripts(dir.path())
+            .stdlib(false)
+            .build()
+            .expect("host")
     };
-    let host = Host::new(config.clone()).expect("host");
-    let tool = host.tool("tool_7").expect("tool");
-    let ctx = host.context(Grants::default());
+    let host = build();
+    let tool = host
+        .tools()
+        .into_iter()
+        .find(|t| t.name == "tool_7")
+        .expect("tool");
+    // The same validator settings as kiln's (draft 2020-12, formats checked).
+    let validator = jsonschema::options()
+        .with_draft(jsonschema::Draft::Draft202012)
+        .should_validate_formats(true)
+        .build(&tool.schema)
+        .expect("schema");
     let args = json!({"sku": "SKU-42", "qty": 3});
 
     c.bench_function("baseline: schema validation only", |b| {
-        b.iter(|| black_box(tool.violations(black_box(&args))))
+        b.iter(|| black_box(validator.is_valid(black_box(&args))))
     });
     c.bench_function("validated tool call (JSON in, JSON out)", |b| {
         b.iter(|| {
-            let outcome = tool.execute(black_box(&args), &ctx);
+            let outcome = host
+                .call_blocking("tool_7", black_box(args.clone()), CallOptions::default())
+                .expect("tool");
             black_box(outcome.to_json(false))
         })
     });
-    c.bench_function("load 100 scripts", |b| {
-        b.iter(|| black_box(Host::new(config.clone()).expect("host")))
-    });
+    c.bench_function("load 100 scripts", |b| b.iter(|| black_box(build())));
 }
 
 criterion_group!(benches, bench);

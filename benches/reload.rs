@@ -1,9 +1,8 @@
 //! Reload latency: a script file written -> its new version answering, with 1,000 tools loaded.
 //! Includes the watcher's debounce. `cargo bench --bench reload`; under `cargo test` a smoke run.
 
-use kiln::{Host, HostConfig};
+use kiln::{CallOptions, Host};
 use serde_json::{Value, json};
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 fn main() {
@@ -16,16 +15,13 @@ fn main() {
     }
     let target = dir.path().join("target.rhai");
     std::fs::write(&target, "tool(\"target\").handler(|a| 0);").expect("write");
-    let host = Arc::new(
-        Host::new(HostConfig {
-            scripts: vec![dir.path().to_path_buf()],
-            stdlib: false,
-            ..HostConfig::default()
-        })
-        .expect("host"),
-    );
-    assert_eq!(host.registry().all().count(), 1001);
-    let _watcher = kiln::reload::watch(host.clone(), |_| {}).expect("watch");
+    let host = Host::builder()
+        .scripts(dir.path())
+        .stdlib(false)
+        .build()
+        .expect("host");
+    assert_eq!(host.tools().len(), 1001);
+    let _watcher = host.watch().expect("watch");
     std::thread::sleep(Duration::from_millis(200));
     let mut times = Vec::new();
     for i in 1..=reloads {
@@ -33,12 +29,10 @@ fn main() {
         let started = Instant::now();
         std::fs::write(&target, format!("tool(\"target\").handler(|a| {i});")).expect("write");
         loop {
-            let reg = host.registry();
-            let answer: Option<Value> = reg.find("target").and_then(|t| {
-                t.execute(&json!({}), &host.context(Default::default()))
-                    .result
-                    .ok()
-            });
+            let answer: Option<Value> = host
+                .call_blocking("target", json!({}), CallOptions::default())
+                .ok()
+                .and_then(|o| o.result.ok());
             if answer.as_ref() == Some(&want) {
                 break;
             }
@@ -53,8 +47,7 @@ fn main() {
     times.sort();
     let ms = |d: Duration| d.as_secs_f64() * 1000.0;
     println!(
-        "reload latency with 1,001 tools loaded, {reloads} reloads (write -> new version answering, debounce {} ms included):",
-        kiln::reload::DEBOUNCE.as_millis()
+        "reload latency with 1,001 tools loaded, {reloads} reloads (write -> new version answering, the watcher's debounce included):"
     );
     println!(
         "  median {:.1} ms, worst {:.1} ms, best {:.1} ms",

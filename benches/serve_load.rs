@@ -1,6 +1,6 @@
 //! Load: N concurrent Chat Completions requests to `kiln serve` (the real binary), each a run of
-//! R model rounds (a tool call in every round but the last) against `kiln mock` on loopback, all
-//! from this one client process.
+//! R model rounds (a tool call in every round but the last) against `kiln mock` (also the real
+//! binary) on loopback, all from this one client process.
 //!
 //! Reports errors, throughput, the added latency per round (the client's time for a run minus
 //! the model requests' time as the run log measured it, divided by the rounds: kiln's HTTP
@@ -9,10 +9,8 @@
 //! `cargo bench --bench serve_load` runs 1,000 runs of 5 rounds; under `cargo test` it runs a
 //! few tiny runs as a smoke test. `KILN_LOAD_RUNS` / `KILN_LOAD_ROUNDS` override the sizes.
 
-use kiln::mock::scenario::Scenario;
 use serde_json::{Value, json};
 use std::io::BufRead;
-use std::net::SocketAddr;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -29,6 +27,23 @@ fn percentile(sorted: &[f64], p: f64) -> f64 {
     }
     let i = ((sorted.len() as f64 - 1.0) * p).round() as usize;
     sorted[i.min(sorted.len() - 1)]
+}
+
+/// Starts the real `kiln` binary with `args`; its first stdout line ends with its URL.
+fn start(args: &[&str]) -> (String, std::process::Child) {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_kiln"))
+        .args(args)
+        .env("OPENAI_API_KEY", "sk-load")
+        .env("KILN_LOG", "warn")
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("start kiln");
+    let mut line = String::new();
+    std::io::BufReader::new(child.stdout.take().expect("stdout"))
+        .read_line(&mut line)
+        .expect("kiln prints its address");
+    let url = line.trim().rsplit(' ').next().expect("url").to_string();
+    (url, child)
 }
 
 /// Peak resident set size of a process, from /proc (kB).
@@ -59,44 +74,44 @@ async fn load(runs: usize, rounds: usize) {
         .map(|i| json!({"tool_calls": [{"name": "step", "args": {"n": i}}]}))
         .collect();
     turns.push(json!({"text": "All done."}));
-    let scenario: Scenario =
-        serde_json::from_value(json!({"by_round": true, "turns": turns})).expect("scenario");
-    let (mock, server) = kiln::mock::bind(scenario, SocketAddr::from(([127, 0, 0, 1], 0)))
-        .await
-        .expect("bind mock");
-    tokio::spawn(server);
-
     let dir = tempfile::tempdir().expect("tempdir");
+    let scenario = dir.path().join("scenario.json");
+    std::fs::write(
+        &scenario,
+        json!({"by_round": true, "turns": turns}).to_string(),
+    )
+    .expect("write scenario");
+    let (mock, mut mock_child) = start(&["mock", &scenario.display().to_string(), "--port", "0"]);
     std::fs::write(
         dir.path().join("load.rhai"),
         format!(
             r#"tool("step").description("One step").param("n", "int").handler(|a| #{{ n: a.n, ok: true }});
-agent("load").provider("openai").model("m").base_url("http://{mock}/v1").tools(["step"]).max_tool_iterations({});"#,
+agent("load").provider("openai").model("m").base_url("{mock}/v1").tools(["step"]).max_tool_iterations({});"#,
             rounds + 1
         ),
     )
     .expect("write script");
     let db = dir.path().join("k.db");
     let n = runs.to_string();
-    let mut serve = Command::new(env!("CARGO_BIN_EXE_kiln"))
-        .args(["serve", "--bind", "127.0.0.1:0", "--no-stdlib", "--scripts"])
-        .arg(dir.path())
-        .arg("--db")
-        .arg(&db)
-        .args(["--max-runs", &n, "--queue", &n, "--run-timeout", "0"])
-        .env("OPENAI_API_KEY", "sk-load")
-        .env("KILN_LOG", "warn")
-        .stdout(Stdio::piped())
-        .spawn()
-        .expect("start kiln serve");
-    let mut line = String::new();
-    std::io::BufReader::new(serve.stdout.take().expect("stdout"))
-        .read_line(&mut line)
-        .expect("serve prints its address");
-    let url = format!(
-        "{}/v1/chat/completions",
-        line.trim().rsplit(' ').next().expect("url")
-    );
+    let db_arg = db.display().to_string();
+    let scripts = dir.path().display().to_string();
+    let (base, mut serve) = start(&[
+        "serve",
+        "--bind",
+        "127.0.0.1:0",
+        "--no-stdlib",
+        "--scripts",
+        &scripts,
+        "--db",
+        &db_arg,
+        "--max-runs",
+        &n,
+        "--queue",
+        &n,
+        "--run-timeout",
+        "0",
+    ]);
+    let url = format!("{base}/v1/chat/completions");
     let client = reqwest::Client::builder()
         .pool_max_idle_per_host(runs)
         .timeout(Duration::from_secs(600))
@@ -128,8 +143,10 @@ agent("load").provider("openai").model("m").base_url("http://{mock}/v1").tools([
     }
     let wall = began.elapsed();
     let peak_kb = peak_rss_kb(serve.id());
-    let _ = serve.kill();
-    let _ = serve.wait();
+    for child in [&mut serve, &mut mock_child] {
+        let _ = child.kill();
+        let _ = child.wait();
+    }
 
     let conn = rusqlite::Connection::open(&db).expect("open the run log");
     let added = added_per_round(&conn, &done, rounds);

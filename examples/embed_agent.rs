@@ -22,7 +22,10 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .await?;
     println!("{}", report.answer);
     for call in &report.tool_calls {
-        println!("  {}({}) -> {}", call.name, call.args, call.outcome["result"]);
+        println!(
+            "  {}({}) -> {}",
+            call.name, call.args, call.outcome["result"]
+        );
     }
     Ok(())
 }

@@ -10,19 +10,22 @@ use serde_json::{Value, json};
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let order_total = NativeTool::new("order_total", |args: Value, _ctx: &CallContext| async move {
-        let items = args["items"].as_array().cloned().unwrap_or_default();
-        let mut total = 0.0;
-        for item in &items {
-            let price = item["price"].as_f64();
-            let qty = item["qty"].as_f64();
-            let (Some(price), Some(qty)) = (price, qty) else {
-                return Err(ToolFailure::tool_error("each item needs a price and a qty"));
-            };
-            total += price * qty;
-        }
-        Ok(json!({ "total": total }))
-    })
+    let order_total = NativeTool::new(
+        "order_total",
+        |args: Value, _ctx: &CallContext| async move {
+            let items = args["items"].as_array().cloned().unwrap_or_default();
+            let mut total = 0.0;
+            for item in &items {
+                let price = item["price"].as_f64();
+                let qty = item["qty"].as_f64();
+                let (Some(price), Some(qty)) = (price, qty) else {
+                    return Err(ToolFailure::tool_error("each item needs a price and a qty"));
+                };
+                total += price * qty;
+            }
+            Ok(json!({ "total": total }))
+        },
+    )
     .description("Sums an order's items (price x qty)")
     .param("items", "array", json!({ "desc": "[{price, qty}]" }));
 
@@ -53,15 +56,24 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let order = json!({ "items": [{ "price": 2.5, "qty": 4 }, { "price": 10, "qty": 1 }] });
     let shown = |o: kiln::ToolOutcome| o.to_json(false).to_string();
 
-    println!("order_total: {}", shown(host.call("order_total", order, grants(&[])).await?));
+    println!(
+        "order_total: {}",
+        shown(host.call("order_total", order, grants(&[])).await?)
+    );
     let id = json!({ "id": "acme-42" });
     println!(
         "customer_card, granted crm:acme: {}",
-        shown(host.call("customer_card", id.clone(), grants(&["crm:acme"])).await?)
+        shown(
+            host.call("customer_card", id.clone(), grants(&["crm:acme"]))
+                .await?
+        )
     );
     println!(
         "customer_card, granted crm:globex: {}",
-        shown(host.call("customer_card", id.clone(), grants(&["crm:globex"])).await?)
+        shown(
+            host.call("customer_card", id.clone(), grants(&["crm:globex"]))
+                .await?
+        )
     );
     println!(
         "customer_card, granted nothing: {}",

@@ -231,11 +231,7 @@ impl Host {
         args: Value,
         opts: CallOptions,
     ) -> Result<ToolOutcome, HostError> {
-        let tool = self.tool(name)?;
-        let mut ctx = self.context(opts.grants.unwrap_or_else(|| self.grants.clone()));
-        ctx.context = opts.context;
-        ctx.actor_id = opts.actor_id;
-        ctx.deadline = opts.timeout.map(|t| Instant::now() + t);
+        let (tool, mut ctx) = self.prepare_call(name, &opts)?;
         let watcher = opts.cancel.map(|token| {
             let flag = Arc::new(AtomicBool::new(false));
             ctx.cancel = Some(flag.clone());
@@ -251,6 +247,31 @@ impl Host {
         Ok(outcome)
     }
 
+    /// [`Host::call`] on the calling thread, for code outside an async runtime (the tool's
+    /// deadline still applies; `opts.cancel` is only watched by the async `call`).
+    pub fn call_blocking(
+        &self,
+        name: &str,
+        args: Value,
+        opts: CallOptions,
+    ) -> Result<ToolOutcome, HostError> {
+        let (tool, ctx) = self.prepare_call(name, &opts)?;
+        Ok(tool.execute(&args, &ctx))
+    }
+
+    fn prepare_call(
+        &self,
+        name: &str,
+        opts: &CallOptions,
+    ) -> Result<(Arc<Tool>, crate::context::CallContext), HostError> {
+        let tool = self.tool(name)?;
+        let mut ctx = self.context(opts.grants.clone().unwrap_or_else(|| self.grants.clone()));
+        ctx.context = opts.context.clone();
+        ctx.actor_id = opts.actor_id.clone();
+        ctx.deadline = opts.timeout.map(|t| Instant::now() + t);
+        Ok((tool, ctx))
+    }
+
     /// Runs agent `agent` on `prompt` until it answers or fails. With a database and no
     /// recorder of its own, the run is logged step by step.
     pub async fn run(
@@ -262,7 +283,7 @@ impl Host {
         if let (None, Some(db)) = (&opts.recorder, &self.db) {
             opts.recorder = Some(Arc::new(crate::db::runlog::RunLogger::new(
                 db.clone(),
-                None,
+                opts.session.clone(),
             )));
         }
         agent::run(self, agent, prompt, opts).await

@@ -23,17 +23,17 @@ pub struct CallContext {
     /// What the caller was granted.
     pub grants: Grants,
     /// Set to stop running scripts (Ctrl-C).
-    pub cancel: Option<Arc<AtomicBool>>,
+    pub(crate) cancel: Option<Arc<AtomicBool>>,
     /// A deadline for the whole run.
-    pub deadline: Option<Instant>,
+    pub(crate) deadline: Option<Instant>,
     /// Host services (store, workspace, approvals).
-    pub services: Arc<Services>,
+    pub(crate) services: Arc<Services>,
     /// Nesting depth of `call_tool`.
-    pub depth: u32,
+    pub(crate) depth: u32,
     /// The state was restored from a saved session (`ctx.restored`).
     pub restored: bool,
     /// The registry snapshot the run pinned (for `call_tool`).
-    pub registry: Option<Arc<crate::registry::Registry>>,
+    pub(crate) registry: Option<Arc<crate::registry::Registry>>,
     /// The native tool running, with the capabilities it declares (for [`CallContext::call_tool`]).
     pub(crate) caller: Option<Arc<(String, Vec<crate::capability::Capability>)>>,
 }

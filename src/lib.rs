@@ -1,40 +1,122 @@
-//! kiln: a host for LLM tools and agents written as Rhai scripts.
+//! kiln: a host for LLM tools and agents written as Rhai scripts, embeddable in a Rust
+//! application.
 //!
-//! The [`Host`] loads scripts into an immutable [`registry::Registry`] snapshot, runs tool
-//! calls through validation, the capability guard and the sandbox, and runs agents against
-//! model providers. See ARCHITECTURE.md for the map.
+//! A [`Host`] loads tools and agents from scripts folders (hot-reloadable), plus the tools and
+//! functions the application adds in Rust. Every call, from a model or from the application,
+//! takes one path: the arguments are validated against the tool's JSON Schema, the capability
+//! guard checks the caller's [`Grants`], and the handler runs in the sandbox under a deadline.
+//! Agents run against Anthropic, OpenAI(-compatible) or Ollama models, or offline against a
+//! Rhai planner (the `script` provider).
+//!
+//! # Quick start
+//!
+//! ```
+//! use kiln::{CallContext, CallOptions, Grants, Host, HostFn, NativeTool, RunOptions};
+//! use serde_json::{Value, json};
+//!
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let scripts = tempfile::tempdir()?;
+//! std::fs::write(scripts.path().join("hello.rhai"), r#"
+//!     tool("greet")
+//!         .param("name", "string")
+//!         .requires("crm")
+//!         .handler(|args| `Hello, ${crm_lookup(args.name).title} ${args.name}!`);
+//!
+//!     agent("greeter")
+//!         .provider("script")          // an offline "model": the planner below
+//!         .tools(["greet", "shout"])
+//!         .capabilities(["crm"])
+//!         .planner(|messages, tools| {
+//!             let last = messages[messages.len() - 1];
+//!             if last.role == "user" {
+//!                 return #{ tool_calls: [#{ name: "greet", args: #{ name: last.content } }] };
+//!             }
+//!             if last.name == "greet" {
+//!                 return #{ tool_calls: [#{ name: "shout", args: #{ text: last.content } }] };
+//!             }
+//!             #{ text: last.content }
+//!         });
+//! "#)?;
+//!
+//! let host = Host::builder()
+//!     .scripts(scripts.path())
+//!     // A tool written in Rust, checked and guarded like a script tool.
+//!     .tool(
+//!         NativeTool::new("shout", |args: Value, _ctx: &CallContext| async move {
+//!             Ok(json!(args["text"].as_str().unwrap_or_default().to_uppercase()))
+//!         })
+//!         .description("Upper-cases text")
+//!         .param("text", "string", json!({})),
+//!     )
+//!     // A function for scripts, usable only by tools that declare "crm" and callers granted it.
+//!     .host_fn(HostFn::new("crm_lookup", "crm", &["name"], |_args, _ctx| {
+//!         Ok(json!({"title": "Dr."}))
+//!     }))
+//!     .build()?;
+//! assert!(host.load_errors().is_empty());
+//!
+//! let rt = tokio::runtime::Runtime::new()?;
+//! let granted = CallOptions { grants: Some(Grants::parse(&["crm"])?), ..Default::default() };
+//! let outcome = rt.block_on(host.call("greet", json!({"name": "Ada"}), granted))?;
+//! assert_eq!(outcome.result?, json!("Hello, Dr. Ada!"));
+//!
+//! let report = rt.block_on(host.run("greeter", "Ada", RunOptions::default()))?;
+//! assert_eq!(report.answer, "HELLO, DR. ADA!");
+//! # Ok(()) }
+//! ```
+//!
+//! [`Host::run_stream`] delivers a run as [`Event`]s; [`Host::watch`] reloads changed scripts
+//! until its handle is dropped. Errors are typed: [`HostError::kind`], [`RunErrorKind`],
+//! [`FailureKind`]. ARCHITECTURE.md maps the code.
 
-pub mod agent;
+#![warn(missing_docs)]
+
+mod agent;
 mod api;
-pub mod capability;
-pub mod context;
-pub mod convert;
-pub mod db;
-pub mod error;
-pub mod mock;
+mod capability;
+#[doc(hidden)]
+pub mod cli;
+mod context;
+mod convert;
+mod db;
+mod error;
+mod mock;
 mod native;
-pub mod provider;
-pub mod registry;
-pub mod reload;
-pub mod repl;
-pub mod schema;
-pub mod script;
-pub mod serve;
-pub mod services;
-pub mod stdlib;
-pub mod tool;
+#[cfg(test)]
+mod props;
+mod provider;
+mod registry;
+mod reload;
+mod repl;
+mod schema;
+mod script;
+mod serve;
+mod services;
+mod stdlib;
+mod tool;
 
-pub use agent::{RunError, RunErrorKind, RunOptions, RunReport};
+pub use agent::connect::ProviderOverrides;
+pub use agent::extract::JsonParseError;
+pub use agent::{
+    AgentSpec, Observer, Recorder, RunError, RunErrorKind, RunEvent, RunOptions, RunReport,
+    ToolCallRecord,
+};
 pub use api::{CallOptions, Event, HostBuilder, RunStream, WatchHandle};
-pub use capability::Grants;
+pub use capability::{Capability, Grant, GrantMode, Grants};
 pub use context::CallContext;
+pub use error::{ErrorKind, HostError, LoadError, SourceLoc};
 pub use native::{HandlerFuture, HostFn, NativeTool};
-pub use tool::{ToolFailure, ToolOutcome};
+pub use provider::{CallArgs, Message, ProviderError, StopReason, ToolCall, ToolResult, Usage};
+pub use registry::Registry;
+pub use reload::ReloadReport;
+pub use schema::Format;
+pub use script::sandbox::Limits;
+/// Re-exported for [`RunOptions::cancel`] and [`CallOptions::cancel`].
+pub use tokio_util::sync::CancellationToken;
+pub use tool::{FailureKind, Tool, ToolFailure, ToolOutcome};
 
 use arc_swap::ArcSwap;
-use error::{HostError, LoadError};
 use registry::LoadedFile;
-use registry::Registry;
 use rhai::Engine;
 use script::loader;
 use services::Services;
@@ -44,7 +126,7 @@ use std::sync::{Arc, Mutex};
 
 /// How a host is set up.
 #[derive(Debug, Clone)]
-pub struct HostConfig {
+pub(crate) struct HostConfig {
     /// Scripts folders (`--scripts`, repeatable).
     pub scripts: Vec<PathBuf>,
     /// The workspace host functions are rooted at.
@@ -97,21 +179,8 @@ struct Extras {
 }
 
 impl Host {
-    /// Builds a host and loads the stdlib and every `*.rhai` file of the scripts folders.
-    pub fn new(config: HostConfig) -> Result<Host, HostError> {
-        Self::with_services(config, |_| {})
-    }
-
-    /// Like [`Host::new`], letting the caller adjust the services (approver, `--yes`).
-    pub fn with_services(
-        config: HostConfig,
-        adjust: impl FnOnce(&mut Services),
-    ) -> Result<Host, HostError> {
-        let mut services = Services::new(config.workspace.clone());
-        adjust(&mut services);
-        Self::assemble(config, services, Extras::default())
-    }
-
+    /// Builds a host and loads the stdlib, the native tools and every `*.rhai` file of the
+    /// scripts folders.
     fn assemble(config: HostConfig, services: Services, extras: Extras) -> Result<Host, HostError> {
         let mut engine = script::engine(&config.limits, config.scripts.clone(), None);
         for f in &extras.host_fns {
@@ -139,22 +208,17 @@ impl Host {
     }
 
     /// The database, when the host was built with one.
-    pub fn database(&self) -> Option<&Arc<db::Db>> {
+    pub(crate) fn database(&self) -> Option<&Arc<db::Db>> {
         self.db.as_ref()
     }
 
     /// The shared engine (for the REPL's Rhai evaluation).
-    pub fn engine(&self) -> &Arc<Engine> {
+    pub(crate) fn engine(&self) -> &Arc<Engine> {
         &self.engine
     }
 
-    /// The host services.
-    pub fn services(&self) -> &Arc<Services> {
-        &self.services
-    }
-
     /// The configuration the host was built with.
-    pub fn config(&self) -> &HostConfig {
+    pub(crate) fn config(&self) -> &HostConfig {
         &self.config
     }
 
@@ -164,7 +228,7 @@ impl Host {
     }
 
     /// (Re)loads everything from scratch.
-    pub fn load_all(&self) -> Result<(), HostError> {
+    pub(crate) fn load_all(&self) -> Result<(), HostError> {
         let mut files = BTreeMap::new();
         if self.config.stdlib {
             for (name, src) in stdlib::FILES {
@@ -203,7 +267,7 @@ impl Host {
     }
 
     /// The functions the application gave scripts, with the capability each needs.
-    pub fn host_fn_capabilities(&self) -> &BTreeMap<String, String> {
+    pub(crate) fn host_fn_capabilities(&self) -> &BTreeMap<String, String> {
         &self.app_caps
     }
 
@@ -233,13 +297,13 @@ impl Host {
     ///
     /// A file that fails to load keeps its last good version live; so does a file whose new
     /// version defines a tool another file already defines.
-    pub fn reload_path(&self, path: &Path) -> reload::ReloadReport {
+    pub(crate) fn reload_path(&self, path: &Path) -> reload::ReloadReport {
         self.reload_file(path, false)
     }
 
     /// [`Host::reload_path`], but an empty read of a file that had tools is reported as
     /// `deferred` and changes nothing (it may be a writer caught between truncate and write).
-    pub fn reload_path_settling(&self, path: &Path) -> reload::ReloadReport {
+    pub(crate) fn reload_path_settling(&self, path: &Path) -> reload::ReloadReport {
         self.reload_file(path, true)
     }
 
@@ -321,7 +385,7 @@ impl Host {
     }
 
     /// A call context holding these grants, with the current registry pinned.
-    pub fn context(&self, grants: capability::Grants) -> context::CallContext {
+    pub(crate) fn context(&self, grants: capability::Grants) -> context::CallContext {
         let mut ctx = context::CallContext::new(grants, self.services.clone());
         ctx.registry = Some(self.registry());
         ctx
@@ -365,7 +429,7 @@ fn ordered_files(files: &BTreeMap<String, Arc<LoadedFile>>) -> Vec<Arc<LoadedFil
 }
 
 /// The `*.rhai` files of a folder (recursively), sorted; a missing default folder is empty.
-pub fn script_files(dir: &Path) -> Result<Vec<PathBuf>, HostError> {
+pub(crate) fn script_files(dir: &Path) -> Result<Vec<PathBuf>, HostError> {
     let mut out = Vec::new();
     if !dir.exists() {
         return Ok(out);

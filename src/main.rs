@@ -1,6 +1,6 @@
 //! The `kiln` command line: parses arguments, calls the library, renders errors once.
 
-mod cli;
+use kiln::cli;
 
 use clap::Parser;
 use std::process::ExitCode;

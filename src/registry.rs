@@ -14,7 +14,7 @@ use std::sync::Arc;
 /// What one source (a script file, or the application's native tools) defined, and what was
 /// wrong with it.
 #[derive(Default)]
-pub struct LoadedFile {
+pub(crate) struct LoadedFile {
     /// Path as shown in messages.
     pub path: String,
     /// Tools in definition order.
@@ -45,7 +45,7 @@ fn is_stdlib(loc: &SourceLoc) -> bool {
 impl Registry {
     /// Builds a snapshot from loaded files (stdlib first). A user tool may replace a stdlib
     /// tool of the same name; any other duplicate is an error naming both places.
-    pub fn build<'a>(files: impl IntoIterator<Item = &'a LoadedFile>) -> Registry {
+    pub(crate) fn build<'a>(files: impl IntoIterator<Item = &'a LoadedFile>) -> Registry {
         let mut reg = Registry::default();
         let mut pending_agents = Vec::new();
         for file in files {
@@ -152,7 +152,7 @@ impl Registry {
     }
 
     /// Tools offered in a context: covered by its grants and `available_if` true.
-    pub fn available(&self, names: Option<&[String]>, ctx: &CallContext) -> Vec<Arc<Tool>> {
+    pub(crate) fn available(&self, names: Option<&[String]>, ctx: &CallContext) -> Vec<Arc<Tool>> {
         let picked: Vec<Arc<Tool>> = match names {
             Some(list) => list.iter().filter_map(|n| self.find(n)).collect(),
             None => self.tools_for(&ctx.grants),

@@ -174,7 +174,8 @@ impl FailureKind {
 }
 
 /// A failed call: what the model may see, and the full detail for logs and the CLI.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, thiserror::Error)]
+#[error("{message}")]
 pub struct ToolFailure {
     /// The kind of failure.
     pub kind: FailureKind,
@@ -285,7 +286,7 @@ impl Tool {
     }
 
     /// Whether `available_if` (if any) allows the tool in this context.
-    pub fn is_available(&self, ctx: &CallContext) -> bool {
+    pub(crate) fn is_available(&self, ctx: &CallContext) -> bool {
         self.handler.is_available(self, ctx)
     }
 
@@ -296,7 +297,7 @@ impl Tool {
 
     /// Validates, checks capabilities and runs the handler (with retries). Blocking: call it on
     /// the blocking pool (see [`Tool::execute_async`]).
-    pub fn execute(self: &Arc<Self>, args: &Value, ctx: &CallContext) -> ToolOutcome {
+    pub(crate) fn execute(self: &Arc<Self>, args: &Value, ctx: &CallContext) -> ToolOutcome {
         let started = Instant::now();
         let size = serde_json::to_string(args)
             .map(|t| t.len())
@@ -347,7 +348,7 @@ impl Tool {
     }
 
     /// The message of a capability refusal, in the seeds' words.
-    pub fn capability_message(&self, ctx: &CallContext) -> String {
+    pub(crate) fn capability_message(&self, ctx: &CallContext) -> String {
         format!(
             "Tool \"{}\" requires capabilities {} but {} only has {}",
             self.name,
@@ -361,7 +362,11 @@ impl Tool {
     }
 
     /// [`Tool::execute`] on tokio's blocking pool.
-    pub async fn execute_async(self: &Arc<Self>, args: Value, ctx: CallContext) -> ToolOutcome {
+    pub(crate) async fn execute_async(
+        self: &Arc<Self>,
+        args: Value,
+        ctx: CallContext,
+    ) -> ToolOutcome {
         let tool = self.clone();
         let started = Instant::now();
         match tokio::task::spawn_blocking(move || tool.execute(&args, &ctx)).await {
@@ -376,7 +381,11 @@ impl Tool {
     /// [`Tool::execute`] on the current worker thread via `block_in_place` (its other tasks
     /// move elsewhere): cheaper than a hand-off for a lone call. Needs a multi-thread runtime;
     /// falls back to [`Tool::execute_async`] otherwise.
-    pub async fn execute_in_place(self: &Arc<Self>, args: Value, ctx: CallContext) -> ToolOutcome {
+    pub(crate) async fn execute_in_place(
+        self: &Arc<Self>,
+        args: Value,
+        ctx: CallContext,
+    ) -> ToolOutcome {
         match tokio::runtime::Handle::try_current() {
             Ok(h) if h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread => {
                 tokio::task::block_in_place(|| self.execute(&args, &ctx))

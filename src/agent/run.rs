@@ -81,6 +81,9 @@ pub struct RunOptions {
     pub state: Option<Arc<Mutex<Value>>>,
     /// Where progress is recorded (run log, session), step by step.
     pub recorder: Option<Arc<dyn super::Recorder>>,
+    /// The session the run log saves this run under, when the host has a database and no
+    /// `recorder` is given (continue it by passing its messages as `history` and its `state`).
+    pub session: Option<String>,
 }
 
 /// A run in progress: its report so far and who watches it.

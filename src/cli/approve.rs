@@ -1,6 +1,6 @@
 //! Approval of `ask` grants at the terminal: yes / no / always for this run.
 
-use kiln::services::Approver;
+use crate::services::Approver;
 use std::collections::HashSet;
 use std::io::{BufRead, IsTerminal, Write};
 use std::sync::Mutex;

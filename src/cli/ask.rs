@@ -2,9 +2,9 @@
 
 use super::tools_cmd::parse_context;
 use super::{CliResult, Global, output, parse_caps};
+use crate::agent::connect::ProviderOverrides;
+use crate::agent::{RunEvent, RunOptions};
 use clap::Args;
-use kiln::agent::connect::ProviderOverrides;
-use kiln::agent::{RunEvent, RunOptions};
 use std::io::{IsTerminal, Write};
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -76,7 +76,7 @@ pub fn ask(g: &Global, a: AskArgs) -> CliResult<ExitCode> {
         output::error(&e.to_string());
     }
     let _watcher = if a.watch {
-        Some(kiln::reload::watch(host.clone(), |r| eprintln!("{r}"))?)
+        Some(crate::reload::watch(host.clone(), |r| eprintln!("{r}"))?)
     } else {
         None
     };
@@ -84,7 +84,7 @@ pub fn ask(g: &Global, a: AskArgs) -> CliResult<ExitCode> {
     let cancel = CancellationToken::new();
     let printed_text = Arc::new(AtomicBool::new(false));
     let progress = std::io::stderr().is_terminal() && !a.quiet;
-    let observer: kiln::agent::Observer = {
+    let observer: crate::agent::Observer = {
         let (json, quiet, printed) = (a.json, a.quiet, printed_text.clone());
         Arc::new(move |ev: &RunEvent| match ev {
             RunEvent::Text(t) if !json => {
@@ -158,10 +158,9 @@ pub fn ask(g: &Global, a: AskArgs) -> CliResult<ExitCode> {
         observer: Some(observer),
         history,
         state,
-        recorder: Some(Arc::new(kiln::db::runlog::RunLogger::new(
-            db,
-            a.session.clone(),
-        ))),
+        // The host has the database: it logs the run under the session.
+        recorder: None,
+        session: a.session.clone(),
     };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -195,7 +194,7 @@ pub fn ask(g: &Global, a: AskArgs) -> CliResult<ExitCode> {
         Some(e) => {
             output::error(&e.to_string());
             Ok(ExitCode::from(
-                if matches!(e.kind, kiln::agent::RunErrorKind::Cancelled) {
+                if matches!(e.kind, crate::agent::RunErrorKind::Cancelled) {
                     130
                 } else {
                     1

@@ -1,8 +1,8 @@
 //! `kiln logs` and `kiln sessions`.
 
 use super::{CliResult, Global, output};
+use crate::db::runlog::LogFilter;
 use clap::{Args, Subcommand};
-use kiln::db::runlog::LogFilter;
 use std::process::ExitCode;
 
 /// `kiln logs` options.
@@ -74,7 +74,7 @@ pub fn parse_duration(text: &str) -> Result<f64, String> {
 }
 
 fn time(secs: f64) -> String {
-    let iso = kiln::script::math::iso_from_secs(secs as i64);
+    let iso = crate::script::math::iso_from_secs(secs as i64);
     iso.replace('T', " ").trim_end_matches('Z').to_string()
 }
 
@@ -86,7 +86,7 @@ pub fn logs(g: &Global, a: LogsArgs) -> CliResult<ExitCode> {
         .as_deref()
         .map(parse_duration)
         .transpose()?
-        .map(|s| kiln::db::now() - s);
+        .map(|s| crate::db::now() - s);
     let runs = db.runs(&LogFilter {
         agent: a.agent,
         tool: a.tool,
@@ -168,7 +168,7 @@ pub fn sessions(g: &Global, a: SessionsArgs) -> CliResult<ExitCode> {
         }
         SessionAction::Show { name } => match db.session(&name)? {
             Some(s) => println!("{}", output::json(&serde_json::to_value(&s)?)),
-            None => return Err(kiln::db::DbError::NoSession(name).into()),
+            None => return Err(crate::db::DbError::NoSession(name).into()),
         },
         SessionAction::Delete { name } => {
             db.delete_session(&name)?;

@@ -1,8 +1,8 @@
 //! `kiln extract`: run the tool calls written in a model's free text (read from stdin).
 
 use super::{CliResult, Global, output, parse_caps};
+use crate::agent::extract;
 use clap::Args;
-use kiln::agent::extract;
 use std::process::ExitCode;
 
 /// `kiln extract` options.

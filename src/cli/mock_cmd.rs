@@ -21,14 +21,14 @@ pub struct MockArgs {
 pub fn mock(a: MockArgs) -> CliResult<ExitCode> {
     let text = std::fs::read_to_string(&a.scenario)
         .map_err(|e| format!("cannot read scenario {}: {e}", a.scenario.display()))?;
-    let scenario: kiln::mock::scenario::Scenario = serde_json::from_str(&text)
+    let scenario: crate::mock::scenario::Scenario = serde_json::from_str(&text)
         .map_err(|e| format!("{}:{}:{}: {e}", a.scenario.display(), e.line(), e.column()))?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
     runtime.block_on(async {
         let (addr, server) =
-            kiln::mock::bind(scenario, SocketAddr::from(([127, 0, 0, 1], a.port))).await?;
+            crate::mock::bind(scenario, SocketAddr::from(([127, 0, 0, 1], a.port))).await?;
         println!("kiln mock listening on http://{addr}");
         std::io::stdout().flush()?;
         tokio::select! {

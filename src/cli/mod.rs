@@ -11,9 +11,9 @@ mod serve_cmd;
 mod tools_cmd;
 mod watch_cmd;
 
+use crate::capability::Grants;
+use crate::{Host, HostConfig};
 use clap::{Args, Parser, Subcommand};
-use kiln::capability::Grants;
-use kiln::{Host, HostConfig};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -117,7 +117,7 @@ pub fn init_logging(cli: &Cli) {
         .with_writer(std::io::stderr)
         .with_target(false);
     let _ = if serve.is_some_and(|a| a.log_format == serve_cmd::LogFormat::Json) {
-        fmt.event_format(kiln::serve::logfmt::JsonLines).try_init()
+        fmt.event_format(crate::serve::logfmt::JsonLines).try_init()
     } else {
         fmt.try_init()
     };
@@ -125,7 +125,7 @@ pub fn init_logging(cli: &Cli) {
 
 impl Global {
     /// The host configuration these options describe.
-    pub fn config(&self) -> HostConfig {
+    pub(crate) fn config(&self) -> HostConfig {
         HostConfig {
             scripts: if self.scripts.is_empty() {
                 vec![PathBuf::from("scripts")]
@@ -143,7 +143,7 @@ impl Global {
         Ok(self.builder()?.build()?)
     }
 
-    fn builder(&self) -> CliResult<kiln::HostBuilder> {
+    fn builder(&self) -> CliResult<crate::HostBuilder> {
         for dir in &self.scripts {
             if !dir.is_dir() {
                 return Err(format!("scripts folder {} does not exist", dir.display()).into());
@@ -167,16 +167,16 @@ impl Global {
     pub fn db_path(&self) -> PathBuf {
         self.db
             .clone()
-            .unwrap_or_else(|| kiln::db::default_path(&self.workspace))
+            .unwrap_or_else(|| crate::db::default_path(&self.workspace))
     }
 
     /// Opens the database.
-    pub fn open_db(&self) -> CliResult<Arc<kiln::db::Db>> {
-        Ok(Arc::new(kiln::db::Db::open(&self.db_path())?))
+    pub fn open_db(&self) -> CliResult<Arc<crate::db::Db>> {
+        Ok(Arc::new(crate::db::Db::open(&self.db_path())?))
     }
 
     /// A host whose `store_*` persist in the database, and the database (for the run log).
-    pub fn host_with_db(&self) -> CliResult<(Arc<Host>, Arc<kiln::db::Db>)> {
+    pub fn host_with_db(&self) -> CliResult<(Arc<Host>, Arc<crate::db::Db>)> {
         let host = self.builder()?.database(self.db_path()).build()?;
         let db = host
             .database()
@@ -254,6 +254,6 @@ pub fn run(cli: Cli) -> CliResult<ExitCode> {
 
 fn repl(g: &Global, caps: &[String]) -> CliResult<ExitCode> {
     let (host, db) = g.host_with_db()?;
-    kiln::repl::run_repl(host, parse_caps(caps)?, Some(db))?;
+    crate::repl::run_repl(host, parse_caps(caps)?, Some(db))?;
     Ok(ExitCode::SUCCESS)
 }

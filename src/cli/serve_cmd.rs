@@ -1,8 +1,8 @@
 //! `kiln serve`: the agents over HTTP until SIGTERM or Ctrl-C, then a graceful drain.
 
 use super::{CliResult, Global, parse_caps};
+use crate::serve::{AppState, ServeOptions, Tokens};
 use clap::{Args, ValueEnum};
-use kiln::serve::{AppState, ServeOptions, Tokens};
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -133,7 +133,7 @@ pub fn serve(g: &Global, a: ServeArgs) -> CliResult<ExitCode> {
         // The first stdout line: scripts and tests read the address from it.
         println!("kiln serve: listening on http://{addr}");
         let state = Arc::new(AppState::new(host, tokens, options));
-        kiln::serve::serve(state, listener, None, shutdown_signal()).await
+        crate::serve::serve(state, listener, None, shutdown_signal()).await
     })?;
     runtime.shutdown_timeout(Duration::from_millis(200));
     Ok(ExitCode::SUCCESS)

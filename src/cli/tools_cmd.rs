@@ -1,10 +1,10 @@
 //! `kiln check`, `tools`, `schema`, `call`, `agents`.
 
 use super::{CliResult, Global, output, parse_caps};
+use crate::error::HostError;
+use crate::registry::Registry;
+use crate::schema::Format;
 use clap::Args;
-use kiln::error::HostError;
-use kiln::registry::Registry;
-use kiln::schema::Format;
 use serde_json::{Value, json};
 use std::io::Read;
 use std::process::ExitCode;

@@ -11,7 +11,7 @@ pub fn watch(g: &Global) -> CliResult<ExitCode> {
     for e in &reg.errors {
         output::error(&e.to_string());
     }
-    let _watcher = kiln::reload::watch(host.clone(), |report| {
+    let _watcher = crate::reload::watch(host.clone(), |report| {
         println!("{report}");
         let _ = std::io::stdout().flush();
     })?;

@@ -359,6 +359,7 @@ impl Anthropic {
 }
 
 /// Parses a whole recorded SSE text (for tests and replay).
-pub fn parse_sse(text: &str, sink: &TextSink) -> Result<ModelResponse, ProviderError> {
+#[cfg(test)]
+pub(crate) fn parse_sse(text: &str, sink: &TextSink) -> Result<ModelResponse, ProviderError> {
     sse::parse_text::<StreamState>(text, sink)
 }

@@ -3,6 +3,8 @@
 //! `script` provider whose model is a Rhai function. Providers know nothing of tools' code.
 
 pub mod anthropic;
+#[cfg(test)]
+mod conformance;
 pub mod error;
 pub mod http;
 pub mod ollama;

@@ -124,7 +124,8 @@ pub async fn read_stream<S: StreamState>(
 }
 
 /// Parses a whole recorded SSE text into a stream state `S` (tests and replay).
-pub fn parse_text<S: StreamState>(
+#[cfg(test)]
+pub(crate) fn parse_text<S: StreamState>(
     text: &str,
     sink: &TextSink,
 ) -> Result<ModelResponse, ProviderError> {

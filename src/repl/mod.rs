@@ -21,8 +21,6 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-pub use helper::is_incomplete;
-
 /// How long one line of Rhai may run.
 const EVAL_DEADLINE: Duration = Duration::from_secs(60);
 

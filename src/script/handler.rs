@@ -188,3 +188,7 @@ pub(crate) fn classify(err: &EvalAltResult, path: &str) -> ToolFailure {
         _ => ToolFailure::sanitized(FailureKind::Runtime, format!("{path}: {err}")),
     }
 }
+
+#[cfg(test)]
+#[path = "handler_tests.rs"]
+mod tests;

@@ -19,12 +19,13 @@ use std::time::{Duration, Instant};
 /// How long a file's top level may run.
 const TOP_LEVEL_DEADLINE: Duration = Duration::from_secs(5);
 
-pub use crate::registry::LoadedFile;
+pub(crate) use crate::registry::LoadedFile;
 
 pub use crate::tool::valid_tool_name;
 
 /// Compiles and loads one file's source.
-pub fn load_source(engine: &Arc<Engine>, path: &str, source: &str) -> LoadedFile {
+#[cfg(test)]
+pub(crate) fn load_source(engine: &Arc<Engine>, path: &str, source: &str) -> LoadedFile {
     load_source_with(engine, path, source, &BTreeMap::new())
 }
 

@@ -22,7 +22,7 @@ mod runs;
 pub mod state;
 mod table;
 
-pub use auth::{Principal, TokenError, Tokens};
+pub use auth::Tokens;
 pub use router::router;
 pub use state::{AppState, ServeOptions};
 

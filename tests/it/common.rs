@@ -1,11 +1,10 @@
 //! Helpers shared by the integration tests.
 
-use kiln::capability::Grants;
-use kiln::tool::ToolOutcome;
-use kiln::{Host, HostConfig};
+use kiln::{CallOptions, Grants, Host, ToolOutcome};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
+use std::sync::Arc;
 
 /// A temp scripts folder with files written into it.
 pub struct Scripts {
@@ -25,24 +24,18 @@ impl Scripts {
         self.dir.path()
     }
 
-    pub fn host(&self) -> Host {
-        Host::new(HostConfig {
-            scripts: vec![self.dir.path().to_path_buf()],
-            workspace: self.dir.path().to_path_buf(),
-            ..HostConfig::default()
-        })
-        .expect("host")
+    pub fn host(&self) -> Arc<Host> {
+        self.host_with_limits(kiln::Limits::default())
     }
 
     /// A host with custom sandbox limits.
-    pub fn host_with_limits(&self, limits: kiln::script::sandbox::Limits) -> Host {
-        Host::new(HostConfig {
-            scripts: vec![self.dir.path().to_path_buf()],
-            workspace: self.dir.path().to_path_buf(),
-            limits,
-            ..HostConfig::default()
-        })
-        .expect("host")
+    pub fn host_with_limits(&self, limits: kiln::Limits) -> Arc<Host> {
+        Host::builder()
+            .scripts(self.dir.path())
+            .workspace(self.dir.path())
+            .limits(limits)
+            .build()
+            .expect("host")
     }
 
     /// Load errors as strings with the temp path replaced by `DIR`.
@@ -57,7 +50,7 @@ impl Scripts {
 }
 
 /// A host with one script.
-pub fn host_with(src: &str) -> (Scripts, Host) {
+pub fn host_with(src: &str) -> (Scripts, Arc<Host>) {
     let s = Scripts::new(&[("t.rhai", src)]);
     let h = s.host();
     (s, h)
@@ -65,9 +58,11 @@ pub fn host_with(src: &str) -> (Scripts, Host) {
 
 /// Calls a tool synchronously with grants.
 pub fn call(host: &Host, tool: &str, args: Value, caps: &[&str]) -> ToolOutcome {
-    let t = host.tool(tool).expect("tool exists");
-    let ctx = host.context(Grants::parse(caps).expect("caps"));
-    t.execute(&args, &ctx)
+    let opts = CallOptions {
+        grants: Some(Grants::parse(caps).expect("caps")),
+        ..CallOptions::default()
+    };
+    host.call_blocking(tool, args, opts).expect("tool exists")
 }
 
 /// The error kind and message of a failed outcome.

@@ -239,33 +239,29 @@ fn a_run_killed_with_sigkill_leaves_a_database_that_opens_and_a_session_that_con
     let mut child = child;
     let _ = child.wait();
 
-    let db = kiln::db::Db::open(&s.path().join(".kiln/kiln.db"))
-        .expect("the database opens after SIGKILL");
-    let session = db.session("k").expect("read").expect("session exists");
-    let roles: Vec<String> = session
-        .messages
+    // The CLI opens the database the killed run left (WORKSPACE/.kiln/kiln.db).
+    let shown = kiln(&["sessions", "show", "k"], s.path());
+    assert!(
+        shown.status.success(),
+        "the database opens after SIGKILL: {}",
+        stderr(&shown)
+    );
+    let session: Value = serde_json::from_str(&stdout(&shown)).expect("session json");
+    let roles: Vec<&str> = session["messages"]
+        .as_array()
+        .expect("messages")
         .iter()
-        .map(|m| {
-            serde_json::to_value(m).expect("m")["role"]
-                .as_str()
-                .unwrap_or("")
-                .to_string()
-        })
+        .map(|m| m["role"].as_str().unwrap_or(""))
         .collect();
     assert_eq!(
         roles,
         vec!["user", "assistant", "tool"],
         "intact up to the last completed step"
     );
-    let runs = db
-        .runs(&kiln::db::runlog::LogFilter {
-            limit: 10,
-            ..Default::default()
-        })
-        .expect("runs");
-    assert_eq!(runs[0].status, "running", "the killed run never ended");
-    assert_eq!(runs[0].tool_calls.len(), 1);
-    drop(db);
+    let logs = kiln(&["logs", "--json", "-n", "10"], s.path());
+    let runs: Value = serde_json::from_str(&stdout(&logs)).expect("logs json");
+    assert_eq!(runs[0]["status"], "running", "the killed run never ended");
+    assert_eq!(runs[0]["tool_calls"].as_array().map(Vec::len), Some(1));
 
     let mock2 = Mock::start(&json!({"turns": [{"text": "continued"}]}));
     let out = ask_shop(&s, &mock2, "go on", &["--session", "k"]);
@@ -283,30 +279,26 @@ fn a_run_killed_with_sigkill_leaves_a_database_that_opens_and_a_session_that_con
 fn two_hundred_concurrent_runs_log_without_lock_errors_while_logs_are_read() {
     let s = shop();
     let db_path = s.path().join("busy.db");
-    let mock_scenario: kiln::mock::scenario::Scenario =
-        serde_json::from_value(json!({"loop": true, "require_auth": false, "turns": [
-            {"tool_calls": [{"name": "lookup", "args": {"sku": "SKU-7"}}]}, {"text": "done"}
-        ]}))
-        .expect("scenario");
+    let mock = Mock::start(&json!({"loop": true, "require_auth": false, "turns": [
+        {"tool_calls": [{"name": "lookup", "args": {"sku": "SKU-7"}}]}, {"text": "done"}
+    ]}));
     let script = "tool(\"lookup\").param(\"sku\", \"string\").handler(|a| a.sku);\nagent(\"busy\").provider(\"openai\").model(\"m\").base_url(\"BASE\").tools([\"lookup\"]).max_tool_iterations(20);";
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .expect("rt");
-    let (addr, server) = rt
-        .block_on(kiln::mock::bind(
-            mock_scenario,
-            "127.0.0.1:0".parse().expect("addr"),
-        ))
-        .expect("bind");
-    rt.spawn(server);
     std::fs::write(
         s.path().join("busy.rhai"),
-        script.replace("BASE", &format!("http://{addr}/v1")),
+        script.replace("BASE", &format!("{}/v1", mock.url)),
     )
     .expect("write");
-    let host = Arc::new(s.host());
-    let db = Arc::new(kiln::db::Db::open(&db_path).expect("db"));
+    // Each run is logged (the host has a database) under its own session.
+    let host = kiln::Host::builder()
+        .scripts(s.path())
+        .workspace(s.path())
+        .database(&db_path)
+        .build()
+        .expect("host");
 
     let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
     let reader = {
@@ -332,16 +324,12 @@ fn two_hundred_concurrent_runs_log_without_lock_errors_while_logs_are_read() {
         let tasks: Vec<_> = (0..200)
             .map(|i| {
                 let host = host.clone();
-                let db = db.clone();
                 tokio::spawn(async move {
-                    let opts = kiln::agent::RunOptions {
-                        recorder: Some(Arc::new(kiln::db::runlog::RunLogger::new(
-                            db,
-                            Some(format!("s{i}")),
-                        ))),
+                    let opts = kiln::RunOptions {
+                        session: Some(format!("s{i}")),
                         ..Default::default()
                     };
-                    kiln::agent::run(&host, "busy", &format!("run {i}"), opts)
+                    host.run("busy", &format!("run {i}"), opts)
                         .await
                         .map(|_| ())
                 })
@@ -355,16 +343,15 @@ fn two_hundred_concurrent_runs_log_without_lock_errors_while_logs_are_read() {
     for r in results {
         assert!(r.expect("task").is_ok());
     }
-    let runs = db
-        .runs(&kiln::db::runlog::LogFilter {
-            limit: 1000,
-            ..Default::default()
-        })
-        .expect("runs");
+    let path = db_path.display().to_string();
+    let logs = kiln(&["logs", "--json", "-n", "1000", "--db", &path], s.path());
+    let runs: Value = serde_json::from_str(&stdout(&logs)).expect("logs json");
+    let runs = runs.as_array().expect("runs");
     assert_eq!(runs.len(), 200);
     assert!(
-        runs.iter().all(|r| r.status == "ok"),
+        runs.iter().all(|r| r["status"] == "ok"),
         "every run logged to its end"
     );
-    assert_eq!(db.sessions().expect("sessions").len(), 200);
+    let sessions = kiln(&["sessions", "--db", &path], s.path());
+    assert_eq!(stdout(&sessions).lines().count(), 200);
 }

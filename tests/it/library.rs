@@ -1,7 +1,7 @@
 //! kiln as a library: the builder, native tools, app host functions, run events, watching.
 
 use futures_util::StreamExt;
-use kiln::capability::Grants;
+use kiln::Grants;
 use kiln::{CallOptions, Event, Host, HostFn, NativeTool, ToolFailure};
 use serde_json::{Value, json};
 use std::sync::Arc;
@@ -21,7 +21,7 @@ fn rt() -> tokio::runtime::Runtime {
         .expect("runtime")
 }
 
-fn error_of(outcome: &kiln::tool::ToolOutcome) -> (String, String) {
+fn error_of(outcome: &kiln::ToolOutcome) -> (String, String) {
     match &outcome.result {
         Err(f) => (f.kind.as_str().to_string(), f.message.clone()),
         Ok(v) => panic!("expected a failure, got {v}"),
@@ -49,7 +49,7 @@ fn native_tools() -> Vec<NativeTool> {
     vec![
         NativeTool::new(
             "native_triple",
-            |args: Value, _ctx: &kiln::context::CallContext| async move {
+            |args: Value, _ctx: &kiln::CallContext| async move {
                 let n = args["n"]
                     .as_i64()
                     .ok_or_else(|| ToolFailure::tool_error("n must be an integer"))?;
@@ -61,7 +61,7 @@ fn native_tools() -> Vec<NativeTool> {
         .requires("math"),
         NativeTool::new(
             "native_calls_script",
-            |args: Value, ctx: &kiln::context::CallContext| {
+            |args: Value, ctx: &kiln::CallContext| {
                 let ctx = ctx.clone();
                 async move {
                     let doubled = ctx.call_tool("double", args).await?;
@@ -73,7 +73,7 @@ fn native_tools() -> Vec<NativeTool> {
         .requires("math"),
         NativeTool::new(
             "native_undeclared",
-            |args: Value, ctx: &kiln::context::CallContext| {
+            |args: Value, ctx: &kiln::CallContext| {
                 let ctx = ctx.clone();
                 async move { ctx.call_tool("double", args).await }
             },
@@ -136,7 +136,7 @@ fn native_and_script_tools_call_each_other_under_the_capability_rules() {
     // The host lists native tools beside script tools and exports them alike.
     let names: Vec<String> = host.tools().iter().map(|t| t.name.clone()).collect();
     assert!(names.contains(&"native_triple".to_string()) && names.contains(&"double".to_string()));
-    let (defs, _) = host.schemas(kiln::schema::Format::Anthropic);
+    let (defs, _) = host.schemas(kiln::Format::Anthropic);
     let triple = defs
         .iter()
         .find(|d| d["name"] == "native_triple")
@@ -176,7 +176,7 @@ fn unknown_tools_are_a_typed_error() {
     let err = rt()
         .block_on(host.call("nope", json!({}), CallOptions::default()))
         .expect_err("unknown");
-    assert_eq!(err.kind(), kiln::error::ErrorKind::UnknownTool);
+    assert_eq!(err.kind(), kiln::ErrorKind::UnknownTool);
 }
 
 const CRM_TOOLS: &str = r#"
@@ -367,4 +367,129 @@ fn the_starter_scripts_folder_checks_clean_and_its_agent_runs_offline() {
     assert_eq!(stdout(&out).trim(), "Hello, Ada!");
     let out = kiln(&["check", "--scripts", "examples/support"], &repo());
     assert!(out.status.success(), "{}", stderr(&out));
+}
+
+#[test]
+fn an_app_host_function_without_a_scope_check_matches_the_scope_to_its_first_argument() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::write(dir.path().join("t.rhai"), CRM_TOOLS).expect("write");
+    let host = Host::builder()
+        .scripts(dir.path())
+        .stdlib(false)
+        .host_fn(HostFn::new("crm_lookup", "crm", &["id"], |args, _| {
+            Ok(args[0].clone())
+        }))
+        .build()
+        .expect("host");
+    let rt = rt();
+    let call = |caps: &[&str]| {
+        rt.block_on(host.call("lookup", json!({"id": "acme-7"}), grants(caps)))
+            .expect("tool")
+    };
+    assert_eq!(
+        call(&["crm:acme-7"]).result.expect("in scope"),
+        json!("acme-7")
+    );
+    assert_eq!(call(&["crm"]).result.expect("unscoped"), json!("acme-7"));
+    assert_eq!(error_of(&call(&["crm:acme-8"])).0, "denied");
+}
+
+#[test]
+fn a_call_stops_when_its_cancel_token_fires_and_a_native_tool_at_its_deadline() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::write(
+        dir.path().join("t.rhai"),
+        "tool(\"spin\").requires(\"probe\").handler(|args| { started(); loop { sleep(0.01); } });",
+    )
+    .expect("write");
+    // The script says when it runs, so the test cancels a call that is under way.
+    let (started_tx, started_rx) = std::sync::mpsc::channel::<()>();
+    let started_tx = std::sync::Mutex::new(started_tx);
+    let started = HostFn::new("started", "probe", &[], move |_, _| {
+        let _ = started_tx.lock().expect("lock").send(());
+        Ok(Value::Null)
+    });
+    let host = Host::builder()
+        .scripts(dir.path())
+        .stdlib(false)
+        .host_fn(started)
+        .tool(
+            NativeTool::new("stall", |_args: Value, _ctx: &kiln::CallContext| async {
+                std::future::pending::<()>().await;
+                Ok(json!(null))
+            })
+            .timeout(Duration::from_millis(100)),
+        )
+        .build()
+        .expect("host");
+    let rt = rt();
+    let token = kiln::CancellationToken::new();
+    let opts = CallOptions {
+        cancel: Some(token.clone()),
+        ..grants(&["probe"])
+    };
+    let canceller = std::thread::spawn(move || {
+        started_rx
+            .recv_timeout(Duration::from_secs(10))
+            .expect("the handler started");
+        token.cancel();
+    });
+    let outcome = rt.block_on(host.call("spin", json!({}), opts));
+    canceller.join().expect("canceller");
+    assert_eq!(error_of(&outcome.expect("tool")).0, "cancelled");
+    let outcome = rt
+        .block_on(host.call("stall", json!({}), CallOptions::default()))
+        .expect("tool");
+    assert_eq!(error_of(&outcome).0, "deadline");
+}
+
+/// Hands the report of each ended run to a channel (the Recorder seam a durable engine uses).
+struct Ended(std::sync::Mutex<std::sync::mpsc::Sender<kiln::RunReport>>);
+
+impl kiln::Recorder for Ended {
+    fn started(&self, _: &kiln::RunReport) {}
+    fn model_reply(&self, _: &str, _: u32, _: kiln::Usage, _: &kiln::StopReason, _: Duration) {}
+    fn step(&self, _: &str, _: usize, _: &[kiln::Message], _: &[kiln::ToolCallRecord], _: &Value) {}
+    fn ended(&self, report: &kiln::RunReport) {
+        let _ = self.0.lock().expect("lock").send(report.clone());
+    }
+}
+
+#[test]
+fn dropping_a_run_stream_cancels_the_run() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::write(
+        dir.path().join("a.rhai"),
+        r#"
+tool("spin").handler(|args| { loop { sleep(0.01); } });
+agent("spinner").provider("script").tools(["spin"]).planner(|messages, tools| {
+    #{ tool_calls: [#{ name: "spin", args: #{} }] }
+});
+"#,
+    )
+    .expect("write");
+    let host = Host::builder()
+        .scripts(dir.path())
+        .stdlib(false)
+        .build()
+        .expect("host");
+    let (tx, rx) = std::sync::mpsc::channel();
+    let opts = kiln::RunOptions {
+        recorder: Some(Arc::new(Ended(std::sync::Mutex::new(tx)))),
+        ..Default::default()
+    };
+    let rt = rt();
+    rt.block_on(async {
+        let mut events = host.run_stream("spinner", "go", opts);
+        while let Some(ev) = events.next().await {
+            if matches!(ev, Event::ToolStarted { .. }) {
+                break;
+            }
+        }
+        drop(events);
+    });
+    let report = rx
+        .recv_timeout(Duration::from_secs(10))
+        .expect("the run ended after its stream was dropped");
+    assert_eq!(report.error.as_deref(), Some("cancelled"));
 }

@@ -11,7 +11,6 @@ mod exec;
 mod library;
 mod peers;
 mod planner;
-mod props;
 mod reload;
 mod repl;
 mod sandbox;

@@ -196,9 +196,11 @@ fn free_text_extraction_runs_every_call_and_formats_feedback() {
     let text = r#"I'll calculate that. {"tool": "calculator", "parameters": {"operation": "add", "a": 10, "b": 5}}
 Then {"tool": "string_manipulation", "args": {"operation": "uppercase", "text": "hi"}} and {"tool": "calculator", "parameters": {"operation": "divide", "a": 1, "b": 0}}
 and {"tool": "nope", "args": {}} plus {"tool": "storage", "parameters": {"operation": "list"}}"#;
+    // A folder without scripts/: only the stdlib is loaded.
+    let cwd = tempfile::tempdir().expect("tempdir");
     let mut child = std::process::Command::new(kiln_bin())
         .arg("extract")
-        .current_dir(repo())
+        .current_dir(cwd.path())
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
         .spawn()

@@ -1,7 +1,7 @@
 //! Hot reload with real files in a temp folder while the host runs.
 
 use crate::common::*;
-use kiln::reload::ReloadReport;
+use kiln::ReloadReport;
 use serde_json::json;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -21,23 +21,31 @@ struct Live {
     scripts: Scripts,
     host: Arc<kiln::Host>,
     reports: Arc<Mutex<Vec<ReloadReport>>>,
-    _watcher: kiln::reload::Watcher,
+    /// Drains the watch handle's reports into `reports`; dropping it stops watching.
+    _watching: tokio::runtime::Runtime,
 }
 
 impl Live {
     fn start(files: &[(&str, &str)]) -> Live {
         let scripts = Scripts::new(files);
-        let host = Arc::new(scripts.host());
+        let host = scripts.host();
         let reports = Arc::new(Mutex::new(Vec::new()));
         let r = reports.clone();
-        let watcher =
-            kiln::reload::watch(host.clone(), move |rep| r.lock().expect("lock").push(rep))
-                .expect("watch");
+        let mut watch = host.watch().expect("watch");
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .build()
+            .expect("runtime");
+        runtime.spawn(async move {
+            while let Some(rep) = futures_util::StreamExt::next(&mut watch).await {
+                r.lock().expect("lock").push(rep);
+            }
+        });
         Live {
             scripts,
             host,
             reports,
-            _watcher: watcher,
+            _watching: runtime,
         }
     }
 
@@ -46,9 +54,11 @@ impl Live {
     }
 
     fn answer(&self, tool: &str) -> Option<serde_json::Value> {
-        let t = self.host.registry().find(tool)?;
-        let ctx = self.host.context(Default::default());
-        t.execute(&json!({}), &ctx).result.ok()
+        let outcome = self
+            .host
+            .call_blocking(tool, json!({}), Default::default())
+            .ok()?;
+        outcome.result.ok()
     }
 
     fn wait_answer(&self, tool: &str, want: serde_json::Value) {
@@ -158,8 +168,8 @@ fn a_running_call_finishes_on_its_version_and_rapid_rewrites_never_fail_a_call()
     ]);
     let host = live.host.clone();
     let running = std::thread::spawn(move || {
-        let t = host.registry().find("slow").expect("slow");
-        t.execute(&json!({}), &host.context(Default::default()))
+        host.call_blocking("slow", json!({}), Default::default())
+            .expect("slow")
             .result
     });
     std::thread::sleep(Duration::from_millis(50));
@@ -180,8 +190,8 @@ fn a_running_call_finishes_on_its_version_and_rapid_rewrites_never_fail_a_call()
             std::thread::spawn(move || {
                 let mut calls = 0;
                 while !stop.load(std::sync::atomic::Ordering::Relaxed) {
-                    let reg = host.registry();
-                    let Some(t) = reg.find("hot") else {
+                    let Ok(r) = host.call_blocking("hot", json!({}), Default::default()) else {
+                        let reg = host.registry();
                         panic!(
                             "hot missing; tools {:?} errors {:?} reports {:?}",
                             reg.tool_names(),
@@ -196,7 +206,6 @@ fn a_running_call_finishes_on_its_version_and_rapid_rewrites_never_fail_a_call()
                                 .collect::<Vec<_>>()
                         );
                     };
-                    let r = t.execute(&json!({}), &host.context(Default::default()));
                     assert!(r.is_ok(), "call failed: {:?}", r.to_json(true));
                     calls += 1;
                 }

@@ -1,7 +1,7 @@
 //! Property tests: arbitrary input to the DSL loader, the schema compiler and the provider reply
 //! parsers never panics; it yields a value or a clear error.
 
-use kiln::provider::{TextSink, anthropic, ollama, openai};
+use crate::provider::{TextSink, anthropic, ollama, openai};
 use proptest::prelude::*;
 use serde_json::{Map, Value};
 use std::sync::{Arc, OnceLock};
@@ -81,7 +81,7 @@ fn sink() -> TextSink {
 
 fn engine() -> &'static Arc<rhai::Engine> {
     static E: OnceLock<Arc<rhai::Engine>> = OnceLock::new();
-    E.get_or_init(|| Arc::new(kiln::script::engine(&Default::default(), vec![], None)))
+    E.get_or_init(|| Arc::new(crate::script::engine(&Default::default(), vec![], None)))
 }
 
 proptest! {
@@ -89,7 +89,7 @@ proptest! {
 
     #[test]
     fn the_loader_never_panics_on_arbitrary_source(src in "[ -~\\n]{0,200}") {
-        let f = kiln::script::loader::load_source(engine(), "p.rhai", &src);
+        let f = crate::script::loader::load_source(engine(), "p.rhai", &src);
         for e in f.errors {
             prop_assert!(e.to_string().starts_with("p.rhai:"));
         }
@@ -99,18 +99,18 @@ proptest! {
     fn the_loader_never_panics_on_arbitrary_dsl(name in "[a-zA-Z0-9_ !-]{0,70}", ty in "[a-z]{0,8}", opts in json_value()) {
         let opts = serde_json::to_string(&opts).unwrap_or_default();
         let src = format!("tool({name:?}).param(\"x\", {ty:?}, json_decode({opts:?})).handler(|a| 1);");
-        let f = kiln::script::loader::load_source(engine(), "p.rhai", &src);
+        let f = crate::script::loader::load_source(engine(), "p.rhai", &src);
         prop_assert!(f.tools.len() + f.errors.len() >= 1);
     }
 
     #[test]
     fn the_schema_compiler_never_panics(ty in "[a-z]{0,8}", opts in json_value()) {
         let map = opts.as_object().cloned().unwrap_or_default();
-        if let Ok((schema, _)) = kiln::schema::build_param("x", &ty, &map) {
-            let obj = kiln::schema::object_schema(&[kiln::schema::Param { name: "x".into(), schema, required: true }]);
+        if let Ok((schema, _)) = crate::schema::build_param("x", &ty, &map) {
+            let obj = crate::schema::object_schema(&[crate::schema::Param { name: "x".into(), schema, required: true }]);
             prop_assert!(jsonschema::options().should_validate_formats(true).build(&obj).is_ok() || obj.is_object());
-            for f in kiln::schema::Format::NAMES {
-                let (def, _) = kiln::schema::export("t", "d", &obj, kiln::schema::Format::parse(f).expect("format"));
+            for f in crate::schema::Format::NAMES {
+                let (def, _) = crate::schema::export("t", "d", &obj, crate::schema::Format::parse(f).expect("format"));
                 prop_assert!(def.is_object());
             }
         }
