@@ -15,4 +15,5 @@ mod reload;
 mod repl;
 mod sandbox;
 mod serve;
+mod serve_ops;
 mod spec;
