@@ -530,3 +530,46 @@ agent("who").provider("openai").model("m").base_url("{}/v1").tools(["whoami"]).t
         "{sent}"
     );
 }
+
+#[test]
+fn a_client_that_hangs_up_on_a_stream_cancels_its_run() {
+    let mock = Mock::start(&json!({"by_round": true, "turns": [
+        {"tool_calls": [{"name": "lookup", "args": {"sku": "SKU-1"}}]},
+        {"text": "too late", "delay_ms": 20000}
+    ]}));
+    let scripts = shop_scripts(&mock);
+    let serve = Serve::start(scripts.path(), &scripts.path().join("k.db"), &[], &[]);
+    let addr = serve.url.trim_start_matches("http://");
+    let body =
+        json!({"model": "shop", "stream": true, "messages": [{"role": "user", "content": "hi"}]})
+            .to_string();
+    let mut s = std::net::TcpStream::connect(addr).expect("connect");
+    write!(
+        s,
+        "POST /v1/chat/completions HTTP/1.1\r\nHost: {addr}\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{body}",
+        body.len()
+    )
+    .expect("send");
+    // Read until the first chunk names the completion (chatcmpl-RUN_ID), then hang up.
+    let mut reader = BufReader::new(s);
+    let mut line = String::new();
+    let id = loop {
+        line.clear();
+        assert!(
+            reader.read_line(&mut line).expect("read") > 0,
+            "stream ended"
+        );
+        if let Some(data) = line.trim().strip_prefix("data: ") {
+            let chunk: Value = serde_json::from_str(data).expect("chunk");
+            break chunk["id"]
+                .as_str()
+                .expect("id")
+                .trim_start_matches("chatcmpl-")
+                .to_string();
+        }
+    };
+    mock.wait_for_requests(2);
+    drop(reader);
+    let (_, run) = get(&format!("{}/v1/runs/{id}?wait=true", serve.url));
+    assert_eq!(run["status"], "cancelled", "{run}");
+}
