@@ -100,6 +100,7 @@ mod reload;
 mod repl;
 mod schema;
 mod script;
+mod serve;
 mod services;
 mod stdlib;
 mod testing;

@@ -7,7 +7,7 @@ use std::process::ExitCode;
 
 fn main() -> ExitCode {
     let args = cli::Cli::parse();
-    cli::init_logging(args.global.verbose);
+    cli::init_logging(&args);
     match cli::run(args) {
         Ok(code) => code,
         // The reader of stdout went away (`kiln logs | head`): a normal end.

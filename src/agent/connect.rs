@@ -25,9 +25,23 @@ pub struct ProviderOverrides {
     pub idle_timeout: Option<Duration>,
     /// Longest streamed reply.
     pub stream_timeout: Option<Duration>,
+    /// Instructions added after the agent's own system prompt (a caller's system messages).
+    pub extra_system: Option<String>,
+    /// Sampling temperature instead of the agent's.
+    pub temperature: Option<f64>,
+    /// Max output tokens per model request instead of the agent's.
+    pub max_tokens: Option<u32>,
 }
 
 impl ProviderOverrides {
+    /// The system prompt of a request: the agent's, then the caller's additions.
+    pub fn system(&self, agent: &AgentSpec) -> Option<String> {
+        match (&agent.system, &self.extra_system) {
+            (Some(own), Some(extra)) => Some(format!("{own}\n\n{extra}")),
+            (own, extra) => own.clone().or_else(|| extra.clone()),
+        }
+    }
+
     /// The limits these overrides and the agent's settings make, defaults elsewhere.
     pub fn limits(&self, agent: &AgentSpec) -> Limits {
         let d = Limits::default();

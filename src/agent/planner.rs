@@ -78,13 +78,17 @@ pub(super) async fn drive(
         let offered = super::run::pin_turn(host, agent, &mut ctx);
         let request = ModelRequest {
             model: model.to_string(),
-            system: agent.system.clone(),
+            system: opts.overrides.system(agent),
             messages: vec![Message::User {
                 content: prompt(&offered, &ctx.context, &task, &run.report.steps),
             }],
             tools: Vec::new(),
-            temperature: agent.temperature,
-            max_tokens: agent.max_tokens.unwrap_or(super::run::DEFAULT_MAX_TOKENS),
+            temperature: opts.overrides.temperature.or(agent.temperature),
+            max_tokens: opts
+                .overrides
+                .max_tokens
+                .or(agent.max_tokens)
+                .unwrap_or(super::run::DEFAULT_MAX_TOKENS),
             stream: false,
         };
         run.report.rounds = step;

@@ -235,7 +235,7 @@ pub(super) async fn drive(
         let offered = pin_turn(host, agent, &mut ctx);
         let request = ModelRequest {
             model: model.to_string(),
-            system: agent.system.clone(),
+            system: opts.overrides.system(agent),
             messages: run.report.messages.clone(),
             tools: offered
                 .iter()
@@ -245,8 +245,12 @@ pub(super) async fn drive(
                     schema: t.schema.clone(),
                 })
                 .collect(),
-            temperature: agent.temperature,
-            max_tokens: agent.max_tokens.unwrap_or(DEFAULT_MAX_TOKENS),
+            temperature: opts.overrides.temperature.or(agent.temperature),
+            max_tokens: opts
+                .overrides
+                .max_tokens
+                .or(agent.max_tokens)
+                .unwrap_or(DEFAULT_MAX_TOKENS),
             stream: opts.stream,
         };
         run.report.rounds += 1;

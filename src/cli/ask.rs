@@ -95,6 +95,7 @@ impl ProviderArgs {
             max_line_bytes: self.max_line_bytes,
             idle_timeout: secs(self.idle_timeout),
             stream_timeout: secs(self.stream_timeout),
+            ..ProviderOverrides::default()
         }
     }
 }

@@ -25,7 +25,7 @@ pub struct McpArgs {
     /// Also offer each agent as a tool ask_AGENT (one `prompt` parameter).
     #[arg(long)]
     pub agents: bool,
-    /// HTTP only: also accept requests from this Origin (repeatable), e.g. https://app.example:*
+    /// HTTP only: also accept requests from this Origin (repeatable), e.g. `https://app.example:*`
     #[arg(long = "allow-origin", value_name = "ORIGIN")]
     pub allow_origins: Vec<String>,
 }

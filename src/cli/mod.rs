@@ -10,6 +10,7 @@ mod mcp_cmd;
 mod mock_cmd;
 pub mod output;
 mod run_cmd;
+mod serve_cmd;
 mod test_cmd;
 mod tools_cmd;
 mod watch_cmd;
@@ -116,6 +117,8 @@ pub enum Command {
     Worker(worker_cmd::WorkerArgs),
     /// Talk to a Restate server: `register --admin URL --endpoint URL`.
     Restate(worker_cmd::RestateArgs),
+    /// Serve the agents over HTTP: OpenAI-compatible chat completions and kiln's runs API.
+    Serve(serve_cmd::ServeArgs),
     /// Interactive REPL: call tools, chat with agents, evaluate Rhai (hot reload on).
     Repl {
         /// Capabilities the REPL grants (comma-separated, repeatable); change them with :caps.
@@ -124,20 +127,28 @@ pub enum Command {
     },
 }
 
-/// Sets up tracing on stderr.
-pub fn init_logging(verbose: u8) {
-    let default = match verbose {
-        0 => "warn",
-        1 => "info",
+/// Sets up tracing on stderr (a server logs requests and runs by default, optionally as JSON).
+pub fn init_logging(cli: &Cli) {
+    let serve = match &cli.command {
+        Some(Command::Serve(a)) => Some(a),
+        _ => None,
+    };
+    let default = match (cli.global.verbose, serve.is_some()) {
+        (0, false) => "warn",
+        (0, true) | (1, _) => "info",
         _ => "debug",
     };
     let filter = tracing_subscriber::EnvFilter::try_from_env("KILN_LOG")
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
-    let _ = tracing_subscriber::fmt()
+    let fmt = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
-        .with_target(false)
-        .try_init();
+        .with_target(false);
+    let _ = if serve.is_some_and(|a| a.log_format == serve_cmd::LogFormat::Json) {
+        fmt.event_format(crate::serve::logfmt::JsonLines).try_init()
+    } else {
+        fmt.try_init()
+    };
 }
 
 impl Global {
@@ -277,6 +288,7 @@ pub fn run(cli: Cli) -> CliResult<ExitCode> {
         Command::Watch => watch_cmd::watch(&cli.global),
         Command::Test(a) => test_cmd::test(&cli.global, a),
         Command::Init(a) => init_cmd::init(&cli.global, a),
+        Command::Serve(a) => serve_cmd::serve(&cli.global, a),
         Command::Logs(a) => db_cmd::logs(&cli.global, a),
         Command::Definitions(a) => defs_cmd::definitions(&cli.global, a),
         Command::Sessions(a) => db_cmd::sessions(&cli.global, a),

@@ -187,10 +187,20 @@ fn client_key(headers: &HeaderMap) -> u64 {
     0
 }
 
-fn next_turn(shared: &Shared, client: u64) -> Result<(usize, Turn), usize> {
+/// The turn for a request: by the conversation's round (`by_round`), else the client's next.
+fn next_turn(shared: &Shared, client: u64, body: &Value) -> Result<(usize, Turn), usize> {
+    let turns = &shared.scenario.turns;
+    if shared.scenario.by_round {
+        let round = body["messages"]
+            .as_array()
+            .map_or(0, |m| m.iter().filter(|m| m["role"] == "assistant").count());
+        if turns.is_empty() || (round >= turns.len() && !shared.scenario.repeat) {
+            return Err(round);
+        }
+        return Ok((round, turns[round % turns.len()].clone()));
+    }
     let mut cursors = shared.cursors.lock().unwrap_or_else(|e| e.into_inner());
     let cursor = cursors.entry(client).or_insert(0);
-    let turns = &shared.scenario.turns;
     if turns.is_empty() || (*cursor >= turns.len() && !shared.scenario.repeat) {
         return Err(*cursor);
     }
@@ -229,7 +239,7 @@ async fn handle(
     if let Err((status, err)) = checked {
         return json_response(status, err, &[("x-should-retry", "false".into())]);
     }
-    let (n, turn) = match next_turn(&shared, client_key(&headers)) {
+    let (n, turn) = match next_turn(&shared, client_key(&headers), &body) {
         Ok(t) => t,
         Err(served) => {
             return json_response(

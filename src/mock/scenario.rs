@@ -21,6 +21,10 @@ pub struct Scenario {
     /// Pause between streamed chunks, in milliseconds.
     #[serde(default)]
     pub chunk_delay_ms: u64,
+    /// Pick each reply by the conversation's round (the assistant messages in the request)
+    /// instead of one shared cursor, so concurrent conversations each get the whole scenario.
+    #[serde(default)]
+    pub by_round: bool,
 }
 
 fn yes() -> bool {

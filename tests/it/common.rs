@@ -137,7 +137,8 @@ impl Mock {
 
     /// Waits (up to 5 s) until the mock has received `n` requests.
     pub fn wait_for_requests(&self, n: usize) {
-        for _ in 0..500 {
+        // A safety net only: it returns as soon as the requests are there.
+        for _ in 0..3000 {
             if self.requests().len() >= n {
                 return;
             }
@@ -191,7 +192,8 @@ pub fn http_get(url: &str) -> String {
     }
 }
 
-fn dechunk(body: &str) -> String {
+/// The body of a chunked HTTP/1.1 reply.
+pub fn dechunk(body: &str) -> String {
     let mut out = String::new();
     let mut rest = body;
     while let Some((size, tail)) = rest.split_once("\r\n") {

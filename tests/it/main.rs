@@ -25,4 +25,6 @@ mod ratelimit;
 mod reload;
 mod repl;
 mod sandbox;
+mod serve;
+mod serve_ops;
 mod spec;

@@ -1,0 +1,154 @@
+//! `kiln serve`: the agents over HTTP until SIGTERM or Ctrl-C, then a graceful drain.
+
+use super::{CliResult, Global, parse_caps};
+use crate::serve::{AppState, ServeOptions, Tokens};
+use clap::{Args, ValueEnum};
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Log line format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum LogFormat {
+    /// Human-readable lines.
+    Text,
+    /// One JSON object per line.
+    Json,
+}
+
+/// `kiln serve` options.
+#[derive(Args, Debug)]
+pub struct ServeArgs {
+    /// Address to listen on (port 0 picks a free one). Without tokens only loopback is allowed.
+    #[arg(long, default_value = "127.0.0.1:8787")]
+    pub bind: SocketAddr,
+    /// The most any request may be granted (comma-separated, repeatable); default: each
+    /// agent's own grants.
+    #[arg(long, value_name = "CAPS")]
+    pub caps: Vec<String>,
+    /// Bearer tokens: a JSON file [{"token": ..., "actor": ..., "caps": [...]}]; the variable
+    /// KILN_TOKENS may hold the same JSON instead.
+    #[arg(long, value_name = "FILE")]
+    pub tokens: Option<PathBuf>,
+    /// Runs at once.
+    #[arg(long, value_name = "N", default_value_t = 64)]
+    pub max_runs: usize,
+    /// Runs waiting for a slot before requests get 429.
+    #[arg(long, value_name = "N", default_value_t = 256)]
+    pub queue: usize,
+    /// Retry-After seconds sent with 429.
+    #[arg(long, value_name = "SECS", default_value_t = 1)]
+    pub retry_after: u64,
+    /// Largest request body in bytes.
+    #[arg(long, value_name = "BYTES", default_value_t = 1 << 20)]
+    pub max_body: usize,
+    /// Deadline of each run in seconds (0: none).
+    #[arg(long, value_name = "SECS", default_value_t = 300.0)]
+    pub run_timeout: f64,
+    /// Seconds before one model request times out.
+    #[arg(long, value_name = "SECS", default_value_t = 120.0)]
+    pub request_timeout: f64,
+    /// Seconds running requests get to finish after SIGTERM before they are cancelled.
+    #[arg(long, value_name = "SECS", default_value_t = 30.0)]
+    pub grace: f64,
+    /// Log lines as text or JSON (on stderr).
+    #[arg(long, value_enum, default_value_t = LogFormat::Text)]
+    pub log_format: LogFormat,
+}
+
+fn secs(s: f64) -> Option<Duration> {
+    (s.is_finite() && s > 0.0).then(|| Duration::from_secs_f64(s))
+}
+
+fn tokens(a: &ServeArgs) -> CliResult<Tokens> {
+    match (
+        &a.tokens,
+        std::env::var("KILN_TOKENS")
+            .ok()
+            .filter(|t| !t.trim().is_empty()),
+    ) {
+        (Some(_), Some(_)) => Err("give tokens with --tokens or KILN_TOKENS, not both".into()),
+        (Some(path), None) => Ok(Tokens::from_file(path)?),
+        (None, Some(text)) => Ok(Tokens::parse(&text, "KILN_TOKENS")?),
+        (None, None) => Ok(Tokens::default()),
+    }
+}
+
+async fn shutdown_signal() {
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    tokio::select! {
+        _ = term => {}
+        _ = tokio::signal::ctrl_c() => {}
+    }
+}
+
+/// Runs `kiln serve`.
+pub fn serve(g: &Global, a: ServeArgs) -> CliResult<ExitCode> {
+    let tokens = tokens(&a)?;
+    if tokens.is_empty() && !a.bind.ip().is_loopback() {
+        return Err(format!(
+            "refusing to serve on {} without tokens: anyone who can reach it could run agents (use --tokens FILE or KILN_TOKENS, or bind 127.0.0.1)",
+            a.bind
+        )
+        .into());
+    }
+    let (host, _db) = g.host_with_db()?;
+    for e in host.load_errors() {
+        tracing::error!("{e}");
+    }
+    let options = ServeOptions {
+        max_runs: a.max_runs,
+        queue: a.queue,
+        retry_after: a.retry_after,
+        max_body: a.max_body,
+        run_timeout: secs(a.run_timeout),
+        request_timeout: secs(a.request_timeout),
+        grace: Duration::from_secs_f64(a.grace.max(0.0)),
+        ceiling: if a.caps.is_empty() {
+            None
+        } else {
+            Some(g.mark_ask(parse_caps(&a.caps)?))
+        },
+    };
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
+    runtime.block_on(async {
+        let listener = tokio::net::TcpListener::bind(a.bind).await?;
+        let addr = listener.local_addr()?;
+        if tokens.is_empty() {
+            eprintln!("kiln serve: no tokens configured: open to local clients only (loopback)");
+        } else {
+            eprintln!("kiln serve: {} bearer token(s) configured", tokens.len());
+        }
+        // The first stdout line: scripts and tests read the address from it.
+        println!("kiln serve: listening on http://{addr}");
+        // MCP at /mcp, for local clients only: its one bearer check knows nothing of the
+        // tokens' actors and ceilings, so with tokens configured it stays off.
+        let mcp = tokens.is_empty().then(|| {
+            let grants = options.ceiling.clone().unwrap_or_default();
+            let server = crate::mcp::McpServer::new(host.clone(), grants);
+            crate::mcp::router(
+                server,
+                crate::mcp::HttpOptions {
+                    token: None,
+                    allowed_origins: Vec::new(),
+                    allowed_hosts: vec![addr.ip().to_string()],
+                },
+            )
+        });
+        let state = Arc::new(AppState::new(host, tokens, options));
+        crate::serve::serve(state, listener, mcp, shutdown_signal()).await
+    })?;
+    runtime.shutdown_timeout(Duration::from_millis(200));
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,85 @@
+//! Request bodies: JSON only (which also keeps browsers' simple cross-site posts out), within
+//! the size limit, with errors in OpenAI's shape.
+
+use super::error::ApiError;
+use super::state::AppState;
+use axum::body::Bytes;
+use axum::extract::{FromRequest, Request};
+use axum::http::{StatusCode, header};
+use serde_json::Value;
+use std::sync::Arc;
+
+/// A JSON object body.
+pub struct JsonBody(pub Value);
+
+impl FromRequest<Arc<AppState>> for JsonBody {
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, state: &Arc<AppState>) -> Result<Self, ApiError> {
+        let is_json = req
+            .headers()
+            .get(header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| {
+                v.trim_start()
+                    .to_ascii_lowercase()
+                    .starts_with("application/json")
+            });
+        if !is_json {
+            return Err(ApiError::bad_request(
+                "",
+                "the body must be JSON (Content-Type: application/json)",
+            ));
+        }
+        let bytes = Bytes::from_request(req, state).await.map_err(|e| {
+            if e.status() == StatusCode::PAYLOAD_TOO_LARGE {
+                ApiError::too_large(state.options.max_body)
+            } else {
+                ApiError::bad_request("", format!("could not read the body: {e}"))
+            }
+        })?;
+        let value: Value = serde_json::from_slice(&bytes).map_err(|e| {
+            ApiError::bad_request(
+                "",
+                format!(
+                    "the body is not valid JSON: line {} column {}: {e}",
+                    e.line(),
+                    e.column()
+                ),
+            )
+        })?;
+        if !value.is_object() {
+            return Err(ApiError::bad_request("", "the body must be a JSON object"));
+        }
+        Ok(JsonBody(value))
+    }
+}
+
+/// An optional array of strings at `param` (`caps`).
+pub fn string_list(v: &Value, param: &str) -> Result<Option<Vec<String>>, ApiError> {
+    match v {
+        Value::Null => Ok(None),
+        Value::Array(list) => list
+            .iter()
+            .map(|c| c.as_str().map(str::to_string))
+            .collect::<Option<Vec<_>>>()
+            .map(Some)
+            .ok_or_else(|| ApiError::bad_request(param, format!("{param} must be strings"))),
+        _ => Err(ApiError::bad_request(
+            param,
+            format!("{param} must be an array of strings"),
+        )),
+    }
+}
+
+/// An optional object at `param` (`context`); empty when absent.
+pub fn object(v: &Value, param: &str) -> Result<serde_json::Map<String, Value>, ApiError> {
+    match v {
+        Value::Null => Ok(serde_json::Map::new()),
+        Value::Object(m) => Ok(m.clone()),
+        _ => Err(ApiError::bad_request(
+            param,
+            format!("{param} must be an object"),
+        )),
+    }
+}

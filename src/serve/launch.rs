@@ -1,0 +1,248 @@
+//! Starting a run for a request: the agent, grants within the token's ceiling, the session, a
+//! run slot, then [`Host::run_stream`](crate::Host::run_stream) with the same run log `kiln ask`
+//! writes. A driver task collects the run's events into its [`RunEntry`].
+
+use super::auth::{Principal, check_within, narrow};
+use super::error::ApiError;
+use super::metrics::Metrics;
+use super::state::{AppState, session_key};
+use super::table::{RunEntry, error_kind};
+use crate::agent::connect::ProviderOverrides;
+use crate::agent::{RecordError, Recorder, RunOptions, RunReport, ToolCallRecord};
+use crate::api::Event;
+use crate::capability::Grants;
+use crate::db::runlog::RunLogger;
+use crate::provider::{Message, StopReason, Usage};
+use futures_util::StreamExt;
+use serde_json::Value;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+use tokio::sync::oneshot;
+
+/// What a request asks to run.
+#[derive(Default)]
+pub struct RunRequest {
+    /// The agent.
+    pub agent: String,
+    /// The new user message.
+    pub prompt: String,
+    /// Earlier messages the client sent (Chat Completions).
+    pub history: Vec<Message>,
+    /// System additions, temperature and max tokens.
+    pub overrides: ProviderOverrides,
+    /// Capabilities asked for (within the token's ceiling); `None`: the agent's own.
+    pub caps: Option<Vec<String>>,
+    /// The JSON field `caps` came from, for errors.
+    pub caps_param: &'static str,
+    /// `ctx.context`.
+    pub context: serde_json::Map<String, Value>,
+    /// `ctx.actor_id` when the token names none.
+    pub actor: Option<String>,
+    /// A session to continue.
+    pub session: Option<String>,
+    /// Stream the model's replies (text events as they arrive).
+    pub stream: bool,
+}
+
+/// The run log, plus the run id as soon as the run starts and the server's metrics.
+struct Tap {
+    log: Option<RunLogger>,
+    metrics: Arc<Metrics>,
+    started: Mutex<Option<oneshot::Sender<String>>>,
+}
+
+impl Recorder for Tap {
+    fn started(&self, report: &RunReport) -> Result<(), RecordError> {
+        if let Some(l) = &self.log {
+            l.started(report)?;
+        }
+        self.metrics.run_started(&report.agent);
+        let tx = self.started.lock().ok().and_then(|mut s| s.take());
+        if let Some(tx) = tx {
+            let _ = tx.send(report.run_id.clone());
+        }
+        Ok(())
+    }
+
+    fn model_reply(
+        &self,
+        run_id: &str,
+        round: u32,
+        usage: Usage,
+        stop: &StopReason,
+        took: Duration,
+    ) {
+        if let Some(l) = &self.log {
+            l.model_reply(run_id, round, usage, stop, took);
+        }
+        self.metrics.model_reply(took, usage);
+    }
+
+    fn step(
+        &self,
+        run_id: &str,
+        first_seq: usize,
+        messages: &[Message],
+        calls: &[ToolCallRecord],
+        state: &Value,
+    ) -> Result<(), RecordError> {
+        if let Some(l) = &self.log {
+            l.step(run_id, first_seq, messages, calls, state)?;
+        }
+        self.metrics.tool_calls(calls);
+        Ok(())
+    }
+
+    fn ended(&self, report: &RunReport) -> Result<(), RecordError> {
+        match &self.log {
+            Some(l) => l.ended(report),
+            None => Ok(()),
+        }
+    }
+}
+
+/// The grants a run gets: asked-for caps (refused beyond a ceiling) or the agent's own cut
+/// down to the ceilings.
+fn grants_for(
+    state: &AppState,
+    who: &Principal,
+    agent_grants: &Grants,
+    req: &RunRequest,
+) -> Result<Grants, ApiError> {
+    let ceilings: Vec<&Grants> = [who.ceiling.as_ref(), state.options.ceiling.as_ref()]
+        .into_iter()
+        .flatten()
+        .collect();
+    match &req.caps {
+        Some(caps) => {
+            let asked = Grants::parse(caps)
+                .map_err(|e| ApiError::bad_request(req.caps_param, e.to_string()))?;
+            for c in &ceilings {
+                check_within(&asked, c, req.caps_param)?;
+            }
+            Ok(asked)
+        }
+        None => Ok(ceilings
+            .iter()
+            .fold(agent_grants.clone(), |g, c| narrow(&g, c))),
+    }
+}
+
+/// Starts a run; it goes on in its own task (its events in the returned entry) until it ends,
+/// is cancelled, or the server stops it after the grace period.
+pub async fn launch(
+    state: &Arc<AppState>,
+    who: &Principal,
+    req: RunRequest,
+) -> Result<Arc<RunEntry>, ApiError> {
+    if state.draining() {
+        return Err(ApiError::unavailable("the server is shutting down"));
+    }
+    let agent = state.host.agent(&req.agent).map_err(|_| {
+        ApiError::not_found(
+            "model_not_found",
+            format!(
+                "no agent named \"{}\" (GET /v1/models lists the agents)",
+                req.agent
+            ),
+        )
+    })?;
+    let grants = grants_for(state, who, &agent.grants, &req)?;
+    let db = state.host.database().cloned();
+    let mut history = req.history;
+    let mut run_state = None;
+    let mut session_guard = None;
+    let session = req.session.as_deref().map(|name| session_key(who, name));
+    if let Some(key) = &session {
+        let Some(db) = &db else {
+            return Err(ApiError::bad_request(
+                "session",
+                "the server has no database",
+            ));
+        };
+        session_guard = Some(state.session_lock(key).lock_owned().await);
+        let saved = db
+            .session(key)
+            .map_err(|e| ApiError::internal(e.to_string()))?;
+        if let Some(s) = saved {
+            if s.agent != req.agent {
+                return Err(ApiError::bad_request(
+                    "session",
+                    format!(
+                        "session \"{}\" belongs to agent \"{}\", not \"{}\"",
+                        req.session.as_deref().unwrap_or_default(),
+                        s.agent,
+                        req.agent
+                    ),
+                ));
+            }
+            history = s.messages;
+            run_state = Some(Arc::new(Mutex::new(s.state)));
+        }
+    }
+    let permit = state.limiter.acquire().await?;
+    let (started_tx, started_rx) = oneshot::channel();
+    let tap = Tap {
+        log: db.map(|db| RunLogger::new(db, session)),
+        metrics: state.metrics.clone(),
+        started: Mutex::new(Some(started_tx)),
+    };
+    let cancel = state.stop_runs.child_token();
+    let mut overrides = req.overrides;
+    overrides.timeout = overrides.timeout.or(state.options.request_timeout);
+    let opts = RunOptions {
+        overrides,
+        grants: Some(grants),
+        context: req.context,
+        actor_id: who.actor.clone().or(req.actor),
+        stream: req.stream,
+        timeout: state.options.run_timeout,
+        cancel: cancel.clone(),
+        history,
+        state: run_state,
+        recorder: Some(Arc::new(tap)),
+        ..RunOptions::default()
+    };
+    let began = Instant::now();
+    let mut stream = state.host.run_stream(&req.agent, &req.prompt, opts);
+    let run_id = started_rx
+        .await
+        .unwrap_or_else(|_| crate::context::new_run_id());
+    let entry = Arc::new(RunEntry::new(
+        run_id,
+        req.agent.clone(),
+        who.actor.clone(),
+        cancel,
+    ));
+    state.runs.insert(entry.clone());
+    tracing::info!(run_id = %entry.id, agent = %entry.agent, actor = ?who.actor, "run started");
+    let (driver_state, driver_entry) = (state.clone(), entry.clone());
+    tokio::spawn(async move {
+        // The slot and the session stay taken until the run has ended.
+        let _held = (permit, session_guard);
+        while let Some(ev) = stream.next().await {
+            if let Event::Finished(result) = &ev {
+                let outcome = match result.as_ref() {
+                    Ok(_) => "ok",
+                    Err(e) => match error_kind(e) {
+                        k @ ("cancelled" | "deadline") => k,
+                        _ => "error",
+                    },
+                };
+                driver_state
+                    .metrics
+                    .run_finished(&driver_entry.agent, outcome);
+                tracing::info!(
+                    run_id = %driver_entry.id,
+                    agent = %driver_entry.agent,
+                    outcome,
+                    ms = began.elapsed().as_millis() as u64,
+                    "run finished"
+                );
+            }
+            driver_entry.push(ev);
+        }
+        driver_state.runs.finished(&driver_entry.id);
+    });
+    Ok(entry)
+}

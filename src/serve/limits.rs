@@ -1,0 +1,104 @@
+//! Concurrency limits: at most `max_runs` runs at once, a bounded queue of runs waiting for a
+//! slot, and `429` with `Retry-After` beyond that.
+
+use super::error::ApiError;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+
+/// Run slots and the queue in front of them.
+pub struct Limiter {
+    slots: Arc<Semaphore>,
+    max_runs: usize,
+    queue: usize,
+    waiting: Arc<AtomicUsize>,
+    retry_after: u64,
+}
+
+/// Decrements the queue depth when a waiter leaves, whether it got a slot or gave up.
+struct Waiting(Arc<AtomicUsize>);
+
+impl Drop for Waiting {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+impl Limiter {
+    /// `max_runs` slots (at least 1), `queue` waiting places, `retry_after` seconds in 429s.
+    pub fn new(max_runs: usize, queue: usize, retry_after: u64) -> Self {
+        let max_runs = max_runs.max(1);
+        Limiter {
+            slots: Arc::new(Semaphore::new(max_runs)),
+            max_runs,
+            queue,
+            waiting: Arc::new(AtomicUsize::new(0)),
+            retry_after,
+        }
+    }
+
+    /// A run slot: at once, after waiting in the queue, or `429` when the queue is full.
+    pub async fn acquire(&self) -> Result<OwnedSemaphorePermit, ApiError> {
+        if let Ok(p) = self.slots.clone().try_acquire_owned() {
+            return Ok(p);
+        }
+        let reserved = self
+            .waiting
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |w| {
+                (w < self.queue).then_some(w + 1)
+            });
+        if reserved.is_err() {
+            return Err(ApiError::busy(self.retry_after));
+        }
+        let _waiting = Waiting(self.waiting.clone());
+        self.slots
+            .clone()
+            .acquire_owned()
+            .await
+            .map_err(|_| ApiError::unavailable("the server is shutting down"))
+    }
+
+    /// Runs holding a slot.
+    pub fn active(&self) -> usize {
+        self.max_runs - self.slots.available_permits()
+    }
+
+    /// Runs waiting for a slot.
+    pub fn queued(&self) -> usize {
+        self.waiting.load(Ordering::SeqCst)
+    }
+
+    /// Waits until no run holds a slot.
+    pub async fn idle(&self) {
+        if let Ok(all) = self.slots.acquire_many(self.max_runs as u32).await {
+            drop(all);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn beyond_the_slots_and_the_queue_comes_a_429() {
+        let limiter = Arc::new(Limiter::new(1, 1, 3));
+        let first = limiter.acquire().await.expect("slot");
+        let queued = {
+            let l = limiter.clone();
+            tokio::spawn(async move { l.acquire().await.map(drop) })
+        };
+        while limiter.queued() == 0 {
+            tokio::task::yield_now().await;
+        }
+        let refused = limiter.acquire().await.expect_err("queue full");
+        assert_eq!(refused.status, axum::http::StatusCode::TOO_MANY_REQUESTS);
+        assert_eq!(refused.retry_after, Some(3));
+        drop(first);
+        queued
+            .await
+            .expect("join")
+            .expect("the queued run got the slot");
+        assert_eq!((limiter.active(), limiter.queued()), (0, 0));
+    }
+}
