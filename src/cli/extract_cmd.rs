@@ -30,7 +30,7 @@ pub fn extract(g: &Global, a: ExtractArgs) -> CliResult<ExitCode> {
     if a.json {
         outln!("{}", output::json(&serde_json::to_value(&results)?))?;
     } else if results.is_empty() {
-        eprintln!("no tool calls found");
+        crate::cli::output::errln!("no tool calls found");
     } else {
         outln!("{}", extract::format_results(&results))?;
     }

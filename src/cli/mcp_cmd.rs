@@ -38,7 +38,7 @@ pub fn mcp(g: &Global, a: McpArgs) -> CliResult<ExitCode> {
     // A mounted server's list_changed is a reload: pass it on to this server's clients.
     let notifier = server.clone();
     mount_reporting(g, &host, move |line| {
-        eprintln!("{line}");
+        crate::cli::output::errln!("{line}");
         notifier.notify_tools_changed();
     })?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -52,7 +52,7 @@ pub fn mcp(g: &Global, a: McpArgs) -> CliResult<ExitCode> {
         let notifier = server.clone();
         tokio::spawn(async move {
             while let Some(report) = reloads.next().await {
-                eprintln!("{report}");
+                crate::cli::output::errln!("{report}");
                 if !report.deferred {
                     notifier.notify_tools_changed();
                 }
@@ -83,7 +83,7 @@ async fn serve_http(server: McpServer, addr: &str, a: &McpArgs) -> CliResult<()>
         })?;
     let local = listener.local_addr()?;
     if !local.ip().is_loopback() && token.is_none() {
-        eprintln!(
+        crate::cli::output::errln!(
             "kiln: warning: serving MCP on {local}, beyond this machine, without --token-env"
         );
     }
@@ -107,7 +107,7 @@ static MOUNTS: Mutex<Vec<Mounts>> = Mutex::new(Vec::new());
 
 /// Mounts the `--mcp` servers into `host`; reloads are reported on stderr.
 pub fn mount(g: &Global, host: &Arc<Host>) -> CliResult<()> {
-    mount_reporting(g, host, |line| eprintln!("{line}"))
+    mount_reporting(g, host, |line| crate::cli::output::errln!("{line}"))
 }
 
 fn mount_reporting(

@@ -46,6 +46,15 @@ macro_rules! outln {
 }
 pub(crate) use outln;
 
+/// `eprintln!` that never panics: a closed stderr loses the line, nothing else.
+macro_rules! errln {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr(), $($arg)*);
+    }};
+}
+pub(crate) use errln;
+
 /// Whether stderr gets colour.
 pub fn color_stderr() -> bool {
     std::env::var_os("NO_COLOR").is_none() && std::io::stderr().is_terminal()

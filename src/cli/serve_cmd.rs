@@ -126,9 +126,11 @@ pub fn serve(g: &Global, a: ServeArgs) -> CliResult<ExitCode> {
         let listener = tokio::net::TcpListener::bind(a.bind).await?;
         let addr = listener.local_addr()?;
         if tokens.is_empty() {
-            eprintln!("kiln serve: no tokens configured: open to local clients only (loopback)");
+            crate::cli::output::errln!(
+                "kiln serve: no tokens configured: open to local clients only (loopback)"
+            );
         } else {
-            eprintln!("kiln serve: {} bearer token(s) configured", tokens.len());
+            crate::cli::output::errln!("kiln serve: {} bearer token(s) configured", tokens.len());
         }
         // The first stdout line: scripts and tests read the address from it.
         println!("kiln serve: listening on http://{addr}");

@@ -132,7 +132,9 @@ pub fn run_repl(
             Some(p) => {
                 let _ = p.print(line);
             }
-            None => eprint!("{line}"),
+            None => {
+                let _ = write!(std::io::stderr(), "{line}");
+            }
         }
     })?;
     let mut repl = Repl {
