@@ -471,8 +471,16 @@ fn readme_blocks(lang: &str) -> Vec<String> {
 
 #[test]
 fn the_readme_serve_examples_work_as_written() {
+    // The starter scripts, copied: the server's workspace (and its .kiln/) is a temp folder.
     let dir = tempfile::tempdir().expect("tempdir");
-    let serve = Serve::start(&repo().join("scripts"), &dir.path().join("k.db"), &[], &[]);
+    let scripts = dir.path().join("scripts");
+    std::fs::create_dir(&scripts).expect("mkdir");
+    std::fs::copy(
+        repo().join("scripts/hello.rhai"),
+        scripts.join("hello.rhai"),
+    )
+    .expect("copy the starter scripts");
+    let serve = Serve::start(&scripts, &dir.path().join("k.db"), &[], &[]);
     let port = serve.url.rsplit(':').next().expect("port").to_string();
     let sh = readme_blocks("sh").concat();
     assert!(sh.contains("kiln serve --bind 127.0.0.1:8787 &"), "{sh}");
