@@ -121,6 +121,7 @@ pub fn connect(
                 None => Some(http::api_key("openai", &var)?),
             };
             Provider::OpenAi(openai::OpenAi {
+                rendered: Default::default(),
                 endpoint: endpoint(
                     url.unwrap_or_else(|| openai::DEFAULT_BASE_URL.into()),
                     key,

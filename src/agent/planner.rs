@@ -57,7 +57,8 @@ fn error_result(message: impl Into<String>) -> Value {
 }
 
 /// The planner loop: each step is committed through the run's recorder, like a round of the
-/// tool-calling loop, before the next model request (or before the step's error ends the run).
+/// tool-calling loop, while the next model request is out and before the next tool runs (or
+/// before the step's error ends the run).
 #[allow(clippy::too_many_arguments)]
 pub(super) async fn drive(
     host: &Host,
@@ -81,7 +82,8 @@ pub(super) async fn drive(
             system: opts.overrides.system(agent),
             messages: vec![Message::User {
                 content: prompt(&offered, &ctx.context, &task, &run.report.steps),
-            }],
+            }]
+            .into(),
             tools: Vec::new(),
             temperature: opts.overrides.temperature.or(agent.temperature),
             max_tokens: opts
@@ -97,7 +99,7 @@ pub(super) async fn drive(
             .ask_model(
                 &super::journal::Local,
                 provider,
-                request,
+                provider.prepare(&request),
                 &sink,
                 opts,
                 deadline,
@@ -109,7 +111,7 @@ pub(super) async fn drive(
             tool_calls: Vec::new(),
         });
         let done = take_step(run, agent, &offered, &ctx, step, &reply.text).await;
-        let committed = run.commit(&ctx.state);
+        let committed = run.commit(&ctx.state).await;
         // The step's own error is the cause; a failed commit ends the run all the same.
         let done = done?;
         committed?;
@@ -160,6 +162,8 @@ async fn take_step(
         match agent.validate(name, planned.clone()) {
             Err(e) => (planned, refused(format!("rejected by the validator: {e}"))),
             Ok(args) => {
+                // No tool runs on top of a step that is not committed.
+                run.durable().await?;
                 run.emit(RunEvent::ToolStart {
                     round: step,
                     id: &format!("step_{step}"),

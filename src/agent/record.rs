@@ -1,11 +1,16 @@
-//! What a run reports as it goes, for a run log or a session store. Each `step` is committed
-//! before the loop sends its next model request, so a killed process loses at most the step
-//! in flight; a step that cannot be committed ends the run with a [`RecordError`].
+//! What a run reports as it goes, for a run log or a session store.
+//!
+//! A step's commit runs on the blocking pool while the loop sends its next model request; the
+//! loop waits for it before any tool of the next step runs (and before the run ends). So no
+//! side effect ever happens on top of a step that is not durable, a killed process loses at
+//! most the step in flight and one model request, and a step that cannot be committed ends the
+//! run with a [`RecordError`] before any further tool runs.
 
 use super::{RunReport, ToolCallRecord};
 use crate::provider::{Message, StopReason, Usage};
 use serde_json::Value;
 use std::time::Duration;
+use tokio::task::JoinHandle;
 
 /// A write to the run's record failed. The run stops: it never goes on unrecorded.
 #[derive(Debug, Clone, thiserror::Error)]
@@ -17,7 +22,9 @@ pub struct RecordError {
     pub message: String,
 }
 
-/// Receives a run's progress.
+/// Receives a run's progress. `started` and `step` are called on the blocking pool, one at a
+/// time and in order; the loop goes on with its next model request meanwhile, but runs no tool
+/// and does not end before they return.
 pub trait Recorder: Send + Sync {
     /// The run began (its prompt is the last message of the report).
     fn started(&self, report: &RunReport) -> Result<(), RecordError>;
@@ -42,4 +49,36 @@ pub trait Recorder: Send + Sync {
     ) -> Result<(), RecordError>;
     /// The run ended, well or not (`report.error`).
     fn ended(&self, report: &RunReport) -> Result<(), RecordError>;
+}
+
+/// The one commit a run may have in flight.
+#[derive(Default)]
+pub(super) struct InFlight(Option<JoinHandle<Result<(), RecordError>>>);
+
+impl InFlight {
+    /// Waits until the commit in flight, if any, has returned; its error is the run's.
+    pub(super) async fn settle(&mut self) -> Result<(), RecordError> {
+        let Some(handle) = self.0.take() else {
+            return Ok(());
+        };
+        match handle.await {
+            Ok(committed) => committed,
+            Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
+            Err(e) => Err(RecordError {
+                what: "step",
+                message: e.to_string(),
+            }),
+        }
+    }
+
+    /// Starts `commit` on the blocking pool once the one before it has returned, so commits
+    /// land in order (and one that failed stops the ones after it).
+    pub(super) async fn start(
+        &mut self,
+        commit: impl FnOnce() -> Result<(), RecordError> + Send + 'static,
+    ) -> Result<(), RecordError> {
+        self.settle().await?;
+        self.0 = Some(tokio::task::spawn_blocking(commit));
+        Ok(())
+    }
 }

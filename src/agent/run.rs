@@ -9,8 +9,8 @@ use crate::Host;
 use crate::capability::Grants;
 use crate::context::CallContext;
 use crate::provider::{
-    CallArgs, Message, ModelRequest, ModelResponse, Provider, TextSink, ToolCall, ToolDef,
-    ToolResult,
+    CallArgs, Message, ModelRequest, ModelResponse, Prepared, Provider, TextSink, ToolCall,
+    ToolDef, ToolResult,
 };
 use crate::tool::{FailureKind, ToolOutcome};
 use serde_json::Value;
@@ -101,6 +101,8 @@ pub(super) struct Run {
     committed: usize,
     /// Tool calls already handed to the recorder.
     committed_calls: usize,
+    /// The recorder's commit that may still be running.
+    in_flight: super::record::InFlight,
 }
 
 impl Run {
@@ -117,18 +119,22 @@ impl Run {
             recorder: opts.recorder.clone(),
             committed,
             committed_calls: 0,
+            in_flight: Default::default(),
         }
     }
 
-    /// Tells the recorder the run began.
-    pub(super) fn started(&self) -> Result<(), RecordError> {
-        match &self.recorder {
-            Some(r) => r.started(&self.report),
-            None => Ok(()),
+    /// Tells the recorder the run began (committed while the run sets up and sends its first
+    /// model request; [`Run::durable`] waits for it).
+    pub(super) async fn started(&mut self) -> Result<(), RecordError> {
+        if let Some(r) = self.recorder.clone() {
+            let report = self.report.clone();
+            self.in_flight.start(move || r.started(&report)).await?;
         }
+        Ok(())
     }
 
-    /// Tells the recorder the run ended.
+    /// Tells the recorder the run ended (after [`Run::durable`]: every step before is
+    /// committed).
     pub(super) fn ended(&self) -> Result<(), RecordError> {
         match &self.recorder {
             Some(r) => r.ended(&self.report),
@@ -144,31 +150,39 @@ impl Run {
         }
     }
 
-    /// Hands the messages and tool calls of a finished step to the recorder and waits for the
-    /// commit: a step that cannot be recorded ends the run.
-    pub(super) fn commit(&mut self, state: &Arc<Mutex<Value>>) -> Result<(), RunErrorKind> {
-        if let Some(r) = &self.recorder {
+    /// Hands the messages and tool calls of a finished step to the recorder, which commits
+    /// them while the loop goes on; [`Run::durable`] waits for that commit. The error of an
+    /// earlier commit that failed ends the run here.
+    pub(super) async fn commit(&mut self, state: &Arc<Mutex<Value>>) -> Result<(), RecordError> {
+        if let Some(r) = self.recorder.clone() {
             let state = state.lock().map(|s| s.clone()).unwrap_or(Value::Null);
-            r.step(
-                &self.report.run_id,
-                self.committed,
-                &self.report.messages[self.committed..],
-                &self.report.tool_calls[self.committed_calls..],
-                &state,
-            )?;
+            let run_id = self.report.run_id.clone();
+            let first_seq = self.committed;
+            let messages = self.report.messages[self.committed..].to_vec();
+            let calls = self.report.tool_calls[self.committed_calls..].to_vec();
+            self.in_flight
+                .start(move || r.step(&run_id, first_seq, &messages, &calls, &state))
+                .await?;
         }
         self.committed = self.report.messages.len();
         self.committed_calls = self.report.tool_calls.len();
         Ok(())
     }
 
-    /// Sends one model request for round `report.rounds` as one journaled step, stopping on
-    /// cancel or the deadline; the reply is announced, recorded and its usage counted.
+    /// Waits until everything handed to the recorder is committed: before any tool runs, so
+    /// no side effect happens on top of a step that is not durable, and before the run ends.
+    pub(super) async fn durable(&mut self) -> Result<(), RecordError> {
+        self.in_flight.settle().await
+    }
+
+    /// Sends one model request (rendered before: the step owns only its bytes) for round
+    /// `report.rounds` as one journaled step, stopping on cancel or the deadline; the reply is
+    /// announced, recorded and its usage counted.
     pub(super) async fn ask_model(
         &mut self,
         journal: &dyn StepJournal,
         provider: &Arc<Provider>,
-        request: ModelRequest,
+        request: Prepared,
         sink: &TextSink,
         opts: &RunOptions,
         deadline: Option<Instant>,
@@ -180,7 +194,7 @@ impl Run {
             Box::pin(async move {
                 let asked = Instant::now();
                 let reply = tokio::select! {
-                    r = provider.complete(&request, &sink) => r?,
+                    r = provider.send(request, &sink) => r?,
                     _ = cancel.cancelled() => return Err(RunErrorKind::Cancelled),
                     _ = sleep_until(deadline) => return Err(RunErrorKind::Deadline),
                 };
@@ -233,10 +247,11 @@ pub(super) async fn drive(
     let exclusive = Arc::new(RwLock::new(()));
     loop {
         let offered = pin_turn(host, agent, &mut ctx);
+        // The request borrows the transcript; only its rendered bytes go into the step.
         let request = ModelRequest {
             model: model.to_string(),
             system: opts.overrides.system(agent),
-            messages: run.report.messages.clone(),
+            messages: run.report.messages.as_slice().into(),
             tools: offered
                 .iter()
                 .map(|t| ToolDef {
@@ -253,6 +268,7 @@ pub(super) async fn drive(
                 .unwrap_or(DEFAULT_MAX_TOKENS),
             stream: opts.stream,
         };
+        let request = provider.prepare(&request);
         run.report.rounds += 1;
         let round = run.report.rounds;
         let reply = run
@@ -266,19 +282,23 @@ pub(super) async fn drive(
         });
         if calls.is_empty() {
             run.report.answer = reply.text;
-            run.commit(&ctx.state)?;
+            run.commit(&ctx.state).await?;
             return Ok(());
         }
         if round > max_rounds {
             return Err(RunErrorKind::ToolLoop(max_rounds));
         }
-        for call in &calls {
-            run.emit(RunEvent::ToolStart {
-                round,
-                id: &call.id,
-                name: &call.name,
-                args: &call.args.to_value(),
-            });
+        // No tool runs on top of a step that is not committed.
+        run.durable().await?;
+        if run.observer.is_some() {
+            for call in &calls {
+                run.emit(RunEvent::ToolStart {
+                    round,
+                    id: &call.id,
+                    name: &call.name,
+                    args: &call.args.to_value(),
+                });
+            }
         }
         let round_ctx = RoundContext {
             journal,
@@ -338,7 +358,7 @@ pub(super) async fn drive(
             });
         }
         run.report.messages.push(Message::Tool { results });
-        run.commit(&ctx.state)?;
+        run.commit(&ctx.state).await?;
         if let Some(kind) = stop {
             return Err(kind);
         }
@@ -435,18 +455,22 @@ fn execute_call(
     alone: bool,
 ) -> journal::StepWork {
     let tool = offered.iter().find(|t| t.name == call.name).cloned();
-    let offered_names: Vec<String> = offered.iter().map(|t| t.name.clone()).collect();
+    // The list of offered tools is only spelled out for a call to an unknown one.
+    let available = tool.is_none().then(|| {
+        let names: Vec<&str> = offered.iter().map(|t| t.name.as_str()).collect();
+        if names.is_empty() {
+            "(none)".to_string()
+        } else {
+            names.join(", ")
+        }
+    });
     Box::pin(async move {
         let started = Instant::now();
         let version = tool.as_ref().map(|t| t.version().to_string());
         let state = ctx.state.clone();
         let outcome = match (tool, &call.args) {
             (None, _) => {
-                let list = if offered_names.is_empty() {
-                    "(none)".to_string()
-                } else {
-                    offered_names.join(", ")
-                };
+                let list = available.unwrap_or_default();
                 let msg = format!("Unknown tool: {}. Available tools: {list}", call.name);
                 ToolOutcome::failed(
                     crate::tool::ToolFailure::visible(FailureKind::UnknownTool, msg),

@@ -38,10 +38,18 @@ pub async fn run_journaled(
     if let Some(id) = &opts.run_id {
         run.report.run_id = id.clone();
     }
-    let mut result = match run.started() {
+    let mut result = match run.started().await {
         Ok(()) => setup_and_drive(host, journal, &mut run, &opts).await,
         Err(e) => Err(e.into()),
     };
+    // The last step's commit (or one that failed while the run went on) settles here.
+    if let Err(e) = run.durable().await {
+        // The run's own error, if any, is the one to report; this one is logged with it.
+        tracing::error!("{e}");
+        if result.is_ok() {
+            result = Err(e.into());
+        }
+    }
     if let Err(kind) = &result {
         run.report.error = Some(kind.to_string());
         run.report.cancelled = matches!(kind, RunErrorKind::Cancelled);

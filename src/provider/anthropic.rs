@@ -22,7 +22,7 @@ pub struct Anthropic {
 }
 
 /// The request body for a neutral request.
-pub fn request_body(req: &ModelRequest) -> Value {
+pub fn request_body(req: &ModelRequest<'_>) -> Value {
     let mut body = json!({
         "model": req.model,
         "max_tokens": req.max_tokens,
@@ -353,10 +353,11 @@ impl sse::StreamState for StreamState {
 }
 
 impl Anthropic {
-    /// Sends a request.
-    pub async fn complete(
+    /// Sends a request body ([`request_body`]'s bytes).
+    pub async fn send(
         &self,
-        req: &ModelRequest,
+        body: bytes::Bytes,
+        stream: bool,
         sink: &TextSink,
     ) -> Result<ModelResponse, ProviderError> {
         let key = self
@@ -377,9 +378,9 @@ impl Anthropic {
             "{}/v1/messages",
             self.endpoint.base_url.trim_end_matches('/')
         );
-        let (body, limits) = (request_body(req), &self.endpoint.limits);
-        let resp = http::post(NAME, &self.endpoint, &url, headers, &body, req.stream).await?;
-        if !req.stream {
+        let limits = &self.endpoint.limits;
+        let resp = http::post(NAME, &self.endpoint, &url, headers, body, stream).await?;
+        if !stream {
             return Ok(sse::whole(
                 parse_response(&http::json_body(NAME, resp, limits).await?)?,
                 sink,

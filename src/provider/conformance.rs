@@ -125,7 +125,8 @@ fn replay_anthropic(file: &str) {
                 tool_calls: reply.tool_calls.clone(),
             },
             Message::Tool { results },
-        ],
+        ]
+        .into(),
         tools,
         temperature: None,
         max_tokens: first_req["max_tokens"].as_u64().unwrap_or(1024) as u32,
@@ -272,7 +273,8 @@ fn ollama_shapes_follow_the_api_docs() {
                     is_error: false,
                 }],
             },
-        ],
+        ]
+        .into(),
         tools: vec![],
         temperature: None,
         max_tokens: 100,

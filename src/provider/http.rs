@@ -128,21 +128,33 @@ fn key_hint(endpoint: &Endpoint) -> String {
     }
 }
 
-/// POSTs `body` to `url`, retrying what may be retried; returns a 2xx response. The request
+/// `body` as the bytes [`post`] sends.
+pub fn json(body: &Value) -> bytes::Bytes {
+    serde_json::to_vec(body).unwrap_or_default().into()
+}
+
+/// POSTs the JSON `body` to `url`, retrying what may be retried; returns a 2xx response. The request
 /// timeout covers a whole reply, or for a `stream`ed one the wait for it to start (the body
 /// then has [`Limits`]' idle and overall timeouts, in [`for_each_chunk`]).
 pub async fn post(
     provider: &'static str,
     endpoint: &Endpoint,
     url: &str,
-    headers: HeaderMap,
-    body: &Value,
+    mut headers: HeaderMap,
+    body: bytes::Bytes,
     stream: bool,
 ) -> Result<Response, ProviderError> {
+    headers.insert(
+        CONTENT_TYPE,
+        reqwest::header::HeaderValue::from_static("application/json"),
+    );
     let secrets = endpoint.secrets();
     let mut attempt = 0;
     loop {
-        let request = client().post(url).headers(headers.clone()).json(body);
+        let request = client()
+            .post(url)
+            .headers(headers.clone())
+            .body(body.clone());
         let result = if stream {
             match tokio::time::timeout(endpoint.timeout, request.send()).await {
                 Ok(r) => r.map_err(|e| (e.is_connect() || e.is_request(), describe(&e, url))),

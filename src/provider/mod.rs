@@ -168,15 +168,16 @@ pub fn tool_definitions(tools: &[ToolDef], format: crate::schema::Format) -> Val
     )
 }
 
-/// One model request.
+/// One model request. It borrows the conversation: the loop hands its transcript as is, with
+/// no copy per round.
 #[derive(Debug, Clone)]
-pub struct ModelRequest {
+pub struct ModelRequest<'a> {
     /// Model name.
     pub model: String,
     /// System prompt.
     pub system: Option<String>,
     /// The conversation so far.
-    pub messages: Vec<Message>,
+    pub messages: std::borrow::Cow<'a, [Message]>,
     /// Tools offered.
     pub tools: Vec<ToolDef>,
     /// Sampling temperature.
@@ -295,22 +296,39 @@ impl Provider {
         }
     }
 
-    /// Sends one request and returns the reply; streamed text goes to `sink` as it arrives.
-    /// Whatever the service sent back has the key redacted (it may echo it) and unique
-    /// tool-call ids (the next request must answer each call by its own id).
-    pub async fn complete(
+    /// Renders `req` as this provider sends it. The result owns its bytes, so the step that
+    /// sends it (which a durable journal may hold beyond the loop's borrows) holds nothing of
+    /// the conversation.
+    pub fn prepare(&self, req: &ModelRequest<'_>) -> Prepared {
+        let body = match self {
+            Provider::Anthropic(_) => http::json(&anthropic::request_body(req)),
+            Provider::OpenAi(p) => p.request_bytes(req).into(),
+            Provider::Ollama(_) => http::json(&ollama::request_body(req)),
+            Provider::Script(_) => http::json(&script::planner_input(req)),
+        };
+        Prepared {
+            body,
+            stream: req.stream,
+        }
+    }
+
+    /// Sends one [`Provider::prepare`]d request and returns the reply; streamed text goes to
+    /// `sink` as it arrives. Whatever the service sent back has the key redacted (it may echo
+    /// it) and unique tool-call ids (the next request must answer each call by its own id).
+    pub async fn send(
         &self,
-        req: &ModelRequest,
+        req: Prepared,
         sink: &TextSink,
     ) -> Result<ModelResponse, ProviderError> {
         let secrets = self.endpoint().map(Endpoint::secrets).unwrap_or_default();
         let guard = secrets.guard_sink(sink.clone());
         let sink = &guard.sink();
+        let Prepared { body, stream } = req;
         let result = match self {
-            Provider::Anthropic(p) => p.complete(req, sink).await,
-            Provider::OpenAi(p) => p.complete(req, sink).await,
-            Provider::Ollama(p) => p.complete(req, sink).await,
-            Provider::Script(p) => p.complete(req, sink).await,
+            Provider::Anthropic(p) => p.send(body, stream, sink).await,
+            Provider::OpenAi(p) => p.send(body, stream, sink).await,
+            Provider::Ollama(p) => p.send(body, stream, sink).await,
+            Provider::Script(p) => p.send(&body, sink).await,
         };
         guard.flush();
         let mut reply = result.map_err(|e| secrets.error(e))?;
@@ -318,6 +336,13 @@ impl Provider {
         unique_call_ids(self.name(), &mut reply.tool_calls);
         Ok(reply)
     }
+}
+
+/// A model request rendered by [`Provider::prepare`]: the body as sent.
+#[derive(Debug, Clone)]
+pub struct Prepared {
+    body: bytes::Bytes,
+    stream: bool,
 }
 
 /// Gives every call of one reply its own id: an empty id becomes `call_N` and a repeated one

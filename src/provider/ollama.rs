@@ -33,12 +33,12 @@ pub fn normalize_host(host: &str) -> String {
 }
 
 /// The request body for a neutral request.
-pub fn request_body(req: &ModelRequest) -> Value {
+pub fn request_body(req: &ModelRequest<'_>) -> Value {
     let mut msgs = Vec::new();
     if let Some(s) = &req.system {
         msgs.push(json!({"role": "system", "content": s}));
     }
-    for m in &req.messages {
+    for m in req.messages.iter() {
         match m {
             Message::User { content } => msgs.push(json!({"role": "user", "content": content})),
             Message::Assistant {
@@ -190,25 +190,18 @@ impl ChatState {
 }
 
 impl Ollama {
-    /// Sends a request.
-    pub async fn complete(
+    /// Sends a request body ([`request_body`]'s bytes).
+    pub async fn send(
         &self,
-        req: &ModelRequest,
+        body: bytes::Bytes,
+        stream: bool,
         sink: &TextSink,
     ) -> Result<ModelResponse, ProviderError> {
         let url = format!("{}/api/chat", self.endpoint.base_url.trim_end_matches('/'));
-        let (body, limits) = (request_body(req), &self.endpoint.limits);
-        let resp = http::post(
-            NAME,
-            &self.endpoint,
-            &url,
-            HeaderMap::new(),
-            &body,
-            req.stream,
-        )
-        .await?;
+        let limits = &self.endpoint.limits;
+        let resp = http::post(NAME, &self.endpoint, &url, HeaderMap::new(), body, stream).await?;
         let mut state = ChatState::default();
-        if !req.stream {
+        if !stream {
             let v = http::json_body(NAME, resp, limits).await?;
             state.apply(&v.to_string(), sink)?;
             return state.finish();

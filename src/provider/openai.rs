@@ -17,16 +17,99 @@ pub const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
 pub struct OpenAi {
     /// Where and how to connect.
     pub endpoint: Endpoint,
+    /// The conversation as sent so far (a provider serves one run).
+    pub rendered: Rendered,
 }
 
 /// The request body for a neutral request. `official` picks `max_completion_tokens`, which
-/// OpenAI wants, over `max_tokens`, which compatible servers understand.
-pub fn request_body(req: &ModelRequest, official: bool) -> Value {
+/// OpenAI wants, over `max_tokens`, which compatible servers understand. (What
+/// [`OpenAi::request_bytes`] sends; the tests hold the two together.)
+#[cfg(test)]
+pub fn request_body(req: &ModelRequest<'_>, official: bool) -> Value {
     let mut msgs = Vec::new();
     if let Some(s) = &req.system {
         msgs.push(json!({"role": "system", "content": s}));
     }
-    for m in &req.messages {
+    for m in req.messages.iter() {
+        wire_messages(m, &mut msgs);
+    }
+    body_around(req, official, msgs)
+}
+
+/// Each message of a conversation rendered once, as the JSON text of its wire messages: the
+/// conversation only grows within a run, so a round renders only what is new and copies the
+/// rest. An entry is reused only while its message is unchanged. The tool definitions are
+/// kept the same way while the tools offered stay the same.
+#[derive(Default)]
+pub struct Rendered(std::sync::Mutex<RenderedParts>);
+
+#[derive(Default)]
+struct RenderedParts {
+    messages: Vec<(Message, String)>,
+    tools: (Vec<super::ToolDef>, String),
+}
+
+/// `request_body` as the bytes sent, the messages taken from `rendered` where they were
+/// rendered before.
+fn request_bytes(req: &ModelRequest<'_>, official: bool, rendered: &Rendered) -> Vec<u8> {
+    const SLOT: &str = "\"messages\":[";
+    // The frame holds an empty message list; a JSON string cannot hold an unescaped quote, so
+    // the first `"messages":[` is the key itself.
+    let bare = ModelRequest {
+        model: req.model.clone(),
+        system: None,
+        messages: (&[][..]).into(),
+        tools: Vec::new(),
+        temperature: req.temperature,
+        max_tokens: req.max_tokens,
+        stream: req.stream,
+    };
+    let frame = body_around(&bare, official, Vec::new()).to_string();
+    let at = frame.find(SLOT).map_or(frame.len(), |i| i + SLOT.len());
+    let mut out = String::with_capacity(frame.len() + 1024);
+    out.push_str(&frame[..at]);
+    let mut push = |text: &str| {
+        if !text.is_empty() {
+            if !out.ends_with('[') {
+                out.push(',');
+            }
+            out.push_str(text);
+        }
+    };
+    if let Some(s) = &req.system {
+        push(&json!({"role": "system", "content": s}).to_string());
+    }
+    let mut parts = rendered.0.lock().unwrap_or_else(|e| e.into_inner());
+    let RenderedParts { messages, tools } = &mut *parts;
+    for (i, m) in req.messages.iter().enumerate() {
+        if messages.get(i).is_none_or(|(seen, _)| seen != m) {
+            messages.truncate(i);
+            let mut wire = Vec::new();
+            wire_messages(m, &mut wire);
+            let text: Vec<String> = wire.iter().map(Value::to_string).collect();
+            messages.push((m.clone(), text.join(",")));
+        }
+        push(&messages[i].1);
+    }
+    messages.truncate(req.messages.len());
+    // The tools follow the messages, where `body_around` puts them.
+    let rest = frame.get(at..).unwrap_or_default();
+    out.push_str(rest.get(..1).unwrap_or_default());
+    if !req.tools.is_empty() {
+        if tools.0 != req.tools {
+            let defs = super::tool_definitions(&req.tools, crate::schema::Format::OpenAi);
+            *tools = (req.tools.clone(), defs.to_string());
+        }
+        out.push_str(",\"tools\":");
+        out.push_str(&tools.1);
+    }
+    out.push_str(rest.get(1..).unwrap_or_default());
+    out.into_bytes()
+}
+
+/// The wire messages of one neutral message (tool results are one message each).
+fn wire_messages(m: &Message, msgs: &mut Vec<Value>) {
+    {
         match m {
             Message::User { content } => msgs.push(json!({"role": "user", "content": content})),
             Message::Assistant {
@@ -52,6 +135,10 @@ pub fn request_body(req: &ModelRequest, official: bool) -> Value {
             }
         }
     }
+}
+
+/// The body around its messages.
+fn body_around(req: &ModelRequest<'_>, official: bool, msgs: Vec<Value>) -> Value {
     let mut body = json!({"model": req.model, "messages": msgs});
     if !req.tools.is_empty() {
         body["tools"] = super::tool_definitions(&req.tools, crate::schema::Format::OpenAi);
@@ -295,10 +382,18 @@ pub(crate) fn parse_sse(text: &str, sink: &TextSink) -> Result<ModelResponse, Pr
 }
 
 impl OpenAi {
-    /// Sends a request.
-    pub async fn complete(
+    /// The request body as sent: messages rendered in earlier rounds are copied, not rendered
+    /// again.
+    pub fn request_bytes(&self, req: &ModelRequest<'_>) -> Vec<u8> {
+        let official = self.endpoint.base_url.contains("api.openai.com");
+        request_bytes(req, official, &self.rendered)
+    }
+
+    /// Sends a request body ([`OpenAi::request_bytes`]).
+    pub async fn send(
         &self,
-        req: &ModelRequest,
+        body: bytes::Bytes,
+        stream: bool,
         sink: &TextSink,
     ) -> Result<ModelResponse, ProviderError> {
         let mut headers = HeaderMap::new();
@@ -310,15 +405,97 @@ impl OpenAi {
         }
         let base = self.endpoint.base_url.trim_end_matches('/');
         let url = format!("{base}/chat/completions");
-        let body = request_body(req, base.contains("api.openai.com"));
         let limits = &self.endpoint.limits;
-        let resp = http::post(NAME, &self.endpoint, &url, headers, &body, req.stream).await?;
-        if !req.stream {
+        let resp = http::post(NAME, &self.endpoint, &url, headers, body, stream).await?;
+        if !stream {
             return Ok(sse::whole(
                 parse_response(&http::json_body(NAME, resp, limits).await?)?,
                 sink,
             ));
         }
         sse::read_stream::<StreamState>(NAME, resp, limits, sink).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::provider::{ToolDef, ToolResult};
+
+    fn request(messages: &[Message]) -> ModelRequest<'_> {
+        ModelRequest {
+            model: "m\"messages\":[".into(),
+            system: Some("be brief".into()),
+            messages: messages.into(),
+            tools: vec![ToolDef {
+                name: "calc".into(),
+                description: "adds".into(),
+                schema: json!({"type": "object", "properties": {"x": {"type": "integer"}}}),
+            }],
+            temperature: Some(0.5),
+            max_tokens: 10,
+            stream: true,
+        }
+    }
+
+    #[test]
+    fn bytes_sent_match_the_body_round_after_round_and_after_an_edit() {
+        let rendered = Rendered::default();
+        let mut messages = vec![Message::User {
+            content: "hi".into(),
+        }];
+        let turns = [
+            Message::Assistant {
+                content: String::new(),
+                tool_calls: vec![ToolCall {
+                    id: "c1".into(),
+                    name: "calc".into(),
+                    args: CallArgs::from_text("{\"x\": 1}"),
+                }],
+            },
+            Message::Tool {
+                results: vec![
+                    ToolResult {
+                        call_id: "c1".into(),
+                        name: "calc".into(),
+                        content: "2".into(),
+                        is_error: false,
+                    };
+                    2
+                ],
+            },
+            Message::Tool { results: vec![] },
+            Message::Assistant {
+                content: "done".into(),
+                tool_calls: vec![],
+            },
+        ];
+        let same = |messages: &[Message]| {
+            let sent: Value =
+                serde_json::from_slice(&request_bytes(&request(messages), false, &rendered))
+                    .expect("valid JSON");
+            assert_eq!(sent, request_body(&request(messages), false));
+        };
+        same(&messages);
+        for m in turns {
+            messages.push(m);
+            same(&messages);
+        }
+        // A different conversation through the same provider (the planner's fresh prompt).
+        messages.truncate(1);
+        messages[0] = Message::User {
+            content: "other".into(),
+        };
+        same(&messages);
+        // Other tools, then none.
+        let mut other = request(&messages);
+        other.tools[0].name = "mul".into();
+        let sent: Value =
+            serde_json::from_slice(&request_bytes(&other, true, &rendered)).expect("valid JSON");
+        assert_eq!(sent, request_body(&other, true));
+        other.tools.clear();
+        let sent: Value =
+            serde_json::from_slice(&request_bytes(&other, true, &rendered)).expect("valid JSON");
+        assert_eq!(sent, request_body(&other, true));
     }
 }

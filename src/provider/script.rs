@@ -25,12 +25,12 @@ pub struct ScriptModel {
 
 /// The conversation as the planner sees it: maps with `role`, `content`, `tool_calls`, and one
 /// `#{ role: "tool", name, call_id, content, is_error }` per tool result.
-pub fn planner_messages(req: &ModelRequest) -> Value {
+pub fn planner_messages(req: &ModelRequest<'_>) -> Value {
     let mut out = Vec::new();
     if let Some(s) = &req.system {
         out.push(json!({"role": "system", "content": s}));
     }
-    for m in &req.messages {
+    for m in req.messages.iter() {
         match m {
             Message::User { content } => out.push(json!({"role": "user", "content": content})),
             Message::Assistant {
@@ -53,6 +53,22 @@ pub fn planner_messages(req: &ModelRequest) -> Value {
         }
     }
     Value::Array(out)
+}
+
+/// What the planner is called with, as [`ScriptModel::send`] reads it back: its messages, the
+/// tools offered and the round.
+pub fn planner_input(req: &ModelRequest<'_>) -> Value {
+    let tools: Vec<Value> = req
+        .tools
+        .iter()
+        .map(|t| json!({"name": t.name, "description": t.description, "parameters": t.schema}))
+        .collect();
+    let round = req
+        .messages
+        .iter()
+        .filter(|m| matches!(m, Message::Assistant { .. }))
+        .count();
+    json!({"messages": planner_messages(req), "tools": tools, "round": round})
 }
 
 fn parse_reply(value: Dynamic, round: usize) -> Result<ModelResponse, ProviderError> {
@@ -125,24 +141,17 @@ fn parse_reply(value: Dynamic, round: usize) -> Result<ModelResponse, ProviderEr
 }
 
 impl ScriptModel {
-    /// Calls the planner on the blocking pool.
-    pub async fn complete(
+    /// Calls the planner on the blocking pool with the [`planner_input`] in `input`.
+    pub async fn send(
         &self,
-        req: &ModelRequest,
+        input: &[u8],
         sink: &TextSink,
     ) -> Result<ModelResponse, ProviderError> {
-        let messages = convert::to_dynamic(&planner_messages(req));
-        let tools: Vec<Value> = req
-            .tools
-            .iter()
-            .map(|t| json!({"name": t.name, "description": t.description, "parameters": t.schema}))
-            .collect();
-        let tools = convert::to_dynamic(&Value::Array(tools));
-        let round = req
-            .messages
-            .iter()
-            .filter(|m| matches!(m, Message::Assistant { .. }))
-            .count();
+        let input: Value = serde_json::from_slice(input)
+            .map_err(|e| ProviderError::Planner(format!("planner input: {e}")))?;
+        let messages = convert::to_dynamic(&input["messages"]);
+        let tools = convert::to_dynamic(&input["tools"]);
+        let round = input["round"].as_u64().unwrap_or(0) as usize;
         let planner = self.planner.clone();
         let unit = self.unit.clone();
         let result = tokio::task::spawn_blocking(move || {

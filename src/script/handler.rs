@@ -30,21 +30,25 @@ impl Handler for ScriptHandler {
     ) -> Result<Value, ToolFailure> {
         let args_dyn = rhai::serde::to_dynamic(args)
             .map_err(|e| ToolFailure::sanitized(FailureKind::Runtime, format!("arguments: {e}")))?;
-        let state = state_dynamic(ctx);
-        let ctx_map = ctx_map(ctx, &state);
         let unit = &self.unit;
+        // Only a handler that takes `ctx` can reach the state: the others skip the
+        // JSON -> Rhai -> JSON round trip of it.
+        let state = (self.arity != 1).then(|| state_dynamic(ctx));
         let result = host_fns::with_call(tool, ctx, || {
-            sandbox::with_watch(Some(deadline), ctx.cancel.clone(), || {
-                if self.arity == 1 {
-                    self.handler
-                        .call::<Dynamic>(&unit.engine, &unit.ast, (args_dyn,))
-                } else {
-                    self.handler
-                        .call::<Dynamic>(&unit.engine, &unit.ast, (args_dyn, ctx_map))
-                }
+            sandbox::with_watch(Some(deadline), ctx.cancel.clone(), || match &state {
+                None => self
+                    .handler
+                    .call::<Dynamic>(&unit.engine, &unit.ast, (args_dyn,)),
+                Some(state) => self.handler.call::<Dynamic>(
+                    &unit.engine,
+                    &unit.ast,
+                    (args_dyn, ctx_map(ctx, state)),
+                ),
             })
         });
-        store_state(ctx, &state);
+        if let Some(state) = &state {
+            store_state(ctx, state);
+        }
         match result {
             Ok(value) => crate::convert::to_json(&value).map_err(|e| {
                 ToolFailure::sanitized(FailureKind::Runtime, format!("result is not JSON: {e}"))

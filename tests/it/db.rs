@@ -412,7 +412,7 @@ fn two_hundred_concurrent_runs_log_without_lock_errors_while_logs_are_read() {
 }
 
 #[test]
-fn a_step_that_cannot_be_logged_ends_the_run_before_the_next_model_request() {
+fn a_step_that_cannot_be_logged_ends_the_run_before_any_further_tool_runs() {
     let s = shop();
     // The database the runs will be logged to, created with its tables by a host opening it.
     let db_path = s.path().join(".kiln").join("kiln.db");
@@ -433,6 +433,7 @@ fn a_step_that_cannot_be_logged_ends_the_run_before_the_next_model_request() {
         .expect("trigger");
     let mock = Mock::start(&json!({"turns": [
         {"tool_calls": [{"name": "lookup", "args": {"sku": "SKU-1"}}]},
+        {"tool_calls": [{"name": "lookup", "args": {"sku": "SKU-2"}}]},
         {"text": "4.50"}
     ]}));
     let out = ask_shop(&s, &mock, "price of SKU-1?", &[]);
@@ -443,10 +444,17 @@ fn a_step_that_cannot_be_logged_ends_the_run_before_the_next_model_request() {
         "{}",
         stderr(&out)
     );
+    // The first step's commit fails while the second model request is out (the log is off
+    // the critical path); the call that reply asks for never runs, and nothing follows it.
+    assert!(
+        stderr(&out).contains("lookup({\"sku\":\"SKU-1\"})") && !stderr(&out).contains("SKU-2"),
+        "only the first step's tool ran: {}",
+        stderr(&out)
+    );
     assert_eq!(
         mock.requests().len(),
-        1,
-        "no model request follows a step that was not recorded"
+        2,
+        "the request in flight during the failed commit, and none after"
     );
     let runs = logs_json(s.path(), &[]);
     assert_eq!(runs[0]["status"], "error");

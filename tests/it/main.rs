@@ -3,6 +3,7 @@
 mod adversarial;
 mod agent_loop;
 mod cli;
+mod commit_order;
 mod common;
 mod conformance;
 mod db;
