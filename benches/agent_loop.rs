@@ -1,24 +1,64 @@
 //! Loop overhead: an agent run of N tool rounds against `kiln mock` on loopback, versus the same
-//! number of bare HTTP round trips to the same mock carrying the very bodies kiln sent.
+//! number of bare HTTP round trips to the same mock carrying the very bodies kiln sent; without
+//! a run log, with a recorder that keeps nothing (what handing each step over costs the loop),
+//! and with the SQLite run log.
 //!
-//! `cargo bench --bench agent_loop` measures; under `cargo test` it runs once as a smoke test.
+//! `cargo bench --bench agent_loop` measures (50 rounds); under `cargo test` it runs once as a
+//! smoke test. For instruction counts, `KILN_BENCH_PROFILE=kiln|handoff|logged|bare` with
+//! `KILN_BENCH_RUNS=R` runs only that variant R times (run it under callgrind twice with two
+//! values of R: the difference is the cost of R runs without the setup).
+
+mod support;
 
 use kiln::{Host, RunOptions, RunReport};
 use serde_json::{Value, json};
 use std::io::{BufRead, Write};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
-
-const ROUNDS: usize = 10;
-
-fn median(mut v: Vec<Duration>) -> Duration {
-    v.sort();
-    v[v.len() / 2]
-}
+use support::{cpu_time, median, ratio, show, table};
 
 async fn once(host: &Host) -> RunReport {
     host.run("bench", "go", RunOptions::default())
         .await
         .expect("run")
+}
+
+/// A recorder that keeps nothing: a run with it pays only for handing its steps over.
+struct Handoff;
+
+impl kiln::Recorder for Handoff {
+    fn started(&self, _: &RunReport) -> Result<(), kiln::RecordError> {
+        Ok(())
+    }
+    fn model_reply(&self, _: &str, _: u32, _: kiln::Usage, _: &kiln::StopReason, _: Duration) {}
+    fn step(
+        &self,
+        _: &str,
+        _: usize,
+        _: &[kiln::Message],
+        _: &[kiln::ToolCallRecord],
+        _: &Value,
+    ) -> Result<(), kiln::RecordError> {
+        Ok(())
+    }
+    fn ended(&self, _: &RunReport) -> Result<(), kiln::RecordError> {
+        Ok(())
+    }
+}
+
+async fn handed_over(host: &Host) -> RunReport {
+    let opts = RunOptions {
+        recorder: Some(Arc::new(Handoff)),
+        ..Default::default()
+    };
+    host.run("bench", "go", opts).await.expect("run")
+}
+
+/// Wall and CPU time (this process: the loop, or the bare client) of one sample.
+async fn timed<F: std::future::Future>(f: F) -> (Duration, Duration) {
+    let (t, cpu) = (Instant::now(), cpu_time());
+    std::hint::black_box(f.await);
+    (t.elapsed(), cpu_time().saturating_sub(cpu))
 }
 
 /// `kiln mock` (the real binary) serving `scenario` on loopback; its base URL.
@@ -41,22 +81,45 @@ fn start_mock(scenario: &Value, dir: &std::path::Path) -> (std::process::Child, 
     (child, url)
 }
 
+/// The bodies kiln sent, posted again over one pooled client.
+async fn bare(client: &reqwest::Client, base: &str, bodies: &[Value]) {
+    for body in bodies {
+        let resp = client
+            .post(format!("{base}/v1/chat/completions"))
+            .json(body)
+            .send()
+            .await
+            .expect("post");
+        let v: Value = resp.json().await.expect("json");
+        std::hint::black_box(v);
+    }
+}
+
 fn main() {
-    let measuring = std::env::args().any(|a| a == "--bench");
-    let samples = if measuring { 60 } else { 2 };
+    let measuring = support::measuring();
+    let profile = std::env::var("KILN_BENCH_PROFILE").ok();
+    let rounds: usize = std::env::var("KILN_BENCH_ROUNDS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(if measuring || profile.is_some() {
+            50
+        } else {
+            3
+        });
+    let samples = if measuring { 41 } else { 1 };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .expect("runtime");
     runtime.block_on(async move {
-        let mut turns: Vec<Value> = (0..ROUNDS).map(|i| json!({"tool_calls": [{"name": "calculator", "args": {"expression": format!("{i} * 3 + 1")}}]})).collect();
+        // `rounds` model requests: rounds - 1 with a tool call, then the answer.
+        let mut turns: Vec<Value> = (0..rounds - 1).map(|i| json!({"tool_calls": [{"name": "calculator", "args": {"expression": format!("{i} * 3 + 1")}}]})).collect();
         turns.push(json!({"text": "All done."}));
         let dir = tempfile::tempdir().expect("tempdir");
         let (mut mock, base) = start_mock(&json!({"loop": true, "require_auth": false, "turns": turns}), dir.path());
         let client = reqwest::Client::builder().no_proxy().build().expect("client");
         let agent = format!(
-            "agent(\"bench\").provider(\"openai\").model(\"m\").base_url(\"{base}/v1\").tools([\"calculator\"]).max_tool_iterations({});",
-            ROUNDS + 1
+            "agent(\"bench\").provider(\"openai\").model(\"m\").base_url(\"{base}/v1\").tools([\"calculator\"]).max_tool_iterations({rounds});"
         );
         std::fs::write(dir.path().join("a.rhai"), agent).expect("write");
         let host = Host::builder().scripts(dir.path()).build().expect("host");
@@ -65,41 +128,69 @@ fn main() {
         let logged = Host::builder().scripts(dir.path()).database(dir.path().join("bench.db")).build().expect("host");
 
         let report = once(&host).await;
-        assert_eq!(report.rounds as usize, ROUNDS + 1);
+        assert_eq!(report.rounds as usize, rounds);
         let recorded: Value = client.get(format!("{base}/_kiln/requests")).send().await.expect("get").json().await.expect("json");
         let bodies: Vec<Value> = recorded.as_array().expect("requests").iter().map(|r| r["body"].clone()).collect();
-        assert_eq!(bodies.len(), ROUNDS + 1);
+        assert_eq!(bodies.len(), rounds);
 
-        let mut kiln_times = Vec::new();
-        let mut bare_times = Vec::new();
-        let mut logged_times = Vec::new();
-        for _ in 0..samples {
-            let t = Instant::now();
-            std::hint::black_box(once(&host).await);
-            kiln_times.push(t.elapsed());
-            let t = Instant::now();
-            std::hint::black_box(once(&logged).await);
-            logged_times.push(t.elapsed());
-            let t = Instant::now();
-            for body in &bodies {
-                let resp = client.post(format!("{base}/v1/chat/completions")).json(body).send().await.expect("post");
-                let v: Value = resp.json().await.expect("json");
-                std::hint::black_box(v);
+        if let Some(variant) = profile {
+            let runs: usize = std::env::var("KILN_BENCH_RUNS").ok().and_then(|v| v.parse().ok()).unwrap_or(1);
+            for _ in 0..runs {
+                match variant.as_str() {
+                    "kiln" => drop(once(&host).await),
+                    "handoff" => drop(handed_over(&host).await),
+                    "logged" => drop(once(&logged).await),
+                    "bare" => bare(&client, &base, &bodies).await,
+                    other => panic!("KILN_BENCH_PROFILE={other}: kiln, handoff, logged or bare"),
+                }
             }
-            bare_times.push(t.elapsed());
+        } else {
+            // Samples interleave the variants, so load on the machine hits them alike.
+            let mut times: [Vec<(Duration, Duration)>; 4] = Default::default();
+            for _ in 0..samples {
+                times[0].push(timed(bare(&client, &base, &bodies)).await);
+                times[1].push(timed(once(&host)).await);
+                times[2].push(timed(handed_over(&host)).await);
+                times[3].push(timed(once(&logged)).await);
+            }
+            let [b, k, h, l] = times.map(|mut v| {
+                let mut wall: Vec<Duration> = v.iter().map(|t| t.0).collect();
+                let mut cpu: Vec<Duration> = v.iter_mut().map(|t| t.1).collect();
+                (median(&mut wall), median(&mut cpu))
+            });
+            let per = |d: Duration| d / rounds as u32;
+            let row = |name: &str, (wall, cpu): (Duration, Duration)| {
+                vec![
+                    name.to_string(),
+                    show(wall),
+                    show(per(wall)),
+                    ratio(wall, b.0),
+                    if wall == b.0 { "-".into() } else { show(per(wall.saturating_sub(b.0))) },
+                    show(per(cpu)),
+                    ratio(cpu, b.1),
+                ]
+            };
+            table(
+                &format!("Loop cost per round, in process: one agent run of {rounds} model rounds ({} tool rounds) against `kiln mock` on loopback, vs the same {rounds} bare HTTP round trips (reqwest, the very bodies kiln sent), median of {samples} (CPU: this process, the loop or the bare client; the mock is another process):", rounds - 1),
+                &["variant", "whole run", "per round", "vs bare round trips", "kiln's own time per round", "CPU per round", "CPU vs bare"],
+                &[
+                    row("bare Rust round trips (reqwest)", b),
+                    row("kiln run, no run log", k),
+                    row("kiln run, a recorder that keeps nothing", h),
+                    row("kiln run, SQLite run log on", l),
+                ],
+            );
+            let steps = rounds as u32; // one committed step per model round
+            table(
+                "Logging overhead per step, against the same run without a recorder: handing a step over (what the loop itself does per step) and the SQLite run log (its commit runs during the next model request, so on the critical path it costs only where the commit's CPU competes with the loop's):",
+                &["variant", "whole run", "per step, wall", "vs no run log", "per step, CPU"],
+                &[
+                    vec!["no run log".into(), show(k.0), "-".into(), "1.00x".into(), "-".into()],
+                    vec!["a recorder that keeps nothing".into(), show(h.0), show(h.0.saturating_sub(k.0) / steps), ratio(h.0, k.0), show(h.1.saturating_sub(k.1) / steps)],
+                    vec!["SQLite run log".into(), show(l.0), show(l.0.saturating_sub(k.0) / steps), ratio(l.0, k.0), show(l.1.saturating_sub(k.1) / steps)],
+                ],
+            );
         }
-        let (k, b, l) = (median(kiln_times), median(bare_times), median(logged_times));
-        let per_round = (k.saturating_sub(b)) / (ROUNDS as u32 + 1);
-        println!("agent loop, {} model rounds ({} tool rounds) against kiln mock on loopback, {samples} samples:", ROUNDS + 1, ROUNDS);
-        println!("  bare HTTP round trips (same bodies): median {:>8.3} ms", b.as_secs_f64() * 1e3);
-        println!("  kiln agent run:                      median {:>8.3} ms", k.as_secs_f64() * 1e3);
-        println!("  ratio kiln / bare: {:.3}  (kiln's own time per round: {:.3} ms)", k.as_secs_f64() / b.as_secs_f64(), per_round.as_secs_f64() * 1e3);
-        println!("  kiln agent run with the SQLite run log: median {:>8.3} ms", l.as_secs_f64() * 1e3);
-        println!(
-            "  logging overhead: ratio logged / unlogged {:.3} ({:.3} ms per tool call)",
-            l.as_secs_f64() / k.as_secs_f64(),
-            l.saturating_sub(k).as_secs_f64() * 1e3 / ROUNDS as f64
-        );
         let _ = mock.kill();
         let _ = mock.wait();
     });

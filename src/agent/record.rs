@@ -1,16 +1,16 @@
 //! What a run reports as it goes, for a run log or a session store.
 //!
-//! A step's commit runs on the blocking pool while the loop sends its next model request; the
-//! loop waits for it before any tool of the next step runs (and before the run ends). So no
-//! side effect ever happens on top of a step that is not durable, a killed process loses at
-//! most the step in flight and one model request, and a step that cannot be committed ends the
-//! run with a [`RecordError`] before any further tool runs.
+//! A step's commit waits until the loop has sent its next model request, then runs while the
+//! model works; the request's step ends only once that commit has returned. So no tool ever
+//! runs on top of a step that is not durable, a killed process loses at most the step in
+//! flight and one model request, and a step that cannot be committed ends the run with a
+//! [`RecordError`] before any further tool runs. The commit runs in the loop's own task: no
+//! thread hand-off, no copy of the step.
 
 use super::{RunReport, ToolCallRecord};
 use crate::provider::{Message, StopReason, Usage};
 use serde_json::Value;
 use std::time::Duration;
-use tokio::task::JoinHandle;
 
 /// A write to the run's record failed. The run stops: it never goes on unrecorded.
 #[derive(Debug, Clone, thiserror::Error)]
@@ -22,8 +22,8 @@ pub struct RecordError {
     pub message: String,
 }
 
-/// Receives a run's progress. `started` and `step` are called on the blocking pool, one at a
-/// time and in order; the loop goes on with its next model request meanwhile, but runs no tool
+/// Receives a run's progress. `started` and `step` are called one at a time and in order, each
+/// while the run's next model request is out (or before the run ends); the loop runs no tool
 /// and does not end before they return.
 pub trait Recorder: Send + Sync {
     /// The run began (its prompt is the last message of the report).
@@ -51,34 +51,36 @@ pub trait Recorder: Send + Sync {
     fn ended(&self, report: &RunReport) -> Result<(), RecordError>;
 }
 
-/// The one commit a run may have in flight.
-#[derive(Default)]
-pub(super) struct InFlight(Option<JoinHandle<Result<(), RecordError>>>);
+/// What a run has handed to its recorder but not committed yet: at most one commit, which runs
+/// during the next model request.
+pub(super) enum Pending {
+    /// The run began.
+    Started,
+    /// A step: the messages and tool calls in these ranges of the report, and the run's state
+    /// after it.
+    Step {
+        messages: std::ops::Range<usize>,
+        calls: std::ops::Range<usize>,
+        state: Value,
+    },
+}
 
-impl InFlight {
-    /// Waits until the commit in flight, if any, has returned; its error is the run's.
-    pub(super) async fn settle(&mut self) -> Result<(), RecordError> {
-        let Some(handle) = self.0.take() else {
-            return Ok(());
-        };
-        match handle.await {
-            Ok(committed) => committed,
-            Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
-            Err(e) => Err(RecordError {
-                what: "step",
-                message: e.to_string(),
-            }),
+impl Pending {
+    /// Commits through `recorder`, reading the step from `report`.
+    pub(super) fn commit(self, recorder: &dyn Recorder, report: &RunReport) -> Result<(), RecordError> {
+        match self {
+            Pending::Started => recorder.started(report),
+            Pending::Step {
+                messages,
+                calls,
+                state,
+            } => recorder.step(
+                &report.run_id,
+                messages.start,
+                &report.messages[messages],
+                &report.tool_calls[calls],
+                &state,
+            ),
         }
-    }
-
-    /// Starts `commit` on the blocking pool once the one before it has returned, so commits
-    /// land in order (and one that failed stops the ones after it).
-    pub(super) async fn start(
-        &mut self,
-        commit: impl FnOnce() -> Result<(), RecordError> + Send + 'static,
-    ) -> Result<(), RecordError> {
-        self.settle().await?;
-        self.0 = Some(tokio::task::spawn_blocking(commit));
-        Ok(())
     }
 }

@@ -3,7 +3,7 @@
 
 use super::connect::ProviderOverrides;
 use super::journal::{self, StepJournal};
-use super::record::RecordError;
+use super::record::{Pending, RecordError};
 use super::report::{RunError, RunErrorKind, RunReport, ToolCallRecord};
 use crate::Host;
 use crate::capability::Grants;
@@ -101,8 +101,8 @@ pub(super) struct Run {
     committed: usize,
     /// Tool calls already handed to the recorder.
     committed_calls: usize,
-    /// The recorder's commit that may still be running.
-    in_flight: super::record::InFlight,
+    /// What the recorder has not committed yet (it commits during the next model request).
+    pending: Option<Pending>,
 }
 
 impl Run {
@@ -119,18 +119,13 @@ impl Run {
             recorder: opts.recorder.clone(),
             committed,
             committed_calls: 0,
-            in_flight: Default::default(),
+            pending: None,
         }
     }
 
-    /// Tells the recorder the run began (committed while the run sets up and sends its first
-    /// model request; [`Run::durable`] waits for it).
-    pub(super) async fn started(&mut self) -> Result<(), RecordError> {
-        if let Some(r) = self.recorder.clone() {
-            let report = self.report.clone();
-            self.in_flight.start(move || r.started(&report)).await?;
-        }
-        Ok(())
+    /// Tells the recorder the run began (committed during the first model request).
+    pub(super) fn started(&mut self) -> Result<(), RecordError> {
+        self.defer(Pending::Started)
     }
 
     /// Tells the recorder the run ended (after [`Run::durable`]: every step before is
@@ -151,28 +146,37 @@ impl Run {
     }
 
     /// Hands the messages and tool calls of a finished step to the recorder, which commits
-    /// them while the loop goes on; [`Run::durable`] waits for that commit. The error of an
-    /// earlier commit that failed ends the run here.
-    pub(super) async fn commit(&mut self, state: &Arc<Mutex<Value>>) -> Result<(), RecordError> {
-        if let Some(r) = self.recorder.clone() {
+    /// them during the next model request ([`Run::durable`] commits them now).
+    pub(super) fn commit(&mut self, state: &Arc<Mutex<Value>>) -> Result<(), RecordError> {
+        if self.recorder.is_some() {
             let state = state.lock().map(|s| s.clone()).unwrap_or(Value::Null);
-            let run_id = self.report.run_id.clone();
-            let first_seq = self.committed;
-            let messages = self.report.messages[self.committed..].to_vec();
-            let calls = self.report.tool_calls[self.committed_calls..].to_vec();
-            self.in_flight
-                .start(move || r.step(&run_id, first_seq, &messages, &calls, &state))
-                .await?;
+            self.defer(Pending::Step {
+                messages: self.committed..self.report.messages.len(),
+                calls: self.committed_calls..self.report.tool_calls.len(),
+                state,
+            })?;
         }
         self.committed = self.report.messages.len();
         self.committed_calls = self.report.tool_calls.len();
         Ok(())
     }
 
-    /// Waits until everything handed to the recorder is committed: before any tool runs, so
-    /// no side effect happens on top of a step that is not durable, and before the run ends.
-    pub(super) async fn durable(&mut self) -> Result<(), RecordError> {
-        self.in_flight.settle().await
+    /// Makes `next` the pending commit, committing the one before it first (they land in order).
+    fn defer(&mut self, next: Pending) -> Result<(), RecordError> {
+        self.durable()?;
+        if self.recorder.is_some() {
+            self.pending = Some(next);
+        }
+        Ok(())
+    }
+
+    /// Commits what the recorder has not committed yet: before the run ends, and before any
+    /// tool runs (so no side effect happens on top of a step that is not durable).
+    pub(super) fn durable(&mut self) -> Result<(), RecordError> {
+        match (self.pending.take(), &self.recorder) {
+            (Some(pending), Some(r)) => pending.commit(r.as_ref(), &self.report),
+            _ => Ok(()),
+        }
     }
 
     /// Sends one model request (rendered before: the step owns only its bytes) for round
@@ -203,7 +207,23 @@ impl Run {
             })
         };
         let name = journal::model_step(round);
-        let mut value = journal.step(name.clone(), work).await?.value;
+        // The pending commit runs once the request is out, while the model works; the step
+        // ends only when both have.
+        let (pending, recorder, report) = (self.pending.take(), &self.recorder, &self.report);
+        let commit = async move {
+            match (pending, recorder) {
+                (Some(pending), Some(r)) => {
+                    // Lets the request's connection task write it first.
+                    tokio::task::yield_now().await;
+                    pending.commit(r.as_ref(), report)
+                }
+                _ => Ok(()),
+            }
+        };
+        let (asked, committed) = tokio::join!(biased; journal.step(name.clone(), work), commit);
+        // A step that could not be recorded ends the run: no tool runs after it.
+        committed?;
+        let mut value = asked?.value;
         let reply: ModelResponse = journal::decode(&name, value["reply"].take())?;
         let took = Duration::from_secs_f64(value["took_ms"].as_f64().unwrap_or(0.0) / 1000.0);
         self.emit(RunEvent::ModelDone { round });
@@ -282,14 +302,15 @@ pub(super) async fn drive(
         });
         if calls.is_empty() {
             run.report.answer = reply.text;
-            run.commit(&ctx.state).await?;
+            run.commit(&ctx.state)?;
             return Ok(());
         }
         if round > max_rounds {
             return Err(RunErrorKind::ToolLoop(max_rounds));
         }
-        // No tool runs on top of a step that is not committed.
-        run.durable().await?;
+        // No tool runs on top of a step that is not committed (the model request's step
+        // committed the one before; this is for a recorder that had nothing to overlap with).
+        run.durable()?;
         if run.observer.is_some() {
             for call in &calls {
                 run.emit(RunEvent::ToolStart {
@@ -358,7 +379,7 @@ pub(super) async fn drive(
             });
         }
         run.report.messages.push(Message::Tool { results });
-        run.commit(&ctx.state).await?;
+        run.commit(&ctx.state)?;
         if let Some(kind) = stop {
             return Err(kind);
         }

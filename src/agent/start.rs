@@ -38,12 +38,12 @@ pub async fn run_journaled(
     if let Some(id) = &opts.run_id {
         run.report.run_id = id.clone();
     }
-    let mut result = match run.started().await {
+    let mut result = match run.started() {
         Ok(()) => setup_and_drive(host, journal, &mut run, &opts).await,
         Err(e) => Err(e.into()),
     };
-    // The last step's commit (or one that failed while the run went on) settles here.
-    if let Err(e) = run.durable().await {
+    // The last step commits here (and a start no model request followed).
+    if let Err(e) = run.durable() {
         // The run's own error, if any, is the one to report; this one is logged with it.
         tracing::error!("{e}");
         if result.is_ok() {

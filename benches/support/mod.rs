@@ -1,0 +1,79 @@
+//! What every bench shares: measuring vs smoke mode, medians, and markdown table output.
+#![allow(dead_code)]
+
+use std::time::{Duration, Instant};
+
+/// True under `cargo bench` (which passes `--bench`); a smoke run under `cargo test`.
+pub fn measuring() -> bool {
+    std::env::args().any(|a| a == "--bench")
+}
+
+/// CPU time this process's live threads have run so far (the sum of their
+/// `/proc/self/task/*/schedstat`, in nanoseconds: tick-based counters are too coarse for one
+/// run). Zero where that is not available.
+pub fn cpu_time() -> Duration {
+    let Ok(tasks) = std::fs::read_dir("/proc/self/task") else {
+        return Duration::ZERO;
+    };
+    let ns: u64 = tasks
+        .flatten()
+        .filter_map(|t| std::fs::read_to_string(t.path().join("schedstat")).ok())
+        .filter_map(|s| s.split_whitespace().next()?.parse::<u64>().ok())
+        .sum();
+    Duration::from_nanos(ns)
+}
+
+/// The median of `samples` timings of `f`, each over `iters` iterations, per iteration.
+pub fn per_iter(samples: usize, iters: u32, mut f: impl FnMut()) -> Duration {
+    let mut times: Vec<Duration> = (0..samples)
+        .map(|_| {
+            let t = Instant::now();
+            for _ in 0..iters {
+                f();
+            }
+            t.elapsed() / iters
+        })
+        .collect();
+    median(&mut times)
+}
+
+/// The median of `v`.
+pub fn median(v: &mut [Duration]) -> Duration {
+    v.sort();
+    v[v.len() / 2]
+}
+
+/// A duration in the unit that reads best.
+pub fn show(d: Duration) -> String {
+    let us = d.as_secs_f64() * 1e6;
+    if us < 1.0 {
+        format!("{:.0} ns", us * 1000.0)
+    } else if us < 1000.0 {
+        format!("{us:.1} µs")
+    } else {
+        format!("{:.2} ms", us / 1000.0)
+    }
+}
+
+/// `a / b` as a ratio.
+pub fn ratio(a: Duration, b: Duration) -> String {
+    format!("{:.2}x", a.as_secs_f64() / b.as_secs_f64().max(1e-12))
+}
+
+/// Prints a markdown table.
+pub fn table(title: &str, header: &[&str], rows: &[Vec<String>]) {
+    println!("\n{title}\n");
+    println!("| {} |", header.join(" | "));
+    println!(
+        "|{}|",
+        header
+            .iter()
+            .enumerate()
+            .map(|(i, _)| if i == 0 { "---" } else { "---:" })
+            .collect::<Vec<_>>()
+            .join("|")
+    );
+    for r in rows {
+        println!("| {} |", r.join(" | "));
+    }
+}
