@@ -1,12 +1,15 @@
-//! Benchmarks: one validated in-process tool call (JSON in, JSON out), against a baseline of
-//! schema validation alone, loading 100 script files, and decoding one long SSE line that
-//! arrives in many chunks against the same bytes as many events (the two should be close:
-//! decoding is linear in the bytes received).
+//! One validated in-process tool call (JSON in, JSON out) against schema validation alone,
+//! loading 10 / 100 / 1,000 script files against reading and compiling them with Rhai alone,
+//! and decoding one long SSE line that arrives in many chunks against the same bytes as many
+//! events (the two should be close: decoding is linear in the bytes received).
+//! `cargo bench --bench host` measures; under `cargo test` it runs once with tiny inputs.
 
-use criterion::{Criterion, criterion_group, criterion_main};
+mod support;
+
 use kiln::{CallOptions, Host};
 use serde_json::json;
 use std::hint::black_box;
+use support::{measuring, per_iter, ratio, show, table};
 
 fn scripts(n: usize) -> tempfile::TempDir {
     let dir = tempfile::tempdir().expect("tempdir");
@@ -24,16 +27,30 @@ fn scripts(n: usize) -> tempfile::TempDir {
     dir
 }
 
-fn bench(c: &mut Criterion) {
-    let dir = scripts(100);
-    let build = || {
-        Host::builder()
-            .scripts(dir.path())
-            .stdlib(false)
-            .build()
-            .expect("host")
-    };
-    let host = build();
+fn build(dir: &std::path::Path) -> std::sync::Arc<Host> {
+    Host::builder()
+        .scripts(dir)
+        .stdlib(false)
+        .build()
+        .expect("host")
+}
+
+/// What Rhai alone does with the same files: read each and compile it (engine made once).
+fn read_and_compile(engine: &rhai::Engine, dir: &std::path::Path) -> usize {
+    let mut n = 0;
+    for entry in std::fs::read_dir(dir).expect("dir") {
+        let src = std::fs::read_to_string(entry.expect("entry").path()).expect("read");
+        n += engine.compile(&src).expect("compile").statements().len();
+    }
+    n
+}
+
+fn main() {
+    let measuring = measuring();
+    let (samples, iters) = if measuring { (15, 2000) } else { (1, 1) };
+
+    let dir = scripts(10);
+    let host = build(dir.path());
     let tool = host
         .tools()
         .into_iter()
@@ -46,46 +63,98 @@ fn bench(c: &mut Criterion) {
         .build(&tool.schema)
         .expect("schema");
     let args = json!({"sku": "SKU-42", "qty": 3});
-
-    c.bench_function("baseline: schema validation only", |b| {
-        b.iter(|| black_box(validator.is_valid(black_box(&args))))
+    let alone = per_iter(samples, iters, || {
+        black_box(validator.is_valid(black_box(&args)));
     });
-    c.bench_function("validated tool call (JSON in, JSON out)", |b| {
-        b.iter(|| {
-            let outcome = host
-                .call_blocking("tool_7", black_box(args.clone()), CallOptions::default())
-                .expect("tool");
-            black_box(outcome.to_json(false))
-        })
+    let call = per_iter(samples, iters, || {
+        let outcome = host
+            .call_blocking("tool_7", black_box(args.clone()), CallOptions::default())
+            .expect("tool");
+        black_box(outcome.to_json(false));
     });
-    c.bench_function("load 100 scripts", |b| b.iter(|| black_box(build())));
-}
+    table(
+        &format!("Validated call vs validation alone (median of {samples} × {iters}):"),
+        &["operation", "per call", "vs validation alone"],
+        &[
+            vec![
+                "schema validation alone (jsonschema, kiln's settings)".into(),
+                show(alone),
+                "1.00x".into(),
+            ],
+            vec![
+                "validated tool call: JSON in, Rhai handler, JSON out".into(),
+                show(call),
+                ratio(call, alone),
+            ],
+        ],
+    );
 
-fn sse(c: &mut Criterion) {
-    use kiln::bench::SseDecoder;
-    const TOTAL: usize = 4 << 20;
-    let long_line: Vec<u8> = [b"data: ".as_slice(), &vec![b'x'; TOTAL], b"\n\n"].concat();
-    let many_events =
-        "data: xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx\n\n".repeat(TOTAL / 64);
-    let mut group = c.benchmark_group("sse decode 4 MiB in 16 KiB chunks");
-    group.sample_size(10);
-    for (name, bytes) in [
-        ("one long line", long_line.as_slice()),
-        ("many events", many_events.as_bytes()),
-    ] {
-        group.bench_function(name, |b| {
-            b.iter(|| {
-                let mut d = SseDecoder::new(8 << 20);
-                let mut events = 0;
-                for chunk in bytes.chunks(16 << 10) {
-                    events += d.push(chunk).expect("under the limit").len();
-                }
-                black_box(events)
-            })
+    let sizes: &[usize] = if measuring { &[10, 100, 1000] } else { &[10] };
+    let mut rows = Vec::new();
+    for &n in sizes {
+        let dir = scripts(n);
+        let (s, i) = if measuring {
+            (7, (2000 / n as u32).max(1))
+        } else {
+            (1, 1)
+        };
+        let kiln = per_iter(s, i, || {
+            black_box(build(dir.path()));
         });
+        let engine = rhai::Engine::new();
+        let bare = per_iter(s, i, || {
+            black_box(read_and_compile(&engine, dir.path()));
+        });
+        rows.push(vec![
+            format!("{n} files"),
+            show(kiln),
+            show(bare),
+            ratio(kiln, bare),
+        ]);
     }
-    group.finish();
+    table(
+        "Script loading: Host::build over N files of one tool each (compile, run the top level, build schemas and validators) vs reading + compiling the same files with Rhai alone:",
+        &[
+            "files",
+            "kiln load",
+            "baseline: read + Rhai compile",
+            "ratio",
+        ],
+        &rows,
+    );
+    sse(measuring);
 }
 
-criterion_group!(benches, bench, sse);
-criterion_main!(benches);
+fn sse(measuring: bool) {
+    use kiln::bench::SseDecoder;
+    let total: usize = if measuring { 4 << 20 } else { 64 << 10 };
+    let long_line: Vec<u8> = [b"data: ".as_slice(), &vec![b'x'; total], b"\n\n"].concat();
+    let many_events =
+        "data: xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx\n\n".repeat(total / 64);
+    let decode = |bytes: &[u8]| {
+        let mut d = SseDecoder::new(8 << 20);
+        let mut events = 0;
+        for chunk in bytes.chunks(16 << 10) {
+            events += d.push(chunk).expect("under the limit").len();
+        }
+        black_box(events)
+    };
+    let samples = if measuring { 11 } else { 1 };
+    let many = per_iter(samples, 1, || {
+        decode(many_events.as_bytes());
+    });
+    let long = per_iter(samples, 1, || {
+        decode(&long_line);
+    });
+    table(
+        &format!(
+            "SSE decoding, {} KiB in 16 KiB chunks (median of {samples}): one long line vs the same bytes as many short events:",
+            total >> 10
+        ),
+        &["input", "decode", "vs many events"],
+        &[
+            vec!["many short events".into(), show(many), "1.00x".into()],
+            vec!["one long line".into(), show(long), ratio(long, many)],
+        ],
+    );
+}

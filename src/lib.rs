@@ -77,6 +77,8 @@ mod api;
 #[doc(hidden)]
 pub mod bench {
     pub use crate::provider::sse::SseDecoder;
+    /// The reload debounce (the reload bench's baseline watcher uses the same).
+    pub use crate::reload::DEBOUNCE as RELOAD_DEBOUNCE;
 }
 mod capability;
 #[doc(hidden)]

@@ -67,7 +67,11 @@ pub(super) enum Pending {
 
 impl Pending {
     /// Commits through `recorder`, reading the step from `report`.
-    pub(super) fn commit(self, recorder: &dyn Recorder, report: &RunReport) -> Result<(), RecordError> {
+    pub(super) fn commit(
+        self,
+        recorder: &dyn Recorder,
+        report: &RunReport,
+    ) -> Result<(), RecordError> {
         match self {
             Pending::Started => recorder.started(report),
             Pending::Step {
