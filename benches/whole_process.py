@@ -43,7 +43,11 @@ def contenders(kiln, tmp):
                 '.max_tool_iterations(1000);\n')
     workspace = os.path.join(tmp, "workspace")
     os.makedirs(workspace, exist_ok=True)
-    yield "kiln ask (run log on)", lambda url: (
+    # Whole replies, as the bare loop and the frameworks ask for them; then kiln ask's default.
+    yield "kiln ask --no-stream (run log on)", lambda url: (
+        [kiln, "ask", "bench", "go", "--no-stream", "--scripts", scripts, "--base-url", url],
+        workspace)
+    yield "kiln ask, streamed (run log on)", lambda url: (
         [kiln, "ask", "bench", "go", "--scripts", scripts, "--base-url", url], workspace)
     yield "bare Python loop (http.client)", lambda url: (
         [sys.executable, os.path.join(PEERS, "bare_loop.py"), url], tmp)
