@@ -271,17 +271,90 @@ pub struct StreamState {
     done: bool,
 }
 
-impl sse::StreamState for StreamState {
-    /// Applies one `data:` payload.
-    fn apply(&mut self, data: &str, sink: &TextSink) -> Result<(), ProviderError> {
-        let data = data.trim();
-        if data.is_empty() {
-            return Ok(());
+/// A stream chunk of the usual shape, read without building a `Value` tree (most of a streamed
+/// reply's cost). Anything else (an error, a missing or odd field) goes the `Value` way, which
+/// reads leniently and names what is wrong.
+#[derive(serde::Deserialize)]
+struct Chunk {
+    #[serde(default)]
+    error: Option<serde::de::IgnoredAny>,
+    #[serde(default)]
+    usage: Option<Value>,
+    #[serde(default)]
+    choices: Option<Vec<ChunkChoice>>,
+}
+
+#[derive(serde::Deserialize)]
+struct ChunkChoice {
+    delta: ChunkDelta,
+    #[serde(default)]
+    finish_reason: Option<String>,
+}
+
+#[derive(serde::Deserialize)]
+struct ChunkDelta {
+    #[serde(default)]
+    content: Option<String>,
+    #[serde(default)]
+    tool_calls: Option<Vec<ChunkCall>>,
+}
+
+#[derive(serde::Deserialize)]
+struct ChunkCall {
+    #[serde(default)]
+    index: Option<u64>,
+    #[serde(default)]
+    id: Option<String>,
+    #[serde(default)]
+    function: Option<ChunkFunction>,
+}
+
+#[derive(serde::Deserialize)]
+struct ChunkFunction {
+    #[serde(default)]
+    name: Option<String>,
+    #[serde(default)]
+    arguments: Option<String>,
+}
+
+impl StreamState {
+    /// Applies a chunk of the usual shape; false (nothing applied) for anything else.
+    fn apply_typed(&mut self, data: &str, sink: &TextSink) -> bool {
+        if !data.starts_with('{') {
+            return false;
         }
-        if data == "[DONE]" {
-            self.done = true;
-            return Ok(());
+        let Ok(Chunk {
+            error: None,
+            usage: reported,
+            choices: Some(choices),
+        }) = serde_json::from_str::<Chunk>(data)
+        else {
+            return false;
+        };
+        if let Some(u) = reported.filter(Value::is_object) {
+            self.usage = usage(&u);
         }
+        for choice in choices {
+            self.choices_seen = true;
+            self.text_delta(choice.delta.content.as_deref(), sink);
+            for tc in choice.delta.tool_calls.into_iter().flatten() {
+                let f = tc.function.as_ref();
+                self.call_delta(
+                    tc.index,
+                    tc.id.as_deref(),
+                    f.and_then(|f| f.name.as_deref()),
+                    f.and_then(|f| f.arguments.as_deref()),
+                );
+            }
+            if let Some(r) = choice.finish_reason {
+                self.finish_reason = Some(r);
+            }
+        }
+        true
+    }
+
+    /// Applies any chunk, read as a `Value` tree.
+    fn apply_value(&mut self, data: &str, sink: &TextSink) -> Result<(), ProviderError> {
         let chunk: Value = serde_json::from_str(data)
             .map_err(|e| malformed(format!("bad stream chunk ({e}): {}", quote(data))))?;
         if chunk.get("error").is_some_and(|e| !e.is_null()) {
@@ -311,37 +384,75 @@ impl sse::StreamState for StreamState {
                 )));
             }
             self.choices_seen = true;
-            if let Some(t) = delta["content"].as_str()
-                && !t.is_empty()
-            {
-                self.text.push_str(t);
-                sink(t);
-            }
+            self.text_delta(delta["content"].as_str(), sink);
             for tc in delta["tool_calls"].as_array().into_iter().flatten() {
-                let index = tc["index"].as_u64().unwrap_or(self.calls.len() as u64);
-                let pos = match self.calls.iter().position(|(i, _)| *i == index) {
-                    Some(p) => p,
-                    None => {
-                        self.calls.push((index, PartialCall::default()));
-                        self.calls.len() - 1
-                    }
-                };
-                let call = &mut self.calls[pos].1;
-                if let Some(id) = tc["id"].as_str() {
-                    call.id = id.to_string();
-                }
-                if let Some(n) = tc["function"]["name"].as_str() {
-                    call.name.push_str(n);
-                }
-                if let Some(a) = tc["function"]["arguments"].as_str() {
-                    call.arguments.push_str(a);
-                }
+                let f = &tc["function"];
+                self.call_delta(
+                    tc["index"].as_u64(),
+                    tc["id"].as_str(),
+                    f["name"].as_str(),
+                    f["arguments"].as_str(),
+                );
             }
             if let Some(r) = choice["finish_reason"].as_str() {
                 self.finish_reason = Some(r.to_string());
             }
         }
         Ok(())
+    }
+
+    /// Streamed answer text.
+    fn text_delta(&mut self, text: Option<&str>, sink: &TextSink) {
+        if let Some(t) = text.filter(|t| !t.is_empty()) {
+            self.text.push_str(t);
+            sink(t);
+        }
+    }
+
+    /// A piece of tool call `index` (a call without an index is a new one).
+    fn call_delta(
+        &mut self,
+        index: Option<u64>,
+        id: Option<&str>,
+        name: Option<&str>,
+        args: Option<&str>,
+    ) {
+        let index = index.unwrap_or(self.calls.len() as u64);
+        let pos = match self.calls.iter().position(|(i, _)| *i == index) {
+            Some(p) => p,
+            None => {
+                self.calls.push((index, PartialCall::default()));
+                self.calls.len() - 1
+            }
+        };
+        let call = &mut self.calls[pos].1;
+        if let Some(id) = id {
+            call.id = id.to_string();
+        }
+        if let Some(n) = name {
+            call.name.push_str(n);
+        }
+        if let Some(a) = args {
+            call.arguments.push_str(a);
+        }
+    }
+}
+
+impl sse::StreamState for StreamState {
+    /// Applies one `data:` payload.
+    fn apply(&mut self, data: &str, sink: &TextSink) -> Result<(), ProviderError> {
+        let data = data.trim();
+        if data.is_empty() {
+            return Ok(());
+        }
+        if data == "[DONE]" {
+            self.done = true;
+            return Ok(());
+        }
+        if self.apply_typed(data, sink) {
+            return Ok(());
+        }
+        self.apply_value(data, sink)
     }
 
     /// The reply once the stream ended.
@@ -418,84 +529,5 @@ impl OpenAi {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::provider::{ToolDef, ToolResult};
-
-    fn request(messages: &[Message]) -> ModelRequest<'_> {
-        ModelRequest {
-            model: "m\"messages\":[".into(),
-            system: Some("be brief".into()),
-            messages: messages.into(),
-            tools: vec![ToolDef {
-                name: "calc".into(),
-                description: "adds".into(),
-                schema: json!({"type": "object", "properties": {"x": {"type": "integer"}}}),
-            }],
-            temperature: Some(0.5),
-            max_tokens: 10,
-            stream: true,
-        }
-    }
-
-    #[test]
-    fn bytes_sent_match_the_body_round_after_round_and_after_an_edit() {
-        let rendered = Rendered::default();
-        let mut messages = vec![Message::User {
-            content: "hi".into(),
-        }];
-        let turns = [
-            Message::Assistant {
-                content: String::new(),
-                tool_calls: vec![ToolCall {
-                    id: "c1".into(),
-                    name: "calc".into(),
-                    args: CallArgs::from_text("{\"x\": 1}"),
-                }],
-            },
-            Message::Tool {
-                results: vec![
-                    ToolResult {
-                        call_id: "c1".into(),
-                        name: "calc".into(),
-                        content: "2".into(),
-                        is_error: false,
-                    };
-                    2
-                ],
-            },
-            Message::Tool { results: vec![] },
-            Message::Assistant {
-                content: "done".into(),
-                tool_calls: vec![],
-            },
-        ];
-        let same = |messages: &[Message]| {
-            let sent: Value =
-                serde_json::from_slice(&request_bytes(&request(messages), false, &rendered))
-                    .expect("valid JSON");
-            assert_eq!(sent, request_body(&request(messages), false));
-        };
-        same(&messages);
-        for m in turns {
-            messages.push(m);
-            same(&messages);
-        }
-        // A different conversation through the same provider (the planner's fresh prompt).
-        messages.truncate(1);
-        messages[0] = Message::User {
-            content: "other".into(),
-        };
-        same(&messages);
-        // Other tools, then none.
-        let mut other = request(&messages);
-        other.tools[0].name = "mul".into();
-        let sent: Value =
-            serde_json::from_slice(&request_bytes(&other, true, &rendered)).expect("valid JSON");
-        assert_eq!(sent, request_body(&other, true));
-        other.tools.clear();
-        let sent: Value =
-            serde_json::from_slice(&request_bytes(&other, true, &rendered)).expect("valid JSON");
-        assert_eq!(sent, request_body(&other, true));
-    }
-}
+#[path = "openai_tests.rs"]
+mod tests;

@@ -1,0 +1,114 @@
+//! Tests of the OpenAI wire: the bytes sent, the stream chunks read.
+
+use super::*;
+use crate::provider::{ToolDef, ToolResult};
+
+fn request(messages: &[Message]) -> ModelRequest<'_> {
+    ModelRequest {
+        model: "m\"messages\":[".into(),
+        system: Some("be brief".into()),
+        messages: messages.into(),
+        tools: vec![ToolDef {
+            name: "calc".into(),
+            description: "adds".into(),
+            schema: json!({"type": "object", "properties": {"x": {"type": "integer"}}}),
+        }],
+        temperature: Some(0.5),
+        max_tokens: 10,
+        stream: true,
+    }
+}
+
+#[test]
+fn usual_stream_chunks_read_typed_as_they_read_as_values() {
+    use crate::provider::sse::StreamState as _;
+    let chunks = [
+        r#"{"id":"c","choices":[{"index":0,"delta":{"role":"assistant","content":"Hé \"x\""},"finish_reason":null}]}"#,
+        r#"{"choices":[{"delta":{"tool_calls":[{"index":0,"id":"call_1","type":"function","function":{"name":"calc","arguments":""}}]}}]}"#,
+        r#"{"choices":[{"delta":{"tool_calls":[{"index":0,"function":{"arguments":"{\"x\":"}}]}}]}"#,
+        r#"{"choices":[{"delta":{"tool_calls":[{"index":1,"id":"call_2","function":{"name":"mul","arguments":"{}"}},{"index":0,"function":{"arguments":"1}"}}]}}]}"#,
+        r#"{"choices":[{"delta":{"content":null,"tool_calls":null},"finish_reason":"tool_calls"}],"usage":null}"#,
+        r#"{"choices":[],"usage":{"prompt_tokens":7,"completion_tokens":3,"total_tokens":10}}"#,
+    ];
+    let sink: TextSink = std::sync::Arc::new(|_: &str| {});
+    let (mut typed, mut values) = (StreamState::default(), StreamState::default());
+    for c in chunks {
+        assert!(typed.apply_typed(c, &sink), "read typed: {c}");
+        values.apply_value(c, &sink).expect("reads as a value");
+    }
+    assert_eq!(
+        typed.finish().expect("typed"),
+        values.finish().expect("values")
+    );
+    // Odd shapes are left to the lenient reading, which names what is wrong.
+    for odd in [
+        r#"{"choices":[{"delta":{"content":5}}]}"#,
+        r#"{"choices":[{"delta":null}]}"#,
+        r#"{"error":{"message":"overloaded"}}"#,
+        r#"{"usage":{}}"#,
+        r#"["choices"]"#,
+    ] {
+        assert!(!StreamState::default().apply_typed(odd, &sink), "{odd}");
+    }
+}
+
+#[test]
+fn bytes_sent_match_the_body_round_after_round_and_after_an_edit() {
+    let rendered = Rendered::default();
+    let mut messages = vec![Message::User {
+        content: "hi".into(),
+    }];
+    let turns = [
+        Message::Assistant {
+            content: String::new(),
+            tool_calls: vec![ToolCall {
+                id: "c1".into(),
+                name: "calc".into(),
+                args: CallArgs::from_text("{\"x\": 1}"),
+            }],
+        },
+        Message::Tool {
+            results: vec![
+                ToolResult {
+                    call_id: "c1".into(),
+                    name: "calc".into(),
+                    content: "2".into(),
+                    is_error: false,
+                };
+                2
+            ],
+        },
+        Message::Tool { results: vec![] },
+        Message::Assistant {
+            content: "done".into(),
+            tool_calls: vec![],
+        },
+    ];
+    let same = |messages: &[Message]| {
+        let sent: Value =
+            serde_json::from_slice(&request_bytes(&request(messages), false, &rendered))
+                .expect("valid JSON");
+        assert_eq!(sent, request_body(&request(messages), false));
+    };
+    same(&messages);
+    for m in turns {
+        messages.push(m);
+        same(&messages);
+    }
+    // A different conversation through the same provider (the planner's fresh prompt).
+    messages.truncate(1);
+    messages[0] = Message::User {
+        content: "other".into(),
+    };
+    same(&messages);
+    // Other tools, then none.
+    let mut other = request(&messages);
+    other.tools[0].name = "mul".into();
+    let sent: Value =
+        serde_json::from_slice(&request_bytes(&other, true, &rendered)).expect("valid JSON");
+    assert_eq!(sent, request_body(&other, true));
+    other.tools.clear();
+    let sent: Value =
+        serde_json::from_slice(&request_bytes(&other, true, &rendered)).expect("valid JSON");
+    assert_eq!(sent, request_body(&other, true));
+}
