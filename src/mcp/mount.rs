@@ -282,6 +282,8 @@ async fn connect(spec: &MountSpec, listener: Listener) -> Result<Client, McpErro
                     .ok_or_else(|| failed(format!("bearer_env={var}: the variable is not set")))?;
                 config = config.auth_header(token);
             }
+            // rmcp builds its reqwest client inside; the TLS provider must be in place first.
+            crate::egress::tls::ensure_provider();
             let transport = StreamableHttpClientTransport::from_config(config);
             listener
                 .serve(transport)
