@@ -286,3 +286,16 @@ fn mcp_peers_ask_grants_run_without_asking_under_yes() {
     assert_eq!(v["is_error"], false, "{v}");
     assert_eq!(v["asked"], json!([]), "{v}");
 }
+
+#[test]
+#[ignore = "needs the Python MCP SDK: pip install mcp==2.3.0 (run by .ci/run)"]
+fn mcp_peers_kiln_serve_slash_mcp_tells_clients_of_reloads() {
+    require_sdk();
+    for mode in ["2025-11-25", "2026-07-28"] {
+        let scripts = Scripts::new(&[("tools.rhai", TOOLS)]);
+        let db = scripts.path().join("serve.db");
+        let serve = crate::serve::Serve::start(scripts.path(), &db, &["--no-stdlib"], &[]);
+        // The same session as against `kiln mcp`, ending with a saved script announced.
+        drive(&scripts, &format!("{}/mcp", serve.url), mode, None);
+    }
+}
