@@ -166,3 +166,43 @@ fn cannot_ask(tool: &str, caps: &[Capability]) -> String {
         "tool \"{tool}\" was refused: {caps} is granted with --ask and this MCP client cannot ask (it does not support elicitation); grant it with --caps instead of --ask, or pass --yes to approve every use"
     )
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn grants() -> (Grants, Vec<Capability>) {
+        let mut g = Grants::parse(&["store:notes", "net"]).expect("grants");
+        g.mark_ask(&["store"]);
+        (g, vec![Capability::parse("store:notes").expect("cap")])
+    }
+
+    #[test]
+    fn an_accepted_answer_makes_only_the_asked_grants_plain() {
+        let (g, caps) = grants();
+        let answer =
+            ElicitResult::new(ElicitationAction::Accept).with_content(json!({APPROVE: true}));
+        let Approval::Approved(after) = decide("t", &caps, &g, Some(answer)) else {
+            panic!("accepted");
+        };
+        assert!(after.iter().all(|g| g.mode == GrantMode::Allow));
+        assert_eq!(after.list(), g.list(), "nothing granted beyond what was");
+    }
+
+    #[test]
+    fn an_unticked_box_a_decline_or_a_cancel_refuses() {
+        let (g, caps) = grants();
+        for answer in [
+            ElicitResult::new(ElicitationAction::Accept).with_content(json!({APPROVE: false})),
+            ElicitResult::new(ElicitationAction::Decline),
+            ElicitResult::new(ElicitationAction::Cancel),
+        ] {
+            let Approval::Refused(msg) = decide("t", &caps, &g, Some(answer)) else {
+                panic!("refused");
+            };
+            assert!(msg.starts_with("tool \"t\" was refused"), "{msg}");
+            assert!(msg.contains("[store:notes]"), "{msg}");
+        }
+        assert!(matches!(decide("t", &caps, &g, None), Approval::Refused(_)));
+    }
+}
