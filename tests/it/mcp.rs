@@ -349,7 +349,7 @@ agent("greeter").description("Greets whoever the prompt names").provider("script
 }
 
 #[test]
-fn mcp_ask_grants_are_refused_without_yes_since_stdin_is_the_protocol() {
+fn mcp_ask_grants_are_refused_without_yes_when_the_client_cannot_ask() {
     let scripts = Scripts::new(&[(
         "remember.rhai",
         r#"tool("remember").description("Stores").requires(["store"]).handler(|args| { store_set("ns", "k", 1); "ok" });"#,
@@ -367,7 +367,8 @@ fn mcp_ask_grants_are_refused_without_yes_since_stdin_is_the_protocol() {
         .as_str()
         .unwrap_or("");
     assert!(
-        text.contains("needs approval") && text.contains("--yes"),
+        text.contains("[store] is granted with --ask and this MCP client cannot ask")
+            && text.contains("grant it with --caps instead of --ask, or pass --yes"),
         "{text}"
     );
     let yes = ["--caps", "store", "--ask", "store", "--yes"];
