@@ -299,3 +299,38 @@ fn mcp_peers_kiln_serve_slash_mcp_tells_clients_of_reloads() {
         drive(&scripts, &format!("{}/mcp", serve.url), mode, None);
     }
 }
+
+/// `kiln call SERVER__revision` through a mount; what the server says it was called on.
+fn mounted_revision(mount: &str, server: &str) -> String {
+    let dir = Scripts::new(&[]);
+    let tool = format!("{server}__revision");
+    let caps = format!("mcp:{server}");
+    let out = kiln(
+        &[
+            "call",
+            &tool,
+            "{}",
+            "--scripts",
+            ".",
+            "--caps",
+            &caps,
+            "--mcp",
+            mount,
+        ],
+        dir.path(),
+    );
+    assert!(out.status.success(), "{}\n{}", stdout(&out), stderr(&out));
+    stdout(&out)
+}
+
+#[test]
+#[ignore = "needs the Python MCP SDK: pip install mcp==2.3.0 (run by .ci/run)"]
+fn mcp_peers_mounts_speak_2026_with_servers_that_do_and_2025_with_the_rest() {
+    require_sdk();
+    let modern = repo().join("tests/peers/mcp_revision_server.py");
+    let said = mounted_revision(&format!("rev=python3 {}", modern.display()), "rev");
+    assert!(said.contains("2026-07-28"), "{said}");
+    let legacy = repo().join("tests/peers/mcp_legacy_server.py");
+    let said = mounted_revision(&format!("old=python3 {}", legacy.display()), "old");
+    assert!(said.contains("2025-11-25"), "{said}");
+}
