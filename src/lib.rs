@@ -116,6 +116,9 @@ pub use api::{CallOptions, Event, HostBuilder, RunStream, WatchHandle};
 pub use capability::{Capability, Grant, GrantMode, Grants};
 pub use context::CallContext;
 pub use egress::resolver::{Lookup, NameResolver};
+pub use egress::tls::{
+    client_builder as http_client_builder, ensure_provider as ensure_tls_provider,
+};
 pub use error::{ErrorKind, HostError, LoadError, SourceLoc};
 pub use native::{HandlerFuture, HostFn, NativeTool};
 pub use pipeline::{

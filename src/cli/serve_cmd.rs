@@ -139,7 +139,7 @@ pub fn serve(g: &Global, a: ServeArgs) -> CliResult<ExitCode> {
         let mcp = tokens.is_empty().then(|| {
             let grants = options.ceiling.clone().unwrap_or_default();
             let server = crate::mcp::McpServer::new(host.clone(), grants);
-            crate::mcp::router(
+            crate::mcp::McpEndpoint::new(
                 server,
                 crate::mcp::HttpOptions {
                     token: None,

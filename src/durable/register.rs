@@ -26,7 +26,10 @@ pub async fn register(admin: &str, endpoint: &str, force: bool) -> Result<Value,
         url: url.clone(),
         message: e.to_string(),
     };
-    let reply = reqwest::Client::new()
+    let client = crate::egress::tls::client_builder()
+        .build()
+        .map_err(unreachable)?;
+    let reply = client
         .post(&url)
         .json(&json!({"uri": endpoint, "force": force}))
         .send()

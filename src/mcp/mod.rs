@@ -3,13 +3,14 @@
 //! 2025-11-25 handshake and the 2026-07-28 stateless revision), and [`mount`] puts the tools of
 //! outside MCP servers into kiln's registry as `SERVER__TOOL`.
 
+mod ask;
 mod convert;
 mod http;
 pub mod mount;
 mod server;
 mod spec;
 
-pub use http::{HttpOptions, router};
+pub use http::{HttpOptions, McpEndpoint, router};
 pub use mount::{MountSpec, Mounts};
 pub use server::McpServer;
 

@@ -2,9 +2,10 @@
 //! require the capability `mcp:SERVER`, are validated against the server's `inputSchema`
 //! before they are forwarded, and follow the server's `list_changed` like a script reload.
 //!
-//! Mounts speak the 2025-11-25 handshake (what nearly every server in the field speaks) and
-//! run on their own small runtime, so any caller (a CLI command, a test) can mount
-//! synchronously and keep using the host from its own runtime.
+//! Mounts speak the 2026-07-28 revision with servers that do (`server/discover`, then
+//! `subscriptions/listen` for list changes) and the 2025-11-25 handshake with the rest, and run
+//! on their own small runtime, so any caller (a CLI command, a test) can mount synchronously and
+//! keep using the host from its own runtime.
 
 use super::McpError;
 use super::convert::result_from_mcp;
@@ -14,11 +15,12 @@ use crate::native::{NativeTool, native_source};
 use crate::tool::{FailureKind, ToolFailure};
 use rmcp::model::{
     CallToolRequestParams, ClientCapabilities, ClientConfig, Implementation, ProtocolVersion,
+    SubscriptionFilter,
 };
 use rmcp::service::{NotificationContext, RunningService};
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::transport::{ConfigureCommandExt, StreamableHttpClientTransport, TokioChildProcess};
-use rmcp::{ClientHandler, Peer, RoleClient, ServiceExt};
+use rmcp::{ClientHandler, ClientLifecycleMode, ClientServiceExt, Peer, RoleClient};
 use serde_json::Value;
 use std::sync::{Arc, RwLock, Weak};
 use std::time::{Duration, Instant};
@@ -28,6 +30,7 @@ use tokio_util::sync::CancellationToken;
 pub use super::spec::{MountSpec, SEPARATOR, Target};
 
 /// Hears a server's `list_changed` and asks its supervisor for a remount of its tools.
+#[derive(Clone)]
 struct Listener {
     changed: mpsc::UnboundedSender<()>,
 }
@@ -180,7 +183,19 @@ async fn start_server(
     slot: &Slot,
     changed: mpsc::UnboundedSender<()>,
 ) -> Result<Client, McpError> {
-    let client = connect(spec, Listener { changed }).await?;
+    let client = connect(
+        spec,
+        Listener {
+            changed: changed.clone(),
+        },
+    )
+    .await?;
+    if client
+        .peer_info()
+        .is_some_and(|i| !i.protocol_version.has_initialize())
+    {
+        listen_for_changes(spec, &client, changed).await?;
+    }
     if let Ok(mut s) = slot.write() {
         *s = Some(client.peer().clone());
     }
@@ -252,7 +267,51 @@ async fn supervise(mut server: Server, watch: Watch) {
     }
 }
 
+/// A 2026-07-28 server sends list changes only on a subscription: forward them to the
+/// supervisor until the connection ends.
+async fn listen_for_changes(
+    spec: &MountSpec,
+    client: &Client,
+    changed: mpsc::UnboundedSender<()>,
+) -> Result<(), McpError> {
+    let filter = SubscriptionFilter::builder().tools_list_changed().build();
+    let mut sub = client
+        .peer()
+        .listen(filter)
+        .await
+        .map_err(|e| McpError::Server {
+            server: spec.name.clone(),
+            message: format!("subscriptions/listen failed: {e}"),
+        })?;
+    tokio::spawn(async move {
+        while let Ok(Some(_)) = sub.next().await {
+            if changed.send(()).is_err() {
+                break;
+            }
+        }
+    });
+    Ok(())
+}
+
+/// Connects on the 2026-07-28 revision where the server speaks it; otherwise (an error to
+/// `server/discover`, or a server that does not answer it) on the 2025-11-25 handshake, over a
+/// fresh connection when the probe left the first one unusable.
 async fn connect(spec: &MountSpec, listener: Listener) -> Result<Client, McpError> {
+    let auto = ClientLifecycleMode::Auto {
+        preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+        legacy_version: Some(ProtocolVersion::LATEST_WITH_INITIALIZE),
+    };
+    match connect_with(spec, listener.clone(), auto).await {
+        Ok(client) => Ok(client),
+        Err(_) => connect_with(spec, listener, ClientLifecycleMode::Initialize).await,
+    }
+}
+
+async fn connect_with(
+    spec: &MountSpec,
+    listener: Listener,
+    lifecycle: ClientLifecycleMode,
+) -> Result<Client, McpError> {
     let failed = |m: String| McpError::Server {
         server: spec.name.clone(),
         message: m,
@@ -269,7 +328,7 @@ async fn connect(spec: &MountSpec, listener: Listener) -> Result<Client, McpErro
             let transport = TokioChildProcess::new(command)
                 .map_err(|e| failed(format!("cannot start `{program}`: {e}")))?;
             listener
-                .serve(transport)
+                .serve_with_lifecycle(transport, lifecycle)
                 .await
                 .map_err(|e| failed(format!("handshake failed: {e}")))
         }
@@ -282,9 +341,11 @@ async fn connect(spec: &MountSpec, listener: Listener) -> Result<Client, McpErro
                     .ok_or_else(|| failed(format!("bearer_env={var}: the variable is not set")))?;
                 config = config.auth_header(token);
             }
+            // rmcp builds its reqwest client inside; the TLS provider must be in place first.
+            crate::egress::tls::ensure_provider();
             let transport = StreamableHttpClientTransport::from_config(config);
             listener
-                .serve(transport)
+                .serve_with_lifecycle(transport, lifecycle)
                 .await
                 .map_err(|e| failed(format!("handshake with {url} failed: {e}")))
         }

@@ -2,6 +2,7 @@
 //! [`Host::call`]; a reload is announced to every client that asked (both revisions).
 
 use super::McpError;
+use super::ask::{self, Approval};
 use super::convert::{agent_to_mcp, outcome_to_mcp, tool_to_mcp};
 use crate::Host;
 use crate::agent::RunOptions;
@@ -98,6 +99,31 @@ impl McpServer {
         }
     }
 
+    /// The grants for one call of `tool`: `ask` grants it relies on are asked through the
+    /// client (unless `--yes`, or a terminal will ask); `Err` is the answer to send instead.
+    async fn approved_grants(
+        &self,
+        tool: &crate::tool::Tool,
+        req: &CallToolRequestParams,
+        cx: &RequestContext<RoleServer>,
+    ) -> Result<Grants, CallToolResponse> {
+        let asked = ask::asked(tool, &self.grants);
+        if asked.is_empty() || self.host.services.assume_yes {
+            return Ok(self.grants.clone());
+        }
+        let refuse = |msg: String| CallToolResult::error(vec![ContentBlock::text(msg)]).into();
+        match ask::approve(&tool.name, &asked, &self.grants, req, cx).await {
+            Approval::Approved(grants) => Ok(grants),
+            Approval::Refused(msg) => Err(refuse(msg)),
+            Approval::InputRequired(question) => Err(question.into()),
+            // The operator's terminal asks instead (the capability gate does it).
+            Approval::CannotAsk(_) if self.host.services.approver.is_some() => {
+                Ok(self.grants.clone())
+            }
+            Approval::CannotAsk(msg) => Err(refuse(msg)),
+        }
+    }
+
     /// Tells every client that asked that the tool list changed (after a reload).
     pub fn notify_tools_changed(&self) {
         let _ = self.changed.send(());
@@ -160,7 +186,7 @@ impl ServerHandler for McpServer {
             let args = req.arguments.unwrap_or_default();
             return Ok(self.ask_agent(&agent, &args, &cx).await.into());
         }
-        if self.host.registry().find(&name).is_none() {
+        let Some(tool) = self.host.registry().find(&name) else {
             // invalid_params, not method_not_found: the latter becomes an HTTP 404 on 2026.
             return Err(ErrorData::invalid_params(
                 format!(
@@ -168,10 +194,14 @@ impl ServerHandler for McpServer {
                 ),
                 None,
             ));
-        }
+        };
+        let grants = match self.approved_grants(&tool, &req, &cx).await {
+            Ok(grants) => grants,
+            Err(answer) => return Ok(answer),
+        };
         let args = serde_json::Value::Object(req.arguments.unwrap_or_default());
         let opts = CallOptions {
-            grants: Some(self.grants.clone()),
+            grants: Some(grants),
             actor_id: cx.client_info().map(|c| format!("mcp:{}", c.name)),
             cancel: Some(cx.ct.clone()),
             ..CallOptions::default()

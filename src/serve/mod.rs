@@ -35,16 +35,17 @@ const CANCEL_WAIT: Duration = Duration::from_secs(10);
 
 /// Serves `state` on `listener` until `shutdown` resolves, then drains: no new connections or
 /// runs, running ones get `options.grace` to finish, the rest are cancelled (each completed
-/// step is already committed to the run log). `mcp` is mounted at `/mcp` when given.
+/// step is already committed to the run log). `mcp` is mounted at `/mcp` when given, and its
+/// clients hear of reloads.
 pub async fn serve(
     state: Arc<AppState>,
     listener: tokio::net::TcpListener,
-    mcp: Option<axum::Router>,
+    mcp: Option<crate::mcp::McpEndpoint>,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    let _reloads = watch_reloads(&state)?;
+    let _reloads = watch_reloads(&state, mcp.as_ref().map(|m| m.server.clone()))?;
     let stop_accepting = CancellationToken::new();
-    let server = axum::serve(listener, router(state.clone(), mcp))
+    let server = axum::serve(listener, router(state.clone(), mcp.map(|m| m.router)))
         .with_graceful_shutdown(stop_accepting.clone().cancelled_owned());
     let mut server = tokio::spawn(server.into_future());
     tokio::select! {
@@ -87,8 +88,12 @@ impl Drop for AbortOnDrop {
     }
 }
 
-/// Reloads changed scripts while serving, counting each reload in the metrics.
-fn watch_reloads(state: &Arc<AppState>) -> std::io::Result<AbortOnDrop> {
+/// Reloads changed scripts while serving, counting each reload in the metrics and telling the
+/// MCP clients that asked (as `kiln mcp` does).
+fn watch_reloads(
+    state: &Arc<AppState>,
+    mcp: Option<crate::mcp::McpServer>,
+) -> std::io::Result<AbortOnDrop> {
     use futures_util::StreamExt;
     if state.host.config().scripts.is_empty() {
         return Ok(AbortOnDrop(None));
@@ -102,6 +107,9 @@ fn watch_reloads(state: &Arc<AppState>) -> std::io::Result<AbortOnDrop> {
         while let Some(report) = reports.next().await {
             metrics.reloaded();
             tracing::info!("{report}");
+            if let Some(mcp) = mcp.as_ref().filter(|_| !report.deferred) {
+                mcp.notify_tools_changed();
+            }
         }
     }))))
 }

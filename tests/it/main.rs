@@ -15,6 +15,7 @@ mod journal;
 mod ktest;
 mod library;
 mod mcp;
+mod mcp_conformance;
 mod mcp_mount;
 mod mcp_peers;
 mod peers;

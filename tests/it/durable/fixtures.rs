@@ -41,7 +41,7 @@ pub fn http_within(
         .build()
         .expect("runtime");
     runtime.block_on(async {
-        let client = reqwest::Client::new();
+        let client = kiln::http_client_builder().build().expect("client");
         let mut req = client.request(method.parse().expect("method"), url);
         for (k, v) in headers {
             req = req.header(*k, *v);
