@@ -1,5 +1,5 @@
-//! `kiln worker --restate --bind ADDR` (a Restate service endpoint running agents durably) and
-//! `kiln restate register`. The worker is to become `kiln serve --restate` once `serve` exists.
+//! `kiln worker --restate --bind ADDR` (a Restate service endpoint running agents durably, without
+//! the HTTP API: `kiln serve --restate` is the same worker with it) and `kiln restate register`.
 
 use super::ask::ProviderArgs;
 use super::{CliResult, Global, output};
@@ -73,8 +73,28 @@ pub fn worker(g: &Global, a: WorkerArgs) -> CliResult<ExitCode> {
             listener.local_addr()?
         );
         std::io::stdout().flush()?;
-        let overrides = a.provider.overrides();
-        crate::durable::serve(host, overrides, listener, stop).await;
+        // Scripts are reloaded as they change, as under `kiln serve`: a step runs the tool
+        // version current when it runs, and the run log records which.
+        let mut reloads = match host.config().scripts.is_empty() {
+            true => None,
+            false => Some(host.watch()?),
+        };
+        let watching = tokio::spawn(async move {
+            use futures_util::StreamExt;
+            while let Some(report) = match reloads.as_mut() {
+                Some(r) => r.next().await,
+                None => None,
+            } {
+                tracing::info!("{report}");
+            }
+        });
+        let options = crate::durable::WorkerOptions {
+            overrides: a.provider.overrides(),
+            ..Default::default()
+        };
+        let endpoint = crate::durable::endpoint(host, options)?;
+        crate::durable::serve(endpoint, listener, stop).await;
+        watching.abort();
         Ok::<_, Box<dyn std::error::Error>>(())
     })?;
     Ok(ExitCode::SUCCESS)

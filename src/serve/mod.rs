@@ -4,6 +4,7 @@
 //!
 //! - `chat`: OpenAI-compatible `/v1/models` and `/v1/chat/completions` (whole or SSE chunks)
 //! - `runs`: kiln's `/v1/runs` (events as SSE, cancel) and `/v1/sessions`
+//! - `front`: `/v1/runs` through Restate's ingress (`--restate-ingress`), for a fleet
 //! - `launch`: a request -> grants within the token's ceiling, session, slot, the run
 //! - `table`: runs by id with their events; `auth`: tokens; `limits`: slots, queue, 429
 //! - `metrics`, `router` (health, logging), `body` (JSON bodies), `error` (OpenAI's shape)
@@ -13,6 +14,7 @@ pub mod auth;
 mod body;
 mod chat;
 pub mod error;
+mod front;
 mod launch;
 pub mod limits;
 pub mod logfmt;
