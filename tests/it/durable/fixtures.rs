@@ -1,5 +1,6 @@
-//! Fixtures of the durable-run tests: the Restate server, `kiln worker` processes behind a
-//! failover proxy, a loopback execution counter, and a cluster of them with agents on mocks.
+//! Fixtures of the durable-run tests: the Restate server, `kiln serve --restate` workers behind
+//! a failover proxy (each also a front door to Restate), a loopback execution counter, and a
+//! cluster of them with agents on mocks.
 
 use crate::common::{Mock, Scripts, kiln_bin};
 use serde_json::{Value, json};
@@ -163,15 +164,27 @@ impl Restate {
     }
 }
 
-/// A `kiln worker --restate` process logging runs in `db`.
-pub fn worker(scripts: &Path, db: &Path, port: u16) -> Proc {
+/// The bearer tokens of the workers' HTTP API: two actors with the same ceiling.
+pub const ALICE: &str = "alice-token-0123456789";
+pub const BOB: &str = "bob-token-0123456789ab";
+
+/// A `kiln serve --restate` process logging runs in `db`: a Restate worker on `port`, and the
+/// HTTP API (tokens [`ALICE`], [`BOB`]) in front of `restate` at `api`.
+pub struct Worker {
+    pub proc: Proc,
+    pub api: String,
+}
+
+pub fn worker(scripts: &Path, db: &Path, port: u16, restate: &Restate) -> Worker {
+    let tokens = json!([
+        {"token": ALICE, "actor": "alice", "caps": ["net:127.0.0.1"]},
+        {"token": BOB, "actor": "bob", "caps": ["net:127.0.0.1"]},
+    ]);
     let mut child = Command::new(kiln_bin())
-        .args([
-            "worker",
-            "--restate",
-            "--bind",
-            &format!("127.0.0.1:{port}"),
-        ])
+        .args(["serve", "--bind", "127.0.0.1:0", "--restate", "--restate-bind"])
+        .arg(format!("127.0.0.1:{port}"))
+        .args(["--restate-ingress", &restate.ingress])
+        .args(["--restate-admin", &restate.admin])
         .arg("--scripts")
         .arg(scripts)
         .arg("--workspace")
@@ -179,21 +192,31 @@ pub fn worker(scripts: &Path, db: &Path, port: u16) -> Proc {
         .arg("--db")
         .arg(db)
         .arg("--no-stdlib")
-        .args(["--request-timeout", "30", "--retries", "1"])
+        .args(["--request-timeout", "30"])
+        .env("KILN_TOKENS", tokens.to_string())
         .env_remove("KILN_LOG")
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
         .spawn()
-        .expect("start kiln worker");
+        .expect("start kiln serve --restate");
+    let mut out = BufReader::new(child.stdout.take().expect("stdout"));
     let mut line = String::new();
-    BufReader::new(child.stdout.take().expect("stdout"))
-        .read_line(&mut line)
-        .expect("worker prints its address");
+    out.read_line(&mut line).expect("kiln serve prints its address");
+    let api = line
+        .trim()
+        .strip_prefix("kiln serve: listening on ")
+        .unwrap_or_else(|| panic!("kiln serve said: {line}"))
+        .to_string();
+    line.clear();
+    out.read_line(&mut line).expect("the worker prints its address");
     assert!(
-        line.contains("listening on http://127.0.0.1:"),
-        "worker said: {line}"
+        line.contains(&format!("Restate worker listening on http://127.0.0.1:{port}")),
+        "kiln serve said: {line}"
     );
-    Proc(child)
+    Worker {
+        proc: Proc(child),
+        api,
+    }
 }
 
 /// A TCP proxy on one address in front of the workers: each connection goes to the first
@@ -395,7 +418,9 @@ pub fn ok_output(what: &str, (status, body): (u16, Value)) -> Value {
 /// (workers on one machine), so a run resumed by B replaces what A logged of it.
 pub struct Cluster {
     pub counter: Counter,
-    pub workers: Vec<Option<Proc>>,
+    pub workers: Vec<Option<Worker>>,
+    /// The workers' HTTP API addresses (A, B).
+    pub apis: Vec<String>,
     pub restate: Restate,
     /// The address registered with Restate (the proxy in front of the workers).
     pub endpoint: String,
@@ -425,9 +450,10 @@ impl Cluster {
         let ports = vec![free_port(), free_port()];
         let db = scripts.path().join("workers.db");
         let workers = vec![
-            Some(worker(scripts.path(), &db, ports[0])),
-            Some(worker(scripts_b.path(), &db, ports[1])),
+            Some(worker(scripts.path(), &db, ports[0], &restate)),
+            Some(worker(scripts_b.path(), &db, ports[1], &restate)),
         ];
+        let apis = workers.iter().flatten().map(|w| w.api.clone()).collect();
         let endpoint = format!("http://127.0.0.1:{}", failover_proxy(ports.clone()));
         let out = Command::new(kiln_bin())
             .args([
@@ -453,6 +479,7 @@ impl Cluster {
         Cluster {
             counter,
             workers,
+            apis,
             restate,
             endpoint,
             scripts,
@@ -477,6 +504,27 @@ impl Cluster {
         http("GET", &format!("{}{path}", self.restate.ingress), &[], None)
     }
 
+    /// A request to worker `i`'s HTTP API with bearer `token` and more headers.
+    pub fn api(
+        &self,
+        i: usize,
+        token: &str,
+        method: &str,
+        path: &str,
+        headers: &[(&str, &str)],
+        body: Option<&Value>,
+    ) -> (u16, Value) {
+        let bearer = format!("Bearer {token}");
+        let mut all = vec![("authorization", bearer.as_str())];
+        all.extend_from_slice(headers);
+        http(method, &format!("{}{path}", self.apis[i]), &all, body)
+    }
+
+    /// Worker A's copy of the scripts.
+    pub fn script_a(&self) -> std::path::PathBuf {
+        self.scripts.path().join("agents.rhai")
+    }
+
     /// The mock agent `name` talks to.
     pub fn mock(&self, name: &str) -> &Mock {
         &self.mocks[name]
@@ -484,10 +532,10 @@ impl Cluster {
 
     /// `kill -9` worker `i` and wait for it; returns when it was killed.
     pub fn kill(&mut self, i: usize) -> Instant {
-        let mut proc = self.workers[i].take().expect("worker running");
+        let mut worker = self.workers[i].take().expect("worker running");
         let killed = Instant::now();
-        proc.0.kill().expect("kill -9 worker");
-        let _ = proc.0.wait();
+        worker.proc.0.kill().expect("kill -9 worker");
+        let _ = worker.proc.0.wait();
         killed
     }
 

@@ -1,5 +1,5 @@
 //! Durable runs on Restate (issue 14): a real `restate-server` on 127.0.0.1 with its data in a
-//! temp dir, two `kiln worker --restate` processes behind one address (a failover TCP proxy),
+//! temp dir, two `kiln serve --restate` workers behind one address (a failover TCP proxy),
 //! agents against `kiln mock`, tools counting their executions at a loopback counter.
 //!
 //! `#[ignore]`d because they need the Restate server binary: `.ci/run` installs the pinned
@@ -7,6 +7,7 @@
 //! (without it they fail saying so).
 
 mod fixtures;
+mod front;
 
 use fixtures::{Cluster, ok_output, three_steps};
 use serde_json::{Value, json};
@@ -221,12 +222,12 @@ fn a_session_continues_on_another_worker_with_its_messages_and_state() {
 fn the_same_idempotency_key_runs_once_and_timeouts_follow_the_request_timeout() {
     let [t, a] = one_tool_then("i1", "once");
     let c = Cluster::start(&[("idem", json!({"require_auth": false, "turns": [t, a]}))]);
-    // The workers run with --request-timeout 30 --retries 1: 30 s x 2 attempts + 60 s.
+    // The workers run with --request-timeout 30 (and 3 retries): 30 s x 4 attempts + 60 s.
     for service in ["KilnRun", "KilnSession"] {
         let url = format!("{}/services/{service}", c.restate.admin);
         let (_, svc) = fixtures::http("GET", &url, &[], None);
-        assert_eq!(svc["inactivity_timeout"], "2m", "{svc}");
-        assert_eq!(svc["abort_timeout"], "2m", "{svc}");
+        assert_eq!(svc["inactivity_timeout"], "3m", "{svc}");
+        assert_eq!(svc["abort_timeout"], "3m", "{svc}");
     }
     // Registering the same address again changes nothing; --force makes a new revision.
     let register = |force: &[&str]| {
