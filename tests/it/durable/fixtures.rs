@@ -173,16 +173,18 @@ pub const BOB: &str = "bob-token-0123456789ab";
 pub struct Worker {
     pub proc: Proc,
     pub api: String,
+    pub port: u16,
 }
 
-pub fn worker(scripts: &Path, db: &Path, port: u16, restate: &Restate) -> Worker {
+/// Starts a worker on free ports (it picks them: no race with other tests for a port).
+pub fn worker(scripts: &Path, db: &Path, restate: &Restate) -> Worker {
     let tokens = json!([
         {"token": ALICE, "actor": "alice", "caps": ["net:127.0.0.1"]},
         {"token": BOB, "actor": "bob", "caps": ["net:127.0.0.1"]},
     ]);
     let mut child = Command::new(kiln_bin())
-        .args(["serve", "--bind", "127.0.0.1:0", "--restate", "--restate-bind"])
-        .arg(format!("127.0.0.1:{port}"))
+        .args(["serve", "--bind", "127.0.0.1:0", "--restate"])
+        .args(["--restate-bind", "127.0.0.1:0"])
         .args(["--restate-ingress", &restate.ingress])
         .args(["--restate-admin", &restate.admin])
         .arg("--scripts")
@@ -209,13 +211,15 @@ pub fn worker(scripts: &Path, db: &Path, port: u16, restate: &Restate) -> Worker
         .to_string();
     line.clear();
     out.read_line(&mut line).expect("the worker prints its address");
-    assert!(
-        line.contains(&format!("Restate worker listening on http://127.0.0.1:{port}")),
-        "kiln serve said: {line}"
-    );
+    let port = line
+        .trim()
+        .strip_prefix("kiln serve: Restate worker listening on http://127.0.0.1:")
+        .and_then(|p| p.parse().ok())
+        .unwrap_or_else(|| panic!("kiln serve said: {line}"));
     Worker {
         proc: Proc(child),
         api,
+        port,
     }
 }
 
@@ -447,14 +451,14 @@ impl Cluster {
         let scripts = Scripts::new(&[("agents.rhai", &src)]);
         let scripts_b = Scripts::new(&[("agents.rhai", &format!("{src}// worker B's copy\n"))]);
         let restate = Restate::start();
-        let ports = vec![free_port(), free_port()];
         let db = scripts.path().join("workers.db");
         let workers = vec![
-            Some(worker(scripts.path(), &db, ports[0], &restate)),
-            Some(worker(scripts_b.path(), &db, ports[1], &restate)),
+            Some(worker(scripts.path(), &db, &restate)),
+            Some(worker(scripts_b.path(), &db, &restate)),
         ];
         let apis = workers.iter().flatten().map(|w| w.api.clone()).collect();
-        let endpoint = format!("http://127.0.0.1:{}", failover_proxy(ports.clone()));
+        let ports = workers.iter().flatten().map(|w| w.port).collect();
+        let endpoint = format!("http://127.0.0.1:{}", failover_proxy(ports));
         let out = Command::new(kiln_bin())
             .args([
                 "restate",
