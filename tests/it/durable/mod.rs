@@ -412,6 +412,69 @@ fn a_worker_stops_cleanly_on_sigterm() {
     assert!(status.success(), "{status:?}");
 }
 
+/// Starts `kiln serve --restate` on free ports in `dir`.
+fn serve_restate(dir: &std::path::Path, more: &[&str]) -> std::process::Child {
+    std::process::Command::new(crate::common::kiln_bin())
+        .args(["serve", "--bind", "127.0.0.1:0", "--restate"])
+        .args(["--restate-bind", "127.0.0.1:0", "--no-stdlib", "--db"])
+        .arg(dir.join("w.db"))
+        .args(more)
+        .current_dir(dir)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("start kiln serve --restate")
+}
+
+#[test]
+fn serve_restate_serves_the_api_and_the_worker_and_stops_both_on_sigterm() {
+    use std::io::BufRead;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut child = serve_restate(dir.path(), &[]);
+    let mut out = std::io::BufReader::new(child.stdout.take().expect("stdout"));
+    let (mut api, mut worker) = (String::new(), String::new());
+    out.read_line(&mut api).expect("the API address");
+    out.read_line(&mut worker).expect("the worker address");
+    assert!(api.starts_with("kiln serve: listening on http://127.0.0.1:"), "{api}");
+    let prefix = "kiln serve: Restate worker listening on http://";
+    let worker = worker.trim().strip_prefix(prefix).unwrap_or_else(|| panic!("{worker}"));
+    // (Restate's discovery through that port is what the registrations of the tests above use.)
+    assert!(worker.starts_with("127.0.0.1:"), "{worker}");
+    let health = fixtures::http("GET", &format!("{}/healthz", api.trim().trim_start_matches("kiln serve: listening on ")), &[], None);
+    assert_eq!(health.0, 200, "{health:?}");
+    crate::common::signal(child.id(), "TERM");
+    let status = child.wait().expect("kiln serve exits");
+    assert!(status.success(), "{status:?}");
+}
+
+#[test]
+fn serve_restate_refuses_an_open_worker_beyond_loopback_and_bad_flags() {
+    use crate::common::{kiln, stderr};
+    let dir = tempfile::tempdir().expect("tempdir");
+    let refused = |args: &[&str]| {
+        let mut all = vec!["serve", "--bind", "127.0.0.1:0", "--no-stdlib"];
+        all.extend_from_slice(args);
+        let out = kiln(&all, dir.path());
+        assert!(!out.status.success(), "{args:?} was accepted");
+        stderr(&out)
+    };
+    // Refused before anything is bound: nothing connects to 0.0.0.0.
+    let err = refused(&["--restate", "--restate-bind", "0.0.0.0:0"]);
+    assert!(
+        err.contains("refusing to serve Restate handlers on 0.0.0.0:0 without --restate-identity-key"),
+        "{err}"
+    );
+    let err = refused(&["--restate", "--restate-identity-key", "not-a-key"]);
+    assert!(err.contains("--restate-identity-key: "), "{err}");
+    let err = refused(&["--restate-ingress", "http://127.0.0.1:8080"]);
+    assert!(err.contains("--restate-admin"), "{err}");
+    let err = refused(&["--restate-ingress", "ftp://x", "--restate-admin", "http://127.0.0.1:9070"]);
+    assert!(
+        err.contains("--restate-ingress: \"ftp://x\" is not an http:// or https:// URL"),
+        "{err}"
+    );
+}
+
 #[test]
 fn worker_and_register_refuse_bad_arguments_clearly() {
     use crate::common::{kiln, stderr};
