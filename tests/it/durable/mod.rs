@@ -9,7 +9,7 @@
 mod fixtures;
 mod front;
 
-use fixtures::{Cluster, ok_output, three_steps};
+use fixtures::{ALICE, Cluster, ok_output, three_steps};
 use serde_json::{Value, json};
 use std::time::{Duration, Instant};
 
@@ -28,14 +28,15 @@ fn a_run_whose_worker_is_killed_completes_on_the_other_without_repeating_steps()
         ("clean", three_steps("u")),
         ("local", three_steps("l")),
     ]);
+    // Submitted through worker B's front door; Restate runs it on A (the proxy's first choice).
     // Hold the third tool step at the counter, check steps 1-5 are journaled, kill worker A.
     c.counter.hold("kc");
-    let body = json!({"agent": "kill", "prompt": "count"});
-    let sent = ok_output("send", c.post("/KilnRun/run-kill/run/send", None, &body));
-    let inv = sent["invocationId"]
-        .as_str()
-        .expect("invocation id")
-        .to_string();
+    let body = json!({"agent": "kill", "input": "count", "wait": false});
+    let sent = ok_output(
+        "submit through B",
+        c.api(1, ALICE, "POST", "/v1/runs", &[], Some(&body)),
+    );
+    let inv = sent["id"].as_str().expect("run id").to_string();
     c.counter
         .wait_until("the third tool step to start", |s| s.holding);
     let journal = c.restate.journal(&inv);
@@ -66,7 +67,10 @@ fn a_run_whose_worker_is_killed_completes_on_the_other_without_repeating_steps()
         s.hits.iter().filter(|h| h.0 == "kc").count() >= 2
     });
     let resumed = c.counter.arrivals("kc")[1].duration_since(killed);
-    let report = ok_output("attach", c.get("/restate/workflow/KilnRun/run-kill/attach"));
+    let wait = format!("/v1/runs/{inv}?wait=true");
+    let done = ok_output("await through B", c.api(1, ALICE, "GET", &wait, &[], None));
+    assert_eq!(done["status"], "completed", "{done}");
+    let report = done["report"].clone();
 
     let counts = c.counter.counts("k");
     assert_eq!(
