@@ -143,6 +143,16 @@ impl RestateClient {
         }
     }
 
+    /// Calls `KilnSession/{key}/{handler}` and waits for its answer (`describe`, `clear`).
+    pub async fn session(&self, key: &str, handler: &str) -> Result<Value, DurableError> {
+        let url = format!("{}/KilnSession/{}/{handler}", self.ingress, key_segment(key));
+        let (status, body) = self.call(self.http.post(&url), &url).await?;
+        if !(200..300).contains(&status) {
+            return Err(Self::answered(&url, status, body));
+        }
+        Ok(serde_json::from_str(&body).unwrap_or(Value::Null))
+    }
+
     /// Waits for invocation `id` to end (from any process) and returns how it ended.
     pub async fn attach(&self, id: &str) -> Result<Outcome, DurableError> {
         let url = format!("{}/restate/invocation/{}/attach", self.ingress, key_segment(id));

@@ -187,6 +187,27 @@ impl Session {
         Ok(report_json(&report)?)
     }
 
+    /// The session's agent, messages and `ctx.state` (readable while a turn runs); the agent is
+    /// null for a session that never ran.
+    #[handler]
+    async fn describe(&self, ctx: SharedObjectContext<'_>) -> HandlerResult<Json<Value>> {
+        let agent = ctx.get::<String>(AGENT).await?;
+        let messages = ctx.get::<Json<Value>>(MESSAGES).await?.map(Json::into_inner);
+        let state = ctx.get::<Json<Value>>(STATE).await?.map(Json::into_inner);
+        Ok(Json(serde_json::json!({
+            "agent": agent,
+            "messages": messages.unwrap_or(Value::Array(Vec::new())),
+            "state": state.unwrap_or(Value::Object(serde_json::Map::new())),
+        })))
+    }
+
+    /// Forgets the session (after the turn running now, if any: turns and this queue per key).
+    #[handler]
+    async fn clear(&self, ctx: ObjectContext<'_>) -> HandlerResult<()> {
+        ctx.clear_all();
+        Ok(())
+    }
+
     /// The session's messages so far (readable while a turn runs).
     #[handler]
     async fn transcript(&self, ctx: SharedObjectContext<'_>) -> HandlerResult<Json<Value>> {

@@ -7,7 +7,8 @@
 //! A run's id is its Restate invocation id (also its id in the run log). Without a session a
 //! run is a `KilnRun` workflow keyed by the request's idempotency key, with one a `KilnSession`
 //! turn sent with it: the same key again is the same run. Keys are scoped by the token's actor,
-//! which is also how a run's owner is told from another's.
+//! which is also how a run's owner is told from another's. `/v1/sessions/{name}` reads and
+//! clears the session's Virtual Object.
 
 use super::auth::Principal;
 use super::error::ApiError;
@@ -205,4 +206,42 @@ pub(super) async fn events(
     Ok(Sse::new(end)
         .keep_alive(KeepAlive::default())
         .into_response())
+}
+
+/// The session `name` of `who` as Restate keeps it, or the `404` naming it.
+async fn session_of(front: &RestateClient, who: &Principal, name: &str) -> Result<Value, ApiError> {
+    let key = scoped(who, name);
+    let session = front.session(&key, "describe").await.map_err(restate_error)?;
+    if session["agent"].is_null() {
+        return Err(ApiError::not_found(
+            "session_not_found",
+            format!("no session \"{name}\""),
+        ));
+    }
+    Ok(session)
+}
+
+/// `GET /v1/sessions/{name}` through Restate: the session's agent, messages and state.
+pub(super) async fn session(
+    front: &RestateClient,
+    who: &Principal,
+    name: &str,
+) -> Result<Value, ApiError> {
+    let mut session = session_of(front, who, name).await?;
+    session["name"] = json!(name);
+    Ok(session)
+}
+
+/// `DELETE /v1/sessions/{name}` through Restate (after the turn running now, if any).
+pub(super) async fn delete_session(
+    front: &RestateClient,
+    who: &Principal,
+    name: &str,
+) -> Result<StatusCode, ApiError> {
+    session_of(front, who, name).await?;
+    front
+        .session(&scoped(who, name), "clear")
+        .await
+        .map_err(restate_error)?;
+    Ok(StatusCode::NO_CONTENT)
 }

@@ -150,6 +150,9 @@ pub async fn session(
     who: Principal,
     Path(name): Path<String>,
 ) -> Result<Json<Value>, ApiError> {
+    if let Some(front) = &state.front {
+        return front::session(front, &who, &name).await.map(Json);
+    }
     let saved = db(&state)?
         .session(&session_key(&who, &name))
         .map_err(|e| ApiError::internal(e.to_string()))?
@@ -171,6 +174,9 @@ pub async fn delete_session(
     who: Principal,
     Path(name): Path<String>,
 ) -> Result<StatusCode, ApiError> {
+    if let Some(front) = &state.front {
+        return front::delete_session(front, &who, &name).await;
+    }
     let db = db(&state)?;
     let key = session_key(&who, &name);
     let exists = db

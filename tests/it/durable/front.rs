@@ -93,6 +93,15 @@ fn the_same_idempotency_key_through_the_front_door_runs_once() {
     assert_eq!(first["id"], again["id"]);
     assert_eq!(c.mock("talk").requests().len(), 2);
     assert_eq!(c.counter.counts("t").get("t1").map(Vec::len), Some(1));
+    // Any worker shows the session from Restate, to its actor only, and deletes it.
+    let path = "/v1/sessions/s1";
+    let (status, session) = c.api(1, ALICE, "GET", path, &[], None);
+    assert_eq!(status, 200, "{session}");
+    assert_eq!(session["agent"], "talk", "{session}");
+    assert_eq!(session["state"], json!({"n": 1}), "{session}");
+    assert_eq!(session["messages"].as_array().map(Vec::len), Some(4), "{session}");
+    assert_eq!(c.api(1, BOB, "GET", path, &[], None).0, 404);
+    assert_eq!(c.api(1, BOB, "DELETE", path, &[], None).0, 404);
     // The session belongs to its agent.
     let other = json!({"agent": "once", "input": "hi", "session": "s1"});
     let (status, body) = c.api(0, ALICE, "POST", "/v1/runs", &[], Some(&other));
@@ -100,6 +109,9 @@ fn the_same_idempotency_key_through_the_front_door_runs_once() {
     assert_eq!(body["status"], "failed", "{body}");
     let message = body["error"]["message"].as_str().unwrap_or_default();
     assert!(message.contains("belongs to agent \"talk\""), "{body}");
+    let (status, body) = c.api(0, ALICE, "DELETE", path, &[], None);
+    assert_eq!(status, 204, "{body}");
+    assert_eq!(c.api(1, ALICE, "GET", path, &[], None).0, 404);
 }
 
 #[test]
