@@ -117,8 +117,7 @@ async fn shutdown_signal() {
 /// The worker's Restate endpoint with `--restate`: its walls are the server's.
 fn restate_worker(
     a: &ServeArgs,
-    host: &Arc<crate::Host>,
-    options: &ServeOptions,
+    state: &AppState,
 ) -> CliResult<Option<restate_sdk::endpoint::Endpoint>> {
     if !a.restate {
         return Ok(None);
@@ -132,13 +131,15 @@ fn restate_worker(
     }
     let worker = crate::durable::WorkerOptions {
         overrides: crate::ProviderOverrides {
-            timeout: options.request_timeout,
+            timeout: state.options.request_timeout,
             ..Default::default()
         },
-        ceiling: options.ceiling.clone(),
+        ceiling: state.options.ceiling.clone(),
+        slots: Some(state.limiter.clone()),
+        run_timeout: state.options.run_timeout,
         identity_keys: a.restate_identity_key.clone(),
     };
-    Ok(Some(crate::durable::endpoint(host.clone(), worker)?))
+    Ok(Some(crate::durable::endpoint(state.host.clone(), worker)?))
 }
 
 /// Runs `kiln serve`.
@@ -173,7 +174,12 @@ pub fn serve(g: &Global, a: ServeArgs) -> CliResult<ExitCode> {
             Some(g.mark_ask(parse_caps(&a.caps)?))
         },
     };
-    let endpoint = restate_worker(&a, &host, &options)?;
+    let mut state = AppState::new(host, tokens, options);
+    if let Some(front) = front {
+        state = state.with_front(front);
+    }
+    let state = Arc::new(state);
+    let endpoint = restate_worker(&a, &state)?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
@@ -190,6 +196,7 @@ pub fn serve(g: &Global, a: ServeArgs) -> CliResult<ExitCode> {
             ),
             None => None,
         };
+        let tokens = &state.tokens;
         if tokens.is_empty() {
             crate::cli::output::errln!(
                 "kiln serve: no tokens configured: open to local clients only (loopback)"
@@ -212,7 +219,7 @@ pub fn serve(g: &Global, a: ServeArgs) -> CliResult<ExitCode> {
                 endpoint, worker, stopped,
             )));
         }
-        if front.is_some() {
+        if state.front.is_some() {
             crate::cli::output::errln!(
                 "kiln serve: /v1/runs go through Restate's ingress at {}",
                 a.restate_ingress.as_deref().unwrap_or_default()
@@ -228,8 +235,8 @@ pub fn serve(g: &Global, a: ServeArgs) -> CliResult<ExitCode> {
         // MCP at /mcp, for local clients only: its one bearer check knows nothing of the
         // tokens' actors and ceilings, so with tokens configured it stays off.
         let mcp = tokens.is_empty().then(|| {
-            let grants = options.ceiling.clone().unwrap_or_default();
-            let server = crate::mcp::McpServer::new(host.clone(), grants);
+            let grants = state.options.ceiling.clone().unwrap_or_default();
+            let server = crate::mcp::McpServer::new(state.host.clone(), grants);
             crate::mcp::router(
                 server,
                 crate::mcp::HttpOptions {
@@ -239,11 +246,7 @@ pub fn serve(g: &Global, a: ServeArgs) -> CliResult<ExitCode> {
                 },
             )
         });
-        let mut state = AppState::new(host, tokens, options);
-        if let Some(front) = front {
-            state = state.with_front(front);
-        }
-        let served = crate::serve::serve(Arc::new(state), listener, mcp, signal).await;
+        let served = crate::serve::serve(state.clone(), listener, mcp, signal).await;
         stop.cancel();
         if let Some(task) = worker_task {
             let _ = task.await;

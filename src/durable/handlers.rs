@@ -23,6 +23,8 @@ pub(crate) struct Worker {
     pub(crate) host: Arc<Host>,
     pub(crate) overrides: ProviderOverrides,
     pub(crate) ceiling: Option<Grants>,
+    pub(crate) slots: Option<crate::serve::limits::Limiter>,
+    pub(crate) run_timeout: Option<std::time::Duration>,
 }
 
 /// The input of `KilnSession/{name}/turn` and `KilnRun/{id}/run`.
@@ -66,7 +68,7 @@ impl Worker {
         invocation: &str,
         req: RunRequest,
         session: Option<(String, Vec<Message>, Arc<Mutex<Value>>)>,
-    ) -> Result<crate::RunReport, TerminalError> {
+    ) -> Result<crate::RunReport, HandlerError> {
         let agent = self
             .host
             .agent(&req.agent)
@@ -78,15 +80,27 @@ impl Worker {
                     "agent \"{}\" is a json_planner agent; durable runs support the tool-calling loop only",
                     req.agent
                 ),
-            ));
+            )
+            .into());
         }
         let grants = self.grants(&agent.grants, &req)?;
+        // No free slot: this attempt fails (retryable) and Restate tries again later.
+        let _slot = match &self.slots {
+            Some(slots) => Some(slots.acquire().await.map_err(|e| {
+                HandlerError::from(std::io::Error::other(format!(
+                    "no run slot free on this worker: {}",
+                    e.message
+                )))
+            })?),
+            None => None,
+        };
         let mut opts = RunOptions {
             grants,
             overrides: self.overrides.clone(),
             context: req.context,
             actor_id: req.actor,
             run_id: Some(invocation.to_string()),
+            timeout: self.run_timeout,
             ..RunOptions::default()
         };
         if let Some((name, history, state)) = session {
@@ -97,7 +111,7 @@ impl Worker {
         self.host
             .run_journaled(journal, &req.agent, &req.prompt, opts)
             .await
-            .map_err(failed)
+            .map_err(|e| failed(e).into())
     }
 }
 

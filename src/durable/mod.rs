@@ -71,13 +71,19 @@ pub enum DurableError {
 }
 
 /// How a worker runs agents.
-#[derive(Debug, Clone, Default)]
+#[derive(Clone, Default)]
 pub struct WorkerOptions {
     /// Provider overrides (the request timeout also sets Restate's timeouts).
     pub overrides: ProviderOverrides,
     /// The most any run may be granted (`kiln serve --caps`), applied again by the handler to
     /// whatever the input asks for: Restate's ingress is one more door.
     pub ceiling: Option<Grants>,
+    /// The run slots of the process (`kiln serve --max-runs/--queue`); a run finding none
+    /// free fails its attempt and Restate retries it later (on this or another worker).
+    pub slots: Option<crate::serve::limits::Limiter>,
+    /// Deadline of each run, counted from the start of each attempt (a resumed run's journaled
+    /// steps come back at once, so it bounds the work done live).
+    pub run_timeout: Option<Duration>,
     /// Public keys of Restate's request identity (`publickeyv1_...`): with one, requests not
     /// signed by the Restate server are refused.
     pub identity_keys: Vec<String>,
@@ -109,6 +115,8 @@ pub fn endpoint(host: Arc<Host>, options: WorkerOptions) -> Result<Endpoint, Dur
         host,
         overrides: options.overrides,
         ceiling: options.ceiling,
+        slots: options.slots,
+        run_timeout: options.run_timeout,
     });
     Ok(builder
         .bind(

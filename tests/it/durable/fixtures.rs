@@ -139,6 +139,18 @@ impl Restate {
         r
     }
 
+    /// The `status` of an invocation in `sys_invocation` (`backing-off`, `completed`, ...).
+    pub fn status(&self, invocation: &str) -> String {
+        let query = format!("SELECT status FROM sys_invocation WHERE id = '{invocation}'");
+        let (_, body) = http(
+            "POST",
+            &format!("{}/query", self.admin),
+            &[("accept", "application/json")],
+            Some(&json!({ "query": query })),
+        );
+        body["rows"][0]["status"].as_str().unwrap_or("").to_string()
+    }
+
     /// The journal entries of an invocation: `(entry_type, name)`.
     pub fn journal(&self, invocation: &str) -> Vec<(String, String)> {
         let query = format!(
@@ -177,7 +189,7 @@ pub struct Worker {
 }
 
 /// Starts a worker on free ports (it picks them: no race with other tests for a port).
-pub fn worker(scripts: &Path, db: &Path, restate: &Restate) -> Worker {
+pub fn worker(scripts: &Path, db: &Path, restate: &Restate, more: &[&str]) -> Worker {
     let tokens = json!([
         {"token": ALICE, "actor": "alice", "caps": ["net:127.0.0.1"]},
         {"token": BOB, "actor": "bob", "caps": ["net:127.0.0.1"]},
@@ -195,6 +207,7 @@ pub fn worker(scripts: &Path, db: &Path, restate: &Restate) -> Worker {
         .arg(db)
         .arg("--no-stdlib")
         .args(["--request-timeout", "30"])
+        .args(more)
         .env("KILN_TOKENS", tokens.to_string())
         .env_remove("KILN_LOG")
         .stdout(Stdio::piped())
@@ -437,6 +450,11 @@ pub struct Cluster {
 impl Cluster {
     /// Starts everything; `agents` are `(name, mock scenario)`.
     pub fn start(agents: &[(&str, Value)]) -> Cluster {
+        Self::start_with(agents, &[])
+    }
+
+    /// [`Cluster::start`] with more `kiln serve` arguments for the workers.
+    pub fn start_with(agents: &[(&str, Value)], more: &[&str]) -> Cluster {
         let counter = Counter::default();
         let counter_url = counter.start();
         let mocks: HashMap<String, Mock> = agents
@@ -453,8 +471,8 @@ impl Cluster {
         let restate = Restate::start();
         let db = scripts.path().join("workers.db");
         let workers = vec![
-            Some(worker(scripts.path(), &db, &restate)),
-            Some(worker(scripts_b.path(), &db, &restate)),
+            Some(worker(scripts.path(), &db, &restate, more)),
+            Some(worker(scripts_b.path(), &db, &restate, more)),
         ];
         let apis = workers.iter().flatten().map(|w| w.api.clone()).collect();
         let ports = workers.iter().flatten().map(|w| w.port).collect();

@@ -205,3 +205,32 @@ fn a_worker_reloads_its_tools_and_the_log_records_the_version_that_ran() {
         assert_eq!(&logged["tool_calls"][0]["script_version"], version, "{logged}");
     }
 }
+
+#[test]
+#[ignore = "needs restate-server: run by .ci/run with KILN_RESTATE_SERVER set"]
+fn a_worker_without_a_free_run_slot_leaves_the_run_to_restate_to_retry() {
+    let agents = [("first", tool_then("w1", "one")), ("second", tool_then("w2", "two"))];
+    let c = Cluster::start_with(&agents, &["--max-runs", "1", "--queue", "0"]);
+    c.counter.hold("w1");
+    let submit = |agent: &str| {
+        let body = json!({"agent": agent, "input": "go", "wait": false});
+        let sent = ok_output("submit", c.api(0, ALICE, "POST", "/v1/runs", &[], Some(&body)));
+        sent["id"].as_str().expect("run id").to_string()
+    };
+    let first = submit("first");
+    c.counter.wait_until("the first run's tool step", |s| s.holding);
+    let second = submit("second");
+    // The one slot is taken: the second run's attempts fail and Restate backs off.
+    let began = Instant::now();
+    while c.restate.status(&second) != "backing-off" {
+        assert!(began.elapsed() < WAIT, "the second run never backed off");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(c.mock("second").requests().len(), 0, "nothing of it ran");
+    c.counter.release();
+    for (id, answer) in [(first, "one"), (second, "two")] {
+        let wait = format!("/v1/runs/{id}?wait=true");
+        let done = ok_output("await", c.api(1, ALICE, "GET", &wait, &[], None));
+        assert_eq!(done["report"]["answer"], answer, "{done}");
+    }
+}
