@@ -127,7 +127,11 @@ impl RestateClient {
             Target::Session => "turn",
             Target::Run => "run",
         };
-        let url = format!("{}/{path}/{}/{handler}/send", self.ingress, key_segment(key));
+        let url = format!(
+            "{}/{path}/{}/{handler}/send",
+            self.ingress,
+            key_segment(key)
+        );
         let mut req = self.http.post(&url).json(input);
         if let Some(k) = idempotency {
             req = req.header("idempotency-key", k);
@@ -145,7 +149,11 @@ impl RestateClient {
 
     /// Calls `KilnSession/{key}/{handler}` and waits for its answer (`describe`, `clear`).
     pub async fn session(&self, key: &str, handler: &str) -> Result<Value, DurableError> {
-        let url = format!("{}/KilnSession/{}/{handler}", self.ingress, key_segment(key));
+        let url = format!(
+            "{}/KilnSession/{}/{handler}",
+            self.ingress,
+            key_segment(key)
+        );
         let (status, body) = self.call(self.http.post(&url), &url).await?;
         if !(200..300).contains(&status) {
             return Err(Self::answered(&url, status, body));
@@ -155,7 +163,11 @@ impl RestateClient {
 
     /// Waits for invocation `id` to end (from any process) and returns how it ended.
     pub async fn attach(&self, id: &str) -> Result<Outcome, DurableError> {
-        let url = format!("{}/restate/invocation/{}/attach", self.ingress, key_segment(id));
+        let url = format!(
+            "{}/restate/invocation/{}/attach",
+            self.ingress,
+            key_segment(id)
+        );
         let (status, body) = self.call(self.http.get(&url), &url).await?;
         let value: Value = serde_json::from_str(&body).unwrap_or(Value::String(body.clone()));
         if (200..300).contains(&status) {

@@ -206,7 +206,10 @@ impl Session {
     #[handler]
     async fn describe(&self, ctx: SharedObjectContext<'_>) -> HandlerResult<Json<Value>> {
         let agent = ctx.get::<String>(AGENT).await?;
-        let messages = ctx.get::<Json<Value>>(MESSAGES).await?.map(Json::into_inner);
+        let messages = ctx
+            .get::<Json<Value>>(MESSAGES)
+            .await?
+            .map(Json::into_inner);
         let state = ctx.get::<Json<Value>>(STATE).await?.map(Json::into_inner);
         Ok(Json(serde_json::json!({
             "agent": agent,

@@ -199,7 +199,9 @@ pub(super) async fn events(
     let end = futures_util::stream::once(async move {
         let data = match front.attach(&id).await {
             Ok(outcome) => ended(&id, None, outcome),
-            Err(e) => json!({"id": id, "status": "unknown", "error": {"kind": "restate", "message": e.to_string()}}),
+            Err(e) => {
+                json!({"id": id, "status": "unknown", "error": {"kind": "restate", "message": e.to_string()}})
+            }
         };
         Ok::<_, std::convert::Infallible>(SseEvent::default().event("end").data(data.to_string()))
     });
@@ -211,7 +213,10 @@ pub(super) async fn events(
 /// The session `name` of `who` as Restate keeps it, or the `404` naming it.
 async fn session_of(front: &RestateClient, who: &Principal, name: &str) -> Result<Value, ApiError> {
     let key = scoped(who, name);
-    let session = front.session(&key, "describe").await.map_err(restate_error)?;
+    let session = front
+        .session(&key, "describe")
+        .await
+        .map_err(restate_error)?;
     if session["agent"].is_null() {
         return Err(ApiError::not_found(
             "session_not_found",

@@ -216,14 +216,16 @@ pub fn worker(scripts: &Path, db: &Path, restate: &Restate, more: &[&str]) -> Wo
         .expect("start kiln serve --restate");
     let mut out = BufReader::new(child.stdout.take().expect("stdout"));
     let mut line = String::new();
-    out.read_line(&mut line).expect("kiln serve prints its address");
+    out.read_line(&mut line)
+        .expect("kiln serve prints its address");
     let api = line
         .trim()
         .strip_prefix("kiln serve: listening on ")
         .unwrap_or_else(|| panic!("kiln serve said: {line}"))
         .to_string();
     line.clear();
-    out.read_line(&mut line).expect("the worker prints its address");
+    out.read_line(&mut line)
+        .expect("the worker prints its address");
     let port = line
         .trim()
         .strip_prefix("kiln serve: Restate worker listening on http://127.0.0.1:")

@@ -19,9 +19,15 @@ fn a_run_submitted_through_one_worker_is_awaited_through_another() {
     let body = json!({"agent": "front", "input": "count", "wait": false});
     let (status, sent) = c.api(0, ALICE, "POST", "/v1/runs", &[], Some(&body));
     assert_eq!(status, 202, "{sent}");
-    assert_eq!((&sent["status"], &sent["agent"]), (&json!("running"), &json!("front")));
+    assert_eq!(
+        (&sent["status"], &sent["agent"]),
+        (&json!("running"), &json!("front"))
+    );
     let id = sent["id"].as_str().expect("run id").to_string();
-    assert!(id.starts_with("inv_"), "the run id is the invocation id: {id}");
+    assert!(
+        id.starts_with("inv_"),
+        "the run id is the invocation id: {id}"
+    );
 
     // Another actor's token finds no such run, on any worker.
     let wait = format!("/v1/runs/{id}?wait=true");
@@ -36,29 +42,56 @@ fn a_run_submitted_through_one_worker_is_awaited_through_another() {
     assert_eq!(done["report"]["run_id"], id.as_str(), "{done}");
     // A finished run answers at once without waiting; its events end with the end.
     let (status, now) = c.api(0, ALICE, "GET", &format!("/v1/runs/{id}"), &[], None);
-    assert_eq!((status, &now["status"]), (200, &json!("completed")), "{now}");
+    assert_eq!(
+        (status, &now["status"]),
+        (200, &json!("completed")),
+        "{now}"
+    );
     let (status, events) = c.api(1, ALICE, "GET", &format!("/v1/runs/{id}/events"), &[], None);
     let events = events.as_str().unwrap_or_default().to_string();
     assert_eq!(status, 200, "{events}");
-    assert!(events.contains("event: end") && events.contains("counted three"), "{events}");
+    assert!(
+        events.contains("event: end") && events.contains("counted three"),
+        "{events}"
+    );
     let counts = c.counter.counts("f");
-    assert!(counts.values().all(|keys| keys.len() == 1), "each step once: {counts:?}");
+    assert!(
+        counts.values().all(|keys| keys.len() == 1),
+        "each step once: {counts:?}"
+    );
     assert_eq!(counts.len(), 3, "{counts:?}");
 
     // Every wall of a local run stands in front of Restate too, and nothing is submitted.
     let post = |token: &str, body: Value| c.api(0, token, "POST", "/v1/runs", &[], Some(&body));
-    let (status, body) = post(ALICE, json!({"agent": "front", "input": "x", "caps": ["net"]}));
+    let (status, body) = post(
+        ALICE,
+        json!({"agent": "front", "input": "x", "caps": ["net"]}),
+    );
     assert_eq!(status, 403, "beyond the token's ceiling: {body}");
-    assert!(body.to_string().contains("beyond what this token allows"), "{body}");
-    let (status, body) = post("no-such-token-0123456789", json!({"agent": "front", "input": "x"}));
+    assert!(
+        body.to_string().contains("beyond what this token allows"),
+        "{body}"
+    );
+    let (status, body) = post(
+        "no-such-token-0123456789",
+        json!({"agent": "front", "input": "x"}),
+    );
     assert_eq!(status, 401, "{body}");
     let (status, body) = post(ALICE, json!({"agent": "nope", "input": "x"}));
-    assert_eq!((status, &body["error"]["code"]), (404, &json!("model_not_found")), "{body}");
+    assert_eq!(
+        (status, &body["error"]["code"]),
+        (404, &json!("model_not_found")),
+        "{body}"
+    );
     let (status, body) = post(ALICE, json!({"agent": "plan", "input": "x"}));
     assert_eq!(status, 400, "{body}");
     assert!(body.to_string().contains("json_planner agent"), "{body}");
     let (status, body) = post(ALICE, json!({"agent": "front"}));
-    assert_eq!((status, &body["error"]["param"]), (400, &json!("input")), "{body}");
+    assert_eq!(
+        (status, &body["error"]["param"]),
+        (400, &json!("input")),
+        "{body}"
+    );
     let (status, body) = c.api(0, ALICE, "GET", "/v1/runs/run_1", &[], None);
     assert_eq!(status, 404, "not an invocation id: {body}");
     assert_eq!(c.mock("front").requests().len(), 4, "only the one run ran");
@@ -72,13 +105,23 @@ fn the_same_idempotency_key_through_the_front_door_runs_once() {
     let c = Cluster::start(&[("once", once), ("talk", tool_then("t1", "hello"))]);
     let key = [("idempotency-key", "order-17")];
     let body = json!({"agent": "once", "input": "go"});
-    let first = ok_output("first", c.api(0, ALICE, "POST", "/v1/runs", &key, Some(&body)));
-    let again = ok_output("again", c.api(1, ALICE, "POST", "/v1/runs", &key, Some(&body)));
+    let first = ok_output(
+        "first",
+        c.api(0, ALICE, "POST", "/v1/runs", &key, Some(&body)),
+    );
+    let again = ok_output(
+        "again",
+        c.api(1, ALICE, "POST", "/v1/runs", &key, Some(&body)),
+    );
     assert_eq!(first["status"], "completed", "{first}");
     assert_eq!(first["id"], again["id"], "{first} {again}");
     assert_eq!(first["report"], again["report"]);
     assert_eq!(c.counter.counts("d").get("d1").map(Vec::len), Some(1));
-    assert_eq!(c.mock("once").requests().len(), 2, "one run: two model requests");
+    assert_eq!(
+        c.mock("once").requests().len(),
+        2,
+        "one run: two model requests"
+    );
     // Keys are per actor: Bob's "order-17" is a run of his own.
     let bobs = ok_output("bob", c.api(1, BOB, "POST", "/v1/runs", &key, Some(&body)));
     assert_ne!(bobs["id"], first["id"]);
@@ -87,8 +130,14 @@ fn the_same_idempotency_key_through_the_front_door_runs_once() {
     // A session turn sent twice with one key runs once.
     let turn = json!({"agent": "talk", "input": "hi", "session": "s1"});
     let key = [("idempotency-key", "turn-1")];
-    let first = ok_output("turn", c.api(0, ALICE, "POST", "/v1/runs", &key, Some(&turn)));
-    let again = ok_output("turn again", c.api(1, ALICE, "POST", "/v1/runs", &key, Some(&turn)));
+    let first = ok_output(
+        "turn",
+        c.api(0, ALICE, "POST", "/v1/runs", &key, Some(&turn)),
+    );
+    let again = ok_output(
+        "turn again",
+        c.api(1, ALICE, "POST", "/v1/runs", &key, Some(&turn)),
+    );
     assert_eq!(first["report"]["answer"], "hello", "{first}");
     assert_eq!(first["id"], again["id"]);
     assert_eq!(c.mock("talk").requests().len(), 2);
@@ -99,7 +148,11 @@ fn the_same_idempotency_key_through_the_front_door_runs_once() {
     assert_eq!(status, 200, "{session}");
     assert_eq!(session["agent"], "talk", "{session}");
     assert_eq!(session["state"], json!({"n": 1}), "{session}");
-    assert_eq!(session["messages"].as_array().map(Vec::len), Some(4), "{session}");
+    assert_eq!(
+        session["messages"].as_array().map(Vec::len),
+        Some(4),
+        "{session}"
+    );
     assert_eq!(c.api(1, BOB, "GET", path, &[], None).0, 404);
     assert_eq!(c.api(1, BOB, "DELETE", path, &[], None).0, 404);
     // The session belongs to its agent.
@@ -124,7 +177,10 @@ fn cancelling_through_the_api_cancels_the_invocation_in_restate() {
     let c = Cluster::start(&[("cancel", scenario)]);
     c.counter.hold("x1");
     let body = json!({"agent": "cancel", "input": "go", "wait": false});
-    let sent = ok_output("send", c.api(0, ALICE, "POST", "/v1/runs", &[], Some(&body)));
+    let sent = ok_output(
+        "send",
+        c.api(0, ALICE, "POST", "/v1/runs", &[], Some(&body)),
+    );
     let id = sent["id"].as_str().expect("run id").to_string();
     c.counter.wait_until("the tool step", |s| s.holding);
     let cancel = format!("/v1/runs/{id}/cancel");
@@ -133,7 +189,14 @@ fn cancelling_through_the_api_cancels_the_invocation_in_restate() {
     let (status, body) = c.api(1, ALICE, "POST", &cancel, &[], None);
     assert_eq!(status, 202, "{body}");
     c.counter.release();
-    let (status, done) = c.api(0, ALICE, "GET", &format!("/v1/runs/{id}?wait=true"), &[], None);
+    let (status, done) = c.api(
+        0,
+        ALICE,
+        "GET",
+        &format!("/v1/runs/{id}?wait=true"),
+        &[],
+        None,
+    );
     assert_eq!(status, 200, "{done}");
     assert_eq!(done["status"], "cancelled", "{done}");
     assert_eq!(done["error"]["kind"], "cancelled", "{done}");
@@ -147,9 +210,19 @@ fn cancelling_through_the_api_cancels_the_invocation_in_restate() {
     );
     let row = &rows["rows"][0];
     assert_eq!(row["status"], "completed", "{rows}");
-    assert!(row["completion_failure"].to_string().contains("cancel"), "{rows}");
-    assert!(!c.counter.counts("x").contains_key("x2"), "no step after the cancel");
-    assert_eq!(c.mock("cancel").requests().len(), 1, "no model request after the cancel");
+    assert!(
+        row["completion_failure"].to_string().contains("cancel"),
+        "{rows}"
+    );
+    assert!(
+        !c.counter.counts("x").contains_key("x2"),
+        "no step after the cancel"
+    );
+    assert_eq!(
+        c.mock("cancel").requests().len(),
+        1,
+        "no model request after the cancel"
+    );
 }
 
 /// `kiln_reloads_total` of worker `i`.
@@ -172,7 +245,11 @@ fn a_worker_reloads_its_tools_and_the_log_records_the_version_that_ran() {
     let run = |c: &Cluster| ok_output("run", c.api(0, ALICE, "POST", "/v1/runs", &[], Some(&body)));
     let first = run(&c);
     let call = |r: &Value| r["report"]["tool_calls"][0].clone();
-    assert_eq!(call(&first)["outcome"]["result"], "counted r (#1)", "{first}");
+    assert_eq!(
+        call(&first)["outcome"]["result"],
+        "counted r (#1)",
+        "{first}"
+    );
 
     // Worker A (the one the proxy sends Restate to) gets a new version of the tool.
     let before = reloads(&c, 0);
@@ -186,8 +263,15 @@ fn a_worker_reloads_its_tools_and_the_log_records_the_version_that_ran() {
         std::thread::sleep(Duration::from_millis(50));
     }
     let second = run(&c);
-    assert_eq!(call(&second)["outcome"]["result"], "tallied r (#1)", "{second}");
-    let (v1, v2) = (call(&first)["script_version"].clone(), call(&second)["script_version"].clone());
+    assert_eq!(
+        call(&second)["outcome"]["result"],
+        "tallied r (#1)",
+        "{second}"
+    );
+    let (v1, v2) = (
+        call(&first)["script_version"].clone(),
+        call(&second)["script_version"].clone(),
+    );
     assert_ne!(v1, v2, "a new version ran");
 
     // The run log has each run under its id with the version that ran.
@@ -202,23 +286,33 @@ fn a_worker_reloads_its_tools_and_the_log_records_the_version_that_ran() {
             .as_array()
             .and_then(|runs| runs.iter().find(|r| r["id"] == run["id"]))
             .unwrap_or_else(|| panic!("the log has run {}: {logs}", run["id"]));
-        assert_eq!(&logged["tool_calls"][0]["script_version"], version, "{logged}");
+        assert_eq!(
+            &logged["tool_calls"][0]["script_version"], version,
+            "{logged}"
+        );
     }
 }
 
 #[test]
 #[ignore = "needs restate-server: run by .ci/run with KILN_RESTATE_SERVER set"]
 fn a_worker_without_a_free_run_slot_leaves_the_run_to_restate_to_retry() {
-    let agents = [("first", tool_then("w1", "one")), ("second", tool_then("w2", "two"))];
+    let agents = [
+        ("first", tool_then("w1", "one")),
+        ("second", tool_then("w2", "two")),
+    ];
     let c = Cluster::start_with(&agents, &["--max-runs", "1", "--queue", "0"]);
     c.counter.hold("w1");
     let submit = |agent: &str| {
         let body = json!({"agent": agent, "input": "go", "wait": false});
-        let sent = ok_output("submit", c.api(0, ALICE, "POST", "/v1/runs", &[], Some(&body)));
+        let sent = ok_output(
+            "submit",
+            c.api(0, ALICE, "POST", "/v1/runs", &[], Some(&body)),
+        );
         sent["id"].as_str().expect("run id").to_string()
     };
     let first = submit("first");
-    c.counter.wait_until("the first run's tool step", |s| s.holding);
+    c.counter
+        .wait_until("the first run's tool step", |s| s.holding);
     let second = submit("second");
     // The one slot is taken: the second run's attempts fail and Restate backs off.
     let began = Instant::now();

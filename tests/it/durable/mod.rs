@@ -439,12 +439,26 @@ fn serve_restate_serves_the_api_and_the_worker_and_stops_both_on_sigterm() {
     let (mut api, mut worker) = (String::new(), String::new());
     out.read_line(&mut api).expect("the API address");
     out.read_line(&mut worker).expect("the worker address");
-    assert!(api.starts_with("kiln serve: listening on http://127.0.0.1:"), "{api}");
+    assert!(
+        api.starts_with("kiln serve: listening on http://127.0.0.1:"),
+        "{api}"
+    );
     let prefix = "kiln serve: Restate worker listening on http://";
-    let worker = worker.trim().strip_prefix(prefix).unwrap_or_else(|| panic!("{worker}"));
+    let worker = worker
+        .trim()
+        .strip_prefix(prefix)
+        .unwrap_or_else(|| panic!("{worker}"));
     // (Restate's discovery through that port is what the registrations of the tests above use.)
     assert!(worker.starts_with("127.0.0.1:"), "{worker}");
-    let health = fixtures::http("GET", &format!("{}/healthz", api.trim().trim_start_matches("kiln serve: listening on ")), &[], None);
+    let health = fixtures::http(
+        "GET",
+        &format!(
+            "{}/healthz",
+            api.trim().trim_start_matches("kiln serve: listening on ")
+        ),
+        &[],
+        None,
+    );
     assert_eq!(health.0, 200, "{health:?}");
     crate::common::signal(child.id(), "TERM");
     let status = child.wait().expect("kiln serve exits");
@@ -465,14 +479,21 @@ fn serve_restate_refuses_an_open_worker_beyond_loopback_and_bad_flags() {
     // Refused before anything is bound: nothing connects to 0.0.0.0.
     let err = refused(&["--restate", "--restate-bind", "0.0.0.0:0"]);
     assert!(
-        err.contains("refusing to serve Restate handlers on 0.0.0.0:0 without --restate-identity-key"),
+        err.contains(
+            "refusing to serve Restate handlers on 0.0.0.0:0 without --restate-identity-key"
+        ),
         "{err}"
     );
     let err = refused(&["--restate", "--restate-identity-key", "not-a-key"]);
     assert!(err.contains("--restate-identity-key: "), "{err}");
     let err = refused(&["--restate-ingress", "http://127.0.0.1:8080"]);
     assert!(err.contains("--restate-admin"), "{err}");
-    let err = refused(&["--restate-ingress", "ftp://x", "--restate-admin", "http://127.0.0.1:9070"]);
+    let err = refused(&[
+        "--restate-ingress",
+        "ftp://x",
+        "--restate-admin",
+        "http://127.0.0.1:9070",
+    ]);
     assert!(
         err.contains("--restate-ingress: \"ftp://x\" is not an http:// or https:// URL"),
         "{err}"
