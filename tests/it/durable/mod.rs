@@ -389,6 +389,50 @@ fn durable_steps_cost_against_local_steps() {
 }
 
 #[test]
+fn a_worker_reloads_its_scripts_as_they_change() {
+    use std::io::BufRead;
+    let tool = |word: &str| {
+        format!(
+            "tool(\"echo\").description(\"Echo\").param(\"x\", \"string\", \"x\")\n    .handler(|args, ctx| `{word} ${{args.x}}`);\n"
+        )
+    };
+    let scripts = crate::common::Scripts::new(&[("tools.rhai", &tool("one"))]);
+    let mut child = std::process::Command::new(crate::common::kiln_bin())
+        .args(["worker", "--restate", "--bind", "127.0.0.1:0", "--no-stdlib", "--scripts"])
+        .arg(scripts.path())
+        .arg("--db")
+        .arg(scripts.path().join("w.db"))
+        .env("KILN_LOG", "info")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("start worker");
+    let mut line = String::new();
+    std::io::BufReader::new(child.stdout.take().expect("stdout"))
+        .read_line(&mut line)
+        .expect("worker prints its address");
+    assert!(line.contains("listening on http://127.0.0.1:"), "{line}");
+    let (tx, rx) = std::sync::mpsc::channel();
+    let stderr = child.stderr.take().expect("stderr");
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stderr).lines().map_while(Result::ok) {
+            let _ = tx.send(line);
+        }
+    });
+    std::fs::write(scripts.path().join("tools.rhai"), tool("two")).expect("edit");
+    let reloaded = loop {
+        match rx.recv_timeout(fixtures::WAIT) {
+            Ok(l) if l.contains("reloaded") && l.contains("tools.rhai") => break l,
+            Ok(_) => {}
+            Err(e) => panic!("the worker never reported a reload: {e}"),
+        }
+    };
+    assert!(reloaded.contains("~1"), "one tool changed: {reloaded}");
+    crate::common::signal(child.id(), "TERM");
+    assert!(child.wait().expect("worker exits").success());
+}
+
+#[test]
 fn a_worker_stops_cleanly_on_sigterm() {
     use std::io::BufRead;
     let dir = tempfile::tempdir().expect("tempdir");
