@@ -398,7 +398,14 @@ fn a_worker_reloads_its_scripts_as_they_change() {
     };
     let scripts = crate::common::Scripts::new(&[("tools.rhai", &tool("one"))]);
     let mut child = std::process::Command::new(crate::common::kiln_bin())
-        .args(["worker", "--restate", "--bind", "127.0.0.1:0", "--no-stdlib", "--scripts"])
+        .args([
+            "worker",
+            "--restate",
+            "--bind",
+            "127.0.0.1:0",
+            "--no-stdlib",
+            "--scripts",
+        ])
         .arg(scripts.path())
         .arg("--db")
         .arg(scripts.path().join("w.db"))
@@ -415,7 +422,10 @@ fn a_worker_reloads_its_scripts_as_they_change() {
     let (tx, rx) = std::sync::mpsc::channel();
     let stderr = child.stderr.take().expect("stderr");
     std::thread::spawn(move || {
-        for line in std::io::BufReader::new(stderr).lines().map_while(Result::ok) {
+        for line in std::io::BufReader::new(stderr)
+            .lines()
+            .map_while(Result::ok)
+        {
             let _ = tx.send(line);
         }
     });
