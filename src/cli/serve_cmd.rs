@@ -204,6 +204,8 @@ pub fn serve(g: &Global, a: ServeArgs) -> CliResult<ExitCode> {
         } else {
             crate::cli::output::errln!("kiln serve: {} bearer token(s) configured", tokens.len());
         }
+        // Watching before the address is announced: an edit made from then on is seen.
+        let _reloads = crate::serve::watch_reloads(&state)?;
         // The first stdout line: scripts and tests read the address from it.
         println!("kiln serve: listening on http://{addr}");
         // Both servers stop on the one signal: fan it out.

@@ -66,15 +66,9 @@ pub fn worker(g: &Global, a: WorkerArgs) -> CliResult<ExitCode> {
         let listener = tokio::net::TcpListener::bind(a.bind)
             .await
             .map_err(|e| format!("--bind {}: {e}", a.bind))?;
-        // Before announcing the address: a stop requested from then on must be handled.
-        let stop = stop_signal()?;
-        println!(
-            "kiln worker (restate) listening on http://{}",
-            listener.local_addr()?
-        );
-        std::io::stdout().flush()?;
         // Scripts are reloaded as they change, as under `kiln serve`: a step runs the tool
-        // version current when it runs, and the run log records which.
+        // version current when it runs, and the run log records which. Watching starts before
+        // the address is announced, so an edit made from then on is seen.
         let mut reloads = match host.config().scripts.is_empty() {
             true => None,
             false => Some(host.watch()?),
@@ -88,6 +82,13 @@ pub fn worker(g: &Global, a: WorkerArgs) -> CliResult<ExitCode> {
                 tracing::info!("{report}");
             }
         });
+        // Before announcing the address: a stop requested from then on must be handled.
+        let stop = stop_signal()?;
+        println!(
+            "kiln worker (restate) listening on http://{}",
+            listener.local_addr()?
+        );
+        std::io::stdout().flush()?;
         let options = crate::durable::WorkerOptions {
             overrides: a.provider.overrides(),
             ..Default::default()

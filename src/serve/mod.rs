@@ -37,14 +37,14 @@ const CANCEL_WAIT: Duration = Duration::from_secs(10);
 
 /// Serves `state` on `listener` until `shutdown` resolves, then drains: no new connections or
 /// runs, running ones get `options.grace` to finish, the rest are cancelled (each completed
-/// step is already committed to the run log). `mcp` is mounted at `/mcp` when given.
+/// step is already committed to the run log). `mcp` is mounted at `/mcp` when given. Scripts
+/// are reloaded while [`watch_reloads`]' handle lives (start it before announcing the address).
 pub async fn serve(
     state: Arc<AppState>,
     listener: tokio::net::TcpListener,
     mcp: Option<axum::Router>,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    let _reloads = watch_reloads(&state)?;
     let stop_accepting = CancellationToken::new();
     let server = axum::serve(listener, router(state.clone(), mcp))
         .with_graceful_shutdown(stop_accepting.clone().cancelled_owned());
@@ -78,8 +78,8 @@ pub async fn serve(
     }
 }
 
-/// Stops a background task when the server stops.
-struct AbortOnDrop(Option<tokio::task::JoinHandle<()>>);
+/// Stops a background task when dropped (when the server stops).
+pub struct AbortOnDrop(Option<tokio::task::JoinHandle<()>>);
 
 impl Drop for AbortOnDrop {
     fn drop(&mut self) {
@@ -89,8 +89,8 @@ impl Drop for AbortOnDrop {
     }
 }
 
-/// Reloads changed scripts while serving, counting each reload in the metrics.
-fn watch_reloads(state: &Arc<AppState>) -> std::io::Result<AbortOnDrop> {
+/// Reloads changed scripts while the handle lives, counting each reload in the metrics.
+pub fn watch_reloads(state: &Arc<AppState>) -> std::io::Result<AbortOnDrop> {
     use futures_util::StreamExt;
     if state.host.config().scripts.is_empty() {
         return Ok(AbortOnDrop(None));
