@@ -4,7 +4,7 @@
 use super::DurableError;
 use serde_json::{Value, json};
 
-fn check_url(arg: &'static str, value: &str) -> Result<String, DurableError> {
+pub(super) fn check_url(arg: &'static str, value: &str) -> Result<String, DurableError> {
     match reqwest::Url::parse(value) {
         Ok(u) if matches!(u.scheme(), "http" | "https") => {
             Ok(value.trim_end_matches('/').to_string())

@@ -103,7 +103,7 @@ impl Recorder for Tap {
 
 /// The grants a run gets: asked-for caps (refused beyond a ceiling) or the agent's own cut
 /// down to the ceilings.
-fn grants_for(
+pub(super) fn grants_for(
     state: &AppState,
     who: &Principal,
     agent_grants: &Grants,
@@ -128,6 +128,19 @@ fn grants_for(
     }
 }
 
+/// The agent `name`, or the `404` that names it.
+pub(super) fn find_agent(
+    state: &AppState,
+    name: &str,
+) -> Result<Arc<crate::agent::AgentSpec>, ApiError> {
+    state.host.agent(name).map_err(|_| {
+        ApiError::not_found(
+            "model_not_found",
+            format!("no agent named \"{name}\" (GET /v1/models lists the agents)"),
+        )
+    })
+}
+
 /// Starts a run; it goes on in its own task (its events in the returned entry) until it ends,
 /// is cancelled, or the server stops it after the grace period.
 pub async fn launch(
@@ -138,15 +151,7 @@ pub async fn launch(
     if state.draining() {
         return Err(ApiError::unavailable("the server is shutting down"));
     }
-    let agent = state.host.agent(&req.agent).map_err(|_| {
-        ApiError::not_found(
-            "model_not_found",
-            format!(
-                "no agent named \"{}\" (GET /v1/models lists the agents)",
-                req.agent
-            ),
-        )
-    })?;
+    let agent = find_agent(state, &req.agent)?;
     let grants = grants_for(state, who, &agent.grants, &req)?;
     let db = state.host.database().cloned();
     let mut history = req.history;
