@@ -7,10 +7,14 @@ mod convert;
 mod http;
 pub mod mount;
 mod server;
+mod servers;
 mod spec;
 
 pub use http::{HttpOptions, router};
-pub use mount::{MountSpec, Mounts};
+pub use mount::{MountSpec, Mounts, ServerState, Target};
+pub(crate) use servers::HostServers;
+pub use servers::ServerStatus;
+pub(crate) use spec::check_url;
 pub use server::McpServer;
 
 /// What went wrong serving or mounting MCP.

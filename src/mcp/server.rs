@@ -160,7 +160,7 @@ impl ServerHandler for McpServer {
             let args = req.arguments.unwrap_or_default();
             return Ok(self.ask_agent(&agent, &args, &cx).await.into());
         }
-        if self.host.registry().find(&name).is_none() {
+        let Some(tool) = self.host.registry().find(&name) else {
             // invalid_params, not method_not_found: the latter becomes an HTTP 404 on 2026.
             return Err(ErrorData::invalid_params(
                 format!(
@@ -168,7 +168,7 @@ impl ServerHandler for McpServer {
                 ),
                 None,
             ));
-        }
+        };
         let args = serde_json::Value::Object(req.arguments.unwrap_or_default());
         let opts = CallOptions {
             grants: Some(self.grants.clone()),
@@ -184,7 +184,7 @@ impl ServerHandler for McpServer {
         if let Err(f) = &outcome.result {
             tracing::info!(tool = %name, kind = f.kind.as_str(), detail = ?f.detail, "MCP call failed");
         }
-        Ok(outcome_to_mcp(&outcome).into())
+        Ok(outcome_to_mcp(&outcome, tool.meta.returns.is_some()).into())
     }
 
     // 2025-11-25 sessions get unscoped list_changed through their own peer. 2026 requests

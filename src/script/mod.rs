@@ -9,6 +9,8 @@ pub mod imports;
 pub mod loader;
 pub mod math;
 pub mod pipeline_dsl;
+mod mcp_dsl;
+mod meta_dsl;
 mod rate_limit_dsl;
 pub mod sandbox;
 pub mod scan;

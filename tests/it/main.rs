@@ -28,3 +28,4 @@ mod sandbox;
 mod serve;
 mod serve_ops;
 mod spec;
+mod tool_meta;
