@@ -575,3 +575,28 @@ fn mcp_a_cancelled_call_cancels_the_mounted_servers_call() {
     drop(stdin);
     let _ = child.wait();
 }
+
+#[test]
+fn mcp_a_declared_servers_rate_limit_applies_to_its_tools() {
+    let server = Scripts::new(&[("tools.rhai", SERVER_TOOLS)]);
+    let decl = declared_server(server.path()).replace(");\n", ").rate_limit(1, 60);\n");
+    let agent = format!(
+        "{decl}agent(\"calc\").provider(\"anthropic\").model(\"mock-model\")\n    .tools([\"srv__add\"]).capabilities([\"mcp:srv\"]);\n"
+    );
+    let dir = Scripts::new(&[("agent.rhai", &agent)]);
+    let mock = Mock::start(&json!({"turns": [
+        {"tool_calls": [{"name": "srv__add", "args": {"a": 2, "b": 3}}]},
+        {"tool_calls": [{"name": "srv__add", "args": {"a": 4, "b": 5}}]},
+        {"text": "Done."}
+    ]}));
+    let out = ask(
+        &["calc", "Add", "--scripts", ".", "--base-url", &mock.url, "--json"],
+        dir.path(),
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let v: Value = serde_json::from_str(&stdout(&out)).expect("--json output");
+    let calls = v["tool_calls"].as_array().expect("calls");
+    assert_eq!(calls[0]["outcome"]["result"], "5", "{}", calls[0]);
+    let limited = calls[1]["outcome"].to_string();
+    assert!(limited.contains("rate_limited"), "{limited}");
+}
