@@ -600,3 +600,45 @@ fn mcp_a_declared_servers_rate_limit_applies_to_its_tools() {
     let limited = calls[1]["outcome"].to_string();
     assert!(limited.contains("rate_limited"), "{limited}");
 }
+
+#[test]
+fn mcp_a_declared_server_starts_in_the_workspace_and_gets_only_the_keys_it_names() {
+    // The inner server's scripts folder is relative: it is found only from the workspace.
+    let workspace = Scripts::new(&[]);
+    std::fs::create_dir(workspace.path().join("inner")).expect("mkdir");
+    std::fs::write(
+        workspace.path().join("inner/env.rhai"),
+        r#"tool("key").description("Reads the keys").requires(["env"]).handler(|args| `${env("OPENAI_API_KEY")}|${env("ANTHROPIC_API_KEY")}`);"#,
+    )
+    .expect("inner script");
+    let serve = |name: &str, extra: &str| {
+        format!(
+            "mcp_server({name:?}).command({:?}, [\"mcp\", \"--no-stdlib\", \"--caps\", \"env:OPENAI_API_KEY,env:ANTHROPIC_API_KEY\", \"--scripts\", \"inner\"]){extra};\n",
+            kiln_bin().display().to_string()
+        )
+    };
+    let decls = format!(
+        "{}{}",
+        serve("named", ".env([\"OPENAI_API_KEY\"])"),
+        serve("plain", "")
+    );
+    let dir = Scripts::new(&[("servers.rhai", &decls)]);
+    let call = |tool: &str| {
+        Command::new(kiln_bin())
+            .args(["call", tool, "{}", "--scripts", ".", "--caps", "mcp:named,mcp:plain"])
+            .arg("--workspace")
+            .arg(workspace.path())
+            .env("OPENAI_API_KEY", "named-on-purpose")
+            .env("ANTHROPIC_API_KEY", TEST_KEY)
+            .current_dir(dir.path())
+            .output()
+            .expect("run kiln call")
+    };
+    let named = call("named__key");
+    assert!(named.status.success(), "{}", stderr(&named));
+    assert!(stdout(&named).contains("\"named-on-purpose|\""), "{}", stdout(&named));
+    let plain = call("plain__key");
+    assert!(plain.status.success(), "{}", stderr(&plain));
+    assert!(stdout(&plain).contains("\"|\""), "{}", stdout(&plain));
+    assert!(!stdout(&named).contains(TEST_KEY) && !stdout(&plain).contains(TEST_KEY));
+}
