@@ -117,6 +117,7 @@ pub use capability::{Capability, Grant, GrantMode, Grants};
 pub use context::CallContext;
 pub use egress::resolver::{Lookup, NameResolver};
 pub use error::{ErrorKind, HostError, LoadError, SourceLoc};
+pub use mcp::{ServerState as McpServerState, ServerStatus as McpServerStatus};
 pub use native::{HandlerFuture, HostFn, NativeTool};
 pub use pipeline::{
     Node as PipelineNode, NodeMapper, NodeReport, NodeStatus, Output as PipelineOutput, Pipeline,
@@ -124,7 +125,6 @@ pub use pipeline::{
 };
 pub use provider::{CallArgs, Message, ProviderError, StopReason, ToolCall, ToolResult, Usage};
 pub use ratelimit::RateLimit;
-pub use mcp::{ServerState as McpServerState, ServerStatus as McpServerStatus};
 pub use registry::Registry;
 pub use reload::ReloadReport;
 pub use schema::Format;

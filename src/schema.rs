@@ -462,8 +462,10 @@ mod tests {
             returns_schema(&json!({"type": "array", "items": "string"})).expect("param map"),
             json!({"type": "array", "items": {"type": "string"}})
         );
-        let fields = returns_schema(&json!({"sum": "integer", "note": {"type": "string", "optional": true}}))
-            .expect("fields");
+        let fields = returns_schema(
+            &json!({"sum": "integer", "note": {"type": "string", "optional": true}}),
+        )
+        .expect("fields");
         assert_eq!(fields["required"], json!(["sum"]));
         assert_eq!(fields["properties"]["note"], json!({"type": "string"}));
         let e = returns_schema(&json!({"sum": "integr"})).expect_err("bad type");

@@ -12,10 +12,10 @@ mod spec;
 
 pub use http::{HttpOptions, router};
 pub use mount::{MountSpec, Mounts, ServerState, Target};
+pub use server::McpServer;
 pub(crate) use servers::HostServers;
 pub use servers::ServerStatus;
 pub(crate) use spec::check_url;
-pub use server::McpServer;
 
 /// What went wrong serving or mounting MCP.
 #[derive(Debug, thiserror::Error)]

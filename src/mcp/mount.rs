@@ -209,7 +209,8 @@ impl Mounts {
         let supervisors = started
             .into_iter()
             .map(|(server, client)| {
-                host.mcp.add_flagged(server.spec.clone(), server.state.clone());
+                host.mcp
+                    .add_flagged(server.spec.clone(), server.state.clone());
                 let watch = Watch {
                     host: Arc::downgrade(host),
                     report: report.clone(),
@@ -319,7 +320,12 @@ async fn supervise(
                         c
                     }
                     Err(e) => {
-                        set_state(&server.state, ServerState::Failed { reason: e.to_string() });
+                        set_state(
+                            &server.state,
+                            ServerState::Failed {
+                                reason: e.to_string(),
+                            },
+                        );
                         (watch.report)(format!(
                             "kiln: {e}; trying again in {} ms",
                             backoff.as_millis()
@@ -372,7 +378,12 @@ async fn supervise(
             Ok(r) => format!("{r:?}"),
             Err(e) => e.to_string(),
         };
-        set_state(&server.state, ServerState::Restarting { reason: why.clone() });
+        set_state(
+            &server.state,
+            ServerState::Restarting {
+                reason: why.clone(),
+            },
+        );
         (watch.report)(format!(
             "kiln: MCP server {} stopped ({why}); restarting in {} ms",
             server.spec.name,
@@ -492,7 +503,11 @@ fn proxy(spec: &MountSpec, slot: &Slot, tool: &rmcp::model::Tool) -> NativeTool 
             .clone()
             .unwrap_or_else(|| SourceLoc::new(&spec.source_path(), 0, 0)),
     );
-    let native = match tool.title.as_ref().or(tool.annotations.as_ref().and_then(|a| a.title.as_ref())) {
+    let native = match tool
+        .title
+        .as_ref()
+        .or(tool.annotations.as_ref().and_then(|a| a.title.as_ref()))
+    {
         Some(title) => native.title(title.clone()),
         None => native,
     };

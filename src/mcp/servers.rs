@@ -94,11 +94,24 @@ impl HostServers {
                 continue;
             }
             let state: StateCell = Arc::new(RwLock::new(ServerState::Starting));
-            match Mounts::launch(host, spec.clone(), state.clone(), self.reporter(), FIRST_START_WAIT) {
+            match Mounts::launch(
+                host,
+                spec.clone(),
+                state.clone(),
+                self.reporter(),
+                FIRST_START_WAIT,
+            ) {
                 Ok(mounts) => {
-                    let now = state.read().map(|s| s.clone()).unwrap_or(ServerState::Starting);
+                    let now = state
+                        .read()
+                        .map(|s| s.clone())
+                        .unwrap_or(ServerState::Starting);
                     lines.push(format!("started MCP server {}: {now}", spec.name));
-                    declared.push(Declared { spec, state, mounts });
+                    declared.push(Declared {
+                        spec,
+                        state,
+                        mounts,
+                    });
                 }
                 Err(e) => lines.push(format!("kiln: MCP server {}: {e}", spec.name)),
             }
@@ -115,7 +128,10 @@ impl HostServers {
                 Some(at) => at.to_string(),
                 None => "--mcp".into(),
             },
-            state: state.read().map(|s| s.clone()).unwrap_or(ServerState::Starting),
+            state: state
+                .read()
+                .map(|s| s.clone())
+                .unwrap_or(ServerState::Starting),
         };
         let mut out: Vec<ServerStatus> = match self.declared.lock() {
             Ok(d) => d.iter().map(|d| status(&d.spec, &d.state)).collect(),

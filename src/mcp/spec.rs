@@ -69,7 +69,13 @@ pub(crate) fn check_url(url: &str) -> Result<(), String> {
     let loopback = match &host {
         NetHost::Ip(ip) => {
             let class = classify(*ip);
-            if matches!(class, AddrClass::LinkLocal | AddrClass::Unspecified | AddrClass::Multicast | AddrClass::Broadcast) {
+            if matches!(
+                class,
+                AddrClass::LinkLocal
+                    | AddrClass::Unspecified
+                    | AddrClass::Multicast
+                    | AddrClass::Broadcast
+            ) {
                 return Err(format!(
                     "URL \"{url}\": a {} address is not an MCP server kiln connects to",
                     class.as_str()
@@ -85,7 +91,9 @@ pub(crate) fn check_url(url: &str) -> Result<(), String> {
         "http" => Err(format!(
             "URL \"{url}\": plain http only to this machine (127.0.0.1, ::1, localhost); use https"
         )),
-        other => Err(format!("URL \"{url}\": scheme {other} (expected http or https)")),
+        other => Err(format!(
+            "URL \"{url}\": scheme {other} (expected http or https)"
+        )),
     }
 }
 
@@ -171,9 +179,10 @@ impl MountSpec {
     /// How it is reached, for listings: the command line or the URL.
     pub fn target_text(&self) -> String {
         match &self.target {
-            Target::Command { program, args } => {
-                std::iter::once(program.as_str()).chain(args.iter().map(String::as_str)).collect::<Vec<_>>().join(" ")
-            }
+            Target::Command { program, args } => std::iter::once(program.as_str())
+                .chain(args.iter().map(String::as_str))
+                .collect::<Vec<_>>()
+                .join(" "),
             Target::Url { url, .. } => url.clone(),
         }
     }

@@ -228,11 +228,11 @@ impl Repl {
                             say!(self.out, "{line}");
                         }
                         say!(
-                        self.out,
-                        "reloaded everything: {} tools ({:.1} ms)",
-                        self.host.registry().all().count(),
-                        started.elapsed().as_secs_f64() * 1e3
-                    )
+                            self.out,
+                            "reloaded everything: {} tools ({:.1} ms)",
+                            self.host.registry().all().count(),
+                            started.elapsed().as_secs_f64() * 1e3
+                        )
                     }
                     Err(e) => self.error(&e.to_string()),
                 }

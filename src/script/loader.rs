@@ -94,7 +94,10 @@ pub(crate) fn load_source_with(
                 let at = server.origin();
                 file.errors.push(LoadError::at(
                     at,
-                    format!("duplicate MCP server \"{}\": already declared in this file", server.name),
+                    format!(
+                        "duplicate MCP server \"{}\": already declared in this file",
+                        server.name
+                    ),
                 ));
             }
             Ok(server) => file.mcp_servers.push(server),

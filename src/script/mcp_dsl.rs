@@ -96,8 +96,10 @@ pub(super) fn register(engine: &mut rhai::Engine) {
             let pos = ctx.call_position();
             b.with(|d| {
                 if d.command.is_some() || d.url.is_some() {
-                    d.errors
-                        .push((pos, "a server has one .command(...) or one .url(...)".into()));
+                    d.errors.push((
+                        pos,
+                        "a server has one .command(...) or one .url(...)".into(),
+                    ));
                 } else {
                     d.url = Some(url.to_string());
                 }
@@ -124,10 +126,7 @@ pub(super) fn register(engine: &mut rhai::Engine) {
     engine.register_fn(
         "rate_limit",
         |ctx: NativeCallContext, b: &mut McpServerBuilder, calls: INT, per: INT| {
-            b.rate_limit(
-                ctx.call_position(),
-                limit(calls, per as FLOAT, &Map::new()),
-            )
+            b.rate_limit(ctx.call_position(), limit(calls, per as FLOAT, &Map::new()))
         },
     );
     engine.register_fn(
@@ -154,7 +153,8 @@ pub(super) fn register(engine: &mut rhai::Engine) {
 pub(super) fn finish(d: McpServerDraft, path: &str) -> Result<MountSpec, Vec<LoadError>> {
     let at = |pos: Position| super::loc(path, pos);
     let name = d.name.clone();
-    let err = |pos: Position, m: String| LoadError::at(at(pos), format!("mcp_server \"{name}\": {m}"));
+    let err =
+        |pos: Position, m: String| LoadError::at(at(pos), format!("mcp_server \"{name}\": {m}"));
     let mut errors: Vec<LoadError> = d.errors.iter().map(|(p, m)| err(*p, m.clone())).collect();
     if let Err(reason) = MountSpec::check_name(&d.name) {
         errors.push(err(d.pos, reason));
@@ -162,13 +162,20 @@ pub(super) fn finish(d: McpServerDraft, path: &str) -> Result<MountSpec, Vec<Loa
     let target = match (d.command, d.url) {
         (Some((program, args)), None) => {
             if let Some((_, pos)) = &d.bearer_env {
-                errors.push(err(*pos, ".bearer_env(...) goes with .url(...), not .command(...)".into()));
+                errors.push(err(
+                    *pos,
+                    ".bearer_env(...) goes with .url(...), not .command(...)".into(),
+                ));
             }
             Some(Target::Command { program, args })
         }
         (None, Some(url)) => {
             if let Some((_, pos)) = &d.env {
-                errors.push(err(*pos, ".env(...) goes with .command(...): a URL server has its own environment".into()));
+                errors.push(err(
+                    *pos,
+                    ".env(...) goes with .command(...): a URL server has its own environment"
+                        .into(),
+                ));
             }
             if let Err(reason) = crate::mcp::check_url(&url) {
                 errors.push(err(d.pos, reason));

@@ -21,7 +21,9 @@ fn annotations(b: &mut ToolBuilder, pos: Position, map: Map) -> ToolBuilder {
         for (key, value) in map {
             let set = match value.as_bool() {
                 Ok(v) => d.hints.set(&key, v),
-                Err(t) => Err(format!("annotation \"{key}\" must be true or false, not a {t}")),
+                Err(t) => Err(format!(
+                    "annotation \"{key}\" must be true or false, not a {t}"
+                )),
             };
             if let Err(e) = set {
                 d.errors.push((pos, format!("annotations: {e}")));

@@ -381,22 +381,40 @@ fn mcp_a_server_declared_in_a_script_runs_in_an_agent_listing_server_star() {
         {"text": "Done."}
     ]}));
     let out = ask(
-        &["calc", "Add", "--scripts", ".", "--base-url", &mock.url, "--json"],
+        &[
+            "calc",
+            "Add",
+            "--scripts",
+            ".",
+            "--base-url",
+            &mock.url,
+            "--json",
+        ],
         dir.path(),
     );
     assert!(out.status.success(), "{}", stderr(&out));
     let v: Value = serde_json::from_str(&stdout(&out)).expect("--json output");
     let calls = v["tool_calls"].as_array().expect("calls");
     assert_eq!(calls[0]["outcome"]["result"], "5", "{}", calls[0]);
-    assert!(calls[1]["outcome"].to_string().contains("no way"), "{}", calls[1]);
+    assert!(
+        calls[1]["outcome"].to_string().contains("no way"),
+        "{}",
+        calls[1]
+    );
     // `srv__*` offered the model every tool of the server.
     let first = mock.requests()[0]["body"].to_string();
-    assert!(first.contains("srv__add") && first.contains("srv__refuse"), "{first}");
+    assert!(
+        first.contains("srv__add") && first.contains("srv__refuse"),
+        "{first}"
+    );
 
     let tools = kiln(&["tools", "--scripts", "."], dir.path());
     assert!(tools.status.success(), "{}", stderr(&tools));
     let listing = stdout(&tools);
-    assert!(listing.contains("(MCP server srv) Adds two numbers"), "{listing}");
+    assert!(
+        listing.contains("(MCP server srv) Adds two numbers"),
+        "{listing}"
+    );
     let row = listing
         .lines()
         .find(|l| l.starts_with("srv "))
@@ -439,8 +457,14 @@ mcp_server("ok").url("https://example.com/mcp").env(["A"]);
 #[test]
 fn mcp_two_servers_of_one_name_and_a_failing_server_are_reported() {
     let dir = Scripts::new(&[
-        ("a.rhai", "mcp_server(\"gone\").command(\"/nonexistent/mcp-server\");\n"),
-        ("b.rhai", "\n  mcp_server(\"gone\").command(\"/nonexistent/other\");\n"),
+        (
+            "a.rhai",
+            "mcp_server(\"gone\").command(\"/nonexistent/mcp-server\");\n",
+        ),
+        (
+            "b.rhai",
+            "\n  mcp_server(\"gone\").command(\"/nonexistent/other\");\n",
+        ),
     ]);
     let out = kiln(&["check", "--no-stdlib", "--scripts", "."], dir.path());
     assert!(!out.status.success());
@@ -511,9 +535,15 @@ fn mcp_a_script_edit_starts_and_stops_a_declared_server() {
     std::fs::write(dir.path().join("srv.rhai"), declared_server(server.path())).expect("write");
     let line = wait_line(&errs, "started MCP server srv");
     assert!(line.contains("running (2 tools)"), "{line}");
-    assert_eq!(names(&rpc(2, "tools/list", json!({}))), ["srv__add", "srv__refuse"]);
+    assert_eq!(
+        names(&rpc(2, "tools/list", json!({}))),
+        ["srv__add", "srv__refuse"]
+    );
     let add = json!({"name": "srv__add", "arguments": {"a": 1, "b": 2}});
-    assert_eq!(rpc(3, "tools/call", add)["result"]["content"][0]["text"], "3");
+    assert_eq!(
+        rpc(3, "tools/call", add)["result"]["content"][0]["text"],
+        "3"
+    );
 
     std::fs::write(dir.path().join("srv.rhai"), "// no servers\n").expect("rewrite");
     wait_line(&errs, "stopped MCP server srv (no longer declared)");
@@ -590,7 +620,15 @@ fn mcp_a_declared_servers_rate_limit_applies_to_its_tools() {
         {"text": "Done."}
     ]}));
     let out = ask(
-        &["calc", "Add", "--scripts", ".", "--base-url", &mock.url, "--json"],
+        &[
+            "calc",
+            "Add",
+            "--scripts",
+            ".",
+            "--base-url",
+            &mock.url,
+            "--json",
+        ],
         dir.path(),
     );
     assert!(out.status.success(), "{}", stderr(&out));
@@ -625,7 +663,15 @@ fn mcp_a_declared_server_starts_in_the_workspace_and_gets_only_the_keys_it_names
     let dir = Scripts::new(&[("servers.rhai", &decls)]);
     let call = |tool: &str| {
         Command::new(kiln_bin())
-            .args(["call", tool, "{}", "--scripts", ".", "--caps", "mcp:named,mcp:plain"])
+            .args([
+                "call",
+                tool,
+                "{}",
+                "--scripts",
+                ".",
+                "--caps",
+                "mcp:named,mcp:plain",
+            ])
             .arg("--workspace")
             .arg(workspace.path())
             .env("OPENAI_API_KEY", "named-on-purpose")
@@ -636,7 +682,11 @@ fn mcp_a_declared_server_starts_in_the_workspace_and_gets_only_the_keys_it_names
     };
     let named = call("named__key");
     assert!(named.status.success(), "{}", stderr(&named));
-    assert!(stdout(&named).contains("\"named-on-purpose|\""), "{}", stdout(&named));
+    assert!(
+        stdout(&named).contains("\"named-on-purpose|\""),
+        "{}",
+        stdout(&named)
+    );
     let plain = call("plain__key");
     assert!(plain.status.success(), "{}", stderr(&plain));
     assert!(stdout(&plain).contains("\"|\""), "{}", stdout(&plain));

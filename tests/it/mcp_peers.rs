@@ -191,7 +191,15 @@ fn mcp_peers_python_sdk_sees_titles_output_schemas_and_annotations() {
     require_sdk();
     for mode in ["2025-11-25", "2026-07-28"] {
         let scripts = Scripts::new(&[("tools.rhai", super::tool_meta::META_TOOLS)]);
-        let target = json!([kiln_bin(), "mcp", "--no-stdlib", "--scripts", ".", "--caps", "net,fs.write"]);
+        let target = json!([
+            kiln_bin(),
+            "mcp",
+            "--no-stdlib",
+            "--scripts",
+            ".",
+            "--caps",
+            "net,fs.write"
+        ]);
         let out = std::process::Command::new("python3")
             .arg(repo().join("tests/peers/mcp_meta_client.py"))
             .args([&target.to_string(), mode])
@@ -202,14 +210,20 @@ fn mcp_peers_python_sdk_sees_titles_output_schemas_and_annotations() {
         let v: Value = serde_json::from_str(stdout(&out).trim()).expect("json from the client");
         assert_eq!(v["protocol"], mode);
         assert_eq!(v["sum"]["title"], "Sum of two numbers");
-        assert_eq!(v["sum"]["output_schema"]["properties"]["sum"]["type"], "integer");
+        assert_eq!(
+            v["sum"]["output_schema"]["properties"]["sum"]["type"],
+            "integer"
+        );
         assert_eq!(
             v["sum"]["annotations"],
             json!({"read_only": true, "destructive": false, "idempotent": true, "open_world": false})
         );
         assert_eq!(v["save"]["annotations"]["destructive"], true);
         assert_eq!(v["fetch"]["annotations"]["open_world"], true);
-        assert_eq!(v["call_sum"], json!({"structured": {"sum": 42}, "is_error": false}));
+        assert_eq!(
+            v["call_sum"],
+            json!({"structured": {"sum": 42}, "is_error": false})
+        );
         // A bare integer's schema and value are structured only on the revision that allows it.
         if mode == "2026-07-28" {
             assert_eq!(v["count"]["output_schema"], json!({"type": "integer"}));
@@ -236,16 +250,34 @@ fn agent_uses_declared_python_server(decl: &str) {
         {"text": "Done."}
     ]}));
     let out = ask(
-        &["calc", "Add", "--scripts", ".", "--base-url", &mock.url, "--json"],
+        &[
+            "calc",
+            "Add",
+            "--scripts",
+            ".",
+            "--base-url",
+            &mock.url,
+            "--json",
+        ],
         dir.path(),
     );
     assert!(out.status.success(), "{}", stderr(&out));
     let v: Value = serde_json::from_str(&stdout(&out)).expect("--json output");
     let calls = v["tool_calls"].as_array().expect("calls");
-    assert_eq!(calls[0]["outcome"]["result"], json!({"result": 42}), "{}", calls[0]);
+    assert_eq!(
+        calls[0]["outcome"]["result"],
+        json!({"result": 42}),
+        "{}",
+        calls[0]
+    );
     let refused = calls[1]["outcome"].to_string();
     assert!(refused.contains("the python server refuses"), "{refused}");
-    assert_eq!(calls[2]["outcome"]["result"], json!({"sum": 6, "count": 3}), "{}", calls[2]);
+    assert_eq!(
+        calls[2]["outcome"]["result"],
+        json!({"sum": 6, "count": 3}),
+        "{}",
+        calls[2]
+    );
     let second = mock.requests()[1]["body"].to_string();
     assert!(
         second.contains("the python server refuses") && second.contains("\\\"count\\\":3"),

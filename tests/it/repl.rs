@@ -244,8 +244,10 @@ fn mcp_lists_the_servers_and_their_state() {
     let hist = s.path().join("history");
     let mut p = start(&s, &hist);
     p.send_line(":mcp").expect("send");
-    p.exp_string("srv  running (1 tools)").expect("the running server");
-    p.exp_string("(./servers.rhai:1:1)").expect("where it is declared");
+    p.exp_string("srv  running (1 tools)")
+        .expect("the running server");
+    p.exp_string("(./servers.rhai:1:1)")
+        .expect("where it is declared");
     p.exp_string("gone  failed: MCP server \"gone\": cannot start `/nonexistent/mcp-server`")
         .expect("the failed server with its reason");
     ready(&mut p);

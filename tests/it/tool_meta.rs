@@ -50,7 +50,10 @@ fn returns_checks_results_and_a_mismatch_names_the_path() {
         message.starts_with("Tool failed (invalid_output)") && message.contains("/sum"),
         "{message}"
     );
-    assert_eq!(call(&host, "count", json!({}), &[]).result.expect("count"), json!(7));
+    assert_eq!(
+        call(&host, "count", json!({}), &[]).result.expect("count"),
+        json!(7)
+    );
 }
 
 #[test]
@@ -62,7 +65,10 @@ fn hints_default_from_capabilities_and_can_be_set() {
     let fetch = hints("fetch");
     assert!(fetch.open_world && !fetch.read_only && !fetch.destructive);
     let save = hints("save");
-    assert!(save.destructive && !save.read_only && save.idempotent, "{save:?}");
+    assert!(
+        save.destructive && !save.read_only && save.idempotent,
+        "{save:?}"
+    );
 }
 
 #[test]
@@ -85,12 +91,18 @@ tool("d").handler(|args| 1)
         errors.contains("DIR/t.rhai:2:6: tool \"a\": annotations: unknown annotation \"sneaky\" (known: read_only, destructive, idempotent, open_world)"),
         "{errors}"
     );
-    assert!(errors.contains("DIR/t.rhai:4:6: tool \"b\"") && errors.contains("integr"), "{errors}");
+    assert!(
+        errors.contains("DIR/t.rhai:4:6: tool \"b\"") && errors.contains("integr"),
+        "{errors}"
+    );
     assert!(
         errors.contains("DIR/t.rhai:6:6: tool \"c\": annotations: annotation \"destructive\" must be true or false"),
         "{errors}"
     );
-    assert!(errors.contains("DIR/t.rhai:8:6: tool \"d\"") && errors.contains("regex"), "{errors}");
+    assert!(
+        errors.contains("DIR/t.rhai:8:6: tool \"d\"") && errors.contains("regex"),
+        "{errors}"
+    );
 }
 
 /// `kiln mcp` over stdio: JSON-RPC requests in, the reply to each out.
@@ -103,7 +115,14 @@ struct Stdio2 {
 impl Stdio2 {
     fn start(dir: &std::path::Path) -> Stdio2 {
         let mut child = Command::new(kiln_bin())
-            .args(["mcp", "--no-stdlib", "--scripts", ".", "--caps", "net,fs.write"])
+            .args([
+                "mcp",
+                "--no-stdlib",
+                "--scripts",
+                ".",
+                "--caps",
+                "net,fs.write",
+            ])
             .current_dir(dir)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -113,8 +132,12 @@ impl Stdio2 {
         let stdin = child.stdin.take().expect("stdin");
         let out = BufReader::new(child.stdout.take().expect("stdout")).lines();
         let mut s = Stdio2 { child, stdin, out };
-        s.rpc(0, "initialize", json!({"protocolVersion": "2025-11-25", "capabilities": {},
-            "clientInfo": {"name": "raw", "version": "0"}}));
+        s.rpc(
+            0,
+            "initialize",
+            json!({"protocolVersion": "2025-11-25", "capabilities": {},
+            "clientInfo": {"name": "raw", "version": "0"}}),
+        );
         s
     }
 
@@ -164,13 +187,28 @@ fn mcp_serves_title_output_schema_annotations_and_structured_content() {
     assert_eq!(save["annotations"]["idempotentHint"], true);
     assert_eq!(find("fetch")["annotations"]["openWorldHint"], true);
     // On the 2025-11-25 revision an output schema must be an object: a bare integer's is left out.
-    assert!(find("count").get("outputSchema").is_none(), "{}", find("count"));
+    assert!(
+        find("count").get("outputSchema").is_none(),
+        "{}",
+        find("count")
+    );
 
-    let called = mcp.rpc(2, "tools/call", json!({"name": "sum", "arguments": {"a": 2, "b": 40}}));
-    assert_eq!(called["result"]["structuredContent"], json!({"sum": 42}), "{called}");
+    let called = mcp.rpc(
+        2,
+        "tools/call",
+        json!({"name": "sum", "arguments": {"a": 2, "b": 40}}),
+    );
+    assert_eq!(
+        called["result"]["structuredContent"],
+        json!({"sum": 42}),
+        "{called}"
+    );
     assert_eq!(called["result"]["isError"], false);
     let lied = mcp.rpc(3, "tools/call", json!({"name": "liar", "arguments": {}}));
     assert_eq!(lied["result"]["isError"], true, "{lied}");
     let text = lied["result"]["content"][0]["text"].as_str().unwrap_or("");
-    assert!(text.contains("invalid_output") && text.contains("/sum"), "{text}");
+    assert!(
+        text.contains("invalid_output") && text.contains("/sum"),
+        "{text}"
+    );
 }
