@@ -25,6 +25,8 @@ pub struct ServerStatus {
 
 struct Declared {
     spec: MountSpec,
+    /// The registry source its tools form, fixed at start (a moved declaration keeps it).
+    source: String,
     state: StateCell,
     mounts: Mounts,
 }
@@ -73,14 +75,15 @@ impl HostServers {
         let (keep, gone): (Vec<Declared>, Vec<Declared>) = std::mem::take(&mut *declared)
             .into_iter()
             .partition(|d| wanted.iter().any(|w| w.same_server(&d.spec)));
+        let mut changed = Vec::new();
         for old in gone {
-            let path = old.spec.source_path();
             let name = old.spec.name.clone();
-            let changed = wanted.iter().any(|w| w.name == name);
             // Stopped before its tools go, so a late remount cannot bring them back.
             drop(old.mounts);
-            host.remove_source(&path);
-            if !changed {
+            host.remove_source(&old.source);
+            if wanted.iter().any(|w| w.name == name) {
+                changed.push(name);
+            } else {
                 lines.push(format!("stopped MCP server {name} (no longer declared)"));
             }
         }
@@ -106,8 +109,17 @@ impl HostServers {
                         .read()
                         .map(|s| s.clone())
                         .unwrap_or(ServerState::Starting);
-                    lines.push(format!("started MCP server {}: {now}", spec.name));
+                    let what = if changed.contains(&spec.name) {
+                        format!(
+                            "restarted MCP server {} (its declaration changed)",
+                            spec.name
+                        )
+                    } else {
+                        format!("started MCP server {}", spec.name)
+                    };
+                    lines.push(format!("{what}: {now}"));
                     declared.push(Declared {
+                        source: spec.source_path(),
                         spec,
                         state,
                         mounts,

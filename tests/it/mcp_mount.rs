@@ -545,9 +545,18 @@ fn mcp_a_script_edit_starts_and_stops_a_declared_server() {
         "3"
     );
 
+    let changed = declared_server(server.path()).replace(");\n", ").rate_limit(100, 1);\n");
+    std::fs::write(dir.path().join("srv.rhai"), changed).expect("change");
+    let line = wait_line(&errs, "restarted MCP server srv (its declaration changed)");
+    assert!(line.contains("running (2 tools)"), "{line}");
+    assert_eq!(
+        names(&rpc(4, "tools/list", json!({}))),
+        ["srv__add", "srv__refuse"]
+    );
+
     std::fs::write(dir.path().join("srv.rhai"), "// no servers\n").expect("rewrite");
     wait_line(&errs, "stopped MCP server srv (no longer declared)");
-    assert!(names(&rpc(4, "tools/list", json!({}))).is_empty());
+    assert!(names(&rpc(5, "tools/list", json!({}))).is_empty());
     drop(stdin);
     let _ = child.wait();
 }
@@ -691,4 +700,25 @@ fn mcp_a_declared_server_starts_in_the_workspace_and_gets_only_the_keys_it_names
     assert!(plain.status.success(), "{}", stderr(&plain));
     assert!(stdout(&plain).contains("\"|\""), "{}", stdout(&plain));
     assert!(!stdout(&named).contains(TEST_KEY) && !stdout(&plain).contains(TEST_KEY));
+}
+
+#[test]
+fn mcp_a_declared_servers_tool_colliding_with_a_script_tool_is_a_load_error() {
+    let server = Scripts::new(&[("tools.rhai", SERVER_TOOLS)]);
+    let dir = Scripts::new(&[
+        (
+            "a_tool.rhai",
+            "tool(\"srv__add\").description(\"Mine\").handler(|args| 1);\n",
+        ),
+        ("srv.rhai", &declared_server(server.path())),
+    ]);
+    let out = kiln(&["check", "--no-stdlib", "--scripts", "."], dir.path());
+    assert!(!out.status.success());
+    let err = stderr(&out);
+    assert!(
+        err.contains(
+            "srv.rhai:1:1: duplicate tool \"srv__add\": already defined at ./a_tool.rhai:1:1"
+        ),
+        "{err}"
+    );
 }
