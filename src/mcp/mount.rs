@@ -103,6 +103,8 @@ const PROVIDER_KEYS: [&str; 2] = ["ANTHROPIC_API_KEY", "OPENAI_API_KEY"];
 /// The first wait before restarting a server that stopped; doubled up to [`MAX_BACKOFF`].
 const FIRST_BACKOFF: Duration = Duration::from_millis(250);
 const MAX_BACKOFF: Duration = Duration::from_secs(30);
+/// How long a server may take to answer the handshake before the attempt counts as failed.
+const HANDSHAKE: Duration = Duration::from_secs(60);
 /// A server that ran this long before stopping is restarted after [`FIRST_BACKOFF`] again.
 const STABLE: Duration = Duration::from_secs(10);
 
@@ -269,13 +271,31 @@ async fn start_server(host: &Host, server: &Server) -> Result<Client, McpError> 
     let listener = Listener {
         changed: server.changed.clone(),
     };
-    let client = connect(host, &server.spec, listener).await?;
+    let client = tokio::time::timeout(HANDSHAKE, connect(host, &server.spec, listener))
+        .await
+        .map_err(|_| McpError::Server {
+            server: server.spec.name.clone(),
+            message: format!(
+                "no answer to the handshake within {} s",
+                HANDSHAKE.as_secs()
+            ),
+        })??;
     if let Ok(mut s) = server.slot.write() {
         *s = Some(client.peer().clone());
     }
-    let tools = install(host, &server.spec, &server.slot, client.peer()).await?;
-    set_state(&server.state, ServerState::Running { tools });
-    Ok(client)
+    match install(host, &server.spec, &server.slot, client.peer()).await {
+        Ok(tools) => {
+            set_state(&server.state, ServerState::Running { tools });
+            Ok(client)
+        }
+        Err(e) => {
+            // The connection is dropped with the error: calls must not use it.
+            if let Ok(mut s) = server.slot.write() {
+                *s = None;
+            }
+            Err(e)
+        }
+    }
 }
 
 /// Waits `backoff` unless the mounts are dropped first (false then).
