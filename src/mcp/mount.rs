@@ -329,6 +329,11 @@ async fn supervise(
                     r = start_server(&host, &server) => r,
                 };
                 drop(host);
+                // The state is settled before the first attempt is announced as over.
+                if let Err(e) = &attempt {
+                    let reason = e.to_string();
+                    set_state(&server.state, ServerState::Failed { reason });
+                }
                 if let Some(f) = first.take() {
                     let _ = f.send(());
                 }
@@ -340,12 +345,6 @@ async fn supervise(
                         c
                     }
                     Err(e) => {
-                        set_state(
-                            &server.state,
-                            ServerState::Failed {
-                                reason: e.to_string(),
-                            },
-                        );
                         (watch.report)(format!(
                             "kiln: {e}; trying again in {} ms",
                             backoff.as_millis()
