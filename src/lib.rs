@@ -105,6 +105,7 @@ mod services;
 mod stdlib;
 mod testing;
 mod tool;
+mod tool_meta;
 
 pub use agent::connect::ProviderOverrides;
 pub use agent::extract::JsonParseError;
