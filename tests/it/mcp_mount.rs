@@ -8,7 +8,7 @@ use std::io::{BufRead, BufReader, Write};
 use std::process::{Command, Stdio};
 
 const SERVER_TOOLS: &str = r#"
-tool("add").description("Adds two numbers").param("a", "int").param("b", "int")
+tool("add").description("Adds two numbers").title("Add").param("a", "int").param("b", "int")
     .handler(|args| args.a + args.b);
 tool("refuse").description("Always refuses").handler(|args| throw tool_error("no way"));
 "#;
@@ -535,10 +535,14 @@ fn mcp_a_script_edit_starts_and_stops_a_declared_server() {
     std::fs::write(dir.path().join("srv.rhai"), declared_server(server.path())).expect("write");
     let line = wait_line(&errs, "started MCP server srv");
     assert!(line.contains("running (2 tools)"), "{line}");
-    assert_eq!(
-        names(&rpc(2, "tools/list", json!({}))),
-        ["srv__add", "srv__refuse"]
-    );
+    let listed = rpc(2, "tools/list", json!({}));
+    assert_eq!(names(&listed), ["srv__add", "srv__refuse"]);
+    // The server's own title and hints are passed on (the inner add needs nothing: read-only),
+    // not replaced by what `mcp:srv` alone would suggest.
+    let add_def = &listed["result"]["tools"][0];
+    assert_eq!(add_def["title"], "Add", "{add_def}");
+    assert_eq!(add_def["annotations"]["readOnlyHint"], true, "{add_def}");
+    assert_eq!(add_def["annotations"]["openWorldHint"], false, "{add_def}");
     let add = json!({"name": "srv__add", "arguments": {"a": 1, "b": 2}});
     assert_eq!(
         rpc(3, "tools/call", add)["result"]["content"][0]["text"],

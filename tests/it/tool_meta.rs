@@ -212,3 +212,35 @@ fn mcp_serves_title_output_schema_annotations_and_structured_content() {
         "{text}"
     );
 }
+
+#[test]
+fn a_native_tools_output_schema_is_checked_too() {
+    let host = kiln::Host::builder()
+        .stdlib(false)
+        .tool(
+            kiln::NativeTool::new("half", |args: Value, _ctx: &kiln::CallContext| async move {
+                Ok(json!(args["n"].as_i64().unwrap_or(0) as f64 / 2.0))
+            })
+            .param("n", "integer", json!({}))
+            .title("Half")
+            .output_schema(json!({"type": "integer"})),
+        )
+        .build()
+        .expect("host");
+    assert!(host.load_errors().is_empty(), "{:?}", host.load_errors());
+    assert_eq!(
+        host.tool("half").expect("tool").meta.title.as_deref(),
+        Some("Half")
+    );
+    let even = call(&host, "half", json!({"n": 4}), &[]);
+    assert_eq!(
+        even.result.expect("2.0 is an integer in JSON Schema"),
+        json!(2.0)
+    );
+    let (kind, message) = failure(&call(&host, "half", json!({"n": 3}), &[]));
+    assert_eq!(kind, "invalid_output");
+    assert!(
+        message.contains("/: 1.5 is not of type \"integer\""),
+        "{message}"
+    );
+}
