@@ -173,6 +173,9 @@ impl HostBuilder {
         };
         let host = Arc::new(Host::assemble(self.config, services, extras)?);
         let _ = host.this.set(Arc::downgrade(&host));
+        for line in host.sync_mcp_servers() {
+            tracing::info!("{line}");
+        }
         if self.watch {
             let handle = reload::watch(host.clone(), |r| tracing::info!("{r}"))
                 .map_err(|e| HostError::Watch(e.to_string()))?;

@@ -219,8 +219,7 @@ pub fn serve(g: &Global, a: ServeArgs) -> CliResult<ExitCode> {
             )
         });
         // Watching before the address is announced: an edit made from then on is seen.
-        let _reloads =
-            crate::serve::watch_reloads(&state, mcp.as_ref().map(|m| m.server.clone()))?;
+        let _reloads = crate::serve::watch_reloads(&state, mcp.as_ref().map(|m| m.server.clone()))?;
         // The first stdout line: scripts and tests read the address from it.
         println!("kiln serve: listening on http://{addr}");
         // Both servers stop on the one signal: fan it out.

@@ -8,11 +8,15 @@ mod convert;
 mod http;
 pub mod mount;
 mod server;
+mod servers;
 mod spec;
 
 pub use http::{HttpOptions, McpEndpoint, router};
-pub use mount::{MountSpec, Mounts};
+pub use mount::{MountSpec, Mounts, ServerState, Target};
 pub use server::McpServer;
+pub(crate) use servers::HostServers;
+pub use servers::ServerStatus;
+pub(crate) use spec::check_url;
 
 /// What went wrong serving or mounting MCP.
 #[derive(Debug, thiserror::Error)]

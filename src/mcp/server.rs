@@ -214,7 +214,7 @@ impl ServerHandler for McpServer {
         if let Err(f) = &outcome.result {
             tracing::info!(tool = %name, kind = f.kind.as_str(), detail = ?f.detail, "MCP call failed");
         }
-        Ok(outcome_to_mcp(&outcome).into())
+        Ok(outcome_to_mcp(&outcome, tool.meta.returns.is_some()).into())
     }
 
     // 2025-11-25 sessions get unscoped list_changed through their own peer. 2026 requests

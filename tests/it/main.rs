@@ -29,3 +29,4 @@ mod sandbox;
 mod serve;
 mod serve_ops;
 mod spec;
+mod tool_meta;

@@ -8,7 +8,7 @@ use std::io::{BufRead, BufReader, Write};
 use std::process::{Command, Stdio};
 
 const SERVER_TOOLS: &str = r#"
-tool("add").description("Adds two numbers").param("a", "int").param("b", "int")
+tool("add").description("Adds two numbers").title("Add").param("a", "int").param("b", "int")
     .handler(|args| args.a + args.b);
 tool("refuse").description("Always refuses").handler(|args| throw tool_error("no way"));
 "#;
@@ -354,4 +354,375 @@ fn mcp_a_started_server_does_not_inherit_the_provider_keys() {
     assert!(out.status.success(), "{}", stderr(&out));
     assert!(stdout(&out).contains("passed-on"), "{}", stdout(&out));
     assert!(!stdout(&out).contains(TEST_KEY), "{}", stdout(&out));
+}
+
+/// A script declaring `srv` as `kiln mcp` serving `dir`'s tools (stdio).
+fn declared_server(dir: &std::path::Path) -> String {
+    format!(
+        "mcp_server(\"srv\").command({:?}, [\"mcp\", \"--no-stdlib\", \"--scripts\", {:?}]);\n",
+        kiln_bin().display().to_string(),
+        dir.display().to_string()
+    )
+}
+
+#[test]
+fn mcp_a_server_declared_in_a_script_runs_in_an_agent_listing_server_star() {
+    let server = Scripts::new(&[("tools.rhai", SERVER_TOOLS)]);
+    let agent = format!(
+        "{}agent(\"calc\").provider(\"anthropic\").model(\"mock-model\")\n    .tools([\"srv__*\"]).capabilities([\"mcp:srv\"]);\n",
+        declared_server(server.path())
+    );
+    let dir = Scripts::new(&[("agent.rhai", &agent)]);
+    let mock = Mock::start(&json!({"turns": [
+        {"tool_calls": [
+            {"name": "srv__add", "args": {"a": 2, "b": 3}},
+            {"name": "srv__refuse", "args": {}}
+        ]},
+        {"text": "Done."}
+    ]}));
+    let out = ask(
+        &[
+            "calc",
+            "Add",
+            "--scripts",
+            ".",
+            "--base-url",
+            &mock.url,
+            "--json",
+        ],
+        dir.path(),
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let v: Value = serde_json::from_str(&stdout(&out)).expect("--json output");
+    let calls = v["tool_calls"].as_array().expect("calls");
+    assert_eq!(calls[0]["outcome"]["result"], "5", "{}", calls[0]);
+    assert!(
+        calls[1]["outcome"].to_string().contains("no way"),
+        "{}",
+        calls[1]
+    );
+    // `srv__*` offered the model every tool of the server.
+    let first = mock.requests()[0]["body"].to_string();
+    assert!(
+        first.contains("srv__add") && first.contains("srv__refuse"),
+        "{first}"
+    );
+
+    let tools = kiln(&["tools", "--scripts", "."], dir.path());
+    assert!(tools.status.success(), "{}", stderr(&tools));
+    let listing = stdout(&tools);
+    assert!(
+        listing.contains("(MCP server srv) Adds two numbers"),
+        "{listing}"
+    );
+    let row = listing
+        .lines()
+        .find(|l| l.starts_with("srv "))
+        .unwrap_or_else(|| panic!("a server row in {listing}"));
+    assert!(
+        row.contains("agent.rhai:1:1") && row.ends_with("running (2 tools)"),
+        "{row}"
+    );
+}
+
+#[test]
+fn mcp_server_declarations_are_checked_at_load() {
+    let dir = Scripts::new(&[(
+        "servers.rhai",
+        r#"mcp_server("a__b").command("x");
+mcp_server("none");
+mcp_server("both").command("x").url("http://127.0.0.1:1/mcp");
+mcp_server("far").url("http://example.com/mcp");
+mcp_server("meta").url("http://169.254.169.254/mcp");
+mcp_server("tok").command("x").bearer_env("T");
+mcp_server("ok").url("https://example.com/mcp").env(["A"]);
+"#,
+    )]);
+    let out = kiln(&["check", "--no-stdlib", "--scripts", "."], dir.path());
+    assert!(!out.status.success());
+    let err = stderr(&out);
+    for expected in [
+        "servers.rhai:1:1: mcp_server \"a__b\": invalid server name",
+        "servers.rhai:2:1: mcp_server \"none\": needs .command(program, [args]) or .url(",
+        "servers.rhai:3:33: mcp_server \"both\": a server has one .command(...) or one .url(...)",
+        "servers.rhai:4:1: mcp_server \"far\": URL \"http://example.com/mcp\": plain http only to this machine",
+        "servers.rhai:5:1: mcp_server \"meta\": URL \"http://169.254.169.254/mcp\": a link-local address",
+        "servers.rhai:6:32: mcp_server \"tok\": .bearer_env(...) goes with .url(...)",
+        "servers.rhai:7:49: mcp_server \"ok\": .env(...) goes with .command(...)",
+    ] {
+        assert!(err.contains(expected), "missing {expected:?} in:\n{err}");
+    }
+}
+
+#[test]
+fn mcp_two_servers_of_one_name_and_a_failing_server_are_reported() {
+    let dir = Scripts::new(&[
+        (
+            "a.rhai",
+            "mcp_server(\"gone\").command(\"/nonexistent/mcp-server\");\n",
+        ),
+        (
+            "b.rhai",
+            "\n  mcp_server(\"gone\").command(\"/nonexistent/other\");\n",
+        ),
+    ]);
+    let out = kiln(&["check", "--no-stdlib", "--scripts", "."], dir.path());
+    assert!(!out.status.success());
+    let err = stderr(&out);
+    assert!(
+        err.contains("b.rhai:2:3: duplicate MCP server \"gone\": already declared at ./a.rhai:1:1"),
+        "{err}"
+    );
+    let listing = stdout(&out);
+    let row = listing
+        .lines()
+        .find(|l| l.starts_with("gone "))
+        .unwrap_or_else(|| panic!("a server row in {listing}"));
+    assert!(
+        row.contains("failed: MCP server \"gone\": cannot start `/nonexistent/mcp-server`"),
+        "{row}"
+    );
+}
+
+#[test]
+fn mcp_a_script_edit_starts_and_stops_a_declared_server() {
+    let server = Scripts::new(&[("tools.rhai", SERVER_TOOLS)]);
+    let dir = Scripts::new(&[]);
+    let mut child = Command::new(kiln_bin())
+        .args(["mcp", "--no-stdlib", "--scripts", ".", "--caps", "mcp:srv"])
+        .current_dir(dir.path())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start kiln mcp");
+    let (tx, errs) = std::sync::mpsc::channel();
+    let stderr_pipe = child.stderr.take().expect("stderr");
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr_pipe).lines().map_while(Result::ok) {
+            let _ = tx.send(line);
+        }
+    });
+    let mut stdin = child.stdin.take().expect("stdin");
+    let mut out = BufReader::new(child.stdout.take().expect("stdout")).lines();
+    let mut rpc = |id: u32, method: &str, params: Value| -> Value {
+        let msg = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+        writeln!(stdin, "{msg}").expect("send");
+        loop {
+            let line = out.next().expect("a message").expect("read");
+            let v: Value = serde_json::from_str(&line).unwrap_or_else(|e| panic!("{line:?}: {e}"));
+            if v["id"] == id {
+                return v;
+            }
+        }
+    };
+    let names = |v: &Value| -> Vec<String> {
+        v["result"]["tools"]
+            .as_array()
+            .expect("tools")
+            .iter()
+            .map(|t| t["name"].as_str().unwrap_or("").to_string())
+            .collect()
+    };
+    rpc(
+        0,
+        "initialize",
+        json!({"protocolVersion": "2025-11-25", "capabilities": {},
+        "clientInfo": {"name": "raw", "version": "0"}}),
+    );
+    assert!(names(&rpc(1, "tools/list", json!({}))).is_empty());
+
+    std::fs::write(dir.path().join("srv.rhai"), declared_server(server.path())).expect("write");
+    let line = wait_line(&errs, "started MCP server srv");
+    assert!(line.contains("running (2 tools)"), "{line}");
+    let listed = rpc(2, "tools/list", json!({}));
+    assert_eq!(names(&listed), ["srv__add", "srv__refuse"]);
+    // The server's own title and hints are passed on (the inner add needs nothing: read-only),
+    // not replaced by what `mcp:srv` alone would suggest.
+    let add_def = &listed["result"]["tools"][0];
+    assert_eq!(add_def["title"], "Add", "{add_def}");
+    assert_eq!(add_def["annotations"]["readOnlyHint"], true, "{add_def}");
+    assert_eq!(add_def["annotations"]["openWorldHint"], false, "{add_def}");
+    let add = json!({"name": "srv__add", "arguments": {"a": 1, "b": 2}});
+    assert_eq!(
+        rpc(3, "tools/call", add)["result"]["content"][0]["text"],
+        "3"
+    );
+
+    let changed = declared_server(server.path()).replace(");\n", ").rate_limit(100, 1);\n");
+    std::fs::write(dir.path().join("srv.rhai"), changed).expect("change");
+    let line = wait_line(&errs, "restarted MCP server srv (its declaration changed)");
+    assert!(line.contains("running (2 tools)"), "{line}");
+    assert_eq!(
+        names(&rpc(4, "tools/list", json!({}))),
+        ["srv__add", "srv__refuse"]
+    );
+
+    std::fs::write(dir.path().join("srv.rhai"), "// no servers\n").expect("rewrite");
+    wait_line(&errs, "stopped MCP server srv (no longer declared)");
+    assert!(names(&rpc(5, "tools/list", json!({}))).is_empty());
+    drop(stdin);
+    let _ = child.wait();
+}
+
+#[test]
+fn mcp_a_cancelled_call_cancels_the_mounted_servers_call() {
+    // The inner server logs (-v) each failed call: its slow handler must be stopped by the
+    // cancellation kiln forwards, not left to run out its 10 s.
+    let server = Scripts::new(&[(
+        "slow.rhai",
+        r#"tool("slow").description("Takes 10 s").handler(|args| { print("slow started"); for i in 0..500 { sleep(0.02); } "done" });"#,
+    )]);
+    let declared = format!(
+        "mcp_server(\"srv\").command({:?}, [\"mcp\", \"-v\", \"--no-stdlib\", \"--scripts\", {:?}]);\n",
+        kiln_bin().display().to_string(),
+        server.path().display().to_string()
+    );
+    let dir = Scripts::new(&[("srv.rhai", &declared)]);
+    let mut child = Command::new(kiln_bin())
+        .args(["mcp", "--no-stdlib", "--scripts", ".", "--caps", "mcp:srv"])
+        .current_dir(dir.path())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start kiln mcp");
+    let (tx, errs) = std::sync::mpsc::channel();
+    let pipe = child.stderr.take().expect("stderr");
+    std::thread::spawn(move || {
+        for line in BufReader::new(pipe).lines().map_while(Result::ok) {
+            let _ = tx.send(line);
+        }
+    });
+    let mut stdin = child.stdin.take().expect("stdin");
+    let mut out = BufReader::new(child.stdout.take().expect("stdout")).lines();
+    let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {},
+        "clientInfo": {"name": "raw", "version": "0"}}});
+    writeln!(stdin, "{init}").expect("send");
+    out.next().expect("initialize reply").expect("read");
+    let call = json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
+        "params": {"name": "srv__slow", "arguments": {}}});
+    writeln!(stdin, "{call}").expect("send");
+    // Cancelled once the inner server is running the handler (it logs its print at -v).
+    wait_line(&errs, "slow started");
+    let cancel = json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+        "params": {"requestId": 7, "reason": "the user changed their mind"}});
+    writeln!(stdin, "{cancel}").expect("send");
+    let failed = wait_line(&errs, "MCP call failed");
+    // The inner server's own handler (slow.rhai) was stopped, not the outer proxy only.
+    assert!(
+        failed.contains("slow.rhai") && failed.contains("\"cancelled\""),
+        "{failed}"
+    );
+    drop(stdin);
+    let _ = child.wait();
+}
+
+#[test]
+fn mcp_a_declared_servers_rate_limit_applies_to_its_tools() {
+    let server = Scripts::new(&[("tools.rhai", SERVER_TOOLS)]);
+    let decl = declared_server(server.path()).replace(");\n", ").rate_limit(1, 60);\n");
+    let agent = format!(
+        "{decl}agent(\"calc\").provider(\"anthropic\").model(\"mock-model\")\n    .tools([\"srv__add\"]).capabilities([\"mcp:srv\"]);\n"
+    );
+    let dir = Scripts::new(&[("agent.rhai", &agent)]);
+    let mock = Mock::start(&json!({"turns": [
+        {"tool_calls": [{"name": "srv__add", "args": {"a": 2, "b": 3}}]},
+        {"tool_calls": [{"name": "srv__add", "args": {"a": 4, "b": 5}}]},
+        {"text": "Done."}
+    ]}));
+    let out = ask(
+        &[
+            "calc",
+            "Add",
+            "--scripts",
+            ".",
+            "--base-url",
+            &mock.url,
+            "--json",
+        ],
+        dir.path(),
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let v: Value = serde_json::from_str(&stdout(&out)).expect("--json output");
+    let calls = v["tool_calls"].as_array().expect("calls");
+    assert_eq!(calls[0]["outcome"]["result"], "5", "{}", calls[0]);
+    let limited = calls[1]["outcome"].to_string();
+    assert!(limited.contains("rate_limited"), "{limited}");
+}
+
+#[test]
+fn mcp_a_declared_server_starts_in_the_workspace_and_gets_only_the_keys_it_names() {
+    // The inner server's scripts folder is relative: it is found only from the workspace.
+    let workspace = Scripts::new(&[]);
+    std::fs::create_dir(workspace.path().join("inner")).expect("mkdir");
+    std::fs::write(
+        workspace.path().join("inner/env.rhai"),
+        r#"tool("key").description("Reads the keys").requires(["env"]).handler(|args| `${env("OPENAI_API_KEY")}|${env("ANTHROPIC_API_KEY")}`);"#,
+    )
+    .expect("inner script");
+    let serve = |name: &str, extra: &str| {
+        format!(
+            "mcp_server({name:?}).command({:?}, [\"mcp\", \"--no-stdlib\", \"--caps\", \"env:OPENAI_API_KEY,env:ANTHROPIC_API_KEY\", \"--scripts\", \"inner\"]){extra};\n",
+            kiln_bin().display().to_string()
+        )
+    };
+    let decls = format!(
+        "{}{}",
+        serve("named", ".env([\"OPENAI_API_KEY\"])"),
+        serve("plain", "")
+    );
+    let dir = Scripts::new(&[("servers.rhai", &decls)]);
+    let call = |tool: &str| {
+        Command::new(kiln_bin())
+            .args([
+                "call",
+                tool,
+                "{}",
+                "--scripts",
+                ".",
+                "--caps",
+                "mcp:named,mcp:plain",
+            ])
+            .arg("--workspace")
+            .arg(workspace.path())
+            .env("OPENAI_API_KEY", "named-on-purpose")
+            .env("ANTHROPIC_API_KEY", TEST_KEY)
+            .current_dir(dir.path())
+            .output()
+            .expect("run kiln call")
+    };
+    let named = call("named__key");
+    assert!(named.status.success(), "{}", stderr(&named));
+    assert!(
+        stdout(&named).contains("\"named-on-purpose|\""),
+        "{}",
+        stdout(&named)
+    );
+    let plain = call("plain__key");
+    assert!(plain.status.success(), "{}", stderr(&plain));
+    assert!(stdout(&plain).contains("\"|\""), "{}", stdout(&plain));
+    assert!(!stdout(&named).contains(TEST_KEY) && !stdout(&plain).contains(TEST_KEY));
+}
+
+#[test]
+fn mcp_a_declared_servers_tool_colliding_with_a_script_tool_is_a_load_error() {
+    let server = Scripts::new(&[("tools.rhai", SERVER_TOOLS)]);
+    let dir = Scripts::new(&[
+        (
+            "a_tool.rhai",
+            "tool(\"srv__add\").description(\"Mine\").handler(|args| 1);\n",
+        ),
+        ("srv.rhai", &declared_server(server.path())),
+    ]);
+    let out = kiln(&["check", "--no-stdlib", "--scripts", "."], dir.path());
+    assert!(!out.status.success());
+    let err = stderr(&out);
+    assert!(
+        err.contains(
+            "srv.rhai:1:1: duplicate tool \"srv__add\": already defined at ./a_tool.rhai:1:1"
+        ),
+        "{err}"
+    );
 }
