@@ -77,10 +77,17 @@ pub fn is_invocation_id(id: &str) -> bool {
 impl RestateClient {
     /// A client of the ingress at `ingress` and the admin API at `admin`.
     pub fn new(ingress: &str, admin: &str) -> Result<Self, DurableError> {
+        let ingress = super::register::check_url("--restate-ingress", ingress)?;
+        let http = crate::egress::tls::client_builder().build().map_err(|e| {
+            DurableError::Unreachable {
+                url: ingress.clone(),
+                message: e.to_string(),
+            }
+        })?;
         Ok(RestateClient {
-            ingress: super::register::check_url("--restate-ingress", ingress)?,
+            ingress,
             admin: super::register::check_url("--restate-admin", admin)?,
-            http: reqwest::Client::new(),
+            http,
         })
     }
 

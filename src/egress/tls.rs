@@ -17,6 +17,7 @@ pub fn ensure_provider() {
 
 /// A `reqwest` client builder whose TLS backend can initialise (the provider is installed).
 /// Certificates are checked against the operating system's trust store.
+#[allow(clippy::disallowed_methods)] // the one place allowed to: the provider is installed here
 pub fn client_builder() -> reqwest::ClientBuilder {
     ensure_provider();
     reqwest::Client::builder()
