@@ -54,7 +54,8 @@ pub struct Hints {
 pub const HINT_KEYS: &[&str] = &["read_only", "destructive", "idempotent", "open_world"];
 
 impl Hints {
-    /// Sets hint `key` (one of [`HINT_KEYS`]); `Err` names the known keys.
+    /// Sets hint `key` (`read_only`, `destructive`, `idempotent` or `open_world`); `Err` names
+    /// the known keys.
     pub fn set(&mut self, key: &str, value: bool) -> Result<(), String> {
         let slot = match key {
             "read_only" => &mut self.read_only,
