@@ -278,6 +278,26 @@ impl Host {
         Ok(outcome)
     }
 
+    /// Refuses a call to `name` before it runs (a door's own check said no, such as an MCP
+    /// client declining an approval), logging it like any other call: every door keeps the
+    /// run log, refusals included.
+    pub(crate) fn refuse_call(
+        &self,
+        name: &str,
+        args: Value,
+        opts: CallOptions,
+        message: String,
+    ) -> Result<ToolOutcome, HostError> {
+        let tool = self.tool(name)?;
+        let ctx = self.options_context(&opts);
+        let failure = crate::ToolFailure::visible(crate::FailureKind::Capability, message);
+        let outcome = ToolOutcome::failed(failure, std::time::Instant::now());
+        if self.db.is_some() {
+            self.log_call(&tool, args, &ctx, &outcome)?;
+        }
+        Ok(outcome)
+    }
+
     /// Logs a direct call (no agent) as a run of `call:TOOL` with one tool call, so a call
     /// made through any door (`kiln call`, MCP, the library) is in the run log.
     fn log_call(

@@ -88,7 +88,7 @@ impl McpServer {
         };
         let opts = RunOptions {
             cancel: cx.ct.clone(),
-            actor_id: cx.client_info().map(|c| format!("mcp:{}", c.name)),
+            actor_id: actor(cx),
             ..RunOptions::default()
         };
         match self.host.run(agent, prompt, opts).await {
@@ -111,7 +111,19 @@ impl McpServer {
         if asked.is_empty() || self.host.services.assume_yes {
             return Ok(self.grants.clone());
         }
-        let refuse = |msg: String| CallToolResult::error(vec![ContentBlock::text(msg)]).into();
+        // A refusal is logged as the call it answers, with the client as the actor.
+        let refuse = |msg: String| -> CallToolResponse {
+            let args = serde_json::Value::Object(req.arguments.clone().unwrap_or_default());
+            let opts = CallOptions {
+                grants: Some(self.grants.clone()),
+                actor_id: actor(cx),
+                ..CallOptions::default()
+            };
+            if let Err(e) = self.host.refuse_call(&tool.name, args, opts, msg.clone()) {
+                tracing::warn!(tool = %tool.name, "the refused MCP call was not logged: {e}");
+            }
+            CallToolResult::error(vec![ContentBlock::text(msg)]).into()
+        };
         match ask::approve(&tool.name, &asked, &self.grants, req, cx).await {
             Approval::Approved(grants) => Ok(grants),
             Approval::Refused(msg) => Err(refuse(msg)),
@@ -148,6 +160,11 @@ impl McpServer {
             .map_err(|e| McpError::Session(e.to_string()))?;
         Ok(())
     }
+}
+
+/// Who an MCP call acts for: the client's name as it introduced itself.
+fn actor(cx: &RequestContext<RoleServer>) -> Option<String> {
+    cx.client_info().map(|c| format!("mcp:{}", c.name))
 }
 
 impl ServerHandler for McpServer {
@@ -202,7 +219,7 @@ impl ServerHandler for McpServer {
         let args = serde_json::Value::Object(req.arguments.unwrap_or_default());
         let opts = CallOptions {
             grants: Some(grants),
-            actor_id: cx.client_info().map(|c| format!("mcp:{}", c.name)),
+            actor_id: actor(&cx),
             cancel: Some(cx.ct.clone()),
             ..CallOptions::default()
         };

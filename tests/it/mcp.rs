@@ -374,6 +374,31 @@ fn mcp_ask_grants_are_refused_without_yes_when_the_client_cannot_ask() {
     let yes = ["--caps", "store", "--ask", "store", "--yes"];
     let approved = stdio_session(scripts.path(), &yes, &handshake(&[call]));
     assert_eq!(approved[1]["result"]["content"][0]["text"], "ok");
+    // The refused call is in the run log too, with its reason (the approved one beside it).
+    let out = kiln(&["logs", "--json", "--tool", "remember"], scripts.path());
+    assert!(out.status.success(), "{}", stderr(&out));
+    let runs: Value = serde_json::from_str(&stdout(&out)).expect("logs json");
+    let mut statuses: Vec<(String, bool)> = runs
+        .as_array()
+        .cloned()
+        .unwrap_or_default()
+        .iter()
+        .map(|r| {
+            let error = r["error"].as_str().unwrap_or("");
+            if r["status"] == "error" {
+                assert!(error.contains("this MCP client cannot ask"), "{r:#}");
+            }
+            (
+                r["status"].as_str().unwrap_or("").to_string(),
+                r["tool_calls"][0]["is_error"].as_bool().unwrap_or(false),
+            )
+        })
+        .collect();
+    statuses.sort();
+    assert_eq!(
+        statuses,
+        vec![("error".to_string(), true), ("ok".to_string(), false)]
+    );
 }
 
 #[test]
