@@ -318,7 +318,7 @@ impl Host {
         );
         report.run_id = ctx.run_id.clone();
         report.provider = "direct".into();
-        report.model = ctx.actor_id.clone().unwrap_or_default();
+        report.actor = ctx.actor_id.clone();
         report.tool_calls = vec![crate::agent::ToolCallRecord::new(
             1,
             "call_1",

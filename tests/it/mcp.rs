@@ -432,6 +432,13 @@ fn mcp_calls_and_kiln_call_are_in_the_run_log() {
         .iter()
         .map(|r| {
             assert_eq!(r["agent"], "call:greet", "{r:#}");
+            // Who each call acted for: the MCP client by the name it gave, nobody for the CLI.
+            let actor = if r["tool_calls"][0]["args"]["name"] == "Bo" {
+                Value::Null
+            } else {
+                json!("mcp:raw")
+            };
+            assert_eq!(r["actor"], actor, "{r:#}");
             let call = &r["tool_calls"][0];
             (
                 r["status"].as_str().unwrap_or("").to_string(),
@@ -440,6 +447,13 @@ fn mcp_calls_and_kiln_call_are_in_the_run_log() {
             )
         })
         .collect();
+    let text = kiln(&["logs", "--tool", "greet"], scripts.path());
+    assert_eq!(
+        stdout(&text).matches(" for mcp:raw ").count(),
+        2,
+        "{}",
+        stdout(&text)
+    );
     seen.sort_by_key(|s| s.2.to_string());
     assert_eq!(
         seen,

@@ -246,6 +246,7 @@ fn the_openai_sdk_drives_kiln_serve() {
     for r in shop {
         assert_eq!(r["answer"], "SKU-1 costs 4.50.");
         assert_eq!(r["tool_calls"][0]["name"], "lookup");
+        assert_eq!(r["actor"], "sdk-client", "{r:#}");
         assert_eq!(r["tool_calls"][0]["outcome"]["result"]["price"], 4.5);
     }
 }
