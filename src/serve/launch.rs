@@ -12,6 +12,7 @@ use crate::agent::{RecordError, Recorder, RunOptions, RunReport, ToolCallRecord}
 use crate::api::Event;
 use crate::capability::Grants;
 use crate::db::runlog::RunLogger;
+use crate::db::sessions::ResumeError;
 use crate::provider::{Message, StopReason, Usage};
 use futures_util::StreamExt;
 use serde_json::Value;
@@ -166,23 +167,17 @@ pub async fn launch(
             ));
         };
         session_guard = Some(state.session_lock(key).lock_owned().await);
-        let saved = db
-            .session(key)
-            .map_err(|e| ApiError::internal(e.to_string()))?;
-        if let Some(s) = saved {
-            if s.agent != req.agent {
-                return Err(ApiError::bad_request(
-                    "session",
-                    format!(
-                        "session \"{}\" belongs to agent \"{}\", not \"{}\"",
-                        req.session.as_deref().unwrap_or_default(),
-                        s.agent,
-                        req.agent
-                    ),
-                ));
+        let name = req.session.as_deref().unwrap_or_default();
+        match db.resume_session(key, name, &req.agent) {
+            Ok(resumed) if resumed.state.is_some() => {
+                history = resumed.messages;
+                run_state = resumed.state;
             }
-            history = s.messages;
-            run_state = Some(Arc::new(Mutex::new(s.state)));
+            Ok(_) => {}
+            Err(e @ ResumeError::OtherAgent { .. }) => {
+                return Err(ApiError::bad_request("session", e.to_string()));
+            }
+            Err(ResumeError::Db(e)) => return Err(ApiError::internal(e.to_string())),
         }
     }
     let permit = state.limiter.acquire().await?;
