@@ -13,6 +13,89 @@ tool("add").description("Adds two numbers").title("Add").param("a", "int").param
 tool("refuse").description("Always refuses").handler(|args| throw tool_error("no way"));
 "#;
 
+/// `kiln mcp` on stdio, driven line by line: requests answered in order, stderr lines on a
+/// channel (for [`wait_line`]).
+struct StdioMcp {
+    child: std::process::Child,
+    stdin: Option<std::process::ChildStdin>,
+    out: std::io::Lines<BufReader<std::process::ChildStdout>>,
+    errs: std::sync::mpsc::Receiver<String>,
+}
+
+impl StdioMcp {
+    /// Starts `kiln mcp ARGS` in `dir` and does the 2025-11-25 handshake.
+    fn start(dir: &std::path::Path, args: &[&str]) -> StdioMcp {
+        let mut child = Command::new(kiln_bin())
+            .arg("mcp")
+            .args(args)
+            .current_dir(dir)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start kiln mcp");
+        let (tx, errs) = std::sync::mpsc::channel();
+        let pipe = child.stderr.take().expect("stderr");
+        std::thread::spawn(move || {
+            for line in BufReader::new(pipe).lines().map_while(Result::ok) {
+                let _ = tx.send(line);
+            }
+        });
+        let stdin = child.stdin.take();
+        let out = BufReader::new(child.stdout.take().expect("stdout")).lines();
+        let mut mcp = StdioMcp {
+            child,
+            stdin,
+            out,
+            errs,
+        };
+        mcp.rpc(
+            0,
+            "initialize",
+            json!({"protocolVersion": "2025-11-25", "capabilities": {},
+                "clientInfo": {"name": "raw", "version": "0"}}),
+        );
+        mcp
+    }
+
+    /// Sends one message.
+    fn send(&mut self, msg: &Value) {
+        let stdin = self.stdin.as_mut().expect("stdin open");
+        writeln!(stdin, "{msg}").expect("send");
+    }
+
+    /// Sends request `id` and returns its answer (notifications before it are skipped).
+    fn rpc(&mut self, id: u32, method: &str, params: Value) -> Value {
+        self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
+        loop {
+            let line = self.out.next().expect("a message").expect("read");
+            let v: Value = serde_json::from_str(&line).unwrap_or_else(|e| panic!("{line:?}: {e}"));
+            if v["id"] == id {
+                return v;
+            }
+        }
+    }
+
+    /// The next message, whatever it is.
+    fn next(&mut self) -> Value {
+        let line = self.out.next().expect("a message").expect("read");
+        serde_json::from_str(&line).unwrap_or_else(|e| panic!("{line:?}: {e}"))
+    }
+
+    /// Waits for a stderr line containing `what`.
+    fn wait_line(&self, what: &str) -> String {
+        wait_line(&self.errs, what)
+    }
+}
+
+impl Drop for StdioMcp {
+    fn drop(&mut self) {
+        // Closing stdin ends the session; kiln exits.
+        drop(self.stdin.take());
+        let _ = self.child.wait();
+    }
+}
+
 const AGENT: &str = r#"
 agent("calc").provider("anthropic").model("mock-model")
     .tools(["srv__add", "srv__refuse"]).capabilities(["mcp:srv"]);
@@ -126,9 +209,9 @@ fn mcp_a_mounted_servers_list_changed_reloads_the_registry() {
     let server = Scripts::new(&[("tools.rhai", SERVER_TOOLS)]);
     let dir = Scripts::new(&[]);
     let mount = mount_arg(server.path());
-    let mut child = Command::new(kiln_bin())
-        .args([
-            "mcp",
+    let mut mcp = StdioMcp::start(
+        dir.path(),
+        &[
             "--no-stdlib",
             "--scripts",
             ".",
@@ -136,29 +219,10 @@ fn mcp_a_mounted_servers_list_changed_reloads_the_registry() {
             "mcp:srv",
             "--mcp",
             &mount,
-        ])
-        .current_dir(dir.path())
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .expect("start kiln mcp");
-    let mut stdin = child.stdin.take().expect("stdin");
-    let mut lines = BufReader::new(child.stdout.take().expect("stdout")).lines();
-    let mut next = || -> Value {
-        let line = lines.next().expect("a message").expect("read");
-        serde_json::from_str(&line).unwrap_or_else(|e| panic!("{line:?}: {e}"))
-    };
-    let mut send = |v: Value| writeln!(stdin, "{v}").expect("send");
-    send(
-        json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
-        "protocolVersion": "2025-11-25", "capabilities": {},
-        "clientInfo": {"name": "raw", "version": "0"}}}),
+        ],
     );
-    assert_eq!(next()["id"], 0);
-    send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
-    send(json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}));
-    let listed = next();
+    mcp.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    let listed = mcp.rpc(1, "tools/list", json!({}));
     let names = |v: &Value| -> Vec<String> {
         v["result"]["tools"]
             .as_array()
@@ -173,13 +237,10 @@ fn mcp_a_mounted_servers_list_changed_reloads_the_registry() {
         r#"tool("added").description("New").handler(|args| "new");"#,
     )
     .expect("write script");
-    let note = next();
+    let note = mcp.next();
     assert_eq!(note["method"], "notifications/tools/list_changed", "{note}");
-    send(json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}));
-    let after = next();
+    let after = mcp.rpc(2, "tools/list", json!({}));
     assert_eq!(names(&after), ["srv__added", "srv__add", "srv__refuse"]);
-    drop(stdin);
-    let _ = child.wait();
 }
 
 #[test]
@@ -226,9 +287,9 @@ fn mcp_a_mounted_server_that_dies_gives_a_clear_error_then_is_restarted() {
     );
     std::fs::write(dir.path().join("server.sh"), wrapper).expect("wrapper");
     let mount = format!("srv=sh {d}/server.sh");
-    let mut child = Command::new(kiln_bin())
-        .args([
-            "mcp",
+    let mut mcp = StdioMcp::start(
+        dir.path(),
+        &[
             "--no-stdlib",
             "--scripts",
             ".",
@@ -236,38 +297,7 @@ fn mcp_a_mounted_server_that_dies_gives_a_clear_error_then_is_restarted() {
             "mcp:srv",
             "--mcp",
             &mount,
-        ])
-        .current_dir(dir.path())
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start kiln mcp");
-    let (tx, errs) = std::sync::mpsc::channel();
-    let stderr_pipe = child.stderr.take().expect("stderr");
-    std::thread::spawn(move || {
-        for line in BufReader::new(stderr_pipe).lines().map_while(Result::ok) {
-            let _ = tx.send(line);
-        }
-    });
-    let mut stdin = child.stdin.take().expect("stdin");
-    let mut out = BufReader::new(child.stdout.take().expect("stdout")).lines();
-    let mut rpc = |id: u32, method: &str, params: Value| -> Value {
-        let msg = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
-        writeln!(stdin, "{msg}").expect("send");
-        loop {
-            let line = out.next().expect("a message").expect("read");
-            let v: Value = serde_json::from_str(&line).unwrap_or_else(|e| panic!("{line:?}: {e}"));
-            if v["id"] == id {
-                return v;
-            }
-        }
-    };
-    rpc(
-        0,
-        "initialize",
-        json!({"protocolVersion": "2025-11-25", "capabilities": {},
-        "clientInfo": {"name": "raw", "version": "0"}}),
+        ],
     );
     let add = json!({"name": "srv__add", "arguments": {"a": 1, "b": 2}});
     let text = |v: &Value| {
@@ -276,13 +306,13 @@ fn mcp_a_mounted_server_that_dies_gives_a_clear_error_then_is_restarted() {
             .unwrap_or("")
             .to_string()
     };
-    assert_eq!(text(&rpc(1, "tools/call", add.clone())), "3");
+    assert_eq!(text(&mcp.rpc(1, "tools/call", add.clone())), "3");
 
     std::fs::write(dir.path().join("down"), "").expect("down");
     let pids = std::fs::read_to_string(dir.path().join("pids")).expect("pids");
     signal(pids.trim().parse().expect("pid"), "KILL");
-    wait_line(&errs, "MCP server srv stopped");
-    let during = rpc(2, "tools/call", add.clone());
+    mcp.wait_line("MCP server srv stopped");
+    let during = mcp.rpc(2, "tools/call", add.clone());
     assert_eq!(during["result"]["isError"], true, "{during}");
     assert!(
         text(&during).contains("MCP server \"srv\" is not running"),
@@ -290,10 +320,8 @@ fn mcp_a_mounted_server_that_dies_gives_a_clear_error_then_is_restarted() {
     );
 
     std::fs::remove_file(dir.path().join("down")).expect("up");
-    wait_line(&errs, "restarted MCP server srv");
-    assert_eq!(text(&rpc(3, "tools/call", add)), "3");
-    drop(stdin);
-    let _ = child.wait();
+    mcp.wait_line("restarted MCP server srv");
+    assert_eq!(text(&mcp.rpc(3, "tools/call", add)), "3");
 }
 
 #[test]
@@ -488,34 +516,10 @@ fn mcp_two_servers_of_one_name_and_a_failing_server_are_reported() {
 fn mcp_a_script_edit_starts_and_stops_a_declared_server() {
     let server = Scripts::new(&[("tools.rhai", SERVER_TOOLS)]);
     let dir = Scripts::new(&[]);
-    let mut child = Command::new(kiln_bin())
-        .args(["mcp", "--no-stdlib", "--scripts", ".", "--caps", "mcp:srv"])
-        .current_dir(dir.path())
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start kiln mcp");
-    let (tx, errs) = std::sync::mpsc::channel();
-    let stderr_pipe = child.stderr.take().expect("stderr");
-    std::thread::spawn(move || {
-        for line in BufReader::new(stderr_pipe).lines().map_while(Result::ok) {
-            let _ = tx.send(line);
-        }
-    });
-    let mut stdin = child.stdin.take().expect("stdin");
-    let mut out = BufReader::new(child.stdout.take().expect("stdout")).lines();
-    let mut rpc = |id: u32, method: &str, params: Value| -> Value {
-        let msg = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
-        writeln!(stdin, "{msg}").expect("send");
-        loop {
-            let line = out.next().expect("a message").expect("read");
-            let v: Value = serde_json::from_str(&line).unwrap_or_else(|e| panic!("{line:?}: {e}"));
-            if v["id"] == id {
-                return v;
-            }
-        }
-    };
+    let mut mcp = StdioMcp::start(
+        dir.path(),
+        &["--no-stdlib", "--scripts", ".", "--caps", "mcp:srv"],
+    );
     let names = |v: &Value| -> Vec<String> {
         v["result"]["tools"]
             .as_array()
@@ -524,18 +528,12 @@ fn mcp_a_script_edit_starts_and_stops_a_declared_server() {
             .map(|t| t["name"].as_str().unwrap_or("").to_string())
             .collect()
     };
-    rpc(
-        0,
-        "initialize",
-        json!({"protocolVersion": "2025-11-25", "capabilities": {},
-        "clientInfo": {"name": "raw", "version": "0"}}),
-    );
-    assert!(names(&rpc(1, "tools/list", json!({}))).is_empty());
+    assert!(names(&mcp.rpc(1, "tools/list", json!({}))).is_empty());
 
     std::fs::write(dir.path().join("srv.rhai"), declared_server(server.path())).expect("write");
-    let line = wait_line(&errs, "started MCP server srv");
+    let line = mcp.wait_line("started MCP server srv");
     assert!(line.contains("running (2 tools)"), "{line}");
-    let listed = rpc(2, "tools/list", json!({}));
+    let listed = mcp.rpc(2, "tools/list", json!({}));
     assert_eq!(names(&listed), ["srv__add", "srv__refuse"]);
     // The server's own title and hints are passed on (the inner add needs nothing: read-only),
     // not replaced by what `mcp:srv` alone would suggest.
@@ -545,24 +543,22 @@ fn mcp_a_script_edit_starts_and_stops_a_declared_server() {
     assert_eq!(add_def["annotations"]["openWorldHint"], false, "{add_def}");
     let add = json!({"name": "srv__add", "arguments": {"a": 1, "b": 2}});
     assert_eq!(
-        rpc(3, "tools/call", add)["result"]["content"][0]["text"],
+        mcp.rpc(3, "tools/call", add)["result"]["content"][0]["text"],
         "3"
     );
 
     let changed = declared_server(server.path()).replace(");\n", ").rate_limit(100, 1);\n");
     std::fs::write(dir.path().join("srv.rhai"), changed).expect("change");
-    let line = wait_line(&errs, "restarted MCP server srv (its declaration changed)");
+    let line = mcp.wait_line("restarted MCP server srv (its declaration changed)");
     assert!(line.contains("running (2 tools)"), "{line}");
     assert_eq!(
-        names(&rpc(4, "tools/list", json!({}))),
+        names(&mcp.rpc(4, "tools/list", json!({}))),
         ["srv__add", "srv__refuse"]
     );
 
     std::fs::write(dir.path().join("srv.rhai"), "// no servers\n").expect("rewrite");
-    wait_line(&errs, "stopped MCP server srv (no longer declared)");
-    assert!(names(&rpc(5, "tools/list", json!({}))).is_empty());
-    drop(stdin);
-    let _ = child.wait();
+    mcp.wait_line("stopped MCP server srv (no longer declared)");
+    assert!(names(&mcp.rpc(5, "tools/list", json!({}))).is_empty());
 }
 
 #[test]
@@ -579,44 +575,24 @@ fn mcp_a_cancelled_call_cancels_the_mounted_servers_call() {
         server.path().display().to_string()
     );
     let dir = Scripts::new(&[("srv.rhai", &declared)]);
-    let mut child = Command::new(kiln_bin())
-        .args(["mcp", "--no-stdlib", "--scripts", ".", "--caps", "mcp:srv"])
-        .current_dir(dir.path())
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start kiln mcp");
-    let (tx, errs) = std::sync::mpsc::channel();
-    let pipe = child.stderr.take().expect("stderr");
-    std::thread::spawn(move || {
-        for line in BufReader::new(pipe).lines().map_while(Result::ok) {
-            let _ = tx.send(line);
-        }
-    });
-    let mut stdin = child.stdin.take().expect("stdin");
-    let mut out = BufReader::new(child.stdout.take().expect("stdout")).lines();
-    let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
-        "protocolVersion": "2025-11-25", "capabilities": {},
-        "clientInfo": {"name": "raw", "version": "0"}}});
-    writeln!(stdin, "{init}").expect("send");
-    out.next().expect("initialize reply").expect("read");
+    let mut mcp = StdioMcp::start(
+        dir.path(),
+        &["--no-stdlib", "--scripts", ".", "--caps", "mcp:srv"],
+    );
     let call = json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
         "params": {"name": "srv__slow", "arguments": {}}});
-    writeln!(stdin, "{call}").expect("send");
+    mcp.send(&call);
     // Cancelled once the inner server is running the handler (it logs its print at -v).
-    wait_line(&errs, "slow started");
+    mcp.wait_line("slow started");
     let cancel = json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
         "params": {"requestId": 7, "reason": "the user changed their mind"}});
-    writeln!(stdin, "{cancel}").expect("send");
-    let failed = wait_line(&errs, "MCP call failed");
+    mcp.send(&cancel);
+    let failed = mcp.wait_line("MCP call failed");
     // The inner server's own handler (slow.rhai) was stopped, not the outer proxy only.
     assert!(
         failed.contains("slow.rhai") && failed.contains("\"cancelled\""),
         "{failed}"
     );
-    drop(stdin);
-    let _ = child.wait();
 }
 
 #[test]
