@@ -160,29 +160,49 @@ fn mcp_peers_python_server_over_stdio_mounted_in_an_agent() {
 #[ignore = "needs the Python MCP SDK: pip install mcp==2.3.0 (run by .ci/run)"]
 fn mcp_peers_python_server_over_http_mounted_in_an_agent() {
     require_sdk();
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .expect("a free port")
-        .port();
-    let mut server = std::process::Command::new("python3")
-        .arg(repo().join("tests/peers/mcp_server.py"))
-        .args(["http", &port.to_string()])
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .expect("start the Python server");
-    // Ready once it accepts connections (generous: the SDK imports take a while).
-    let addr = format!("127.0.0.1:{port}");
-    let up = (0..300).any(|_| {
-        std::net::TcpStream::connect(&addr).is_ok() || {
-            std::thread::sleep(std::time::Duration::from_millis(50));
-            false
-        }
-    });
-    assert!(up, "the Python server never listened on {addr}");
+    let server = PythonHttpServer::start();
+    let addr = &server.addr;
     agent_uses_python_server(&format!("py=http://{addr}/mcp"));
-    let _ = server.kill();
-    let _ = server.wait();
+}
+
+/// tests/peers/mcp_server.py over streamable HTTP on a free loopback port, stopped on drop.
+struct PythonHttpServer {
+    child: std::process::Child,
+    addr: String,
+}
+
+impl PythonHttpServer {
+    fn start() -> PythonHttpServer {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .expect("a free port")
+            .port();
+        let child = std::process::Command::new("python3")
+            .arg(repo().join("tests/peers/mcp_server.py"))
+            .args(["http", &port.to_string()])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("start the Python server");
+        // Ready once it accepts connections (generous: the SDK imports take a while).
+        let addr = format!("127.0.0.1:{port}");
+        let up = (0..300).any(|_| {
+            std::net::TcpStream::connect(&addr).is_ok() || {
+                std::thread::sleep(std::time::Duration::from_millis(50));
+                false
+            }
+        });
+        let server = PythonHttpServer { child, addr };
+        assert!(up, "the Python server never listened on {}", server.addr);
+        server
+    }
+}
+
+impl Drop for PythonHttpServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
 }
 
 /// A tool whose capability `kiln mcp` grants with `--ask`: it writes to the store.
@@ -450,26 +470,7 @@ fn mcp_peers_python_server_declared_in_a_script_over_stdio() {
 #[ignore = "needs the Python MCP SDK: pip install mcp==2.3.0 (run by .ci/run)"]
 fn mcp_peers_python_server_declared_in_a_script_over_http() {
     require_sdk();
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .expect("a free port")
-        .port();
-    let mut server = std::process::Command::new("python3")
-        .arg(repo().join("tests/peers/mcp_server.py"))
-        .args(["http", &port.to_string()])
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .expect("start the Python server");
-    let addr = format!("127.0.0.1:{port}");
-    let up = (0..300).any(|_| {
-        std::net::TcpStream::connect(&addr).is_ok() || {
-            std::thread::sleep(std::time::Duration::from_millis(50));
-            false
-        }
-    });
-    assert!(up, "the Python server never listened on {addr}");
+    let server = PythonHttpServer::start();
+    let addr = &server.addr;
     agent_uses_declared_python_server(&format!("mcp_server(\"py\").url(\"http://{addr}/mcp\");"));
-    let _ = server.kill();
-    let _ = server.wait();
 }
