@@ -13,6 +13,23 @@ tool("add").description("Adds two numbers").title("Add").param("a", "int").param
 tool("refuse").description("Always refuses").handler(|args| throw tool_error("no way"));
 "#;
 
+/// `kiln ask calc Add --json` against `mock`: the tool calls of the run.
+fn ask_calc(dir: &std::path::Path, mock: &Mock) -> Vec<Value> {
+    let args = [
+        "calc",
+        "Add",
+        "--scripts",
+        ".",
+        "--base-url",
+        &mock.url,
+        "--json",
+    ];
+    let out = ask(&args, dir);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let v: Value = serde_json::from_str(&stdout(&out)).expect("--json output");
+    v["tool_calls"].as_array().cloned().expect("calls")
+}
+
 /// `kiln mcp` on stdio, driven line by line: requests answered in order, stderr lines on a
 /// channel (for [`wait_line`]).
 struct StdioMcp {
@@ -408,21 +425,7 @@ fn mcp_a_server_declared_in_a_script_runs_in_an_agent_listing_server_star() {
         ]},
         {"text": "Done."}
     ]}));
-    let out = ask(
-        &[
-            "calc",
-            "Add",
-            "--scripts",
-            ".",
-            "--base-url",
-            &mock.url,
-            "--json",
-        ],
-        dir.path(),
-    );
-    assert!(out.status.success(), "{}", stderr(&out));
-    let v: Value = serde_json::from_str(&stdout(&out)).expect("--json output");
-    let calls = v["tool_calls"].as_array().expect("calls");
+    let calls = ask_calc(dir.path(), &mock);
     assert_eq!(calls[0]["outcome"]["result"], "5", "{}", calls[0]);
     assert!(
         calls[1]["outcome"].to_string().contains("no way"),
@@ -608,21 +611,7 @@ fn mcp_a_declared_servers_rate_limit_applies_to_its_tools() {
         {"tool_calls": [{"name": "srv__add", "args": {"a": 4, "b": 5}}]},
         {"text": "Done."}
     ]}));
-    let out = ask(
-        &[
-            "calc",
-            "Add",
-            "--scripts",
-            ".",
-            "--base-url",
-            &mock.url,
-            "--json",
-        ],
-        dir.path(),
-    );
-    assert!(out.status.success(), "{}", stderr(&out));
-    let v: Value = serde_json::from_str(&stdout(&out)).expect("--json output");
-    let calls = v["tool_calls"].as_array().expect("calls");
+    let calls = ask_calc(dir.path(), &mock);
     assert_eq!(calls[0]["outcome"]["result"], "5", "{}", calls[0]);
     let limited = calls[1]["outcome"].to_string();
     assert!(limited.contains("rate_limited"), "{limited}");
