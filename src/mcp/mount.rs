@@ -142,14 +142,7 @@ impl Mounts {
         let runtime = mount_runtime()?;
         let stop = CancellationToken::new();
         let (first, started) = oneshot::channel();
-        let (changed, changes) = mpsc::unbounded_channel();
-        let server = Server {
-            spec,
-            slot: Slot::default(),
-            changed,
-            changes,
-            state,
-        };
+        let server = Server::new(spec, state);
         let watch = Watch {
             host: Arc::downgrade(host),
             report,
@@ -182,14 +175,8 @@ impl Mounts {
         let connecting = async {
             let mut started = Vec::new();
             for spec in specs {
-                let (changed, changes) = mpsc::unbounded_channel();
-                let server = Server {
-                    spec,
-                    slot: Slot::default(),
-                    changed,
-                    changes,
-                    state: StateCell::new(RwLock::new(ServerState::Starting)),
-                };
+                let state = StateCell::new(RwLock::new(ServerState::Starting));
+                let server = Server::new(spec, state);
                 let client = start_server(host, &server).await?;
                 started.push((server, client));
             }
@@ -260,6 +247,20 @@ struct Server {
     changed: mpsc::UnboundedSender<()>,
     changes: mpsc::UnboundedReceiver<()>,
     state: StateCell,
+}
+
+impl Server {
+    /// A server not connected yet, its state kept in `state`.
+    fn new(spec: MountSpec, state: StateCell) -> Server {
+        let (changed, changes) = mpsc::unbounded_channel();
+        Server {
+            spec,
+            slot: Slot::default(),
+            changed,
+            changes,
+            state,
+        }
+    }
 }
 
 /// What every supervisor shares.
