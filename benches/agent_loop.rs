@@ -117,7 +117,7 @@ fn main() {
         turns.push(json!({"text": "All done."}));
         let dir = tempfile::tempdir().expect("tempdir");
         let (mut mock, base) = start_mock(&json!({"loop": true, "require_auth": false, "turns": turns}), dir.path());
-        let client = reqwest::Client::builder().no_proxy().build().expect("client");
+        let client = kiln::http_client_builder().no_proxy().build().expect("client");
         let agent = format!(
             "agent(\"bench\").provider(\"openai\").model(\"m\").base_url(\"{base}/v1\").tools([\"calculator\"]).max_tool_iterations({rounds});"
         );

@@ -173,6 +173,9 @@ impl HostBuilder {
         };
         let host = Arc::new(Host::assemble(self.config, services, extras)?);
         let _ = host.this.set(Arc::downgrade(&host));
+        for line in host.sync_mcp_servers() {
+            tracing::info!("{line}");
+        }
         if self.watch {
             let handle = reload::watch(host.clone(), |r| tracing::info!("{r}"))
                 .map_err(|e| HostError::Watch(e.to_string()))?;
@@ -275,6 +278,26 @@ impl Host {
         Ok(outcome)
     }
 
+    /// Refuses a call to `name` before it runs (a door's own check said no, such as an MCP
+    /// client declining an approval), logging it like any other call: every door keeps the
+    /// run log, refusals included.
+    pub(crate) fn refuse_call(
+        &self,
+        name: &str,
+        args: Value,
+        opts: CallOptions,
+        message: String,
+    ) -> Result<ToolOutcome, HostError> {
+        let tool = self.tool(name)?;
+        let ctx = self.options_context(&opts);
+        let failure = crate::ToolFailure::visible(crate::FailureKind::Capability, message);
+        let outcome = ToolOutcome::failed(failure, std::time::Instant::now());
+        if self.db.is_some() {
+            self.log_call(&tool, args, &ctx, &outcome)?;
+        }
+        Ok(outcome)
+    }
+
     /// Logs a direct call (no agent) as a run of `call:TOOL` with one tool call, so a call
     /// made through any door (`kiln call`, MCP, the library) is in the run log.
     fn log_call(
@@ -295,7 +318,7 @@ impl Host {
         );
         report.run_id = ctx.run_id.clone();
         report.provider = "direct".into();
-        report.model = ctx.actor_id.clone().unwrap_or_default();
+        report.actor = ctx.actor_id.clone();
         report.tool_calls = vec![crate::agent::ToolCallRecord::new(
             1,
             "call_1",

@@ -4,6 +4,7 @@
 //! and again by [`resolver::CheckedResolver`] at connect time, on the addresses actually dialled.
 
 pub mod resolver;
+pub mod tls;
 
 use std::fmt;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};

@@ -107,6 +107,7 @@ mod services;
 mod stdlib;
 mod testing;
 mod tool;
+mod tool_meta;
 
 pub use agent::connect::ProviderOverrides;
 pub use agent::extract::JsonParseError;
@@ -118,7 +119,11 @@ pub use api::{CallOptions, Event, HostBuilder, RunStream, WatchHandle};
 pub use capability::{Capability, Grant, GrantMode, Grants};
 pub use context::CallContext;
 pub use egress::resolver::{Lookup, NameResolver};
+pub use egress::tls::{
+    client_builder as http_client_builder, ensure_provider as ensure_tls_provider,
+};
 pub use error::{ErrorKind, HostError, LoadError, SourceLoc};
+pub use mcp::{ServerState as McpServerState, ServerStatus as McpServerStatus};
 pub use native::{HandlerFuture, HostFn, NativeTool};
 pub use pipeline::{
     Node as PipelineNode, NodeMapper, NodeReport, NodeStatus, Output as PipelineOutput, Pipeline,
@@ -133,7 +138,9 @@ pub use script::sandbox::Limits;
 pub use services::Egress;
 /// Re-exported for [`RunOptions::cancel`] and [`CallOptions::cancel`].
 pub use tokio_util::sync::CancellationToken;
-pub use tool::{FailureKind, Tool, ToolFailure, ToolOutcome};
+pub use tool::{
+    FailureKind, Hints, ResolvedHints, Returns, Tool, ToolFailure, ToolMeta, ToolOutcome,
+};
 
 use arc_swap::ArcSwap;
 use registry::LoadedFile;
@@ -192,6 +199,9 @@ pub struct Host {
     /// The host itself when it lives in an `Arc` (built by [`HostBuilder`]), for handlers that
     /// run agents (pipelines).
     this: std::sync::OnceLock<std::sync::Weak<Host>>,
+    /// The MCP servers scripts declare (started and stopped with their declarations) and
+    /// those mounted with `--mcp`.
+    mcp: mcp::HostServers,
 }
 
 /// What the builder adds to a host beyond its configuration.
@@ -234,6 +244,7 @@ impl Host {
             watcher: Mutex::new(None),
             modules,
             this: std::sync::OnceLock::new(),
+            mcp: mcp::HostServers::default(),
             config,
         };
         host.load_all()?;
@@ -359,7 +370,28 @@ impl Host {
             let report = self.reload_file(Path::new(&importer), false);
             reports.push(reload::ReloadReport { via, ..report });
         }
+        reports[0].mcp = self.sync_mcp_servers();
         reports
+    }
+
+    /// Starts and stops MCP servers to match what the scripts declare now; a line for each
+    /// started or stopped. Only a host in an `Arc` runs servers (their tools reach it by a Weak).
+    pub(crate) fn sync_mcp_servers(&self) -> Vec<String> {
+        let Some(this) = self.this.get().and_then(std::sync::Weak::upgrade) else {
+            return Vec::new();
+        };
+        let wanted = self.registry().mcp_servers().cloned().collect();
+        self.mcp.sync(&this, wanted)
+    }
+
+    /// The MCP servers this host runs (declared in scripts, then `--mcp`), with their state.
+    pub fn mcp_servers(&self) -> Vec<mcp::ServerStatus> {
+        self.mcp.statuses()
+    }
+
+    /// Where lines about script-declared MCP servers go (restarts, list changes).
+    pub(crate) fn on_mcp_report(&self, report: impl Fn(String) + Send + Sync + 'static) {
+        self.mcp.set_report(Arc::new(report));
     }
 
     fn reload_file(&self, path: &Path, defer_empty: bool) -> reload::ReloadReport {
@@ -452,6 +484,16 @@ impl Host {
         };
         files.insert(file.path.clone(), Arc::new(file));
         self.registry.store(Arc::new(self.build(&files)));
+    }
+
+    /// Forgets a source added with [`Host::set_source`] (a stopped MCP server's tools).
+    pub(crate) fn remove_source(&self, path: &str) {
+        let Ok(mut files) = self.files.lock() else {
+            return;
+        };
+        if files.remove(path).is_some() {
+            self.registry.store(Arc::new(self.build(&files)));
+        }
     }
 
     /// A call context holding these grants, with the current registry pinned.

@@ -36,6 +36,8 @@ pub struct NativeTool {
     errors: Vec<String>,
     handler: Arc<NativeFn>,
     loc: SourceLoc,
+    output_schema: Option<Value>,
+    meta: tool::ToolMeta,
 }
 
 impl NativeTool {
@@ -63,7 +65,28 @@ impl NativeTool {
             errors: Vec::new(),
             handler: Arc::new(move |args, ctx| Box::pin(handler(args, ctx))),
             loc: SourceLoc::new(at.file(), at.line() as usize, at.column() as usize),
+            output_schema: None,
+            meta: tool::ToolMeta::default(),
         }
+    }
+
+    /// A human-readable title (MCP's `title`), as the DSL's `.title("...")`.
+    pub fn title(mut self, text: impl Into<String>) -> Self {
+        self.meta.title = Some(text.into());
+        self
+    }
+
+    /// The JSON Schema results must match, as the DSL's `.returns(...)`; a result that does not
+    /// is an `invalid_output` failure.
+    pub fn output_schema(mut self, schema: Value) -> Self {
+        self.output_schema = Some(schema);
+        self
+    }
+
+    /// Behaviour hints (MCP annotations) set explicitly; the rest come from the capabilities.
+    pub(crate) fn hints(mut self, hints: tool::Hints) -> Self {
+        self.meta.hints = hints;
+        self
     }
 
     /// The description the model reads.
@@ -177,6 +200,13 @@ impl NativeTool {
                 None
             }
         };
+        let mut meta = self.meta;
+        if let Some(out) = self.output_schema {
+            match tool::Returns::compile(out) {
+                Ok(r) => meta.returns = Some(r),
+                Err(e) => errors.push(at(format!("invalid output schema: {e}"))),
+            }
+        }
         match validator {
             Some(validator) if errors.is_empty() => Ok(Tool {
                 name: self.name,
@@ -188,6 +218,7 @@ impl NativeTool {
                 retries: self.retries,
                 rate_limit: self.rate_limit,
                 loc: self.loc,
+                meta,
                 validator,
                 handler: Arc::new(NativeHandler(self.handler)),
             }),

@@ -29,6 +29,8 @@ pub(crate) struct LoadedFile {
     pub warnings: Vec<LoadError>,
     /// Files this one imports by a literal path (canonical): editing one reloads this file.
     pub imports: Vec<std::path::PathBuf>,
+    /// MCP servers declared with `mcp_server(...)`, in definition order.
+    pub mcp_servers: Vec<crate::mcp::MountSpec>,
 }
 
 /// Tools and agents of one load, plus everything that went wrong.
@@ -37,10 +39,18 @@ pub struct Registry {
     tools: IndexMap<String, Arc<Tool>>,
     agents: IndexMap<String, Arc<AgentSpec>>,
     pipelines: IndexMap<String, crate::pipeline::Pipeline>,
+    mcp_servers: IndexMap<String, crate::mcp::MountSpec>,
     /// Load errors across all files.
     pub errors: Vec<LoadError>,
     /// Load warnings across all files.
     pub warnings: Vec<LoadError>,
+}
+
+/// The server of an agent's `SERVER__*` entry (every tool of that MCP server).
+fn mcp_wildcard(name: &str) -> Option<&str> {
+    name.strip_suffix("*")?
+        .strip_suffix(crate::mcp::mount::SEPARATOR)
+        .filter(|s| !s.is_empty())
 }
 
 fn is_stdlib(loc: &SourceLoc) -> bool {
@@ -73,6 +83,9 @@ impl Registry {
                     }
                 }
             }
+            for server in &file.mcp_servers {
+                reg.add_mcp_server(server);
+            }
             pending_agents.extend(file.agents.iter().cloned());
             pending_pipelines.extend(file.pipelines.iter().cloned());
         }
@@ -98,6 +111,29 @@ impl Registry {
         }
         reg.link_pipelines();
         reg
+    }
+
+    /// A declared MCP server; a second one of the same name is an error naming both places.
+    fn add_mcp_server(&mut self, server: &crate::mcp::MountSpec) {
+        let at = server.origin();
+        match self.mcp_servers.get(&server.name) {
+            Some(prev) => self.errors.push(LoadError::at(
+                at,
+                format!(
+                    "duplicate MCP server \"{}\": already declared at {}",
+                    server.name,
+                    prev.origin()
+                ),
+            )),
+            None => {
+                self.mcp_servers.insert(server.name.clone(), server.clone());
+            }
+        }
+    }
+
+    /// The MCP servers scripts declare, in load order.
+    pub fn mcp_servers(&self) -> impl Iterator<Item = &crate::mcp::MountSpec> {
+        self.mcp_servers.values()
     }
 
     /// Pipelines join the tools (a pipeline is a tool too, so names may not clash).
@@ -157,6 +193,10 @@ impl Registry {
     fn agent_problems(&self, agent: &AgentSpec) -> Vec<String> {
         let mut out = Vec::new();
         for name in &agent.tools {
+            if let Some(server) = mcp_wildcard(name) {
+                out.extend(self.wildcard_problem(agent, name, server));
+                continue;
+            }
             match self.tools.get(name) {
                 None => out.push(format!(
                     "agent \"{}\" lists tool \"{name}\" which does not exist (loaded: {})",
@@ -178,6 +218,29 @@ impl Registry {
             }
         }
         out
+    }
+
+    /// What is wrong with an agent listing `SERVER__*`: no such server, or no grant of
+    /// `mcp:SERVER`.
+    fn wildcard_problem(&self, agent: &AgentSpec, name: &str, server: &str) -> Option<String> {
+        let prefix = format!("{server}{}", crate::mcp::mount::SEPARATOR);
+        let known = self.mcp_servers.contains_key(server)
+            || self.tools.keys().any(|t| t.starts_with(&prefix));
+        if !known {
+            return Some(format!(
+                "agent \"{}\" lists \"{name}\" but no MCP server \"{server}\" is declared or mounted",
+                agent.name
+            ));
+        }
+        let needed = capability::Capability::parse(&format!("mcp:{server}")).ok()?;
+        let missing = agent.grants.missing(std::slice::from_ref(&needed));
+        (!missing.is_empty()).then(|| {
+            format!(
+                "agent \"{}\" lists \"{name}\" which requires [mcp:{server}] but the agent grants only {}",
+                agent.name,
+                agent.grants.list()
+            )
+        })
     }
 
     /// Every tool in load order.
@@ -205,6 +268,21 @@ impl Registry {
         self.agents.get(name).cloned()
     }
 
+    /// The tool `name`, or for `SERVER__*` every tool the MCP server has now.
+    fn named(&self, name: &str) -> Vec<Arc<Tool>> {
+        match mcp_wildcard(name) {
+            Some(server) => {
+                let prefix = format!("{server}{}", crate::mcp::mount::SEPARATOR);
+                self.tools
+                    .iter()
+                    .filter(|(n, _)| n.starts_with(&prefix))
+                    .map(|(_, t)| t.clone())
+                    .collect()
+            }
+            None => self.find(name).into_iter().collect(),
+        }
+    }
+
     /// Tools whose requirements these grants cover.
     pub fn tools_for(&self, grants: &Grants) -> Vec<Arc<Tool>> {
         self.tools
@@ -217,7 +295,7 @@ impl Registry {
     /// Tools offered in a context: covered by its grants and `available_if` true.
     pub(crate) fn available(&self, names: Option<&[String]>, ctx: &CallContext) -> Vec<Arc<Tool>> {
         let picked: Vec<Arc<Tool>> = match names {
-            Some(list) => list.iter().filter_map(|n| self.find(n)).collect(),
+            Some(list) => list.iter().flat_map(|n| self.named(n)).collect(),
             None => self.tools_for(&ctx.grants),
         };
         picked.into_iter().filter(|t| t.is_available(ctx)).collect()

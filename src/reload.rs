@@ -40,6 +40,8 @@ pub struct ReloadReport {
     /// Why a file that did not change was reloaded: it imports `via[0]`, which imports
     /// `via[1]`, ...; the last one changed. Empty for the changed file itself.
     pub via: Vec<String>,
+    /// MCP servers started or stopped because their `mcp_server(...)` declarations changed.
+    pub mcp: Vec<String>,
 }
 
 impl ReloadReport {
@@ -54,6 +56,7 @@ impl ReloadReport {
             elapsed: started.elapsed(),
             deferred: false,
             via: Vec::new(),
+            mcp: Vec::new(),
         }
     }
 
@@ -125,7 +128,11 @@ impl fmt::Display for ReloadReport {
             self.added,
             self.changed,
             self.removed
-        )
+        )?;
+        for line in &self.mcp {
+            write!(f, "; {line}")?;
+        }
+        Ok(())
     }
 }
 

@@ -201,6 +201,41 @@ fn nested(path: &str, m: &Map<String, Value>) -> Result<(Value, bool), String> {
     build_param(path, ty, m)
 }
 
+/// The schema `.returns(...)` declares, in the params' type language: a type name
+/// (`"integer"`), a param map with a `type` key (`#{ type: "array", items: "string" }`), or a
+/// map of named fields without one (`#{ sum: "integer", note: #{ type: "string", optional:
+/// true } }`), which is an object with those properties.
+pub fn returns_schema(spec: &Value) -> Result<Value, String> {
+    match spec {
+        Value::String(ty) => build_param("returns", ty, &Map::new()).map(|(s, _)| s),
+        Value::Object(m) if m.get("type").is_some_and(Value::is_string) => {
+            nested("returns", m).map(|(s, _)| s)
+        }
+        Value::Object(fields) => {
+            let mut params = Vec::new();
+            for (name, field) in fields {
+                let path = format!("returns.{name}");
+                let (schema, required) = match field {
+                    Value::String(ty) => build_param(&path, ty, &Map::new())?,
+                    Value::Object(m) => nested(&path, m)?,
+                    _ => {
+                        return Err(format!(
+                            "param \"{path}\": must be a type name or a param map"
+                        ));
+                    }
+                };
+                params.push(Param {
+                    name: name.clone(),
+                    schema,
+                    required,
+                });
+            }
+            Ok(object_schema(&params))
+        }
+        _ => Err("returns: expected a type name or a map".into()),
+    }
+}
+
 /// The object schema of an ordered list of params (unknown properties rejected).
 pub fn object_schema(params: &[Param]) -> Value {
     let mut props = Map::new();
@@ -415,6 +450,28 @@ mod tests {
         assert!(e.contains("unknown param type \"strin\""), "{e}");
         let e = build_param("x", "string", &opts(json!({"pattern": "("}))).expect_err("regex");
         assert!(e.contains("not a valid regex"), "{e}");
+    }
+
+    #[test]
+    fn returns_takes_a_type_a_param_map_or_fields() {
+        assert_eq!(
+            returns_schema(&json!("integer")).expect("type"),
+            json!({"type": "integer"})
+        );
+        assert_eq!(
+            returns_schema(&json!({"type": "array", "items": "string"})).expect("param map"),
+            json!({"type": "array", "items": {"type": "string"}})
+        );
+        let fields = returns_schema(
+            &json!({"sum": "integer", "note": {"type": "string", "optional": true}}),
+        )
+        .expect("fields");
+        assert_eq!(fields["required"], json!(["sum"]));
+        assert_eq!(fields["properties"]["note"], json!({"type": "string"}));
+        let e = returns_schema(&json!({"sum": "integr"})).expect_err("bad type");
+        assert!(e.contains("returns.sum") && e.contains("integr"), "{e}");
+        let e = returns_schema(&json!(5)).expect_err("number");
+        assert!(e.contains("type name or a map"), "{e}");
     }
 
     #[test]

@@ -8,6 +8,8 @@ use serde_json::{Value, json};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+pub use crate::tool_meta::{Hints, ResolvedHints, Returns, ToolMeta};
+
 /// Largest arguments accepted from a model (serialized JSON).
 pub const MAX_ARGS_BYTES: usize = 1024 * 1024;
 /// Largest result passed on (serialized JSON); bigger ones are truncated with a note.
@@ -95,6 +97,8 @@ pub struct Tool {
     pub rate_limit: Option<crate::ratelimit::RateLimit>,
     /// Where the tool was defined.
     pub loc: SourceLoc,
+    /// What MCP clients are told beyond the schema: title, output schema, behaviour hints.
+    pub meta: ToolMeta,
     pub(crate) validator: jsonschema::Validator,
     pub(crate) handler: Arc<dyn Handler>,
 }
@@ -159,6 +163,8 @@ pub enum FailureKind {
     Denied,
     /// The tool's rate limit had no free slot (not retried; the message says when one frees).
     RateLimited,
+    /// The handler's result did not match the tool's `.returns(...)` schema.
+    InvalidOutput,
 }
 
 impl FailureKind {
@@ -175,6 +181,7 @@ impl FailureKind {
             FailureKind::UnknownTool => "unknown_tool",
             FailureKind::Denied => "denied",
             FailureKind::RateLimited => "rate_limited",
+            FailureKind::InvalidOutput => "invalid_output",
         }
     }
 
@@ -195,6 +202,7 @@ impl FailureKind {
             | FailureKind::Cancelled
             | FailureKind::UnknownTool
             | FailureKind::RateLimited
+            | FailureKind::InvalidOutput
             | FailureKind::Denied => false,
         }
     }
@@ -292,24 +300,77 @@ impl ToolOutcome {
     }
 }
 
+/// Every violation of `value` against a compiled schema, as `/path: reason`.
+pub(crate) fn violations(validator: &jsonschema::Validator, value: &Value) -> Vec<String> {
+    if validator.is_valid(value) {
+        return Vec::new();
+    }
+    validator
+        .iter_errors(value)
+        .map(|e| {
+            let path = e.instance_path().to_string();
+            let path = if path.is_empty() {
+                "/".to_string()
+            } else {
+                path
+            };
+            format!("{path}: {e}")
+        })
+        .collect()
+}
+
 impl Tool {
     /// Every schema violation of `args`, as `/path: reason`.
     pub fn violations(&self, args: &Value) -> Vec<String> {
-        if self.validator.is_valid(args) {
-            return Vec::new();
+        violations(&self.validator, args)
+    }
+
+    /// The behaviour hints: what `.annotations` set, the rest derived from the capabilities.
+    /// `net` or an MCP server reaches an open world; `fs.write` or `store` may overwrite
+    /// (destructive); a tool needing nothing beyond `fs.read` and `env` only reads, and a
+    /// read-only tool is idempotent.
+    pub fn hints(&self) -> ResolvedHints {
+        let needs = |name: &str| self.requires.iter().any(|c| c.name == name);
+        let set = self.meta.hints;
+        let read_only = set.read_only.unwrap_or_else(|| {
+            self.requires
+                .iter()
+                .all(|c| matches!(c.name.as_str(), "fs.read" | "env"))
+        });
+        ResolvedHints {
+            read_only,
+            destructive: set
+                .destructive
+                .unwrap_or(!read_only && (needs("fs.write") || needs("store"))),
+            idempotent: set.idempotent.unwrap_or(read_only),
+            open_world: set.open_world.unwrap_or(needs("net") || needs("mcp")),
         }
-        self.validator
-            .iter_errors(args)
-            .map(|e| {
-                let path = e.instance_path().to_string();
-                let path = if path.is_empty() {
-                    "/".to_string()
-                } else {
-                    path
-                };
-                format!("{path}: {e}")
-            })
-            .collect()
+    }
+
+    /// A successful result checked against `.returns(...)`: a mismatch is an
+    /// `invalid_output` failure naming each path, and a log line.
+    fn check_output(&self, value: Value) -> Result<Value, ToolFailure> {
+        let Some(returns) = &self.meta.returns else {
+            return Ok(value);
+        };
+        let problems = returns.violations(&value);
+        if problems.is_empty() {
+            return Ok(value);
+        }
+        tracing::warn!(
+            tool = %self.name,
+            at = %self.loc,
+            "the result does not match the tool's .returns schema: {}",
+            problems.join("; ")
+        );
+        Err(ToolFailure::visible(
+            FailureKind::InvalidOutput,
+            format!(
+                "Tool failed (invalid_output): the result of \"{}\" does not match its declared output schema:\n{}",
+                self.name,
+                problems.join("\n")
+            ),
+        ))
     }
 
     /// Whether `available_if` (if any) allows the tool in this context.
@@ -343,6 +404,7 @@ impl Tool {
             let result = self
                 .handler
                 .call(self, args, ctx, deadline)
+                .and_then(|v| self.check_output(v))
                 .map(limit_result);
             let retryable = matches!(&result, Err(f) if f.kind.is_retryable());
             if !retryable || attempts > self.retries {

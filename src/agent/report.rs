@@ -81,6 +81,9 @@ pub struct RunReport {
     /// The run was cancelled (Ctrl-C or the caller), not failed.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub cancelled: bool,
+    /// Who the run acted for (`ctx.actor_id`: a token's actor, `mcp:CLIENT`, `--actor`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub actor: Option<String>,
 }
 
 impl RunReport {
@@ -100,6 +103,7 @@ impl RunReport {
             steps: Vec::new(),
             error: None,
             cancelled: false,
+            actor: None,
         }
     }
 }

@@ -113,8 +113,10 @@ impl Run {
         opts: &RunOptions,
         committed: usize,
     ) -> Self {
+        let mut report = RunReport::new(agent, messages);
+        report.actor = opts.actor_id.clone();
         Run {
-            report: RunReport::new(agent, messages),
+            report,
             observer: opts.observer.clone(),
             recorder: opts.recorder.clone(),
             committed,

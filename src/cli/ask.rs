@@ -189,20 +189,11 @@ pub fn ask(g: &Global, a: AskArgs) -> CliResult<ExitCode> {
             _ => {}
         })
     };
-    let (history, state) = match &a.session {
-        Some(name) => match db.session(name)? {
-            Some(s) if s.agent != a.agent => {
-                return Err(format!(
-                    "session \"{name}\" belongs to agent \"{}\", not \"{}\"",
-                    s.agent, a.agent
-                )
-                .into());
-            }
-            Some(s) => (s.messages, Some(Arc::new(std::sync::Mutex::new(s.state)))),
-            None => (Vec::new(), None),
-        },
-        None => (Vec::new(), None),
+    let resumed = match &a.session {
+        Some(name) => db.resume_session(name, name, &a.agent)?,
+        None => Default::default(),
     };
+    let (history, state) = (resumed.messages, resumed.state);
     let opts = RunOptions {
         overrides: a.provider.overrides(),
         grants: Some(g.mark_ask(if a.run.caps.is_empty() {

@@ -132,6 +132,10 @@ pub fn logs(g: &Global, a: LogsArgs) -> CliResult<ExitCode> {
             .as_deref()
             .map(|s| format!(" session {s}"))
             .unwrap_or_default();
+        let session = match r.actor.as_deref() {
+            Some(actor) => format!("{session} for {actor}"),
+            None => session,
+        };
         outln!(
             "{}  {}  {} ({}/{}){session}  {}  {} rounds, {} tool calls, {}+{} tokens",
             r.id,

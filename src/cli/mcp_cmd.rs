@@ -115,6 +115,10 @@ fn mount_reporting(
     host: &Arc<Host>,
     report: impl Fn(String) + Send + Sync + 'static,
 ) -> CliResult<()> {
+    // Servers declared in scripts report the same way as `--mcp` ones.
+    let report = Arc::new(report);
+    let declared = report.clone();
+    host.on_mcp_report(move |line| declared(line));
     if g.mcp.is_empty() {
         return Ok(());
     }
@@ -123,7 +127,7 @@ fn mount_reporting(
         .iter()
         .map(|s| MountSpec::parse(s))
         .collect::<Result<Vec<_>, _>>()?;
-    let mounts = Mounts::start(host, specs, report)?;
+    let mounts = Mounts::start(host, specs, move |line| report(line))?;
     if let Ok(mut all) = MOUNTS.lock() {
         all.push(mounts);
     }

@@ -143,6 +143,11 @@ pub fn init_logging(cli: &Cli) {
     let fmt = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
+        // Colour only for a person at a terminal: piped logs stay plain text.
+        .with_ansi(
+            std::io::IsTerminal::is_terminal(&std::io::stderr())
+                && std::env::var_os("NO_COLOR").is_none(),
+        )
         .with_target(false);
     let _ = if serve.is_some_and(|a| a.log_format == serve_cmd::LogFormat::Json) {
         fmt.event_format(crate::serve::logfmt::JsonLines).try_init()

@@ -56,6 +56,29 @@ pub struct ServeArgs {
     /// Log lines as text or JSON (on stderr).
     #[arg(long, value_enum, default_value_t = LogFormat::Text)]
     pub log_format: LogFormat,
+    /// Also be a Restate worker: serve the agent loop as Restate handlers (KilnSession,
+    /// KilnRun) on --restate-bind, with the same scripts (hot-reloaded), database and --caps.
+    /// See README "Scale out".
+    #[arg(long)]
+    pub restate: bool,
+    /// Where Restate calls this worker (HTTP/2, no tokens: keep it private). Register the one
+    /// address in front of all workers with `kiln restate register`.
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:9080")]
+    pub restate_bind: SocketAddr,
+    /// Restate's request-signing public key (publickeyv1_...): requests it did not sign are
+    /// refused. Needed when --restate-bind is not a loopback address. Repeatable.
+    #[arg(long, value_name = "KEY")]
+    pub restate_identity_key: Vec<String>,
+    /// The front door: POST /v1/runs submits to Restate's ingress at URL (keyed by the
+    /// request's Idempotency-Key header, or a new key) instead of running here, and GET
+    /// /v1/runs/ID, .../events and .../cancel answer for runs started through any worker.
+    /// Needs --restate-admin.
+    #[arg(long, value_name = "URL", requires = "restate_admin")]
+    pub restate_ingress: Option<String>,
+    /// Restate's admin API, e.g. http://127.0.0.1:9070 (the front door looks runs up and
+    /// cancels them there). Needs --restate-ingress.
+    #[arg(long, value_name = "URL", requires = "restate_ingress")]
+    pub restate_admin: Option<String>,
 }
 
 fn secs(s: f64) -> Option<Duration> {
@@ -91,6 +114,34 @@ async fn shutdown_signal() {
     }
 }
 
+/// The worker's Restate endpoint with `--restate`: its walls are the server's.
+fn restate_worker(
+    a: &ServeArgs,
+    state: &AppState,
+) -> CliResult<Option<restate_sdk::endpoint::Endpoint>> {
+    if !a.restate {
+        return Ok(None);
+    }
+    if a.restate_identity_key.is_empty() && !a.restate_bind.ip().is_loopback() {
+        return Err(format!(
+            "refusing to serve Restate handlers on {} without --restate-identity-key: anyone who can reach it could run agents (give Restate's public key, or bind 127.0.0.1)",
+            a.restate_bind
+        )
+        .into());
+    }
+    let worker = crate::durable::WorkerOptions {
+        overrides: crate::ProviderOverrides {
+            timeout: state.options.request_timeout,
+            ..Default::default()
+        },
+        ceiling: state.options.ceiling.clone(),
+        slots: Some(state.limiter.clone()),
+        run_timeout: state.options.run_timeout,
+        identity_keys: a.restate_identity_key.clone(),
+    };
+    Ok(Some(crate::durable::endpoint(state.host.clone(), worker)?))
+}
+
 /// Runs `kiln serve`.
 pub fn serve(g: &Global, a: ServeArgs) -> CliResult<ExitCode> {
     let tokens = tokens(&a)?;
@@ -101,6 +152,10 @@ pub fn serve(g: &Global, a: ServeArgs) -> CliResult<ExitCode> {
         )
         .into());
     }
+    let front = match (&a.restate_ingress, &a.restate_admin) {
+        (Some(ingress), Some(admin)) => Some(crate::durable::RestateClient::new(ingress, admin)?),
+        _ => None,
+    };
     let (host, _db) = g.host_with_db()?;
     for e in host.load_errors() {
         tracing::error!("{e}");
@@ -119,12 +174,29 @@ pub fn serve(g: &Global, a: ServeArgs) -> CliResult<ExitCode> {
             Some(g.mark_ask(parse_caps(&a.caps)?))
         },
     };
+    let mut state = AppState::new(host, tokens, options);
+    if let Some(front) = front {
+        state = state.with_front(front);
+    }
+    let state = Arc::new(state);
+    let endpoint = restate_worker(&a, &state)?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
     runtime.block_on(async {
-        let listener = tokio::net::TcpListener::bind(a.bind).await?;
+        let listener = tokio::net::TcpListener::bind(a.bind)
+            .await
+            .map_err(|e| format!("--bind {}: {e}", a.bind))?;
         let addr = listener.local_addr()?;
+        let worker = match &endpoint {
+            Some(_) => Some(
+                tokio::net::TcpListener::bind(a.restate_bind)
+                    .await
+                    .map_err(|e| format!("--restate-bind {}: {e}", a.restate_bind))?,
+            ),
+            None => None,
+        };
+        let tokens = &state.tokens;
         if tokens.is_empty() {
             crate::cli::output::errln!(
                 "kiln serve: no tokens configured: open to local clients only (loopback)"
@@ -132,14 +204,12 @@ pub fn serve(g: &Global, a: ServeArgs) -> CliResult<ExitCode> {
         } else {
             crate::cli::output::errln!("kiln serve: {} bearer token(s) configured", tokens.len());
         }
-        // The first stdout line: scripts and tests read the address from it.
-        println!("kiln serve: listening on http://{addr}");
         // MCP at /mcp, for local clients only: its one bearer check knows nothing of the
         // tokens' actors and ceilings, so with tokens configured it stays off.
         let mcp = tokens.is_empty().then(|| {
-            let grants = options.ceiling.clone().unwrap_or_default();
-            let server = crate::mcp::McpServer::new(host.clone(), grants);
-            crate::mcp::router(
+            let grants = state.options.ceiling.clone().unwrap_or_default();
+            let server = crate::mcp::McpServer::new(state.host.clone(), grants);
+            crate::mcp::McpEndpoint::new(
                 server,
                 crate::mcp::HttpOptions {
                     token: None,
@@ -148,8 +218,42 @@ pub fn serve(g: &Global, a: ServeArgs) -> CliResult<ExitCode> {
                 },
             )
         });
-        let state = Arc::new(AppState::new(host, tokens, options));
-        crate::serve::serve(state, listener, mcp, shutdown_signal()).await
+        // Watching before the address is announced: an edit made from then on is seen.
+        let _reloads = crate::serve::watch_reloads(&state, mcp.as_ref().map(|m| m.server.clone()))?;
+        // The first stdout line: scripts and tests read the address from it.
+        println!("kiln serve: listening on http://{addr}");
+        // Both servers stop on the one signal: fan it out.
+        let stop = tokio_util::sync::CancellationToken::new();
+        let mut worker_task = None;
+        if let (Some(endpoint), Some(worker)) = (endpoint, worker) {
+            println!(
+                "kiln serve: Restate worker listening on http://{}",
+                worker.local_addr()?
+            );
+            let stopped = stop.clone().cancelled_owned();
+            worker_task = Some(tokio::spawn(crate::durable::serve(
+                endpoint, worker, stopped,
+            )));
+        }
+        if state.front.is_some() {
+            crate::cli::output::errln!(
+                "kiln serve: /v1/runs go through Restate's ingress at {}",
+                a.restate_ingress.as_deref().unwrap_or_default()
+            );
+        }
+        let signal = {
+            let stop = stop.clone();
+            async move {
+                shutdown_signal().await;
+                stop.cancel();
+            }
+        };
+        let served = crate::serve::serve(state.clone(), listener, mcp, signal).await;
+        stop.cancel();
+        if let Some(task) = worker_task {
+            let _ = task.await;
+        }
+        served.map_err(Box::<dyn std::error::Error>::from)
     })?;
     runtime.shutdown_timeout(Duration::from_millis(200));
     Ok(ExitCode::SUCCESS)

@@ -76,6 +76,7 @@ pub fn check(g: &Global) -> CliResult<ExitCode> {
         names if names.is_empty() => String::new(),
         names => format!(", {} pipelines ({})", names.len(), names.join(", ")),
     };
+    print_mcp_servers(&host)?;
     if reg.errors.is_empty() {
         outln!("ok: {tools} tools, {agents} agents{pipelines}")?;
         Ok(ExitCode::SUCCESS)
@@ -134,10 +135,10 @@ pub fn tools(g: &Global, a: ToolsArgs) -> CliResult<ExitCode> {
                 .map(|c| c.to_string())
                 .collect::<Vec<_>>()
                 .join(", ");
-            let description = if reg.pipeline(&t.name).is_some() {
-                format!("(pipeline) {}", t.description)
-            } else {
-                t.description.clone()
+            let description = match (reg.pipeline(&t.name).is_some(), mcp_server_of(t)) {
+                (true, _) => format!("(pipeline) {}", t.description),
+                (false, Some(server)) => format!("(MCP server {server}) {}", t.description),
+                _ => t.description.clone(),
             };
             [
                 t.name.clone(),
@@ -148,7 +149,32 @@ pub fn tools(g: &Global, a: ToolsArgs) -> CliResult<ExitCode> {
         })
         .collect();
     print_table(&["TOOL", "PARAMS", "REQUIRES", "DESCRIPTION"], &rows)?;
+    print_mcp_servers(&host)?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// The MCP server a mounted tool forwards to: its `SERVER__` prefix, when it requires
+/// `mcp:SERVER`.
+fn mcp_server_of(t: &crate::tool::Tool) -> Option<&str> {
+    let (server, _) = t.name.split_once(crate::mcp::mount::SEPARATOR)?;
+    t.requires
+        .iter()
+        .any(|c| c.name == "mcp" && c.scope.as_deref() == Some(server))
+        .then_some(server)
+}
+
+/// One line per MCP server: name, how it is reached, where it is declared, its state.
+pub(super) fn print_mcp_servers(host: &crate::Host) -> CliResult<()> {
+    let servers = host.mcp_servers();
+    if servers.is_empty() {
+        return Ok(());
+    }
+    outln!()?;
+    let rows: Vec<[String; 4]> = servers
+        .into_iter()
+        .map(|s| [s.name, s.target, s.origin, s.state.to_string()])
+        .collect();
+    print_table(&["MCP SERVER", "TARGET", "DECLARED", "STATE"], &rows)
 }
 
 fn print_table<const N: usize>(header: &[&str; N], rows: &[[String; N]]) -> CliResult<()> {

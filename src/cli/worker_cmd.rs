@@ -1,5 +1,5 @@
-//! `kiln worker --restate --bind ADDR` (a Restate service endpoint running agents durably) and
-//! `kiln restate register`. The worker is to become `kiln serve --restate` once `serve` exists.
+//! `kiln worker --restate --bind ADDR` (a Restate service endpoint running agents durably, without
+//! the HTTP API: `kiln serve --restate` is the same worker with it) and `kiln restate register`.
 
 use super::ask::ProviderArgs;
 use super::{CliResult, Global, output};
@@ -66,6 +66,22 @@ pub fn worker(g: &Global, a: WorkerArgs) -> CliResult<ExitCode> {
         let listener = tokio::net::TcpListener::bind(a.bind)
             .await
             .map_err(|e| format!("--bind {}: {e}", a.bind))?;
+        // Scripts are reloaded as they change, as under `kiln serve`: a step runs the tool
+        // version current when it runs, and the run log records which. Watching starts before
+        // the address is announced, so an edit made from then on is seen.
+        let mut reloads = match host.config().scripts.is_empty() {
+            true => None,
+            false => Some(host.watch()?),
+        };
+        let watching = tokio::spawn(async move {
+            use futures_util::StreamExt;
+            while let Some(report) = match reloads.as_mut() {
+                Some(r) => r.next().await,
+                None => None,
+            } {
+                tracing::info!("{report}");
+            }
+        });
         // Before announcing the address: a stop requested from then on must be handled.
         let stop = stop_signal()?;
         println!(
@@ -73,8 +89,13 @@ pub fn worker(g: &Global, a: WorkerArgs) -> CliResult<ExitCode> {
             listener.local_addr()?
         );
         std::io::stdout().flush()?;
-        let overrides = a.provider.overrides();
-        crate::durable::serve(host, overrides, listener, stop).await;
+        let options = crate::durable::WorkerOptions {
+            overrides: a.provider.overrides(),
+            ..Default::default()
+        };
+        let endpoint = crate::durable::endpoint(host, options)?;
+        crate::durable::serve(endpoint, listener, stop).await;
+        watching.abort();
         Ok::<_, Box<dyn std::error::Error>>(())
     })?;
     Ok(ExitCode::SUCCESS)

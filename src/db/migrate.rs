@@ -31,6 +31,8 @@ const MIGRATIONS: &[&str] = &[
      CREATE TABLE kv(
         workspace TEXT NOT NULL, ns TEXT NOT NULL, key TEXT NOT NULL, value TEXT NOT NULL,
         updated_at REAL NOT NULL, PRIMARY KEY(workspace, ns, key));",
+    // 2: who each run acted for (a serve token's actor, an MCP client, --actor)
+    "ALTER TABLE runs ADD COLUMN actor TEXT;",
 ];
 
 /// Brings the schema up to date. The version is read under the write lock, so two processes

@@ -117,11 +117,11 @@ impl Recorder for RunLogger {
                 )?;
             }
             tx.execute(
-                "INSERT INTO runs(id, agent, session, prompt, started_at) VALUES(?1, ?2, ?3, ?4, ?5)
+                "INSERT INTO runs(id, agent, session, prompt, started_at, actor) VALUES(?1, ?2, ?3, ?4, ?5, ?6)
                  ON CONFLICT(id) DO UPDATE SET started_at = excluded.started_at, ended_at = NULL,
                  status = 'running', error = NULL, answer = NULL, input_tokens = 0,
                  output_tokens = 0, rounds = 0",
-                params![report.run_id, report.agent, self.session, prompt, now()],
+                params![report.run_id, report.agent, self.session, prompt, now(), report.actor],
             )?;
             if let Some(s) = &self.session {
                 tx.execute(
@@ -240,6 +240,8 @@ pub struct RunRow {
     pub input_tokens: i64,
     /// Completion tokens.
     pub output_tokens: i64,
+    /// Who the run acted for, if anyone was named.
+    pub actor: Option<String>,
     /// Tool calls in order.
     pub tool_calls: Vec<ToolRow>,
 }
@@ -282,7 +284,7 @@ impl Db {
         let conn = self.conn();
         let mut stmt = conn
             .prepare(
-                "SELECT id, agent, provider, model, session, prompt, answer, status, error, started_at, ended_at, rounds, input_tokens, output_tokens
+                "SELECT id, agent, provider, model, session, prompt, answer, status, error, started_at, ended_at, rounds, input_tokens, output_tokens, actor
                  FROM runs WHERE (?1 IS NULL OR agent = ?1) AND (?2 IS NULL OR started_at >= ?2)
                  AND (?3 IS NULL OR id IN (SELECT run_id FROM tool_calls WHERE name = ?3))
                  ORDER BY started_at DESC LIMIT ?4",
@@ -316,6 +318,7 @@ impl Db {
                         rounds: r.get(11)?,
                         input_tokens: r.get(12)?,
                         output_tokens: r.get(13)?,
+                        actor: r.get(14)?,
                         tool_calls: Vec::new(),
                     })
                 },

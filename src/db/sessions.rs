@@ -34,11 +34,62 @@ pub struct SessionSummary {
     pub updated_at: f64,
 }
 
+/// A saved session made ready to continue: its messages, and its `ctx.state` shared with the
+/// run (`None` for a new session).
+#[derive(Debug, Default)]
+pub struct Resumed {
+    /// The conversation so far.
+    pub messages: Vec<Message>,
+    /// `ctx.state` as the last completed step left it.
+    pub state: Option<std::sync::Arc<std::sync::Mutex<Value>>>,
+}
+
+/// Why a session cannot be continued.
+#[derive(Debug, thiserror::Error)]
+pub enum ResumeError {
+    /// The session was started with another agent.
+    #[error("session \"{name}\" belongs to agent \"{owner}\", not \"{agent}\"")]
+    OtherAgent {
+        /// The session as the caller named it.
+        name: String,
+        /// The agent it belongs to.
+        owner: String,
+        /// The agent asked for.
+        agent: String,
+    },
+    /// The store could not be read.
+    #[error(transparent)]
+    Db(#[from] DbError),
+}
+
 fn message_from(v: &Value) -> Option<Message> {
     serde_json::from_value(v.clone()).ok()
 }
 
 impl Db {
+    /// Session `key` (shown to the caller as `name`) ready for a run of `agent`: empty when
+    /// new, refused when it belongs to another agent. The one place a session is restored,
+    /// for `kiln ask`, the REPL and `kiln serve` alike.
+    pub fn resume_session(
+        &self,
+        key: &str,
+        name: &str,
+        agent: &str,
+    ) -> Result<Resumed, ResumeError> {
+        match self.session(key)? {
+            None => Ok(Resumed::default()),
+            Some(s) if s.agent != agent => Err(ResumeError::OtherAgent {
+                name: name.to_string(),
+                owner: s.agent,
+                agent: agent.to_string(),
+            }),
+            Some(s) => Ok(Resumed {
+                messages: s.messages,
+                state: Some(std::sync::Arc::new(std::sync::Mutex::new(s.state))),
+            }),
+        }
+    }
+
     /// A session, or `None` when there is none of that name.
     pub fn session(&self, name: &str) -> Result<Option<Session>, DbError> {
         let conn = self.conn();

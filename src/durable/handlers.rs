@@ -3,8 +3,9 @@
 //! `KilnRun`, a workflow keyed by run id for runs without a session. Both run the same loop as
 //! `kiln ask`, with each step journaled through [`RestateJournal`].
 
-use super::journal::{CANCELLED, RestateJournal};
+use super::journal::{CANCELLED, DEADLINE, RestateJournal};
 use crate::agent::{RunError, RunErrorKind, RunOptions, StepJournal};
+use crate::capability::Grants;
 use crate::provider::Message;
 use crate::{Host, ProviderOverrides};
 use restate_sdk::prelude::*;
@@ -15,11 +16,15 @@ use std::sync::{Arc, Mutex};
 /// State keys of a `KilnSession` object.
 const MESSAGES: &str = "messages";
 const STATE: &str = "state";
+const AGENT: &str = "agent";
 
 /// What a worker runs agents with.
 pub(crate) struct Worker {
     pub(crate) host: Arc<Host>,
     pub(crate) overrides: ProviderOverrides,
+    pub(crate) ceiling: Option<Grants>,
+    pub(crate) slots: Option<crate::serve::limits::Limiter>,
+    pub(crate) run_timeout: Option<std::time::Duration>,
 }
 
 /// The input of `KilnSession/{name}/turn` and `KilnRun/{id}/run`.
@@ -36,13 +41,20 @@ struct RunRequest {
     /// The actor (`ctx.actor_id`).
     #[serde(default)]
     actor: Option<String>,
+    /// The capabilities granted (the front door's grants within its token's ceiling); none:
+    /// the agent's own. Either way cut to the worker's ceiling.
+    #[serde(default)]
+    caps: Option<Vec<String>>,
+    /// Which of `caps` need approval (`ask` mode).
+    #[serde(default)]
+    ask: Vec<String>,
 }
 
 fn parse(input: Json<Value>) -> Result<RunRequest, TerminalError> {
     serde_json::from_value(input.into_inner()).map_err(|e| {
         TerminalError::new_with_code(
             400,
-            format!("invalid run request: {e} (expected {{\"agent\", \"prompt\", \"context\"?, \"actor\"?}})"),
+            format!("invalid run request: {e} (expected {{\"agent\", \"prompt\", \"context\"?, \"actor\"?, \"caps\"?, \"ask\"?}})"),
         )
     })
 }
@@ -56,7 +68,7 @@ impl Worker {
         invocation: &str,
         req: RunRequest,
         session: Option<(String, Vec<Message>, Arc<Mutex<Value>>)>,
-    ) -> Result<crate::RunReport, TerminalError> {
+    ) -> Result<crate::RunReport, HandlerError> {
         let agent = self
             .host
             .agent(&req.agent)
@@ -68,13 +80,27 @@ impl Worker {
                     "agent \"{}\" is a json_planner agent; durable runs support the tool-calling loop only",
                     req.agent
                 ),
-            ));
+            )
+            .into());
         }
+        let grants = self.grants(&agent.grants, &req)?;
+        // No free slot: this attempt fails (retryable) and Restate tries again later.
+        let _slot = match &self.slots {
+            Some(slots) => Some(slots.acquire().await.map_err(|e| {
+                HandlerError::from(std::io::Error::other(format!(
+                    "no run slot free on this worker: {}",
+                    e.message
+                )))
+            })?),
+            None => None,
+        };
         let mut opts = RunOptions {
+            grants,
             overrides: self.overrides.clone(),
             context: req.context,
             actor_id: req.actor,
             run_id: Some(invocation.to_string()),
+            timeout: self.run_timeout,
             ..RunOptions::default()
         };
         if let Some((name, history, state)) = session {
@@ -85,7 +111,28 @@ impl Worker {
         self.host
             .run_journaled(journal, &req.agent, &req.prompt, opts)
             .await
-            .map_err(failed)
+            .map_err(|e| failed(e).into())
+    }
+}
+
+impl Worker {
+    /// The grants a run gets: the ones asked for (refused beyond the worker's ceiling) or the
+    /// agent's own cut down to it; `None`: the agent's own.
+    fn grants(&self, agent: &Grants, req: &RunRequest) -> Result<Option<Grants>, TerminalError> {
+        let Some(caps) = &req.caps else {
+            return Ok(self
+                .ceiling
+                .as_ref()
+                .map(|c| crate::serve::auth::narrow(agent, c)));
+        };
+        let mut asked = Grants::parse(caps)
+            .map_err(|e| TerminalError::new_with_code(400, format!("caps: {e}")))?;
+        asked.mark_ask(&req.ask);
+        if let Some(ceiling) = &self.ceiling {
+            crate::serve::auth::check_within(&asked, ceiling, "caps")
+                .map_err(|e| TerminalError::new_with_code(403, e.message))?;
+        }
+        Ok(Some(asked))
     }
 }
 
@@ -93,6 +140,8 @@ impl Worker {
 fn failed(e: RunError) -> TerminalError {
     let code = match e.kind {
         RunErrorKind::Cancelled => CANCELLED,
+        RunErrorKind::Deadline => DEADLINE,
+        RunErrorKind::Capability(_) => 403,
         _ => 500,
     };
     TerminalError::new_with_code(code, e.to_string())
@@ -113,6 +162,20 @@ impl Session {
     #[handler]
     async fn turn(&self, ctx: ObjectContext<'_>, input: Json<Value>) -> HandlerResult<Json<Value>> {
         let req = parse(input)?;
+        // A session keeps the agent it started with, as `kiln serve`'s local sessions do.
+        let owner = ctx.get::<String>(AGENT).await?;
+        if let Some(owner) = owner.filter(|a| *a != req.agent) {
+            return Err(TerminalError::new_with_code(
+                400,
+                format!(
+                    "session \"{}\" belongs to agent \"{owner}\", not \"{}\"",
+                    ctx.key(),
+                    req.agent
+                ),
+            )
+            .into());
+        }
+        let agent = req.agent.clone();
         let history: Vec<Message> = ctx
             .get::<Json<Vec<Message>>>(MESSAGES)
             .await?
@@ -131,10 +194,35 @@ impl Session {
             .0
             .run(&journal, &invocation, req, Some(session))
             .await?;
+        ctx.set(AGENT, agent);
         ctx.set(MESSAGES, Json(report.messages.clone()));
         let state = state.lock().map(|s| s.clone()).unwrap_or(Value::Null);
         ctx.set(STATE, Json(state));
         Ok(report_json(&report)?)
+    }
+
+    /// The session's agent, messages and `ctx.state` (readable while a turn runs); the agent is
+    /// null for a session that never ran.
+    #[handler]
+    async fn describe(&self, ctx: SharedObjectContext<'_>) -> HandlerResult<Json<Value>> {
+        let agent = ctx.get::<String>(AGENT).await?;
+        let messages = ctx
+            .get::<Json<Value>>(MESSAGES)
+            .await?
+            .map(Json::into_inner);
+        let state = ctx.get::<Json<Value>>(STATE).await?.map(Json::into_inner);
+        Ok(Json(serde_json::json!({
+            "agent": agent,
+            "messages": messages.unwrap_or(Value::Array(Vec::new())),
+            "state": state.unwrap_or(Value::Object(serde_json::Map::new())),
+        })))
+    }
+
+    /// Forgets the session (after the turn running now, if any: turns and this queue per key).
+    #[handler]
+    async fn clear(&self, ctx: ObjectContext<'_>) -> HandlerResult<()> {
+        ctx.clear_all();
+        Ok(())
     }
 
     /// The session's messages so far (readable while a turn runs).

@@ -11,7 +11,7 @@ const STEP_FAILED: u16 = 500;
 /// Restate's code for a cancelled invocation.
 pub(crate) const CANCELLED: u16 = 409;
 /// The code a step that hit the run's deadline is journaled with.
-const DEADLINE: u16 = 504;
+pub(crate) const DEADLINE: u16 = 504;
 
 /// Journals steps through a Restate context. Steps run one at a time, in the order the loop asks
 /// for them: Restate replays a journal by order and name, so concurrent `ctx.run`s could

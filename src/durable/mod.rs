@@ -6,14 +6,18 @@
 //! - [`handlers`]: the `KilnSession` Virtual Object and the `KilnRun` workflow
 //! - [`register`]: registering a worker address with Restate's admin API
 //! - [`server`]: the HTTP/2 server Restate calls
+//! - [`client`]: the other direction, kiln calling Restate (the front door of `kiln serve`)
 
+mod client;
 mod handlers;
 mod journal;
 mod register;
 mod server;
 
+pub use client::{Invocation, Outcome, RestateClient, Target, key_segment};
 pub use register::register;
 
+use crate::capability::Grants;
 use crate::{Host, ProviderOverrides};
 use handlers::{AgentRun, Session, Worker};
 use restate_sdk::prelude::*;
@@ -51,6 +55,38 @@ pub enum DurableError {
         /// What was given.
         value: String,
     },
+    /// A request identity key Restate signs its requests with is malformed.
+    #[error("--restate-identity-key: {0}")]
+    BadIdentityKey(String),
+    /// Restate answered a call of the front door with an error.
+    #[error("Restate answered {url} with HTTP {status}: {body}")]
+    Answered {
+        /// The URL called.
+        url: String,
+        /// The HTTP status.
+        status: u16,
+        /// Restate's explanation.
+        body: String,
+    },
+}
+
+/// How a worker runs agents.
+#[derive(Clone, Default)]
+pub struct WorkerOptions {
+    /// Provider overrides (the request timeout also sets Restate's timeouts).
+    pub overrides: ProviderOverrides,
+    /// The most any run may be granted (`kiln serve --caps`), applied again by the handler to
+    /// whatever the input asks for: Restate's ingress is one more door.
+    pub ceiling: Option<Grants>,
+    /// The run slots of the process (`kiln serve --max-runs/--queue`); a run finding none
+    /// free fails its attempt and Restate retries it later (on this or another worker).
+    pub slots: Option<crate::serve::limits::Limiter>,
+    /// Deadline of each run, counted from the start of each attempt (a resumed run's journaled
+    /// steps come back at once, so it bounds the work done live).
+    pub run_timeout: Option<Duration>,
+    /// Public keys of Restate's request identity (`publickeyv1_...`): with one, requests not
+    /// signed by the Restate server are refused.
+    pub identity_keys: Vec<String>,
 }
 
 /// How long Restate waits on a handler that sends nothing before asking it to suspend
@@ -62,25 +98,41 @@ pub fn timeouts(overrides: &ProviderOverrides) -> Duration {
     request * attempts + Duration::from_secs(60)
 }
 
-/// Serves the worker's Restate endpoint on `listener` until `shutdown` completes.
-pub async fn serve(
-    host: Arc<Host>,
-    overrides: ProviderOverrides,
-    listener: tokio::net::TcpListener,
-    shutdown: impl Future,
-) {
-    let limit = timeouts(&overrides);
-    let options = ServiceOptions::new()
+/// The worker's Restate endpoint (its services with their timeouts), checked before serving
+/// so a bad identity key is refused at startup.
+pub fn endpoint(host: Arc<Host>, options: WorkerOptions) -> Result<Endpoint, DurableError> {
+    let limit = timeouts(&options.overrides);
+    let service_options = ServiceOptions::new()
         .inactivity_timeout(limit)
         .abort_timeout(limit);
-    let worker = Arc::new(Worker { host, overrides });
-    let endpoint = Endpoint::builder()
+    let mut builder = Endpoint::builder();
+    for key in &options.identity_keys {
+        builder = builder
+            .identity_key(key)
+            .map_err(|e| DurableError::BadIdentityKey(e.to_string()))?;
+    }
+    let worker = Arc::new(Worker {
+        host,
+        overrides: options.overrides,
+        ceiling: options.ceiling,
+        slots: options.slots,
+        run_timeout: options.run_timeout,
+    });
+    Ok(builder
         .bind(
             Session(worker.clone())
                 .into_service_definition()
-                .options(options.clone()),
+                .options(service_options.clone()),
         )
-        .bind(AgentRun(worker).into_service_definition().options(options))
-        .build();
+        .bind(
+            AgentRun(worker)
+                .into_service_definition()
+                .options(service_options),
+        )
+        .build())
+}
+
+/// Serves `endpoint` on `listener` until `shutdown` completes.
+pub async fn serve(endpoint: Endpoint, listener: tokio::net::TcpListener, shutdown: impl Future) {
     server::serve(endpoint, listener, shutdown).await;
 }

@@ -4,7 +4,7 @@
 use super::DurableError;
 use serde_json::{Value, json};
 
-fn check_url(arg: &'static str, value: &str) -> Result<String, DurableError> {
+pub(super) fn check_url(arg: &'static str, value: &str) -> Result<String, DurableError> {
     match reqwest::Url::parse(value) {
         Ok(u) if matches!(u.scheme(), "http" | "https") => {
             Ok(value.trim_end_matches('/').to_string())
@@ -26,7 +26,10 @@ pub async fn register(admin: &str, endpoint: &str, force: bool) -> Result<Value,
         url: url.clone(),
         message: e.to_string(),
     };
-    let reply = reqwest::Client::new()
+    let client = crate::egress::tls::client_builder()
+        .build()
+        .map_err(unreachable)?;
+    let reply = client
         .post(&url)
         .json(&json!({"uri": endpoint, "force": force}))
         .send()

@@ -5,19 +5,32 @@ use rmcp::model::{CallToolResult, ContentBlock, ToolAnnotations};
 use serde_json::{Value, json};
 use std::sync::Arc;
 
-/// A kiln tool as MCP lists it: the compiled input schema and annotations derived from what
-/// the tool requires.
+/// A kiln tool as MCP lists it: its title, the compiled input schema, the `.returns` schema
+/// as `outputSchema`, and its hints as annotations.
+///
+/// An output schema whose root is not an object is served as is: the 2026-07-28 revision
+/// allows any schema (SEP-2106), and rmcp drops it for peers on older revisions, which
+/// require an object.
 pub(crate) fn tool_to_mcp(tool: &Tool) -> rmcp::model::Tool {
-    let schema = match &tool.schema {
-        Value::Object(map) => map.clone(),
-        _ => serde_json::Map::new(),
-    };
-    rmcp::model::Tool::new(
+    let mut out = rmcp::model::Tool::new(
         tool.name.clone(),
         tool.description.clone(),
-        Arc::new(schema),
+        Arc::new(object(&tool.schema)),
     )
-    .with_annotations(annotations(tool))
+    .with_annotations(annotations(tool));
+    out.title = tool.meta.title.clone();
+    if let Some(returns) = &tool.meta.returns {
+        out = out.with_raw_output_schema(Arc::new(object(&returns.schema)));
+    }
+    out
+}
+
+/// A schema as the JSON object MCP carries (kiln's schemas are always objects).
+fn object(schema: &Value) -> serde_json::Map<String, Value> {
+    match schema {
+        Value::Object(map) => map.clone(),
+        _ => serde_json::Map::new(),
+    }
 }
 
 /// An agent offered as tool `name`: one `prompt` parameter; it may reach anything the agent's
@@ -43,28 +56,29 @@ pub(crate) fn agent_to_mcp(name: &str, agent: &str, description: &str) -> rmcp::
     .with_annotations(ToolAnnotations::new().read_only(false).open_world(true))
 }
 
-/// Hints from the declared capabilities: `net` (or another MCP server) reaches an open world;
-/// `fs.write` and `store` may change things; a tool needing none of those only reads.
+/// The tool's hints (declared, or derived from its capabilities: [`Tool::hints`]).
 fn annotations(tool: &Tool) -> ToolAnnotations {
-    let needs = |name: &str| tool.requires.iter().any(|c| c.name == name);
-    let open_world = needs("net") || needs("mcp");
-    let destructive = needs("fs.write") || needs("store");
-    let reads_only = tool
-        .requires
-        .iter()
-        .all(|c| matches!(c.name.as_str(), "fs.read" | "env"));
+    let h = tool.hints();
     ToolAnnotations::new()
-        .read_only(reads_only)
-        .destructive(destructive)
-        .open_world(open_world)
+        .read_only(h.read_only)
+        .destructive(h.destructive)
+        .idempotent(h.idempotent)
+        .open_world(h.open_world)
 }
 
-/// A kiln outcome as an MCP result: objects are `structuredContent` (with their JSON text),
-/// other values are text; a failure is an `isError` result carrying kiln's message (for an
-/// argument error, each violation with its path).
-pub(crate) fn outcome_to_mcp(outcome: &ToolOutcome) -> CallToolResult {
+/// A kiln outcome as an MCP result: objects, and any result of a tool that declares
+/// `.returns`, are `structuredContent` (with their text as content); other values are text; a
+/// failure is an `isError` result carrying kiln's message (for an argument error, each
+/// violation with its path).
+pub(crate) fn outcome_to_mcp(outcome: &ToolOutcome, declared: bool) -> CallToolResult {
     match &outcome.result {
         Ok(v @ Value::Object(_)) => CallToolResult::structured(v.clone()),
+        Ok(v) if declared => {
+            let mut result =
+                CallToolResult::success(vec![ContentBlock::text(outcome.model_text())]);
+            result.structured_content = Some(v.clone());
+            result
+        }
         Ok(_) => CallToolResult::success(vec![ContentBlock::text(outcome.model_text())]),
         Err(f) => CallToolResult::error(vec![ContentBlock::text(f.message.clone())]),
     }

@@ -31,6 +31,25 @@ const LOOPBACK_ORIGINS: [&str; 6] = [
     "https://[::1]:*",
 ];
 
+/// The `/mcp` endpoint of a bigger app: its router (to `merge`) and the server behind it, which
+/// the app tells of reloads ([`McpServer::notify_tools_changed`]).
+pub struct McpEndpoint {
+    /// Serves `/mcp`.
+    pub router: axum::Router,
+    /// The handler behind it.
+    pub server: McpServer,
+}
+
+impl McpEndpoint {
+    /// `server` at `/mcp`, admitting what `opts` allows.
+    pub fn new(server: McpServer, opts: HttpOptions) -> McpEndpoint {
+        McpEndpoint {
+            router: router(server.clone(), opts),
+            server,
+        }
+    }
+}
+
 /// A router serving `server` at `/mcp` (mount it in a bigger app with `merge`).
 pub fn router(server: McpServer, opts: HttpOptions) -> axum::Router {
     let mut origins: Vec<String> = LOOPBACK_ORIGINS.iter().map(|o| o.to_string()).collect();

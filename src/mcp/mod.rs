@@ -3,15 +3,20 @@
 //! 2025-11-25 handshake and the 2026-07-28 stateless revision), and [`mount`] puts the tools of
 //! outside MCP servers into kiln's registry as `SERVER__TOOL`.
 
+mod ask;
 mod convert;
 mod http;
 pub mod mount;
 mod server;
+mod servers;
 mod spec;
 
-pub use http::{HttpOptions, router};
-pub use mount::{MountSpec, Mounts};
+pub use http::{HttpOptions, McpEndpoint, router};
+pub use mount::{MountSpec, Mounts, ServerState, Target};
 pub use server::McpServer;
+pub(crate) use servers::HostServers;
+pub use servers::ServerStatus;
+pub(crate) use spec::check_url;
 
 /// What went wrong serving or mounting MCP.
 #[derive(Debug, thiserror::Error)]

@@ -2,32 +2,78 @@
 //! require the capability `mcp:SERVER`, are validated against the server's `inputSchema`
 //! before they are forwarded, and follow the server's `list_changed` like a script reload.
 //!
-//! Mounts speak the 2025-11-25 handshake (what nearly every server in the field speaks) and
-//! run on their own small runtime, so any caller (a CLI command, a test) can mount
-//! synchronously and keep using the host from its own runtime.
+//! Mounts speak the 2026-07-28 revision with servers that do (`server/discover`, then
+//! `subscriptions/listen` for list changes) and the 2025-11-25 handshake with the rest, and run
+//! on their own small runtime, so any caller (a CLI command, a test) can mount synchronously and
+//! keep using the host from its own runtime.
 
 use super::McpError;
 use super::convert::result_from_mcp;
 use crate::Host;
 use crate::error::SourceLoc;
 use crate::native::{NativeTool, native_source};
-use crate::tool::{FailureKind, ToolFailure};
+use crate::tool::{FailureKind, Hints, ToolFailure};
 use rmcp::model::{
     CallToolRequestParams, ClientCapabilities, ClientConfig, Implementation, ProtocolVersion,
+    SubscriptionFilter,
 };
 use rmcp::service::{NotificationContext, RunningService};
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::transport::{ConfigureCommandExt, StreamableHttpClientTransport, TokioChildProcess};
-use rmcp::{ClientHandler, Peer, RoleClient, ServiceExt};
+use rmcp::{ClientHandler, ClientLifecycleMode, ClientServiceExt, Peer, RoleClient};
 use serde_json::Value;
 use std::sync::{Arc, RwLock, Weak};
 use std::time::{Duration, Instant};
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
 pub use super::spec::{MountSpec, SEPARATOR, Target};
 
+/// How a mounted server is doing.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ServerState {
+    /// The first connection is being made.
+    Starting,
+    /// Connected, with this many tools mounted.
+    Running {
+        /// Tools the server lists.
+        tools: usize,
+    },
+    /// It stopped; kiln restarts it after a backoff (its tools stay listed, calls fail).
+    Restarting {
+        /// Why it stopped.
+        reason: String,
+    },
+    /// The last start failed; kiln tries again after a backoff.
+    Failed {
+        /// Why it could not start.
+        reason: String,
+    },
+}
+
+impl std::fmt::Display for ServerState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ServerState::Starting => write!(f, "starting"),
+            ServerState::Running { tools } => write!(f, "running ({tools} tools)"),
+            ServerState::Restarting { reason } => write!(f, "restarting ({reason})"),
+            ServerState::Failed { reason } => write!(f, "failed: {reason} (retrying)"),
+        }
+    }
+}
+
+/// A server's state, shared by its supervisor and whoever shows it.
+pub(crate) type StateCell = Arc<RwLock<ServerState>>;
+
+fn set_state(cell: &StateCell, state: ServerState) {
+    if let Ok(mut s) = cell.write() {
+        *s = state;
+    }
+}
+
 /// Hears a server's `list_changed` and asks its supervisor for a remount of its tools.
+#[derive(Clone)]
 struct Listener {
     changed: mpsc::UnboundedSender<()>,
 }
@@ -52,7 +98,7 @@ type Client = RunningService<RoleClient, Listener>;
 type Slot = Arc<RwLock<Option<Peer<RoleClient>>>>;
 
 /// A line for the operator (reloads, restarts).
-type Report = Arc<dyn Fn(String) + Send + Sync>;
+pub(crate) type Report = Arc<dyn Fn(String) + Send + Sync>;
 
 /// Environment variables a started server does not inherit.
 const PROVIDER_KEYS: [&str; 2] = ["ANTHROPIC_API_KEY", "OPENAI_API_KEY"];
@@ -60,6 +106,8 @@ const PROVIDER_KEYS: [&str; 2] = ["ANTHROPIC_API_KEY", "OPENAI_API_KEY"];
 /// The first wait before restarting a server that stopped; doubled up to [`MAX_BACKOFF`].
 const FIRST_BACKOFF: Duration = Duration::from_millis(250);
 const MAX_BACKOFF: Duration = Duration::from_secs(30);
+/// How long a server may take to answer the handshake before the attempt counts as failed.
+const HANDSHAKE: Duration = Duration::from_secs(60);
 /// A server that ran this long before stopping is restarted after [`FIRST_BACKOFF`] again.
 const STABLE: Duration = Duration::from_secs(10);
 
@@ -71,7 +119,51 @@ pub struct Mounts {
     supervisors: Vec<tokio::task::JoinHandle<()>>,
 }
 
+fn mount_runtime() -> Result<tokio::runtime::Runtime, McpError> {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .thread_name("kiln-mcp-mounts")
+        .enable_all()
+        .build()
+        .map_err(|e| McpError::Session(e.to_string()))
+}
+
 impl Mounts {
+    /// Starts one server a script declared, without failing: a server that cannot start is
+    /// shown as failed and tried again with backoff. Waits up to `wait` for the first attempt
+    /// so its tools are there for the caller.
+    pub(crate) fn launch(
+        host: &Arc<Host>,
+        spec: MountSpec,
+        state: StateCell,
+        report: Report,
+        wait: Duration,
+    ) -> Result<Mounts, McpError> {
+        let runtime = mount_runtime()?;
+        let stop = CancellationToken::new();
+        let (first, started) = oneshot::channel();
+        let server = Server::new(spec, state);
+        let watch = Watch {
+            host: Arc::downgrade(host),
+            report,
+            stop: stop.clone(),
+        };
+        let task = runtime.spawn(supervise(server, None, watch, Some(first)));
+        // Waited for on a thread of its own: the caller may be inside a runtime.
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                runtime.block_on(async {
+                    let _ = tokio::time::timeout(wait, started).await;
+                })
+            });
+        });
+        Ok(Mounts {
+            runtime: Some(runtime),
+            stop,
+            supervisors: vec![task],
+        })
+    }
+
     /// Connects to every server and adds its tools to `host`'s registry; a server that cannot
     /// be started is an error. Reloads and restarts are reported through `report`.
     pub fn start(
@@ -79,25 +171,14 @@ impl Mounts {
         specs: Vec<MountSpec>,
         report: impl Fn(String) + Send + Sync + 'static,
     ) -> Result<Mounts, McpError> {
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(1)
-            .thread_name("kiln-mcp-mounts")
-            .enable_all()
-            .build()
-            .map_err(|e| McpError::Session(e.to_string()))?;
+        let runtime = mount_runtime()?;
         let connecting = async {
             let mut started = Vec::new();
             for spec in specs {
-                let slot = Slot::default();
-                let (changed, changes) = mpsc::unbounded_channel();
-                let client = start_server(host, &spec, &slot, changed.clone()).await?;
-                started.push(Server {
-                    spec,
-                    slot,
-                    changed,
-                    changes,
-                    client,
-                });
+                let state = StateCell::new(RwLock::new(ServerState::Starting));
+                let server = Server::new(spec, state);
+                let client = start_server(host, &server).await?;
+                started.push((server, client));
             }
             Ok::<_, McpError>(started)
         };
@@ -119,13 +200,15 @@ impl Mounts {
         let stop = CancellationToken::new();
         let supervisors = started
             .into_iter()
-            .map(|server| {
+            .map(|(server, client)| {
+                host.mcp
+                    .add_flagged(server.spec.clone(), server.state.clone());
                 let watch = Watch {
                     host: Arc::downgrade(host),
                     report: report.clone(),
                     stop: stop.clone(),
                 };
-                runtime.spawn(supervise(server, watch))
+                runtime.spawn(supervise(server, Some(client), watch, None))
             })
             .collect();
         Ok(Mounts {
@@ -163,7 +246,21 @@ struct Server {
     slot: Slot,
     changed: mpsc::UnboundedSender<()>,
     changes: mpsc::UnboundedReceiver<()>,
-    client: Client,
+    state: StateCell,
+}
+
+impl Server {
+    /// A server not connected yet, its state kept in `state`.
+    fn new(spec: MountSpec, state: StateCell) -> Server {
+        let (changed, changes) = mpsc::unbounded_channel();
+        Server {
+            spec,
+            slot: Slot::default(),
+            changed,
+            changes,
+            state,
+        }
+    }
 }
 
 /// What every supervisor shares.
@@ -174,28 +271,107 @@ struct Watch {
 }
 
 /// Connects, fills the slot and mounts the server's tools.
-async fn start_server(
-    host: &Host,
-    spec: &MountSpec,
-    slot: &Slot,
-    changed: mpsc::UnboundedSender<()>,
-) -> Result<Client, McpError> {
-    let client = connect(spec, Listener { changed }).await?;
-    if let Ok(mut s) = slot.write() {
+async fn start_server(host: &Host, server: &Server) -> Result<Client, McpError> {
+    let listener = Listener {
+        changed: server.changed.clone(),
+    };
+    let client = tokio::time::timeout(HANDSHAKE, connect(host, &server.spec, listener))
+        .await
+        .map_err(|_| McpError::Server {
+            server: server.spec.name.clone(),
+            message: format!(
+                "no answer to the handshake within {} s",
+                HANDSHAKE.as_secs()
+            ),
+        })??;
+    if client
+        .peer_info()
+        .is_some_and(|i| !i.protocol_version.has_initialize())
+    {
+        listen_for_changes(&server.spec, &client, server.changed.clone()).await?;
+    }
+    if let Ok(mut s) = server.slot.write() {
         *s = Some(client.peer().clone());
     }
-    install(host, spec, slot, client.peer()).await?;
-    Ok(client)
+    match install(host, &server.spec, &server.slot, client.peer()).await {
+        Ok(tools) => {
+            set_state(&server.state, ServerState::Running { tools });
+            Ok(client)
+        }
+        Err(e) => {
+            // The connection is dropped with the error: calls must not use it.
+            if let Ok(mut s) = server.slot.write() {
+                *s = None;
+            }
+            Err(e)
+        }
+    }
 }
 
-/// Serves one server for as long as the mounts live: remounts on `list_changed`, restarts
-/// with backoff when it stops (its tools stay listed; calls meanwhile get a clear error).
-async fn supervise(mut server: Server, watch: Watch) {
+/// Waits `backoff` unless the mounts are dropped first (false then).
+async fn pause(stop: &CancellationToken, backoff: Duration) -> bool {
+    tokio::select! {
+        () = stop.cancelled() => false,
+        () = tokio::time::sleep(backoff) => true,
+    }
+}
+
+/// Serves one server for as long as the mounts live: connects when it is not connected,
+/// remounts on `list_changed`, restarts with backoff when it stops or cannot start (its tools
+/// stay listed; calls meanwhile get a clear error). `first` hears the first attempt's end.
+async fn supervise(
+    mut server: Server,
+    mut client: Option<Client>,
+    watch: Watch,
+    mut first: Option<oneshot::Sender<()>>,
+) {
     let mut backoff = FIRST_BACKOFF;
+    let mut restarting = false;
     loop {
+        let running = match client.take() {
+            Some(c) => c,
+            None => {
+                let Some(host) = watch.host.upgrade() else {
+                    return;
+                };
+                let attempt = tokio::select! {
+                    () = watch.stop.cancelled() => return,
+                    r = start_server(&host, &server) => r,
+                };
+                drop(host);
+                // The state is settled before the first attempt is announced as over.
+                if let Err(e) = &attempt {
+                    let reason = e.to_string();
+                    set_state(&server.state, ServerState::Failed { reason });
+                }
+                if let Some(f) = first.take() {
+                    let _ = f.send(());
+                }
+                match attempt {
+                    Ok(c) => {
+                        if restarting {
+                            (watch.report)(format!("restarted MCP server {}", server.spec.name));
+                        }
+                        c
+                    }
+                    Err(e) => {
+                        (watch.report)(format!(
+                            "kiln: {e}; trying again in {} ms",
+                            backoff.as_millis()
+                        ));
+                        if !pause(&watch.stop, backoff).await {
+                            return;
+                        }
+                        backoff = (backoff * 2).min(MAX_BACKOFF);
+                        restarting = true;
+                        continue;
+                    }
+                }
+            }
+        };
         let since = Instant::now();
-        let ct = server.client.cancellation_token();
-        let mut waiting = std::pin::pin!(server.client.waiting());
+        let ct = running.cancellation_token();
+        let mut waiting = std::pin::pin!(running.waiting());
         let reason = loop {
             tokio::select! {
                 () = watch.stop.cancelled() => {
@@ -208,10 +384,13 @@ async fn supervise(mut server: Server, watch: Watch) {
                     let peer = server.slot.read().ok().and_then(|p| p.clone());
                     let Some(peer) = peer else { continue };
                     match install(&host, &server.spec, &server.slot, &peer).await {
-                        Ok(n) => (watch.report)(format!(
-                            "reloaded MCP server {}: {n} tools (the server's list changed)",
-                            server.spec.name
-                        )),
+                        Ok(n) => {
+                            set_state(&server.state, ServerState::Running { tools: n });
+                            (watch.report)(format!(
+                                "reloaded MCP server {}: {n} tools (the server's list changed)",
+                                server.spec.name
+                            ))
+                        }
                         Err(e) => (watch.report)(format!("kiln: {e}")),
                     }
                 }
@@ -228,31 +407,73 @@ async fn supervise(mut server: Server, watch: Watch) {
             Ok(r) => format!("{r:?}"),
             Err(e) => e.to_string(),
         };
-        // Restart, waiting longer after each failure, until it runs or the mounts are dropped.
-        server.client = loop {
-            (watch.report)(format!(
-                "kiln: MCP server {} stopped ({why}); restarting in {} ms",
-                server.spec.name,
-                backoff.as_millis()
-            ));
-            tokio::select! {
-                () = watch.stop.cancelled() => return,
-                () = tokio::time::sleep(backoff) => {}
-            }
-            backoff = (backoff * 2).min(MAX_BACKOFF);
-            let Some(host) = watch.host.upgrade() else {
-                return;
-            };
-            match start_server(&host, &server.spec, &server.slot, server.changed.clone()).await {
-                Ok(client) => break client,
-                Err(e) => (watch.report)(format!("kiln: {e}")),
-            }
-        };
-        (watch.report)(format!("restarted MCP server {}", server.spec.name));
+        set_state(
+            &server.state,
+            ServerState::Restarting {
+                reason: why.clone(),
+            },
+        );
+        (watch.report)(format!(
+            "kiln: MCP server {} stopped ({why}); restarting in {} ms",
+            server.spec.name,
+            backoff.as_millis()
+        ));
+        if !pause(&watch.stop, backoff).await {
+            return;
+        }
+        backoff = (backoff * 2).min(MAX_BACKOFF);
+        restarting = true;
     }
 }
 
-async fn connect(spec: &MountSpec, listener: Listener) -> Result<Client, McpError> {
+/// A 2026-07-28 server sends list changes only on a subscription: forward them to the
+/// supervisor until the connection ends.
+async fn listen_for_changes(
+    spec: &MountSpec,
+    client: &Client,
+    changed: mpsc::UnboundedSender<()>,
+) -> Result<(), McpError> {
+    let filter = SubscriptionFilter::builder().tools_list_changed().build();
+    let mut sub = client
+        .peer()
+        .listen(filter)
+        .await
+        .map_err(|e| McpError::Server {
+            server: spec.name.clone(),
+            message: format!("subscriptions/listen failed: {e}"),
+        })?;
+    tokio::spawn(async move {
+        while let Ok(Some(_)) = sub.next().await {
+            if changed.send(()).is_err() {
+                break;
+            }
+        }
+    });
+    Ok(())
+}
+
+/// Connects on the 2026-07-28 revision where the server speaks it; otherwise (an error to
+/// `server/discover`, or a server that does not answer it) on the 2025-11-25 handshake, over a
+/// fresh connection when the probe left the first one unusable.
+async fn connect(host: &Host, spec: &MountSpec, listener: Listener) -> Result<Client, McpError> {
+    let auto = ClientLifecycleMode::Auto {
+        preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+        legacy_version: Some(ProtocolVersion::LATEST_WITH_INITIALIZE),
+    };
+    match connect_with(host, spec, listener.clone(), auto).await {
+        Ok(client) => Ok(client),
+        Err(_) => connect_with(host, spec, listener, ClientLifecycleMode::Initialize).await,
+    }
+}
+
+/// Starts or reaches the server. A started one runs in the workspace when a script declared
+/// it, without the provider keys unless the declaration names them.
+async fn connect_with(
+    host: &Host,
+    spec: &MountSpec,
+    listener: Listener,
+    lifecycle: ClientLifecycleMode,
+) -> Result<Client, McpError> {
     let failed = |m: String| McpError::Server {
         server: spec.name.clone(),
         message: m,
@@ -261,15 +482,20 @@ async fn connect(spec: &MountSpec, listener: Listener) -> Result<Client, McpErro
         Target::Command { program, args } => {
             let command = tokio::process::Command::new(program).configure(|c| {
                 c.args(args);
-                // kiln's own model keys are not the server's business.
+                // kiln's own model keys are not the server's business, unless named.
                 for key in PROVIDER_KEYS {
-                    c.env_remove(key);
+                    if !spec.env.iter().any(|k| k == key) {
+                        c.env_remove(key);
+                    }
+                }
+                if spec.declared.is_some() {
+                    c.current_dir(&host.config().workspace);
                 }
             });
             let transport = TokioChildProcess::new(command)
                 .map_err(|e| failed(format!("cannot start `{program}`: {e}")))?;
             listener
-                .serve(transport)
+                .serve_with_lifecycle(transport, lifecycle)
                 .await
                 .map_err(|e| failed(format!("handshake failed: {e}")))
         }
@@ -282,9 +508,11 @@ async fn connect(spec: &MountSpec, listener: Listener) -> Result<Client, McpErro
                     .ok_or_else(|| failed(format!("bearer_env={var}: the variable is not set")))?;
                 config = config.auth_header(token);
             }
+            // rmcp builds its reqwest client inside; the TLS provider must be in place first.
+            crate::egress::tls::ensure_provider();
             let transport = StreamableHttpClientTransport::from_config(config);
             listener
-                .serve(transport)
+                .serve_with_lifecycle(transport, lifecycle)
                 .await
                 .map_err(|e| failed(format!("handshake with {url} failed: {e}")))
         }
@@ -316,7 +544,7 @@ fn proxy(spec: &MountSpec, slot: &Slot, tool: &rmcp::model::Tool) -> NativeTool 
     let remote = tool.name.to_string();
     let (server, slot) = (spec.name.clone(), slot.clone());
     let forward = remote.clone();
-    NativeTool::new(
+    let native = NativeTool::new(
         format!("{}{SEPARATOR}{remote}", spec.name),
         move |args, _ctx| {
             let peer = slot.read().ok().and_then(|p| p.clone());
@@ -345,5 +573,33 @@ fn proxy(spec: &MountSpec, slot: &Slot, tool: &rmcp::model::Tool) -> NativeTool 
     .description(tool.description.as_deref().unwrap_or_default())
     .input_schema(Value::Object((*tool.input_schema).clone()))
     .requires(&spec.capability())
-    .located(SourceLoc::new(&spec.source_path(), 0, 0))
+    .hints(hints_of(tool))
+    .located(
+        spec.declared
+            .clone()
+            .unwrap_or_else(|| SourceLoc::new(&spec.source_path(), 0, 0)),
+    );
+    let native = match tool
+        .title
+        .as_ref()
+        .or(tool.annotations.as_ref().and_then(|a| a.title.as_ref()))
+    {
+        Some(title) => native.title(title.clone()),
+        None => native,
+    };
+    match spec.rate_limit {
+        Some(limit) => native.rate_limit(limit),
+        None => native,
+    }
+}
+
+/// The server's own annotations, passed on (what it leaves out is derived as for any tool).
+fn hints_of(tool: &rmcp::model::Tool) -> Hints {
+    let a = tool.annotations.clone().unwrap_or_default();
+    Hints {
+        read_only: a.read_only_hint,
+        destructive: a.destructive_hint,
+        idempotent: a.idempotent_hint,
+        open_world: a.open_world_hint,
+    }
 }

@@ -2,6 +2,7 @@
 //! [`Host::call`]; a reload is announced to every client that asked (both revisions).
 
 use super::McpError;
+use super::ask::{self, Approval};
 use super::convert::{agent_to_mcp, outcome_to_mcp, tool_to_mcp};
 use crate::Host;
 use crate::agent::RunOptions;
@@ -87,7 +88,7 @@ impl McpServer {
         };
         let opts = RunOptions {
             cancel: cx.ct.clone(),
-            actor_id: cx.client_info().map(|c| format!("mcp:{}", c.name)),
+            actor_id: actor(cx),
             ..RunOptions::default()
         };
         match self.host.run(agent, prompt, opts).await {
@@ -95,6 +96,43 @@ impl McpServer {
             Err(e) => CallToolResult::error(vec![ContentBlock::text(format!(
                 "agent \"{agent}\" failed: {e}"
             ))]),
+        }
+    }
+
+    /// The grants for one call of `tool`: `ask` grants it relies on are asked through the
+    /// client (unless `--yes`, or a terminal will ask); `Err` is the answer to send instead.
+    async fn approved_grants(
+        &self,
+        tool: &crate::tool::Tool,
+        req: &CallToolRequestParams,
+        cx: &RequestContext<RoleServer>,
+    ) -> Result<Grants, CallToolResponse> {
+        let asked = ask::asked(tool, &self.grants);
+        if asked.is_empty() || self.host.services.assume_yes {
+            return Ok(self.grants.clone());
+        }
+        // A refusal is logged as the call it answers, with the client as the actor.
+        let refuse = |msg: String| -> CallToolResponse {
+            let args = serde_json::Value::Object(req.arguments.clone().unwrap_or_default());
+            let opts = CallOptions {
+                grants: Some(self.grants.clone()),
+                actor_id: actor(cx),
+                ..CallOptions::default()
+            };
+            if let Err(e) = self.host.refuse_call(&tool.name, args, opts, msg.clone()) {
+                tracing::warn!(tool = %tool.name, "the refused MCP call was not logged: {e}");
+            }
+            CallToolResult::error(vec![ContentBlock::text(msg)]).into()
+        };
+        match ask::approve(&tool.name, &asked, &self.grants, req, cx).await {
+            Approval::Approved(grants) => Ok(grants),
+            Approval::Refused(msg) => Err(refuse(msg)),
+            Approval::InputRequired(question) => Err(question.into()),
+            // The operator's terminal asks instead (the capability gate does it).
+            Approval::CannotAsk(_) if self.host.services.approver.is_some() => {
+                Ok(self.grants.clone())
+            }
+            Approval::CannotAsk(msg) => Err(refuse(msg)),
         }
     }
 
@@ -122,6 +160,11 @@ impl McpServer {
             .map_err(|e| McpError::Session(e.to_string()))?;
         Ok(())
     }
+}
+
+/// Who an MCP call acts for: the client's name as it introduced itself.
+fn actor(cx: &RequestContext<RoleServer>) -> Option<String> {
+    cx.client_info().map(|c| format!("mcp:{}", c.name))
 }
 
 impl ServerHandler for McpServer {
@@ -160,7 +203,7 @@ impl ServerHandler for McpServer {
             let args = req.arguments.unwrap_or_default();
             return Ok(self.ask_agent(&agent, &args, &cx).await.into());
         }
-        if self.host.registry().find(&name).is_none() {
+        let Some(tool) = self.host.registry().find(&name) else {
             // invalid_params, not method_not_found: the latter becomes an HTTP 404 on 2026.
             return Err(ErrorData::invalid_params(
                 format!(
@@ -168,11 +211,15 @@ impl ServerHandler for McpServer {
                 ),
                 None,
             ));
-        }
+        };
+        let grants = match self.approved_grants(&tool, &req, &cx).await {
+            Ok(grants) => grants,
+            Err(answer) => return Ok(answer),
+        };
         let args = serde_json::Value::Object(req.arguments.unwrap_or_default());
         let opts = CallOptions {
-            grants: Some(self.grants.clone()),
-            actor_id: cx.client_info().map(|c| format!("mcp:{}", c.name)),
+            grants: Some(grants),
+            actor_id: actor(&cx),
             cancel: Some(cx.ct.clone()),
             ..CallOptions::default()
         };
@@ -184,7 +231,7 @@ impl ServerHandler for McpServer {
         if let Err(f) = &outcome.result {
             tracing::info!(tool = %name, kind = f.kind.as_str(), detail = ?f.detail, "MCP call failed");
         }
-        Ok(outcome_to_mcp(&outcome).into())
+        Ok(outcome_to_mcp(&outcome, tool.meta.returns.is_some()).into())
     }
 
     // 2025-11-25 sessions get unscoped list_changed through their own peer. 2026 requests

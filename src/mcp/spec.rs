@@ -24,13 +24,77 @@ pub enum Target {
     },
 }
 
-/// One server to mount: `NAME=COMMAND [ARGS...]` or `NAME=http://HOST:PORT/mcp [bearer_env=VAR]`.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// One server to mount: `--mcp NAME=COMMAND [ARGS...]` or `NAME=http://HOST:PORT/mcp
+/// [bearer_env=VAR]`, or a script's `mcp_server("NAME")...`.
+#[derive(Debug, Clone, PartialEq)]
 pub struct MountSpec {
     /// The server's name: tools become `NAME__TOOL`, needing `mcp:NAME`.
     pub name: String,
     /// Where it lives.
     pub target: Target,
+    /// Variables a started server gets although kiln withholds them (the provider keys).
+    pub env: Vec<String>,
+    /// A limit applied to each of the server's tools.
+    pub rate_limit: Option<crate::ratelimit::RateLimit>,
+    /// Where a script declared it; `None` for `--mcp`.
+    pub declared: Option<crate::error::SourceLoc>,
+}
+
+/// A server's name: it prefixes tool names every provider must accept, so letters, digits,
+/// `-` and `_`, no `__`, and short enough to leave room for the tool's own name.
+pub(crate) fn check_name(name: &str) -> Result<(), String> {
+    let ok = !name.is_empty()
+        && name.len() <= 32
+        && !name.contains(SEPARATOR)
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
+    if ok {
+        Ok(())
+    } else {
+        Err(format!(
+            "invalid server name \"{name}\": letters, digits, - or _ (not __), at most 32"
+        ))
+    }
+}
+
+/// A server URL a user wrote: http(s) with a host. Plain http only to this machine (a bearer
+/// token must not cross a network in clear); link-local and unspecified addresses (cloud
+/// metadata endpoints) are refused. Names are not resolved here: a user-written URL is
+/// trusted like a command line, unlike an address a model chose.
+pub(crate) fn check_url(url: &str) -> Result<(), String> {
+    use crate::egress::{AddrClass, NetHost, classify};
+    let parsed = reqwest::Url::parse(url).map_err(|e| format!("bad URL \"{url}\": {e}"))?;
+    let host = NetHost::of_url(&parsed).ok_or_else(|| format!("URL \"{url}\" has no host"))?;
+    let loopback = match &host {
+        NetHost::Ip(ip) => {
+            let class = classify(*ip);
+            if matches!(
+                class,
+                AddrClass::LinkLocal
+                    | AddrClass::Unspecified
+                    | AddrClass::Multicast
+                    | AddrClass::Broadcast
+            ) {
+                return Err(format!(
+                    "URL \"{url}\": a {} address is not an MCP server kiln connects to",
+                    class.as_str()
+                ));
+            }
+            class == AddrClass::Loopback
+        }
+        NetHost::Name(n) => n == "localhost",
+    };
+    match parsed.scheme() {
+        "https" => Ok(()),
+        "http" if loopback => Ok(()),
+        "http" => Err(format!(
+            "URL \"{url}\": plain http only to this machine (127.0.0.1, ::1, localhost); use https"
+        )),
+        other => Err(format!(
+            "URL \"{url}\": scheme {other} (expected http or https)"
+        )),
+    }
 }
 
 impl MountSpec {
@@ -43,12 +107,7 @@ impl MountSpec {
         let (name, rest) = spec
             .split_once('=')
             .ok_or_else(|| bad("expected NAME=COMMAND or NAME=URL"))?;
-        let name_ok = !name.is_empty()
-            && !name.contains(SEPARATOR)
-            && name
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
-        if !name_ok {
+        if check_name(name).is_err() {
             return Err(bad(
                 "the name must be letters, digits, - or _ (and not contain __)",
             ));
@@ -77,7 +136,30 @@ impl MountSpec {
         Ok(MountSpec {
             name: name.to_string(),
             target,
+            env: Vec::new(),
+            rate_limit: None,
+            declared: None,
         })
+    }
+
+    /// Checks a server name (see [`check_name`]).
+    pub(crate) fn check_name(name: &str) -> Result<(), String> {
+        check_name(name)
+    }
+
+    /// Where it was declared: the script position, or `--mcp NAME`.
+    pub fn origin(&self) -> crate::error::SourceLoc {
+        self.declared
+            .clone()
+            .unwrap_or_else(|| crate::error::SourceLoc::new(&format!("--mcp {}", self.name), 0, 0))
+    }
+
+    /// The same server started the same way (where it is declared does not matter).
+    pub(crate) fn same_server(&self, other: &MountSpec) -> bool {
+        self.name == other.name
+            && self.target == other.target
+            && self.env == other.env
+            && self.rate_limit == other.rate_limit
     }
 
     /// The capability a caller needs to use this server's tools.
@@ -85,8 +167,24 @@ impl MountSpec {
         format!("mcp:{}", self.name)
     }
 
+    /// The registry source its tools form (distinct per declaration, so a script's server
+    /// and a `--mcp` one of the same name collide as duplicate tools, not silently).
     pub(crate) fn source_path(&self) -> String {
-        format!("<mcp:{}>", self.name)
+        match &self.declared {
+            None => format!("<mcp:{}>", self.name),
+            Some(at) => format!("<mcp:{} declared at {at}>", self.name),
+        }
+    }
+
+    /// How it is reached, for listings: the command line or the URL.
+    pub fn target_text(&self) -> String {
+        match &self.target {
+            Target::Command { program, args } => std::iter::once(program.as_str())
+                .chain(args.iter().map(String::as_str))
+                .collect::<Vec<_>>()
+                .join(" "),
+            Target::Url { url, .. } => url.clone(),
+        }
     }
 }
 

@@ -46,6 +46,7 @@ impl Pipeline {
             retries: 0,
             rate_limit: None,
             loc: spec.loc.clone(),
+            meta: crate::tool::ToolMeta::default(),
             validator,
             handler: Arc::new(PipelineHandler(spec.clone())),
         };

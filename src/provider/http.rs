@@ -65,12 +65,13 @@ fn redirect_policy() -> redirect::Policy {
 pub fn client() -> &'static Client {
     static CLIENT: OnceLock<Client> = OnceLock::new();
     CLIENT.get_or_init(|| {
-        Client::builder()
+        crate::egress::tls::client_builder()
             .connect_timeout(Duration::from_secs(10))
             .redirect(redirect_policy())
             .user_agent(concat!("kiln/", env!("CARGO_PKG_VERSION")))
             .build()
-            .unwrap_or_else(|_| Client::new())
+            // Only a broken TLS setup fails here; the provider is installed, so the default builds.
+            .unwrap_or_default()
     })
 }
 

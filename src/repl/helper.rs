@@ -25,6 +25,7 @@ pub const COMMANDS: &[(&str, &str)] = &[
     ),
     (":agents", "list agents"),
     (":pipelines", "list pipelines"),
+    (":mcp", "list MCP servers and their state"),
     (
         ":run",
         "PIPELINE k=v ... | {json}  run a pipeline: each node, then its outputs",

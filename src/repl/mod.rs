@@ -46,6 +46,7 @@ macro_rules! say {
 }
 
 // After `say!`, which it uses.
+mod mcp;
 mod pipelines;
 
 /// The REPL's stdout. The first write that fails (the reader of a pipe went away) is kept,
@@ -208,6 +209,7 @@ impl Repl {
             ":call" => self.call(rest),
             ":agents" => self.agents(),
             ":pipelines" => self.pipelines(),
+            ":mcp" => self.mcp(),
             ":run" => self.run_pipeline(rest),
             ":agent" => self.set_agent(rest),
             ":new" => {
@@ -221,12 +223,17 @@ impl Repl {
             ":reload" => {
                 let started = Instant::now();
                 match self.host.load_all() {
-                    Ok(()) => say!(
-                        self.out,
-                        "reloaded everything: {} tools ({:.1} ms)",
-                        self.host.registry().all().count(),
-                        started.elapsed().as_secs_f64() * 1e3
-                    ),
+                    Ok(()) => {
+                        for line in self.host.sync_mcp_servers() {
+                            say!(self.out, "{line}");
+                        }
+                        say!(
+                            self.out,
+                            "reloaded everything: {} tools ({:.1} ms)",
+                            self.host.registry().all().count(),
+                            started.elapsed().as_secs_f64() * 1e3
+                        )
+                    }
                     Err(e) => self.error(&e.to_string()),
                 }
             }

@@ -39,6 +39,12 @@ pub struct ToolDraft {
     pub available_if: Option<FnPtr>,
     /// `.handler(fn)`.
     pub handler: Option<(FnPtr, Position)>,
+    /// `.title(...)`.
+    pub title: Option<String>,
+    /// `.returns(...)`: the output schema and where it was declared.
+    pub returns: Option<(Value, Position)>,
+    /// `.annotations(#{...})`.
+    pub hints: crate::tool::Hints,
     /// Problems found while building, with the position of the call.
     pub errors: Vec<(Position, String)>,
 }
@@ -91,6 +97,8 @@ pub struct Collected {
     pub agents: Vec<AgentDraft>,
     /// Pipelines in definition order.
     pub pipelines: Vec<super::pipeline_dsl::PipelineDraft>,
+    /// MCP servers in definition order.
+    pub mcp_servers: Vec<super::mcp_dsl::McpServerDraft>,
 }
 
 #[derive(Default)]
@@ -98,6 +106,7 @@ struct Collector {
     tools: Vec<Arc<Mutex<ToolDraft>>>,
     agents: Vec<Arc<Mutex<AgentDraft>>>,
     pipelines: Vec<Arc<Mutex<super::pipeline_dsl::PipelineDraft>>>,
+    mcp_servers: Vec<Arc<Mutex<super::mcp_dsl::McpServerDraft>>>,
 }
 
 thread_local! {
@@ -117,6 +126,7 @@ pub fn collect<T>(f: impl FnOnce() -> T) -> (T, Collected) {
         tools: col.tools.into_iter().map(take).collect(),
         agents: col.agents.into_iter().map(take).collect(),
         pipelines: col.pipelines.into_iter().map(take).collect(),
+        mcp_servers: col.mcp_servers.into_iter().map(take).collect(),
     };
     (out, collected)
 }
@@ -151,6 +161,20 @@ pub(super) fn collect_pipeline(
             Ok(())
         }
         None => Err(outside_load("pipeline", pos)),
+    })
+}
+
+/// Records an MCP server draft made at a file's top level; an error anywhere else.
+pub(super) fn collect_mcp_server(
+    draft: &Arc<Mutex<super::mcp_dsl::McpServerDraft>>,
+    pos: Position,
+) -> Result<(), Box<EvalAltResult>> {
+    COLLECTOR.with(|c| match c.borrow_mut().as_mut() {
+        Some(col) => {
+            col.mcp_servers.push(draft.clone());
+            Ok(())
+        }
+        None => Err(outside_load("mcp_server", pos)),
     })
 }
 
@@ -369,6 +393,8 @@ pub fn register(engine: &mut Engine) {
         },
     );
     super::rate_limit_dsl::register(engine);
+    super::meta_dsl::register(engine);
+    super::mcp_dsl::register(engine);
     super::pipeline_dsl::register(engine);
     engine.register_fn("available_if", |b: &mut ToolBuilder, f: FnPtr| {
         b.with(|d| d.available_if = Some(f))

@@ -3,7 +3,7 @@
 //! Each is gated at every call (see `host_fns::gate`): declared by the running tool, granted to
 //! the caller, and the call's host, path or name inside the grant's scope.
 
-use super::host_fns::{denied, gate};
+use super::host_fns::{Check, denied, gate, gate_with};
 use rhai::{Array, Dynamic, Engine, EvalAltResult, Map};
 use std::path::{Component, Path, PathBuf};
 
@@ -74,6 +74,19 @@ fn resolve(
     Ok((real, inside))
 }
 
+/// `path` relative to the workspace as written, `.` parts dropped (its other parts were
+/// checked by the caller or are refused later by `resolve`).
+fn lexical_inside(path: &str) -> String {
+    Path::new(path)
+        .components()
+        .filter_map(|c| match c {
+            Component::Normal(p) => Some(p.to_string_lossy().to_string()),
+            _ => None,
+        })
+        .collect::<Vec<_>>()
+        .join("/")
+}
+
 fn fs_scope_allows(scope: &str, inside: &str) -> bool {
     let scope = scope.trim_matches('/');
     scope.is_empty() || scope == "." || inside == scope || inside.starts_with(&format!("{scope}/"))
@@ -85,7 +98,19 @@ fn fs_gate(func: &str, cap: &str, path: &str, must_exist: bool) -> RhaiResult<Pa
             "{func}(\"{path}\") refused: host functions can only be called while a tool runs"
         ))
     })?;
+    // The path as written is checked before anything touches the disk, so a tool cannot learn
+    // whether a file outside its scope exists from the error it gets.
+    let written = lexical_inside(path);
+    gate_with(&Check {
+        func,
+        cap,
+        target: &written,
+        covers: &|scope: Option<&str>| scope.is_none_or(|s| fs_scope_allows(s, &written)),
+        why_not: &String::new,
+        approve: false,
+    })?;
     let (real, inside) = resolve(func, &workspace, path, must_exist)?;
+    // Again after symlinks: the real file must be inside the scope too.
     gate(func, cap, &inside, |scope| fs_scope_allows(scope, &inside))?;
     Ok(real)
 }

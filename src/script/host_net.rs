@@ -340,7 +340,7 @@ fn client_for(
     rule: NetRule,
     timeout: Duration,
 ) -> Result<reqwest::Client, reqwest::Error> {
-    let builder = reqwest::Client::builder()
+    let builder = crate::egress::tls::client_builder()
         .redirect(reqwest::redirect::Policy::none())
         .timeout(timeout);
     if services.egress.use_env_proxy {

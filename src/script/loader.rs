@@ -88,6 +88,22 @@ pub(crate) fn load_source_with(
             Err(errs) => file.errors.extend(errs),
         }
     }
+    for draft in collected.mcp_servers {
+        match super::mcp_dsl::finish(draft, path) {
+            Ok(server) if file.mcp_servers.iter().any(|s| s.name == server.name) => {
+                let at = server.origin();
+                file.errors.push(LoadError::at(
+                    at,
+                    format!(
+                        "duplicate MCP server \"{}\": already declared in this file",
+                        server.name
+                    ),
+                ));
+            }
+            Ok(server) => file.mcp_servers.push(server),
+            Err(errs) => file.errors.extend(errs),
+        }
+    }
     for draft in collected.agents {
         let pos = draft.tools_pos;
         match finish_agent(draft, &unit) {
@@ -208,6 +224,19 @@ fn finish_tool(d: ToolDraft, unit: &Arc<ScriptUnit>) -> Result<Tool, Vec<LoadErr
             None
         }
     };
+    let returns = match d.returns {
+        None => None,
+        Some((schema, pos)) => match crate::tool::Returns::compile(schema) {
+            Ok(r) => Some(r),
+            Err(e) => {
+                errors.push(LoadError::at(
+                    at(pos),
+                    format!("tool \"{}\": invalid output schema: {e}", d.name),
+                ));
+                None
+            }
+        },
+    };
     match (handler, validator) {
         (Some(handler), Some(validator)) if errors.is_empty() => Ok(Tool {
             name: d.name,
@@ -219,6 +248,11 @@ fn finish_tool(d: ToolDraft, unit: &Arc<ScriptUnit>) -> Result<Tool, Vec<LoadErr
             retries: d.retries,
             rate_limit: d.rate_limit,
             loc: at(d.pos),
+            meta: crate::tool::ToolMeta {
+                title: d.title,
+                returns,
+                hints: d.hints,
+            },
             validator,
             handler: Arc::new(ScriptHandler {
                 arity: handler_arity(&unit.ast, &handler).unwrap_or(2),

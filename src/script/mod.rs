@@ -8,6 +8,8 @@ pub mod host_net;
 pub mod imports;
 pub mod loader;
 pub mod math;
+mod mcp_dsl;
+mod meta_dsl;
 pub mod pipeline_dsl;
 mod rate_limit_dsl;
 pub mod sandbox;

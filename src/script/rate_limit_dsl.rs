@@ -5,7 +5,7 @@ use crate::ratelimit::RateLimit;
 use rhai::{Engine, FLOAT, INT, Map, NativeCallContext, Position};
 use std::time::Duration;
 
-fn limit(calls: INT, per_seconds: FLOAT, opts: &Map) -> Result<RateLimit, String> {
+pub(super) fn limit(calls: INT, per_seconds: FLOAT, opts: &Map) -> Result<RateLimit, String> {
     let calls = u32::try_from(calls)
         .ok()
         .filter(|c| *c > 0)

@@ -90,6 +90,11 @@ impl ApiError {
         Self::new(StatusCode::SERVICE_UNAVAILABLE, "server_error", message)
     }
 
+    /// 502: the durable engine behind the server answered with an error.
+    pub fn upstream(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::BAD_GATEWAY, "server_error", message)
+    }
+
     /// 500: the run failed.
     pub fn internal(message: impl Into<String>) -> Self {
         Self::new(StatusCode::INTERNAL_SERVER_ERROR, "server_error", message)

@@ -12,6 +12,7 @@ use crate::agent::{RecordError, Recorder, RunOptions, RunReport, ToolCallRecord}
 use crate::api::Event;
 use crate::capability::Grants;
 use crate::db::runlog::RunLogger;
+use crate::db::sessions::ResumeError;
 use crate::provider::{Message, StopReason, Usage};
 use futures_util::StreamExt;
 use serde_json::Value;
@@ -103,7 +104,7 @@ impl Recorder for Tap {
 
 /// The grants a run gets: asked-for caps (refused beyond a ceiling) or the agent's own cut
 /// down to the ceilings.
-fn grants_for(
+pub(super) fn grants_for(
     state: &AppState,
     who: &Principal,
     agent_grants: &Grants,
@@ -128,6 +129,19 @@ fn grants_for(
     }
 }
 
+/// The agent `name`, or the `404` that names it.
+pub(super) fn find_agent(
+    state: &AppState,
+    name: &str,
+) -> Result<Arc<crate::agent::AgentSpec>, ApiError> {
+    state.host.agent(name).map_err(|_| {
+        ApiError::not_found(
+            "model_not_found",
+            format!("no agent named \"{name}\" (GET /v1/models lists the agents)"),
+        )
+    })
+}
+
 /// Starts a run; it goes on in its own task (its events in the returned entry) until it ends,
 /// is cancelled, or the server stops it after the grace period.
 pub async fn launch(
@@ -138,15 +152,7 @@ pub async fn launch(
     if state.draining() {
         return Err(ApiError::unavailable("the server is shutting down"));
     }
-    let agent = state.host.agent(&req.agent).map_err(|_| {
-        ApiError::not_found(
-            "model_not_found",
-            format!(
-                "no agent named \"{}\" (GET /v1/models lists the agents)",
-                req.agent
-            ),
-        )
-    })?;
+    let agent = find_agent(state, &req.agent)?;
     let grants = grants_for(state, who, &agent.grants, &req)?;
     let db = state.host.database().cloned();
     let mut history = req.history;
@@ -161,23 +167,17 @@ pub async fn launch(
             ));
         };
         session_guard = Some(state.session_lock(key).lock_owned().await);
-        let saved = db
-            .session(key)
-            .map_err(|e| ApiError::internal(e.to_string()))?;
-        if let Some(s) = saved {
-            if s.agent != req.agent {
-                return Err(ApiError::bad_request(
-                    "session",
-                    format!(
-                        "session \"{}\" belongs to agent \"{}\", not \"{}\"",
-                        req.session.as_deref().unwrap_or_default(),
-                        s.agent,
-                        req.agent
-                    ),
-                ));
+        let name = req.session.as_deref().unwrap_or_default();
+        match db.resume_session(key, name, &req.agent) {
+            Ok(resumed) if resumed.state.is_some() => {
+                history = resumed.messages;
+                run_state = resumed.state;
             }
-            history = s.messages;
-            run_state = Some(Arc::new(Mutex::new(s.state)));
+            Ok(_) => {}
+            Err(e @ ResumeError::OtherAgent { .. }) => {
+                return Err(ApiError::bad_request("session", e.to_string()));
+            }
+            Err(ResumeError::Db(e)) => return Err(ApiError::internal(e.to_string())),
         }
     }
     let permit = state.limiter.acquire().await?;

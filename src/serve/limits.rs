@@ -6,7 +6,9 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
-/// Run slots and the queue in front of them.
+/// Run slots and the queue in front of them (clones share them: the HTTP API and the Restate
+/// handlers of one process draw from the same slots).
+#[derive(Clone)]
 pub struct Limiter {
     slots: Arc<Semaphore>,
     max_runs: usize,

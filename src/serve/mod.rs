@@ -4,6 +4,7 @@
 //!
 //! - `chat`: OpenAI-compatible `/v1/models` and `/v1/chat/completions` (whole or SSE chunks)
 //! - `runs`: kiln's `/v1/runs` (events as SSE, cancel) and `/v1/sessions`
+//! - `front`: `/v1/runs` through Restate's ingress (`--restate-ingress`), for a fleet
 //! - `launch`: a request -> grants within the token's ceiling, session, slot, the run
 //! - `table`: runs by id with their events; `auth`: tokens; `limits`: slots, queue, 429
 //! - `metrics`, `router` (health, logging), `body` (JSON bodies), `error` (OpenAI's shape)
@@ -13,6 +14,7 @@ pub mod auth;
 mod body;
 mod chat;
 pub mod error;
+mod front;
 mod launch;
 pub mod limits;
 pub mod logfmt;
@@ -35,16 +37,17 @@ const CANCEL_WAIT: Duration = Duration::from_secs(10);
 
 /// Serves `state` on `listener` until `shutdown` resolves, then drains: no new connections or
 /// runs, running ones get `options.grace` to finish, the rest are cancelled (each completed
-/// step is already committed to the run log). `mcp` is mounted at `/mcp` when given.
+/// step is already committed to the run log). `mcp` is mounted at `/mcp` when given. Scripts
+/// are reloaded while [`watch_reloads`]' handle lives (start it before announcing the address,
+/// with the same MCP server so its clients hear of reloads).
 pub async fn serve(
     state: Arc<AppState>,
     listener: tokio::net::TcpListener,
-    mcp: Option<axum::Router>,
+    mcp: Option<crate::mcp::McpEndpoint>,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    let _reloads = watch_reloads(&state)?;
     let stop_accepting = CancellationToken::new();
-    let server = axum::serve(listener, router(state.clone(), mcp))
+    let server = axum::serve(listener, router(state.clone(), mcp.map(|m| m.router)))
         .with_graceful_shutdown(stop_accepting.clone().cancelled_owned());
     let mut server = tokio::spawn(server.into_future());
     tokio::select! {
@@ -76,8 +79,8 @@ pub async fn serve(
     }
 }
 
-/// Stops a background task when the server stops.
-struct AbortOnDrop(Option<tokio::task::JoinHandle<()>>);
+/// Stops a background task when dropped (when the server stops).
+pub struct AbortOnDrop(Option<tokio::task::JoinHandle<()>>);
 
 impl Drop for AbortOnDrop {
     fn drop(&mut self) {
@@ -87,8 +90,12 @@ impl Drop for AbortOnDrop {
     }
 }
 
-/// Reloads changed scripts while serving, counting each reload in the metrics.
-fn watch_reloads(state: &Arc<AppState>) -> std::io::Result<AbortOnDrop> {
+/// Reloads changed scripts while the handle lives, counting each reload in the metrics and
+/// telling the MCP clients that asked (as `kiln mcp` does).
+pub fn watch_reloads(
+    state: &Arc<AppState>,
+    mcp: Option<crate::mcp::McpServer>,
+) -> std::io::Result<AbortOnDrop> {
     use futures_util::StreamExt;
     if state.host.config().scripts.is_empty() {
         return Ok(AbortOnDrop(None));
@@ -102,6 +109,9 @@ fn watch_reloads(state: &Arc<AppState>) -> std::io::Result<AbortOnDrop> {
         while let Some(report) = reports.next().await {
             metrics.reloaded();
             tracing::info!("{report}");
+            if let Some(mcp) = mcp.as_ref().filter(|_| !report.deferred) {
+                mcp.notify_tools_changed();
+            }
         }
     }))))
 }

@@ -4,12 +4,13 @@
 use super::auth::Principal;
 use super::body::{JsonBody, object, string_list};
 use super::error::ApiError;
+use super::front;
 use super::launch::{RunRequest, launch};
 use super::state::{AppState, session_key};
 use super::table::{RunEntry, event_json};
 use axum::Json;
 use axum::extract::{Path, Query, State};
-use axum::http::StatusCode;
+use axum::http::{HeaderMap, StatusCode};
 use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use futures_util::StreamExt;
@@ -29,7 +30,8 @@ fn string_field(body: &Value, field: &str, required: bool) -> Result<Option<Stri
     }
 }
 
-fn parse(body: &Value) -> Result<(RunRequest, bool), ApiError> {
+/// The run a `POST /v1/runs` body asks for, and whether to wait for its end.
+pub(super) fn parse(body: &Value) -> Result<(RunRequest, bool), ApiError> {
     let caps = string_list(&body["caps"], "caps")?;
     let context = object(&body["context"], "context")?;
     let wait = match &body["wait"] {
@@ -55,8 +57,12 @@ fn parse(body: &Value) -> Result<(RunRequest, bool), ApiError> {
 pub async fn create(
     State(state): State<Arc<AppState>>,
     who: Principal,
+    headers: HeaderMap,
     JsonBody(body): JsonBody,
 ) -> Result<Response, ApiError> {
+    if let Some(front) = &state.front {
+        return front::create(&state, front, &who, &headers, &body).await;
+    }
     let (req, wait) = parse(&body)?;
     let entry = launch(&state, &who, req).await?;
     if !wait {
@@ -87,6 +93,9 @@ pub async fn get(
     Path(id): Path<String>,
     Query(q): Query<WaitQuery>,
 ) -> Result<Json<Value>, ApiError> {
+    if let Some(front) = &state.front {
+        return front::get(front, &who, &id, q.wait).await.map(Json);
+    }
     let entry = find(&state, &id, &who)?;
     if q.wait {
         entry.wait().await;
@@ -100,13 +109,18 @@ pub async fn events(
     State(state): State<Arc<AppState>>,
     who: Principal,
     Path(id): Path<String>,
-) -> Result<impl IntoResponse, ApiError> {
+) -> Result<Response, ApiError> {
+    if let Some(front) = &state.front {
+        return front::events(front, &who, &id).await;
+    }
     let entry = find(&state, &id, &who)?;
     let stream = entry.events().map(|ev| {
         let (name, data) = event_json(&ev);
         Ok::<_, std::convert::Infallible>(SseEvent::default().event(name).data(data.to_string()))
     });
-    Ok(Sse::new(stream).keep_alive(KeepAlive::default()))
+    Ok(Sse::new(stream)
+        .keep_alive(KeepAlive::default())
+        .into_response())
 }
 
 /// `POST /v1/runs/{id}/cancel`: asks the run to stop; it ends with a `cancelled` error.
@@ -115,6 +129,9 @@ pub async fn cancel(
     who: Principal,
     Path(id): Path<String>,
 ) -> Result<(StatusCode, Json<Value>), ApiError> {
+    if let Some(front) = &state.front {
+        return front::cancel(front, &who, &id).await;
+    }
     let entry = find(&state, &id, &who)?;
     entry.cancel.cancel();
     Ok((StatusCode::ACCEPTED, Json(entry.status())))
@@ -133,6 +150,9 @@ pub async fn session(
     who: Principal,
     Path(name): Path<String>,
 ) -> Result<Json<Value>, ApiError> {
+    if let Some(front) = &state.front {
+        return front::session(front, &who, &name).await.map(Json);
+    }
     let saved = db(&state)?
         .session(&session_key(&who, &name))
         .map_err(|e| ApiError::internal(e.to_string()))?
@@ -154,6 +174,9 @@ pub async fn delete_session(
     who: Principal,
     Path(name): Path<String>,
 ) -> Result<StatusCode, ApiError> {
+    if let Some(front) = &state.front {
+        return front::delete_session(front, &who, &name).await;
+    }
     let db = db(&state)?;
     let key = session_key(&who, &name);
     let exists = db

@@ -67,6 +67,8 @@ pub struct AppState {
     pub runs: RunTable,
     /// Cancels every run (the grace period ran out).
     pub stop_runs: CancellationToken,
+    /// The durable engine `/v1/runs` submits to (`--restate-ingress`); `None`: runs run here.
+    pub front: Option<crate::durable::RestateClient>,
     draining: AtomicBool,
     sessions: Mutex<HashMap<String, Weak<tokio::sync::Mutex<()>>>>,
 }
@@ -82,9 +84,16 @@ impl AppState {
             metrics: Arc::new(Metrics::default()),
             runs: RunTable::default(),
             stop_runs: CancellationToken::new(),
+            front: None,
             draining: AtomicBool::new(false),
             sessions: Mutex::new(HashMap::new()),
         }
+    }
+
+    /// Sends `/v1/runs` to Restate through `front` instead of running them here.
+    pub fn with_front(mut self, front: crate::durable::RestateClient) -> Self {
+        self.front = Some(front);
+        self
     }
 
     /// True once shutdown began: no new runs, `/readyz` says 503.

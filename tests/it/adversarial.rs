@@ -261,6 +261,32 @@ tool("l").param("p", "string").requires("fs.read").handler(|a| list_dir(a.p));
 }
 
 #[test]
+fn a_scoped_read_cannot_probe_whether_files_outside_its_scope_exist() {
+    let script = r#"
+tool("r").param("p", "string").requires("fs.read").handler(|a| read_file(a.p));
+tool("l").param("p", "string").requires("fs.read").handler(|a| list_dir(a.p));
+"#;
+    let s = workspace_with(script);
+    std::fs::write(s.path().join("other/exists.txt"), "x").expect("write");
+    let host = s.host();
+    for tool in ["r", "l"] {
+        let answers: Vec<(String, String)> = ["other/exists.txt", "other/missing.txt", "nowhere/x"]
+            .iter()
+            .map(|p| {
+                let (kind, msg) = failure(&call(&host, tool, json!({"p": p}), &["fs.read:docs"]));
+                (kind, msg.replace(p, "PATH"))
+            })
+            .collect();
+        for (kind, msg) in &answers {
+            assert_eq!(kind, "denied", "{tool}: {msg}");
+            assert!(msg.contains("not granted \"fs.read\""), "{tool}: {msg}");
+        }
+        assert_eq!(answers[0], answers[1], "{tool}: existence leaks");
+        assert_eq!(answers[0], answers[2], "{tool}: existence leaks");
+    }
+}
+
+#[test]
 fn provider_keys_need_a_grant_that_names_them() {
     let s = workspace_with(
         "tool(\"k\").param(\"n\", \"string\").requires(\"env\").handler(|a| env(a.n));",

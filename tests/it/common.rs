@@ -208,7 +208,7 @@ pub fn dechunk(body: &str) -> String {
 }
 
 /// `kiln ask ARGS` with test keys set and provider endpoints from the environment removed.
-fn ask_command(args: &[&str], cwd: &Path) -> Command {
+pub fn ask_command(args: &[&str], cwd: &Path) -> Command {
     let mut cmd = Command::new(kiln_bin());
     cmd.arg("ask")
         .args(args)

@@ -145,6 +145,33 @@ fn sessions_continue_with_messages_and_restored_state() {
     );
     assert_eq!(third.as_array().map(Vec::len), Some(5));
 
+    // A session belongs to the agent it was started with.
+    std::fs::write(
+        s.path().join("clerk.rhai"),
+        r#"agent("clerk").provider("anthropic").model("m");"#,
+    )
+    .expect("write");
+    let other = ask(
+        &[
+            "clerk",
+            "hi",
+            "--scripts",
+            ".",
+            "--base-url",
+            mock.url.as_str(),
+            "--session",
+            "tally",
+        ],
+        s.path(),
+    );
+    assert!(!other.status.success());
+    assert!(
+        stderr(&other).contains("session \"tally\" belongs to agent \"shop\", not \"clerk\""),
+        "{}",
+        stderr(&other)
+    );
+    assert_eq!(mock.requests().len(), 4, "the refused run sent nothing");
+
     let list = kiln(&["sessions"], s.path());
     assert!(
         stdout(&list).starts_with("tally  shop  8 messages"),

@@ -603,3 +603,31 @@ fn duplicate_tool_call_ids_are_made_unique_and_answered_consistently() {
         );
     }
 }
+
+#[test]
+fn logs_written_to_a_pipe_carry_no_colour_codes() {
+    let s = agents();
+    // Nothing listens on port 1: the transport error is logged as a retry on stderr (a pipe).
+    let out = ask_command(
+        &[
+            "a_openai",
+            "hi",
+            "--scripts",
+            ".",
+            "--base-url",
+            "http://127.0.0.1:1/v1",
+            "--retries",
+            "1",
+        ],
+        s.path(),
+    )
+    .env_remove("NO_COLOR")
+    .output()
+    .expect("run kiln ask");
+    let err = stderr(&out);
+    assert!(err.contains("retrying"), "the retry is logged: {err}");
+    assert!(
+        !err.contains('\u{1b}'),
+        "no colour codes on a pipe: {err:?}"
+    );
+}

@@ -349,7 +349,7 @@ agent("greeter").description("Greets whoever the prompt names").provider("script
 }
 
 #[test]
-fn mcp_ask_grants_are_refused_without_yes_since_stdin_is_the_protocol() {
+fn mcp_ask_grants_are_refused_without_yes_when_the_client_cannot_ask() {
     let scripts = Scripts::new(&[(
         "remember.rhai",
         r#"tool("remember").description("Stores").requires(["store"]).handler(|args| { store_set("ns", "k", 1); "ok" });"#,
@@ -367,12 +367,38 @@ fn mcp_ask_grants_are_refused_without_yes_since_stdin_is_the_protocol() {
         .as_str()
         .unwrap_or("");
     assert!(
-        text.contains("needs approval") && text.contains("--yes"),
+        text.contains("[store] is granted with --ask and this MCP client cannot ask")
+            && text.contains("grant it with --caps instead of --ask, or pass --yes"),
         "{text}"
     );
     let yes = ["--caps", "store", "--ask", "store", "--yes"];
     let approved = stdio_session(scripts.path(), &yes, &handshake(&[call]));
     assert_eq!(approved[1]["result"]["content"][0]["text"], "ok");
+    // The refused call is in the run log too, with its reason (the approved one beside it).
+    let out = kiln(&["logs", "--json", "--tool", "remember"], scripts.path());
+    assert!(out.status.success(), "{}", stderr(&out));
+    let runs: Value = serde_json::from_str(&stdout(&out)).expect("logs json");
+    let mut statuses: Vec<(String, bool)> = runs
+        .as_array()
+        .cloned()
+        .unwrap_or_default()
+        .iter()
+        .map(|r| {
+            let error = r["error"].as_str().unwrap_or("");
+            if r["status"] == "error" {
+                assert!(error.contains("this MCP client cannot ask"), "{r:#}");
+            }
+            (
+                r["status"].as_str().unwrap_or("").to_string(),
+                r["tool_calls"][0]["is_error"].as_bool().unwrap_or(false),
+            )
+        })
+        .collect();
+    statuses.sort();
+    assert_eq!(
+        statuses,
+        vec![("error".to_string(), true), ("ok".to_string(), false)]
+    );
 }
 
 #[test]
@@ -406,6 +432,13 @@ fn mcp_calls_and_kiln_call_are_in_the_run_log() {
         .iter()
         .map(|r| {
             assert_eq!(r["agent"], "call:greet", "{r:#}");
+            // Who each call acted for: the MCP client by the name it gave, nobody for the CLI.
+            let actor = if r["tool_calls"][0]["args"]["name"] == "Bo" {
+                Value::Null
+            } else {
+                json!("mcp:raw")
+            };
+            assert_eq!(r["actor"], actor, "{r:#}");
             let call = &r["tool_calls"][0];
             (
                 r["status"].as_str().unwrap_or("").to_string(),
@@ -414,6 +447,13 @@ fn mcp_calls_and_kiln_call_are_in_the_run_log() {
             )
         })
         .collect();
+    let text = kiln(&["logs", "--tool", "greet"], scripts.path());
+    assert_eq!(
+        stdout(&text).matches(" for mcp:raw ").count(),
+        2,
+        "{}",
+        stdout(&text)
+    );
     seen.sort_by_key(|s| s.2.to_string());
     assert_eq!(
         seen,
@@ -422,5 +462,68 @@ fn mcp_calls_and_kiln_call_are_in_the_run_log() {
             ("ok".to_string(), false, json!({"name": "Bo"})),
             ("error".to_string(), true, json!({"name": 5})),
         ]
+    );
+}
+
+/// The README's client configuration, as a client runs it: started in an unrelated folder with
+/// the paths filled in, it lists the scripts' granted tools and keeps `.kiln/` in the workspace.
+#[test]
+fn readme_mcp_client_configuration_serves_the_scripts_over_stdio() {
+    let readme = std::fs::read_to_string(repo().join("README.md")).expect("README.md");
+    let section = readme
+        .split("### Use kiln tools from Claude Code, Cursor or any MCP client")
+        .nth(1)
+        .expect("the README section");
+    let block = section
+        .split("```json\n")
+        .nth(1)
+        .and_then(|b| b.split("\n```").next())
+        .expect("the configuration block");
+    let config: Value = serde_json::from_str(block).expect("the snippet is JSON");
+    let kiln_cfg = &config["mcpServers"]["kiln"];
+    assert_eq!(kiln_cfg["command"], "kiln");
+    let scripts = Scripts::new(&[("tools.rhai", TOOLS)]);
+    let project = tempfile::tempdir().expect("project");
+    let elsewhere = tempfile::tempdir().expect("cwd");
+    let args: Vec<String> = kiln_cfg["args"]
+        .as_array()
+        .expect("args")
+        .iter()
+        .map(|a| {
+            a.as_str()
+                .expect("string arg")
+                .replace("/path/to/scripts", &scripts.path().display().to_string())
+                .replace("/path/to/project", &project.path().display().to_string())
+        })
+        .collect();
+    let mut child = Command::new(kiln_bin())
+        .args(&args)
+        .arg("--no-stdlib")
+        .current_dir(elsewhere.path())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start kiln as the README configures it");
+    let mut stdin = child.stdin.take().expect("stdin");
+    let mut lines = BufReader::new(child.stdout.take().expect("stdout")).lines();
+    let mut list = Value::Null;
+    for req in handshake(&[json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"})]) {
+        writeln!(stdin, "{req}").expect("send");
+        if req.get("id").is_some() {
+            let line = lines.next().expect("a reply").expect("read");
+            list = serde_json::from_str(&line).expect("JSON-RPC on stdout");
+        }
+    }
+    drop(stdin);
+    assert!(child.wait().expect("wait").success());
+    assert_eq!(names(&list), ["greet", "fetch_secret"], "{list}");
+    assert!(
+        project.path().join(".kiln").is_dir(),
+        "the run log lives in the workspace"
+    );
+    assert!(
+        !elsewhere.path().join(".kiln").exists(),
+        "nothing lands in the client's folder"
     );
 }

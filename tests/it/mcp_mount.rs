@@ -8,10 +8,110 @@ use std::io::{BufRead, BufReader, Write};
 use std::process::{Command, Stdio};
 
 const SERVER_TOOLS: &str = r#"
-tool("add").description("Adds two numbers").param("a", "int").param("b", "int")
+tool("add").description("Adds two numbers").title("Add").param("a", "int").param("b", "int")
     .handler(|args| args.a + args.b);
 tool("refuse").description("Always refuses").handler(|args| throw tool_error("no way"));
 "#;
+
+/// `kiln ask calc Add --json` against `mock`: the tool calls of the run.
+fn ask_calc(dir: &std::path::Path, mock: &Mock) -> Vec<Value> {
+    let args = [
+        "calc",
+        "Add",
+        "--scripts",
+        ".",
+        "--base-url",
+        &mock.url,
+        "--json",
+    ];
+    let out = ask(&args, dir);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let v: Value = serde_json::from_str(&stdout(&out)).expect("--json output");
+    v["tool_calls"].as_array().cloned().expect("calls")
+}
+
+/// `kiln mcp` on stdio, driven line by line: requests answered in order, stderr lines on a
+/// channel (for [`wait_line`]).
+struct StdioMcp {
+    child: std::process::Child,
+    stdin: Option<std::process::ChildStdin>,
+    out: std::io::Lines<BufReader<std::process::ChildStdout>>,
+    errs: std::sync::mpsc::Receiver<String>,
+}
+
+impl StdioMcp {
+    /// Starts `kiln mcp ARGS` in `dir` and does the 2025-11-25 handshake.
+    fn start(dir: &std::path::Path, args: &[&str]) -> StdioMcp {
+        let mut child = Command::new(kiln_bin())
+            .arg("mcp")
+            .args(args)
+            .current_dir(dir)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start kiln mcp");
+        let (tx, errs) = std::sync::mpsc::channel();
+        let pipe = child.stderr.take().expect("stderr");
+        std::thread::spawn(move || {
+            for line in BufReader::new(pipe).lines().map_while(Result::ok) {
+                let _ = tx.send(line);
+            }
+        });
+        let stdin = child.stdin.take();
+        let out = BufReader::new(child.stdout.take().expect("stdout")).lines();
+        let mut mcp = StdioMcp {
+            child,
+            stdin,
+            out,
+            errs,
+        };
+        mcp.rpc(
+            0,
+            "initialize",
+            json!({"protocolVersion": "2025-11-25", "capabilities": {},
+                "clientInfo": {"name": "raw", "version": "0"}}),
+        );
+        mcp
+    }
+
+    /// Sends one message.
+    fn send(&mut self, msg: &Value) {
+        let stdin = self.stdin.as_mut().expect("stdin open");
+        writeln!(stdin, "{msg}").expect("send");
+    }
+
+    /// Sends request `id` and returns its answer (notifications before it are skipped).
+    fn rpc(&mut self, id: u32, method: &str, params: Value) -> Value {
+        self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
+        loop {
+            let line = self.out.next().expect("a message").expect("read");
+            let v: Value = serde_json::from_str(&line).unwrap_or_else(|e| panic!("{line:?}: {e}"));
+            if v["id"] == id {
+                return v;
+            }
+        }
+    }
+
+    /// The next message, whatever it is.
+    fn next(&mut self) -> Value {
+        let line = self.out.next().expect("a message").expect("read");
+        serde_json::from_str(&line).unwrap_or_else(|e| panic!("{line:?}: {e}"))
+    }
+
+    /// Waits for a stderr line containing `what`.
+    fn wait_line(&self, what: &str) -> String {
+        wait_line(&self.errs, what)
+    }
+}
+
+impl Drop for StdioMcp {
+    fn drop(&mut self) {
+        // Closing stdin ends the session; kiln exits.
+        drop(self.stdin.take());
+        let _ = self.child.wait();
+    }
+}
 
 const AGENT: &str = r#"
 agent("calc").provider("anthropic").model("mock-model")
@@ -126,9 +226,9 @@ fn mcp_a_mounted_servers_list_changed_reloads_the_registry() {
     let server = Scripts::new(&[("tools.rhai", SERVER_TOOLS)]);
     let dir = Scripts::new(&[]);
     let mount = mount_arg(server.path());
-    let mut child = Command::new(kiln_bin())
-        .args([
-            "mcp",
+    let mut mcp = StdioMcp::start(
+        dir.path(),
+        &[
             "--no-stdlib",
             "--scripts",
             ".",
@@ -136,29 +236,10 @@ fn mcp_a_mounted_servers_list_changed_reloads_the_registry() {
             "mcp:srv",
             "--mcp",
             &mount,
-        ])
-        .current_dir(dir.path())
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .expect("start kiln mcp");
-    let mut stdin = child.stdin.take().expect("stdin");
-    let mut lines = BufReader::new(child.stdout.take().expect("stdout")).lines();
-    let mut next = || -> Value {
-        let line = lines.next().expect("a message").expect("read");
-        serde_json::from_str(&line).unwrap_or_else(|e| panic!("{line:?}: {e}"))
-    };
-    let mut send = |v: Value| writeln!(stdin, "{v}").expect("send");
-    send(
-        json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
-        "protocolVersion": "2025-11-25", "capabilities": {},
-        "clientInfo": {"name": "raw", "version": "0"}}}),
+        ],
     );
-    assert_eq!(next()["id"], 0);
-    send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
-    send(json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}));
-    let listed = next();
+    mcp.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    let listed = mcp.rpc(1, "tools/list", json!({}));
     let names = |v: &Value| -> Vec<String> {
         v["result"]["tools"]
             .as_array()
@@ -173,13 +254,10 @@ fn mcp_a_mounted_servers_list_changed_reloads_the_registry() {
         r#"tool("added").description("New").handler(|args| "new");"#,
     )
     .expect("write script");
-    let note = next();
+    let note = mcp.next();
     assert_eq!(note["method"], "notifications/tools/list_changed", "{note}");
-    send(json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}));
-    let after = next();
+    let after = mcp.rpc(2, "tools/list", json!({}));
     assert_eq!(names(&after), ["srv__added", "srv__add", "srv__refuse"]);
-    drop(stdin);
-    let _ = child.wait();
 }
 
 #[test]
@@ -226,9 +304,9 @@ fn mcp_a_mounted_server_that_dies_gives_a_clear_error_then_is_restarted() {
     );
     std::fs::write(dir.path().join("server.sh"), wrapper).expect("wrapper");
     let mount = format!("srv=sh {d}/server.sh");
-    let mut child = Command::new(kiln_bin())
-        .args([
-            "mcp",
+    let mut mcp = StdioMcp::start(
+        dir.path(),
+        &[
             "--no-stdlib",
             "--scripts",
             ".",
@@ -236,38 +314,7 @@ fn mcp_a_mounted_server_that_dies_gives_a_clear_error_then_is_restarted() {
             "mcp:srv",
             "--mcp",
             &mount,
-        ])
-        .current_dir(dir.path())
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start kiln mcp");
-    let (tx, errs) = std::sync::mpsc::channel();
-    let stderr_pipe = child.stderr.take().expect("stderr");
-    std::thread::spawn(move || {
-        for line in BufReader::new(stderr_pipe).lines().map_while(Result::ok) {
-            let _ = tx.send(line);
-        }
-    });
-    let mut stdin = child.stdin.take().expect("stdin");
-    let mut out = BufReader::new(child.stdout.take().expect("stdout")).lines();
-    let mut rpc = |id: u32, method: &str, params: Value| -> Value {
-        let msg = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
-        writeln!(stdin, "{msg}").expect("send");
-        loop {
-            let line = out.next().expect("a message").expect("read");
-            let v: Value = serde_json::from_str(&line).unwrap_or_else(|e| panic!("{line:?}: {e}"));
-            if v["id"] == id {
-                return v;
-            }
-        }
-    };
-    rpc(
-        0,
-        "initialize",
-        json!({"protocolVersion": "2025-11-25", "capabilities": {},
-        "clientInfo": {"name": "raw", "version": "0"}}),
+        ],
     );
     let add = json!({"name": "srv__add", "arguments": {"a": 1, "b": 2}});
     let text = |v: &Value| {
@@ -276,13 +323,13 @@ fn mcp_a_mounted_server_that_dies_gives_a_clear_error_then_is_restarted() {
             .unwrap_or("")
             .to_string()
     };
-    assert_eq!(text(&rpc(1, "tools/call", add.clone())), "3");
+    assert_eq!(text(&mcp.rpc(1, "tools/call", add.clone())), "3");
 
     std::fs::write(dir.path().join("down"), "").expect("down");
     let pids = std::fs::read_to_string(dir.path().join("pids")).expect("pids");
     signal(pids.trim().parse().expect("pid"), "KILL");
-    wait_line(&errs, "MCP server srv stopped");
-    let during = rpc(2, "tools/call", add.clone());
+    mcp.wait_line("MCP server srv stopped");
+    let during = mcp.rpc(2, "tools/call", add.clone());
     assert_eq!(during["result"]["isError"], true, "{during}");
     assert!(
         text(&during).contains("MCP server \"srv\" is not running"),
@@ -290,10 +337,8 @@ fn mcp_a_mounted_server_that_dies_gives_a_clear_error_then_is_restarted() {
     );
 
     std::fs::remove_file(dir.path().join("down")).expect("up");
-    wait_line(&errs, "restarted MCP server srv");
-    assert_eq!(text(&rpc(3, "tools/call", add)), "3");
-    drop(stdin);
-    let _ = child.wait();
+    mcp.wait_line("restarted MCP server srv");
+    assert_eq!(text(&mcp.rpc(3, "tools/call", add)), "3");
 }
 
 #[test]
@@ -354,4 +399,295 @@ fn mcp_a_started_server_does_not_inherit_the_provider_keys() {
     assert!(out.status.success(), "{}", stderr(&out));
     assert!(stdout(&out).contains("passed-on"), "{}", stdout(&out));
     assert!(!stdout(&out).contains(TEST_KEY), "{}", stdout(&out));
+}
+
+/// A script declaring `srv` as `kiln mcp` serving `dir`'s tools (stdio).
+fn declared_server(dir: &std::path::Path) -> String {
+    format!(
+        "mcp_server(\"srv\").command({:?}, [\"mcp\", \"--no-stdlib\", \"--scripts\", {:?}]);\n",
+        kiln_bin().display().to_string(),
+        dir.display().to_string()
+    )
+}
+
+#[test]
+fn mcp_a_server_declared_in_a_script_runs_in_an_agent_listing_server_star() {
+    let server = Scripts::new(&[("tools.rhai", SERVER_TOOLS)]);
+    let agent = format!(
+        "{}agent(\"calc\").provider(\"anthropic\").model(\"mock-model\")\n    .tools([\"srv__*\"]).capabilities([\"mcp:srv\"]);\n",
+        declared_server(server.path())
+    );
+    let dir = Scripts::new(&[("agent.rhai", &agent)]);
+    let mock = Mock::start(&json!({"turns": [
+        {"tool_calls": [
+            {"name": "srv__add", "args": {"a": 2, "b": 3}},
+            {"name": "srv__refuse", "args": {}}
+        ]},
+        {"text": "Done."}
+    ]}));
+    let calls = ask_calc(dir.path(), &mock);
+    assert_eq!(calls[0]["outcome"]["result"], "5", "{}", calls[0]);
+    assert!(
+        calls[1]["outcome"].to_string().contains("no way"),
+        "{}",
+        calls[1]
+    );
+    // `srv__*` offered the model every tool of the server.
+    let first = mock.requests()[0]["body"].to_string();
+    assert!(
+        first.contains("srv__add") && first.contains("srv__refuse"),
+        "{first}"
+    );
+
+    let tools = kiln(&["tools", "--scripts", "."], dir.path());
+    assert!(tools.status.success(), "{}", stderr(&tools));
+    let listing = stdout(&tools);
+    assert!(
+        listing.contains("(MCP server srv) Adds two numbers"),
+        "{listing}"
+    );
+    let row = listing
+        .lines()
+        .find(|l| l.starts_with("srv "))
+        .unwrap_or_else(|| panic!("a server row in {listing}"));
+    assert!(
+        row.contains("agent.rhai:1:1") && row.ends_with("running (2 tools)"),
+        "{row}"
+    );
+}
+
+#[test]
+fn mcp_server_declarations_are_checked_at_load() {
+    let dir = Scripts::new(&[(
+        "servers.rhai",
+        r#"mcp_server("a__b").command("x");
+mcp_server("none");
+mcp_server("both").command("x").url("http://127.0.0.1:1/mcp");
+mcp_server("far").url("http://example.com/mcp");
+mcp_server("meta").url("http://169.254.169.254/mcp");
+mcp_server("tok").command("x").bearer_env("T");
+mcp_server("ok").url("https://example.com/mcp").env(["A"]);
+"#,
+    )]);
+    let out = kiln(&["check", "--no-stdlib", "--scripts", "."], dir.path());
+    assert!(!out.status.success());
+    let err = stderr(&out);
+    for expected in [
+        "servers.rhai:1:1: mcp_server \"a__b\": invalid server name",
+        "servers.rhai:2:1: mcp_server \"none\": needs .command(program, [args]) or .url(",
+        "servers.rhai:3:33: mcp_server \"both\": a server has one .command(...) or one .url(...)",
+        "servers.rhai:4:1: mcp_server \"far\": URL \"http://example.com/mcp\": plain http only to this machine",
+        "servers.rhai:5:1: mcp_server \"meta\": URL \"http://169.254.169.254/mcp\": a link-local address",
+        "servers.rhai:6:32: mcp_server \"tok\": .bearer_env(...) goes with .url(...)",
+        "servers.rhai:7:49: mcp_server \"ok\": .env(...) goes with .command(...)",
+    ] {
+        assert!(err.contains(expected), "missing {expected:?} in:\n{err}");
+    }
+}
+
+#[test]
+fn mcp_two_servers_of_one_name_and_a_failing_server_are_reported() {
+    let dir = Scripts::new(&[
+        (
+            "a.rhai",
+            "mcp_server(\"gone\").command(\"/nonexistent/mcp-server\");\n",
+        ),
+        (
+            "b.rhai",
+            "\n  mcp_server(\"gone\").command(\"/nonexistent/other\");\n",
+        ),
+    ]);
+    let out = kiln(&["check", "--no-stdlib", "--scripts", "."], dir.path());
+    assert!(!out.status.success());
+    let err = stderr(&out);
+    assert!(
+        err.contains("b.rhai:2:3: duplicate MCP server \"gone\": already declared at ./a.rhai:1:1"),
+        "{err}"
+    );
+    let listing = stdout(&out);
+    let row = listing
+        .lines()
+        .find(|l| l.starts_with("gone "))
+        .unwrap_or_else(|| panic!("a server row in {listing}"));
+    assert!(
+        row.contains("failed: MCP server \"gone\": cannot start `/nonexistent/mcp-server`"),
+        "{row}"
+    );
+}
+
+#[test]
+fn mcp_a_script_edit_starts_and_stops_a_declared_server() {
+    let server = Scripts::new(&[("tools.rhai", SERVER_TOOLS)]);
+    let dir = Scripts::new(&[]);
+    let mut mcp = StdioMcp::start(
+        dir.path(),
+        &["--no-stdlib", "--scripts", ".", "--caps", "mcp:srv"],
+    );
+    let names = |v: &Value| -> Vec<String> {
+        v["result"]["tools"]
+            .as_array()
+            .expect("tools")
+            .iter()
+            .map(|t| t["name"].as_str().unwrap_or("").to_string())
+            .collect()
+    };
+    assert!(names(&mcp.rpc(1, "tools/list", json!({}))).is_empty());
+
+    std::fs::write(dir.path().join("srv.rhai"), declared_server(server.path())).expect("write");
+    let line = mcp.wait_line("started MCP server srv");
+    assert!(line.contains("running (2 tools)"), "{line}");
+    let listed = mcp.rpc(2, "tools/list", json!({}));
+    assert_eq!(names(&listed), ["srv__add", "srv__refuse"]);
+    // The server's own title and hints are passed on (the inner add needs nothing: read-only),
+    // not replaced by what `mcp:srv` alone would suggest.
+    let add_def = &listed["result"]["tools"][0];
+    assert_eq!(add_def["title"], "Add", "{add_def}");
+    assert_eq!(add_def["annotations"]["readOnlyHint"], true, "{add_def}");
+    assert_eq!(add_def["annotations"]["openWorldHint"], false, "{add_def}");
+    let add = json!({"name": "srv__add", "arguments": {"a": 1, "b": 2}});
+    assert_eq!(
+        mcp.rpc(3, "tools/call", add)["result"]["content"][0]["text"],
+        "3"
+    );
+
+    let changed = declared_server(server.path()).replace(");\n", ").rate_limit(100, 1);\n");
+    std::fs::write(dir.path().join("srv.rhai"), changed).expect("change");
+    let line = mcp.wait_line("restarted MCP server srv (its declaration changed)");
+    assert!(line.contains("running (2 tools)"), "{line}");
+    assert_eq!(
+        names(&mcp.rpc(4, "tools/list", json!({}))),
+        ["srv__add", "srv__refuse"]
+    );
+
+    std::fs::write(dir.path().join("srv.rhai"), "// no servers\n").expect("rewrite");
+    mcp.wait_line("stopped MCP server srv (no longer declared)");
+    assert!(names(&mcp.rpc(5, "tools/list", json!({}))).is_empty());
+}
+
+#[test]
+fn mcp_a_cancelled_call_cancels_the_mounted_servers_call() {
+    // The inner server logs (-v) each failed call: its slow handler must be stopped by the
+    // cancellation kiln forwards, not left to run out its 10 s.
+    let server = Scripts::new(&[(
+        "slow.rhai",
+        r#"tool("slow").description("Takes 10 s").handler(|args| { print("slow started"); for i in 0..500 { sleep(0.02); } "done" });"#,
+    )]);
+    let declared = format!(
+        "mcp_server(\"srv\").command({:?}, [\"mcp\", \"-v\", \"--no-stdlib\", \"--scripts\", {:?}]);\n",
+        kiln_bin().display().to_string(),
+        server.path().display().to_string()
+    );
+    let dir = Scripts::new(&[("srv.rhai", &declared)]);
+    let mut mcp = StdioMcp::start(
+        dir.path(),
+        &["--no-stdlib", "--scripts", ".", "--caps", "mcp:srv"],
+    );
+    let call = json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
+        "params": {"name": "srv__slow", "arguments": {}}});
+    mcp.send(&call);
+    // Cancelled once the inner server is running the handler (it logs its print at -v).
+    mcp.wait_line("slow started");
+    let cancel = json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+        "params": {"requestId": 7, "reason": "the user changed their mind"}});
+    mcp.send(&cancel);
+    let failed = mcp.wait_line("MCP call failed");
+    // The inner server's own handler (slow.rhai) was stopped, not the outer proxy only.
+    assert!(
+        failed.contains("slow.rhai") && failed.contains("\"cancelled\""),
+        "{failed}"
+    );
+}
+
+#[test]
+fn mcp_a_declared_servers_rate_limit_applies_to_its_tools() {
+    let server = Scripts::new(&[("tools.rhai", SERVER_TOOLS)]);
+    let decl = declared_server(server.path()).replace(");\n", ").rate_limit(1, 60);\n");
+    let agent = format!(
+        "{decl}agent(\"calc\").provider(\"anthropic\").model(\"mock-model\")\n    .tools([\"srv__add\"]).capabilities([\"mcp:srv\"]);\n"
+    );
+    let dir = Scripts::new(&[("agent.rhai", &agent)]);
+    let mock = Mock::start(&json!({"turns": [
+        {"tool_calls": [{"name": "srv__add", "args": {"a": 2, "b": 3}}]},
+        {"tool_calls": [{"name": "srv__add", "args": {"a": 4, "b": 5}}]},
+        {"text": "Done."}
+    ]}));
+    let calls = ask_calc(dir.path(), &mock);
+    assert_eq!(calls[0]["outcome"]["result"], "5", "{}", calls[0]);
+    let limited = calls[1]["outcome"].to_string();
+    assert!(limited.contains("rate_limited"), "{limited}");
+}
+
+#[test]
+fn mcp_a_declared_server_starts_in_the_workspace_and_gets_only_the_keys_it_names() {
+    // The inner server's scripts folder is relative: it is found only from the workspace.
+    let workspace = Scripts::new(&[]);
+    std::fs::create_dir(workspace.path().join("inner")).expect("mkdir");
+    std::fs::write(
+        workspace.path().join("inner/env.rhai"),
+        r#"tool("key").description("Reads the keys").requires(["env"]).handler(|args| `${env("OPENAI_API_KEY")}|${env("ANTHROPIC_API_KEY")}`);"#,
+    )
+    .expect("inner script");
+    let serve = |name: &str, extra: &str| {
+        format!(
+            "mcp_server({name:?}).command({:?}, [\"mcp\", \"--no-stdlib\", \"--caps\", \"env:OPENAI_API_KEY,env:ANTHROPIC_API_KEY\", \"--scripts\", \"inner\"]){extra};\n",
+            kiln_bin().display().to_string()
+        )
+    };
+    let decls = format!(
+        "{}{}",
+        serve("named", ".env([\"OPENAI_API_KEY\"])"),
+        serve("plain", "")
+    );
+    let dir = Scripts::new(&[("servers.rhai", &decls)]);
+    let call = |tool: &str| {
+        Command::new(kiln_bin())
+            .args([
+                "call",
+                tool,
+                "{}",
+                "--scripts",
+                ".",
+                "--caps",
+                "mcp:named,mcp:plain",
+            ])
+            .arg("--workspace")
+            .arg(workspace.path())
+            .env("OPENAI_API_KEY", "named-on-purpose")
+            .env("ANTHROPIC_API_KEY", TEST_KEY)
+            .current_dir(dir.path())
+            .output()
+            .expect("run kiln call")
+    };
+    let named = call("named__key");
+    assert!(named.status.success(), "{}", stderr(&named));
+    assert!(
+        stdout(&named).contains("\"named-on-purpose|\""),
+        "{}",
+        stdout(&named)
+    );
+    let plain = call("plain__key");
+    assert!(plain.status.success(), "{}", stderr(&plain));
+    assert!(stdout(&plain).contains("\"|\""), "{}", stdout(&plain));
+    assert!(!stdout(&named).contains(TEST_KEY) && !stdout(&plain).contains(TEST_KEY));
+}
+
+#[test]
+fn mcp_a_declared_servers_tool_colliding_with_a_script_tool_is_a_load_error() {
+    let server = Scripts::new(&[("tools.rhai", SERVER_TOOLS)]);
+    let dir = Scripts::new(&[
+        (
+            "a_tool.rhai",
+            "tool(\"srv__add\").description(\"Mine\").handler(|args| 1);\n",
+        ),
+        ("srv.rhai", &declared_server(server.path())),
+    ]);
+    let out = kiln(&["check", "--no-stdlib", "--scripts", "."], dir.path());
+    assert!(!out.status.success());
+    let err = stderr(&out);
+    assert!(
+        err.contains(
+            "srv.rhai:1:1: duplicate tool \"srv__add\": already defined at ./a_tool.rhai:1:1"
+        ),
+        "{err}"
+    );
 }

@@ -160,27 +160,317 @@ fn mcp_peers_python_server_over_stdio_mounted_in_an_agent() {
 #[ignore = "needs the Python MCP SDK: pip install mcp==2.3.0 (run by .ci/run)"]
 fn mcp_peers_python_server_over_http_mounted_in_an_agent() {
     require_sdk();
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .expect("a free port")
-        .port();
-    let mut server = std::process::Command::new("python3")
-        .arg(repo().join("tests/peers/mcp_server.py"))
-        .args(["http", &port.to_string()])
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .expect("start the Python server");
-    // Ready once it accepts connections (generous: the SDK imports take a while).
-    let addr = format!("127.0.0.1:{port}");
-    let up = (0..300).any(|_| {
-        std::net::TcpStream::connect(&addr).is_ok() || {
-            std::thread::sleep(std::time::Duration::from_millis(50));
-            false
-        }
-    });
-    assert!(up, "the Python server never listened on {addr}");
+    let server = PythonHttpServer::start();
+    let addr = &server.addr;
     agent_uses_python_server(&format!("py=http://{addr}/mcp"));
-    let _ = server.kill();
-    let _ = server.wait();
+}
+
+/// tests/peers/mcp_server.py over streamable HTTP on a free loopback port, stopped on drop.
+struct PythonHttpServer {
+    child: std::process::Child,
+    addr: String,
+}
+
+impl PythonHttpServer {
+    fn start() -> PythonHttpServer {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .expect("a free port")
+            .port();
+        let child = std::process::Command::new("python3")
+            .arg(repo().join("tests/peers/mcp_server.py"))
+            .args(["http", &port.to_string()])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("start the Python server");
+        // Ready once it accepts connections (generous: the SDK imports take a while).
+        let addr = format!("127.0.0.1:{port}");
+        let up = (0..300).any(|_| {
+            std::net::TcpStream::connect(&addr).is_ok() || {
+                std::thread::sleep(std::time::Duration::from_millis(50));
+                false
+            }
+        });
+        let server = PythonHttpServer { child, addr };
+        assert!(up, "the Python server never listened on {}", server.addr);
+        server
+    }
+}
+
+impl Drop for PythonHttpServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A tool whose capability `kiln mcp` grants with `--ask`: it writes to the store.
+const ASKED: &str = r#"
+tool("remember")
+    .description("Keeps a note")
+    .param("text", "string")
+    .requires(["store:notes"])
+    .handler(|args| { store_set("notes", "last", args.text); "kept " + args.text });
+"#;
+
+/// Calls `remember` through tests/peers/mcp_ask.py; what the SDK saw.
+fn ask_through_client(target: &str, dir: &std::path::Path, mode: &str, answer: &str) -> Value {
+    let out = std::process::Command::new("python3")
+        .arg(repo().join("tests/peers/mcp_ask.py"))
+        .args([target, mode, answer])
+        .current_dir(dir)
+        .output()
+        .expect("python3");
+    assert!(
+        out.status.success(),
+        "the SDK failed against kiln mcp ({mode}, {answer}):\n{}",
+        stderr(&out)
+    );
+    let v: Value = serde_json::from_str(stdout(&out).trim()).expect("json from the client");
+    assert_eq!(v["protocol"], mode, "{v}");
+    v
+}
+
+/// `--ask` grants are asked through the client: a yes runs the tool, a no refuses it, and a
+/// client that cannot ask is told how to grant the capability instead.
+fn ask_grants_through(target: &str, dir: &std::path::Path, mode: &str) {
+    let v = ask_through_client(target, dir, mode, "accept");
+    assert_eq!(v["is_error"], false, "{v}");
+    assert_eq!(v["text"], "kept kept", "{v}");
+    let asked = v["asked"][0].as_str().unwrap_or_default();
+    assert!(
+        asked.contains("allow tool \"remember\" to use [store:notes]"),
+        "{v}"
+    );
+
+    let v = ask_through_client(target, dir, mode, "decline");
+    assert_eq!(v["is_error"], true, "{v}");
+    assert_eq!(
+        v["text"], "tool \"remember\" was refused: the use of [store:notes] was not approved",
+        "{v}"
+    );
+
+    let v = ask_through_client(target, dir, mode, "none");
+    assert_eq!(v["is_error"], true, "{v}");
+    assert_eq!(v["asked"], json!([]), "{v}");
+    let text = v["text"].as_str().unwrap_or_default();
+    assert!(
+        text.contains("cannot ask (it does not support elicitation)")
+            && text.contains("grant it with --caps instead of --ask, or pass --yes"),
+        "{text}"
+    );
+}
+
+fn ask_args() -> Vec<&'static str> {
+    vec!["--scripts", ".", "--caps", "store:notes", "--ask", "store"]
+}
+
+#[test]
+#[ignore = "needs the Python MCP SDK: pip install mcp==2.3.0 (run by .ci/run)"]
+fn mcp_peers_ask_grants_are_asked_through_the_client_over_stdio() {
+    require_sdk();
+    let scripts = Scripts::new(&[("tools.rhai", ASKED)]);
+    let mut argv = vec![
+        kiln_bin().display().to_string(),
+        "mcp".into(),
+        "--no-stdlib".into(),
+    ];
+    argv.extend(ask_args().into_iter().map(String::from));
+    let target = json!(argv).to_string();
+    for mode in ["2025-11-25", "2026-07-28"] {
+        ask_grants_through(&target, scripts.path(), mode);
+    }
+}
+
+#[test]
+#[ignore = "needs the Python MCP SDK: pip install mcp==2.3.0 (run by .ci/run)"]
+fn mcp_peers_ask_grants_are_asked_through_the_client_over_http() {
+    require_sdk();
+    let scripts = Scripts::new(&[("tools.rhai", ASKED)]);
+    let server = McpHttp::start(scripts.path(), &ask_args(), &[]);
+    for mode in ["2025-11-25", "2026-07-28"] {
+        ask_grants_through(&server.url, scripts.path(), mode);
+    }
+}
+
+#[test]
+#[ignore = "needs the Python MCP SDK: pip install mcp==2.3.0 (run by .ci/run)"]
+fn mcp_peers_ask_grants_run_without_asking_under_yes() {
+    require_sdk();
+    let scripts = Scripts::new(&[("tools.rhai", ASKED)]);
+    let mut args = ask_args();
+    args.push("--yes");
+    let server = McpHttp::start(scripts.path(), &args, &[]);
+    let v = ask_through_client(&server.url, scripts.path(), "2025-11-25", "none");
+    assert_eq!(v["is_error"], false, "{v}");
+    assert_eq!(v["asked"], json!([]), "{v}");
+}
+
+#[test]
+#[ignore = "needs the Python MCP SDK: pip install mcp==2.3.0 (run by .ci/run)"]
+fn mcp_peers_kiln_serve_slash_mcp_tells_clients_of_reloads() {
+    require_sdk();
+    for mode in ["2025-11-25", "2026-07-28"] {
+        let scripts = Scripts::new(&[("tools.rhai", TOOLS)]);
+        let db = scripts.path().join("serve.db");
+        let serve = crate::serve::Serve::start(scripts.path(), &db, &["--no-stdlib"], &[]);
+        // The same session as against `kiln mcp`, ending with a saved script announced.
+        drive(&scripts, &format!("{}/mcp", serve.url), mode, None);
+    }
+}
+
+/// `kiln call SERVER__revision` through a mount; what the server says it was called on.
+fn mounted_revision(mount: &str, server: &str) -> String {
+    let dir = Scripts::new(&[]);
+    let tool = format!("{server}__revision");
+    let caps = format!("mcp:{server}");
+    let out = kiln(
+        &[
+            "call",
+            &tool,
+            "{}",
+            "--scripts",
+            ".",
+            "--caps",
+            &caps,
+            "--mcp",
+            mount,
+        ],
+        dir.path(),
+    );
+    assert!(out.status.success(), "{}\n{}", stdout(&out), stderr(&out));
+    stdout(&out)
+}
+
+#[test]
+#[ignore = "needs the Python MCP SDK: pip install mcp==2.3.0 (run by .ci/run)"]
+fn mcp_peers_python_sdk_sees_titles_output_schemas_and_annotations() {
+    require_sdk();
+    for mode in ["2025-11-25", "2026-07-28"] {
+        let scripts = Scripts::new(&[("tools.rhai", super::tool_meta::META_TOOLS)]);
+        let target = json!([
+            kiln_bin(),
+            "mcp",
+            "--no-stdlib",
+            "--scripts",
+            ".",
+            "--caps",
+            "net,fs.write"
+        ]);
+        let out = std::process::Command::new("python3")
+            .arg(repo().join("tests/peers/mcp_meta_client.py"))
+            .args([&target.to_string(), mode])
+            .current_dir(scripts.path())
+            .output()
+            .expect("python3");
+        assert!(out.status.success(), "{mode}: {}", stderr(&out));
+        let v: Value = serde_json::from_str(stdout(&out).trim()).expect("json from the client");
+        assert_eq!(v["protocol"], mode);
+        assert_eq!(v["sum"]["title"], "Sum of two numbers");
+        assert_eq!(
+            v["sum"]["output_schema"]["properties"]["sum"]["type"],
+            "integer"
+        );
+        assert_eq!(
+            v["sum"]["annotations"],
+            json!({"read_only": true, "destructive": false, "idempotent": true, "open_world": false})
+        );
+        assert_eq!(v["save"]["annotations"]["destructive"], true);
+        assert_eq!(v["fetch"]["annotations"]["open_world"], true);
+        assert_eq!(
+            v["call_sum"],
+            json!({"structured": {"sum": 42}, "is_error": false})
+        );
+        // A bare integer's schema and value are structured only on the revision that allows it.
+        if mode == "2026-07-28" {
+            assert_eq!(v["count"]["output_schema"], json!({"type": "integer"}));
+            assert_eq!(v["call_count"]["structured"], 7);
+        } else {
+            assert_eq!(v["count"]["output_schema"], Value::Null);
+        }
+    }
+}
+
+/// An agent whose script declares the Python server (`decl`) and lists `py__*`: the model's
+/// calls reach it, its `isError` and its structured content reach the model.
+fn agent_uses_declared_python_server(decl: &str) {
+    let agent = format!(
+        "{decl}\nagent(\"calc\").provider(\"anthropic\").model(\"mock-model\")\n    .tools([\"py__*\"]).capabilities([\"mcp:py\"]);\n"
+    );
+    let dir = Scripts::new(&[("agent.rhai", &agent)]);
+    let mock = Mock::start(&json!({"turns": [
+        {"tool_calls": [
+            {"name": "py__add", "args": {"a": 2, "b": 40}},
+            {"name": "py__fail", "args": {}},
+            {"name": "py__stats", "args": {"values": [1, 2, 3]}}
+        ]},
+        {"text": "Done."}
+    ]}));
+    let out = ask(
+        &[
+            "calc",
+            "Add",
+            "--scripts",
+            ".",
+            "--base-url",
+            &mock.url,
+            "--json",
+        ],
+        dir.path(),
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let v: Value = serde_json::from_str(&stdout(&out)).expect("--json output");
+    let calls = v["tool_calls"].as_array().expect("calls");
+    assert_eq!(
+        calls[0]["outcome"]["result"],
+        json!({"result": 42}),
+        "{}",
+        calls[0]
+    );
+    let refused = calls[1]["outcome"].to_string();
+    assert!(refused.contains("the python server refuses"), "{refused}");
+    assert_eq!(
+        calls[2]["outcome"]["result"],
+        json!({"sum": 6, "count": 3}),
+        "{}",
+        calls[2]
+    );
+    let second = mock.requests()[1]["body"].to_string();
+    assert!(
+        second.contains("the python server refuses") && second.contains("\\\"count\\\":3"),
+        "{second}"
+    );
+}
+
+#[test]
+#[ignore = "needs the Python MCP SDK: pip install mcp==2.3.0 (run by .ci/run)"]
+fn mcp_peers_mounts_speak_2026_with_servers_that_do_and_2025_with_the_rest() {
+    require_sdk();
+    let modern = repo().join("tests/peers/mcp_revision_server.py");
+    let said = mounted_revision(&format!("rev=python3 {}", modern.display()), "rev");
+    assert!(said.contains("2026-07-28"), "{said}");
+    let legacy = repo().join("tests/peers/mcp_legacy_server.py");
+    let said = mounted_revision(&format!("old=python3 {}", legacy.display()), "old");
+    assert!(said.contains("2025-11-25"), "{said}");
+}
+
+#[test]
+#[ignore = "needs the Python MCP SDK: pip install mcp==2.3.0 (run by .ci/run)"]
+fn mcp_peers_python_server_declared_in_a_script_over_stdio() {
+    require_sdk();
+    let server = repo().join("tests/peers/mcp_server.py");
+    agent_uses_declared_python_server(&format!(
+        "mcp_server(\"py\").command(\"python3\", [{:?}]);",
+        server.display().to_string()
+    ));
+}
+
+#[test]
+#[ignore = "needs the Python MCP SDK: pip install mcp==2.3.0 (run by .ci/run)"]
+fn mcp_peers_python_server_declared_in_a_script_over_http() {
+    require_sdk();
+    let server = PythonHttpServer::start();
+    let addr = &server.addr;
+    agent_uses_declared_python_server(&format!("mcp_server(\"py\").url(\"http://{addr}/mcp\");"));
 }

@@ -228,3 +228,29 @@ fn ctrl_c_during_a_chat_turn_cancels_the_running_tool_promptly_and_logs_the_run_
         "{runs:#}"
     );
 }
+
+#[test]
+fn mcp_lists_the_servers_and_their_state() {
+    let server = Scripts::new(&[(
+        "tools.rhai",
+        "tool(\"add\").param(\"a\", \"int\").param(\"b\", \"int\").handler(|args| args.a + args.b);\n",
+    )]);
+    let decl = format!(
+        "mcp_server(\"srv\").command({:?}, [\"mcp\", \"--no-stdlib\", \"--scripts\", {:?}]);\nmcp_server(\"gone\").command(\"/nonexistent/mcp-server\");\n",
+        kiln_bin().display().to_string(),
+        server.path().display().to_string()
+    );
+    let s = Scripts::new(&[("servers.rhai", &decl)]);
+    let hist = s.path().join("history");
+    let mut p = start(&s, &hist);
+    p.send_line(":mcp").expect("send");
+    p.exp_string("srv  running (1 tools)")
+        .expect("the running server");
+    p.exp_string("(./servers.rhai:1:1)")
+        .expect("where it is declared");
+    p.exp_string("gone  failed: MCP server \"gone\": cannot start `/nonexistent/mcp-server`")
+        .expect("the failed server with its reason");
+    ready(&mut p);
+    p.send_control('d').expect("ctrl-d");
+    p.exp_eof().expect("exits on Ctrl-D");
+}

@@ -246,6 +246,7 @@ fn the_openai_sdk_drives_kiln_serve() {
     for r in shop {
         assert_eq!(r["answer"], "SKU-1 costs 4.50.");
         assert_eq!(r["tool_calls"][0]["name"], "lookup");
+        assert_eq!(r["actor"], "sdk-client", "{r:#}");
         assert_eq!(r["tool_calls"][0]["outcome"]["result"]["price"], 4.5);
     }
 }
@@ -371,6 +372,14 @@ fn a_run_cancelled_mid_run_ends_cancelled_with_its_steps_logged() {
 fn a_session_continues_across_requests_and_can_be_deleted() {
     let mock = Mock::start(&json!({"loop": true, "turns": [{"text": "Noted."}]}));
     let scripts = shop_scripts(&mock);
+    std::fs::write(
+        scripts.path().join("clerk.rhai"),
+        format!(
+            r#"agent("clerk").provider("openai").model("m").base_url("{}/v1");"#,
+            mock.url
+        ),
+    )
+    .expect("write");
     let serve = Serve::start(scripts.path(), &scripts.path().join("k.db"), &[], &[]);
     let runs = format!("{}/v1/runs", serve.url);
     for input in ["My name is Ada.", "What is my name?"] {
@@ -402,6 +411,20 @@ fn a_session_continues_across_requests_and_can_be_deleted() {
             "What is my name?"
         ]
     );
+    // The session belongs to `shop`: another agent cannot continue it.
+    let (status, refused) = post(
+        &runs,
+        &json!({"agent": "clerk", "input": "hi", "session": "ada"}),
+        &[],
+    );
+    assert_eq!(status, 400, "{refused}");
+    assert!(
+        refused
+            .to_string()
+            .contains("session \\\"ada\\\" belongs to agent \\\"shop\\\", not \\\"clerk\\\""),
+        "{refused}"
+    );
+    assert_eq!(mock.requests().len(), 2, "the refused run sent nothing");
     let url = format!("{}/v1/sessions/ada", serve.url);
     let (status, session) = get(&url);
     assert_eq!(status, 200);

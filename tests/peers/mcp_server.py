@@ -6,6 +6,7 @@ usage: mcp_server.py            serve over stdio
 """
 import sys
 
+from pydantic import BaseModel
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 
@@ -22,6 +23,17 @@ def add(a: int, b: int) -> int:
 def fail() -> str:
     """Always fails"""
     raise ToolError("the python server refuses")
+
+
+class Stats(BaseModel):
+    sum: int
+    count: int
+
+
+@app.tool()
+def stats(values: list[int]) -> Stats:
+    """Sum and count of a list (structured content)"""
+    return Stats(sum=sum(values), count=len(values))
 
 
 if sys.argv[1:2] == ["http"]:

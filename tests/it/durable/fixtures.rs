@@ -1,5 +1,6 @@
-//! Fixtures of the durable-run tests: the Restate server, `kiln worker` processes behind a
-//! failover proxy, a loopback execution counter, and a cluster of them with agents on mocks.
+//! Fixtures of the durable-run tests: the Restate server, `kiln serve --restate` workers behind
+//! a failover proxy (each also a front door to Restate), a loopback execution counter, and a
+//! cluster of them with agents on mocks.
 
 use crate::common::{Mock, Scripts, kiln_bin};
 use serde_json::{Value, json};
@@ -41,7 +42,7 @@ pub fn http_within(
         .build()
         .expect("runtime");
     runtime.block_on(async {
-        let client = reqwest::Client::new();
+        let client = kiln::http_client_builder().build().expect("client");
         let mut req = client.request(method.parse().expect("method"), url);
         for (k, v) in headers {
             req = req.header(*k, *v);
@@ -138,6 +139,18 @@ impl Restate {
         r
     }
 
+    /// The `status` of an invocation in `sys_invocation` (`backing-off`, `completed`, ...).
+    pub fn status(&self, invocation: &str) -> String {
+        let query = format!("SELECT status FROM sys_invocation WHERE id = '{invocation}'");
+        let (_, body) = http(
+            "POST",
+            &format!("{}/query", self.admin),
+            &[("accept", "application/json")],
+            Some(&json!({ "query": query })),
+        );
+        body["rows"][0]["status"].as_str().unwrap_or("").to_string()
+    }
+
     /// The journal entries of an invocation: `(entry_type, name)`.
     pub fn journal(&self, invocation: &str) -> Vec<(String, String)> {
         let query = format!(
@@ -163,15 +176,29 @@ impl Restate {
     }
 }
 
-/// A `kiln worker --restate` process logging runs in `db`.
-pub fn worker(scripts: &Path, db: &Path, port: u16) -> Proc {
+/// The bearer tokens of the workers' HTTP API: two actors with the same ceiling.
+pub const ALICE: &str = "alice-token-0123456789";
+pub const BOB: &str = "bob-token-0123456789ab";
+
+/// A `kiln serve --restate` process logging runs in `db`: a Restate worker on `port`, and the
+/// HTTP API (tokens [`ALICE`], [`BOB`]) in front of `restate` at `api`.
+pub struct Worker {
+    pub proc: Proc,
+    pub api: String,
+    pub port: u16,
+}
+
+/// Starts a worker on free ports (it picks them: no race with other tests for a port).
+pub fn worker(scripts: &Path, db: &Path, restate: &Restate, more: &[&str]) -> Worker {
+    let tokens = json!([
+        {"token": ALICE, "actor": "alice", "caps": ["net:127.0.0.1"]},
+        {"token": BOB, "actor": "bob", "caps": ["net:127.0.0.1"]},
+    ]);
     let mut child = Command::new(kiln_bin())
-        .args([
-            "worker",
-            "--restate",
-            "--bind",
-            &format!("127.0.0.1:{port}"),
-        ])
+        .args(["serve", "--bind", "127.0.0.1:0", "--restate"])
+        .args(["--restate-bind", "127.0.0.1:0"])
+        .args(["--restate-ingress", &restate.ingress])
+        .args(["--restate-admin", &restate.admin])
         .arg("--scripts")
         .arg(scripts)
         .arg("--workspace")
@@ -179,21 +206,36 @@ pub fn worker(scripts: &Path, db: &Path, port: u16) -> Proc {
         .arg("--db")
         .arg(db)
         .arg("--no-stdlib")
-        .args(["--request-timeout", "30", "--retries", "1"])
+        .args(["--request-timeout", "30"])
+        .args(more)
+        .env("KILN_TOKENS", tokens.to_string())
         .env_remove("KILN_LOG")
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
         .spawn()
-        .expect("start kiln worker");
+        .expect("start kiln serve --restate");
+    let mut out = BufReader::new(child.stdout.take().expect("stdout"));
     let mut line = String::new();
-    BufReader::new(child.stdout.take().expect("stdout"))
-        .read_line(&mut line)
-        .expect("worker prints its address");
-    assert!(
-        line.contains("listening on http://127.0.0.1:"),
-        "worker said: {line}"
-    );
-    Proc(child)
+    out.read_line(&mut line)
+        .expect("kiln serve prints its address");
+    let api = line
+        .trim()
+        .strip_prefix("kiln serve: listening on ")
+        .unwrap_or_else(|| panic!("kiln serve said: {line}"))
+        .to_string();
+    line.clear();
+    out.read_line(&mut line)
+        .expect("the worker prints its address");
+    let port = line
+        .trim()
+        .strip_prefix("kiln serve: Restate worker listening on http://127.0.0.1:")
+        .and_then(|p| p.parse().ok())
+        .unwrap_or_else(|| panic!("kiln serve said: {line}"));
+    Worker {
+        proc: Proc(child),
+        api,
+        port,
+    }
 }
 
 /// A TCP proxy on one address in front of the workers: each connection goes to the first
@@ -395,7 +437,9 @@ pub fn ok_output(what: &str, (status, body): (u16, Value)) -> Value {
 /// (workers on one machine), so a run resumed by B replaces what A logged of it.
 pub struct Cluster {
     pub counter: Counter,
-    pub workers: Vec<Option<Proc>>,
+    pub workers: Vec<Option<Worker>>,
+    /// The workers' HTTP API addresses (A, B).
+    pub apis: Vec<String>,
     pub restate: Restate,
     /// The address registered with Restate (the proxy in front of the workers).
     pub endpoint: String,
@@ -408,6 +452,11 @@ pub struct Cluster {
 impl Cluster {
     /// Starts everything; `agents` are `(name, mock scenario)`.
     pub fn start(agents: &[(&str, Value)]) -> Cluster {
+        Self::start_with(agents, &[])
+    }
+
+    /// [`Cluster::start`] with more `kiln serve` arguments for the workers.
+    pub fn start_with(agents: &[(&str, Value)], more: &[&str]) -> Cluster {
         let counter = Counter::default();
         let counter_url = counter.start();
         let mocks: HashMap<String, Mock> = agents
@@ -422,13 +471,14 @@ impl Cluster {
         let scripts = Scripts::new(&[("agents.rhai", &src)]);
         let scripts_b = Scripts::new(&[("agents.rhai", &format!("{src}// worker B's copy\n"))]);
         let restate = Restate::start();
-        let ports = vec![free_port(), free_port()];
         let db = scripts.path().join("workers.db");
         let workers = vec![
-            Some(worker(scripts.path(), &db, ports[0])),
-            Some(worker(scripts_b.path(), &db, ports[1])),
+            Some(worker(scripts.path(), &db, &restate, more)),
+            Some(worker(scripts_b.path(), &db, &restate, more)),
         ];
-        let endpoint = format!("http://127.0.0.1:{}", failover_proxy(ports.clone()));
+        let apis = workers.iter().flatten().map(|w| w.api.clone()).collect();
+        let ports = workers.iter().flatten().map(|w| w.port).collect();
+        let endpoint = format!("http://127.0.0.1:{}", failover_proxy(ports));
         let out = Command::new(kiln_bin())
             .args([
                 "restate",
@@ -453,6 +503,7 @@ impl Cluster {
         Cluster {
             counter,
             workers,
+            apis,
             restate,
             endpoint,
             scripts,
@@ -477,6 +528,27 @@ impl Cluster {
         http("GET", &format!("{}{path}", self.restate.ingress), &[], None)
     }
 
+    /// A request to worker `i`'s HTTP API with bearer `token` and more headers.
+    pub fn api(
+        &self,
+        i: usize,
+        token: &str,
+        method: &str,
+        path: &str,
+        headers: &[(&str, &str)],
+        body: Option<&Value>,
+    ) -> (u16, Value) {
+        let bearer = format!("Bearer {token}");
+        let mut all = vec![("authorization", bearer.as_str())];
+        all.extend_from_slice(headers);
+        http(method, &format!("{}{path}", self.apis[i]), &all, body)
+    }
+
+    /// Worker A's copy of the scripts.
+    pub fn script_a(&self) -> std::path::PathBuf {
+        self.scripts.path().join("agents.rhai")
+    }
+
     /// The mock agent `name` talks to.
     pub fn mock(&self, name: &str) -> &Mock {
         &self.mocks[name]
@@ -484,10 +556,10 @@ impl Cluster {
 
     /// `kill -9` worker `i` and wait for it; returns when it was killed.
     pub fn kill(&mut self, i: usize) -> Instant {
-        let mut proc = self.workers[i].take().expect("worker running");
+        let mut worker = self.workers[i].take().expect("worker running");
         let killed = Instant::now();
-        proc.0.kill().expect("kill -9 worker");
-        let _ = proc.0.wait();
+        worker.proc.0.kill().expect("kill -9 worker");
+        let _ = worker.proc.0.wait();
         killed
     }
 

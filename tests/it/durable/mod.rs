@@ -1,5 +1,5 @@
 //! Durable runs on Restate (issue 14): a real `restate-server` on 127.0.0.1 with its data in a
-//! temp dir, two `kiln worker --restate` processes behind one address (a failover TCP proxy),
+//! temp dir, two `kiln serve --restate` workers behind one address (a failover TCP proxy),
 //! agents against `kiln mock`, tools counting their executions at a loopback counter.
 //!
 //! `#[ignore]`d because they need the Restate server binary: `.ci/run` installs the pinned
@@ -7,8 +7,9 @@
 //! (without it they fail saying so).
 
 mod fixtures;
+mod front;
 
-use fixtures::{Cluster, ok_output, three_steps};
+use fixtures::{ALICE, Cluster, ok_output, three_steps};
 use serde_json::{Value, json};
 use std::time::{Duration, Instant};
 
@@ -27,14 +28,15 @@ fn a_run_whose_worker_is_killed_completes_on_the_other_without_repeating_steps()
         ("clean", three_steps("u")),
         ("local", three_steps("l")),
     ]);
+    // Submitted through worker B's front door; Restate runs it on A (the proxy's first choice).
     // Hold the third tool step at the counter, check steps 1-5 are journaled, kill worker A.
     c.counter.hold("kc");
-    let body = json!({"agent": "kill", "prompt": "count"});
-    let sent = ok_output("send", c.post("/KilnRun/run-kill/run/send", None, &body));
-    let inv = sent["invocationId"]
-        .as_str()
-        .expect("invocation id")
-        .to_string();
+    let body = json!({"agent": "kill", "input": "count", "wait": false});
+    let sent = ok_output(
+        "submit through B",
+        c.api(1, ALICE, "POST", "/v1/runs", &[], Some(&body)),
+    );
+    let inv = sent["id"].as_str().expect("run id").to_string();
     c.counter
         .wait_until("the third tool step to start", |s| s.holding);
     let journal = c.restate.journal(&inv);
@@ -65,7 +67,10 @@ fn a_run_whose_worker_is_killed_completes_on_the_other_without_repeating_steps()
         s.hits.iter().filter(|h| h.0 == "kc").count() >= 2
     });
     let resumed = c.counter.arrivals("kc")[1].duration_since(killed);
-    let report = ok_output("attach", c.get("/restate/workflow/KilnRun/run-kill/attach"));
+    let wait = format!("/v1/runs/{inv}?wait=true");
+    let done = ok_output("await through B", c.api(1, ALICE, "GET", &wait, &[], None));
+    assert_eq!(done["status"], "completed", "{done}");
+    let report = done["report"].clone();
 
     let counts = c.counter.counts("k");
     assert_eq!(
@@ -221,12 +226,12 @@ fn a_session_continues_on_another_worker_with_its_messages_and_state() {
 fn the_same_idempotency_key_runs_once_and_timeouts_follow_the_request_timeout() {
     let [t, a] = one_tool_then("i1", "once");
     let c = Cluster::start(&[("idem", json!({"require_auth": false, "turns": [t, a]}))]);
-    // The workers run with --request-timeout 30 --retries 1: 30 s x 2 attempts + 60 s.
+    // The workers run with --request-timeout 30 (and 3 retries): 30 s x 4 attempts + 60 s.
     for service in ["KilnRun", "KilnSession"] {
         let url = format!("{}/services/{service}", c.restate.admin);
         let (_, svc) = fixtures::http("GET", &url, &[], None);
-        assert_eq!(svc["inactivity_timeout"], "2m", "{svc}");
-        assert_eq!(svc["abort_timeout"], "2m", "{svc}");
+        assert_eq!(svc["inactivity_timeout"], "3m", "{svc}");
+        assert_eq!(svc["abort_timeout"], "3m", "{svc}");
     }
     // Registering the same address again changes nothing; --force makes a new revision.
     let register = |force: &[&str]| {
@@ -384,6 +389,60 @@ fn durable_steps_cost_against_local_steps() {
 }
 
 #[test]
+fn a_worker_reloads_its_scripts_as_they_change() {
+    use std::io::BufRead;
+    let tool = |word: &str| {
+        format!(
+            "tool(\"echo\").description(\"Echo\").param(\"x\", \"string\", \"x\")\n    .handler(|args, ctx| `{word} ${{args.x}}`);\n"
+        )
+    };
+    let scripts = crate::common::Scripts::new(&[("tools.rhai", &tool("one"))]);
+    let mut child = std::process::Command::new(crate::common::kiln_bin())
+        .args([
+            "worker",
+            "--restate",
+            "--bind",
+            "127.0.0.1:0",
+            "--no-stdlib",
+            "--scripts",
+        ])
+        .arg(scripts.path())
+        .arg("--db")
+        .arg(scripts.path().join("w.db"))
+        .env("KILN_LOG", "info")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("start worker");
+    let mut line = String::new();
+    std::io::BufReader::new(child.stdout.take().expect("stdout"))
+        .read_line(&mut line)
+        .expect("worker prints its address");
+    assert!(line.contains("listening on http://127.0.0.1:"), "{line}");
+    let (tx, rx) = std::sync::mpsc::channel();
+    let stderr = child.stderr.take().expect("stderr");
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stderr)
+            .lines()
+            .map_while(Result::ok)
+        {
+            let _ = tx.send(line);
+        }
+    });
+    std::fs::write(scripts.path().join("tools.rhai"), tool("two")).expect("edit");
+    let reloaded = loop {
+        match rx.recv_timeout(fixtures::WAIT) {
+            Ok(l) if l.contains("reloaded") && l.contains("tools.rhai") => break l,
+            Ok(_) => {}
+            Err(e) => panic!("the worker never reported a reload: {e}"),
+        }
+    };
+    assert!(reloaded.contains("~1"), "one tool changed: {reloaded}");
+    crate::common::signal(child.id(), "TERM");
+    assert!(child.wait().expect("worker exits").success());
+}
+
+#[test]
 fn a_worker_stops_cleanly_on_sigterm() {
     use std::io::BufRead;
     let dir = tempfile::tempdir().expect("tempdir");
@@ -409,6 +468,90 @@ fn a_worker_stops_cleanly_on_sigterm() {
     crate::common::signal(child.id(), "TERM");
     let status = child.wait().expect("worker exits");
     assert!(status.success(), "{status:?}");
+}
+
+/// Starts `kiln serve --restate` on free ports in `dir`.
+fn serve_restate(dir: &std::path::Path, more: &[&str]) -> std::process::Child {
+    std::process::Command::new(crate::common::kiln_bin())
+        .args(["serve", "--bind", "127.0.0.1:0", "--restate"])
+        .args(["--restate-bind", "127.0.0.1:0", "--no-stdlib", "--db"])
+        .arg(dir.join("w.db"))
+        .args(more)
+        .current_dir(dir)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("start kiln serve --restate")
+}
+
+#[test]
+fn serve_restate_serves_the_api_and_the_worker_and_stops_both_on_sigterm() {
+    use std::io::BufRead;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut child = serve_restate(dir.path(), &[]);
+    let mut out = std::io::BufReader::new(child.stdout.take().expect("stdout"));
+    let (mut api, mut worker) = (String::new(), String::new());
+    out.read_line(&mut api).expect("the API address");
+    out.read_line(&mut worker).expect("the worker address");
+    assert!(
+        api.starts_with("kiln serve: listening on http://127.0.0.1:"),
+        "{api}"
+    );
+    let prefix = "kiln serve: Restate worker listening on http://";
+    let worker = worker
+        .trim()
+        .strip_prefix(prefix)
+        .unwrap_or_else(|| panic!("{worker}"));
+    // (Restate's discovery through that port is what the registrations of the tests above use.)
+    assert!(worker.starts_with("127.0.0.1:"), "{worker}");
+    let health = fixtures::http(
+        "GET",
+        &format!(
+            "{}/healthz",
+            api.trim().trim_start_matches("kiln serve: listening on ")
+        ),
+        &[],
+        None,
+    );
+    assert_eq!(health.0, 200, "{health:?}");
+    crate::common::signal(child.id(), "TERM");
+    let status = child.wait().expect("kiln serve exits");
+    assert!(status.success(), "{status:?}");
+}
+
+#[test]
+fn serve_restate_refuses_an_open_worker_beyond_loopback_and_bad_flags() {
+    use crate::common::{kiln, stderr};
+    let dir = tempfile::tempdir().expect("tempdir");
+    let refused = |args: &[&str]| {
+        let mut all = vec!["serve", "--bind", "127.0.0.1:0", "--no-stdlib"];
+        all.extend_from_slice(args);
+        let out = kiln(&all, dir.path());
+        assert!(!out.status.success(), "{args:?} was accepted");
+        stderr(&out)
+    };
+    // Refused before anything is bound: nothing connects to 0.0.0.0.
+    let err = refused(&["--restate", "--restate-bind", "0.0.0.0:0"]);
+    assert!(
+        err.contains(
+            "refusing to serve Restate handlers on 0.0.0.0:0 without --restate-identity-key"
+        ),
+        "{err}"
+    );
+    let err = refused(&["--restate", "--restate-identity-key", "not-a-key"]);
+    assert!(err.contains("--restate-identity-key: "), "{err}");
+    let err = refused(&["--restate-ingress", "http://127.0.0.1:8080"]);
+    assert!(err.contains("--restate-admin"), "{err}");
+    let err = refused(&[
+        "--restate-ingress",
+        "ftp://x",
+        "--restate-admin",
+        "http://127.0.0.1:9070",
+    ]);
+    assert!(
+        err.contains("--restate-ingress: \"ftp://x\" is not an http:// or https:// URL"),
+        "{err}"
+    );
 }
 
 #[test]

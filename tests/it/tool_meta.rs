@@ -1,0 +1,246 @@
+//! `.returns(...)`, `.title(...)` and `.annotations(#{...})`: results checked against the
+//! declared output schema, and all three served to MCP clients (`kiln mcp` on the wire).
+
+use crate::common::*;
+use serde_json::{Value, json};
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Command, Stdio};
+
+pub const META_TOOLS: &str = r#"
+tool("sum")
+    .title("Sum of two numbers")
+    .description("Adds")
+    .param("a", "int")
+    .param("b", "int")
+    .returns(#{ sum: "integer", note: #{ type: "string", optional: true } })
+    .handler(|args| #{ sum: args.a + args.b });
+
+tool("liar")
+    .description("Claims to return an integer sum")
+    .returns(#{ sum: "integer" })
+    .handler(|args| #{ sum: "many" });
+
+tool("count")
+    .description("A bare integer")
+    .returns("integer")
+    .handler(|args| 7);
+
+tool("fetch")
+    .description("Reaches the network")
+    .requires("net")
+    .handler(|args| "x");
+
+tool("save")
+    .description("Writes files")
+    .requires("fs.write")
+    .annotations(#{ idempotent: true })
+    .handler(|args| "x");
+"#;
+
+#[test]
+fn returns_checks_results_and_a_mismatch_names_the_path() {
+    let (_s, host) = host_with(META_TOOLS);
+    assert!(host.load_errors().is_empty(), "{:?}", host.load_errors());
+    let ok = call(&host, "sum", json!({"a": 2, "b": 3}), &[]);
+    assert_eq!(ok.result.expect("sum"), json!({"sum": 5}));
+    let bad = call(&host, "liar", json!({}), &[]);
+    let (kind, message) = failure(&bad);
+    assert_eq!(kind, "invalid_output");
+    assert!(
+        message.starts_with("Tool failed (invalid_output)") && message.contains("/sum"),
+        "{message}"
+    );
+    assert_eq!(
+        call(&host, "count", json!({}), &[]).result.expect("count"),
+        json!(7)
+    );
+}
+
+#[test]
+fn hints_default_from_capabilities_and_can_be_set() {
+    let (_s, host) = host_with(META_TOOLS);
+    let hints = |name: &str| host.tool(name).expect("tool").hints();
+    let sum = hints("sum");
+    assert!(sum.read_only && sum.idempotent && !sum.destructive && !sum.open_world);
+    let fetch = hints("fetch");
+    assert!(fetch.open_world && !fetch.read_only && !fetch.destructive);
+    let save = hints("save");
+    assert!(
+        save.destructive && !save.read_only && save.idempotent,
+        "{save:?}"
+    );
+}
+
+#[test]
+fn bad_meta_declarations_are_load_errors_at_the_call() {
+    let s = Scripts::new(&[(
+        "t.rhai",
+        r#"tool("a").handler(|args| 1)
+    .annotations(#{ read_only: true, sneaky: true });
+tool("b").handler(|args| 1)
+    .returns("integr");
+tool("c").handler(|args| 1)
+    .annotations(#{ destructive: "yes" });
+tool("d").handler(|args| 1)
+    .returns(#{ type: "string", pattern: "(" });
+"#,
+    )]);
+    let host = s.host();
+    let errors = s.errors(&host).join("\n");
+    assert!(
+        errors.contains("DIR/t.rhai:2:6: tool \"a\": annotations: unknown annotation \"sneaky\" (known: read_only, destructive, idempotent, open_world)"),
+        "{errors}"
+    );
+    assert!(
+        errors.contains("DIR/t.rhai:4:6: tool \"b\"") && errors.contains("integr"),
+        "{errors}"
+    );
+    assert!(
+        errors.contains("DIR/t.rhai:6:6: tool \"c\": annotations: annotation \"destructive\" must be true or false"),
+        "{errors}"
+    );
+    assert!(
+        errors.contains("DIR/t.rhai:8:6: tool \"d\"") && errors.contains("regex"),
+        "{errors}"
+    );
+}
+
+/// `kiln mcp` over stdio: JSON-RPC requests in, the reply to each out.
+struct Stdio2 {
+    child: std::process::Child,
+    stdin: std::process::ChildStdin,
+    out: std::io::Lines<BufReader<std::process::ChildStdout>>,
+}
+
+impl Stdio2 {
+    fn start(dir: &std::path::Path) -> Stdio2 {
+        let mut child = Command::new(kiln_bin())
+            .args([
+                "mcp",
+                "--no-stdlib",
+                "--scripts",
+                ".",
+                "--caps",
+                "net,fs.write",
+            ])
+            .current_dir(dir)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("start kiln mcp");
+        let stdin = child.stdin.take().expect("stdin");
+        let out = BufReader::new(child.stdout.take().expect("stdout")).lines();
+        let mut s = Stdio2 { child, stdin, out };
+        s.rpc(
+            0,
+            "initialize",
+            json!({"protocolVersion": "2025-11-25", "capabilities": {},
+            "clientInfo": {"name": "raw", "version": "0"}}),
+        );
+        s
+    }
+
+    fn rpc(&mut self, id: u32, method: &str, params: Value) -> Value {
+        let msg = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+        writeln!(self.stdin, "{msg}").expect("send");
+        loop {
+            let line = self.out.next().expect("a message").expect("read");
+            let v: Value = serde_json::from_str(&line).unwrap_or_else(|e| panic!("{line:?}: {e}"));
+            if v["id"] == id {
+                return v;
+            }
+        }
+    }
+}
+
+impl Drop for Stdio2 {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[test]
+fn mcp_serves_title_output_schema_annotations_and_structured_content() {
+    let scripts = Scripts::new(&[("tools.rhai", META_TOOLS)]);
+    let mut mcp = Stdio2::start(scripts.path());
+    let listed = mcp.rpc(1, "tools/list", json!({}));
+    let tools = listed["result"]["tools"].as_array().expect("tools").clone();
+    let find = |name: &str| {
+        tools
+            .iter()
+            .find(|t| t["name"] == name)
+            .unwrap_or_else(|| panic!("{name} in {listed}"))
+            .clone()
+    };
+    let sum = find("sum");
+    assert_eq!(sum["title"], "Sum of two numbers");
+    assert_eq!(sum["outputSchema"]["properties"]["sum"]["type"], "integer");
+    assert_eq!(sum["outputSchema"]["required"], json!(["sum"]));
+    assert_eq!(
+        sum["annotations"],
+        json!({"readOnlyHint": true, "destructiveHint": false, "idempotentHint": true, "openWorldHint": false})
+    );
+    let save = find("save");
+    assert_eq!(save["annotations"]["destructiveHint"], true);
+    assert_eq!(save["annotations"]["idempotentHint"], true);
+    assert_eq!(find("fetch")["annotations"]["openWorldHint"], true);
+    // On the 2025-11-25 revision an output schema must be an object: a bare integer's is left out.
+    assert!(
+        find("count").get("outputSchema").is_none(),
+        "{}",
+        find("count")
+    );
+
+    let called = mcp.rpc(
+        2,
+        "tools/call",
+        json!({"name": "sum", "arguments": {"a": 2, "b": 40}}),
+    );
+    assert_eq!(
+        called["result"]["structuredContent"],
+        json!({"sum": 42}),
+        "{called}"
+    );
+    assert_eq!(called["result"]["isError"], false);
+    let lied = mcp.rpc(3, "tools/call", json!({"name": "liar", "arguments": {}}));
+    assert_eq!(lied["result"]["isError"], true, "{lied}");
+    let text = lied["result"]["content"][0]["text"].as_str().unwrap_or("");
+    assert!(
+        text.contains("invalid_output") && text.contains("/sum"),
+        "{text}"
+    );
+}
+
+#[test]
+fn a_native_tools_output_schema_is_checked_too() {
+    let host = kiln::Host::builder()
+        .stdlib(false)
+        .tool(
+            kiln::NativeTool::new("half", |args: Value, _ctx: &kiln::CallContext| async move {
+                Ok(json!(args["n"].as_i64().unwrap_or(0) as f64 / 2.0))
+            })
+            .param("n", "integer", json!({}))
+            .title("Half")
+            .output_schema(json!({"type": "integer"})),
+        )
+        .build()
+        .expect("host");
+    assert!(host.load_errors().is_empty(), "{:?}", host.load_errors());
+    assert_eq!(
+        host.tool("half").expect("tool").meta.title.as_deref(),
+        Some("Half")
+    );
+    let even = call(&host, "half", json!({"n": 4}), &[]);
+    assert_eq!(
+        even.result.expect("2.0 is an integer in JSON Schema"),
+        json!(2.0)
+    );
+    let (kind, message) = failure(&call(&host, "half", json!({"n": 3}), &[]));
+    assert_eq!(kind, "invalid_output");
+    assert!(
+        message.contains("/: 1.5 is not of type \"integer\""),
+        "{message}"
+    );
+}
