@@ -78,9 +78,11 @@ mod api;
 pub mod bench {
     pub use crate::provider::sse::SseDecoder;
 }
+mod call_events;
 mod capability;
 #[doc(hidden)]
 pub mod cli;
+pub mod content;
 mod context;
 mod convert;
 mod db;
@@ -114,7 +116,9 @@ pub use agent::{
     RunOptions, RunReport, StepFuture, StepJournal, StepWork, ToolCallRecord,
 };
 pub use api::{CallOptions, Event, HostBuilder, RunStream, WatchHandle};
+pub use call_events::{CallObserver, LogLevel};
 pub use capability::{Capability, Grant, GrantMode, Grants};
+pub use content::Content;
 pub use context::CallContext;
 pub use egress::resolver::{Lookup, NameResolver};
 pub use egress::tls::{

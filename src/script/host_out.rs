@@ -1,0 +1,170 @@
+//! What a script sends its caller besides a plain value: content blocks (`image`, `audio`,
+//! `resource`, `resource_blob`, returned alone or in a list with text), `progress(...)` and
+//! `log(level, msg)`. None reaches outside the tool, so none needs a capability; progress and
+//! log messages are bounded by [`crate::call_events`].
+
+use super::host_fns;
+use crate::call_events::{self, LogLevel};
+use crate::content::{self, Content};
+use crate::tool::{FailureKind, ToolFailure};
+use rhai::{Dynamic, Engine, EvalAltResult, Position};
+use serde_json::Value;
+
+/// The value thrown by a content constructor given something it cannot use.
+#[derive(Debug, Clone)]
+pub struct BadContent(pub String);
+
+/// The failure a bad content block becomes: `invalid_output`, naming what is wrong.
+pub(crate) fn invalid_output(msg: &str) -> ToolFailure {
+    ToolFailure::visible(
+        FailureKind::InvalidOutput,
+        format!("Tool failed (invalid_output): {msg}"),
+    )
+}
+
+fn bad(msg: String) -> Box<EvalAltResult> {
+    EvalAltResult::ErrorRuntime(Dynamic::from(BadContent(msg)), Position::NONE).into()
+}
+
+/// A handler's result as JSON: a content block, or a list holding at least one (its strings
+/// become text blocks), is a content result; anything else converts as is.
+pub(crate) fn result_json(value: &Dynamic) -> Result<Value, ToolFailure> {
+    let value = value.flatten_clone();
+    if let Some(block) = value.read_lock::<Content>() {
+        return Ok(content::to_result(std::slice::from_ref(&*block)));
+    }
+    if let Some(items) = value.read_lock::<rhai::Array>()
+        && items.iter().any(|i| i.is::<Content>())
+    {
+        let blocks = items
+            .iter()
+            .enumerate()
+            .map(|(n, item)| {
+                if let Some(block) = item.read_lock::<Content>() {
+                    Ok(block.clone())
+                } else if let Some(text) = item.read_lock::<rhai::ImmutableString>() {
+                    Ok(Content::text(text.as_str()))
+                } else {
+                    Err(invalid_output(&format!(
+                        "item {n} of the result is {}: a list with content blocks holds only strings and blocks (image(), audio(), resource(), resource_blob())",
+                        item.type_name()
+                    )))
+                }
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        return Ok(content::to_result(&blocks));
+    }
+    crate::convert::to_json(&value).map_err(|e| {
+        ToolFailure::sanitized(FailureKind::Runtime, format!("result is not JSON: {e}"))
+    })
+}
+
+/// Argument `name` of `func` as a string.
+fn string(func: &str, name: &str, value: &Dynamic) -> Result<String, Box<EvalAltResult>> {
+    value
+        .read_lock::<rhai::ImmutableString>()
+        .map(|s| s.to_string())
+        .ok_or_else(|| {
+            bad(format!(
+                "{func}(): {name} must be a string, not {}",
+                value.type_name()
+            ))
+        })
+}
+
+/// A block checked now, so the error points at the line that built it.
+fn checked(func: &str, block: Content) -> Result<Content, Box<EvalAltResult>> {
+    block.check().map_err(|e| bad(format!("{func}(): {e}")))?;
+    Ok(block)
+}
+
+/// Argument `name` of `progress` as a number.
+fn number(name: &str, value: &Dynamic) -> Result<f64, Box<EvalAltResult>> {
+    if let Ok(i) = value.as_int() {
+        return Ok(i as f64);
+    }
+    value
+        .as_float()
+        .map_err(|t| format!("progress(): {name} must be a number, not {t}").into())
+}
+
+fn progress(
+    done: &Dynamic,
+    total: Option<&Dynamic>,
+    msg: Option<&str>,
+) -> Result<(), Box<EvalAltResult>> {
+    let done = number("done", done)?;
+    let total = total.map(|t| number("total", t)).transpose()?;
+    let events = host_fns::current_events();
+    call_events::progress(events.as_deref(), done, total, msg).map_err(|e| e.into())
+}
+
+fn log(level: &str, msg: &str) -> Result<(), Box<EvalAltResult>> {
+    let level = LogLevel::parse(level).ok_or_else(|| {
+        let names: Vec<&str> = LogLevel::ALL.iter().map(|l| l.as_str()).collect();
+        format!(
+            "log(): unknown level \"{level}\" (one of {})",
+            names.join(", ")
+        )
+    })?;
+    let events = host_fns::current_events();
+    call_events::log(events.as_deref(), level, msg);
+    Ok(())
+}
+
+/// Registers the content constructors, `progress` and `log`.
+pub fn register(engine: &mut Engine) {
+    engine.register_type_with_name::<Content>("Content");
+    engine.register_fn("to_string", |c: &mut Content| {
+        content::render_text(std::slice::from_ref(c))
+    });
+    engine.register_fn("to_debug", |c: &mut Content| format!("{c:?}"));
+    engine.register_type_with_name::<BadContent>("BadContent");
+    engine.register_fn("to_string", |e: &mut BadContent| e.0.clone());
+
+    engine.register_fn("image", |data: Dynamic, mime: Dynamic| {
+        let (data, mime) = (
+            string("image", "data", &data)?,
+            string("image", "mime", &mime)?,
+        );
+        checked("image", Content::image(data, mime))
+    });
+    engine.register_fn("audio", |data: Dynamic, mime: Dynamic| {
+        let (data, mime) = (
+            string("audio", "data", &data)?,
+            string("audio", "mime", &mime)?,
+        );
+        checked("audio", Content::audio(data, mime))
+    });
+    engine.register_fn("resource", |uri: Dynamic, text: Dynamic, mime: Dynamic| {
+        let f = "resource";
+        let (uri, text) = (string(f, "uri", &uri)?, string(f, "text", &text)?);
+        checked(
+            f,
+            Content::resource_text(uri, text, &string(f, "mime", &mime)?),
+        )
+    });
+    engine.register_fn(
+        "resource_blob",
+        |uri: Dynamic, blob: Dynamic, mime: Dynamic| {
+            let f = "resource_blob";
+            let (uri, blob) = (string(f, "uri", &uri)?, string(f, "blob", &blob)?);
+            checked(
+                f,
+                Content::resource_blob(uri, blob, &string(f, "mime", &mime)?),
+            )
+        },
+    );
+
+    engine.register_fn("progress", |done: Dynamic| progress(&done, None, None));
+    engine.register_fn("progress", |done: Dynamic, total: Dynamic| {
+        progress(&done, Some(&total), None)
+    });
+    engine.register_fn("progress", |done: Dynamic, total: Dynamic, msg: &str| {
+        progress(&done, Some(&total), Some(msg))
+    });
+    engine.register_fn("log", log);
+    engine.register_fn("log", |level: &str, msg: Dynamic| {
+        log(level, &msg.to_string())
+    });
+}
