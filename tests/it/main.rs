@@ -18,6 +18,7 @@ mod mcp;
 mod mcp_conformance;
 mod mcp_mount;
 mod mcp_peers;
+mod mcp_tool_output;
 mod peers;
 mod pipeline;
 mod pipes;
