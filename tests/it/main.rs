@@ -17,6 +17,7 @@ mod library;
 mod mcp;
 mod mcp_conformance;
 mod mcp_mount;
+mod mcp_output_peers;
 mod mcp_peers;
 mod mcp_tool_output;
 mod peers;

@@ -12,7 +12,8 @@ use std::sync::{Arc, Mutex};
 
 const PNG: &str = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==";
 
-const TOOLS: &str = r#"
+/// Tools that return content, report progress and log (the Python SDK drives them too).
+pub const TOOLS: &str = r#"
 const PNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==";
 
 tool("pic").description("An image").handler(|args| image(PNG, "image/png"));
