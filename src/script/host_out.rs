@@ -7,7 +7,7 @@ use super::host_fns;
 use crate::call_events::{self, LogLevel};
 use crate::content::{self, Content};
 use crate::tool::{FailureKind, ToolFailure};
-use rhai::{Dynamic, Engine, EvalAltResult, Position};
+use rhai::{Dynamic, Engine, EvalAltResult, FuncRegistration, Position};
 use serde_json::Value;
 
 /// The value thrown by a content constructor given something it cannot use.
@@ -122,49 +122,83 @@ pub fn register(engine: &mut Engine) {
     engine.register_type_with_name::<BadContent>("BadContent");
     engine.register_fn("to_string", |e: &mut BadContent| e.0.clone());
 
-    engine.register_fn("image", |data: Dynamic, mime: Dynamic| {
-        let (data, mime) = (
-            string("image", "data", &data)?,
-            string("image", "mime", &mime)?,
-        );
-        checked("image", Content::image(data, mime))
-    });
-    engine.register_fn("audio", |data: Dynamic, mime: Dynamic| {
-        let (data, mime) = (
-            string("audio", "data", &data)?,
-            string("audio", "mime", &mime)?,
-        );
-        checked("audio", Content::audio(data, mime))
-    });
-    engine.register_fn("resource", |uri: Dynamic, text: Dynamic, mime: Dynamic| {
-        let f = "resource";
-        let (uri, text) = (string(f, "uri", &uri)?, string(f, "text", &text)?);
-        checked(
-            f,
-            Content::resource_text(uri, text, &string(f, "mime", &mime)?),
-        )
-    });
-    engine.register_fn(
-        "resource_blob",
-        |uri: Dynamic, blob: Dynamic, mime: Dynamic| {
+    FuncRegistration::new("image")
+        .with_params_info(["data: string", "mime: string", "Content"])
+        .with_comments(["/// An image content block: `data` base64, `mime` such as \"image/png\"."])
+        .register_into_engine(engine, |data: Dynamic, mime: Dynamic| {
+            let (data, mime) = (
+                string("image", "data", &data)?,
+                string("image", "mime", &mime)?,
+            );
+            checked("image", Content::image(data, mime))
+        });
+    FuncRegistration::new("audio")
+        .with_params_info(["data: string", "mime: string", "Content"])
+        .with_comments(["/// An audio content block: `data` base64, `mime` such as \"audio/wav\"."])
+        .register_into_engine(engine, |data: Dynamic, mime: Dynamic| {
+            let (data, mime) = (
+                string("audio", "data", &data)?,
+                string("audio", "mime", &mime)?,
+            );
+            checked("audio", Content::audio(data, mime))
+        });
+    FuncRegistration::new("resource")
+        .with_params_info(["uri: string", "text: string", "mime: string", "Content"])
+        .with_comments(["/// An embedded text resource: its URI, its text and media type."])
+        .register_into_engine(engine, |uri: Dynamic, text: Dynamic, mime: Dynamic| {
+            let f = "resource";
+            let (uri, text) = (string(f, "uri", &uri)?, string(f, "text", &text)?);
+            checked(
+                f,
+                Content::resource_text(uri, text, &string(f, "mime", &mime)?),
+            )
+        });
+    FuncRegistration::new("resource_blob")
+        .with_params_info(["uri: string", "blob: string", "mime: string", "Content"])
+        .with_comments([
+            "/// An embedded binary resource: its URI, its bytes (base64) and media type.",
+        ])
+        .register_into_engine(engine, |uri: Dynamic, blob: Dynamic, mime: Dynamic| {
             let f = "resource_blob";
             let (uri, blob) = (string(f, "uri", &uri)?, string(f, "blob", &blob)?);
             checked(
                 f,
                 Content::resource_blob(uri, blob, &string(f, "mime", &mime)?),
             )
-        },
-    );
+        });
 
-    engine.register_fn("progress", |done: Dynamic| progress(&done, None, None));
-    engine.register_fn("progress", |done: Dynamic, total: Dynamic| {
-        progress(&done, Some(&total), None)
-    });
-    engine.register_fn("progress", |done: Dynamic, total: Dynamic, msg: &str| {
-        progress(&done, Some(&total), Some(msg))
-    });
-    engine.register_fn("log", log);
-    engine.register_fn("log", |level: &str, msg: Dynamic| {
-        log(level, &msg.to_string())
-    });
+    let progress_doc = [
+        "/// Reports progress to the caller (an MCP client that sent a progress token); \
+        values must increase, and a flood is cut off.",
+    ];
+    FuncRegistration::new("progress")
+        .with_params_info(["done: number", "()"])
+        .with_comments(progress_doc)
+        .register_into_engine(engine, |done: Dynamic| progress(&done, None, None));
+    FuncRegistration::new("progress")
+        .with_params_info(["done: number", "total: number", "()"])
+        .with_comments(progress_doc)
+        .register_into_engine(engine, |done: Dynamic, total: Dynamic| {
+            progress(&done, Some(&total), None)
+        });
+    FuncRegistration::new("progress")
+        .with_params_info(["done: number", "total: number", "message: string", "()"])
+        .with_comments(progress_doc)
+        .register_into_engine(engine, |done: Dynamic, total: Dynamic, msg: &str| {
+            progress(&done, Some(&total), Some(msg))
+        });
+    let log_doc = [
+        "/// Logs to stderr and to the caller (an MCP client, at the level it chose): \
+        level is debug, info, notice, warning, error, critical, alert or emergency.",
+    ];
+    FuncRegistration::new("log")
+        .with_params_info(["level: string", "message: string", "()"])
+        .with_comments(log_doc)
+        .register_into_engine(engine, log);
+    FuncRegistration::new("log")
+        .with_params_info(["level: string", "message: ?", "()"])
+        .with_comments(log_doc)
+        .register_into_engine(engine, |level: &str, msg: Dynamic| {
+            log(level, &msg.to_string())
+        });
 }

@@ -399,3 +399,24 @@ fn a_native_tool_returns_content_and_reports_to_the_library_callers_observer() {
         failure.message
     );
 }
+
+#[test]
+fn kiln_definitions_describe_the_content_progress_and_log_functions() {
+    let scripts = Scripts::new(&[("out.rhai", TOOLS)]);
+    let out = kiln(
+        &["definitions", "--no-stdlib", "--scripts", ".", "-o", "k.d.rhai"],
+        scripts.path(),
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let defs = std::fs::read_to_string(scripts.path().join("k.d.rhai")).expect("definitions");
+    for signature in [
+        "fn image(data: string, mime: string) -> Content;",
+        "fn audio(data: string, mime: string) -> Content;",
+        "fn resource(uri: string, text: string, mime: string) -> Content;",
+        "fn resource_blob(uri: string, blob: string, mime: string) -> Content;",
+        "fn progress(done: number, total: number, message: string) -> ();",
+        "fn log(level: string, message: string) -> ();",
+    ] {
+        assert!(defs.contains(signature), "{signature} missing from:\n{defs}");
+    }
+}
