@@ -6,7 +6,7 @@
 //! increase is dropped (MCP requires it to increase).
 
 use std::sync::{Arc, Mutex};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 /// Longest message passed to an observer (longer ones are cut, with a note).
 pub const MAX_MESSAGE_CHARS: usize = 2000;
@@ -14,6 +14,21 @@ pub const MAX_MESSAGE_CHARS: usize = 2000;
 pub const BURST: f64 = 32.0;
 /// Notifications a call may send a second, beyond the burst.
 pub const PER_SECOND: f64 = 16.0;
+
+/// Questions a call may put to its caller's model (`sample(...)`).
+pub const MAX_SAMPLES: u32 = 8;
+
+/// A question a tool puts to its caller's model (`sample(prompt, #{ system, max_tokens })`).
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct SampleRequest {
+    /// The user message.
+    pub prompt: String,
+    /// A system prompt the tool asks for (the client may ignore it).
+    pub system: Option<String>,
+    /// The most tokens the answer may take.
+    pub max_tokens: u32,
+}
 
 /// How severe a log message is (syslog's levels, as MCP names them), least severe first.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -81,6 +96,12 @@ pub trait CallObserver: Send + Sync {
     fn progress(&self, progress: f64, total: Option<f64>, message: Option<String>);
     /// A log message of the tool.
     fn log(&self, level: LogLevel, message: String);
+    /// Asks the caller's model (MCP sampling) and waits up to `timeout` for its text answer;
+    /// `Err` says why there is none. Blocking (the tool waits for the answer). By default the
+    /// caller has no model to ask.
+    fn sample(&self, _request: &SampleRequest, _timeout: Duration) -> Result<String, String> {
+        Err("the caller has no model to ask".into())
+    }
 }
 
 /// A call's observer behind kiln's bounds (shared by the call's nested `call_tool` calls).
@@ -94,6 +115,7 @@ struct Bounds {
     refilled: Instant,
     last_progress: Option<f64>,
     dropped: u64,
+    samples: u32,
 }
 
 impl CallEvents {
@@ -105,6 +127,7 @@ impl CallEvents {
                 refilled: Instant::now(),
                 last_progress: None,
                 dropped: 0,
+                samples: 0,
             }),
         }
     }
@@ -120,6 +143,24 @@ impl CallEvents {
         b.last_progress = Some(done);
         drop(b);
         self.observer.progress(done, total, message.map(cut));
+    }
+
+    /// Asks the caller's model, at most [`MAX_SAMPLES`] times a call.
+    pub(crate) fn sample(
+        &self,
+        request: &SampleRequest,
+        timeout: Duration,
+    ) -> Result<String, String> {
+        let admitted = self.bounds.lock().is_ok_and(|mut b| {
+            b.samples += 1;
+            b.samples <= MAX_SAMPLES
+        });
+        if !admitted {
+            return Err(format!(
+                "a call may ask the client's model at most {MAX_SAMPLES} times"
+            ));
+        }
+        self.observer.sample(request, timeout)
     }
 
     fn log(&self, level: LogLevel, message: &str) {

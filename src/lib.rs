@@ -116,7 +116,7 @@ pub use agent::{
     RunOptions, RunReport, StepFuture, StepJournal, StepWork, ToolCallRecord,
 };
 pub use api::{CallOptions, Event, HostBuilder, RunStream, WatchHandle};
-pub use call_events::{CallObserver, LogLevel};
+pub use call_events::{CallObserver, LogLevel, SampleRequest};
 pub use capability::{Capability, Grant, GrantMode, Grants};
 pub use content::Content;
 pub use context::CallContext;

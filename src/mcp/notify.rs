@@ -6,11 +6,11 @@
 
 #![allow(deprecated)] // MCP logging is deprecated by the 2026 revision but still served.
 
-use crate::call_events::{CallObserver, LogLevel};
+use crate::call_events::{CallObserver, LogLevel, SampleRequest};
 use rmcp::RoleServer;
 use rmcp::model::{
-    LoggingLevel, LoggingMessageNotificationParam, ProgressNotificationParam, ProgressToken,
-    ProtocolVersion,
+    CreateMessageRequestParams, LoggingLevel, LoggingMessageNotificationParam,
+    ProgressNotificationParam, ProgressToken, ProtocolVersion, SamplingMessage,
 };
 use rmcp::service::{Peer, RequestContext};
 use std::sync::{Arc, Mutex};
@@ -28,18 +28,30 @@ enum Note {
     Log(LoggingMessageNotificationParam),
 }
 
+/// A tool's question for the client's model, and where its answer goes.
+type Question = (
+    SampleRequest,
+    Duration,
+    std::sync::mpsc::SyncSender<Result<String, String>>,
+);
+
 /// The observer of one MCP tool call.
 pub(crate) struct McpObserver {
     tx: Mutex<Option<mpsc::Sender<Note>>>,
     token: Option<ProgressToken>,
     level: Option<LogLevel>,
     tool: String,
+    /// Why the client's model cannot be asked, if it cannot.
+    no_sampling: Option<String>,
+    questions: mpsc::Sender<Question>,
 }
 
-/// The sending side of one call: its observer and the task that sends.
+/// The sending side of one call: its observer, the task that sends, and the tool's questions
+/// for the client's model (asked from the call's own task, so they travel with the call).
 pub(crate) struct CallNotifier {
     pub(crate) observer: Arc<McpObserver>,
     task: JoinHandle<()>,
+    questions: mpsc::Receiver<Question>,
 }
 
 impl CallNotifier {
@@ -51,14 +63,38 @@ impl CallNotifier {
         session: Option<LogLevel>,
     ) -> Self {
         let (tx, rx) = mpsc::channel(QUEUE);
+        let (ask, questions) = mpsc::channel(1);
         let observer = Arc::new(McpObserver {
             tx: Mutex::new(Some(tx)),
             token: cx.meta.get_progress_token(),
             level: log_level(cx, session),
             tool: tool.to_string(),
+            no_sampling: no_sampling(cx),
+            questions: ask,
         });
         let task = tokio::spawn(send_all(cx.peer.clone(), rx));
-        CallNotifier { observer, task }
+        CallNotifier {
+            observer,
+            task,
+            questions,
+        }
+    }
+
+    /// Runs `call`, asking the client's model whatever the tool asks meanwhile.
+    pub(crate) async fn run<T>(
+        &mut self,
+        cx: &RequestContext<RoleServer>,
+        call: impl Future<Output = T>,
+    ) -> T {
+        tokio::pin!(call);
+        loop {
+            tokio::select! {
+                done = &mut call => return done,
+                Some((request, wait, answer)) = self.questions.recv() => {
+                    let _ = answer.try_send(ask_model(cx, request, wait).await);
+                }
+            }
+        }
     }
 
     /// Stops taking notifications and waits (bounded) until the queued ones are sent.
@@ -70,6 +106,61 @@ impl CallNotifier {
             tracing::warn!("a tool's notifications were not all sent before its answer");
         }
     }
+}
+
+/// Why this call's tool cannot ask the client's model, if it cannot.
+fn no_sampling(cx: &RequestContext<RoleServer>) -> Option<String> {
+    if cx
+        .protocol_version()
+        .is_some_and(|v| v >= ProtocolVersion::V_2026_07_28)
+    {
+        return Some(
+            "the client speaks the 2026-07-28 revision, where servers send no sampling requests"
+                .into(),
+        );
+    }
+    let supported = cx
+        .client_capabilities()
+        .is_some_and(|c| c.sampling.is_some());
+    (!supported).then(|| "the MCP client does not support sampling".to_string())
+}
+
+/// Asks the client's model (`sampling/createMessage`); its text answer.
+#[allow(deprecated)] // sampling is deprecated by the 2026 revision, still served to 2025 sessions
+async fn ask_model(
+    cx: &RequestContext<RoleServer>,
+    request: SampleRequest,
+    wait: Duration,
+) -> Result<String, String> {
+    let mut params = CreateMessageRequestParams::new(
+        vec![SamplingMessage::user_text(request.prompt)],
+        request.max_tokens,
+    );
+    params.system_prompt = request.system;
+    let asked = tokio::select! {
+        asked = tokio::time::timeout(wait, cx.peer.create_message(params)) => asked,
+        () = cx.ct.cancelled() => return Err("the call was cancelled".into()),
+    };
+    let result = match asked {
+        Err(_) => {
+            return Err(format!(
+                "the client's model did not answer within {} s",
+                wait.as_secs()
+            ));
+        }
+        Ok(Err(e)) => return Err(format!("the client did not answer: {e}")),
+        Ok(Ok(result)) => result,
+    };
+    let text: Vec<String> = result
+        .message
+        .content
+        .iter()
+        .filter_map(|b| b.as_text().map(|t| t.text.clone()))
+        .collect();
+    if text.is_empty() {
+        return Err("the client's model answered without text".into());
+    }
+    Ok(text.join("\n"))
 }
 
 async fn send_all(peer: Peer<RoleServer>, mut rx: mpsc::Receiver<Note>) {
@@ -137,6 +228,25 @@ impl McpObserver {
 }
 
 impl CallObserver for McpObserver {
+    fn sample(&self, request: &SampleRequest, timeout: Duration) -> Result<String, String> {
+        if let Some(why) = &self.no_sampling {
+            return Err(why.clone());
+        }
+        let (answer, answered) = std::sync::mpsc::sync_channel(1);
+        self.questions
+            .blocking_send((request.clone(), timeout, answer))
+            .map_err(|_| "the call has ended".to_string())?;
+        // The asking side has its own timeout; this one only guards against a lost answer.
+        answered
+            .recv_timeout(timeout + Duration::from_secs(1))
+            .map_err(|_| {
+                format!(
+                    "the client's model did not answer within {} s",
+                    timeout.as_secs()
+                )
+            })?
+    }
+
     fn progress(&self, progress: f64, total: Option<f64>, message: Option<String>) {
         let Some(token) = &self.token else { return };
         let mut p = ProgressNotificationParam::new(token.clone(), progress);

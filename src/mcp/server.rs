@@ -235,7 +235,7 @@ impl ServerHandler for McpServer {
         };
         let args = serde_json::Value::Object(req.arguments.unwrap_or_default());
         let session_level = self.log_level.lock().ok().and_then(|l| *l);
-        let notifier = CallNotifier::start(&name, &cx, session_level);
+        let mut notifier = CallNotifier::start(&name, &cx, session_level);
         let opts = CallOptions {
             grants: Some(grants),
             actor_id: actor(&cx),
@@ -243,7 +243,7 @@ impl ServerHandler for McpServer {
             observer: Some(notifier.observer.clone()),
             ..CallOptions::default()
         };
-        let outcome = self.host.call(&name, args, opts).await;
+        let outcome = notifier.run(&cx, self.host.call(&name, args, opts)).await;
         notifier.finish().await;
         let outcome = outcome.map_err(|e| ErrorData::invalid_params(e.to_string(), None))?;
         if let Err(f) = &outcome.result {

@@ -1,14 +1,17 @@
-//! What a script sends its caller besides a plain value: content blocks (`image`, `audio`,
-//! `resource`, `resource_blob`, returned alone or in a list with text), `progress(...)` and
-//! `log(level, msg)`. None reaches outside the tool, so none needs a capability; progress and
-//! log messages are bounded by [`crate::call_events`].
+//! What a script exchanges with its caller besides arguments and a plain value: content blocks
+//! (`image`, `audio`, `resource`, `resource_blob`, returned alone or in a list with text),
+//! `progress(...)` and `log(level, msg)` (no capability: none reaches outside the tool; bounded
+//! by [`crate::call_events`]), and `sample(prompt)`, which asks the calling MCP client's model
+//! and needs capability `sampling`.
 
 use super::host_fns;
-use crate::call_events::{self, LogLevel};
+use super::sandbox;
+use crate::call_events::{self, LogLevel, SampleRequest};
 use crate::content::{self, Content};
 use crate::tool::{FailureKind, ToolFailure};
 use rhai::{Dynamic, Engine, EvalAltResult, FuncRegistration, Position};
 use serde_json::Value;
+use std::time::Duration;
 
 /// The value thrown by a content constructor given something it cannot use.
 #[derive(Debug, Clone)]
@@ -99,6 +102,50 @@ fn progress(
     call_events::progress(events.as_deref(), done, total, msg).map_err(|e| e.into())
 }
 
+/// Default and largest `max_tokens` of `sample`.
+const SAMPLE_TOKENS: (i64, i64) = (512, 8192);
+/// How long `sample` waits for the client's model when the call has no deadline.
+const SAMPLE_WAIT: Duration = Duration::from_secs(120);
+
+/// `sample(prompt[, #{ system, max_tokens }])`: the caller's model's answer, as text.
+fn sample(prompt: &str, opts: rhai::Map) -> Result<String, Box<EvalAltResult>> {
+    host_fns::gate("sample", "sampling", "the client's model", |_| true)?;
+    let mut request = SampleRequest {
+        prompt: prompt.to_string(),
+        system: None,
+        max_tokens: SAMPLE_TOKENS.0 as u32,
+    };
+    for (key, value) in opts {
+        match key.as_str() {
+            "system" => request.system = Some(value.to_string()),
+            "max_tokens" => match value.as_int() {
+                Ok(n) if (1..=SAMPLE_TOKENS.1).contains(&n) => request.max_tokens = n as u32,
+                _ => {
+                    return Err(format!(
+                        "sample(): max_tokens must be an integer from 1 to {}",
+                        SAMPLE_TOKENS.1
+                    )
+                    .into());
+                }
+            },
+            other => {
+                return Err(
+                    format!("sample(): unknown option \"{other}\" (system, max_tokens)").into(),
+                );
+            }
+        }
+    }
+    let refused =
+        |why: &str| host_fns::denied(format!("sample(\"the client's model\") refused: {why}"));
+    let events = host_fns::current_events().ok_or_else(|| {
+        refused("only a tool called by an MCP client that supports sampling can ask its model (not kiln call, an agent run or the HTTP API)")
+    })?;
+    let timeout = sandbox::remaining().map_or(SAMPLE_WAIT, |left| left.min(SAMPLE_WAIT));
+    let answer = events.sample(&request, timeout).map_err(|e| refused(&e));
+    sandbox::check_stop()?;
+    answer
+}
+
 fn log(level: &str, msg: &str) -> Result<(), Box<EvalAltResult>> {
     let level = LogLevel::parse(level).ok_or_else(|| {
         let names: Vec<&str> = LogLevel::ALL.iter().map(|l| l.as_str()).collect();
@@ -187,6 +234,19 @@ pub fn register(engine: &mut Engine) {
         .register_into_engine(engine, |done: Dynamic, total: Dynamic, msg: &str| {
             progress(&done, Some(&total), Some(msg))
         });
+    let sample_doc = [
+        "/// Asks the model of the MCP client that called the tool (MCP sampling) and returns its \
+        text answer; needs capability \"sampling\" and a client that supports it. Options: \
+        system, max_tokens.",
+    ];
+    FuncRegistration::new("sample")
+        .with_params_info(["prompt: string", "string"])
+        .with_comments(sample_doc)
+        .register_into_engine(engine, |prompt: &str| sample(prompt, rhai::Map::new()));
+    FuncRegistration::new("sample")
+        .with_params_info(["prompt: string", "options: map", "string"])
+        .with_comments(sample_doc)
+        .register_into_engine(engine, sample);
     let log_doc = [
         "/// Logs to stderr and to the caller (an MCP client, at the level it chose): \
         level is debug, info, notice, warning, error, critical, alert or emergency.",

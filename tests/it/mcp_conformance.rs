@@ -84,6 +84,13 @@ tool("test_tool_with_progress")
         "Progress test completed"
     });
 
+// Asks the client's model (granted "sampling").
+tool("test_sampling")
+    .description("Asks the client's model")
+    .param("prompt", "string")
+    .requires(["sampling"])
+    .handler(|args| `LLM response: ${sample(args.prompt, #{ max_tokens: 100 })}`);
+
 // Its capability is granted with --ask: kiln asks the client (elicitation/create) first.
 tool("test_elicitation")
     .description("Writes a note after the person behind the client approves")
@@ -92,12 +99,11 @@ tool("test_elicitation")
     .handler(|args| { store_set("conformance", "last", args.message); "User response: approved" });
 "##;
 
-/// Scenarios for what kiln does not offer: it asks the client only to approve `ask` grants (no
-/// sampling, no forms of a tool's own), and offers no completions, resources or prompts; and no
-/// tool controls its own transport stream.
+/// Scenarios for what kiln does not offer: it asks the client's model (sampling) and asks the
+/// client to approve `ask` grants, but shows no forms of a tool's own; it offers no
+/// completions, resources or prompts; and no tool controls its own transport stream.
 const NOT_OFFERED: &[&str] = &[
     "completion-complete",
-    "tools-call-sampling",
     "elicitation-sep1034-defaults",
     "elicitation-sep1330-enums",
     // Its checks pass, with a warning the baseline counts: the everything server's
@@ -140,7 +146,7 @@ fn mcp_conformance_suite_passes_every_scenario_kiln_offers() {
             "--scripts",
             ".",
             "--caps",
-            "store:conformance",
+            "store:conformance,sampling",
             "--ask",
             "store",
         ],

@@ -404,7 +404,14 @@ fn a_native_tool_returns_content_and_reports_to_the_library_callers_observer() {
 fn kiln_definitions_describe_the_content_progress_and_log_functions() {
     let scripts = Scripts::new(&[("out.rhai", TOOLS)]);
     let out = kiln(
-        &["definitions", "--no-stdlib", "--scripts", ".", "-o", "k.d.rhai"],
+        &[
+            "definitions",
+            "--no-stdlib",
+            "--scripts",
+            ".",
+            "-o",
+            "k.d.rhai",
+        ],
         scripts.path(),
     );
     assert!(out.status.success(), "{}", stderr(&out));
@@ -417,6 +424,9 @@ fn kiln_definitions_describe_the_content_progress_and_log_functions() {
         "fn progress(done: number, total: number, message: string) -> ();",
         "fn log(level: string, message: string) -> ();",
     ] {
-        assert!(defs.contains(signature), "{signature} missing from:\n{defs}");
+        assert!(
+            defs.contains(signature),
+            "{signature} missing from:\n{defs}"
+        );
     }
 }
