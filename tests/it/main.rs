@@ -19,6 +19,7 @@ mod mcp_conformance;
 mod mcp_mount;
 mod mcp_output_peers;
 mod mcp_peers;
+mod mcp_sampling;
 mod mcp_tool_output;
 mod peers;
 mod pipeline;

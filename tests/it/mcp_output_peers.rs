@@ -1,6 +1,7 @@
 //! The official Python MCP SDK (`mcp` 2.x) receives what kiln tools send besides a value:
 //! content blocks, progress for its progress token, and log messages at the level it asked for
-//! (`logging/setLevel` on 2025-11-25, per request on 2026-07-28, none unless asked on 2026).
+//! (`logging/setLevel` on 2025-11-25, per request on 2026-07-28, none unless asked on 2026), and
+//! its model's answers to `sample(...)` (2025-11-25; refused on 2026-07-28).
 //! Ignored by default (`pip install mcp==2.3.0`); `.ci/run` runs them with `-- --ignored`.
 
 use super::mcp::McpHttp;
@@ -32,6 +33,15 @@ fn drive(scripts: &Scripts, target: &str, mode: &str, level: &str) -> Value {
         json!([[1.0, 3.0, "first"], [2.0, 3.0, null], [3.0, 3.0, null]])
     );
     assert_eq!(v["chatty"], "logged");
+    let summary = v["summarize"].as_str().unwrap_or("");
+    if mode == "2025-11-25" {
+        assert_eq!(summary, "seen: a long story");
+    } else {
+        assert!(
+            summary.contains("refused: the client speaks the 2026-07-28 revision"),
+            "{summary}"
+        );
+    }
     v
 }
 
@@ -39,8 +49,21 @@ fn drive(scripts: &Scripts, target: &str, mode: &str, level: &str) -> Value {
 #[ignore = "needs the Python MCP SDK: pip install mcp==2.3.0 (run by .ci/run)"]
 fn mcp_output_peers_python_sdk_gets_content_progress_and_logs() {
     let scripts = Scripts::new(&[("out.rhai", TOOLS)]);
-    let server = McpHttp::start(scripts.path(), &["--scripts", "."], &[]);
-    let stdio = json!([kiln_bin(), "mcp", "--no-stdlib", "--scripts", "."]).to_string();
+    let server = McpHttp::start(
+        scripts.path(),
+        &["--scripts", ".", "--caps", "sampling"],
+        &[],
+    );
+    let stdio = json!([
+        kiln_bin(),
+        "mcp",
+        "--no-stdlib",
+        "--scripts",
+        ".",
+        "--caps",
+        "sampling"
+    ]);
+    let stdio = stdio.to_string();
     let info_and_up = json!(["info=i", "warning=w", "error=e"]);
     for target in [server.url.as_str(), stdio.as_str()] {
         let legacy = drive(&scripts, target, "2025-11-25", "info");

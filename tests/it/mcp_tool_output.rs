@@ -47,6 +47,9 @@ tool("chatty").description("Logs at four levels").handler(|args| {
     "logged"
 });
 
+tool("summarize").description("Asks the client's model").param("text", "string")
+    .requires(["sampling"]).handler(|args| sample(args.text));
+
 tool("bad_log").description("Bad level").handler(|args| { log("loud", "x"); "no" });
 
 agent("viewer").description("Looks at the chart").provider("script").tools(["mixed"])

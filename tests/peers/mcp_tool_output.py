@@ -1,5 +1,5 @@
-"""Calls kiln tools that return content blocks, report progress and log, with the official Python
-MCP SDK (`mcp` 2.x), and prints what the SDK saw as JSON.
+"""Calls kiln tools that return content blocks, report progress, log and ask the client's model,
+with the official Python MCP SDK (`mcp` 2.x), and prints what the SDK saw as JSON.
 
 usage: mcp_tool_output.py TARGET MODE LEVEL
   TARGET: a JSON argv list to start kiln over stdio, or an http://127.0.0.1:PORT/mcp URL
@@ -9,6 +9,7 @@ usage: mcp_tool_output.py TARGET MODE LEVEL
 """
 import json, os, sys, warnings
 import anyio
+import mcp_types as t
 from mcp import Client, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 
@@ -28,6 +29,14 @@ async def main(target, mode, level):
     async def on_progress(progress, total, message):
         out["progress"].append([progress, total, message])
 
+    async def on_sample(context, params):
+        asked = params.messages[0].content.text
+        return t.CreateMessageResult(
+            role="assistant",
+            content=t.TextContent(type="text", text=f"seen: {asked}"),
+            model="peer-model",
+        )
+
     if target.startswith("http"):
         server = streamable_http_client(target)
     else:
@@ -39,6 +48,7 @@ async def main(target, mode, level):
         server,
         mode="legacy" if legacy else mode,
         logging_callback=on_log,
+        sampling_callback=on_sample,
         log_level=None if legacy else wanted,
     ) as c:
         out["protocol"] = c.protocol_version
@@ -50,6 +60,8 @@ async def main(target, mode, level):
         out["resource_uri"] = str(r.content[2].resource.uri)
         r = await c.call_tool("steps", {}, progress_callback=on_progress)
         out["steps"] = r.content[0].text
+        r = await c.call_tool("summarize", {"text": "a long story"})
+        out["summarize"] = r.content[0].text
         r = await c.call_tool("chatty", {})
         out["chatty"] = r.content[0].text
         if wanted:
