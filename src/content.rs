@@ -261,7 +261,7 @@ fn check_base64(field: &str, data: &str) -> Result<(), String> {
             char::from(bytes[at])
         ));
     }
-    if bytes.len() % 4 != 0 || bytes.len() - body > 2 {
+    if !bytes.len().is_multiple_of(4) || bytes.len() - body > 2 {
         return Err(format!(
             "{field} is not base64: {} characters with {} padding (a padded multiple of 4 is required)",
             bytes.len(),

@@ -233,9 +233,11 @@ impl CallObserver for McpObserver {
             return Err(why.clone());
         }
         let (answer, answered) = std::sync::mpsc::sync_channel(1);
+        // One question at a time (the tool waits for each answer), so a full queue means an
+        // earlier question outlived its wait.
         self.questions
-            .blocking_send((request.clone(), timeout, answer))
-            .map_err(|_| "the call has ended".to_string())?;
+            .try_send((request.clone(), timeout, answer))
+            .map_err(|_| "the client is still answering an earlier question".to_string())?;
         // The asking side has its own timeout; this one only guards against a lost answer.
         answered
             .recv_timeout(timeout + Duration::from_secs(1))
