@@ -433,3 +433,29 @@ fn kiln_definitions_describe_the_content_progress_and_log_functions() {
         );
     }
 }
+
+#[test]
+fn content_from_a_mounted_mcp_server_is_served_on_as_content() {
+    // kiln both ways: one `kiln mcp` mounted into another keeps the image a content block.
+    let scripts = Scripts::new(&[("out.rhai", TOOLS)]);
+    let inner = format!(
+        "inner={} mcp --no-stdlib --scripts {}",
+        kiln_bin().display(),
+        scripts.path().display()
+    );
+    let outer = tempfile::tempdir().expect("outer workspace");
+    let seen = stdio_messages(
+        outer.path(),
+        &["--mcp", &inner, "--caps", "mcp:inner"],
+        &session(vec![call("mixed", "inner__mixed", json!({}))]),
+    );
+    let mixed = answer(&seen, "mixed");
+    let types: Vec<&str> = mixed["content"]
+        .as_array()
+        .expect("content")
+        .iter()
+        .map(|b| b["type"].as_str().unwrap_or(""))
+        .collect();
+    assert_eq!(types, ["text", "image", "resource", "resource"], "{mixed}");
+    assert_eq!(mixed["content"][1]["data"], PNG);
+}
