@@ -200,6 +200,8 @@ pub struct CallOptions {
     pub timeout: Option<Duration>,
     /// Cancels the call.
     pub cancel: Option<CancellationToken>,
+    /// Receives the call's progress and log messages (bounded: see [`crate::CallObserver`]).
+    pub observer: Option<Arc<dyn crate::CallObserver>>,
 }
 
 impl Host {
@@ -361,6 +363,10 @@ impl Host {
         ctx.context = opts.context.clone();
         ctx.actor_id = opts.actor_id.clone();
         ctx.deadline = opts.timeout.map(|t| Instant::now() + t);
+        ctx.events = opts
+            .observer
+            .clone()
+            .map(|o| Arc::new(crate::call_events::CallEvents::new(o)));
         ctx
     }
 

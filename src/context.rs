@@ -41,6 +41,8 @@ pub struct CallContext {
     pub(crate) caller: Option<Arc<(String, Vec<crate::capability::Capability>)>>,
     /// The host, for what a handler runs beyond tools (a pipeline's agent nodes).
     pub(crate) host: Option<std::sync::Weak<crate::Host>>,
+    /// Where the call's progress and log messages go besides tracing (the door's observer).
+    pub(crate) events: Option<Arc<crate::call_events::CallEvents>>,
 }
 
 impl CallContext {
@@ -62,7 +64,26 @@ impl CallContext {
             registry: None,
             caller: None,
             host: None,
+            events: None,
         }
+    }
+
+    /// Reports progress, as `progress(done, total, message)` does in scripts: to the caller
+    /// when it listens (an MCP client that sent a progress token), else to tracing at debug.
+    /// `Err` says what is wrong with the numbers.
+    pub fn progress(
+        &self,
+        done: f64,
+        total: Option<f64>,
+        message: Option<&str>,
+    ) -> Result<(), String> {
+        crate::call_events::progress(self.events.as_deref(), done, total, message)
+    }
+
+    /// Logs a message, as `log(level, message)` does in scripts: to tracing (stderr), and to
+    /// the caller when it listens (an MCP client, at the level it chose).
+    pub fn log(&self, level: crate::call_events::LogLevel, message: &str) {
+        crate::call_events::log(self.events.as_deref(), level, message);
     }
 
     /// Calls another tool from a native tool's handler, under the same rules as `call_tool` in

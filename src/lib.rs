@@ -80,9 +80,11 @@ pub mod bench {
     /// The reload debounce (the reload bench's baseline watcher uses the same).
     pub use crate::reload::DEBOUNCE as RELOAD_DEBOUNCE;
 }
+mod call_events;
 mod capability;
 #[doc(hidden)]
 pub mod cli;
+pub mod content;
 mod context;
 mod convert;
 mod db;
@@ -116,7 +118,9 @@ pub use agent::{
     RunOptions, RunReport, StepFuture, StepJournal, StepWork, ToolCallRecord,
 };
 pub use api::{CallOptions, Event, HostBuilder, RunStream, WatchHandle};
+pub use call_events::{CallObserver, LogLevel, SampleRequest};
 pub use capability::{Capability, Grant, GrantMode, Grants};
+pub use content::Content;
 pub use context::CallContext;
 pub use egress::resolver::{Lookup, NameResolver};
 pub use egress::tls::{

@@ -290,10 +290,14 @@ impl ToolOutcome {
         }
     }
 
-    /// The text a model receives as the tool result.
+    /// The text a model receives as the tool result (content blocks as
+    /// [`crate::content::render_text`] renders them).
     pub fn model_text(&self) -> String {
         match &self.result {
             Ok(Value::String(s)) => s.clone(),
+            Ok(v) if let Some(Ok(blocks)) = crate::content::from_result(v) => {
+                crate::content::render_text(&blocks)
+            }
             Ok(v) => v.to_string(),
             Err(f) => f.message.clone(),
         }
@@ -404,6 +408,7 @@ impl Tool {
             let result = self
                 .handler
                 .call(self, args, ctx, deadline)
+                .and_then(check_content)
                 .and_then(|v| self.check_output(v))
                 .map(limit_result);
             let retryable = matches!(&result, Err(f) if f.kind.is_retryable());
@@ -510,6 +515,15 @@ impl Tool {
     fn deadline(&self, ctx: &CallContext) -> Instant {
         let deadline = Instant::now() + self.timeout;
         ctx.deadline.map_or(deadline, |d| d.min(deadline))
+    }
+}
+
+/// A content result (`{"$content": [...]}`) must hold well-formed blocks: one that does not
+/// is an `invalid_output` failure naming the block and what is wrong.
+fn check_content(value: Value) -> Result<Value, ToolFailure> {
+    match crate::content::from_result(&value) {
+        Some(Err(e)) => Err(crate::script::host_out::invalid_output(&e)),
+        _ => Ok(value),
     }
 }
 

@@ -1,7 +1,8 @@
 //! Conversions between kiln's tools and results and MCP's, in both directions.
 
+use crate::content::{self, Content, Resource};
 use crate::tool::{Tool, ToolFailure, ToolOutcome};
-use rmcp::model::{CallToolResult, ContentBlock, ToolAnnotations};
+use rmcp::model::{CallToolResult, ContentBlock, ResourceContents, ToolAnnotations};
 use serde_json::{Value, json};
 use std::sync::Arc;
 
@@ -66,12 +67,15 @@ fn annotations(tool: &Tool) -> ToolAnnotations {
         .open_world(h.open_world)
 }
 
-/// A kiln outcome as an MCP result: objects, and any result of a tool that declares
-/// `.returns`, are `structuredContent` (with their text as content); other values are text; a
-/// failure is an `isError` result carrying kiln's message (for an argument error, each
-/// violation with its path).
+/// A kiln outcome as an MCP result: a content result is its blocks; objects, and any result of
+/// a tool that declares `.returns`, are `structuredContent` (with their text as content); other
+/// values are text; a failure is an `isError` result carrying kiln's message (for an argument
+/// error, each violation with its path).
 pub(crate) fn outcome_to_mcp(outcome: &ToolOutcome, declared: bool) -> CallToolResult {
     match &outcome.result {
+        Ok(v) if let Some(Ok(blocks)) = content::from_result(v) => {
+            CallToolResult::success(blocks.iter().map(block_to_mcp).collect())
+        }
         Ok(v @ Value::Object(_)) => CallToolResult::structured(v.clone()),
         Ok(v) if declared => {
             let mut result =
@@ -102,19 +106,89 @@ pub(crate) fn result_from_mcp(result: CallToolResult) -> Result<Value, ToolFailu
     Ok(value)
 }
 
+/// An MCP server's blocks as a kiln value: text alone is one string; with images, audio or
+/// embedded resources it is a content result (so a model reads them as text, and kiln's own
+/// MCP clients get the blocks back). Resource links become text naming the link.
 fn content_value(blocks: &[ContentBlock]) -> Value {
-    let mut texts = Vec::new();
-    let mut others = Vec::new();
-    for block in blocks {
-        match block.as_text() {
-            Some(t) => texts.push(t.text.clone()),
-            // Images, audio and resources are passed on as their JSON (a model reads it).
-            None => others.push(serde_json::to_value(block).unwrap_or(Value::Null)),
+    let ours: Vec<Content> = blocks.iter().map(block_from_mcp).collect();
+    if ours.iter().all(|b| matches!(b, Content::Text { .. })) {
+        let texts: Vec<String> = ours
+            .into_iter()
+            .filter_map(|b| match b {
+                Content::Text { text } => Some(text),
+                _ => None,
+            })
+            .collect();
+        return Value::String(texts.join("\n"));
+    }
+    content::to_result(&ours)
+}
+
+/// A kiln content block as MCP's.
+fn block_to_mcp(block: &Content) -> ContentBlock {
+    match block {
+        Content::Text { text } => ContentBlock::text(text.clone()),
+        Content::Image { data, mime_type } => ContentBlock::image(data.clone(), mime_type.clone()),
+        Content::Audio { data, mime_type } => ContentBlock::audio(data.clone(), mime_type.clone()),
+        Content::Resource { resource: r } => {
+            let contents = match (&r.text, &r.blob) {
+                (Some(text), _) => ResourceContents::text(text.clone(), r.uri.clone()),
+                (None, blob) => {
+                    ResourceContents::blob(blob.clone().unwrap_or_default(), r.uri.clone())
+                }
+            };
+            let contents = match &r.mime_type {
+                Some(mime) => contents.with_mime_type(mime.clone()),
+                None => contents,
+            };
+            ContentBlock::resource(contents)
         }
     }
-    if others.is_empty() {
-        Value::String(texts.join("\n"))
-    } else {
-        json!({"text": texts.join("\n"), "content": others})
+}
+
+/// An MCP block as kiln's (annotations dropped; a resource link as text).
+fn block_from_mcp(block: &ContentBlock) -> Content {
+    if let Some(t) = block.as_text() {
+        return Content::text(t.text.clone());
     }
+    if let Some(i) = block.as_image() {
+        return Content::image(i.data.clone(), i.mime_type.clone());
+    }
+    if let Some(a) = block.as_audio() {
+        return Content::audio(a.data.clone(), a.mime_type.clone());
+    }
+    if let Some(e) = block.as_resource() {
+        let resource = match &e.resource {
+            ResourceContents::TextResourceContents {
+                uri,
+                mime_type,
+                text,
+                ..
+            } => Resource {
+                uri: uri.clone(),
+                mime_type: mime_type.clone(),
+                text: Some(text.clone()),
+                blob: None,
+            },
+            ResourceContents::BlobResourceContents {
+                uri,
+                mime_type,
+                blob,
+                ..
+            } => Resource {
+                uri: uri.clone(),
+                mime_type: mime_type.clone(),
+                text: None,
+                blob: Some(blob.clone()),
+            },
+            _ => return described(block),
+        };
+        return Content::Resource { resource };
+    }
+    described(block)
+}
+
+/// A resource link (or a block this version does not know), as JSON text.
+fn described(block: &ContentBlock) -> Content {
+    Content::text(serde_json::to_string(block).unwrap_or_default())
 }

@@ -63,7 +63,7 @@ pub fn router(server: McpServer, opts: HttpOptions) -> axum::Router {
         .with_allowed_hosts(hosts)
         .with_allowed_origins(origins);
     let service = StreamableHttpService::new(
-        move || Ok(server.clone()),
+        move || Ok(server.for_session()),
         LocalSessionManager::default().into(),
         config,
     );

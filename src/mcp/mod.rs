@@ -7,6 +7,7 @@ mod ask;
 mod convert;
 mod http;
 pub mod mount;
+mod notify;
 mod server;
 mod servers;
 mod spec;

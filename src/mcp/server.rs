@@ -4,9 +4,11 @@
 use super::McpError;
 use super::ask::{self, Approval};
 use super::convert::{agent_to_mcp, outcome_to_mcp, tool_to_mcp};
+use super::notify::{self, CallNotifier};
 use crate::Host;
 use crate::agent::RunOptions;
 use crate::api::CallOptions;
+use crate::call_events::LogLevel;
 use crate::capability::Grants;
 use rmcp::model::{
     CacheScope, CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock,
@@ -15,7 +17,7 @@ use rmcp::model::{
 };
 use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
 use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use tokio::sync::broadcast;
 
 /// Serves a host's tools over MCP. Cheap to clone: the HTTP transport makes one per session
@@ -26,6 +28,8 @@ pub struct McpServer {
     grants: Grants,
     agents: bool,
     changed: broadcast::Sender<()>,
+    /// The level this session's client set with `logging/setLevel` (one per session).
+    log_level: Arc<Mutex<Option<LogLevel>>>,
 }
 
 /// Agents offered as tools are named `ask_AGENT`.
@@ -40,6 +44,15 @@ impl McpServer {
             grants,
             agents: false,
             changed,
+            log_level: Arc::default(),
+        }
+    }
+
+    /// The server for a new session: the same tools and reload signal, its own log level.
+    pub(crate) fn for_session(&self) -> Self {
+        McpServer {
+            log_level: Arc::default(),
+            ..self.clone()
         }
     }
 
@@ -168,8 +181,12 @@ fn actor(cx: &RequestContext<RoleServer>) -> Option<String> {
 }
 
 impl ServerHandler for McpServer {
+    // `logging` is deprecated by the 2026 revision, which still lets a server send log
+    // messages a request asks for; tools' `log(...)` messages go there.
+    #[allow(deprecated)]
     fn get_info(&self) -> ServerConfig {
         let caps = ServerCapabilities::builder()
+            .enable_logging()
             .enable_tools()
             .enable_tool_list_changed()
             .build();
@@ -217,21 +234,36 @@ impl ServerHandler for McpServer {
             Err(answer) => return Ok(answer),
         };
         let args = serde_json::Value::Object(req.arguments.unwrap_or_default());
+        let session_level = self.log_level.lock().ok().and_then(|l| *l);
+        let mut notifier = CallNotifier::start(&name, &cx, session_level);
         let opts = CallOptions {
             grants: Some(grants),
             actor_id: actor(&cx),
             cancel: Some(cx.ct.clone()),
+            observer: Some(notifier.observer.clone()),
             ..CallOptions::default()
         };
-        let outcome = self
-            .host
-            .call(&name, args, opts)
-            .await
-            .map_err(|e| ErrorData::invalid_params(e.to_string(), None))?;
+        let outcome = notifier.run(&cx, self.host.call(&name, args, opts)).await;
+        notifier.finish().await;
+        let outcome = outcome.map_err(|e| ErrorData::invalid_params(e.to_string(), None))?;
         if let Err(f) = &outcome.result {
             tracing::info!(tool = %name, kind = f.kind.as_str(), detail = ?f.detail, "MCP call failed");
         }
         Ok(outcome_to_mcp(&outcome, tool.meta.returns.is_some()).into())
+    }
+
+    // Deprecated by the 2026 revision (which sets a level per request), still served to 2025
+    // sessions: the level applies to the session's later calls.
+    #[allow(deprecated)]
+    async fn set_level(
+        &self,
+        req: rmcp::model::SetLevelRequestParams,
+        _cx: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        if let Ok(mut level) = self.log_level.lock() {
+            *level = Some(notify::from_mcp(req.level));
+        }
+        Ok(())
     }
 
     // 2025-11-25 sessions get unscoped list_changed through their own peer. 2026 requests

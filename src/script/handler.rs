@@ -50,9 +50,7 @@ impl Handler for ScriptHandler {
             store_state(ctx, state);
         }
         match result {
-            Ok(value) => crate::convert::to_json(&value).map_err(|e| {
-                ToolFailure::sanitized(FailureKind::Runtime, format!("result is not JSON: {e}"))
-            }),
+            Ok(value) => super::host_out::result_json(&value),
             Err(err) => Err(classify(&err, &tool.loc.path)),
         }
     }
@@ -179,6 +177,10 @@ pub(crate) fn classify(err: &EvalAltResult, path: &str) -> ToolFailure {
             };
             ToolFailure::sanitized(kind, format!("{path}: {err}"))
         }
+        E::ErrorRuntime(value, _) if value.is::<super::host_out::BadContent>() => ToolFailure {
+            detail: Some(format!("{path}: {err}")),
+            ..super::host_out::invalid_output(&value.clone_cast::<super::host_out::BadContent>().0)
+        },
         E::ErrorRuntime(value, _) if value.is::<host_fns::DeniedValue>() => ToolFailure::visible(
             FailureKind::Denied,
             value.clone_cast::<host_fns::DeniedValue>().0,

@@ -93,6 +93,11 @@ pub(crate) fn current_context() -> Option<CallContext> {
     FRAMES.with(|s| s.borrow().last().map(|f| f.ctx.clone()))
 }
 
+/// Where the running call's progress and log messages go, if its door listens.
+pub(crate) fn current_events() -> Option<Arc<crate::call_events::CallEvents>> {
+    FRAMES.with(|s| s.borrow().last().and_then(|f| f.ctx.events.clone()))
+}
+
 /// The workspace of the running call.
 pub fn workspace() -> Option<std::path::PathBuf> {
     FRAMES.with(|s| s.borrow().last().map(|f| f.ctx.services.workspace.clone()))
@@ -274,12 +279,6 @@ pub fn register(engine: &mut Engine) {
             .unwrap_or(0.0)
     });
     engine.register_fn("now_iso", crate::script::math::now_iso);
-    engine.register_fn("log", |level: &str, msg: &str| match level {
-        "error" => tracing::error!(target: "kiln::script", "{msg}"),
-        "warn" => tracing::warn!(target: "kiln::script", "{msg}"),
-        "debug" => tracing::debug!(target: "kiln::script", "{msg}"),
-        _ => tracing::info!(target: "kiln::script", "{msg}"),
-    });
     engine.register_fn(
         "json_encode",
         |v: Dynamic| -> Result<String, Box<EvalAltResult>> {

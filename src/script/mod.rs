@@ -5,6 +5,7 @@ pub(crate) mod handler;
 pub mod host_fns;
 pub mod host_io;
 pub mod host_net;
+pub mod host_out;
 pub mod imports;
 pub mod loader;
 pub mod math;
@@ -66,5 +67,6 @@ pub fn engine_with_modules(
     dsl::register(&mut engine);
     host_fns::register(&mut engine);
     host_io::register(&mut engine);
+    host_out::register(&mut engine);
     engine
 }

@@ -12,6 +12,7 @@ pub fn capability_of(function: &str) -> Option<&'static str> {
         "write_file" => "fs.write",
         "env" => "env",
         "store_get" | "store_set" | "store_delete" | "store_list" => "store",
+        "sample" => "sampling",
         _ => return None,
     })
 }

@@ -42,6 +42,55 @@ tool("json_schema_2020_12_tool")
     })
     .handler(|args| "ok");
 
+// A 1x1 red pixel PNG, and a WAV file with no samples.
+const PNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==";
+const WAV = "UklGRiQAAABXQVZFZm10IBAAAAABAAEARKwAAIhYAQACABAAZGF0YQAAAAA=";
+
+tool("test_image_content")
+    .description("Returns an image")
+    .handler(|args| image(PNG, "image/png"));
+
+tool("test_audio_content")
+    .description("Returns audio")
+    .handler(|args| audio(WAV, "audio/wav"));
+
+tool("test_embedded_resource")
+    .description("Returns an embedded resource")
+    .handler(|args| resource("test://embedded-resource", "This is an embedded resource content.", "text/plain"));
+
+tool("test_multiple_content_types")
+    .description("Returns text, an image and a resource")
+    .handler(|args| [
+        "Multiple content types test:",
+        image(PNG, "image/png"),
+        resource("test://mixed-content-resource", `{"test":"data","value":123}`, "application/json"),
+    ]);
+
+tool("test_tool_with_logging")
+    .description("Logs three messages while it runs")
+    .handler(|args| {
+        log("info", "Tool execution started");
+        log("info", "Tool processing data");
+        log("info", "Tool execution completed");
+        "Logging test completed"
+    });
+
+tool("test_tool_with_progress")
+    .description("Reports progress three times")
+    .handler(|args| {
+        progress(0, 100);
+        progress(50, 100, "halfway");
+        progress(100, 100);
+        "Progress test completed"
+    });
+
+// Asks the client's model (granted "sampling").
+tool("test_sampling")
+    .description("Asks the client's model")
+    .param("prompt", "string")
+    .requires(["sampling"])
+    .handler(|args| `LLM response: ${sample(args.prompt, #{ max_tokens: 100 })}`);
+
 // Its capability is granted with --ask: kiln asks the client (elicitation/create) first.
 tool("test_elicitation")
     .description("Writes a note after the person behind the client approves")
@@ -50,20 +99,11 @@ tool("test_elicitation")
     .handler(|args| { store_set("conformance", "last", args.message); "User response: approved" });
 "##;
 
-/// Scenarios for what kiln does not offer: its tools return text or JSON (no image, audio or
-/// embedded resources), it sends no logging or progress notifications, asks the client only to
-/// approve `ask` grants (no sampling, no forms of a tool's own), and offers no completions,
-/// resources or prompts; and no tool controls its own transport stream.
+/// Scenarios for what kiln does not offer: it asks the client's model (sampling) and asks the
+/// client to approve `ask` grants, but shows no forms of a tool's own; it offers no
+/// completions, resources or prompts; and no tool controls its own transport stream.
 const NOT_OFFERED: &[&str] = &[
-    "logging-set-level",
     "completion-complete",
-    "tools-call-image",
-    "tools-call-audio",
-    "tools-call-embedded-resource",
-    "tools-call-mixed-content",
-    "tools-call-with-logging",
-    "tools-call-with-progress",
-    "tools-call-sampling",
     "elicitation-sep1034-defaults",
     "elicitation-sep1330-enums",
     // Its checks pass, with a warning the baseline counts: the everything server's
@@ -106,7 +146,7 @@ fn mcp_conformance_suite_passes_every_scenario_kiln_offers() {
             "--scripts",
             ".",
             "--caps",
-            "store:conformance",
+            "store:conformance,sampling",
             "--ask",
             "store",
         ],
