@@ -215,6 +215,38 @@ fn readme_first_command_runs_the_offline_demo_agent() {
     }
 }
 
+/// The first fenced block after a line starting with `marker` in README.md.
+fn readme_block_after(marker: &str) -> String {
+    let readme = std::fs::read_to_string(repo().join("README.md")).expect("README");
+    let rest = &readme[readme
+        .find(marker)
+        .unwrap_or_else(|| panic!("{marker:?} in README"))..];
+    let start = rest.find("```rhai\n").expect("a rhai block") + "```rhai\n".len();
+    let len = rest[start..].find("```").expect("the block's end");
+    rest[start..start + len].to_string()
+}
+
+#[test]
+fn readme_example_tool_agent_and_tests_run_as_written() {
+    // The README's first tool and agent, and its test file, exactly as printed: `kiln test`
+    // passes them (the capability refusal, the product, the scripted agent run).
+    let tools = readme_block_after("## A tool and an agent");
+    let tests = readme_block_after("## Testing your tools and agents");
+    assert!(tools.contains("tool(\"database_lookup\")"), "{tools}");
+    assert!(
+        tests.contains("test(\"lookup returns the product\""),
+        "{tests}"
+    );
+    let s = Scripts::new(&[("catalog.rhai", &tools), ("catalog.test.rhai", &tests)]);
+    let out = kiln(&["test", "--scripts", "."], s.path());
+    assert!(out.status.success(), "{}\n{}", stdout(&out), stderr(&out));
+    assert!(
+        stdout(&out).contains("3 passed, 0 failed"),
+        "{}",
+        stdout(&out)
+    );
+}
+
 #[test]
 fn mock_rejects_a_bad_scenario_with_its_location() {
     let s = Scripts::new(&[("bad.json", "{\"turns\": [{\"txt\": 1}]}")]);
