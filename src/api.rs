@@ -151,6 +151,11 @@ impl HostBuilder {
         services.assume_yes = self.assume_yes;
         services.egress = self.egress.settled();
         services.http_fake = self.http_fake;
+        // Canonical, so write_file compares real paths (a folder that does not exist yet has
+        // no scripts to protect).
+        services.scripts = (self.config.scripts.iter())
+            .filter_map(|p| p.canonicalize().ok())
+            .collect();
         let db = match &self.database {
             None => None,
             Some(path) => {

@@ -205,6 +205,8 @@ pub struct Services {
     pub http_fake: Option<HttpFake>,
     /// Every tool's rate-limit bucket, shared by all runs of the host.
     pub rate_limits: crate::ratelimit::RateLimiter,
+    /// The scripts folders the host loads (canonical): a tool may not write scripts there.
+    pub scripts: Vec<PathBuf>,
 }
 
 impl Services {
@@ -218,6 +220,7 @@ impl Services {
             egress: Egress::default(),
             http_fake: None,
             rate_limits: crate::ratelimit::RateLimiter::default(),
+            scripts: Vec::new(),
         }
     }
 

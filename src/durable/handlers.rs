@@ -116,8 +116,9 @@ impl Worker {
 }
 
 impl Worker {
-    /// The grants a run gets: the ones asked for (refused beyond the worker's ceiling) or the
-    /// agent's own cut down to it; `None`: the agent's own.
+    /// The grants a run gets: the ones asked for (refused beyond the worker's ceiling, or
+    /// beyond the agent's own grants when the worker has none) or the agent's own cut down to
+    /// the ceiling; `None`: the agent's own.
     fn grants(&self, agent: &Grants, req: &RunRequest) -> Result<Option<Grants>, TerminalError> {
         let Some(caps) = &req.caps else {
             return Ok(self
@@ -128,10 +129,18 @@ impl Worker {
         let mut asked = Grants::parse(caps)
             .map_err(|e| TerminalError::new_with_code(400, format!("caps: {e}")))?;
         asked.mark_ask(&req.ask);
-        if let Some(ceiling) = &self.ceiling {
-            crate::serve::auth::check_within(&asked, ceiling, "caps")
-                .map_err(|e| TerminalError::new_with_code(403, e.message))?;
-        }
+        // Restate's ingress knows no kiln tokens: without `--caps`, the agent's own grants are
+        // the most a caller can ask for.
+        let ceiling = self.ceiling.as_ref().unwrap_or(agent);
+        crate::serve::auth::check_within(&asked, ceiling, "caps")
+            .map_err(|e| TerminalError::new_with_code(403, e.message))?;
+        // What the ceiling grants only with approval stays so, whatever `ask` the caller sent.
+        let approval: Vec<&str> = ceiling
+            .iter()
+            .filter(|g| g.mode == crate::capability::GrantMode::Ask)
+            .map(|g| g.cap.name.as_str())
+            .collect();
+        asked.mark_ask(&approval);
         Ok(Some(asked))
     }
 }

@@ -126,11 +126,16 @@ fn decide(
     }
 }
 
-/// The grants with the `ask` grants of these capabilities made plain.
+/// The grants with the `ask` grants these capabilities use made plain: an approval of
+/// `store:notes` leaves an `ask` grant of `store:secrets` asking (a nested `call_tool` must not
+/// inherit it); an unscoped requirement reaches every scope, so it makes them all plain.
 fn upgraded(grants: &Grants, caps: &[Capability]) -> Grants {
     let mut out = grants.clone();
     for g in grants.iter() {
-        if g.mode == GrantMode::Ask && caps.iter().any(|c| c.name == g.cap.name) {
+        let approved = caps
+            .iter()
+            .any(|c| c.name == g.cap.name && (c.scope.is_none() || c.scope == g.cap.scope));
+        if g.mode == GrantMode::Ask && approved {
             out.add(g.cap.clone(), GrantMode::Allow);
         }
     }
@@ -187,6 +192,26 @@ mod tests {
         };
         assert!(after.iter().all(|g| g.mode == GrantMode::Allow));
         assert_eq!(after.list(), g.list(), "nothing granted beyond what was");
+    }
+
+    #[test]
+    fn an_approval_of_one_scope_leaves_the_other_scopes_asking() {
+        let mut g = Grants::parse(&["store:notes", "store:secrets"]).expect("grants");
+        g.mark_ask(&["store"]);
+        let caps = vec![Capability::parse("store:notes").expect("cap")];
+        let answer =
+            ElicitResult::new(ElicitationAction::Accept).with_content(json!({APPROVE: true}));
+        let Approval::Approved(after) = decide("t", &caps, &g, Some(answer)) else {
+            panic!("accepted");
+        };
+        let mode = |scope: &str| {
+            after
+                .iter()
+                .find(|g| g.cap.scope.as_deref() == Some(scope))
+                .map(|g| g.mode)
+        };
+        assert_eq!(mode("notes"), Some(GrantMode::Allow));
+        assert_eq!(mode("secrets"), Some(GrantMode::Ask), "{}", after.list());
     }
 
     #[test]

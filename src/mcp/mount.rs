@@ -383,7 +383,19 @@ async fn supervise(
                     let Some(host) = watch.host.upgrade() else { return };
                     let peer = server.slot.read().ok().and_then(|p| p.clone());
                     let Some(peer) = peer else { continue };
-                    match install(&host, &server.spec, &server.slot, &peer).await {
+                    // A remount that is still listing when the server is stopped must not put
+                    // the tools of a server that is gone back into the registry.
+                    let remount = install(&host, &server.spec, &server.slot, &peer);
+                    let installed = tokio::select! {
+                        biased;
+                        () = watch.stop.cancelled() => {
+                            ct.cancel();
+                            let _ = waiting.await;
+                            return;
+                        }
+                        r = remount => r,
+                    };
+                    match installed {
                         Ok(n) => {
                             set_state(&server.state, ServerState::Running { tools: n });
                             (watch.report)(format!(

@@ -154,8 +154,33 @@ fn list_dir(path: &str) -> RhaiResult<Array> {
     Ok(out)
 }
 
+/// A tool may not write what controls kiln itself: a script in a folder kiln loads (the next
+/// reload would run it with the powers scripts have: declaring agents' capabilities, starting
+/// MCP servers) or anything in `.kiln/` (the store and the run log).
+fn refuse_control_files(path: &str, real: &Path) -> RhaiResult<()> {
+    let services = super::host_fns::services();
+    let workspace = services.as_ref().map(|s| s.workspace.join(".kiln"));
+    let state = workspace
+        .and_then(|k| k.canonicalize().ok())
+        .is_some_and(|k| real.starts_with(k));
+    let script = real.extension().is_some_and(|e| e == "rhai")
+        && services.is_some_and(|s| s.scripts.iter().any(|d| real.starts_with(d)));
+    if state || script {
+        return Err(denied(format!(
+            "write_file(\"{path}\") refused: {} (kiln does not let a tool change what defines its tools, agents and log)",
+            if script {
+                "it is a script in a folder kiln loads"
+            } else {
+                "it is in .kiln/, kiln's own state"
+            }
+        )));
+    }
+    Ok(())
+}
+
 fn write_file(path: &str, text: &str) -> RhaiResult<()> {
     let real = fs_gate("write_file", "fs.write", path, false)?;
+    refuse_control_files(path, &real)?;
     let dir = real
         .parent()
         .ok_or_else(|| fail(format!("write_file(\"{path}\"): no folder")))?;

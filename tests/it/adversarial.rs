@@ -261,6 +261,26 @@ tool("l").param("p", "string").requires("fs.read").handler(|a| list_dir(a.p));
 }
 
 #[test]
+fn a_tool_cannot_write_the_scripts_kiln_loads_or_its_state() {
+    // With fs.write a tool could otherwise write a script that the next reload runs with the
+    // powers of a script (declaring an agent's capabilities, starting an MCP server).
+    let script = r#"
+tool("w").param("p", "string").requires("fs.write").handler(|a| { write_file(a.p, "// x"); "ok" });
+"#;
+    let s = workspace_with(script);
+    std::fs::create_dir_all(s.path().join(".kiln")).expect(".kiln");
+    let host = s.host();
+    for p in ["evil.rhai", "docs/evil.rhai", ".kiln/kiln.db"] {
+        let (kind, msg) = failure(&call(&host, "w", json!({"p": p}), &["fs.write"]));
+        assert_eq!(kind, "denied", "{p}: {msg}");
+        assert!(msg.contains("refused"), "{p}: {msg}");
+        assert!(!s.path().join(p).exists(), "{p} was written");
+    }
+    let ok = call(&host, "w", json!({"p": "docs/notes.txt"}), &["fs.write"]);
+    assert_eq!(ok.result.ok(), Some(json!("ok")));
+}
+
+#[test]
 fn a_scoped_read_cannot_probe_whether_files_outside_its_scope_exist() {
     let script = r#"
 tool("r").param("p", "string").requires("fs.read").handler(|a| read_file(a.p));

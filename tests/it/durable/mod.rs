@@ -294,6 +294,13 @@ fn the_same_idempotency_key_runs_once_and_timeouts_follow_the_request_timeout() 
     let (status, body) = bad("bad-2", json!({"agent": "nope", "prompt": "hi"}));
     assert_eq!(status, 404, "{body}");
     assert!(body.to_string().contains("nope"), "{body}");
+    // A caller of the ingress (no kiln token) gets no more than the agent's own grants.
+    let (status, body) = bad(
+        "bad-caps",
+        json!({"agent": "idem", "prompt": "hi", "caps": ["net:127.0.0.1", "env", "fs.write"]}),
+    );
+    assert_eq!(status, 403, "{body}");
+    assert!(body.to_string().contains("\"env\""), "{body}");
     let (status, body) = bad("bad-3", json!({"agent": "plan", "prompt": "hi"}));
     assert_eq!(status, 400, "{body}");
     assert!(body.to_string().contains("json_planner agent"), "{body}");
