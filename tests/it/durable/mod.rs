@@ -300,7 +300,11 @@ fn the_same_idempotency_key_runs_once_and_timeouts_follow_the_request_timeout() 
         json!({"agent": "idem", "prompt": "hi", "caps": ["net:127.0.0.1", "env", "fs.write"]}),
     );
     assert_eq!(status, 403, "{body}");
-    assert!(body.to_string().contains("\"env\""), "{body}");
+    assert!(
+        body.to_string()
+            .contains("capability \\\"env\\\" is beyond"),
+        "{body}"
+    );
     let (status, body) = bad("bad-3", json!({"agent": "plan", "prompt": "hi"}));
     assert_eq!(status, 400, "{body}");
     assert!(body.to_string().contains("json_planner agent"), "{body}");
