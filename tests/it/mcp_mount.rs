@@ -13,9 +13,9 @@ tool("add").description("Adds two numbers").title("Add").param("a", "int").param
 tool("refuse").description("Always refuses").handler(|args| throw tool_error("no way"));
 "#;
 
-/// `kiln ask calc Add --json` against `mock`: the tool calls of the run.
-fn ask_calc(dir: &std::path::Path, mock: &Mock) -> Vec<Value> {
-    let args = [
+/// `kiln ask calc Add --json [EXTRA...]` against `mock`: the tool calls of the run.
+pub(crate) fn ask_calc(dir: &std::path::Path, mock: &Mock, extra: &[&str]) -> Vec<Value> {
+    let base = [
         "calc",
         "Add",
         "--scripts",
@@ -24,7 +24,7 @@ fn ask_calc(dir: &std::path::Path, mock: &Mock) -> Vec<Value> {
         &mock.url,
         "--json",
     ];
-    let out = ask(&args, dir);
+    let out = ask(&[&base[..], extra].concat(), dir);
     assert!(out.status.success(), "{}", stderr(&out));
     let v: Value = serde_json::from_str(&stdout(&out)).expect("--json output");
     v["tool_calls"].as_array().cloned().expect("calls")
@@ -425,7 +425,7 @@ fn mcp_a_server_declared_in_a_script_runs_in_an_agent_listing_server_star() {
         ]},
         {"text": "Done."}
     ]}));
-    let calls = ask_calc(dir.path(), &mock);
+    let calls = ask_calc(dir.path(), &mock, &[]);
     assert_eq!(calls[0]["outcome"]["result"], "5", "{}", calls[0]);
     assert!(
         calls[1]["outcome"].to_string().contains("no way"),
@@ -611,7 +611,7 @@ fn mcp_a_declared_servers_rate_limit_applies_to_its_tools() {
         {"tool_calls": [{"name": "srv__add", "args": {"a": 4, "b": 5}}]},
         {"text": "Done."}
     ]}));
-    let calls = ask_calc(dir.path(), &mock);
+    let calls = ask_calc(dir.path(), &mock, &[]);
     assert_eq!(calls[0]["outcome"]["result"], "5", "{}", calls[0]);
     let limited = calls[1]["outcome"].to_string();
     assert!(limited.contains("rate_limited"), "{limited}");

@@ -114,23 +114,7 @@ fn agent_uses_python_server(mount: &str) {
         ]},
         {"text": "Done."}
     ]}));
-    let out = ask(
-        &[
-            "calc",
-            "Add",
-            "--scripts",
-            ".",
-            "--base-url",
-            &mock.url,
-            "--json",
-            "--mcp",
-            mount,
-        ],
-        agent.path(),
-    );
-    assert!(out.status.success(), "{}", stderr(&out));
-    let v: Value = serde_json::from_str(&stdout(&out)).expect("--json output");
-    let calls = v["tool_calls"].as_array().expect("calls");
+    let calls = super::mcp_mount::ask_calc(agent.path(), &mock, &["--mcp", mount]);
     assert_eq!(
         calls[0]["outcome"]["result"],
         json!({"result": 42}),
@@ -407,21 +391,7 @@ fn agent_uses_declared_python_server(decl: &str) {
         ]},
         {"text": "Done."}
     ]}));
-    let out = ask(
-        &[
-            "calc",
-            "Add",
-            "--scripts",
-            ".",
-            "--base-url",
-            &mock.url,
-            "--json",
-        ],
-        dir.path(),
-    );
-    assert!(out.status.success(), "{}", stderr(&out));
-    let v: Value = serde_json::from_str(&stdout(&out)).expect("--json output");
-    let calls = v["tool_calls"].as_array().expect("calls");
+    let calls = super::mcp_mount::ask_calc(dir.path(), &mock, &[]);
     assert_eq!(
         calls[0]["outcome"]["result"],
         json!({"result": 42}),
