@@ -266,43 +266,105 @@ pub fn wait_line(lines: &std::sync::mpsc::Receiver<String>, what: &str) -> Strin
     panic!("no stderr line containing {what:?}");
 }
 
+/// `kiln mcp` on stdio, driven line by line: requests answered in order, stderr lines on a
+/// channel (for [`wait_line`]).
+pub struct StdioMcp {
+    child: std::process::Child,
+    stdin: Option<std::process::ChildStdin>,
+    out: std::io::Lines<BufReader<std::process::ChildStdout>>,
+    errs: std::sync::mpsc::Receiver<String>,
+}
+
+impl StdioMcp {
+    /// Starts `kiln mcp ARGS` in `dir` and does the 2025-11-25 handshake.
+    pub fn start(dir: &std::path::Path, args: &[&str]) -> StdioMcp {
+        let mut child = Command::new(kiln_bin())
+            .arg("mcp")
+            .args(args)
+            .current_dir(dir)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start kiln mcp");
+        let (tx, errs) = std::sync::mpsc::channel();
+        let pipe = child.stderr.take().expect("stderr");
+        std::thread::spawn(move || {
+            for line in BufReader::new(pipe).lines().map_while(Result::ok) {
+                let _ = tx.send(line);
+            }
+        });
+        let stdin = child.stdin.take();
+        let out = BufReader::new(child.stdout.take().expect("stdout")).lines();
+        let mut mcp = StdioMcp {
+            child,
+            stdin,
+            out,
+            errs,
+        };
+        mcp.rpc(
+            0,
+            "initialize",
+            json!({"protocolVersion": "2025-11-25", "capabilities": {},
+                "clientInfo": {"name": "raw", "version": "0"}}),
+        );
+        mcp
+    }
+
+    /// Sends one message.
+    pub fn send(&mut self, msg: &Value) {
+        let stdin = self.stdin.as_mut().expect("stdin open");
+        writeln!(stdin, "{msg}").expect("send");
+    }
+
+    /// Sends request `id` and returns its answer (notifications before it are skipped).
+    pub fn rpc(&mut self, id: u32, method: &str, params: Value) -> Value {
+        self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
+        loop {
+            let line = self.out.next().expect("a message").expect("read");
+            let v: Value = serde_json::from_str(&line).unwrap_or_else(|e| panic!("{line:?}: {e}"));
+            if v["id"] == id {
+                return v;
+            }
+        }
+    }
+
+    /// The next message, whatever it is.
+    pub fn next(&mut self) -> Value {
+        let line = self.out.next().expect("a message").expect("read");
+        serde_json::from_str(&line).unwrap_or_else(|e| panic!("{line:?}: {e}"))
+    }
+
+    /// Waits for a stderr line containing `what`.
+    pub fn wait_line(&self, what: &str) -> String {
+        wait_line(&self.errs, what)
+    }
+}
+
+impl Drop for StdioMcp {
+    fn drop(&mut self) {
+        // Closing stdin ends the session; kiln exits.
+        drop(self.stdin.take());
+        let _ = self.child.wait();
+    }
+}
+
 #[test]
 fn mcp_a_cancelled_call_stops_its_handler() {
     let scripts = Scripts::new(&[(
         "slow.rhai",
         r#"tool("slow").description("Takes 10 s").handler(|args| { for i in 0..500 { sleep(0.02); } "done" });"#,
     )]);
-    let mut child = Command::new(kiln_bin())
-        .args(["mcp", "--no-stdlib", "--scripts", ".", "-v"])
-        .current_dir(scripts.path())
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start kiln mcp");
-    let (tx, errs) = std::sync::mpsc::channel();
-    let pipe = child.stderr.take().expect("stderr");
-    std::thread::spawn(move || {
-        for line in BufReader::new(pipe).lines().map_while(Result::ok) {
-            let _ = tx.send(line);
-        }
-    });
-    let mut stdin = child.stdin.take().expect("stdin");
-    let mut out = BufReader::new(child.stdout.take().expect("stdout")).lines();
-    for msg in handshake(&[]) {
-        writeln!(stdin, "{msg}").expect("send");
-    }
-    out.next().expect("initialize reply").expect("read");
+    let mut mcp = StdioMcp::start(scripts.path(), &["--no-stdlib", "--scripts", ".", "-v"]);
     let call = json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
         "params": {"name": "slow", "arguments": {}}});
     let cancel = json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
         "params": {"requestId": 7, "reason": "the user changed their mind"}});
-    writeln!(stdin, "{call}\n{cancel}").expect("send");
+    mcp.send(&call);
+    mcp.send(&cancel);
     // The handler stops through its cancel flag long before its 10 s are up.
-    let failed = wait_line(&errs, "MCP call failed");
+    let failed = mcp.wait_line("MCP call failed");
     assert!(failed.contains("\"cancelled\""), "{failed}");
-    drop(stdin);
-    let _ = child.wait();
 }
 
 #[test]

@@ -1,11 +1,10 @@
 //! MCP servers inside kiln: `kiln mcp` itself is mounted with `--mcp srv=...`, its tools run in
 //! an agent against `kiln mock`, and its list_changed reaches the registry.
 
-use super::mcp::wait_line;
+use super::mcp::StdioMcp;
 use crate::common::*;
 use serde_json::{Value, json};
-use std::io::{BufRead, BufReader, Write};
-use std::process::{Command, Stdio};
+use std::process::Command;
 
 const SERVER_TOOLS: &str = r#"
 tool("add").description("Adds two numbers").title("Add").param("a", "int").param("b", "int")
@@ -28,89 +27,6 @@ pub(crate) fn ask_calc(dir: &std::path::Path, mock: &Mock, extra: &[&str]) -> Ve
     assert!(out.status.success(), "{}", stderr(&out));
     let v: Value = serde_json::from_str(&stdout(&out)).expect("--json output");
     v["tool_calls"].as_array().cloned().expect("calls")
-}
-
-/// `kiln mcp` on stdio, driven line by line: requests answered in order, stderr lines on a
-/// channel (for [`wait_line`]).
-struct StdioMcp {
-    child: std::process::Child,
-    stdin: Option<std::process::ChildStdin>,
-    out: std::io::Lines<BufReader<std::process::ChildStdout>>,
-    errs: std::sync::mpsc::Receiver<String>,
-}
-
-impl StdioMcp {
-    /// Starts `kiln mcp ARGS` in `dir` and does the 2025-11-25 handshake.
-    fn start(dir: &std::path::Path, args: &[&str]) -> StdioMcp {
-        let mut child = Command::new(kiln_bin())
-            .arg("mcp")
-            .args(args)
-            .current_dir(dir)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("start kiln mcp");
-        let (tx, errs) = std::sync::mpsc::channel();
-        let pipe = child.stderr.take().expect("stderr");
-        std::thread::spawn(move || {
-            for line in BufReader::new(pipe).lines().map_while(Result::ok) {
-                let _ = tx.send(line);
-            }
-        });
-        let stdin = child.stdin.take();
-        let out = BufReader::new(child.stdout.take().expect("stdout")).lines();
-        let mut mcp = StdioMcp {
-            child,
-            stdin,
-            out,
-            errs,
-        };
-        mcp.rpc(
-            0,
-            "initialize",
-            json!({"protocolVersion": "2025-11-25", "capabilities": {},
-                "clientInfo": {"name": "raw", "version": "0"}}),
-        );
-        mcp
-    }
-
-    /// Sends one message.
-    fn send(&mut self, msg: &Value) {
-        let stdin = self.stdin.as_mut().expect("stdin open");
-        writeln!(stdin, "{msg}").expect("send");
-    }
-
-    /// Sends request `id` and returns its answer (notifications before it are skipped).
-    fn rpc(&mut self, id: u32, method: &str, params: Value) -> Value {
-        self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
-        loop {
-            let line = self.out.next().expect("a message").expect("read");
-            let v: Value = serde_json::from_str(&line).unwrap_or_else(|e| panic!("{line:?}: {e}"));
-            if v["id"] == id {
-                return v;
-            }
-        }
-    }
-
-    /// The next message, whatever it is.
-    fn next(&mut self) -> Value {
-        let line = self.out.next().expect("a message").expect("read");
-        serde_json::from_str(&line).unwrap_or_else(|e| panic!("{line:?}: {e}"))
-    }
-
-    /// Waits for a stderr line containing `what`.
-    fn wait_line(&self, what: &str) -> String {
-        wait_line(&self.errs, what)
-    }
-}
-
-impl Drop for StdioMcp {
-    fn drop(&mut self) {
-        // Closing stdin ends the session; kiln exits.
-        drop(self.stdin.take());
-        let _ = self.child.wait();
-    }
 }
 
 const AGENT: &str = r#"
