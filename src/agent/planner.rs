@@ -92,6 +92,7 @@ pub(super) async fn drive(
                 .or(agent.max_tokens)
                 .unwrap_or(super::run::DEFAULT_MAX_TOKENS),
             stream: false,
+            unchanged_prefix: 0,
         };
         run.report.rounds = step;
         let reply = run

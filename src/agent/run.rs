@@ -267,6 +267,8 @@ pub(super) async fn drive(
     };
     let mut invalid_counts: HashMap<String, u32> = HashMap::new();
     let exclusive = Arc::new(RwLock::new(()));
+    // The transcript only grows: what the last request carried is unchanged in the next.
+    let mut sent = 0;
     loop {
         let offered = pin_turn(host, agent, &mut ctx);
         // The request borrows the transcript; only its rendered bytes go into the step.
@@ -289,7 +291,9 @@ pub(super) async fn drive(
                 .or(agent.max_tokens)
                 .unwrap_or(DEFAULT_MAX_TOKENS),
             stream: opts.stream,
+            unchanged_prefix: sent,
         };
+        sent = run.report.messages.len();
         let request = provider.prepare(&request);
         run.report.rounds += 1;
         let round = run.report.rounds;

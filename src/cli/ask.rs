@@ -176,8 +176,7 @@ pub fn ask(g: &Global, a: AskArgs) -> CliResult<ExitCode> {
                 } else {
                     "ok".into()
                 };
-                let _ = writeln!(
-                    std::io::stderr(),
+                crate::cli::output::errln!(
                     "{} {}({}) {:.1} ms {}",
                     if r.is_error { "✗" } else { "→" },
                     r.name,
@@ -215,7 +214,10 @@ pub fn ask(g: &Global, a: AskArgs) -> CliResult<ExitCode> {
         session: a.session.clone(),
         run_id: None,
     };
-    let runtime = tokio::runtime::Builder::new_multi_thread()
+    // One thread: the loop, the connection and the run log's commits take turns on it without
+    // cross-thread wake-ups (a streamed reply wakes the loop once per chunk); tool handlers
+    // still run on the blocking pool, so a long call never stalls Ctrl-C or a deadline.
+    let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
     let result = runtime.block_on(async {

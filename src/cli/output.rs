@@ -50,7 +50,10 @@ pub(crate) use outln;
 macro_rules! errln {
     ($($arg:tt)*) => {{
         use std::io::Write as _;
-        let _ = writeln!(std::io::stderr(), $($arg)*);
+        // One write per line: stderr is unbuffered, and a line written piecemeal costs a
+        // system call per piece and can interleave with another thread's.
+        let line = format!("{}\n", format_args!($($arg)*));
+        let _ = std::io::stderr().write_all(line.as_bytes());
     }};
 }
 pub(crate) use errln;

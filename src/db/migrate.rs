@@ -33,18 +33,54 @@ const MIGRATIONS: &[&str] = &[
         updated_at REAL NOT NULL, PRIMARY KEY(workspace, ns, key));",
     // 2: who each run acted for (a serve token's actor, an MCP client, --actor)
     "ALTER TABLE runs ADD COLUMN actor TEXT;",
+    // 3: fewer pages per logged step (each step's commit wrote seven). The step tables are
+    // keyed by run, without a rowid, so an insert touches one B-tree each; tool calls are no
+    // longer indexed by name (`kiln logs --tool` reads each run's calls by key instead); and a
+    // run's totals are written when it ends (a running run's are counted from model_calls).
+    "CREATE TABLE model_calls_v3(
+        run_id TEXT NOT NULL, round INTEGER NOT NULL, at REAL NOT NULL, duration_ms REAL,
+        input_tokens INTEGER, output_tokens INTEGER, stop_reason TEXT,
+        PRIMARY KEY(run_id, round)) WITHOUT ROWID;
+     INSERT OR REPLACE INTO model_calls_v3
+        SELECT run_id, round, at, duration_ms, input_tokens, output_tokens, stop_reason
+        FROM model_calls ORDER BY rowid;
+     DROP TABLE model_calls;
+     ALTER TABLE model_calls_v3 RENAME TO model_calls;
+     CREATE TABLE messages_v3(
+        run_id TEXT NOT NULL, seq INTEGER NOT NULL, at REAL NOT NULL, role TEXT NOT NULL,
+        body TEXT NOT NULL, PRIMARY KEY(run_id, seq)) WITHOUT ROWID;
+     INSERT INTO messages_v3 SELECT run_id, seq, at, role, body FROM messages;
+     DROP TABLE messages;
+     ALTER TABLE messages_v3 RENAME TO messages;
+     CREATE TABLE tool_calls_v3(
+        run_id TEXT NOT NULL, step INTEGER NOT NULL, idx INTEGER NOT NULL,
+        round INTEGER NOT NULL, call_id TEXT, name TEXT NOT NULL, args TEXT, outcome TEXT,
+        is_error INTEGER NOT NULL, duration_ms REAL, script_version TEXT, at REAL NOT NULL,
+        PRIMARY KEY(run_id, step, idx)) WITHOUT ROWID;
+     INSERT INTO tool_calls_v3
+        SELECT run_id, 0, ROW_NUMBER() OVER (PARTITION BY run_id ORDER BY rowid) - 1, round,
+        call_id, name, args, outcome, is_error, duration_ms, script_version, at
+        FROM tool_calls;
+     DROP TABLE tool_calls;
+     ALTER TABLE tool_calls_v3 RENAME TO tool_calls;",
 ];
 
-/// Brings the schema up to date. The version is read under the write lock, so two processes
-/// opening a new database at once do not both apply a migration.
-pub fn run(conn: &mut Connection) -> rusqlite::Result<()> {
+/// The newest schema version this build knows.
+pub const KNOWN: usize = MIGRATIONS.len();
+
+/// Brings the schema up to date and returns the version the file had (one newer than
+/// [`KNOWN`] is left alone: the caller refuses it). The version is read under the write lock,
+/// so two processes opening a new database at once do not both apply a migration.
+pub fn run(conn: &mut Connection) -> rusqlite::Result<usize> {
+    let mut first = None;
     loop {
         let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
         let version: usize = tx
             .pragma_query_value(None, "user_version", |r| r.get::<_, i64>(0))
             .map(|v| v.max(0) as usize)?;
+        let found = *first.get_or_insert(version);
         let Some(sql) = MIGRATIONS.get(version) else {
-            return tx.commit();
+            return tx.commit().map(|()| found);
         };
         tx.execute_batch(sql)?;
         tx.pragma_update(None, "user_version", (version + 1) as i64)?;
@@ -63,5 +99,53 @@ mod tests {
             .pragma_query_value(None, "user_version", |r| r.get(0))
             .expect("version");
         assert_eq!(v as usize, super::MIGRATIONS.len());
+    }
+
+    #[test]
+    fn a_version_2_log_keeps_its_runs_calls_and_messages_in_order() {
+        let mut conn = rusqlite::Connection::open_in_memory().expect("open");
+        for sql in &super::MIGRATIONS[..2] {
+            conn.execute_batch(sql).expect("old schema");
+        }
+        conn.pragma_update(None, "user_version", 2)
+            .expect("version");
+        conn.execute_batch(
+            "INSERT INTO runs(id, agent, started_at, status, rounds) VALUES('r1', 'a', 1.0, 'ok', 2);
+             INSERT INTO model_calls VALUES('r1', 1, 1.0, 5.0, 10, 2, 'tool_use');
+             INSERT INTO model_calls VALUES('r1', 2, 2.0, 5.0, 12, 3, 'end_turn');
+             INSERT INTO messages VALUES('r1', 0, 1.0, 'user', '{}');
+             INSERT INTO messages VALUES('r1', 1, 1.0, 'assistant', '{}');
+             INSERT INTO tool_calls(run_id, round, call_id, name, args, outcome, is_error, at)
+                VALUES('r1', 1, 'b', 'second_name_first', '{}', '1', 0, 1.0);
+             INSERT INTO tool_calls(run_id, round, call_id, name, args, outcome, is_error, at)
+                VALUES('r2', 1, 'x', 'other_run', '{}', '1', 0, 1.0);
+             INSERT INTO tool_calls(run_id, round, call_id, name, args, outcome, is_error, at)
+                VALUES('r1', 1, 'a', 'alpha', '{}', '2', 1, 1.0);",
+        )
+        .expect("old rows");
+        super::run(&mut conn).expect("migrate");
+        let names: Vec<(String, i64)> = conn
+            .prepare("SELECT name, idx FROM tool_calls WHERE run_id = 'r1' ORDER BY step, idx")
+            .expect("query")
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+            .expect("rows")
+            .collect::<Result<_, _>>()
+            .expect("read");
+        assert_eq!(
+            names,
+            [
+                ("second_name_first".to_string(), 0),
+                ("alpha".to_string(), 1)
+            ]
+        );
+        let counts: (i64, i64, i64) = conn
+            .query_row(
+                "SELECT (SELECT COUNT(*) FROM model_calls), (SELECT COUNT(*) FROM messages),
+                        (SELECT COUNT(*) FROM tool_calls)",
+                [],
+                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+            )
+            .expect("counts");
+        assert_eq!(counts, (2, 2, 3));
     }
 }

@@ -32,6 +32,18 @@ pub enum DbError {
     /// No such session.
     #[error("no session named \"{0}\"")]
     NoSession(String),
+    /// A newer kiln wrote the database; this one does not know its tables.
+    #[error(
+        "database {path} has schema version {found}, newer than this kiln knows ({known}): upgrade kiln, or pass --db to use another file"
+    )]
+    NewerSchema {
+        /// The database file.
+        path: String,
+        /// The version the file has.
+        found: usize,
+        /// The newest version this kiln knows.
+        known: usize,
+    },
 }
 
 /// The default database path of a workspace.
@@ -80,7 +92,14 @@ impl Db {
         let mut attempt = 0;
         let conn = loop {
             match Self::connect(path) {
-                Ok(c) => break c,
+                Ok((_, found)) if found > migrate::KNOWN => {
+                    return Err(DbError::NewerSchema {
+                        path: shown,
+                        found,
+                        known: migrate::KNOWN,
+                    });
+                }
+                Ok((c, _)) => break c,
                 Err(e) if attempt < 100 && is_busy(&e) => {
                     attempt += 1;
                     std::thread::sleep(std::time::Duration::from_millis(20));
@@ -94,7 +113,8 @@ impl Db {
         })
     }
 
-    fn connect(path: &Path) -> rusqlite::Result<Connection> {
+    /// The connection, and the schema version the file had before it was brought up to date.
+    fn connect(path: &Path) -> rusqlite::Result<(Connection, usize)> {
         let mut conn = Connection::open(path)?;
         conn.busy_timeout(std::time::Duration::from_secs(15))?;
         let mode: String = conn.pragma_query_value(None, "journal_mode", |r| r.get(0))?;
@@ -102,8 +122,8 @@ impl Db {
             conn.pragma_update(None, "journal_mode", "WAL")?;
         }
         conn.pragma_update(None, "synchronous", "NORMAL")?;
-        migrate::run(&mut conn)?;
-        Ok(conn)
+        let found = migrate::run(&mut conn)?;
+        Ok((conn, found))
     }
 
     /// Where the database lives.
@@ -142,5 +162,21 @@ mod tests {
         for o in openers {
             assert_eq!(o.join().expect("thread"), Ok(()));
         }
+    }
+
+    #[test]
+    fn a_database_from_a_newer_kiln_is_refused_by_name() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("new.db");
+        drop(super::Db::open(&path).expect("create"));
+        let conn = rusqlite::Connection::open(&path).expect("open");
+        conn.pragma_update(None, "user_version", 99).expect("bump");
+        drop(conn);
+        let err = super::Db::open(&path).err().expect("refused").to_string();
+        assert!(
+            err.contains("new.db") && err.contains("schema version 99"),
+            "{err}"
+        );
+        assert!(err.contains("upgrade kiln"), "{err}");
     }
 }

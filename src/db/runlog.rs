@@ -75,12 +75,10 @@ impl RunLogger {
         for r in mine {
             let (input, output) = (r.usage.input_tokens as i64, r.usage.output_tokens as i64);
             tx.prepare_cached(
-                "INSERT INTO model_calls(run_id, round, at, duration_ms, input_tokens, output_tokens, stop_reason)
+                "INSERT OR REPLACE INTO model_calls(run_id, round, at, duration_ms, input_tokens, output_tokens, stop_reason)
                  VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7)",
             )?
             .execute(params![r.run_id, r.round, r.at, r.took_ms, input, output, r.stop])?;
-            tx.prepare_cached("UPDATE runs SET rounds = rounds + 1, input_tokens = input_tokens + ?2, output_tokens = output_tokens + ?3 WHERE id = ?1")?
-                .execute(params![r.run_id, input, output])?;
         }
         Ok(())
     }
@@ -178,12 +176,14 @@ impl Recorder for RunLogger {
                     tx.prepare_cached("INSERT OR REPLACE INTO session_messages(session, seq, body) VALUES(?1, ?2, ?3)")?.execute(params![s, seq, body])?;
                 }
             }
-            for c in calls {
+            // A step's calls are keyed by the step (its first message) and their place in it.
+            let step = first_seq as i64;
+            for (idx, c) in calls.iter().enumerate() {
                 tx.prepare_cached(
-                    "INSERT INTO tool_calls(run_id, round, call_id, name, args, outcome, is_error, duration_ms, script_version, at)
-                     VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+                    "INSERT OR REPLACE INTO tool_calls(run_id, step, idx, round, call_id, name, args, outcome, is_error, duration_ms, script_version, at)
+                     VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
                 )?
-                .execute(params![run_id, c.round, c.id, c.name, c.args.to_string(), c.outcome.to_string(), c.is_error, c.duration_ms, c.script_version, at])?;
+                .execute(params![run_id, step, idx as i64, c.round, c.id, c.name, c.args.to_string(), c.outcome.to_string(), c.is_error, c.duration_ms, c.script_version, at])?;
             }
             if let Some(s) = &self.session {
                 tx.prepare_cached("UPDATE sessions SET state = ?2, updated_at = ?3 WHERE name = ?1")?.execute(params![s, state.to_string(), at])?;
@@ -201,7 +201,11 @@ impl Recorder for RunLogger {
         self.write("end", |tx| {
             self.flush_replies(tx, &report.run_id)?;
             tx.execute(
-                "UPDATE runs SET ended_at = ?2, status = ?3, error = ?4, answer = ?5, provider = ?6, model = ?7 WHERE id = ?1",
+                "UPDATE runs SET ended_at = ?2, status = ?3, error = ?4, answer = ?5, provider = ?6, model = ?7,
+                 rounds = (SELECT COUNT(*) FROM model_calls WHERE run_id = ?1),
+                 input_tokens = (SELECT COALESCE(SUM(input_tokens), 0) FROM model_calls WHERE run_id = ?1),
+                 output_tokens = (SELECT COALESCE(SUM(output_tokens), 0) FROM model_calls WHERE run_id = ?1)
+                 WHERE id = ?1",
                 params![report.run_id, now(), status, report.error, report.answer, report.provider, report.model],
             )?;
             Ok(())
@@ -284,9 +288,14 @@ impl Db {
         let conn = self.conn();
         let mut stmt = conn
             .prepare(
-                "SELECT id, agent, provider, model, session, prompt, answer, status, error, started_at, ended_at, rounds, input_tokens, output_tokens, actor
+                // A run's totals are written when it ends; a running run's are counted here.
+                "SELECT id, agent, provider, model, session, prompt, answer, status, error, started_at, ended_at,
+                 CASE WHEN ended_at IS NULL THEN (SELECT COUNT(*) FROM model_calls m WHERE m.run_id = runs.id) ELSE rounds END,
+                 CASE WHEN ended_at IS NULL THEN (SELECT COALESCE(SUM(input_tokens), 0) FROM model_calls m WHERE m.run_id = runs.id) ELSE input_tokens END,
+                 CASE WHEN ended_at IS NULL THEN (SELECT COALESCE(SUM(output_tokens), 0) FROM model_calls m WHERE m.run_id = runs.id) ELSE output_tokens END,
+                 actor
                  FROM runs WHERE (?1 IS NULL OR agent = ?1) AND (?2 IS NULL OR started_at >= ?2)
-                 AND (?3 IS NULL OR id IN (SELECT run_id FROM tool_calls WHERE name = ?3))
+                 AND (?3 IS NULL OR EXISTS (SELECT 1 FROM tool_calls t WHERE t.run_id = runs.id AND t.name = ?3))
                  ORDER BY started_at DESC LIMIT ?4",
             )
             .map_err(|e| self.err(e))?;
@@ -326,7 +335,7 @@ impl Db {
             .map_err(|e| self.err(e))?;
         let mut runs: Vec<RunRow> = rows.collect::<Result<_, _>>().map_err(|e| self.err(e))?;
         let mut calls = conn
-            .prepare("SELECT round, name, args, outcome, is_error, duration_ms, script_version FROM tool_calls WHERE run_id = ?1 ORDER BY rowid")
+            .prepare("SELECT round, name, args, outcome, is_error, duration_ms, script_version FROM tool_calls WHERE run_id = ?1 ORDER BY step, idx")
             .map_err(|e| self.err(e))?;
         for run in runs.iter_mut() {
             let rows = calls

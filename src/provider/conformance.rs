@@ -131,6 +131,7 @@ fn replay_anthropic(file: &str) {
         temperature: None,
         max_tokens: first_req["max_tokens"].as_u64().unwrap_or(1024) as u32,
         stream: false,
+        unchanged_prefix: 0,
     };
     let ours = provider::anthropic::request_body(&req);
     assert_eq!(ours["tools"], recorded_next["tools"], "{file}: tools");
@@ -279,6 +280,7 @@ fn ollama_shapes_follow_the_api_docs() {
         temperature: None,
         max_tokens: 100,
         stream: false,
+        unchanged_prefix: 0,
     };
     let body = provider::ollama::request_body(&req);
     assert_eq!(

@@ -186,6 +186,10 @@ pub struct ModelRequest<'a> {
     pub max_tokens: u32,
     /// Stream the reply.
     pub stream: bool,
+    /// How many leading messages are the very messages of the previous request to this
+    /// provider (the loop only appends to its transcript): a provider may reuse what it
+    /// rendered of them then without comparing them again. 0 promises nothing.
+    pub unchanged_prefix: usize,
 }
 
 /// One model reply in neutral form.

@@ -63,6 +63,7 @@ fn request_bytes(req: &ModelRequest<'_>, official: bool, rendered: &Rendered) ->
         temperature: req.temperature,
         max_tokens: req.max_tokens,
         stream: req.stream,
+        unchanged_prefix: 0,
     };
     let frame = body_around(&bare, official, Vec::new()).to_string();
     let at = frame.find(SLOT).map_or(frame.len(), |i| i + SLOT.len());
@@ -82,7 +83,10 @@ fn request_bytes(req: &ModelRequest<'_>, official: bool, rendered: &Rendered) ->
     let mut parts = rendered.0.lock().unwrap_or_else(|e| e.into_inner());
     let RenderedParts { messages, tools } = &mut *parts;
     for (i, m) in req.messages.iter().enumerate() {
-        if messages.get(i).is_none_or(|(seen, _)| seen != m) {
+        // Messages the caller promises unchanged are not compared again: comparing them all
+        // each round made every round cost as much as the whole conversation.
+        let reusable = messages.len() > i && (i < req.unchanged_prefix || messages[i].0 == *m);
+        if !reusable {
             messages.truncate(i);
             let mut wire = Vec::new();
             wire_messages(m, &mut wire);

@@ -16,6 +16,7 @@ fn request(messages: &[Message]) -> ModelRequest<'_> {
         temperature: Some(0.5),
         max_tokens: 10,
         stream: true,
+        unchanged_prefix: 0,
     }
 }
 
@@ -111,4 +112,45 @@ fn bytes_sent_match_the_body_round_after_round_and_after_an_edit() {
     let sent: Value =
         serde_json::from_slice(&request_bytes(&other, true, &rendered)).expect("valid JSON");
     assert_eq!(sent, request_body(&other, true));
+}
+
+#[test]
+fn a_promised_prefix_is_reused_without_comparing_and_the_rest_is_checked() {
+    let rendered = Rendered::default();
+    let mut messages = vec![Message::User {
+        content: "hi".into(),
+    }];
+    let mut sent_before = 0;
+    for i in 0..5 {
+        let mut req = request(&messages);
+        req.unchanged_prefix = sent_before;
+        let sent: Value =
+            serde_json::from_slice(&request_bytes(&req, false, &rendered)).expect("valid JSON");
+        assert_eq!(sent, request_body(&request(&messages), false), "round {i}");
+        sent_before = messages.len();
+        messages.push(Message::Assistant {
+            content: format!("turn {i}"),
+            tool_calls: vec![],
+        });
+    }
+    // What lies beyond the promise is compared: an edited last message is rendered again.
+    let last = messages.len() - 1;
+    messages[last] = Message::Assistant {
+        content: "edited".into(),
+        tool_calls: vec![],
+    };
+    let mut req = request(&messages);
+    req.unchanged_prefix = last;
+    let sent: Value =
+        serde_json::from_slice(&request_bytes(&req, false, &rendered)).expect("valid JSON");
+    assert_eq!(sent["messages"][last + 1]["content"], "edited");
+    // The promise is taken at its word: that is what makes a long conversation cheap.
+    messages[0] = Message::User {
+        content: "not compared".into(),
+    };
+    let mut req = request(&messages);
+    req.unchanged_prefix = 1;
+    let sent: Value =
+        serde_json::from_slice(&request_bytes(&req, false, &rendered)).expect("valid JSON");
+    assert_eq!(sent["messages"][1]["content"], "hi");
 }
