@@ -114,8 +114,8 @@ mod tool_meta;
 pub use agent::connect::ProviderOverrides;
 pub use agent::extract::JsonParseError;
 pub use agent::{
-    AgentSpec, Local, Observer, Recalled, RecordError, Recorder, RunError, RunErrorKind, RunEvent,
-    RunOptions, RunReport, StepFuture, StepJournal, StepWork, ToolCallRecord,
+    AgentSpec, Journaled, Local, Observer, Recalled, RecordError, Recorder, RunError, RunErrorKind,
+    RunEvent, RunOptions, RunReport, StepFuture, StepJournal, StepValue, StepWork, ToolCallRecord,
 };
 pub use api::{CallOptions, Event, HostBuilder, RunStream, WatchHandle};
 pub use call_events::{CallObserver, LogLevel, SampleRequest};

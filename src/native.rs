@@ -264,6 +264,24 @@ impl Handler for NativeHandler {
     }
 }
 
+thread_local! {
+    /// Set while a tool runs on the thread that drives a current-thread runtime.
+    static IN_PLACE: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Runs `f` on the thread that drives the caller's current-thread runtime, marked so that
+/// [`drive`] refuses instead of blocking that runtime forever.
+pub(crate) fn in_place<T>(f: impl FnOnce() -> T) -> T {
+    struct Unmark(bool);
+    impl Drop for Unmark {
+        fn drop(&mut self) {
+            IN_PLACE.with(|m| m.set(self.0));
+        }
+    }
+    let _unmark = Unmark(IN_PLACE.with(|m| m.replace(true)));
+    f()
+}
+
 /// Drives an async handler to completion on the calling (blocking) thread, stopping it at
 /// `deadline` or when the run is cancelled.
 pub(crate) fn drive(
@@ -272,6 +290,16 @@ pub(crate) fn drive(
     ctx: &CallContext,
     name: &str,
 ) -> Result<Value, ToolFailure> {
+    // Unreachable by design (`Handler::runs_in_place` rules out whatever could get here), but
+    // if it were reached, an error beats a thread that waits on itself.
+    if IN_PLACE.with(|m| m.get()) {
+        return Err(ToolFailure::sanitized(
+            FailureKind::Runtime,
+            format!(
+                "tool \"{name}\" cannot run here: its caller runs it on the runtime's own thread"
+            ),
+        ));
+    }
     let guarded = guard(future, deadline, ctx.cancel.clone(), name.to_string());
     match tokio::runtime::Handle::try_current() {
         Ok(handle) => handle.block_on(guarded),

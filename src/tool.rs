@@ -127,6 +127,12 @@ pub trait Handler: Send + Sync {
     fn version(&self) -> &str {
         ""
     }
+
+    /// Whether a call may run on the thread that drives the caller's runtime, where it must
+    /// not wait on that runtime (no async handler, no nested call that may drive one).
+    fn runs_in_place(&self) -> bool {
+        false
+    }
 }
 
 impl std::fmt::Debug for Tool {
@@ -495,17 +501,25 @@ impl Tool {
         }
     }
 
-    /// [`Tool::execute`] on the current worker thread via `block_in_place` (its other tasks
-    /// move elsewhere): cheaper than a hand-off for a lone call. Needs a multi-thread runtime;
-    /// falls back to [`Tool::execute_async`] otherwise.
+    /// [`Tool::execute`] for a lone call, without a hand-off where that is safe: on a
+    /// multi-thread runtime via `block_in_place` (the worker's other tasks move elsewhere); on
+    /// a current-thread runtime on that very thread when the handler cannot wait on the
+    /// runtime and no rate limit may make it wait ([`Handler::runs_in_place`]); otherwise on
+    /// the blocking pool ([`Tool::execute_async`]). A microsecond call costs no thread wake.
     pub(crate) async fn execute_in_place(
         self: &Arc<Self>,
         args: Value,
         ctx: CallContext,
     ) -> ToolOutcome {
-        match tokio::runtime::Handle::try_current() {
-            Ok(h) if h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread => {
+        use tokio::runtime::RuntimeFlavor;
+        match tokio::runtime::Handle::try_current().map(|h| h.runtime_flavor()) {
+            Ok(RuntimeFlavor::MultiThread) => {
                 tokio::task::block_in_place(|| self.execute(&args, &ctx))
+            }
+            Ok(RuntimeFlavor::CurrentThread)
+                if self.rate_limit.is_none() && self.handler.runs_in_place() =>
+            {
+                crate::native::in_place(|| self.execute(&args, &ctx))
             }
             _ => self.execute_async(args, ctx).await,
         }

@@ -5,21 +5,69 @@
 
 use super::report::RunErrorKind;
 use serde_json::Value;
+use std::any::Any;
 use std::future::Future;
 use std::pin::Pin;
 
-/// The work of one step: a model request or a tool call, its result as JSON (what a journal
-/// keeps). `'static` because a durable engine may hold it beyond the loop's borrows.
-pub type StepWork = Pin<Box<dyn Future<Output = Result<Value, RunErrorKind>> + Send + 'static>>;
+/// The work of one step: a model request or a tool call, and its result. `'static` because a
+/// durable engine may hold it beyond the loop's borrows.
+pub type StepWork = Pin<Box<dyn Future<Output = Result<StepValue, RunErrorKind>> + Send + 'static>>;
+
+/// A step's result: as the work made it, or as JSON (what a journal keeps and gives back on a
+/// replay). The local mode hands the typed value straight back: no JSON round trip per step.
+pub enum StepValue {
+    /// The value the work returned, read back by the loop as the same type.
+    Typed(Box<dyn Journaled>),
+    /// The value as JSON.
+    Json(Value),
+}
+
+impl StepValue {
+    /// The value as a journal keeps it.
+    pub fn into_json(self) -> Result<Value, RunErrorKind> {
+        match self {
+            StepValue::Json(v) => Ok(v),
+            StepValue::Typed(t) => t
+                .to_json()
+                .map_err(|e| RunErrorKind::Journal(format!("a step result is not JSON: {e}"))),
+        }
+    }
+}
+
+impl std::fmt::Debug for StepValue {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            StepValue::Typed(_) => f.write_str("Typed(..)"),
+            StepValue::Json(v) => f.debug_tuple("Json").field(v).finish(),
+        }
+    }
+}
+
+/// A typed step result: JSON on demand (for a journal), or itself again (for the loop).
+pub trait Journaled: Send {
+    /// The value as JSON.
+    fn to_json(&self) -> Result<Value, serde_json::Error>;
+    /// The value, to be downcast to its type.
+    fn into_any(self: Box<Self>) -> Box<dyn Any>;
+}
+
+impl<T: serde::Serialize + Send + 'static> Journaled for T {
+    fn to_json(&self) -> Result<Value, serde_json::Error> {
+        serde_json::to_value(self)
+    }
+    fn into_any(self: Box<Self>) -> Box<dyn Any> {
+        self
+    }
+}
 
 /// A step as the loop awaits it.
 pub type StepFuture<'a> = Pin<Box<dyn Future<Output = Result<Recalled, RunErrorKind>> + Send + 'a>>;
 
 /// A step's result, and whether it came from the journal instead of running here.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct Recalled {
     /// What the work returned (now or in an earlier attempt).
-    pub value: Value,
+    pub value: StepValue,
     /// True when the work did not run in this attempt: its side effects on the run (such as
     /// `ctx.state`) must be restored from `value`.
     pub replayed: bool,
@@ -64,12 +112,19 @@ pub fn idempotency_key(run_id: &str, step: &str) -> String {
     format!("{run_id}/{step}")
 }
 
-/// Reads a journaled value back as `T`; a mismatch means the journal was written by an
+/// Reads a step's value back as `T`; a mismatch means the journal was written by an
 /// incompatible version of kiln.
-pub(crate) fn decode<T: serde::de::DeserializeOwned>(
+pub(crate) fn decode<T: serde::de::DeserializeOwned + 'static>(
     step: &str,
-    value: Value,
+    value: StepValue,
 ) -> Result<T, RunErrorKind> {
-    serde_json::from_value(value)
-        .map_err(|e| RunErrorKind::Journal(format!("step {step}: unreadable result: {e}")))
+    let unreadable =
+        |e: String| RunErrorKind::Journal(format!("step {step}: unreadable result: {e}"));
+    match value {
+        StepValue::Typed(t) => match t.into_any().downcast::<T>() {
+            Ok(t) => Ok(*t),
+            Err(_) => Err(unreadable("not the type this step returns".into())),
+        },
+        StepValue::Json(v) => serde_json::from_value(v).map_err(|e| unreadable(e.to_string())),
+    }
 }

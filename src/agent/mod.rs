@@ -10,7 +10,7 @@ pub mod run;
 pub mod spec;
 mod start;
 
-pub use journal::{Local, Recalled, StepFuture, StepJournal, StepWork};
+pub use journal::{Journaled, Local, Recalled, StepFuture, StepJournal, StepValue, StepWork};
 pub use record::{RecordError, Recorder};
 pub use report::{RunError, RunErrorKind, RunReport, ToolCallRecord};
 pub use run::{Observer, RunEvent, RunOptions};

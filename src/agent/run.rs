@@ -2,7 +2,7 @@
 //! concurrently and in call order), send the results back, until it answers or a limit hits.
 
 use super::connect::ProviderOverrides;
-use super::journal::{self, StepJournal};
+use super::journal::{self, StepJournal, StepValue};
 use super::record::{Pending, RecordError};
 use super::report::{RunError, RunErrorKind, RunReport, ToolCallRecord};
 use crate::Host;
@@ -205,12 +205,14 @@ impl Run {
                     _ = sleep_until(deadline) => return Err(RunErrorKind::Deadline),
                 };
                 let took_ms = asked.elapsed().as_secs_f64() * 1000.0;
-                Ok(serde_json::json!({"reply": reply, "took_ms": took_ms}))
+                Ok(StepValue::Typed(Box::new(ModelStep { reply, took_ms })))
             })
         };
         let name = journal::model_step(round);
         // The pending commit runs once the request is out, while the model works; the step
-        // ends only when both have.
+        // ends only when both have. (Out means handed to an idle pooled connection: when the
+        // connection is not back in the pool yet, the request waits for the commit, which
+        // costs the overlap, never the order.)
         let (pending, recorder, report) = (self.pending.take(), &self.recorder, &self.report);
         let commit = async move {
             match (pending, recorder) {
@@ -225,9 +227,8 @@ impl Run {
         let (asked, committed) = tokio::join!(biased; journal.step(name.clone(), work), commit);
         // A step that could not be recorded ends the run: no tool runs after it.
         committed?;
-        let mut value = asked?.value;
-        let reply: ModelResponse = journal::decode(&name, value["reply"].take())?;
-        let took = Duration::from_secs_f64(value["took_ms"].as_f64().unwrap_or(0.0) / 1000.0);
+        let ModelStep { reply, took_ms } = journal::decode(&name, asked?.value)?;
+        let took = Duration::from_secs_f64(took_ms.max(0.0) / 1000.0);
         self.emit(RunEvent::ModelDone { round });
         if let Some(r) = &self.recorder {
             r.model_reply(&self.report.run_id, round, reply.usage, &reply.stop, took);
@@ -338,7 +339,13 @@ pub(super) async fn drive(
         let executed = execute_round(&calls, &round_ctx).await?;
         let mut results = Vec::new();
         let mut stop: Option<RunErrorKind> = None;
-        for (call, Executed { outcome, version }) in calls.iter().zip(executed) {
+        for (
+            call,
+            Executed {
+                outcome, version, ..
+            },
+        ) in calls.iter().zip(executed)
+        {
             let record = ToolCallRecord::new(
                 round,
                 &call.id,
@@ -425,12 +432,21 @@ struct RoundContext<'a> {
     max_parallel: usize,
 }
 
+/// A model request as its step remembers it: the reply and how long it took.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct ModelStep {
+    reply: ModelResponse,
+    took_ms: f64,
+}
+
 /// One tool call as its step remembers it: the outcome, which version of the tool ran it and
 /// the run's state after it.
 #[derive(serde::Serialize, serde::Deserialize)]
 struct Executed {
     outcome: ToolOutcome,
     version: String,
+    #[serde(default)]
+    state: Value,
 }
 
 /// Runs one round's calls concurrently (bounded), exclusive tools alone, results in call order;
@@ -456,14 +472,15 @@ async fn execute_round(
         );
         let state = round.ctx.state.clone();
         async move {
-            let mut recalled = round.journal.step(step.clone(), work).await?;
+            let recalled = round.journal.step(step.clone(), work).await?;
+            let mut executed = journal::decode::<Executed>(&step, recalled.value)?;
             if recalled.replayed
                 && let Ok(mut s) = state.lock()
             {
                 // The call's effect on ctx.state is restored before the next step runs.
-                *s = recalled.value["state"].take();
+                *s = std::mem::take(&mut executed.state);
             }
-            journal::decode::<Executed>(&step, recalled.value)
+            Ok(executed)
         }
     });
     futures_util::future::join_all(futures)
@@ -529,13 +546,10 @@ fn execute_call(
                 }
             }
         };
-        let executed = Executed {
+        Ok(StepValue::Typed(Box::new(Executed {
             outcome,
             version: version.unwrap_or_default(),
-        };
-        let mut value = serde_json::to_value(executed)
-            .map_err(|e| RunErrorKind::Journal(format!("a tool result is not JSON: {e}")))?;
-        value["state"] = state.lock().map(|s| s.clone()).unwrap_or(Value::Null);
-        Ok(value)
+            state: state.lock().map(|s| s.clone()).unwrap_or(Value::Null),
+        })))
     })
 }

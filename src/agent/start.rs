@@ -7,9 +7,11 @@ use super::report::{RunError, RunErrorKind, RunReport};
 use super::run::{Run, RunOptions};
 use crate::Host;
 use crate::provider::Message;
+use std::future::Future;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
+use tokio_util::sync::{CancellationToken, WaitForCancellationFutureOwned};
 
 /// Runs agent `agent_name` on `prompt`, every step in this process.
 pub async fn run(
@@ -81,15 +83,8 @@ async fn setup_and_drive(
     run.report.provider = provider.name().to_string();
     run.report.model = model.clone();
 
-    let cancel_flag = Arc::new(AtomicBool::new(false));
-    let watcher = {
-        let flag = cancel_flag.clone();
-        let token = opts.cancel.clone();
-        tokio::spawn(async move {
-            token.cancelled().await;
-            flag.store(true, Ordering::Relaxed);
-        })
-    };
+    // Scripts and handlers poll a plain flag; it is set by whoever cancels, on their thread.
+    let (cancel_flag, _link) = flag_of(&opts.cancel);
     let deadline = opts.timeout.map(|t| Instant::now() + t);
     let mut ctx = host.context(opts.grants.clone().unwrap_or_else(|| agent.grants.clone()));
     ctx.run_id = run.report.run_id.clone();
@@ -103,14 +98,63 @@ async fn setup_and_drive(
         ctx.restored = !opts.history.is_empty();
     }
     let max_rounds = opts.max_iterations.unwrap_or(agent.max_tool_iterations);
-    let result = if agent.mode == "json_planner" {
+    if agent.mode == "json_planner" {
         super::planner::drive(host, run, &provider, &agent, &model, ctx, opts, deadline).await
     } else {
         super::run::drive(
             host, journal, run, &provider, &agent, &model, ctx, max_rounds, opts, deadline,
         )
         .await
-    };
-    watcher.abort();
-    result
+    }
+}
+
+/// Sets a flag when the token is cancelled, on the cancelling thread, with no task to run (a
+/// tool running on the thread that drives the runtime still sees a cancel at once).
+pub(crate) fn flag_of(token: &CancellationToken) -> (Arc<AtomicBool>, CancelLink) {
+    struct SetFlag(Arc<AtomicBool>);
+    impl std::task::Wake for SetFlag {
+        fn wake(self: Arc<Self>) {
+            self.0.store(true, Ordering::Relaxed);
+        }
+    }
+    let flag = Arc::new(AtomicBool::new(false));
+    let mut waiting = Box::pin(token.clone().cancelled_owned());
+    let waker = std::task::Waker::from(Arc::new(SetFlag(flag.clone())));
+    // Registers the waker (or finds the token already cancelled).
+    if waiting
+        .as_mut()
+        .poll(&mut std::task::Context::from_waker(&waker))
+        .is_ready()
+    {
+        flag.store(true, Ordering::Relaxed);
+    }
+    (flag, CancelLink { _waiting: waiting })
+}
+
+/// Keeps [`flag_of`]'s flag linked to its token; dropping it unlinks them.
+pub(crate) struct CancelLink {
+    _waiting: std::pin::Pin<Box<WaitForCancellationFutureOwned>>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_flag_is_set_by_the_cancelling_thread_with_no_runtime_running() {
+        let token = CancellationToken::new();
+        let (flag, link) = flag_of(&token);
+        assert!(!flag.load(Ordering::Relaxed));
+        let other = token.clone();
+        std::thread::spawn(move || other.cancel())
+            .join()
+            .expect("cancelled");
+        assert!(flag.load(Ordering::Relaxed));
+        drop(link);
+        let (again, _link) = flag_of(&token);
+        assert!(again.load(Ordering::Relaxed), "an already cancelled token");
+        let (unlinked, link) = flag_of(&CancellationToken::new());
+        drop(link);
+        assert!(!unlinked.load(Ordering::Relaxed));
+    }
 }

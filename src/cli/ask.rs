@@ -220,15 +220,8 @@ pub fn ask(g: &Global, a: AskArgs) -> CliResult<ExitCode> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
-    let result = runtime.block_on(async {
-        let ctrl_c = cancel.clone();
-        tokio::spawn(async move {
-            if tokio::signal::ctrl_c().await.is_ok() {
-                ctrl_c.cancel();
-            }
-        });
-        host.run(&a.agent, &prompt, opts).await
-    });
+    cancel_on_ctrl_c(&cancel);
+    let result = runtime.block_on(host.run(&a.agent, &prompt, opts));
     let (report, error) = match result {
         Ok(r) => (r, None),
         Err(e) => (*e.report.clone(), Some(e)),
@@ -257,5 +250,24 @@ pub fn ask(g: &Global, a: AskArgs) -> CliResult<ExitCode> {
                 },
             ))
         }
+    }
+}
+
+/// Cancels `token` on Ctrl-C, from a thread of its own: the run's thread may be busy running a
+/// tool in place, and a cancel must still reach it (the tool sees the run's cancel flag).
+fn cancel_on_ctrl_c(token: &CancellationToken) {
+    let token = token.clone();
+    let listening = tokio::runtime::Builder::new_current_thread()
+        .enable_io()
+        .build()
+        .map(|rt| {
+            std::thread::spawn(move || {
+                if rt.block_on(tokio::signal::ctrl_c()).is_ok() {
+                    token.cancel();
+                }
+            })
+        });
+    if let Err(e) = listening {
+        tracing::warn!("Ctrl-C will not cancel the run: {e}");
     }
 }

@@ -33,36 +33,41 @@ const MIGRATIONS: &[&str] = &[
         updated_at REAL NOT NULL, PRIMARY KEY(workspace, ns, key));",
     // 2: who each run acted for (a serve token's actor, an MCP client, --actor)
     "ALTER TABLE runs ADD COLUMN actor TEXT;",
-    // 3: fewer pages per logged step (each step's commit wrote seven). The step tables are
-    // keyed by run, without a rowid, so an insert touches one B-tree each; tool calls are no
-    // longer indexed by name (`kiln logs --tool` reads each run's calls by key instead); and a
-    // run's totals are written when it ends (a running run's are counted from model_calls).
-    "CREATE TABLE model_calls_v3(
-        run_id TEXT NOT NULL, round INTEGER NOT NULL, at REAL NOT NULL, duration_ms REAL,
-        input_tokens INTEGER, output_tokens INTEGER, stop_reason TEXT,
-        PRIMARY KEY(run_id, round)) WITHOUT ROWID;
-     INSERT OR REPLACE INTO model_calls_v3
-        SELECT run_id, round, at, duration_ms, input_tokens, output_tokens, stop_reason
-        FROM model_calls ORDER BY rowid;
-     DROP TABLE model_calls;
-     ALTER TABLE model_calls_v3 RENAME TO model_calls;
-     CREATE TABLE messages_v3(
-        run_id TEXT NOT NULL, seq INTEGER NOT NULL, at REAL NOT NULL, role TEXT NOT NULL,
-        body TEXT NOT NULL, PRIMARY KEY(run_id, seq)) WITHOUT ROWID;
-     INSERT INTO messages_v3 SELECT run_id, seq, at, role, body FROM messages;
-     DROP TABLE messages;
-     ALTER TABLE messages_v3 RENAME TO messages;
-     CREATE TABLE tool_calls_v3(
-        run_id TEXT NOT NULL, step INTEGER NOT NULL, idx INTEGER NOT NULL,
-        round INTEGER NOT NULL, call_id TEXT, name TEXT NOT NULL, args TEXT, outcome TEXT,
-        is_error INTEGER NOT NULL, duration_ms REAL, script_version TEXT, at REAL NOT NULL,
-        PRIMARY KEY(run_id, step, idx)) WITHOUT ROWID;
-     INSERT INTO tool_calls_v3
-        SELECT run_id, 0, ROW_NUMBER() OVER (PARTITION BY run_id ORDER BY rowid) - 1, round,
-        call_id, name, args, outcome, is_error, duration_ms, script_version, at
+    // 3: a logged step in as few pages as possible (each step's commit wrote seven). Its
+    // model replies, messages and tool calls are rows of one table, keyed by run, step and
+    // part without a rowid, so one step's rows sit side by side in one B-tree leaf; the old
+    // tables live on as views. A run's totals are written when it ends (a running run's are
+    // counted). Rows from before keep their order: messages under their own seq, model
+    // replies under step -1 and tool calls under step -2.
+    "CREATE TABLE steps(
+        run_id TEXT NOT NULL, step INTEGER NOT NULL, part INTEGER NOT NULL, kind TEXT NOT NULL,
+        at REAL NOT NULL, seq INTEGER, role TEXT, body TEXT,
+        round INTEGER, duration_ms REAL, input_tokens INTEGER, output_tokens INTEGER,
+        stop_reason TEXT, call_id TEXT, name TEXT, args TEXT, outcome TEXT, is_error INTEGER,
+        script_version TEXT,
+        PRIMARY KEY(run_id, step, part)) WITHOUT ROWID;
+     INSERT INTO steps(run_id, step, part, kind, at, seq, role, body)
+        SELECT run_id, seq, 0, 'message', at, seq, role, body FROM messages;
+     INSERT OR REPLACE INTO steps(run_id, step, part, kind, at, round, duration_ms,
+        input_tokens, output_tokens, stop_reason)
+        SELECT run_id, -1, round, 'model', at, round, duration_ms, input_tokens, output_tokens,
+        stop_reason FROM model_calls ORDER BY rowid;
+     INSERT INTO steps(run_id, step, part, kind, at, round, call_id, name, args, outcome,
+        is_error, duration_ms, script_version)
+        SELECT run_id, -2, ROW_NUMBER() OVER (PARTITION BY run_id ORDER BY rowid), 'tool', at,
+        round, call_id, name, args, outcome, is_error, duration_ms, script_version
         FROM tool_calls;
+     DROP TABLE messages;
+     DROP TABLE model_calls;
      DROP TABLE tool_calls;
-     ALTER TABLE tool_calls_v3 RENAME TO tool_calls;",
+     CREATE VIEW messages AS
+        SELECT run_id, seq, at, role, body FROM steps WHERE kind = 'message';
+     CREATE VIEW model_calls AS
+        SELECT run_id, round, at, duration_ms, input_tokens, output_tokens, stop_reason
+        FROM steps WHERE kind = 'model';
+     CREATE VIEW tool_calls AS
+        SELECT run_id, step, part, round, call_id, name, args, outcome, is_error, duration_ms,
+        script_version, at FROM steps WHERE kind = 'tool';",
 ];
 
 /// The newest schema version this build knows.
@@ -125,7 +130,7 @@ mod tests {
         .expect("old rows");
         super::run(&mut conn).expect("migrate");
         let names: Vec<(String, i64)> = conn
-            .prepare("SELECT name, idx FROM tool_calls WHERE run_id = 'r1' ORDER BY step, idx")
+            .prepare("SELECT name, part FROM tool_calls WHERE run_id = 'r1' ORDER BY step, part")
             .expect("query")
             .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
             .expect("rows")
@@ -134,8 +139,8 @@ mod tests {
         assert_eq!(
             names,
             [
-                ("second_name_first".to_string(), 0),
-                ("alpha".to_string(), 1)
+                ("second_name_first".to_string(), 1),
+                ("alpha".to_string(), 2)
             ]
         );
         let counts: (i64, i64, i64) = conn

@@ -27,6 +27,10 @@ struct PendingReply {
     stop: Option<String>,
 }
 
+/// Where a step's model replies go among its rows: after its messages and tool calls (which
+/// are numbered from 0), by round.
+const MODEL_PART: i64 = 1 << 32;
+
 fn role(m: &Message) -> &'static str {
     match m {
         Message::User { .. } => "user",
@@ -63,7 +67,8 @@ impl RunLogger {
             })
     }
 
-    fn flush_replies(&self, tx: &Transaction, run_id: &str) -> rusqlite::Result<()> {
+    /// Writes the run's model replies not written yet as rows of `step`.
+    fn flush_replies(&self, tx: &Transaction, run_id: &str, step: i64) -> rusqlite::Result<()> {
         let mine: Vec<PendingReply> = {
             let mut pending = self.pending.lock().unwrap_or_else(|e| e.into_inner());
             let (mine, rest) = std::mem::take(&mut *pending)
@@ -74,11 +79,12 @@ impl RunLogger {
         };
         for r in mine {
             let (input, output) = (r.usage.input_tokens as i64, r.usage.output_tokens as i64);
+            let part = MODEL_PART + i64::from(r.round);
             tx.prepare_cached(
-                "INSERT OR REPLACE INTO model_calls(run_id, round, at, duration_ms, input_tokens, output_tokens, stop_reason)
-                 VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+                "INSERT OR REPLACE INTO steps(run_id, step, part, kind, at, round, duration_ms, input_tokens, output_tokens, stop_reason)
+                 VALUES(?1, ?2, ?3, 'model', ?4, ?5, ?6, ?7, ?8, ?9)",
             )?
-            .execute(params![r.run_id, r.round, r.at, r.took_ms, input, output, r.stop])?;
+            .execute(params![r.run_id, step, part, r.at, r.round, r.took_ms, input, output, r.stop])?;
         }
         Ok(())
     }
@@ -108,12 +114,7 @@ impl Recorder for RunLogger {
         self.write("start", |tx| {
             // A durable run resumed in this database starts again under its id and replays
             // its steps: what the earlier attempt logged is replaced, not duplicated.
-            for table in ["messages", "tool_calls", "model_calls"] {
-                tx.execute(
-                    &format!("DELETE FROM {table} WHERE run_id = ?1"),
-                    params![report.run_id],
-                )?;
-            }
+            tx.execute("DELETE FROM steps WHERE run_id = ?1", params![report.run_id])?;
             tx.execute(
                 "INSERT INTO runs(id, agent, session, prompt, started_at, actor) VALUES(?1, ?2, ?3, ?4, ?5, ?6)
                  ON CONFLICT(id) DO UPDATE SET started_at = excluded.started_at, ended_at = NULL,
@@ -165,25 +166,26 @@ impl Recorder for RunLogger {
         state: &Value,
     ) -> Result<(), RecordError> {
         let at = now();
+        // A step's rows are keyed by the step (its first message) and their place in it.
+        let step = first_seq as i64;
         self.write("step", |tx| {
-            self.flush_replies(tx, run_id)?;
+            self.flush_replies(tx, run_id, step)?;
             for (i, m) in messages.iter().enumerate() {
                 let body = serde_json::to_string(m).unwrap_or_default();
                 let seq = (first_seq + i) as i64;
-                tx.prepare_cached("INSERT OR REPLACE INTO messages(run_id, seq, at, role, body) VALUES(?1, ?2, ?3, ?4, ?5)")?
-                    .execute(params![run_id, seq, at, role(m), body])?;
+                tx.prepare_cached("INSERT OR REPLACE INTO steps(run_id, step, part, kind, at, seq, role, body) VALUES(?1, ?2, ?3, 'message', ?4, ?5, ?6, ?7)")?
+                    .execute(params![run_id, step, i as i64, at, seq, role(m), body])?;
                 if let Some(s) = &self.session {
                     tx.prepare_cached("INSERT OR REPLACE INTO session_messages(session, seq, body) VALUES(?1, ?2, ?3)")?.execute(params![s, seq, body])?;
                 }
             }
-            // A step's calls are keyed by the step (its first message) and their place in it.
-            let step = first_seq as i64;
-            for (idx, c) in calls.iter().enumerate() {
+            for (i, c) in calls.iter().enumerate() {
+                let part = (messages.len() + i) as i64;
                 tx.prepare_cached(
-                    "INSERT OR REPLACE INTO tool_calls(run_id, step, idx, round, call_id, name, args, outcome, is_error, duration_ms, script_version, at)
-                     VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
+                    "INSERT OR REPLACE INTO steps(run_id, step, part, kind, at, round, call_id, name, args, outcome, is_error, duration_ms, script_version)
+                     VALUES(?1, ?2, ?3, 'tool', ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
                 )?
-                .execute(params![run_id, step, idx as i64, c.round, c.id, c.name, c.args.to_string(), c.outcome.to_string(), c.is_error, c.duration_ms, c.script_version, at])?;
+                .execute(params![run_id, step, part, at, c.round, c.id, c.name, c.args.to_string(), c.outcome.to_string(), c.is_error, c.duration_ms, c.script_version])?;
             }
             if let Some(s) = &self.session {
                 tx.prepare_cached("UPDATE sessions SET state = ?2, updated_at = ?3 WHERE name = ?1")?.execute(params![s, state.to_string(), at])?;
@@ -199,7 +201,8 @@ impl Recorder for RunLogger {
             (None, false) => "ok",
         };
         self.write("end", |tx| {
-            self.flush_replies(tx, &report.run_id)?;
+            // Replies no step took (the run ended before its step): past every step's key.
+            self.flush_replies(tx, &report.run_id, report.messages.len() as i64)?;
             tx.execute(
                 "UPDATE runs SET ended_at = ?2, status = ?3, error = ?4, answer = ?5, provider = ?6, model = ?7,
                  rounds = (SELECT COUNT(*) FROM model_calls WHERE run_id = ?1),
@@ -335,7 +338,7 @@ impl Db {
             .map_err(|e| self.err(e))?;
         let mut runs: Vec<RunRow> = rows.collect::<Result<_, _>>().map_err(|e| self.err(e))?;
         let mut calls = conn
-            .prepare("SELECT round, name, args, outcome, is_error, duration_ms, script_version FROM tool_calls WHERE run_id = ?1 ORDER BY step, idx")
+            .prepare("SELECT round, name, args, outcome, is_error, duration_ms, script_version FROM tool_calls WHERE run_id = ?1 ORDER BY step, part")
             .map_err(|e| self.err(e))?;
         for run in runs.iter_mut() {
             let rows = calls

@@ -2,7 +2,7 @@
 //! invocation's journal and a retry on any worker gets it back without running it again.
 
 use crate::agent::RunErrorKind;
-use crate::agent::journal::{Recalled, StepFuture, StepJournal, StepWork};
+use crate::agent::journal::{Recalled, StepFuture, StepJournal, StepValue, StepWork};
 use restate_sdk::prelude::*;
 use std::sync::{Arc, Mutex};
 
@@ -66,7 +66,7 @@ macro_rules! restate_journal_for {
                     let result = self
                         .ctx
                         .run(move || async move {
-                            let result = work.await;
+                            let result = work.await.and_then(StepValue::into_json);
                             let journaled = match &result {
                                 Ok(v) => Ok(Json(v.clone())),
                                 Err(kind) => Err(journaled_failure(kind).into()),
@@ -81,7 +81,7 @@ macro_rules! restate_journal_for {
                     let live = ran.lock().ok().and_then(|mut s| s.take());
                     match (result, live) {
                         (Ok(Json(value)), live) => Ok(Recalled {
-                            value,
+                            value: StepValue::Json(value),
                             replayed: live.is_none(),
                         }),
                         // The work failed here: its own error, not its journaled form.

@@ -134,6 +134,25 @@ pub fn json(body: &Value) -> bytes::Bytes {
     serde_json::to_vec(body).unwrap_or_default().into()
 }
 
+/// `url` parsed, remembered per thread: a run posts to the same URL round after round, and
+/// parsing it each time cost more than the rest of building the request. `None` when it is not
+/// a URL (the request then fails with reqwest's own error).
+fn parsed(url: &str) -> Option<reqwest::Url> {
+    thread_local! {
+        static LAST: std::cell::RefCell<Option<(String, reqwest::Url)>> =
+            const { std::cell::RefCell::new(None) };
+    }
+    LAST.with(|last| {
+        let mut last = last.borrow_mut();
+        if let Some((_, parsed)) = last.as_ref().filter(|(text, _)| text == url) {
+            return Some(parsed.clone());
+        }
+        let parsed = reqwest::Url::parse(url).ok()?;
+        *last = Some((url.to_string(), parsed.clone()));
+        Some(parsed)
+    })
+}
+
 /// POSTs the JSON `body` to `url`, retrying what may be retried; returns a 2xx response. The request
 /// timeout covers a whole reply, or for a `stream`ed one the wait for it to start (the body
 /// then has [`Limits`]' idle and overall timeouts, in [`for_each_chunk`]).
@@ -151,11 +170,13 @@ pub async fn post(
     );
     let secrets = endpoint.secrets();
     let mut attempt = 0;
+    let target = parsed(url);
     loop {
-        let request = client()
-            .post(url)
-            .headers(headers.clone())
-            .body(body.clone());
+        let request = match &target {
+            Some(u) => client().post(u.clone()),
+            None => client().post(url),
+        };
+        let request = request.headers(headers.clone()).body(body.clone());
         let result = if stream {
             match tokio::time::timeout(endpoint.timeout, request.send()).await {
                 Ok(r) => r.map_err(|e| (e.is_connect() || e.is_request(), describe(&e, url))),
@@ -284,6 +305,39 @@ pub async fn json_body(
     resp: Response,
     limits: &Limits,
 ) -> Result<Value, ProviderError> {
+    let body = whole_body(provider, resp, limits).await?;
+    body.json()
+}
+
+/// A reply's whole body (within the size limit) and its media type.
+pub struct Body {
+    provider: &'static str,
+    /// The bytes.
+    pub bytes: Vec<u8>,
+    kind: Option<String>,
+}
+
+impl Body {
+    /// The body as JSON, or an error quoting what it is instead.
+    pub fn json(&self) -> Result<Value, ProviderError> {
+        let (provider, bytes, kind) = (self.provider, &self.bytes, &self.kind);
+        serde_json::from_slice(bytes).map_err(|e| ProviderError::Malformed {
+            provider,
+            message: format!(
+                "reply is not JSON ({e}; content-type {}): {}",
+                kind.as_deref().unwrap_or("not given"),
+                quote_bytes(bytes)
+            ),
+        })
+    }
+}
+
+/// Reads a reply's whole body, within the size limit.
+pub async fn whole_body(
+    provider: &'static str,
+    resp: Response,
+    limits: &Limits,
+) -> Result<Body, ProviderError> {
     let kind = media_type(&resp);
     let mut bytes = Vec::new();
     read_body(provider, resp, limits, false, |chunk| {
@@ -291,13 +345,10 @@ pub async fn json_body(
         Ok(())
     })
     .await?;
-    serde_json::from_slice(&bytes).map_err(|e| ProviderError::Malformed {
+    Ok(Body {
         provider,
-        message: format!(
-            "reply is not JSON ({e}; content-type {}): {}",
-            kind.as_deref().unwrap_or("not given"),
-            quote_bytes(&bytes)
-        ),
+        bytes,
+        kind,
     })
 }
 

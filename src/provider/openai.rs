@@ -257,6 +257,72 @@ pub fn parse_response(v: &Value) -> Result<ModelResponse, ProviderError> {
     )
 }
 
+/// A whole reply of the usual shape, read without building a `Value` tree; `None` for anything
+/// else (an error, a missing or odd field), which [`parse_response`] reads leniently and
+/// names what is wrong.
+fn typed_reply(bytes: &[u8]) -> Option<ModelResponse> {
+    #[derive(serde::Deserialize)]
+    struct Reply {
+        #[serde(default)]
+        error: Option<serde::de::IgnoredAny>,
+        choices: Vec<Choice>,
+        #[serde(default)]
+        usage: Option<Value>,
+    }
+    #[derive(serde::Deserialize)]
+    struct Choice {
+        message: Msg,
+        #[serde(default)]
+        finish_reason: Option<String>,
+    }
+    #[derive(serde::Deserialize)]
+    struct Msg {
+        #[serde(default)]
+        content: Option<String>,
+        #[serde(default)]
+        tool_calls: Option<Vec<Call>>,
+    }
+    #[derive(serde::Deserialize)]
+    struct Call {
+        #[serde(default)]
+        id: Option<String>,
+        function: Function,
+    }
+    #[derive(serde::Deserialize)]
+    struct Function {
+        name: String,
+        #[serde(default)]
+        arguments: Option<String>,
+    }
+    let reply: Reply = serde_json::from_slice(bytes).ok()?;
+    if reply.error.is_some() {
+        return None;
+    }
+    let choice = reply.choices.into_iter().next()?;
+    let calls = choice
+        .message
+        .tool_calls
+        .unwrap_or_default()
+        .into_iter()
+        .enumerate()
+        .map(|(i, c)| ToolCall {
+            id: c.id.unwrap_or_else(|| format!("call_{i}")),
+            name: c.function.name,
+            args: c
+                .function
+                .arguments
+                .map_or_else(|| CallArgs::Parsed(json!({})), |a| CallArgs::from_text(&a)),
+        })
+        .collect();
+    finish(
+        choice.message.content.unwrap_or_default(),
+        calls,
+        choice.finish_reason.as_deref(),
+        usage(reply.usage.as_ref().unwrap_or(&Value::Null)),
+    )
+    .ok()
+}
+
 #[derive(Default)]
 struct PartialCall {
     id: String,
@@ -523,10 +589,12 @@ impl OpenAi {
         let limits = &self.endpoint.limits;
         let resp = http::post(NAME, &self.endpoint, &url, headers, body, stream).await?;
         if !stream {
-            return Ok(sse::whole(
-                parse_response(&http::json_body(NAME, resp, limits).await?)?,
-                sink,
-            ));
+            let body = http::whole_body(NAME, resp, limits).await?;
+            let reply = match typed_reply(&body.bytes) {
+                Some(reply) => reply,
+                None => parse_response(&body.json()?)?,
+            };
+            return Ok(sse::whole(reply, sink));
         }
         sse::read_stream::<StreamState>(NAME, resp, limits, sink).await
     }

@@ -154,3 +154,34 @@ fn a_promised_prefix_is_reused_without_comparing_and_the_rest_is_checked() {
         serde_json::from_slice(&request_bytes(&req, false, &rendered)).expect("valid JSON");
     assert_eq!(sent["messages"][1]["content"], "hi");
 }
+
+#[test]
+fn usual_whole_replies_read_typed_as_they_read_as_values_and_odd_ones_go_the_value_way() {
+    let usual = [
+        json!({"choices": [{"message": {"role": "assistant", "content": "hi"}, "finish_reason": "stop"}],
+               "usage": {"prompt_tokens": 3, "completion_tokens": 1}}),
+        json!({"id": "x", "choices": [{"index": 0, "message": {"content": null, "tool_calls": [
+            {"id": "c1", "type": "function", "function": {"name": "calc", "arguments": "{\"x\":1}"}},
+            {"type": "function", "function": {"name": "calc", "arguments": null}},
+            {"id": "c3", "function": {"name": "calc", "arguments": "not json"}}]},
+            "finish_reason": "tool_calls"}]}),
+        json!({"choices": [{"message": {"content": "cut"}, "finish_reason": "length"}], "usage": null}),
+    ];
+    for v in usual {
+        let bytes = v.to_string().into_bytes();
+        assert_eq!(
+            typed_reply(&bytes),
+            Some(parse_response(&v).expect("parses")),
+            "{v}"
+        );
+    }
+    let odd = [
+        json!({"error": {"message": "overloaded"}}),
+        json!({"choices": []}),
+        json!({"choices": [{"message": {"tool_calls": [{"function": {"name": "calc", "arguments": {"x": 1}}}]}}]}),
+        json!({"choices": [{"message": {"content": [{"type": "text", "text": "parts"}]}}]}),
+    ];
+    for v in odd {
+        assert_eq!(typed_reply(v.to_string().as_bytes()), None, "{v}");
+    }
+}

@@ -55,6 +55,10 @@ impl Handler for ScriptHandler {
         }
     }
 
+    fn runs_in_place(&self) -> bool {
+        self.unit.in_place
+    }
+
     fn is_available(&self, tool: &Tool, ctx: &CallContext) -> bool {
         let Some(f) = &self.available_if else {
             return true;

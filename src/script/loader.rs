@@ -64,7 +64,9 @@ pub(crate) fn load_source_with(
         file.errors
             .push(LoadError::at(at(e.position()), top_level_message(&e)));
     }
+    let in_place = file.imports.is_empty() && super::scan::may_run_in_place(&ast, app);
     let unit = Arc::new(ScriptUnit {
+        in_place,
         ast,
         engine: engine.clone(),
         path: path.to_string(),

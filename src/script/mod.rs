@@ -30,6 +30,9 @@ pub struct ScriptUnit {
     pub path: String,
     /// A short hash of the source, naming this version of the file.
     pub version: String,
+    /// Whether its handlers may run on the thread that drives the caller's runtime
+    /// ([`scan::may_run_in_place`]).
+    pub in_place: bool,
 }
 
 /// The location of a Rhai position in a script.

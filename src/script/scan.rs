@@ -114,9 +114,63 @@ pub fn gated_calls(
     }
 }
 
+/// Host functions that wait on the runtime that called the tool: a nested tool call may drive
+/// an async handler there, and `sample` waits for the calling client's answer.
+const WAITS_ON_CALLER: &[&str] = &["call_tool", "sample"];
+
+/// Whether handlers of this script may run on the very thread that drives the caller's
+/// runtime (no hand-off to the blocking pool): nothing in the file, in any function, closure
+/// or top-level code, names a host function that waits on that runtime or a function the
+/// application added, builds a function pointer from a name (`Fn`), or uses a module (whose
+/// code this look does not see). Conservative by design: one such name anywhere in the file
+/// sends every handler of it to the pool.
+pub fn may_run_in_place(ast: &AST, app: &BTreeMap<String, String>) -> bool {
+    let waits = |name: &str| WAITS_ON_CALLER.contains(&name) || app.contains_key(name);
+    let call_waits = |call: &rhai::FnCallExpr| {
+        call.is_qualified() || call.name.as_str() == "Fn" || waits(call.name.as_str())
+    };
+    let mut in_place = true;
+    ast.walk(&mut |path: &[ASTNode]| {
+        let waiting = match path.last() {
+            Some(ASTNode::Stmt(Stmt::Import(..))) => true,
+            Some(ASTNode::Stmt(Stmt::FnCall(call, _))) => call_waits(call),
+            Some(ASTNode::Expr(Expr::FnCall(call, _) | Expr::MethodCall(call, _))) => {
+                call_waits(call)
+            }
+            Some(ASTNode::Expr(e)) => referenced(e).is_some_and(|name| waits(&name)),
+            _ => false,
+        };
+        in_place &= !waiting;
+        in_place
+    });
+    in_place
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_scripts_that_cannot_wait_on_the_caller_run_in_place() {
+        let engine = rhai::Engine::new_raw();
+        let app = BTreeMap::from([("crm_lookup".to_string(), "crm".to_string())]);
+        let in_place = |src: &str| may_run_in_place(&engine.compile(src).expect("compiles"), &app);
+        assert!(in_place(
+            "fn h(a) { let f = |x| x * 2; [1, 2].map(f).len() + a.n }"
+        ));
+        assert!(in_place("fn h(a) { read_file(a.path) }"));
+        for waits in [
+            "fn h(a) { call_tool(\"other\", #{}) }",
+            "fn h(a) { helper() }\nfn helper() { sample(\"why?\") }",
+            "fn h(a) { let f = |x| call_tool(x, #{}); f.call(\"t\") }",
+            "fn h(a) { crm_lookup(a) }",
+            "fn h(a) { let f = Fn(a.name); f.call() }",
+            "fn h(a) { call(\"call_tool\", \"t\", #{}) }",
+            "import \"lib\" as lib;\nfn h(a) { lib::work(a) }",
+        ] {
+            assert!(!in_place(waits), "{waits}");
+        }
+    }
 
     fn scan(src: &str, start: &str) -> Vec<String> {
         let engine = rhai::Engine::new_raw();

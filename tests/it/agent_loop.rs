@@ -21,7 +21,7 @@ tool("solo").description("Exclusive partner").param("me", "string").param("other
         for i in 0..30 { if store_get("rv", args.other) == true { return "met"; } sleep(0.01); }
         "alone"
     });
-tool("slow").description("Sleeps").handler(|args| { sleep(5); "done" });
+tool("slow").description("Sleeps").handler(|args| { sleep(20); "done" });
 for p in ["anthropic", "openai", "ollama"] {
     agent(`shop_${p}`).provider(p).model("mock-model").system("You sell bricks.")
         .tools(["lookup", "calculator", "broken", "rendezvous", "solo", "slow"])
@@ -330,8 +330,16 @@ fn deadline_and_ctrl_c_stop_the_run() {
     );
     mock.wait_for_requests(1);
     std::thread::sleep(std::time::Duration::from_millis(300));
+    // The lone call runs in place on the run's own thread (kiln ask has one): Ctrl-C must
+    // still reach it, long before its 20 s sleep is over.
+    let sent = std::time::Instant::now();
     signal(child.id(), "INT");
     let out = child.wait_with_output().expect("wait");
+    assert!(
+        sent.elapsed() < std::time::Duration::from_secs(10),
+        "Ctrl-C waited {:?} for the tool",
+        sent.elapsed()
+    );
     assert_eq!(out.status.code(), Some(130), "{}", stderr(&out));
     assert!(
         stderr(&out).contains("error: cancelled"),

@@ -109,6 +109,12 @@ fn a_step_commits_during_the_next_model_request_and_before_the_next_tool() {
                     let (lock, cv) = &shared.second_tool;
                     *lock.lock().expect("lock") = true;
                     cv.notify_all();
+                } else {
+                    // The commit overlaps a request handed to an idle pooled connection; this
+                    // pause lets the first reply's connection get back to the pool first even
+                    // on a loaded machine (else the request would wait for the commit: only the
+                    // overlap is lost, never the order, which the rest of the test checks).
+                    tokio::time::sleep(Duration::from_millis(200)).await;
                 }
                 Ok(json!("ok"))
             }

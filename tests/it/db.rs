@@ -454,7 +454,7 @@ fn a_step_that_cannot_be_logged_ends_the_run_before_any_further_tool_runs() {
     rusqlite::Connection::open(&db_path)
         .expect("open")
         .execute_batch(
-            "CREATE TRIGGER refuse_calls BEFORE INSERT ON tool_calls
+            "CREATE TRIGGER refuse_calls BEFORE INSERT ON steps WHEN NEW.kind = 'tool'
              BEGIN SELECT RAISE(ABORT, 'simulated write failure'); END;",
         )
         .expect("trigger");

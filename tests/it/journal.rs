@@ -4,7 +4,8 @@
 
 use crate::common::{Mock, Scripts};
 use kiln::{
-    CallContext, Host, NativeTool, Recalled, RunOptions, StepFuture, StepJournal, StepWork,
+    CallContext, Host, NativeTool, Recalled, RunOptions, StepFuture, StepJournal, StepValue,
+    StepWork,
 };
 use serde_json::{Value, json};
 use std::collections::HashMap;
@@ -24,17 +25,17 @@ impl StepJournal for Remembering {
             let known = self.results.lock().expect("results").get(&name).cloned();
             if let Some(value) = known {
                 return Ok(Recalled {
-                    value,
+                    value: StepValue::Json(value),
                     replayed: true,
                 });
             }
-            let value = work.await?;
+            let value = work.await?.into_json()?;
             self.results
                 .lock()
                 .expect("results")
                 .insert(name, value.clone());
             Ok(Recalled {
-                value,
+                value: StepValue::Json(value),
                 replayed: false,
             })
         })
