@@ -3,6 +3,9 @@ when benches/peers/.venv exists, pydantic-ai and openai-agents, all driving the 
 (OpenAI wire) on loopback. Per-round cost = (time of N rounds - time of 1 round) / (N - 1),
 each the median of several whole-process runs measured in this same run.
 
+Samples are interleaved (each sample runs every contender once, in turn), so a change in the
+machine's load falls on all contenders alike.
+
 Usage: whole_process.py KILN_BINARY [--rounds N] [--samples S] [--smoke]
 Prints two markdown tables (per-round cost, one-round whole process).
 """
@@ -77,7 +80,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("kiln")
     ap.add_argument("--rounds", type=int, default=50)
-    ap.add_argument("--samples", type=int, default=5)
+    ap.add_argument("--samples", type=int, default=9)
     ap.add_argument("--smoke", action="store_true")
     a = ap.parse_args()
     a.kiln = os.path.abspath(a.kiln)
@@ -86,14 +89,19 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         mocks = {r: start_mock(a.kiln, r, tmp) for r in (1, a.rounds)}
         try:
+            everyone = list(contenders(a.kiln, tmp))
+            runs = {(name, r): [] for name, _ in everyone for r in mocks}
+            for name, command in everyone:
+                for _, url in mocks.values():
+                    timed(*command(url))  # warm-up (page cache, imports compiled)
+            for _ in range(a.samples):
+                for name, command in everyone:
+                    for r, (_, url) in mocks.items():
+                        runs[(name, r)].append(timed(*command(url)))
             rows = []
-            for name, command in contenders(a.kiln, tmp):
-                times = {}
-                for r, (_, url) in mocks.items():
-                    cmd, cwd = command(url)
-                    timed(cmd, cwd)  # warm-up (page cache, imports compiled)
-                    runs = [timed(cmd, cwd) for _ in range(a.samples)]
-                    times[r] = tuple(statistics.median(x[i] for x in runs) for i in (0, 1))
+            for name, _ in everyone:
+                times = {r: tuple(statistics.median(x[i] for x in runs[(name, r)]) for i in (0, 1))
+                         for r in mocks}
                 per_round = [(times[a.rounds][i] - times[1][i]) / (a.rounds - 1) for i in (0, 1)]
                 rows.append((name, times[1], times[a.rounds], per_round))
         finally:
