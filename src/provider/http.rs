@@ -65,14 +65,31 @@ fn redirect_policy() -> redirect::Policy {
 pub fn client() -> &'static Client {
     static CLIENT: OnceLock<Client> = OnceLock::new();
     CLIENT.get_or_init(|| {
-        crate::egress::tls::client_builder()
-            .connect_timeout(Duration::from_secs(10))
-            .redirect(redirect_policy())
-            .user_agent(concat!("kiln/", env!("CARGO_PKG_VERSION")))
+        builder()
             .build()
             // Only a broken TLS setup fails here; the provider is installed, so the default builds.
             .unwrap_or_default()
     })
+}
+
+/// The client for plain `http://` endpoints (a local model, a mock): it never loads the
+/// system's trust store, which is a third of a short `kiln ask`'s start-up. It trusts no
+/// certificate at all, so should it ever meet `https` it fails closed.
+fn plain_client() -> &'static Client {
+    static CLIENT: OnceLock<Client> = OnceLock::new();
+    CLIENT.get_or_init(|| {
+        builder()
+            .tls_certs_only([])
+            .build()
+            .unwrap_or_else(|_| client().clone())
+    })
+}
+
+fn builder() -> reqwest::ClientBuilder {
+    crate::egress::tls::client_builder()
+        .connect_timeout(Duration::from_secs(10))
+        .redirect(redirect_policy())
+        .user_agent(concat!("kiln/", env!("CARGO_PKG_VERSION")))
 }
 
 fn retryable_status(status: StatusCode) -> bool {
@@ -173,6 +190,7 @@ pub async fn post(
     let target = parsed(url);
     loop {
         let request = match &target {
+            Some(u) if u.scheme() == "http" => plain_client().post(u.clone()),
             Some(u) => client().post(u.clone()),
             None => client().post(url),
         };
