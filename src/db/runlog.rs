@@ -378,3 +378,55 @@ impl Db {
             .collect())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_running_runs_totals_are_counted_and_an_ended_runs_are_written() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let db = Arc::new(Db::open(&dir.path().join("k.db")).expect("db"));
+        let logger = RunLogger::new(db.clone(), None);
+        let mut report = RunReport::new(
+            "a",
+            vec![Message::User {
+                content: "go".into(),
+            }],
+        );
+        logger.started(&report).expect("start");
+        // Each step carries the messages new since the last one (the first, the prompt too).
+        let mut committed = 0;
+        for (round, input) in [(1, 10), (2, 12)] {
+            let usage = Usage {
+                input_tokens: input,
+                output_tokens: 2,
+            };
+            logger.model_reply(
+                &report.run_id,
+                round,
+                usage,
+                &StopReason::ToolUse,
+                Duration::ZERO,
+            );
+            report.messages.push(Message::Assistant {
+                content: format!("round {round}"),
+                tool_calls: vec![],
+            });
+            let step = &report.messages[committed..];
+            logger
+                .step(&report.run_id, committed, step, &[], &Value::Null)
+                .expect("step");
+            committed = report.messages.len();
+        }
+        let totals = |db: &Db| {
+            let run = db.runs(&LogFilter::default()).expect("runs").remove(0);
+            (run.status, run.rounds, run.input_tokens, run.output_tokens)
+        };
+        // Killed here, the run would stay `running`: its totals come from its model replies.
+        assert_eq!(totals(&db), ("running".to_string(), 2, 22, 4));
+        logger.ended(&report).expect("end");
+        assert_eq!(totals(&db), ("ok".to_string(), 2, 22, 4));
+        assert_eq!(db.run_messages(&report.run_id).expect("messages").len(), 3);
+    }
+}
