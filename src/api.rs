@@ -207,6 +207,9 @@ pub struct CallOptions {
     pub cancel: Option<CancellationToken>,
     /// Receives the call's progress and log messages (bounded: see [`crate::CallObserver`]).
     pub observer: Option<Arc<dyn crate::CallObserver>>,
+    /// The `ctx.state` the call shares with the caller (the REPL's session state); `None`: a
+    /// fresh one.
+    pub state: Option<Arc<std::sync::Mutex<Value>>>,
 }
 
 impl Host {
@@ -368,6 +371,9 @@ impl Host {
         ctx.context = opts.context.clone();
         ctx.actor_id = opts.actor_id.clone();
         ctx.deadline = opts.timeout.map(|t| Instant::now() + t);
+        if let Some(state) = &opts.state {
+            ctx.state = state.clone();
+        }
         ctx.events = opts
             .observer
             .clone()

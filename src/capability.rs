@@ -7,8 +7,11 @@
 use crate::error::HostError;
 use std::fmt;
 
+mod reach;
+pub use reach::{Overlap, declare_secret_var, fs_scope_allows, is_secret_var};
+
 /// How a grant is used: silently, or after asking the person at the terminal.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, serde::Serialize)]
 pub enum GrantMode {
     /// Allowed without asking.
     Allow,
@@ -72,6 +75,43 @@ pub struct Grant {
     pub cap: Capability,
     /// Whether using it needs approval.
     pub mode: GrantMode,
+    /// Scopes (`None`: unscoped) a call must also fall inside: what is left of the other sides
+    /// of a meet where neither scope held the other (only `net`, whose host names are resolved
+    /// at each call). Empty for every grant that was parsed or added.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub also: Vec<Option<String>>,
+}
+
+impl Grant {
+    /// Every scope a call must fall inside: the grant's own, then [`Grant::also`].
+    pub fn scopes(&self) -> impl Iterator<Item = Option<&str>> {
+        std::iter::once(self.cap.scope.as_deref()).chain(self.also.iter().map(Option::as_deref))
+    }
+
+    /// Whether every call this grant allows, `other` allows too (same capability, its scope
+    /// holding each of this grant's).
+    fn within(&self, other: &Grant) -> bool {
+        let name = self.cap.name.as_str();
+        other.cap.name == name
+            && other
+                .scopes()
+                .all(|o| self.scopes().any(|s| reach::holds(name, o, s)))
+    }
+}
+
+impl fmt::Display for Grant {
+    /// `net:api.example.com`, or `net:api.example.com within net` for a grant a meet bounded.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.cap)?;
+        for (i, s) in self.also.iter().enumerate() {
+            let sep = if i == 0 { " within " } else { " and " };
+            match s {
+                Some(s) => write!(f, "{sep}{}:{s}", self.cap.name)?,
+                None => write!(f, "{sep}{}", self.cap.name)?,
+            }
+        }
+        Ok(())
+    }
 }
 
 /// The set of capabilities held by an agent or a CLI call.
@@ -92,11 +132,110 @@ impl Grants {
 
     /// Adds a grant, replacing an identical capability's mode.
     pub fn add(&mut self, cap: Capability, mode: GrantMode) {
-        if let Some(existing) = self.grants.iter_mut().find(|g| g.cap == cap) {
+        if let Some(existing) = self
+            .grants
+            .iter_mut()
+            .find(|g| g.cap == cap && g.also.is_empty())
+        {
             existing.mode = mode;
         } else {
-            self.grants.push(Grant { cap, mode });
+            self.grants.push(Grant {
+                cap,
+                mode,
+                also: Vec::new(),
+            });
         }
+    }
+
+    /// The grants that reach only what both `self` and `other` reach: for each pair of grants
+    /// of one capability, the narrower scope where one holds the other, both where they only
+    /// overlap (`net`), nothing where they share nothing. `ask` wins over `allow`.
+    ///
+    /// This is the one rule for narrowing: an unscoped grant on one side reaches exactly what it
+    /// reaches at the gate (`net` public addresses, `env` no secrets), so it never lets a
+    /// narrower-looking scope on the other side reach more.
+    pub fn meet(&self, other: &Grants) -> Grants {
+        let mut out = Grants::default();
+        for a in &self.grants {
+            for b in other.grants.iter().filter(|b| b.cap.name == a.cap.name) {
+                let mode = a.mode.max(b.mode);
+                let met = if a.within(b) {
+                    Some(Grant { mode, ..a.clone() })
+                } else if b.within(a) {
+                    Some(Grant { mode, ..b.clone() })
+                } else if a.scopes().all(|x| {
+                    b.scopes()
+                        .all(|y| reach::overlap(&a.cap.name, x, y) != Overlap::Disjoint)
+                }) {
+                    // The scoped side leads, so the grant reads as what it names.
+                    let (lead, rest) = if a.cap.scope.is_none() {
+                        (b, a)
+                    } else {
+                        (a, b)
+                    };
+                    let mut g = Grant {
+                        mode,
+                        ..lead.clone()
+                    };
+                    for s in rest.scopes() {
+                        if !g.scopes().any(|have| have == s) {
+                            g.also.push(s.map(str::to_string));
+                        }
+                    }
+                    Some(g)
+                } else {
+                    None
+                };
+                if let Some(g) = met {
+                    out.push_meet(g);
+                }
+            }
+        }
+        out
+    }
+
+    /// Adds a grant of a meet: one already there that holds the same calls keeps the stricter
+    /// mode instead of a second copy.
+    fn push_meet(&mut self, g: Grant) {
+        match self
+            .grants
+            .iter_mut()
+            .find(|e| e.cap == g.cap && e.also == g.also)
+        {
+            Some(e) => e.mode = e.mode.max(g.mode),
+            None => self.grants.push(g),
+        }
+    }
+
+    /// The grants a run or call gets from every side that has a say: the agent's own (if the
+    /// call is an agent's), each door's ceiling (`--caps`, a token's caps) and what the request
+    /// asks. Their [`Grants::meet`]; `None` sides have no say. Every door computes a call's
+    /// grants with this one function, so a request can only narrow.
+    pub fn effective(sides: &[Option<&Grants>]) -> Grants {
+        let mut present = sides.iter().flatten();
+        let Some(first) = present.next() else {
+            return Grants::default();
+        };
+        present.fold((*first).clone(), |acc, side| acc.meet(side))
+    }
+
+    /// The first grant of `self` that asks for more than `ceiling` holds, if any: what a door
+    /// refuses a request for (a request's caps beyond its token's). A grant some ceiling grant
+    /// holds is within; so is a scoped one that shares calls with the ceiling (the meet then
+    /// cuts it, as a `net` host name under an unscoped `net` is kept to public addresses); an
+    /// unscoped one the ceiling only scopes, or one sharing nothing with it, is beyond.
+    pub fn beyond<'a>(&'a self, ceiling: &Grants) -> Option<&'a Grant> {
+        self.grants.iter().find(|g| {
+            let held = ceiling.grants.iter().any(|c| g.within(c));
+            let shares = || {
+                !Grants {
+                    grants: vec![(*g).clone()],
+                }
+                .meet(ceiling)
+                .is_empty()
+            };
+            !held && (g.cap.scope.is_none() || !shares())
+        })
     }
 
     /// Removes every grant whose `NAME[:SCOPE]` text equals `text`.
@@ -127,10 +266,10 @@ impl Grants {
     pub fn covers(&self, required: &Capability) -> bool {
         self.grants.iter().any(|g| {
             g.cap.name == required.name
-                && match (&required.scope, &g.cap.scope) {
+                && g.scopes().all(|s| match (&required.scope, s) {
                     (None, _) | (_, None) => true,
                     (Some(r), Some(s)) => r == s || net_scope_covers(&required.name, s, r),
-                }
+                })
         })
     }
 
@@ -146,22 +285,29 @@ impl Grants {
         self.grant_covering(name, |scope| scope.is_none_or(&within))
     }
 
-    /// The first grant of capability `name` whose scope (`None`: unscoped) `covers` a call;
-    /// for capabilities where an unscoped grant does not reach everything (`net`).
+    /// The grant of capability `name` whose scopes (`None`: unscoped) all `cover` a call; an
+    /// `ask` grant wins over an `allow` one covering the same call.
     pub fn grant_covering(
         &self,
         name: &str,
         covers: impl Fn(Option<&str>) -> bool,
     ) -> Option<&Grant> {
-        self.grants
+        let mut covering = self
+            .grants
             .iter()
-            .filter(|g| g.cap.name == name)
-            .find(|g| covers(g.cap.scope.as_deref()))
+            .filter(|g| g.cap.name == name && g.scopes().all(&covers));
+        let first = covering.next()?;
+        Some(
+            std::iter::once(first)
+                .chain(covering)
+                .find(|g| g.mode == GrantMode::Ask)
+                .unwrap_or(first),
+        )
     }
 
     /// Renders as `[a, b:c]`.
     pub fn list(&self) -> String {
-        let names: Vec<String> = self.grants.iter().map(|g| g.cap.to_string()).collect();
+        let names: Vec<String> = self.grants.iter().map(Grant::to_string).collect();
         format!("[{}]", names.join(", "))
     }
 
@@ -187,6 +333,9 @@ pub fn list(caps: &[Capability]) -> String {
     let names: Vec<String> = caps.iter().map(|c| c.to_string()).collect();
     format!("[{}]", names.join(", "))
 }
+
+#[cfg(test)]
+mod meet_props;
 
 #[cfg(test)]
 mod tests {

@@ -3,10 +3,72 @@
 use rhai::Dynamic;
 use serde_json::Value;
 
-/// Converts a script value to JSON; non-finite floats become `null`, custom types are errors.
+/// The most JSON text a script value may render to. Rhai limits each string and list, not
+/// how often one value is shared, so a map holding one 4 MiB string 100,000 times is small in
+/// the script and 400 GB as JSON: its size is bounded before anything is built.
+pub const MAX_JSON_BYTES: usize = 16 * 1024 * 1024;
+
+/// Why a script value did not become JSON.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum JsonError {
+    /// It would render to more than the bound (in bytes).
+    #[error("the value would be more than {0} bytes of JSON")]
+    TooLarge(usize),
+    /// It holds something JSON cannot (a custom type, a function pointer).
+    #[error("{0}")]
+    NotJson(String),
+}
+
+/// Whether `value` renders to more than `limit` bytes of JSON, at least: a walk that counts
+/// its strings, keys and items and stops as soon as the count passes `limit`.
+pub fn renders_over(value: &Dynamic, limit: usize) -> bool {
+    /// Takes `n` from the budget; true once it is spent.
+    fn take(budget: &mut usize, n: usize) -> bool {
+        *budget = budget.saturating_sub(n);
+        *budget == 0
+    }
+    fn walk(v: &Dynamic, budget: &mut usize) -> bool {
+        if v.is_shared() {
+            return walk(&v.flatten_clone(), budget);
+        }
+        if let Some(s) = v.read_lock::<rhai::ImmutableString>() {
+            return take(budget, s.len() + 2);
+        }
+        if let Some(a) = v.read_lock::<rhai::Array>() {
+            return take(budget, a.len() + 1) || a.iter().any(|item| walk(item, budget));
+        }
+        if let Some(m) = v.read_lock::<rhai::Map>() {
+            return take(budget, 2)
+                || m.iter()
+                    .any(|(k, item)| take(budget, k.len() + 4) || walk(item, budget));
+        }
+        if let Some(b) = v.read_lock::<rhai::Blob>() {
+            return take(budget, b.len() * 2 + 2);
+        }
+        take(budget, 1)
+    }
+    let mut budget = limit.saturating_add(1);
+    walk(value, &mut budget)
+}
+
+/// [`to_json`] refusing values that would render to more than `limit` bytes, before any of it
+/// is built.
+pub fn to_json_within(value: &Dynamic, limit: usize) -> Result<Value, JsonError> {
+    if renders_over(value, limit) {
+        return Err(JsonError::TooLarge(limit));
+    }
+    to_json_unbounded(value).map_err(JsonError::NotJson)
+}
+
+/// Converts a script value to JSON; non-finite floats become `null`, custom types are errors,
+/// and a value over [`MAX_JSON_BYTES`] is refused before it is built.
 pub fn to_json(value: &Dynamic) -> Result<Value, String> {
+    to_json_within(value, MAX_JSON_BYTES).map_err(|e| e.to_string())
+}
+
+fn to_json_unbounded(value: &Dynamic) -> Result<Value, String> {
     if value.is_shared() {
-        return to_json(&value.flatten_clone());
+        return to_json_unbounded(&value.flatten_clone());
     }
     if let Ok(f) = value.as_float()
         && !f.is_finite()

@@ -445,8 +445,9 @@ impl Refusal {
 pub struct NetRule {
     /// Scopes of the tool's `net` declarations (`None`: unscoped, which sets no ceiling).
     pub declared: Vec<Option<String>>,
-    /// Scope of the caller's grant (`None`: unscoped, public addresses only).
-    pub granted: Option<String>,
+    /// Scopes of the caller's grant used for the request (`None`: unscoped, public addresses
+    /// only); every one must allow each address (a grant a meet bounded has several).
+    pub granted: Vec<Option<String>>,
 }
 
 impl NetRule {
@@ -469,7 +470,11 @@ impl NetRule {
                     ..Refusal::new(t, ip)
                 });
             }
-            if !scope_allows(self.granted.as_deref(), t, ip) {
+            if !self
+                .granted
+                .iter()
+                .all(|g| scope_allows(g.as_deref(), t, ip))
+            {
                 return Err(Refusal::new(t, ip));
             }
         }

@@ -13,7 +13,7 @@ use std::sync::Arc;
 
 /// What one source (a script file, or the application's native tools) defined, and what was
 /// wrong with it.
-#[derive(Default)]
+#[derive(Default, Clone)]
 pub(crate) struct LoadedFile {
     /// Path as shown in messages.
     pub path: String,
@@ -31,6 +31,9 @@ pub(crate) struct LoadedFile {
     pub imports: Vec<std::path::PathBuf>,
     /// MCP servers declared with `mcp_server(...)`, in definition order.
     pub mcp_servers: Vec<crate::mcp::MountSpec>,
+    /// Whether its definitions stand or fall together: a script file does (one error and it
+    /// contributes nothing); the native tools and a mounted server's tools stand one by one.
+    pub atomic: bool,
 }
 
 /// Tools and agents of one load, plus everything that went wrong.
@@ -60,7 +63,44 @@ fn is_stdlib(loc: &SourceLoc) -> bool {
 impl Registry {
     /// Builds a snapshot from loaded files (stdlib first). A user tool may replace a stdlib
     /// tool of the same name; any other duplicate is an error naming both places.
+    ///
+    /// A file with load errors contributes nothing: a builder chain cut by an error (a typo
+    /// after `.capabilities(...)` that dropped its `.ask`) must never register with the settings
+    /// it lost. Its definitions are still checked against the rest, so every error of the file
+    /// is reported at once.
     pub(crate) fn build<'a>(files: impl IntoIterator<Item = &'a LoadedFile>) -> Registry {
+        let files: Vec<&LoadedFile> = files.into_iter().collect();
+        let checked = Self::build_all(files.iter().copied());
+        let broken = |f: &LoadedFile| f.atomic && !f.errors.is_empty();
+        if !files.iter().any(|f| broken(f)) {
+            return checked;
+        }
+        let emptied: Vec<LoadedFile> = files
+            .iter()
+            .map(|f| match broken(f) {
+                false => (*f).clone(),
+                true => LoadedFile {
+                    path: f.path.clone(),
+                    errors: f.errors.clone(),
+                    warnings: f.warnings.clone(),
+                    imports: f.imports.clone(),
+                    ..LoadedFile::default()
+                },
+            })
+            .collect();
+        let mut reg = Self::build_all(emptied.iter());
+        // Errors of the whole check first, then what removing the broken files broke.
+        let mut errors = checked.errors;
+        for e in reg.errors.drain(..) {
+            if !errors.contains(&e) {
+                errors.push(e);
+            }
+        }
+        reg.errors = errors;
+        reg
+    }
+
+    fn build_all<'a>(files: impl IntoIterator<Item = &'a LoadedFile>) -> Registry {
         let mut reg = Registry::default();
         let mut pending_agents = Vec::new();
         let mut pending_pipelines = Vec::new();

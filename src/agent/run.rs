@@ -62,7 +62,8 @@ pub type Observer = Arc<dyn Fn(&RunEvent) + Send + Sync>;
 pub struct RunOptions {
     /// Provider, model, base URL overrides.
     pub overrides: ProviderOverrides,
-    /// Grants replacing the agent's own (`--caps`).
+    /// What the door and the request allow (`--caps`, a token's ceiling, a request's caps);
+    /// the run gets its meet with the agent's own grants, so it can only narrow them.
     pub grants: Option<Grants>,
     /// Application context (`ctx.context`).
     pub context: serde_json::Map<String, Value>,

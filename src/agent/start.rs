@@ -86,7 +86,9 @@ async fn setup_and_drive(
     // Scripts and handlers poll a plain flag; it is set by whoever cancels, on their thread.
     let (cancel_flag, _link) = flag_of(&opts.cancel);
     let deadline = opts.timeout.map(|t| Instant::now() + t);
-    let mut ctx = host.context(opts.grants.clone().unwrap_or_else(|| agent.grants.clone()));
+    // What the door and the request allow only narrows what the agent was granted.
+    let grants = crate::capability::Grants::effective(&[Some(&agent.grants), opts.grants.as_ref()]);
+    let mut ctx = host.context(grants);
     ctx.run_id = run.report.run_id.clone();
     ctx.agent = Some(agent.name.clone());
     ctx.actor_id = opts.actor_id.clone();

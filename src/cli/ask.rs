@@ -5,6 +5,7 @@ use super::tools_cmd::parse_context;
 use super::{CliResult, Global, parse_caps};
 use crate::agent::connect::ProviderOverrides;
 use crate::agent::{RunEvent, RunOptions};
+use crate::capability::Grants;
 use clap::Args;
 use std::io::{IsTerminal, Write};
 use std::process::ExitCode;
@@ -195,11 +196,17 @@ pub fn ask(g: &Global, a: AskArgs) -> CliResult<ExitCode> {
     let (history, state) = (resumed.messages, resumed.state);
     let opts = RunOptions {
         overrides: a.provider.overrides(),
-        grants: Some(g.mark_ask(if a.run.caps.is_empty() {
-            agent.grants.clone()
-        } else {
-            parse_caps(&a.run.caps)?
-        })),
+        // `--caps` narrows the agent's own grants (the run takes their meet); `--ask` marks
+        // either as needing approval.
+        grants: Some(
+            g.mark_ask(Grants::effective(&[
+                Some(&agent.grants),
+                (!a.run.caps.is_empty())
+                    .then(|| parse_caps(&a.run.caps))
+                    .transpose()?
+                    .as_ref(),
+            ])),
+        ),
         context: parse_context(&a.run.context)?,
         actor_id: a.run.actor.clone(),
         max_iterations: a.max_iterations,

@@ -32,6 +32,10 @@ pub struct McpArgs {
 
 /// Runs `kiln mcp` until the client disconnects (stdio) or Ctrl-C (HTTP).
 pub fn mcp(g: &Global, a: McpArgs) -> CliResult<ExitCode> {
+    if let Some(var) = &a.token_env {
+        // The server's own credential: no tool reads it through `env`.
+        crate::capability::declare_secret_var(var);
+    }
     let grants = g.mark_ask(parse_caps(&a.caps)?);
     let host = g.builder()?.database(g.db_path()).build()?;
     let server = McpServer::new(host.clone(), grants).with_agents(a.agents);

@@ -250,7 +250,7 @@ impl Global {
 #[derive(Args, Debug, Clone)]
 pub struct ContextArgs {
     /// Capabilities granted (comma-separated, repeatable), e.g. store,net:api.github.com;
-    /// for `ask` they replace the agent's own
+    /// for `ask` they narrow the agent's own (the run gets what both allow)
     #[arg(long, value_name = "CAPS")]
     pub caps: Vec<String>,
     /// Application context visible to handlers as ctx.context (KEY=VALUE; VALUE may be JSON).

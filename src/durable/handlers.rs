@@ -120,28 +120,26 @@ impl Worker {
     /// beyond the agent's own grants when the worker has none) or the agent's own cut down to
     /// the ceiling; `None`: the agent's own.
     fn grants(&self, agent: &Grants, req: &RunRequest) -> Result<Option<Grants>, TerminalError> {
-        let Some(caps) = &req.caps else {
-            return Ok(self
-                .ceiling
-                .as_ref()
-                .map(|c| crate::serve::auth::narrow(agent, c)));
+        let asked = match &req.caps {
+            None => None,
+            Some(caps) => {
+                let mut asked = Grants::parse(caps)
+                    .map_err(|e| TerminalError::new_with_code(400, format!("caps: {e}")))?;
+                asked.mark_ask(&req.ask);
+                // Restate's ingress knows no kiln tokens: without `--caps`, the agent's own
+                // grants are the most a caller can ask for.
+                let ceiling = self.ceiling.as_ref().unwrap_or(agent);
+                crate::serve::auth::check_within(&asked, ceiling, "caps")
+                    .map_err(|e| TerminalError::new_with_code(403, e.message))?;
+                Some(asked)
+            }
         };
-        let mut asked = Grants::parse(caps)
-            .map_err(|e| TerminalError::new_with_code(400, format!("caps: {e}")))?;
-        asked.mark_ask(&req.ask);
-        // Restate's ingress knows no kiln tokens: without `--caps`, the agent's own grants are
-        // the most a caller can ask for.
-        let ceiling = self.ceiling.as_ref().unwrap_or(agent);
-        crate::serve::auth::check_within(&asked, ceiling, "caps")
-            .map_err(|e| TerminalError::new_with_code(403, e.message))?;
-        // What the ceiling grants only with approval stays so, whatever `ask` the caller sent.
-        let approval: Vec<&str> = ceiling
-            .iter()
-            .filter(|g| g.mode == crate::capability::GrantMode::Ask)
-            .map(|g| g.cap.name.as_str())
-            .collect();
-        asked.mark_ask(&approval);
-        Ok(Some(asked))
+        // The meet keeps every `ask` of the agent and the ceiling, whatever the caller sent.
+        Ok(Some(Grants::effective(&[
+            Some(agent),
+            self.ceiling.as_ref(),
+            asked.as_ref(),
+        ])))
     }
 }
 

@@ -82,12 +82,19 @@ pub fn router(server: McpServer, opts: HttpOptions) -> axum::Router {
     }
 }
 
+/// The credentials of an `Authorization: Bearer ...` value; the scheme is case-insensitive
+/// (RFC 9110 section 11.1), so `bearer TOKEN` is the same token.
+pub(crate) fn bearer_credentials(value: &str) -> Option<&str> {
+    let (scheme, rest) = value.trim_start().split_once(' ')?;
+    scheme.eq_ignore_ascii_case("bearer").then(|| rest.trim())
+}
+
 async fn bearer_guard(token: &str, req: Request, next: Next) -> Response {
     let given = req
         .headers()
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Bearer "));
+        .and_then(bearer_credentials);
     if given.is_some_and(|g| same_secret(g.as_bytes(), token.as_bytes())) {
         return next.run(req).await;
     }

@@ -5,7 +5,7 @@
 
 mod ask;
 mod convert;
-mod http;
+pub(crate) mod http;
 pub mod mount;
 mod notify;
 mod server;

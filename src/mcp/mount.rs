@@ -284,11 +284,20 @@ async fn start_server(host: &Host, server: &Server) -> Result<Client, McpError> 
                 HANDSHAKE.as_secs()
             ),
         })??;
-    if client
-        .peer_info()
-        .is_some_and(|i| !i.protocol_version.has_initialize())
+    // A server that offers no list changes still mounts; one that offers them but cannot
+    // be subscribed to mounts too, without live updates (said in the log).
+    let subscribe = client.peer_info().is_some_and(|i| {
+        !i.protocol_version.has_initialize()
+            && i.capabilities
+                .tools
+                .as_ref()
+                .and_then(|t| t.list_changed)
+                .unwrap_or(false)
+    });
+    if subscribe
+        && let Err(e) = listen_for_changes(&server.spec, &client, server.changed.clone()).await
     {
-        listen_for_changes(&server.spec, &client, server.changed.clone()).await?;
+        tracing::warn!(server = %server.spec.name, "{e}; its tool list is not watched");
     }
     if let Ok(mut s) = server.slot.write() {
         *s = Some(client.peer().clone());

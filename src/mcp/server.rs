@@ -102,6 +102,8 @@ impl McpServer {
         let opts = RunOptions {
             cancel: cx.ct.clone(),
             actor_id: actor(cx),
+            // `--caps` is this door's ceiling: the agent runs with what both allow.
+            grants: (!self.grants.is_empty()).then(|| self.grants.clone()),
             ..RunOptions::default()
         };
         match self.host.run(agent, prompt, opts).await {

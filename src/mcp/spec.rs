@@ -119,7 +119,11 @@ impl MountSpec {
             let bearer_env = match (words.next(), words.next()) {
                 (None, _) => None,
                 (Some(w), None) => match w.strip_prefix("bearer_env=") {
-                    Some(var) if !var.is_empty() => Some(var.to_string()),
+                    Some(var) if !var.is_empty() => {
+                        // It holds a credential: `env` must not hand it to a tool.
+                        crate::capability::declare_secret_var(var);
+                        Some(var.to_string())
+                    }
                     _ => return Err(bad("after the URL only bearer_env=VAR may follow")),
                 },
                 _ => return Err(bad("after the URL only bearer_env=VAR may follow")),

@@ -90,9 +90,29 @@ pub fn anthropic(headers: &HeaderMap, body: &Value, require_auth: bool) -> Resul
             _ => vec![],
         }
     };
+    // A `system` message mid-conversation (the SDK's `SystemMessageParam`, which Claude Code
+    // sends) carries text for the model and takes no part in the turn order.
+    for (i, m) in raw
+        .iter()
+        .enumerate()
+        .filter(|(_, m)| m["role"] == "system")
+    {
+        let text_only = match &m["content"] {
+            Value::String(_) => true,
+            Value::Array(blocks) => blocks.iter().all(|b| b["type"] == "text"),
+            _ => false,
+        };
+        if !text_only {
+            return Err(anthropic_error(
+                400,
+                "invalid_request_error",
+                format!("messages.{i}.content: a system message holds text only"),
+            ));
+        }
+    }
     // The API merges consecutive turns of one role before checking (error indices follow that).
     let mut msgs: Vec<Value> = Vec::new();
-    for m in raw {
+    for m in raw.iter().filter(|m| m["role"] != "system") {
         match msgs.last_mut() {
             Some(prev) if prev["role"] == m["role"] => {
                 let mut merged = blocks(prev);
@@ -109,7 +129,7 @@ pub fn anthropic(headers: &HeaderMap, body: &Value, require_auth: bool) -> Resul
             return Err(anthropic_error(
                 400,
                 "invalid_request_error",
-                format!("messages.{i}.role: Input should be 'user' or 'assistant'"),
+                format!("messages.{i}.role: Input should be 'user', 'assistant' or 'system'"),
             ));
         }
         let content = blocks(m);
@@ -305,4 +325,44 @@ pub fn ollama(body: &Value) -> Result<(), Rejection> {
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn headers() -> HeaderMap {
+        let mut h = HeaderMap::new();
+        h.insert("anthropic-version", "2023-06-01".parse().expect("header"));
+        h.insert("x-api-key", "k".parse().expect("header"));
+        h
+    }
+
+    #[test]
+    fn a_system_message_among_the_turns_is_accepted_as_the_sdk_types_it() {
+        // The shape Claude Code 2.1.197 sends: a system message after the first user turn,
+        // between a tool_use and its tool_result's turn order unaffected.
+        let body = json!({"model": "m", "max_tokens": 10, "stream": true,
+        "thinking": {"type": "adaptive"}, "metadata": {"user_id": "{}"},
+        "context_management": {"edits": []}, "output_config": {"effort": "high"},
+        "system": [{"type": "text", "text": "s", "cache_control": {"type": "ephemeral"}}],
+        "messages": [
+            {"role": "user", "content": [{"type": "text", "text": "hi", "cache_control": {"type": "ephemeral"}}]},
+            {"role": "system", "content": "Available agent types..."},
+            {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "mcp__kiln__calc", "input": {}}]},
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "5"}]}
+        ]});
+        assert!(anthropic(&headers(), &body, true).is_ok());
+        let bad = json!({"model": "m", "max_tokens": 10, "messages": [
+            {"role": "user", "content": "hi"},
+            {"role": "system", "content": [{"type": "image", "source": {}}]}
+        ]});
+        let (status, err) = anthropic(&headers(), &bad, true).expect_err("image in system");
+        assert_eq!(status, 400);
+        assert!(err.to_string().contains("messages.1.content"), "{err}");
+        let odd =
+            json!({"model": "m", "max_tokens": 10, "messages": [{"role": "tool", "content": "x"}]});
+        let (_, err) = anthropic(&headers(), &odd, true).expect_err("tool role");
+        assert!(err.to_string().contains("messages.0.role"), "{err}");
+    }
 }

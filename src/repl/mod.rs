@@ -349,15 +349,28 @@ impl Repl {
             Ok(v) => v,
             Err(e) => return self.error(&format!("arguments are not valid JSON: {e}")),
         };
-        let tool = match self.host.tool(name) {
-            Ok(t) => t,
+        // Through `Host::call`, as every door: validation, the guard and the run log.
+        let cancel = tokio_util::sync::CancellationToken::new();
+        let opts = crate::CallOptions {
+            grants: Some(self.grants.clone()),
+            cancel: Some(cancel.clone()),
+            state: Some(self.state.clone()),
+            ..crate::CallOptions::default()
+        };
+        let work = self.host.call(name, args, opts);
+        let outcome = match self.runtime.block_on(async {
+            tokio::pin!(work);
+            tokio::select! {
+                r = &mut work => r,
+                _ = tokio::signal::ctrl_c() => {
+                    cancel.cancel();
+                    work.await
+                }
+            }
+        }) {
+            Ok(outcome) => outcome,
             Err(e) => return self.error(&e.to_string()),
         };
-        let cancel = Arc::new(AtomicBool::new(false));
-        let mut ctx = self.host.context(self.grants.clone());
-        ctx.cancel = Some(cancel.clone());
-        ctx.state = self.state.clone();
-        let outcome = self.cancellable(cancel, tool.execute_async(args, ctx));
         say!(
             self.out,
             "{}",

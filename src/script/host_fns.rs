@@ -144,8 +144,11 @@ pub struct Check<'a> {
     pub approve: bool,
 }
 
-/// Checks declaration and grant; returns the services and the scope of the grant used.
-pub fn gate_with(c: &Check) -> Result<(Arc<Services>, Option<String>), Box<EvalAltResult>> {
+/// The scopes of the grant a call used (`None`: unscoped); all of them must hold the call.
+pub type GrantScopes = Vec<Option<String>>;
+
+/// Checks declaration and grant; returns the services and the scopes of the grant used.
+pub fn gate_with(c: &Check) -> Result<(Arc<Services>, GrantScopes), Box<EvalAltResult>> {
     let (func, cap, target) = (c.func, c.cap, c.target);
     FRAMES.with(|s| {
         let frames = s.borrow();
@@ -161,7 +164,10 @@ pub fn gate_with(c: &Check) -> Result<(Arc<Services>, Option<String>), Box<EvalA
         }
         let who = top.ctx.agent.as_deref().map_or_else(|| "the caller".to_string(), |a| format!("agent \"{a}\""));
         let grant = top.ctx.grants.grant_covering(cap, c.covers);
-        let used = || (top.ctx.services.clone(), grant.and_then(|g| g.cap.scope.clone()));
+        let used = || {
+            let scopes = grant.map(|g| g.scopes().map(|s| s.map(str::to_string)).collect()).unwrap_or_default();
+            (top.ctx.services.clone(), scopes)
+        };
         match grant {
             None => {
                 let why = (c.why_not)();
@@ -281,10 +287,20 @@ pub fn register(engine: &mut Engine) {
     engine.register_fn("now_iso", crate::script::math::now_iso);
     engine.register_fn(
         "json_encode",
-        |v: Dynamic| -> Result<String, Box<EvalAltResult>> {
-            crate::convert::to_json(&v)
-                .map(|j| j.to_string())
-                .map_err(|e| e.into())
+        |ctx: rhai::NativeCallContext, v: Dynamic| -> Result<String, Box<EvalAltResult>> {
+            // The text must fit the string limit: refused before it is rendered.
+            let limit = match ctx.engine().max_string_size() {
+                0 => crate::convert::MAX_JSON_BYTES,
+                n => n,
+            };
+            match crate::convert::to_json_within(&v, limit) {
+                Ok(j) => Ok(j.to_string()),
+                Err(crate::convert::JsonError::TooLarge(_)) => Err(
+                    EvalAltResult::ErrorDataTooLarge("Length of string".into(), Position::NONE)
+                        .into(),
+                ),
+                Err(e) => Err(e.to_string().into()),
+            }
         },
     );
     engine.register_fn(

@@ -4,19 +4,12 @@
 //! the caller, and the call's host, path or name inside the grant's scope.
 
 use super::host_fns::{Check, denied, gate, gate_with};
+use crate::capability::{fs_scope_allows, is_secret_var};
 use rhai::{Array, Dynamic, Engine, EvalAltResult, Map};
 use std::path::{Component, Path, PathBuf};
 
 /// Largest file `read_file` returns.
 const MAX_READ_BYTES: u64 = 4 * 1024 * 1024;
-
-/// Environment variables holding provider keys: readable only through a grant naming them.
-pub const SECRET_VARS: &[&str] = &[
-    "ANTHROPIC_API_KEY",
-    "OPENAI_API_KEY",
-    "OPENROUTER_API_KEY",
-    "OLLAMA_API_KEY",
-];
 
 /// What a host function returns to the script.
 pub(super) type RhaiResult<T> = Result<T, Box<EvalAltResult>>;
@@ -85,11 +78,6 @@ fn lexical_inside(path: &str) -> String {
         })
         .collect::<Vec<_>>()
         .join("/")
-}
-
-fn fs_scope_allows(scope: &str, inside: &str) -> bool {
-    let scope = scope.trim_matches('/');
-    scope.is_empty() || scope == "." || inside == scope || inside.starts_with(&format!("{scope}/"))
 }
 
 fn fs_gate(func: &str, cap: &str, path: &str, must_exist: bool) -> RhaiResult<PathBuf> {
@@ -201,8 +189,7 @@ fn write_file(path: &str, text: &str) -> RhaiResult<()> {
 // ---------- environment ----------
 
 fn env(name: &str) -> RhaiResult<Dynamic> {
-    let secret =
-        SECRET_VARS.contains(&name) || name.ends_with("_API_KEY") || name.ends_with("_TOKEN");
+    let secret = is_secret_var(name);
     // A secret is readable only through a grant that names it; an unscoped grant does not do.
     let named = super::host_fns::scopes_for("env")
         .iter()

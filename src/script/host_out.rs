@@ -57,8 +57,14 @@ pub(crate) fn result_json(value: &Dynamic) -> Result<Value, ToolFailure> {
             .collect::<Result<Vec<_>, _>>()?;
         return Ok(content::to_result(&blocks));
     }
-    crate::convert::to_json(&value).map_err(|e| {
-        ToolFailure::sanitized(FailureKind::Runtime, format!("result is not JSON: {e}"))
+    use crate::convert::{JsonError, MAX_JSON_BYTES, to_json_within};
+    to_json_within(&value, MAX_JSON_BYTES).map_err(|e| match e {
+        JsonError::TooLarge(_) => {
+            ToolFailure::sanitized(FailureKind::Limit, format!("the result is too large: {e}"))
+        }
+        JsonError::NotJson(e) => {
+            ToolFailure::sanitized(FailureKind::Runtime, format!("result is not JSON: {e}"))
+        }
     })
 }
 

@@ -39,6 +39,7 @@ pub(crate) fn load_source_with(
 ) -> LoadedFile {
     let mut file = LoadedFile {
         path: path.to_string(),
+        atomic: true,
         ..LoadedFile::default()
     };
     let at = |pos: Position| super::loc(path, pos);

@@ -110,6 +110,8 @@ pub(super) fn register(engine: &mut rhai::Engine) {
         "bearer_env",
         |ctx: NativeCallContext, b: &mut McpServerBuilder, var: &str| {
             let pos = ctx.call_position();
+            // It holds a credential: `env` must not hand it to a tool.
+            crate::capability::declare_secret_var(var);
             b.with(|d| d.bearer_env = Some((var.to_string(), pos)))
         },
     );

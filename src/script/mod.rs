@@ -1,5 +1,6 @@
 //! Rhai: the sandboxed engine, the DSL builders, host functions and the file loader.
 
+mod bounded;
 pub mod dsl;
 pub(crate) mod handler;
 pub mod host_fns;
@@ -67,6 +68,7 @@ pub fn engine_with_modules(
     print: Option<sandbox::PrintSink>,
 ) -> Engine {
     let mut engine = sandbox::build_engine(limits, roots, modules, print);
+    bounded::register(&mut engine);
     dsl::register(&mut engine);
     host_fns::register(&mut engine);
     host_io::register(&mut engine);

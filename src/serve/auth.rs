@@ -2,7 +2,7 @@
 //! ceiling). A request can narrow the grants it runs with, never widen them.
 
 use super::error::ApiError;
-use crate::capability::{Grant, Grants};
+use crate::capability::Grants;
 use axum::http::HeaderMap;
 use serde::Deserialize;
 use std::path::Path;
@@ -112,7 +112,7 @@ impl Tokens {
         let presented = headers
             .get(axum::http::header::AUTHORIZATION)
             .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.strip_prefix("Bearer "))
+            .and_then(crate::mcp::http::bearer_credentials)
             .ok_or_else(|| {
                 ApiError::unauthorized("missing bearer token (Authorization: Bearer TOKEN)")
             })?;
@@ -144,44 +144,30 @@ pub struct Principal {
     pub ceiling: Option<Grants>,
 }
 
-/// True when `grant` asks for nothing beyond `ceiling`: the same capability, with the ceiling's
-/// scope or a ceiling without scope.
-fn within(ceiling: &Grants, grant: &Grant) -> bool {
-    ceiling.iter().any(|c| {
-        c.cap.name == grant.cap.name && (c.cap.scope.is_none() || c.cap.scope == grant.cap.scope)
-    })
-}
-
-/// `grants` cut down to `ceiling`: grants outside it are dropped, and an unscoped grant under a
-/// scoped ceiling takes the ceiling's scope.
-pub fn narrow(grants: &Grants, ceiling: &Grants) -> Grants {
-    let mut out = Grants::default();
-    for g in grants.iter() {
-        if within(ceiling, g) {
-            out.add(g.cap.clone(), g.mode);
-            continue;
-        }
-        if g.cap.scope.is_none() {
-            for c in ceiling.iter().filter(|c| c.cap.name == g.cap.name) {
-                out.add(c.cap.clone(), g.mode);
-            }
-        }
-    }
-    out
-}
-
-/// Checks that requested `grants` stay within `ceiling`, naming the first that does not.
+/// Checks that requested `grants` stay within `ceiling`, naming the first that does not: one
+/// that shares nothing with it (an unscoped ceiling reaches what the unscoped grant reaches, so
+/// `net` does not admit `net:127.0.0.1` nor `env` admit `env:OPENAI_API_KEY`).
 pub fn check_within(grants: &Grants, ceiling: &Grants, param: &str) -> Result<(), ApiError> {
-    match grants.iter().find(|g| !within(ceiling, g)) {
+    match grants.beyond(ceiling) {
         None => Ok(()),
         Some(g) => Err(ApiError::forbidden(
             param,
             format!(
-                "capability \"{}\" is beyond what this token allows {}",
+                "capability \"{}\" is beyond what this token allows {}{}",
                 g.cap,
-                ceiling.list()
+                ceiling.list(),
+                reach_hint(&g.cap.name)
             ),
         )),
+    }
+}
+
+/// What an unscoped ceiling does not reach, said where it matters.
+fn reach_hint(name: &str) -> &'static str {
+    match name {
+        "net" => " (an unscoped net reaches public addresses only)",
+        "env" => " (an unscoped env reaches no secret)",
+        _ => "",
     }
 }
 
@@ -196,8 +182,9 @@ mod tests {
     #[test]
     fn narrowing_keeps_what_the_ceiling_allows_and_scopes_the_rest() {
         let ceiling = grants(&["store", "net:api.example.com"]);
-        let narrowed = narrow(&grants(&["store", "net", "fs.write"]), &ceiling);
-        assert_eq!(narrowed.list(), "[store, net:api.example.com]");
+        let narrowed =
+            Grants::effective(&[Some(&grants(&["store", "net", "fs.write"])), Some(&ceiling)]);
+        assert_eq!(narrowed.list(), "[store, net:api.example.com within net]");
     }
 
     #[test]
@@ -207,6 +194,28 @@ mod tests {
         let e = check_within(&grants(&["net"]), &ceiling, "caps").expect_err("wider");
         assert!(e.message.contains("\"net\""), "{}", e.message);
         assert!(check_within(&grants(&["store"]), &ceiling, "caps").is_err());
+    }
+
+    #[test]
+    fn an_unscoped_ceiling_admits_no_scope_it_does_not_reach() {
+        let ceiling = grants(&["env", "net"]);
+        for asked in [
+            "env:OPENAI_API_KEY",
+            "net:127.0.0.1",
+            "net:private",
+            "net:169.254.169.254",
+        ] {
+            let e = check_within(&grants(&[asked]), &ceiling, "caps").expect_err(asked);
+            assert!(e.message.contains(asked), "{}", e.message);
+        }
+        assert!(
+            check_within(
+                &grants(&["env:HOME", "net:*.example.com"]),
+                &ceiling,
+                "caps"
+            )
+            .is_ok()
+        );
     }
 
     #[test]

@@ -2,7 +2,7 @@
 //! run slot, then [`Host::run_stream`](crate::Host::run_stream) with the same run log `kiln ask`
 //! writes. A driver task collects the run's events into its [`RunEntry`].
 
-use super::auth::{Principal, check_within, narrow};
+use super::auth::{Principal, check_within};
 use super::error::ApiError;
 use super::metrics::Metrics;
 use super::state::{AppState, session_key};
@@ -102,31 +102,33 @@ impl Recorder for Tap {
     }
 }
 
-/// The grants a run gets: asked-for caps (refused beyond a ceiling) or the agent's own cut
-/// down to the ceilings.
+/// The grants a run gets: the meet of the agent's own, the token's ceiling, the server's
+/// (`--caps`, with its `--ask` marks) and the request's caps; caps asked beyond a ceiling are
+/// refused by name.
 pub(super) fn grants_for(
     state: &AppState,
     who: &Principal,
     agent_grants: &Grants,
     req: &RunRequest,
 ) -> Result<Grants, ApiError> {
-    let ceilings: Vec<&Grants> = [who.ceiling.as_ref(), state.options.ceiling.as_ref()]
-        .into_iter()
-        .flatten()
-        .collect();
-    match &req.caps {
-        Some(caps) => {
-            let asked = Grants::parse(caps)
-                .map_err(|e| ApiError::bad_request(req.caps_param, e.to_string()))?;
-            for c in &ceilings {
-                check_within(&asked, c, req.caps_param)?;
-            }
-            Ok(asked)
+    let asked = req
+        .caps
+        .as_ref()
+        .map(|caps| Grants::parse(caps))
+        .transpose()
+        .map_err(|e| ApiError::bad_request(req.caps_param, e.to_string()))?;
+    let (token, server) = (who.ceiling.as_ref(), state.options.ceiling.as_ref());
+    if let Some(asked) = &asked {
+        for ceiling in [token, server].into_iter().flatten() {
+            check_within(asked, ceiling, req.caps_param)?;
         }
-        None => Ok(ceilings
-            .iter()
-            .fold(agent_grants.clone(), |g, c| narrow(&g, c))),
     }
+    Ok(Grants::effective(&[
+        Some(agent_grants),
+        token,
+        server,
+        asked.as_ref(),
+    ]))
 }
 
 /// The agent `name`, or the `404` that names it.

@@ -71,8 +71,8 @@ fn matrix(
         (
             "env",
             "env",
-            "env(\"KILN_ADV_VAR\")".into(),
-            "env:KILN_ADV_VAR",
+            "env(\"ADV_PLAIN_VAR\")".into(),
+            "env:ADV_PLAIN_VAR",
             "env:PATH",
         ),
         (
@@ -183,7 +183,7 @@ fn only_declared_granted_and_in_scope_calls_work() {
             "declared_5",
             "{}",
             "env",
-            &[("KILN_ADV_VAR", "adv-value")]
+            &[("ADV_PLAIN_VAR", "adv-value")]
         )["result"],
         json!("adv-value"),
         "an unscoped env grant reads ordinary variables"

@@ -278,9 +278,27 @@ pub struct StdioMcp {
 impl StdioMcp {
     /// Starts `kiln mcp ARGS` in `dir` and does the 2025-11-25 handshake.
     pub fn start(dir: &std::path::Path, args: &[&str]) -> StdioMcp {
-        let mut child = Command::new(kiln_bin())
-            .arg("mcp")
-            .args(args)
+        let mut cmd = Command::new(kiln_bin());
+        cmd.arg("mcp").args(args);
+        Self::start_command(dir, cmd)
+    }
+
+    /// [`StdioMcp::start`] under an address-space limit of `bytes` (`ulimit -v`): an
+    /// allocation past it aborts the process, as on a server with a memory limit.
+    pub fn start_limited(dir: &std::path::Path, args: &[&str], bytes: u64) -> StdioMcp {
+        let mut cmd = Command::new("sh");
+        cmd.arg("-c")
+            .arg(format!(
+                "ulimit -v {} && exec \"$0\" mcp \"$@\"",
+                bytes / 1024
+            ))
+            .arg(kiln_bin())
+            .args(args);
+        Self::start_command(dir, cmd)
+    }
+
+    fn start_command(dir: &std::path::Path, mut cmd: Command) -> StdioMcp {
+        let mut child = cmd
             .current_dir(dir)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())

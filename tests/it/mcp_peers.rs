@@ -444,3 +444,24 @@ fn mcp_peers_python_server_declared_in_a_script_over_http() {
     let addr = &server.addr;
     agent_uses_declared_python_server(&format!("mcp_server(\"py\").url(\"http://{addr}/mcp\");"));
 }
+
+/// The official time server (PyPI `mcp-server-time`, on the SDK's 2026-07-28 revision) offers
+/// no list changes and answers `subscriptions/listen` with -32601: it must still mount.
+#[test]
+#[ignore = "needs mcp-server-time: pip install mcp-server-time==2026.10.19 (run by .ci/run)"]
+fn mcp_peers_the_official_time_server_mounts_and_answers() {
+    require_sdk();
+    let scripts = Scripts::new(&[]);
+    let mount = "time=python3 -m mcp_server_time --local-timezone UTC";
+    let out = std::process::Command::new(kiln_bin())
+        .args(["call", "time__get_current_time", r#"{"timezone":"UTC"}"#])
+        .args(["--caps", "mcp:time", "--scripts", ".", "--mcp", mount])
+        .current_dir(scripts.path())
+        .env("NO_COLOR", "1")
+        .output()
+        .expect("kiln");
+    assert!(out.status.success(), "{}\n{}", stdout(&out), stderr(&out));
+    let v: Value = serde_json::from_str(&stdout(&out)).expect("json");
+    assert_eq!(v["result"]["timezone"], "UTC", "{v}");
+    assert!(v["result"]["datetime"].is_string(), "{v}");
+}
