@@ -91,6 +91,7 @@ mod db;
 mod durable;
 mod egress;
 mod error;
+mod http_serve;
 mod mcp;
 mod mock;
 mod native;

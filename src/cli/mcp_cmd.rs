@@ -8,6 +8,7 @@ use futures_util::StreamExt;
 use std::io::Write;
 use std::process::ExitCode;
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 /// `kiln mcp` options.
 #[derive(Args, Debug)]
@@ -28,6 +29,22 @@ pub struct McpArgs {
     /// HTTP only: also accept requests from this Origin (repeatable), e.g. `https://app.example:*`
     #[arg(long = "allow-origin", value_name = "ORIGIN")]
     pub allow_origins: Vec<String>,
+    /// HTTP only: seconds a client may take to send a request's headers (also how long an
+    /// idle keep-alive connection stays open).
+    #[arg(long, value_name = "SECS", default_value = "10", value_parser = super::parse_secs)]
+    pub header_timeout: Duration,
+    /// HTTP only: seconds a client may take to send a request's body.
+    #[arg(long, value_name = "SECS", default_value = "30", value_parser = super::parse_secs)]
+    pub body_timeout: Duration,
+    /// HTTP only: MCP sessions open at once at most; one more `initialize` gets 503.
+    #[arg(long, value_name = "N", default_value_t = crate::mcp::http::DEFAULT_MAX_SESSIONS)]
+    pub max_sessions: usize,
+    /// HTTP only: seconds a session may go without a request before it is closed.
+    #[arg(long, value_name = "SECS", default_value = "300", value_parser = super::parse_secs)]
+    pub session_idle: Duration,
+    /// HTTP only: open connections at most; more are closed at once.
+    #[arg(long, value_name = "N", default_value_t = 1024)]
+    pub max_connections: usize,
 }
 
 /// Runs `kiln mcp` until the client disconnects (stdio) or Ctrl-C (HTTP).
@@ -95,14 +112,29 @@ async fn serve_http(server: McpServer, addr: &str, a: &McpArgs) -> CliResult<()>
         token,
         allowed_origins: a.allow_origins.clone(),
         allowed_hosts: vec![local.ip().to_string()],
+        max_sessions: a.max_sessions,
+        session_idle: Some(a.session_idle),
     };
     println!("kiln mcp listening on http://{local}/mcp");
     std::io::stdout().flush()?;
     let app = crate::mcp::router(server, opts);
-    tokio::select! {
-        r = axum::serve(listener, app) => r?,
-        _ = tokio::signal::ctrl_c() => {}
-    }
+    let stop = tokio_util::sync::CancellationToken::new();
+    let limits = crate::http_serve::HttpLimits {
+        header_timeout: a.header_timeout,
+        body_timeout: a.body_timeout,
+        max_connections: a.max_connections,
+        ..Default::default()
+    };
+    let served = tokio::spawn(crate::http_serve::serve(
+        listener,
+        app,
+        limits,
+        stop.clone(),
+    ));
+    tokio::signal::ctrl_c().await?;
+    stop.cancel();
+    // Open streams end with the process; a moment for answers being written.
+    let _ = tokio::time::timeout(Duration::from_secs(2), served).await;
     Ok(())
 }
 

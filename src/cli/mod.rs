@@ -22,6 +22,7 @@ use clap::{Args, Parser, Subcommand};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
+use std::time::Duration;
 
 /// Errors the CLI renders: library errors and its own argument problems.
 pub type CliResult<T> = Result<T, Box<dyn std::error::Error>>;
@@ -259,6 +260,14 @@ pub struct ContextArgs {
     /// The actor the work is done for (ctx.actor_id).
     #[arg(long, value_name = "ID")]
     pub actor: Option<String>,
+}
+
+/// A `--...-timeout SECS` value: a finite number of seconds, at least 0.
+pub fn parse_secs(text: &str) -> Result<Duration, String> {
+    match text.trim().parse::<f64>() {
+        Ok(s) if s.is_finite() && s >= 0.0 => Ok(Duration::from_secs_f64(s)),
+        _ => Err(format!("`{text}` is not a number of seconds (0 or more)")),
+    }
 }
 
 /// Parses `--caps a,b` lists.

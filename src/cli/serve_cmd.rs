@@ -53,6 +53,23 @@ pub struct ServeArgs {
     /// Seconds running requests get to finish after SIGTERM before they are cancelled.
     #[arg(long, value_name = "SECS", default_value_t = 30.0)]
     pub grace: f64,
+    /// Seconds a request may wait in the queue (for a run slot or a busy session) before 503.
+    #[arg(long, value_name = "SECS", default_value = "60", value_parser = super::parse_secs)]
+    pub queue_timeout: Duration,
+    /// Seconds a client may take to send a request's headers (also how long an idle
+    /// keep-alive connection stays open).
+    #[arg(long, value_name = "SECS", default_value = "10", value_parser = super::parse_secs)]
+    pub header_timeout: Duration,
+    /// Seconds a client may take to send a request's body.
+    #[arg(long, value_name = "SECS", default_value = "30", value_parser = super::parse_secs)]
+    pub body_timeout: Duration,
+    /// Also accept API requests from pages of this Origin (repeatable), e.g.
+    /// `https://app.example:*`; pages of this machine are always accepted.
+    #[arg(long = "allow-origin", value_name = "ORIGIN")]
+    pub allow_origins: Vec<String>,
+    /// Open connections at most; more are closed at once.
+    #[arg(long, value_name = "N", default_value_t = 1024)]
+    pub max_connections: usize,
     /// Log lines as text or JSON (on stderr).
     #[arg(long, value_enum, default_value_t = LogFormat::Text)]
     pub log_format: LogFormat,
@@ -167,11 +184,21 @@ pub fn serve(g: &Global, a: ServeArgs) -> CliResult<ExitCode> {
         max_body: a.max_body,
         run_timeout: secs(a.run_timeout),
         request_timeout: secs(a.request_timeout),
-        grace: Duration::from_secs_f64(a.grace.max(0.0)),
+        grace: secs(a.grace).unwrap_or_default(),
         ceiling: if a.caps.is_empty() {
             None
         } else {
             Some(g.mark_ask(parse_caps(&a.caps)?))
+        },
+        allowed_origins: a.allow_origins.clone(),
+        allowed_hosts: vec![a.bind.ip().to_string()],
+        queue_timeout: a.queue_timeout,
+        http: crate::http_serve::HttpLimits {
+            header_timeout: a.header_timeout,
+            body_timeout: a.body_timeout,
+            max_connections: a.max_connections,
+            // The API answers its own 413 up to its --max-body; beyond twice that the listener does.
+            max_body: a.max_body.saturating_mul(2).max(4 << 20),
         },
     };
     let mut state = AppState::new(host, tokens, options);
@@ -213,8 +240,9 @@ pub fn serve(g: &Global, a: ServeArgs) -> CliResult<ExitCode> {
                 server,
                 crate::mcp::HttpOptions {
                     token: None,
-                    allowed_origins: Vec::new(),
+                    allowed_origins: a.allow_origins.clone(),
                     allowed_hosts: vec![addr.ip().to_string()],
+                    ..Default::default()
                 },
             )
         });

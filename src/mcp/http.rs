@@ -19,7 +19,16 @@ pub struct HttpOptions {
     pub allowed_origins: Vec<String>,
     /// Host names allowed in the `Host` header besides loopback ones.
     pub allowed_hosts: Vec<String>,
+    /// Sessions open at once at most (0: the default, 256); one more `initialize` gets `503`.
+    pub max_sessions: usize,
+    /// A session with no request for this long is closed (`None`: the default, 5 minutes).
+    pub session_idle: Option<std::time::Duration>,
 }
+
+/// Sessions open at once when [`HttpOptions::max_sessions`] is 0.
+pub const DEFAULT_MAX_SESSIONS: usize = 256;
+/// How long an idle session lives when [`HttpOptions::session_idle`] is `None`.
+pub const DEFAULT_SESSION_IDLE: std::time::Duration = std::time::Duration::from_secs(300);
 
 /// Origins of pages served from this machine; anything else is refused (DNS rebinding).
 const LOOPBACK_ORIGINS: [&str; 6] = [
@@ -62,12 +71,23 @@ pub fn router(server: McpServer, opts: HttpOptions) -> axum::Router {
     let config = StreamableHttpServerConfig::default()
         .with_allowed_hosts(hosts)
         .with_allowed_origins(origins);
-    let service = StreamableHttpService::new(
-        move || Ok(server.for_session()),
-        LocalSessionManager::default().into(),
-        config,
-    );
-    let app = axum::Router::new().nest_service("/mcp", service);
+    let mut sessions = LocalSessionManager::default();
+    sessions.session_config.keep_alive = Some(opts.session_idle.unwrap_or(DEFAULT_SESSION_IDLE));
+    let sessions = Arc::new(sessions);
+    let service =
+        StreamableHttpService::new(move || Ok(server.for_session()), sessions.clone(), config);
+    let max = match opts.max_sessions {
+        0 => DEFAULT_MAX_SESSIONS,
+        n => n,
+    };
+    let app = axum::Router::new()
+        .nest_service("/mcp", service)
+        .layer(axum::middleware::from_fn(
+            move |req: Request, next: Next| {
+                let sessions = sessions.clone();
+                async move { session_cap(&sessions, max, req, next).await }
+            },
+        ));
     match opts.token {
         None => app,
         Some(token) => {
@@ -87,6 +107,45 @@ pub fn router(server: McpServer, opts: HttpOptions) -> axum::Router {
 pub(crate) fn bearer_credentials(value: &str) -> Option<&str> {
     let (scheme, rest) = value.trim_start().split_once(' ')?;
     scheme.eq_ignore_ascii_case("bearer").then(|| rest.trim())
+}
+
+/// An `initialize` (which opens a session) while `max` sessions are open gets `503`: each
+/// session holds a task and buffers, so their number is bounded. Stateless requests of the
+/// 2026-07-28 revision open none and pass.
+async fn session_cap(
+    sessions: &LocalSessionManager,
+    max: usize,
+    req: Request,
+    next: Next,
+) -> Response {
+    let may_open =
+        req.method() == axum::http::Method::POST && !req.headers().contains_key("mcp-session-id");
+    if !may_open || sessions.sessions.read().await.len() < max {
+        return next.run(req).await;
+    }
+    // At the cap (rare): look at the message to tell an `initialize` from a stateless call.
+    let (parts, body) = req.into_parts();
+    let Ok(bytes) = axum::body::to_bytes(body, 4 << 20).await else {
+        return (
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "the request body is too large",
+        )
+            .into_response();
+    };
+    let initialize = serde_json::from_slice::<serde_json::Value>(&bytes)
+        .is_ok_and(|m| m["method"] == "initialize");
+    let req = Request::from_parts(parts, axum::body::Body::from(bytes));
+    if initialize {
+        let body = serde_json::json!({"jsonrpc": "2.0", "id": null, "error": {"code": -32000,
+            "message": format!("the server holds {max} sessions, as many as it allows; retry later")}});
+        return (
+            StatusCode::SERVICE_UNAVAILABLE,
+            [(header::RETRY_AFTER, "5")],
+            axum::Json(body),
+        )
+            .into_response();
+    }
+    next.run(req).await
 }
 
 async fn bearer_guard(token: &str, req: Request, next: Next) -> Response {

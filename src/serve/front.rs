@@ -96,7 +96,10 @@ pub(super) async fn create(
     });
     let key = idempotency_key(headers)?;
     let (target, target_key) = match &req.session {
-        Some(session) => (Target::Session, scoped(who, session)),
+        Some(session) => {
+            super::state::check_session_name(session)?;
+            (Target::Session, scoped(who, session))
+        }
         None => (Target::Run, scoped(who, &key)),
     };
     let id = front
@@ -212,6 +215,7 @@ pub(super) async fn events(
 
 /// The session `name` of `who` as Restate keeps it, or the `404` naming it.
 async fn session_of(front: &RestateClient, who: &Principal, name: &str) -> Result<Value, ApiError> {
+    super::state::check_session_name(name)?;
     let key = scoped(who, name);
     let session = front
         .session(&key, "describe")

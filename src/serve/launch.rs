@@ -160,7 +160,11 @@ pub async fn launch(
     let mut history = req.history;
     let mut run_state = None;
     let mut session_guard = None;
-    let session = req.session.as_deref().map(|name| session_key(who, name));
+    let session = req
+        .session
+        .as_deref()
+        .map(|name| session_key(who, name))
+        .transpose()?;
     if let Some(key) = &session {
         let Some(db) = &db else {
             return Err(ApiError::bad_request(
@@ -168,7 +172,20 @@ pub async fn launch(
                 "the server has no database",
             ));
         };
-        session_guard = Some(state.session_lock(key).lock_owned().await);
+        // A busy session's next request waits in the queue like one waiting for a slot.
+        let lock = state.session_lock(key);
+        session_guard = Some(match lock.clone().try_lock_owned() {
+            Ok(guard) => guard,
+            Err(_) => {
+                state
+                    .limiter
+                    .wait_queued(
+                        &format!("session \"{}\"", req.session.as_deref().unwrap_or_default()),
+                        lock.lock_owned(),
+                    )
+                    .await?
+            }
+        });
         let name = req.session.as_deref().unwrap_or_default();
         match db.resume_session(key, name, &req.agent) {
             Ok(resumed) if resumed.state.is_some() => {

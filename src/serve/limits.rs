@@ -2,8 +2,10 @@
 //! slot, and `429` with `Retry-After` beyond that.
 
 use super::error::ApiError;
+use std::future::Future;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 /// Run slots and the queue in front of them (clones share them: the HTTP API and the Restate
@@ -15,6 +17,7 @@ pub struct Limiter {
     queue: usize,
     waiting: Arc<AtomicUsize>,
     retry_after: u64,
+    queue_timeout: Duration,
 }
 
 /// Decrements the queue depth when a waiter leaves, whether it got a slot or gave up.
@@ -27,7 +30,8 @@ impl Drop for Waiting {
 }
 
 impl Limiter {
-    /// `max_runs` slots (at least 1), `queue` waiting places, `retry_after` seconds in 429s.
+    /// `max_runs` slots (at least 1), `queue` waiting places, `retry_after` seconds in 429s;
+    /// a request waits in the queue at most a minute (see [`Limiter::with_queue_timeout`]).
     pub fn new(max_runs: usize, queue: usize, retry_after: u64) -> Self {
         let max_runs = max_runs.max(1);
         Limiter {
@@ -36,7 +40,14 @@ impl Limiter {
             queue,
             waiting: Arc::new(AtomicUsize::new(0)),
             retry_after,
+            queue_timeout: Duration::from_secs(60),
         }
+    }
+
+    /// How long a request may wait in the queue before it is answered `503`.
+    pub fn with_queue_timeout(mut self, timeout: Duration) -> Self {
+        self.queue_timeout = timeout;
+        self
     }
 
     /// A run slot: at once, after waiting in the queue, or `429` when the queue is full.
@@ -44,6 +55,19 @@ impl Limiter {
         if let Ok(p) = self.slots.clone().try_acquire_owned() {
             return Ok(p);
         }
+        self.wait_queued("a run slot", self.slots.clone().acquire_owned())
+            .await?
+            .map_err(|_| ApiError::unavailable("the server is shutting down"))
+    }
+
+    /// Waits for `what` (a run slot, a busy session) in one of the queue's places: `429` when
+    /// the queue is full, `503` with `Retry-After` when the wait passes the queue timeout. Every
+    /// wait counts in [`Limiter::queued`], so `/readyz` shows it.
+    pub async fn wait_queued<T>(
+        &self,
+        what: &str,
+        wait: impl Future<Output = T>,
+    ) -> Result<T, ApiError> {
         let reserved = self
             .waiting
             .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |w| {
@@ -53,11 +77,16 @@ impl Limiter {
             return Err(ApiError::busy(self.retry_after));
         }
         let _waiting = Waiting(self.waiting.clone());
-        self.slots
-            .clone()
-            .acquire_owned()
+        tokio::time::timeout(self.queue_timeout, wait)
             .await
-            .map_err(|_| ApiError::unavailable("the server is shutting down"))
+            .map_err(|_| {
+                let mut e = ApiError::unavailable(format!(
+                    "waited {} s in the queue for {what}; retry later",
+                    self.queue_timeout.as_secs_f64()
+                ));
+                e.retry_after = Some(self.retry_after);
+                e
+            })
     }
 
     /// Runs holding a slot.
@@ -102,5 +131,19 @@ mod tests {
             .expect("join")
             .expect("the queued run got the slot");
         assert_eq!((limiter.active(), limiter.queued()), (0, 0));
+    }
+
+    #[tokio::test]
+    async fn a_wait_in_the_queue_counts_and_times_out() {
+        let limiter = Limiter::new(1, 1, 2).with_queue_timeout(Duration::from_millis(50));
+        let busy = Arc::new(tokio::sync::Mutex::new(()));
+        let held = busy.clone().lock_owned().await;
+        let waited = limiter.wait_queued("the session", busy.clone().lock_owned());
+        let e = waited.await.expect_err("timed out");
+        assert_eq!(e.status, axum::http::StatusCode::SERVICE_UNAVAILABLE);
+        assert_eq!(e.retry_after, Some(2));
+        assert!(e.message.contains("the session"), "{}", e.message);
+        assert_eq!(limiter.queued(), 0);
+        drop(held);
     }
 }

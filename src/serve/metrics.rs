@@ -62,15 +62,31 @@ fn labels(pairs: &[(&str, &str)]) -> String {
     format!("{{{}}}", inner.join(","))
 }
 
+/// Label sets one family may hold; later new ones are counted under `_other`.
+const MAX_SERIES: usize = 500;
+
+/// A label value as shown: a name (what tools, agents and outcomes are called) or `_invalid`,
+/// so a model asking for a 20 KB tool name cannot make the page grow by it.
+fn bounded(value: &str) -> &str {
+    let name_like = !value.is_empty()
+        && value.len() <= 64
+        && value
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.' | ':'));
+    if name_like { value } else { "_invalid" }
+}
+
 impl Metrics {
     fn add(&self, family: &'static str, pairs: &[(&str, &str)], n: u64) {
+        let shown: Vec<(&str, &str)> = pairs.iter().map(|(k, v)| (*k, bounded(v))).collect();
         let mut inner = self.inner.lock().unwrap_or_else(|e| e.into_inner());
-        *inner
-            .counters
-            .entry(family)
-            .or_default()
-            .entry(labels(pairs))
-            .or_default() += n;
+        let series = inner.counters.entry(family).or_default();
+        let mut key = labels(&shown);
+        if !series.contains_key(&key) && series.len() >= MAX_SERIES {
+            let other: Vec<(&str, &str)> = shown.iter().map(|(k, _)| (*k, "_other")).collect();
+            key = labels(&other);
+        }
+        *series.entry(key).or_default() += n;
     }
 
     /// A run of `agent` started.
@@ -202,5 +218,20 @@ mod tests {
         ] {
             assert!(text.lines().any(|l| l == line), "missing {line} in\n{text}");
         }
+    }
+
+    #[test]
+    fn labels_stay_bounded_whatever_names_a_model_sends() {
+        let m = Metrics::default();
+        let long = "x".repeat(20_000);
+        m.run_started(&long);
+        for i in 0..2 * MAX_SERIES {
+            m.run_started(&format!("agent{i}"));
+        }
+        let page = m.render(0, 0);
+        assert!(!page.contains(&long));
+        assert!(page.contains("agent=\"_invalid\""), "{page}");
+        assert!(page.contains("agent=\"_other\"} 501"), "{page}");
+        assert!(page.len() < 100_000, "{} bytes", page.len());
     }
 }

@@ -47,9 +47,13 @@ pub async fn serve(
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
     let stop_accepting = CancellationToken::new();
-    let server = axum::serve(listener, router(state.clone(), mcp.map(|m| m.router)))
-        .with_graceful_shutdown(stop_accepting.clone().cancelled_owned());
-    let mut server = tokio::spawn(server.into_future());
+    let server = crate::http_serve::serve(
+        listener,
+        router(state.clone(), mcp.map(|m| m.router)),
+        state.options.http,
+        stop_accepting.clone(),
+    );
+    let mut server = tokio::spawn(server);
     tokio::select! {
         done = &mut server => return done.unwrap_or_else(|e| Err(std::io::Error::other(e))),
         () = shutdown => {}

@@ -154,7 +154,7 @@ pub async fn session(
         return front::session(front, &who, &name).await.map(Json);
     }
     let saved = db(&state)?
-        .session(&session_key(&who, &name))
+        .session(&session_key(&who, &name)?)
         .map_err(|e| ApiError::internal(e.to_string()))?
         .ok_or_else(|| {
             ApiError::not_found("session_not_found", format!("no session \"{name}\""))
@@ -178,7 +178,7 @@ pub async fn delete_session(
         return front::delete_session(front, &who, &name).await;
     }
     let db = db(&state)?;
-    let key = session_key(&who, &name);
+    let key = session_key(&who, &name)?;
     let exists = db
         .session(&key)
         .map_err(|e| ApiError::internal(e.to_string()))?

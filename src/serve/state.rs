@@ -34,6 +34,15 @@ pub struct ServeOptions {
     pub grace: Duration,
     /// The most any request may be granted (`--caps`); `None`: each agent's own grants.
     pub ceiling: Option<Grants>,
+    /// Origins besides this machine's whose pages may call the API (`--allow-origin`).
+    pub allowed_origins: Vec<String>,
+    /// Host names the API answers to besides loopback ones (the bound address), when it has no
+    /// tokens.
+    pub allowed_hosts: Vec<String>,
+    /// How long a request may wait in the queue (for a run slot or a busy session).
+    pub queue_timeout: Duration,
+    /// Header and body deadlines and the connection cap of the HTTP listener.
+    pub http: crate::http_serve::HttpLimits,
 }
 
 impl Default for ServeOptions {
@@ -47,6 +56,10 @@ impl Default for ServeOptions {
             request_timeout: None,
             grace: Duration::from_secs(30),
             ceiling: None,
+            allowed_origins: Vec::new(),
+            allowed_hosts: Vec::new(),
+            queue_timeout: Duration::from_secs(60),
+            http: crate::http_serve::HttpLimits::default(),
         }
     }
 }
@@ -79,7 +92,8 @@ impl AppState {
         AppState {
             host,
             tokens,
-            limiter: Limiter::new(options.max_runs, options.queue, options.retry_after),
+            limiter: Limiter::new(options.max_runs, options.queue, options.retry_after)
+                .with_queue_timeout(options.queue_timeout),
             options,
             metrics: Arc::new(Metrics::default()),
             runs: RunTable::default(),
@@ -119,12 +133,34 @@ impl AppState {
     }
 }
 
-/// The session name in the database: with tokens, each actor has its own names.
-pub fn session_key(who: &Principal, name: &str) -> String {
-    match &who.actor {
-        Some(actor) => format!("{actor}/{name}"),
-        None => name.to_string(),
+/// The longest session name a request may give.
+pub const MAX_SESSION_NAME: usize = 256;
+
+/// Refuses an empty, huge or control-character (NUL included) session name.
+pub fn check_session_name(name: &str) -> Result<(), ApiError> {
+    if name.is_empty() || name.len() > MAX_SESSION_NAME || name.chars().any(char::is_control) {
+        return Err(ApiError::bad_request(
+            "session",
+            format!(
+                "a session name is 1 to {MAX_SESSION_NAME} bytes of text without control characters"
+            ),
+        ));
     }
+    Ok(())
+}
+
+/// The session name in the database: with tokens, each actor has its own names. The actor is
+/// escaped (`%` and `/`), so actor `dave` with session `x/notes` and actor `dave/x` with
+/// session `notes` are two sessions; an empty, huge or control-character name is refused.
+pub fn session_key(who: &Principal, name: &str) -> Result<String, ApiError> {
+    check_session_name(name)?;
+    Ok(match &who.actor {
+        Some(actor) => {
+            let actor = actor.replace('%', "%25").replace('/', "%2F");
+            format!("{actor}/{name}")
+        }
+        None => name.to_string(),
+    })
 }
 
 impl FromRequestParts<Arc<AppState>> for Principal {

@@ -2,6 +2,7 @@
 
 mod adversarial;
 mod agent_loop;
+mod claude_code;
 mod cli;
 mod commit_order;
 mod common;
@@ -13,6 +14,7 @@ mod egress;
 mod exec;
 mod grants;
 mod hostile;
+mod http_doors;
 mod journal;
 mod ktest;
 mod library;
