@@ -99,6 +99,7 @@ mod pipeline;
 #[cfg(test)]
 mod props;
 mod provider;
+mod public_error;
 mod ratelimit;
 mod registry;
 mod reload;

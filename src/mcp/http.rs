@@ -82,6 +82,7 @@ pub fn router(server: McpServer, opts: HttpOptions) -> axum::Router {
     };
     let app = axum::Router::new()
         .nest_service("/mcp", service)
+        .layer(axum::middleware::from_fn(json_rpc_precheck))
         .layer(axum::middleware::from_fn(
             move |req: Request, next: Next| {
                 let sessions = sessions.clone();
@@ -107,6 +108,33 @@ pub fn router(server: McpServer, opts: HttpOptions) -> axum::Router {
 pub(crate) fn bearer_credentials(value: &str) -> Option<&str> {
     let (scheme, rest) = value.trim_start().split_once(' ')?;
     scheme.eq_ignore_ascii_case("bearer").then(|| rest.trim())
+}
+
+/// JSON-RPC's own errors on a POST, answered here with their codes (see
+/// [`super::frames::precheck`]): rmcp would answer invalid JSON with `415`.
+async fn json_rpc_precheck(req: Request, next: Next) -> Response {
+    let json_post = req.method() == axum::http::Method::POST
+        && req
+            .headers()
+            .get(header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|t| t.starts_with("application/json"));
+    if !json_post {
+        return next.run(req).await;
+    }
+    let (parts, body) = req.into_parts();
+    let Ok(bytes) = axum::body::to_bytes(body, 16 << 20).await else {
+        return (
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "the request body is too large",
+        )
+            .into_response();
+    };
+    if let Err(reply) = super::frames::precheck(&bytes) {
+        return (StatusCode::BAD_REQUEST, axum::Json(reply)).into_response();
+    }
+    next.run(Request::from_parts(parts, axum::body::Body::from(bytes)))
+        .await
 }
 
 /// An `initialize` (which opens a session) while `max` sessions are open gets `503`: each

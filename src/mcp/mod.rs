@@ -5,6 +5,7 @@
 
 mod ask;
 mod convert;
+pub(crate) mod frames;
 pub(crate) mod http;
 pub mod mount;
 mod notify;

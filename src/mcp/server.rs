@@ -108,9 +108,13 @@ impl McpServer {
         };
         match self.host.run(agent, prompt, opts).await {
             Ok(report) => CallToolResult::success(vec![ContentBlock::text(report.answer)]),
-            Err(e) => CallToolResult::error(vec![ContentBlock::text(format!(
-                "agent \"{agent}\" failed: {e}"
-            ))]),
+            Err(e) => {
+                tracing::warn!(agent, "the MCP run failed: {e}");
+                CallToolResult::error(vec![ContentBlock::text(format!(
+                    "agent \"{agent}\" failed: {}",
+                    crate::public_error::scrub(&e.to_string())
+                ))])
+            }
         }
     }
 
@@ -166,7 +170,10 @@ impl McpServer {
     /// stdout meanwhile (logs go to stderr).
     pub async fn serve_stdio(self) -> Result<(), McpError> {
         let running = self
-            .serve(rmcp::transport::stdio())
+            .serve(super::frames::relay(
+                tokio::io::stdin(),
+                tokio::io::stdout(),
+            ))
             .await
             .map_err(|e| McpError::Session(e.to_string()))?;
         running

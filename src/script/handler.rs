@@ -154,6 +154,18 @@ pub(crate) fn ctx_map(ctx: &CallContext, state: &Dynamic) -> Map {
     m
 }
 
+/// A Rhai error as text for a person: the message a refusal or `tool_error` carries (not the
+/// type of the value holding it), else the error with its position, after `path`.
+pub(crate) fn describe(err: &EvalAltResult, path: &str) -> String {
+    let f = classify(err, path);
+    match f.kind {
+        FailureKind::Denied | FailureKind::ToolError | FailureKind::InvalidOutput => {
+            format!("{path}: {}", f.message)
+        }
+        _ => f.detail.unwrap_or(f.message),
+    }
+}
+
 /// Sorts a Rhai error into a failure kind and message.
 pub(crate) fn classify(err: &EvalAltResult, path: &str) -> ToolFailure {
     use EvalAltResult as E;

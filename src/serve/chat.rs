@@ -254,7 +254,7 @@ pub async fn completions(
         "kiln": {"run_id": entry.id},
     });
     if include_calls {
-        reply["kiln"]["tool_calls"] = json!(report.tool_calls);
+        reply["kiln"]["tool_calls"] = super::table::public_report(report)["tool_calls"].take();
     }
     Ok(Json(reply).into_response())
 }

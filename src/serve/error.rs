@@ -130,9 +130,10 @@ impl IntoResponse for ApiError {
 /// The status and error of a failed run, as Chat Completions reports it.
 pub fn from_run_error(e: &crate::RunError) -> ApiError {
     use crate::RunErrorKind;
+    let message = crate::public_error::scrub(&e.to_string());
     match &e.kind {
-        RunErrorKind::Deadline => ApiError::timeout(e.to_string()),
+        RunErrorKind::Deadline => ApiError::timeout(message),
         RunErrorKind::Cancelled => ApiError::unavailable("the run was cancelled"),
-        _ => ApiError::internal(e.to_string()),
+        _ => ApiError::internal(message),
     }
 }

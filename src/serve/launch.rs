@@ -258,6 +258,10 @@ pub async fn launch(
                     ms = began.elapsed().as_millis() as u64,
                     "run finished"
                 );
+                // The whole error stays here; its caller sees it scrubbed.
+                if let Err(e) = result.as_ref() {
+                    tracing::warn!(run_id = %driver_entry.id, "run failed: {e}");
+                }
             }
             driver_entry.push(ev);
         }

@@ -136,15 +136,32 @@ pub fn error_kind(e: &RunError) -> &'static str {
     }
 }
 
-/// `{status, agent, report, error?}` of a finished run.
+/// A tool call as a caller sees it: the failure's `detail` (positions in scripts) stays in
+/// the server's log and the run log.
+fn public_call(mut call: Value) -> Value {
+    if let Some(err) = call["outcome"]["error"].as_object_mut() {
+        err.remove("detail");
+    }
+    call
+}
+
+/// A report as a caller sees it (see [`crate::public_error::report`]).
+pub fn public_report(report: &RunReport) -> Value {
+    crate::public_error::report(serde_json::to_value(report).unwrap_or_default())
+}
+
+/// `{status, agent, report, error?}` of a finished run, as its caller may see it: the error's
+/// kind and message without script paths, URLs or type paths (the log has them whole).
 pub fn result_json(result: &Result<RunReport, RunError>) -> Value {
     match result {
-        Ok(report) => json!({"agent": report.agent, "status": "completed", "report": report}),
+        Ok(report) => {
+            json!({"agent": report.agent, "status": "completed", "report": public_report(report)})
+        }
         Err(e) => json!({
             "agent": e.report.agent,
             "status": if matches!(e.kind, RunErrorKind::Cancelled) { "cancelled" } else { "failed" },
-            "error": {"kind": error_kind(e), "message": e.to_string()},
-            "report": e.report,
+            "error": {"kind": error_kind(e), "message": crate::public_error::scrub(&e.to_string())},
+            "report": public_report(&e.report),
         }),
     }
 }
@@ -164,7 +181,10 @@ pub fn event_json(ev: &Event) -> (&'static str, Value) {
             "tool_started",
             json!({"round": round, "id": id, "name": name, "args": args}),
         ),
-        Event::ToolFinished(record) => ("tool_finished", json!(record)),
+        Event::ToolFinished(record) => (
+            "tool_finished",
+            public_call(serde_json::to_value(record).unwrap_or_default()),
+        ),
         Event::Finished(result) => ("end", result_json(result)),
     }
 }

@@ -8,6 +8,7 @@ mod commit_order;
 mod common;
 mod conformance;
 mod db;
+mod door_errors;
 mod dsl;
 mod durable;
 mod egress;

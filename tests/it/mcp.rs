@@ -335,6 +335,12 @@ impl StdioMcp {
         writeln!(stdin, "{msg}").expect("send");
     }
 
+    /// Sends one line as it is (to test what kiln does with text that is not a message).
+    pub fn send_raw(&mut self, line: &str) {
+        let stdin = self.stdin.as_mut().expect("stdin open");
+        writeln!(stdin, "{line}").expect("send");
+    }
+
     /// Sends request `id` and returns its answer (notifications before it are skipped).
     pub fn rpc(&mut self, id: u32, method: &str, params: Value) -> Value {
         self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));

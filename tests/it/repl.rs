@@ -254,3 +254,23 @@ fn mcp_lists_the_servers_and_their_state() {
     p.send_control('d').expect("ctrl-d");
     p.exp_eof().expect("exits on Ctrl-D");
 }
+
+#[test]
+fn a_repl_call_goes_through_the_host_and_reaches_the_run_log() {
+    let s = Scripts::new(&[("t.rhai", TOOLS)]);
+    let mut p = start(&s, &s.path().join("history"));
+    p.send_line(r#":call greet {"who": "bo"}"#).expect("send");
+    p.exp_string("\"result\": \"hello bo\"").expect("result");
+    ready(&mut p);
+    // Invalid arguments are refused by the same validation a model's call meets.
+    p.send_line(r#":call greet {"who": 5}"#).expect("send");
+    p.exp_string("invalid_arguments").expect("validated");
+    ready(&mut p);
+    p.send_control('d').expect("ctrl-d");
+    p.exp_eof().expect("exits");
+    let out = kiln(&["logs", "--json", "--scripts", "."], s.path());
+    let logs: serde_json::Value = serde_json::from_str(&stdout(&out)).expect("logs json");
+    let text = logs.to_string();
+    assert!(text.contains("call:greet"), "{text}");
+    assert!(text.contains("hello bo"), "{text}");
+}
