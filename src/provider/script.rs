@@ -159,7 +159,7 @@ impl ScriptModel {
             sandbox::with_watch(deadline, None, || {
                 planner.call::<Dynamic>(&unit.engine, &unit.ast, (messages, tools))
             })
-            .map_err(|e| crate::script::handler::describe(&e, &unit.path))
+            .map_err(|e| crate::script::failure::describe(&e, &unit.path))
         })
         .await
         .map_err(|e| ProviderError::Planner(e.to_string()))?

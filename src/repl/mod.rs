@@ -563,7 +563,7 @@ impl Repl {
             Ok(v) if v.is_unit() => {}
             Ok(v) => say!(self.out, "{}", show(&v)),
             Err(e) => self.error(
-                &crate::script::handler::classify(&e, "repl")
+                &crate::script::failure::classify(&e, "repl")
                     .detail
                     .unwrap_or_else(|| e.to_string()),
             ),

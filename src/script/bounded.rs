@@ -5,7 +5,8 @@
 //! `"a" * 2000 .replace("a", "b" * 100000)` would allocate 200 MB (and arguments a model may
 //! send, ~250 GB) before being refused; under a memory limit the process aborts. These
 //! versions compute the size first and fail with the same "data too large" error (`limit`)
-//! the sandbox gives everywhere else. (`pad` and `blob` already check first in Rhai.)
+//! the sandbox gives everywhere else. (`pad` and `blob` already check first in Rhai.) The
+//! `split`s and `to_chars` build one value per piece, so they are counted first too.
 
 use rhai::{Array, Dynamic, Engine, EvalAltResult, ImmutableString, NativeCallContext, Position};
 
@@ -20,6 +21,15 @@ fn check_string(ctx: &NativeCallContext, len: usize) -> Checked<()> {
     let max = ctx.engine().max_string_size();
     if max > 0 && len > max {
         return Err(too_large("Length of string"));
+    }
+    Ok(())
+}
+
+/// Fails when a list of `len` items would pass the engine's array limit.
+fn check_array(ctx: &NativeCallContext, len: usize) -> Checked<()> {
+    let max = ctx.engine().max_array_size();
+    if max > 0 && len > max {
+        return Err(too_large("Size of array"));
     }
     Ok(())
 }
@@ -74,14 +84,43 @@ pub fn register(engine: &mut Engine) {
             replace(&ctx, s, &find.to_string(), with)
         },
     );
+    // One element per piece: refused before a 4 MiB string of commas becomes 4 M values.
+    engine.register_fn(
+        "split",
+        |ctx: NativeCallContext, s: &mut ImmutableString, sep: &str| -> Checked<Array> {
+            let pieces = if sep.is_empty() {
+                s.chars().count() + 2
+            } else {
+                s.matches(sep).count() + 1
+            };
+            check_array(&ctx, pieces)?;
+            Ok(s.split(sep).map(|p| Dynamic::from(p.to_string())).collect())
+        },
+    );
+    engine.register_fn(
+        "split",
+        |ctx: NativeCallContext, s: &mut ImmutableString, sep: char| -> Checked<Array> {
+            check_array(&ctx, s.matches(sep).count() + 1)?;
+            Ok(s.split(sep).map(|p| Dynamic::from(p.to_string())).collect())
+        },
+    );
+    engine.register_fn(
+        "split",
+        |ctx: NativeCallContext, s: &mut ImmutableString| -> Checked<Array> {
+            check_array(&ctx, s.split_whitespace().count())?;
+            if s.is_empty() {
+                return Ok(vec![Dynamic::from(s.clone())]);
+            }
+            Ok(s.split_whitespace()
+                .map(|p| Dynamic::from(p.to_string()))
+                .collect())
+        },
+    );
     // One array element per character: refused before a 4 MiB string becomes 4 M values.
     engine.register_fn(
         "to_chars",
         |ctx: NativeCallContext, s: &str| -> Checked<Array> {
-            let max = ctx.engine().max_array_size();
-            if max > 0 && s.chars().count() > max {
-                return Err(too_large("Size of array"));
-            }
+            check_array(&ctx, s.chars().count())?;
             Ok(s.chars().map(Dynamic::from).collect())
         },
     );

@@ -2,6 +2,7 @@
 
 mod bounded;
 pub mod dsl;
+pub(crate) mod failure;
 pub(crate) mod handler;
 pub mod host_fns;
 pub mod host_io;

@@ -202,7 +202,7 @@ impl NodeMapper for ScriptMapper {
                     format!("closure result is not JSON: {e}"),
                 )
             }),
-            Err(e) => Err(super::handler::classify(&e, &unit.path)),
+            Err(e) => Err(super::failure::classify(&e, &unit.path)),
         }
     }
 }

@@ -32,6 +32,7 @@ tool("grow_replace_char").param("text", "string").param("by", "string")
 tool("grow_pad").param("n", "integer").handler(|a| { let t = "x"; t.pad(a.n, "y"); t.len() });
 tool("grow_array_pad").param("n", "integer").handler(|a| { let l = []; l.pad(a.n, "yyyyyyyy"); l.len() });
 tool("grow_chars").param("text", "string").handler(|a| a.text.to_chars().len());
+tool("grow_split").param("text", "string").handler(|a| a.text.split("a").len() + a.text.split('a').len());
 tool("grow_json").param("text", "string").handler(|a| { let m = #{}; for i in 0..5000 { m[`k${i}`] = a.text; } json_encode(m).len() });
 tool("grow_result").param("text", "string").handler(|a| { let m = #{}; for i in 0..5000 { m[`k${i}`] = a.text; } m });
 "#,
@@ -57,6 +58,7 @@ tool("grow_result").param("text", "string").handler(|a| { let m = #{}; for i in 
         ("grow_pad", json!({"n": 1_000_000_000_000i64})),
         ("grow_array_pad", json!({"n": 1_000_000_000_000i64})),
         ("grow_chars", json!({"text": big_a})),
+        ("grow_split", json!({"text": big_a})),
         ("grow_json", json!({"text": big_a})),
         ("grow_result", json!({"text": big_a})),
     ];
