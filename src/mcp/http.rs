@@ -110,6 +110,19 @@ pub(crate) fn bearer_credentials(value: &str) -> Option<&str> {
     scheme.eq_ignore_ascii_case("bearer").then(|| rest.trim())
 }
 
+/// A request's head and whole body (the listener has read it within its deadline already).
+async fn buffered(req: Request) -> Result<(axum::http::request::Parts, bytes::Bytes), Response> {
+    let (parts, body) = req.into_parts();
+    match axum::body::to_bytes(body, 16 << 20).await {
+        Ok(bytes) => Ok((parts, bytes)),
+        Err(_) => Err((
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "the request body is too large",
+        )
+            .into_response()),
+    }
+}
+
 /// JSON-RPC's own errors on a POST, answered here with their codes (see
 /// [`super::frames::precheck`]): rmcp would answer invalid JSON with `415`.
 async fn json_rpc_precheck(req: Request, next: Next) -> Response {
@@ -122,13 +135,9 @@ async fn json_rpc_precheck(req: Request, next: Next) -> Response {
     if !json_post {
         return next.run(req).await;
     }
-    let (parts, body) = req.into_parts();
-    let Ok(bytes) = axum::body::to_bytes(body, 16 << 20).await else {
-        return (
-            StatusCode::PAYLOAD_TOO_LARGE,
-            "the request body is too large",
-        )
-            .into_response();
+    let (parts, bytes) = match buffered(req).await {
+        Ok(read) => read,
+        Err(too_large) => return too_large,
     };
     if let Err(reply) = super::frames::precheck(&bytes) {
         return (StatusCode::BAD_REQUEST, axum::Json(reply)).into_response();
@@ -152,13 +161,9 @@ async fn session_cap(
         return next.run(req).await;
     }
     // At the cap (rare): look at the message to tell an `initialize` from a stateless call.
-    let (parts, body) = req.into_parts();
-    let Ok(bytes) = axum::body::to_bytes(body, 4 << 20).await else {
-        return (
-            StatusCode::PAYLOAD_TOO_LARGE,
-            "the request body is too large",
-        )
-            .into_response();
+    let (parts, bytes) = match buffered(req).await {
+        Ok(read) => read,
+        Err(too_large) => return too_large,
     };
     let initialize = serde_json::from_slice::<serde_json::Value>(&bytes)
         .is_ok_and(|m| m["method"] == "initialize");

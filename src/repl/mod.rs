@@ -341,6 +341,25 @@ impl Repl {
         })
     }
 
+    /// Runs `work` to its end; Ctrl-C meanwhile cancels `token` (the work then ends as
+    /// cancelled, and is logged so).
+    fn until_ctrl_c<T>(
+        &self,
+        token: &tokio_util::sync::CancellationToken,
+        work: impl std::future::Future<Output = T>,
+    ) -> T {
+        self.runtime.block_on(async {
+            tokio::pin!(work);
+            tokio::select! {
+                r = &mut work => r,
+                _ = tokio::signal::ctrl_c() => {
+                    token.cancel();
+                    work.await
+                }
+            }
+        })
+    }
+
     fn call(&self, rest: &str) {
         let (name, json) = rest
             .split_once(char::is_whitespace)
@@ -357,17 +376,7 @@ impl Repl {
             state: Some(self.state.clone()),
             ..crate::CallOptions::default()
         };
-        let work = self.host.call(name, args, opts);
-        let outcome = match self.runtime.block_on(async {
-            tokio::pin!(work);
-            tokio::select! {
-                r = &mut work => r,
-                _ = tokio::signal::ctrl_c() => {
-                    cancel.cancel();
-                    work.await
-                }
-            }
-        }) {
+        let outcome = match self.until_ctrl_c(&cancel, self.host.call(name, args, opts)) {
             Ok(outcome) => outcome,
             Err(e) => return self.error(&e.to_string()),
         };

@@ -51,17 +51,7 @@ impl Repl {
             cancel: Some(cancel.clone()),
             ..CallOptions::default()
         };
-        let report = self.runtime.block_on(async {
-            let work = self.host.run_pipeline(name, inputs, opts);
-            tokio::pin!(work);
-            tokio::select! {
-                r = &mut work => r,
-                _ = tokio::signal::ctrl_c() => {
-                    cancel.cancel();
-                    work.await
-                }
-            }
-        });
+        let report = self.until_ctrl_c(&cancel, self.host.run_pipeline(name, inputs, opts));
         let report = match report {
             Ok(r) => r,
             Err(e) => return self.error(&e.to_string()),

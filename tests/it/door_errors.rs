@@ -71,23 +71,10 @@ fn json_rpc_errors_use_the_specs_codes_over_stdio_and_http() {
     assert_eq!(e["error"]["code"], -32600, "{e}");
     assert!(mcp.rpc(6, "ping", json!({})).get("result").is_some());
 
-    let mut child = std::process::Command::new(kiln_bin())
-        .args(["mcp", "--http", "127.0.0.1:0", "--scripts", "."])
-        .current_dir(s.path())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .expect("kiln mcp");
-    let mut line = String::new();
-    std::io::BufRead::read_line(
-        &mut std::io::BufReader::new(child.stdout.take().expect("stdout")),
-        &mut line,
-    )
-    .expect("address");
-    let url = line.trim().rsplit(' ').next().unwrap_or("").to_string();
+    let mcp = crate::mcp::McpHttp::start(s.path(), &["--scripts", "."], &[]);
+    let url = mcp.url.clone();
     let (status, body) = raw_post(&url, "{bad");
-    let _ = child.kill();
-    let _ = child.wait();
+    drop(mcp);
     let e: Value = serde_json::from_str(&body).unwrap_or(Value::Null);
     assert_eq!(status, 400, "{body}");
     assert_eq!(

@@ -263,35 +263,14 @@ fn actors_sessions_stay_apart_and_bad_session_names_are_refused() {
 #[test]
 fn mcp_http_sessions_are_bounded() {
     let s = plain_scripts();
-    let mut child = std::process::Command::new(kiln_bin())
-        .args([
-            "mcp",
-            "--http",
-            "127.0.0.1:0",
-            "--scripts",
-            ".",
-            "--max-sessions",
-            "2",
-        ])
-        .current_dir(s.path())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .expect("kiln mcp");
-    let mut line = String::new();
-    std::io::BufRead::read_line(
-        &mut std::io::BufReader::new(child.stdout.take().expect("stdout")),
-        &mut line,
-    )
-    .expect("address");
-    let url = line.trim().rsplit(' ').next().unwrap_or("").to_string();
+    let mcp = crate::mcp::McpHttp::start(s.path(), &["--max-sessions", "2"], &[]);
+    let url = mcp.url.clone();
     let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
         "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}});
     let accept = [("accept", "application/json, text/event-stream")];
     let statuses: Vec<u16> = (0..3)
         .map(|_| http("POST", &url, &accept, Some(&init)).0)
         .collect();
-    let _ = child.kill();
-    let _ = child.wait();
+    drop(mcp);
     assert_eq!(statuses, [200, 200, 503]);
 }
