@@ -329,16 +329,7 @@ impl Repl {
         cancel: Arc<AtomicBool>,
         work: impl std::future::Future<Output = T>,
     ) -> T {
-        self.runtime.block_on(async {
-            tokio::pin!(work);
-            tokio::select! {
-                r = &mut work => r,
-                _ = tokio::signal::ctrl_c() => {
-                    cancel.store(true, Ordering::Relaxed);
-                    work.await
-                }
-            }
-        })
+        self.on_ctrl_c(move || cancel.store(true, Ordering::Relaxed), work)
     }
 
     /// Runs `work` to its end; Ctrl-C meanwhile cancels `token` (the work then ends as
@@ -348,12 +339,17 @@ impl Repl {
         token: &tokio_util::sync::CancellationToken,
         work: impl std::future::Future<Output = T>,
     ) -> T {
+        self.on_ctrl_c(|| token.cancel(), work)
+    }
+
+    /// Runs `work` to its end, calling `stop` on Ctrl-C (and then still waiting for the work).
+    fn on_ctrl_c<T>(&self, stop: impl FnOnce(), work: impl std::future::Future<Output = T>) -> T {
         self.runtime.block_on(async {
             tokio::pin!(work);
             tokio::select! {
                 r = &mut work => r,
                 _ = tokio::signal::ctrl_c() => {
-                    token.cancel();
+                    stop();
                     work.await
                 }
             }
