@@ -357,6 +357,23 @@ mod tests {
     }
 
     #[test]
+    fn an_agents_scopes_beyond_an_unscoped_ceiling_do_not_survive_it() {
+        let agent =
+            Grants::parse(&["net:private", "env:OPENAI_API_KEY", "env:HOME"]).expect("agent");
+        let door = Grants::parse(&["net", "env"]).expect("door");
+        assert_eq!(
+            Grants::effective(&[Some(&agent), Some(&door)]).list(),
+            "[env:HOME]"
+        );
+        let mut asking = Grants::parse(&["fs.write"]).expect("door");
+        asking.mark_ask(&["fs.write"]);
+        let agent = Grants::parse(&["fs.write:out"]).expect("agent");
+        let met = Grants::effective(&[Some(&agent), Some(&asking)]);
+        assert_eq!(met.list(), "[fs.write:out]");
+        assert!(met.iter().all(|g| g.mode == GrantMode::Ask));
+    }
+
+    #[test]
     fn bad_capabilities_are_rejected() {
         assert!(Capability::parse("").is_err());
         assert!(Capability::parse("net:").is_err());

@@ -7,7 +7,9 @@
 use crate::schema::{self, Param};
 use rhai::{Array, Dynamic, Engine, EvalAltResult, FnPtr, INT, Map, NativeCallContext, Position};
 use serde_json::Value;
+use std::any::{Any, TypeId};
 use std::cell::RefCell;
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 /// What a script said about one tool, before it is checked and compiled.
@@ -95,18 +97,30 @@ pub struct Collected {
     pub tools: Vec<ToolDraft>,
     /// Agents in definition order.
     pub agents: Vec<AgentDraft>,
-    /// Pipelines in definition order.
-    pub pipelines: Vec<super::pipeline_dsl::PipelineDraft>,
-    /// MCP servers in definition order.
-    pub mcp_servers: Vec<super::mcp_dsl::McpServerDraft>,
+    /// Drafts of the other builders (pipelines, MCP servers), by their type, in definition
+    /// order: each kind's file hands its drafts in with [`collect_draft`] and the loader takes
+    /// them out with [`Collected::take`], so this file names none of them.
+    others: HashMap<TypeId, Vec<Box<dyn Any>>>,
+}
+
+impl Collected {
+    /// The drafts of type `T`, in definition order.
+    pub fn take<T: Default + 'static>(&mut self) -> Vec<T> {
+        self.others
+            .remove(&TypeId::of::<T>())
+            .unwrap_or_default()
+            .into_iter()
+            .filter_map(|d| d.downcast::<Arc<Mutex<T>>>().ok())
+            .map(|d| take(*d))
+            .collect()
+    }
 }
 
 #[derive(Default)]
 struct Collector {
     tools: Vec<Arc<Mutex<ToolDraft>>>,
     agents: Vec<Arc<Mutex<AgentDraft>>>,
-    pipelines: Vec<Arc<Mutex<super::pipeline_dsl::PipelineDraft>>>,
-    mcp_servers: Vec<Arc<Mutex<super::mcp_dsl::McpServerDraft>>>,
+    others: HashMap<TypeId, Vec<Box<dyn Any>>>,
 }
 
 thread_local! {
@@ -125,8 +139,7 @@ pub fn collect<T>(f: impl FnOnce() -> T) -> (T, Collected) {
     let collected = Collected {
         tools: col.tools.into_iter().map(take).collect(),
         agents: col.agents.into_iter().map(take).collect(),
-        pipelines: col.pipelines.into_iter().map(take).collect(),
-        mcp_servers: col.mcp_servers.into_iter().map(take).collect(),
+        others: col.others,
     };
     (out, collected)
 }
@@ -150,31 +163,22 @@ fn take<T: Default>(m: Arc<Mutex<T>>) -> T {
     }
 }
 
-/// Records a pipeline draft made at a file's top level; an error anywhere else.
-pub(super) fn collect_pipeline(
-    draft: &Arc<Mutex<super::pipeline_dsl::PipelineDraft>>,
+/// Records a draft of another builder (`kind`: `pipeline`, `mcp_server`) made at a file's top
+/// level; an error anywhere else.
+pub(super) fn collect_draft<T: 'static>(
+    draft: &Arc<Mutex<T>>,
+    kind: &str,
     pos: Position,
 ) -> Result<(), Box<EvalAltResult>> {
     COLLECTOR.with(|c| match c.borrow_mut().as_mut() {
         Some(col) => {
-            col.pipelines.push(draft.clone());
+            col.others
+                .entry(TypeId::of::<T>())
+                .or_default()
+                .push(Box::new(draft.clone()));
             Ok(())
         }
-        None => Err(outside_load("pipeline", pos)),
-    })
-}
-
-/// Records an MCP server draft made at a file's top level; an error anywhere else.
-pub(super) fn collect_mcp_server(
-    draft: &Arc<Mutex<super::mcp_dsl::McpServerDraft>>,
-    pos: Position,
-) -> Result<(), Box<EvalAltResult>> {
-    COLLECTOR.with(|c| match c.borrow_mut().as_mut() {
-        Some(col) => {
-            col.mcp_servers.push(draft.clone());
-            Ok(())
-        }
-        None => Err(outside_load("mcp_server", pos)),
+        None => Err(outside_load(kind, pos)),
     })
 }
 
@@ -392,10 +396,6 @@ pub fn register(engine: &mut Engine) {
             })
         },
     );
-    super::rate_limit_dsl::register(engine);
-    super::meta_dsl::register(engine);
-    super::mcp_dsl::register(engine);
-    super::pipeline_dsl::register(engine);
     engine.register_fn("available_if", |b: &mut ToolBuilder, f: FnPtr| {
         b.with(|d| d.available_if = Some(f))
     });

@@ -205,21 +205,8 @@ fn env(name: &str) -> RhaiResult<Dynamic> {
         .unwrap_or(Dynamic::UNIT))
 }
 
-/// Registers the network, file and environment functions.
+/// Registers the file and environment functions.
 pub fn register(engine: &mut Engine) {
-    use super::host_net::http;
-    engine.register_fn("http_get", |url: &str| {
-        http("http_get", url, None, Map::new())
-    });
-    engine.register_fn("http_get", |url: &str, opts: Map| {
-        http("http_get", url, None, opts)
-    });
-    engine.register_fn("http_post", |url: &str, body: Dynamic| {
-        http("http_post", url, Some(body), Map::new())
-    });
-    engine.register_fn("http_post", |url: &str, body: Dynamic, opts: Map| {
-        http("http_post", url, Some(body), opts)
-    });
     engine.register_fn("read_file", read_file);
     engine.register_fn("list_dir", list_dir);
     engine.register_fn("write_file", write_file);

@@ -420,3 +420,19 @@ fn reply_map(status: u16, headers: Vec<(String, String)>, body: Vec<u8>) -> Map 
     out.insert("body".into(), text.into());
     out
 }
+
+/// Registers `http_get` and `http_post`.
+pub fn register(engine: &mut rhai::Engine) {
+    engine.register_fn("http_get", |url: &str| {
+        http("http_get", url, None, Map::new())
+    });
+    engine.register_fn("http_get", |url: &str, opts: Map| {
+        http("http_get", url, None, opts)
+    });
+    engine.register_fn("http_post", |url: &str, body: rhai::Dynamic| {
+        http("http_post", url, Some(body), Map::new())
+    });
+    engine.register_fn("http_post", |url: &str, body: rhai::Dynamic, opts: Map| {
+        http("http_post", url, Some(body), opts)
+    });
+}

@@ -10,7 +10,7 @@ use crate::capability::{Capability, GrantMode, Grants};
 use crate::error::LoadError;
 use crate::schema;
 use crate::tool::{DEFAULT_TIMEOUT, Tool};
-use rhai::{AST, Engine, Position, Scope};
+use rhai::{Engine, Position, Scope};
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -56,7 +56,7 @@ pub(crate) fn load_source_with(
     ast.set_source(path);
     file.imports = super::imports::imported_files(&ast, std::path::Path::new(path));
     let deadline = Some(Instant::now() + TOP_LEVEL_DEADLINE);
-    let (ran, collected) = dsl::collect(|| {
+    let (ran, mut collected) = dsl::collect(|| {
         sandbox::with_watch(deadline, None, || {
             engine.run_ast_with_scope(&mut Scope::new(), &ast)
         })
@@ -73,7 +73,7 @@ pub(crate) fn load_source_with(
         path: path.to_string(),
         version: super::source_version(source),
     });
-    for draft in collected.tools {
+    for draft in std::mem::take(&mut collected.tools) {
         let handler_name = draft.handler.as_ref().map(|(f, _)| f.fn_name().to_string());
         match finish_tool(draft, &unit) {
             Ok(tool) => {
@@ -85,13 +85,13 @@ pub(crate) fn load_source_with(
             Err(errs) => file.errors.extend(errs),
         }
     }
-    for draft in collected.pipelines {
+    for draft in collected.take::<super::pipeline_dsl::PipelineDraft>() {
         match super::pipeline_dsl::finish(draft, &unit) {
             Ok(p) => file.pipelines.push(p),
             Err(errs) => file.errors.extend(errs),
         }
     }
-    for draft in collected.mcp_servers {
+    for draft in collected.take::<super::mcp_dsl::McpServerDraft>() {
         match super::mcp_dsl::finish(draft, path) {
             Ok(server) if file.mcp_servers.iter().any(|s| s.name == server.name) => {
                 let at = server.origin();
@@ -181,7 +181,7 @@ fn finish_tool(d: ToolDraft, unit: &Arc<ScriptUnit>) -> Result<Tool, Vec<LoadErr
             None
         }
         Some((f, pos)) => {
-            match handler_arity(&unit.ast, f) {
+            match super::handler_arity(&unit.ast, f) {
                 Some(1 | 2) => Some(f.clone()),
                 Some(n) => {
                     errors.push(LoadError::at(at(*pos), format!("tool \"{}\": handler takes {n} parameters; expected |args| or |args, ctx|", d.name)));
@@ -258,7 +258,7 @@ fn finish_tool(d: ToolDraft, unit: &Arc<ScriptUnit>) -> Result<Tool, Vec<LoadErr
             },
             validator,
             handler: Arc::new(ScriptHandler {
-                arity: handler_arity(&unit.ast, &handler).unwrap_or(2),
+                arity: super::handler_arity(&unit.ast, &handler).unwrap_or(2),
                 handler,
                 available_if: d.available_if,
                 unit: unit.clone(),
@@ -285,14 +285,6 @@ fn undeclared_calls(
             )
         })
         .collect()
-}
-
-/// Parameters of the handler minus curried (captured) values; `None` when it is not defined.
-pub(super) fn handler_arity(ast: &AST, f: &rhai::FnPtr) -> Option<usize> {
-    ast.iter_functions()
-        .filter(|m| m.name == f.fn_name())
-        .map(|m| m.params.len().saturating_sub(f.curry().len()))
-        .min()
 }
 
 fn finish_agent(d: AgentDraft, unit: &Arc<ScriptUnit>) -> Result<AgentSpec, Vec<LoadError>> {

@@ -70,7 +70,7 @@ fn new_server(ctx: NativeCallContext, name: &str) -> Result<McpServerBuilder, Bo
         pos: ctx.call_position(),
         ..McpServerDraft::default()
     }));
-    super::dsl::collect_mcp_server(&draft, ctx.call_position())?;
+    super::dsl::collect_draft(&draft, "mcp_server", ctx.call_position())?;
     Ok(McpServerBuilder(draft))
 }
 

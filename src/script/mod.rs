@@ -70,9 +70,23 @@ pub fn engine_with_modules(
 ) -> Engine {
     let mut engine = sandbox::build_engine(limits, roots, modules, print);
     bounded::register(&mut engine);
+    // The builders, each registered by its own file (none of them registers another).
     dsl::register(&mut engine);
+    rate_limit_dsl::register(&mut engine);
+    meta_dsl::register(&mut engine);
+    mcp_dsl::register(&mut engine);
+    pipeline_dsl::register(&mut engine);
     host_fns::register(&mut engine);
     host_io::register(&mut engine);
+    host_net::register(&mut engine);
     host_out::register(&mut engine);
     engine
+}
+
+/// Parameters of the handler minus curried (captured) values; `None` when it is not defined.
+pub(super) fn handler_arity(ast: &rhai::AST, f: &rhai::FnPtr) -> Option<usize> {
+    ast.iter_functions()
+        .filter(|m| m.name == f.fn_name())
+        .map(|m| m.params.len().saturating_sub(f.curry().len()))
+        .min()
 }

@@ -1,7 +1,7 @@
 //! `pipeline(name)` and its builder methods, the closures of `.compute(...)` as
 //! [`NodeMapper`]s, and turning a file's pipeline drafts into checked [`Pipeline`]s.
 
-use super::dsl::{collect_pipeline, lock, push_param, strings, to_json};
+use super::dsl::{collect_draft, lock, push_param, strings, to_json};
 use super::{ScriptUnit, sandbox};
 use crate::capability::Capability;
 use crate::error::LoadError;
@@ -80,7 +80,7 @@ fn new_pipeline(ctx: NativeCallContext, name: &str) -> Result<PipelineBuilder, B
         pos: ctx.call_position(),
         ..PipelineDraft::default()
     }));
-    collect_pipeline(&draft, ctx.call_position())?;
+    collect_draft(&draft, "pipeline", ctx.call_position())?;
     Ok(PipelineBuilder(draft))
 }
 
@@ -248,7 +248,7 @@ pub(super) fn finish(d: PipelineDraft, unit: &Arc<ScriptUnit>) -> Result<Pipelin
         };
         let mapper = match n.mapper {
             None => None,
-            Some(f) => match super::loader::handler_arity(&unit.ast, &f) {
+            Some(f) => match super::handler_arity(&unit.ast, &f) {
                 Some(1) => Some(Arc::new(ScriptMapper {
                     f,
                     unit: unit.clone(),

@@ -83,3 +83,38 @@ pub fn object(v: &Value, param: &str) -> Result<serde_json::Map<String, Value>, 
         )),
     }
 }
+
+fn string_field(body: &Value, field: &str, required: bool) -> Result<Option<String>, ApiError> {
+    match &body[field] {
+        Value::String(s) => Ok(Some(s.clone())),
+        Value::Null if !required => Ok(None),
+        Value::Null => Err(ApiError::bad_request(field, format!("{field} is required"))),
+        _ => Err(ApiError::bad_request(
+            field,
+            format!("{field} must be a string"),
+        )),
+    }
+}
+
+/// The run a `POST /v1/runs` body asks for, and whether to wait for its end.
+pub(super) fn parse(body: &Value) -> Result<(super::launch::RunRequest, bool), ApiError> {
+    let caps = string_list(&body["caps"], "caps")?;
+    let context = object(&body["context"], "context")?;
+    let wait = match &body["wait"] {
+        Value::Null => true,
+        Value::Bool(b) => *b,
+        _ => return Err(ApiError::bad_request("wait", "wait must be true or false")),
+    };
+    let req = super::launch::RunRequest {
+        agent: string_field(body, "agent", true)?.unwrap_or_default(),
+        prompt: string_field(body, "input", true)?.unwrap_or_default(),
+        caps,
+        caps_param: "caps",
+        context,
+        actor: string_field(body, "actor", false)?,
+        session: string_field(body, "session", false)?,
+        stream: true,
+        ..super::launch::RunRequest::default()
+    };
+    Ok((req, wait))
+}

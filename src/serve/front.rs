@@ -65,7 +65,7 @@ pub(super) async fn create(
     headers: &HeaderMap,
     body: &Value,
 ) -> Result<Response, ApiError> {
-    let (req, wait) = super::runs::parse(body)?;
+    let (req, wait) = super::body::parse(body)?;
     if state.draining() {
         return Err(ApiError::unavailable("the server is shutting down"));
     }

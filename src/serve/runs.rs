@@ -2,10 +2,10 @@
 //! waiting or not, their live events (SSE), cancellation, and sessions.
 
 use super::auth::Principal;
-use super::body::{JsonBody, object, string_list};
+use super::body::{JsonBody, parse};
 use super::error::ApiError;
 use super::front;
-use super::launch::{RunRequest, launch};
+use super::launch::launch;
 use super::state::{AppState, session_key};
 use super::table::{RunEntry, event_json};
 use axum::Json;
@@ -17,41 +17,6 @@ use futures_util::StreamExt;
 use serde::Deserialize;
 use serde_json::{Value, json};
 use std::sync::Arc;
-
-fn string_field(body: &Value, field: &str, required: bool) -> Result<Option<String>, ApiError> {
-    match &body[field] {
-        Value::String(s) => Ok(Some(s.clone())),
-        Value::Null if !required => Ok(None),
-        Value::Null => Err(ApiError::bad_request(field, format!("{field} is required"))),
-        _ => Err(ApiError::bad_request(
-            field,
-            format!("{field} must be a string"),
-        )),
-    }
-}
-
-/// The run a `POST /v1/runs` body asks for, and whether to wait for its end.
-pub(super) fn parse(body: &Value) -> Result<(RunRequest, bool), ApiError> {
-    let caps = string_list(&body["caps"], "caps")?;
-    let context = object(&body["context"], "context")?;
-    let wait = match &body["wait"] {
-        Value::Null => true,
-        Value::Bool(b) => *b,
-        _ => return Err(ApiError::bad_request("wait", "wait must be true or false")),
-    };
-    let req = RunRequest {
-        agent: string_field(body, "agent", true)?.unwrap_or_default(),
-        prompt: string_field(body, "input", true)?.unwrap_or_default(),
-        caps,
-        caps_param: "caps",
-        context,
-        actor: string_field(body, "actor", false)?,
-        session: string_field(body, "session", false)?,
-        stream: true,
-        ..RunRequest::default()
-    };
-    Ok((req, wait))
-}
 
 /// `POST /v1/runs`: the run's report when it ends, or `202` with its id (`"wait": false`).
 pub async fn create(

@@ -261,3 +261,11 @@ pub(crate) fn run_agent(name: &str, prompt: &str, opts: Map) -> RhaiResult<Dynam
     }
     Ok(convert::to_dynamic(&result_map(report, error)))
 }
+
+/// Registers `run_agent(name, prompt[, opts])`.
+pub(crate) fn register(engine: &mut rhai::Engine) {
+    engine.register_fn("run_agent", |name: &str, prompt: &str| {
+        run_agent(name, prompt, Map::new())
+    });
+    engine.register_fn("run_agent", run_agent);
+}

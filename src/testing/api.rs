@@ -274,10 +274,6 @@ pub(crate) fn register(engine: &mut Engine) {
     engine.register_fn("call_tool", |name: &str, args: Dynamic| {
         call_tool(name, args, Map::new())
     });
-    engine.register_fn("run_agent", |name: &str, prompt: &str| {
-        super::agent::run_agent(name, prompt, Map::new())
-    });
-    engine.register_fn("run_agent", super::agent::run_agent);
     engine.register_fn("fake_http", fake_http);
     engine.register_fn("http_requests", http_requests);
     engine.register_fn("workspace", workspace);

@@ -23,6 +23,7 @@ use std::path::Path;
 /// `fake_http`, ...) to an engine, e.g. one whose definitions are written for editors.
 pub fn register(engine: &mut rhai::Engine) {
     api::register(engine);
+    agent::register(engine);
 }
 
 /// Test files end in `.test.rhai`; the script loader and the reloader skip them.

@@ -114,7 +114,7 @@ impl Tests {
             })
         });
         let mut engine = crate::script::engine(&Limits::default(), roots, Some(sink));
-        api::register(&mut engine);
+        super::register(&mut engine);
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
             .thread_name("kiln-test")
