@@ -85,37 +85,6 @@ impl CallContext {
     pub fn log(&self, level: crate::call_events::LogLevel, message: &str) {
         crate::call_events::log(self.events.as_deref(), level, message);
     }
-
-    /// Calls another tool from a native tool's handler, under the same rules as `call_tool` in
-    /// scripts: the callee may require only capabilities this tool declares, the caller's grants
-    /// apply, and nesting is bounded. `Err` is a refusal (a `denied` failure).
-    pub async fn call_tool(
-        &self,
-        name: &str,
-        args: Value,
-    ) -> Result<Value, crate::tool::ToolFailure> {
-        use crate::tool::{FailureKind, ToolFailure};
-        let ctx = self.clone();
-        let name = name.to_string();
-        let outcome = tokio::task::spawn_blocking(move || {
-            let (caller, declared) = match &ctx.caller {
-                Some(c) => (c.0.as_str(), c.1.as_slice()),
-                None => ("(none)", &[][..]),
-            };
-            crate::tool::call_nested(caller, declared, &ctx, &name, &args)
-                .map(|o| o.result.map_err(|f| (name.clone(), f)))
-        })
-        .await
-        .map_err(|e| ToolFailure::sanitized(FailureKind::Runtime, e.to_string()))?;
-        match outcome {
-            Err(refusal) => Err(ToolFailure::visible(FailureKind::Denied, refusal)),
-            Ok(Ok(v)) => Ok(v),
-            Ok(Err((name, f))) => Err(ToolFailure {
-                message: format!("{name}: {}", f.message),
-                ..f
-            }),
-        }
-    }
 }
 
 /// A short unique id for a run (time + counter; no randomness needed).
@@ -131,4 +100,21 @@ pub fn new_run_id() -> String {
         nanos,
         COUNTER.fetch_add(1, Ordering::Relaxed) & 0xffff
     )
+}
+
+impl crate::registry::Registry {
+    // Here rather than in registry.rs: the registry is a snapshot of definitions and knows
+    // nothing of calls.
+    /// Tools offered in a context: covered by its grants and `available_if` true.
+    pub(crate) fn available(
+        &self,
+        names: Option<&[String]>,
+        ctx: &CallContext,
+    ) -> Vec<Arc<crate::tool::Tool>> {
+        let picked: Vec<Arc<crate::tool::Tool>> = match names {
+            Some(list) => list.iter().flat_map(|n| self.named(n)).collect(),
+            None => self.tools_for(&ctx.grants),
+        };
+        picked.into_iter().filter(|t| t.is_available(ctx)).collect()
+    }
 }

@@ -2,7 +2,7 @@
 //! every run in a `kiln` process), checked by [`Tool::execute`](crate::tool::Tool::execute)
 //! after the capability guard and before the handler.
 
-use crate::tool::{FailureKind, ToolFailure};
+use crate::failure::{FailureKind, ToolFailure};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};

@@ -3,7 +3,6 @@
 
 use crate::agent::AgentSpec;
 use crate::capability::{self, Grants};
-use crate::context::CallContext;
 use crate::error::{LoadError, SourceLoc};
 use crate::schema::{self, Format};
 use crate::tool::Tool;
@@ -22,7 +21,7 @@ pub(crate) struct LoadedFile {
     /// Agents in definition order, each with where its tool list is (checked by the registry).
     pub agents: Vec<(Arc<AgentSpec>, SourceLoc)>,
     /// Pipelines in definition order (what they call is checked by the registry).
-    pub pipelines: Vec<crate::pipeline::Pipeline>,
+    pub pipelines: Vec<crate::pipeline::spec::Pipeline>,
     /// Problems; a file with any is "broken" for hot reload.
     pub errors: Vec<LoadError>,
     /// Advice that does not stop loading.
@@ -41,7 +40,7 @@ pub(crate) struct LoadedFile {
 pub struct Registry {
     tools: IndexMap<String, Arc<Tool>>,
     agents: IndexMap<String, Arc<AgentSpec>>,
-    pipelines: IndexMap<String, crate::pipeline::Pipeline>,
+    pipelines: IndexMap<String, crate::pipeline::spec::Pipeline>,
     mcp_servers: IndexMap<String, crate::mcp::MountSpec>,
     /// Load errors across all files.
     pub errors: Vec<LoadError>,
@@ -52,7 +51,7 @@ pub struct Registry {
 /// The server of an agent's `SERVER__*` entry (every tool of that MCP server).
 fn mcp_wildcard(name: &str) -> Option<&str> {
     name.strip_suffix("*")?
-        .strip_suffix(crate::mcp::mount::SEPARATOR)
+        .strip_suffix(crate::mcp::SEPARATOR)
         .filter(|s| !s.is_empty())
 }
 
@@ -177,7 +176,7 @@ impl Registry {
     }
 
     /// Pipelines join the tools (a pipeline is a tool too, so names may not clash).
-    fn add_pipelines(&mut self, pipelines: Vec<crate::pipeline::Pipeline>) {
+    fn add_pipelines(&mut self, pipelines: Vec<crate::pipeline::spec::Pipeline>) {
         for p in pipelines {
             if let Some(prev) = self.tools.get(&p.spec.name) {
                 self.errors.push(LoadError::at(
@@ -221,12 +220,12 @@ impl Registry {
     }
 
     /// Every pipeline in load order.
-    pub fn pipelines(&self) -> impl Iterator<Item = &Arc<crate::pipeline::PipelineSpec>> {
+    pub fn pipelines(&self) -> impl Iterator<Item = &Arc<crate::pipeline::spec::PipelineSpec>> {
         self.pipelines.values().map(|p| &p.spec)
     }
 
     /// A pipeline by name.
-    pub fn pipeline(&self, name: &str) -> Option<crate::pipeline::Pipeline> {
+    pub fn pipeline(&self, name: &str) -> Option<crate::pipeline::spec::Pipeline> {
         self.pipelines.get(name).cloned()
     }
 
@@ -263,7 +262,7 @@ impl Registry {
     /// What is wrong with an agent listing `SERVER__*`: no such server, or no grant of
     /// `mcp:SERVER`.
     fn wildcard_problem(&self, agent: &AgentSpec, name: &str, server: &str) -> Option<String> {
-        let prefix = format!("{server}{}", crate::mcp::mount::SEPARATOR);
+        let prefix = format!("{server}{}", crate::mcp::SEPARATOR);
         let known = self.mcp_servers.contains_key(server)
             || self.tools.keys().any(|t| t.starts_with(&prefix));
         if !known {
@@ -309,10 +308,10 @@ impl Registry {
     }
 
     /// The tool `name`, or for `SERVER__*` every tool the MCP server has now.
-    fn named(&self, name: &str) -> Vec<Arc<Tool>> {
+    pub(crate) fn named(&self, name: &str) -> Vec<Arc<Tool>> {
         match mcp_wildcard(name) {
             Some(server) => {
-                let prefix = format!("{server}{}", crate::mcp::mount::SEPARATOR);
+                let prefix = format!("{server}{}", crate::mcp::SEPARATOR);
                 self.tools
                     .iter()
                     .filter(|(n, _)| n.starts_with(&prefix))
@@ -330,15 +329,6 @@ impl Registry {
             .filter(|t| grants.missing(&t.requires).is_empty())
             .cloned()
             .collect()
-    }
-
-    /// Tools offered in a context: covered by its grants and `available_if` true.
-    pub(crate) fn available(&self, names: Option<&[String]>, ctx: &CallContext) -> Vec<Arc<Tool>> {
-        let picked: Vec<Arc<Tool>> = match names {
-            Some(list) => list.iter().flat_map(|n| self.named(n)).collect(),
-            None => self.tools_for(&ctx.grants),
-        };
-        picked.into_iter().filter(|t| t.is_available(ctx)).collect()
     }
 
     /// Definitions of `tools` in a format, with warnings about anything dropped.
@@ -363,7 +353,7 @@ impl crate::pipeline::check::Lookup for Registry {
         self.agents.contains_key(name)
     }
 
-    fn pipeline(&self, name: &str) -> Option<Arc<crate::pipeline::PipelineSpec>> {
+    fn pipeline(&self, name: &str) -> Option<Arc<crate::pipeline::spec::PipelineSpec>> {
         self.pipelines.get(name).map(|p| p.spec.clone())
     }
 }

@@ -8,7 +8,9 @@ use serde_json::{Value, json};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+pub use crate::failure::{FailureKind, ToolFailure};
 pub use crate::tool_meta::{Hints, ResolvedHints, Returns, ToolMeta};
+pub(crate) use crate::validate::{compile_schema, violations};
 
 /// Largest arguments accepted from a model (serialized JSON).
 pub const MAX_ARGS_BYTES: usize = 1024 * 1024;
@@ -24,16 +26,6 @@ pub fn valid_tool_name(name: &str) -> bool {
         && name
             .bytes()
             .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
-}
-
-/// Compiles a tool's argument schema (JSON Schema 2020-12, formats checked).
-pub(crate) fn compile_schema(
-    schema: &Value,
-) -> Result<jsonschema::Validator, jsonschema::ValidationError<'static>> {
-    jsonschema::options()
-        .with_draft(jsonschema::Draft::Draft202012)
-        .should_validate_formats(true)
-        .build(schema)
 }
 
 /// Maximum nesting of `call_tool`.
@@ -144,115 +136,6 @@ impl std::fmt::Debug for Tool {
     }
 }
 
-/// Why a tool call failed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
-#[non_exhaustive]
-#[serde(rename_all = "snake_case")]
-pub enum FailureKind {
-    /// Arguments failed the schema.
-    InvalidArguments,
-    /// The caller lacks a capability the tool requires.
-    Capability,
-    /// The handler threw `tool_error(msg)`: the message is for the model.
-    ToolError,
-    /// A Rhai runtime error in the handler.
-    Runtime,
-    /// A sandbox limit was hit (operations, depth, size).
-    Limit,
-    /// The call's deadline passed.
-    Deadline,
-    /// The call was cancelled (Ctrl-C).
-    Cancelled,
-    /// No such tool was offered.
-    UnknownTool,
-    /// A host function call was refused (capability scope, approval).
-    Denied,
-    /// The tool's rate limit had no free slot (not retried; the message says when one frees).
-    RateLimited,
-    /// The handler's result did not match the tool's `.returns(...)` schema.
-    InvalidOutput,
-}
-
-impl FailureKind {
-    /// Snake-case name, as in the JSON result.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            FailureKind::InvalidArguments => "invalid_arguments",
-            FailureKind::Capability => "capability",
-            FailureKind::ToolError => "tool_error",
-            FailureKind::Runtime => "runtime",
-            FailureKind::Limit => "limit",
-            FailureKind::Deadline => "deadline",
-            FailureKind::Cancelled => "cancelled",
-            FailureKind::UnknownTool => "unknown_tool",
-            FailureKind::Denied => "denied",
-            FailureKind::RateLimited => "rate_limited",
-            FailureKind::InvalidOutput => "invalid_output",
-        }
-    }
-
-    /// Whether `.retries(n)` re-runs a handler that failed this way: only an unexpected
-    /// runtime error (a transient I/O failure, a flaky service) can pass on a second try.
-    /// The rest would fail the same way again or must not be repeated: a refusal or a refused
-    /// approval (asking again is nagging), the handler's own `tool_error`, a sandbox limit,
-    /// the deadline (the time is spent), a cancel, and arguments or capabilities checked before
-    /// the handler ran.
-    pub fn is_retryable(self) -> bool {
-        match self {
-            FailureKind::Runtime => true,
-            FailureKind::InvalidArguments
-            | FailureKind::Capability
-            | FailureKind::ToolError
-            | FailureKind::Limit
-            | FailureKind::Deadline
-            | FailureKind::Cancelled
-            | FailureKind::UnknownTool
-            | FailureKind::RateLimited
-            | FailureKind::InvalidOutput
-            | FailureKind::Denied => false,
-        }
-    }
-}
-
-/// A failed call: what the model may see, and the full detail for logs and the CLI.
-#[derive(Debug, Clone, Serialize, serde::Deserialize, thiserror::Error)]
-#[error("{message}")]
-pub struct ToolFailure {
-    /// The kind of failure.
-    pub kind: FailureKind,
-    /// The message shown to the model (sanitized for unexpected failures).
-    pub message: String,
-    /// Full detail (Rhai error with position) for logs and the CLI; never sent to a model.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub detail: Option<String>,
-}
-
-impl ToolFailure {
-    /// A failure whose message is safe to show as is.
-    pub fn visible(kind: FailureKind, message: impl Into<String>) -> Self {
-        ToolFailure {
-            kind,
-            message: message.into(),
-            detail: None,
-        }
-    }
-
-    /// A failure the handler reports on purpose, its message for the model (the Rust side of
-    /// `tool_error(msg)`).
-    pub fn tool_error(message: impl Into<String>) -> Self {
-        Self::visible(FailureKind::ToolError, message)
-    }
-
-    /// A failure shown to the model only as `Tool failed (KIND)`.
-    pub fn sanitized(kind: FailureKind, detail: impl Into<String>) -> Self {
-        ToolFailure {
-            kind,
-            message: format!("Tool failed ({})", kind.as_str()),
-            detail: Some(detail.into()),
-        }
-    }
-}
-
 /// The outcome of one tool call (serializable so a durable journal can keep it).
 #[derive(Debug, Clone, Serialize, serde::Deserialize)]
 pub struct ToolOutcome {
@@ -308,25 +191,6 @@ impl ToolOutcome {
             Err(f) => f.message.clone(),
         }
     }
-}
-
-/// Every violation of `value` against a compiled schema, as `/path: reason`.
-pub(crate) fn violations(validator: &jsonschema::Validator, value: &Value) -> Vec<String> {
-    if validator.is_valid(value) {
-        return Vec::new();
-    }
-    validator
-        .iter_errors(value)
-        .map(|e| {
-            let path = e.instance_path().to_string();
-            let path = if path.is_empty() {
-                "/".to_string()
-            } else {
-                path
-            };
-            format!("{path}: {e}")
-        })
-        .collect()
 }
 
 impl Tool {
@@ -519,7 +383,7 @@ impl Tool {
             Ok(RuntimeFlavor::CurrentThread)
                 if self.rate_limit.is_none() && self.handler.runs_in_place() =>
             {
-                crate::native::in_place(|| self.execute(&args, &ctx))
+                crate::running::in_place(|| self.execute(&args, &ctx))
             }
             _ => self.execute_async(args, ctx).await,
         }
@@ -536,7 +400,7 @@ impl Tool {
 /// is an `invalid_output` failure naming the block and what is wrong.
 fn check_content(value: Value) -> Result<Value, ToolFailure> {
     match crate::content::from_result(&value) {
-        Some(Err(e)) => Err(crate::script::host_out::invalid_output(&e)),
+        Some(Err(e)) => Err(ToolFailure::invalid_output(&e)),
         _ => Ok(value),
     }
 }
@@ -553,4 +417,32 @@ fn limit_result(v: Value) -> Value {
         "note": format!("the result was {} bytes; kiln passes on at most {MAX_RESULT_BYTES}", text.len()),
         "preview": preview,
     })
+}
+
+impl CallContext {
+    /// Calls another tool from a native tool's handler, under the same rules as `call_tool` in
+    /// scripts: the callee may require only capabilities this tool declares, the caller's grants
+    /// apply, and nesting is bounded. `Err` is a refusal (a `denied` failure).
+    pub async fn call_tool(&self, name: &str, args: Value) -> Result<Value, ToolFailure> {
+        let ctx = self.clone();
+        let name = name.to_string();
+        let outcome = tokio::task::spawn_blocking(move || {
+            let (caller, declared) = match &ctx.caller {
+                Some(c) => (c.0.as_str(), c.1.as_slice()),
+                None => ("(none)", &[][..]),
+            };
+            call_nested(caller, declared, &ctx, &name, &args)
+                .map(|o| o.result.map_err(|f| (name.clone(), f)))
+        })
+        .await
+        .map_err(|e| ToolFailure::sanitized(FailureKind::Runtime, e.to_string()))?;
+        match outcome {
+            Err(refusal) => Err(ToolFailure::visible(FailureKind::Denied, refusal)),
+            Ok(Ok(v)) => Ok(v),
+            Ok(Err((name, f))) => Err(ToolFailure {
+                message: format!("{name}: {}", f.message),
+                ..f
+            }),
+        }
+    }
 }

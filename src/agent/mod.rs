@@ -11,8 +11,8 @@ pub mod spec;
 mod start;
 
 pub use journal::{Journaled, Local, Recalled, StepFuture, StepJournal, StepValue, StepWork};
-pub use record::{RecordError, Recorder};
-pub use report::{RunError, RunErrorKind, RunReport, ToolCallRecord};
+pub use record::Recorder;
+pub use report::{RecordError, RunError, RunErrorKind, RunReport, ToolCallRecord};
 pub use run::{Observer, RunEvent, RunOptions};
 pub use spec::AgentSpec;
 pub use start::{run, run_journaled};

@@ -7,20 +7,10 @@
 //! [`RecordError`] before any further tool runs. The commit runs in the loop's own task: no
 //! thread hand-off, no copy of the step.
 
-use super::{RunReport, ToolCallRecord};
+use super::{RecordError, RunReport, ToolCallRecord};
 use crate::provider::{Message, StopReason, Usage};
 use serde_json::Value;
 use std::time::Duration;
-
-/// A write to the run's record failed. The run stops: it never goes on unrecorded.
-#[derive(Debug, Clone, thiserror::Error)]
-#[error("the run log could not record the run's {what}: {message}")]
-pub struct RecordError {
-    /// What was being recorded (`start`, `step`, `end`).
-    pub what: &'static str,
-    /// Why it failed.
-    pub message: String,
-}
 
 /// Receives a run's progress. `started` and `step` are called one at a time and in order, each
 /// while the run's next model request is out (or before the run ends); the loop runs no tool

@@ -148,7 +148,7 @@ pub enum RunErrorKind {
     Deadline,
     /// A completed step could not be recorded (run log, session).
     #[error(transparent)]
-    Record(#[from] super::RecordError),
+    Record(#[from] RecordError),
     /// A durable run's journal failed or held a result this kiln cannot read.
     #[error("JournalError: {0}")]
     Journal(String),
@@ -162,4 +162,14 @@ pub struct RunError {
     pub kind: RunErrorKind,
     /// The transcript so far.
     pub report: Box<RunReport>,
+}
+
+/// A write to the run's record failed. The run stops: it never goes on unrecorded.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("the run log could not record the run's {what}: {message}")]
+pub struct RecordError {
+    /// What was being recorded (`start`, `step`, `end`).
+    pub what: &'static str,
+    /// Why it failed.
+    pub message: String,
 }

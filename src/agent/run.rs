@@ -3,7 +3,8 @@
 
 use super::connect::ProviderOverrides;
 use super::journal::{self, StepJournal, StepValue};
-use super::record::{Pending, RecordError};
+use super::record::Pending;
+use super::report::RecordError;
 use super::report::{RunError, RunErrorKind, RunReport, ToolCallRecord};
 use crate::Host;
 use crate::capability::Grants;

@@ -14,11 +14,12 @@ mod servers;
 mod spec;
 
 pub use http::{HttpOptions, McpEndpoint, router};
-pub use mount::{MountSpec, Mounts, ServerState, Target};
+pub use mount::{Mounts, ServerState};
 pub use server::McpServer;
 pub(crate) use servers::HostServers;
 pub use servers::ServerStatus;
 pub(crate) use spec::check_url;
+pub use spec::{MountSpec, SEPARATOR, Target};
 
 /// What went wrong serving or mounting MCP.
 #[derive(Debug, thiserror::Error)]

@@ -9,7 +9,7 @@ pub mod run;
 pub mod spec;
 
 pub use run::{NodeReport, NodeStatus, PipelineReport};
-pub use spec::{Node, NodeMapper, Output, PipelineSpec, Target};
+pub use spec::{Node, NodeMapper, Output, Pipeline, PipelineSpec, Target};
 
 use crate::context::CallContext;
 use crate::error::HostError;
@@ -18,15 +18,6 @@ use crate::{CallOptions, Host};
 use serde_json::Value;
 use std::sync::Arc;
 use std::time::Instant;
-
-/// A loaded pipeline: its definition and the tool that runs it.
-#[derive(Clone)]
-pub struct Pipeline {
-    /// The definition.
-    pub spec: Arc<PipelineSpec>,
-    /// The tool offering it (inputs as parameters, its capabilities as requirements).
-    pub tool: Arc<Tool>,
-}
 
 impl Pipeline {
     /// Wraps a checked definition with the tool that runs it; `Err` when its inputs do not
@@ -83,7 +74,7 @@ impl Handler for PipelineHandler {
             }
             report.result()
         });
-        crate::native::drive(future, deadline, ctx, &tool.name)
+        crate::running::drive(future, deadline, ctx, &tool.name)
     }
 }
 

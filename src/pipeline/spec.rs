@@ -162,3 +162,12 @@ pub struct Output {
     /// Where the `.output` call is.
     pub loc: SourceLoc,
 }
+
+/// A loaded pipeline: its definition and the tool that runs it.
+#[derive(Clone)]
+pub struct Pipeline {
+    /// The definition.
+    pub spec: std::sync::Arc<PipelineSpec>,
+    /// The tool offering it (inputs as parameters, its capabilities as requirements).
+    pub tool: std::sync::Arc<crate::tool::Tool>,
+}

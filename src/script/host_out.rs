@@ -19,10 +19,7 @@ pub struct BadContent(pub String);
 
 /// The failure a bad content block becomes: `invalid_output`, naming what is wrong.
 pub(crate) fn invalid_output(msg: &str) -> ToolFailure {
-    ToolFailure::visible(
-        FailureKind::InvalidOutput,
-        format!("Tool failed (invalid_output): {msg}"),
-    )
+    ToolFailure::invalid_output(msg)
 }
 
 fn bad(msg: String) -> Box<EvalAltResult> {

@@ -1,0 +1,124 @@
+//! Why a tool call failed: the failure kinds and the failure a model sees (sanitized for
+//! unexpected ones) beside the detail kept for logs. Depends on nothing else of kiln, so every
+//! layer can name a failure.
+
+use serde::Serialize;
+
+/// Why a tool call failed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[non_exhaustive]
+#[serde(rename_all = "snake_case")]
+pub enum FailureKind {
+    /// Arguments failed the schema.
+    InvalidArguments,
+    /// The caller lacks a capability the tool requires.
+    Capability,
+    /// The handler threw `tool_error(msg)`: the message is for the model.
+    ToolError,
+    /// A Rhai runtime error in the handler.
+    Runtime,
+    /// A sandbox limit was hit (operations, depth, size).
+    Limit,
+    /// The call's deadline passed.
+    Deadline,
+    /// The call was cancelled (Ctrl-C).
+    Cancelled,
+    /// No such tool was offered.
+    UnknownTool,
+    /// A host function call was refused (capability scope, approval).
+    Denied,
+    /// The tool's rate limit had no free slot (not retried; the message says when one frees).
+    RateLimited,
+    /// The handler's result did not match the tool's `.returns(...)` schema.
+    InvalidOutput,
+}
+
+impl FailureKind {
+    /// Snake-case name, as in the JSON result.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FailureKind::InvalidArguments => "invalid_arguments",
+            FailureKind::Capability => "capability",
+            FailureKind::ToolError => "tool_error",
+            FailureKind::Runtime => "runtime",
+            FailureKind::Limit => "limit",
+            FailureKind::Deadline => "deadline",
+            FailureKind::Cancelled => "cancelled",
+            FailureKind::UnknownTool => "unknown_tool",
+            FailureKind::Denied => "denied",
+            FailureKind::RateLimited => "rate_limited",
+            FailureKind::InvalidOutput => "invalid_output",
+        }
+    }
+
+    /// Whether `.retries(n)` re-runs a handler that failed this way: only an unexpected
+    /// runtime error (a transient I/O failure, a flaky service) can pass on a second try.
+    /// The rest would fail the same way again or must not be repeated: a refusal or a refused
+    /// approval (asking again is nagging), the handler's own `tool_error`, a sandbox limit,
+    /// the deadline (the time is spent), a cancel, and arguments or capabilities checked before
+    /// the handler ran.
+    pub fn is_retryable(self) -> bool {
+        match self {
+            FailureKind::Runtime => true,
+            FailureKind::InvalidArguments
+            | FailureKind::Capability
+            | FailureKind::ToolError
+            | FailureKind::Limit
+            | FailureKind::Deadline
+            | FailureKind::Cancelled
+            | FailureKind::UnknownTool
+            | FailureKind::RateLimited
+            | FailureKind::InvalidOutput
+            | FailureKind::Denied => false,
+        }
+    }
+}
+
+/// A failed call: what the model may see, and the full detail for logs and the CLI.
+#[derive(Debug, Clone, Serialize, serde::Deserialize, thiserror::Error)]
+#[error("{message}")]
+pub struct ToolFailure {
+    /// The kind of failure.
+    pub kind: FailureKind,
+    /// The message shown to the model (sanitized for unexpected failures).
+    pub message: String,
+    /// Full detail (Rhai error with position) for logs and the CLI; never sent to a model.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub detail: Option<String>,
+}
+
+impl ToolFailure {
+    /// A failure whose message is safe to show as is.
+    pub fn visible(kind: FailureKind, message: impl Into<String>) -> Self {
+        ToolFailure {
+            kind,
+            message: message.into(),
+            detail: None,
+        }
+    }
+
+    /// A failure the handler reports on purpose, its message for the model (the Rust side of
+    /// `tool_error(msg)`).
+    pub fn tool_error(message: impl Into<String>) -> Self {
+        Self::visible(FailureKind::ToolError, message)
+    }
+
+    /// A failure shown to the model only as `Tool failed (KIND)`.
+    pub fn sanitized(kind: FailureKind, detail: impl Into<String>) -> Self {
+        ToolFailure {
+            kind,
+            message: format!("Tool failed ({})", kind.as_str()),
+            detail: Some(detail.into()),
+        }
+    }
+}
+
+impl ToolFailure {
+    /// A result that breaks the content rules or the tool's `.returns` schema.
+    pub(crate) fn invalid_output(msg: &str) -> Self {
+        ToolFailure::visible(
+            FailureKind::InvalidOutput,
+            format!("Tool failed (invalid_output): {msg}"),
+        )
+    }
+}
