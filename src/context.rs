@@ -36,7 +36,7 @@ pub struct CallContext {
     /// the step it belongs to; set for calls an agent run makes.
     pub idempotency_key: Option<String>,
     /// The registry snapshot the run pinned (for `call_tool`).
-    pub(crate) registry: Option<Arc<crate::registry::Registry>>,
+    pub(crate) registry: Option<Arc<dyn Tools>>,
     /// The native tool running, with the capabilities it declares (for [`CallContext::call_tool`]).
     pub(crate) caller: Option<Arc<(String, Vec<crate::capability::Capability>)>>,
     /// The host, for what a handler runs beyond tools (a pipeline's agent nodes).
@@ -102,19 +102,18 @@ pub fn new_run_id() -> String {
     )
 }
 
-impl crate::registry::Registry {
-    // Here rather than in registry.rs: the registry is a snapshot of definitions and knows
-    // nothing of calls.
-    /// Tools offered in a context: covered by its grants and `available_if` true.
-    pub(crate) fn available(
-        &self,
-        names: Option<&[String]>,
-        ctx: &CallContext,
-    ) -> Vec<Arc<crate::tool::Tool>> {
-        let picked: Vec<Arc<crate::tool::Tool>> = match names {
-            Some(list) => list.iter().flat_map(|n| self.named(n)).collect(),
-            None => self.tools_for(&ctx.grants),
-        };
-        picked.into_iter().filter(|t| t.is_available(ctx)).collect()
-    }
+/// A tool as a nested call (`call_tool`, a pipeline's tool node) reaches it: what it requires
+/// and how it runs. [`crate::tool::Tool`] implements it; the context holds its run's tools only
+/// through [`Tools`], so it names no tool or registry type and stays below both.
+pub trait Reachable: Send + Sync {
+    /// The capabilities it needs from its caller.
+    fn requires(&self) -> &[crate::capability::Capability];
+    /// Validates `args` and runs it in `ctx`, as a model's call of it would.
+    fn execute(&self, args: &Value, ctx: &CallContext) -> crate::failure::ToolOutcome;
+}
+
+/// The tools a call can reach by name: the registry snapshot its run pinned.
+pub trait Tools: Send + Sync {
+    /// The tool `name`, if the snapshot holds it.
+    fn reach(&self, name: &str) -> Option<Arc<dyn Reachable>>;
 }

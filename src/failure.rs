@@ -1,8 +1,10 @@
-//! Why a tool call failed: the failure kinds and the failure a model sees (sanitized for
-//! unexpected ones) beside the detail kept for logs. Depends on nothing else of kiln, so every
-//! layer can name a failure.
+//! How a tool call ended: its outcome, the failure kinds and the failure a model sees
+//! (sanitized for unexpected ones) beside the detail kept for logs. Depends on nothing of kiln
+//! but content blocks, so every layer can name an outcome.
 
 use serde::Serialize;
+use serde_json::{Value, json};
+use std::time::{Duration, Instant};
 
 /// Why a tool call failed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
@@ -120,5 +122,62 @@ impl ToolFailure {
             FailureKind::InvalidOutput,
             format!("Tool failed (invalid_output): {msg}"),
         )
+    }
+}
+
+/// The outcome of one tool call (serializable so a durable journal can keep it).
+#[derive(Debug, Clone, Serialize, serde::Deserialize)]
+pub struct ToolOutcome {
+    /// The result value, or why there is none.
+    pub result: Result<Value, ToolFailure>,
+    /// Wall time of the call, validation included.
+    pub duration: Duration,
+    /// Handler attempts made (1 + retries used).
+    pub attempts: u32,
+}
+
+impl ToolOutcome {
+    /// A failure outcome that never reached the handler.
+    pub fn failed(failure: ToolFailure, started: Instant) -> Self {
+        ToolOutcome {
+            result: Err(failure),
+            duration: started.elapsed(),
+            attempts: 0,
+        }
+    }
+
+    /// True when the call succeeded.
+    pub fn is_ok(&self) -> bool {
+        self.result.is_ok()
+    }
+
+    /// `{"success": true, "result", "duration_ms"}` or `{"success": false, "error": {...}}`.
+    ///
+    /// With `with_detail`, unexpected failures carry their detail (for the CLI, never a model).
+    pub fn to_json(&self, with_detail: bool) -> Value {
+        let ms = (self.duration.as_secs_f64() * 1000.0 * 1000.0).round() / 1000.0;
+        match &self.result {
+            Ok(v) => json!({"success": true, "result": v, "duration_ms": ms}),
+            Err(f) => {
+                let mut err = json!({"kind": f.kind.as_str(), "message": f.message});
+                if let (true, Some(d)) = (with_detail, &f.detail) {
+                    err["detail"] = json!(d);
+                }
+                json!({"success": false, "error": err, "duration_ms": ms})
+            }
+        }
+    }
+
+    /// The text a model receives as the tool result (content blocks as
+    /// [`crate::content::render_text`] renders them).
+    pub fn model_text(&self) -> String {
+        match &self.result {
+            Ok(Value::String(s)) => s.clone(),
+            Ok(v) if let Some(Ok(blocks)) = crate::content::from_result(v) => {
+                crate::content::render_text(&blocks)
+            }
+            Ok(v) => v.to_string(),
+            Err(f) => f.message.clone(),
+        }
     }
 }

@@ -3,6 +3,7 @@
 
 use crate::agent::AgentSpec;
 use crate::capability::{self, Grants};
+use crate::context::CallContext;
 use crate::error::{LoadError, SourceLoc};
 use crate::schema::{self, Format};
 use crate::tool::Tool;
@@ -355,5 +356,23 @@ impl crate::pipeline::check::Lookup for Registry {
 
     fn pipeline(&self, name: &str) -> Option<Arc<crate::pipeline::spec::PipelineSpec>> {
         self.pipelines.get(name).map(|p| p.spec.clone())
+    }
+}
+
+impl Registry {
+    /// Tools offered in a context: covered by its grants and `available_if` true.
+    pub(crate) fn available(&self, names: Option<&[String]>, ctx: &CallContext) -> Vec<Arc<Tool>> {
+        let picked: Vec<Arc<Tool>> = match names {
+            Some(list) => list.iter().flat_map(|n| self.named(n)).collect(),
+            None => self.tools_for(&ctx.grants),
+        };
+        picked.into_iter().filter(|t| t.is_available(ctx)).collect()
+    }
+}
+
+impl crate::context::Tools for Registry {
+    fn reach(&self, name: &str) -> Option<Arc<dyn crate::context::Reachable>> {
+        self.find(name)
+            .map(|t| Arc::new(t) as Arc<dyn crate::context::Reachable>)
     }
 }

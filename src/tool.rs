@@ -3,12 +3,12 @@
 use crate::capability::{self, Capability};
 use crate::context::CallContext;
 use crate::error::SourceLoc;
-use serde::Serialize;
+
 use serde_json::{Value, json};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-pub use crate::failure::{FailureKind, ToolFailure};
+pub use crate::failure::{FailureKind, ToolFailure, ToolOutcome};
 pub use crate::tool_meta::{Hints, ResolvedHints, Returns, ToolMeta};
 pub(crate) use crate::validate::{compile_schema, violations};
 
@@ -49,10 +49,10 @@ pub(crate) fn call_nested(
     let tool = ctx
         .registry
         .as_ref()
-        .and_then(|r| r.find(name))
+        .and_then(|r| r.reach(name))
         .ok_or_else(|| format!("call_tool(\"{name}\"): no such tool"))?;
     let beyond: Vec<String> = tool
-        .requires
+        .requires()
         .iter()
         .filter(|r| !declared.iter().any(|d| d.name == r.name))
         .map(|r| r.to_string())
@@ -133,63 +133,6 @@ impl std::fmt::Debug for Tool {
             .field("name", &self.name)
             .field("loc", &self.loc)
             .finish()
-    }
-}
-
-/// The outcome of one tool call (serializable so a durable journal can keep it).
-#[derive(Debug, Clone, Serialize, serde::Deserialize)]
-pub struct ToolOutcome {
-    /// The result value, or why there is none.
-    pub result: Result<Value, ToolFailure>,
-    /// Wall time of the call, validation included.
-    pub duration: Duration,
-    /// Handler attempts made (1 + retries used).
-    pub attempts: u32,
-}
-
-impl ToolOutcome {
-    /// A failure outcome that never reached the handler.
-    pub fn failed(failure: ToolFailure, started: Instant) -> Self {
-        ToolOutcome {
-            result: Err(failure),
-            duration: started.elapsed(),
-            attempts: 0,
-        }
-    }
-
-    /// True when the call succeeded.
-    pub fn is_ok(&self) -> bool {
-        self.result.is_ok()
-    }
-
-    /// `{"success": true, "result", "duration_ms"}` or `{"success": false, "error": {...}}`.
-    ///
-    /// With `with_detail`, unexpected failures carry their detail (for the CLI, never a model).
-    pub fn to_json(&self, with_detail: bool) -> Value {
-        let ms = (self.duration.as_secs_f64() * 1000.0 * 1000.0).round() / 1000.0;
-        match &self.result {
-            Ok(v) => json!({"success": true, "result": v, "duration_ms": ms}),
-            Err(f) => {
-                let mut err = json!({"kind": f.kind.as_str(), "message": f.message});
-                if let (true, Some(d)) = (with_detail, &f.detail) {
-                    err["detail"] = json!(d);
-                }
-                json!({"success": false, "error": err, "duration_ms": ms})
-            }
-        }
-    }
-
-    /// The text a model receives as the tool result (content blocks as
-    /// [`crate::content::render_text`] renders them).
-    pub fn model_text(&self) -> String {
-        match &self.result {
-            Ok(Value::String(s)) => s.clone(),
-            Ok(v) if let Some(Ok(blocks)) = crate::content::from_result(v) => {
-                crate::content::render_text(&blocks)
-            }
-            Ok(v) => v.to_string(),
-            Err(f) => f.message.clone(),
-        }
     }
 }
 
@@ -444,5 +387,16 @@ impl CallContext {
                 ..f
             }),
         }
+    }
+}
+
+// On the `Arc`: running a tool may hand it to another thread.
+impl crate::context::Reachable for Arc<Tool> {
+    fn requires(&self) -> &[Capability] {
+        &self.requires
+    }
+
+    fn execute(&self, args: &Value, ctx: &CallContext) -> ToolOutcome {
+        Tool::execute(self, args, ctx)
     }
 }

@@ -378,7 +378,7 @@ async fn call_tool(
     ctx: CallContext,
     deadline: Instant,
 ) -> (Value, Result<Value, ToolFailure>) {
-    let Some(tool) = ctx.registry.as_ref().and_then(|r| r.find(name)) else {
+    let Some(tool) = ctx.registry.as_ref().and_then(|r| r.reach(name)) else {
         let f = ToolFailure::visible(
             FailureKind::UnknownTool,
             format!("\"{name}\" is no longer loaded"),
