@@ -3,8 +3,10 @@
 //! covers an address. Connections are checked twice: before the call (to refuse or ask early)
 //! and again by [`resolver::CheckedResolver`] at connect time, on the addresses actually dialled.
 
+mod describe;
 pub mod resolver;
 pub mod tls;
+pub use describe::describe;
 
 use std::fmt;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};

@@ -566,7 +566,7 @@ pub(crate) fn script_files(dir: &Path) -> Result<Vec<PathBuf>, HostError> {
             let p = entry.path();
             if p.is_dir() {
                 stack.push(p);
-            } else if p.extension().is_some_and(|e| e == "rhai") && !testing::is_test_file(&p) {
+            } else if p.extension().is_some_and(|e| e == "rhai") && !script::is_test_file(&p) {
                 out.push(p);
             }
         }

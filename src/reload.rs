@@ -212,7 +212,7 @@ pub fn watch(
             .filter(|e| !matches!(e.kind, notify::EventKind::Access(_)))
         {
             for p in &ev.paths {
-                if p.extension().is_some_and(|e| e == "rhai") && !crate::testing::is_test_file(p) {
+                if p.extension().is_some_and(|e| e == "rhai") && !crate::script::is_test_file(p) {
                     paths.insert(shown_path(&roots, p));
                 }
             }

@@ -4,6 +4,7 @@
 
 use super::error::{quote, quote_bytes};
 use super::{Endpoint, Limits, ProviderError};
+pub use crate::egress::describe;
 use reqwest::header::{CONTENT_TYPE, HeaderMap};
 use reqwest::{Client, Response, StatusCode, Url, redirect};
 use serde_json::Value;
@@ -273,32 +274,6 @@ async fn read_error_body(mut resp: Response, timeout: Duration) -> String {
     let _ = tokio::time::timeout(timeout, read).await;
     body.truncate(MAX_ERROR_BODY);
     String::from_utf8_lossy(&body).into_owned()
-}
-
-/// A transport error in words, without the request's headers.
-pub fn describe(e: &reqwest::Error, url: &str) -> String {
-    let what = if e.is_timeout() {
-        "timed out"
-    } else if e.is_redirect() {
-        "redirect not followed"
-    } else if e.is_connect() {
-        "could not connect"
-    } else if e.is_body() || e.is_decode() {
-        "the reply body broke off"
-    } else {
-        "failed"
-    };
-    let mut source = std::error::Error::source(e);
-    let mut detail = String::new();
-    while let Some(s) = source {
-        detail = s.to_string();
-        source = s.source();
-    }
-    if detail.is_empty() {
-        format!("{what} ({url})")
-    } else {
-        format!("{what} ({url}): {detail}")
-    }
 }
 
 fn too_large(provider: &'static str, limits: &Limits, start: &[u8]) -> ProviderError {

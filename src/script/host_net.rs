@@ -401,7 +401,7 @@ fn hop_error(e: reqwest::Error) -> HopError {
         source = s.source();
     }
     let url = e.url().map(|u| u.to_string()).unwrap_or_default();
-    HopError::Failed(crate::provider::http::describe(&e, &url))
+    HopError::Failed(crate::egress::describe(&e, &url))
 }
 
 fn reply_map(status: u16, headers: Vec<(String, String)>, body: Vec<u8>) -> Map {

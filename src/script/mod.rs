@@ -90,3 +90,10 @@ pub(super) fn handler_arity(ast: &rhai::AST, f: &rhai::FnPtr) -> Option<usize> {
         .map(|m| m.params.len().saturating_sub(f.curry().len()))
         .min()
 }
+
+/// Test files end in `.test.rhai`; the script loader and the reloader skip them.
+pub fn is_test_file(path: &std::path::Path) -> bool {
+    path.file_name()
+        .and_then(|n| n.to_str())
+        .is_some_and(|n| n.ends_with(".test.rhai"))
+}

@@ -17,8 +17,6 @@ pub mod watch;
 
 pub use runner::{Outcome, RunConfig, TestResult, Tests};
 
-use std::path::Path;
-
 /// Adds what test files call (`test`, the assertions, `call_tool` with grants, `run_agent`,
 /// `fake_http`, ...) to an engine, e.g. one whose definitions are written for editors.
 pub fn register(engine: &mut rhai::Engine) {
@@ -26,12 +24,7 @@ pub fn register(engine: &mut rhai::Engine) {
     agent::register(engine);
 }
 
-/// Test files end in `.test.rhai`; the script loader and the reloader skip them.
-pub fn is_test_file(path: &Path) -> bool {
-    path.file_name()
-        .and_then(|n| n.to_str())
-        .is_some_and(|n| n.ends_with(".test.rhai"))
-}
+pub use crate::script::is_test_file;
 
 /// What goes wrong finding, loading or exporting tests.
 #[derive(Debug, thiserror::Error)]
