@@ -1,16 +1,16 @@
 //! Model providers. Neutral conversation types live here; each wire format has its own module
 //! with its wire types and conversion (`anthropic`, `openai`, `ollama`), plus the offline
-//! `script` provider whose model is a Rhai function. Providers know nothing of tools' code.
+//! local models (`local::LocalModel`: the script planner, an embedder's model). Providers know nothing of Rhai or tools' code.
 
 pub mod anthropic;
 #[cfg(test)]
 mod conformance;
 pub mod error;
 pub mod http;
+pub mod local;
 pub mod ollama;
 pub mod openai;
 pub mod redact;
-pub mod script;
 pub mod sse;
 
 pub use error::ProviderError;
@@ -276,8 +276,8 @@ pub enum Provider {
     OpenAi(openai::OpenAi),
     /// Ollama's native `/api/chat`.
     Ollama(ollama::Ollama),
-    /// A Rhai planner.
-    Script(script::ScriptModel),
+    /// A model in this process: the script planner, or an embedder's ([`local::LocalModel`]).
+    Local(std::sync::Arc<dyn local::LocalModel>),
 }
 
 impl Provider {
@@ -287,7 +287,7 @@ impl Provider {
             Provider::Anthropic(_) => "anthropic",
             Provider::OpenAi(_) => "openai",
             Provider::Ollama(_) => "ollama",
-            Provider::Script(_) => "script",
+            Provider::Local(m) => m.name(),
         }
     }
 
@@ -296,7 +296,7 @@ impl Provider {
             Provider::Anthropic(p) => Some(&p.endpoint),
             Provider::OpenAi(p) => Some(&p.endpoint),
             Provider::Ollama(p) => Some(&p.endpoint),
-            Provider::Script(_) => None,
+            Provider::Local(_) => None,
         }
     }
 
@@ -308,7 +308,7 @@ impl Provider {
             Provider::Anthropic(_) => http::json(&anthropic::request_body(req)),
             Provider::OpenAi(p) => p.request_bytes(req).into(),
             Provider::Ollama(_) => http::json(&ollama::request_body(req)),
-            Provider::Script(_) => http::json(&script::planner_input(req)),
+            Provider::Local(_) => http::json(&local::planner_input(req)),
         };
         Prepared {
             body,
@@ -332,7 +332,7 @@ impl Provider {
             Provider::Anthropic(p) => p.send(body, stream, sink).await,
             Provider::OpenAi(p) => p.send(body, stream, sink).await,
             Provider::Ollama(p) => p.send(body, stream, sink).await,
-            Provider::Script(p) => p.send(&body, sink).await,
+            Provider::Local(p) => p.send(&body, sink).await,
         };
         guard.flush();
         let mut reply = result.map_err(|e| secrets.error(e))?;

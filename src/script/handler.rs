@@ -3,10 +3,11 @@
 //! sorting of Rhai errors into failure kinds.
 
 use super::failure::classify;
+use super::model::ScriptModel;
 use super::{ScriptUnit, host_fns, sandbox};
 use crate::agent::spec::AgentScript;
 use crate::context::CallContext;
-use crate::provider::{Provider, script::ScriptModel};
+use crate::provider::Provider;
 use crate::tool::{FailureKind, Handler, Tool, ToolFailure};
 use rhai::{Dynamic, FnPtr, Map};
 use serde_json::Value;
@@ -90,10 +91,10 @@ pub(crate) struct ScriptAgent {
 impl AgentScript for ScriptAgent {
     fn planner_model(&self) -> Option<Provider> {
         let planner = self.planner.clone()?;
-        Some(Provider::Script(ScriptModel {
+        Some(Provider::Local(Arc::new(ScriptModel {
             planner,
             unit: self.unit.clone(),
-        }))
+        })))
     }
 
     fn validate(&self, tool: &str, args: Value) -> Option<Result<Value, String>> {

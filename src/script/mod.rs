@@ -13,6 +13,7 @@ pub mod loader;
 pub mod math;
 mod mcp_dsl;
 mod meta_dsl;
+mod model;
 pub mod pipeline_dsl;
 mod rate_limit_dsl;
 pub mod sandbox;

@@ -1,11 +1,12 @@
 //! The offline provider: the model is a Rhai function `|messages, tools| ...` returning
-//! `#{ tool_calls: [#{ name, args }] }` or `#{ text: "..." }`. Tests use it like a test model.
+//! `#{ tool_calls: [#{ name, args }] }` or `#{ text: "..." }`, as a [`LocalModel`]. Tests use it
+//! like a test model.
 
-use super::{
-    CallArgs, Message, ModelRequest, ModelResponse, ProviderError, StopReason, TextSink, ToolCall,
-    Usage,
-};
 use crate::convert;
+use crate::provider::local::{LocalModel, LocalReply};
+use crate::provider::{
+    CallArgs, ModelResponse, ProviderError, StopReason, TextSink, ToolCall, Usage,
+};
 use crate::script::{ScriptUnit, sandbox};
 use rhai::{Array, Dynamic, FnPtr, Map};
 use serde_json::{Value, json};
@@ -21,54 +22,6 @@ pub struct ScriptModel {
     pub planner: FnPtr,
     /// Its script.
     pub unit: Arc<ScriptUnit>,
-}
-
-/// The conversation as the planner sees it: maps with `role`, `content`, `tool_calls`, and one
-/// `#{ role: "tool", name, call_id, content, is_error }` per tool result.
-pub fn planner_messages(req: &ModelRequest<'_>) -> Value {
-    let mut out = Vec::new();
-    if let Some(s) = &req.system {
-        out.push(json!({"role": "system", "content": s}));
-    }
-    for m in req.messages.iter() {
-        match m {
-            Message::User { content } => out.push(json!({"role": "user", "content": content})),
-            Message::Assistant {
-                content,
-                tool_calls,
-            } => {
-                let calls: Vec<Value> = tool_calls
-                    .iter()
-                    .map(|c| json!({"id": c.id, "name": c.name, "args": c.args.to_value()}))
-                    .collect();
-                out.push(json!({"role": "assistant", "content": content, "tool_calls": calls}));
-            }
-            Message::Tool { results } => {
-                for r in results {
-                    let content = serde_json::from_str::<Value>(&r.content)
-                        .unwrap_or_else(|_| json!(r.content));
-                    out.push(json!({"role": "tool", "name": r.name, "call_id": r.call_id, "content": content, "is_error": r.is_error}));
-                }
-            }
-        }
-    }
-    Value::Array(out)
-}
-
-/// What the planner is called with, as [`ScriptModel::send`] reads it back: its messages, the
-/// tools offered and the round.
-pub fn planner_input(req: &ModelRequest<'_>) -> Value {
-    let tools: Vec<Value> = req
-        .tools
-        .iter()
-        .map(|t| json!({"name": t.name, "description": t.description, "parameters": t.schema}))
-        .collect();
-    let round = req
-        .messages
-        .iter()
-        .filter(|m| matches!(m, Message::Assistant { .. }))
-        .count();
-    json!({"messages": planner_messages(req), "tools": tools, "round": round})
 }
 
 fn parse_reply(value: Dynamic, round: usize) -> Result<ModelResponse, ProviderError> {
@@ -141,12 +94,8 @@ fn parse_reply(value: Dynamic, round: usize) -> Result<ModelResponse, ProviderEr
 }
 
 impl ScriptModel {
-    /// Calls the planner on the blocking pool with the [`planner_input`] in `input`.
-    pub async fn send(
-        &self,
-        input: &[u8],
-        sink: &TextSink,
-    ) -> Result<ModelResponse, ProviderError> {
+    /// Calls the planner on the blocking pool with the planner input in `input`.
+    async fn answer(&self, input: &[u8], sink: &TextSink) -> Result<ModelResponse, ProviderError> {
         let input: Value = serde_json::from_slice(input)
             .map_err(|e| ProviderError::Planner(format!("planner input: {e}")))?;
         let messages = convert::to_dynamic(&input["messages"]);
@@ -169,5 +118,15 @@ impl ScriptModel {
             sink(&reply.text);
         }
         Ok(reply)
+    }
+}
+
+impl LocalModel for ScriptModel {
+    fn name(&self) -> &'static str {
+        "script"
+    }
+
+    fn send<'a>(&'a self, input: &'a [u8], sink: &'a TextSink) -> LocalReply<'a> {
+        Box::pin(self.answer(input, sink))
     }
 }
