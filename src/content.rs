@@ -60,6 +60,25 @@ pub struct Resource {
 }
 
 impl Content {
+    /// About how many bytes the block is as JSON (its strings; the keys around them), to
+    /// bound a result before its blocks are copied.
+    pub fn approx_len(&self) -> usize {
+        let fields: usize = match self {
+            Content::Text { text } => text.len(),
+            Content::Image { data, mime_type } | Content::Audio { data, mime_type } => {
+                data.len() + mime_type.len()
+            }
+            Content::Resource { resource } => {
+                let opt = |s: &Option<String>| s.as_ref().map_or(0, String::len);
+                resource.uri.len()
+                    + opt(&resource.mime_type)
+                    + opt(&resource.text)
+                    + opt(&resource.blob)
+            }
+        };
+        fields + 32
+    }
+
     /// A text block.
     pub fn text(text: impl Into<String>) -> Content {
         Content::Text { text: text.into() }

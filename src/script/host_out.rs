@@ -30,18 +30,39 @@ fn bad(msg: String) -> Box<EvalAltResult> {
 /// become text blocks), is a content result; anything else converts as is.
 pub(crate) fn result_json(value: &Dynamic) -> Result<Value, ToolFailure> {
     let value = value.flatten_clone();
-    if let Some(block) = value.read_lock::<Content>() {
-        return Ok(content::to_result(std::slice::from_ref(&*block)));
+    if let Some(block) = value.read_lock::<Block>() {
+        return Ok(content::to_result(std::slice::from_ref(&**block)));
     }
     if let Some(items) = value.read_lock::<rhai::Array>()
-        && items.iter().any(|i| i.is::<Content>())
+        && items.iter().any(|i| i.is::<Block>())
     {
+        // One block may be listed many times: the copies are counted before they are made.
+        let size: usize = items
+            .iter()
+            .map(|i| match i.read_lock::<Block>() {
+                Some(block) => block.approx_len(),
+                None => {
+                    i.read_lock::<rhai::ImmutableString>()
+                        .map_or(0, |t| t.len())
+                        + 32
+                }
+            })
+            .sum();
+        if size > crate::convert::MAX_JSON_BYTES {
+            return Err(ToolFailure::sanitized(
+                FailureKind::Limit,
+                format!(
+                    "the result is too large: its content blocks would be more than {} bytes",
+                    crate::convert::MAX_JSON_BYTES
+                ),
+            ));
+        }
         let blocks = items
             .iter()
             .enumerate()
             .map(|(n, item)| {
-                if let Some(block) = item.read_lock::<Content>() {
-                    Ok(block.clone())
+                if let Some(block) = item.read_lock::<Block>() {
+                    Ok((**block).clone())
                 } else if let Some(text) = item.read_lock::<rhai::ImmutableString>() {
                     Ok(Content::text(text.as_str()))
                 } else {
@@ -79,9 +100,13 @@ fn string(func: &str, name: &str, value: &Dynamic) -> Result<String, Box<EvalAlt
 }
 
 /// A block checked now, so the error points at the line that built it.
-fn checked(func: &str, block: Content) -> Result<Content, Box<EvalAltResult>> {
+/// A content block as scripts hold it: shared, so a script that lists one block many times
+/// copies a pointer, not its data (Rhai counts no custom type's size).
+pub(crate) type Block = std::sync::Arc<Content>;
+
+fn checked(func: &str, block: Content) -> Result<Block, Box<EvalAltResult>> {
     block.check().map_err(|e| bad(format!("{func}(): {e}")))?;
-    Ok(block)
+    Ok(std::sync::Arc::new(block))
 }
 
 /// Argument `name` of `progress` as a number.
@@ -164,11 +189,11 @@ fn log(level: &str, msg: &str) -> Result<(), Box<EvalAltResult>> {
 
 /// Registers the content constructors, `progress` and `log`.
 pub fn register(engine: &mut Engine) {
-    engine.register_type_with_name::<Content>("Content");
-    engine.register_fn("to_string", |c: &mut Content| {
-        content::render_text(std::slice::from_ref(c))
+    engine.register_type_with_name::<Block>("Content");
+    engine.register_fn("to_string", |c: &mut Block| {
+        content::render_text(std::slice::from_ref(&**c))
     });
-    engine.register_fn("to_debug", |c: &mut Content| format!("{c:?}"));
+    engine.register_fn("to_debug", |c: &mut Block| format!("{:?}", **c));
     engine.register_type_with_name::<BadContent>("BadContent");
     engine.register_fn("to_string", |e: &mut BadContent| e.0.clone());
 

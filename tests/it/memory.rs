@@ -35,6 +35,7 @@ tool("grow_chars").param("text", "string").handler(|a| a.text.to_chars().len());
 tool("grow_split").param("text", "string").handler(|a| a.text.split("a").len() + a.text.split('a').len());
 tool("grow_json").param("text", "string").handler(|a| { let m = #{}; for i in 0..5000 { m[`k${i}`] = a.text; } json_encode(m).len() });
 tool("grow_result").param("text", "string").handler(|a| { let m = #{}; for i in 0..5000 { m[`k${i}`] = a.text; } m });
+tool("grow_blocks").param("text", "string").handler(|a| { let b = resource("test://x", a.text, "text/plain"); let l = []; for i in 0..5000 { l.push(b); } l });
 "#,
     )]);
     // 1 GiB of address space: a 4 MiB string is fine, the hundreds of GB asked for are not.
@@ -61,6 +62,7 @@ tool("grow_result").param("text", "string").handler(|a| { let m = #{}; for i in 
         ("grow_split", json!({"text": big_a})),
         ("grow_json", json!({"text": big_a})),
         ("grow_result", json!({"text": big_a})),
+        ("grow_blocks", json!({"text": big_a})),
     ];
     for (i, (tool, args)) in cases.into_iter().enumerate() {
         let reply = call(&mut mcp, 10 + i as u32, tool, args);
