@@ -9,6 +9,7 @@ pub(crate) mod frames;
 pub(crate) mod http;
 pub mod mount;
 mod notify;
+mod proxy;
 mod server;
 mod servers;
 mod spec;

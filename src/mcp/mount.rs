@@ -8,20 +8,15 @@
 //! keep using the host from its own runtime.
 
 use super::McpError;
-use super::convert::result_from_mcp;
+use super::proxy::{Slot, install};
 use crate::Host;
-use crate::error::SourceLoc;
-use crate::native::{NativeTool, native_source};
-use crate::tool::{FailureKind, Hints, ToolFailure};
 use rmcp::model::{
-    CallToolRequestParams, ClientCapabilities, ClientConfig, Implementation, ProtocolVersion,
-    SubscriptionFilter,
+    ClientCapabilities, ClientConfig, Implementation, ProtocolVersion, SubscriptionFilter,
 };
 use rmcp::service::{NotificationContext, RunningService};
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::transport::{ConfigureCommandExt, StreamableHttpClientTransport, TokioChildProcess};
-use rmcp::{ClientHandler, ClientLifecycleMode, ClientServiceExt, Peer, RoleClient};
-use serde_json::Value;
+use rmcp::{ClientHandler, ClientLifecycleMode, ClientServiceExt, RoleClient};
 use std::sync::{Arc, RwLock, Weak};
 use std::time::{Duration, Instant};
 use tokio::sync::{mpsc, oneshot};
@@ -93,9 +88,6 @@ impl ClientHandler for Listener {
 }
 
 type Client = RunningService<RoleClient, Listener>;
-
-/// The live connection to one server, or `None` while it is being restarted.
-type Slot = Arc<RwLock<Option<Peer<RoleClient>>>>;
 
 /// A line for the operator (reloads, restarts).
 pub(crate) type Report = Arc<dyn Fn(String) + Send + Sync>;
@@ -537,90 +529,5 @@ async fn connect_with(
                 .await
                 .map_err(|e| failed(format!("handshake with {url} failed: {e}")))
         }
-    }
-}
-
-/// Lists the server's tools and swaps them into the host's registry; how many there are.
-async fn install(
-    host: &Host,
-    spec: &MountSpec,
-    slot: &Slot,
-    peer: &Peer<RoleClient>,
-) -> Result<usize, McpError> {
-    let tools = peer.list_all_tools().await.map_err(|e| McpError::Server {
-        server: spec.name.clone(),
-        message: format!("tools/list failed: {e}"),
-    })?;
-    let natives: Vec<NativeTool> = tools.iter().map(|t| proxy(spec, slot, t)).collect();
-    let count = natives.len();
-    let mut file = native_source(natives);
-    file.path = spec.source_path();
-    host.set_source(file);
-    Ok(count)
-}
-
-/// A registry tool forwarding validated arguments to the server's tool, through whichever
-/// connection is live when it is called.
-fn proxy(spec: &MountSpec, slot: &Slot, tool: &rmcp::model::Tool) -> NativeTool {
-    let remote = tool.name.to_string();
-    let (server, slot) = (spec.name.clone(), slot.clone());
-    let forward = remote.clone();
-    let native = NativeTool::new(
-        format!("{}{SEPARATOR}{remote}", spec.name),
-        move |args, _ctx| {
-            let peer = slot.read().ok().and_then(|p| p.clone());
-            let (server, remote) = (server.clone(), forward.clone());
-            async move {
-                let Some(peer) = peer else {
-                    return Err(ToolFailure::visible(
-                        FailureKind::ToolError,
-                        format!("MCP server \"{server}\" is not running (kiln is restarting it); try again shortly"),
-                    ));
-                };
-                let mut req = CallToolRequestParams::new(remote.clone());
-                if let Value::Object(map) = args {
-                    req = req.with_arguments(map);
-                }
-                match peer.call_tool(req).await {
-                    Ok(result) => result_from_mcp(result),
-                    Err(e) => Err(ToolFailure::visible(
-                        FailureKind::ToolError,
-                        format!("MCP server \"{server}\" did not answer the call of {remote}: {e}"),
-                    )),
-                }
-            }
-        },
-    )
-    .description(tool.description.as_deref().unwrap_or_default())
-    .input_schema(Value::Object((*tool.input_schema).clone()))
-    .requires(&spec.capability())
-    .hints(hints_of(tool))
-    .located(
-        spec.declared
-            .clone()
-            .unwrap_or_else(|| SourceLoc::new(&spec.source_path(), 0, 0)),
-    );
-    let native = match tool
-        .title
-        .as_ref()
-        .or(tool.annotations.as_ref().and_then(|a| a.title.as_ref()))
-    {
-        Some(title) => native.title(title.clone()),
-        None => native,
-    };
-    match spec.rate_limit {
-        Some(limit) => native.rate_limit(limit),
-        None => native,
-    }
-}
-
-/// The server's own annotations, passed on (what it leaves out is derived as for any tool).
-fn hints_of(tool: &rmcp::model::Tool) -> Hints {
-    let a = tool.annotations.clone().unwrap_or_default();
-    Hints {
-        read_only: a.read_only_hint,
-        destructive: a.destructive_hint,
-        idempotent: a.idempotent_hint,
-        open_world: a.open_world_hint,
     }
 }

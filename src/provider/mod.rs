@@ -10,6 +10,8 @@ pub mod http;
 pub mod local;
 pub mod ollama;
 pub mod openai;
+mod openai_reply;
+mod openai_stream;
 pub mod redact;
 pub mod sse;
 

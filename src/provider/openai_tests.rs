@@ -1,7 +1,7 @@
 //! Tests of the OpenAI wire: the bytes sent, the stream chunks read.
 
 use super::*;
-use crate::provider::{ToolDef, ToolResult};
+use crate::provider::{CallArgs, ToolCall, ToolDef, ToolResult};
 
 fn request(messages: &[Message]) -> ModelRequest<'_> {
     ModelRequest {
