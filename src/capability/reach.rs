@@ -81,13 +81,11 @@ fn only_public(s: &NetScope) -> bool {
     match s {
         NetScope::Wildcard { .. } => true,
         NetScope::Ip { ip, .. } => classify(*ip) == AddrClass::Public,
+        // A block with public ends may still hold private ranges inside: only a block of one
+        // address is certain.
         NetScope::Cidr { base, prefix } => {
             let (first, last) = block_ends(*base, *prefix);
-            classify(first) == AddrClass::Public && classify(last) == AddrClass::Public && {
-                // A block of public ends may still hold private ranges inside; only a single
-                // address is certain.
-                first == last
-            }
+            first == last && classify(first) == AddrClass::Public
         }
         NetScope::Private | NetScope::Host { .. } => false,
     }
