@@ -26,22 +26,30 @@ async fn once(host: &Host) -> RunReport {
 /// A recorder that keeps nothing: a run with it pays only for handing its steps over.
 struct Handoff;
 
-impl kiln::Recorder for Handoff {
-    fn started(&self, _: &RunReport) -> Result<(), kiln::RecordError> {
+impl kiln::durable::Recorder for Handoff {
+    fn started(&self, _: &RunReport) -> Result<(), kiln::durable::RecordError> {
         Ok(())
     }
-    fn model_reply(&self, _: &str, _: u32, _: kiln::Usage, _: &kiln::StopReason, _: Duration) {}
+    fn model_reply(
+        &self,
+        _: &str,
+        _: u32,
+        _: kiln::model::Usage,
+        _: &kiln::model::StopReason,
+        _: Duration,
+    ) {
+    }
     fn step(
         &self,
         _: &str,
         _: usize,
-        _: &[kiln::Message],
-        _: &[kiln::ToolCallRecord],
+        _: &[kiln::model::Message],
+        _: &[kiln::durable::ToolCallRecord],
         _: &Value,
-    ) -> Result<(), kiln::RecordError> {
+    ) -> Result<(), kiln::durable::RecordError> {
         Ok(())
     }
-    fn ended(&self, _: &RunReport) -> Result<(), kiln::RecordError> {
+    fn ended(&self, _: &RunReport) -> Result<(), kiln::durable::RecordError> {
         Ok(())
     }
 }
@@ -117,7 +125,7 @@ fn main() {
         turns.push(json!({"text": "All done."}));
         let dir = tempfile::tempdir().expect("tempdir");
         let (mut mock, base) = start_mock(&json!({"loop": true, "require_auth": false, "turns": turns}), dir.path());
-        let client = kiln::http_client_builder().no_proxy().build().expect("client");
+        let client = kiln::egress::http_client_builder().no_proxy().build().expect("client");
         let agent = format!(
             "agent(\"bench\").provider(\"openai\").model(\"m\").base_url(\"{base}/v1\").tools([\"calculator\"]).max_tool_iterations({rounds});"
         );

@@ -112,7 +112,7 @@ agent("load").provider("openai").model("m").base_url("{mock}/v1").tools(["step"]
         "0",
     ]);
     let url = format!("{base}/v1/chat/completions");
-    let client = kiln::http_client_builder()
+    let client = kiln::egress::http_client_builder()
         .pool_max_idle_per_host(runs)
         .timeout(Duration::from_secs(600))
         .build()

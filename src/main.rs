@@ -1,6 +1,6 @@
 //! The `kiln` command line: parses arguments, calls the library, renders errors once.
 
-use kiln::cli;
+mod cli;
 
 use clap::Parser;
 use std::process::ExitCode;

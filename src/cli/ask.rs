@@ -3,10 +3,10 @@
 use super::output::{self, outln};
 use super::tools_cmd::parse_context;
 use super::{CliResult, Global, parse_caps};
-use crate::agent::connect::ProviderOverrides;
-use crate::agent::{RunEvent, RunOptions};
-use crate::capability::Grants;
 use clap::Args;
+use kiln_agent::connect::ProviderOverrides;
+use kiln_agent::{RunEvent, RunOptions};
+use kiln_core::capability::Grants;
 use std::io::{IsTerminal, Write};
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -137,7 +137,7 @@ pub fn ask(g: &Global, a: AskArgs) -> CliResult<ExitCode> {
         output::error(&e.to_string());
     }
     let _watcher = if a.watch {
-        Some(crate::reload::watch(host.clone(), |r| {
+        Some(kiln_host::reload::watch(host.clone(), |r| {
             let _ = writeln!(std::io::stderr(), "{r}");
         })?)
     } else {
@@ -147,7 +147,7 @@ pub fn ask(g: &Global, a: AskArgs) -> CliResult<ExitCode> {
     let cancel = CancellationToken::new();
     let printed_text = Arc::new(AtomicBool::new(false));
     let progress = std::io::stderr().is_terminal() && !a.quiet;
-    let observer: crate::agent::Observer = {
+    let observer: kiln_agent::Observer = {
         let (json, quiet, printed) = (a.json, a.quiet, printed_text.clone());
         Arc::new(move |ev: &RunEvent| match ev {
             RunEvent::Text(t) if !json => {
@@ -250,7 +250,7 @@ pub fn ask(g: &Global, a: AskArgs) -> CliResult<ExitCode> {
         Some(e) => {
             output::error(&e.to_string());
             Ok(ExitCode::from(
-                if matches!(e.kind, crate::agent::RunErrorKind::Cancelled) {
+                if matches!(e.kind, kiln_agent::RunErrorKind::Cancelled) {
                     130
                 } else {
                     1

@@ -2,8 +2,8 @@
 
 use super::output::{self, outln};
 use super::{CliResult, Global};
-use crate::db::runlog::LogFilter;
 use clap::{Args, Subcommand};
+use kiln_db::runs::LogFilter;
 use std::process::ExitCode;
 
 /// `kiln logs` options.
@@ -81,7 +81,7 @@ pub fn parse_duration(text: &str) -> Result<f64, String> {
 }
 
 fn time(secs: f64) -> String {
-    let iso = crate::script::math::iso_from_secs(secs as i64);
+    let iso = kiln_script::math::iso_from_secs(secs as i64);
     iso.replace('T', " ").trim_end_matches('Z').to_string()
 }
 
@@ -91,7 +91,7 @@ pub fn logs(g: &Global, a: LogsArgs) -> CliResult<ExitCode> {
     if a.scenario
         && let Some(id) = &a.run_id
     {
-        let scenario = crate::testing::export::scenario_from_log(&db, id)?;
+        let scenario = kiln_testing::export::scenario_from_log(&db, id)?;
         output::outln!("{}", output::json(&scenario))?;
         return Ok(ExitCode::SUCCESS);
     }
@@ -100,7 +100,7 @@ pub fn logs(g: &Global, a: LogsArgs) -> CliResult<ExitCode> {
         .as_deref()
         .map(parse_duration)
         .transpose()?
-        .map(|s| crate::db::now() - s);
+        .map(|s| kiln_db::now() - s);
     let mut runs = db.runs(&LogFilter {
         agent: a.agent,
         tool: a.tool,
@@ -110,7 +110,7 @@ pub fn logs(g: &Global, a: LogsArgs) -> CliResult<ExitCode> {
     if let Some(id) = &a.run_id {
         runs.retain(|r| &r.id == id);
         if runs.is_empty() {
-            return Err(crate::testing::TestError::UnknownRun(id.clone()).into());
+            return Err(kiln_testing::TestError::UnknownRun(id.clone()).into());
         }
     }
     if a.json {
@@ -200,7 +200,7 @@ pub fn sessions(g: &Global, a: SessionsArgs) -> CliResult<ExitCode> {
         }
         SessionAction::Show { name } => match db.session(&name)? {
             Some(s) => outln!("{}", output::json(&serde_json::to_value(&s)?))?,
-            None => return Err(crate::db::DbError::NoSession(name).into()),
+            None => return Err(kiln_db::DbError::NoSession(name).into()),
         },
         SessionAction::Delete { name } => {
             db.delete_session(&name)?;

@@ -2,8 +2,8 @@
 
 use super::output::{self, outln};
 use super::{CliResult, Global, parse_caps};
-use crate::agent::extract;
 use clap::Args;
+use kiln_agent::extract;
 use std::process::ExitCode;
 
 /// `kiln extract` options.

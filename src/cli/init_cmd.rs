@@ -47,7 +47,7 @@ pub fn init(g: &Global, a: InitArgs) -> CliResult<ExitCode> {
             .map_err(|e| format!("cannot write {}: {e}", ignore.display()))?;
         output::outln!("updated  {}", ignore.display())?;
     }
-    let host = crate::Host::builder()
+    let host = kiln_host::Host::builder()
         .scripts(scripts.clone())
         .workspace(a.dir.clone())
         .stdlib(!g.no_stdlib)

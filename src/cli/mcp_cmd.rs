@@ -1,10 +1,11 @@
 //! `kiln mcp`: serve the scripts' tools to MCP clients over stdio or streamable HTTP.
 
 use super::{CliResult, Global, parse_caps};
-use crate::Host;
-use crate::mcp::{HttpOptions, McpServer, MountSpec, Mounts};
 use clap::Args;
 use futures_util::StreamExt;
+use kiln_host::Host;
+use kiln_host::mcp::{MountSpec, Mounts};
+use kiln_mcp::{HttpOptions, McpServer};
 use std::io::Write;
 use std::process::ExitCode;
 use std::sync::{Arc, Mutex};
@@ -37,7 +38,7 @@ pub struct McpArgs {
     #[arg(long, value_name = "SECS", default_value = "30", value_parser = super::parse_secs)]
     pub body_timeout: Duration,
     /// HTTP only: MCP sessions open at once at most; one more `initialize` gets 503.
-    #[arg(long, value_name = "N", default_value_t = crate::mcp::http::DEFAULT_MAX_SESSIONS)]
+    #[arg(long, value_name = "N", default_value_t = kiln_mcp::http::DEFAULT_MAX_SESSIONS)]
     pub max_sessions: usize,
     /// HTTP only: seconds a session may go without a request before it is closed.
     #[arg(long, value_name = "SECS", default_value = "300", value_parser = super::parse_secs)]
@@ -51,7 +52,7 @@ pub struct McpArgs {
 pub fn mcp(g: &Global, a: McpArgs) -> CliResult<ExitCode> {
     if let Some(var) = &a.token_env {
         // The server's own credential: no tool reads it through `env`.
-        crate::capability::declare_secret_var(var);
+        kiln_core::capability::declare_secret_var(var);
     }
     let grants = g.mark_ask(parse_caps(&a.caps)?);
     let host = g.builder()?.database(g.db_path()).build()?;
@@ -98,7 +99,7 @@ async fn serve_http(server: McpServer, addr: &str, a: &McpArgs) -> CliResult<()>
     };
     let listener = tokio::net::TcpListener::bind(addr)
         .await
-        .map_err(|source| crate::mcp::McpError::Bind {
+        .map_err(|source| kiln_host::mcp::McpError::Bind {
             addr: addr.to_string(),
             source,
         })?;
@@ -117,20 +118,15 @@ async fn serve_http(server: McpServer, addr: &str, a: &McpArgs) -> CliResult<()>
     };
     println!("kiln mcp listening on http://{local}/mcp");
     std::io::stdout().flush()?;
-    let app = crate::mcp::router(server, opts);
+    let app = kiln_mcp::router(server, opts);
     let stop = tokio_util::sync::CancellationToken::new();
-    let limits = crate::http_serve::HttpLimits {
+    let limits = kiln_http::HttpLimits {
         header_timeout: a.header_timeout,
         body_timeout: a.body_timeout,
         max_connections: a.max_connections,
         ..Default::default()
     };
-    let served = tokio::spawn(crate::http_serve::serve(
-        listener,
-        app,
-        limits,
-        stop.clone(),
-    ));
+    let served = tokio::spawn(kiln_http::serve(listener, app, limits, stop.clone()));
     tokio::signal::ctrl_c().await?;
     stop.cancel();
     // Open streams end with the process; a moment for answers being written.
@@ -163,7 +159,7 @@ fn mount_reporting(
         .iter()
         .map(|s| MountSpec::parse(s))
         .collect::<Result<Vec<_>, _>>()?;
-    let mounts = Mounts::start(host, specs, move |line| report(line))?;
+    let mounts = host.mount(specs, move |line| report(line))?;
     if let Ok(mut all) = MOUNTS.lock() {
         all.push(mounts);
     }

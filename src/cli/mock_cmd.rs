@@ -20,14 +20,14 @@ pub struct MockArgs {
 pub fn mock(a: MockArgs) -> CliResult<ExitCode> {
     let text = std::fs::read_to_string(&a.scenario)
         .map_err(|e| format!("cannot read scenario {}: {e}", a.scenario.display()))?;
-    let scenario: crate::mock::scenario::Scenario = serde_json::from_str(&text)
+    let scenario: kiln_mock::scenario::Scenario = serde_json::from_str(&text)
         .map_err(|e| format!("{}:{}:{}: {e}", a.scenario.display(), e.line(), e.column()))?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
     runtime.block_on(async {
         let (addr, server) =
-            crate::mock::bind(scenario, SocketAddr::from(([127, 0, 0, 1], a.port))).await?;
+            kiln_mock::bind(scenario, SocketAddr::from(([127, 0, 0, 1], a.port))).await?;
         super::output::outln!("kiln mock listening on http://{addr}")?;
         tokio::select! {
             r = server => r?,

@@ -16,9 +16,10 @@ mod tools_cmd;
 mod watch_cmd;
 mod worker_cmd;
 
-use crate::capability::Grants;
-use crate::{Host, HostConfig};
 use clap::{Args, Parser, Subcommand};
+use kiln_core::capability::Grants;
+use kiln_host::Host;
+use kiln_host::HostConfig;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -151,7 +152,7 @@ pub fn init_logging(cli: &Cli) {
         )
         .with_target(false);
     let _ = if serve.is_some_and(|a| a.log_format == serve_cmd::LogFormat::Json) {
-        fmt.event_format(crate::serve::logfmt::JsonLines).try_init()
+        fmt.event_format(kiln_serve::logfmt::JsonLines).try_init()
     } else {
         fmt.try_init()
     };
@@ -179,7 +180,7 @@ impl Global {
         Ok(host)
     }
 
-    fn builder(&self) -> CliResult<crate::HostBuilder> {
+    fn builder(&self) -> CliResult<kiln_host::HostBuilder> {
         for dir in &self.scripts {
             if !dir.is_dir() {
                 return Err(format!("scripts folder {} does not exist", dir.display()).into());
@@ -201,11 +202,11 @@ impl Global {
     }
 
     /// How these options let scripts reach the network (`--resolve`, `--net-proxy`).
-    fn egress(&self) -> CliResult<crate::Egress> {
-        let system: Arc<dyn crate::NameResolver> =
-            Arc::new(crate::egress::resolver::SystemResolver);
-        let resolver = crate::egress::resolver::Overrides::parse(&self.resolve, system)?;
-        Ok(crate::Egress::default()
+    fn egress(&self) -> CliResult<kiln_core::services::Egress> {
+        let system: Arc<dyn kiln_core::egress::resolver::NameResolver> =
+            Arc::new(kiln_core::egress::resolver::SystemResolver);
+        let resolver = kiln_core::egress::resolver::Overrides::parse(&self.resolve, system)?;
+        Ok(kiln_core::services::Egress::default()
             .resolver(Arc::new(resolver))
             .use_env_proxy(self.net_proxy))
     }
@@ -214,16 +215,16 @@ impl Global {
     pub fn db_path(&self) -> PathBuf {
         self.db
             .clone()
-            .unwrap_or_else(|| crate::db::default_path(&self.workspace))
+            .unwrap_or_else(|| kiln_db::default_path(&self.workspace))
     }
 
     /// Opens the database.
-    pub fn open_db(&self) -> CliResult<Arc<crate::db::Db>> {
-        Ok(Arc::new(crate::db::Db::open(&self.db_path())?))
+    pub fn open_db(&self) -> CliResult<Arc<kiln_db::Db>> {
+        Ok(Arc::new(kiln_db::Db::open(&self.db_path())?))
     }
 
     /// A host whose `store_*` persist in the database, and the database (for the run log).
-    pub fn host_with_db(&self) -> CliResult<(Arc<Host>, Arc<crate::db::Db>)> {
+    pub fn host_with_db(&self) -> CliResult<(Arc<Host>, Arc<kiln_db::Db>)> {
         let host = self.builder()?.database(self.db_path()).build()?;
         mcp_cmd::mount(self, &host)?;
         let db = host
@@ -316,6 +317,6 @@ pub fn run(cli: Cli) -> CliResult<ExitCode> {
 
 fn repl(g: &Global, caps: &[String]) -> CliResult<ExitCode> {
     let (host, db) = g.host_with_db()?;
-    crate::repl::run_repl(host, parse_caps(caps)?, Some(db))?;
+    kiln_repl::run_repl(host, parse_caps(caps)?, Some(db))?;
     Ok(ExitCode::SUCCESS)
 }

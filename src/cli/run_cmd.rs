@@ -4,9 +4,9 @@
 use super::output;
 use super::tools_cmd::{parse_context, report_load_problems};
 use super::{CliResult, ContextArgs, Global, parse_caps};
-use crate::CallOptions;
-use crate::PipelineReport;
 use clap::Args;
+use kiln_core::pipeline::PipelineReport;
+use kiln_host::CallOptions;
 use std::io::Write;
 use std::process::ExitCode;
 

@@ -1,8 +1,8 @@
 //! `kiln serve`: the agents over HTTP until SIGTERM or Ctrl-C, then a graceful drain.
 
 use super::{CliResult, Global, parse_caps};
-use crate::serve::{AppState, ServeOptions, Tokens};
 use clap::{Args, ValueEnum};
+use kiln_serve::{AppState, ServeOptions, Tokens};
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -146,8 +146,8 @@ fn restate_worker(
         )
         .into());
     }
-    let worker = crate::durable::WorkerOptions {
-        overrides: crate::ProviderOverrides {
+    let worker = kiln_durable::WorkerOptions {
+        overrides: kiln_agent::connect::ProviderOverrides {
             timeout: state.options.request_timeout,
             ..Default::default()
         },
@@ -156,7 +156,7 @@ fn restate_worker(
         run_timeout: state.options.run_timeout,
         identity_keys: a.restate_identity_key.clone(),
     };
-    Ok(Some(crate::durable::endpoint(state.host.clone(), worker)?))
+    Ok(Some(kiln_durable::endpoint(state.host.clone(), worker)?))
 }
 
 /// Runs `kiln serve`.
@@ -170,7 +170,7 @@ pub fn serve(g: &Global, a: ServeArgs) -> CliResult<ExitCode> {
         .into());
     }
     let front = match (&a.restate_ingress, &a.restate_admin) {
-        (Some(ingress), Some(admin)) => Some(crate::durable::RestateClient::new(ingress, admin)?),
+        (Some(ingress), Some(admin)) => Some(kiln_durable::RestateClient::new(ingress, admin)?),
         _ => None,
     };
     let (host, _db) = g.host_with_db()?;
@@ -193,7 +193,7 @@ pub fn serve(g: &Global, a: ServeArgs) -> CliResult<ExitCode> {
         allowed_origins: a.allow_origins.clone(),
         allowed_hosts: vec![a.bind.ip().to_string()],
         queue_timeout: a.queue_timeout,
-        http: crate::http_serve::HttpLimits {
+        http: kiln_http::HttpLimits {
             header_timeout: a.header_timeout,
             body_timeout: a.body_timeout,
             max_connections: a.max_connections,
@@ -235,10 +235,10 @@ pub fn serve(g: &Global, a: ServeArgs) -> CliResult<ExitCode> {
         // tokens' actors and ceilings, so with tokens configured it stays off.
         let mcp = tokens.is_empty().then(|| {
             let grants = state.options.ceiling.clone().unwrap_or_default();
-            let server = crate::mcp::McpServer::new(state.host.clone(), grants);
-            crate::mcp::McpEndpoint::new(
+            let server = kiln_mcp::McpServer::new(state.host.clone(), grants);
+            kiln_mcp::McpEndpoint::new(
                 server,
-                crate::mcp::HttpOptions {
+                kiln_mcp::HttpOptions {
                     token: None,
                     allowed_origins: a.allow_origins.clone(),
                     allowed_hosts: vec![addr.ip().to_string()],
@@ -247,7 +247,7 @@ pub fn serve(g: &Global, a: ServeArgs) -> CliResult<ExitCode> {
             )
         });
         // Watching before the address is announced: an edit made from then on is seen.
-        let _reloads = crate::serve::watch_reloads(&state, mcp.as_ref().map(|m| m.server.clone()))?;
+        let _reloads = kiln_serve::watch_reloads(&state, mcp.as_ref().map(|m| m.server.clone()))?;
         // The first stdout line: scripts and tests read the address from it.
         println!("kiln serve: listening on http://{addr}");
         // Both servers stop on the one signal: fan it out.
@@ -259,9 +259,7 @@ pub fn serve(g: &Global, a: ServeArgs) -> CliResult<ExitCode> {
                 worker.local_addr()?
             );
             let stopped = stop.clone().cancelled_owned();
-            worker_task = Some(tokio::spawn(crate::durable::serve(
-                endpoint, worker, stopped,
-            )));
+            worker_task = Some(tokio::spawn(kiln_durable::serve(endpoint, worker, stopped)));
         }
         if state.front.is_some() {
             crate::cli::output::errln!(
@@ -276,7 +274,7 @@ pub fn serve(g: &Global, a: ServeArgs) -> CliResult<ExitCode> {
                 stop.cancel();
             }
         };
-        let served = crate::serve::serve(state.clone(), listener, mcp, signal).await;
+        let served = kiln_serve::serve(state.clone(), listener, mcp, signal).await;
         stop.cancel();
         if let Some(task) = worker_task {
             let _ = task.await;

@@ -2,10 +2,10 @@
 //! `N passed, M failed`; `--json`, `--junit FILE`, `--watch`.
 
 use super::{CliResult, Global, output};
-use crate::testing::runner::{TestFile, discover};
-use crate::testing::watch::{Rerun, rerun_for};
-use crate::testing::{Outcome, RunConfig, TestResult, Tests, report};
 use clap::Args;
+use kiln_testing::runner::{TestFile, discover};
+use kiln_testing::watch::{Rerun, rerun_for};
+use kiln_testing::{Outcome, RunConfig, TestResult, Tests, report};
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -30,7 +30,7 @@ pub struct TestArgs {
     #[arg(long, value_name = "FILE")]
     pub junit: Option<PathBuf>,
     /// Deadline of each test, in seconds.
-    #[arg(long, value_name = "SECS", default_value_t = crate::testing::runner::DEFAULT_TIMEOUT.as_secs_f64())]
+    #[arg(long, value_name = "SECS", default_value_t = kiln_testing::runner::DEFAULT_TIMEOUT.as_secs_f64())]
     pub timeout: f64,
     /// Tests run at once (default: the number of CPUs).
     #[arg(long, short = 'j', value_name = "N")]
@@ -146,7 +146,7 @@ pub fn test(g: &Global, a: TestArgs) -> CliResult<ExitCode> {
         .collect::<std::collections::BTreeSet<_>>()
         .into_iter()
         .collect();
-    let watcher = crate::testing::watch::watch(&folders)?;
+    let watcher = kiln_testing::watch::watch(&folders)?;
     output::outln!("watching for changes; Ctrl-C to stop")?;
     std::io::stdout().flush()?;
     while let Ok(changed) = watcher.changes.recv() {

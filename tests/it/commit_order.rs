@@ -40,20 +40,28 @@ impl Latched {
     }
 }
 
-impl kiln::Recorder for Latched {
-    fn started(&self, _: &kiln::RunReport) -> Result<(), kiln::RecordError> {
+impl kiln::durable::Recorder for Latched {
+    fn started(&self, _: &kiln::RunReport) -> Result<(), kiln::durable::RecordError> {
         self.shared.started.store(true, Ordering::SeqCst);
         Ok(())
     }
-    fn model_reply(&self, _: &str, _: u32, _: kiln::Usage, _: &kiln::StopReason, _: Duration) {}
+    fn model_reply(
+        &self,
+        _: &str,
+        _: u32,
+        _: kiln::model::Usage,
+        _: &kiln::model::StopReason,
+        _: Duration,
+    ) {
+    }
     fn step(
         &self,
         _: &str,
         _: usize,
-        _: &[kiln::Message],
-        _: &[kiln::ToolCallRecord],
+        _: &[kiln::model::Message],
+        _: &[kiln::durable::ToolCallRecord],
         _: &Value,
-    ) -> Result<(), kiln::RecordError> {
+    ) -> Result<(), kiln::durable::RecordError> {
         if self.shared.steps.load(Ordering::SeqCst) == 0 {
             let until = Instant::now() + Duration::from_secs(10);
             while self.requests() < 2 && Instant::now() < until {
@@ -71,7 +79,7 @@ impl kiln::Recorder for Latched {
         self.shared.steps.fetch_add(1, Ordering::SeqCst);
         Ok(())
     }
-    fn ended(&self, _: &kiln::RunReport) -> Result<(), kiln::RecordError> {
+    fn ended(&self, _: &kiln::RunReport) -> Result<(), kiln::durable::RecordError> {
         Ok(())
     }
 }

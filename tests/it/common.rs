@@ -25,11 +25,11 @@ impl Scripts {
     }
 
     pub fn host(&self) -> Arc<Host> {
-        self.host_with_limits(kiln::Limits::default())
+        self.host_with_limits(kiln::tool::Limits::default())
     }
 
     /// A host with custom sandbox limits.
-    pub fn host_with_limits(&self, limits: kiln::Limits) -> Arc<Host> {
+    pub fn host_with_limits(&self, limits: kiln::tool::Limits) -> Arc<Host> {
         Host::builder()
             .scripts(self.dir.path())
             .workspace(self.dir.path())

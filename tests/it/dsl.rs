@@ -1,7 +1,7 @@
 //! The DSL: every option's schema (golden files) and every load error with line and column.
 
 use crate::common::*;
-use kiln::Format;
+use kiln::model::Format;
 use serde_json::Value;
 
 const ALL_OPTIONS: &str = r#"
@@ -60,7 +60,7 @@ fn every_option_compiles_to_the_golden_schema_in_each_format() {
         (Format::OpenAiStrict, "openai-strict"),
         (Format::Ollama, "ollama"),
     ] {
-        let (defs, _) = kiln::Registry::schemas(&tools, fmt);
+        let (defs, _) = kiln::tool::Registry::schemas(&tools, fmt);
         golden(&format!("every_option.{name}.json"), &Value::Array(defs));
     }
     let t = reg.find("every_option").expect("tool");
@@ -85,7 +85,7 @@ fn every_option_compiles_to_the_golden_schema_in_each_format() {
 fn strict_export_warns_about_dropped_keywords() {
     let (_s, host) = host_with(ALL_OPTIONS);
     let t = host.tool("every_option").expect("tool");
-    let (_, warnings) = kiln::Registry::schemas(&[t], Format::OpenAiStrict);
+    let (_, warnings) = kiln::tool::Registry::schemas(&[t], Format::OpenAiStrict);
     assert!(
         warnings
             .iter()
@@ -224,7 +224,11 @@ agent("support").description("helps").provider("openai").model("gpt-4o-mini").sy
     assert_eq!(a.max_tokens, Some(512));
     assert_eq!(a.tools, vec!["lookup", "calculator"]);
     assert_eq!(a.grants.list(), "[database_read, net:api.github.com]");
-    assert!(a.grants.iter().any(|g| g.mode == kiln::GrantMode::Ask));
+    assert!(
+        a.grants
+            .iter()
+            .any(|g| g.mode == kiln::tool::GrantMode::Ask)
+    );
 }
 
 #[test]

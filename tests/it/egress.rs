@@ -3,7 +3,8 @@
 //! before any connection, and the listeners prove it (a connection would sit in their backlog).
 
 use crate::common::*;
-use kiln::{CallOptions, Egress, Grants, Host, Lookup, NameResolver, ToolOutcome};
+use kiln::egress::{Egress, Lookup, NameResolver};
+use kiln::{CallOptions, Grants, Host, ToolOutcome};
 use serde_json::{Value, json};
 use std::net::{IpAddr, TcpListener};
 use std::sync::atomic::{AtomicUsize, Ordering};

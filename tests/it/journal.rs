@@ -3,10 +3,8 @@
 //! the remembered steps and the transcript is the same.
 
 use crate::common::{Mock, Scripts};
-use kiln::{
-    CallContext, Host, NativeTool, Recalled, RunOptions, StepFuture, StepJournal, StepValue,
-    StepWork,
-};
+use kiln::durable::{Recalled, StepFuture, StepJournal, StepValue, StepWork};
+use kiln::{CallContext, Host, NativeTool, RunOptions};
 use serde_json::{Value, json};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};

@@ -136,7 +136,7 @@ fn native_and_script_tools_call_each_other_under_the_capability_rules() {
     // The host lists native tools beside script tools and exports them alike.
     let names: Vec<String> = host.tools().iter().map(|t| t.name.clone()).collect();
     assert!(names.contains(&"native_triple".to_string()) && names.contains(&"double".to_string()));
-    let (defs, _) = host.schemas(kiln::Format::Anthropic);
+    let (defs, _) = host.schemas(kiln::model::Format::Anthropic);
     let triple = defs
         .iter()
         .find(|d| d["name"] == "native_triple")
@@ -446,22 +446,30 @@ fn a_call_stops_when_its_cancel_token_fires_and_a_native_tool_at_its_deadline() 
 /// Hands the report of each ended run to a channel (the Recorder seam a durable engine uses).
 struct Ended(std::sync::Mutex<std::sync::mpsc::Sender<kiln::RunReport>>);
 
-impl kiln::Recorder for Ended {
-    fn started(&self, _: &kiln::RunReport) -> Result<(), kiln::RecordError> {
+impl kiln::durable::Recorder for Ended {
+    fn started(&self, _: &kiln::RunReport) -> Result<(), kiln::durable::RecordError> {
         Ok(())
     }
-    fn model_reply(&self, _: &str, _: u32, _: kiln::Usage, _: &kiln::StopReason, _: Duration) {}
+    fn model_reply(
+        &self,
+        _: &str,
+        _: u32,
+        _: kiln::model::Usage,
+        _: &kiln::model::StopReason,
+        _: Duration,
+    ) {
+    }
     fn step(
         &self,
         _: &str,
         _: usize,
-        _: &[kiln::Message],
-        _: &[kiln::ToolCallRecord],
+        _: &[kiln::model::Message],
+        _: &[kiln::durable::ToolCallRecord],
         _: &Value,
-    ) -> Result<(), kiln::RecordError> {
+    ) -> Result<(), kiln::durable::RecordError> {
         Ok(())
     }
-    fn ended(&self, report: &kiln::RunReport) -> Result<(), kiln::RecordError> {
+    fn ended(&self, report: &kiln::RunReport) -> Result<(), kiln::durable::RecordError> {
         let _ = self.0.lock().expect("lock").send(report.clone());
         Ok(())
     }

@@ -4,7 +4,9 @@
 //! library caller's observer. The real binary over stdio JSON-RPC, and the library.
 
 use crate::common::*;
-use kiln::{CallObserver, CallOptions, Content, Host, LogLevel, NativeTool};
+use kiln::content::Content;
+use kiln::tool::{CallObserver, LogLevel};
+use kiln::{CallOptions, Host, NativeTool};
 use serde_json::{Value, json};
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Command, Stdio};

@@ -156,7 +156,8 @@ fn bad_rate_limits_are_load_errors_at_their_call() {
 
 #[test]
 fn native_tools_take_the_same_rate_limit() {
-    use kiln::{NativeTool, RateLimit};
+    use kiln::NativeTool;
+    use kiln::tool::RateLimit;
     use std::time::Duration;
     let ping = |name: &str, limit: RateLimit| {
         NativeTool::new(name, |_args: Value, _ctx: &kiln::CallContext| async move {

@@ -1,7 +1,7 @@
 //! Hot reload with real files in a temp folder while the host runs.
 
 use crate::common::*;
-use kiln::ReloadReport;
+use kiln::tool::ReloadReport;
 use serde_json::json;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};

@@ -23,7 +23,7 @@ tool("importer").handler(|args| { import "../outside" as o; o::x });
 fn an_infinite_loop_stops_at_its_deadline_and_the_host_keeps_serving() {
     // No operations limit, so only the deadline can stop the loop.
     let s = Scripts::new(&[("t.rhai", BOMBS)]);
-    let host = s.host_with_limits(kiln::Limits {
+    let host = s.host_with_limits(kiln::tool::Limits {
         max_operations: 0,
         ..Default::default()
     });
@@ -60,7 +60,7 @@ fn recursion_and_growth_bombs_stop_at_their_limits() {
 #[test]
 fn concurrent_bombs_do_not_stop_other_calls() {
     let s = Scripts::new(&[("t.rhai", BOMBS)]);
-    let host = s.host_with_limits(kiln::Limits {
+    let host = s.host_with_limits(kiln::tool::Limits {
         max_operations: 0,
         ..Default::default()
     });

@@ -42,7 +42,7 @@ pub fn http_within(
         .build()
         .expect("runtime");
     runtime.block_on(async {
-        let client = kiln::http_client_builder().build().expect("client");
+        let client = kiln::egress::http_client_builder().build().expect("client");
         let mut req = client.request(method.parse().expect("method"), url);
         for (k, v) in headers {
             req = req.header(*k, *v);

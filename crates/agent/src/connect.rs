@@ -1,0 +1,159 @@
+//! Turns an agent's settings (plus command-line overrides and the environment) into a provider.
+
+use kiln_core::agent_spec::AgentSpec;
+use kiln_providers::{Endpoint, Limits, Provider, ProviderError, anthropic, http, ollama, openai};
+use std::time::Duration;
+
+/// Overrides of an agent's provider settings (`--provider`, `--model`, `--base-url`).
+#[derive(Debug, Clone, Default)]
+pub struct ProviderOverrides {
+    /// Provider name.
+    pub provider: Option<String>,
+    /// Model name.
+    pub model: Option<String>,
+    /// Base URL.
+    pub base_url: Option<String>,
+    /// Per-request timeout.
+    pub timeout: Option<Duration>,
+    /// Retries after the first attempt.
+    pub max_retries: Option<u32>,
+    /// Bytes of one reply (`--max-reply-bytes`; else the agent's `.max_reply_bytes`).
+    pub max_reply_bytes: Option<usize>,
+    /// Bytes of one stream line (`--max-line-bytes`; else the agent's `.max_line_bytes`).
+    pub max_line_bytes: Option<usize>,
+    /// Longest silence within a streamed reply.
+    pub idle_timeout: Option<Duration>,
+    /// Longest streamed reply.
+    pub stream_timeout: Option<Duration>,
+    /// Instructions added after the agent's own system prompt (a caller's system messages).
+    pub extra_system: Option<String>,
+    /// Sampling temperature instead of the agent's.
+    pub temperature: Option<f64>,
+    /// Max output tokens per model request instead of the agent's.
+    pub max_tokens: Option<u32>,
+}
+
+impl ProviderOverrides {
+    /// The system prompt of a request: the agent's, then the caller's additions.
+    pub fn system(&self, agent: &AgentSpec) -> Option<String> {
+        match (&agent.system, &self.extra_system) {
+            (Some(own), Some(extra)) => Some(format!("{own}\n\n{extra}")),
+            (own, extra) => own.clone().or_else(|| extra.clone()),
+        }
+    }
+
+    /// The limits these overrides and the agent's settings make, defaults elsewhere.
+    pub fn limits(&self, agent: &AgentSpec) -> Limits {
+        let d = Limits::default();
+        Limits {
+            max_reply_bytes: self
+                .max_reply_bytes
+                .or(agent.max_reply_bytes)
+                .unwrap_or(d.max_reply_bytes),
+            max_line_bytes: self
+                .max_line_bytes
+                .or(agent.max_line_bytes)
+                .unwrap_or(d.max_line_bytes),
+            idle_timeout: self.idle_timeout.unwrap_or(d.idle_timeout),
+            stream_timeout: self.stream_timeout.unwrap_or(d.stream_timeout),
+        }
+    }
+}
+
+/// The model an agent uses when it names none.
+pub fn default_model(provider: &str) -> &'static str {
+    match provider {
+        "anthropic" => "claude-haiku-4-5",
+        "openai" => "gpt-4o-mini",
+        "ollama" => "llama3.2",
+        _ => "script",
+    }
+}
+
+fn env_nonempty(var: &str) -> Option<String> {
+    std::env::var(var).ok().filter(|v| !v.trim().is_empty())
+}
+
+/// Builds the provider and resolves the model name.
+pub fn connect(
+    agent: &AgentSpec,
+    o: &ProviderOverrides,
+) -> Result<(Provider, String), ProviderError> {
+    let name = o.provider.clone().unwrap_or_else(|| agent.provider.clone());
+    let model = o
+        .model
+        .clone()
+        .or_else(|| agent.model.clone())
+        .unwrap_or_else(|| default_model(&name).to_string());
+    let base = o.base_url.clone().or_else(|| agent.base_url.clone());
+    let limits = o.limits(agent);
+    let endpoint = |base_url: String, api_key: Option<String>, key_var: Option<String>| Endpoint {
+        base_url,
+        api_key,
+        key_var,
+        timeout: o.timeout.unwrap_or(Duration::from_secs(120)),
+        max_retries: o.max_retries.unwrap_or(3),
+        limits,
+    };
+    let provider = match name.as_str() {
+        "anthropic" => {
+            let var = agent
+                .api_key_env
+                .clone()
+                .unwrap_or_else(|| "ANTHROPIC_API_KEY".into());
+            let key = http::api_key("anthropic", &var)?;
+            let url = base
+                .or_else(|| env_nonempty("ANTHROPIC_BASE_URL"))
+                .unwrap_or_else(|| anthropic::DEFAULT_BASE_URL.into());
+            Provider::Anthropic(anthropic::Anthropic {
+                endpoint: endpoint(url, Some(key), Some(var)),
+            })
+        }
+        "openai" => {
+            let var = agent
+                .api_key_env
+                .clone()
+                .unwrap_or_else(|| "OPENAI_API_KEY".into());
+            let url = base.or_else(|| env_nonempty("OPENAI_BASE_URL"));
+            // Compatible local servers (vLLM, llama.cpp, Ollama's /v1) often need no key.
+            let key = match &url {
+                Some(_) => env_nonempty(&var),
+                None => Some(http::api_key("openai", &var)?),
+            };
+            Provider::OpenAi(openai::OpenAi {
+                rendered: Default::default(),
+                endpoint: endpoint(
+                    url.unwrap_or_else(|| openai::DEFAULT_BASE_URL.into()),
+                    key,
+                    Some(var),
+                ),
+            })
+        }
+        "ollama" => {
+            let url = base.or_else(|| env_nonempty("OLLAMA_HOST")).map_or_else(
+                || ollama::DEFAULT_BASE_URL.into(),
+                |h| ollama::normalize_host(&h),
+            );
+            Provider::Ollama(ollama::Ollama {
+                endpoint: endpoint(url, None, None),
+            })
+        }
+        "script" => agent
+            .script
+            .as_ref()
+            .and_then(|s| s.planner_model())
+            .map(Provider::Local)
+            .ok_or_else(|| {
+                ProviderError::Planner(format!("agent \"{}\" has no .planner(...)", agent.name))
+            })?,
+        other => {
+            return Err(ProviderError::Malformed {
+                provider: "kiln",
+                message: format!(
+                    "unknown provider \"{other}\" (expected anthropic, openai, ollama or script)"
+                ),
+            });
+        }
+    };
+    Ok((provider, model))
+}

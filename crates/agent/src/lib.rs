@@ -1,0 +1,27 @@
+//! kiln's agent layer: provider setup from an agent's spec ([`connect`]), the tool-calling loop
+//! ([`mod@run`]) and the planner mode, free-text extraction ([`extract`]), the step journal a
+//! durable run replaces ([`journal`]), the recorder seam and the run report ([`record`],
+//! [`report`]), and the run log writer over kiln-db ([`runlog`]). The loop reaches the host
+//! only through [`RunHost`].
+//!
+//! May depend on: kiln-core, kiln-providers, kiln-db.
+
+#![warn(missing_docs)]
+
+pub mod connect;
+pub mod extract;
+mod host;
+pub mod journal;
+mod planner;
+pub mod record;
+pub mod report;
+pub mod run;
+pub mod runlog;
+mod start;
+
+pub use host::RunHost;
+pub use journal::{Journaled, Local, Recalled, StepFuture, StepJournal, StepValue, StepWork};
+pub use record::Recorder;
+pub use report::{RecordError, RunError, RunErrorKind, RunReport, ToolCallRecord};
+pub use run::{Observer, RunEvent, RunOptions};
+pub use start::{run, run_journaled};

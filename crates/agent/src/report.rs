@@ -1,0 +1,195 @@
+//! What a run did: messages, tool calls with their results, usage and how it ended.
+
+use kiln_providers::{Message, ProviderError, StopReason, Usage};
+use serde::Serialize;
+use serde_json::Value;
+
+/// One executed (or refused) tool call.
+#[derive(Debug, Clone, Serialize)]
+pub struct ToolCallRecord {
+    /// The model round (1-based).
+    pub round: u32,
+    /// Call id.
+    pub id: String,
+    /// Tool name.
+    pub name: String,
+    /// Arguments as the model sent them.
+    pub args: Value,
+    /// `{success, result | error, duration_ms}` (with detail: this is for people and logs).
+    pub outcome: Value,
+    /// True when the model was told of a failure.
+    pub is_error: bool,
+    /// Milliseconds spent.
+    pub duration_ms: f64,
+    /// Which version of the tool's script ran it (a hash of the file).
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub script_version: String,
+}
+
+impl ToolCallRecord {
+    /// The record of one call and its outcome.
+    pub fn new(
+        round: u32,
+        id: &str,
+        name: &str,
+        args: Value,
+        outcome: &kiln_core::tool::ToolOutcome,
+        script_version: String,
+    ) -> Self {
+        ToolCallRecord {
+            round,
+            id: id.to_string(),
+            name: name.to_string(),
+            args,
+            outcome: outcome.to_json(true),
+            is_error: !outcome.is_ok(),
+            duration_ms: outcome.duration.as_secs_f64() * 1000.0,
+            script_version,
+        }
+    }
+}
+
+/// The record of a run, also carried by its errors.
+#[derive(Debug, Clone, Serialize)]
+pub struct RunReport {
+    /// Run id.
+    pub run_id: String,
+    /// Agent name.
+    pub agent: String,
+    /// Provider name.
+    pub provider: String,
+    /// Model name.
+    pub model: String,
+    /// The conversation, the prompt included.
+    pub messages: Vec<Message>,
+    /// Every tool call in order.
+    pub tool_calls: Vec<ToolCallRecord>,
+    /// Tokens summed over the run.
+    pub usage: Usage,
+    /// Model requests made.
+    pub rounds: u32,
+    /// How the last model reply stopped, if there was one.
+    pub stop_reason: Option<StopReason>,
+    /// The final answer text.
+    pub answer: String,
+    /// Planner mode: `{thought, action, result}` per step.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub steps: Vec<serde_json::Value>,
+    /// The error that ended the run, if any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// The run was cancelled (Ctrl-C or the caller), not failed.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub cancelled: bool,
+    /// Who the run acted for (`ctx.actor_id`: a token's actor, `mcp:CLIENT`, `--actor`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub actor: Option<String>,
+}
+
+impl RunReport {
+    /// A fresh report for a run of `agent` starting from `messages`.
+    pub fn new(agent: &str, messages: Vec<Message>) -> Self {
+        RunReport {
+            run_id: kiln_core::context::new_run_id(),
+            agent: agent.to_string(),
+            provider: String::new(),
+            model: String::new(),
+            messages,
+            tool_calls: Vec::new(),
+            usage: Usage::default(),
+            rounds: 0,
+            stop_reason: None,
+            answer: String::new(),
+            steps: Vec::new(),
+            error: None,
+            cancelled: false,
+            actor: None,
+        }
+    }
+}
+
+/// How a run failed.
+#[derive(Debug, Clone, thiserror::Error)]
+#[non_exhaustive]
+pub enum RunErrorKind {
+    /// The model request failed.
+    #[error(transparent)]
+    Provider(#[from] ProviderError),
+    /// A tool needs a capability the agent does not hold; the run stops.
+    #[error("CapabilityError: {0}")]
+    Capability(String),
+    /// The model kept calling tools past the limit.
+    #[error(
+        "ToolLoopError: the model asked for tools in more than {0} rounds (max_tool_iterations)"
+    )]
+    ToolLoop(u32),
+    /// The model kept sending invalid arguments to one tool.
+    #[error("the model sent invalid arguments to tool \"{tool}\" {count} times; giving up")]
+    InvalidArguments {
+        /// The tool.
+        tool: String,
+        /// How many times.
+        count: u32,
+    },
+    /// Planner mode: the model's reply held no single JSON object.
+    #[error(transparent)]
+    JsonParse(#[from] super::extract::JsonParseError),
+    /// Planner mode: the plan named an unknown tool or was not a plan.
+    #[error("InvalidPlanError: {0}")]
+    InvalidPlan(String),
+    /// Planner mode: no tool returned `status: "done"` within `max_steps`.
+    #[error("MaxStepsExceeded: no tool returned status \"done\" within {0} steps")]
+    MaxSteps(u32),
+    /// Ctrl-C or the caller cancelled.
+    #[error("cancelled")]
+    Cancelled,
+    /// The run's deadline passed.
+    #[error("the run's deadline passed")]
+    Deadline,
+    /// A completed step could not be recorded (run log, session).
+    #[error(transparent)]
+    Record(#[from] RecordError),
+    /// A durable run's journal failed or held a result this kiln cannot read.
+    #[error("JournalError: {0}")]
+    Journal(String),
+}
+
+impl RunErrorKind {
+    /// A stable name for the kind (`provider`, `tool_loop`, `deadline`, ...), for tests,
+    /// metrics and API answers.
+    pub fn name(&self) -> &'static str {
+        match self {
+            RunErrorKind::Provider(_) => "provider",
+            RunErrorKind::Capability(_) => "capability",
+            RunErrorKind::ToolLoop(_) => "tool_loop",
+            RunErrorKind::InvalidArguments { .. } => "invalid_arguments",
+            RunErrorKind::JsonParse(_) => "json_parse",
+            RunErrorKind::InvalidPlan(_) => "invalid_plan",
+            RunErrorKind::MaxSteps(_) => "max_steps",
+            RunErrorKind::Cancelled => "cancelled",
+            RunErrorKind::Deadline => "deadline",
+            RunErrorKind::Record(_) => "record",
+            RunErrorKind::Journal(_) => "journal",
+        }
+    }
+}
+
+/// A failed run with everything it did up to the failure.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("{kind}")]
+pub struct RunError {
+    /// What went wrong.
+    pub kind: RunErrorKind,
+    /// The transcript so far.
+    pub report: Box<RunReport>,
+}
+
+/// A write to the run's record failed. The run stops: it never goes on unrecorded.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("the run log could not record the run's {what}: {message}")]
+pub struct RecordError {
+    /// What was being recorded (`start`, `step`, `end`).
+    pub what: &'static str,
+    /// Why it failed.
+    pub message: String,
+}

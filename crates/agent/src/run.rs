@@ -1,0 +1,557 @@
+//! The tool-calling loop: ask the model, run the tools it asks for (validated, guarded,
+//! concurrently and in call order), send the results back, until it answers or a limit hits.
+
+use super::connect::ProviderOverrides;
+use super::journal::{self, StepJournal, StepValue};
+use super::record::Pending;
+use super::report::RecordError;
+use super::report::{RunError, RunErrorKind, RunReport, ToolCallRecord};
+use crate::RunHost;
+use kiln_core::capability::Grants;
+use kiln_core::context::CallContext;
+use kiln_core::tool::{FailureKind, ToolOutcome};
+use kiln_providers::{
+    CallArgs, Message, ModelRequest, ModelResponse, Prepared, Provider, TextSink, ToolCall,
+    ToolDef, ToolResult,
+};
+use serde_json::Value;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+use tokio::sync::{RwLock, Semaphore};
+use tokio_util::sync::CancellationToken;
+
+/// Default output token limit per model request.
+pub const DEFAULT_MAX_TOKENS: u32 = 1024;
+/// Invalid-argument replies a tool tolerates beyond its `.retries(n)` before the run gives up.
+pub const INVALID_ARGS_GRACE: u32 = 2;
+
+/// Something that happened during a run, for live display.
+pub enum RunEvent<'a> {
+    /// Streamed text.
+    Text(&'a str),
+    /// A model request is about to be sent.
+    ModelStart {
+        /// 1-based round.
+        round: u32,
+    },
+    /// The model's reply arrived.
+    ModelDone {
+        /// 1-based round.
+        round: u32,
+    },
+    /// A tool call was dispatched.
+    ToolStart {
+        /// 1-based round.
+        round: u32,
+        /// The call id.
+        id: &'a str,
+        /// The tool.
+        name: &'a str,
+        /// The arguments as the model sent them.
+        args: &'a Value,
+    },
+    /// A tool call finished.
+    ToolDone(&'a ToolCallRecord),
+}
+
+/// Receives run events.
+pub type Observer = Arc<dyn Fn(&RunEvent) + Send + Sync>;
+
+/// How to run an agent.
+#[derive(Clone, Default)]
+pub struct RunOptions {
+    /// Provider, model, base URL overrides.
+    pub overrides: ProviderOverrides,
+    /// What the door and the request allow (`--caps`, a token's ceiling, a request's caps);
+    /// the run gets its meet with the agent's own grants, so it can only narrow them.
+    pub grants: Option<Grants>,
+    /// Application context (`ctx.context`).
+    pub context: serde_json::Map<String, Value>,
+    /// The actor (`ctx.actor_id`).
+    pub actor_id: Option<String>,
+    /// Overrides `max_tool_iterations`.
+    pub max_iterations: Option<u32>,
+    /// Stream replies.
+    pub stream: bool,
+    /// Deadline of the whole run.
+    pub timeout: Option<Duration>,
+    /// Cancels the run (Ctrl-C).
+    pub cancel: CancellationToken,
+    /// Live events.
+    pub observer: Option<Observer>,
+    /// Earlier messages of the conversation.
+    pub history: Vec<Message>,
+    /// Per-run state to continue from.
+    pub state: Option<Arc<Mutex<Value>>>,
+    /// Where progress is recorded (run log, session), step by step.
+    pub recorder: Option<Arc<dyn super::Recorder>>,
+    /// The session the run log saves this run under, when the host has a database and no
+    /// `recorder` is given (continue it by passing its messages as `history` and its `state`).
+    pub session: Option<String>,
+    /// The run's id (`ctx.run_id`); default: a fresh one. A durable run passes its invocation
+    /// id, so the id, and the idempotency keys derived from it, survive a resume elsewhere.
+    pub run_id: Option<String>,
+}
+
+/// A run in progress: its report so far and who watches it.
+pub(super) struct Run {
+    pub(super) report: RunReport,
+    pub(super) observer: Option<Observer>,
+    recorder: Option<Arc<dyn super::Recorder>>,
+    /// Messages already handed to the recorder.
+    committed: usize,
+    /// Tool calls already handed to the recorder.
+    committed_calls: usize,
+    /// What the recorder has not committed yet (it commits during the next model request).
+    pending: Option<Pending>,
+}
+
+impl Run {
+    /// A run of `agent` from `messages` (the first `committed` already recorded).
+    pub(super) fn new(
+        agent: &str,
+        messages: Vec<Message>,
+        opts: &RunOptions,
+        committed: usize,
+    ) -> Self {
+        let mut report = RunReport::new(agent, messages);
+        report.actor = opts.actor_id.clone();
+        Run {
+            report,
+            observer: opts.observer.clone(),
+            recorder: opts.recorder.clone(),
+            committed,
+            committed_calls: 0,
+            pending: None,
+        }
+    }
+
+    /// Tells the recorder the run began (committed during the first model request).
+    pub(super) fn started(&mut self) -> Result<(), RecordError> {
+        self.defer(Pending::Started)
+    }
+
+    /// Tells the recorder the run ended (after [`Run::durable`]: every step before is
+    /// committed).
+    pub(super) fn ended(&self) -> Result<(), RecordError> {
+        match &self.recorder {
+            Some(r) => r.ended(&self.report),
+            None => Ok(()),
+        }
+    }
+
+    pub(super) fn fail(mut self, kind: RunErrorKind) -> RunError {
+        self.report.error = Some(kind.to_string());
+        RunError {
+            kind,
+            report: Box::new(self.report),
+        }
+    }
+
+    /// Hands the messages and tool calls of a finished step to the recorder, which commits
+    /// them during the next model request ([`Run::durable`] commits them now).
+    pub(super) fn commit(&mut self, state: &Arc<Mutex<Value>>) -> Result<(), RecordError> {
+        if self.recorder.is_some() {
+            let state = state.lock().map(|s| s.clone()).unwrap_or(Value::Null);
+            self.defer(Pending::Step {
+                messages: self.committed..self.report.messages.len(),
+                calls: self.committed_calls..self.report.tool_calls.len(),
+                state,
+            })?;
+        }
+        self.committed = self.report.messages.len();
+        self.committed_calls = self.report.tool_calls.len();
+        Ok(())
+    }
+
+    /// Makes `next` the pending commit, committing the one before it first (they land in order).
+    fn defer(&mut self, next: Pending) -> Result<(), RecordError> {
+        self.durable()?;
+        if self.recorder.is_some() {
+            self.pending = Some(next);
+        }
+        Ok(())
+    }
+
+    /// Commits what the recorder has not committed yet: before the run ends, and before any
+    /// tool runs (so no side effect happens on top of a step that is not durable).
+    pub(super) fn durable(&mut self) -> Result<(), RecordError> {
+        match (self.pending.take(), &self.recorder) {
+            (Some(pending), Some(r)) => pending.commit(r.as_ref(), &self.report),
+            _ => Ok(()),
+        }
+    }
+
+    /// Sends one model request (rendered before: the step owns only its bytes) for round
+    /// `report.rounds` as one journaled step, stopping on cancel or the deadline; the reply is
+    /// announced, recorded and its usage counted.
+    pub(super) async fn ask_model(
+        &mut self,
+        journal: &dyn StepJournal,
+        provider: &Arc<Provider>,
+        request: Prepared,
+        sink: &TextSink,
+        opts: &RunOptions,
+        deadline: Option<Instant>,
+    ) -> Result<ModelResponse, RunErrorKind> {
+        let round = self.report.rounds;
+        self.emit(RunEvent::ModelStart { round });
+        let work = {
+            let (provider, sink, cancel) = (provider.clone(), sink.clone(), opts.cancel.clone());
+            Box::pin(async move {
+                let asked = Instant::now();
+                let reply = tokio::select! {
+                    r = provider.send(request, &sink) => r?,
+                    _ = cancel.cancelled() => return Err(RunErrorKind::Cancelled),
+                    _ = sleep_until(deadline) => return Err(RunErrorKind::Deadline),
+                };
+                let took_ms = asked.elapsed().as_secs_f64() * 1000.0;
+                Ok(StepValue::Typed(Box::new(ModelStep { reply, took_ms })))
+            })
+        };
+        let name = journal::model_step(round);
+        // The pending commit runs once the request is out, while the model works; the step
+        // ends only when both have. (Out means handed to an idle pooled connection: when the
+        // connection is not back in the pool yet, the request waits for the commit, which
+        // costs the overlap, never the order.)
+        let (pending, recorder, report) = (self.pending.take(), &self.recorder, &self.report);
+        let commit = async move {
+            match (pending, recorder) {
+                (Some(pending), Some(r)) => {
+                    // Lets the request's connection task write it first.
+                    tokio::task::yield_now().await;
+                    pending.commit(r.as_ref(), report)
+                }
+                _ => Ok(()),
+            }
+        };
+        let (asked, committed) = tokio::join!(biased; journal.step(name.clone(), work), commit);
+        // A step that could not be recorded ends the run: no tool runs after it.
+        committed?;
+        let ModelStep { reply, took_ms } = journal::decode(&name, asked?.value)?;
+        let took = Duration::from_secs_f64(took_ms.max(0.0) / 1000.0);
+        self.emit(RunEvent::ModelDone { round });
+        if let Some(r) = &self.recorder {
+            r.model_reply(&self.report.run_id, round, reply.usage, &reply.stop, took);
+        }
+        self.report.usage += reply.usage;
+        Ok(reply)
+    }
+
+    pub(super) fn emit(&self, ev: RunEvent) {
+        if let Some(o) = &self.observer {
+            o(&ev);
+        }
+    }
+}
+
+/// The tool-calling loop.
+#[allow(clippy::too_many_arguments)]
+pub(super) async fn drive(
+    host: &dyn RunHost,
+    journal: &dyn StepJournal,
+    run: &mut Run,
+    provider: &Arc<Provider>,
+    agent: &kiln_core::agent_spec::AgentSpec,
+    model: &str,
+    mut ctx: CallContext,
+    max_rounds: u32,
+    opts: &RunOptions,
+    deadline: Option<Instant>,
+) -> Result<(), RunErrorKind> {
+    let sink: TextSink = {
+        let observer = opts.observer.clone();
+        Arc::new(move |t: &str| {
+            if let Some(o) = &observer {
+                o(&RunEvent::Text(t));
+            }
+        })
+    };
+    let mut invalid_counts: HashMap<String, u32> = HashMap::new();
+    let exclusive = Arc::new(RwLock::new(()));
+    // The transcript only grows: what the last request carried is unchanged in the next.
+    let mut sent = 0;
+    loop {
+        let offered = pin_turn(host, agent, &mut ctx);
+        // The request borrows the transcript; only its rendered bytes go into the step.
+        let request = ModelRequest {
+            model: model.to_string(),
+            system: opts.overrides.system(agent),
+            messages: run.report.messages.as_slice().into(),
+            tools: offered
+                .iter()
+                .map(|t| ToolDef {
+                    name: t.name.clone(),
+                    description: t.description.clone(),
+                    schema: t.schema.clone(),
+                })
+                .collect(),
+            temperature: opts.overrides.temperature.or(agent.temperature),
+            max_tokens: opts
+                .overrides
+                .max_tokens
+                .or(agent.max_tokens)
+                .unwrap_or(DEFAULT_MAX_TOKENS),
+            stream: opts.stream,
+            unchanged_prefix: sent,
+        };
+        sent = run.report.messages.len();
+        let request = provider.prepare(&request);
+        run.report.rounds += 1;
+        let round = run.report.rounds;
+        let reply = run
+            .ask_model(journal, provider, request, &sink, opts, deadline)
+            .await?;
+        run.report.stop_reason = Some(reply.stop.clone());
+        let calls = reply.tool_calls.clone();
+        run.report.messages.push(Message::Assistant {
+            content: reply.text.clone(),
+            tool_calls: calls.clone(),
+        });
+        if calls.is_empty() {
+            run.report.answer = reply.text;
+            run.commit(&ctx.state)?;
+            return Ok(());
+        }
+        if round > max_rounds {
+            return Err(RunErrorKind::ToolLoop(max_rounds));
+        }
+        // No tool runs on top of a step that is not committed (the model request's step
+        // committed the one before; this is for a recorder that had nothing to overlap with).
+        run.durable()?;
+        if run.observer.is_some() {
+            for call in &calls {
+                run.emit(RunEvent::ToolStart {
+                    round,
+                    id: &call.id,
+                    name: &call.name,
+                    args: &call.args.to_value(),
+                });
+            }
+        }
+        let round_ctx = RoundContext {
+            journal,
+            round,
+            offered: &offered,
+            ctx: &ctx,
+            exclusive: &exclusive,
+            max_parallel: agent.max_parallel,
+        };
+        let executed = execute_round(&calls, &round_ctx).await?;
+        let mut results = Vec::new();
+        let mut stop: Option<RunErrorKind> = None;
+        for (
+            call,
+            Executed {
+                outcome, version, ..
+            },
+        ) in calls.iter().zip(executed)
+        {
+            let record = ToolCallRecord::new(
+                round,
+                &call.id,
+                &call.name,
+                call.args.to_value(),
+                &outcome,
+                version,
+            );
+            run.emit(RunEvent::ToolDone(&record));
+            run.report.tool_calls.push(record);
+            if let Err(f) = &outcome.result {
+                match f.kind {
+                    FailureKind::Capability => {
+                        stop = stop.or(Some(RunErrorKind::Capability(f.message.clone())))
+                    }
+                    FailureKind::Cancelled => stop = stop.or(Some(RunErrorKind::Cancelled)),
+                    FailureKind::Deadline if deadline.is_some_and(|d| Instant::now() >= d) => {
+                        stop = stop.or(Some(RunErrorKind::Deadline))
+                    }
+                    FailureKind::InvalidArguments => {
+                        let n = invalid_counts.entry(call.name.clone()).or_default();
+                        *n += 1;
+                        let budget = offered
+                            .iter()
+                            .find(|t| t.name == call.name)
+                            .map_or(0, |t| t.retries)
+                            + INVALID_ARGS_GRACE
+                            + 1;
+                        if *n > budget {
+                            stop = stop.or(Some(RunErrorKind::InvalidArguments {
+                                tool: call.name.clone(),
+                                count: *n,
+                            }));
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            results.push(ToolResult {
+                call_id: call.id.clone(),
+                name: call.name.clone(),
+                content: outcome.model_text(),
+                is_error: !outcome.is_ok(),
+            });
+        }
+        run.report.messages.push(Message::Tool { results });
+        run.commit(&ctx.state)?;
+        if let Some(kind) = stop {
+            return Err(kind);
+        }
+        if opts.cancel.is_cancelled() {
+            return Err(RunErrorKind::Cancelled);
+        }
+    }
+}
+
+/// Pins this turn's registry snapshot in `ctx` and returns the agent's tools offered from it:
+/// the schemas the model sees are the code that runs.
+pub(super) fn pin_turn(
+    host: &dyn RunHost,
+    agent: &kiln_core::agent_spec::AgentSpec,
+    ctx: &mut CallContext,
+) -> Vec<Arc<kiln_core::tool::Tool>> {
+    let snapshot = host.registry();
+    ctx.registry = Some(snapshot.clone());
+    snapshot.available(Some(&agent.tools), ctx)
+}
+
+/// Sleeps until the deadline, or forever without one.
+pub(super) async fn sleep_until(deadline: Option<Instant>) {
+    match deadline {
+        Some(d) => tokio::time::sleep_until(d.into()).await,
+        None => std::future::pending().await,
+    }
+}
+
+/// What one round's tool calls share.
+struct RoundContext<'a> {
+    journal: &'a dyn StepJournal,
+    round: u32,
+    offered: &'a [Arc<kiln_core::tool::Tool>],
+    ctx: &'a CallContext,
+    exclusive: &'a Arc<RwLock<()>>,
+    max_parallel: usize,
+}
+
+/// A model request as its step remembers it: the reply and how long it took.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct ModelStep {
+    reply: ModelResponse,
+    took_ms: f64,
+}
+
+/// One tool call as its step remembers it: the outcome, which version of the tool ran it and
+/// the run's state after it.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct Executed {
+    outcome: ToolOutcome,
+    version: String,
+    #[serde(default)]
+    state: Value,
+}
+
+/// Runs one round's calls concurrently (bounded), exclusive tools alone, results in call order;
+/// each call is one journaled step (a journal may run them one at a time).
+async fn execute_round(
+    calls: &[ToolCall],
+    round: &RoundContext<'_>,
+) -> Result<Vec<Executed>, RunErrorKind> {
+    let permits = Arc::new(Semaphore::new(round.max_parallel.max(1)));
+    // A lone call runs in place; several go to the blocking pool so they overlap.
+    let alone = calls.len() == 1;
+    let futures = calls.iter().map(|call| {
+        let step = journal::tool_step(round.round, &call.id);
+        let mut ctx = round.ctx.clone();
+        ctx.idempotency_key = Some(journal::idempotency_key(&ctx.run_id, &step));
+        let work = execute_call(
+            call.clone(),
+            round.offered,
+            ctx,
+            permits.clone(),
+            round.exclusive.clone(),
+            alone,
+        );
+        let state = round.ctx.state.clone();
+        async move {
+            let recalled = round.journal.step(step.clone(), work).await?;
+            let mut executed = journal::decode::<Executed>(&step, recalled.value)?;
+            if recalled.replayed
+                && let Ok(mut s) = state.lock()
+            {
+                // The call's effect on ctx.state is restored before the next step runs.
+                *s = std::mem::take(&mut executed.state);
+            }
+            Ok(executed)
+        }
+    });
+    futures_util::future::join_all(futures)
+        .await
+        .into_iter()
+        .collect()
+}
+
+/// The work of one tool call's step.
+fn execute_call(
+    call: ToolCall,
+    offered: &[Arc<kiln_core::tool::Tool>],
+    ctx: CallContext,
+    permits: Arc<Semaphore>,
+    exclusive: Arc<RwLock<()>>,
+    alone: bool,
+) -> journal::StepWork {
+    let tool = offered.iter().find(|t| t.name == call.name).cloned();
+    // The list of offered tools is only spelled out for a call to an unknown one.
+    let available = tool.is_none().then(|| {
+        let names: Vec<&str> = offered.iter().map(|t| t.name.as_str()).collect();
+        if names.is_empty() {
+            "(none)".to_string()
+        } else {
+            names.join(", ")
+        }
+    });
+    Box::pin(async move {
+        let started = Instant::now();
+        let version = tool.as_ref().map(|t| t.version().to_string());
+        let state = ctx.state.clone();
+        let outcome = match (tool, &call.args) {
+            (None, _) => {
+                let list = available.unwrap_or_default();
+                let msg = format!("Unknown tool: {}. Available tools: {list}", call.name);
+                ToolOutcome::failed(
+                    kiln_core::tool::ToolFailure::visible(FailureKind::UnknownTool, msg),
+                    started,
+                )
+            }
+            (Some(_), CallArgs::Invalid { raw, error }) => {
+                let msg = format!(
+                    "Invalid arguments for tool \"{}\": not valid JSON ({error}): {}",
+                    call.name,
+                    kiln_providers::truncate(raw, 200)
+                );
+                ToolOutcome::failed(
+                    kiln_core::tool::ToolFailure::visible(FailureKind::InvalidArguments, msg),
+                    started,
+                )
+            }
+            (Some(tool), CallArgs::Parsed(args)) => {
+                let _permit = permits.acquire_owned().await.ok();
+                let _lock = if tool.exclusive {
+                    Err(exclusive.write().await)
+                } else {
+                    Ok(exclusive.read().await)
+                };
+                if alone {
+                    tool.execute_in_place(args.clone(), ctx).await
+                } else {
+                    tool.execute_async(args.clone(), ctx).await
+                }
+            }
+        };
+        Ok(StepValue::Typed(Box::new(Executed {
+            outcome,
+            version: version.unwrap_or_default(),
+            state: state.lock().map(|s| s.clone()).unwrap_or(Value::Null),
+        })))
+    })
+}

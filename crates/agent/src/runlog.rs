@@ -1,0 +1,310 @@
+//! The run log: every run, model reply, message and tool call, recorded as it happens.
+
+use crate::{RecordError, Recorder, RunReport, ToolCallRecord};
+use kiln_core::failure::ToolOutcome;
+use kiln_core::pipeline::{NodeStatus, PipelineReport};
+use kiln_db::{Db, now};
+use kiln_providers::{Message, StopReason, Usage};
+use rusqlite::{Transaction, params};
+use serde_json::Value;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// Records runs into the database; with a session, also keeps the conversation and state.
+/// One transaction per completed step: the step's model reply, messages and tool calls.
+pub struct RunLogger {
+    db: Arc<Db>,
+    session: Option<String>,
+    /// Model replies not yet written: they go in with the step they belong to.
+    pending: Mutex<Vec<PendingReply>>,
+}
+
+struct PendingReply {
+    run_id: String,
+    round: u32,
+    at: f64,
+    took_ms: f64,
+    usage: Usage,
+    stop: Option<String>,
+}
+
+/// Where a step's model replies go among its rows: after its messages and tool calls (which
+/// are numbered from 0), by round.
+const MODEL_PART: i64 = 1 << 32;
+
+fn role(m: &Message) -> &'static str {
+    match m {
+        Message::User { .. } => "user",
+        Message::Assistant { .. } => "assistant",
+        Message::Tool { .. } => "tool",
+    }
+}
+
+impl RunLogger {
+    /// A logger writing to `db`, continuing `session` if given.
+    pub fn new(db: Arc<Db>, session: Option<String>) -> Self {
+        RunLogger {
+            db,
+            session,
+            pending: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// Runs `f` in one transaction and commits it; a failure is the caller's error.
+    fn write(
+        &self,
+        what: &'static str,
+        f: impl FnOnce(&Transaction) -> rusqlite::Result<()>,
+    ) -> Result<(), RecordError> {
+        let mut conn = self.db.conn();
+        conn.transaction()
+            .and_then(|tx| {
+                f(&tx)?;
+                tx.commit()
+            })
+            .map_err(|e| RecordError {
+                what,
+                message: self.db.err(e).to_string(),
+            })
+    }
+
+    /// Writes the run's model replies not written yet as rows of `step`.
+    fn flush_replies(&self, tx: &Transaction, run_id: &str, step: i64) -> rusqlite::Result<()> {
+        let mine: Vec<PendingReply> = {
+            let mut pending = self.pending.lock().unwrap_or_else(|e| e.into_inner());
+            let (mine, rest) = std::mem::take(&mut *pending)
+                .into_iter()
+                .partition(|r| r.run_id == run_id);
+            *pending = rest;
+            mine
+        };
+        for r in mine {
+            let (input, output) = (r.usage.input_tokens as i64, r.usage.output_tokens as i64);
+            let part = MODEL_PART + i64::from(r.round);
+            tx.prepare_cached(
+                "INSERT OR REPLACE INTO steps(run_id, step, part, kind, at, round, duration_ms, input_tokens, output_tokens, stop_reason)
+                 VALUES(?1, ?2, ?3, 'model', ?4, ?5, ?6, ?7, ?8, ?9)",
+            )?
+            .execute(params![r.run_id, step, part, r.at, r.round, r.took_ms, input, output, r.stop])?;
+        }
+        Ok(())
+    }
+}
+
+/// Logs a run that is already over in one go: a direct tool call (`Host::call`, `kiln call`,
+/// MCP `tools/call`) or a pipeline, whose calls are its tool calls.
+pub fn log_finished(db: &Arc<Db>, report: &RunReport) -> Result<(), RecordError> {
+    let logger = RunLogger::new(db.clone(), None);
+    logger.started(report)?;
+    logger.step(
+        &report.run_id,
+        0,
+        &report.messages,
+        &report.tool_calls,
+        &Value::Null,
+    )?;
+    logger.ended(report)
+}
+
+impl Recorder for RunLogger {
+    fn started(&self, report: &RunReport) -> Result<(), RecordError> {
+        let prompt = match report.messages.last() {
+            Some(Message::User { content }) => content.clone(),
+            _ => String::new(),
+        };
+        self.write("start", |tx| {
+            // A durable run resumed in this database starts again under its id and replays
+            // its steps: what the earlier attempt logged is replaced, not duplicated.
+            tx.execute("DELETE FROM steps WHERE run_id = ?1", params![report.run_id])?;
+            tx.execute(
+                "INSERT INTO runs(id, agent, session, prompt, started_at, actor) VALUES(?1, ?2, ?3, ?4, ?5, ?6)
+                 ON CONFLICT(id) DO UPDATE SET started_at = excluded.started_at, ended_at = NULL,
+                 status = 'running', error = NULL, answer = NULL, input_tokens = 0,
+                 output_tokens = 0, rounds = 0",
+                params![report.run_id, report.agent, self.session, prompt, now(), report.actor],
+            )?;
+            if let Some(s) = &self.session {
+                tx.execute(
+                    "INSERT INTO sessions(name, agent, created_at, updated_at) VALUES(?1, ?2, ?3, ?3) ON CONFLICT(name) DO NOTHING",
+                    params![s, report.agent, now()],
+                )?;
+            }
+            Ok(())
+        })
+    }
+
+    fn model_reply(
+        &self,
+        run_id: &str,
+        round: u32,
+        usage: Usage,
+        stop: &StopReason,
+        took: Duration,
+    ) {
+        let stop = serde_json::to_value(stop)
+            .ok()
+            .map(|v| v.as_str().map_or_else(|| v.to_string(), str::to_string));
+        let reply = PendingReply {
+            run_id: run_id.to_string(),
+            round,
+            at: now(),
+            took_ms: took.as_secs_f64() * 1000.0,
+            usage,
+            stop,
+        };
+        self.pending
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(reply);
+    }
+
+    fn step(
+        &self,
+        run_id: &str,
+        first_seq: usize,
+        messages: &[Message],
+        calls: &[ToolCallRecord],
+        state: &Value,
+    ) -> Result<(), RecordError> {
+        let at = now();
+        // A step's rows are keyed by the step (its first message) and their place in it.
+        let step = first_seq as i64;
+        self.write("step", |tx| {
+            self.flush_replies(tx, run_id, step)?;
+            for (i, m) in messages.iter().enumerate() {
+                let body = serde_json::to_string(m).unwrap_or_default();
+                let seq = (first_seq + i) as i64;
+                tx.prepare_cached("INSERT OR REPLACE INTO steps(run_id, step, part, kind, at, seq, role, body) VALUES(?1, ?2, ?3, 'message', ?4, ?5, ?6, ?7)")?
+                    .execute(params![run_id, step, i as i64, at, seq, role(m), body])?;
+                if let Some(s) = &self.session {
+                    tx.prepare_cached("INSERT OR REPLACE INTO session_messages(session, seq, body) VALUES(?1, ?2, ?3)")?.execute(params![s, seq, body])?;
+                }
+            }
+            for (i, c) in calls.iter().enumerate() {
+                let part = (messages.len() + i) as i64;
+                tx.prepare_cached(
+                    "INSERT OR REPLACE INTO steps(run_id, step, part, kind, at, round, call_id, name, args, outcome, is_error, duration_ms, script_version)
+                     VALUES(?1, ?2, ?3, 'tool', ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
+                )?
+                .execute(params![run_id, step, part, at, c.round, c.id, c.name, c.args.to_string(), c.outcome.to_string(), c.is_error, c.duration_ms, c.script_version])?;
+            }
+            if let Some(s) = &self.session {
+                tx.prepare_cached("UPDATE sessions SET state = ?2, updated_at = ?3 WHERE name = ?1")?.execute(params![s, state.to_string(), at])?;
+            }
+            Ok(())
+        })
+    }
+
+    fn ended(&self, report: &RunReport) -> Result<(), RecordError> {
+        let status = match (&report.error, report.cancelled) {
+            (_, true) => "cancelled",
+            (Some(_), false) => "error",
+            (None, false) => "ok",
+        };
+        self.write("end", |tx| {
+            // Replies no step took (the run ended before its step): past every step's key.
+            self.flush_replies(tx, &report.run_id, report.messages.len() as i64)?;
+            tx.execute(
+                "UPDATE runs SET ended_at = ?2, status = ?3, error = ?4, answer = ?5, provider = ?6, model = ?7,
+                 rounds = (SELECT COUNT(*) FROM model_calls WHERE run_id = ?1),
+                 input_tokens = (SELECT COALESCE(SUM(input_tokens), 0) FROM model_calls WHERE run_id = ?1),
+                 output_tokens = (SELECT COALESCE(SUM(output_tokens), 0) FROM model_calls WHERE run_id = ?1)
+                 WHERE id = ?1",
+                params![report.run_id, now(), status, report.error, report.answer, report.provider, report.model],
+            )?;
+            Ok(())
+        })
+    }
+}
+
+/// Logs a pipeline run as a run of `pipeline:NAME` whose tool calls are its nodes.
+pub fn log_pipeline(db: &Arc<Db>, report: &PipelineReport) -> Result<(), RecordError> {
+    let mut run = RunReport::new(
+        &format!("pipeline:{}", report.pipeline),
+        vec![Message::User {
+            content: report.inputs.to_string(),
+        }],
+    );
+    run.run_id = report.run_id.clone();
+    run.provider = "pipeline".into();
+    run.model = report.pipeline.clone();
+    run.tool_calls = pipeline_calls(report);
+    match report.result() {
+        Ok(v) => run.answer = v.to_string(),
+        Err(f) => run.error = Some(f.message),
+    }
+    log_finished(db, &run)
+}
+
+/// The nodes that ran, as tool-call records for the run log.
+fn pipeline_calls(report: &PipelineReport) -> Vec<ToolCallRecord> {
+    report
+        .nodes
+        .iter()
+        .filter(|n| n.status != NodeStatus::Skipped)
+        .map(|n| {
+            let outcome = ToolOutcome {
+                result: match (&n.value, &n.error) {
+                    (_, Some(e)) => Err(e.clone()),
+                    (v, None) => Ok(v.clone().unwrap_or(Value::Null)),
+                },
+                duration: Duration::from_secs_f64(n.duration_ms / 1000.0),
+                attempts: 1,
+            };
+            ToolCallRecord::new(1, &n.name, &n.call, n.args.clone(), &outcome, String::new())
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kiln_db::runs::LogFilter;
+
+    #[test]
+    fn a_running_runs_totals_are_counted_and_an_ended_runs_are_written() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let db = Arc::new(Db::open(&dir.path().join("k.db")).expect("db"));
+        let logger = RunLogger::new(db.clone(), None);
+        let mut report = RunReport::new(
+            "a",
+            vec![Message::User {
+                content: "go".into(),
+            }],
+        );
+        logger.started(&report).expect("start");
+        // Each step carries the messages new since the last one (the first, the prompt too).
+        let mut committed = 0;
+        for (round, input) in [(1, 10), (2, 12)] {
+            let usage = Usage {
+                input_tokens: input,
+                output_tokens: 2,
+            };
+            logger.model_reply(
+                &report.run_id,
+                round,
+                usage,
+                &StopReason::ToolUse,
+                Duration::ZERO,
+            );
+            report.messages.push(Message::Assistant {
+                content: format!("round {round}"),
+                tool_calls: vec![],
+            });
+            let step = &report.messages[committed..];
+            logger
+                .step(&report.run_id, committed, step, &[], &Value::Null)
+                .expect("step");
+            committed = report.messages.len();
+        }
+        let totals = |db: &Db| {
+            let run = db.runs(&LogFilter::default()).expect("runs").remove(0);
+            (run.status, run.rounds, run.input_tokens, run.output_tokens)
+        };
+        // Killed here, the run would stay `running`: its totals come from its model replies.
+        assert_eq!(totals(&db), ("running".to_string(), 2, 22, 4));
+        logger.ended(&report).expect("end");
+        assert_eq!(totals(&db), ("ok".to_string(), 2, 22, 4));
+        assert_eq!(db.run_messages(&report.run_id).expect("messages").len(), 3);
+    }
+}

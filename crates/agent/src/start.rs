@@ -1,0 +1,163 @@
+//! Starting a run: the agent's provider, the call context (grants, deadline, cancellation),
+//! then the tool-calling loop or, in json_planner mode, the planner loop.
+
+use super::connect;
+use super::journal::{Local, StepJournal};
+use super::report::{RunError, RunErrorKind, RunReport};
+use super::run::{Run, RunOptions};
+use crate::RunHost;
+use kiln_providers::Message;
+use std::future::Future;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Instant;
+use tokio_util::sync::{CancellationToken, WaitForCancellationFutureOwned};
+
+/// Runs agent `agent_name` on `prompt`, every step in this process.
+pub async fn run(
+    host: &dyn RunHost,
+    agent_name: &str,
+    prompt: &str,
+    opts: RunOptions,
+) -> Result<RunReport, RunError> {
+    run_journaled(host, &Local, agent_name, prompt, opts).await
+}
+
+/// Runs agent `agent_name` on `prompt` with each model request and tool call a step of
+/// `journal` (the tool-calling loop; json_planner agents run their steps in place).
+pub async fn run_journaled(
+    host: &dyn RunHost,
+    journal: &dyn StepJournal,
+    agent_name: &str,
+    prompt: &str,
+    opts: RunOptions,
+) -> Result<RunReport, RunError> {
+    let mut messages = opts.history.clone();
+    messages.push(Message::User {
+        content: prompt.to_string(),
+    });
+    let mut run = Run::new(agent_name, messages, &opts, opts.history.len());
+    if let Some(id) = &opts.run_id {
+        run.report.run_id = id.clone();
+    }
+    let mut result = match run.started() {
+        Ok(()) => setup_and_drive(host, journal, &mut run, &opts).await,
+        Err(e) => Err(e.into()),
+    };
+    // The last step commits here (and a start no model request followed).
+    if let Err(e) = run.durable() {
+        // The run's own error, if any, is the one to report; this one is logged with it.
+        tracing::error!("{e}");
+        if result.is_ok() {
+            result = Err(e.into());
+        }
+    }
+    if let Err(kind) = &result {
+        run.report.error = Some(kind.to_string());
+        run.report.cancelled = matches!(kind, RunErrorKind::Cancelled);
+    }
+    if let Err(e) = run.ended() {
+        // The run's own error, if any, is the one to report; this one is logged with it.
+        tracing::error!("{e}");
+        if result.is_ok() {
+            result = Err(e.into());
+        }
+    }
+    match result {
+        Ok(()) => Ok(run.report),
+        Err(kind) => Err(run.fail(kind)),
+    }
+}
+
+async fn setup_and_drive(
+    host: &dyn RunHost,
+    journal: &dyn StepJournal,
+    run: &mut Run,
+    opts: &RunOptions,
+) -> Result<(), RunErrorKind> {
+    let agent = host.agent(&run.report.agent).map_err(|e| {
+        RunErrorKind::Provider(kiln_providers::ProviderError::Planner(e.to_string()))
+    })?;
+    let (provider, model) = connect::connect(&agent, &opts.overrides)?;
+    let provider = Arc::new(provider);
+    run.report.provider = provider.name().to_string();
+    run.report.model = model.clone();
+
+    // Scripts and handlers poll a plain flag; it is set by whoever cancels, on their thread.
+    let (cancel_flag, _link) = flag_of(&opts.cancel);
+    let deadline = opts.timeout.map(|t| Instant::now() + t);
+    // What the door and the request allow only narrows what the agent was granted.
+    let grants =
+        kiln_core::capability::Grants::effective(&[Some(&agent.grants), opts.grants.as_ref()]);
+    let mut ctx = host.context(grants);
+    ctx.run_id = run.report.run_id.clone();
+    ctx.agent = Some(agent.name.clone());
+    ctx.actor_id = opts.actor_id.clone();
+    ctx.context = opts.context.clone();
+    ctx.cancel = Some(cancel_flag);
+    ctx.deadline = deadline;
+    if let Some(state) = &opts.state {
+        ctx.state = state.clone();
+        ctx.restored = !opts.history.is_empty();
+    }
+    let max_rounds = opts.max_iterations.unwrap_or(agent.max_tool_iterations);
+    if agent.mode == "json_planner" {
+        super::planner::drive(host, run, &provider, &agent, &model, ctx, opts, deadline).await
+    } else {
+        super::run::drive(
+            host, journal, run, &provider, &agent, &model, ctx, max_rounds, opts, deadline,
+        )
+        .await
+    }
+}
+
+/// Sets a flag when the token is cancelled, on the cancelling thread, with no task to run (a
+/// tool running on the thread that drives the runtime still sees a cancel at once).
+pub fn flag_of(token: &CancellationToken) -> (Arc<AtomicBool>, CancelLink) {
+    struct SetFlag(Arc<AtomicBool>);
+    impl std::task::Wake for SetFlag {
+        fn wake(self: Arc<Self>) {
+            self.0.store(true, Ordering::Relaxed);
+        }
+    }
+    let flag = Arc::new(AtomicBool::new(false));
+    let mut waiting = Box::pin(token.clone().cancelled_owned());
+    let waker = std::task::Waker::from(Arc::new(SetFlag(flag.clone())));
+    // Registers the waker (or finds the token already cancelled).
+    if waiting
+        .as_mut()
+        .poll(&mut std::task::Context::from_waker(&waker))
+        .is_ready()
+    {
+        flag.store(true, Ordering::Relaxed);
+    }
+    (flag, CancelLink { _waiting: waiting })
+}
+
+/// Keeps [`flag_of`]'s flag linked to its token; dropping it unlinks them.
+pub struct CancelLink {
+    _waiting: std::pin::Pin<Box<WaitForCancellationFutureOwned>>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_flag_is_set_by_the_cancelling_thread_with_no_runtime_running() {
+        let token = CancellationToken::new();
+        let (flag, link) = flag_of(&token);
+        assert!(!flag.load(Ordering::Relaxed));
+        let other = token.clone();
+        std::thread::spawn(move || other.cancel())
+            .join()
+            .expect("cancelled");
+        assert!(flag.load(Ordering::Relaxed));
+        drop(link);
+        let (again, _link) = flag_of(&token);
+        assert!(again.load(Ordering::Relaxed), "an already cancelled token");
+        let (unlinked, link) = flag_of(&CancellationToken::new());
+        drop(link);
+        assert!(!unlinked.load(Ordering::Relaxed));
+    }
+}

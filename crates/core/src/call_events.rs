@@ -1,0 +1,310 @@
+//! What a running tool tells its caller before it returns: progress (`progress(done, total)`)
+//! and log messages (`log(level, msg)`). The door that started the call may observe them (MCP
+//! sends them to its client); kiln bounds what reaches an observer, so a script cannot flood
+//! a client: messages are cut to [`MAX_MESSAGE_CHARS`], at most [`BURST`] pass at once and
+//! [`PER_SECOND`] a second after that (the rest are dropped), and progress that does not
+//! increase is dropped (MCP requires it to increase).
+
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// Longest message passed to an observer (longer ones are cut, with a note).
+pub const MAX_MESSAGE_CHARS: usize = 2000;
+/// Notifications a call may send at once.
+pub const BURST: f64 = 32.0;
+/// Notifications a call may send a second, beyond the burst.
+pub const PER_SECOND: f64 = 16.0;
+
+/// Questions a call may put to its caller's model (`sample(...)`).
+pub const MAX_SAMPLES: u32 = 8;
+
+/// A question a tool puts to its caller's model (`sample(prompt, #{ system, max_tokens })`).
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct SampleRequest {
+    /// The user message.
+    pub prompt: String,
+    /// A system prompt the tool asks for (the client may ignore it).
+    pub system: Option<String>,
+    /// The most tokens the answer may take.
+    pub max_tokens: u32,
+}
+
+impl SampleRequest {
+    /// A question with no system prompt, answered in at most `max_tokens`.
+    pub fn new(prompt: impl Into<String>, max_tokens: u32) -> Self {
+        SampleRequest {
+            prompt: prompt.into(),
+            system: None,
+            max_tokens,
+        }
+    }
+}
+
+/// How severe a log message is (syslog's levels, as MCP names them), least severe first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum LogLevel {
+    /// Detail for debugging.
+    Debug,
+    /// Normal operation.
+    Info,
+    /// Normal but significant.
+    Notice,
+    /// Something may be wrong.
+    Warning,
+    /// Something failed.
+    Error,
+    /// A critical condition.
+    Critical,
+    /// Action must be taken now.
+    Alert,
+    /// The system is unusable.
+    Emergency,
+}
+
+impl LogLevel {
+    /// Every level, least severe first.
+    pub const ALL: [LogLevel; 8] = [
+        LogLevel::Debug,
+        LogLevel::Info,
+        LogLevel::Notice,
+        LogLevel::Warning,
+        LogLevel::Error,
+        LogLevel::Critical,
+        LogLevel::Alert,
+        LogLevel::Emergency,
+    ];
+
+    /// The level named `name` (MCP's names; `warn` is taken for `warning`).
+    pub fn parse(name: &str) -> Option<LogLevel> {
+        if name == "warn" {
+            return Some(LogLevel::Warning);
+        }
+        Self::ALL.into_iter().find(|l| l.as_str() == name)
+    }
+
+    /// MCP's name of the level.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LogLevel::Debug => "debug",
+            LogLevel::Info => "info",
+            LogLevel::Notice => "notice",
+            LogLevel::Warning => "warning",
+            LogLevel::Error => "error",
+            LogLevel::Critical => "critical",
+            LogLevel::Alert => "alert",
+            LogLevel::Emergency => "emergency",
+        }
+    }
+}
+
+/// Receives a running call's progress and log messages: implemented by the door that started
+/// the call and given in `CallOptions::observer`. Called on the tool's thread, so it
+/// must not block (queue the message and return).
+pub trait CallObserver: Send + Sync {
+    /// `progress` of `total` (when known) done, with what is happening now.
+    fn progress(&self, progress: f64, total: Option<f64>, message: Option<String>);
+    /// A log message of the tool.
+    fn log(&self, level: LogLevel, message: String);
+    /// Asks the caller's model (MCP sampling) and waits up to `timeout` for its text answer;
+    /// `Err` says why there is none. Blocking (the tool waits for the answer). By default the
+    /// caller has no model to ask.
+    fn sample(&self, _request: &SampleRequest, _timeout: Duration) -> Result<String, String> {
+        Err("the caller has no model to ask".into())
+    }
+}
+
+/// A call's observer behind kiln's bounds (shared by the call's nested `call_tool` calls).
+pub struct CallEvents {
+    observer: Arc<dyn CallObserver>,
+    bounds: Mutex<Bounds>,
+}
+
+struct Bounds {
+    tokens: f64,
+    refilled: Instant,
+    last_progress: Option<f64>,
+    dropped: u64,
+    samples: u32,
+}
+
+impl CallEvents {
+    /// Events of one call, delivered to `observer` within the bounds.
+    pub fn new(observer: Arc<dyn CallObserver>) -> Self {
+        CallEvents {
+            observer,
+            bounds: Mutex::new(Bounds {
+                tokens: BURST,
+                refilled: Instant::now(),
+                last_progress: None,
+                dropped: 0,
+                samples: 0,
+            }),
+        }
+    }
+
+    /// Passes progress on, unless it does not increase or the call sent too much.
+    fn progress(&self, done: f64, total: Option<f64>, message: Option<&str>) {
+        let Ok(mut b) = self.bounds.lock() else {
+            return;
+        };
+        if b.last_progress.is_some_and(|last| done <= last) || !b.take() {
+            return;
+        }
+        b.last_progress = Some(done);
+        drop(b);
+        self.observer.progress(done, total, message.map(cut));
+    }
+
+    /// Asks the caller's model, at most [`MAX_SAMPLES`] times a call.
+    pub fn sample(&self, request: &SampleRequest, timeout: Duration) -> Result<String, String> {
+        let admitted = self.bounds.lock().is_ok_and(|mut b| {
+            b.samples += 1;
+            b.samples <= MAX_SAMPLES
+        });
+        if !admitted {
+            return Err(format!(
+                "a call may ask the client's model at most {MAX_SAMPLES} times"
+            ));
+        }
+        self.observer.sample(request, timeout)
+    }
+
+    fn log(&self, level: LogLevel, message: &str) {
+        let admitted = self.bounds.lock().is_ok_and(|mut b| b.take());
+        if admitted {
+            self.observer.log(level, cut(message));
+        }
+    }
+}
+
+impl Bounds {
+    /// Takes one notification's token: a bucket of [`BURST`] refilled at [`PER_SECOND`].
+    fn take(&mut self) -> bool {
+        let now = Instant::now();
+        let refill = now.duration_since(self.refilled).as_secs_f64() * PER_SECOND;
+        self.tokens = (self.tokens + refill).min(BURST);
+        self.refilled = now;
+        if self.tokens >= 1.0 {
+            self.tokens -= 1.0;
+            return true;
+        }
+        self.dropped += 1;
+        if self.dropped.is_power_of_two() {
+            tracing::warn!(
+                dropped = self.dropped,
+                "a tool sends progress or log messages faster than {PER_SECOND}/s: some are not passed on"
+            );
+        }
+        false
+    }
+}
+
+/// `message` cut to [`MAX_MESSAGE_CHARS`].
+fn cut(message: &str) -> String {
+    match message.char_indices().nth(MAX_MESSAGE_CHARS) {
+        None => message.to_string(),
+        Some((at, _)) => format!(
+            "{}… ({} more bytes not shown)",
+            &message[..at],
+            message.len() - at
+        ),
+    }
+}
+
+/// Reports progress of the call `ctx` runs: to its observer (bounded), and to tracing at debug.
+/// `Err` says what is wrong with the numbers.
+pub fn progress(
+    events: Option<&CallEvents>,
+    done: f64,
+    total: Option<f64>,
+    message: Option<&str>,
+) -> Result<(), String> {
+    if !done.is_finite() || done < 0.0 {
+        return Err(format!("progress: done must be a number ≥ 0, not {done}"));
+    }
+    if let Some(t) = total
+        && (!t.is_finite() || t <= 0.0)
+    {
+        return Err(format!("progress: total must be a number > 0, not {t}"));
+    }
+    tracing::debug!(target: "kiln::script", done, total, message, "progress");
+    if let Some(events) = events {
+        events.progress(done, total, message);
+    }
+    Ok(())
+}
+
+/// Logs a tool's message: to tracing (stderr) always, and to the call's observer (bounded).
+pub fn log(events: Option<&CallEvents>, level: LogLevel, message: &str) {
+    match level {
+        LogLevel::Debug => tracing::debug!(target: "kiln::script", "{message}"),
+        LogLevel::Info | LogLevel::Notice => tracing::info!(target: "kiln::script", "{message}"),
+        LogLevel::Warning => tracing::warn!(target: "kiln::script", "{message}"),
+        _ => tracing::error!(target: "kiln::script", "{message}"),
+    }
+    if let Some(events) = events {
+        events.log(level, message);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(Default)]
+    struct Seen(Mutex<Vec<String>>);
+
+    impl CallObserver for Seen {
+        fn progress(&self, progress: f64, total: Option<f64>, message: Option<String>) {
+            let line = format!("{progress}/{total:?} {message:?}");
+            self.0.lock().expect("seen").push(line);
+        }
+        fn log(&self, level: LogLevel, message: String) {
+            let line = format!("{}: {message}", level.as_str());
+            self.0.lock().expect("seen").push(line);
+        }
+    }
+
+    #[test]
+    fn progress_must_increase_and_be_a_count() {
+        let seen = Arc::new(Seen::default());
+        let events = CallEvents::new(seen.clone());
+        progress(Some(&events), 1.0, Some(10.0), Some("one")).expect("ok");
+        progress(Some(&events), 1.0, Some(10.0), None).expect("not increasing: dropped");
+        progress(Some(&events), 2.0, None, None).expect("ok");
+        assert!(progress(Some(&events), f64::NAN, None, None).is_err());
+        assert!(progress(Some(&events), -1.0, None, None).is_err());
+        assert!(progress(Some(&events), 3.0, Some(0.0), None).is_err());
+        let seen = seen.0.lock().expect("seen").clone();
+        assert_eq!(seen, ["1/Some(10.0) Some(\"one\")", "2/None None"]);
+    }
+
+    #[test]
+    fn a_flood_is_cut_off_and_long_messages_are_cut() {
+        let seen = Arc::new(Seen::default());
+        let events = CallEvents::new(seen.clone());
+        for i in 0..1000 {
+            log(Some(&events), LogLevel::Debug, &format!("line {i}"));
+        }
+        log(Some(&events), LogLevel::Error, &"x".repeat(5000));
+        let seen = seen.0.lock().expect("seen").clone();
+        assert!(
+            (BURST as usize..BURST as usize + 4).contains(&seen.len()),
+            "{} passed",
+            seen.len()
+        );
+        assert_eq!(seen[0], "debug: line 0");
+        let long = cut(&"é".repeat(MAX_MESSAGE_CHARS + 1));
+        assert!(long.starts_with(&"é".repeat(MAX_MESSAGE_CHARS)));
+        assert!(long.ends_with("… (2 more bytes not shown)"), "{long}");
+    }
+
+    #[test]
+    fn levels_parse_by_mcp_name() {
+        assert_eq!(LogLevel::parse("warn"), Some(LogLevel::Warning));
+        assert_eq!(LogLevel::parse("emergency"), Some(LogLevel::Emergency));
+        assert_eq!(LogLevel::parse("loud"), None);
+        assert!(LogLevel::Debug < LogLevel::Error);
+    }
+}

@@ -1,0 +1,119 @@
+//! The run context handed to handlers as `ctx`, kept apart from the model's `args`.
+
+use crate::capability::Grants;
+use crate::services::Services;
+use serde_json::Value;
+use std::sync::atomic::AtomicBool;
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+/// Everything a call knows besides its arguments: who, why, what is granted, per-run state.
+#[derive(Clone)]
+pub struct CallContext {
+    /// Who the run acts for (from the application), if anyone.
+    pub actor_id: Option<String>,
+    /// Read-only application context (`--context k=v`).
+    pub context: serde_json::Map<String, Value>,
+    /// Mutable per-run state shared by the run's calls (`ctx.state`).
+    pub state: Arc<Mutex<Value>>,
+    /// Id of the run.
+    pub run_id: String,
+    /// The agent running, if any.
+    pub agent: Option<String>,
+    /// What the caller was granted.
+    pub grants: Grants,
+    /// Set to stop running scripts (Ctrl-C).
+    pub cancel: Option<Arc<AtomicBool>>,
+    /// A deadline for the whole run.
+    pub deadline: Option<Instant>,
+    /// Host services (store, workspace, approvals).
+    pub services: Arc<Services>,
+    /// Nesting depth of `call_tool`.
+    pub depth: u32,
+    /// The state was restored from a saved session (`ctx.restored`).
+    pub restored: bool,
+    /// The tool call's key for outside APIs (`ctx.idempotency_key`): the same on every retry of
+    /// the step it belongs to; set for calls an agent run makes.
+    pub idempotency_key: Option<String>,
+    /// The registry snapshot the run pinned (for `call_tool`).
+    pub registry: Option<Arc<dyn Tools>>,
+    /// The native tool running, with the capabilities it declares (for [`CallContext::call_tool`]).
+    pub caller: Option<Arc<(String, Vec<crate::capability::Capability>)>>,
+    /// What runs a pipeline's agent nodes and logs its runs (the host, when there is one).
+    pub agents: Option<std::sync::Weak<dyn crate::pipeline::AgentRunner>>,
+    /// Where the call's progress and log messages go besides tracing (the door's observer).
+    pub events: Option<Arc<crate::call_events::CallEvents>>,
+}
+
+impl CallContext {
+    /// A context with these grants and services, a fresh run id and empty state.
+    pub fn new(grants: Grants, services: Arc<Services>) -> Self {
+        CallContext {
+            actor_id: None,
+            context: serde_json::Map::new(),
+            state: Arc::new(Mutex::new(Value::Object(serde_json::Map::new()))),
+            run_id: new_run_id(),
+            agent: None,
+            grants,
+            cancel: None,
+            deadline: None,
+            services,
+            depth: 0,
+            restored: false,
+            idempotency_key: None,
+            registry: None,
+            caller: None,
+            agents: None,
+            events: None,
+        }
+    }
+
+    /// Reports progress, as `progress(done, total, message)` does in scripts: to the caller
+    /// when it listens (an MCP client that sent a progress token), else to tracing at debug.
+    /// `Err` says what is wrong with the numbers.
+    pub fn progress(
+        &self,
+        done: f64,
+        total: Option<f64>,
+        message: Option<&str>,
+    ) -> Result<(), String> {
+        crate::call_events::progress(self.events.as_deref(), done, total, message)
+    }
+
+    /// Logs a message, as `log(level, message)` does in scripts: to tracing (stderr), and to
+    /// the caller when it listens (an MCP client, at the level it chose).
+    pub fn log(&self, level: crate::call_events::LogLevel, message: &str) {
+        crate::call_events::log(self.events.as_deref(), level, message);
+    }
+}
+
+/// A short unique id for a run (time + counter; no randomness needed).
+pub fn new_run_id() -> String {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_micros())
+        .unwrap_or(0);
+    format!(
+        "run_{:x}{:04x}",
+        nanos,
+        COUNTER.fetch_add(1, Ordering::Relaxed) & 0xffff
+    )
+}
+
+/// A tool as a nested call (`call_tool`, a pipeline's tool node) reaches it: what it requires
+/// and how it runs. [`crate::tool::Tool`] implements it; the context holds its run's tools only
+/// through [`Tools`], so it names no tool or registry type and stays below both.
+pub trait Reachable: Send + Sync {
+    /// The capabilities it needs from its caller.
+    fn requires(&self) -> &[crate::capability::Capability];
+    /// Validates `args` and runs it in `ctx`, as a model's call of it would.
+    fn execute(&self, args: &Value, ctx: &CallContext) -> crate::failure::ToolOutcome;
+}
+
+/// The tools a call can reach by name: the registry snapshot its run pinned.
+pub trait Tools: Send + Sync {
+    /// The tool `name`, if the snapshot holds it.
+    fn reach(&self, name: &str) -> Option<Arc<dyn Reachable>>;
+}

@@ -1,0 +1,201 @@
+//! The neutral model types every layer speaks: messages, tool calls and results, usage, stop
+//! reasons, a model request and its response, and the [`LocalModel`] seam for a model that runs
+//! in this process. Wire formats (the providers crate) convert these to and from each API.
+
+pub mod error;
+pub mod local;
+
+pub use error::ProviderError;
+pub use local::{LocalModel, LocalReply};
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use std::sync::Arc;
+
+/// Arguments of a tool call as the model sent them.
+// Untagged: `Invalid` comes first so a saved invalid call reads back as invalid.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum CallArgs {
+    /// Text that is not valid JSON, and why.
+    Invalid {
+        /// What the model sent.
+        raw: String,
+        /// The parse error.
+        error: String,
+    },
+    /// Parsed JSON.
+    Parsed(Value),
+}
+
+impl CallArgs {
+    /// Parses an arguments string (OpenAI sends a JSON string; empty means `{}`).
+    pub fn from_text(raw: &str) -> CallArgs {
+        if raw.trim().is_empty() {
+            return CallArgs::Parsed(Value::Object(Default::default()));
+        }
+        match serde_json::from_str(raw) {
+            Ok(v) => CallArgs::Parsed(v),
+            Err(e) => CallArgs::Invalid {
+                raw: raw.to_string(),
+                error: e.to_string(),
+            },
+        }
+    }
+
+    /// The arguments as JSON, with invalid text kept as a string.
+    pub fn to_value(&self) -> Value {
+        match self {
+            CallArgs::Parsed(v) => v.clone(),
+            CallArgs::Invalid { raw, .. } => Value::String(raw.clone()),
+        }
+    }
+
+    /// The arguments serialized as the JSON text a wire format wants.
+    pub fn to_text(&self) -> String {
+        match self {
+            CallArgs::Parsed(v) => v.to_string(),
+            CallArgs::Invalid { raw, .. } => raw.clone(),
+        }
+    }
+}
+
+/// A tool call requested by the model.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolCall {
+    /// The call id (synthesized when the provider sends none).
+    pub id: String,
+    /// The tool name.
+    pub name: String,
+    /// The arguments.
+    pub args: CallArgs,
+}
+
+/// The result of one tool call, sent back to the model.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolResult {
+    /// The id of the call this answers.
+    pub call_id: String,
+    /// The tool's name (Ollama matches results by name).
+    pub name: String,
+    /// Result text.
+    pub content: String,
+    /// True for failures.
+    pub is_error: bool,
+}
+
+/// One message of a conversation.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "role", rename_all = "snake_case")]
+pub enum Message {
+    /// The person's words.
+    User {
+        /// Text.
+        content: String,
+    },
+    /// The model's reply: text and tool calls.
+    Assistant {
+        /// Text (may be empty).
+        content: String,
+        /// Tool calls in order.
+        tool_calls: Vec<ToolCall>,
+    },
+    /// Results of the previous assistant message's tool calls, in call order.
+    Tool {
+        /// Results.
+        results: Vec<ToolResult>,
+    },
+}
+
+/// Token usage.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Usage {
+    /// Prompt tokens.
+    pub input_tokens: u64,
+    /// Completion tokens.
+    pub output_tokens: u64,
+}
+
+impl std::ops::AddAssign for Usage {
+    fn add_assign(&mut self, o: Usage) {
+        self.input_tokens += o.input_tokens;
+        self.output_tokens += o.output_tokens;
+    }
+}
+
+/// Why the model stopped.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StopReason {
+    /// A natural end.
+    EndTurn,
+    /// It wants tool results.
+    ToolUse,
+    /// The token limit cut it off.
+    MaxTokens,
+    /// A stop sequence matched.
+    StopSequence,
+    /// Anything else the provider said.
+    Other(String),
+}
+
+/// A tool offered to the model.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ToolDef {
+    /// Name.
+    pub name: String,
+    /// Description.
+    pub description: String,
+    /// JSON Schema of the arguments.
+    pub schema: Value,
+}
+
+/// The tools of a request in a wire format (the same definitions `kiln tools --format` prints).
+pub fn tool_definitions(tools: &[ToolDef], format: crate::schema::Format) -> Value {
+    Value::Array(
+        tools
+            .iter()
+            .map(|t| crate::schema::export(&t.name, &t.description, &t.schema, format).0)
+            .collect(),
+    )
+}
+
+/// One model request. It borrows the conversation: the loop hands its transcript as is, with
+/// no copy per round.
+#[derive(Debug, Clone)]
+pub struct ModelRequest<'a> {
+    /// Model name.
+    pub model: String,
+    /// System prompt.
+    pub system: Option<String>,
+    /// The conversation so far.
+    pub messages: std::borrow::Cow<'a, [Message]>,
+    /// Tools offered.
+    pub tools: Vec<ToolDef>,
+    /// Sampling temperature.
+    pub temperature: Option<f64>,
+    /// Output token limit.
+    pub max_tokens: u32,
+    /// Stream the reply.
+    pub stream: bool,
+    /// How many leading messages are the very messages of the previous request to this
+    /// provider (the loop only appends to its transcript): a provider may reuse what it
+    /// rendered of them then without comparing them again. 0 promises nothing.
+    pub unchanged_prefix: usize,
+}
+
+/// One model reply in neutral form.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ModelResponse {
+    /// Text of the reply.
+    pub text: String,
+    /// Tool calls, in order.
+    pub tool_calls: Vec<ToolCall>,
+    /// Why it stopped.
+    pub stop: StopReason,
+    /// Tokens used.
+    pub usage: Usage,
+}
+
+/// Receives text as it streams in.
+pub type TextSink = Arc<dyn Fn(&str) + Send + Sync>;

@@ -1,0 +1,81 @@
+//! Pipelines: tools, agents and other pipelines wired as a dependency graph, defined in the
+//! same script files as tools (`pipeline("name")...`), checked at load time, run with
+//! independent nodes in parallel, and offered as a tool whose parameters are its inputs.
+//!
+//! spec.rs: the model; check.rs: load-time checks; run.rs: the runner; report.rs: its report;
+//! agents.rs: the seam to the host for agent nodes and the run log.
+
+pub mod agents;
+pub mod check;
+pub mod report;
+pub mod run;
+pub mod spec;
+
+pub use agents::{AgentAnswer, AgentCall, AgentRunner};
+pub use report::{NodeReport, NodeStatus, PipelineReport};
+pub use spec::{Node, NodeMapper, Output, Pipeline, PipelineSpec, Target};
+
+use crate::context::CallContext;
+use crate::tool::{Handler, Tool, ToolFailure};
+use serde_json::Value;
+use std::sync::Arc;
+use std::time::Instant;
+
+impl Pipeline {
+    /// Wraps a checked definition with the tool that runs it; `Err` when its inputs do not
+    /// form a valid schema.
+    pub fn new(spec: PipelineSpec) -> Result<Pipeline, String> {
+        let spec = Arc::new(spec);
+        let schema = crate::schema::object_schema(&spec.inputs);
+        let validator = crate::tool::compile_schema(&schema)
+            .map_err(|e| format!("pipeline \"{}\": invalid inputs: {e}", spec.name))?;
+        let tool = Tool {
+            name: spec.name.clone(),
+            description: spec.description.clone(),
+            schema,
+            requires: spec.requires.clone(),
+            exclusive: false,
+            timeout: spec.timeout,
+            retries: 0,
+            rate_limit: None,
+            loc: spec.loc.clone(),
+            meta: crate::tool::ToolMeta::default(),
+            validator,
+            handler: Arc::new(PipelineHandler(spec.clone())),
+        };
+        Ok(Pipeline {
+            spec,
+            tool: Arc::new(tool),
+        })
+    }
+}
+
+/// Runs a pipeline as a tool's handler (an agent's call, `call_tool`, a `pipeline:` node);
+/// the host's [`AgentRunner`] logs the run, as it logs one the application starts.
+struct PipelineHandler(Arc<PipelineSpec>);
+
+impl Handler for PipelineHandler {
+    fn call(
+        &self,
+        tool: &Tool,
+        args: &Value,
+        ctx: &CallContext,
+        deadline: Instant,
+    ) -> Result<Value, ToolFailure> {
+        let runner = ctx.agents.as_ref().and_then(std::sync::Weak::upgrade);
+        let spec = self.0.clone();
+        let mut inner = ctx.clone();
+        inner.deadline = Some(deadline);
+        let args = args.clone();
+        let future = Box::pin(async move {
+            let report = run::run(runner.as_deref(), &spec, args, &inner).await;
+            if let Some(runner) = &runner {
+                runner
+                    .log_pipeline(&report)
+                    .map_err(|e| ToolFailure::sanitized(crate::tool::FailureKind::Runtime, e))?;
+            }
+            report.result()
+        });
+        crate::running::drive(future, deadline, ctx, &tool.name)
+    }
+}

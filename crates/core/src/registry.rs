@@ -1,0 +1,378 @@
+//! An immutable snapshot of the loaded tools and agents, with lookups, capability filtering and
+//! schema export. A new snapshot is built on every (re)load and swapped in whole.
+
+use crate::agent_spec::AgentSpec;
+use crate::capability::{self, Grants};
+use crate::context::CallContext;
+use crate::error::{LoadError, SourceLoc};
+use crate::schema::{self, Format};
+use crate::tool::Tool;
+use indexmap::IndexMap;
+use serde_json::Value;
+use std::sync::Arc;
+
+/// What one source (a script file, or the application's native tools) defined, and what was
+/// wrong with it.
+#[derive(Default, Clone)]
+pub struct LoadedFile {
+    /// Path as shown in messages.
+    pub path: String,
+    /// Tools in definition order.
+    pub tools: Vec<Arc<Tool>>,
+    /// Agents in definition order, each with where its tool list is (checked by the registry).
+    pub agents: Vec<(Arc<AgentSpec>, SourceLoc)>,
+    /// Pipelines in definition order (what they call is checked by the registry).
+    pub pipelines: Vec<crate::pipeline::spec::Pipeline>,
+    /// Problems; a file with any is "broken" for hot reload.
+    pub errors: Vec<LoadError>,
+    /// Advice that does not stop loading.
+    pub warnings: Vec<LoadError>,
+    /// Files this one imports by a literal path (canonical): editing one reloads this file.
+    pub imports: Vec<std::path::PathBuf>,
+    /// MCP servers declared with `mcp_server(...)`, in definition order.
+    pub mcp_servers: Vec<crate::mount_spec::MountSpec>,
+    /// Whether its definitions stand or fall together: a script file does (one error and it
+    /// contributes nothing); the native tools and a mounted server's tools stand one by one.
+    pub atomic: bool,
+}
+
+/// Tools and agents of one load, plus everything that went wrong.
+#[derive(Default)]
+pub struct Registry {
+    tools: IndexMap<String, Arc<Tool>>,
+    agents: IndexMap<String, Arc<AgentSpec>>,
+    pipelines: IndexMap<String, crate::pipeline::spec::Pipeline>,
+    mcp_servers: IndexMap<String, crate::mount_spec::MountSpec>,
+    /// Load errors across all files.
+    pub errors: Vec<LoadError>,
+    /// Load warnings across all files.
+    pub warnings: Vec<LoadError>,
+}
+
+/// The server of an agent's `SERVER__*` entry (every tool of that MCP server).
+fn mcp_wildcard(name: &str) -> Option<&str> {
+    name.strip_suffix("*")?
+        .strip_suffix(crate::mount_spec::SEPARATOR)
+        .filter(|s| !s.is_empty())
+}
+
+fn is_stdlib(loc: &SourceLoc) -> bool {
+    loc.path.starts_with("stdlib/")
+}
+
+impl Registry {
+    /// Builds a snapshot from loaded files (stdlib first). A user tool may replace a stdlib
+    /// tool of the same name; any other duplicate is an error naming both places.
+    ///
+    /// A file with load errors contributes nothing: a builder chain cut by an error (a typo
+    /// after `.capabilities(...)` that dropped its `.ask`) must never register with the settings
+    /// it lost. Its definitions are still checked against the rest, so every error of the file
+    /// is reported at once.
+    pub fn build<'a>(files: impl IntoIterator<Item = &'a LoadedFile>) -> Registry {
+        let files: Vec<&LoadedFile> = files.into_iter().collect();
+        let checked = Self::build_all(files.iter().copied());
+        let broken = |f: &LoadedFile| f.atomic && !f.errors.is_empty();
+        if !files.iter().any(|f| broken(f)) {
+            return checked;
+        }
+        let emptied: Vec<LoadedFile> = files
+            .iter()
+            .map(|f| match broken(f) {
+                false => (*f).clone(),
+                true => LoadedFile {
+                    path: f.path.clone(),
+                    errors: f.errors.clone(),
+                    warnings: f.warnings.clone(),
+                    imports: f.imports.clone(),
+                    ..LoadedFile::default()
+                },
+            })
+            .collect();
+        let mut reg = Self::build_all(emptied.iter());
+        // Errors of the whole check first, then what removing the broken files broke.
+        let mut errors = checked.errors;
+        for e in reg.errors.drain(..) {
+            if !errors.contains(&e) {
+                errors.push(e);
+            }
+        }
+        reg.errors = errors;
+        reg
+    }
+
+    fn build_all<'a>(files: impl IntoIterator<Item = &'a LoadedFile>) -> Registry {
+        let mut reg = Registry::default();
+        let mut pending_agents = Vec::new();
+        let mut pending_pipelines = Vec::new();
+        for file in files {
+            reg.errors.extend(file.errors.iter().cloned());
+            reg.warnings.extend(file.warnings.iter().cloned());
+            for tool in &file.tools {
+                match reg.tools.get(&tool.name) {
+                    Some(prev) if !is_stdlib(&prev.loc) || is_stdlib(&tool.loc) => {
+                        reg.errors.push(LoadError::at(
+                            tool.loc.clone(),
+                            format!(
+                                "duplicate tool \"{}\": already defined at {}",
+                                tool.name, prev.loc
+                            ),
+                        ));
+                    }
+                    _ => {
+                        reg.tools.insert(tool.name.clone(), tool.clone());
+                    }
+                }
+            }
+            for server in &file.mcp_servers {
+                reg.add_mcp_server(server);
+            }
+            pending_agents.extend(file.agents.iter().cloned());
+            pending_pipelines.extend(file.pipelines.iter().cloned());
+        }
+        reg.add_pipelines(pending_pipelines);
+        for (agent, at) in pending_agents {
+            if let Some(prev) = reg.agents.get(&agent.name) {
+                reg.errors.push(LoadError::at(
+                    agent.loc.clone(),
+                    format!(
+                        "duplicate agent \"{}\": already defined at {}",
+                        agent.name, prev.loc
+                    ),
+                ));
+                continue;
+            }
+            let problems = reg.agent_problems(&agent);
+            if problems.is_empty() {
+                reg.agents.insert(agent.name.clone(), agent);
+            } else {
+                reg.errors
+                    .extend(problems.into_iter().map(|m| LoadError::at(at.clone(), m)));
+            }
+        }
+        reg.link_pipelines();
+        reg
+    }
+
+    /// A declared MCP server; a second one of the same name is an error naming both places.
+    fn add_mcp_server(&mut self, server: &crate::mount_spec::MountSpec) {
+        let at = server.origin();
+        match self.mcp_servers.get(&server.name) {
+            Some(prev) => self.errors.push(LoadError::at(
+                at,
+                format!(
+                    "duplicate MCP server \"{}\": already declared at {}",
+                    server.name,
+                    prev.origin()
+                ),
+            )),
+            None => {
+                self.mcp_servers.insert(server.name.clone(), server.clone());
+            }
+        }
+    }
+
+    /// The MCP servers scripts declare, in load order.
+    pub fn mcp_servers(&self) -> impl Iterator<Item = &crate::mount_spec::MountSpec> {
+        self.mcp_servers.values()
+    }
+
+    /// Pipelines join the tools (a pipeline is a tool too, so names may not clash).
+    fn add_pipelines(&mut self, pipelines: Vec<crate::pipeline::spec::Pipeline>) {
+        for p in pipelines {
+            if let Some(prev) = self.tools.get(&p.spec.name) {
+                self.errors.push(LoadError::at(
+                    p.spec.loc.clone(),
+                    format!(
+                        "duplicate tool \"{}\": already defined at {} (a pipeline is also a tool)",
+                        p.spec.name, prev.loc
+                    ),
+                ));
+                continue;
+            }
+            self.tools.insert(p.spec.name.clone(), p.tool.clone());
+            self.pipelines.insert(p.spec.name.clone(), p);
+        }
+    }
+
+    /// Checks what each pipeline calls against everything loaded; a pipeline with problems is
+    /// dropped (and so are pipelines that call it, on the next pass).
+    fn link_pipelines(&mut self) {
+        loop {
+            let broken: Vec<(String, Vec<LoadError>)> = self
+                .pipelines
+                .values()
+                .map(|p| {
+                    (
+                        p.spec.name.clone(),
+                        crate::pipeline::check::linked(&p.spec, self),
+                    )
+                })
+                .filter(|(_, errors)| !errors.is_empty())
+                .collect();
+            if broken.is_empty() {
+                return;
+            }
+            for (name, errors) in broken {
+                self.pipelines.shift_remove(&name);
+                self.tools.shift_remove(&name);
+                self.errors.extend(errors);
+            }
+        }
+    }
+
+    /// Every pipeline in load order.
+    pub fn pipelines(&self) -> impl Iterator<Item = &Arc<crate::pipeline::spec::PipelineSpec>> {
+        self.pipelines.values().map(|p| &p.spec)
+    }
+
+    /// A pipeline by name.
+    pub fn pipeline(&self, name: &str) -> Option<crate::pipeline::spec::Pipeline> {
+        self.pipelines.get(name).cloned()
+    }
+
+    fn agent_problems(&self, agent: &AgentSpec) -> Vec<String> {
+        let mut out = Vec::new();
+        for name in &agent.tools {
+            if let Some(server) = mcp_wildcard(name) {
+                out.extend(self.wildcard_problem(agent, name, server));
+                continue;
+            }
+            match self.tools.get(name) {
+                None => out.push(format!(
+                    "agent \"{}\" lists tool \"{name}\" which does not exist (loaded: {})",
+                    agent.name,
+                    self.tool_names().join(", ")
+                )),
+                Some(tool) => {
+                    let missing = agent.grants.missing(&tool.requires);
+                    if !missing.is_empty() {
+                        let missing: Vec<_> = missing.into_iter().cloned().collect();
+                        out.push(format!(
+                            "agent \"{}\" lists tool \"{name}\" which requires {} but the agent grants only {}",
+                            agent.name,
+                            capability::list(&missing),
+                            agent.grants.list()
+                        ));
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    /// What is wrong with an agent listing `SERVER__*`: no such server, or no grant of
+    /// `mcp:SERVER`.
+    fn wildcard_problem(&self, agent: &AgentSpec, name: &str, server: &str) -> Option<String> {
+        let prefix = format!("{server}{}", crate::mount_spec::SEPARATOR);
+        let known = self.mcp_servers.contains_key(server)
+            || self.tools.keys().any(|t| t.starts_with(&prefix));
+        if !known {
+            return Some(format!(
+                "agent \"{}\" lists \"{name}\" but no MCP server \"{server}\" is declared or mounted",
+                agent.name
+            ));
+        }
+        let needed = capability::Capability::parse(&format!("mcp:{server}")).ok()?;
+        let missing = agent.grants.missing(std::slice::from_ref(&needed));
+        (!missing.is_empty()).then(|| {
+            format!(
+                "agent \"{}\" lists \"{name}\" which requires [mcp:{server}] but the agent grants only {}",
+                agent.name,
+                agent.grants.list()
+            )
+        })
+    }
+
+    /// Every tool in load order.
+    pub fn all(&self) -> impl Iterator<Item = &Arc<Tool>> {
+        self.tools.values()
+    }
+
+    /// Tool names in load order.
+    pub fn tool_names(&self) -> Vec<String> {
+        self.tools.keys().cloned().collect()
+    }
+
+    /// A tool by name.
+    pub fn find(&self, name: &str) -> Option<Arc<Tool>> {
+        self.tools.get(name).cloned()
+    }
+
+    /// Every agent in load order.
+    pub fn agents(&self) -> impl Iterator<Item = &Arc<AgentSpec>> {
+        self.agents.values()
+    }
+
+    /// An agent by name.
+    pub fn agent(&self, name: &str) -> Option<Arc<AgentSpec>> {
+        self.agents.get(name).cloned()
+    }
+
+    /// The tool `name`, or for `SERVER__*` every tool the MCP server has now.
+    pub fn named(&self, name: &str) -> Vec<Arc<Tool>> {
+        match mcp_wildcard(name) {
+            Some(server) => {
+                let prefix = format!("{server}{}", crate::mount_spec::SEPARATOR);
+                self.tools
+                    .iter()
+                    .filter(|(n, _)| n.starts_with(&prefix))
+                    .map(|(_, t)| t.clone())
+                    .collect()
+            }
+            None => self.find(name).into_iter().collect(),
+        }
+    }
+
+    /// Tools whose requirements these grants cover.
+    pub fn tools_for(&self, grants: &Grants) -> Vec<Arc<Tool>> {
+        self.tools
+            .values()
+            .filter(|t| grants.missing(&t.requires).is_empty())
+            .cloned()
+            .collect()
+    }
+
+    /// Definitions of `tools` in a format, with warnings about anything dropped.
+    pub fn schemas(tools: &[Arc<Tool>], format: Format) -> (Vec<Value>, Vec<String>) {
+        let mut defs = Vec::new();
+        let mut warnings = Vec::new();
+        for t in tools {
+            let (d, w) = schema::export(&t.name, &t.description, &t.schema, format);
+            defs.push(d);
+            warnings.extend(w);
+        }
+        (defs, warnings)
+    }
+}
+
+impl crate::pipeline::check::Lookup for Registry {
+    fn tool(&self, name: &str) -> Option<Arc<Tool>> {
+        self.find(name)
+    }
+
+    fn has_agent(&self, name: &str) -> bool {
+        self.agents.contains_key(name)
+    }
+
+    fn pipeline(&self, name: &str) -> Option<Arc<crate::pipeline::spec::PipelineSpec>> {
+        self.pipelines.get(name).map(|p| p.spec.clone())
+    }
+}
+
+impl Registry {
+    /// Tools offered in a context: covered by its grants and `available_if` true.
+    pub fn available(&self, names: Option<&[String]>, ctx: &CallContext) -> Vec<Arc<Tool>> {
+        let picked: Vec<Arc<Tool>> = match names {
+            Some(list) => list.iter().flat_map(|n| self.named(n)).collect(),
+            None => self.tools_for(&ctx.grants),
+        };
+        picked.into_iter().filter(|t| t.is_available(ctx)).collect()
+    }
+}
+
+impl crate::context::Tools for Registry {
+    fn reach(&self, name: &str) -> Option<Arc<dyn crate::context::Reachable>> {
+        self.find(name)
+            .map(|t| Arc::new(t) as Arc<dyn crate::context::Reachable>)
+    }
+}

@@ -1,0 +1,187 @@
+//! kiln's storage: the embedded SQLite database (`.kiln/kiln.db` in the workspace) holding the
+//! run log's tables, sessions and the key-value store ([`store::WorkspaceStore`], what
+//! `store_*` reaches). WAL mode, a busy timeout for other processes, migrations versioned in
+//! code. What a run writes to the log is the agent crate's (its recorder); this crate keeps
+//! storage only.
+//!
+//! May depend on: kiln-core.
+
+mod migrate;
+pub mod runs;
+pub mod sessions;
+pub mod store;
+
+use rusqlite::Connection;
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, MutexGuard};
+
+/// Errors of the database layer.
+#[derive(Debug, thiserror::Error)]
+pub enum DbError {
+    /// SQLite failed.
+    #[error("database {path}: {source}")]
+    Sqlite {
+        /// The database file.
+        path: String,
+        /// The SQLite error.
+        source: rusqlite::Error,
+    },
+    /// The folder of the database could not be made.
+    #[error("cannot create {path}: {source}")]
+    Folder {
+        /// The folder.
+        path: String,
+        /// The I/O error.
+        source: std::io::Error,
+    },
+    /// No such session.
+    #[error("no session named \"{0}\"")]
+    NoSession(String),
+    /// A newer kiln wrote the database; this one does not know its tables.
+    #[error(
+        "database {path} has schema version {found}, newer than this kiln knows ({known}): upgrade kiln, or pass --db to use another file"
+    )]
+    NewerSchema {
+        /// The database file.
+        path: String,
+        /// The version the file has.
+        found: usize,
+        /// The newest version this kiln knows.
+        known: usize,
+    },
+}
+
+/// The default database path of a workspace.
+pub fn default_path(workspace: &Path) -> PathBuf {
+    workspace.join(".kiln").join("kiln.db")
+}
+
+/// Seconds since the epoch, as stored.
+pub fn now() -> f64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs_f64())
+        .unwrap_or(0.0)
+}
+
+fn is_busy(e: &rusqlite::Error) -> bool {
+    matches!(
+        e.sqlite_error_code(),
+        Some(rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked)
+    )
+}
+
+/// An open database. One connection per process, shared behind a mutex: writes from many runs
+/// are serialized here, and other processes wait on the busy timeout instead of failing.
+pub struct Db {
+    conn: Mutex<Connection>,
+    path: PathBuf,
+}
+
+impl Db {
+    /// Opens (creating and migrating) the database at `path`.
+    pub fn open(path: &Path) -> Result<Db, DbError> {
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir).map_err(|source| DbError::Folder {
+                path: dir.display().to_string(),
+                source,
+            })?;
+        }
+        let shown = path.display().to_string();
+        let err = |source| DbError::Sqlite {
+            path: shown.clone(),
+            source,
+        };
+        // Switching a new file to WAL takes a lock the busy handler does not wait for, so
+        // several processes opening it at once retry for a while.
+        let mut attempt = 0;
+        let conn = loop {
+            match Self::connect(path) {
+                Ok((_, found)) if found > migrate::KNOWN => {
+                    return Err(DbError::NewerSchema {
+                        path: shown,
+                        found,
+                        known: migrate::KNOWN,
+                    });
+                }
+                Ok((c, _)) => break c,
+                Err(e) if attempt < 100 && is_busy(&e) => {
+                    attempt += 1;
+                    std::thread::sleep(std::time::Duration::from_millis(20));
+                }
+                Err(e) => return Err(err(e)),
+            }
+        };
+        Ok(Db {
+            conn: Mutex::new(conn),
+            path: path.to_path_buf(),
+        })
+    }
+
+    /// The connection, and the schema version the file had before it was brought up to date.
+    fn connect(path: &Path) -> rusqlite::Result<(Connection, usize)> {
+        let mut conn = Connection::open(path)?;
+        conn.busy_timeout(std::time::Duration::from_secs(15))?;
+        let mode: String = conn.pragma_query_value(None, "journal_mode", |r| r.get(0))?;
+        if !mode.eq_ignore_ascii_case("wal") {
+            conn.pragma_update(None, "journal_mode", "WAL")?;
+        }
+        conn.pragma_update(None, "synchronous", "NORMAL")?;
+        let found = migrate::run(&mut conn)?;
+        Ok((conn, found))
+    }
+
+    /// Where the database lives.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The connection, for one unit of work.
+    pub fn conn(&self) -> MutexGuard<'_, Connection> {
+        self.conn.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Wraps an SQLite error with the path.
+    pub fn err(&self, source: rusqlite::Error) -> DbError {
+        DbError::Sqlite {
+            path: self.path.display().to_string(),
+            source,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn many_openers_of_a_new_database_migrate_it_once() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("new.db");
+        let openers: Vec<_> = (0..8)
+            .map(|_| {
+                let p = path.clone();
+                std::thread::spawn(move || {
+                    super::Db::open(&p).map(|_| ()).map_err(|e| e.to_string())
+                })
+            })
+            .collect();
+        for o in openers {
+            assert_eq!(o.join().expect("thread"), Ok(()));
+        }
+    }
+
+    #[test]
+    fn a_database_from_a_newer_kiln_is_refused_by_name() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("new.db");
+        drop(super::Db::open(&path).expect("create"));
+        let conn = rusqlite::Connection::open(&path).expect("open");
+        conn.pragma_update(None, "user_version", 99).expect("bump");
+        drop(conn);
+        let err = super::Db::open(&path).err().expect("refused").to_string();
+        assert!(
+            err.contains("new.db") && err.contains("schema version 99"),
+            "{err}"
+        );
+        assert!(err.contains("upgrade kiln"), "{err}");
+    }
+}

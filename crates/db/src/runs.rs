@@ -1,0 +1,170 @@
+//! Reading the run log (what `kiln logs` shows): runs with their totals, tool calls, messages.
+//! The agent crate's recorder writes these tables.
+
+use crate::{Db, DbError};
+use rusqlite::params;
+use serde::Serialize;
+use serde_json::Value;
+
+/// A run as `kiln logs` shows it.
+#[derive(Debug, Clone, Serialize)]
+pub struct RunRow {
+    /// Run id.
+    pub id: String,
+    /// Agent.
+    pub agent: String,
+    /// Provider and model.
+    pub provider: Option<String>,
+    /// Model.
+    pub model: Option<String>,
+    /// Session, if any.
+    pub session: Option<String>,
+    /// The prompt.
+    pub prompt: Option<String>,
+    /// The answer.
+    pub answer: Option<String>,
+    /// `running`, `ok`, `error` or `cancelled`.
+    pub status: String,
+    /// The error, if any.
+    pub error: Option<String>,
+    /// Start, seconds since the epoch.
+    pub started_at: f64,
+    /// End, if it ended.
+    pub ended_at: Option<f64>,
+    /// Model replies.
+    pub rounds: i64,
+    /// Prompt tokens.
+    pub input_tokens: i64,
+    /// Completion tokens.
+    pub output_tokens: i64,
+    /// Who the run acted for, if anyone was named.
+    pub actor: Option<String>,
+    /// Tool calls in order.
+    pub tool_calls: Vec<ToolRow>,
+}
+
+/// A logged tool call.
+#[derive(Debug, Clone, Serialize)]
+pub struct ToolRow {
+    /// Round.
+    pub round: i64,
+    /// Tool.
+    pub name: String,
+    /// Arguments.
+    pub args: Value,
+    /// Outcome JSON.
+    pub outcome: Value,
+    /// Failed.
+    pub is_error: bool,
+    /// Milliseconds.
+    pub duration_ms: f64,
+    /// Script version that ran it.
+    pub script_version: Option<String>,
+}
+
+/// Which runs `kiln logs` shows.
+#[derive(Debug, Clone, Default)]
+pub struct LogFilter {
+    /// Only this agent.
+    pub agent: Option<String>,
+    /// Only runs that called this tool.
+    pub tool: Option<String>,
+    /// Only runs started after this time (seconds since the epoch).
+    pub since: Option<f64>,
+    /// At most this many runs (newest first); 0 for all.
+    pub limit: usize,
+}
+
+impl Db {
+    /// Runs matching `filter`, newest first, with their tool calls.
+    pub fn runs(&self, filter: &LogFilter) -> Result<Vec<RunRow>, DbError> {
+        let conn = self.conn();
+        let mut stmt = conn
+            .prepare(
+                // A run's totals are written when it ends; a running run's are counted here.
+                "SELECT id, agent, provider, model, session, prompt, answer, status, error, started_at, ended_at,
+                 CASE WHEN ended_at IS NULL THEN (SELECT COUNT(*) FROM model_calls m WHERE m.run_id = runs.id) ELSE rounds END,
+                 CASE WHEN ended_at IS NULL THEN (SELECT COALESCE(SUM(input_tokens), 0) FROM model_calls m WHERE m.run_id = runs.id) ELSE input_tokens END,
+                 CASE WHEN ended_at IS NULL THEN (SELECT COALESCE(SUM(output_tokens), 0) FROM model_calls m WHERE m.run_id = runs.id) ELSE output_tokens END,
+                 actor
+                 FROM runs WHERE (?1 IS NULL OR agent = ?1) AND (?2 IS NULL OR started_at >= ?2)
+                 AND (?3 IS NULL OR EXISTS (SELECT 1 FROM tool_calls t WHERE t.run_id = runs.id AND t.name = ?3))
+                 ORDER BY started_at DESC LIMIT ?4",
+            )
+            .map_err(|e| self.err(e))?;
+        let rows = stmt
+            .query_map(
+                params![
+                    filter.agent,
+                    filter.since,
+                    filter.tool,
+                    if filter.limit == 0 {
+                        -1
+                    } else {
+                        filter.limit as i64
+                    }
+                ],
+                |r| {
+                    Ok(RunRow {
+                        id: r.get(0)?,
+                        agent: r.get(1)?,
+                        provider: r.get(2)?,
+                        model: r.get(3)?,
+                        session: r.get(4)?,
+                        prompt: r.get(5)?,
+                        answer: r.get(6)?,
+                        status: r.get(7)?,
+                        error: r.get(8)?,
+                        started_at: r.get(9)?,
+                        ended_at: r.get(10)?,
+                        rounds: r.get(11)?,
+                        input_tokens: r.get(12)?,
+                        output_tokens: r.get(13)?,
+                        actor: r.get(14)?,
+                        tool_calls: Vec::new(),
+                    })
+                },
+            )
+            .map_err(|e| self.err(e))?;
+        let mut runs: Vec<RunRow> = rows.collect::<Result<_, _>>().map_err(|e| self.err(e))?;
+        let mut calls = conn
+            .prepare("SELECT round, name, args, outcome, is_error, duration_ms, script_version FROM tool_calls WHERE run_id = ?1 ORDER BY step, part")
+            .map_err(|e| self.err(e))?;
+        for run in runs.iter_mut() {
+            let rows = calls
+                .query_map(params![run.id], |r| {
+                    let json = |s: Option<String>| {
+                        s.and_then(|t| serde_json::from_str(&t).ok())
+                            .unwrap_or(Value::Null)
+                    };
+                    Ok(ToolRow {
+                        round: r.get(0)?,
+                        name: r.get(1)?,
+                        args: json(r.get(2)?),
+                        outcome: json(r.get(3)?),
+                        is_error: r.get(4)?,
+                        duration_ms: r.get::<_, Option<f64>>(5)?.unwrap_or(0.0),
+                        script_version: r.get(6)?,
+                    })
+                })
+                .map_err(|e| self.err(e))?;
+            run.tool_calls = rows.collect::<Result<_, _>>().map_err(|e| self.err(e))?;
+        }
+        Ok(runs)
+    }
+
+    /// The logged messages of a run, in order.
+    pub fn run_messages(&self, run_id: &str) -> Result<Vec<Value>, DbError> {
+        let conn = self.conn();
+        let mut stmt = conn
+            .prepare("SELECT body FROM messages WHERE run_id = ?1 ORDER BY seq")
+            .map_err(|e| self.err(e))?;
+        let rows = stmt
+            .query_map(params![run_id], |r| r.get::<_, String>(0))
+            .map_err(|e| self.err(e))?;
+        Ok(rows
+            .flatten()
+            .filter_map(|b| serde_json::from_str(&b).ok())
+            .collect())
+    }
+}

@@ -1,0 +1,173 @@
+//! Sessions: a named conversation with its messages and `ctx.state`, continued across runs.
+
+use super::{Db, DbError};
+use kiln_core::model::Message;
+use rusqlite::{OptionalExtension, params};
+use serde::Serialize;
+use serde_json::Value;
+
+/// A saved session.
+#[derive(Debug, Clone, Serialize)]
+pub struct Session {
+    /// Name.
+    pub name: String,
+    /// The agent it talks to.
+    pub agent: String,
+    /// `ctx.state` after the last completed step.
+    pub state: Value,
+    /// Messages up to the last completed step.
+    pub messages: Vec<Message>,
+    /// Last change, seconds since the epoch.
+    pub updated_at: f64,
+}
+
+/// A line of `kiln sessions`.
+#[derive(Debug, Clone, Serialize)]
+pub struct SessionSummary {
+    /// Name.
+    pub name: String,
+    /// Agent.
+    pub agent: String,
+    /// Number of messages.
+    pub messages: i64,
+    /// Last change.
+    pub updated_at: f64,
+}
+
+/// A saved session made ready to continue: its messages, and its `ctx.state` shared with the
+/// run (`None` for a new session).
+#[derive(Debug, Default)]
+pub struct Resumed {
+    /// The conversation so far.
+    pub messages: Vec<Message>,
+    /// `ctx.state` as the last completed step left it.
+    pub state: Option<std::sync::Arc<std::sync::Mutex<Value>>>,
+}
+
+/// Why a session cannot be continued.
+#[derive(Debug, thiserror::Error)]
+pub enum ResumeError {
+    /// The session was started with another agent.
+    #[error("session \"{name}\" belongs to agent \"{owner}\", not \"{agent}\"")]
+    OtherAgent {
+        /// The session as the caller named it.
+        name: String,
+        /// The agent it belongs to.
+        owner: String,
+        /// The agent asked for.
+        agent: String,
+    },
+    /// The store could not be read.
+    #[error(transparent)]
+    Db(#[from] DbError),
+}
+
+fn message_from(v: &Value) -> Option<Message> {
+    serde_json::from_value(v.clone()).ok()
+}
+
+impl Db {
+    /// Session `key` (shown to the caller as `name`) ready for a run of `agent`: empty when
+    /// new, refused when it belongs to another agent. The one place a session is restored,
+    /// for `kiln ask`, the REPL and `kiln serve` alike.
+    pub fn resume_session(
+        &self,
+        key: &str,
+        name: &str,
+        agent: &str,
+    ) -> Result<Resumed, ResumeError> {
+        match self.session(key)? {
+            None => Ok(Resumed::default()),
+            Some(s) if s.agent != agent => Err(ResumeError::OtherAgent {
+                name: name.to_string(),
+                owner: s.agent,
+                agent: agent.to_string(),
+            }),
+            Some(s) => Ok(Resumed {
+                messages: s.messages,
+                state: Some(std::sync::Arc::new(std::sync::Mutex::new(s.state))),
+            }),
+        }
+    }
+
+    /// A session, or `None` when there is none of that name.
+    pub fn session(&self, name: &str) -> Result<Option<Session>, DbError> {
+        let conn = self.conn();
+        let head: Option<(String, String, f64)> = conn
+            .query_row(
+                "SELECT agent, state, updated_at FROM sessions WHERE name = ?1",
+                params![name],
+                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+            )
+            .optional()
+            .map_err(|e| self.err(e))?;
+        let Some((agent, state, updated_at)) = head else {
+            return Ok(None);
+        };
+        let mut stmt = conn
+            .prepare("SELECT body FROM session_messages WHERE session = ?1 ORDER BY seq")
+            .map_err(|e| self.err(e))?;
+        let bodies: Vec<String> = stmt
+            .query_map(params![name], |r| r.get(0))
+            .map_err(|e| self.err(e))?
+            .flatten()
+            .collect();
+        let mut messages: Vec<Message> = bodies
+            .iter()
+            .filter_map(|b| serde_json::from_str::<Value>(b).ok())
+            .filter_map(|v| message_from(&v))
+            .collect();
+        // A step is committed whole, but be safe: never continue with calls that have no results.
+        while matches!(messages.last(), Some(Message::Assistant { tool_calls, .. }) if !tool_calls.is_empty())
+            || matches!(messages.last(), Some(Message::User { .. }))
+        {
+            messages.pop();
+        }
+        Ok(Some(Session {
+            name: name.to_string(),
+            agent,
+            state: serde_json::from_str(&state).unwrap_or(Value::Null),
+            messages,
+            updated_at,
+        }))
+    }
+
+    /// All sessions, most recent first.
+    pub fn sessions(&self) -> Result<Vec<SessionSummary>, DbError> {
+        let conn = self.conn();
+        let mut stmt = conn
+            .prepare("SELECT s.name, s.agent, (SELECT COUNT(*) FROM session_messages m WHERE m.session = s.name), s.updated_at FROM sessions s ORDER BY s.updated_at DESC")
+            .map_err(|e| self.err(e))?;
+        let rows = stmt
+            .query_map([], |r| {
+                Ok(SessionSummary {
+                    name: r.get(0)?,
+                    agent: r.get(1)?,
+                    messages: r.get(2)?,
+                    updated_at: r.get(3)?,
+                })
+            })
+            .map_err(|e| self.err(e))?;
+        rows.collect::<Result<_, _>>().map_err(|e| self.err(e))
+    }
+
+    /// Deletes a session and its messages.
+    pub fn delete_session(&self, name: &str) -> Result<(), DbError> {
+        let mut conn = self.conn();
+        let tx = conn.transaction().map_err(|e| self.err(e))?;
+        let n = tx
+            .execute("DELETE FROM sessions WHERE name = ?1", params![name])
+            .map_err(|e| self.err(e))?;
+        tx.execute(
+            "DELETE FROM session_messages WHERE session = ?1",
+            params![name],
+        )
+        .map_err(|e| self.err(e))?;
+        tx.commit().map_err(|e| self.err(e))?;
+        if n == 0 {
+            Err(DbError::NoSession(name.to_string()))
+        } else {
+            Ok(())
+        }
+    }
+}

@@ -1,0 +1,265 @@
+//! The Restate services a worker serves: `KilnSession`, a Virtual Object keyed by session name
+//! (its conversation and `ctx.state` in the object's state, one turn at a time per key), and
+//! `KilnRun`, a workflow keyed by run id for runs without a session. Both run the same loop as
+//! `kiln ask`, with each step journaled through [`RestateJournal`].
+
+use super::journal::{CANCELLED, DEADLINE, RestateJournal};
+use kiln_agent::connect::ProviderOverrides;
+use kiln_agent::{RunError, RunErrorKind, RunOptions, StepJournal};
+use kiln_core::capability::Grants;
+use kiln_host::Host;
+use kiln_providers::Message;
+use restate_sdk::prelude::*;
+use serde::Deserialize;
+use serde_json::Value;
+use std::sync::{Arc, Mutex};
+
+/// State keys of a `KilnSession` object.
+const MESSAGES: &str = "messages";
+const STATE: &str = "state";
+const AGENT: &str = "agent";
+
+/// What a worker runs agents with.
+pub struct Worker {
+    pub host: Arc<Host>,
+    pub overrides: ProviderOverrides,
+    pub ceiling: Option<Grants>,
+    pub slots: Option<kiln_serve::limits::Limiter>,
+    pub run_timeout: Option<std::time::Duration>,
+}
+
+/// The input of `KilnSession/{name}/turn` and `KilnRun/{id}/run`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RunRequest {
+    /// The agent to run.
+    agent: String,
+    /// The user's message.
+    prompt: String,
+    /// Application context (`ctx.context`).
+    #[serde(default)]
+    context: serde_json::Map<String, Value>,
+    /// The actor (`ctx.actor_id`).
+    #[serde(default)]
+    actor: Option<String>,
+    /// The capabilities granted (the front door's grants within its token's ceiling); none:
+    /// the agent's own. Either way cut to the worker's ceiling.
+    #[serde(default)]
+    caps: Option<Vec<String>>,
+    /// Which of `caps` need approval (`ask` mode).
+    #[serde(default)]
+    ask: Vec<String>,
+}
+
+fn parse(input: Json<Value>) -> Result<RunRequest, TerminalError> {
+    serde_json::from_value(input.into_inner()).map_err(|e| {
+        TerminalError::new_with_code(
+            400,
+            format!("invalid run request: {e} (expected {{\"agent\", \"prompt\", \"context\"?, \"actor\"?, \"caps\"?, \"ask\"?}})"),
+        )
+    })
+}
+
+impl Worker {
+    /// Runs the agent with `journal`; the run's id is the invocation's, so the run log and the
+    /// tools' idempotency keys name the same run on every worker.
+    async fn run(
+        &self,
+        journal: &dyn StepJournal,
+        invocation: &str,
+        req: RunRequest,
+        session: Option<(String, Vec<Message>, Arc<Mutex<Value>>)>,
+    ) -> Result<kiln_agent::RunReport, HandlerError> {
+        let agent = self
+            .host
+            .agent(&req.agent)
+            .map_err(|e| TerminalError::new_with_code(404, e.to_string()))?;
+        if agent.mode == "json_planner" {
+            return Err(TerminalError::new_with_code(
+                400,
+                format!(
+                    "agent \"{}\" is a json_planner agent; durable runs support the tool-calling loop only",
+                    req.agent
+                ),
+            )
+            .into());
+        }
+        let grants = self.grants(&agent.grants, &req)?;
+        // No free slot: this attempt fails (retryable) and Restate tries again later.
+        let _slot = match &self.slots {
+            Some(slots) => Some(slots.acquire().await.map_err(|e| {
+                HandlerError::from(std::io::Error::other(format!(
+                    "no run slot free on this worker: {}",
+                    e.message
+                )))
+            })?),
+            None => None,
+        };
+        let mut opts = RunOptions {
+            grants,
+            overrides: self.overrides.clone(),
+            context: req.context,
+            actor_id: req.actor,
+            run_id: Some(invocation.to_string()),
+            timeout: self.run_timeout,
+            ..RunOptions::default()
+        };
+        if let Some((name, history, state)) = session {
+            opts.session = Some(name);
+            opts.history = history;
+            opts.state = Some(state);
+        }
+        self.host
+            .run_journaled(journal, &req.agent, &req.prompt, opts)
+            .await
+            .map_err(|e| failed(e).into())
+    }
+}
+
+impl Worker {
+    /// The grants a run gets: the ones asked for (refused beyond the worker's ceiling, or
+    /// beyond the agent's own grants when the worker has none) or the agent's own cut down to
+    /// the ceiling; `None`: the agent's own.
+    fn grants(&self, agent: &Grants, req: &RunRequest) -> Result<Option<Grants>, TerminalError> {
+        let asked = match &req.caps {
+            None => None,
+            Some(caps) => {
+                let mut asked = Grants::parse(caps)
+                    .map_err(|e| TerminalError::new_with_code(400, format!("caps: {e}")))?;
+                asked.mark_ask(&req.ask);
+                // Restate's ingress knows no kiln tokens: without `--caps`, the agent's own
+                // grants are the most a caller can ask for.
+                let ceiling = self.ceiling.as_ref().unwrap_or(agent);
+                kiln_serve::auth::check_within(&asked, ceiling, "caps")
+                    .map_err(|e| TerminalError::new_with_code(403, e.message))?;
+                Some(asked)
+            }
+        };
+        // The meet keeps every `ask` of the agent and the ceiling, whatever the caller sent.
+        Ok(Some(Grants::effective(&[
+            Some(agent),
+            self.ceiling.as_ref(),
+            asked.as_ref(),
+        ])))
+    }
+}
+
+/// A failed run as the invocation's terminal error (a cancellation keeps Restate's code).
+fn failed(e: RunError) -> TerminalError {
+    let code = match e.kind {
+        RunErrorKind::Cancelled => CANCELLED,
+        RunErrorKind::Deadline => DEADLINE,
+        RunErrorKind::Capability(_) => 403,
+        _ => 500,
+    };
+    TerminalError::new_with_code(code, e.to_string())
+}
+
+fn report_json(report: &kiln_agent::RunReport) -> Result<Json<Value>, TerminalError> {
+    serde_json::to_value(report)
+        .map(Json)
+        .map_err(|e| TerminalError::new(format!("the run report is not JSON: {e}")))
+}
+
+/// A conversation that lives in Restate, keyed by session name.
+pub struct Session(pub Arc<Worker>);
+
+#[restate_sdk::object(name = "KilnSession")]
+impl Session {
+    /// One turn: the agent answers `prompt` after the session's earlier messages.
+    #[handler]
+    async fn turn(&self, ctx: ObjectContext<'_>, input: Json<Value>) -> HandlerResult<Json<Value>> {
+        let req = parse(input)?;
+        // A session keeps the agent it started with, as `kiln serve`'s local sessions do.
+        let owner = ctx.get::<String>(AGENT).await?;
+        if let Some(owner) = owner.filter(|a| *a != req.agent) {
+            return Err(TerminalError::new_with_code(
+                400,
+                format!(
+                    "session \"{}\" belongs to agent \"{owner}\", not \"{}\"",
+                    ctx.key(),
+                    req.agent
+                ),
+            )
+            .into());
+        }
+        let agent = req.agent.clone();
+        let history: Vec<Message> = ctx
+            .get::<Json<Vec<Message>>>(MESSAGES)
+            .await?
+            .map(Json::into_inner)
+            .unwrap_or_default();
+        let state = ctx
+            .get::<Json<Value>>(STATE)
+            .await?
+            .map(Json::into_inner)
+            .unwrap_or_else(|| Value::Object(serde_json::Map::new()));
+        let state = Arc::new(Mutex::new(state));
+        let session = (ctx.key().to_string(), history, state.clone());
+        let invocation = ctx.invocation_id().to_string();
+        let journal = RestateJournal::new(&ctx);
+        let report = self
+            .0
+            .run(&journal, &invocation, req, Some(session))
+            .await?;
+        ctx.set(AGENT, agent);
+        ctx.set(MESSAGES, Json(report.messages.clone()));
+        let state = state.lock().map(|s| s.clone()).unwrap_or(Value::Null);
+        ctx.set(STATE, Json(state));
+        Ok(report_json(&report)?)
+    }
+
+    /// The session's agent, messages and `ctx.state` (readable while a turn runs); the agent is
+    /// null for a session that never ran.
+    #[handler]
+    async fn describe(&self, ctx: SharedObjectContext<'_>) -> HandlerResult<Json<Value>> {
+        let agent = ctx.get::<String>(AGENT).await?;
+        let messages = ctx
+            .get::<Json<Value>>(MESSAGES)
+            .await?
+            .map(Json::into_inner);
+        let state = ctx.get::<Json<Value>>(STATE).await?.map(Json::into_inner);
+        Ok(Json(serde_json::json!({
+            "agent": agent,
+            "messages": messages.unwrap_or(Value::Array(Vec::new())),
+            "state": state.unwrap_or(Value::Object(serde_json::Map::new())),
+        })))
+    }
+
+    /// Forgets the session (after the turn running now, if any: turns and this queue per key).
+    #[handler]
+    async fn clear(&self, ctx: ObjectContext<'_>) -> HandlerResult<()> {
+        ctx.clear_all();
+        Ok(())
+    }
+
+    /// The session's messages so far (readable while a turn runs).
+    #[handler]
+    async fn transcript(&self, ctx: SharedObjectContext<'_>) -> HandlerResult<Json<Value>> {
+        let messages = ctx
+            .get::<Json<Value>>(MESSAGES)
+            .await?
+            .map(Json::into_inner);
+        Ok(Json(messages.unwrap_or(Value::Array(Vec::new()))))
+    }
+}
+
+/// A run without a session, keyed by run id (it runs once per key).
+pub struct AgentRun(pub Arc<Worker>);
+
+#[restate_sdk::workflow(name = "KilnRun")]
+impl AgentRun {
+    /// Runs the agent on the prompt.
+    #[handler]
+    async fn run(
+        &self,
+        ctx: WorkflowContext<'_>,
+        input: Json<Value>,
+    ) -> HandlerResult<Json<Value>> {
+        let req = parse(input)?;
+        let invocation = ctx.invocation_id().to_string();
+        let journal = RestateJournal::new(&ctx);
+        let report = self.0.run(&journal, &invocation, req, None).await?;
+        Ok(report_json(&report)?)
+    }
+}

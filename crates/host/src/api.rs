@@ -1,0 +1,567 @@
+//! The library's doors: [`Host::builder`], tool calls, agent runs (whole or as a stream of
+//! events) and watching. Every embedding (an application, MCP, HTTP, a durable engine) goes
+//! through these, so validation, the capability guard, the sandbox and the run log are applied
+//! in one place.
+
+use crate::reload::{self, ReloadReport};
+use crate::{Host, HostConfig};
+use futures_util::Stream;
+use kiln_agent::{self, RunError, RunEvent, RunOptions, RunReport, StepJournal, ToolCallRecord};
+use kiln_core::capability::Grants;
+use kiln_core::error::{HostError, LoadError};
+use kiln_core::native::{HostFn, NativeTool};
+use kiln_core::schema::Format;
+use kiln_core::services::{Approver, Egress, HttpFake, Services, Store};
+use kiln_core::tool::{Tool, ToolOutcome};
+use kiln_db::store::WorkspaceStore;
+use kiln_script::sandbox::Limits;
+use serde_json::Value;
+use std::path::PathBuf;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+/// Sets up a [`Host`]: where scripts live, what they may touch, what the application adds.
+pub struct HostBuilder {
+    config: HostConfig,
+    database: Option<PathBuf>,
+    grants: Grants,
+    approver: Option<Approver>,
+    assume_yes: bool,
+    watch: bool,
+    tools: Vec<NativeTool>,
+    host_fns: Vec<HostFn>,
+    egress: Egress,
+    http_fake: Option<HttpFake>,
+}
+
+impl Host {
+    /// A builder with no scripts folders, the stdlib on, no database and nothing granted.
+    pub fn builder() -> HostBuilder {
+        HostBuilder {
+            config: HostConfig {
+                scripts: Vec::new(),
+                ..HostConfig::default()
+            },
+            database: None,
+            grants: Grants::default(),
+            approver: None,
+            assume_yes: false,
+            watch: false,
+            tools: Vec::new(),
+            host_fns: Vec::new(),
+            egress: Egress::default(),
+            http_fake: None,
+        }
+    }
+}
+
+impl HostBuilder {
+    /// Loads every `*.rhai` file of this folder (recursively); call again for more folders.
+    pub fn scripts(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.config.scripts.push(dir.into());
+        self
+    }
+
+    /// The folder file host functions are rooted at (default `.`).
+    pub fn workspace(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.config.workspace = dir.into();
+        self
+    }
+
+    /// Keeps the run log, sessions and `store_*` values in this SQLite file (created if
+    /// missing); without one the store lives in memory and runs are not logged. The store is
+    /// keyed by the workspace's id (kept in `WORKSPACE/.kiln/workspace-id`, created on first
+    /// use), so it follows a workspace that moves.
+    pub fn database(mut self, path: impl Into<PathBuf>) -> Self {
+        self.database = Some(path.into());
+        self
+    }
+
+    /// Sandbox limits for every script evaluation.
+    pub fn limits(mut self, limits: Limits) -> Self {
+        self.config.limits = limits;
+        self
+    }
+
+    /// What [`Host::call`] grants when its [`CallOptions`] name no grants (default: nothing).
+    pub fn grants(mut self, grants: Grants) -> Self {
+        self.grants = grants;
+        self
+    }
+
+    /// Asks a person before an `ask` grant is used: `(capability, question) -> approved`.
+    pub fn approver(mut self, f: impl Fn(&str, &str) -> bool + Send + Sync + 'static) -> Self {
+        self.approver = Some(Box::new(f));
+        self
+    }
+
+    /// Approves every `ask` grant without asking.
+    pub fn assume_yes(mut self, yes: bool) -> Self {
+        self.assume_yes = yes;
+        self
+    }
+
+    /// Loads the built-in stdlib tools (default on).
+    pub fn stdlib(mut self, on: bool) -> Self {
+        self.config.stdlib = on;
+        self
+    }
+
+    /// Reloads changed scripts for as long as the host lives (reports go to the log); use
+    /// [`Host::watch`] instead to receive the reports.
+    pub fn watch(mut self, on: bool) -> Self {
+        self.watch = on;
+        self
+    }
+
+    /// How scripts' `http_get`/`http_post` reach the network: name-resolution overrides and
+    /// the environment-proxy opt-in (default: the system resolver, no proxies).
+    pub fn egress(mut self, egress: Egress) -> Self {
+        self.egress = egress;
+        self
+    }
+
+    /// Answers host HTTP requests with `fake` instead of the network (`kiln test`).
+    pub fn http_fake(mut self, fake: HttpFake) -> Self {
+        self.http_fake = Some(fake);
+        self
+    }
+
+    /// Adds a tool written in Rust.
+    pub fn tool(mut self, tool: NativeTool) -> Self {
+        self.tools.push(tool);
+        self
+    }
+
+    /// Gives scripts a function of the application's, gated by its capability.
+    pub fn host_fn(mut self, f: HostFn) -> Self {
+        self.host_fns.push(f);
+        self
+    }
+
+    /// Builds the host and loads everything. Problems in scripts or native tools do not fail
+    /// the build: they are in [`Host::load_errors`] and the rest loads.
+    pub fn build(self) -> Result<Arc<Host>, HostError> {
+        let mut services = Services::new(self.config.workspace.clone());
+        services.approver = self.approver;
+        services.assume_yes = self.assume_yes;
+        services.egress = self.egress.settled();
+        services.http_fake = self.http_fake;
+        // Canonical, so write_file compares real paths (a folder that does not exist yet has
+        // no scripts to protect).
+        services.scripts = (self.config.scripts.iter())
+            .filter_map(|p| p.canonicalize().ok())
+            .collect();
+        let db = match &self.database {
+            None => None,
+            Some(path) => {
+                let db = Arc::new(kiln_db::Db::open(path).map_err(|e| HostError::Database {
+                    path: path.display().to_string(),
+                    message: e.to_string(),
+                })?);
+                services.store = Store::Persistent(Arc::new(WorkspaceStore::new(
+                    db.clone(),
+                    &self.config.workspace,
+                )));
+                Some(db)
+            }
+        };
+        let extras = crate::host::Extras {
+            natives: kiln_core::native::native_source(self.tools),
+            host_fns: self.host_fns,
+            grants: self.grants,
+            db,
+        };
+        let host = Arc::new(Host::assemble(self.config, services, extras)?);
+        let _ = host.this.set(Arc::downgrade(&host));
+        for line in host.sync_mcp_servers() {
+            tracing::info!("{line}");
+        }
+        if self.watch {
+            let handle = reload::watch(host.clone(), |r| tracing::info!("{r}"))
+                .map_err(|e| HostError::Watch(e.to_string()))?;
+            if let Ok(mut w) = host.watcher.lock() {
+                *w = Some(handle);
+            }
+        }
+        Ok(host)
+    }
+}
+
+/// How one [`Host::call`] is made.
+#[derive(Clone, Default)]
+pub struct CallOptions {
+    /// What the caller holds; `None` uses the builder's [`HostBuilder::grants`].
+    pub grants: Option<Grants>,
+    /// Read-only application context (`ctx.context`).
+    pub context: serde_json::Map<String, Value>,
+    /// Who the call acts for (`ctx.actor_id`).
+    pub actor_id: Option<String>,
+    /// A deadline for the call (the tool's own timeout still applies).
+    pub timeout: Option<Duration>,
+    /// Cancels the call.
+    pub cancel: Option<CancellationToken>,
+    /// Receives the call's progress and log messages (bounded: see [`kiln_core::call_events::CallObserver`]).
+    pub observer: Option<Arc<dyn kiln_core::call_events::CallObserver>>,
+    /// The `ctx.state` the call shares with the caller (the REPL's session state); `None`: a
+    /// fresh one.
+    pub state: Option<Arc<std::sync::Mutex<Value>>>,
+}
+
+impl Host {
+    /// Every loaded tool, script and native, in load order.
+    pub fn tools(&self) -> Vec<Arc<Tool>> {
+        self.registry().all().cloned().collect()
+    }
+
+    /// The tools these grants cover (what an MCP client holding them may list).
+    pub fn tools_for(&self, grants: &Grants) -> Vec<Arc<Tool>> {
+        self.registry().tools_for(grants)
+    }
+
+    /// Definitions of every tool in a provider format, and warnings about anything dropped.
+    pub fn schemas(&self, format: Format) -> (Vec<Value>, Vec<String>) {
+        kiln_core::registry::Registry::schemas(&self.tools(), format)
+    }
+
+    /// A `.d.rhai` file describing the functions scripts can call (the DSL, the host functions
+    /// and the application's), for editors.
+    pub fn definitions(&self) -> String {
+        let mut app = String::new();
+        for (name, cap) in self.host_fn_capabilities() {
+            app.push_str(&format!("//   {name}: needs capability \"{cap}\"\n"));
+        }
+        if !app.is_empty() {
+            app = format!("// Functions of the application:\n{app}\n");
+        }
+        format!(
+            "// Generated by `kiln definitions`: the functions kiln's scripts can call.\n// Gated host functions need a capability: see README.md, \"Security model\".\n\n{app}{}",
+            engine_definitions(self.engine())
+        )
+    }
+
+    /// What went wrong loading scripts and native tools (each `path:line:col: message`).
+    pub fn load_errors(&self) -> Vec<LoadError> {
+        self.registry().errors.clone()
+    }
+
+    /// Calls tool `name` with JSON `args`: validation, capability guard, sandbox and deadline
+    /// as for a model's call. A failing tool is an `Ok` outcome holding the failure; `Err` is
+    /// only for a tool that does not exist.
+    pub async fn call(
+        &self,
+        name: &str,
+        args: Value,
+        opts: CallOptions,
+    ) -> Result<ToolOutcome, HostError> {
+        let tool = self.tool(name)?;
+        let (ctx, watcher) = self.call_context(opts);
+        let logged = self.db.is_some().then(|| (args.clone(), ctx.clone()));
+        let outcome = tool.execute_async(args, ctx).await;
+        if let Some(w) = watcher {
+            w.abort();
+        }
+        if let Some((args, ctx)) = logged {
+            self.log_call(&tool, args, &ctx, &outcome)?;
+        }
+        Ok(outcome)
+    }
+
+    /// [`Host::call`] on the calling thread, for code outside an async runtime (the tool's
+    /// deadline still applies; `opts.cancel` is only watched by the async `call`).
+    pub fn call_blocking(
+        &self,
+        name: &str,
+        args: Value,
+        opts: CallOptions,
+    ) -> Result<ToolOutcome, HostError> {
+        let tool = self.tool(name)?;
+        let ctx = self.options_context(&opts);
+        let outcome = tool.execute(&args, &ctx);
+        if self.db.is_some() {
+            self.log_call(&tool, args, &ctx, &outcome)?;
+        }
+        Ok(outcome)
+    }
+
+    /// Refuses a call to `name` before it runs (a door's own check said no, such as an MCP
+    /// client declining an approval), logging it like any other call: every door keeps the
+    /// run log, refusals included.
+    pub fn refuse_call(
+        &self,
+        name: &str,
+        args: Value,
+        opts: CallOptions,
+        message: String,
+    ) -> Result<ToolOutcome, HostError> {
+        let tool = self.tool(name)?;
+        let ctx = self.options_context(&opts);
+        let failure = kiln_core::failure::ToolFailure::visible(
+            kiln_core::failure::FailureKind::Capability,
+            message,
+        );
+        let outcome = ToolOutcome::failed(failure, std::time::Instant::now());
+        if self.db.is_some() {
+            self.log_call(&tool, args, &ctx, &outcome)?;
+        }
+        Ok(outcome)
+    }
+
+    /// Logs a direct call (no agent) as a run of `call:TOOL` with one tool call, so a call
+    /// made through any door (`kiln call`, MCP, the library) is in the run log.
+    fn log_call(
+        &self,
+        tool: &Tool,
+        args: Value,
+        ctx: &kiln_core::context::CallContext,
+        outcome: &ToolOutcome,
+    ) -> Result<(), HostError> {
+        let Some(db) = &self.db else {
+            return Ok(());
+        };
+        let mut report = RunReport::new(
+            &format!("call:{}", tool.name),
+            vec![kiln_providers::Message::User {
+                content: args.to_string(),
+            }],
+        );
+        report.run_id = ctx.run_id.clone();
+        report.provider = "direct".into();
+        report.actor = ctx.actor_id.clone();
+        report.tool_calls = vec![kiln_agent::ToolCallRecord::new(
+            1,
+            "call_1",
+            &tool.name,
+            args,
+            outcome,
+            tool.version().to_string(),
+        )];
+        match &outcome.result {
+            Ok(v) => report.answer = v.to_string(),
+            Err(f) => report.error = Some(f.message.clone()),
+        }
+        kiln_agent::runlog::log_finished(db, &report).map_err(|e| HostError::Database {
+            path: db.path().display().to_string(),
+            message: e.to_string(),
+        })
+    }
+
+    /// The context of a call made with `opts`, and the task carrying its cancel token over to
+    /// the context's flag (abort it when the call is done). Needs a tokio runtime.
+    pub fn call_context(
+        &self,
+        opts: CallOptions,
+    ) -> (
+        kiln_core::context::CallContext,
+        Option<tokio::task::JoinHandle<()>>,
+    ) {
+        let mut ctx = self.options_context(&opts);
+        let watcher = opts.cancel.map(|token| {
+            let flag = Arc::new(AtomicBool::new(false));
+            ctx.cancel = Some(flag.clone());
+            tokio::spawn(async move {
+                token.cancelled().await;
+                flag.store(true, Ordering::Relaxed);
+            })
+        });
+        (ctx, watcher)
+    }
+
+    /// The context `opts` describe: grants (the builder's by default), context, actor, deadline.
+    fn options_context(&self, opts: &CallOptions) -> kiln_core::context::CallContext {
+        let mut ctx = self.context(opts.grants.clone().unwrap_or_else(|| self.grants.clone()));
+        ctx.context = opts.context.clone();
+        ctx.actor_id = opts.actor_id.clone();
+        ctx.deadline = opts.timeout.map(|t| Instant::now() + t);
+        if let Some(state) = &opts.state {
+            ctx.state = state.clone();
+        }
+        ctx.events = opts
+            .observer
+            .clone()
+            .map(|o| Arc::new(kiln_core::call_events::CallEvents::new(o)));
+        ctx
+    }
+
+    /// Runs agent `agent` on `prompt` until it answers or fails. With a database and no
+    /// recorder of its own, the run is logged step by step.
+    pub async fn run(
+        &self,
+        agent: &str,
+        prompt: &str,
+        opts: RunOptions,
+    ) -> Result<RunReport, RunError> {
+        self.run_journaled(&kiln_agent::Local, agent, prompt, opts)
+            .await
+    }
+
+    /// [`Host::run`] with each model request and tool call a named step of `journal`, which
+    /// may remember results (a durable engine); a step it recalls is not run again.
+    pub async fn run_journaled(
+        &self,
+        journal: &dyn StepJournal,
+        agent: &str,
+        prompt: &str,
+        mut opts: RunOptions,
+    ) -> Result<RunReport, RunError> {
+        if let (None, Some(db)) = (&opts.recorder, &self.db) {
+            opts.recorder = Some(Arc::new(kiln_agent::runlog::RunLogger::new(
+                db.clone(),
+                opts.session.clone(),
+            )));
+        }
+        kiln_agent::run_journaled(self, journal, agent, prompt, opts).await
+    }
+
+    /// [`Host::run`] as a stream of [`Event`]s, ending with [`Event::Finished`]. Dropping the
+    /// stream cancels the run. Needs a tokio runtime (the run is spawned on it).
+    pub fn run_stream(
+        self: &Arc<Self>,
+        agent: &str,
+        prompt: &str,
+        mut opts: RunOptions,
+    ) -> RunStream {
+        let (tx, rx) = mpsc::unbounded_channel();
+        let outer = opts.observer.take();
+        let events = tx.clone();
+        opts.observer = Some(Arc::new(move |ev: &RunEvent| {
+            if let Some(o) = &outer {
+                o(ev);
+            }
+            let _ = events.send(Event::from(ev));
+        }));
+        let cancel = opts.cancel.clone();
+        let (host, agent, prompt) = (self.clone(), agent.to_string(), prompt.to_string());
+        tokio::spawn(async move {
+            let result = host.run(&agent, &prompt, opts).await;
+            let _ = tx.send(Event::Finished(Box::new(result)));
+        });
+        RunStream { rx, cancel }
+    }
+
+    /// Watches the scripts folders: changed files are reloaded and each reload is reported on
+    /// the returned handle, until it is dropped.
+    pub fn watch(self: &Arc<Self>) -> Result<WatchHandle, HostError> {
+        let (tx, rx) = mpsc::unbounded_channel();
+        let watcher = reload::watch(self.clone(), move |r| {
+            let _ = tx.send(r);
+        })
+        .map_err(|e| HostError::Watch(e.to_string()))?;
+        Ok(WatchHandle {
+            _watcher: watcher,
+            rx,
+        })
+    }
+}
+
+/// Something that happened in a run, as [`Host::run_stream`] delivers it.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum Event {
+    /// Answer text as it streams in.
+    Text(String),
+    /// A model request is about to be sent (round, 1-based).
+    ModelRequest {
+        /// The round.
+        round: u32,
+    },
+    /// The model's reply arrived.
+    ModelReply {
+        /// The round.
+        round: u32,
+    },
+    /// A tool call was dispatched.
+    ToolStarted {
+        /// The round.
+        round: u32,
+        /// The call id.
+        id: String,
+        /// The tool.
+        name: String,
+        /// The arguments as the model sent them.
+        args: Value,
+    },
+    /// A tool call finished (or was refused).
+    ToolFinished(ToolCallRecord),
+    /// The run ended: its report, or the error with the report so far. Always last.
+    Finished(Box<Result<RunReport, RunError>>),
+}
+
+impl From<&RunEvent<'_>> for Event {
+    fn from(ev: &RunEvent<'_>) -> Self {
+        match ev {
+            RunEvent::Text(t) => Event::Text(t.to_string()),
+            RunEvent::ModelStart { round } => Event::ModelRequest { round: *round },
+            RunEvent::ModelDone { round } => Event::ModelReply { round: *round },
+            RunEvent::ToolStart {
+                round,
+                id,
+                name,
+                args,
+            } => Event::ToolStarted {
+                round: *round,
+                id: id.to_string(),
+                name: name.to_string(),
+                args: (*args).clone(),
+            },
+            RunEvent::ToolDone(r) => Event::ToolFinished((*r).clone()),
+        }
+    }
+}
+
+/// The events of a running agent ([`Host::run_stream`]); dropping it cancels the run.
+pub struct RunStream {
+    rx: mpsc::UnboundedReceiver<Event>,
+    cancel: CancellationToken,
+}
+
+impl RunStream {
+    /// A token that cancels the run (the stream then ends with a `cancelled` error).
+    pub fn cancel_token(&self) -> CancellationToken {
+        self.cancel.clone()
+    }
+}
+
+impl Stream for RunStream {
+    type Item = Event;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Event>> {
+        self.rx.poll_recv(cx)
+    }
+}
+
+impl Drop for RunStream {
+    fn drop(&mut self) {
+        self.cancel.cancel();
+    }
+}
+
+/// Reloads while it lives ([`Host::watch`]); a stream of what each reload did.
+pub struct WatchHandle {
+    _watcher: reload::Watcher,
+    rx: mpsc::UnboundedReceiver<ReloadReport>,
+}
+
+impl Stream for WatchHandle {
+    type Item = ReloadReport;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<ReloadReport>> {
+        self.rx.poll_recv(cx)
+    }
+}
+
+/// The definitions of an engine's own functions (no standard packages).
+pub fn engine_definitions(engine: &rhai::Engine) -> String {
+    // Functions returning Result<T, Box<EvalAltResult>> lose their type name in the
+    // metadata; `?` is what Rhai's definitions use for "any".
+    engine
+        .definitions()
+        .include_standard_packages(false)
+        .single_file()
+        .replace("EvalAltResult>>", "?")
+}

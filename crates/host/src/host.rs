@@ -1,0 +1,510 @@
+//! The host: the shared sandboxed engine, the loaded files and the current registry snapshot;
+//! loading, reloading (keeping the last good version of a broken file) and lookups.
+
+use crate::reload;
+use arc_swap::ArcSwap;
+use kiln_core::agent_spec::AgentSpec;
+use kiln_core::error::{self, HostError, LoadError};
+use kiln_core::native::HostFn;
+use kiln_core::registry::{LoadedFile, Registry};
+use kiln_core::services::Services;
+use kiln_core::{capability, context, tool};
+use kiln_db as db;
+use kiln_script as script;
+use kiln_script::{loader, stdlib};
+use rhai::Engine;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+/// How a host is set up.
+#[derive(Debug, Clone)]
+pub struct HostConfig {
+    /// Scripts folders (`--scripts`, repeatable).
+    pub scripts: Vec<PathBuf>,
+    /// The workspace host functions are rooted at.
+    pub workspace: PathBuf,
+    /// Load the embedded stdlib.
+    pub stdlib: bool,
+    /// Sandbox limits.
+    pub limits: script::sandbox::Limits,
+}
+
+impl Default for HostConfig {
+    fn default() -> Self {
+        HostConfig {
+            scripts: vec![PathBuf::from("scripts")],
+            workspace: PathBuf::from("."),
+            stdlib: true,
+            limits: script::sandbox::Limits::default(),
+        }
+    }
+}
+
+/// The host: a shared sandboxed engine, the loaded files and the current registry snapshot.
+pub struct Host {
+    pub(crate) engine: Arc<Engine>,
+    pub(crate) config: HostConfig,
+    pub(crate) files: Mutex<BTreeMap<String, Arc<LoadedFile>>>,
+    /// Errors of files whose last good version stays live.
+    pub(crate) broken: Mutex<BTreeMap<String, Vec<LoadError>>>,
+    pub(crate) registry: ArcSwap<Registry>,
+    pub(crate) services: Arc<Services>,
+    /// The application's native tools, loaded after the stdlib.
+    pub(crate) natives: Arc<LoadedFile>,
+    /// The capability of each function the application gave scripts (for the static scan).
+    pub(crate) app_caps: BTreeMap<String, String>,
+    /// What [`Host::call`] grants by default.
+    pub(crate) grants: capability::Grants,
+    /// The database runs are logged to, if any.
+    pub(crate) db: Option<Arc<db::Db>>,
+    /// The watcher [`HostBuilder::watch`] started.
+    pub(crate) watcher: Mutex<Option<reload::Watcher>>,
+    /// Modules compiled for `import`; emptied whenever a script changes.
+    pub(crate) modules: script::imports::ModuleCache,
+    /// The host itself when it lives in an `Arc` (built by [`HostBuilder`]), for handlers that
+    /// run agents (pipelines).
+    pub(crate) this: std::sync::OnceLock<std::sync::Weak<Host>>,
+    /// The MCP servers scripts declare (started and stopped with their declarations) and
+    /// those mounted with `--mcp`.
+    #[cfg(feature = "mcp")]
+    pub(crate) mcp: crate::mcp::HostServers,
+}
+
+/// What the builder adds to a host beyond its configuration.
+#[derive(Default)]
+pub(crate) struct Extras {
+    pub(crate) natives: LoadedFile,
+    pub(crate) host_fns: Vec<HostFn>,
+    pub(crate) grants: capability::Grants,
+    pub(crate) db: Option<Arc<db::Db>>,
+}
+
+impl Host {
+    /// Builds a host and loads the stdlib, the native tools and every `*.rhai` file of the
+    /// scripts folders.
+    pub(crate) fn assemble(
+        config: HostConfig,
+        services: Services,
+        extras: Extras,
+    ) -> Result<Host, HostError> {
+        let modules = script::imports::ModuleCache::default();
+        let mut engine = script::engine_with_modules(
+            &config.limits,
+            config.scripts.clone(),
+            modules.clone(),
+            None,
+        );
+        for f in &extras.host_fns {
+            script::host_fns::register_app(&mut engine, f);
+        }
+        let host = Host {
+            engine: Arc::new(engine),
+            files: Mutex::new(BTreeMap::new()),
+            broken: Mutex::new(BTreeMap::new()),
+            registry: ArcSwap::from_pointee(Registry::default()),
+            services: Arc::new(services),
+            natives: Arc::new(extras.natives),
+            app_caps: extras
+                .host_fns
+                .iter()
+                .map(|f| (f.name.clone(), f.capability.clone()))
+                .collect(),
+            grants: extras.grants,
+            db: extras.db,
+            watcher: Mutex::new(None),
+            modules,
+            this: std::sync::OnceLock::new(),
+            #[cfg(feature = "mcp")]
+            mcp: crate::mcp::HostServers::default(),
+            config,
+        };
+        host.load_all()?;
+        Ok(host)
+    }
+
+    /// The database, when the host was built with one.
+    pub fn database(&self) -> Option<&Arc<db::Db>> {
+        self.db.as_ref()
+    }
+
+    /// The shared engine (for the REPL's Rhai evaluation).
+    pub fn engine(&self) -> &Arc<Engine> {
+        &self.engine
+    }
+
+    /// What gated host functions reach (store, workspace, approvals, egress).
+    pub fn services(&self) -> &Arc<Services> {
+        &self.services
+    }
+
+    /// The configuration the host was built with.
+    pub fn config(&self) -> &HostConfig {
+        &self.config
+    }
+
+    /// The current snapshot; a caller keeps it for as long as it needs one consistent view.
+    pub fn registry(&self) -> Arc<Registry> {
+        self.registry.load_full()
+    }
+
+    /// (Re)loads everything from scratch.
+    pub fn load_all(&self) -> Result<(), HostError> {
+        self.modules.clear();
+        let mut files = BTreeMap::new();
+        if self.config.stdlib {
+            for (name, src) in stdlib::FILES {
+                let path = format!("stdlib/{name}");
+                files.insert(path.clone(), Arc::new(self.load_source(&path, src)));
+            }
+        }
+        files.insert(self.natives.path.clone(), self.natives.clone());
+        for dir in &self.config.scripts {
+            for path in script_files(dir)? {
+                let shown = path.to_string_lossy().to_string();
+                let loaded = match std::fs::read_to_string(&path) {
+                    Ok(src) => self.load_source(&shown, &src),
+                    Err(e) => LoadedFile {
+                        path: shown.clone(),
+                        errors: vec![LoadError::at(
+                            error::SourceLoc {
+                                path: shown.clone(),
+                                line: 0,
+                                column: 0,
+                            },
+                            format!("cannot read: {e}"),
+                        )],
+                        ..LoadedFile::default()
+                    },
+                };
+                files.insert(shown, Arc::new(loaded));
+            }
+        }
+        self.install(files);
+        Ok(())
+    }
+
+    fn load_source(&self, path: &str, source: &str) -> LoadedFile {
+        loader::load_source_with(&self.engine, path, source, &self.app_caps)
+    }
+
+    /// The functions the application gave scripts, with the capability each needs.
+    pub fn host_fn_capabilities(&self) -> &BTreeMap<String, String> {
+        &self.app_caps
+    }
+
+    /// Builds and swaps in a registry for this set of files.
+    fn install(&self, files: BTreeMap<String, Arc<LoadedFile>>) {
+        if let Ok(mut b) = self.broken.lock() {
+            b.clear();
+        }
+        let reg = self.build(&files);
+        self.registry.store(Arc::new(reg));
+        if let Ok(mut f) = self.files.lock() {
+            *f = files;
+        }
+    }
+
+    /// A registry for these files, with the errors of broken files that kept an old version.
+    fn build(&self, files: &BTreeMap<String, Arc<LoadedFile>>) -> Registry {
+        let ordered = ordered_files(files);
+        let mut reg = Registry::build(ordered.iter().map(|f| f.as_ref()));
+        if let Ok(b) = self.broken.lock() {
+            reg.errors.extend(b.values().flatten().cloned());
+        }
+        reg
+    }
+
+    /// Reloads one script file (or forgets it when it no longer exists) and every file that
+    /// imports it, directly or through other modules, and swaps the registry. Returns one
+    /// report per file, the changed file first.
+    ///
+    /// A file that fails to load keeps its last good version live; so does a file whose new
+    /// version defines a tool another file already defines.
+    pub fn reload_path(&self, path: &Path) -> Vec<reload::ReloadReport> {
+        self.reload_with_importers(path, false)
+    }
+
+    /// [`Host::reload_path`], but an empty read of a file that had tools is reported as
+    /// `deferred` and changes nothing (it may be a writer caught between truncate and write).
+    pub fn reload_path_settling(&self, path: &Path) -> Vec<reload::ReloadReport> {
+        self.reload_with_importers(path, true)
+    }
+
+    fn reload_with_importers(&self, path: &Path, defer_empty: bool) -> Vec<reload::ReloadReport> {
+        let first = self.reload_file(path, defer_empty);
+        if first.deferred {
+            return vec![first];
+        }
+        // Any script may be a module a handler imports at call time, literal path or not.
+        self.modules.clear();
+        let importers = match self.files.lock() {
+            Ok(files) => reload::importers(&files, path),
+            Err(_) => Vec::new(),
+        };
+        let mut reports = vec![first];
+        for (importer, via) in importers {
+            let report = self.reload_file(Path::new(&importer), false);
+            reports.push(reload::ReloadReport { via, ..report });
+        }
+        reports[0].mcp = self.sync_mcp_servers();
+        reports
+    }
+
+    /// Starts and stops MCP servers to match what the scripts declare now; a line for each
+    /// started or stopped. Only a host in an `Arc` runs servers (their tools reach it by a Weak).
+    #[cfg(feature = "mcp")]
+    pub fn sync_mcp_servers(&self) -> Vec<String> {
+        let Some(this) = self.this.get().and_then(std::sync::Weak::upgrade) else {
+            return Vec::new();
+        };
+        let wanted = self.registry().mcp_servers().cloned().collect();
+        let sink: Arc<dyn crate::mcp::SourceSink> = this;
+        self.mcp.sync(&sink, wanted)
+    }
+
+    /// Without the `mcp` feature no server starts: a line for each one the scripts declare.
+    #[cfg(not(feature = "mcp"))]
+    pub fn sync_mcp_servers(&self) -> Vec<String> {
+        self.registry()
+            .mcp_servers()
+            .map(|s| {
+                format!(
+                    "mcp_server(\"{}\") not started: kiln was built without the `mcp` feature",
+                    s.name
+                )
+            })
+            .collect()
+    }
+
+    /// The MCP servers this host runs (declared in scripts, then `--mcp`), with their state.
+    #[cfg(feature = "mcp")]
+    pub fn mcp_servers(&self) -> Vec<crate::mcp::ServerStatus> {
+        self.mcp.statuses()
+    }
+
+    /// Where lines about script-declared MCP servers go (restarts, list changes).
+    #[cfg(feature = "mcp")]
+    pub fn on_mcp_report(&self, report: impl Fn(String) + Send + Sync + 'static) {
+        self.mcp.set_report(Arc::new(report));
+    }
+
+    /// Mounts `--mcp` servers: their tools join the registry as `SERVER__TOOL`, and they are
+    /// listed among [`Host::mcp_servers`]. A server that cannot start is an error.
+    #[cfg(feature = "mcp")]
+    pub fn mount(
+        self: &Arc<Self>,
+        specs: Vec<crate::mcp::MountSpec>,
+        report: impl Fn(String) + Send + Sync + 'static,
+    ) -> Result<crate::mcp::Mounts, crate::mcp::McpError> {
+        let sink: Arc<dyn crate::mcp::SourceSink> = self.clone();
+        crate::mcp::Mounts::start(&sink, specs, report)
+    }
+
+    fn reload_file(&self, path: &Path, defer_empty: bool) -> reload::ReloadReport {
+        let started = std::time::Instant::now();
+        let shown = path.to_string_lossy().to_string();
+        let Ok(mut files) = self.files.lock() else {
+            return reload::ReloadReport::failed(shown, Vec::new(), started);
+        };
+        let old = files.get(&shown).cloned();
+        let old_names: Vec<String> = old
+            .iter()
+            .flat_map(|f| f.tools.iter().map(|t| t.name.clone()))
+            .collect();
+        let source = match std::fs::read_to_string(path) {
+            Ok(src) => src,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                files.remove(&shown);
+                if let Ok(mut b) = self.broken.lock() {
+                    b.remove(&shown);
+                }
+                self.registry.store(Arc::new(self.build(&files)));
+                return reload::ReloadReport::removed(shown, old_names.len(), started);
+            }
+            Err(e) => {
+                let err = LoadError::at(
+                    error::SourceLoc {
+                        path: shown.clone(),
+                        line: 0,
+                        column: 0,
+                    },
+                    format!("cannot read: {e}"),
+                );
+                return reload::ReloadReport::failed(shown, vec![err], started);
+            }
+        };
+        // A writer that truncates then writes can be caught in between: an empty read of a file
+        // that had tools is put off (the watcher looks again once the folder is quiet).
+        if defer_empty && source.trim().is_empty() && !old_names.is_empty() {
+            return reload::ReloadReport {
+                deferred: true,
+                ..reload::ReloadReport::loaded(shown, 0, 0, 0, started)
+            };
+        }
+        let loaded = Arc::new(self.load_source(&shown, &source));
+        let mut candidate = files.clone();
+        candidate.insert(shown.clone(), loaded.clone());
+        let mut errors = loaded.errors.clone();
+        if errors.is_empty() {
+            let reg = Registry::build(ordered_files(&candidate).iter().map(|f| f.as_ref()));
+            errors.extend(
+                reg.errors
+                    .into_iter()
+                    // A pipeline calling what no longer exists is this file's error too.
+                    .filter(|e| {
+                        e.loc.path == shown
+                            && (e.message.starts_with("duplicate tool")
+                                || e.message.starts_with("pipeline \""))
+                    }),
+            );
+        }
+        if !errors.is_empty() && old.is_some() {
+            if let Ok(mut b) = self.broken.lock() {
+                b.insert(shown.clone(), errors.clone());
+            }
+            self.registry.store(Arc::new(self.build(&files)));
+            return reload::ReloadReport::failed(shown, errors, started);
+        }
+        if let Ok(mut b) = self.broken.lock() {
+            b.remove(&shown);
+        }
+        *files = candidate;
+        self.registry.store(Arc::new(self.build(&files)));
+        let new_names: Vec<&String> = loaded.tools.iter().map(|t| &t.name).collect();
+        let added = new_names.iter().filter(|n| !old_names.contains(n)).count();
+        let removed = old_names.iter().filter(|n| !new_names.contains(n)).count();
+        let report =
+            reload::ReloadReport::loaded(shown, added, new_names.len() - added, removed, started);
+        if errors.is_empty() {
+            report
+        } else {
+            reload::ReloadReport { errors, ..report }
+        }
+    }
+
+    /// Adds (or replaces, by path) a source of tools that is not a script file, such as a
+    /// mounted MCP server, and swaps in a registry that includes it.
+    pub fn set_source(&self, file: LoadedFile) {
+        let Ok(mut files) = self.files.lock() else {
+            return;
+        };
+        files.insert(file.path.clone(), Arc::new(file));
+        self.registry.store(Arc::new(self.build(&files)));
+    }
+
+    /// Forgets a source added with [`Host::set_source`] (a stopped MCP server's tools).
+    pub fn remove_source(&self, path: &str) {
+        let Ok(mut files) = self.files.lock() else {
+            return;
+        };
+        if files.remove(path).is_some() {
+            self.registry.store(Arc::new(self.build(&files)));
+        }
+    }
+
+    /// A call context holding these grants, with the current registry pinned.
+    pub fn context(&self, grants: capability::Grants) -> context::CallContext {
+        let mut ctx = context::CallContext::new(grants, self.services.clone());
+        ctx.registry = Some(self.registry());
+        ctx.agents = self
+            .this
+            .get()
+            .map(|w| w.clone() as std::sync::Weak<dyn kiln_core::pipeline::AgentRunner>);
+        ctx
+    }
+
+    /// Looks up a tool or says which ones exist.
+    pub fn tool(&self, name: &str) -> Result<Arc<tool::Tool>, HostError> {
+        let reg = self.registry();
+        reg.find(name).ok_or_else(|| HostError::UnknownTool {
+            name: name.into(),
+            known: reg.tool_names().join(", "),
+        })
+    }
+
+    /// Looks up an agent or says which ones exist.
+    pub fn agent(&self, name: &str) -> Result<Arc<AgentSpec>, HostError> {
+        let reg = self.registry();
+        reg.agent(name).ok_or_else(|| {
+            let known: Vec<String> = reg.agents().map(|a| a.name.clone()).collect();
+            HostError::UnknownAgent {
+                name: name.into(),
+                known: if known.is_empty() {
+                    "(none)".into()
+                } else {
+                    known.join(", ")
+                },
+            }
+        })
+    }
+}
+
+/// stdlib files first, then the application's native tools, then user files in path order.
+fn ordered_files(files: &BTreeMap<String, Arc<LoadedFile>>) -> Vec<Arc<LoadedFile>> {
+    let mut ordered: Vec<Arc<LoadedFile>> = files.values().cloned().collect();
+    ordered.sort_by_key(|f| match f.path.as_str() {
+        p if p.starts_with("stdlib/") => 0,
+        kiln_core::native::NATIVE_SOURCE => 1,
+        _ => 2,
+    });
+    ordered
+}
+
+/// The `*.rhai` files of a folder (recursively), sorted; a missing default folder is empty.
+pub fn script_files(dir: &Path) -> Result<Vec<PathBuf>, HostError> {
+    let mut out = Vec::new();
+    if !dir.exists() {
+        return Ok(out);
+    }
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        let entries = std::fs::read_dir(&d).map_err(|e| HostError::ScriptsFolder {
+            path: d.display().to_string(),
+            source: e,
+        })?;
+        for entry in entries.flatten() {
+            let p = entry.path();
+            if p.is_dir() {
+                stack.push(p);
+            } else if p.extension().is_some_and(|e| e == "rhai") && !script::is_test_file(&p) {
+                out.push(p);
+            }
+        }
+    }
+    out.sort();
+    Ok(out)
+}
+
+#[cfg(feature = "mcp")]
+impl crate::mcp::SourceSink for Host {
+    fn set_source(&self, file: LoadedFile) {
+        Host::set_source(self, file);
+    }
+
+    fn remove_source(&self, path: &str) {
+        Host::remove_source(self, path);
+    }
+
+    fn workspace(&self) -> PathBuf {
+        self.config.workspace.clone()
+    }
+
+    fn mounted(&self, spec: crate::mcp::MountSpec, state: crate::mcp::mount::StateCell) {
+        self.mcp.add_flagged(spec, state);
+    }
+}
+
+impl reload::Reload for Host {
+    fn folders(&self) -> Vec<PathBuf> {
+        self.config.scripts.clone()
+    }
+
+    fn reload_path(&self, path: &Path) -> Vec<reload::ReloadReport> {
+        Host::reload_path(self, path)
+    }
+
+    fn reload_path_settling(&self, path: &Path) -> Vec<reload::ReloadReport> {
+        Host::reload_path_settling(self, path)
+    }
+}

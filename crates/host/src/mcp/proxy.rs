@@ -1,0 +1,103 @@
+//! A mounted server's tools as registry tools: listed from the server, each a native tool
+//! named `SERVER__TOOL` under `mcp:SERVER` that forwards its validated arguments through the
+//! server's live connection.
+
+use super::McpError;
+use super::convert::result_from_mcp;
+use super::sink::SourceSink;
+use kiln_core::error::SourceLoc;
+use kiln_core::mount_spec::{MountSpec, SEPARATOR};
+use kiln_core::native::{NativeTool, native_source};
+use kiln_core::tool::{FailureKind, Hints, ToolFailure};
+use rmcp::model::CallToolRequestParams;
+use rmcp::{Peer, RoleClient};
+use serde_json::Value;
+use std::sync::{Arc, RwLock};
+
+/// The live connection to one server, or `None` while it is being restarted.
+pub(super) type Slot = Arc<RwLock<Option<Peer<RoleClient>>>>;
+
+/// Lists the server's tools and swaps them into the host's registry; how many there are.
+pub(super) async fn install(
+    host: &dyn SourceSink,
+    spec: &MountSpec,
+    slot: &Slot,
+    peer: &Peer<RoleClient>,
+) -> Result<usize, McpError> {
+    let tools = peer.list_all_tools().await.map_err(|e| McpError::Server {
+        server: spec.name.clone(),
+        message: format!("tools/list failed: {e}"),
+    })?;
+    let natives: Vec<NativeTool> = tools.iter().map(|t| proxy(spec, slot, t)).collect();
+    let count = natives.len();
+    let mut file = native_source(natives);
+    file.path = spec.source_path();
+    host.set_source(file);
+    Ok(count)
+}
+
+/// A registry tool forwarding validated arguments to the server's tool, through whichever
+/// connection is live when it is called.
+fn proxy(spec: &MountSpec, slot: &Slot, tool: &rmcp::model::Tool) -> NativeTool {
+    let remote = tool.name.to_string();
+    let (server, slot) = (spec.name.clone(), slot.clone());
+    let forward = remote.clone();
+    let native = NativeTool::new(
+        format!("{}{SEPARATOR}{remote}", spec.name),
+        move |args, _ctx| {
+            let peer = slot.read().ok().and_then(|p| p.clone());
+            let (server, remote) = (server.clone(), forward.clone());
+            async move {
+                let Some(peer) = peer else {
+                    return Err(ToolFailure::visible(
+                        FailureKind::ToolError,
+                        format!("MCP server \"{server}\" is not running (kiln is restarting it); try again shortly"),
+                    ));
+                };
+                let mut req = CallToolRequestParams::new(remote.clone());
+                if let Value::Object(map) = args {
+                    req = req.with_arguments(map);
+                }
+                match peer.call_tool(req).await {
+                    Ok(result) => result_from_mcp(result),
+                    Err(e) => Err(ToolFailure::visible(
+                        FailureKind::ToolError,
+                        format!("MCP server \"{server}\" did not answer the call of {remote}: {e}"),
+                    )),
+                }
+            }
+        },
+    )
+    .description(tool.description.as_deref().unwrap_or_default())
+    .input_schema(Value::Object((*tool.input_schema).clone()))
+    .requires(&spec.capability())
+    .hints(hints_of(tool))
+    .located(
+        spec.declared
+            .clone()
+            .unwrap_or_else(|| SourceLoc::new(&spec.source_path(), 0, 0)),
+    );
+    let native = match tool
+        .title
+        .as_ref()
+        .or(tool.annotations.as_ref().and_then(|a| a.title.as_ref()))
+    {
+        Some(title) => native.title(title.clone()),
+        None => native,
+    };
+    match spec.rate_limit {
+        Some(limit) => native.rate_limit(limit),
+        None => native,
+    }
+}
+
+/// The server's own annotations, passed on (what it leaves out is derived as for any tool).
+fn hints_of(tool: &rmcp::model::Tool) -> Hints {
+    let a = tool.annotations.clone().unwrap_or_default();
+    Hints {
+        read_only: a.read_only_hint,
+        destructive: a.destructive_hint,
+        idempotent: a.idempotent_hint,
+        open_world: a.open_world_hint,
+    }
+}

@@ -1,0 +1,143 @@
+//! Serving an axum app on a TCP listener the way a server reachable from a network must: a
+//! deadline for each request's headers (which also ends idle keep-alive connections), a
+//! deadline for its body, a cap on open connections, and a graceful drain. `kiln serve` and
+//! `kiln mcp --http` both serve through it.
+//!
+//! May depend on: no kiln crate (axum, hyper).
+
+#![warn(missing_docs)]
+
+use axum::Router;
+use axum::body::Body;
+use axum::extract::Request;
+use axum::http::StatusCode;
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use hyper_util::rt::{TokioIo, TokioTimer};
+use hyper_util::server::graceful::GracefulShutdown;
+use hyper_util::service::TowerToHyperService;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::net::TcpListener;
+use tokio::sync::Semaphore;
+use tokio_util::sync::CancellationToken;
+
+/// The limits of one HTTP door.
+#[derive(Debug, Clone, Copy)]
+pub struct HttpLimits {
+    /// How long a client may take to send a request's headers; a keep-alive connection that
+    /// sends no next request within it is closed too.
+    pub header_timeout: Duration,
+    /// How long a client may take to send a request's body.
+    pub body_timeout: Duration,
+    /// Open connections at most; one more is closed at once.
+    pub max_connections: usize,
+    /// The largest body read (a door may allow less).
+    pub max_body: usize,
+}
+
+impl Default for HttpLimits {
+    fn default() -> Self {
+        HttpLimits {
+            header_timeout: Duration::from_secs(10),
+            body_timeout: Duration::from_secs(30),
+            max_connections: 1024,
+            max_body: 4 << 20,
+        }
+    }
+}
+
+/// Serves `app` on `listener` until `stop` is cancelled; then stops accepting and returns once
+/// every open connection has finished (callers bound the drain with a timeout).
+pub async fn serve(
+    listener: TcpListener,
+    app: Router,
+    limits: HttpLimits,
+    stop: CancellationToken,
+) -> std::io::Result<()> {
+    let app = app.layer(axum::middleware::from_fn(move |req, next| {
+        body_deadline(limits, req, next)
+    }));
+    let graceful = GracefulShutdown::new();
+    let open = Arc::new(Semaphore::new(limits.max_connections.max(1)));
+    let mut builder = hyper::server::conn::http1::Builder::new();
+    builder
+        .timer(TokioTimer::new())
+        .header_read_timeout(limits.header_timeout);
+    loop {
+        let accepted = tokio::select! {
+            _ = stop.cancelled() => break,
+            accepted = listener.accept() => accepted,
+        };
+        let stream = match accepted {
+            Ok((stream, _)) => stream,
+            Err(e) => {
+                // Out of file descriptors and the like: wait a little rather than spin.
+                tracing::warn!("accept failed: {e}");
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                continue;
+            }
+        };
+        let Ok(permit) = open.clone().try_acquire_owned() else {
+            tracing::warn!(
+                max = limits.max_connections,
+                "connection refused: the server holds as many connections as it allows"
+            );
+            drop(stream);
+            continue;
+        };
+        let _ = stream.set_nodelay(true);
+        let service = TowerToHyperService::new(app.clone());
+        let conn = builder.serve_connection(TokioIo::new(stream), service);
+        let conn = graceful.watch(conn);
+        tokio::spawn(async move {
+            let _ = conn.await;
+            drop(permit);
+        });
+    }
+    drop(listener);
+    graceful.shutdown().await;
+    Ok(())
+}
+
+/// Reads a request's body within the body deadline and size limit before the handler sees
+/// it: a client trickling its body is answered `408` instead of holding a task.
+async fn body_deadline(limits: HttpLimits, req: Request, next: Next) -> Response {
+    let bodyless = req
+        .headers()
+        .get(axum::http::header::CONTENT_LENGTH)
+        .is_some_and(|v| v == "0")
+        || matches!(
+            *req.method(),
+            axum::http::Method::GET | axum::http::Method::HEAD
+        ) && !req
+            .headers()
+            .contains_key(axum::http::header::TRANSFER_ENCODING)
+            && !req
+                .headers()
+                .contains_key(axum::http::header::CONTENT_LENGTH);
+    if bodyless {
+        return next.run(req).await;
+    }
+    let (parts, body) = req.into_parts();
+    let read = axum::body::to_bytes(body, limits.max_body);
+    match tokio::time::timeout(limits.body_timeout, read).await {
+        Ok(Ok(bytes)) => {
+            next.run(Request::from_parts(parts, Body::from(bytes)))
+                .await
+        }
+        Ok(Err(_)) => (
+            StatusCode::PAYLOAD_TOO_LARGE,
+            format!("the request body is over {} bytes", limits.max_body),
+        )
+            .into_response(),
+        Err(_) => (
+            StatusCode::REQUEST_TIMEOUT,
+            format!(
+                "the request body did not arrive within {} s",
+                limits.body_timeout.as_secs_f64()
+            ),
+        )
+            .into_response(),
+    }
+}

@@ -1,0 +1,318 @@
+//! The MCP server: the registry's tools, as the grants allow, listed and called through
+//! [`Host::call`]; a reload is announced to every client that asked (both revisions).
+
+use crate::ask::{self, Approval};
+use crate::notify::{self, CallNotifier};
+use kiln_agent::RunOptions;
+use kiln_core::call_events::LogLevel;
+use kiln_core::capability::Grants;
+use kiln_host::Host;
+use kiln_host::api::CallOptions;
+use kiln_host::mcp::McpError;
+use kiln_host::mcp::convert::{agent_to_mcp, outcome_to_mcp, tool_to_mcp};
+use rmcp::model::{
+    CacheScope, CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock,
+    Implementation, ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig,
+    SubscriptionFilter, Tool,
+};
+use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
+use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
+use std::sync::{Arc, Mutex};
+use tokio::sync::broadcast;
+
+/// Serves a host's tools over MCP. Cheap to clone: the HTTP transport makes one per session
+/// and per stateless request, all sharing the host and the reload signal.
+#[derive(Clone)]
+pub struct McpServer {
+    host: Arc<Host>,
+    grants: Grants,
+    agents: bool,
+    changed: broadcast::Sender<()>,
+    /// The level this session's client set with `logging/setLevel` (one per session).
+    log_level: Arc<Mutex<Option<LogLevel>>>,
+}
+
+/// Agents offered as tools are named `ask_AGENT`.
+const AGENT_PREFIX: &str = "ask_";
+
+impl McpServer {
+    /// A server offering the tools `grants` cover (the same grants apply to every call).
+    pub fn new(host: Arc<Host>, grants: Grants) -> Self {
+        let (changed, _) = broadcast::channel(16);
+        McpServer {
+            host,
+            grants,
+            agents: false,
+            changed,
+            log_level: Arc::default(),
+        }
+    }
+
+    /// The server for a new session: the same tools and reload signal, its own log level.
+    pub fn for_session(&self) -> Self {
+        McpServer {
+            log_level: Arc::default(),
+            ..self.clone()
+        }
+    }
+
+    /// Also offers each agent as a tool `ask_AGENT` taking a `prompt`, so an outside
+    /// assistant can hand work to a kiln agent (which runs with its own grants).
+    pub fn with_agents(mut self, on: bool) -> Self {
+        self.agents = on;
+        self
+    }
+
+    /// Everything listed: the tools, then (with agents on) `ask_AGENT` for each agent whose
+    /// name does not collide with a tool.
+    fn listing(&self) -> Vec<Tool> {
+        let tools = self.tools();
+        let mut out: Vec<Tool> = tools.iter().map(|t| tool_to_mcp(t)).collect();
+        if self.agents {
+            for agent in self.host.registry().agents() {
+                let name = format!("{AGENT_PREFIX}{}", agent.name);
+                if out.iter().all(|t| t.name != name) {
+                    out.push(agent_to_mcp(&name, &agent.name, &agent.description));
+                }
+            }
+        }
+        out
+    }
+
+    /// The agent an `ask_AGENT` name stands for, when agents are offered and no tool has it.
+    fn agent_for(&self, name: &str) -> Option<String> {
+        let agent = name.strip_prefix(AGENT_PREFIX)?;
+        let reg = self.host.registry();
+        (self.agents && reg.find(name).is_none() && reg.agent(agent).is_some())
+            .then(|| agent.to_string())
+    }
+
+    /// Runs an agent for an `ask_AGENT` call; its answer, or its failure as an error result.
+    async fn ask_agent(
+        &self,
+        agent: &str,
+        args: &serde_json::Map<String, serde_json::Value>,
+        cx: &RequestContext<RoleServer>,
+    ) -> CallToolResult {
+        let Some(prompt) = args.get("prompt").and_then(|p| p.as_str()) else {
+            return CallToolResult::error(vec![ContentBlock::text(format!(
+                "Invalid arguments for tool \"{AGENT_PREFIX}{agent}\":\n/prompt: a string is required"
+            ))]);
+        };
+        let opts = RunOptions {
+            cancel: cx.ct.clone(),
+            actor_id: actor(cx),
+            // `--caps` is this door's ceiling: the agent runs with what both allow.
+            grants: (!self.grants.is_empty()).then(|| self.grants.clone()),
+            ..RunOptions::default()
+        };
+        match self.host.run(agent, prompt, opts).await {
+            Ok(report) => CallToolResult::success(vec![ContentBlock::text(report.answer)]),
+            Err(e) => {
+                tracing::warn!(agent, "the MCP run failed: {e}");
+                CallToolResult::error(vec![ContentBlock::text(format!(
+                    "agent \"{agent}\" failed: {}",
+                    kiln_core::public_error::scrub(&e.to_string())
+                ))])
+            }
+        }
+    }
+
+    /// The grants for one call of `tool`: `ask` grants it relies on are asked through the
+    /// client (unless `--yes`, or a terminal will ask); `Err` is the answer to send instead.
+    async fn approved_grants(
+        &self,
+        tool: &kiln_core::tool::Tool,
+        req: &CallToolRequestParams,
+        cx: &RequestContext<RoleServer>,
+    ) -> Result<Grants, CallToolResponse> {
+        let asked = ask::asked(tool, &self.grants);
+        if asked.is_empty() || self.host.services().assume_yes {
+            return Ok(self.grants.clone());
+        }
+        // A refusal is logged as the call it answers, with the client as the actor.
+        let refuse = |msg: String| -> CallToolResponse {
+            let args = serde_json::Value::Object(req.arguments.clone().unwrap_or_default());
+            let opts = CallOptions {
+                grants: Some(self.grants.clone()),
+                actor_id: actor(cx),
+                ..CallOptions::default()
+            };
+            if let Err(e) = self.host.refuse_call(&tool.name, args, opts, msg.clone()) {
+                tracing::warn!(tool = %tool.name, "the refused MCP call was not logged: {e}");
+            }
+            CallToolResult::error(vec![ContentBlock::text(msg)]).into()
+        };
+        match ask::approve(&tool.name, &asked, &self.grants, req, cx).await {
+            Approval::Approved(grants) => Ok(grants),
+            Approval::Refused(msg) => Err(refuse(msg)),
+            Approval::InputRequired(question) => Err(question.into()),
+            // The operator's terminal asks instead (the capability gate does it).
+            Approval::CannotAsk(_) if self.host.services().approver.is_some() => {
+                Ok(self.grants.clone())
+            }
+            Approval::CannotAsk(msg) => Err(refuse(msg)),
+        }
+    }
+
+    /// Tells every client that asked that the tool list changed (after a reload).
+    pub fn notify_tools_changed(&self) {
+        let _ = self.changed.send(());
+    }
+
+    /// The tools offered now, in registry order (stdlib, native, then scripts by path).
+    pub fn tools(&self) -> Vec<Arc<kiln_core::tool::Tool>> {
+        let ctx = self.host.context(self.grants.clone());
+        self.host.registry().available(None, &ctx)
+    }
+
+    /// Serves one client on stdin/stdout until it disconnects. Nothing else may write to
+    /// stdout meanwhile (logs go to stderr).
+    pub async fn serve_stdio(self) -> Result<(), McpError> {
+        let running = self
+            .serve(crate::frames::relay(
+                tokio::io::stdin(),
+                tokio::io::stdout(),
+            ))
+            .await
+            .map_err(|e| McpError::Session(e.to_string()))?;
+        running
+            .waiting()
+            .await
+            .map_err(|e| McpError::Session(e.to_string()))?;
+        Ok(())
+    }
+}
+
+/// Who an MCP call acts for: the client's name as it introduced itself.
+fn actor(cx: &RequestContext<RoleServer>) -> Option<String> {
+    cx.client_info().map(|c| format!("mcp:{}", c.name))
+}
+
+impl ServerHandler for McpServer {
+    // `logging` is deprecated by the 2026 revision, which still lets a server send log
+    // messages a request asks for; tools' `log(...)` messages go there.
+    #[allow(deprecated)]
+    fn get_info(&self) -> ServerConfig {
+        let caps = ServerCapabilities::builder()
+            .enable_logging()
+            .enable_tools()
+            .enable_tool_list_changed()
+            .build();
+        ServerConfig::new(caps)
+            .with_server_info(Implementation::new("kiln", env!("CARGO_PKG_VERSION")))
+    }
+
+    async fn list_tools(
+        &self,
+        _page: Option<PaginatedRequestParams>,
+        _cx: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        let tools = self.listing();
+        // ttl 0: caching clients refetch after a reload instead of serving a stale list.
+        Ok(ListToolsResult::with_all_items(tools)
+            .with_ttl_ms(0)
+            .with_cache_scope(CacheScope::Private))
+    }
+
+    fn get_tool(&self, name: &str) -> Option<Tool> {
+        self.listing().into_iter().find(|t| t.name == name)
+    }
+
+    async fn call_tool(
+        &self,
+        req: CallToolRequestParams,
+        cx: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let name = req.name.to_string();
+        if let Some(agent) = self.agent_for(&name) {
+            let args = req.arguments.unwrap_or_default();
+            return Ok(self.ask_agent(&agent, &args, &cx).await.into());
+        }
+        let Some(tool) = self.host.registry().find(&name) else {
+            // invalid_params, not method_not_found: the latter becomes an HTTP 404 on 2026.
+            return Err(ErrorData::invalid_params(
+                format!(
+                    "unknown tool \"{name}\": kiln has no such tool loaded now (a reload may have removed it); tools/list shows the current ones"
+                ),
+                None,
+            ));
+        };
+        let grants = match self.approved_grants(&tool, &req, &cx).await {
+            Ok(grants) => grants,
+            Err(answer) => return Ok(answer),
+        };
+        let args = serde_json::Value::Object(req.arguments.unwrap_or_default());
+        let session_level = self.log_level.lock().ok().and_then(|l| *l);
+        let mut notifier = CallNotifier::start(&name, &cx, session_level);
+        let opts = CallOptions {
+            grants: Some(grants),
+            actor_id: actor(&cx),
+            cancel: Some(cx.ct.clone()),
+            observer: Some(notifier.observer.clone()),
+            ..CallOptions::default()
+        };
+        let outcome = notifier.run(&cx, self.host.call(&name, args, opts)).await;
+        notifier.finish().await;
+        let outcome = outcome.map_err(|e| ErrorData::invalid_params(e.to_string(), None))?;
+        if let Err(f) = &outcome.result {
+            tracing::info!(tool = %name, kind = f.kind.as_str(), detail = ?f.detail, "MCP call failed");
+        }
+        Ok(outcome_to_mcp(&outcome, tool.meta.returns.is_some()).into())
+    }
+
+    // Deprecated by the 2026 revision (which sets a level per request), still served to 2025
+    // sessions: the level applies to the session's later calls.
+    #[allow(deprecated)]
+    async fn set_level(
+        &self,
+        req: rmcp::model::SetLevelRequestParams,
+        _cx: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        if let Ok(mut level) = self.log_level.lock() {
+            *level = Some(notify::from_mcp(req.level));
+        }
+        Ok(())
+    }
+
+    // 2025-11-25 sessions get unscoped list_changed through their own peer. 2026 requests
+    // never reach here, so they only hear of reloads on a `subscriptions/listen` stream.
+    async fn on_initialized(&self, cx: NotificationContext<RoleServer>) {
+        let mut rx = self.changed.subscribe();
+        let peer = cx.peer.clone();
+        tokio::spawn(async move {
+            while changed(&mut rx).await {
+                if peer.notify_tool_list_changed().await.is_err() {
+                    break;
+                }
+            }
+        });
+    }
+
+    fn accepted_subscription_filter(
+        &self,
+        _requested: &SubscriptionFilter,
+    ) -> Option<SubscriptionFilter> {
+        Some(SubscriptionFilter::builder().tools_list_changed().build())
+    }
+
+    async fn listen(&self, cx: SubscriptionContext) -> Result<(), ErrorData> {
+        let mut rx = self.changed.subscribe();
+        loop {
+            tokio::select! {
+                () = cx.cancelled() => return Ok(()),
+                more = changed(&mut rx) => {
+                    if !more || cx.sink().notify_tool_list_changed().await.is_err() {
+                        return Ok(());
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Waits for the next reload; false once the server is gone. Reloads missed while the
+/// client was slow still count as one change (the client refetches the whole list anyway).
+async fn changed(rx: &mut broadcast::Receiver<()>) -> bool {
+    !matches!(rx.recv().await, Err(broadcast::error::RecvError::Closed))
+}

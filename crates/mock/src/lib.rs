@@ -1,0 +1,308 @@
+//! `kiln mock`: a wire-faithful fake provider on 127.0.0.1. It serves `/v1/messages`
+//! (Anthropic), `/v1/chat/completions` (OpenAI) and `/api/chat` (Ollama), answers from a
+//! scenario, records every request (`GET /_kiln/requests`), and rejects protocol violations
+//! with the real services' error shapes.
+
+pub mod check;
+#[cfg(test)]
+mod conformance;
+pub mod render;
+pub mod scenario;
+
+use axum::body::{Body, Bytes};
+use axum::extract::State;
+use axum::http::{HeaderMap, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use render::Reply;
+use scenario::{Fault, Scenario, Turn};
+use serde_json::{Value, json};
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+#[derive(Clone, Copy, PartialEq)]
+enum Wire {
+    Anthropic,
+    OpenAi,
+    Ollama,
+}
+
+struct Shared {
+    scenario: Scenario,
+    /// Each client's place in the scenario (see [`client_key`]).
+    cursors: Mutex<HashMap<u64, usize>>,
+    requests: Mutex<Vec<Value>>,
+}
+
+/// The router of a mock serving `scenario`.
+pub fn router(scenario: Scenario) -> Router {
+    let shared = Arc::new(Shared {
+        scenario,
+        cursors: Mutex::new(HashMap::new()),
+        requests: Mutex::new(Vec::new()),
+    });
+    Router::new()
+        .route(
+            "/v1/messages",
+            post(|s: State<Arc<Shared>>, h: HeaderMap, b: Bytes| {
+                handle(s, h, b, Wire::Anthropic, "/v1/messages")
+            }),
+        )
+        .route(
+            "/v1/chat/completions",
+            post(|s: State<Arc<Shared>>, h: HeaderMap, b: Bytes| {
+                handle(s, h, b, Wire::OpenAi, "/v1/chat/completions")
+            }),
+        )
+        .route(
+            "/api/chat",
+            post(|s: State<Arc<Shared>>, h: HeaderMap, b: Bytes| {
+                handle(s, h, b, Wire::Ollama, "/api/chat")
+            }),
+        )
+        .route(
+            "/_kiln/requests",
+            get(|State(s): State<Arc<Shared>>| async move {
+                Json(Value::Array(
+                    s.requests.lock().map(|r| r.clone()).unwrap_or_default(),
+                ))
+            }),
+        )
+        .with_state(shared)
+}
+
+/// Binds `addr` (port 0 picks one) and returns the bound address and the server future.
+pub async fn bind(
+    scenario: Scenario,
+    addr: SocketAddr,
+) -> std::io::Result<(
+    SocketAddr,
+    impl std::future::Future<Output = std::io::Result<()>>,
+)> {
+    let listener = tokio::net::TcpListener::bind(addr).await?;
+    let local = listener.local_addr()?;
+    Ok((local, async move {
+        axum::serve(listener, router(scenario)).await
+    }))
+}
+
+fn redact(headers: &HeaderMap) -> Value {
+    let mut m = serde_json::Map::new();
+    for (name, value) in headers {
+        let n = name.as_str().to_ascii_lowercase();
+        let v = if matches!(n.as_str(), "x-api-key" | "authorization" | "api-key") {
+            "<redacted>".to_string()
+        } else {
+            value.to_str().unwrap_or("<binary>").to_string()
+        };
+        m.insert(n, json!(v));
+    }
+    Value::Object(m)
+}
+
+fn error_body(wire: Wire, status: u16, message: &str) -> Value {
+    match wire {
+        Wire::Anthropic => {
+            let kind = match status {
+                400 => "invalid_request_error",
+                401 => "authentication_error",
+                404 => "not_found_error",
+                429 => "rate_limit_error",
+                529 => "overloaded_error",
+                _ => "api_error",
+            };
+            json!({"type": "error", "error": {"type": kind, "message": message}, "request_id": "req_mock"})
+        }
+        Wire::OpenAi => {
+            let kind = if status == 429 {
+                "rate_limit_exceeded"
+            } else if status >= 500 {
+                "server_error"
+            } else {
+                "invalid_request_error"
+            };
+            json!({"error": {"message": message, "type": kind, "param": null, "code": null}})
+        }
+        Wire::Ollama => json!({"error": message}),
+    }
+}
+
+fn json_response(status: u16, body: Value, extra: &[(&str, String)]) -> Response {
+    let mut resp = (
+        StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR),
+        Json(body),
+    )
+        .into_response();
+    for (k, v) in extra {
+        if let (Ok(name), Ok(val)) = (
+            axum::http::HeaderName::from_bytes(k.as_bytes()),
+            HeaderValue::from_str(v),
+        ) {
+            resp.headers_mut().insert(name, val);
+        }
+    }
+    resp
+}
+
+fn fault_response(wire: Wire, f: &Fault) -> Response {
+    let mut headers = Vec::new();
+    if let Some(s) = f.retry_after {
+        headers.push(("retry-after", format!("{s}")));
+    }
+    if let Some(ms) = f.retry_after_ms {
+        headers.push(("retry-after-ms", ms.to_string()));
+    }
+    if let Some(r) = f.should_retry {
+        headers.push(("x-should-retry", r.to_string()));
+    }
+    let msg = f
+        .message
+        .clone()
+        .unwrap_or_else(|| format!("mock fault {}", f.status));
+    json_response(f.status, error_body(wire, f.status, &msg), &headers)
+}
+
+/// Header naming a client explicitly, for clients that share an API key.
+pub const CLIENT_HEADER: &str = "x-kiln-client";
+
+/// Which client a request comes from: the `x-kiln-client` header, else its API key (hashed,
+/// so no key is kept), else one shared client. Each client walks the scenario on its own, so
+/// concurrent tests and replays do not take each other's turns.
+fn client_key(headers: &HeaderMap) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    if let Some(v) = headers.get(CLIENT_HEADER) {
+        (CLIENT_HEADER, v.as_bytes()).hash(&mut h);
+        return h.finish();
+    }
+    // The same key is the same client on every wire (`x-api-key: K`, `Bearer K`).
+    for name in ["x-api-key", "authorization", "api-key"] {
+        if let Some(v) = headers.get(name) {
+            let key = v.as_bytes();
+            key.strip_prefix(b"Bearer ").unwrap_or(key).hash(&mut h);
+            return h.finish();
+        }
+    }
+    0
+}
+
+/// The turn for a request: by the conversation's round (`by_round`), else the client's next.
+fn next_turn(shared: &Shared, client: u64, body: &Value) -> Result<(usize, Turn), usize> {
+    let turns = &shared.scenario.turns;
+    if shared.scenario.by_round {
+        let round = body["messages"]
+            .as_array()
+            .map_or(0, |m| m.iter().filter(|m| m["role"] == "assistant").count());
+        if turns.is_empty() || (round >= turns.len() && !shared.scenario.repeat) {
+            return Err(round);
+        }
+        return Ok((round, turns[round % turns.len()].clone()));
+    }
+    let mut cursors = shared.cursors.lock().unwrap_or_else(|e| e.into_inner());
+    let cursor = cursors.entry(client).or_insert(0);
+    if turns.is_empty() || (*cursor >= turns.len() && !shared.scenario.repeat) {
+        return Err(*cursor);
+    }
+    let n = *cursor;
+    *cursor += 1;
+    Ok((n, turns[n % turns.len()].clone()))
+}
+
+async fn handle(
+    State(shared): State<Arc<Shared>>,
+    headers: HeaderMap,
+    body: Bytes,
+    wire: Wire,
+    path: &'static str,
+) -> Response {
+    let parsed: Result<Value, _> = serde_json::from_slice(&body);
+    let recorded = match &parsed {
+        Ok(v) => v.clone(),
+        Err(_) => json!(String::from_utf8_lossy(&body)),
+    };
+    if let Ok(mut r) = shared.requests.lock() {
+        r.push(json!({"path": path, "headers": redact(&headers), "body": recorded}));
+    }
+    let Ok(body) = parsed else {
+        return json_response(
+            400,
+            error_body(wire, 400, "the request body is not valid JSON"),
+            &[],
+        );
+    };
+    let checked = match wire {
+        Wire::Anthropic => check::anthropic(&headers, &body, shared.scenario.require_auth),
+        Wire::OpenAi => check::openai(&headers, &body, shared.scenario.require_auth),
+        Wire::Ollama => check::ollama(&body),
+    };
+    if let Err((status, err)) = checked {
+        return json_response(status, err, &[("x-should-retry", "false".into())]);
+    }
+    let (n, turn) = match next_turn(&shared, client_key(&headers), &body) {
+        Ok(t) => t,
+        Err(served) => {
+            return json_response(
+                400,
+                error_body(
+                    wire,
+                    400,
+                    &format!("kiln-mock: scenario exhausted after {served} turns"),
+                ),
+                &[("x-should-retry", "false".into())],
+            );
+        }
+    };
+    if let Some(ms) = turn.delay_ms {
+        tokio::time::sleep(Duration::from_millis(ms)).await;
+    }
+    if let Some(f) = &turn.fault {
+        return fault_response(wire, f);
+    }
+    let model = body["model"].as_str().unwrap_or("mock-model").to_string();
+    let stream = body["stream"]
+        .as_bool()
+        .unwrap_or(wire == Wire::Ollama && body.get("stream").is_none());
+    let reply = match wire {
+        Wire::Anthropic => render::anthropic(&turn, n, &model, stream),
+        Wire::OpenAi => render::openai(
+            &turn,
+            n,
+            &model,
+            stream,
+            body["stream_options"]["include_usage"] == true,
+        ),
+        Wire::Ollama => render::ollama(&turn, n, &model, stream, shared.scenario.ollama_ids),
+    };
+    match reply {
+        Reply::Json(v) => json_response(200, v, &[]),
+        Reply::Raw(text) => (
+            [(axum::http::header::CONTENT_TYPE, "application/json")],
+            text,
+        )
+            .into_response(),
+        Reply::Stream(chunks) => {
+            let delay = Duration::from_millis(shared.scenario.chunk_delay_ms);
+            let content_type = if wire == Wire::Ollama {
+                "application/x-ndjson"
+            } else {
+                "text/event-stream"
+            };
+            let stream =
+                futures_util::stream::unfold(chunks.into_iter(), move |mut it| async move {
+                    let next = it.next()?;
+                    if !delay.is_zero() {
+                        tokio::time::sleep(delay).await;
+                    }
+                    Some((Ok::<Bytes, std::convert::Infallible>(Bytes::from(next)), it))
+                });
+            (
+                [(axum::http::header::CONTENT_TYPE, content_type)],
+                Body::from_stream(stream),
+            )
+                .into_response()
+        }
+    }
+}

@@ -1,0 +1,211 @@
+//! kiln's model providers: each wire format in its own module with its wire types and
+//! conversion (`anthropic`, `openai`, `ollama`), the shared HTTP transport with retries and
+//! bounded reads ([`http`]), incremental SSE ([`sse`]), key redaction ([`redact`]), and the
+//! [`Provider`] an agent talks to. The neutral types they convert are kiln-core's
+//! ([`kiln_core::model`], re-exported here); a model in this process is a
+//! [`LocalModel`]. Providers know nothing of Rhai or of tools' code.
+//!
+//! May depend on: kiln-core.
+
+#![warn(missing_docs)]
+
+pub mod anthropic;
+pub mod http;
+pub mod ollama;
+pub mod openai;
+mod openai_reply;
+mod openai_stream;
+pub mod redact;
+pub mod sse;
+
+pub use kiln_core::model::{
+    CallArgs, LocalModel, LocalReply, Message, ModelRequest, ModelResponse, ProviderError,
+    StopReason, TextSink, ToolCall, ToolDef, ToolResult, Usage, error, local, tool_definitions,
+};
+
+use std::time::Duration;
+
+/// Connection settings of an HTTP provider.
+#[derive(Debug, Clone)]
+pub struct Endpoint {
+    /// Base URL (`https://api.anthropic.com`, `http://127.0.0.1:11434`, ...).
+    pub base_url: String,
+    /// API key, if the provider needs one. Never printed.
+    pub api_key: Option<String>,
+    /// The environment variable the key comes from (named when the service refuses it).
+    pub key_var: Option<String>,
+    /// Time until a non-streamed reply is complete, or until a streamed one starts.
+    pub timeout: Duration,
+    /// Retries after the first attempt.
+    pub max_retries: u32,
+    /// Sizes and stream timeouts.
+    pub limits: Limits,
+}
+
+impl Endpoint {
+    /// The values that must never leave kiln: the key sent to this endpoint.
+    pub fn secrets(&self) -> redact::Secrets {
+        redact::Secrets::new(self.api_key.iter().cloned())
+    }
+}
+
+/// What one reply may cost: bytes, and time for streams.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// Bytes of one reply body (streamed or not).
+    pub max_reply_bytes: usize,
+    /// Bytes of one line of a stream (an SSE line, an NDJSON object).
+    pub max_line_bytes: usize,
+    /// Longest wait for the next chunk of a streamed reply.
+    pub idle_timeout: Duration,
+    /// Longest time one streamed reply may take, from its first byte to its end.
+    pub stream_timeout: Duration,
+}
+
+impl Limits {
+    /// Default `max_reply_bytes`: far above the longest reply a model writes (64k output
+    /// tokens streamed are under 16 MiB of events), far below what hurts memory.
+    pub const DEFAULT_MAX_REPLY_BYTES: usize = 32 << 20;
+    /// Default `max_line_bytes`: one event carrying a whole large tool call still fits.
+    pub const DEFAULT_MAX_LINE_BYTES: usize = 4 << 20;
+    /// Default idle timeout between stream chunks.
+    pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(120);
+    /// Default overall timeout of a streamed reply.
+    pub const DEFAULT_STREAM_TIMEOUT: Duration = Duration::from_secs(30 * 60);
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            max_reply_bytes: Self::DEFAULT_MAX_REPLY_BYTES,
+            max_line_bytes: Self::DEFAULT_MAX_LINE_BYTES,
+            idle_timeout: Self::DEFAULT_IDLE_TIMEOUT,
+            stream_timeout: Self::DEFAULT_STREAM_TIMEOUT,
+        }
+    }
+}
+
+/// A configured provider.
+pub enum Provider {
+    /// Anthropic Messages API.
+    Anthropic(anthropic::Anthropic),
+    /// OpenAI Chat Completions (and compatible servers).
+    OpenAi(openai::OpenAi),
+    /// Ollama's native `/api/chat`.
+    Ollama(ollama::Ollama),
+    /// A model in this process: the script planner, or an embedder's ([`local::LocalModel`]).
+    Local(std::sync::Arc<dyn local::LocalModel>),
+}
+
+impl Provider {
+    /// The provider's name.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Provider::Anthropic(_) => "anthropic",
+            Provider::OpenAi(_) => "openai",
+            Provider::Ollama(_) => "ollama",
+            Provider::Local(m) => m.name(),
+        }
+    }
+
+    fn endpoint(&self) -> Option<&Endpoint> {
+        match self {
+            Provider::Anthropic(p) => Some(&p.endpoint),
+            Provider::OpenAi(p) => Some(&p.endpoint),
+            Provider::Ollama(p) => Some(&p.endpoint),
+            Provider::Local(_) => None,
+        }
+    }
+
+    /// Renders `req` as this provider sends it. The result owns its bytes, so the step that
+    /// sends it (which a durable journal may hold beyond the loop's borrows) holds nothing of
+    /// the conversation.
+    pub fn prepare(&self, req: &ModelRequest<'_>) -> Prepared {
+        let body = match self {
+            Provider::Anthropic(_) => http::json(&anthropic::request_body(req)),
+            Provider::OpenAi(p) => p.request_bytes(req).into(),
+            Provider::Ollama(_) => http::json(&ollama::request_body(req)),
+            Provider::Local(_) => http::json(&local::planner_input(req)),
+        };
+        Prepared {
+            body,
+            stream: req.stream,
+        }
+    }
+
+    /// Sends one [`Provider::prepare`]d request and returns the reply; streamed text goes to
+    /// `sink` as it arrives. Whatever the service sent back has the key redacted (it may echo
+    /// it) and unique tool-call ids (the next request must answer each call by its own id).
+    pub async fn send(
+        &self,
+        req: Prepared,
+        sink: &TextSink,
+    ) -> Result<ModelResponse, ProviderError> {
+        let secrets = self.endpoint().map(Endpoint::secrets).unwrap_or_default();
+        let guard = secrets.guard_sink(sink.clone());
+        let sink = &guard.sink();
+        let Prepared { body, stream } = req;
+        let result = match self {
+            Provider::Anthropic(p) => p.send(body, stream, sink).await,
+            Provider::OpenAi(p) => p.send(body, stream, sink).await,
+            Provider::Ollama(p) => p.send(body, stream, sink).await,
+            Provider::Local(p) => p.send(&body, sink).await,
+        };
+        guard.flush();
+        let mut reply = result.map_err(|e| secrets.error(e))?;
+        secrets.reply(&mut reply);
+        unique_call_ids(self.name(), &mut reply.tool_calls);
+        Ok(reply)
+    }
+}
+
+/// A model request rendered by [`Provider::prepare`]: the body as sent.
+#[derive(Debug, Clone)]
+pub struct Prepared {
+    body: bytes::Bytes,
+    stream: bool,
+}
+
+/// Gives every call of one reply its own id: an empty id becomes `call_N` and a repeated one
+/// `ID_2`, `ID_3`, ... (never an id already in the reply). The renamed id is what the
+/// transcript records and what the next request answers, so the two always agree.
+pub fn unique_call_ids(provider: &str, calls: &mut [ToolCall]) {
+    let mut taken: std::collections::HashSet<String> = calls.iter().map(|c| c.id.clone()).collect();
+    let mut seen = std::collections::HashSet::new();
+    for (i, call) in calls.iter_mut().enumerate() {
+        if !call.id.is_empty() && seen.insert(call.id.clone()) {
+            continue;
+        }
+        let base = if call.id.is_empty() {
+            format!("call_{i}")
+        } else {
+            call.id.clone()
+        };
+        let mut n = 2;
+        let mut id = base.clone();
+        while taken.contains(&id) {
+            id = format!("{base}_{n}");
+            n += 1;
+        }
+        tracing::warn!(
+            "{provider}: tool call {i} of the reply {}; it is answered as {id:?}",
+            if call.id.is_empty() {
+                "has no id".to_string()
+            } else {
+                format!("repeats the id {:?}", truncate(&call.id, 80))
+            }
+        );
+        taken.insert(id.clone());
+        seen.insert(id.clone());
+        call.id = id;
+    }
+}
+
+/// Shortens text for messages.
+pub fn truncate(text: &str, max: usize) -> String {
+    if text.chars().count() <= max {
+        text.to_string()
+    } else {
+        format!("{}…", text.chars().take(max).collect::<String>())
+    }
+}

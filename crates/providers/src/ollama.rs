@@ -1,0 +1,229 @@
+//! Ollama's native `/api/chat`: arguments are objects, calls may lack ids (results are matched
+//! by order and `tool_name`), streams are NDJSON.
+
+use super::error::quote;
+use super::sse::{LineBuffer, LineEnds};
+use super::{
+    CallArgs, Endpoint, Message, ModelRequest, ModelResponse, ProviderError, StopReason, TextSink,
+    ToolCall, Usage, http,
+};
+use reqwest::header::HeaderMap;
+use serde_json::{Value, json};
+
+const NAME: &str = "ollama";
+/// Default base URL.
+pub const DEFAULT_BASE_URL: &str = "http://127.0.0.1:11434";
+/// Prefix of ids kiln made up for calls that came without one.
+const SYNTHETIC_ID: &str = "ollama_call_";
+
+/// An Ollama server.
+pub struct Ollama {
+    /// Where and how to connect.
+    pub endpoint: Endpoint,
+}
+
+/// `OLLAMA_HOST` may omit the scheme (`127.0.0.1:11434`); make it a URL.
+pub fn normalize_host(host: &str) -> String {
+    let h = host.trim().trim_end_matches('/');
+    if h.starts_with("http://") || h.starts_with("https://") {
+        h.to_string()
+    } else {
+        format!("http://{h}")
+    }
+}
+
+/// The request body for a neutral request.
+pub fn request_body(req: &ModelRequest<'_>) -> Value {
+    let mut msgs = Vec::new();
+    if let Some(s) = &req.system {
+        msgs.push(json!({"role": "system", "content": s}));
+    }
+    for m in req.messages.iter() {
+        match m {
+            Message::User { content } => msgs.push(json!({"role": "user", "content": content})),
+            Message::Assistant {
+                content,
+                tool_calls,
+            } => {
+                let mut a = json!({"role": "assistant", "content": content});
+                if !tool_calls.is_empty() {
+                    let calls: Vec<Value> = tool_calls
+                        .iter()
+                        .map(|c| {
+                            let args = match &c.args {
+                                CallArgs::Parsed(v @ Value::Object(_)) => v.clone(),
+                                _ => json!({}),
+                            };
+                            let mut call = json!({"function": {"name": c.name, "arguments": args}});
+                            if !c.id.starts_with(SYNTHETIC_ID) {
+                                call["id"] = json!(c.id);
+                            }
+                            call
+                        })
+                        .collect();
+                    a["tool_calls"] = Value::Array(calls);
+                }
+                msgs.push(a);
+            }
+            Message::Tool { results } => {
+                for r in results {
+                    let mut t = json!({"role": "tool", "tool_name": r.name, "content": r.content});
+                    if !r.call_id.starts_with(SYNTHETIC_ID) {
+                        t["tool_call_id"] = json!(r.call_id);
+                    }
+                    msgs.push(t);
+                }
+            }
+        }
+    }
+    let mut body = json!({"model": req.model, "messages": msgs, "stream": req.stream});
+    if !req.tools.is_empty() {
+        body["tools"] = super::tool_definitions(&req.tools, kiln_core::schema::Format::Ollama);
+    }
+    let mut options = json!({"num_predict": req.max_tokens});
+    if let Some(t) = req.temperature {
+        options["temperature"] = json!(t);
+    }
+    body["options"] = options;
+    body
+}
+
+fn malformed(message: impl Into<String>) -> ProviderError {
+    ProviderError::Malformed {
+        provider: NAME,
+        message: message.into(),
+    }
+}
+
+/// Accumulates replies: one object, or NDJSON chunks.
+#[derive(Default)]
+pub struct ChatState {
+    text: String,
+    calls: Vec<ToolCall>,
+    done_reason: Option<String>,
+    usage: Usage,
+    done: bool,
+}
+
+impl ChatState {
+    /// Applies one JSON object (a whole reply or a stream chunk).
+    pub fn apply(&mut self, line: &str, sink: &TextSink) -> Result<(), ProviderError> {
+        let line = line.trim();
+        if line.is_empty() {
+            return Ok(());
+        }
+        let v: Value = serde_json::from_str(line)
+            .map_err(|e| malformed(format!("bad reply line ({e}): {}", quote(line))))?;
+        if let Some(e) = v.get("error") {
+            return Err(ProviderError::Stream {
+                provider: NAME,
+                message: quote(&e.as_str().map_or_else(|| e.to_string(), str::to_string)),
+            });
+        }
+        let msg = &v["message"];
+        if let Some(t) = msg["content"].as_str()
+            && !t.is_empty()
+        {
+            self.text.push_str(t);
+            sink(t);
+        }
+        for c in msg["tool_calls"].as_array().into_iter().flatten() {
+            let f = &c["function"];
+            let name = f["name"]
+                .as_str()
+                .ok_or_else(|| malformed("tool call without a function name"))?;
+            let args = match &f["arguments"] {
+                Value::String(s) => CallArgs::from_text(s),
+                Value::Null => CallArgs::Parsed(json!({})),
+                other => CallArgs::Parsed(other.clone()),
+            };
+            let id = c["id"].as_str().map_or_else(
+                || format!("{SYNTHETIC_ID}{}", self.calls.len()),
+                str::to_string,
+            );
+            self.calls.push(ToolCall {
+                id,
+                name: name.to_string(),
+                args,
+            });
+        }
+        if v["done"].as_bool() == Some(true) {
+            self.done = true;
+            self.done_reason = v["done_reason"].as_str().map(str::to_string);
+            self.usage = Usage {
+                input_tokens: v["prompt_eval_count"].as_u64().unwrap_or(0),
+                output_tokens: v["eval_count"].as_u64().unwrap_or(0),
+            };
+        }
+        Ok(())
+    }
+
+    /// The reply once complete.
+    pub fn finish(self) -> Result<ModelResponse, ProviderError> {
+        if !self.done {
+            return Err(ProviderError::Transport {
+                provider: NAME,
+                message: "the stream ended before done: true".into(),
+            });
+        }
+        let stop = match self.done_reason.as_deref() {
+            Some("length") => StopReason::MaxTokens,
+            _ if !self.calls.is_empty() => StopReason::ToolUse,
+            Some("stop") | None => StopReason::EndTurn,
+            Some(other) => StopReason::Other(other.to_string()),
+        };
+        if stop == StopReason::MaxTokens
+            && let Some(last) = self.calls.last()
+        {
+            return Err(ProviderError::Truncated {
+                provider: NAME,
+                tool: quote(&last.name),
+            });
+        }
+        Ok(ModelResponse {
+            text: self.text,
+            tool_calls: self.calls,
+            stop,
+            usage: self.usage,
+        })
+    }
+}
+
+impl Ollama {
+    /// Sends a request body ([`request_body`]'s bytes).
+    pub async fn send(
+        &self,
+        body: bytes::Bytes,
+        stream: bool,
+        sink: &TextSink,
+    ) -> Result<ModelResponse, ProviderError> {
+        let url = format!("{}/api/chat", self.endpoint.base_url.trim_end_matches('/'));
+        let limits = &self.endpoint.limits;
+        let resp = http::post(NAME, &self.endpoint, &url, HeaderMap::new(), body, stream).await?;
+        let mut state = ChatState::default();
+        if !stream {
+            let v = http::json_body(NAME, resp, limits).await?;
+            state.apply(&v.to_string(), sink)?;
+            return state.finish();
+        }
+        let resp = http::expect_content_type(
+            NAME,
+            resp,
+            &["application/x-ndjson", "application/json"],
+            limits,
+        )
+        .await?;
+        let mut lines = LineBuffer::new(LineEnds::Lf, limits.max_line_bytes);
+        http::for_each_chunk(NAME, resp, limits, |bytes| {
+            for line in lines.push(bytes).map_err(|e| e.into_error(NAME))? {
+                state.apply(&line, sink)?;
+            }
+            Ok(())
+        })
+        .await?;
+        if let Some(rest) = lines.rest() {
+            state.apply(&rest, sink)?;
+        }
+        state.finish()
+    }
+}

@@ -1,0 +1,187 @@
+//! Tests of the OpenAI wire: the bytes sent, the stream chunks read.
+
+use super::*;
+use crate::{CallArgs, ToolCall, ToolDef, ToolResult};
+
+fn request(messages: &[Message]) -> ModelRequest<'_> {
+    ModelRequest {
+        model: "m\"messages\":[".into(),
+        system: Some("be brief".into()),
+        messages: messages.into(),
+        tools: vec![ToolDef {
+            name: "calc".into(),
+            description: "adds".into(),
+            schema: json!({"type": "object", "properties": {"x": {"type": "integer"}}}),
+        }],
+        temperature: Some(0.5),
+        max_tokens: 10,
+        stream: true,
+        unchanged_prefix: 0,
+    }
+}
+
+#[test]
+fn usual_stream_chunks_read_typed_as_they_read_as_values() {
+    use crate::sse::StreamState as _;
+    let chunks = [
+        r#"{"id":"c","choices":[{"index":0,"delta":{"role":"assistant","content":"Hé \"x\""},"finish_reason":null}]}"#,
+        r#"{"choices":[{"delta":{"tool_calls":[{"index":0,"id":"call_1","type":"function","function":{"name":"calc","arguments":""}}]}}]}"#,
+        r#"{"choices":[{"delta":{"tool_calls":[{"index":0,"function":{"arguments":"{\"x\":"}}]}}]}"#,
+        r#"{"choices":[{"delta":{"tool_calls":[{"index":1,"id":"call_2","function":{"name":"mul","arguments":"{}"}},{"index":0,"function":{"arguments":"1}"}}]}}]}"#,
+        r#"{"choices":[{"delta":{"content":null,"tool_calls":null},"finish_reason":"tool_calls"}],"usage":null}"#,
+        r#"{"choices":[],"usage":{"prompt_tokens":7,"completion_tokens":3,"total_tokens":10}}"#,
+    ];
+    let sink: TextSink = std::sync::Arc::new(|_: &str| {});
+    let (mut typed, mut values) = (StreamState::default(), StreamState::default());
+    for c in chunks {
+        assert!(typed.apply_typed(c, &sink), "read typed: {c}");
+        values.apply_value(c, &sink).expect("reads as a value");
+    }
+    assert_eq!(
+        typed.finish().expect("typed"),
+        values.finish().expect("values")
+    );
+    // Odd shapes are left to the lenient reading, which names what is wrong.
+    for odd in [
+        r#"{"choices":[{"delta":{"content":5}}]}"#,
+        r#"{"choices":[{"delta":null}]}"#,
+        r#"{"error":{"message":"overloaded"}}"#,
+        r#"{"usage":{}}"#,
+        r#"["choices"]"#,
+    ] {
+        assert!(!StreamState::default().apply_typed(odd, &sink), "{odd}");
+    }
+}
+
+#[test]
+fn bytes_sent_match_the_body_round_after_round_and_after_an_edit() {
+    let rendered = Rendered::default();
+    let mut messages = vec![Message::User {
+        content: "hi".into(),
+    }];
+    let turns = [
+        Message::Assistant {
+            content: String::new(),
+            tool_calls: vec![ToolCall {
+                id: "c1".into(),
+                name: "calc".into(),
+                args: CallArgs::from_text("{\"x\": 1}"),
+            }],
+        },
+        Message::Tool {
+            results: vec![
+                ToolResult {
+                    call_id: "c1".into(),
+                    name: "calc".into(),
+                    content: "2".into(),
+                    is_error: false,
+                };
+                2
+            ],
+        },
+        Message::Tool { results: vec![] },
+        Message::Assistant {
+            content: "done".into(),
+            tool_calls: vec![],
+        },
+    ];
+    let same = |messages: &[Message]| {
+        let sent: Value =
+            serde_json::from_slice(&request_bytes(&request(messages), false, &rendered))
+                .expect("valid JSON");
+        assert_eq!(sent, request_body(&request(messages), false));
+    };
+    same(&messages);
+    for m in turns {
+        messages.push(m);
+        same(&messages);
+    }
+    // A different conversation through the same provider (the planner's fresh prompt).
+    messages.truncate(1);
+    messages[0] = Message::User {
+        content: "other".into(),
+    };
+    same(&messages);
+    // Other tools, then none.
+    let mut other = request(&messages);
+    other.tools[0].name = "mul".into();
+    let sent: Value =
+        serde_json::from_slice(&request_bytes(&other, true, &rendered)).expect("valid JSON");
+    assert_eq!(sent, request_body(&other, true));
+    other.tools.clear();
+    let sent: Value =
+        serde_json::from_slice(&request_bytes(&other, true, &rendered)).expect("valid JSON");
+    assert_eq!(sent, request_body(&other, true));
+}
+
+#[test]
+fn a_promised_prefix_is_reused_without_comparing_and_the_rest_is_checked() {
+    let rendered = Rendered::default();
+    let mut messages = vec![Message::User {
+        content: "hi".into(),
+    }];
+    let mut sent_before = 0;
+    for i in 0..5 {
+        let mut req = request(&messages);
+        req.unchanged_prefix = sent_before;
+        let sent: Value =
+            serde_json::from_slice(&request_bytes(&req, false, &rendered)).expect("valid JSON");
+        assert_eq!(sent, request_body(&request(&messages), false), "round {i}");
+        sent_before = messages.len();
+        messages.push(Message::Assistant {
+            content: format!("turn {i}"),
+            tool_calls: vec![],
+        });
+    }
+    // What lies beyond the promise is compared: an edited last message is rendered again.
+    let last = messages.len() - 1;
+    messages[last] = Message::Assistant {
+        content: "edited".into(),
+        tool_calls: vec![],
+    };
+    let mut req = request(&messages);
+    req.unchanged_prefix = last;
+    let sent: Value =
+        serde_json::from_slice(&request_bytes(&req, false, &rendered)).expect("valid JSON");
+    assert_eq!(sent["messages"][last + 1]["content"], "edited");
+    // The promise is taken at its word: that is what makes a long conversation cheap.
+    messages[0] = Message::User {
+        content: "not compared".into(),
+    };
+    let mut req = request(&messages);
+    req.unchanged_prefix = 1;
+    let sent: Value =
+        serde_json::from_slice(&request_bytes(&req, false, &rendered)).expect("valid JSON");
+    assert_eq!(sent["messages"][1]["content"], "hi");
+}
+
+#[test]
+fn usual_whole_replies_read_typed_as_they_read_as_values_and_odd_ones_go_the_value_way() {
+    let usual = [
+        json!({"choices": [{"message": {"role": "assistant", "content": "hi"}, "finish_reason": "stop"}],
+               "usage": {"prompt_tokens": 3, "completion_tokens": 1}}),
+        json!({"id": "x", "choices": [{"index": 0, "message": {"content": null, "tool_calls": [
+            {"id": "c1", "type": "function", "function": {"name": "calc", "arguments": "{\"x\":1}"}},
+            {"type": "function", "function": {"name": "calc", "arguments": null}},
+            {"id": "c3", "function": {"name": "calc", "arguments": "not json"}}]},
+            "finish_reason": "tool_calls"}]}),
+        json!({"choices": [{"message": {"content": "cut"}, "finish_reason": "length"}], "usage": null}),
+    ];
+    for v in usual {
+        let bytes = v.to_string().into_bytes();
+        assert_eq!(
+            typed_reply(&bytes),
+            Some(parse_response(&v).expect("parses")),
+            "{v}"
+        );
+    }
+    let odd = [
+        json!({"error": {"message": "overloaded"}}),
+        json!({"choices": []}),
+        json!({"choices": [{"message": {"tool_calls": [{"function": {"name": "calc", "arguments": {"x": 1}}}]}}]}),
+        json!({"choices": [{"message": {"content": [{"type": "text", "text": "parts"}]}}]}),
+    ];
+    for v in odd {
+        assert_eq!(typed_reply(v.to_string().as_bytes()), None, "{v}");
+    }
+}

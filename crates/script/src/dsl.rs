@@ -1,0 +1,496 @@
+//! The DSL builders scripts use at their top level: `tool(name)...` and `agent(name)...`.
+//!
+//! Each builder call records into a draft shared by the chain; the loader collects the drafts
+//! of one file once its top level has run. Mistakes are recorded with the position of the
+//! offending call instead of aborting, so one bad tool does not hide the others.
+
+use kiln_core::schema::{self, Param};
+use rhai::{Array, Dynamic, Engine, EvalAltResult, FnPtr, INT, Map, NativeCallContext, Position};
+use serde_json::Value;
+use std::any::{Any, TypeId};
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+/// What a script said about one tool, before it is checked and compiled.
+#[derive(Debug, Default)]
+pub struct ToolDraft {
+    /// The tool name.
+    pub name: String,
+    /// Position of the `tool(...)` call.
+    pub pos: Position,
+    /// `.description(...)`.
+    pub description: String,
+    /// `.param(...)` calls in order.
+    pub params: Vec<Param>,
+    /// Position of the first `.param` call.
+    pub params_pos: Option<Position>,
+    /// `.input_schema(...)` and its position.
+    pub input_schema: Option<(Value, Position)>,
+    /// `.requires(...)` capability strings.
+    pub requires: Vec<(String, Position)>,
+    /// `.exclusive()`.
+    pub exclusive: bool,
+    /// `.timeout(ms)`.
+    pub timeout_ms: Option<u64>,
+    /// `.retries(n)`.
+    pub retries: u32,
+    /// `.rate_limit(calls, per_seconds[, #{ wait: true }])`.
+    pub rate_limit: Option<kiln_core::ratelimit::RateLimit>,
+    /// `.available_if(fn)`.
+    pub available_if: Option<FnPtr>,
+    /// `.handler(fn)`.
+    pub handler: Option<(FnPtr, Position)>,
+    /// `.title(...)`.
+    pub title: Option<String>,
+    /// `.returns(...)`: the output schema and where it was declared.
+    pub returns: Option<(Value, Position)>,
+    /// `.annotations(#{...})`.
+    pub hints: kiln_core::tool::Hints,
+    /// Problems found while building, with the position of the call.
+    pub errors: Vec<(Position, String)>,
+}
+
+/// What a script said about one agent.
+#[derive(Debug, Default)]
+pub struct AgentDraft {
+    /// The agent name.
+    pub name: String,
+    /// Position of the `agent(...)` call.
+    pub pos: Position,
+    /// Every string-valued setting (`provider`, `model`, `system`, ...).
+    pub settings: Map,
+    /// `.tools([...])` with the position of the call.
+    pub tools: Vec<String>,
+    /// Position of `.tools(...)`.
+    pub tools_pos: Position,
+    /// `.capabilities([...])`.
+    pub capabilities: Vec<String>,
+    /// Position of `.capabilities(...)`.
+    pub caps_pos: Position,
+    /// `.ask([...])`: grants that need approval.
+    pub ask: Vec<String>,
+    /// `.planner(fn)` for the script provider.
+    pub planner: Option<FnPtr>,
+    /// `.validator(fn)` for planner mode.
+    pub validator: Option<FnPtr>,
+    /// Problems found while building.
+    pub errors: Vec<(Position, String)>,
+}
+
+/// Handle to a tool draft, returned by every tool builder method.
+#[derive(Clone)]
+pub struct ToolBuilder(Arc<Mutex<ToolDraft>>);
+
+/// Handle to an agent draft, returned by every agent builder method.
+#[derive(Clone)]
+pub struct AgentBuilder(Arc<Mutex<AgentDraft>>);
+
+pub(super) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Drafts collected from one file's top level.
+#[derive(Default)]
+pub struct Collected {
+    /// Tools in definition order.
+    pub tools: Vec<ToolDraft>,
+    /// Agents in definition order.
+    pub agents: Vec<AgentDraft>,
+    /// Drafts of the other builders (pipelines, MCP servers), by their type, in definition
+    /// order: each kind's file hands its drafts in with [`collect_draft`] and the loader takes
+    /// them out with [`Collected::take`], so this file names none of them.
+    others: HashMap<TypeId, Vec<Box<dyn Any>>>,
+}
+
+impl Collected {
+    /// The drafts of type `T`, in definition order.
+    pub fn take<T: Default + 'static>(&mut self) -> Vec<T> {
+        self.others
+            .remove(&TypeId::of::<T>())
+            .unwrap_or_default()
+            .into_iter()
+            .filter_map(|d| d.downcast::<Arc<Mutex<T>>>().ok())
+            .map(|d| take(*d))
+            .collect()
+    }
+}
+
+#[derive(Default)]
+struct Collector {
+    tools: Vec<Arc<Mutex<ToolDraft>>>,
+    agents: Vec<Arc<Mutex<AgentDraft>>>,
+    others: HashMap<TypeId, Vec<Box<dyn Any>>>,
+}
+
+thread_local! {
+    static COLLECTOR: RefCell<Option<Collector>> = const { RefCell::new(None) };
+}
+
+/// Runs `f` (a file's top level) while collecting the drafts it defines.
+pub fn collect<T>(f: impl FnOnce() -> T) -> (T, Collected) {
+    COLLECTOR.with(|c| *c.borrow_mut() = Some(Collector::default()));
+    let stop = StopCollecting;
+    let out = f();
+    drop(stop);
+    let col = COLLECTOR
+        .with(|c| c.borrow_mut().take())
+        .unwrap_or_default();
+    let collected = Collected {
+        tools: col.tools.into_iter().map(take).collect(),
+        agents: col.agents.into_iter().map(take).collect(),
+        others: col.others,
+    };
+    (out, collected)
+}
+
+/// Ends collecting if the top level panics, so the thread's later calls of `tool(...)` are
+/// refused as outside a load instead of being collected.
+struct StopCollecting;
+
+impl Drop for StopCollecting {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            COLLECTOR.with(|c| c.borrow_mut().take());
+        }
+    }
+}
+
+fn take<T: Default>(m: Arc<Mutex<T>>) -> T {
+    match Arc::try_unwrap(m) {
+        Ok(m) => m.into_inner().unwrap_or_else(|e| e.into_inner()),
+        Err(shared) => std::mem::take(&mut *lock(&shared)),
+    }
+}
+
+/// Records a draft of another builder (`kind`: `pipeline`, `mcp_server`) made at a file's top
+/// level; an error anywhere else.
+pub(super) fn collect_draft<T: 'static>(
+    draft: &Arc<Mutex<T>>,
+    kind: &str,
+    pos: Position,
+) -> Result<(), Box<EvalAltResult>> {
+    COLLECTOR.with(|c| match c.borrow_mut().as_mut() {
+        Some(col) => {
+            col.others
+                .entry(TypeId::of::<T>())
+                .or_default()
+                .push(Box::new(draft.clone()));
+            Ok(())
+        }
+        None => Err(outside_load(kind, pos)),
+    })
+}
+
+/// Adds `.param`-style parameter `name` to `params`, or records why it cannot be.
+pub(super) fn push_param(
+    params: &mut Vec<Param>,
+    errors: &mut Vec<(Position, String)>,
+    pos: Position,
+    name: &str,
+    ty: &str,
+    options: Result<Value, String>,
+) {
+    let built = options.and_then(|o| {
+        let map = o.as_object().cloned().unwrap_or_default();
+        schema::build_param(name, ty, &map)
+    });
+    match built {
+        Ok((schema, required)) if !params.iter().any(|p| p.name == name) => params.push(Param {
+            name: name.to_string(),
+            schema,
+            required,
+        }),
+        Ok(_) => errors.push((pos, format!("param \"{name}\" is declared twice"))),
+        Err(e) => errors.push((pos, e)),
+    }
+}
+
+fn outside_load(what: &str, pos: Position) -> Box<EvalAltResult> {
+    EvalAltResult::ErrorRuntime(
+        format!("{what}(...) can only be used at the top level of a script file").into(),
+        pos,
+    )
+    .into()
+}
+
+fn new_tool(ctx: NativeCallContext, name: &str) -> Result<ToolBuilder, Box<EvalAltResult>> {
+    let draft = Arc::new(Mutex::new(ToolDraft {
+        name: name.to_string(),
+        pos: ctx.call_position(),
+        ..ToolDraft::default()
+    }));
+    COLLECTOR.with(|c| match c.borrow_mut().as_mut() {
+        Some(col) => {
+            col.tools.push(draft.clone());
+            Ok(ToolBuilder(draft))
+        }
+        None => Err(outside_load("tool", ctx.call_position())),
+    })
+}
+
+fn new_agent(ctx: NativeCallContext, name: &str) -> Result<AgentBuilder, Box<EvalAltResult>> {
+    let draft = Arc::new(Mutex::new(AgentDraft {
+        name: name.to_string(),
+        pos: ctx.call_position(),
+        ..AgentDraft::default()
+    }));
+    COLLECTOR.with(|c| match c.borrow_mut().as_mut() {
+        Some(col) => {
+            col.agents.push(draft.clone());
+            Ok(AgentBuilder(draft))
+        }
+        None => Err(outside_load("agent", ctx.call_position())),
+    })
+}
+
+pub(super) fn to_json(value: &Dynamic) -> Result<Value, String> {
+    rhai::serde::from_dynamic::<Value>(value).map_err(|e| e.to_string())
+}
+
+pub(super) fn strings(arr: &Array) -> Result<Vec<String>, String> {
+    arr.iter()
+        .map(|v| {
+            v.clone()
+                .into_immutable_string()
+                .map(|s| s.to_string())
+                .map_err(|t| format!("expected a list of strings, found a {t}"))
+        })
+        .collect()
+}
+
+impl ToolBuilder {
+    pub(super) fn with(&mut self, f: impl FnOnce(&mut ToolDraft)) -> ToolBuilder {
+        f(&mut lock(&self.0));
+        self.clone()
+    }
+
+    fn add_param(
+        &mut self,
+        pos: Position,
+        name: &str,
+        ty: &str,
+        options: Result<Value, String>,
+    ) -> ToolBuilder {
+        self.with(|d| {
+            d.params_pos.get_or_insert(pos);
+            push_param(&mut d.params, &mut d.errors, pos, name, ty, options);
+        })
+    }
+}
+
+impl AgentBuilder {
+    fn with(&mut self, f: impl FnOnce(&mut AgentDraft)) -> AgentBuilder {
+        f(&mut lock(&self.0));
+        self.clone()
+    }
+
+    fn set(&mut self, key: &str, value: Dynamic) -> AgentBuilder {
+        self.with(|d| {
+            d.settings.insert(key.into(), value);
+        })
+    }
+}
+
+/// The agent settings that take one string.
+pub const AGENT_STRING_SETTINGS: &[&str] = &[
+    "description",
+    "provider",
+    "model",
+    "system",
+    "base_url",
+    "api_key_env",
+    "mode",
+];
+
+/// Registers `tool(...)`, `agent(...)` and their builder methods.
+pub fn register(engine: &mut Engine) {
+    engine.register_type_with_name::<ToolBuilder>("ToolBuilder");
+    engine.register_type_with_name::<AgentBuilder>("AgentBuilder");
+    engine.register_fn("tool", new_tool);
+    engine.register_fn("agent", new_agent);
+
+    engine.register_fn("description", |b: &mut ToolBuilder, text: &str| {
+        b.with(|d| d.description = text.to_string())
+    });
+    engine.register_fn(
+        "param",
+        |ctx: NativeCallContext, b: &mut ToolBuilder, name: &str, ty: &str| {
+            b.add_param(ctx.call_position(), name, ty, Ok(Value::Null))
+        },
+    );
+    engine.register_fn(
+        "param",
+        |ctx: NativeCallContext, b: &mut ToolBuilder, name: &str, ty: &str, desc: &str| {
+            b.add_param(
+                ctx.call_position(),
+                name,
+                ty,
+                Ok(serde_json::json!({ "desc": desc })),
+            )
+        },
+    );
+    engine.register_fn(
+        "param",
+        |ctx: NativeCallContext, b: &mut ToolBuilder, name: &str, ty: &str, opts: Map| {
+            b.add_param(
+                ctx.call_position(),
+                name,
+                ty,
+                to_json(&Dynamic::from_map(opts)),
+            )
+        },
+    );
+    engine.register_fn(
+        "input_schema",
+        |ctx: NativeCallContext, b: &mut ToolBuilder, schema: Map| {
+            let pos = ctx.call_position();
+            b.with(|d| match to_json(&Dynamic::from_map(schema)) {
+                Ok(v) => d.input_schema = Some((v, pos)),
+                Err(e) => d.errors.push((pos, format!("input_schema: {e}"))),
+            })
+        },
+    );
+    engine.register_fn(
+        "requires",
+        |ctx: NativeCallContext, b: &mut ToolBuilder, cap: &str| {
+            let pos = ctx.call_position();
+            b.with(|d| d.requires.push((cap.to_string(), pos)))
+        },
+    );
+    engine.register_fn(
+        "requires",
+        |ctx: NativeCallContext, b: &mut ToolBuilder, caps: Array| {
+            let pos = ctx.call_position();
+            b.with(|d| match strings(&caps) {
+                Ok(list) => d.requires.extend(list.into_iter().map(|c| (c, pos))),
+                Err(e) => d.errors.push((pos, format!("requires: {e}"))),
+            })
+        },
+    );
+    engine.register_fn("exclusive", |b: &mut ToolBuilder| {
+        b.with(|d| d.exclusive = true)
+    });
+    engine.register_fn(
+        "timeout",
+        |ctx: NativeCallContext, b: &mut ToolBuilder, ms: INT| {
+            let pos = ctx.call_position();
+            b.with(|d| match u64::try_from(ms) {
+                Ok(ms) if ms > 0 => d.timeout_ms = Some(ms),
+                _ => d.errors.push((
+                    pos,
+                    format!("timeout must be a positive number of milliseconds, not {ms}"),
+                )),
+            })
+        },
+    );
+    engine.register_fn(
+        "retries",
+        |ctx: NativeCallContext, b: &mut ToolBuilder, n: INT| {
+            let pos = ctx.call_position();
+            b.with(|d| match u32::try_from(n) {
+                Ok(n) if n <= 10 => d.retries = n,
+                _ => d
+                    .errors
+                    .push((pos, format!("retries must be between 0 and 10, not {n}"))),
+            })
+        },
+    );
+    engine.register_fn("available_if", |b: &mut ToolBuilder, f: FnPtr| {
+        b.with(|d| d.available_if = Some(f))
+    });
+    engine.register_fn(
+        "handler",
+        |ctx: NativeCallContext, b: &mut ToolBuilder, f: FnPtr| {
+            let pos = ctx.call_position();
+            b.with(|d| d.handler = Some((f, pos)))
+        },
+    );
+    engine.register_fn(
+        "handler",
+        |ctx: NativeCallContext, b: &mut ToolBuilder, name: &str| {
+            let pos = ctx.call_position();
+            b.with(|d| match FnPtr::new(name) {
+                Ok(f) => d.handler = Some((f, pos)),
+                Err(e) => d.errors.push((pos, format!("handler: {e}"))),
+            })
+        },
+    );
+
+    for key in AGENT_STRING_SETTINGS {
+        engine.register_fn(*key, move |b: &mut AgentBuilder, v: &str| {
+            b.set(key, v.into())
+        });
+    }
+    engine.register_fn("temperature", |b: &mut AgentBuilder, t: rhai::FLOAT| {
+        b.set("temperature", t.into())
+    });
+    engine.register_fn("temperature", |b: &mut AgentBuilder, t: INT| {
+        b.set("temperature", (t as rhai::FLOAT).into())
+    });
+    for key in [
+        "max_tool_iterations",
+        "max_tokens",
+        "max_steps",
+        "max_parallel",
+        "max_reply_bytes",
+        "max_line_bytes",
+    ] {
+        engine.register_fn(
+            key,
+            move |ctx: NativeCallContext, b: &mut AgentBuilder, n: INT| {
+                let pos = ctx.call_position();
+                if n <= 0 {
+                    b.with(|d| {
+                        d.errors
+                            .push((pos, format!("{key} must be positive, not {n}")))
+                    })
+                } else {
+                    b.set(key, n.into())
+                }
+            },
+        );
+    }
+    engine.register_fn(
+        "tools",
+        |ctx: NativeCallContext, b: &mut AgentBuilder, list: Array| {
+            let pos = ctx.call_position();
+            b.with(|d| match strings(&list) {
+                Ok(l) => {
+                    d.tools = l;
+                    d.tools_pos = pos;
+                }
+                Err(e) => d.errors.push((pos, format!("tools: {e}"))),
+            })
+        },
+    );
+    engine.register_fn(
+        "capabilities",
+        |ctx: NativeCallContext, b: &mut AgentBuilder, list: Array| {
+            let pos = ctx.call_position();
+            b.with(|d| match strings(&list) {
+                Ok(l) => {
+                    d.capabilities = l;
+                    d.caps_pos = pos;
+                }
+                Err(e) => d.errors.push((pos, format!("capabilities: {e}"))),
+            })
+        },
+    );
+    engine.register_fn(
+        "ask",
+        |ctx: NativeCallContext, b: &mut AgentBuilder, list: Array| {
+            let pos = ctx.call_position();
+            b.with(|d| match strings(&list) {
+                Ok(l) => d.ask = l,
+                Err(e) => d.errors.push((pos, format!("ask: {e}"))),
+            })
+        },
+    );
+    engine.register_fn("planner", |b: &mut AgentBuilder, f: FnPtr| {
+        b.with(|d| d.planner = Some(f))
+    });
+    engine.register_fn("validator", |b: &mut AgentBuilder, f: FnPtr| {
+        b.with(|d| d.validator = Some(f))
+    });
+}

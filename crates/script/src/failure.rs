@@ -1,0 +1,63 @@
+//! Rhai errors sorted into tool failure kinds, and told as text for a person.
+
+use super::{host_fns, sandbox};
+use kiln_core::tool::{FailureKind, ToolFailure};
+use rhai::EvalAltResult;
+
+/// A Rhai error as text for a person: the message a refusal or `tool_error` carries (not the
+/// type of the value holding it), else the error with its position, after `path`.
+pub fn describe(err: &EvalAltResult, path: &str) -> String {
+    let f = classify(err, path);
+    match f.kind {
+        FailureKind::Denied | FailureKind::ToolError | FailureKind::InvalidOutput => {
+            format!("{path}: {}", f.message)
+        }
+        _ => f.detail.unwrap_or(f.message),
+    }
+}
+
+/// Sorts a Rhai error into a failure kind and message.
+pub fn classify(err: &EvalAltResult, path: &str) -> ToolFailure {
+    use EvalAltResult as E;
+    match err {
+        E::ErrorInFunctionCall(_, _, inner, _) | E::ErrorInModule(_, inner, _) => {
+            let inner_failure = classify(inner, path);
+            if inner_failure.kind == FailureKind::ToolError {
+                inner_failure
+            } else {
+                ToolFailure {
+                    detail: Some(format!("{path}: {err}")),
+                    ..inner_failure
+                }
+            }
+        }
+        E::ErrorRuntime(value, _) if value.is::<host_fns::ToolErrorValue>() => {
+            let msg = value.clone_cast::<host_fns::ToolErrorValue>().0;
+            ToolFailure::visible(FailureKind::ToolError, msg)
+        }
+        E::ErrorTerminated(token, _) => {
+            let kind = if token.to_string() == sandbox::CANCEL_TOKEN {
+                FailureKind::Cancelled
+            } else {
+                FailureKind::Deadline
+            };
+            ToolFailure::sanitized(kind, format!("{path}: {err}"))
+        }
+        E::ErrorRuntime(value, _) if value.is::<super::host_out::BadContent>() => ToolFailure {
+            detail: Some(format!("{path}: {err}")),
+            ..super::host_out::invalid_output(&value.clone_cast::<super::host_out::BadContent>().0)
+        },
+        E::ErrorRuntime(value, _) if value.is::<host_fns::DeniedValue>() => ToolFailure::visible(
+            FailureKind::Denied,
+            value.clone_cast::<host_fns::DeniedValue>().0,
+        ),
+        E::ErrorTooManyOperations(_)
+        | E::ErrorStackOverflow(_)
+        | E::ErrorDataTooLarge(..)
+        | E::ErrorTooManyModules(_)
+        | E::ErrorTooManyVariables(_) => {
+            ToolFailure::sanitized(FailureKind::Limit, format!("{path}: {err}"))
+        }
+        _ => ToolFailure::sanitized(FailureKind::Runtime, format!("{path}: {err}")),
+    }
+}

@@ -1,0 +1,288 @@
+//! What a script exchanges with its caller besides arguments and a plain value: content blocks
+//! (`image`, `audio`, `resource`, `resource_blob`, returned alone or in a list with text),
+//! `progress(...)` and `log(level, msg)` (no capability: none reaches outside the tool; bounded
+//! by [`kiln_core::call_events`]), and `sample(prompt)`, which asks the calling MCP client's model
+//! and needs capability `sampling`.
+
+use super::host_fns;
+use super::sandbox;
+use kiln_core::call_events::{self, LogLevel, SampleRequest};
+use kiln_core::content::{self, Content};
+use kiln_core::tool::{FailureKind, ToolFailure};
+use rhai::{Dynamic, Engine, EvalAltResult, FuncRegistration, Position};
+use serde_json::Value;
+use std::time::Duration;
+
+/// The value thrown by a content constructor given something it cannot use.
+#[derive(Debug, Clone)]
+pub struct BadContent(pub String);
+
+/// The failure a bad content block becomes: `invalid_output`, naming what is wrong.
+pub fn invalid_output(msg: &str) -> ToolFailure {
+    ToolFailure::invalid_output(msg)
+}
+
+fn bad(msg: String) -> Box<EvalAltResult> {
+    EvalAltResult::ErrorRuntime(Dynamic::from(BadContent(msg)), Position::NONE).into()
+}
+
+/// A handler's result as JSON: a content block, or a list holding at least one (its strings
+/// become text blocks), is a content result; anything else converts as is.
+pub fn result_json(value: &Dynamic) -> Result<Value, ToolFailure> {
+    let value = value.flatten_clone();
+    if let Some(block) = value.read_lock::<Block>() {
+        return Ok(content::to_result(std::slice::from_ref(&**block)));
+    }
+    if let Some(items) = value.read_lock::<rhai::Array>()
+        && items.iter().any(|i| i.is::<Block>())
+    {
+        // One block may be listed many times: the copies are counted before they are made.
+        let size: usize = items
+            .iter()
+            .map(|i| match i.read_lock::<Block>() {
+                Some(block) => block.approx_len(),
+                None => {
+                    i.read_lock::<rhai::ImmutableString>()
+                        .map_or(0, |t| t.len())
+                        + 32
+                }
+            })
+            .sum();
+        if size > crate::convert::MAX_JSON_BYTES {
+            return Err(ToolFailure::sanitized(
+                FailureKind::Limit,
+                format!(
+                    "the result is too large: its content blocks would be more than {} bytes",
+                    crate::convert::MAX_JSON_BYTES
+                ),
+            ));
+        }
+        let blocks = items
+            .iter()
+            .enumerate()
+            .map(|(n, item)| {
+                if let Some(block) = item.read_lock::<Block>() {
+                    Ok((**block).clone())
+                } else if let Some(text) = item.read_lock::<rhai::ImmutableString>() {
+                    Ok(Content::text(text.as_str()))
+                } else {
+                    Err(invalid_output(&format!(
+                        "item {n} of the result is {}: a list with content blocks holds only strings and blocks (image(), audio(), resource(), resource_blob())",
+                        item.type_name()
+                    )))
+                }
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        return Ok(content::to_result(&blocks));
+    }
+    use crate::convert::{JsonError, MAX_JSON_BYTES, to_json_within};
+    to_json_within(&value, MAX_JSON_BYTES).map_err(|e| match e {
+        JsonError::TooLarge(_) => {
+            ToolFailure::sanitized(FailureKind::Limit, format!("the result is too large: {e}"))
+        }
+        JsonError::NotJson(e) => {
+            ToolFailure::sanitized(FailureKind::Runtime, format!("result is not JSON: {e}"))
+        }
+    })
+}
+
+/// Argument `name` of `func` as a string.
+fn string(func: &str, name: &str, value: &Dynamic) -> Result<String, Box<EvalAltResult>> {
+    value
+        .read_lock::<rhai::ImmutableString>()
+        .map(|s| s.to_string())
+        .ok_or_else(|| {
+            bad(format!(
+                "{func}(): {name} must be a string, not {}",
+                value.type_name()
+            ))
+        })
+}
+
+/// A block checked now, so the error points at the line that built it.
+/// A content block as scripts hold it: shared, so a script that lists one block many times
+/// copies a pointer, not its data (Rhai counts no custom type's size).
+pub type Block = std::sync::Arc<Content>;
+
+fn checked(func: &str, block: Content) -> Result<Block, Box<EvalAltResult>> {
+    block.check().map_err(|e| bad(format!("{func}(): {e}")))?;
+    Ok(std::sync::Arc::new(block))
+}
+
+/// Argument `name` of `progress` as a number.
+fn number(name: &str, value: &Dynamic) -> Result<f64, Box<EvalAltResult>> {
+    if let Ok(i) = value.as_int() {
+        return Ok(i as f64);
+    }
+    value
+        .as_float()
+        .map_err(|t| format!("progress(): {name} must be a number, not {t}").into())
+}
+
+fn progress(
+    done: &Dynamic,
+    total: Option<&Dynamic>,
+    msg: Option<&str>,
+) -> Result<(), Box<EvalAltResult>> {
+    let done = number("done", done)?;
+    let total = total.map(|t| number("total", t)).transpose()?;
+    let events = host_fns::current_events();
+    call_events::progress(events.as_deref(), done, total, msg).map_err(|e| e.into())
+}
+
+/// Default and largest `max_tokens` of `sample`.
+const SAMPLE_TOKENS: (i64, i64) = (512, 8192);
+/// How long `sample` waits for the client's model when the call has no deadline.
+const SAMPLE_WAIT: Duration = Duration::from_secs(120);
+
+/// `sample(prompt[, #{ system, max_tokens }])`: the caller's model's answer, as text.
+fn sample(prompt: &str, opts: rhai::Map) -> Result<String, Box<EvalAltResult>> {
+    host_fns::gate("sample", "sampling", "the client's model", |_| true)?;
+    let mut request = SampleRequest::new(prompt, SAMPLE_TOKENS.0 as u32);
+    for (key, value) in opts {
+        match key.as_str() {
+            "system" => request.system = Some(value.to_string()),
+            "max_tokens" => match value.as_int() {
+                Ok(n) if (1..=SAMPLE_TOKENS.1).contains(&n) => request.max_tokens = n as u32,
+                _ => {
+                    return Err(format!(
+                        "sample(): max_tokens must be an integer from 1 to {}",
+                        SAMPLE_TOKENS.1
+                    )
+                    .into());
+                }
+            },
+            other => {
+                return Err(
+                    format!("sample(): unknown option \"{other}\" (system, max_tokens)").into(),
+                );
+            }
+        }
+    }
+    let refused =
+        |why: &str| host_fns::denied(format!("sample(\"the client's model\") refused: {why}"));
+    let events = host_fns::current_events().ok_or_else(|| {
+        refused("only a tool called by an MCP client that supports sampling can ask its model (not kiln call, an agent run or the HTTP API)")
+    })?;
+    let timeout = sandbox::remaining().map_or(SAMPLE_WAIT, |left| left.min(SAMPLE_WAIT));
+    let answer = events.sample(&request, timeout).map_err(|e| refused(&e));
+    sandbox::check_stop()?;
+    answer
+}
+
+fn log(level: &str, msg: &str) -> Result<(), Box<EvalAltResult>> {
+    let level = LogLevel::parse(level).ok_or_else(|| {
+        let names: Vec<&str> = LogLevel::ALL.iter().map(|l| l.as_str()).collect();
+        format!(
+            "log(): unknown level \"{level}\" (one of {})",
+            names.join(", ")
+        )
+    })?;
+    let events = host_fns::current_events();
+    call_events::log(events.as_deref(), level, msg);
+    Ok(())
+}
+
+/// Registers the content constructors, `progress` and `log`.
+pub fn register(engine: &mut Engine) {
+    engine.register_type_with_name::<Block>("Content");
+    engine.register_fn("to_string", |c: &mut Block| {
+        content::render_text(std::slice::from_ref(&**c))
+    });
+    engine.register_fn("to_debug", |c: &mut Block| format!("{:?}", **c));
+    engine.register_type_with_name::<BadContent>("BadContent");
+    engine.register_fn("to_string", |e: &mut BadContent| e.0.clone());
+
+    FuncRegistration::new("image")
+        .with_params_info(["data: string", "mime: string", "Content"])
+        .with_comments(["/// An image content block: `data` base64, `mime` such as \"image/png\"."])
+        .register_into_engine(engine, |data: Dynamic, mime: Dynamic| {
+            let (data, mime) = (
+                string("image", "data", &data)?,
+                string("image", "mime", &mime)?,
+            );
+            checked("image", Content::image(data, mime))
+        });
+    FuncRegistration::new("audio")
+        .with_params_info(["data: string", "mime: string", "Content"])
+        .with_comments(["/// An audio content block: `data` base64, `mime` such as \"audio/wav\"."])
+        .register_into_engine(engine, |data: Dynamic, mime: Dynamic| {
+            let (data, mime) = (
+                string("audio", "data", &data)?,
+                string("audio", "mime", &mime)?,
+            );
+            checked("audio", Content::audio(data, mime))
+        });
+    FuncRegistration::new("resource")
+        .with_params_info(["uri: string", "text: string", "mime: string", "Content"])
+        .with_comments(["/// An embedded text resource: its URI, its text and media type."])
+        .register_into_engine(engine, |uri: Dynamic, text: Dynamic, mime: Dynamic| {
+            let f = "resource";
+            let (uri, text) = (string(f, "uri", &uri)?, string(f, "text", &text)?);
+            checked(
+                f,
+                Content::resource_text(uri, text, &string(f, "mime", &mime)?),
+            )
+        });
+    FuncRegistration::new("resource_blob")
+        .with_params_info(["uri: string", "blob: string", "mime: string", "Content"])
+        .with_comments([
+            "/// An embedded binary resource: its URI, its bytes (base64) and media type.",
+        ])
+        .register_into_engine(engine, |uri: Dynamic, blob: Dynamic, mime: Dynamic| {
+            let f = "resource_blob";
+            let (uri, blob) = (string(f, "uri", &uri)?, string(f, "blob", &blob)?);
+            checked(
+                f,
+                Content::resource_blob(uri, blob, &string(f, "mime", &mime)?),
+            )
+        });
+
+    let progress_doc = [
+        "/// Reports progress to the caller (an MCP client that sent a progress token); \
+        values must increase, and a flood is cut off.",
+    ];
+    FuncRegistration::new("progress")
+        .with_params_info(["done: number", "()"])
+        .with_comments(progress_doc)
+        .register_into_engine(engine, |done: Dynamic| progress(&done, None, None));
+    FuncRegistration::new("progress")
+        .with_params_info(["done: number", "total: number", "()"])
+        .with_comments(progress_doc)
+        .register_into_engine(engine, |done: Dynamic, total: Dynamic| {
+            progress(&done, Some(&total), None)
+        });
+    FuncRegistration::new("progress")
+        .with_params_info(["done: number", "total: number", "message: string", "()"])
+        .with_comments(progress_doc)
+        .register_into_engine(engine, |done: Dynamic, total: Dynamic, msg: &str| {
+            progress(&done, Some(&total), Some(msg))
+        });
+    let sample_doc = [
+        "/// Asks the model of the MCP client that called the tool (MCP sampling) and returns its \
+        text answer; needs capability \"sampling\" and a client that supports it. Options: \
+        system, max_tokens.",
+    ];
+    FuncRegistration::new("sample")
+        .with_params_info(["prompt: string", "string"])
+        .with_comments(sample_doc)
+        .register_into_engine(engine, |prompt: &str| sample(prompt, rhai::Map::new()));
+    FuncRegistration::new("sample")
+        .with_params_info(["prompt: string", "options: map", "string"])
+        .with_comments(sample_doc)
+        .register_into_engine(engine, sample);
+    let log_doc = [
+        "/// Logs to stderr and to the caller (an MCP client, at the level it chose): \
+        level is debug, info, notice, warning, error, critical, alert or emergency.",
+    ];
+    FuncRegistration::new("log")
+        .with_params_info(["level: string", "message: string", "()"])
+        .with_comments(log_doc)
+        .register_into_engine(engine, log);
+    FuncRegistration::new("log")
+        .with_params_info(["level: string", "message: ?", "()"])
+        .with_comments(log_doc)
+        .register_into_engine(engine, |level: &str, msg: Dynamic| {
+            log(level, &msg.to_string())
+        });
+}

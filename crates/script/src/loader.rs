@@ -1,0 +1,396 @@
+//! Loads one script file: compile, run its top level collecting DSL drafts, then check and
+//! compile each tool and agent. Every problem becomes a `path:line:col: message` error and the
+//! rest of the file still loads.
+
+use super::dsl::{self, AgentDraft, ToolDraft};
+use super::handler::{ScriptAgent, ScriptHandler};
+use super::{ScriptUnit, sandbox};
+use kiln_core::agent_spec::{self, AgentSpec};
+use kiln_core::capability::{Capability, GrantMode, Grants};
+use kiln_core::error::LoadError;
+use kiln_core::schema;
+use kiln_core::tool::{DEFAULT_TIMEOUT, Tool};
+use rhai::{Engine, Position, Scope};
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// How long a file's top level may run.
+const TOP_LEVEL_DEADLINE: Duration = Duration::from_secs(5);
+
+pub use kiln_core::registry::LoadedFile;
+
+pub use kiln_core::tool::valid_tool_name;
+
+/// Compiles and loads one file's source.
+pub fn load_source(engine: &Arc<Engine>, path: &str, source: &str) -> LoadedFile {
+    load_source_with(engine, path, source, &BTreeMap::new())
+}
+
+/// [`load_source`] knowing the capability of each function the application added (`app`), so
+/// undeclared calls to them are warned about too.
+pub fn load_source_with(
+    engine: &Arc<Engine>,
+    path: &str,
+    source: &str,
+    app: &BTreeMap<String, String>,
+) -> LoadedFile {
+    let mut file = LoadedFile {
+        path: path.to_string(),
+        atomic: true,
+        ..LoadedFile::default()
+    };
+    let at = |pos: Position| super::loc(path, pos);
+    let mut ast = match engine.compile(source) {
+        Ok(ast) => ast,
+        Err(e) => {
+            file.errors.push(LoadError::at(
+                at(e.position()),
+                parse_message(&e.to_string(), source, e.position()),
+            ));
+            return file;
+        }
+    };
+    ast.set_source(path);
+    file.imports = super::imports::imported_files(&ast, std::path::Path::new(path));
+    let deadline = Some(Instant::now() + TOP_LEVEL_DEADLINE);
+    let (ran, mut collected) = dsl::collect(|| {
+        sandbox::with_watch(deadline, None, || {
+            engine.run_ast_with_scope(&mut Scope::new(), &ast)
+        })
+    });
+    if let Err(e) = ran {
+        file.errors
+            .push(LoadError::at(at(e.position()), top_level_message(&e)));
+    }
+    let in_place = file.imports.is_empty() && super::scan::may_run_in_place(&ast, app);
+    let unit = Arc::new(ScriptUnit {
+        in_place,
+        ast,
+        engine: engine.clone(),
+        path: path.to_string(),
+        version: super::source_version(source),
+    });
+    for draft in std::mem::take(&mut collected.tools) {
+        let handler_name = draft.handler.as_ref().map(|(f, _)| f.fn_name().to_string());
+        match finish_tool(draft, &unit) {
+            Ok(tool) => {
+                let handler_name = handler_name.unwrap_or_default();
+                file.warnings
+                    .extend(undeclared_calls(&tool, &handler_name, &unit, app));
+                file.tools.push(Arc::new(tool));
+            }
+            Err(errs) => file.errors.extend(errs),
+        }
+    }
+    for draft in collected.take::<super::pipeline_dsl::PipelineDraft>() {
+        match super::pipeline_dsl::finish(draft, &unit) {
+            Ok(p) => file.pipelines.push(p),
+            Err(errs) => file.errors.extend(errs),
+        }
+    }
+    for draft in collected.take::<super::mcp_dsl::McpServerDraft>() {
+        match super::mcp_dsl::finish(draft, path) {
+            Ok(server) if file.mcp_servers.iter().any(|s| s.name == server.name) => {
+                let at = server.origin();
+                file.errors.push(LoadError::at(
+                    at,
+                    format!(
+                        "duplicate MCP server \"{}\": already declared in this file",
+                        server.name
+                    ),
+                ));
+            }
+            Ok(server) => file.mcp_servers.push(server),
+            Err(errs) => file.errors.extend(errs),
+        }
+    }
+    for draft in collected.agents {
+        let pos = draft.tools_pos;
+        match finish_agent(draft, &unit) {
+            Ok(agent) => file.agents.push((Arc::new(agent), super::loc(path, pos))),
+            Err(errs) => file.errors.extend(errs),
+        }
+    }
+    file
+}
+
+fn parse_message(message: &str, source: &str, pos: Position) -> String {
+    let line = pos
+        .line()
+        .and_then(|l| source.lines().nth(l.saturating_sub(1)))
+        .unwrap_or("");
+    if line.contains("default:") || message.contains("'default'") {
+        format!(
+            "{message} (`default` is a reserved word in Rhai: write the key quoted, #{{ \"default\": ... }})"
+        )
+    } else {
+        message.to_string()
+    }
+}
+
+fn top_level_message(e: &rhai::EvalAltResult) -> String {
+    let text = e.to_string();
+    // Rhai appends " (line L, position C)"; the location is already in the prefix.
+    match text.rfind(" (line ") {
+        Some(i) if text.ends_with(')') => text[..i].to_string(),
+        _ => text,
+    }
+}
+
+fn finish_tool(d: ToolDraft, unit: &Arc<ScriptUnit>) -> Result<Tool, Vec<LoadError>> {
+    let at = |pos: Position| super::loc(&unit.path, pos);
+    let mut errors: Vec<LoadError> = d
+        .errors
+        .iter()
+        .map(|(p, m)| LoadError::at(at(*p), format!("tool \"{}\": {m}", d.name)))
+        .collect();
+    if !valid_tool_name(&d.name) {
+        errors.push(LoadError::at(
+            at(d.pos),
+            format!(
+                "invalid tool name \"{}\": names must match ^[a-zA-Z0-9_-]{{1,64}}$",
+                d.name
+            ),
+        ));
+    }
+    if let (Some((_, pos)), Some(_)) = (&d.input_schema, d.params_pos) {
+        errors.push(LoadError::at(
+            at(*pos),
+            format!(
+                "tool \"{}\": .input_schema(...) cannot be mixed with .param(...)",
+                d.name
+            ),
+        ));
+    }
+    let mut requires = Vec::new();
+    for (cap, pos) in &d.requires {
+        match Capability::parse(cap) {
+            Ok(c) => requires.push(c),
+            Err(e) => errors.push(LoadError::at(at(*pos), format!("tool \"{}\": {e}", d.name))),
+        }
+    }
+    let handler = match &d.handler {
+        None => {
+            errors.push(LoadError::at(
+                at(d.pos),
+                format!("tool \"{}\" has no .handler(...)", d.name),
+            ));
+            None
+        }
+        Some((f, pos)) => {
+            match super::handler_arity(&unit.ast, f) {
+                Some(1 | 2) => Some(f.clone()),
+                Some(n) => {
+                    errors.push(LoadError::at(at(*pos), format!("tool \"{}\": handler takes {n} parameters; expected |args| or |args, ctx|", d.name)));
+                    None
+                }
+                None => {
+                    errors.push(LoadError::at(
+                        at(*pos),
+                        format!(
+                            "tool \"{}\": handler function \"{}\" is not defined in this file",
+                            d.name,
+                            f.fn_name()
+                        ),
+                    ));
+                    None
+                }
+            }
+        }
+    };
+    let (schema, schema_pos) = match &d.input_schema {
+        Some((s, pos)) => (s.clone(), *pos),
+        None => (
+            schema::object_schema(&d.params),
+            d.params_pos.unwrap_or(d.pos),
+        ),
+    };
+    if schema.get("type").and_then(Value::as_str) != Some("object") {
+        errors.push(LoadError::at(
+            at(schema_pos),
+            format!(
+                "tool \"{}\": input_schema must be an object schema (type: \"object\")",
+                d.name
+            ),
+        ));
+    }
+    let validator = match kiln_core::tool::compile_schema(&schema) {
+        Ok(v) => Some(v),
+        Err(e) => {
+            errors.push(LoadError::at(
+                at(schema_pos),
+                format!("tool \"{}\": invalid JSON Schema: {e}", d.name),
+            ));
+            None
+        }
+    };
+    let returns = match d.returns {
+        None => None,
+        Some((schema, pos)) => match kiln_core::tool::Returns::compile(schema) {
+            Ok(r) => Some(r),
+            Err(e) => {
+                errors.push(LoadError::at(
+                    at(pos),
+                    format!("tool \"{}\": invalid output schema: {e}", d.name),
+                ));
+                None
+            }
+        },
+    };
+    match (handler, validator) {
+        (Some(handler), Some(validator)) if errors.is_empty() => Ok(Tool {
+            name: d.name,
+            description: d.description,
+            schema,
+            requires,
+            exclusive: d.exclusive,
+            timeout: d.timeout_ms.map_or(DEFAULT_TIMEOUT, Duration::from_millis),
+            retries: d.retries,
+            rate_limit: d.rate_limit,
+            loc: at(d.pos),
+            meta: kiln_core::tool::ToolMeta {
+                title: d.title,
+                returns,
+                hints: d.hints,
+            },
+            validator,
+            handler: Arc::new(ScriptHandler {
+                arity: super::handler_arity(&unit.ast, &handler).unwrap_or(2),
+                handler,
+                available_if: d.available_if,
+                unit: unit.clone(),
+            }),
+        }),
+        _ => Err(errors),
+    }
+}
+
+/// Warnings for gated host functions a handler may call without declaring their capability.
+fn undeclared_calls(
+    tool: &Tool,
+    handler: &str,
+    unit: &ScriptUnit,
+    app: &BTreeMap<String, String>,
+) -> Vec<LoadError> {
+    super::scan::gated_calls(&unit.ast, handler, app)
+        .into_iter()
+        .filter(|(_, cap)| !tool.requires.iter().any(|r| r.name == *cap))
+        .map(|(func, cap)| {
+            LoadError::at(
+                tool.loc.clone(),
+                format!("tool \"{}\" calls {func}(), which needs capability \"{cap}\", but does not declare it: add .requires(\"{cap}\")", tool.name),
+            )
+        })
+        .collect()
+}
+
+fn finish_agent(d: AgentDraft, unit: &Arc<ScriptUnit>) -> Result<AgentSpec, Vec<LoadError>> {
+    let at = |pos: Position| super::loc(&unit.path, pos);
+    let mut errors: Vec<LoadError> = d
+        .errors
+        .iter()
+        .map(|(p, m)| LoadError::at(at(*p), format!("agent \"{}\": {m}", d.name)))
+        .collect();
+    let text = |k: &str| d.settings.get(k).and_then(|v| v.clone().into_string().ok());
+    let number = |k: &str| d.settings.get(k).and_then(|v| v.as_int().ok());
+    if !valid_tool_name(&d.name) {
+        errors.push(LoadError::at(
+            at(d.pos),
+            format!(
+                "invalid agent name \"{}\": names must match ^[a-zA-Z0-9_-]{{1,64}}$",
+                d.name
+            ),
+        ));
+    }
+    let default_provider = if d.planner.is_some() {
+        "script"
+    } else {
+        "anthropic"
+    };
+    let provider = text("provider").unwrap_or_else(|| default_provider.to_string());
+    if !agent_spec::PROVIDERS.contains(&provider.as_str()) {
+        errors.push(LoadError::at(
+            at(d.pos),
+            format!(
+                "agent \"{}\": unknown provider \"{provider}\" (expected one of: {})",
+                d.name,
+                agent_spec::PROVIDERS.join(", ")
+            ),
+        ));
+    }
+    let mode = text("mode").unwrap_or_else(|| "tools".to_string());
+    if !agent_spec::MODES.contains(&mode.as_str()) {
+        errors.push(LoadError::at(
+            at(d.pos),
+            format!(
+                "agent \"{}\": unknown mode \"{mode}\" (expected one of: {})",
+                d.name,
+                agent_spec::MODES.join(", ")
+            ),
+        ));
+    }
+    if provider == "script" && d.planner.is_none() {
+        errors.push(LoadError::at(
+            at(d.pos),
+            format!(
+                "agent \"{}\": the script provider needs a .planner(|messages, tools| ...)",
+                d.name
+            ),
+        ));
+    }
+    let mut grants = Grants::default();
+    for c in &d.capabilities {
+        match Capability::parse(c) {
+            Ok(cap) => grants.add(cap, GrantMode::Allow),
+            Err(e) => errors.push(LoadError::at(
+                at(d.caps_pos),
+                format!("agent \"{}\": {e}", d.name),
+            )),
+        }
+    }
+    for a in &d.ask {
+        match Capability::parse(a) {
+            Ok(cap) if !grants.covers(&cap) => grants.add(cap, GrantMode::Ask),
+            Ok(_) => grants.mark_ask(std::slice::from_ref(a)),
+            Err(e) => errors.push(LoadError::at(
+                at(d.pos),
+                format!("agent \"{}\": {e}", d.name),
+            )),
+        }
+    }
+    if !errors.is_empty() {
+        return Err(errors);
+    }
+    let as_u32 = |v: Option<i64>| v.and_then(|n| u32::try_from(n).ok());
+    Ok(AgentSpec {
+        description: text("description").unwrap_or_default(),
+        provider,
+        model: text("model"),
+        system: text("system"),
+        tools: d.tools,
+        grants,
+        max_tool_iterations: as_u32(number("max_tool_iterations"))
+            .unwrap_or(agent_spec::DEFAULT_MAX_ITERATIONS),
+        temperature: d
+            .settings
+            .get("temperature")
+            .and_then(|v| v.as_float().ok()),
+        max_tokens: as_u32(number("max_tokens")),
+        base_url: text("base_url"),
+        api_key_env: text("api_key_env"),
+        max_reply_bytes: number("max_reply_bytes").and_then(|n| usize::try_from(n).ok()),
+        max_line_bytes: number("max_line_bytes").and_then(|n| usize::try_from(n).ok()),
+        max_parallel: as_u32(number("max_parallel")).unwrap_or(4) as usize,
+        mode,
+        max_steps: as_u32(number("max_steps")).unwrap_or(agent_spec::DEFAULT_MAX_STEPS),
+        loc: at(d.pos),
+        name: d.name,
+        script: Some(Arc::new(ScriptAgent {
+            planner: d.planner,
+            validator: d.validator,
+            unit: unit.clone(),
+        })),
+    })
+}

@@ -1,0 +1,70 @@
+//! What a tool tells its callers beyond its arguments: `.title("...")`, `.returns(type | #{...})`
+//! and `.annotations(#{ read_only, destructive, idempotent, open_world })`.
+
+use super::dsl::{ToolBuilder, to_json};
+use kiln_core::schema;
+use rhai::{Dynamic, Engine, Map, NativeCallContext, Position};
+use serde_json::Value;
+
+/// Records `.returns(spec)` as a schema (the loader compiles it, located at this call).
+fn returns(b: &mut ToolBuilder, pos: Position, spec: Result<Value, String>) -> ToolBuilder {
+    let built = spec.and_then(|s| schema::returns_schema(&s));
+    b.with(|d| match built {
+        Ok(_) if d.returns.is_some() => d.errors.push((pos, ".returns(...) is given twice".into())),
+        Ok(s) => d.returns = Some((s, pos)),
+        Err(e) => d.errors.push((pos, e)),
+    })
+}
+
+fn annotations(b: &mut ToolBuilder, pos: Position, map: Map) -> ToolBuilder {
+    b.with(|d| {
+        for (key, value) in map {
+            let set = match value.as_bool() {
+                Ok(v) => d.hints.set(&key, v),
+                Err(t) => Err(format!(
+                    "annotation \"{key}\" must be true or false, not a {t}"
+                )),
+            };
+            if let Err(e) = set {
+                d.errors.push((pos, format!("annotations: {e}")));
+            }
+        }
+    })
+}
+
+/// Registers `.title`, `.returns` and `.annotations` on the tool builder.
+pub(super) fn register(engine: &mut Engine) {
+    engine.register_fn("title", |b: &mut ToolBuilder, text: &str| {
+        b.with(|d| d.title = Some(text.to_string()))
+    });
+    engine.register_fn(
+        "returns",
+        |ctx: NativeCallContext, b: &mut ToolBuilder, ty: &str| {
+            returns(b, ctx.call_position(), Ok(Value::String(ty.into())))
+        },
+    );
+    engine.register_fn(
+        "returns",
+        |ctx: NativeCallContext, b: &mut ToolBuilder, spec: Map| {
+            returns(b, ctx.call_position(), to_json(&Dynamic::from_map(spec)))
+        },
+    );
+    engine.register_fn(
+        "returns",
+        |ctx: NativeCallContext, b: &mut ToolBuilder, ty: &str, opts: Map| {
+            let spec = to_json(&Dynamic::from_map(opts)).map(|mut o| {
+                if let Value::Object(m) = &mut o {
+                    m.insert("type".into(), Value::String(ty.into()));
+                }
+                o
+            });
+            returns(b, ctx.call_position(), spec)
+        },
+    );
+    engine.register_fn(
+        "annotations",
+        |ctx: NativeCallContext, b: &mut ToolBuilder, map: Map| {
+            annotations(b, ctx.call_position(), map)
+        },
+    );
+}

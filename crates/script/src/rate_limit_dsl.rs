@@ -1,0 +1,70 @@
+//! `.rate_limit(calls, per_seconds[, #{ wait: true }])` on the tool builder.
+
+use super::dsl::ToolBuilder;
+use kiln_core::ratelimit::RateLimit;
+use rhai::{Engine, FLOAT, INT, Map, NativeCallContext, Position};
+use std::time::Duration;
+
+pub(super) fn limit(calls: INT, per_seconds: FLOAT, opts: &Map) -> Result<RateLimit, String> {
+    let calls = u32::try_from(calls)
+        .ok()
+        .filter(|c| *c > 0)
+        .ok_or_else(|| format!("rate_limit: calls must be a positive number, not {calls}"))?;
+    if !(per_seconds.is_finite() && per_seconds > 0.0 && per_seconds <= 86_400.0 * 366.0) {
+        return Err(format!(
+            "rate_limit: per_seconds must be a positive number of seconds, not {per_seconds}"
+        ));
+    }
+    let mut wait = false;
+    for (key, value) in opts {
+        match (key.as_str(), value.as_bool()) {
+            ("wait", Ok(b)) => wait = b,
+            ("wait", Err(t)) => return Err(format!("rate_limit: wait must be a bool, not a {t}")),
+            (other, _) => {
+                return Err(format!(
+                    "rate_limit: unknown option \"{other}\" (known: wait)"
+                ));
+            }
+        }
+    }
+    Ok(RateLimit::new(calls, Duration::from_secs_f64(per_seconds)).wait(wait))
+}
+
+fn set(b: &mut ToolBuilder, pos: Position, built: Result<RateLimit, String>) -> ToolBuilder {
+    b.with(|d| match built {
+        Ok(l) => d.rate_limit = Some(l),
+        Err(e) => d.errors.push((pos, e)),
+    })
+}
+
+/// Registers the `rate_limit` overloads (integer or fractional seconds, with or without options).
+pub(super) fn register(engine: &mut Engine) {
+    engine.register_fn(
+        "rate_limit",
+        |ctx: NativeCallContext, b: &mut ToolBuilder, calls: INT, per: INT| {
+            set(
+                b,
+                ctx.call_position(),
+                limit(calls, per as FLOAT, &Map::new()),
+            )
+        },
+    );
+    engine.register_fn(
+        "rate_limit",
+        |ctx: NativeCallContext, b: &mut ToolBuilder, calls: INT, per: FLOAT| {
+            set(b, ctx.call_position(), limit(calls, per, &Map::new()))
+        },
+    );
+    engine.register_fn(
+        "rate_limit",
+        |ctx: NativeCallContext, b: &mut ToolBuilder, calls: INT, per: INT, opts: Map| {
+            set(b, ctx.call_position(), limit(calls, per as FLOAT, &opts))
+        },
+    );
+    engine.register_fn(
+        "rate_limit",
+        |ctx: NativeCallContext, b: &mut ToolBuilder, calls: INT, per: FLOAT, opts: Map| {
+            set(b, ctx.call_position(), limit(calls, per, &opts))
+        },
+    );
+}

@@ -1,0 +1,238 @@
+//! Bearer tokens: each names the actor it acts for and the capabilities it may use at most (its
+//! ceiling). A request can narrow the grants it runs with, never widen them.
+
+use super::error::ApiError;
+use axum::http::HeaderMap;
+use kiln_core::capability::Grants;
+use serde::Deserialize;
+use std::path::Path;
+
+/// A token problem found when the server starts.
+#[derive(Debug, thiserror::Error)]
+pub enum TokenError {
+    /// The tokens file could not be read.
+    #[error("{path}: {message}")]
+    Read {
+        /// The file.
+        path: String,
+        /// Why.
+        message: String,
+    },
+    /// The tokens text is not the expected JSON.
+    #[error("{source_name}: {message}")]
+    Parse {
+        /// The file or variable the text came from.
+        source_name: String,
+        /// What is wrong, with the entry's position.
+        message: String,
+    },
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct TokenEntry {
+    token: String,
+    actor: String,
+    #[serde(default)]
+    caps: Vec<String>,
+}
+
+struct Token {
+    secret: String,
+    actor: String,
+    ceiling: Grants,
+}
+
+/// The configured tokens (none: the server is open on loopback).
+#[derive(Default)]
+pub struct Tokens {
+    tokens: Vec<Token>,
+}
+
+impl Tokens {
+    /// Parses `[{"token": "...", "actor": "alice", "caps": ["store", "net:api.example.com"]}]`;
+    /// `source_name` (a file or variable) prefixes errors.
+    pub fn parse(text: &str, source_name: &str) -> Result<Tokens, TokenError> {
+        let parse_err = |message: String| TokenError::Parse {
+            source_name: source_name.to_string(),
+            message,
+        };
+        let entries: Vec<TokenEntry> = serde_json::from_str(text).map_err(|e| {
+            parse_err(format!(
+                "line {} column {}: {e} (expected [{{\"token\": ..., \"actor\": ..., \"caps\": [...]}}])",
+                e.line(),
+                e.column()
+            ))
+        })?;
+        let mut tokens = Vec::new();
+        for (i, e) in entries.into_iter().enumerate() {
+            if e.token.len() < 16 {
+                return Err(parse_err(format!(
+                    "[{i}].token: tokens must be at least 16 characters"
+                )));
+            }
+            if e.actor.trim().is_empty() {
+                return Err(parse_err(format!("[{i}].actor: must not be empty")));
+            }
+            let ceiling =
+                Grants::parse(&e.caps).map_err(|err| parse_err(format!("[{i}].caps: {err}")))?;
+            tokens.push(Token {
+                secret: e.token,
+                actor: e.actor,
+                ceiling,
+            });
+        }
+        Ok(Tokens { tokens })
+    }
+
+    /// Reads tokens from a file.
+    pub fn from_file(path: &Path) -> Result<Tokens, TokenError> {
+        let text = std::fs::read_to_string(path).map_err(|e| TokenError::Read {
+            path: path.display().to_string(),
+            message: e.to_string(),
+        })?;
+        Self::parse(&text, &path.display().to_string())
+    }
+
+    /// True when no token is configured.
+    pub fn is_empty(&self) -> bool {
+        self.tokens.is_empty()
+    }
+
+    /// How many tokens are configured.
+    pub fn len(&self) -> usize {
+        self.tokens.len()
+    }
+
+    /// Who a request acts for: the token's actor and ceiling; anyone when no token is configured.
+    pub fn authenticate(&self, headers: &HeaderMap) -> Result<Principal, ApiError> {
+        if self.tokens.is_empty() {
+            return Ok(Principal::default());
+        }
+        let presented = headers
+            .get(axum::http::header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok())
+            .and_then(kiln_mcp::http::bearer_credentials)
+            .ok_or_else(|| {
+                ApiError::unauthorized("missing bearer token (Authorization: Bearer TOKEN)")
+            })?;
+        self.tokens
+            .iter()
+            .find(|t| same_secret(t.secret.as_bytes(), presented.trim().as_bytes()))
+            .map(|t| Principal {
+                actor: Some(t.actor.clone()),
+                ceiling: Some(t.ceiling.clone()),
+            })
+            .ok_or_else(|| ApiError::unauthorized("the bearer token is not valid"))
+    }
+}
+
+/// Compares without stopping at the first difference, so timing says nothing about the secret.
+fn same_secret(a: &[u8], b: &[u8]) -> bool {
+    if a.len() != b.len() {
+        return false;
+    }
+    a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+/// Who a request acts for.
+#[derive(Debug, Clone, Default)]
+pub struct Principal {
+    /// The token's actor (`ctx.actor_id`); `None` without tokens.
+    pub actor: Option<String>,
+    /// What the token may use at most; `None` without tokens.
+    pub ceiling: Option<Grants>,
+}
+
+/// Checks that requested `grants` stay within `ceiling`, naming the first that does not: one
+/// that shares nothing with it (an unscoped ceiling reaches what the unscoped grant reaches, so
+/// `net` does not admit `net:127.0.0.1` nor `env` admit `env:OPENAI_API_KEY`).
+pub fn check_within(grants: &Grants, ceiling: &Grants, param: &str) -> Result<(), ApiError> {
+    match grants.beyond(ceiling) {
+        None => Ok(()),
+        Some(g) => Err(ApiError::forbidden(
+            param,
+            format!(
+                "capability \"{}\" is beyond what this token allows {}{}",
+                g.cap,
+                ceiling.list(),
+                reach_hint(&g.cap.name)
+            ),
+        )),
+    }
+}
+
+/// What an unscoped ceiling does not reach, said where it matters.
+fn reach_hint(name: &str) -> &'static str {
+    match name {
+        "net" => " (an unscoped net reaches public addresses only)",
+        "env" => " (an unscoped env reaches no secret)",
+        _ => "",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn grants(caps: &[&str]) -> Grants {
+        Grants::parse(caps).expect("caps")
+    }
+
+    #[test]
+    fn narrowing_keeps_what_the_ceiling_allows_and_scopes_the_rest() {
+        let ceiling = grants(&["store", "net:api.example.com"]);
+        let narrowed =
+            Grants::effective(&[Some(&grants(&["store", "net", "fs.write"])), Some(&ceiling)]);
+        assert_eq!(narrowed.list(), "[store, net:api.example.com within net]");
+    }
+
+    #[test]
+    fn a_request_cannot_widen_its_token() {
+        let ceiling = grants(&["net:api.example.com"]);
+        assert!(check_within(&grants(&["net:api.example.com"]), &ceiling, "caps").is_ok());
+        let e = check_within(&grants(&["net"]), &ceiling, "caps").expect_err("wider");
+        assert!(e.message.contains("\"net\""), "{}", e.message);
+        assert!(check_within(&grants(&["store"]), &ceiling, "caps").is_err());
+    }
+
+    #[test]
+    fn an_unscoped_ceiling_admits_no_scope_it_does_not_reach() {
+        let ceiling = grants(&["env", "net"]);
+        for asked in [
+            "env:OPENAI_API_KEY",
+            "net:127.0.0.1",
+            "net:private",
+            "net:169.254.169.254",
+        ] {
+            let e = check_within(&grants(&[asked]), &ceiling, "caps").expect_err(asked);
+            assert!(e.message.contains(asked), "{}", e.message);
+        }
+        assert!(
+            check_within(
+                &grants(&["env:HOME", "net:*.example.com"]),
+                &ceiling,
+                "caps"
+            )
+            .is_ok()
+        );
+    }
+
+    #[test]
+    fn tokens_need_length_and_an_actor() {
+        let e = Tokens::parse(r#"[{"token": "short", "actor": "a"}]"#, "KILN_TOKENS")
+            .err()
+            .expect("short token refused");
+        assert_eq!(
+            e.to_string(),
+            "KILN_TOKENS: [0].token: tokens must be at least 16 characters"
+        );
+        let e = Tokens::parse(
+            r#"[{"token": "0123456789abcdef", "actor": "a", "caps": ["net:"]}]"#,
+            "f.json",
+        )
+        .err()
+        .expect("bad cap refused");
+        assert!(e.to_string().starts_with("f.json: [0].caps: "), "{e}");
+    }
+}

@@ -1,0 +1,139 @@
+//! Errors as HTTP responses in OpenAI's shape (`{"error": {message, type, param, code}}`), so
+//! client libraries raise their usual exceptions for each status.
+
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use serde_json::json;
+
+/// An error answered to a client.
+#[derive(Debug, Clone)]
+pub struct ApiError {
+    /// HTTP status.
+    pub status: StatusCode,
+    /// OpenAI's `type` field.
+    pub kind: &'static str,
+    /// OpenAI's `code` field.
+    pub code: Option<&'static str>,
+    /// The argument at fault (`param`).
+    pub param: Option<String>,
+    /// What went wrong, for people.
+    pub message: String,
+    /// Seconds a client should wait before retrying (`Retry-After`).
+    pub retry_after: Option<u64>,
+}
+
+impl ApiError {
+    fn new(status: StatusCode, kind: &'static str, message: impl Into<String>) -> Self {
+        ApiError {
+            status,
+            kind,
+            code: None,
+            param: None,
+            message: message.into(),
+            retry_after: None,
+        }
+    }
+
+    /// 400: the request is malformed; `param` names the field.
+    pub fn bad_request(param: &str, message: impl Into<String>) -> Self {
+        let mut e = Self::new(StatusCode::BAD_REQUEST, "invalid_request_error", message);
+        if !param.is_empty() {
+            e.param = Some(param.to_string());
+        }
+        e
+    }
+
+    /// 401: no or an unknown bearer token.
+    pub fn unauthorized(message: impl Into<String>) -> Self {
+        let mut e = Self::new(StatusCode::UNAUTHORIZED, "invalid_request_error", message);
+        e.code = Some("invalid_api_key");
+        e
+    }
+
+    /// 403: the request asks for more than the token allows.
+    pub fn forbidden(param: &str, message: impl Into<String>) -> Self {
+        let mut e = Self::new(StatusCode::FORBIDDEN, "permission_error", message);
+        e.param = Some(param.to_string());
+        e
+    }
+
+    /// 404: an unknown agent, run, session or route.
+    pub fn not_found(code: &'static str, message: impl Into<String>) -> Self {
+        let mut e = Self::new(StatusCode::NOT_FOUND, "invalid_request_error", message);
+        e.code = Some(code);
+        e
+    }
+
+    /// 413: the body is larger than `--max-body`.
+    pub fn too_large(limit: usize) -> Self {
+        Self::new(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "invalid_request_error",
+            format!("the request body is larger than the server's limit of {limit} bytes"),
+        )
+    }
+
+    /// 429: every run slot and queue place is taken.
+    pub fn busy(retry_after: u64) -> Self {
+        let mut e = Self::new(
+            StatusCode::TOO_MANY_REQUESTS,
+            "rate_limit_error",
+            "the server is running as many agents as it allows and its queue is full; retry later",
+        );
+        e.code = Some("rate_limit_exceeded");
+        e.retry_after = Some(retry_after);
+        e
+    }
+
+    /// 503: the server is shutting down.
+    pub fn unavailable(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::SERVICE_UNAVAILABLE, "server_error", message)
+    }
+
+    /// 502: the durable engine behind the server answered with an error.
+    pub fn upstream(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::BAD_GATEWAY, "server_error", message)
+    }
+
+    /// 500: the run failed.
+    pub fn internal(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::INTERNAL_SERVER_ERROR, "server_error", message)
+    }
+
+    /// 504: the run's deadline passed.
+    pub fn timeout(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::GATEWAY_TIMEOUT, "timeout", message)
+    }
+
+    /// The `{"error": {...}}` body.
+    pub fn body(&self) -> serde_json::Value {
+        json!({"error": {
+            "message": self.message,
+            "type": self.kind,
+            "param": self.param,
+            "code": self.code,
+        }})
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let mut resp = (self.status, axum::Json(self.body())).into_response();
+        if let Some(secs) = self.retry_after {
+            resp.headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from(secs));
+        }
+        resp
+    }
+}
+
+/// The status and error of a failed run, as Chat Completions reports it.
+pub fn from_run_error(e: &kiln_agent::RunError) -> ApiError {
+    use kiln_agent::RunErrorKind;
+    let message = kiln_core::public_error::scrub(&e.to_string());
+    match &e.kind {
+        RunErrorKind::Deadline => ApiError::timeout(message),
+        RunErrorKind::Cancelled => ApiError::unavailable("the run was cancelled"),
+        _ => ApiError::internal(message),
+    }
+}

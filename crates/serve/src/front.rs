@@ -1,0 +1,256 @@
+//! The front door of a fleet (`kiln serve --restate-ingress URL`): `/v1/runs` on any worker
+//! submits to Restate's ingress instead of running in this process, so a run outlives the
+//! worker that took the request, and any worker answers for any run by attaching to its
+//! invocation. The walls are the same as for a local run: the token, its ceiling and the
+//! server's (the grants go with the run, and the worker cuts them to its own ceiling again).
+//!
+//! A run's id is its Restate invocation id (also its id in the run log). Without a session a
+//! run is a `KilnRun` workflow keyed by the request's idempotency key, with one a `KilnSession`
+//! turn sent with it: the same key again is the same run. Keys are scoped by the token's actor,
+//! which is also how a run's owner is told from another's. `/v1/sessions/{name}` reads and
+//! clears the session's Virtual Object.
+
+use super::auth::Principal;
+use super::error::ApiError;
+use super::launch::{find_agent, grants_for};
+use super::state::AppState;
+use crate::restate::{DurableError, Invocation, Outcome, RestateClient, Target, key_segment};
+use axum::Json;
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
+use kiln_core::capability::GrantMode;
+use serde_json::{Value, json};
+use std::sync::Arc;
+
+/// The header a client names its request with, so a retry of it runs once.
+const IDEMPOTENCY_KEY: &str = "idempotency-key";
+/// Longest idempotency key taken from a client.
+const MAX_KEY: usize = 256;
+
+fn restate_error(e: DurableError) -> ApiError {
+    match e {
+        DurableError::Unreachable { .. } => ApiError::unavailable(e.to_string()),
+        _ => ApiError::upstream(e.to_string()),
+    }
+}
+
+/// `text` under the actor's prefix: actors cannot reach each other's runs or sessions.
+fn scoped(who: &Principal, text: &str) -> String {
+    match &who.actor {
+        Some(actor) => format!("{}/{text}", key_segment(actor)),
+        None => text.to_string(),
+    }
+}
+
+/// The client's `Idempotency-Key`, or a new one.
+fn idempotency_key(headers: &HeaderMap) -> Result<String, ApiError> {
+    let Some(v) = headers.get(IDEMPOTENCY_KEY) else {
+        return Ok(uuid::Uuid::new_v4().to_string());
+    };
+    match v.to_str() {
+        Ok(k) if !k.trim().is_empty() && k.len() <= MAX_KEY => Ok(k.trim().to_string()),
+        _ => Err(ApiError::bad_request(
+            "Idempotency-Key",
+            format!("the Idempotency-Key header must be 1 to {MAX_KEY} visible ASCII characters"),
+        )),
+    }
+}
+
+/// `POST /v1/runs` through Restate: the same body and answers as a local run.
+pub(super) async fn create(
+    state: &Arc<AppState>,
+    front: &RestateClient,
+    who: &Principal,
+    headers: &HeaderMap,
+    body: &Value,
+) -> Result<Response, ApiError> {
+    let (req, wait) = super::body::parse(body)?;
+    if state.draining() {
+        return Err(ApiError::unavailable("the server is shutting down"));
+    }
+    let agent = find_agent(state, &req.agent)?;
+    if agent.mode == "json_planner" {
+        return Err(ApiError::bad_request(
+            "agent",
+            format!(
+                "agent \"{}\" is a json_planner agent; durable runs support the tool-calling loop only",
+                req.agent
+            ),
+        ));
+    }
+    let grants = grants_for(state, who, &agent.grants, &req)?;
+    let caps: Vec<String> = grants.iter().map(|g| g.cap.to_string()).collect();
+    let ask: Vec<String> = grants
+        .iter()
+        .filter(|g| g.mode == GrantMode::Ask)
+        .map(|g| g.cap.to_string())
+        .collect();
+    let input = json!({
+        "agent": req.agent,
+        "prompt": req.prompt,
+        "context": req.context,
+        "actor": who.actor.clone().or(req.actor),
+        "caps": caps,
+        "ask": ask,
+    });
+    let key = idempotency_key(headers)?;
+    let (target, target_key) = match &req.session {
+        Some(session) => {
+            super::state::check_session_name(session)?;
+            (Target::Session, scoped(who, session))
+        }
+        None => (Target::Run, scoped(who, &key)),
+    };
+    let id = front
+        .submit(target, &target_key, &key, &input)
+        .await
+        .map_err(restate_error)?;
+    tracing::info!(run_id = %id, agent = %req.agent, actor = ?who.actor, "run submitted to Restate");
+    if !wait {
+        let running = json!({"id": id, "agent": req.agent, "status": "running"});
+        return Ok((StatusCode::ACCEPTED, Json(running)).into_response());
+    }
+    let outcome = front.attach(&id).await.map_err(restate_error)?;
+    Ok(Json(ended(&id, Some(&req.agent), outcome)).into_response())
+}
+
+/// A run's status as a local run's (`{id, agent, status, report?, error?}`).
+fn ended(id: &str, agent: Option<&str>, outcome: Outcome) -> Value {
+    match outcome {
+        Outcome::Output(report) => json!({
+            "id": id,
+            "agent": report.get("agent").cloned().unwrap_or(json!(agent)),
+            "status": "completed",
+            "report": kiln_core::public_error::report(report),
+        }),
+        Outcome::Failed { code, message } => {
+            let (status, kind) = match code {
+                409 => ("cancelled", "cancelled"),
+                504 => ("failed", "deadline"),
+                403 => ("failed", "capability"),
+                400 | 404 => ("failed", "invalid_request"),
+                _ => ("failed", "error"),
+            };
+            json!({
+                "id": id,
+                "agent": agent,
+                "status": status,
+                "error": {"kind": kind, "message": kiln_core::public_error::scrub(&message)},
+            })
+        }
+    }
+}
+
+/// The invocation `id` if it is a run `who` may see.
+async fn find(front: &RestateClient, who: &Principal, id: &str) -> Result<Invocation, ApiError> {
+    let inv = front.lookup(id).await.map_err(restate_error)?;
+    let owned = |inv: &Invocation| {
+        matches!(inv.service.as_str(), "KilnRun" | "KilnSession")
+            && who
+                .actor
+                .as_ref()
+                .is_none_or(|a| inv.key.starts_with(&format!("{}/", key_segment(a))))
+    };
+    inv.filter(owned)
+        .ok_or_else(|| ApiError::not_found("run_not_found", format!("no run \"{id}\"")))
+}
+
+/// `GET /v1/runs/{id}` through Restate: any worker answers for any run.
+pub(super) async fn get(
+    front: &RestateClient,
+    who: &Principal,
+    id: &str,
+    wait: bool,
+) -> Result<Value, ApiError> {
+    let inv = find(front, who, id).await?;
+    if !(wait || inv.completed()) {
+        return Ok(json!({"id": id, "agent": null, "status": "running"}));
+    }
+    let outcome = front.attach(id).await.map_err(restate_error)?;
+    Ok(ended(id, None, outcome))
+}
+
+/// `POST /v1/runs/{id}/cancel` through Restate: the invocation is cancelled there, and the run
+/// ends as cancelled at its next step on whichever worker runs it.
+pub(super) async fn cancel(
+    front: &RestateClient,
+    who: &Principal,
+    id: &str,
+) -> Result<(StatusCode, Json<Value>), ApiError> {
+    let inv = find(front, who, id).await?;
+    if !inv.completed() {
+        front.cancel(id).await.map_err(restate_error)?;
+    }
+    let status = if inv.completed() {
+        ended(id, None, front.attach(id).await.map_err(restate_error)?)
+    } else {
+        json!({"id": id, "agent": null, "status": "running"})
+    };
+    Ok((StatusCode::ACCEPTED, Json(status)))
+}
+
+/// `GET /v1/runs/{id}/events` through Restate: the run's steps happen on other workers, so
+/// the stream has its end only (as `end`, when the run ends).
+pub(super) async fn events(
+    front: &RestateClient,
+    who: &Principal,
+    id: &str,
+) -> Result<Response, ApiError> {
+    find(front, who, id).await?;
+    let (front, id) = (front.clone(), id.to_string());
+    let end = futures_util::stream::once(async move {
+        let data = match front.attach(&id).await {
+            Ok(outcome) => ended(&id, None, outcome),
+            Err(e) => {
+                json!({"id": id, "status": "unknown", "error": {"kind": "restate", "message": e.to_string()}})
+            }
+        };
+        Ok::<_, std::convert::Infallible>(SseEvent::default().event("end").data(data.to_string()))
+    });
+    Ok(Sse::new(end)
+        .keep_alive(KeepAlive::default())
+        .into_response())
+}
+
+/// The session `name` of `who` as Restate keeps it, or the `404` naming it.
+async fn session_of(front: &RestateClient, who: &Principal, name: &str) -> Result<Value, ApiError> {
+    super::state::check_session_name(name)?;
+    let key = scoped(who, name);
+    let session = front
+        .session(&key, "describe")
+        .await
+        .map_err(restate_error)?;
+    if session["agent"].is_null() {
+        return Err(ApiError::not_found(
+            "session_not_found",
+            format!("no session \"{name}\""),
+        ));
+    }
+    Ok(session)
+}
+
+/// `GET /v1/sessions/{name}` through Restate: the session's agent, messages and state.
+pub(super) async fn session(
+    front: &RestateClient,
+    who: &Principal,
+    name: &str,
+) -> Result<Value, ApiError> {
+    let mut session = session_of(front, who, name).await?;
+    session["name"] = json!(name);
+    Ok(session)
+}
+
+/// `DELETE /v1/sessions/{name}` through Restate (after the turn running now, if any).
+pub(super) async fn delete_session(
+    front: &RestateClient,
+    who: &Principal,
+    name: &str,
+) -> Result<StatusCode, ApiError> {
+    session_of(front, who, name).await?;
+    front
+        .session(&scoped(who, name), "clear")
+        .await
+        .map_err(restate_error)?;
+    Ok(StatusCode::NO_CONTENT)
+}

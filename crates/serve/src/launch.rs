@@ -1,0 +1,271 @@
+//! Starting a run for a request: the agent, grants within the token's ceiling, the session, a
+//! run slot, then [`Host::run_stream`](kiln_host::Host::run_stream) with the same run log `kiln ask`
+//! writes. A driver task collects the run's events into its [`RunEntry`].
+
+use super::auth::{Principal, check_within};
+use super::error::ApiError;
+use super::metrics::Metrics;
+use super::state::{AppState, session_key};
+use super::table::{RunEntry, error_kind};
+use futures_util::StreamExt;
+use kiln_agent::connect::ProviderOverrides;
+use kiln_agent::runlog::RunLogger;
+use kiln_agent::{RecordError, Recorder, RunOptions, RunReport, ToolCallRecord};
+use kiln_core::capability::Grants;
+use kiln_db::sessions::ResumeError;
+use kiln_host::api::Event;
+use kiln_providers::{Message, StopReason, Usage};
+use serde_json::Value;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+use tokio::sync::oneshot;
+
+/// What a request asks to run.
+#[derive(Default)]
+pub struct RunRequest {
+    /// The agent.
+    pub agent: String,
+    /// The new user message.
+    pub prompt: String,
+    /// Earlier messages the client sent (Chat Completions).
+    pub history: Vec<Message>,
+    /// System additions, temperature and max tokens.
+    pub overrides: ProviderOverrides,
+    /// Capabilities asked for (within the token's ceiling); `None`: the agent's own.
+    pub caps: Option<Vec<String>>,
+    /// The JSON field `caps` came from, for errors.
+    pub caps_param: &'static str,
+    /// `ctx.context`.
+    pub context: serde_json::Map<String, Value>,
+    /// `ctx.actor_id` when the token names none.
+    pub actor: Option<String>,
+    /// A session to continue.
+    pub session: Option<String>,
+    /// Stream the model's replies (text events as they arrive).
+    pub stream: bool,
+}
+
+/// The run log, plus the run id as soon as the run starts and the server's metrics.
+struct Tap {
+    log: Option<RunLogger>,
+    metrics: Arc<Metrics>,
+    started: Mutex<Option<oneshot::Sender<String>>>,
+}
+
+impl Recorder for Tap {
+    fn started(&self, report: &RunReport) -> Result<(), RecordError> {
+        if let Some(l) = &self.log {
+            l.started(report)?;
+        }
+        self.metrics.run_started(&report.agent);
+        let tx = self.started.lock().ok().and_then(|mut s| s.take());
+        if let Some(tx) = tx {
+            let _ = tx.send(report.run_id.clone());
+        }
+        Ok(())
+    }
+
+    fn model_reply(
+        &self,
+        run_id: &str,
+        round: u32,
+        usage: Usage,
+        stop: &StopReason,
+        took: Duration,
+    ) {
+        if let Some(l) = &self.log {
+            l.model_reply(run_id, round, usage, stop, took);
+        }
+        self.metrics.model_reply(took, usage);
+    }
+
+    fn step(
+        &self,
+        run_id: &str,
+        first_seq: usize,
+        messages: &[Message],
+        calls: &[ToolCallRecord],
+        state: &Value,
+    ) -> Result<(), RecordError> {
+        if let Some(l) = &self.log {
+            l.step(run_id, first_seq, messages, calls, state)?;
+        }
+        self.metrics.tool_calls(calls);
+        Ok(())
+    }
+
+    fn ended(&self, report: &RunReport) -> Result<(), RecordError> {
+        match &self.log {
+            Some(l) => l.ended(report),
+            None => Ok(()),
+        }
+    }
+}
+
+/// The grants a run gets: the meet of the agent's own, the token's ceiling, the server's
+/// (`--caps`, with its `--ask` marks) and the request's caps; caps asked beyond a ceiling are
+/// refused by name.
+pub(super) fn grants_for(
+    state: &AppState,
+    who: &Principal,
+    agent_grants: &Grants,
+    req: &RunRequest,
+) -> Result<Grants, ApiError> {
+    let asked = req
+        .caps
+        .as_ref()
+        .map(|caps| Grants::parse(caps))
+        .transpose()
+        .map_err(|e| ApiError::bad_request(req.caps_param, e.to_string()))?;
+    let (token, server) = (who.ceiling.as_ref(), state.options.ceiling.as_ref());
+    if let Some(asked) = &asked {
+        for ceiling in [token, server].into_iter().flatten() {
+            check_within(asked, ceiling, req.caps_param)?;
+        }
+    }
+    Ok(Grants::effective(&[
+        Some(agent_grants),
+        token,
+        server,
+        asked.as_ref(),
+    ]))
+}
+
+/// The agent `name`, or the `404` that names it.
+pub(super) fn find_agent(
+    state: &AppState,
+    name: &str,
+) -> Result<Arc<kiln_core::agent_spec::AgentSpec>, ApiError> {
+    state.host.agent(name).map_err(|_| {
+        ApiError::not_found(
+            "model_not_found",
+            format!("no agent named \"{name}\" (GET /v1/models lists the agents)"),
+        )
+    })
+}
+
+/// Starts a run; it goes on in its own task (its events in the returned entry) until it ends,
+/// is cancelled, or the server stops it after the grace period.
+pub async fn launch(
+    state: &Arc<AppState>,
+    who: &Principal,
+    req: RunRequest,
+) -> Result<Arc<RunEntry>, ApiError> {
+    if state.draining() {
+        return Err(ApiError::unavailable("the server is shutting down"));
+    }
+    let agent = find_agent(state, &req.agent)?;
+    let grants = grants_for(state, who, &agent.grants, &req)?;
+    let db = state.host.database().cloned();
+    let mut history = req.history;
+    let mut run_state = None;
+    let mut session_guard = None;
+    let session = req
+        .session
+        .as_deref()
+        .map(|name| session_key(who, name))
+        .transpose()?;
+    if let Some(key) = &session {
+        let Some(db) = &db else {
+            return Err(ApiError::bad_request(
+                "session",
+                "the server has no database",
+            ));
+        };
+        // A busy session's next request waits in the queue like one waiting for a slot.
+        let lock = state.session_lock(key);
+        session_guard = Some(match lock.clone().try_lock_owned() {
+            Ok(guard) => guard,
+            Err(_) => {
+                state
+                    .limiter
+                    .wait_queued(
+                        &format!("session \"{}\"", req.session.as_deref().unwrap_or_default()),
+                        lock.lock_owned(),
+                    )
+                    .await?
+            }
+        });
+        let name = req.session.as_deref().unwrap_or_default();
+        match db.resume_session(key, name, &req.agent) {
+            Ok(resumed) if resumed.state.is_some() => {
+                history = resumed.messages;
+                run_state = resumed.state;
+            }
+            Ok(_) => {}
+            Err(e @ ResumeError::OtherAgent { .. }) => {
+                return Err(ApiError::bad_request("session", e.to_string()));
+            }
+            Err(ResumeError::Db(e)) => return Err(ApiError::internal(e.to_string())),
+        }
+    }
+    let permit = state.limiter.acquire().await?;
+    let (started_tx, started_rx) = oneshot::channel();
+    let tap = Tap {
+        log: db.map(|db| RunLogger::new(db, session)),
+        metrics: state.metrics.clone(),
+        started: Mutex::new(Some(started_tx)),
+    };
+    let cancel = state.stop_runs.child_token();
+    let mut overrides = req.overrides;
+    overrides.timeout = overrides.timeout.or(state.options.request_timeout);
+    let opts = RunOptions {
+        overrides,
+        grants: Some(grants),
+        context: req.context,
+        actor_id: who.actor.clone().or(req.actor),
+        stream: req.stream,
+        timeout: state.options.run_timeout,
+        cancel: cancel.clone(),
+        history,
+        state: run_state,
+        recorder: Some(Arc::new(tap)),
+        ..RunOptions::default()
+    };
+    let began = Instant::now();
+    let mut stream = state.host.run_stream(&req.agent, &req.prompt, opts);
+    let run_id = started_rx
+        .await
+        .unwrap_or_else(|_| kiln_core::context::new_run_id());
+    let entry = Arc::new(RunEntry::new(
+        run_id,
+        req.agent.clone(),
+        who.actor.clone(),
+        cancel,
+    ));
+    state.runs.insert(entry.clone());
+    tracing::info!(run_id = %entry.id, agent = %entry.agent, actor = ?who.actor, "run started");
+    let (driver_state, driver_entry) = (state.clone(), entry.clone());
+    tokio::spawn(async move {
+        // The slot and the session stay taken until the run has ended.
+        let _held = (permit, session_guard);
+        while let Some(ev) = stream.next().await {
+            if let Event::Finished(result) = &ev {
+                let outcome = match result.as_ref() {
+                    Ok(_) => "ok",
+                    Err(e) => match error_kind(e) {
+                        k @ ("cancelled" | "deadline") => k,
+                        _ => "error",
+                    },
+                };
+                driver_state
+                    .metrics
+                    .run_finished(&driver_entry.agent, outcome);
+                tracing::info!(
+                    run_id = %driver_entry.id,
+                    agent = %driver_entry.agent,
+                    outcome,
+                    ms = began.elapsed().as_millis() as u64,
+                    "run finished"
+                );
+                // The whole error stays here; its caller sees it scrubbed.
+                if let Err(e) = result.as_ref() {
+                    tracing::warn!(run_id = %driver_entry.id, "run failed: {e}");
+                }
+            }
+            driver_entry.push(ev);
+        }
+        driver_state.runs.finished(&driver_entry.id);
+    });
+    Ok(entry)
+}

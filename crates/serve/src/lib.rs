@@ -1,0 +1,129 @@
+//! `kiln serve`: agents as an HTTP service. An adapter over the library API: every request
+//! becomes a [`Host::run_stream`](kiln_host::Host::run_stream), so validation, the capability
+//! guard, the sandbox and the run log apply exactly as for `kiln ask`.
+//!
+//! - `chat`: OpenAI-compatible `/v1/models` and `/v1/chat/completions` (whole or SSE chunks)
+//! - `runs`: kiln's `/v1/runs` (events as SSE, cancel) and `/v1/sessions`
+//! - `front`: `/v1/runs` through Restate's ingress (`--restate-ingress`), for a fleet
+//! - `launch`: a request -> grants within the token's ceiling, session, slot, the run
+//! - `table`: runs by id with their events; `auth`: tokens; `limits`: slots, queue, 429
+//! - `metrics`, `router` (health, logging), `body` (JSON bodies), `error` (OpenAI's shape)
+//! - `logfmt`: JSON log lines
+//! - `restate`: kiln calling Restate over plain HTTP (the front door's ingress client, worker
+//!   registration); the worker itself is kiln-durable
+//!
+//! May depend on: kiln-core, kiln-providers, kiln-db, kiln-agent, kiln-host, kiln-http,
+//! kiln-mcp (the `/mcp` mount point).
+
+#![warn(missing_docs)]
+
+pub mod auth;
+mod body;
+mod chat;
+pub mod error;
+mod front;
+mod launch;
+pub mod limits;
+pub mod logfmt;
+pub mod metrics;
+pub mod restate;
+mod router;
+mod runs;
+pub mod state;
+mod table;
+
+pub use auth::Tokens;
+pub use router::router;
+pub use state::{AppState, ServeOptions};
+
+use std::sync::Arc;
+use std::time::Duration;
+use tokio_util::sync::CancellationToken;
+
+/// How long runs cancelled after the grace period get to record their end.
+const CANCEL_WAIT: Duration = Duration::from_secs(10);
+
+/// Serves `state` on `listener` until `shutdown` resolves, then drains: no new connections or
+/// runs, running ones get `options.grace` to finish, the rest are cancelled (each completed
+/// step is already committed to the run log). `mcp` is mounted at `/mcp` when given. Scripts
+/// are reloaded while [`watch_reloads`]' handle lives (start it before announcing the address,
+/// with the same MCP server so its clients hear of reloads).
+pub async fn serve(
+    state: Arc<AppState>,
+    listener: tokio::net::TcpListener,
+    mcp: Option<kiln_mcp::McpEndpoint>,
+    shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    let stop_accepting = CancellationToken::new();
+    let server = kiln_http::serve(
+        listener,
+        router(state.clone(), mcp.map(|m| m.router)),
+        state.options.http,
+        stop_accepting.clone(),
+    );
+    let mut server = tokio::spawn(server);
+    tokio::select! {
+        done = &mut server => return done.unwrap_or_else(|e| Err(std::io::Error::other(e))),
+        () = shutdown => {}
+    }
+    state.start_draining();
+    stop_accepting.cancel();
+    tracing::warn!(
+        runs = state.limiter.active(),
+        grace_secs = state.options.grace.as_secs_f64(),
+        "shutting down: no new runs; waiting for running ones"
+    );
+    if tokio::time::timeout(state.options.grace, state.limiter.idle())
+        .await
+        .is_err()
+    {
+        tracing::warn!(
+            runs = state.limiter.active(),
+            "grace period over: cancelling the runs still going"
+        );
+        state.stop_runs.cancel();
+        let _ = tokio::time::timeout(CANCEL_WAIT, state.limiter.idle()).await;
+    }
+    // Responses of ended runs are being written; give them a moment, then stop.
+    match tokio::time::timeout(Duration::from_secs(5), server).await {
+        Ok(done) => done.unwrap_or_else(|e| Err(std::io::Error::other(e))),
+        Err(_) => Ok(()),
+    }
+}
+
+/// Stops a background task when dropped (when the server stops).
+pub struct AbortOnDrop(Option<tokio::task::JoinHandle<()>>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        if let Some(h) = &self.0 {
+            h.abort();
+        }
+    }
+}
+
+/// Reloads changed scripts while the handle lives, counting each reload in the metrics and
+/// telling the MCP clients that asked (as `kiln mcp` does).
+pub fn watch_reloads(
+    state: &Arc<AppState>,
+    mcp: Option<kiln_mcp::McpServer>,
+) -> std::io::Result<AbortOnDrop> {
+    use futures_util::StreamExt;
+    if state.host.config().scripts.is_empty() {
+        return Ok(AbortOnDrop(None));
+    }
+    let mut reports = state
+        .host
+        .watch()
+        .map_err(|e| std::io::Error::other(e.to_string()))?;
+    let metrics = state.metrics.clone();
+    Ok(AbortOnDrop(Some(tokio::spawn(async move {
+        while let Some(report) = reports.next().await {
+            metrics.reloaded();
+            tracing::info!("{report}");
+            if let Some(mcp) = mcp.as_ref().filter(|_| !report.deferred) {
+                mcp.notify_tools_changed();
+            }
+        }
+    }))))
+}

@@ -1,0 +1,252 @@
+//! kiln calling Restate: submitting runs to the ingress with an idempotency key, attaching to
+//! an invocation from any process, looking one up and cancelling it through the admin API. The
+//! front door of `kiln serve --restate-ingress` is built on this.
+
+use super::DurableError;
+use serde_json::{Value, json};
+
+/// The services a run can be submitted to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Target {
+    /// `KilnSession/{key}/turn`: a turn of a session.
+    Session,
+    /// `KilnRun/{key}/run`: a run without a session (the key makes it run once).
+    Run,
+}
+
+/// An invocation as the admin API describes it.
+#[derive(Debug, Clone)]
+pub struct Invocation {
+    /// `KilnSession` or `KilnRun`.
+    pub service: String,
+    /// The object or workflow key.
+    pub key: String,
+    /// Restate's status (`running`, `backing-off`, `completed`, ...).
+    pub status: String,
+}
+
+impl Invocation {
+    /// True once it has ended (its output can be read at once).
+    pub fn completed(&self) -> bool {
+        self.status == "completed"
+    }
+}
+
+/// How an invocation ended: the handler's output, or its terminal error.
+#[derive(Debug, Clone)]
+pub enum Outcome {
+    /// The output (a run report).
+    Output(Value),
+    /// The terminal error: its code (409 cancelled, 504 deadline, ...) and message.
+    Failed {
+        /// The error's code.
+        code: u16,
+        /// Its message.
+        message: String,
+    },
+}
+
+/// A client of one Restate cluster's ingress and admin API.
+#[derive(Debug, Clone)]
+pub struct RestateClient {
+    ingress: String,
+    admin: String,
+    http: reqwest::Client,
+}
+
+/// `text` as one URL path segment (Restate decodes keys once).
+pub fn key_segment(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for b in text.bytes() {
+        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b'~') {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
+/// True for ids of the shape Restate gives invocations (`inv_` and base62), the only text
+/// ever put into an admin query.
+pub fn is_invocation_id(id: &str) -> bool {
+    id.strip_prefix("inv_")
+        .is_some_and(|rest| !rest.is_empty() && rest.bytes().all(|b| b.is_ascii_alphanumeric()))
+}
+
+impl RestateClient {
+    /// A client of the ingress at `ingress` and the admin API at `admin`.
+    pub fn new(ingress: &str, admin: &str) -> Result<Self, DurableError> {
+        let ingress = super::register::check_url("--restate-ingress", ingress)?;
+        let http = kiln_core::egress::tls::client_builder()
+            .build()
+            .map_err(|e| DurableError::Unreachable {
+                url: ingress.clone(),
+                message: e.to_string(),
+            })?;
+        Ok(RestateClient {
+            ingress,
+            admin: super::register::check_url("--restate-admin", admin)?,
+            http,
+        })
+    }
+
+    async fn call(
+        &self,
+        req: reqwest::RequestBuilder,
+        url: &str,
+    ) -> Result<(u16, String), DurableError> {
+        let reply = req.send().await.map_err(|e| DurableError::Unreachable {
+            url: url.to_string(),
+            message: e.to_string(),
+        })?;
+        let status = reply.status().as_u16();
+        let body = reply.text().await.map_err(|e| DurableError::Unreachable {
+            url: url.to_string(),
+            message: e.to_string(),
+        })?;
+        Ok((status, body))
+    }
+
+    fn answered(url: &str, status: u16, body: String) -> DurableError {
+        DurableError::Answered {
+            url: url.to_string(),
+            status,
+            body,
+        }
+    }
+
+    /// Submits `input` to `target` under `key` without waiting; returns the invocation id.
+    /// The same `key` (and `idempotency_key`) again returns the same invocation: it runs once.
+    pub async fn submit(
+        &self,
+        target: Target,
+        key: &str,
+        idempotency_key: &str,
+        input: &Value,
+    ) -> Result<String, DurableError> {
+        let (path, idempotency) = match target {
+            Target::Session => ("KilnSession", Some(idempotency_key)),
+            // Restate refuses idempotency keys on workflows: the workflow key is the run's.
+            Target::Run => ("KilnRun", None),
+        };
+        let handler = match target {
+            Target::Session => "turn",
+            Target::Run => "run",
+        };
+        let url = format!(
+            "{}/{path}/{}/{handler}/send",
+            self.ingress,
+            key_segment(key)
+        );
+        let mut req = self.http.post(&url).json(input);
+        if let Some(k) = idempotency {
+            req = req.header("idempotency-key", k);
+        }
+        let (status, body) = self.call(req, &url).await?;
+        if !(200..300).contains(&status) {
+            return Err(Self::answered(&url, status, body));
+        }
+        let reply: Value = serde_json::from_str(&body).unwrap_or(Value::Null);
+        match reply["invocationId"].as_str() {
+            Some(id) => Ok(id.to_string()),
+            None => Err(Self::answered(&url, status, body)),
+        }
+    }
+
+    /// Calls `KilnSession/{key}/{handler}` and waits for its answer (`describe`, `clear`).
+    pub async fn session(&self, key: &str, handler: &str) -> Result<Value, DurableError> {
+        let url = format!(
+            "{}/KilnSession/{}/{handler}",
+            self.ingress,
+            key_segment(key)
+        );
+        let (status, body) = self.call(self.http.post(&url), &url).await?;
+        if !(200..300).contains(&status) {
+            return Err(Self::answered(&url, status, body));
+        }
+        Ok(serde_json::from_str(&body).unwrap_or(Value::Null))
+    }
+
+    /// Waits for invocation `id` to end (from any process) and returns how it ended.
+    pub async fn attach(&self, id: &str) -> Result<Outcome, DurableError> {
+        let url = format!(
+            "{}/restate/invocation/{}/attach",
+            self.ingress,
+            key_segment(id)
+        );
+        let (status, body) = self.call(self.http.get(&url), &url).await?;
+        let value: Value = serde_json::from_str(&body).unwrap_or(Value::String(body.clone()));
+        if (200..300).contains(&status) {
+            return Ok(Outcome::Output(value));
+        }
+        // A handler's terminal error comes back as `{code, message}` with that status; anything
+        // else (no such invocation, Restate down) is the ingress's own answer.
+        match (value["code"].as_u64(), value["message"].as_str()) {
+            (Some(code), Some(message)) if status != 404 || code == 404 => Ok(Outcome::Failed {
+                code: u16::try_from(code).unwrap_or(500),
+                message: message.to_string(),
+            }),
+            _ => Err(Self::answered(&url, status, body)),
+        }
+    }
+
+    /// Invocation `id` as the admin API knows it; `None` when it does not exist.
+    pub async fn lookup(&self, id: &str) -> Result<Option<Invocation>, DurableError> {
+        if !is_invocation_id(id) {
+            return Ok(None);
+        }
+        let query = format!(
+            "SELECT target_service_name, target_service_key, status FROM sys_invocation WHERE id = '{id}'"
+        );
+        let url = format!("{}/query", self.admin);
+        let req = self
+            .http
+            .post(&url)
+            .header("accept", "application/json")
+            .json(&json!({ "query": query }));
+        let (status, body) = self.call(req, &url).await?;
+        if status != 200 {
+            return Err(Self::answered(&url, status, body));
+        }
+        let reply: Value = serde_json::from_str(&body).unwrap_or(Value::Null);
+        let Some(row) = reply["rows"].as_array().and_then(|rows| rows.first()) else {
+            return Ok(None);
+        };
+        let field = |k: &str| row[k].as_str().unwrap_or_default().to_string();
+        Ok(Some(Invocation {
+            service: field("target_service_name"),
+            key: field("target_service_key"),
+            status: field("status"),
+        }))
+    }
+
+    /// Cancels invocation `id`: its next step fails as cancelled and the run ends.
+    pub async fn cancel(&self, id: &str) -> Result<(), DurableError> {
+        let url = format!("{}/invocations/{}/cancel", self.admin, key_segment(id));
+        let (status, body) = self.call(self.http.patch(&url), &url).await?;
+        if !(200..300).contains(&status) {
+            return Err(Self::answered(&url, status, body));
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_become_one_path_segment() {
+        assert_eq!(key_segment("alice/s 1"), "alice%2Fs%201");
+        assert_eq!(key_segment("a-b_c.d~e"), "a-b_c.d~e");
+    }
+
+    #[test]
+    fn only_invocation_ids_reach_a_query() {
+        assert!(is_invocation_id("inv_1a1mlWik0Qe"));
+        assert!(!is_invocation_id("inv_"));
+        assert!(!is_invocation_id("inv_1' OR '1'='1"));
+        assert!(!is_invocation_id("run_1"));
+    }
+}

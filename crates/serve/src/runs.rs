@@ -1,0 +1,163 @@
+//! kiln's own API for what Chat Completions cannot say: runs with sessions, context and caps,
+//! waiting or not, their live events (SSE), cancellation, and sessions.
+
+use super::auth::Principal;
+use super::body::{JsonBody, parse};
+use super::error::ApiError;
+use super::front;
+use super::launch::launch;
+use super::state::{AppState, session_key};
+use super::table::{RunEntry, event_json};
+use axum::Json;
+use axum::extract::{Path, Query, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
+use futures_util::StreamExt;
+use serde::Deserialize;
+use serde_json::{Value, json};
+use std::sync::Arc;
+
+/// `POST /v1/runs`: the run's report when it ends, or `202` with its id (`"wait": false`).
+pub async fn create(
+    State(state): State<Arc<AppState>>,
+    who: Principal,
+    headers: HeaderMap,
+    JsonBody(body): JsonBody,
+) -> Result<Response, ApiError> {
+    if let Some(front) = &state.front {
+        return front::create(&state, front, &who, &headers, &body).await;
+    }
+    let (req, wait) = parse(&body)?;
+    let entry = launch(&state, &who, req).await?;
+    if !wait {
+        return Ok((StatusCode::ACCEPTED, Json(entry.status())).into_response());
+    }
+    entry.wait().await;
+    Ok(Json(entry.status()).into_response())
+}
+
+fn find(state: &AppState, id: &str, who: &Principal) -> Result<Arc<RunEntry>, ApiError> {
+    state
+        .runs
+        .get(id, who)
+        .ok_or_else(|| ApiError::not_found("run_not_found", format!("no run \"{id}\"")))
+}
+
+/// `?wait=true`.
+#[derive(Deserialize)]
+pub struct WaitQuery {
+    #[serde(default)]
+    wait: bool,
+}
+
+/// `GET /v1/runs/{id}`: the run's status, report and error (`?wait=true` waits for its end).
+pub async fn get(
+    State(state): State<Arc<AppState>>,
+    who: Principal,
+    Path(id): Path<String>,
+    Query(q): Query<WaitQuery>,
+) -> Result<Json<Value>, ApiError> {
+    if let Some(front) = &state.front {
+        return front::get(front, &who, &id, q.wait).await.map(Json);
+    }
+    let entry = find(&state, &id, &who)?;
+    if q.wait {
+        entry.wait().await;
+    }
+    Ok(Json(entry.status()))
+}
+
+/// `GET /v1/runs/{id}/events`: every event of the run as SSE (`event: NAME`, JSON data),
+/// from its start, ending with `end`.
+pub async fn events(
+    State(state): State<Arc<AppState>>,
+    who: Principal,
+    Path(id): Path<String>,
+) -> Result<Response, ApiError> {
+    if let Some(front) = &state.front {
+        return front::events(front, &who, &id).await;
+    }
+    let entry = find(&state, &id, &who)?;
+    let stream = entry.events().map(|ev| {
+        let (name, data) = event_json(&ev);
+        Ok::<_, std::convert::Infallible>(SseEvent::default().event(name).data(data.to_string()))
+    });
+    Ok(Sse::new(stream)
+        .keep_alive(KeepAlive::default())
+        .into_response())
+}
+
+/// `POST /v1/runs/{id}/cancel`: asks the run to stop; it ends with a `cancelled` error.
+pub async fn cancel(
+    State(state): State<Arc<AppState>>,
+    who: Principal,
+    Path(id): Path<String>,
+) -> Result<(StatusCode, Json<Value>), ApiError> {
+    if let Some(front) = &state.front {
+        return front::cancel(front, &who, &id).await;
+    }
+    let entry = find(&state, &id, &who)?;
+    entry.cancel.cancel();
+    Ok((StatusCode::ACCEPTED, Json(entry.status())))
+}
+
+fn db(state: &AppState) -> Result<&Arc<kiln_db::Db>, ApiError> {
+    state
+        .host
+        .database()
+        .ok_or_else(|| ApiError::not_found("session_not_found", "the server has no database"))
+}
+
+/// `GET /v1/sessions/{name}`: the session's agent, messages and state.
+pub async fn session(
+    State(state): State<Arc<AppState>>,
+    who: Principal,
+    Path(name): Path<String>,
+) -> Result<Json<Value>, ApiError> {
+    if let Some(front) = &state.front {
+        return front::session(front, &who, &name).await.map(Json);
+    }
+    let saved = db(&state)?
+        .session(&session_key(&who, &name)?)
+        .map_err(|e| ApiError::internal(e.to_string()))?
+        .ok_or_else(|| {
+            ApiError::not_found("session_not_found", format!("no session \"{name}\""))
+        })?;
+    Ok(Json(json!({
+        "name": name,
+        "agent": saved.agent,
+        "messages": saved.messages,
+        "state": saved.state,
+        "updated_at": saved.updated_at,
+    })))
+}
+
+/// `DELETE /v1/sessions/{name}`.
+pub async fn delete_session(
+    State(state): State<Arc<AppState>>,
+    who: Principal,
+    Path(name): Path<String>,
+) -> Result<StatusCode, ApiError> {
+    if let Some(front) = &state.front {
+        return front::delete_session(front, &who, &name).await;
+    }
+    let db = db(&state)?;
+    let key = session_key(&who, &name)?;
+    let exists = db
+        .session(&key)
+        .map_err(|e| ApiError::internal(e.to_string()))?
+        .is_some();
+    if !exists {
+        return Err(ApiError::not_found(
+            "session_not_found",
+            format!("no session \"{name}\""),
+        ));
+    }
+    // Not while a run continues it: wait for that run to end first.
+    let lock = state.session_lock(&key);
+    let _held = lock.lock().await;
+    db.delete_session(&key)
+        .map_err(|e| ApiError::internal(e.to_string()))?;
+    Ok(StatusCode::NO_CONTENT)
+}

@@ -1,0 +1,175 @@
+//! What every handler shares: the host, tokens, limits, the runs, metrics and the shutdown state.
+
+use super::auth::{Principal, Tokens};
+use super::error::ApiError;
+use super::limits::Limiter;
+use super::metrics::Metrics;
+use super::table::RunTable;
+use axum::extract::FromRequestParts;
+use axum::http::request::Parts;
+use kiln_core::capability::Grants;
+use kiln_host::Host;
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, Weak};
+use std::time::Duration;
+use tokio_util::sync::CancellationToken;
+
+/// How the server runs agents.
+#[derive(Debug, Clone)]
+pub struct ServeOptions {
+    /// Runs at once.
+    pub max_runs: usize,
+    /// Runs waiting for a slot before requests get `429`.
+    pub queue: usize,
+    /// `Retry-After` seconds of a `429`.
+    pub retry_after: u64,
+    /// Largest request body, in bytes.
+    pub max_body: usize,
+    /// Deadline of each run.
+    pub run_timeout: Option<Duration>,
+    /// Timeout of one model request.
+    pub request_timeout: Option<Duration>,
+    /// How long runs may go on after a shutdown signal before they are cancelled.
+    pub grace: Duration,
+    /// The most any request may be granted (`--caps`); `None`: each agent's own grants.
+    pub ceiling: Option<Grants>,
+    /// Origins besides this machine's whose pages may call the API (`--allow-origin`).
+    pub allowed_origins: Vec<String>,
+    /// Host names the API answers to besides loopback ones (the bound address), when it has no
+    /// tokens.
+    pub allowed_hosts: Vec<String>,
+    /// How long a request may wait in the queue (for a run slot or a busy session).
+    pub queue_timeout: Duration,
+    /// Header and body deadlines and the connection cap of the HTTP listener.
+    pub http: kiln_http::HttpLimits,
+}
+
+impl Default for ServeOptions {
+    fn default() -> Self {
+        ServeOptions {
+            max_runs: 64,
+            queue: 256,
+            retry_after: 1,
+            max_body: 1 << 20,
+            run_timeout: Some(Duration::from_secs(300)),
+            request_timeout: None,
+            grace: Duration::from_secs(30),
+            ceiling: None,
+            allowed_origins: Vec::new(),
+            allowed_hosts: Vec::new(),
+            queue_timeout: Duration::from_secs(60),
+            http: kiln_http::HttpLimits::default(),
+        }
+    }
+}
+
+/// The server's shared state.
+pub struct AppState {
+    /// The host every run goes through.
+    pub host: Arc<Host>,
+    /// Bearer tokens (none: open, loopback only).
+    pub tokens: Tokens,
+    /// Limits and flags.
+    pub options: ServeOptions,
+    /// Run slots and queue.
+    pub limiter: Limiter,
+    /// Counters for `/metrics`.
+    pub metrics: Arc<Metrics>,
+    /// Runs by id.
+    pub runs: RunTable,
+    /// Cancels every run (the grace period ran out).
+    pub stop_runs: CancellationToken,
+    /// The durable engine `/v1/runs` submits to (`--restate-ingress`); `None`: runs run here.
+    pub front: Option<crate::restate::RestateClient>,
+    draining: AtomicBool,
+    sessions: Mutex<HashMap<String, Weak<tokio::sync::Mutex<()>>>>,
+}
+
+impl AppState {
+    /// State for a server over `host`.
+    pub fn new(host: Arc<Host>, tokens: Tokens, options: ServeOptions) -> Self {
+        AppState {
+            host,
+            tokens,
+            limiter: Limiter::new(options.max_runs, options.queue, options.retry_after)
+                .with_queue_timeout(options.queue_timeout),
+            options,
+            metrics: Arc::new(Metrics::default()),
+            runs: RunTable::default(),
+            stop_runs: CancellationToken::new(),
+            front: None,
+            draining: AtomicBool::new(false),
+            sessions: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// Sends `/v1/runs` to Restate through `front` instead of running them here.
+    pub fn with_front(mut self, front: crate::restate::RestateClient) -> Self {
+        self.front = Some(front);
+        self
+    }
+
+    /// True once shutdown began: no new runs, `/readyz` says 503.
+    pub fn draining(&self) -> bool {
+        self.draining.load(Ordering::SeqCst)
+    }
+
+    /// Stops accepting runs.
+    pub fn start_draining(&self) {
+        self.draining.store(true, Ordering::SeqCst);
+    }
+
+    /// The lock that keeps two runs from continuing one session at once.
+    pub fn session_lock(&self, key: &str) -> Arc<tokio::sync::Mutex<()>> {
+        let mut map = self.sessions.lock().unwrap_or_else(|e| e.into_inner());
+        map.retain(|_, w| w.strong_count() > 0);
+        if let Some(lock) = map.get(key).and_then(Weak::upgrade) {
+            return lock;
+        }
+        let lock = Arc::new(tokio::sync::Mutex::new(()));
+        map.insert(key.to_string(), Arc::downgrade(&lock));
+        lock
+    }
+}
+
+/// The longest session name a request may give.
+pub const MAX_SESSION_NAME: usize = 256;
+
+/// Refuses an empty, huge or control-character (NUL included) session name.
+pub fn check_session_name(name: &str) -> Result<(), ApiError> {
+    if name.is_empty() || name.len() > MAX_SESSION_NAME || name.chars().any(char::is_control) {
+        return Err(ApiError::bad_request(
+            "session",
+            format!(
+                "a session name is 1 to {MAX_SESSION_NAME} bytes of text without control characters"
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// The session name in the database: with tokens, each actor has its own names. The actor is
+/// escaped (`%` and `/`), so actor `dave` with session `x/notes` and actor `dave/x` with
+/// session `notes` are two sessions; an empty, huge or control-character name is refused.
+pub fn session_key(who: &Principal, name: &str) -> Result<String, ApiError> {
+    check_session_name(name)?;
+    Ok(match &who.actor {
+        Some(actor) => {
+            let actor = actor.replace('%', "%25").replace('/', "%2F");
+            format!("{actor}/{name}")
+        }
+        None => name.to_string(),
+    })
+}
+
+impl FromRequestParts<Arc<AppState>> for Principal {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(
+        parts: &mut Parts,
+        state: &Arc<AppState>,
+    ) -> Result<Self, Self::Rejection> {
+        state.tokens.authenticate(&parts.headers)
+    }
+}

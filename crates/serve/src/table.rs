@@ -1,0 +1,226 @@
+//! The runs the server knows: each run's events as they happened (so a late reader of
+//! `/v1/runs/{id}/events` sees them all), its end, and the token that cancels it.
+
+use super::auth::Principal;
+use futures_util::Stream;
+use kiln_agent::RunError;
+use kiln_agent::RunErrorKind;
+use kiln_agent::RunReport;
+use kiln_host::api::Event;
+use serde_json::{Value, json};
+use std::collections::{HashMap, VecDeque};
+use std::sync::{Arc, Mutex};
+use tokio::sync::watch;
+use tokio_util::sync::CancellationToken;
+
+/// Finished runs kept for `GET /v1/runs/{id}` (the run log keeps them all).
+const KEEP_FINISHED: usize = 1000;
+
+/// One run started by the server.
+pub struct RunEntry {
+    /// The run id (as in the run log).
+    pub id: String,
+    /// The agent.
+    pub agent: String,
+    /// The token's actor that started it.
+    pub owner: Option<String>,
+    /// Cancels this run only.
+    pub cancel: CancellationToken,
+    events: Mutex<Vec<Arc<Event>>>,
+    /// How many events there are; readers wait on changes.
+    count: watch::Sender<usize>,
+}
+
+impl RunEntry {
+    /// A run with no events yet.
+    pub fn new(
+        id: String,
+        agent: String,
+        owner: Option<String>,
+        cancel: CancellationToken,
+    ) -> Self {
+        RunEntry {
+            id,
+            agent,
+            owner,
+            cancel,
+            events: Mutex::new(Vec::new()),
+            count: watch::Sender::new(0),
+        }
+    }
+
+    /// Appends an event and wakes the readers.
+    pub fn push(&self, ev: Event) {
+        let n = {
+            let mut events = self.events.lock().unwrap_or_else(|e| e.into_inner());
+            events.push(Arc::new(ev));
+            events.len()
+        };
+        self.count.send_replace(n);
+    }
+
+    fn get(&self, i: usize) -> Option<Arc<Event>> {
+        let events = self.events.lock().unwrap_or_else(|e| e.into_inner());
+        events.get(i).cloned()
+    }
+
+    /// The end of the run, once it has ended.
+    pub fn end(&self) -> Option<Arc<Event>> {
+        let events = self.events.lock().unwrap_or_else(|e| e.into_inner());
+        events
+            .last()
+            .filter(|e| matches!(***e, Event::Finished(_)))
+            .cloned()
+    }
+
+    /// Waits for the end of the run.
+    pub async fn wait(&self) -> Arc<Event> {
+        let mut rx = self.count.subscribe();
+        loop {
+            if let Some(end) = self.end() {
+                return end;
+            }
+            if rx.changed().await.is_err() {
+                // The sender lives as long as the entry; this is unreachable in practice.
+                std::future::pending::<()>().await;
+            }
+        }
+    }
+
+    /// Every event from the first, live, ending after the run's end.
+    pub fn events(self: &Arc<Self>) -> impl Stream<Item = Arc<Event>> + Send + use<> {
+        let rx = self.count.subscribe();
+        futures_util::stream::unfold(
+            (self.clone(), 0usize, rx, false),
+            |(entry, i, mut rx, done)| async move {
+                if done {
+                    return None;
+                }
+                loop {
+                    if let Some(ev) = entry.get(i) {
+                        let last = matches!(*ev, Event::Finished(_));
+                        return Some((ev, (entry, i + 1, rx, last)));
+                    }
+                    rx.changed().await.ok()?;
+                }
+            },
+        )
+    }
+
+    /// `{id, agent, status, ...}` with the report and error once it has ended.
+    pub fn status(&self) -> Value {
+        match self.end().as_deref() {
+            Some(Event::Finished(result)) => {
+                let mut v = result_json(result);
+                v["id"] = json!(self.id);
+                v
+            }
+            _ => json!({"id": self.id, "agent": self.agent, "status": "running"}),
+        }
+    }
+}
+
+/// A short name for how a run failed (`cancelled`, `deadline`, `provider`, ...).
+pub fn error_kind(e: &RunError) -> &'static str {
+    match &e.kind {
+        RunErrorKind::JsonParse(_) | RunErrorKind::InvalidPlan(_) | RunErrorKind::MaxSteps(_) => {
+            "planner"
+        }
+        other => other.name(),
+    }
+}
+
+/// A tool call as a caller sees it: the failure's `detail` (positions in scripts) stays in
+/// the server's log and the run log.
+fn public_call(mut call: Value) -> Value {
+    if let Some(err) = call["outcome"]["error"].as_object_mut() {
+        err.remove("detail");
+    }
+    call
+}
+
+/// A report as a caller sees it (see [`kiln_core::public_error::report`]).
+pub fn public_report(report: &RunReport) -> Value {
+    kiln_core::public_error::report(serde_json::to_value(report).unwrap_or_default())
+}
+
+/// `{status, agent, report, error?}` of a finished run, as its caller may see it: the error's
+/// kind and message without script paths, URLs or type paths (the log has them whole).
+pub fn result_json(result: &Result<RunReport, RunError>) -> Value {
+    match result {
+        Ok(report) => {
+            json!({"agent": report.agent, "status": "completed", "report": public_report(report)})
+        }
+        Err(e) => json!({
+            "agent": e.report.agent,
+            "status": if matches!(e.kind, RunErrorKind::Cancelled) { "cancelled" } else { "failed" },
+            "error": {"kind": error_kind(e), "message": kiln_core::public_error::scrub(&e.to_string())},
+            "report": public_report(&e.report),
+        }),
+    }
+}
+
+/// An event as an SSE event name and JSON data.
+pub fn event_json(ev: &Event) -> (&'static str, Value) {
+    match ev {
+        Event::Text(t) => ("text", json!({"text": t})),
+        Event::ModelRequest { round } => ("model_request", json!({"round": round})),
+        Event::ModelReply { round } => ("model_reply", json!({"round": round})),
+        Event::ToolStarted {
+            round,
+            id,
+            name,
+            args,
+        } => (
+            "tool_started",
+            json!({"round": round, "id": id, "name": name, "args": args}),
+        ),
+        Event::ToolFinished(record) => (
+            "tool_finished",
+            public_call(serde_json::to_value(record).unwrap_or_default()),
+        ),
+        Event::Finished(result) => ("end", result_json(result)),
+        // An event kind newer than this door: named, without data it cannot describe.
+        _ => ("event", Value::Null),
+    }
+}
+
+/// Runs by id, running and recently finished.
+#[derive(Default)]
+pub struct RunTable {
+    inner: Mutex<Tables>,
+}
+
+#[derive(Default)]
+struct Tables {
+    runs: HashMap<String, Arc<RunEntry>>,
+    finished: VecDeque<String>,
+}
+
+impl RunTable {
+    /// Registers a run.
+    pub fn insert(&self, entry: Arc<RunEntry>) {
+        let mut t = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        t.runs.insert(entry.id.clone(), entry);
+    }
+
+    /// Notes that a run ended, forgetting the oldest finished runs beyond the limit.
+    pub fn finished(&self, id: &str) {
+        let mut t = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        t.finished.push_back(id.to_string());
+        while t.finished.len() > KEEP_FINISHED {
+            if let Some(old) = t.finished.pop_front() {
+                t.runs.remove(&old);
+            }
+        }
+    }
+
+    /// The run `id` if `who` may see it (its owner, or anyone without tokens).
+    pub fn get(&self, id: &str, who: &Principal) -> Option<Arc<RunEntry>> {
+        let t = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        t.runs
+            .get(id)
+            .filter(|r| who.actor.is_none() || r.owner == who.actor)
+            .cloned()
+    }
+}
