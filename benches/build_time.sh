@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
-# The cold debug build of the README's first command (`cargo run` builds the kiln binary and
-# library in the dev profile), from an empty target directory, for each revision given
-# (default: main and HEAD), each in a scratch copy.
-# Prints a markdown table: wall time and CPU time (user + sys; steadier on a shared machine).
-# `cargo build --timings` leaves its report in SCRATCH/target/cargo-timings/.
+# Cold debug builds for each revision given (default: main and HEAD), each from an empty target
+# directory in a scratch copy:
+#  - the README's first command (`cargo build`: the kiln binary and library, dev profile);
+#  - a minimal embedder: a crate whose only dependency is `kiln` with `default-features = false`
+#    (no MCP, HTTP server or Restate SDK where the revision has those features; a revision
+#    without features builds everything).
+# Prints a markdown table: wall time, CPU time (user + sys; steadier on a shared machine) and
+# the crates compiled. `cargo build --timings` leaves its report in SCRATCH/target/cargo-timings/.
 #
 # Usage: benches/build_time.sh [REV...]
 set -euo pipefail
@@ -11,21 +14,40 @@ cd "$(dirname "$0")/.."
 revs=("$@")
 [ ${#revs[@]} -gt 0 ] || revs=(main HEAD)
 rows=()
-first_cpu=""
-for rev in "${revs[@]}"; do
-    scratch=$(mktemp -d)
-    git archive "$rev" | tar -x -C "$scratch"
-    times=$(cd "$scratch" && CARGO_TARGET_DIR="$scratch/target" /usr/bin/time -f "%e %U %S" \
+declare -A first_cpu
+measure() { # DIR LABEL REV: builds in DIR with its own target dir, appends a row
+    local dir=$1 label=$2 rev=$3 times wall user sys cpu units
+    times=$(cd "$dir" && CARGO_TARGET_DIR="$dir/target" /usr/bin/time -f "%e %U %S" \
         cargo build --quiet --timings 2>&1 >/dev/null | tail -1)
     read -r wall user sys <<<"$times"
     cpu=$(echo "$user + $sys" | bc)
-    units=$(ls "$scratch"/target/debug/deps/*.rmeta 2>/dev/null | wc -l)
-    [ -n "$first_cpu" ] || first_cpu=$cpu
-    rows+=("| $(git rev-parse --short "$rev") | ${wall} s | ${cpu} s | $(echo "scale=2; $cpu / $first_cpu" | bc)x | $units |")
-    echo "build_time: $rev done (report: $scratch/target/cargo-timings/)" >&2
+    units=$(ls "$dir"/target/debug/deps/*.rmeta 2>/dev/null | wc -l)
+    [ -n "${first_cpu[$label]:-}" ] || first_cpu[$label]=$cpu
+    rows+=("| $label | $(git rev-parse --short "$rev") | ${wall} s | ${cpu} s | $(echo "scale=2; $cpu / ${first_cpu[$label]}" | bc)x | $units |")
+    echo "build_time: $label at $rev done (report: $dir/target/cargo-timings/)" >&2
+}
+for rev in "${revs[@]}"; do
+    scratch=$(mktemp -d)
+    git archive "$rev" | tar -x -C "$scratch/"
+    measure "$scratch" "README's first command" "$rev"
+    embedder=$(mktemp -d)
+    mkdir -p "$embedder/src"
+    cat >"$embedder/Cargo.toml" <<TOML
+[package]
+name = "embedder"
+version = "0.1.0"
+edition = "2024"
+
+[dependencies]
+kiln = { path = "$scratch", default-features = false }
+
+[workspace]
+TOML
+    echo 'fn main() { let _ = kiln::Host::builder(); }' >"$embedder/src/main.rs"
+    measure "$embedder" "minimal embedder" "$rev"
 done
-echo "Cold debug build of the README's first command (cargo build, dev profile, empty target dir; load average $(cut -d' ' -f1 /proc/loadavg)):"
+echo "Cold debug builds (dev profile, empty target dir; load average $(cut -d' ' -f1 /proc/loadavg)):"
 echo
-echo "| revision | wall | CPU (user+sys) | CPU vs first | crates (rmeta) |"
-echo "|---|---:|---:|---:|---:|"
+echo "| build | revision | wall | CPU (user+sys) | CPU vs first | crates (rmeta) |"
+echo "|---|---|---:|---:|---:|---:|"
 printf '%s\n' "${rows[@]}"

@@ -276,7 +276,7 @@ pub fn agents(g: &Global) -> CliResult<ExitCode> {
         .map(|a| {
             [
                 a.name.clone(),
-                a.provider.clone(),
+                a.provider.to_string(),
                 a.tools.join(", "),
                 output::truncate(&a.description, 50),
             ]

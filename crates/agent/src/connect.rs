@@ -1,6 +1,6 @@
 //! Turns an agent's settings (plus command-line overrides and the environment) into a provider.
 
-use kiln_core::agent_spec::AgentSpec;
+use kiln_core::agent_spec::{AgentSpec, ProviderKind};
 use kiln_providers::{Endpoint, Limits, Provider, ProviderError, anthropic, http, ollama, openai};
 use std::time::Duration;
 
@@ -60,16 +60,6 @@ impl ProviderOverrides {
     }
 }
 
-/// The model an agent uses when it names none.
-pub fn default_model(provider: &str) -> &'static str {
-    match provider {
-        "anthropic" => "claude-haiku-4-5",
-        "openai" => "gpt-4o-mini",
-        "ollama" => "llama3.2",
-        _ => "script",
-    }
-}
-
 fn env_nonempty(var: &str) -> Option<String> {
     std::env::var(var).ok().filter(|v| !v.trim().is_empty())
 }
@@ -79,12 +69,15 @@ pub fn connect(
     agent: &AgentSpec,
     o: &ProviderOverrides,
 ) -> Result<(Provider, String), ProviderError> {
-    let name = o.provider.clone().unwrap_or_else(|| agent.provider.clone());
+    let kind = match &o.provider {
+        None => agent.provider,
+        Some(name) => ProviderKind::parse(name).ok_or_else(|| unknown_provider(name))?,
+    };
     let model = o
         .model
         .clone()
         .or_else(|| agent.model.clone())
-        .unwrap_or_else(|| default_model(&name).to_string());
+        .unwrap_or_else(|| kind.default_model().to_string());
     let base = o.base_url.clone().or_else(|| agent.base_url.clone());
     let limits = o.limits(agent);
     let endpoint = |base_url: String, api_key: Option<String>, key_var: Option<String>| Endpoint {
@@ -95,26 +88,26 @@ pub fn connect(
         max_retries: o.max_retries.unwrap_or(3),
         limits,
     };
-    let provider = match name.as_str() {
-        "anthropic" => {
-            let var = agent
-                .api_key_env
-                .clone()
-                .unwrap_or_else(|| "ANTHROPIC_API_KEY".into());
+    let key_var = || {
+        agent
+            .api_key_env
+            .clone()
+            .or_else(|| kind.key_var().map(String::from))
+            .unwrap_or_default()
+    };
+    let base = base.or_else(|| kind.base_url_var().and_then(env_nonempty));
+    let provider = match kind {
+        ProviderKind::Anthropic => {
+            let var = key_var();
             let key = http::api_key("anthropic", &var)?;
-            let url = base
-                .or_else(|| env_nonempty("ANTHROPIC_BASE_URL"))
-                .unwrap_or_else(|| anthropic::DEFAULT_BASE_URL.into());
+            let url = base.unwrap_or_else(|| anthropic::DEFAULT_BASE_URL.into());
             Provider::Anthropic(anthropic::Anthropic {
                 endpoint: endpoint(url, Some(key), Some(var)),
             })
         }
-        "openai" => {
-            let var = agent
-                .api_key_env
-                .clone()
-                .unwrap_or_else(|| "OPENAI_API_KEY".into());
-            let url = base.or_else(|| env_nonempty("OPENAI_BASE_URL"));
+        ProviderKind::OpenAi => {
+            let var = key_var();
+            let url = base;
             // Compatible local servers (vLLM, llama.cpp, Ollama's /v1) often need no key.
             let key = match &url {
                 Some(_) => env_nonempty(&var),
@@ -129,8 +122,8 @@ pub fn connect(
                 ),
             })
         }
-        "ollama" => {
-            let url = base.or_else(|| env_nonempty("OLLAMA_HOST")).map_or_else(
+        ProviderKind::Ollama => {
+            let url = base.map_or_else(
                 || ollama::DEFAULT_BASE_URL.into(),
                 |h| ollama::normalize_host(&h),
             );
@@ -138,7 +131,7 @@ pub fn connect(
                 endpoint: endpoint(url, None, None),
             })
         }
-        "script" => agent
+        ProviderKind::Script => agent
             .script
             .as_ref()
             .and_then(|s| s.planner_model())
@@ -146,14 +139,15 @@ pub fn connect(
             .ok_or_else(|| {
                 ProviderError::Planner(format!("agent \"{}\" has no .planner(...)", agent.name))
             })?,
-        other => {
-            return Err(ProviderError::Malformed {
-                provider: "kiln",
-                message: format!(
-                    "unknown provider \"{other}\" (expected anthropic, openai, ollama or script)"
-                ),
-            });
-        }
     };
     Ok((provider, model))
+}
+
+fn unknown_provider(name: &str) -> ProviderError {
+    ProviderError::Malformed {
+        provider: "kiln",
+        message: format!(
+            "unknown provider \"{name}\" (expected anthropic, openai, ollama or script)"
+        ),
+    }
 }

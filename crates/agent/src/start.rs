@@ -91,7 +91,7 @@ async fn setup_and_drive(
         kiln_core::capability::Grants::effective(&[Some(&agent.grants), opts.grants.as_ref()]);
     let mut ctx = host.context(grants);
     ctx.run_id = run.report.run_id.clone();
-    ctx.agent = Some(agent.name.clone());
+    ctx.caller = kiln_core::context::Caller::Agent(agent.name.clone());
     ctx.actor_id = opts.actor_id.clone();
     ctx.context = opts.context.clone();
     ctx.cancel = Some(cancel_flag);
@@ -101,7 +101,7 @@ async fn setup_and_drive(
         ctx.restored = !opts.history.is_empty();
     }
     let max_rounds = opts.max_iterations.unwrap_or(agent.max_tool_iterations);
-    if agent.mode == "json_planner" {
+    if agent.mode == kiln_core::agent_spec::AgentMode::JsonPlanner {
         super::planner::drive(host, run, &provider, &agent, &model, ctx, opts, deadline).await
     } else {
         super::run::drive(

@@ -7,10 +7,130 @@ use serde_json::Value;
 use std::sync::Arc;
 
 /// The providers an agent may name.
-pub const PROVIDERS: &[&str] = &["anthropic", "openai", "ollama", "script"];
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ProviderKind {
+    /// Anthropic's Messages API.
+    Anthropic,
+    /// OpenAI's Chat Completions (and compatible servers).
+    OpenAi,
+    /// Ollama's `/api/chat`.
+    Ollama,
+    /// The agent's Rhai planner, offline.
+    Script,
+}
 
-/// The agent modes.
-pub const MODES: &[&str] = &["tools", "json_planner"];
+impl ProviderKind {
+    /// Every provider, in the order messages list them.
+    pub const ALL: [ProviderKind; 4] = [
+        ProviderKind::Anthropic,
+        ProviderKind::OpenAi,
+        ProviderKind::Ollama,
+        ProviderKind::Script,
+    ];
+
+    /// The provider named `name` (`anthropic`, `openai`, `ollama`, `script`).
+    pub fn parse(name: &str) -> Option<ProviderKind> {
+        Self::ALL.into_iter().find(|k| k.name() == name)
+    }
+
+    /// The name scripts and flags use.
+    pub fn name(self) -> &'static str {
+        match self {
+            ProviderKind::Anthropic => "anthropic",
+            ProviderKind::OpenAi => "openai",
+            ProviderKind::Ollama => "ollama",
+            ProviderKind::Script => "script",
+        }
+    }
+
+    /// Every name, for messages (`anthropic, openai, ollama, script`).
+    pub fn names() -> String {
+        Self::ALL.map(ProviderKind::name).join(", ")
+    }
+
+    /// The model used when an agent names none.
+    pub fn default_model(self) -> &'static str {
+        match self {
+            ProviderKind::Anthropic => "claude-haiku-4-5",
+            ProviderKind::OpenAi => "gpt-4o-mini",
+            ProviderKind::Ollama => "llama3.2",
+            ProviderKind::Script => "script",
+        }
+    }
+
+    /// The environment variable holding the API key, for providers that take one.
+    pub fn key_var(self) -> Option<&'static str> {
+        match self {
+            ProviderKind::Anthropic => Some("ANTHROPIC_API_KEY"),
+            ProviderKind::OpenAi => Some("OPENAI_API_KEY"),
+            ProviderKind::Ollama | ProviderKind::Script => None,
+        }
+    }
+
+    /// The environment variable that moves the provider's base URL.
+    pub fn base_url_var(self) -> Option<&'static str> {
+        match self {
+            ProviderKind::Anthropic => Some("ANTHROPIC_BASE_URL"),
+            ProviderKind::OpenAi => Some("OPENAI_BASE_URL"),
+            ProviderKind::Ollama => Some("OLLAMA_HOST"),
+            ProviderKind::Script => None,
+        }
+    }
+}
+
+/// Compares with a provider's name (`kind == "openai"`).
+impl PartialEq<&str> for ProviderKind {
+    fn eq(&self, name: &&str) -> bool {
+        self.name() == *name
+    }
+}
+
+impl std::fmt::Display for ProviderKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// How an agent talks to its model.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum AgentMode {
+    /// Native tool calling (the default).
+    #[default]
+    Tools,
+    /// One JSON plan per step, for models without tool calling.
+    JsonPlanner,
+}
+
+impl AgentMode {
+    /// Every mode.
+    pub const ALL: [AgentMode; 2] = [AgentMode::Tools, AgentMode::JsonPlanner];
+
+    /// The mode named `name` (`tools`, `json_planner`).
+    pub fn parse(name: &str) -> Option<AgentMode> {
+        Self::ALL.into_iter().find(|m| m.name() == name)
+    }
+
+    /// The name scripts use.
+    pub fn name(self) -> &'static str {
+        match self {
+            AgentMode::Tools => "tools",
+            AgentMode::JsonPlanner => "json_planner",
+        }
+    }
+}
+
+/// Compares with a mode's name (`mode == "json_planner"`).
+impl PartialEq<&str> for AgentMode {
+    fn eq(&self, name: &&str) -> bool {
+        self.name() == *name
+    }
+}
+
+impl std::fmt::Display for AgentMode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
 
 /// Default `max_steps` of planner mode.
 pub const DEFAULT_MAX_STEPS: u32 = 10;
@@ -24,8 +144,8 @@ pub struct AgentSpec {
     pub name: String,
     /// What the agent is for.
     pub description: String,
-    /// `anthropic`, `openai`, `ollama` or `script`.
-    pub provider: String,
+    /// The model's provider.
+    pub provider: ProviderKind,
     /// Model name; providers have defaults.
     pub model: Option<String>,
     /// System prompt.
@@ -50,8 +170,8 @@ pub struct AgentSpec {
     pub max_line_bytes: Option<usize>,
     /// Concurrent tool calls per round.
     pub max_parallel: usize,
-    /// `tools` (native tool calling, the default) or `json_planner`.
-    pub mode: String,
+    /// Native tool calling (the default) or one JSON plan per step.
+    pub mode: AgentMode,
     /// Planner steps before `MaxStepsExceeded` (json_planner mode).
     pub max_steps: u32,
     /// Where it was defined.

@@ -18,8 +18,8 @@ pub struct CallContext {
     pub state: Arc<Mutex<Value>>,
     /// Id of the run.
     pub run_id: String,
-    /// The agent running, if any.
-    pub agent: Option<String>,
+    /// Who is calling: an agent's run, a pipeline's, or the application directly.
+    pub caller: Caller,
     /// What the caller was granted.
     pub grants: Grants,
     /// Set to stop running scripts (Ctrl-C).
@@ -38,7 +38,7 @@ pub struct CallContext {
     /// The registry snapshot the run pinned (for `call_tool`).
     pub registry: Option<Arc<dyn Tools>>,
     /// The native tool running, with the capabilities it declares (for [`CallContext::call_tool`]).
-    pub caller: Option<Arc<(String, Vec<crate::capability::Capability>)>>,
+    pub native: Option<Arc<(String, Vec<crate::capability::Capability>)>>,
     /// What runs a pipeline's agent nodes and logs its runs (the host, when there is one).
     pub agents: Option<std::sync::Weak<dyn crate::pipeline::AgentRunner>>,
     /// Where the call's progress and log messages go besides tracing (the door's observer).
@@ -53,7 +53,7 @@ impl CallContext {
             context: serde_json::Map::new(),
             state: Arc::new(Mutex::new(Value::Object(serde_json::Map::new()))),
             run_id: new_run_id(),
-            agent: None,
+            caller: Caller::Direct,
             grants,
             cancel: None,
             deadline: None,
@@ -62,7 +62,7 @@ impl CallContext {
             restored: false,
             idempotency_key: None,
             registry: None,
-            caller: None,
+            native: None,
             agents: None,
             events: None,
         }
@@ -84,6 +84,38 @@ impl CallContext {
     /// the caller when it listens (an MCP client, at the level it chose).
     pub fn log(&self, level: crate::call_events::LogLevel, message: &str) {
         crate::call_events::log(self.events.as_deref(), level, message);
+    }
+}
+
+/// Who a call is made for; capability refusals name it, and scripts see it as `ctx.agent`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum Caller {
+    /// The application, a door or a person called the tool directly.
+    #[default]
+    Direct,
+    /// An agent's run.
+    Agent(String),
+    /// A pipeline's run (its nodes' calls).
+    Pipeline(String),
+}
+
+impl Caller {
+    /// What scripts see as `ctx.agent`: the agent's name, `pipeline:NAME`, or nothing.
+    pub fn label(&self) -> Option<String> {
+        match self {
+            Caller::Direct => None,
+            Caller::Agent(name) => Some(name.clone()),
+            Caller::Pipeline(name) => Some(format!("pipeline:{name}")),
+        }
+    }
+
+    /// The caller in a message: `agent "support"`, `pipeline "report"`, or `fallback`.
+    pub fn describe(&self, fallback: &str) -> String {
+        match self {
+            Caller::Direct => fallback.to_string(),
+            Caller::Agent(name) => format!("agent \"{name}\""),
+            Caller::Pipeline(name) => format!("pipeline \"{name}\""),
+        }
     }
 }
 

@@ -30,6 +30,21 @@ impl fmt::Display for SourceLoc {
     }
 }
 
+/// What kind of problem a [`LoadError`] is: one in the file itself, or one only the whole
+/// registry shows (reload decides by it which errors keep a file's last good version).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum LoadErrorKind {
+    /// In the file itself: syntax, the DSL, a bad param type, a failed top level.
+    #[default]
+    Source,
+    /// A tool (or pipeline) whose name another source already defines.
+    DuplicateTool,
+    /// A pipeline node calling a tool, agent or pipeline that is not there.
+    PipelineLink,
+    /// Another check across sources (agents' tool lists, duplicate agents or MCP servers).
+    Registry,
+}
+
 /// A problem found while loading scripts: `path:line:col: message`.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error, serde::Serialize)]
 #[error("{loc}: {message}")]
@@ -38,14 +53,23 @@ pub struct LoadError {
     pub loc: SourceLoc,
     /// What is wrong, for a person.
     pub message: String,
+    /// What kind of problem it is.
+    #[serde(skip)]
+    pub kind: LoadErrorKind,
 }
 
 impl LoadError {
-    /// Builds a load error at a location.
+    /// Builds a load error at a location, found in the file itself.
     pub fn at(loc: SourceLoc, message: impl Into<String>) -> Self {
+        Self::of(LoadErrorKind::Source, loc, message)
+    }
+
+    /// Builds a load error of a kind.
+    pub fn of(kind: LoadErrorKind, loc: SourceLoc, message: impl Into<String>) -> Self {
         LoadError {
             loc,
             message: message.into(),
+            kind,
         }
     }
 }

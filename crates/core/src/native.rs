@@ -231,6 +231,7 @@ pub const NATIVE_SOURCE: &str = "<native>";
 pub fn native_source(tools: Vec<NativeTool>) -> LoadedFile {
     let mut file = LoadedFile {
         path: NATIVE_SOURCE.to_string(),
+        origin: crate::registry::Origin::Native,
         ..LoadedFile::default()
     };
     for t in tools {
@@ -255,7 +256,7 @@ impl Handler for NativeHandler {
         deadline: Instant,
     ) -> Result<Value, ToolFailure> {
         let mut inner = ctx.clone();
-        inner.caller = Some(Arc::new((tool.name.clone(), tool.requires.clone())));
+        inner.native = Some(Arc::new((tool.name.clone(), tool.requires.clone())));
         let future = (self.0)(args.clone(), &inner);
         drive(future, deadline, ctx, &tool.name)
     }

@@ -4,12 +4,27 @@
 use crate::agent_spec::AgentSpec;
 use crate::capability::{self, Grants};
 use crate::context::CallContext;
-use crate::error::{LoadError, SourceLoc};
+use crate::error::{LoadError, LoadErrorKind, SourceLoc};
 use crate::schema::{self, Format};
 use crate::tool::Tool;
 use indexmap::IndexMap;
 use serde_json::Value;
 use std::sync::Arc;
+
+/// Where a source of definitions came from; it decides the load order (stdlib, native, the
+/// rest) and that a user's tool may replace a stdlib tool of the same name.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Origin {
+    /// The embedded stdlib.
+    Stdlib,
+    /// The application's native tools.
+    Native,
+    /// A script file of the scripts folders.
+    #[default]
+    Script,
+    /// A mounted MCP server's tools.
+    Mcp,
+}
 
 /// What one source (a script file, or the application's native tools) defined, and what was
 /// wrong with it.
@@ -17,6 +32,8 @@ use std::sync::Arc;
 pub struct LoadedFile {
     /// Path as shown in messages.
     pub path: String,
+    /// Where it came from.
+    pub origin: Origin,
     /// Tools in definition order.
     pub tools: Vec<Arc<Tool>>,
     /// Agents in definition order, each with where its tool list is (checked by the registry).
@@ -54,10 +71,6 @@ fn mcp_wildcard(name: &str) -> Option<&str> {
     name.strip_suffix("*")?
         .strip_suffix(crate::mount_spec::SEPARATOR)
         .filter(|s| !s.is_empty())
-}
-
-fn is_stdlib(loc: &SourceLoc) -> bool {
-    loc.path.starts_with("stdlib/")
 }
 
 impl Registry {
@@ -104,13 +117,17 @@ impl Registry {
         let mut reg = Registry::default();
         let mut pending_agents = Vec::new();
         let mut pending_pipelines = Vec::new();
+        let mut from_stdlib = std::collections::HashSet::new();
         for file in files {
             reg.errors.extend(file.errors.iter().cloned());
             reg.warnings.extend(file.warnings.iter().cloned());
             for tool in &file.tools {
                 match reg.tools.get(&tool.name) {
-                    Some(prev) if !is_stdlib(&prev.loc) || is_stdlib(&tool.loc) => {
-                        reg.errors.push(LoadError::at(
+                    Some(prev)
+                        if !from_stdlib.contains(&tool.name) || file.origin == Origin::Stdlib =>
+                    {
+                        reg.errors.push(LoadError::of(
+                            LoadErrorKind::DuplicateTool,
                             tool.loc.clone(),
                             format!(
                                 "duplicate tool \"{}\": already defined at {}",
@@ -119,6 +136,11 @@ impl Registry {
                         ));
                     }
                     _ => {
+                        if file.origin == Origin::Stdlib {
+                            from_stdlib.insert(tool.name.clone());
+                        } else {
+                            from_stdlib.remove(&tool.name);
+                        }
                         reg.tools.insert(tool.name.clone(), tool.clone());
                     }
                 }
@@ -132,7 +154,8 @@ impl Registry {
         reg.add_pipelines(pending_pipelines);
         for (agent, at) in pending_agents {
             if let Some(prev) = reg.agents.get(&agent.name) {
-                reg.errors.push(LoadError::at(
+                reg.errors.push(LoadError::of(
+                    LoadErrorKind::Registry,
                     agent.loc.clone(),
                     format!(
                         "duplicate agent \"{}\": already defined at {}",
@@ -145,8 +168,11 @@ impl Registry {
             if problems.is_empty() {
                 reg.agents.insert(agent.name.clone(), agent);
             } else {
-                reg.errors
-                    .extend(problems.into_iter().map(|m| LoadError::at(at.clone(), m)));
+                reg.errors.extend(
+                    problems
+                        .into_iter()
+                        .map(|m| LoadError::of(LoadErrorKind::Registry, at.clone(), m)),
+                );
             }
         }
         reg.link_pipelines();
@@ -157,7 +183,8 @@ impl Registry {
     fn add_mcp_server(&mut self, server: &crate::mount_spec::MountSpec) {
         let at = server.origin();
         match self.mcp_servers.get(&server.name) {
-            Some(prev) => self.errors.push(LoadError::at(
+            Some(prev) => self.errors.push(LoadError::of(
+                LoadErrorKind::Registry,
                 at,
                 format!(
                     "duplicate MCP server \"{}\": already declared at {}",
@@ -180,7 +207,8 @@ impl Registry {
     fn add_pipelines(&mut self, pipelines: Vec<crate::pipeline::spec::Pipeline>) {
         for p in pipelines {
             if let Some(prev) = self.tools.get(&p.spec.name) {
-                self.errors.push(LoadError::at(
+                self.errors.push(LoadError::of(
+                    LoadErrorKind::DuplicateTool,
                     p.spec.loc.clone(),
                     format!(
                         "duplicate tool \"{}\": already defined at {} (a pipeline is also a tool)",

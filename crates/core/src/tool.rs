@@ -282,13 +282,7 @@ impl Tool {
             "Tool \"{}\" requires capabilities {} but {} only has {}",
             self.name,
             capability::list(&self.requires),
-            ctx.agent
-                .as_deref()
-                .map(|a| match a.strip_prefix("pipeline:") {
-                    Some(p) => format!("pipeline \"{p}\""),
-                    None => format!("agent \"{a}\""),
-                })
-                .unwrap_or_else(|| "agent".into()),
+            ctx.caller.describe("agent"),
             ctx.grants.list()
         )
     }
@@ -364,7 +358,7 @@ impl CallContext {
         let ctx = self.clone();
         let name = name.to_string();
         let outcome = tokio::task::spawn_blocking(move || {
-            let (caller, declared) = match &ctx.caller {
+            let (caller, declared) = match &ctx.native {
                 Some(c) => (c.0.as_str(), c.1.as_slice()),
                 None => ("(none)", &[][..]),
             };

@@ -33,7 +33,7 @@ fn ctx_is_kept_apart_from_args() {
     let mut ctx = host.context(Grants::parse(&["db"]).expect("caps"));
     ctx.actor_id = Some("user-7".into());
     ctx.context.insert("tenant".into(), json!("acme"));
-    ctx.agent = Some("support".into());
+    ctx.caller = kiln_core::context::Caller::Agent("support".into());
     let out = t.execute(&json!({}), &ctx).result.expect("ok");
     assert_eq!(out["actor"], json!("user-7"));
     assert_eq!(out["tenant"], json!("acme"));

@@ -4,9 +4,9 @@
 use crate::reload;
 use arc_swap::ArcSwap;
 use kiln_core::agent_spec::AgentSpec;
-use kiln_core::error::{self, HostError, LoadError};
+use kiln_core::error::{self, HostError, LoadError, LoadErrorKind};
 use kiln_core::native::HostFn;
-use kiln_core::registry::{LoadedFile, Registry};
+use kiln_core::registry::{LoadedFile, Origin, Registry};
 use kiln_core::services::Services;
 use kiln_core::{capability, context, tool};
 use kiln_db as db;
@@ -155,7 +155,9 @@ impl Host {
         if self.config.stdlib {
             for (name, src) in stdlib::FILES {
                 let path = format!("stdlib/{name}");
-                files.insert(path.clone(), Arc::new(self.load_source(&path, src)));
+                let mut file = self.load_source(&path, src);
+                file.origin = Origin::Stdlib;
+                files.insert(path, Arc::new(file));
             }
         }
         files.insert(self.natives.path.clone(), self.natives.clone());
@@ -354,8 +356,10 @@ impl Host {
                     // A pipeline calling what no longer exists is this file's error too.
                     .filter(|e| {
                         e.loc.path == shown
-                            && (e.message.starts_with("duplicate tool")
-                                || e.message.starts_with("pipeline \""))
+                            && matches!(
+                                e.kind,
+                                LoadErrorKind::DuplicateTool | LoadErrorKind::PipelineLink
+                            )
                     }),
             );
         }
@@ -443,11 +447,8 @@ impl Host {
 /// stdlib files first, then the application's native tools, then user files in path order.
 fn ordered_files(files: &BTreeMap<String, Arc<LoadedFile>>) -> Vec<Arc<LoadedFile>> {
     let mut ordered: Vec<Arc<LoadedFile>> = files.values().cloned().collect();
-    ordered.sort_by_key(|f| match f.path.as_str() {
-        p if p.starts_with("stdlib/") => 0,
-        kiln_core::native::NATIVE_SOURCE => 1,
-        _ => 2,
-    });
+    // Scripts and mounted servers keep their path order among themselves.
+    ordered.sort_by_key(|f| f.origin.min(Origin::Script));
     ordered
 }
 

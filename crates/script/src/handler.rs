@@ -140,7 +140,7 @@ pub fn ctx_map(ctx: &CallContext, state: &Dynamic) -> Map {
     let mut m = Map::new();
     let opt = |v: &Option<String>| v.clone().map(Dynamic::from).unwrap_or(Dynamic::UNIT);
     m.insert("actor_id".into(), opt(&ctx.actor_id));
-    m.insert("agent".into(), opt(&ctx.agent));
+    m.insert("agent".into(), opt(&ctx.caller.label()));
     m.insert("run_id".into(), ctx.run_id.clone().into());
     m.insert("idempotency_key".into(), opt(&ctx.idempotency_key));
     let context = rhai::serde::to_dynamic(&ctx.context).unwrap_or(Dynamic::UNIT);

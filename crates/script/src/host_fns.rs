@@ -162,7 +162,7 @@ pub fn gate_with(c: &Check) -> Result<(Arc<Services>, GrantScopes), Box<EvalAltR
                 top.tool
             )));
         }
-        let who = top.ctx.agent.as_deref().map_or_else(|| "the caller".to_string(), |a| format!("agent \"{a}\""));
+        let who = top.ctx.caller.describe("the caller");
         let grant = top.ctx.grants.grant_covering(cap, c.covers);
         let used = || {
             let scopes = grant.map(|g| g.scopes().map(|s| s.map(str::to_string)).collect()).unwrap_or_default();

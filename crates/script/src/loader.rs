@@ -5,7 +5,7 @@
 use super::dsl::{self, AgentDraft, ToolDraft};
 use super::handler::{ScriptAgent, ScriptHandler};
 use super::{ScriptUnit, sandbox};
-use kiln_core::agent_spec::{self, AgentSpec};
+use kiln_core::agent_spec::{self, AgentMode, AgentSpec, ProviderKind};
 use kiln_core::capability::{Capability, GrantMode, Grants};
 use kiln_core::error::LoadError;
 use kiln_core::schema;
@@ -305,33 +305,39 @@ fn finish_agent(d: AgentDraft, unit: &Arc<ScriptUnit>) -> Result<AgentSpec, Vec<
         ));
     }
     let default_provider = if d.planner.is_some() {
-        "script"
+        ProviderKind::Script
     } else {
-        "anthropic"
+        ProviderKind::Anthropic
     };
-    let provider = text("provider").unwrap_or_else(|| default_provider.to_string());
-    if !agent_spec::PROVIDERS.contains(&provider.as_str()) {
-        errors.push(LoadError::at(
-            at(d.pos),
-            format!(
-                "agent \"{}\": unknown provider \"{provider}\" (expected one of: {})",
-                d.name,
-                agent_spec::PROVIDERS.join(", ")
-            ),
-        ));
-    }
-    let mode = text("mode").unwrap_or_else(|| "tools".to_string());
-    if !agent_spec::MODES.contains(&mode.as_str()) {
-        errors.push(LoadError::at(
-            at(d.pos),
-            format!(
-                "agent \"{}\": unknown mode \"{mode}\" (expected one of: {})",
-                d.name,
-                agent_spec::MODES.join(", ")
-            ),
-        ));
-    }
-    if provider == "script" && d.planner.is_none() {
+    let provider = match text("provider") {
+        None => default_provider,
+        Some(name) => ProviderKind::parse(&name).unwrap_or_else(|| {
+            errors.push(LoadError::at(
+                at(d.pos),
+                format!(
+                    "agent \"{}\": unknown provider \"{name}\" (expected one of: {})",
+                    d.name,
+                    ProviderKind::names()
+                ),
+            ));
+            default_provider
+        }),
+    };
+    let mode = match text("mode") {
+        None => AgentMode::default(),
+        Some(name) => AgentMode::parse(&name).unwrap_or_else(|| {
+            errors.push(LoadError::at(
+                at(d.pos),
+                format!(
+                    "agent \"{}\": unknown mode \"{name}\" (expected one of: {})",
+                    d.name,
+                    AgentMode::ALL.map(AgentMode::name).join(", ")
+                ),
+            ));
+            AgentMode::default()
+        }),
+    };
+    if provider == ProviderKind::Script && d.planner.is_none() {
         errors.push(LoadError::at(
             at(d.pos),
             format!(

@@ -3,7 +3,7 @@
 //! nodes call, the capabilities they need, composition cycles).
 
 use super::spec::{PipelineSpec, Target};
-use crate::error::LoadError;
+use crate::error::{LoadError, LoadErrorKind};
 use crate::tool::Tool;
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -117,7 +117,11 @@ fn find_cycle(p: &PipelineSpec) -> Option<Vec<String>> {
 pub fn linked(p: &PipelineSpec, lookup: &dyn Lookup) -> Vec<LoadError> {
     let mut errors = Vec::new();
     let err = |loc: &crate::error::SourceLoc, m: String| {
-        LoadError::at(loc.clone(), format!("pipeline \"{}\": {m}", p.name))
+        LoadError::of(
+            LoadErrorKind::PipelineLink,
+            loc.clone(),
+            format!("pipeline \"{}\": {m}", p.name),
+        )
     };
     for n in &p.nodes {
         let needs = match &n.target {

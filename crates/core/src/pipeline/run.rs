@@ -8,7 +8,7 @@ use super::agents::{AgentCall, AgentRunner};
 use super::report::{NodeReport, NodeStatus, PipelineReport};
 use super::spec::{Node, PipelineSpec, Target};
 use crate::capability::Grants;
-use crate::context::CallContext;
+use crate::context::{CallContext, Caller};
 use crate::tool::{FailureKind, ToolFailure};
 use futures_util::stream::{FuturesUnordered, StreamExt};
 use serde_json::{Map, Value};
@@ -41,7 +41,7 @@ pub async fn run(
     // A run of its own (an agent's call of a pipeline is logged apart from the agent's run).
     ctx.run_id = crate::context::new_run_id();
     ctx.grants = pipeline_grants(&caller.grants, spec);
-    ctx.agent = Some(format!("pipeline:{}", spec.name));
+    ctx.caller = Caller::Pipeline(spec.name.clone());
     let deadline = started + spec.timeout;
     ctx.deadline = Some(caller.deadline.map_or(deadline, |d| d.min(deadline)));
     let mut values: HashMap<String, Value> = inputs

@@ -32,6 +32,7 @@ pub(super) async fn install(
     let count = natives.len();
     let mut file = native_source(natives);
     file.path = spec.source_path();
+    file.origin = kiln_core::registry::Origin::Mcp;
     host.set_source(file);
     Ok(count)
 }
