@@ -4,12 +4,11 @@
 
 use super::extract;
 use super::report::RunErrorKind;
-use super::run::{Run, RunEvent, RunOptions};
-use crate::RunHost;
+use super::run::{Run, RunEvent};
 use kiln_core::agent_spec::AgentSpec;
 use kiln_core::context::CallContext;
 use kiln_core::tool::{FailureKind, Tool, ToolFailure, ToolOutcome};
-use kiln_providers::{Message, ModelRequest, Provider, TextSink};
+use kiln_providers::{Message, ModelRequest, TextSink};
 use serde_json::{Value, json};
 use std::sync::Arc;
 use std::time::Instant;
@@ -60,17 +59,14 @@ fn error_result(message: impl Into<String>) -> Value {
 /// The planner loop: each step is committed through the run's recorder, like a round of the
 /// tool-calling loop, while the next model request is out and before the next tool runs (or
 /// before the step's error ends the run).
-#[allow(clippy::too_many_arguments)]
 pub(super) async fn drive(
-    host: &dyn RunHost,
+    setup: &super::run::Setup<'_>,
     run: &mut Run,
-    provider: &Arc<Provider>,
-    agent: &AgentSpec,
-    model: &str,
     mut ctx: CallContext,
-    opts: &RunOptions,
-    deadline: Option<Instant>,
 ) -> Result<(), RunErrorKind> {
+    let (host, provider, opts, deadline) =
+        (setup.host, &setup.provider, setup.opts, setup.deadline);
+    let (agent, model) = (setup.agent.as_ref(), setup.model.as_str());
     let task = match run.report.messages.last() {
         Some(Message::User { content }) => content.clone(),
         _ => String::new(),

@@ -9,7 +9,7 @@ use super::report::{RunError, RunErrorKind, RunReport, ToolCallRecord};
 use crate::RunHost;
 use kiln_core::capability::Grants;
 use kiln_core::context::CallContext;
-use kiln_core::tool::{FailureKind, ToolOutcome};
+use kiln_core::tool::{FailureKind, Tool, ToolFailure, ToolOutcome};
 use kiln_providers::{
     CallArgs, Message, ModelRequest, ModelResponse, Prepared, Provider, TextSink, ToolCall,
     ToolDef, ToolResult,
@@ -246,20 +246,37 @@ impl Run {
     }
 }
 
+/// What a run was set up with (start.rs), shared by the tool-calling loop and the planner.
+pub(super) struct Setup<'a> {
+    pub host: &'a dyn RunHost,
+    pub journal: &'a dyn StepJournal,
+    pub provider: Arc<Provider>,
+    pub agent: Arc<kiln_core::agent_spec::AgentSpec>,
+    pub model: String,
+    pub opts: &'a RunOptions,
+    /// When the whole run must be done.
+    pub deadline: Option<Instant>,
+    /// Tool rounds before `ToolLoop`.
+    pub max_rounds: u32,
+}
+
 /// The tool-calling loop.
-#[allow(clippy::too_many_arguments)]
 pub(super) async fn drive(
-    host: &dyn RunHost,
-    journal: &dyn StepJournal,
+    setup: &Setup<'_>,
     run: &mut Run,
-    provider: &Arc<Provider>,
-    agent: &kiln_core::agent_spec::AgentSpec,
-    model: &str,
     mut ctx: CallContext,
-    max_rounds: u32,
-    opts: &RunOptions,
-    deadline: Option<Instant>,
 ) -> Result<(), RunErrorKind> {
+    let Setup {
+        host,
+        journal,
+        provider,
+        agent,
+        opts,
+        deadline,
+        max_rounds,
+        ..
+    } = setup;
+    let (agent, deadline, max_rounds) = (agent.as_ref(), *deadline, *max_rounds);
     let sink: TextSink = {
         let observer = opts.observer.clone();
         Arc::new(move |t: &str| {
@@ -273,35 +290,13 @@ pub(super) async fn drive(
     // The transcript only grows: what the last request carried is unchanged in the next.
     let mut sent = 0;
     loop {
-        let offered = pin_turn(host, agent, &mut ctx);
-        // The request borrows the transcript; only its rendered bytes go into the step.
-        let request = ModelRequest {
-            model: model.to_string(),
-            system: opts.overrides.system(agent),
-            messages: run.report.messages.as_slice().into(),
-            tools: offered
-                .iter()
-                .map(|t| ToolDef {
-                    name: t.name.clone(),
-                    description: t.description.clone(),
-                    schema: t.schema.clone(),
-                })
-                .collect(),
-            temperature: opts.overrides.temperature.or(agent.temperature),
-            max_tokens: opts
-                .overrides
-                .max_tokens
-                .or(agent.max_tokens)
-                .unwrap_or(DEFAULT_MAX_TOKENS),
-            stream: opts.stream,
-            unchanged_prefix: sent,
-        };
+        let offered = pin_turn(*host, agent, &mut ctx);
+        let request = provider.prepare(&model_request(setup, run, &offered, sent));
         sent = run.report.messages.len();
-        let request = provider.prepare(&request);
         run.report.rounds += 1;
         let round = run.report.rounds;
         let reply = run
-            .ask_model(journal, provider, request, &sink, opts, deadline)
+            .ask_model(*journal, provider, request, &sink, opts, deadline)
             .await?;
         run.report.stop_reason = Some(reply.stop.clone());
         let calls = reply.tool_calls.clone();
@@ -331,7 +326,7 @@ pub(super) async fn drive(
             }
         }
         let round_ctx = RoundContext {
-            journal,
+            journal: *journal,
             round,
             offered: &offered,
             ctx: &ctx,
@@ -339,67 +334,128 @@ pub(super) async fn drive(
             max_parallel: agent.max_parallel,
         };
         let executed = execute_round(&calls, &round_ctx).await?;
-        let mut results = Vec::new();
-        let mut stop: Option<RunErrorKind> = None;
-        for (
-            call,
-            Executed {
-                outcome, version, ..
-            },
-        ) in calls.iter().zip(executed)
-        {
-            let record = ToolCallRecord::new(
-                round,
-                &call.id,
-                &call.name,
-                call.args.to_value(),
-                &outcome,
-                version,
-            );
-            run.emit(RunEvent::ToolDone(&record));
-            run.report.tool_calls.push(record);
-            if let Err(f) = &outcome.result {
-                match f.kind {
-                    FailureKind::Capability => {
-                        stop = stop.or(Some(RunErrorKind::Capability(f.message.clone())))
-                    }
-                    FailureKind::Cancelled => stop = stop.or(Some(RunErrorKind::Cancelled)),
-                    FailureKind::Deadline if deadline.is_some_and(|d| Instant::now() >= d) => {
-                        stop = stop.or(Some(RunErrorKind::Deadline))
-                    }
-                    FailureKind::InvalidArguments => {
-                        let n = invalid_counts.entry(call.name.clone()).or_default();
-                        *n += 1;
-                        let budget = offered
-                            .iter()
-                            .find(|t| t.name == call.name)
-                            .map_or(0, |t| t.retries)
-                            + INVALID_ARGS_GRACE
-                            + 1;
-                        if *n > budget {
-                            stop = stop.or(Some(RunErrorKind::InvalidArguments {
-                                tool: call.name.clone(),
-                                count: *n,
-                            }));
-                        }
-                    }
-                    _ => {}
-                }
-            }
-            results.push(ToolResult {
-                call_id: call.id.clone(),
-                name: call.name.clone(),
-                content: outcome.model_text(),
-                is_error: !outcome.is_ok(),
-            });
-        }
+        let mut round_end = RoundEnd {
+            offered: &offered,
+            invalid_counts: &mut invalid_counts,
+            deadline,
+            stop: None,
+        };
+        let results = calls
+            .iter()
+            .zip(executed)
+            .map(|(call, executed)| round_end.record(run, round, call, executed))
+            .collect();
         run.report.messages.push(Message::Tool { results });
         run.commit(&ctx.state)?;
-        if let Some(kind) = stop {
+        if let Some(kind) = round_end.stop {
             return Err(kind);
         }
         if opts.cancel.is_cancelled() {
             return Err(RunErrorKind::Cancelled);
+        }
+    }
+}
+
+/// The next model request: the transcript so far and the tools offered this turn.
+fn model_request<'r>(
+    setup: &Setup<'_>,
+    run: &'r Run,
+    offered: &[Arc<Tool>],
+    unchanged_prefix: usize,
+) -> ModelRequest<'r> {
+    let (agent, opts) = (setup.agent.as_ref(), setup.opts);
+    // The request borrows the transcript; only its rendered bytes go into the step.
+    ModelRequest {
+        model: setup.model.clone(),
+        system: opts.overrides.system(agent),
+        messages: run.report.messages.as_slice().into(),
+        tools: offered
+            .iter()
+            .map(|t| ToolDef {
+                name: t.name.clone(),
+                description: t.description.clone(),
+                schema: t.schema.clone(),
+            })
+            .collect(),
+        temperature: opts.overrides.temperature.or(agent.temperature),
+        max_tokens: opts
+            .overrides
+            .max_tokens
+            .or(agent.max_tokens)
+            .unwrap_or(DEFAULT_MAX_TOKENS),
+        stream: opts.stream,
+        unchanged_prefix,
+    }
+}
+
+/// The end of a round: each call recorded, and the first reason the run must stop.
+struct RoundEnd<'a> {
+    offered: &'a [Arc<Tool>],
+    invalid_counts: &'a mut HashMap<String, u32>,
+    deadline: Option<Instant>,
+    stop: Option<RunErrorKind>,
+}
+
+impl RoundEnd<'_> {
+    /// Records one executed call in the report and answers it for the model.
+    fn record(
+        &mut self,
+        run: &mut Run,
+        round: u32,
+        call: &ToolCall,
+        executed: Executed,
+    ) -> ToolResult {
+        let Executed {
+            outcome, version, ..
+        } = executed;
+        let record = ToolCallRecord::new(
+            round,
+            &call.id,
+            &call.name,
+            call.args.to_value(),
+            &outcome,
+            version,
+        );
+        run.emit(RunEvent::ToolDone(&record));
+        run.report.tool_calls.push(record);
+        if let Err(f) = &outcome.result
+            && self.stop.is_none()
+        {
+            self.stop = self.stops_run(&call.name, f);
+        }
+        ToolResult {
+            call_id: call.id.clone(),
+            name: call.name.clone(),
+            content: outcome.model_text(),
+            is_error: !outcome.is_ok(),
+        }
+    }
+
+    /// Whether a failed call ends the run: a refusal, a cancel, the run's deadline, or
+    /// invalid arguments past the tool's budget.
+    fn stops_run(&mut self, tool: &str, f: &ToolFailure) -> Option<RunErrorKind> {
+        match f.kind {
+            FailureKind::Capability => Some(RunErrorKind::Capability(f.message.clone())),
+            FailureKind::Cancelled => Some(RunErrorKind::Cancelled),
+            FailureKind::Deadline if self.deadline.is_some_and(|d| Instant::now() >= d) => {
+                Some(RunErrorKind::Deadline)
+            }
+            FailureKind::InvalidArguments => {
+                let n = self.invalid_counts.entry(tool.to_string()).or_default();
+                *n += 1;
+                let budget = self
+                    .offered
+                    .iter()
+                    .find(|t| t.name == tool)
+                    .map_or(0, |t| t.retries)
+                    + INVALID_ARGS_GRACE
+                    + 1;
+                (*n > budget).then(|| RunErrorKind::InvalidArguments {
+                    tool: tool.to_string(),
+                    count: *n,
+                })
+            }
+            _ => None,
         }
     }
 }

@@ -6,12 +6,10 @@ use super::journal::{Local, StepJournal};
 use super::report::{RunError, RunErrorKind, RunReport};
 use super::run::{Run, RunOptions};
 use crate::RunHost;
+use kiln_core::cancel::Cancel;
 use kiln_providers::Message;
-use std::future::Future;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
-use tokio_util::sync::{CancellationToken, WaitForCancellationFutureOwned};
 
 /// Runs agent `agent_name` on `prompt`, every step in this process.
 pub async fn run(
@@ -84,7 +82,7 @@ async fn setup_and_drive(
     run.report.model = model.clone();
 
     // Scripts and handlers poll a plain flag; it is set by whoever cancels, on their thread.
-    let (cancel_flag, _link) = flag_of(&opts.cancel);
+    let cancel = Cancel::linked(&opts.cancel);
     let deadline = opts.timeout.map(|t| Instant::now() + t);
     // What the door and the request allow only narrows what the agent was granted.
     let grants =
@@ -94,70 +92,25 @@ async fn setup_and_drive(
     ctx.caller = kiln_core::context::Caller::Agent(agent.name.clone());
     ctx.actor_id = opts.actor_id.clone();
     ctx.context = opts.context.clone();
-    ctx.cancel = Some(cancel_flag);
+    ctx.cancel = Some(cancel);
     ctx.deadline = deadline;
     if let Some(state) = &opts.state {
         ctx.state = state.clone();
         ctx.restored = !opts.history.is_empty();
     }
-    let max_rounds = opts.max_iterations.unwrap_or(agent.max_tool_iterations);
-    if agent.mode == kiln_core::agent_spec::AgentMode::JsonPlanner {
-        super::planner::drive(host, run, &provider, &agent, &model, ctx, opts, deadline).await
+    let setup = super::run::Setup {
+        host,
+        journal,
+        max_rounds: opts.max_iterations.unwrap_or(agent.max_tool_iterations),
+        provider,
+        agent,
+        model,
+        opts,
+        deadline,
+    };
+    if setup.agent.mode == kiln_core::agent_spec::AgentMode::JsonPlanner {
+        super::planner::drive(&setup, run, ctx).await
     } else {
-        super::run::drive(
-            host, journal, run, &provider, &agent, &model, ctx, max_rounds, opts, deadline,
-        )
-        .await
-    }
-}
-
-/// Sets a flag when the token is cancelled, on the cancelling thread, with no task to run (a
-/// tool running on the thread that drives the runtime still sees a cancel at once).
-pub fn flag_of(token: &CancellationToken) -> (Arc<AtomicBool>, CancelLink) {
-    struct SetFlag(Arc<AtomicBool>);
-    impl std::task::Wake for SetFlag {
-        fn wake(self: Arc<Self>) {
-            self.0.store(true, Ordering::Relaxed);
-        }
-    }
-    let flag = Arc::new(AtomicBool::new(false));
-    let mut waiting = Box::pin(token.clone().cancelled_owned());
-    let waker = std::task::Waker::from(Arc::new(SetFlag(flag.clone())));
-    // Registers the waker (or finds the token already cancelled).
-    if waiting
-        .as_mut()
-        .poll(&mut std::task::Context::from_waker(&waker))
-        .is_ready()
-    {
-        flag.store(true, Ordering::Relaxed);
-    }
-    (flag, CancelLink { _waiting: waiting })
-}
-
-/// Keeps [`flag_of`]'s flag linked to its token; dropping it unlinks them.
-pub struct CancelLink {
-    _waiting: std::pin::Pin<Box<WaitForCancellationFutureOwned>>,
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_flag_is_set_by_the_cancelling_thread_with_no_runtime_running() {
-        let token = CancellationToken::new();
-        let (flag, link) = flag_of(&token);
-        assert!(!flag.load(Ordering::Relaxed));
-        let other = token.clone();
-        std::thread::spawn(move || other.cancel())
-            .join()
-            .expect("cancelled");
-        assert!(flag.load(Ordering::Relaxed));
-        drop(link);
-        let (again, _link) = flag_of(&token);
-        assert!(again.load(Ordering::Relaxed), "an already cancelled token");
-        let (unlinked, link) = flag_of(&CancellationToken::new());
-        drop(link);
-        assert!(!unlinked.load(Ordering::Relaxed));
+        super::run::drive(&setup, run, ctx).await
     }
 }

@@ -3,7 +3,6 @@
 use crate::capability::Grants;
 use crate::services::Services;
 use serde_json::Value;
-use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
@@ -23,7 +22,7 @@ pub struct CallContext {
     /// What the caller was granted.
     pub grants: Grants,
     /// Set to stop running scripts (Ctrl-C).
-    pub cancel: Option<Arc<AtomicBool>>,
+    pub cancel: Option<crate::cancel::Cancel>,
     /// A deadline for the whole run.
     pub deadline: Option<Instant>,
     /// Host services (store, workspace, approvals).

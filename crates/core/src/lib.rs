@@ -15,6 +15,7 @@
 
 pub mod agent_spec;
 pub mod call_events;
+pub mod cancel;
 pub mod capability;
 pub mod content;
 pub mod context;

@@ -7,9 +7,7 @@ use crate::failure::{FailureKind, ToolFailure};
 use serde_json::Value;
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 /// The future a native handler returns.
 pub type HandlerFuture = Pin<Box<dyn Future<Output = Result<Value, ToolFailure>> + Send>>;
@@ -64,16 +62,13 @@ pub fn drive(
 async fn guard(
     future: HandlerFuture,
     deadline: Instant,
-    cancel: Option<Arc<AtomicBool>>,
+    cancel: Option<crate::cancel::Cancel>,
     name: String,
 ) -> Result<Value, ToolFailure> {
     let cancelled = async {
-        let Some(flag) = cancel else {
-            return std::future::pending().await;
-        };
-        // The run's cancel flag is a plain atomic (scripts poll it too); look every 10 ms.
-        while !flag.load(Ordering::Relaxed) {
-            tokio::time::sleep(Duration::from_millis(10)).await;
+        match cancel {
+            Some(c) => c.token().cancelled().await,
+            None => std::future::pending().await,
         }
     };
     tokio::select! {

@@ -269,9 +269,12 @@ impl Tool {
         }
         if let Some(limit) = &self.rate_limit {
             let deadline = self.deadline(ctx);
-            ctx.services
-                .rate_limits
-                .acquire(&self.name, limit, deadline, ctx.cancel.as_ref())?;
+            ctx.services.rate_limits.acquire(
+                &self.name,
+                limit,
+                deadline,
+                ctx.cancel.as_ref().map(crate::cancel::Cancel::flag),
+            )?;
         }
         Ok(())
     }

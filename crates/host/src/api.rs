@@ -7,6 +7,7 @@ use crate::reload::{self, ReloadReport};
 use crate::{Host, HostConfig};
 use futures_util::Stream;
 use kiln_agent::{self, RunError, RunEvent, RunOptions, RunReport, StepJournal, ToolCallRecord};
+use kiln_core::cancel::Cancel;
 use kiln_core::capability::Grants;
 use kiln_core::error::{HostError, LoadError};
 use kiln_core::native::{HostFn, NativeTool};
@@ -19,7 +20,7 @@ use serde_json::Value;
 use std::path::PathBuf;
 use std::pin::Pin;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 use tokio::sync::mpsc;
@@ -260,12 +261,9 @@ impl Host {
         opts: CallOptions,
     ) -> Result<ToolOutcome, HostError> {
         let tool = self.tool(name)?;
-        let (ctx, watcher) = self.call_context(opts);
+        let ctx = self.call_context(&opts);
         let logged = self.db.is_some().then(|| (args.clone(), ctx.clone()));
         let outcome = tool.execute_async(args, ctx).await;
-        if let Some(w) = watcher {
-            w.abort();
-        }
         if let Some((args, ctx)) = logged {
             self.log_call(&tool, args, &ctx, &outcome)?;
         }
@@ -273,7 +271,7 @@ impl Host {
     }
 
     /// [`Host::call`] on the calling thread, for code outside an async runtime (the tool's
-    /// deadline still applies; `opts.cancel` is only watched by the async `call`).
+    /// deadline and `opts.cancel` still apply).
     pub fn call_blocking(
         &self,
         name: &str,
@@ -351,25 +349,9 @@ impl Host {
         })
     }
 
-    /// The context of a call made with `opts`, and the task carrying its cancel token over to
-    /// the context's flag (abort it when the call is done). Needs a tokio runtime.
-    pub fn call_context(
-        &self,
-        opts: CallOptions,
-    ) -> (
-        kiln_core::context::CallContext,
-        Option<tokio::task::JoinHandle<()>>,
-    ) {
-        let mut ctx = self.options_context(&opts);
-        let watcher = opts.cancel.map(|token| {
-            let flag = Arc::new(AtomicBool::new(false));
-            ctx.cancel = Some(flag.clone());
-            tokio::spawn(async move {
-                token.cancelled().await;
-                flag.store(true, Ordering::Relaxed);
-            })
-        });
-        (ctx, watcher)
+    /// The context `opts` describe, its cancellation linked to `opts.cancel`.
+    pub fn call_context(&self, opts: &CallOptions) -> kiln_core::context::CallContext {
+        self.options_context(opts)
     }
 
     /// The context `opts` describe: grants (the builder's by default), context, actor, deadline.
@@ -378,6 +360,7 @@ impl Host {
         ctx.context = opts.context.clone();
         ctx.actor_id = opts.actor_id.clone();
         ctx.deadline = opts.timeout.map(|t| Instant::now() + t);
+        ctx.cancel = opts.cancel.as_ref().map(Cancel::linked);
         if let Some(state) = &opts.state {
             ctx.state = state.clone();
         }

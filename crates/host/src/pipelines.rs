@@ -15,8 +15,8 @@ use kiln_core::pipeline::{
 use kiln_core::registry::Registry;
 use serde_json::Value;
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
-use std::time::{Duration, Instant};
+
+use std::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 impl Host {
@@ -52,14 +52,11 @@ impl Host {
         opts: CallOptions,
     ) -> Result<PipelineReport, HostError> {
         let pipeline = self.pipeline(name)?;
-        let (ctx, watcher) = self.call_context(opts);
+        let ctx = self.call_context(&opts);
         let report = match pipeline.tool.admit(&inputs, &ctx) {
             Err(why) => PipelineReport::refused(&pipeline.spec.name, &ctx.run_id, inputs, why),
             Ok(()) => run::run(Some(self), &pipeline.spec, inputs, &ctx).await,
         };
-        if let Some(w) = watcher {
-            w.abort();
-        }
         if let Some(db) = self.database() {
             // A run the log could not keep is an error, as for agent runs.
             runlog::log_pipeline(db, &report).map_err(|e| HostError::Database {
@@ -74,17 +71,10 @@ impl Host {
 impl AgentRunner for Host {
     fn run_agent(&self, call: AgentCall) -> AgentAnswer<'_> {
         Box::pin(async move {
-            let cancel = CancellationToken::new();
-            // The run's cancel flag is an atomic that scripts poll; carry it over to the agent's token.
-            let watcher = call.cancel.map(|flag| {
-                let token = cancel.clone();
-                tokio::spawn(async move {
-                    while !flag.load(Ordering::Relaxed) {
-                        tokio::time::sleep(Duration::from_millis(20)).await;
-                    }
-                    token.cancel();
-                })
-            });
+            // The agent's run ends when the pipeline's is cancelled (and not the other way).
+            let cancel = call
+                .cancel
+                .map_or_else(CancellationToken::new, |c| c.token().child_token());
             let opts = RunOptions {
                 grants: Some(call.grants),
                 context: call.context,
@@ -94,9 +84,6 @@ impl AgentRunner for Host {
                 ..RunOptions::default()
             };
             let result = self.run(&call.agent, &call.prompt, opts).await;
-            if let Some(w) = watcher {
-                w.abort();
-            }
             let name = &call.agent;
             match result {
                 Ok(report) => Ok(report.answer),

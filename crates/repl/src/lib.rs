@@ -331,10 +331,10 @@ impl Repl {
     /// Runs `work` until it ends or Ctrl-C, which sets `cancel` and waits for the work to stop.
     fn cancellable<T>(
         &self,
-        cancel: Arc<AtomicBool>,
+        cancel: kiln_core::cancel::Cancel,
         work: impl std::future::Future<Output = T>,
     ) -> T {
-        self.on_ctrl_c(move || cancel.store(true, Ordering::Relaxed), work)
+        self.on_ctrl_c(move || cancel.cancel(), work)
     }
 
     /// Runs `work` to its end; Ctrl-C meanwhile cancels `token` (the work then ends as
@@ -548,7 +548,7 @@ impl Repl {
             Err(e) => return self.error(&e.to_string()),
         };
         let combined = self.functions.merge(&ast);
-        let cancel = Arc::new(AtomicBool::new(false));
+        let cancel = kiln_core::cancel::Cancel::new();
         let mut ctx = self.host.context(self.grants.clone());
         ctx.cancel = Some(cancel.clone());
         let mut scope = std::mem::take(&mut self.scope);
@@ -556,7 +556,7 @@ impl Repl {
         let task = self.runtime.spawn_blocking(move || {
             let deadline = Some(Instant::now() + EVAL_DEADLINE);
             let result = host_fns::with_grants(&ctx, || {
-                sandbox::with_watch(deadline, Some(cancel.clone()), || {
+                sandbox::with_watch(deadline, Some(cancel.flag().clone()), || {
                     engine.eval_ast_with_scope::<Dynamic>(&mut scope, &combined)
                 })
             });

@@ -58,8 +58,8 @@ pub struct AgentDraft {
     pub name: String,
     /// Position of the `agent(...)` call.
     pub pos: Position,
-    /// Every string-valued setting (`provider`, `model`, `system`, ...).
-    pub settings: Map,
+    /// `.provider(...)`, `.model(...)`, `.temperature(...)` and the other settings.
+    pub settings: AgentSettings,
     /// `.tools([...])` with the position of the call.
     pub tools: Vec<String>,
     /// Position of `.tools(...)`.
@@ -78,13 +78,46 @@ pub struct AgentDraft {
     pub errors: Vec<(Position, String)>,
 }
 
+/// An agent's one-value settings, as the script set them (checked by the loader).
+#[derive(Debug, Default)]
+pub struct AgentSettings {
+    /// `.description(...)`.
+    pub description: Option<String>,
+    /// `.provider(...)`.
+    pub provider: Option<String>,
+    /// `.model(...)`.
+    pub model: Option<String>,
+    /// `.system(...)`.
+    pub system: Option<String>,
+    /// `.base_url(...)`.
+    pub base_url: Option<String>,
+    /// `.api_key_env(...)`.
+    pub api_key_env: Option<String>,
+    /// `.mode(...)`.
+    pub mode: Option<String>,
+    /// `.temperature(t)`.
+    pub temperature: Option<f64>,
+    /// `.max_tool_iterations(n)`.
+    pub max_tool_iterations: Option<i64>,
+    /// `.max_tokens(n)`.
+    pub max_tokens: Option<i64>,
+    /// `.max_steps(n)`.
+    pub max_steps: Option<i64>,
+    /// `.max_parallel(n)`.
+    pub max_parallel: Option<i64>,
+    /// `.max_reply_bytes(n)`.
+    pub max_reply_bytes: Option<i64>,
+    /// `.max_line_bytes(n)`.
+    pub max_line_bytes: Option<i64>,
+}
+
 /// Handle to a tool draft, returned by every tool builder method.
 #[derive(Clone)]
 pub struct ToolBuilder(Arc<Mutex<ToolDraft>>);
 
 /// Handle to an agent draft, returned by every agent builder method.
 #[derive(Clone)]
-pub struct AgentBuilder(Arc<Mutex<AgentDraft>>);
+pub struct AgentBuilder(pub(crate) Arc<Mutex<AgentDraft>>);
 
 pub(super) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
@@ -280,30 +313,15 @@ impl ToolBuilder {
 }
 
 impl AgentBuilder {
-    fn with(&mut self, f: impl FnOnce(&mut AgentDraft)) -> AgentBuilder {
+    /// Changes the draft; the builder is returned for the next method of the chain.
+    pub(crate) fn with(&mut self, f: impl FnOnce(&mut AgentDraft)) -> AgentBuilder {
         f(&mut lock(&self.0));
         self.clone()
     }
-
-    fn set(&mut self, key: &str, value: Dynamic) -> AgentBuilder {
-        self.with(|d| {
-            d.settings.insert(key.into(), value);
-        })
-    }
 }
 
-/// The agent settings that take one string.
-pub const AGENT_STRING_SETTINGS: &[&str] = &[
-    "description",
-    "provider",
-    "model",
-    "system",
-    "base_url",
-    "api_key_env",
-    "mode",
-];
-
-/// Registers `tool(...)`, `agent(...)` and their builder methods.
+/// Registers `tool(...)` and `agent(...)` and the tool builder's methods (the agent's are
+/// agent_dsl.rs's).
 pub fn register(engine: &mut Engine) {
     engine.register_type_with_name::<ToolBuilder>("ToolBuilder");
     engine.register_type_with_name::<AgentBuilder>("AgentBuilder");
@@ -351,6 +369,12 @@ pub fn register(engine: &mut Engine) {
             })
         },
     );
+    register_running(engine);
+}
+
+/// The tool methods that say how it runs: `.requires`, `.exclusive`, `.timeout`, `.retries`,
+/// `.available_if`, `.handler`.
+fn register_running(engine: &mut Engine) {
     engine.register_fn(
         "requires",
         |ctx: NativeCallContext, b: &mut ToolBuilder, cap: &str| {
@@ -416,81 +440,4 @@ pub fn register(engine: &mut Engine) {
             })
         },
     );
-
-    for key in AGENT_STRING_SETTINGS {
-        engine.register_fn(*key, move |b: &mut AgentBuilder, v: &str| {
-            b.set(key, v.into())
-        });
-    }
-    engine.register_fn("temperature", |b: &mut AgentBuilder, t: rhai::FLOAT| {
-        b.set("temperature", t.into())
-    });
-    engine.register_fn("temperature", |b: &mut AgentBuilder, t: INT| {
-        b.set("temperature", (t as rhai::FLOAT).into())
-    });
-    for key in [
-        "max_tool_iterations",
-        "max_tokens",
-        "max_steps",
-        "max_parallel",
-        "max_reply_bytes",
-        "max_line_bytes",
-    ] {
-        engine.register_fn(
-            key,
-            move |ctx: NativeCallContext, b: &mut AgentBuilder, n: INT| {
-                let pos = ctx.call_position();
-                if n <= 0 {
-                    b.with(|d| {
-                        d.errors
-                            .push((pos, format!("{key} must be positive, not {n}")))
-                    })
-                } else {
-                    b.set(key, n.into())
-                }
-            },
-        );
-    }
-    engine.register_fn(
-        "tools",
-        |ctx: NativeCallContext, b: &mut AgentBuilder, list: Array| {
-            let pos = ctx.call_position();
-            b.with(|d| match strings(&list) {
-                Ok(l) => {
-                    d.tools = l;
-                    d.tools_pos = pos;
-                }
-                Err(e) => d.errors.push((pos, format!("tools: {e}"))),
-            })
-        },
-    );
-    engine.register_fn(
-        "capabilities",
-        |ctx: NativeCallContext, b: &mut AgentBuilder, list: Array| {
-            let pos = ctx.call_position();
-            b.with(|d| match strings(&list) {
-                Ok(l) => {
-                    d.capabilities = l;
-                    d.caps_pos = pos;
-                }
-                Err(e) => d.errors.push((pos, format!("capabilities: {e}"))),
-            })
-        },
-    );
-    engine.register_fn(
-        "ask",
-        |ctx: NativeCallContext, b: &mut AgentBuilder, list: Array| {
-            let pos = ctx.call_position();
-            b.with(|d| match strings(&list) {
-                Ok(l) => d.ask = l,
-                Err(e) => d.errors.push((pos, format!("ask: {e}"))),
-            })
-        },
-    );
-    engine.register_fn("planner", |b: &mut AgentBuilder, f: FnPtr| {
-        b.with(|d| d.planner = Some(f))
-    });
-    engine.register_fn("validator", |b: &mut AgentBuilder, f: FnPtr| {
-        b.with(|d| d.validator = Some(f))
-    });
 }

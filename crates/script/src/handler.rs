@@ -37,16 +37,20 @@ impl Handler for ScriptHandler {
         // JSON -> Rhai -> JSON round trip of it.
         let state = (self.arity != 1).then(|| state_dynamic(ctx));
         let result = host_fns::with_call(tool, ctx, || {
-            sandbox::with_watch(Some(deadline), ctx.cancel.clone(), || match &state {
-                None => self
-                    .handler
-                    .call::<Dynamic>(&unit.engine, &unit.ast, (args_dyn,)),
-                Some(state) => self.handler.call::<Dynamic>(
-                    &unit.engine,
-                    &unit.ast,
-                    (args_dyn, ctx_map(ctx, state)),
-                ),
-            })
+            sandbox::with_watch(
+                Some(deadline),
+                ctx.cancel.as_ref().map(|c| c.flag().clone()),
+                || match &state {
+                    None => self
+                        .handler
+                        .call::<Dynamic>(&unit.engine, &unit.ast, (args_dyn,)),
+                    Some(state) => self.handler.call::<Dynamic>(
+                        &unit.engine,
+                        &unit.ast,
+                        (args_dyn, ctx_map(ctx, state)),
+                    ),
+                },
+            )
         });
         if let Some(state) = &state {
             store_state(ctx, state);

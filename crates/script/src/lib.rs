@@ -7,6 +7,7 @@
 
 #![warn(missing_docs)]
 
+mod agent_dsl;
 mod bounded;
 pub mod convert;
 pub mod dsl;
@@ -84,6 +85,7 @@ pub fn engine_with_modules(
     bounded::register(&mut engine);
     // The builders, each registered by its own file (none of them registers another).
     dsl::register(&mut engine);
+    agent_dsl::register(&mut engine);
     rate_limit_dsl::register(&mut engine);
     meta_dsl::register(&mut engine);
     mcp_dsl::register(&mut engine);

@@ -286,15 +286,14 @@ fn undeclared_calls(
         .collect()
 }
 
-fn finish_agent(d: AgentDraft, unit: &Arc<ScriptUnit>) -> Result<AgentSpec, Vec<LoadError>> {
+fn finish_agent(mut d: AgentDraft, unit: &Arc<ScriptUnit>) -> Result<AgentSpec, Vec<LoadError>> {
     let at = |pos: Position| super::loc(&unit.path, pos);
     let mut errors: Vec<LoadError> = d
         .errors
         .iter()
         .map(|(p, m)| LoadError::at(at(*p), format!("agent \"{}\": {m}", d.name)))
         .collect();
-    let text = |k: &str| d.settings.get(k).and_then(|v| v.clone().into_string().ok());
-    let number = |k: &str| d.settings.get(k).and_then(|v| v.as_int().ok());
+    let settings = std::mem::take(&mut d.settings);
     if !valid_tool_name(&d.name) {
         errors.push(LoadError::at(
             at(d.pos),
@@ -309,7 +308,7 @@ fn finish_agent(d: AgentDraft, unit: &Arc<ScriptUnit>) -> Result<AgentSpec, Vec<
     } else {
         ProviderKind::Anthropic
     };
-    let provider = match text("provider") {
+    let provider = match settings.provider.clone() {
         None => default_provider,
         Some(name) => ProviderKind::parse(&name).unwrap_or_else(|| {
             errors.push(LoadError::at(
@@ -323,7 +322,7 @@ fn finish_agent(d: AgentDraft, unit: &Arc<ScriptUnit>) -> Result<AgentSpec, Vec<
             default_provider
         }),
     };
-    let mode = match text("mode") {
+    let mode = match settings.mode.clone() {
         None => AgentMode::default(),
         Some(name) => AgentMode::parse(&name).unwrap_or_else(|| {
             errors.push(LoadError::at(
@@ -371,26 +370,27 @@ fn finish_agent(d: AgentDraft, unit: &Arc<ScriptUnit>) -> Result<AgentSpec, Vec<
     }
     let as_u32 = |v: Option<i64>| v.and_then(|n| u32::try_from(n).ok());
     Ok(AgentSpec {
-        description: text("description").unwrap_or_default(),
+        description: settings.description.clone().unwrap_or_default(),
         provider,
-        model: text("model"),
-        system: text("system"),
+        model: settings.model.clone(),
+        system: settings.system.clone(),
         tools: d.tools,
         grants,
-        max_tool_iterations: as_u32(number("max_tool_iterations"))
+        max_tool_iterations: as_u32(settings.max_tool_iterations)
             .unwrap_or(agent_spec::DEFAULT_MAX_ITERATIONS),
-        temperature: d
-            .settings
-            .get("temperature")
-            .and_then(|v| v.as_float().ok()),
-        max_tokens: as_u32(number("max_tokens")),
-        base_url: text("base_url"),
-        api_key_env: text("api_key_env"),
-        max_reply_bytes: number("max_reply_bytes").and_then(|n| usize::try_from(n).ok()),
-        max_line_bytes: number("max_line_bytes").and_then(|n| usize::try_from(n).ok()),
-        max_parallel: as_u32(number("max_parallel")).unwrap_or(4) as usize,
+        temperature: settings.temperature,
+        max_tokens: as_u32(settings.max_tokens),
+        base_url: settings.base_url.clone(),
+        api_key_env: settings.api_key_env.clone(),
+        max_reply_bytes: settings
+            .max_reply_bytes
+            .and_then(|n| usize::try_from(n).ok()),
+        max_line_bytes: settings
+            .max_line_bytes
+            .and_then(|n| usize::try_from(n).ok()),
+        max_parallel: as_u32(settings.max_parallel).unwrap_or(4) as usize,
         mode,
-        max_steps: as_u32(number("max_steps")).unwrap_or(agent_spec::DEFAULT_MAX_STEPS),
+        max_steps: as_u32(settings.max_steps).unwrap_or(agent_spec::DEFAULT_MAX_STEPS),
         loc: at(d.pos),
         name: d.name,
         script: Some(Arc::new(ScriptAgent {

@@ -8,8 +8,6 @@ use crate::failure::ToolFailure;
 use serde_json::{Map, Value};
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::Arc;
-use std::sync::atomic::AtomicBool;
 use std::time::Instant;
 
 /// An agent node's run as the pipeline asks for it.
@@ -26,8 +24,8 @@ pub struct AgentCall {
     pub actor_id: Option<String>,
     /// When the node must be done.
     pub deadline: Instant,
-    /// The pipeline run's cancel flag, if it has one.
-    pub cancel: Option<Arc<AtomicBool>>,
+    /// The pipeline run's cancellation, if it has one.
+    pub cancel: Option<crate::cancel::Cancel>,
 }
 
 /// What [`AgentRunner::run_agent`] returns: the agent's answer, or the node's failure.

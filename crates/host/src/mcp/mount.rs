@@ -289,44 +289,27 @@ async fn supervise(
     loop {
         let running = match client.take() {
             Some(c) => c,
-            None => {
-                let Some(host) = watch.host.upgrade() else {
-                    return;
-                };
-                let attempt = tokio::select! {
-                    () = watch.stop.cancelled() => return,
-                    r = start_server(host.as_ref(), &server) => r,
-                };
-                drop(host);
-                // The state is settled before the first attempt is announced as over.
-                if let Err(e) = &attempt {
-                    let reason = e.to_string();
-                    set_state(&server.state, ServerState::Failed { reason });
-                }
-                if let Some(f) = first.take() {
-                    let _ = f.send(());
-                }
-                match attempt {
-                    Ok(c) => {
-                        if restarting {
-                            (watch.report)(format!("restarted MCP server {}", server.spec.name));
-                        }
-                        c
+            None => match attempt(&server, &watch, &mut first).await {
+                None => return,
+                Some(Ok(c)) => {
+                    if restarting {
+                        (watch.report)(format!("restarted MCP server {}", server.spec.name));
                     }
-                    Err(e) => {
-                        (watch.report)(format!(
-                            "kiln: {e}; trying again in {} ms",
-                            backoff.as_millis()
-                        ));
-                        if !pause(&watch.stop, backoff).await {
-                            return;
-                        }
-                        backoff = (backoff * 2).min(MAX_BACKOFF);
-                        restarting = true;
-                        continue;
-                    }
+                    c
                 }
-            }
+                Some(Err(e)) => {
+                    (watch.report)(format!(
+                        "kiln: {e}; trying again in {} ms",
+                        backoff.as_millis()
+                    ));
+                    if !pause(&watch.stop, backoff).await {
+                        return;
+                    }
+                    backoff = (backoff * 2).min(MAX_BACKOFF);
+                    restarting = true;
+                    continue;
+                }
+            },
         };
         let since = Instant::now();
         let ct = running.cancellation_token();
@@ -338,33 +321,15 @@ async fn supervise(
                     let _ = waiting.await;
                     return;
                 }
-                Some(()) = server.changes.recv() => {
-                    let Some(host) = watch.host.upgrade() else { return };
-                    let peer = server.slot.read().ok().and_then(|p| p.clone());
-                    let Some(peer) = peer else { continue };
-                    // A remount that is still listing when the server is stopped must not put
-                    // the tools of a server that is gone back into the registry.
-                    let remount = install(host.as_ref(), &server.spec, &server.slot, &peer);
-                    let installed = tokio::select! {
-                        biased;
-                        () = watch.stop.cancelled() => {
-                            ct.cancel();
-                            let _ = waiting.await;
-                            return;
-                        }
-                        r = remount => r,
-                    };
-                    match installed {
-                        Ok(n) => {
-                            set_state(&server.state, ServerState::Running { tools: n });
-                            (watch.report)(format!(
-                                "reloaded MCP server {}: {n} tools (the server's list changed)",
-                                server.spec.name
-                            ))
-                        }
-                        Err(e) => (watch.report)(format!("kiln: {e}")),
+                Some(()) = server.changes.recv() => match remount(&server, &watch).await {
+                    Remount::Done => {}
+                    Remount::HostGone => return,
+                    Remount::Stopping => {
+                        ct.cancel();
+                        let _ = waiting.await;
+                        return;
                     }
-                }
+                },
                 r = &mut waiting => break r,
             }
         };
@@ -395,6 +360,69 @@ async fn supervise(
         backoff = (backoff * 2).min(MAX_BACKOFF);
         restarting = true;
     }
+}
+
+/// One start of the server; `None` when the host is gone or kiln is stopping. The state is
+/// settled (failed) before the first attempt is announced as over.
+async fn attempt(
+    server: &Server,
+    watch: &Watch,
+    first: &mut Option<oneshot::Sender<()>>,
+) -> Option<Result<Client, McpError>> {
+    let host = watch.host.upgrade()?;
+    let attempt = tokio::select! {
+        () = watch.stop.cancelled() => return None,
+        r = start_server(host.as_ref(), server) => r,
+    };
+    drop(host);
+    if let Err(e) = &attempt {
+        let reason = e.to_string();
+        set_state(&server.state, ServerState::Failed { reason });
+    }
+    if let Some(f) = first.take() {
+        let _ = f.send(());
+    }
+    Some(attempt)
+}
+
+/// How a remount after `list_changed` ended.
+enum Remount {
+    /// Remounted, or reported why not.
+    Done,
+    /// The host was dropped: supervising ends.
+    HostGone,
+    /// kiln is stopping the server.
+    Stopping,
+}
+
+/// Lists the server's tools again and puts them in the registry.
+async fn remount(server: &Server, watch: &Watch) -> Remount {
+    let Some(host) = watch.host.upgrade() else {
+        return Remount::HostGone;
+    };
+    let peer = server.slot.read().ok().and_then(|p| p.clone());
+    let Some(peer) = peer else {
+        return Remount::Done;
+    };
+    // A remount that is still listing when the server is stopped must not put the tools of a
+    // server that is gone back into the registry.
+    let remount = install(host.as_ref(), &server.spec, &server.slot, &peer);
+    let installed = tokio::select! {
+        biased;
+        () = watch.stop.cancelled() => return Remount::Stopping,
+        r = remount => r,
+    };
+    match installed {
+        Ok(n) => {
+            set_state(&server.state, ServerState::Running { tools: n });
+            (watch.report)(format!(
+                "reloaded MCP server {}: {n} tools (the server's list changed)",
+                server.spec.name
+            ))
+        }
+        Err(e) => (watch.report)(format!("kiln: {e}")),
+    }
+    Remount::Done
 }
 
 /// A 2026-07-28 server sends list changes only on a subscription: forward them to the

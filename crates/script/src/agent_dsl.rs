@@ -1,0 +1,97 @@
+//! The agent builder's methods: `.provider(...)`, `.model(...)` and the other settings,
+//! `.tools([...])`, `.capabilities([...])`, `.ask([...])`, `.planner(fn)`, `.validator(fn)`.
+//! `agent(...)` itself and the draft are dsl.rs's; the loader turns the draft into an
+//! `AgentSpec`.
+
+use crate::dsl::{AgentBuilder, AgentSettings, strings};
+use rhai::{Array, Engine, FnPtr, INT, NativeCallContext};
+
+/// Registers the agent builder's methods.
+pub fn register(engine: &mut Engine) {
+    type Text = fn(&mut AgentSettings) -> &mut Option<String>;
+    let texts: [(&str, Text); 7] = [
+        ("description", |s| &mut s.description),
+        ("provider", |s| &mut s.provider),
+        ("model", |s| &mut s.model),
+        ("system", |s| &mut s.system),
+        ("base_url", |s| &mut s.base_url),
+        ("api_key_env", |s| &mut s.api_key_env),
+        ("mode", |s| &mut s.mode),
+    ];
+    for (key, field) in texts {
+        engine.register_fn(key, move |b: &mut AgentBuilder, v: &str| {
+            b.with(|d| *field(&mut d.settings) = Some(v.to_string()))
+        });
+    }
+    engine.register_fn("temperature", |b: &mut AgentBuilder, t: rhai::FLOAT| {
+        b.with(|d| d.settings.temperature = Some(t))
+    });
+    engine.register_fn("temperature", |b: &mut AgentBuilder, t: INT| {
+        b.with(|d| d.settings.temperature = Some(t as rhai::FLOAT))
+    });
+    type Count = fn(&mut AgentSettings) -> &mut Option<INT>;
+    let counts: [(&str, Count); 6] = [
+        ("max_tool_iterations", |s| &mut s.max_tool_iterations),
+        ("max_tokens", |s| &mut s.max_tokens),
+        ("max_steps", |s| &mut s.max_steps),
+        ("max_parallel", |s| &mut s.max_parallel),
+        ("max_reply_bytes", |s| &mut s.max_reply_bytes),
+        ("max_line_bytes", |s| &mut s.max_line_bytes),
+    ];
+    for (key, field) in counts {
+        engine.register_fn(
+            key,
+            move |ctx: NativeCallContext, b: &mut AgentBuilder, n: INT| {
+                let pos = ctx.call_position();
+                b.with(|d| match n {
+                    n if n <= 0 => d
+                        .errors
+                        .push((pos, format!("{key} must be positive, not {n}"))),
+                    n => *field(&mut d.settings) = Some(n),
+                })
+            },
+        );
+    }
+    engine.register_fn(
+        "tools",
+        |ctx: NativeCallContext, b: &mut AgentBuilder, list: Array| {
+            let pos = ctx.call_position();
+            b.with(|d| match strings(&list) {
+                Ok(l) => {
+                    d.tools = l;
+                    d.tools_pos = pos;
+                }
+                Err(e) => d.errors.push((pos, format!("tools: {e}"))),
+            })
+        },
+    );
+    engine.register_fn(
+        "capabilities",
+        |ctx: NativeCallContext, b: &mut AgentBuilder, list: Array| {
+            let pos = ctx.call_position();
+            b.with(|d| match strings(&list) {
+                Ok(l) => {
+                    d.capabilities = l;
+                    d.caps_pos = pos;
+                }
+                Err(e) => d.errors.push((pos, format!("capabilities: {e}"))),
+            })
+        },
+    );
+    engine.register_fn(
+        "ask",
+        |ctx: NativeCallContext, b: &mut AgentBuilder, list: Array| {
+            let pos = ctx.call_position();
+            b.with(|d| match strings(&list) {
+                Ok(l) => d.ask = l,
+                Err(e) => d.errors.push((pos, format!("ask: {e}"))),
+            })
+        },
+    );
+    engine.register_fn("planner", |b: &mut AgentBuilder, f: FnPtr| {
+        b.with(|d| d.planner = Some(f))
+    });
+    engine.register_fn("validator", |b: &mut AgentBuilder, f: FnPtr| {
+        b.with(|d| d.validator = Some(f))
+    });
+}
