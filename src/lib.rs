@@ -127,8 +127,8 @@ pub mod tool {
 /// the loop's events and tool-call records; with `restate`, the Restate worker.
 pub mod durable {
     pub use kiln_agent::{
-        Journaled, Local, Observer, Recalled, RecordError, Recorder, RunEvent, StepFuture,
-        StepJournal, StepValue, StepWork, ToolCallRecord,
+        Journaled, Local, Observer, Recalled, RecordError, Recorder, StepFuture, StepJournal,
+        StepValue, StepWork, ToolCallRecord,
     };
     #[cfg(feature = "restate")]
     pub use kiln_durable::*;

@@ -5,7 +5,7 @@ use super::tools_cmd::parse_context;
 use super::{CliResult, Global, parse_caps};
 use clap::Args;
 use kiln_agent::connect::ProviderOverrides;
-use kiln_agent::{RunEvent, RunOptions};
+use kiln_agent::{Event, RunOptions};
 use kiln_core::capability::Grants;
 use std::io::{IsTerminal, Write};
 use std::process::ExitCode;
@@ -149,8 +149,8 @@ pub fn ask(g: &Global, a: AskArgs) -> CliResult<ExitCode> {
     let progress = std::io::stderr().is_terminal() && !a.quiet;
     let observer: kiln_agent::Observer = {
         let (json, quiet, printed) = (a.json, a.quiet, printed_text.clone());
-        Arc::new(move |ev: &RunEvent| match ev {
-            RunEvent::Text(t) if !json => {
+        Arc::new(move |ev: &Event| match ev {
+            Event::Text(t) if !json => {
                 if progress {
                     let _ = write!(std::io::stderr(), "\r\x1b[K");
                 }
@@ -159,16 +159,16 @@ pub fn ask(g: &Global, a: AskArgs) -> CliResult<ExitCode> {
                 let _ = out.write_all(t.as_bytes());
                 let _ = out.flush();
             }
-            RunEvent::ModelStart { round } if progress => {
+            Event::ModelRequest { round } if progress => {
                 let _ = write!(
                     std::io::stderr(),
                     "\r\x1b[K… waiting for the model (round {round})"
                 );
             }
-            RunEvent::ModelDone { .. } if progress => {
+            Event::ModelReply { .. } if progress => {
                 let _ = write!(std::io::stderr(), "\r\x1b[K");
             }
-            RunEvent::ToolDone(r) if !quiet => {
+            Event::ToolFinished(r) if !quiet => {
                 let status = if r.is_error {
                     format!(
                         "error: {}",

@@ -9,6 +9,7 @@
 #![warn(missing_docs)]
 
 pub mod connect;
+mod event;
 pub mod extract;
 mod host;
 pub mod journal;
@@ -19,9 +20,10 @@ pub mod run;
 pub mod runlog;
 mod start;
 
+pub use event::{Event, Observer};
 pub use host::RunHost;
 pub use journal::{Journaled, Local, Recalled, StepFuture, StepJournal, StepValue, StepWork};
 pub use record::Recorder;
 pub use report::{RecordError, RunError, RunErrorKind, RunReport, ToolCallRecord};
-pub use run::{Observer, RunEvent, RunOptions};
+pub use run::RunOptions;
 pub use start::{run, run_journaled};

@@ -2,9 +2,10 @@
 //! model sees the tools, the task and the prior steps, and answers with one JSON object
 //! `{"tool": NAME, "args": {...}}`; the loop ends when a tool returns `status: "done"`.
 
+use super::event::Event;
 use super::extract;
 use super::report::RunErrorKind;
-use super::run::{Run, RunEvent};
+use super::run::Run;
 use kiln_core::agent_spec::AgentSpec;
 use kiln_core::context::CallContext;
 use kiln_core::tool::{FailureKind, Tool, ToolFailure, ToolOutcome};
@@ -162,11 +163,11 @@ async fn take_step(
             Ok(args) => {
                 // No tool runs on top of a step that is not committed.
                 run.durable()?;
-                run.emit(RunEvent::ToolStart {
+                run.emit(|| Event::ToolStarted {
                     round: step,
-                    id: &format!("step_{step}"),
-                    name,
-                    args: &args,
+                    id: format!("step_{step}"),
+                    name: name.to_string(),
+                    args: args.clone(),
                 });
                 let outcome = tool.execute_async(args.clone(), ctx.clone()).await;
                 (args, outcome)
@@ -181,7 +182,7 @@ async fn take_step(
         &outcome,
         tool.version().to_string(),
     );
-    run.emit(RunEvent::ToolDone(&record));
+    run.emit(|| Event::ToolFinished(record.clone()));
     run.report.tool_calls.push(record);
     let result = match outcome.result {
         Ok(v) => v,

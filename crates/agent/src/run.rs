@@ -2,6 +2,7 @@
 //! concurrently and in call order), send the results back, until it answers or a limit hits.
 
 use super::connect::ProviderOverrides;
+use super::event::{Event, Observer};
 use super::journal::{self, StepJournal, StepValue};
 use super::record::Pending;
 use super::report::RecordError;
@@ -25,38 +26,6 @@ use tokio_util::sync::CancellationToken;
 pub const DEFAULT_MAX_TOKENS: u32 = 1024;
 /// Invalid-argument replies a tool tolerates beyond its `.retries(n)` before the run gives up.
 pub const INVALID_ARGS_GRACE: u32 = 2;
-
-/// Something that happened during a run, for live display.
-pub enum RunEvent<'a> {
-    /// Streamed text.
-    Text(&'a str),
-    /// A model request is about to be sent.
-    ModelStart {
-        /// 1-based round.
-        round: u32,
-    },
-    /// The model's reply arrived.
-    ModelDone {
-        /// 1-based round.
-        round: u32,
-    },
-    /// A tool call was dispatched.
-    ToolStart {
-        /// 1-based round.
-        round: u32,
-        /// The call id.
-        id: &'a str,
-        /// The tool.
-        name: &'a str,
-        /// The arguments as the model sent them.
-        args: &'a Value,
-    },
-    /// A tool call finished.
-    ToolDone(&'a ToolCallRecord),
-}
-
-/// Receives run events.
-pub type Observer = Arc<dyn Fn(&RunEvent) + Send + Sync>;
 
 /// How to run an agent.
 #[derive(Clone, Default)]
@@ -196,7 +165,7 @@ impl Run {
         deadline: Option<Instant>,
     ) -> Result<ModelResponse, RunErrorKind> {
         let round = self.report.rounds;
-        self.emit(RunEvent::ModelStart { round });
+        self.emit(|| Event::ModelRequest { round });
         let work = {
             let (provider, sink, cancel) = (provider.clone(), sink.clone(), opts.cancel.clone());
             Box::pin(async move {
@@ -231,7 +200,7 @@ impl Run {
         committed?;
         let ModelStep { reply, took_ms } = journal::decode(&name, asked?.value)?;
         let took = Duration::from_secs_f64(took_ms.max(0.0) / 1000.0);
-        self.emit(RunEvent::ModelDone { round });
+        self.emit(|| Event::ModelReply { round });
         if let Some(r) = &self.recorder {
             r.model_reply(&self.report.run_id, round, reply.usage, &reply.stop, took);
         }
@@ -239,9 +208,10 @@ impl Run {
         Ok(reply)
     }
 
-    pub(super) fn emit(&self, ev: RunEvent) {
+    /// Tells the observer, if any; the event is only built for one.
+    pub(super) fn emit(&self, ev: impl FnOnce() -> Event) {
         if let Some(o) = &self.observer {
-            o(&ev);
+            o(&ev());
         }
     }
 }
@@ -281,7 +251,7 @@ pub(super) async fn drive(
         let observer = opts.observer.clone();
         Arc::new(move |t: &str| {
             if let Some(o) = &observer {
-                o(&RunEvent::Text(t));
+                o(&Event::Text(t.to_string()));
             }
         })
     };
@@ -317,11 +287,11 @@ pub(super) async fn drive(
         run.durable()?;
         if run.observer.is_some() {
             for call in &calls {
-                run.emit(RunEvent::ToolStart {
+                run.emit(|| Event::ToolStarted {
                     round,
-                    id: &call.id,
-                    name: &call.name,
-                    args: &call.args.to_value(),
+                    id: call.id.clone(),
+                    name: call.name.clone(),
+                    args: call.args.to_value(),
                 });
             }
         }
@@ -416,7 +386,7 @@ impl RoundEnd<'_> {
             &outcome,
             version,
         );
-        run.emit(RunEvent::ToolDone(&record));
+        run.emit(|| Event::ToolFinished(record.clone()));
         run.report.tool_calls.push(record);
         if let Err(f) = &outcome.result
             && self.stop.is_none()

@@ -6,7 +6,7 @@
 use crate::reload::{self, ReloadReport};
 use crate::{Host, HostConfig};
 use futures_util::Stream;
-use kiln_agent::{self, RunError, RunEvent, RunOptions, RunReport, StepJournal, ToolCallRecord};
+use kiln_agent::{self, Event, RunError, RunOptions, RunReport, StepJournal};
 use kiln_core::cancel::Cancel;
 use kiln_core::capability::Grants;
 use kiln_core::error::{HostError, LoadError};
@@ -412,11 +412,11 @@ impl Host {
         let (tx, rx) = mpsc::unbounded_channel();
         let outer = opts.observer.take();
         let events = tx.clone();
-        opts.observer = Some(Arc::new(move |ev: &RunEvent| {
+        opts.observer = Some(Arc::new(move |ev: &Event| {
             if let Some(o) = &outer {
                 o(ev);
             }
-            let _ = events.send(Event::from(ev));
+            let _ = events.send(ev.clone());
         }));
         let cancel = opts.cancel.clone();
         let (host, agent, prompt) = (self.clone(), agent.to_string(), prompt.to_string());
@@ -439,61 +439,6 @@ impl Host {
             _watcher: watcher,
             rx,
         })
-    }
-}
-
-/// Something that happened in a run, as [`Host::run_stream`] delivers it.
-#[derive(Debug)]
-#[non_exhaustive]
-pub enum Event {
-    /// Answer text as it streams in.
-    Text(String),
-    /// A model request is about to be sent (round, 1-based).
-    ModelRequest {
-        /// The round.
-        round: u32,
-    },
-    /// The model's reply arrived.
-    ModelReply {
-        /// The round.
-        round: u32,
-    },
-    /// A tool call was dispatched.
-    ToolStarted {
-        /// The round.
-        round: u32,
-        /// The call id.
-        id: String,
-        /// The tool.
-        name: String,
-        /// The arguments as the model sent them.
-        args: Value,
-    },
-    /// A tool call finished (or was refused).
-    ToolFinished(ToolCallRecord),
-    /// The run ended: its report, or the error with the report so far. Always last.
-    Finished(Box<Result<RunReport, RunError>>),
-}
-
-impl From<&RunEvent<'_>> for Event {
-    fn from(ev: &RunEvent<'_>) -> Self {
-        match ev {
-            RunEvent::Text(t) => Event::Text(t.to_string()),
-            RunEvent::ModelStart { round } => Event::ModelRequest { round: *round },
-            RunEvent::ModelDone { round } => Event::ModelReply { round: *round },
-            RunEvent::ToolStart {
-                round,
-                id,
-                name,
-                args,
-            } => Event::ToolStarted {
-                round: *round,
-                id: id.to_string(),
-                name: name.to_string(),
-                args: (*args).clone(),
-            },
-            RunEvent::ToolDone(r) => Event::ToolFinished((*r).clone()),
-        }
     }
 }
 

@@ -17,8 +17,9 @@ pub mod mcp;
 mod pipelines;
 pub mod reload;
 
-pub use api::{CallOptions, Event, HostBuilder, RunStream, WatchHandle};
+pub use api::{CallOptions, HostBuilder, RunStream, WatchHandle};
 pub use host::{Host, HostConfig};
+pub use kiln_agent::Event;
 pub use kiln_agent::RunOptions;
 
 #[cfg(test)]

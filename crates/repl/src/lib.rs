@@ -8,7 +8,7 @@
 mod helper;
 
 use helper::{COMMANDS, ReplHelper};
-use kiln_agent::{Observer, RunEvent, RunOptions, run};
+use kiln_agent::{Event, Observer, RunOptions, run};
 use kiln_core::capability::{Capability, GrantMode, Grants};
 use kiln_core::registry::Registry;
 use kiln_core::schema::Format;
@@ -491,9 +491,9 @@ impl Repl {
         };
         let color = self.color;
         let out = self.out.clone();
-        let observer: Observer = Arc::new(move |ev: &RunEvent| match ev {
-            RunEvent::Text(t) => out.write(format_args!("{t}")),
-            RunEvent::ToolDone(r) => {
+        let observer: Observer = Arc::new(move |ev: &Event| match ev {
+            Event::Text(t) => out.write(format_args!("{t}")),
+            Event::ToolFinished(r) => {
                 let mark = if r.is_error {
                     paint(color, "31", "✗")
                 } else {

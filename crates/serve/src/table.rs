@@ -3,10 +3,10 @@
 
 use super::auth::Principal;
 use futures_util::Stream;
+use kiln_agent::Event;
 use kiln_agent::RunError;
 use kiln_agent::RunErrorKind;
 use kiln_agent::RunReport;
-use kiln_host::api::Event;
 use serde_json::{Value, json};
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};

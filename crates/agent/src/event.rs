@@ -1,0 +1,42 @@
+//! The one event type of a run, for live display and streams.
+
+use crate::report::{RunError, RunReport, ToolCallRecord};
+use serde_json::Value;
+use std::sync::Arc;
+
+/// Something that happened in a run: what an [`Observer`] hears as it happens, and what
+/// `Host::run_stream` delivers.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub enum Event {
+    /// Answer text as it streams in.
+    Text(String),
+    /// A model request is about to be sent (round, 1-based).
+    ModelRequest {
+        /// The round.
+        round: u32,
+    },
+    /// The model's reply arrived.
+    ModelReply {
+        /// The round.
+        round: u32,
+    },
+    /// A tool call was dispatched.
+    ToolStarted {
+        /// The round.
+        round: u32,
+        /// The call id.
+        id: String,
+        /// The tool.
+        name: String,
+        /// The arguments as the model sent them.
+        args: Value,
+    },
+    /// A tool call finished (or was refused).
+    ToolFinished(ToolCallRecord),
+    /// The run ended: its report, or the error with the report so far. Always last.
+    Finished(Box<Result<RunReport, RunError>>),
+}
+
+/// Receives a run's events as they happen (on the loop's task: keep it quick).
+pub type Observer = Arc<dyn Fn(&Event) + Send + Sync>;
