@@ -32,6 +32,8 @@ fi
 cargo bench --quiet --bench agent_loop >>"$out"
 cargo bench --quiet --bench host >>"$out"
 cargo bench --quiet --bench reload >>"$out"
+# Durable steps against local ones (needs KILN_RESTATE_SERVER; says "skipped" without it).
+cargo bench --quiet --bench durable_steps >>"$out"
 echo >>"$out"
 python3 benches/whole_process.py target/release/kiln >>"$out"
 if [ "$build_time" = 1 ]; then

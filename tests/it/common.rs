@@ -2,6 +2,7 @@
 
 use kiln::{CallOptions, Grants, Host, ToolOutcome};
 use serde_json::Value;
+use std::io::{Read as _, Write as _};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::Arc;
@@ -165,31 +166,91 @@ impl Drop for Mock {
     }
 }
 
-/// A minimal HTTP/1.1 GET on loopback.
+/// A minimal HTTP/1.1 GET on loopback: the body.
 pub fn http_get(url: &str) -> String {
-    use std::io::{Read, Write};
+    http("GET", url, &[], None).2
+}
+
+/// An HTTP/1.1 exchange on loopback: status, lower-cased headers, body.
+pub fn http(
+    method: &str,
+    url: &str,
+    headers: &[(&str, &str)],
+    body: Option<&Value>,
+) -> (u16, Vec<(String, String)>, String) {
+    let text = body.map(|b| b.to_string());
+    let mut all = headers.to_vec();
+    if text.is_some() {
+        all.push(("content-type", "application/json"));
+    }
+    http_raw(method, url, &all, text.as_deref().unwrap_or(""))
+}
+
+/// [`http`] with the body sent as it is (to test what a door does with bytes a library
+/// would refuse to send).
+pub fn http_raw(
+    method: &str,
+    url: &str,
+    headers: &[(&str, &str)],
+    body: &str,
+) -> (u16, Vec<(String, String)>, String) {
     let rest = url.strip_prefix("http://").expect("http url");
     let (host, path) = rest
         .split_once('/')
         .map(|(h, p)| (h, format!("/{p}")))
         .unwrap_or((rest, "/".into()));
     let mut s = std::net::TcpStream::connect(host).expect("connect");
-    write!(
-        s,
-        "GET {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n"
-    )
-    .expect("send");
-    let mut buf = String::new();
-    s.read_to_string(&mut buf).expect("read");
-    let body = buf
-        .split_once("\r\n\r\n")
-        .map(|(_, b)| b.to_string())
-        .unwrap_or_default();
-    if buf.contains("transfer-encoding: chunked") {
-        dechunk(&body)
-    } else {
-        body
+    let mut head = format!(
+        "{method} {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\ncontent-length: {}\r\n",
+        body.len()
+    );
+    for (k, v) in headers {
+        head.push_str(&format!("{k}: {v}\r\n"));
     }
+    head.push_str("\r\n");
+    s.write_all(head.as_bytes()).expect("send head");
+    s.write_all(body.as_bytes()).expect("send body");
+    let mut buf = Vec::new();
+    s.read_to_end(&mut buf).expect("read");
+    let text = String::from_utf8_lossy(&buf).to_string();
+    let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
+    let mut lines = head.lines();
+    let status = lines
+        .next()
+        .and_then(|l| l.split_whitespace().nth(1))
+        .and_then(|c| c.parse().ok())
+        .expect("status line");
+    let headers: Vec<(String, String)> = lines
+        .filter_map(|l| l.split_once(':'))
+        .map(|(k, v)| (k.trim().to_ascii_lowercase(), v.trim().to_string()))
+        .collect();
+    let chunked = headers
+        .iter()
+        .any(|(k, v)| k == "transfer-encoding" && v.contains("chunked"));
+    let body = if chunked {
+        dechunk(body)
+    } else {
+        body.to_string()
+    };
+    (status, headers, body)
+}
+
+/// POSTs JSON and parses the JSON reply.
+pub fn post(url: &str, body: &Value, headers: &[(&str, &str)]) -> (u16, Value) {
+    let (status, _, text) = http("POST", url, headers, Some(body));
+    (
+        status,
+        serde_json::from_str(&text).unwrap_or(Value::String(text)),
+    )
+}
+
+/// GETs and parses the JSON reply.
+pub fn get(url: &str) -> (u16, Value) {
+    let (status, _, text) = http("GET", url, &[], None);
+    (
+        status,
+        serde_json::from_str(&text).unwrap_or(Value::String(text)),
+    )
 }
 
 /// The body of a chunked HTTP/1.1 reply.

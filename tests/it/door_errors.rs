@@ -1,9 +1,10 @@
 //! What callers of the doors see of a failure: its kind and the message meant for them, not
 //! Rust type paths or the server's script paths; and JSON-RPC errors with the spec's codes.
 
+use crate::common::post;
 use crate::common::*;
 use crate::mcp::StdioMcp;
-use crate::serve::{Serve, post};
+use crate::serve::Serve;
 use serde_json::{Value, json};
 
 const SCRIPTS: &str = r#"
@@ -86,26 +87,10 @@ fn json_rpc_errors_use_the_specs_codes_over_stdio_and_http() {
 
 /// POSTs `body` as is with `content-type: application/json`; the status and body.
 fn raw_post(url: &str, body: &str) -> (u16, String) {
-    use std::io::{Read, Write};
-    let rest = url.trim_start_matches("http://");
-    let (host, path) = rest.split_once('/').expect("path");
-    let mut c = std::net::TcpStream::connect(host).expect("connect");
-    write!(
-        c,
-        "POST /{path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\naccept: application/json, text/event-stream\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{body}",
-        body.len()
-    )
-    .expect("send");
-    let mut got = String::new();
-    c.read_to_string(&mut got).expect("read");
-    let status = got
-        .split_whitespace()
-        .nth(1)
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(0);
-    let body = got
-        .split_once("\r\n\r\n")
-        .map(|(_, b)| b.to_string())
-        .unwrap_or_default();
+    let headers = [
+        ("accept", "application/json, text/event-stream"),
+        ("content-type", "application/json"),
+    ];
+    let (status, _, body) = crate::common::http_raw("POST", url, &headers, body);
     (status, body)
 }

@@ -1,8 +1,9 @@
 //! Every door narrows and none widens: the grants a run or call gets are the meet of the
 //! agent's own, the door's ceiling and the request's caps, through the real binary.
 
+use crate::common::post;
 use crate::common::*;
-use crate::serve::{Serve, post};
+use crate::serve::Serve;
 use serde_json::{Value, json};
 
 /// Agent `reader` may read `docs/` only; agent `writer` may write `out/` after approval.

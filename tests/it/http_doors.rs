@@ -3,7 +3,8 @@
 //! sessions, and actors' sessions kept apart. The real binary on 127.0.0.1.
 
 use crate::common::*;
-use crate::serve::{Serve, get, http, post};
+use crate::common::{get, http, post};
+use crate::serve::Serve;
 use serde_json::json;
 use std::io::{Read, Write};
 use std::net::TcpStream;

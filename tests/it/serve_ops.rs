@@ -2,7 +2,8 @@
 //! metrics, JSON logs and the SIGTERM drain. The helpers are in `serve.rs`.
 
 use crate::common::*;
-use crate::serve::{Serve, get, http, post, shop_scenario, shop_scripts};
+use crate::common::{get, http, post};
+use crate::serve::{Serve, shop_scenario, shop_scripts};
 use serde_json::{Value, json};
 use std::path::Path;
 use std::process::Command;

@@ -3,8 +3,6 @@
 
 use crate::common::*;
 use serde_json::{Value, json};
-use std::io::{BufRead, BufReader, Write};
-use std::process::{Command, Stdio};
 
 pub const META_TOOLS: &str = r#"
 tool("sum")
@@ -105,66 +103,13 @@ tool("d").handler(|args| 1)
     );
 }
 
-/// `kiln mcp` over stdio: JSON-RPC requests in, the reply to each out.
-struct Stdio2 {
-    child: std::process::Child,
-    stdin: std::process::ChildStdin,
-    out: std::io::Lines<BufReader<std::process::ChildStdout>>,
-}
-
-impl Stdio2 {
-    fn start(dir: &std::path::Path) -> Stdio2 {
-        let mut child = Command::new(kiln_bin())
-            .args([
-                "mcp",
-                "--no-stdlib",
-                "--scripts",
-                ".",
-                "--caps",
-                "net,fs.write",
-            ])
-            .current_dir(dir)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .expect("start kiln mcp");
-        let stdin = child.stdin.take().expect("stdin");
-        let out = BufReader::new(child.stdout.take().expect("stdout")).lines();
-        let mut s = Stdio2 { child, stdin, out };
-        s.rpc(
-            0,
-            "initialize",
-            json!({"protocolVersion": "2025-11-25", "capabilities": {},
-            "clientInfo": {"name": "raw", "version": "0"}}),
-        );
-        s
-    }
-
-    fn rpc(&mut self, id: u32, method: &str, params: Value) -> Value {
-        let msg = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
-        writeln!(self.stdin, "{msg}").expect("send");
-        loop {
-            let line = self.out.next().expect("a message").expect("read");
-            let v: Value = serde_json::from_str(&line).unwrap_or_else(|e| panic!("{line:?}: {e}"));
-            if v["id"] == id {
-                return v;
-            }
-        }
-    }
-}
-
-impl Drop for Stdio2 {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
 #[test]
 fn mcp_serves_title_output_schema_annotations_and_structured_content() {
     let scripts = Scripts::new(&[("tools.rhai", META_TOOLS)]);
-    let mut mcp = Stdio2::start(scripts.path());
+    let mut mcp = crate::mcp::StdioMcp::start(
+        scripts.path(),
+        &["--no-stdlib", "--scripts", ".", "--caps", "net,fs.write"],
+    );
     let listed = mcp.rpc(1, "tools/list", json!({}));
     let tools = listed["result"]["tools"].as_array().expect("tools").clone();
     let find = |name: &str| {

@@ -11,7 +11,6 @@ mod front;
 
 use fixtures::{ALICE, Cluster, ok_output, three_steps};
 use serde_json::{Value, json};
-use std::time::{Duration, Instant};
 
 fn one_tool_then(step: &str, answer: &str) -> [Value; 2] {
     [
@@ -345,57 +344,6 @@ fn cancelling_the_invocation_in_restate_stops_the_run_at_its_next_step() {
         c.mock("cancel").requests().len(),
         1,
         "no model request after the cancel"
-    );
-}
-
-/// A measurement for the closing note (printed, not asserted): the same 7-step run through
-/// Restate and in the local mode, median of 5 each.
-#[test]
-#[ignore = "needs restate-server: run by .ci/run with KILN_RESTATE_SERVER set"]
-fn durable_steps_cost_against_local_steps() {
-    let mut scenario = three_steps("b");
-    scenario["loop"] = json!(true);
-    let c = Cluster::start(&[("bench", scenario)]);
-    let median = |mut v: Vec<Duration>| {
-        v.sort();
-        v[v.len() / 2]
-    };
-    let durable = median(
-        (0..5)
-            .map(|i| {
-                let started = Instant::now();
-                let body = json!({"agent": "bench", "prompt": "count"});
-                ok_output(
-                    "run",
-                    c.post(&format!("/KilnRun/bench-{i}/run"), None, &body),
-                );
-                started.elapsed()
-            })
-            .collect(),
-    );
-    let host = kiln::Host::builder()
-        .scripts(c.scripts.path())
-        .workspace(c.scripts.path())
-        .stdlib(false)
-        .build()
-        .expect("host");
-    let runtime = tokio::runtime::Runtime::new().expect("runtime");
-    let local = median(
-        (0..5)
-            .map(|_| {
-                let started = Instant::now();
-                let run = host.run("bench", "count", kiln::RunOptions::default());
-                runtime.block_on(run).expect("local run");
-                started.elapsed()
-            })
-            .collect(),
-    );
-    let steps = 7.0; // four model requests and three tool calls
-    eprintln!(
-        "durable: median run of {steps} steps: durable {durable:?}, local {local:?}, \
-         overhead {:.2} ms/step, ratio {:.2}",
-        (durable.as_secs_f64() - local.as_secs_f64()) * 1000.0 / steps,
-        durable.as_secs_f64() / local.as_secs_f64()
     );
 }
 

@@ -1,0 +1,218 @@
+//! The tool-calling loop against a fake host and a function model (pydantic-ai's
+//! `FunctionModel`): no Rhai, no HTTP, no database. The host is a registry of native tools;
+//! the model is a closure over the conversation it is sent.
+
+use kiln_agent::{RunErrorKind, RunHost, RunOptions};
+use kiln_core::agent_spec::{AgentMode, AgentScript, AgentSpec, ProviderKind};
+use kiln_core::capability::Grants;
+use kiln_core::context::CallContext;
+use kiln_core::error::{HostError, SourceLoc};
+use kiln_core::model::{
+    CallArgs, LocalModel, LocalReply, ModelResponse, StopReason, TextSink, ToolCall, Usage,
+};
+use kiln_core::native::{NativeTool, native_source};
+use kiln_core::registry::Registry;
+use kiln_core::services::Services;
+use serde_json::{Value, json};
+use std::sync::{Arc, Mutex};
+
+/// A model that is a function of the conversation (the planner input, as JSON).
+struct FunctionModel(Box<dyn Fn(&Value) -> ModelResponse + Send + Sync>);
+
+impl LocalModel for FunctionModel {
+    fn name(&self) -> &'static str {
+        "function"
+    }
+
+    fn send<'a>(&'a self, input: &'a [u8], _sink: &'a TextSink) -> LocalReply<'a> {
+        let input: Value = serde_json::from_slice(input).unwrap_or(Value::Null);
+        let reply = (self.0)(&input);
+        Box::pin(async move { Ok(reply) })
+    }
+}
+
+/// The agent's "script": only the model.
+struct Script(Arc<FunctionModel>);
+
+impl AgentScript for Script {
+    fn planner_model(&self) -> Option<Arc<dyn LocalModel>> {
+        Some(self.0.clone())
+    }
+
+    fn validate(&self, _tool: &str, _args: Value) -> Option<Result<Value, String>> {
+        None
+    }
+}
+
+/// A host of native tools and one agent.
+struct FakeHost {
+    registry: Arc<Registry>,
+    agent: Arc<AgentSpec>,
+    services: Arc<Services>,
+}
+
+impl RunHost for FakeHost {
+    fn registry(&self) -> Arc<Registry> {
+        self.registry.clone()
+    }
+
+    fn agent(&self, name: &str) -> Result<Arc<AgentSpec>, HostError> {
+        match name == self.agent.name {
+            true => Ok(self.agent.clone()),
+            false => Err(HostError::UnknownAgent {
+                name: name.into(),
+                known: self.agent.name.clone(),
+            }),
+        }
+    }
+
+    fn context(&self, grants: Grants) -> CallContext {
+        let mut ctx = CallContext::new(grants, self.services.clone());
+        ctx.registry = Some(self.registry.clone());
+        ctx
+    }
+}
+
+fn reply(text: &str, calls: Vec<ToolCall>) -> ModelResponse {
+    let stop = match calls.is_empty() {
+        true => StopReason::EndTurn,
+        false => StopReason::ToolUse,
+    };
+    ModelResponse {
+        text: text.into(),
+        tool_calls: calls,
+        stop,
+        usage: Usage::default(),
+    }
+}
+
+fn call(id: &str, name: &str, args: Value) -> ToolCall {
+    ToolCall {
+        id: id.into(),
+        name: name.into(),
+        args: CallArgs::Parsed(args),
+    }
+}
+
+fn host(model: impl Fn(&Value) -> ModelResponse + Send + Sync + 'static) -> FakeHost {
+    let add = NativeTool::new("add", |args: Value, _ctx: &CallContext| async move {
+        let sum = args["a"].as_f64().unwrap_or(0.0) + args["b"].as_f64().unwrap_or(0.0);
+        Ok(json!(sum))
+    })
+    .description("Adds two numbers")
+    .param("a", "number", json!({}))
+    .param("b", "number", json!({}));
+    let file = native_source(vec![add]);
+    let agent = AgentSpec {
+        name: "adder".into(),
+        description: String::new(),
+        provider: ProviderKind::Script,
+        model: None,
+        system: None,
+        tools: vec!["add".into()],
+        grants: Grants::default(),
+        max_tool_iterations: 3,
+        temperature: None,
+        max_tokens: None,
+        base_url: None,
+        api_key_env: None,
+        max_reply_bytes: None,
+        max_line_bytes: None,
+        max_parallel: 4,
+        mode: AgentMode::Tools,
+        max_steps: 10,
+        loc: SourceLoc::new("test", 0, 0),
+        script: Some(Arc::new(Script(Arc::new(FunctionModel(Box::new(model)))))),
+    };
+    FakeHost {
+        registry: Arc::new(Registry::build([&file])),
+        agent: Arc::new(agent),
+        services: Arc::new(Services::new(std::env::temp_dir())),
+    }
+}
+
+/// The last message the model was sent.
+fn last(input: &Value) -> &Value {
+    input["messages"]
+        .as_array()
+        .and_then(|m| m.last())
+        .unwrap_or(&Value::Null)
+}
+
+fn run(host: &FakeHost, prompt: &str) -> Result<kiln_agent::RunReport, kiln_agent::RunError> {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime")
+        .block_on(kiln_agent::run(
+            host,
+            "adder",
+            prompt,
+            RunOptions::default(),
+        ))
+}
+
+#[test]
+fn the_loop_runs_a_tool_and_hands_its_result_back() {
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let log = seen.clone();
+    let host = host(move |input| {
+        log.lock().expect("lock").push(input["tools"].clone());
+        let m = last(input);
+        match m["role"].as_str() {
+            Some("user") => reply("", vec![call("c1", "add", json!({"a": 2, "b": 40}))]),
+            _ => reply(&format!("the sum is {}", m["content"]), vec![]),
+        }
+    });
+    let report = run(&host, "2 + 40?").expect("run");
+    assert_eq!(report.answer, "the sum is 42.0");
+    assert_eq!(report.rounds, 2);
+    assert_eq!(report.tool_calls.len(), 1);
+    assert_eq!(report.tool_calls[0].name, "add");
+    let offered = seen.lock().expect("lock");
+    assert_eq!(offered[0][0]["name"], "add", "the agent's tool is offered");
+}
+
+#[test]
+fn invalid_arguments_go_back_to_the_model_as_an_error_result() {
+    let host = host(|input| {
+        let m = last(input);
+        match (m["role"].as_str(), m["is_error"].as_bool()) {
+            (Some("user"), _) => reply("", vec![call("c1", "add", json!({"a": "two"}))]),
+            (Some("tool"), Some(true)) => reply("it failed", vec![]),
+            _ => reply("unexpected", vec![]),
+        }
+    });
+    let report = run(&host, "add").expect("run");
+    assert_eq!(report.answer, "it failed");
+    assert!(report.tool_calls[0].is_error);
+}
+
+#[test]
+fn a_model_that_never_stops_calling_ends_in_a_tool_loop_error() {
+    let host = host(|_| reply("", vec![call("c", "add", json!({"a": 1, "b": 1}))]));
+    let err = run(&host, "forever").expect_err("a loop");
+    assert!(
+        matches!(err.kind, RunErrorKind::ToolLoop(3)),
+        "{:?}",
+        err.kind
+    );
+    assert_eq!(err.report.tool_calls.len(), 3);
+}
+
+#[test]
+fn an_unknown_agent_is_a_clear_error() {
+    let host = host(|_| reply("never", vec![]));
+    let err = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime")
+        .block_on(kiln_agent::run(
+            &host,
+            "nobody",
+            "hi",
+            RunOptions::default(),
+        ))
+        .expect_err("unknown");
+    assert!(err.to_string().contains("nobody"), "{err}");
+}
