@@ -34,4 +34,5 @@ pub mod schema;
 pub mod services;
 pub mod tool;
 pub mod tool_meta;
+pub mod tool_parts;
 pub mod validate;

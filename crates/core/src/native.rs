@@ -1,7 +1,6 @@
 //! What an application adds in Rust: native tools, which join the registry beside script tools,
 //! and host functions, which scripts call under the same capability gate as the built-in ones.
 
-use crate::capability::Capability;
 use crate::context::CallContext;
 use crate::error::{LoadError, SourceLoc};
 use crate::registry::LoadedFile;
@@ -9,6 +8,7 @@ pub use crate::running::HandlerFuture;
 use crate::running::drive;
 use crate::schema::{self, Param};
 use crate::tool::{self, DEFAULT_TIMEOUT, Handler, Tool, ToolFailure};
+use crate::tool_parts::{Part, ToolParts};
 use serde_json::Value;
 use std::future::Future;
 use std::sync::Arc;
@@ -162,64 +162,37 @@ impl NativeTool {
         let at =
             |m: String| LoadError::at(self.loc.clone(), format!("tool \"{}\": {m}", self.name));
         let mut errors: Vec<LoadError> = self.errors.iter().cloned().map(at).collect();
-        if !tool::valid_tool_name(&self.name) {
-            errors.push(LoadError::at(
-                self.loc.clone(),
-                format!(
-                    "invalid tool name \"{}\": names must match ^[a-zA-Z0-9_-]{{1,64}}$",
-                    self.name
-                ),
-            ));
-        }
         if self.input_schema.is_some() && !self.params.is_empty() {
             errors.push(at("input_schema cannot be mixed with param".into()));
         }
-        let mut requires = Vec::new();
-        for cap in &self.requires {
-            match Capability::parse(cap) {
-                Ok(c) => requires.push(c),
-                Err(e) => errors.push(at(e.to_string())),
-            }
-        }
-        let schema = self
-            .input_schema
-            .clone()
-            .unwrap_or_else(|| schema::object_schema(&self.params));
-        if schema.get("type").and_then(Value::as_str) != Some("object") {
-            errors.push(at(
-                "input_schema must be an object schema (type: \"object\")".into(),
-            ));
-        }
-        let validator = match tool::compile_schema(&schema) {
-            Ok(v) => Some(v),
-            Err(e) => {
-                errors.push(at(format!("invalid JSON Schema: {e}")));
-                None
-            }
+        let parts = ToolParts {
+            schema: self
+                .input_schema
+                .clone()
+                .unwrap_or_else(|| schema::object_schema(&self.params)),
+            name: self.name.clone(),
+            description: self.description,
+            requires: self.requires,
+            output_schema: self.output_schema,
+            exclusive: self.exclusive,
+            timeout: self.timeout,
+            retries: self.retries,
+            rate_limit: self.rate_limit,
+            loc: self.loc.clone(),
+            title: self.meta.title,
+            hints: self.meta.hints,
+            handler: Arc::new(NativeHandler(self.handler)),
         };
-        let mut meta = self.meta;
-        if let Some(out) = self.output_schema {
-            match tool::Returns::compile(out) {
-                Ok(r) => meta.returns = Some(r),
-                Err(e) => errors.push(at(format!("invalid output schema: {e}"))),
+        match parts.build() {
+            Ok(tool) if errors.is_empty() => Ok(tool),
+            Ok(_) => Err(errors),
+            Err(problems) => {
+                errors.extend(problems.into_iter().map(|(part, m)| match part {
+                    Part::Name => LoadError::at(self.loc.clone(), m),
+                    _ => LoadError::at(self.loc.clone(), format!("tool \"{}\": {m}", self.name)),
+                }));
+                Err(errors)
             }
-        }
-        match validator {
-            Some(validator) if errors.is_empty() => Ok(Tool {
-                name: self.name,
-                description: self.description,
-                schema,
-                requires,
-                exclusive: self.exclusive,
-                timeout: self.timeout,
-                retries: self.retries,
-                rate_limit: self.rate_limit,
-                loc: self.loc,
-                meta,
-                validator,
-                handler: Arc::new(NativeHandler(self.handler)),
-            }),
-            _ => Err(errors),
         }
     }
 }

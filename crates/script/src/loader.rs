@@ -9,7 +9,8 @@ use kiln_core::agent_spec::{self, AgentMode, AgentSpec, ProviderKind};
 use kiln_core::capability::{Capability, GrantMode, Grants};
 use kiln_core::error::LoadError;
 use kiln_core::schema;
-use kiln_core::tool::{DEFAULT_TIMEOUT, Tool};
+use kiln_core::tool::{DEFAULT_TIMEOUT, Handler, Tool};
+use kiln_core::tool_parts::{Part, ToolParts};
 use rhai::{Engine, Position, Scope};
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -146,15 +147,6 @@ fn finish_tool(d: ToolDraft, unit: &Arc<ScriptUnit>) -> Result<Tool, Vec<LoadErr
         .iter()
         .map(|(p, m)| LoadError::at(at(*p), format!("tool \"{}\": {m}", d.name)))
         .collect();
-    if !valid_tool_name(&d.name) {
-        errors.push(LoadError::at(
-            at(d.pos),
-            format!(
-                "invalid tool name \"{}\": names must match ^[a-zA-Z0-9_-]{{1,64}}$",
-                d.name
-            ),
-        ));
-    }
     if let (Some((_, pos)), Some(_)) = (&d.input_schema, d.params_pos) {
         errors.push(LoadError::at(
             at(*pos),
@@ -163,13 +155,6 @@ fn finish_tool(d: ToolDraft, unit: &Arc<ScriptUnit>) -> Result<Tool, Vec<LoadErr
                 d.name
             ),
         ));
-    }
-    let mut requires = Vec::new();
-    for (cap, pos) in &d.requires {
-        match Capability::parse(cap) {
-            Ok(c) => requires.push(c),
-            Err(e) => errors.push(LoadError::at(at(*pos), format!("tool \"{}\": {e}", d.name))),
-        }
     }
     let handler = match &d.handler {
         None => {
@@ -181,7 +166,7 @@ fn finish_tool(d: ToolDraft, unit: &Arc<ScriptUnit>) -> Result<Tool, Vec<LoadErr
         }
         Some((f, pos)) => {
             match super::handler_arity(&unit.ast, f) {
-                Some(1 | 2) => Some(f.clone()),
+                Some(n @ (1 | 2)) => Some((f.clone(), n)),
                 Some(n) => {
                     errors.push(LoadError::at(at(*pos), format!("tool \"{}\": handler takes {n} parameters; expected |args| or |args, ctx|", d.name)));
                     None
@@ -207,63 +192,67 @@ fn finish_tool(d: ToolDraft, unit: &Arc<ScriptUnit>) -> Result<Tool, Vec<LoadErr
             d.params_pos.unwrap_or(d.pos),
         ),
     };
-    if schema.get("type").and_then(Value::as_str) != Some("object") {
-        errors.push(LoadError::at(
-            at(schema_pos),
-            format!(
-                "tool \"{}\": input_schema must be an object schema (type: \"object\")",
-                d.name
-            ),
-        ));
-    }
-    let validator = match kiln_core::tool::compile_schema(&schema) {
-        Ok(v) => Some(v),
-        Err(e) => {
-            errors.push(LoadError::at(
-                at(schema_pos),
-                format!("tool \"{}\": invalid JSON Schema: {e}", d.name),
-            ));
-            None
-        }
-    };
-    let returns = match d.returns {
-        None => None,
-        Some((schema, pos)) => match kiln_core::tool::Returns::compile(schema) {
-            Ok(r) => Some(r),
-            Err(e) => {
-                errors.push(LoadError::at(
-                    at(pos),
-                    format!("tool \"{}\": invalid output schema: {e}", d.name),
-                ));
-                None
-            }
-        },
-    };
-    match (handler, validator) {
-        (Some(handler), Some(validator)) if errors.is_empty() => Ok(Tool {
-            name: d.name,
-            description: d.description,
-            schema,
-            requires,
-            exclusive: d.exclusive,
-            timeout: d.timeout_ms.map_or(DEFAULT_TIMEOUT, Duration::from_millis),
-            retries: d.retries,
-            rate_limit: d.rate_limit,
-            loc: at(d.pos),
-            meta: kiln_core::tool::ToolMeta {
-                title: d.title,
-                returns,
-                hints: d.hints,
-            },
-            validator,
-            handler: Arc::new(ScriptHandler {
-                arity: super::handler_arity(&unit.ast, &handler).unwrap_or(2),
-                handler,
-                available_if: d.available_if,
-                unit: unit.clone(),
-            }),
+    let handler: Arc<dyn Handler> = match handler {
+        Some((handler, arity)) => Arc::new(ScriptHandler {
+            arity,
+            handler,
+            available_if: d.available_if.clone(),
+            unit: unit.clone(),
         }),
-        _ => Err(errors),
+        // Checked all the same, so every error of the file is reported at once.
+        None => Arc::new(NoHandler),
+    };
+    let returns_pos = d.returns.as_ref().map_or(d.pos, |(_, pos)| *pos);
+    let parts = ToolParts {
+        name: d.name.clone(),
+        description: d.description,
+        requires: d.requires.iter().map(|(c, _)| c.clone()).collect(),
+        schema,
+        output_schema: d.returns.map(|(schema, _)| schema),
+        exclusive: d.exclusive,
+        timeout: d.timeout_ms.map_or(DEFAULT_TIMEOUT, Duration::from_millis),
+        retries: d.retries,
+        rate_limit: d.rate_limit,
+        loc: at(d.pos),
+        title: d.title,
+        hints: d.hints,
+        handler,
+    };
+    match parts.build() {
+        Ok(tool) if errors.is_empty() => Ok(tool),
+        Ok(_) => Err(errors),
+        Err(problems) => {
+            let name = &d.name;
+            errors.extend(problems.into_iter().map(|(part, m)| match part {
+                Part::Name => LoadError::at(at(d.pos), m),
+                Part::Requires(i) => LoadError::at(
+                    at(d.requires.get(i).map_or(d.pos, |(_, pos)| *pos)),
+                    format!("tool \"{name}\": {m}"),
+                ),
+                Part::Schema => LoadError::at(at(schema_pos), format!("tool \"{name}\": {m}")),
+                Part::Returns => LoadError::at(at(returns_pos), format!("tool \"{name}\": {m}")),
+            }));
+            Err(errors)
+        }
+    }
+}
+
+/// Stands in for a handler that is missing or wrong, so the rest of a tool is still checked;
+/// a tool with it never loads (its file has an error).
+struct NoHandler;
+
+impl Handler for NoHandler {
+    fn call(
+        &self,
+        tool: &Tool,
+        _args: &Value,
+        _ctx: &kiln_core::context::CallContext,
+        _deadline: Instant,
+    ) -> Result<Value, kiln_core::tool::ToolFailure> {
+        Err(kiln_core::tool::ToolFailure::visible(
+            kiln_core::tool::FailureKind::Runtime,
+            format!("tool \"{}\" has no handler", tool.name),
+        ))
     }
 }
 

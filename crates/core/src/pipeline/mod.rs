@@ -17,6 +17,7 @@ pub use spec::{Node, NodeMapper, Output, Pipeline, PipelineSpec, Target};
 
 use crate::context::CallContext;
 use crate::tool::{Handler, Tool, ToolFailure};
+use crate::tool_parts::ToolParts;
 use serde_json::Value;
 use std::sync::Arc;
 use std::time::Instant;
@@ -26,23 +27,29 @@ impl Pipeline {
     /// form a valid schema.
     pub fn new(spec: PipelineSpec) -> Result<Pipeline, String> {
         let spec = Arc::new(spec);
-        let schema = crate::schema::object_schema(&spec.inputs);
-        let validator = crate::tool::compile_schema(&schema)
-            .map_err(|e| format!("pipeline \"{}\": invalid inputs: {e}", spec.name))?;
-        let tool = Tool {
+        let parts = ToolParts {
             name: spec.name.clone(),
             description: spec.description.clone(),
-            schema,
-            requires: spec.requires.clone(),
+            requires: spec.requires.iter().map(ToString::to_string).collect(),
+            schema: crate::schema::object_schema(&spec.inputs),
+            output_schema: None,
             exclusive: false,
             timeout: spec.timeout,
             retries: 0,
             rate_limit: None,
             loc: spec.loc.clone(),
-            meta: crate::tool::ToolMeta::default(),
-            validator,
+            title: None,
+            hints: Default::default(),
             handler: Arc::new(PipelineHandler(spec.clone())),
         };
+        let tool = parts.build().map_err(|problems| {
+            let said: Vec<String> = problems.into_iter().map(|(_, m)| m).collect();
+            format!(
+                "pipeline \"{}\": invalid inputs: {}",
+                spec.name,
+                said.join("; ")
+            )
+        })?;
         Ok(Pipeline {
             spec,
             tool: Arc::new(tool),
