@@ -114,6 +114,7 @@ pub mod tool {
     pub use kiln_core::agent_spec::AgentSpec;
     pub use kiln_core::call_events::{CallObserver, LogLevel, SampleRequest};
     pub use kiln_core::capability::{Capability, Grant, GrantMode};
+    pub use kiln_core::dyn_tool::DynTool;
     pub use kiln_core::error::SourceLoc;
     pub use kiln_core::native::HandlerFuture;
     pub use kiln_core::ratelimit::RateLimit;

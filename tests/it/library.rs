@@ -513,3 +513,75 @@ agent("spinner").provider("script").tools(["spin"]).planner(|messages, tools| {
         .expect("the run ended after its stream was dropped");
     assert_eq!(report.error.as_deref(), Some("cancelled"));
 }
+
+/// A tool written as a type (rig's `ToolDyn`): its schema is its own.
+struct Multiply;
+
+impl kiln::tool::DynTool for Multiply {
+    fn name(&self) -> String {
+        "multiply".into()
+    }
+
+    fn description(&self) -> String {
+        "Multiplies two integers".into()
+    }
+
+    fn parameters(&self) -> Value {
+        json!({"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}},
+               "required": ["a", "b"], "additionalProperties": false})
+    }
+
+    fn requires(&self) -> Vec<String> {
+        vec!["math".into()]
+    }
+
+    fn call(&self, args: Value, _ctx: &kiln::CallContext) -> kiln::tool::HandlerFuture {
+        let product = args["a"].as_i64().unwrap_or(0) * args["b"].as_i64().unwrap_or(0);
+        Box::pin(async move { Ok(json!(product)) })
+    }
+}
+
+#[derive(serde::Deserialize)]
+struct Greeting {
+    name: String,
+    times: u8,
+}
+
+#[test]
+fn tools_written_as_types_are_validated_and_guarded_like_the_rest() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let greet = NativeTool::typed(
+        "greet",
+        |g: Greeting, _ctx: &kiln::CallContext| async move {
+            Ok(json!(
+                vec![format!("hi {}", g.name); usize::from(g.times)].join(" ")
+            ))
+        },
+    )
+    .param("name", "string", json!({}))
+    .param("times", "integer", json!({"min": 0}));
+    let host = Host::builder()
+        .scripts(dir.path())
+        .stdlib(false)
+        .tool(NativeTool::from_dyn(Arc::new(Multiply)))
+        .tool(greet)
+        .build()
+        .expect("host");
+    assert!(host.load_errors().is_empty(), "{:?}", host.load_errors());
+    let rt = rt();
+    let call = |name: &str, args: Value, opts: CallOptions| {
+        rt.block_on(host.call(name, args, opts))
+            .expect("known tool")
+    };
+    let ok = call("multiply", json!({"a": 6, "b": 7}), grants(&["math"]));
+    assert_eq!(ok.result.expect("product"), json!(42));
+    let refused = call("multiply", json!({"a": 6, "b": 7}), grants(&[]));
+    assert_eq!(error_of(&refused).0, "capability");
+    let invalid = call("multiply", json!({"a": "six", "b": 7}), grants(&["math"]));
+    assert_eq!(error_of(&invalid).0, "invalid_arguments");
+    let greeted = call("greet", json!({"name": "Ada", "times": 2}), grants(&[]));
+    assert_eq!(greeted.result.expect("greeting"), json!("hi Ada hi Ada"));
+    // The schema admits 300; the handler's type (u8) cannot hold it: invalid arguments.
+    let too_big = call("greet", json!({"name": "Ada", "times": 300}), grants(&[]));
+    assert_eq!(error_of(&too_big).0, "invalid_arguments");
+}
