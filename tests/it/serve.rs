@@ -416,9 +416,9 @@ fn readme_blocks(lang: &str) -> Vec<String> {
         .collect()
 }
 
-#[test]
-fn the_readme_serve_examples_work_as_written() {
-    // The starter scripts, copied: the server's workspace (and its .kiln/) is a temp folder.
+/// `kiln serve` over a copy of the starter scripts (its workspace, and its .kiln/, a temp
+/// folder): the folder, the server and its port.
+fn serve_starter_scripts() -> (tempfile::TempDir, Serve, String) {
     let dir = tempfile::tempdir().expect("tempdir");
     let scripts = dir.path().join("scripts");
     std::fs::create_dir(&scripts).expect("mkdir");
@@ -429,6 +429,12 @@ fn the_readme_serve_examples_work_as_written() {
     .expect("copy the starter scripts");
     let serve = Serve::start(&scripts, &dir.path().join("k.db"), &[], &[]);
     let port = serve.url.rsplit(':').next().expect("port").to_string();
+    (dir, serve, port)
+}
+
+#[test]
+fn the_readme_serve_examples_work_as_written() {
+    let (_dir, _serve, port) = serve_starter_scripts();
     let sh = readme_blocks("sh").concat();
     assert!(sh.contains("kiln serve --bind 127.0.0.1:8787 &"), "{sh}");
     // The server is already running (on a free port); run the rest as written.
@@ -447,16 +453,7 @@ fn the_readme_serve_examples_work_as_written() {
 #[ignore = "needs the OpenAI Python SDK: pip install openai==3.57.0 (run by .ci/run)"]
 fn the_readme_python_serve_example_works_as_written() {
     require_openai_sdk();
-    let dir = tempfile::tempdir().expect("tempdir");
-    let scripts = dir.path().join("scripts");
-    std::fs::create_dir(&scripts).expect("mkdir");
-    std::fs::copy(
-        repo().join("scripts/hello.rhai"),
-        scripts.join("hello.rhai"),
-    )
-    .expect("copy the starter scripts");
-    let serve = Serve::start(&scripts, &dir.path().join("k.db"), &[], &[]);
-    let port = serve.url.rsplit(':').next().expect("port").to_string();
+    let (_dir, _serve, port) = serve_starter_scripts();
     let python = readme_blocks("python").concat().replace("8787", &port);
     let out = Command::new("python3")
         .args(["-c", &python])
