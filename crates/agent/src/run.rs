@@ -9,7 +9,7 @@ use super::report::RecordError;
 use super::report::{RunError, RunErrorKind, RunReport, ToolCallRecord};
 use crate::RunHost;
 use kiln_core::capability::Grants;
-use kiln_core::context::CallContext;
+use kiln_core::context::{CallContext, CallerScope};
 use kiln_core::tool::{FailureKind, Tool, ToolFailure, ToolOutcome};
 use kiln_providers::{
     CallArgs, Message, ModelRequest, ModelResponse, Prepared, Provider, TextSink, ToolCall,
@@ -61,6 +61,19 @@ pub struct RunOptions {
     /// The run's id (`ctx.run_id`); default: a fresh one. A durable run passes its invocation
     /// id, so the id, and the idempotency keys derived from it, survive a resume elsewhere.
     pub run_id: Option<String>,
+}
+
+impl RunOptions {
+    /// The options every call and run share, as the context takes them.
+    pub fn scope(&self) -> CallerScope<'_> {
+        CallerScope {
+            context: &self.context,
+            actor_id: self.actor_id.as_deref(),
+            timeout: self.timeout,
+            cancel: Some(&self.cancel),
+            state: self.state.as_ref(),
+        }
+    }
 }
 
 /// A run in progress: its report so far and who watches it.

@@ -6,10 +6,8 @@ use super::journal::{Local, StepJournal};
 use super::report::{RunError, RunErrorKind, RunReport};
 use super::run::{Run, RunOptions};
 use crate::RunHost;
-use kiln_core::cancel::Cancel;
 use kiln_providers::Message;
 use std::sync::Arc;
-use std::time::Instant;
 
 /// Runs agent `agent_name` on `prompt`, every step in this process.
 pub async fn run(
@@ -81,23 +79,15 @@ async fn setup_and_drive(
     run.report.provider = provider.name().to_string();
     run.report.model = model.clone();
 
-    // Scripts and handlers poll a plain flag; it is set by whoever cancels, on their thread.
-    let cancel = Cancel::linked(&opts.cancel);
-    let deadline = opts.timeout.map(|t| Instant::now() + t);
     // What the door and the request allow only narrows what the agent was granted.
     let grants =
         kiln_core::capability::Grants::effective(&[Some(&agent.grants), opts.grants.as_ref()]);
     let mut ctx = host.context(grants);
     ctx.run_id = run.report.run_id.clone();
     ctx.caller = kiln_core::context::Caller::Agent(agent.name.clone());
-    ctx.actor_id = opts.actor_id.clone();
-    ctx.context = opts.context.clone();
-    ctx.cancel = Some(cancel);
-    ctx.deadline = deadline;
-    if let Some(state) = &opts.state {
-        ctx.state = state.clone();
-        ctx.restored = !opts.history.is_empty();
-    }
+    ctx.apply(opts.scope());
+    ctx.restored = opts.state.is_some() && !opts.history.is_empty();
+    let deadline = ctx.deadline;
     let setup = super::run::Setup {
         host,
         journal,

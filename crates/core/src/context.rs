@@ -86,6 +86,37 @@ impl CallContext {
     }
 }
 
+/// The options a caller hands a call or a run besides its grants: the application context,
+/// who it acts for, a deadline, a cancellation and shared state. `CallOptions` and
+/// `RunOptions` both lend theirs as one, and [`CallContext::apply`] is the one place they
+/// reach a context.
+pub struct CallerScope<'a> {
+    /// Read-only application context (`ctx.context`).
+    pub context: &'a serde_json::Map<String, Value>,
+    /// Who the caller acts for (`ctx.actor_id`).
+    pub actor_id: Option<&'a str>,
+    /// How long the call or run may take.
+    pub timeout: Option<std::time::Duration>,
+    /// Cancels it.
+    pub cancel: Option<&'a tokio_util::sync::CancellationToken>,
+    /// State shared with the caller (`ctx.state`).
+    pub state: Option<&'a Arc<Mutex<Value>>>,
+}
+
+impl CallContext {
+    /// Takes the caller's options: context, actor, deadline (from now), cancellation (linked
+    /// once, see [`crate::cancel::Cancel`]) and shared state.
+    pub fn apply(&mut self, scope: CallerScope<'_>) {
+        self.context = scope.context.clone();
+        self.actor_id = scope.actor_id.map(str::to_string);
+        self.deadline = scope.timeout.map(|t| Instant::now() + t);
+        self.cancel = scope.cancel.map(crate::cancel::Cancel::linked);
+        if let Some(state) = scope.state {
+            self.state = state.clone();
+        }
+    }
+}
+
 /// Who a call is made for; capability refusals name it, and scripts see it as `ctx.agent`.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub enum Caller {

@@ -7,7 +7,6 @@ use crate::reload::{self, ReloadReport};
 use crate::{Host, HostConfig};
 use futures_util::Stream;
 use kiln_agent::{self, Event, RunError, RunOptions, RunReport, StepJournal};
-use kiln_core::cancel::Cancel;
 use kiln_core::capability::Grants;
 use kiln_core::error::{HostError, LoadError};
 use kiln_core::native::{HostFn, NativeTool};
@@ -22,7 +21,7 @@ use std::pin::Pin;
 use std::sync::Arc;
 
 use std::task::{Context, Poll};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
@@ -214,6 +213,19 @@ pub struct CallOptions {
     pub state: Option<Arc<std::sync::Mutex<Value>>>,
 }
 
+impl CallOptions {
+    /// The options every call and run share, as the context takes them.
+    pub fn scope(&self) -> kiln_core::context::CallerScope<'_> {
+        kiln_core::context::CallerScope {
+            context: &self.context,
+            actor_id: self.actor_id.as_deref(),
+            timeout: self.timeout,
+            cancel: self.cancel.as_ref(),
+            state: self.state.as_ref(),
+        }
+    }
+}
+
 impl Host {
     /// Every loaded tool, script and native, in load order.
     pub fn tools(&self) -> Vec<Arc<Tool>> {
@@ -357,13 +369,7 @@ impl Host {
     /// The context `opts` describe: grants (the builder's by default), context, actor, deadline.
     fn options_context(&self, opts: &CallOptions) -> kiln_core::context::CallContext {
         let mut ctx = self.context(opts.grants.clone().unwrap_or_else(|| self.grants.clone()));
-        ctx.context = opts.context.clone();
-        ctx.actor_id = opts.actor_id.clone();
-        ctx.deadline = opts.timeout.map(|t| Instant::now() + t);
-        ctx.cancel = opts.cancel.as_ref().map(Cancel::linked);
-        if let Some(state) = &opts.state {
-            ctx.state = state.clone();
-        }
+        ctx.apply(opts.scope());
         ctx.events = opts
             .observer
             .clone()
