@@ -141,3 +141,60 @@ async fn body_deadline(limits: HttpLimits, req: Request, next: Next) -> Response
             .into_response(),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::{Read, Write};
+
+    /// Serves a one-route app on a loopback port with `limits`; the address and the stop.
+    fn start(
+        limits: HttpLimits,
+    ) -> (
+        std::net::SocketAddr,
+        CancellationToken,
+        std::thread::JoinHandle<()>,
+    ) {
+        let stop = CancellationToken::new();
+        let (tx, rx) = std::sync::mpsc::channel();
+        let token = stop.clone();
+        let server = std::thread::spawn(move || {
+            let rt = tokio::runtime::Runtime::new().expect("runtime");
+            rt.block_on(async move {
+                let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+                tx.send(listener.local_addr().expect("addr")).expect("send");
+                let app = Router::new().route("/", axum::routing::get(|| async { "ok" }));
+                serve(listener, app, limits, token).await.expect("serve");
+            });
+        });
+        (rx.recv().expect("address"), stop, server)
+    }
+
+    #[test]
+    fn a_request_is_answered_and_a_silent_client_is_closed_at_the_header_deadline() {
+        let limits = HttpLimits {
+            header_timeout: Duration::from_millis(200),
+            ..HttpLimits::default()
+        };
+        let (addr, stop, server) = start(limits);
+        let mut c = std::net::TcpStream::connect(addr).expect("connect");
+        write!(c, "GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").expect("send");
+        let mut reply = String::new();
+        c.read_to_string(&mut reply).expect("read");
+        assert!(reply.starts_with("HTTP/1.1 200"), "{reply}");
+        assert!(reply.ends_with("ok"), "{reply}");
+
+        let mut silent = std::net::TcpStream::connect(addr).expect("connect");
+        silent
+            .set_read_timeout(Some(Duration::from_secs(5)))
+            .expect("timeout");
+        let started = std::time::Instant::now();
+        let mut buf = [0u8; 64];
+        // Closed by the server (end of stream), well before the test's own 5 s timeout.
+        let n = silent.read(&mut buf).unwrap_or(0);
+        assert!(n == 0 || String::from_utf8_lossy(&buf[..n]).contains("408"));
+        assert!(started.elapsed() < Duration::from_secs(4));
+        stop.cancel();
+        server.join().expect("server stops");
+    }
+}

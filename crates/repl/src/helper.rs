@@ -142,3 +142,21 @@ pub fn is_incomplete(engine: &rhai::Engine, input: &str) -> bool {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::is_incomplete;
+
+    #[test]
+    fn open_input_asks_for_more_lines_and_whole_input_does_not() {
+        let engine = rhai::Engine::new();
+        assert!(is_incomplete(&engine, "fn f(x) {"));
+        assert!(is_incomplete(&engine, "let s = \"open"));
+        assert!(!is_incomplete(&engine, "let x = 1 + 2;"));
+        assert!(!is_incomplete(&engine, ":tools"), "commands are one line");
+        assert!(
+            !is_incomplete(&engine, "let = ;"),
+            "an error in the middle is an error, not more input"
+        );
+    }
+}
