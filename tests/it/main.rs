@@ -4,6 +4,7 @@ mod adversarial;
 mod agent_loop;
 mod claude_code;
 mod cli;
+mod code_mode;
 mod commit_order;
 mod common;
 mod conformance;

@@ -452,7 +452,19 @@ pub(super) fn pin_turn(
 ) -> Vec<Arc<kiln_core::tool::Tool>> {
     let snapshot = host.registry();
     ctx.registry = Some(snapshot.clone());
-    snapshot.available(Some(&agent.tools), ctx)
+    let available = snapshot.available(Some(&agent.tools), ctx);
+    match (&agent.code_mode, &agent.script) {
+        (Some(mode), Some(script)) => {
+            // The program calls the tools; those kept out stay ordinary tool calls.
+            let (kept, functions): (Vec<_>, Vec<_>) = available
+                .into_iter()
+                .partition(|t| mode.except.contains(&t.name));
+            let mut offered: Vec<_> = script.code_tool(&functions, mode).into_iter().collect();
+            offered.extend(kept);
+            offered
+        }
+        _ => available,
+    }
 }
 
 /// Sleeps until the deadline, or forever without one.

@@ -122,6 +122,7 @@ fn host(model: impl Fn(&Value) -> ModelResponse + Send + Sync + 'static) -> Fake
         mode: AgentMode::Tools,
         max_steps: 10,
         loc: SourceLoc::new("test", 0, 0),
+        code_mode: None,
         script: Some(Arc::new(Script(Arc::new(FunctionModel(Box::new(model)))))),
     };
     FakeHost {

@@ -3,6 +3,7 @@
 use crate::capability::Grants;
 use crate::error::SourceLoc;
 use crate::model::LocalModel;
+use crate::tool::Tool;
 use serde_json::Value;
 use std::sync::Arc;
 
@@ -176,6 +177,8 @@ pub struct AgentSpec {
     pub max_steps: u32,
     /// Where it was defined.
     pub loc: SourceLoc,
+    /// Code mode (`.code_mode(...)`): the model writes one program that calls the tools.
+    pub code_mode: Option<CodeMode>,
     /// The planner and validator the agent's script defined.
     pub script: Option<Arc<dyn AgentScript>>,
 }
@@ -188,6 +191,32 @@ pub trait AgentScript: Send + Sync {
     fn planner_model(&self) -> Option<Arc<dyn LocalModel>>;
     /// Runs the validator on planned arguments: `None` when the agent has none.
     fn validate(&self, tool: &str, args: Value) -> Option<Result<Value, String>>;
+    /// Code mode's `run_code` tool over `tools` (the program calls them as functions), when
+    /// the script layer can build one.
+    fn code_tool(&self, _tools: &[Arc<Tool>], _mode: &CodeMode) -> Option<Arc<Tool>> {
+        None
+    }
+}
+
+/// How an agent in code mode runs the model's programs.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CodeMode {
+    /// Tools that stay ordinary tool calls (not functions of the program).
+    pub except: Vec<String>,
+    /// Nested tool calls one program may make.
+    pub max_calls: u32,
+    /// How long one program may run.
+    pub timeout: std::time::Duration,
+}
+
+impl Default for CodeMode {
+    fn default() -> Self {
+        CodeMode {
+            except: Vec::new(),
+            max_calls: 50,
+            timeout: std::time::Duration::from_secs(60),
+        }
+    }
 }
 
 impl AgentSpec {

@@ -145,7 +145,7 @@ pub fn is_incomplete(engine: &rhai::Engine, input: &str) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use super::is_incomplete;
+    use crate::helper::is_incomplete;
 
     #[test]
     fn open_input_asks_for_more_lines_and_whole_input_does_not() {

@@ -4,7 +4,9 @@
 //! `AgentSpec`.
 
 use crate::dsl::{AgentBuilder, AgentSettings, strings};
-use rhai::{Array, Engine, FnPtr, INT, NativeCallContext};
+use kiln_core::agent_spec::CodeMode;
+use rhai::{Array, Engine, FnPtr, INT, Map, NativeCallContext};
+use std::time::Duration;
 
 /// Registers the agent builder's methods.
 pub fn register(engine: &mut Engine) {
@@ -88,10 +90,52 @@ pub fn register(engine: &mut Engine) {
             })
         },
     );
+    engine.register_fn("code_mode", |b: &mut AgentBuilder| {
+        b.with(|d| d.code_mode = Some(CodeMode::default()))
+    });
+    engine.register_fn(
+        "code_mode",
+        |ctx: NativeCallContext, b: &mut AgentBuilder, opts: Map| {
+            let pos = ctx.call_position();
+            b.with(|d| match code_mode(opts) {
+                Ok(mode) => d.code_mode = Some(mode),
+                Err(e) => d.errors.push((pos, format!("code_mode: {e}"))),
+            })
+        },
+    );
     engine.register_fn("planner", |b: &mut AgentBuilder, f: FnPtr| {
         b.with(|d| d.planner = Some(f))
     });
     engine.register_fn("validator", |b: &mut AgentBuilder, f: FnPtr| {
         b.with(|d| d.validator = Some(f))
     });
+}
+
+/// `#{ except: [...], max_calls: n, timeout: ms }`, every key optional.
+fn code_mode(opts: Map) -> Result<CodeMode, String> {
+    let mut mode = CodeMode::default();
+    for (key, value) in opts {
+        match key.as_str() {
+            "except" => {
+                let list = value
+                    .into_typed_array::<rhai::Dynamic>()
+                    .map_err(|t| format!("except must be a list of tool names, not a {t}"))?;
+                mode.except = strings(&list)?;
+            }
+            "max_calls" => match value.as_int() {
+                Ok(n) if (1..=10_000).contains(&n) => mode.max_calls = n as u32,
+                _ => return Err("max_calls must be an integer from 1 to 10000".into()),
+            },
+            "timeout" => match value.as_int() {
+                Ok(ms) if ms > 0 => mode.timeout = Duration::from_millis(ms as u64),
+                _ => return Err("timeout must be a positive number of milliseconds".into()),
+            },
+            other => {
+                return Err(format!(
+                    "unknown option \"{other}\" (expected except, max_calls, timeout)"
+                ));
+            }
+        }
+    }
+    Ok(mode)
 }

@@ -74,6 +74,8 @@ pub struct AgentDraft {
     pub planner: Option<FnPtr>,
     /// `.validator(fn)` for planner mode.
     pub validator: Option<FnPtr>,
+    /// `.code_mode(...)`.
+    pub code_mode: Option<kiln_core::agent_spec::CodeMode>,
     /// Problems found while building.
     pub errors: Vec<(Position, String)>,
 }

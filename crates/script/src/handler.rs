@@ -120,6 +120,14 @@ impl AgentScript for ScriptAgent {
             }
         })
     }
+
+    fn code_tool(
+        &self,
+        tools: &[Arc<kiln_core::tool::Tool>],
+        mode: &kiln_core::agent_spec::CodeMode,
+    ) -> Option<Arc<kiln_core::tool::Tool>> {
+        crate::code_mode::run_code_tool(tools, mode)
+    }
 }
 
 /// The current state as a shared Rhai value, so handler writes to `ctx.state` stick.

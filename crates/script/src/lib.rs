@@ -9,6 +9,7 @@
 
 mod agent_dsl;
 mod bounded;
+pub mod code_mode;
 pub mod convert;
 pub mod dsl;
 pub mod failure;

@@ -382,6 +382,7 @@ fn finish_agent(mut d: AgentDraft, unit: &Arc<ScriptUnit>) -> Result<AgentSpec, 
         max_steps: as_u32(settings.max_steps).unwrap_or(agent_spec::DEFAULT_MAX_STEPS),
         loc: at(d.pos),
         name: d.name,
+        code_mode: d.code_mode,
         script: Some(Arc::new(ScriptAgent {
             planner: d.planner,
             validator: d.validator,

@@ -1,0 +1,278 @@
+//! Code mode: the model writes one Rhai program that calls the agent's tools as functions,
+//! and kiln runs it in a sandbox of its own. The program reaches the tools and pure Rhai only
+//! (no host functions, no imports); each nested call takes the tool's normal path
+//! (`Tool::execute`: validation, the capability guard, approvals, rate limits, its deadline)
+//! under the run's grants, within a budget of calls and the program's own deadline. A refused
+//! or failed call is an error the program can catch with `try`/`catch`.
+
+use crate::convert::{to_dynamic, to_json};
+use crate::imports::ModuleCache;
+use crate::sandbox::{self, Limits, PrintSink};
+use kiln_core::agent_spec::CodeMode;
+use kiln_core::context::CallContext;
+use kiln_core::tool::{FailureKind, Handler, Tool, ToolFailure};
+use kiln_core::tool_parts::ToolParts;
+use rhai::{Dynamic, Engine, EvalAltResult, Map, Position};
+use serde_json::{Value, json};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+/// The tool the model is offered in code mode.
+pub const RUN_CODE: &str = "run_code";
+
+/// Printed lines a program may hand back, and bytes of each.
+const MAX_PRINTS: usize = 100;
+const MAX_PRINT_BYTES: usize = 2_000;
+
+/// How Rhai differs from what models write by habit, said once in the tool's description.
+const PRIMER: &str = "The program is Rhai, not JavaScript: object maps are #{ key: value } \
+(a bare { } is a block), closures are |x| x + 1, variables are `let` (`const` cannot be \
+reassigned), loops are `for item in list { }`, strings interpolate with `${x}` inside \
+backticks, errors are caught with try { } catch (e) { }, and there is no null or undefined \
+(use ()). Call each tool as a function with one object map of its arguments; the program's \
+value is its last expression, or finish(value).";
+
+/// The `run_code` tool over `tools`.
+pub fn run_code_tool(tools: &[Arc<Tool>], mode: &CodeMode) -> Option<Arc<Tool>> {
+    let parts = ToolParts {
+        name: RUN_CODE.into(),
+        description: describe(tools),
+        requires: Vec::new(),
+        schema: json!({
+            "type": "object",
+            "properties": {"code": {"type": "string", "description": "The Rhai program"}},
+            "required": ["code"],
+            "additionalProperties": false
+        }),
+        output_schema: None,
+        exclusive: false,
+        timeout: mode.timeout,
+        retries: 0,
+        rate_limit: None,
+        loc: kiln_core::error::SourceLoc::new("<code mode>", 0, 0),
+        title: Some("Run a program that calls the tools".into()),
+        hints: Default::default(),
+        handler: Arc::new(CodeHandler {
+            tools: tools.to_vec(),
+            max_calls: mode.max_calls,
+        }),
+    };
+    parts.build().ok().map(Arc::new)
+}
+
+/// The description: what the tool does, the primer, and each tool as a function.
+fn describe(tools: &[Arc<Tool>]) -> String {
+    let mut text = String::from(
+        "Runs a program that calls the tools below as functions and returns its value. \
+         Use it to make several calls in one step and compute with their results.\n",
+    );
+    text.push_str(PRIMER);
+    text.push_str("\n\nFunctions:\n");
+    for t in tools {
+        text.push_str(&format!("- {}: {}\n", signature(t), t.description));
+    }
+    text
+}
+
+/// `name(#{ a: number, b?: string })` from the tool's schema.
+fn signature(tool: &Tool) -> String {
+    let required: Vec<&str> = tool.schema["required"]
+        .as_array()
+        .map(|r| r.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    let fields: Vec<String> = tool.schema["properties"]
+        .as_object()
+        .map(|props| {
+            props
+                .iter()
+                .map(|(name, s)| {
+                    let ty = s["type"].as_str().unwrap_or("any");
+                    let optional = if required.contains(&name.as_str()) {
+                        ""
+                    } else {
+                        "?"
+                    };
+                    format!("{name}{optional}: {ty}")
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    format!("{}(#{{ {} }})", tool.name, fields.join(", "))
+}
+
+/// Runs a program against the tools it was given.
+struct CodeHandler {
+    tools: Vec<Arc<Tool>>,
+    max_calls: u32,
+}
+
+/// What a running program shares with its functions.
+struct Program {
+    calls: AtomicU32,
+    max_calls: u32,
+    finished: Mutex<Option<Dynamic>>,
+    printed: Mutex<Vec<String>>,
+}
+
+impl Handler for CodeHandler {
+    fn call(
+        &self,
+        _tool: &Tool,
+        args: &Value,
+        ctx: &CallContext,
+        deadline: Instant,
+    ) -> Result<Value, ToolFailure> {
+        let code = args["code"].as_str().unwrap_or_default();
+        let program = Arc::new(Program {
+            calls: AtomicU32::new(0),
+            max_calls: self.max_calls,
+            finished: Mutex::new(None),
+            printed: Mutex::new(Vec::new()),
+        });
+        let engine = self.engine(&program, ctx);
+        let ast = engine.compile(code).map_err(|e| {
+            let pos = e.position();
+            program_error(code, pos, &e.err_type().to_string())
+        })?;
+        let cancel = ctx.cancel.as_ref().map(|c| c.flag().clone());
+        let result =
+            sandbox::with_watch(Some(deadline), cancel, || engine.eval_ast::<Dynamic>(&ast));
+        let finished = program.finished.lock().ok().and_then(|mut f| f.take());
+        let value = match (result, finished) {
+            (_, Some(v)) => v,
+            (Ok(v), None) => v,
+            (Err(e), None) => return Err(runtime_error(code, &e)),
+        };
+        let result = to_json(&value).map_err(|e| {
+            ToolFailure::visible(FailureKind::ToolError, format!("the program's value: {e}"))
+        })?;
+        let printed = program
+            .printed
+            .lock()
+            .map(|p| p.clone())
+            .unwrap_or_default();
+        let calls = program.calls.load(Ordering::Relaxed);
+        Ok(match (result, printed.is_empty()) {
+            (Value::Null, _) => json!({
+                "result": null,
+                "calls": calls,
+                "printed": printed,
+                "note": "the program's last expression has no value: end it with the value, or call finish(value)"
+            }),
+            (v, true) => v,
+            (v, false) => json!({"result": v, "printed": printed}),
+        })
+    }
+}
+
+impl CodeHandler {
+    /// A sandboxed engine whose only functions besides pure Rhai are the tools and `finish`.
+    fn engine(&self, program: &Arc<Program>, ctx: &CallContext) -> Engine {
+        let sink: PrintSink = {
+            let program = program.clone();
+            Arc::new(move |line: &str| {
+                if let Ok(mut p) = program.printed.lock()
+                    && p.len() < MAX_PRINTS
+                {
+                    p.push(truncate(line));
+                }
+            })
+        };
+        // No scripts folders: a program imports nothing.
+        let mut engine = sandbox::build_engine(
+            &Limits::default(),
+            Vec::new(),
+            ModuleCache::default(),
+            Some(sink),
+        );
+        let done = program.clone();
+        engine.register_fn(
+            "finish",
+            move |value: Dynamic| -> Result<(), Box<EvalAltResult>> {
+                if let Ok(mut f) = done.finished.lock() {
+                    *f = Some(value);
+                }
+                Err(EvalAltResult::ErrorTerminated("finish".into(), Position::NONE).into())
+            },
+        );
+        for tool in &self.tools {
+            let call = nested(tool.clone(), ctx.clone(), program.clone());
+            let bare = call.clone();
+            engine.register_fn(tool.name.as_str(), move |args: Map| {
+                call(Dynamic::from_map(args))
+            });
+            engine.register_fn(tool.name.as_str(), move || {
+                bare(Dynamic::from_map(Map::new()))
+            });
+        }
+        engine
+    }
+}
+
+type NestedFn = Arc<dyn Fn(Dynamic) -> Result<Dynamic, Box<EvalAltResult>> + Send + Sync>;
+
+/// A tool as a function of the program: its normal path, within the program's call budget.
+fn nested(tool: Arc<Tool>, ctx: CallContext, program: Arc<Program>) -> NestedFn {
+    Arc::new(move |args: Dynamic| {
+        let n = program.calls.fetch_add(1, Ordering::Relaxed) + 1;
+        if n > program.max_calls {
+            return Err(format!(
+                "{}(): the program's budget of {} tool calls is spent",
+                tool.name, program.max_calls
+            )
+            .into());
+        }
+        let args = to_json(&args).map_err(|e| format!("{}(): arguments: {e}", tool.name))?;
+        let mut inner = ctx.clone();
+        inner.depth += 1;
+        match tool.execute(&args, &inner).result {
+            Ok(v) => Ok(to_dynamic(&v)),
+            Err(f) => Err(format!("{}(): {} ({})", tool.name, f.message, f.kind.as_str()).into()),
+        }
+    })
+}
+
+fn truncate(line: &str) -> String {
+    match line.char_indices().nth(MAX_PRINT_BYTES) {
+        Some((i, _)) => format!("{}…", &line[..i]),
+        None => line.to_string(),
+    }
+}
+
+/// An error the model can fix: where, what, and the line as it wrote it.
+fn program_error(code: &str, pos: Position, what: &str) -> ToolFailure {
+    let message = match pos.line() {
+        Some(line) => {
+            let text = code
+                .lines()
+                .nth(line.saturating_sub(1))
+                .unwrap_or("")
+                .trim_end();
+            format!(
+                "line {line}, column {}: {what}\n  {line} | {text}",
+                pos.position().unwrap_or(0)
+            )
+        }
+        None => what.to_string(),
+    };
+    ToolFailure::visible(FailureKind::ToolError, message)
+}
+
+fn runtime_error(code: &str, e: &EvalAltResult) -> ToolFailure {
+    if let EvalAltResult::ErrorTerminated(token, _) = e {
+        let why = token.to_string();
+        let (kind, said) = if why.contains("cancel") {
+            (FailureKind::Cancelled, "the program was cancelled")
+        } else {
+            (FailureKind::Deadline, "the program passed its deadline")
+        };
+        return ToolFailure::visible(kind, said);
+    }
+    let what = match e {
+        EvalAltResult::ErrorRuntime(v, _) => v.to_string(),
+        EvalAltResult::ErrorInFunctionCall(_, _, inner, _) => inner.to_string(),
+        other => other.to_string(),
+    };
+    program_error(code, e.position(), &what)
+}
