@@ -4,7 +4,10 @@
 #  - the README's first command (`cargo build`: the kiln binary and library, dev profile);
 #  - a minimal embedder: a crate whose only dependency is `kiln` with `default-features = false`
 #    (no MCP, HTTP server or Restate SDK where the revision has those features; a revision
-#    without features builds everything).
+#    without features builds everything);
+#  - the same embedder with kiln's default features (the doors and the CLI's crates), so the
+#    two embedder rows differ by the features alone (an embedder builds with its own profile:
+#    dependencies unoptimized, unlike this workspace's dev profile).
 # Prints a markdown table: wall time, CPU time (user + sys; steadier on a shared machine) and
 # the crates compiled. `cargo build --timings` leaves its report in SCRATCH/target/cargo-timings/.
 #
@@ -13,6 +16,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 revs=("$@")
 [ ${#revs[@]} -gt 0 ] || revs=(main HEAD)
+# Resolved now: HEAD may move while the builds run.
+for i in "${!revs[@]}"; do revs[i]=$(git rev-parse --short "${revs[i]}"); done
 rows=()
 declare -A first_cpu
 measure() { # DIR LABEL REV: builds in DIR with its own target dir, appends a row
@@ -23,28 +28,31 @@ measure() { # DIR LABEL REV: builds in DIR with its own target dir, appends a ro
     cpu=$(echo "$user + $sys" | bc)
     units=$(ls "$dir"/target/debug/deps/*.rmeta 2>/dev/null | wc -l)
     [ -n "${first_cpu[$label]:-}" ] || first_cpu[$label]=$cpu
-    rows+=("| $label | $(git rev-parse --short "$rev") | ${wall} s | ${cpu} s | $(echo "scale=2; $cpu / ${first_cpu[$label]}" | bc)x | $units |")
+    rows+=("| $label | $rev | ${wall} s | ${cpu} s | $(echo "scale=2; $cpu / ${first_cpu[$label]}" | bc)x | $units |")
     echo "build_time: $label at $rev done (report: $dir/target/cargo-timings/)" >&2
 }
 for rev in "${revs[@]}"; do
     scratch=$(mktemp -d)
     git archive "$rev" | tar -x -C "$scratch/"
     measure "$scratch" "README's first command" "$rev"
-    embedder=$(mktemp -d)
-    mkdir -p "$embedder/src"
-    cat >"$embedder/Cargo.toml" <<TOML
+    for features in minimal default; do
+        embedder=$(mktemp -d)
+        mkdir -p "$embedder/src"
+        flag=$([ "$features" = minimal ] && echo "default-features = false" || echo "default-features = true")
+        cat >"$embedder/Cargo.toml" <<TOML
 [package]
 name = "embedder"
 version = "0.1.0"
 edition = "2024"
 
 [dependencies]
-kiln = { path = "$scratch", default-features = false }
+kiln = { path = "$scratch", $flag }
 
 [workspace]
 TOML
-    echo 'fn main() { let _ = kiln::Host::builder(); }' >"$embedder/src/main.rs"
-    measure "$embedder" "minimal embedder" "$rev"
+        echo 'fn main() { let _ = kiln::Host::builder(); }' >"$embedder/src/main.rs"
+        measure "$embedder" "$features embedder" "$rev"
+    done
 done
 echo "Cold debug builds (dev profile, empty target dir; load average $(cut -d' ' -f1 /proc/loadavg)):"
 echo
