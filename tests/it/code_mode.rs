@@ -173,3 +173,113 @@ fn a_program_reaches_no_host_function_and_imports_nothing() {
         );
     }
 }
+
+/// What small models write by habit, and the Rhai form each error must name.
+const HABITS: &[(&str, &str)] = &[
+    (
+        r#"let p = lookup({ sku: "A" }); p.price"#,
+        "#{ key: value }",
+    ),
+    (
+        r#"let total = [1, 2].reduce((a, b) => a + b, 0); total"#,
+        "|acc, x|",
+    ),
+    (r#"[1, 2].map(x => x * 2)"#, "|x| x + 1"),
+    (r#"function f(x) { x } f(1)"#, "fn name(a, b)"),
+    (r#"def f(x): return x"#, "fn name(a, b)"),
+    (r#"console.log("hi"); 1"#, "print(...)"),
+    (r#"let a = 1; if a === 1 { 2 } else { 3 }"#, "== and !="),
+    (r#"let i = 0; i++; i"#, "x += 1"),
+    (r#"let x = undefined; x"#, "the empty value is ()"),
+    (r#"let x = null; x"#, "the empty value is ()"),
+    (r#"let x = None; x"#, "the empty value is ()"),
+    (r#"let xs = [1, 2]; xs.length"#, ".len()"),
+    (r#"Math.floor(2.5)"#, "floor(x)"),
+    (r#"JSON.stringify(#{ a: 1 })"#, "no JSON object"),
+    (r#"var x = 1; x"#, "variables are let"),
+    (
+        r#"let p = await lookup(#{ sku: "A" }); p"#,
+        "no async or await",
+    ),
+    (r#"[1, 2].forEach(|x| print(x)); 1"#, "for item in list"),
+    (
+        r#"for (let i = 0; i < 3; i += 1) { print(i); } 1"#,
+        "for i in 0..n",
+    ),
+    (r#"let s = 'hello'; s"#, "double quotes or backticks"),
+    (r#"const n = 1; n = 2; n"#, "let"),
+    (r#"let {a, b} = #{ a: 1, b: 2 }; a"#, "no destructuring"),
+    (r#"let x = True; x"#, "true and false"),
+    (r#"if 1 == 2 { 1 } elif 1 == 1 { 2 } else { 3 }"#, "else if"),
+    (
+        r#"fn lookup(x) { #{ price: 0 } } lookup(#{ sku: "A" }).price"#,
+        "lookup is a tool",
+    ),
+];
+
+#[test]
+fn the_usual_javascript_and_python_habits_get_the_rhai_form_in_the_error() {
+    let (_dir, host) = host();
+    let mut missed = Vec::new();
+    for (program, fix) in HABITS {
+        let report = ask(&host, program);
+        if !(report.answer.starts_with("true: ") && report.answer.contains(fix)) {
+            missed.push(format!("{program}\n  -> {}", report.answer));
+        }
+    }
+    assert!(
+        missed.is_empty(),
+        "{} of {} missed:\n{}",
+        missed.len(),
+        HABITS.len(),
+        missed.join("\n")
+    );
+}
+
+#[test]
+fn past_twenty_tools_run_code_names_them_and_search_tools_gives_their_signatures() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut src = String::new();
+    for i in 1..=100 {
+        src.push_str(&format!(
+            "tool(\"stock_{i}\").description(\"Stock level of warehouse {i} for one SKU\").param(\"sku\", \"string\", \"the SKU\").handler(|a| {i});\n"
+        ));
+    }
+    std::fs::write(dir.path().join("many.rhai"), src).expect("write");
+    let host = Host::builder()
+        .scripts(dir.path())
+        .stdlib(false)
+        .build()
+        .expect("host");
+    let tools: Vec<_> = host.registry().all().cloned().collect();
+    assert_eq!(tools.len(), 100);
+    let code = kiln_script::code_mode::code_tools(&tools, &Default::default());
+    let names: Vec<&str> = code.iter().map(|t| t.name.as_str()).collect();
+    assert_eq!(names, ["run_code", "search_tools"]);
+    // What a request carries: each tool's name, description and schema.
+    let bytes = |ts: &[Arc<kiln::tool::Tool>]| -> usize {
+        ts.iter()
+            .map(|t| {
+                serde_json::json!([t.name, t.description, t.schema])
+                    .to_string()
+                    .len()
+            })
+            .sum()
+    };
+    let (all, code_mode) = (bytes(&tools), bytes(&code));
+    eprintln!("definitions of 100 tools: {all} bytes; in code mode: {code_mode} bytes");
+    assert!(code_mode * 4 < all, "{code_mode} against {all}");
+    let search = code
+        .iter()
+        .find(|t| t.name == "search_tools")
+        .expect("search");
+    let ctx = host.context(Default::default());
+    let found = search
+        .execute(&serde_json::json!({"query": "warehouse 42"}), &ctx)
+        .result
+        .expect("found");
+    assert_eq!(
+        found[0]["function"], "stock_42(#{ sku: string })",
+        "{found}"
+    );
+}

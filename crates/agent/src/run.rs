@@ -1,15 +1,14 @@
 //! The tool-calling loop: ask the model, run the tools it asks for (validated, guarded,
 //! concurrently and in call order), send the results back, until it answers or a limit hits.
 
-use super::connect::ProviderOverrides;
 use super::event::{Event, Observer};
 use super::journal::{self, StepJournal, StepValue};
+use super::options::RunOptions;
 use super::record::Pending;
 use super::report::RecordError;
 use super::report::{RunError, RunErrorKind, RunReport, ToolCallRecord};
 use crate::RunHost;
-use kiln_core::capability::Grants;
-use kiln_core::context::{CallContext, CallerScope};
+use kiln_core::context::CallContext;
 use kiln_core::tool::{FailureKind, Tool, ToolFailure, ToolOutcome};
 use kiln_providers::{
     CallArgs, Message, ModelRequest, ModelResponse, Prepared, Provider, TextSink, ToolCall,
@@ -20,61 +19,11 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tokio::sync::{RwLock, Semaphore};
-use tokio_util::sync::CancellationToken;
 
 /// Default output token limit per model request.
 pub const DEFAULT_MAX_TOKENS: u32 = 1024;
 /// Invalid-argument replies a tool tolerates beyond its `.retries(n)` before the run gives up.
 pub const INVALID_ARGS_GRACE: u32 = 2;
-
-/// How to run an agent.
-#[derive(Clone, Default)]
-pub struct RunOptions {
-    /// Provider, model, base URL overrides.
-    pub overrides: ProviderOverrides,
-    /// What the door and the request allow (`--caps`, a token's ceiling, a request's caps);
-    /// the run gets its meet with the agent's own grants, so it can only narrow them.
-    pub grants: Option<Grants>,
-    /// Application context (`ctx.context`).
-    pub context: serde_json::Map<String, Value>,
-    /// The actor (`ctx.actor_id`).
-    pub actor_id: Option<String>,
-    /// Overrides `max_tool_iterations`.
-    pub max_iterations: Option<u32>,
-    /// Stream replies.
-    pub stream: bool,
-    /// Deadline of the whole run.
-    pub timeout: Option<Duration>,
-    /// Cancels the run (Ctrl-C).
-    pub cancel: CancellationToken,
-    /// Live events.
-    pub observer: Option<Observer>,
-    /// Earlier messages of the conversation.
-    pub history: Vec<Message>,
-    /// Per-run state to continue from.
-    pub state: Option<Arc<Mutex<Value>>>,
-    /// Where progress is recorded (run log, session), step by step.
-    pub recorder: Option<Arc<dyn super::Recorder>>,
-    /// The session the run log saves this run under, when the host has a database and no
-    /// `recorder` is given (continue it by passing its messages as `history` and its `state`).
-    pub session: Option<String>,
-    /// The run's id (`ctx.run_id`); default: a fresh one. A durable run passes its invocation
-    /// id, so the id, and the idempotency keys derived from it, survive a resume elsewhere.
-    pub run_id: Option<String>,
-}
-
-impl RunOptions {
-    /// The options every call and run share, as the context takes them.
-    pub fn scope(&self) -> CallerScope<'_> {
-        CallerScope {
-            context: &self.context,
-            actor_id: self.actor_id.as_deref(),
-            timeout: self.timeout,
-            cancel: Some(&self.cancel),
-            state: self.state.as_ref(),
-        }
-    }
-}
 
 /// A run in progress: its report so far and who watches it.
 pub(super) struct Run {
@@ -459,7 +408,7 @@ pub(super) fn pin_turn(
             let (kept, functions): (Vec<_>, Vec<_>) = available
                 .into_iter()
                 .partition(|t| mode.except.contains(&t.name));
-            let mut offered: Vec<_> = script.code_tool(&functions, mode).into_iter().collect();
+            let mut offered = script.code_tools(&functions, mode);
             offered.extend(kept);
             offered
         }

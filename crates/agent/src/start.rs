@@ -3,8 +3,9 @@
 
 use super::connect;
 use super::journal::{Local, StepJournal};
+use super::options::RunOptions;
 use super::report::{RunError, RunErrorKind, RunReport};
-use super::run::{Run, RunOptions};
+use super::run::Run;
 use crate::RunHost;
 use kiln_providers::Message;
 use std::sync::Arc;

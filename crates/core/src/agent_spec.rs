@@ -191,10 +191,10 @@ pub trait AgentScript: Send + Sync {
     fn planner_model(&self) -> Option<Arc<dyn LocalModel>>;
     /// Runs the validator on planned arguments: `None` when the agent has none.
     fn validate(&self, tool: &str, args: Value) -> Option<Result<Value, String>>;
-    /// Code mode's `run_code` tool over `tools` (the program calls them as functions), when
-    /// the script layer can build one.
-    fn code_tool(&self, _tools: &[Arc<Tool>], _mode: &CodeMode) -> Option<Arc<Tool>> {
-        None
+    /// Code mode's tools over `tools` (`run_code`, whose program calls them as functions, and
+    /// `search_tools` when there are many), when the script layer can build them.
+    fn code_tools(&self, _tools: &[Arc<Tool>], _mode: &CodeMode) -> Vec<Arc<Tool>> {
+        Vec::new()
     }
 }
 

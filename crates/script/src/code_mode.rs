@@ -33,11 +33,61 @@ backticks, errors are caught with try { } catch (e) { }, and there is no null or
 (use ()). Call each tool as a function with one object map of its arguments; the program's \
 value is its last expression, or finish(value).";
 
-/// The `run_code` tool over `tools`.
-pub fn run_code_tool(tools: &[Arc<Tool>], mode: &CodeMode) -> Option<Arc<Tool>> {
+/// The tool that finds functions when there are too many to list.
+pub const SEARCH_TOOLS: &str = "search_tools";
+
+/// Past this many tools, `run_code` names them only and `search_tools` gives signatures.
+pub const LIST_UP_TO: usize = 20;
+
+/// Code mode's tools over `tools`: `run_code`, and `search_tools` past [`LIST_UP_TO`].
+pub fn code_tools(tools: &[Arc<Tool>], mode: &CodeMode) -> Vec<Arc<Tool>> {
+    let many = tools.len() > LIST_UP_TO;
+    let mut out: Vec<Arc<Tool>> = run_code_tool(tools, mode, many).into_iter().collect();
+    if many {
+        out.extend(search_tool(tools));
+    }
+    out
+}
+
+/// `search_tools(query)`: the signatures and descriptions of the functions whose name or
+/// description holds every word of the query.
+fn search_tool(tools: &[Arc<Tool>]) -> Option<Arc<Tool>> {
+    let listed: Vec<(String, String)> = tools
+        .iter()
+        .map(|t| (signature(t), t.description.clone()))
+        .collect();
+    let handler = kiln_core::native::NativeTool::new(SEARCH_TOOLS, move |args: Value, _ctx: &CallContext| {
+        let words: Vec<String> = args["query"]
+            .as_str()
+            .unwrap_or_default()
+            .split_whitespace()
+            .map(str::to_lowercase)
+            .collect();
+        let found: Vec<Value> = listed
+            .iter()
+            .filter(|(sig, desc)| {
+                let text = format!("{sig} {desc}").to_lowercase();
+                words.iter().all(|w| text.contains(w))
+            })
+            .take(20)
+            .map(|(sig, desc)| json!({"function": sig, "description": desc}))
+            .collect();
+        async move { Ok(Value::Array(found)) }
+    })
+    .description("Finds the functions run_code programs can call: their signatures and descriptions, for the words of the query")
+    .param("query", "string", json!({"desc": "words the function's name or description holds"}));
+    kiln_core::native::native_source(vec![handler])
+        .tools
+        .into_iter()
+        .next()
+}
+
+/// The `run_code` tool over `tools`; with `names_only`, the description names the functions
+/// and `search_tools` gives their signatures.
+fn run_code_tool(tools: &[Arc<Tool>], mode: &CodeMode, names_only: bool) -> Option<Arc<Tool>> {
     let parts = ToolParts {
         name: RUN_CODE.into(),
-        description: describe(tools),
+        description: describe(tools, names_only),
         requires: Vec::new(),
         schema: json!({
             "type": "object",
@@ -61,13 +111,23 @@ pub fn run_code_tool(tools: &[Arc<Tool>], mode: &CodeMode) -> Option<Arc<Tool>> 
     parts.build().ok().map(Arc::new)
 }
 
-/// The description: what the tool does, the primer, and each tool as a function.
-fn describe(tools: &[Arc<Tool>]) -> String {
+/// The description: what the tool does, the primer, and each tool as a function (or, with
+/// `names_only`, their names and where to find their signatures).
+fn describe(tools: &[Arc<Tool>], names_only: bool) -> String {
     let mut text = String::from(
         "Runs a program that calls the tools below as functions and returns its value. \
          Use it to make several calls in one step and compute with their results.\n",
     );
     text.push_str(PRIMER);
+    if names_only {
+        let names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
+        text.push_str(&format!(
+            "\n\nFunctions ({}; search_tools gives their arguments): {}\n",
+            names.len(),
+            names.join(", ")
+        ));
+        return text;
+    }
     text.push_str("\n\nFunctions:\n");
     for t in tools {
         text.push_str(&format!("- {}: {}\n", signature(t), t.description));
@@ -135,6 +195,21 @@ impl Handler for CodeHandler {
             let pos = e.position();
             program_error(code, pos, &e.err_type().to_string())
         })?;
+        // A script function shadows a registered one: a program redefining a tool would run
+        // its own version and never call the tool.
+        if let Some(f) = ast
+            .iter_functions()
+            .find(|f| self.tools.iter().any(|t| t.name == f.name))
+        {
+            return Err(program_error(
+                code,
+                Position::NONE,
+                &format!(
+                    "{} is a tool: call it as {}(#{{ ... }}), do not define it",
+                    f.name, f.name
+                ),
+            ));
+        }
         let cancel = ctx.cancel.as_ref().map(|c| c.flag().clone());
         let result =
             sandbox::with_watch(Some(deadline), cancel, || engine.eval_ast::<Dynamic>(&ast));
@@ -240,8 +315,110 @@ fn truncate(line: &str) -> String {
     }
 }
 
-/// An error the model can fix: where, what, and the line as it wrote it.
+/// The usual habits of JavaScript and Python in a program, each with the Rhai form to use.
+const HABITS: &[(&str, &str)] = &[
+    (
+        "=>",
+        "closures are |x| x + 1 (or |acc, x| acc + x), not (x) => ...",
+    ),
+    ("function ", "functions are fn name(a, b) { ... }"),
+    ("console.log", "print(...) writes a line"),
+    ("===", "compare with == and !="),
+    ("!==", "compare with == and !="),
+    ("++", "add with x += 1"),
+    ("--", "subtract with x -= 1"),
+    (
+        "undefined",
+        "there is no undefined or null: the empty value is ()",
+    ),
+    (
+        "null",
+        "there is no undefined or null: the empty value is ()",
+    ),
+    (".length", "the length is .len()"),
+    (
+        "Math.",
+        "there is no Math object: use floor(x), round(x), abs(x), sqrt(x), max(a, b)",
+    ),
+    (
+        "JSON.",
+        "there is no JSON object: the values are maps and arrays already",
+    ),
+    (
+        "var ",
+        "variables are let (or const for one that never changes)",
+    ),
+    (
+        "async ",
+        "tool calls return their result directly: no async or await",
+    ),
+    (
+        "await ",
+        "tool calls return their result directly: no async or await",
+    ),
+    (".forEach(", "loop with for item in list { ... }"),
+    (
+        "new ",
+        "there are no classes: build object maps #{ key: value }",
+    ),
+    (
+        "for (",
+        "loops are for i in 0..n { ... } or for item in list { ... }",
+    ),
+    (
+        "({",
+        "object maps are written #{ key: value }: a bare { } is a block",
+    ),
+    (
+        "= {",
+        "object maps are written #{ key: value }: a bare { } is a block",
+    ),
+    (
+        "'",
+        "strings use double quotes or backticks; 'x' is a single character",
+    ),
+    ("def ", "functions are fn name(a, b) { ... }"),
+    ("None", "there is no None: the empty value is ()"),
+    ("True", "the booleans are true and false"),
+    ("False", "the booleans are true and false"),
+    ("elif ", "write else if"),
+    ("let {", "no destructuring: read each field, let a = m.a;"),
+    (
+        "let [",
+        "no destructuring: read each item, let a = list[0];",
+    ),
+];
+
+/// Hints for the habits a failing program shows, at most three.
+fn habits(code: &str) -> Vec<&'static str> {
+    let mut hints: Vec<&str> = Vec::new();
+    for (habit, hint) in HABITS {
+        if code.contains(habit) && !hints.contains(hint) {
+            hints.push(hint);
+        }
+    }
+    hints.truncate(3);
+    hints
+}
+
+/// An error the model can fix: where, what, the line as it wrote it, and the Rhai form of the
+/// habits the program shows.
 fn program_error(code: &str, pos: Position, what: &str) -> ToolFailure {
+    let mut failure = located_error(code, pos, what);
+    let mut hints = habits(code);
+    if what.contains("Cannot assign to constant") {
+        hints.insert(
+            0,
+            "a const never changes: declare a value that changes with let",
+        );
+    }
+    for hint in hints {
+        failure.message.push_str(&format!("\nhint: {hint}"));
+    }
+    failure
+}
+
+fn located_error(code: &str, pos: Position, what: &str) -> ToolFailure {
     let message = match pos.line() {
         Some(line) => {
             let text = code

@@ -121,12 +121,12 @@ impl AgentScript for ScriptAgent {
         })
     }
 
-    fn code_tool(
+    fn code_tools(
         &self,
         tools: &[Arc<kiln_core::tool::Tool>],
         mode: &kiln_core::agent_spec::CodeMode,
-    ) -> Option<Arc<kiln_core::tool::Tool>> {
-        crate::code_mode::run_code_tool(tools, mode)
+    ) -> Vec<Arc<kiln_core::tool::Tool>> {
+        crate::code_mode::code_tools(tools, mode)
     }
 }
 

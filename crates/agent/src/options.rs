@@ -1,0 +1,61 @@
+//! How to run an agent: what the caller sets for one run (overrides, grants, context,
+//! deadline, cancellation, history, state, recorder, session, run id).
+
+use super::connect::ProviderOverrides;
+use super::event::Observer;
+use kiln_core::capability::Grants;
+use kiln_core::context::CallerScope;
+use kiln_providers::Message;
+use serde_json::Value;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio_util::sync::CancellationToken;
+
+/// How to run an agent.
+#[derive(Clone, Default)]
+pub struct RunOptions {
+    /// Provider, model, base URL overrides.
+    pub overrides: ProviderOverrides,
+    /// What the door and the request allow (`--caps`, a token's ceiling, a request's caps);
+    /// the run gets its meet with the agent's own grants, so it can only narrow them.
+    pub grants: Option<Grants>,
+    /// Application context (`ctx.context`).
+    pub context: serde_json::Map<String, Value>,
+    /// The actor (`ctx.actor_id`).
+    pub actor_id: Option<String>,
+    /// Overrides `max_tool_iterations`.
+    pub max_iterations: Option<u32>,
+    /// Stream replies.
+    pub stream: bool,
+    /// Deadline of the whole run.
+    pub timeout: Option<Duration>,
+    /// Cancels the run (Ctrl-C).
+    pub cancel: CancellationToken,
+    /// Live events.
+    pub observer: Option<Observer>,
+    /// Earlier messages of the conversation.
+    pub history: Vec<Message>,
+    /// Per-run state to continue from.
+    pub state: Option<Arc<Mutex<Value>>>,
+    /// Where progress is recorded (run log, session), step by step.
+    pub recorder: Option<Arc<dyn super::Recorder>>,
+    /// The session the run log saves this run under, when the host has a database and no
+    /// `recorder` is given (continue it by passing its messages as `history` and its `state`).
+    pub session: Option<String>,
+    /// The run's id (`ctx.run_id`); default: a fresh one. A durable run passes its invocation
+    /// id, so the id, and the idempotency keys derived from it, survive a resume elsewhere.
+    pub run_id: Option<String>,
+}
+
+impl RunOptions {
+    /// The options every call and run share, as the context takes them.
+    pub fn scope(&self) -> CallerScope<'_> {
+        CallerScope {
+            context: &self.context,
+            actor_id: self.actor_id.as_deref(),
+            timeout: self.timeout,
+            cancel: Some(&self.cancel),
+            state: self.state.as_ref(),
+        }
+    }
+}
