@@ -89,6 +89,47 @@ fn main() {
         ],
     );
 
+    // Code mode: a call from inside a program against the same call made directly.
+    let mode = kiln_core::agent_spec::CodeMode {
+        max_calls: 1_000_000,
+        ..Default::default()
+    };
+    let run_code = kiln_script::code_mode::code_tools(&host.tools(), &mode)
+        .into_iter()
+        .next()
+        .expect("run_code");
+    let calls = if measuring { 2000 } else { 2 };
+    let program = |n: u32| json!({"code": format!(r#"for i in 0..{n} {{ tool_7(#{{ sku: "SKU-42", qty: 3 }}); }} 1"#)});
+    let (full, empty) = (program(calls), program(0));
+    let ctx = host.context(kiln::Grants::default());
+    let with_calls = per_iter(samples, 1, || {
+        black_box(run_code.execute(&full, &ctx).result.expect("program"));
+    });
+    let without = per_iter(samples, 1, || {
+        black_box(run_code.execute(&empty, &ctx).result.expect("program"));
+    });
+    let nested = with_calls.saturating_sub(without) / calls;
+    table(
+        &format!(
+            "A nested call in a code-mode program vs Host::call_blocking (median of {samples}; {calls} calls a program, the empty program's cost taken off):"
+        ),
+        &["operation", "per call", "vs Host::call_blocking", "added"],
+        &[
+            vec![
+                "Host::call_blocking (as above)".into(),
+                show(call),
+                "1.00x".into(),
+                "-".into(),
+            ],
+            vec![
+                "the same call from a run_code program".into(),
+                show(nested),
+                ratio(nested, call),
+                show(nested.saturating_sub(call)),
+            ],
+        ],
+    );
+
     let sizes: &[usize] = if measuring { &[10, 100, 1000] } else { &[10] };
     let mut rows = Vec::new();
     for &n in sizes {

@@ -283,3 +283,68 @@ fn past_twenty_tools_run_code_names_them_and_search_tools_gives_their_signatures
         "{found}"
     );
 }
+
+/// The same task (20 price lookups and a total) against `kiln mock`: plain tool calling, one
+/// call a round as a sequential model makes them, against one program. Rounds and the bytes
+/// sent to the model, side by side.
+#[test]
+fn one_program_against_twenty_rounds_of_tool_calls_on_the_wire() {
+    use crate::common::{Mock, Scripts, ask_command};
+    use serde_json::{Value, json};
+    let plain_turns: Vec<Value> = (1..=20)
+        .map(|i| json!({"tool_calls": [{"name": "lookup", "args": {"sku": format!("SKU-{i}")}}]}))
+        .chain([json!({"text": "The total is 30."})])
+        .collect();
+    let program = "let t = 0.0; for i in 1..=20 { t += lookup(#{ sku: `SKU-${i}` }).price; } t";
+    let code_turns = vec![
+        json!({"code": program}),
+        json!({"text": "The total is 30."}),
+    ];
+    let mut seen = Vec::new();
+    for (mode, turns) in [("", plain_turns), (".code_mode()", code_turns)] {
+        let mock = Mock::start(&json!({"turns": turns}));
+        let scripts = Scripts::new(&[(
+            "shop.rhai",
+            &format!(
+                r#"tool("lookup").description("Price of a SKU").param("sku", "string").handler(|a| #{{ sku: a.sku, price: 1.5 }});
+agent("shop").provider("openai").model("m").base_url("{}/v1").tools(["lookup"]).max_tool_iterations(25){mode};"#,
+                mock.url
+            ),
+        )]);
+        let out = ask_command(
+            &["shop", "Total of SKU-1..20?", "--json", "--no-stdlib"],
+            scripts.path(),
+        )
+        .arg("--scripts")
+        .arg(scripts.path())
+        .output()
+        .expect("kiln ask");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let report: Value = serde_json::from_slice(&out.stdout).expect("json report");
+        let sent: usize = mock
+            .requests()
+            .iter()
+            .map(|r| r["body"].to_string().len())
+            .sum();
+        seen.push((
+            report["rounds"].as_u64().unwrap_or(0),
+            sent,
+            report["answer"].clone(),
+        ));
+    }
+    let ((plain_rounds, plain_bytes, a), (code_rounds, code_bytes, b)) =
+        (seen[0].clone(), seen[1].clone());
+    eprintln!(
+        "20 lookups: plain {plain_rounds} rounds, {plain_bytes} bytes sent; code mode {code_rounds} rounds, {code_bytes} bytes sent"
+    );
+    assert_eq!((plain_rounds, code_rounds), (21, 2));
+    assert_eq!(a, b);
+    assert!(
+        code_bytes < plain_bytes,
+        "{code_bytes} against {plain_bytes}"
+    );
+}

@@ -40,7 +40,7 @@ pub fn anthropic(turn: &Turn, n: usize, model: &str, stream: bool) -> Reply {
     let call_id = |i: usize| format!("toolu_mock_{n}_{i}");
     let stop = if turn.truncate {
         "max_tokens"
-    } else if turn.tool_calls.is_empty() {
+    } else if turn.calls().is_empty() {
         "end_turn"
     } else {
         "tool_use"
@@ -65,7 +65,7 @@ pub fn anthropic(turn: &Turn, n: usize, model: &str, stream: bool) -> Reply {
         if let Some(t) = &turn.text {
             content.push(json!({"type": "text", "text": t}));
         }
-        for (i, c) in turn.tool_calls.iter().enumerate() {
+        for (i, c) in turn.calls().iter().enumerate() {
             content.push(json!({"type": "tool_use", "id": call_id(i), "name": c.name, "input": c.arguments_object()}));
         }
         return Reply::Json(json!({
@@ -100,8 +100,8 @@ pub fn anthropic(turn: &Turn, n: usize, model: &str, stream: bool) -> Reply {
         ));
         index += 1;
     }
-    let last = turn.tool_calls.len().saturating_sub(1);
-    for (i, c) in turn.tool_calls.iter().enumerate() {
+    let last = turn.calls().len().saturating_sub(1);
+    for (i, c) in turn.calls().iter().enumerate() {
         out.push(sse("content_block_start", &json!({"type": "content_block_start", "index": index, "content_block": {"type": "tool_use", "id": call_id(i), "name": c.name, "input": {}}})));
         let mut frags = vec![String::new()];
         frags.extend(pieces(&c.arguments_object().to_string(), 6));
@@ -132,7 +132,7 @@ pub fn openai(turn: &Turn, n: usize, model: &str, stream: bool, include_usage: b
     let call_id = |i: usize| format!("call_mock_{n}_{i}");
     let finish = if turn.truncate {
         "length"
-    } else if turn.tool_calls.is_empty() {
+    } else if turn.calls().is_empty() {
         "stop"
     } else {
         "tool_calls"
@@ -195,7 +195,7 @@ pub fn openai(turn: &Turn, n: usize, model: &str, stream: bool, include_usage: b
             out.push(chunk(json!({"content": p}), None));
         }
     }
-    for (i, c) in turn.tool_calls.iter().enumerate() {
+    for (i, c) in turn.calls().iter().enumerate() {
         out.push(chunk(json!({"tool_calls": [{"index": i, "id": call_id(i), "type": "function", "function": {"name": c.name, "arguments": ""}}]}), None));
         for p in pieces(&args_text(i, c), 6) {
             out.push(chunk(

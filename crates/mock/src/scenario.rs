@@ -41,6 +41,9 @@ pub struct Turn {
     /// Tool calls to request.
     #[serde(default)]
     pub tool_calls: Vec<MockCall>,
+    /// A program for a code-mode agent: a call of `run_code` with it (after `tool_calls`).
+    #[serde(default)]
+    pub code: Option<String>,
     /// Answer with an HTTP error instead.
     #[serde(default)]
     pub fault: Option<Fault>,
@@ -66,6 +69,24 @@ pub struct Turn {
     /// (`kiln logs --scenario`); strict replays compare against them, the mock ignores them.
     #[serde(default)]
     pub expect: Option<Value>,
+}
+
+impl Turn {
+    /// The tool calls the turn requests, `code` as a call of `run_code`.
+    pub fn calls(&self) -> std::borrow::Cow<'_, [MockCall]> {
+        match &self.code {
+            None => std::borrow::Cow::Borrowed(&self.tool_calls),
+            Some(code) => {
+                let mut calls = self.tool_calls.clone();
+                calls.push(MockCall {
+                    name: "run_code".into(),
+                    args: serde_json::json!({ "code": code }),
+                    raw_arguments: None,
+                });
+                std::borrow::Cow::Owned(calls)
+            }
+        }
+    }
 }
 
 /// A tool call the mock model requests.
