@@ -348,3 +348,54 @@ agent("shop").provider("openai").model("m").base_url("{}/v1").tools(["lookup"]).
         "{code_bytes} against {plain_bytes}"
     );
 }
+
+/// The README's code-mode section, run as written: its tool and agent (pointed at `kiln mock`
+/// instead of Anthropic) and the program it shows, sent as the model's answer.
+#[test]
+fn the_readme_code_mode_example_works_as_written() {
+    use crate::common::{Mock, Scripts, ask_command, repo};
+    use serde_json::{Value, json};
+    let readme = std::fs::read_to_string(repo().join("README.md")).expect("README.md");
+    let section = readme
+        .split("## Code mode")
+        .nth(1)
+        .and_then(|s| s.split("\n## ").next())
+        .expect("the README section");
+    let blocks: Vec<&str> = section
+        .split("```")
+        .skip(1)
+        .step_by(2)
+        .filter_map(|b| b.strip_prefix("rhai"))
+        .collect();
+    assert_eq!(blocks.len(), 2, "the definitions and the program");
+    let mock = Mock::start(&json!({"turns": [{"code": blocks[1]}, {"text": "30 in all"}]}));
+    let scripts = Scripts::new(&[(
+        "shop.rhai",
+        &blocks[0].replace(
+            r#".provider("anthropic")"#,
+            &format!(
+                r#".provider("openai").model("m").base_url("{}/v1")"#,
+                mock.url
+            ),
+        ),
+    )]);
+    let out = ask_command(
+        &["shopper", "Total?", "--json", "--no-stdlib"],
+        scripts.path(),
+    )
+    .arg("--scripts")
+    .arg(scripts.path())
+    .output()
+    .expect("kiln ask");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let report: Value = serde_json::from_slice(&out.stdout).expect("json report");
+    assert_eq!(report["rounds"], 2);
+    assert_eq!(report["answer"], "30 in all");
+    let program = &report["tool_calls"][0];
+    assert_eq!(program["name"], "run_code");
+    assert_eq!(program["outcome"]["result"], json!(30.0), "{program}");
+}

@@ -19,7 +19,7 @@ fn scenario_of(opts: &Map, dir: &Path) -> RhaiResult<Option<Scenario>> {
         let v = convert::to_json(turns).map_err(|e| fail(format!("run_agent: opts.model: {e}")))?;
         let turns: Vec<Turn> = serde_json::from_value(v).map_err(|e| {
             fail(format!(
-                "run_agent: opts.model must be a list of kiln mock turns (#{{ text }}, #{{ tool_calls: [#{{ name, args }}] }}, #{{ fault: #{{ status }} }}): {e}"
+                "run_agent: opts.model must be a list of kiln mock turns (#{{ text }}, #{{ tool_calls: [#{{ name, args }}] }}, #{{ code }} for a code-mode agent, #{{ fault: #{{ status }} }}): {e}"
             ))
         })?;
         return Ok(Some(Scenario {
