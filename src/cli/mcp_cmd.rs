@@ -27,6 +27,10 @@ pub struct McpArgs {
     /// Also offer each agent as a tool ask_AGENT (one `prompt` parameter).
     #[arg(long)]
     pub agents: bool,
+    /// Offer two tools instead of every tool: `run_code` (a Rhai program calling the tools as
+    /// functions, each call guarded and logged as a direct one) and `search_tools`.
+    #[arg(long)]
+    pub code_mode: bool,
     /// HTTP only: also accept requests from this Origin (repeatable), e.g. `https://app.example:*`
     #[arg(long = "allow-origin", value_name = "ORIGIN")]
     pub allow_origins: Vec<String>,
@@ -56,7 +60,9 @@ pub fn mcp(g: &Global, a: McpArgs) -> CliResult<ExitCode> {
     }
     let grants = g.mark_ask(parse_caps(&a.caps)?);
     let host = g.builder()?.database(g.db_path()).build()?;
-    let server = McpServer::new(host.clone(), grants).with_agents(a.agents);
+    let server = McpServer::new(host.clone(), grants)
+        .with_agents(a.agents)
+        .with_code_mode(a.code_mode);
     // A mounted server's list_changed is a reload: pass it on to this server's clients.
     let notifier = server.clone();
     mount_reporting(g, &host, move |line| {

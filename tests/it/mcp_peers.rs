@@ -465,3 +465,44 @@ fn mcp_peers_the_official_time_server_mounts_and_answers() {
     assert_eq!(v["result"]["timezone"], "UTC", "{v}");
     assert!(v["result"]["datetime"].is_string(), "{v}");
 }
+
+/// `kiln mcp --code-mode` driven by the SDK: two tools listed, and one `run_code` call runs a
+/// program that calls a script tool and a mounted server's tool (the official time server).
+#[test]
+#[ignore = "needs mcp-server-time: pip install mcp-server-time==2026.10.19 (run by .ci/run)"]
+fn mcp_peers_code_mode_scripts_a_script_tool_and_a_mounted_server_in_one_call() {
+    require_sdk();
+    let scripts = Scripts::new(&[(
+        "greet.rhai",
+        r#"tool("greet").description("Greets").param("name", "string").handler(|a| `Hello, ${a.name}!`);"#,
+    )]);
+    let argv = json!([
+        kiln_bin(),
+        "mcp",
+        "--code-mode",
+        "--no-stdlib",
+        "--scripts",
+        ".",
+        "--caps",
+        "mcp:time",
+        "--mcp",
+        "time=python3 -m mcp_server_time --local-timezone UTC"
+    ]);
+    let out = std::process::Command::new("python3")
+        .arg(repo().join("tests/peers/mcp_code_mode.py"))
+        .arg(argv.to_string())
+        .current_dir(scripts.path())
+        .output()
+        .expect("python3");
+    assert!(out.status.success(), "{}", stderr(&out));
+    let v: Value = serde_json::from_str(stdout(&out).trim()).expect("json from the client");
+    assert_eq!(v["tools"], json!(["run_code", "search_tools"]));
+    assert_eq!(v["run_code"]["is_error"], false, "{v}");
+    let said = v["run_code"]["text"].as_str().unwrap_or("");
+    assert!(said.starts_with("Hello, Ada! It is 20"), "{said}");
+    assert!(said.ends_with(" in UTC."), "{said}");
+    assert_eq!(
+        v["search"][0]["function"], "time__get_current_time(#{ timezone: string })",
+        "{v}"
+    );
+}

@@ -273,11 +273,22 @@ impl Host {
         opts: CallOptions,
     ) -> Result<ToolOutcome, HostError> {
         let tool = self.tool(name)?;
+        self.call_tool(&tool, args, opts).await
+    }
+
+    /// [`Host::call`] of a tool the caller holds rather than one the registry names (a door's
+    /// own tools, such as code mode's `run_code`): the same context, path and run log.
+    pub async fn call_tool(
+        &self,
+        tool: &Arc<Tool>,
+        args: Value,
+        opts: CallOptions,
+    ) -> Result<ToolOutcome, HostError> {
         let ctx = self.call_context(&opts);
         let logged = self.db.is_some().then(|| (args.clone(), ctx.clone()));
         let outcome = tool.execute_async(args, ctx).await;
         if let Some((args, ctx)) = logged {
-            self.log_call(&tool, args, &ctx, &outcome)?;
+            self.log_call(tool, args, &ctx, &outcome)?;
         }
         Ok(outcome)
     }

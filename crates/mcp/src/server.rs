@@ -27,6 +27,8 @@ pub struct McpServer {
     host: Arc<Host>,
     grants: Grants,
     agents: bool,
+    /// Offer `run_code` and `search_tools` over the tools instead of the tools themselves.
+    code_mode: bool,
     changed: broadcast::Sender<()>,
     /// The level this session's client set with `logging/setLevel` (one per session).
     log_level: Arc<Mutex<Option<LogLevel>>>,
@@ -43,6 +45,7 @@ impl McpServer {
             host,
             grants,
             agents: false,
+            code_mode: false,
             changed,
             log_level: Arc::default(),
         }
@@ -63,10 +66,35 @@ impl McpServer {
         self
     }
 
+    /// Offers `search_tools` and `run_code` over every tool served (mounted servers' tools
+    /// included) instead of the tools: a client scripts them in one call.
+    pub fn with_code_mode(mut self, on: bool) -> Self {
+        self.code_mode = on;
+        self
+    }
+
+    /// What `tools/list` offers for the tools: themselves, or in code mode the two tools
+    /// that program them.
+    fn offered(&self) -> Vec<Arc<kiln_core::tool::Tool>> {
+        let tools = self.tools();
+        if !self.code_mode {
+            return tools;
+        }
+        let mode = kiln_core::agent_spec::CodeMode::default();
+        let mut code = kiln_script::code_mode::code_tools(&tools, &mode);
+        if code
+            .iter()
+            .all(|t| t.name != kiln_script::code_mode::SEARCH_TOOLS)
+        {
+            code.extend(kiln_script::code_mode::search_tool(&tools));
+        }
+        code
+    }
+
     /// Everything listed: the tools, then (with agents on) `ask_AGENT` for each agent whose
     /// name does not collide with a tool.
     fn listing(&self) -> Vec<Tool> {
-        let tools = self.tools();
+        let tools = self.offered();
         let mut out: Vec<Tool> = tools.iter().map(|t| tool_to_mcp(t)).collect();
         if self.agents {
             for agent in self.host.registry().agents() {
@@ -229,7 +257,11 @@ impl ServerHandler for McpServer {
             let args = req.arguments.unwrap_or_default();
             return Ok(self.ask_agent(&agent, &args, &cx).await.into());
         }
-        let Some(tool) = self.host.registry().find(&name) else {
+        let found = match self.code_mode {
+            true => self.offered().into_iter().find(|t| t.name == name),
+            false => self.host.registry().find(&name),
+        };
+        let Some(tool) = found else {
             // invalid_params, not method_not_found: the latter becomes an HTTP 404 on 2026.
             return Err(ErrorData::invalid_params(
                 format!(
@@ -252,7 +284,9 @@ impl ServerHandler for McpServer {
             observer: Some(notifier.observer.clone()),
             ..CallOptions::default()
         };
-        let outcome = notifier.run(&cx, self.host.call(&name, args, opts)).await;
+        let outcome = notifier
+            .run(&cx, self.host.call_tool(&tool, args, opts))
+            .await;
         notifier.finish().await;
         let outcome = outcome.map_err(|e| ErrorData::invalid_params(e.to_string(), None))?;
         if let Err(f) = &outcome.result {

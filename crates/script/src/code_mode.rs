@@ -51,7 +51,7 @@ pub fn code_tools(tools: &[Arc<Tool>], mode: &CodeMode) -> Vec<Arc<Tool>> {
 
 /// `search_tools(query)`: the signatures and descriptions of the functions whose name or
 /// description holds every word of the query.
-fn search_tool(tools: &[Arc<Tool>]) -> Option<Arc<Tool>> {
+pub fn search_tool(tools: &[Arc<Tool>]) -> Option<Arc<Tool>> {
     let listed: Vec<(String, String)> = tools
         .iter()
         .map(|t| (signature(t), t.description.clone()))
