@@ -399,3 +399,19 @@ fn the_readme_code_mode_example_works_as_written() {
     assert_eq!(program["name"], "run_code");
     assert_eq!(program["outcome"]["result"], json!(30.0), "{program}");
 }
+
+#[test]
+fn parallel_runs_closures_and_keeps_their_order() {
+    let (_dir, host) = host();
+    let program = r#"
+        let skus = ["A", "B", "C", "D", "E", "F"];
+        let jobs = skus.map(|s| || lookup(#{ sku: s }));
+        let found = parallel(jobs);
+        found.map(|p| p.sku).reduce(|a, b| a + b, "")
+    "#;
+    assert_eq!(ask(&host, program).answer, "false: ABCDEF");
+    let failing = r#"parallel([|| lookup(#{ sku: "A" }), || hidden()])"#;
+    let report = ask(&host, failing);
+    assert!(report.answer.starts_with("true: "), "{}", report.answer);
+    assert!(report.answer.contains("hidden"), "{}", report.answer);
+}

@@ -207,6 +207,8 @@ pub struct CodeMode {
     pub max_calls: u32,
     /// How long one program may run.
     pub timeout: std::time::Duration,
+    /// Closures `parallel([...])` runs at once (the agent's `max_parallel`).
+    pub max_parallel: usize,
 }
 
 impl Default for CodeMode {
@@ -215,6 +217,7 @@ impl Default for CodeMode {
             except: Vec::new(),
             max_calls: 50,
             timeout: std::time::Duration::from_secs(60),
+            max_parallel: 4,
         }
     }
 }

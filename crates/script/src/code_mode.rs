@@ -30,8 +30,9 @@ const PRIMER: &str = "The program is Rhai, not JavaScript: object maps are #{ ke
 (a bare { } is a block), closures are |x| x + 1, variables are `let` (`const` cannot be \
 reassigned), loops are `for item in list { }`, strings interpolate with `${x}` inside \
 backticks, errors are caught with try { } catch (e) { }, and there is no null or undefined \
-(use ()). Call each tool as a function with one object map of its arguments; the program's \
-value is its last expression, or finish(value).";
+(use ()). Call each tool as a function with one object map of its arguments; run calls at \
+the same time with parallel([|| f(#{ ... }), || g(#{ ... })]) (their values, in order); the \
+program's value is its last expression, or finish(value).";
 
 /// The tool that finds functions when there are too many to list.
 pub const SEARCH_TOOLS: &str = "search_tools";
@@ -106,6 +107,7 @@ fn run_code_tool(tools: &[Arc<Tool>], mode: &CodeMode, names_only: bool) -> Opti
         handler: Arc::new(CodeHandler {
             tools: tools.to_vec(),
             max_calls: mode.max_calls,
+            max_parallel: mode.max_parallel.max(1),
         }),
     };
     parts.build().ok().map(Arc::new)
@@ -165,6 +167,7 @@ fn signature(tool: &Tool) -> String {
 struct CodeHandler {
     tools: Vec<Arc<Tool>>,
     max_calls: u32,
+    max_parallel: usize,
 }
 
 /// What a running program shares with its functions.
@@ -190,11 +193,13 @@ impl Handler for CodeHandler {
             finished: Mutex::new(None),
             printed: Mutex::new(Vec::new()),
         });
-        let engine = self.engine(&program, ctx);
+        let mut engine = self.engine(&program, ctx);
         let ast = engine.compile(code).map_err(|e| {
             let pos = e.position();
             program_error(code, pos, &e.err_type().to_string())
         })?;
+        let ast = Arc::new(ast);
+        register_parallel(&mut engine, ast.clone(), deadline, ctx, self.max_parallel);
         // A script function shadows a registered one: a program redefining a tool would run
         // its own version and never call the tool.
         if let Some(f) = ast
@@ -283,6 +288,59 @@ impl CodeHandler {
         }
         engine
     }
+}
+
+/// `parallel([|| a(...), || b(...)])`: runs the closures at the same time (at most
+/// `max_parallel` at once, each under the program's deadline and cancellation) and returns
+/// their values in order; the first error fails the whole.
+fn register_parallel(
+    engine: &mut Engine,
+    ast: Arc<rhai::AST>,
+    deadline: Instant,
+    ctx: &CallContext,
+    max_parallel: usize,
+) {
+    let cancel = ctx.cancel.as_ref().map(|c| c.flag().clone());
+    engine.register_fn(
+        "parallel",
+        move |call: rhai::NativeCallContext, jobs: rhai::Array| -> Result<rhai::Array, Box<EvalAltResult>> {
+            let jobs: Vec<rhai::FnPtr> = jobs
+                .into_iter()
+                .map(|j| {
+                    j.try_cast::<rhai::FnPtr>()
+                        .ok_or_else(|| "parallel(): expects a list of closures, such as [|| f(#{ }), || g(#{ })]".to_string())
+                })
+                .collect::<Result<_, _>>()?;
+            let engine = call.engine();
+            let mut values = Vec::with_capacity(jobs.len());
+            for batch in jobs.chunks(max_parallel) {
+                let results: Vec<Result<Dynamic, Box<EvalAltResult>>> = std::thread::scope(|s| {
+                    let running: Vec<_> = batch
+                        .iter()
+                        .map(|job| {
+                            let (ast, cancel) = (&ast, cancel.clone());
+                            s.spawn(move || {
+                                sandbox::with_watch(Some(deadline), cancel, || {
+                                    job.call::<Dynamic>(engine, ast, ())
+                                })
+                            })
+                        })
+                        .collect();
+                    running
+                        .into_iter()
+                        .map(|h| {
+                            h.join()
+                                .unwrap_or_else(|_| Err("parallel(): a closure panicked".into()))
+                        })
+                        .collect()
+                });
+                for r in results {
+                    values.push(r?);
+                }
+            }
+            Ok(values)
+        },
+    );
 }
 
 type NestedFn = Arc<dyn Fn(Dynamic) -> Result<Dynamic, Box<EvalAltResult>> + Send + Sync>;

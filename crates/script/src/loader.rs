@@ -382,7 +382,11 @@ fn finish_agent(mut d: AgentDraft, unit: &Arc<ScriptUnit>) -> Result<AgentSpec, 
         max_steps: as_u32(settings.max_steps).unwrap_or(agent_spec::DEFAULT_MAX_STEPS),
         loc: at(d.pos),
         name: d.name,
-        code_mode: d.code_mode,
+        // A program's parallel([...]) is bounded like the agent's concurrent calls.
+        code_mode: d.code_mode.map(|mode| kiln_core::agent_spec::CodeMode {
+            max_parallel: as_u32(settings.max_parallel).unwrap_or(4) as usize,
+            ..mode
+        }),
         script: Some(Arc::new(ScriptAgent {
             planner: d.planner,
             validator: d.validator,
