@@ -163,8 +163,10 @@ pub fn logs(g: &Global, a: LogsArgs) -> CliResult<ExitCode> {
                 ),
                 _ => String::new(),
             };
+            // A program's calls are shown under it.
+            let indent = if c.is_nested() { "    " } else { "" };
             outln!(
-                "  {mark} {}({}) {:.1} ms{limited}",
+                "  {indent}{mark} {}({}) {:.1} ms{limited}",
                 c.name,
                 output::truncate(&c.args.to_string(), 80),
                 c.duration_ms

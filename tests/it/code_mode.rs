@@ -398,6 +398,18 @@ fn the_readme_code_mode_example_works_as_written() {
     let program = &report["tool_calls"][0];
     assert_eq!(program["name"], "run_code");
     assert_eq!(program["outcome"]["result"], json!(30.0), "{program}");
+    // The run log keeps the program's calls under it.
+    let nested = program["nested"].as_array().expect("nested calls");
+    assert_eq!(nested.len(), 20);
+    assert_eq!(
+        nested[0]["id"],
+        format!("{}/1", program["id"].as_str().unwrap_or(""))
+    );
+    assert_eq!(nested[19]["args"], json!({"sku": "SKU-20"}));
+    let logs = crate::common::kiln(&["logs", "--scripts", "."], scripts.path());
+    let shown = crate::common::stdout(&logs);
+    assert_eq!(shown.matches("      → lookup(").count(), 20, "{shown}");
+    assert_eq!(shown.matches("  → run_code(").count(), 1, "{shown}");
 }
 
 #[test]

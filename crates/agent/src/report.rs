@@ -24,6 +24,9 @@ pub struct ToolCallRecord {
     /// Which version of the tool's script ran it (a hash of the file).
     #[serde(skip_serializing_if = "String::is_empty")]
     pub script_version: String,
+    /// The calls it made, in order (a code-mode program's); their ids are `ID/1`, `ID/2`, ...
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub nested: Vec<ToolCallRecord>,
 }
 
 impl ToolCallRecord {
@@ -45,7 +48,22 @@ impl ToolCallRecord {
             is_error: !outcome.is_ok(),
             duration_ms: outcome.duration.as_secs_f64() * 1000.0,
             script_version,
+            nested: Vec::new(),
         }
+    }
+
+    /// The record with the calls the tool made inside it (a code-mode program's), numbered
+    /// under its id: `ID/1`, `ID/2`, ...
+    pub fn with_nested(mut self, nested: Vec<kiln_core::context::NestedCall>) -> Self {
+        self.nested = nested
+            .into_iter()
+            .enumerate()
+            .map(|(i, n)| {
+                let id = format!("{}/{}", self.id, i + 1);
+                ToolCallRecord::new(self.round, &id, &n.tool, n.args, &n.outcome, String::new())
+            })
+            .collect();
+        self
     }
 }
 

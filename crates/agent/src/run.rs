@@ -338,7 +338,10 @@ impl RoundEnd<'_> {
         executed: Executed,
     ) -> ToolResult {
         let Executed {
-            outcome, version, ..
+            outcome,
+            version,
+            nested,
+            ..
         } = executed;
         let record = ToolCallRecord::new(
             round,
@@ -347,7 +350,8 @@ impl RoundEnd<'_> {
             call.args.to_value(),
             &outcome,
             version,
-        );
+        )
+        .with_nested(nested);
         run.emit(|| Event::ToolFinished(record.clone()));
         run.report.tool_calls.push(record);
         if let Err(f) = &outcome.result
@@ -447,6 +451,9 @@ struct ModelStep {
 struct Executed {
     outcome: ToolOutcome,
     version: String,
+    /// The calls it made (a code-mode program's), in order.
+    #[serde(default)]
+    nested: Vec<kiln_core::context::NestedCall>,
     #[serde(default)]
     state: Value,
 }
@@ -514,6 +521,9 @@ fn execute_call(
         let started = Instant::now();
         let version = tool.as_ref().map(|t| t.version().to_string());
         let state = ctx.state.clone();
+        let mut ctx = ctx;
+        let nested = Arc::new(Mutex::new(Vec::new()));
+        ctx.nested = Some(nested.clone());
         let outcome = match (tool, &call.args) {
             (None, _) => {
                 let list = available.unwrap_or_default();
@@ -551,6 +561,7 @@ fn execute_call(
         Ok(StepValue::Typed(Box::new(Executed {
             outcome,
             version: version.unwrap_or_default(),
+            nested: std::mem::take(&mut *nested.lock().unwrap_or_else(|e| e.into_inner())),
             state: state.lock().map(|s| s.clone()).unwrap_or(Value::Null),
         })))
     })

@@ -180,7 +180,9 @@ impl Recorder for RunLogger {
                     tx.prepare_cached("INSERT OR REPLACE INTO session_messages(session, seq, body) VALUES(?1, ?2, ?3)")?.execute(params![s, seq, body])?;
                 }
             }
-            for (i, c) in calls.iter().enumerate() {
+            // A program's calls follow it, their ids under its id (`ID/1`).
+            let rows = calls.iter().flat_map(|c| std::iter::once(c).chain(c.nested.iter()));
+            for (i, c) in rows.enumerate() {
                 let part = (messages.len() + i) as i64;
                 tx.prepare_cached(
                     "INSERT OR REPLACE INTO steps(run_id, step, part, kind, at, round, call_id, name, args, outcome, is_error, duration_ms, script_version)

@@ -40,6 +40,9 @@ pub struct CallContext {
     pub native: Option<Arc<(String, Vec<crate::capability::Capability>)>>,
     /// What runs a pipeline's agent nodes and logs its runs (the host, when there is one).
     pub agents: Option<std::sync::Weak<dyn crate::pipeline::AgentRunner>>,
+    /// Where calls made inside this call are recorded (a code-mode program's tool calls), for
+    /// the run log to show under it.
+    pub nested: Option<Arc<Mutex<Vec<NestedCall>>>>,
     /// Where the call's progress and log messages go besides tracing (the door's observer).
     pub events: Option<Arc<crate::call_events::CallEvents>>,
 }
@@ -63,6 +66,7 @@ impl CallContext {
             registry: None,
             native: None,
             agents: None,
+            nested: None,
             events: None,
         }
     }
@@ -84,6 +88,17 @@ impl CallContext {
     pub fn log(&self, level: crate::call_events::LogLevel, message: &str) {
         crate::call_events::log(self.events.as_deref(), level, message);
     }
+}
+
+/// A call made inside another (a code-mode program's), as its parent records it.
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+pub struct NestedCall {
+    /// The tool called.
+    pub tool: String,
+    /// Its arguments.
+    pub args: Value,
+    /// How it ended.
+    pub outcome: crate::failure::ToolOutcome,
 }
 
 /// The options a caller hands a call or a run besides its grants: the application context,

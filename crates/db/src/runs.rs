@@ -60,6 +60,15 @@ pub struct ToolRow {
     pub duration_ms: f64,
     /// Script version that ran it.
     pub script_version: Option<String>,
+    /// The call id (`ID/N` for a call made inside call `ID`, such as a code-mode program's).
+    pub call_id: Option<String>,
+}
+
+impl ToolRow {
+    /// Whether another call (a program) made it.
+    pub fn is_nested(&self) -> bool {
+        self.call_id.as_deref().is_some_and(|id| id.contains('/'))
+    }
 }
 
 /// Which runs `kiln logs` shows.
@@ -128,7 +137,7 @@ impl Db {
             .map_err(|e| self.err(e))?;
         let mut runs: Vec<RunRow> = rows.collect::<Result<_, _>>().map_err(|e| self.err(e))?;
         let mut calls = conn
-            .prepare("SELECT round, name, args, outcome, is_error, duration_ms, script_version FROM tool_calls WHERE run_id = ?1 ORDER BY step, part")
+            .prepare("SELECT round, name, args, outcome, is_error, duration_ms, script_version, call_id FROM tool_calls WHERE run_id = ?1 ORDER BY step, part")
             .map_err(|e| self.err(e))?;
         for run in runs.iter_mut() {
             let rows = calls
@@ -145,6 +154,7 @@ impl Db {
                         is_error: r.get(4)?,
                         duration_ms: r.get::<_, Option<f64>>(5)?.unwrap_or(0.0),
                         script_version: r.get(6)?,
+                        call_id: r.get(7)?,
                     })
                 })
                 .map_err(|e| self.err(e))?;

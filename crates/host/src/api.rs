@@ -284,7 +284,11 @@ impl Host {
         args: Value,
         opts: CallOptions,
     ) -> Result<ToolOutcome, HostError> {
-        let ctx = self.call_context(&opts);
+        let mut ctx = self.call_context(&opts);
+        if self.db.is_some() {
+            // A program's calls are logged under it.
+            ctx.nested = Some(Arc::default());
+        }
         let logged = self.db.is_some().then(|| (args.clone(), ctx.clone()));
         let outcome = tool.execute_async(args, ctx).await;
         if let Some((args, ctx)) = logged {
@@ -354,14 +358,20 @@ impl Host {
         report.run_id = ctx.run_id.clone();
         report.provider = "direct".into();
         report.actor = ctx.actor_id.clone();
-        report.tool_calls = vec![kiln_agent::ToolCallRecord::new(
+        let nested = ctx
+            .nested
+            .as_ref()
+            .and_then(|n| n.lock().ok().map(|n| n.clone()));
+        let record = kiln_agent::ToolCallRecord::new(
             1,
             "call_1",
             &tool.name,
             args,
             outcome,
             tool.version().to_string(),
-        )];
+        )
+        .with_nested(nested.unwrap_or_default());
+        report.tool_calls = vec![record];
         match &outcome.result {
             Ok(v) => report.answer = v.to_string(),
             Err(f) => report.error = Some(f.message.clone()),

@@ -359,10 +359,21 @@ fn nested(tool: Arc<Tool>, ctx: CallContext, program: Arc<Program>) -> NestedFn 
         let args = to_json(&args).map_err(|e| format!("{}(): arguments: {e}", tool.name))?;
         let mut inner = ctx.clone();
         inner.depth += 1;
-        match tool.execute(&args, &inner).result {
-            Ok(v) => Ok(to_dynamic(&v)),
+        let outcome = tool.execute(&args, &inner);
+        let answer = match &outcome.result {
+            Ok(v) => Ok(to_dynamic(v)),
             Err(f) => Err(format!("{}(): {} ({})", tool.name, f.message, f.kind.as_str()).into()),
+        };
+        if let Some(log) = &ctx.nested
+            && let Ok(mut log) = log.lock()
+        {
+            log.push(kiln_core::context::NestedCall {
+                tool: tool.name.clone(),
+                args,
+                outcome,
+            });
         }
+        answer
     })
 }
 
