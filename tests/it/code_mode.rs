@@ -284,12 +284,27 @@ fn past_twenty_tools_run_code_names_them_and_search_tools_gives_their_signatures
     );
 }
 
+/// `kiln ask AGENT PROMPT --json` over `scripts`: the run's report.
+fn ask_json(scripts: &crate::common::Scripts, agent: &str, prompt: &str) -> serde_json::Value {
+    let out = crate::common::ask_command(&[agent, prompt, "--json", "--no-stdlib"], scripts.path())
+        .arg("--scripts")
+        .arg(scripts.path())
+        .output()
+        .expect("kiln ask");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("json report")
+}
+
 /// The same task (20 price lookups and a total) against `kiln mock`: plain tool calling, one
 /// call a round as a sequential model makes them, against one program. Rounds and the bytes
 /// sent to the model, side by side.
 #[test]
 fn one_program_against_twenty_rounds_of_tool_calls_on_the_wire() {
-    use crate::common::{Mock, Scripts, ask_command};
+    use crate::common::{Mock, Scripts};
     use serde_json::{Value, json};
     let plain_turns: Vec<Value> = (1..=20)
         .map(|i| json!({"tool_calls": [{"name": "lookup", "args": {"sku": format!("SKU-{i}")}}]}))
@@ -311,20 +326,7 @@ agent("shop").provider("openai").model("m").base_url("{}/v1").tools(["lookup"]).
                 mock.url
             ),
         )]);
-        let out = ask_command(
-            &["shop", "Total of SKU-1..20?", "--json", "--no-stdlib"],
-            scripts.path(),
-        )
-        .arg("--scripts")
-        .arg(scripts.path())
-        .output()
-        .expect("kiln ask");
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let report: Value = serde_json::from_slice(&out.stdout).expect("json report");
+        let report = ask_json(&scripts, "shop", "Total of SKU-1..20?");
         let sent: usize = mock
             .requests()
             .iter()
@@ -353,8 +355,8 @@ agent("shop").provider("openai").model("m").base_url("{}/v1").tools(["lookup"]).
 /// instead of Anthropic) and the program it shows, sent as the model's answer.
 #[test]
 fn the_readme_code_mode_example_works_as_written() {
-    use crate::common::{Mock, Scripts, ask_command, repo};
-    use serde_json::{Value, json};
+    use crate::common::{Mock, Scripts, repo};
+    use serde_json::json;
     let readme = std::fs::read_to_string(repo().join("README.md")).expect("README.md");
     let section = readme
         .split("## Code mode")
@@ -379,20 +381,7 @@ fn the_readme_code_mode_example_works_as_written() {
             ),
         ),
     )]);
-    let out = ask_command(
-        &["shopper", "Total?", "--json", "--no-stdlib"],
-        scripts.path(),
-    )
-    .arg("--scripts")
-    .arg(scripts.path())
-    .output()
-    .expect("kiln ask");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let report: Value = serde_json::from_slice(&out.stdout).expect("json report");
+    let report = ask_json(&scripts, "shopper", "Total?");
     assert_eq!(report["rounds"], 2);
     assert_eq!(report["answer"], "30 in all");
     let program = &report["tool_calls"][0];
