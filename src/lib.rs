@@ -111,7 +111,7 @@ pub mod model {
 /// Tools as the host holds them: the tool, its meta and hints, capabilities, the registry
 /// snapshot, rate limits, sandbox limits, call events, and where a definition came from.
 pub mod tool {
-    pub use kiln_core::agent_spec::AgentSpec;
+    pub use kiln_core::agent_spec::{AgentSpec, CodeMode};
     pub use kiln_core::call_events::{CallObserver, LogLevel, SampleRequest};
     pub use kiln_core::capability::{Capability, Grant, GrantMode};
     pub use kiln_core::dyn_tool::DynTool;
