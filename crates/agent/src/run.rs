@@ -522,8 +522,8 @@ fn execute_call(
         let version = tool.as_ref().map(|t| t.version().to_string());
         let state = ctx.state.clone();
         let mut ctx = ctx;
-        let nested = Arc::new(Mutex::new(Vec::new()));
-        ctx.nested = Some(nested.clone());
+        let nested = tool.as_ref().and_then(|t| t.nested_log());
+        ctx.nested = nested.clone();
         let outcome = match (tool, &call.args) {
             (None, _) => {
                 let list = available.unwrap_or_default();
@@ -561,7 +561,9 @@ fn execute_call(
         Ok(StepValue::Typed(Box::new(Executed {
             outcome,
             version: version.unwrap_or_default(),
-            nested: std::mem::take(&mut *nested.lock().unwrap_or_else(|e| e.into_inner())),
+            nested: nested
+                .map(|n| std::mem::take(&mut *n.lock().unwrap_or_else(|e| e.into_inner())))
+                .unwrap_or_default(),
             state: state.lock().map(|s| s.clone()).unwrap_or(Value::Null),
         })))
     })

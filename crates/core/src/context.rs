@@ -42,7 +42,7 @@ pub struct CallContext {
     pub agents: Option<std::sync::Weak<dyn crate::pipeline::AgentRunner>>,
     /// Where calls made inside this call are recorded (a code-mode program's tool calls), for
     /// the run log to show under it.
-    pub nested: Option<Arc<Mutex<Vec<NestedCall>>>>,
+    pub nested: Option<NestedLog>,
     /// Where the call's progress and log messages go besides tracing (the door's observer).
     pub events: Option<Arc<crate::call_events::CallEvents>>,
 }
@@ -89,6 +89,9 @@ impl CallContext {
         crate::call_events::log(self.events.as_deref(), level, message);
     }
 }
+
+/// Where a call's own calls are recorded.
+pub type NestedLog = Arc<Mutex<Vec<NestedCall>>>;
 
 /// A call made inside another (a code-mode program's), as its parent records it.
 #[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]

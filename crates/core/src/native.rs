@@ -158,7 +158,7 @@ impl NativeTool {
     }
 
     /// The compiled tool, or what is wrong with it (located at the registration).
-    fn compile(self) -> Result<Tool, Vec<LoadError>> {
+    pub fn into_tool(self) -> Result<Tool, Vec<LoadError>> {
         let at =
             |m: String| LoadError::at(self.loc.clone(), format!("tool \"{}\": {m}", self.name));
         let mut errors: Vec<LoadError> = self.errors.iter().cloned().map(at).collect();
@@ -208,7 +208,7 @@ pub fn native_source(tools: Vec<NativeTool>) -> LoadedFile {
         ..LoadedFile::default()
     };
     for t in tools {
-        match t.compile() {
+        match t.into_tool() {
             Ok(tool) => file.tools.push(Arc::new(tool)),
             Err(errs) => file.errors.extend(errs),
         }

@@ -127,6 +127,12 @@ pub trait Handler: Send + Sync {
     fn runs_in_place(&self) -> bool {
         false
     }
+
+    /// Whether its calls make calls of their own for the run log to show under them (a
+    /// code-mode program): the caller then gives the context a [`CallContext::nested`] log.
+    fn records_nested(&self) -> bool {
+        false
+    }
 }
 
 impl std::fmt::Debug for Tool {
@@ -139,6 +145,11 @@ impl std::fmt::Debug for Tool {
 }
 
 impl Tool {
+    /// A log for the calls this tool's call will make, when its handler records them.
+    pub fn nested_log(&self) -> Option<crate::context::NestedLog> {
+        self.handler.records_nested().then(Default::default)
+    }
+
     /// Every schema violation of `args`, as `/path: reason`.
     pub fn violations(&self, args: &Value) -> Vec<String> {
         violations(&self.validator, args)

@@ -287,7 +287,7 @@ impl Host {
         let mut ctx = self.call_context(&opts);
         if self.db.is_some() {
             // A program's calls are logged under it.
-            ctx.nested = Some(Arc::default());
+            ctx.nested = tool.nested_log();
         }
         let logged = self.db.is_some().then(|| (args.clone(), ctx.clone()));
         let outcome = tool.execute_async(args, ctx).await;

@@ -77,10 +77,7 @@ pub fn search_tool(tools: &[Arc<Tool>]) -> Option<Arc<Tool>> {
     })
     .description("Finds the functions run_code programs can call: their signatures and descriptions, for the words of the query")
     .param("query", "string", json!({"desc": "words the function's name or description holds"}));
-    kiln_core::native::native_source(vec![handler])
-        .tools
-        .into_iter()
-        .next()
+    handler.into_tool().ok().map(Arc::new)
 }
 
 /// The `run_code` tool over `tools`; with `names_only`, the description names the functions
@@ -179,6 +176,10 @@ struct Program {
 }
 
 impl Handler for CodeHandler {
+    fn records_nested(&self) -> bool {
+        true
+    }
+
     fn call(
         &self,
         _tool: &Tool,
