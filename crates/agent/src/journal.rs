@@ -80,6 +80,12 @@ pub struct Recalled {
 pub trait StepJournal: Send + Sync {
     /// Runs `work` as step `name`, or returns its remembered result.
     fn step<'a>(&'a self, name: String, work: StepWork) -> StepFuture<'a>;
+
+    /// True when steps outlive the attempt (a durable journal): then the calls a code-mode
+    /// program makes are journaled one by one too, so a resumed program does not repeat them.
+    fn keeps_steps(&self) -> bool {
+        false
+    }
 }
 
 /// The local mode: every step runs, nothing is kept here.
@@ -104,6 +110,11 @@ pub fn model_step(round: u32) -> String {
 /// The step name of tool call `call_id` in round `round`.
 pub fn tool_step(round: u32, call_id: &str) -> String {
     format!("tool-{round}-{call_id}")
+}
+
+/// The step name of nested call `index` (from 1) of the call whose step is `parent`.
+pub fn nested_step(parent: &str, index: u32) -> String {
+    format!("{parent}/{index}")
 }
 
 /// The idempotency key a tool call sees as `ctx.idempotency_key`: the same on every retry of

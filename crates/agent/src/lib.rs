@@ -13,6 +13,7 @@ mod event;
 pub mod extract;
 mod host;
 pub mod journal;
+mod nested_steps;
 mod options;
 mod planner;
 pub mod record;

@@ -459,43 +459,72 @@ struct Executed {
 }
 
 /// Runs one round's calls concurrently (bounded), exclusive tools alone, results in call order;
-/// each call is one journaled step (a journal may run them one at a time).
+/// each call is one journaled step (a journal may run them one at a time). In a durable run, a
+/// round with a code-mode program runs its calls one after another: the program's calls are
+/// steps too, and a replay must meet every step in the order it was journaled.
 async fn execute_round(
     calls: &[ToolCall],
     round: &RoundContext<'_>,
 ) -> Result<Vec<Executed>, RunErrorKind> {
     let permits = Arc::new(Semaphore::new(round.max_parallel.max(1)));
+    if round.journal.keeps_steps() && calls.iter().any(|c| records_nested(round.offered, c)) {
+        let mut executed = Vec::with_capacity(calls.len());
+        for call in calls {
+            executed.push(step_call(call, round, permits.clone(), false).await?);
+        }
+        return Ok(executed);
+    }
     // A lone call runs in place; several go to the blocking pool so they overlap.
     let alone = calls.len() == 1;
-    let futures = calls.iter().map(|call| {
-        let step = journal::tool_step(round.round, &call.id);
-        let mut ctx = round.ctx.clone();
-        ctx.idempotency_key = Some(journal::idempotency_key(&ctx.run_id, &step));
-        let work = execute_call(
-            call.clone(),
-            round.offered,
-            ctx,
-            permits.clone(),
-            round.exclusive.clone(),
-            alone,
-        );
-        let state = round.ctx.state.clone();
-        async move {
-            let recalled = round.journal.step(step.clone(), work).await?;
-            let mut executed = journal::decode::<Executed>(&step, recalled.value)?;
-            if recalled.replayed
-                && let Ok(mut s) = state.lock()
-            {
-                // The call's effect on ctx.state is restored before the next step runs.
-                *s = std::mem::take(&mut executed.state);
-            }
-            Ok(executed)
-        }
-    });
+    let futures = calls
+        .iter()
+        .map(|call| step_call(call, round, permits.clone(), alone));
     futures_util::future::join_all(futures)
         .await
         .into_iter()
         .collect()
+}
+
+/// Whether `call` is to a tool that makes calls of its own (a code-mode program).
+fn records_nested(offered: &[Arc<Tool>], call: &ToolCall) -> bool {
+    offered
+        .iter()
+        .any(|t| t.name == call.name && t.nested_log().is_some())
+}
+
+/// One call as its journaled step (its nested calls journaled as steps of their own first,
+/// where the journal keeps steps).
+async fn step_call(
+    call: &ToolCall,
+    round: &RoundContext<'_>,
+    permits: Arc<Semaphore>,
+    alone: bool,
+) -> Result<Executed, RunErrorKind> {
+    let step = journal::tool_step(round.round, &call.id);
+    let mut ctx = round.ctx.clone();
+    ctx.idempotency_key = Some(journal::idempotency_key(&ctx.run_id, &step));
+    let state = round.ctx.state.clone();
+    let exclusive = round.exclusive.clone();
+    let recalled = if round.journal.keeps_steps() && records_nested(round.offered, call) {
+        let (bridge, requests) = super::nested_steps::Bridge::new(step.clone());
+        ctx.steps = Some(Arc::new(bridge));
+        let work = execute_call(call.clone(), round.offered, ctx, permits, exclusive, false);
+        let value =
+            super::nested_steps::serve(round.journal, work, requests, state.clone()).await?;
+        let ready: journal::StepWork = Box::pin(std::future::ready(Ok(value)));
+        round.journal.step(step.clone(), ready).await?
+    } else {
+        let work = execute_call(call.clone(), round.offered, ctx, permits, exclusive, alone);
+        round.journal.step(step.clone(), work).await?
+    };
+    let mut executed = journal::decode::<Executed>(&step, recalled.value)?;
+    if recalled.replayed
+        && let Ok(mut s) = state.lock()
+    {
+        // The call's effect on ctx.state is restored before the next step runs.
+        *s = std::mem::take(&mut executed.state);
+    }
+    Ok(executed)
 }
 
 /// The work of one tool call's step.

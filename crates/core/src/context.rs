@@ -43,6 +43,9 @@ pub struct CallContext {
     /// Where calls made inside this call are recorded (a code-mode program's tool calls), for
     /// the run log to show under it.
     pub nested: Option<NestedLog>,
+    /// Runs the calls made inside this call as steps of a durable run's journal, so a resumed
+    /// program gets the results of the calls it completed back instead of making them again.
+    pub steps: Option<Arc<dyn NestedSteps>>,
     /// Where the call's progress and log messages go besides tracing (the door's observer).
     pub events: Option<Arc<crate::call_events::CallEvents>>,
 }
@@ -67,6 +70,7 @@ impl CallContext {
             native: None,
             agents: None,
             nested: None,
+            steps: None,
             events: None,
         }
     }
@@ -102,6 +106,20 @@ pub struct NestedCall {
     pub args: Value,
     /// How it ended.
     pub outcome: crate::failure::ToolOutcome,
+}
+
+/// The work of one call made inside another: it runs the call and returns how it ended.
+pub type NestedWork = Box<dyn FnOnce() -> crate::failure::ToolOutcome + Send>;
+
+/// Journals the calls a call makes (a code-mode program's), each as a step of the run.
+///
+/// Called from the program's thread, which waits for the answer: the journal runs the work
+/// (or recalls its outcome) on the run's side.
+pub trait NestedSteps: Send + Sync {
+    /// Runs `work` as the parent's nested call number `index` (from 1, in the order the
+    /// program makes them), or returns the outcome it had when it ran before. `Err` says why
+    /// the journal could not answer (the run ended, the journal failed).
+    fn step(&self, index: u32, work: NestedWork) -> Result<crate::failure::ToolOutcome, String>;
 }
 
 /// The options a caller hands a call or a run besides its grants: the application context,

@@ -90,6 +90,10 @@ macro_rules! restate_journal_for {
                     }
                 })
             }
+
+            fn keeps_steps(&self) -> bool {
+                true
+            }
         }
     )*};
 }

@@ -150,7 +150,7 @@ pub fn openai(turn: &Turn, n: usize, model: &str, stream: bool, include_usage: b
     }
     let args_text = |i: usize, c: &super::scenario::MockCall| {
         let full = c.arguments_text();
-        if turn.truncate && i + 1 == turn.tool_calls.len() {
+        if turn.truncate && i + 1 == turn.calls().len() {
             full.chars().take(full.chars().count() / 2).collect()
         } else {
             full
@@ -162,7 +162,7 @@ pub fn openai(turn: &Turn, n: usize, model: &str, stream: bool, include_usage: b
                 json!({"error": {"message": e, "type": "server_error", "param": null, "code": null}}),
             );
         }
-        let calls: Vec<Value> = turn.tool_calls.iter().enumerate().map(|(i, c)| json!({"id": call_id(i), "type": "function", "function": {"name": c.name, "arguments": args_text(i, c)}})).collect();
+        let calls: Vec<Value> = turn.calls().iter().enumerate().map(|(i, c)| json!({"id": call_id(i), "type": "function", "function": {"name": c.name, "arguments": args_text(i, c)}})).collect();
         let mut message =
             json!({"role": "assistant", "content": turn.text, "refusal": null, "annotations": []});
         if !calls.is_empty() {

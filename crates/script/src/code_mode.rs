@@ -200,7 +200,14 @@ impl Handler for CodeHandler {
             program_error(code, pos, &e.err_type().to_string())
         })?;
         let ast = Arc::new(ast);
-        register_parallel(&mut engine, ast.clone(), deadline, ctx, self.max_parallel);
+        // A durable run replays nested calls by their number, so they must be made in the
+        // same order on every attempt: parallel() runs its closures one at a time there.
+        let max_parallel = if ctx.steps.is_some() {
+            1
+        } else {
+            self.max_parallel
+        };
+        register_parallel(&mut engine, ast.clone(), deadline, ctx, max_parallel);
         // A script function shadows a registered one: a program redefining a tool would run
         // its own version and never call the tool.
         if let Some(f) = ast
@@ -360,7 +367,19 @@ fn nested(tool: Arc<Tool>, ctx: CallContext, program: Arc<Program>) -> NestedFn 
         let args = to_json(&args).map_err(|e| format!("{}(): arguments: {e}", tool.name))?;
         let mut inner = ctx.clone();
         inner.depth += 1;
-        let outcome = tool.execute(&args, &inner);
+        inner.nested = None;
+        inner.steps = None;
+        // Each nested call has its own key, stable across a durable run's retries.
+        inner.idempotency_key = ctx.idempotency_key.as_ref().map(|k| format!("{k}/{n}"));
+        let outcome = match &ctx.steps {
+            None => tool.execute(&args, &inner),
+            Some(steps) => {
+                let (called, args) = (tool.clone(), args.clone());
+                steps
+                    .step(n, Box::new(move || called.execute(&args, &inner)))
+                    .map_err(|e| format!("{}(): {e}", tool.name))?
+            }
+        };
         let answer = match &outcome.result {
             Ok(v) => Ok(to_dynamic(v)),
             Err(f) => Err(format!("{}(): {} ({})", tool.name, f.message, f.kind.as_str()).into()),

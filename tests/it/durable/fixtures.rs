@@ -394,7 +394,8 @@ pub fn three_steps(p: &str) -> Value {
 }
 
 /// The script: a `count` tool (it reports at the counter with its idempotency key and keeps a
-/// tally in ctx.state), one agent per mock, and a json_planner agent `plan`.
+/// tally in ctx.state), one agent per mock (in code mode when its name starts with `code`),
+/// and a json_planner agent `plan`.
 pub fn script(counter: &str, agents: &[(&str, &str)]) -> String {
     let mut src = format!(
         r#"tool("count")
@@ -410,9 +411,14 @@ pub fn script(counter: &str, agents: &[(&str, &str)]) -> String {
 "#
     );
     for (name, mock) in agents {
+        let mode = if name.starts_with("code") {
+            ".code_mode()"
+        } else {
+            ""
+        };
         src.push_str(&format!(
             "agent(\"{name}\").provider(\"openai\").model(\"m\").base_url(\"{mock}/v1\")\n    \
-             .tools([\"count\"]).capabilities([\"net:127.0.0.1\"]);\n"
+             .tools([\"count\"]).capabilities([\"net:127.0.0.1\"]){mode};\n"
         ));
     }
     // Refused by workers (its steps are not journaled); never reaches its base URL.
