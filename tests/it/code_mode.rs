@@ -97,6 +97,31 @@ fn an_ask_call_without_anyone_to_ask_is_refused_and_the_program_can_catch_it() {
     );
 }
 
+/// With a terminal, each call a program makes of an `ask` tool asks there, once: a yes runs
+/// it, a no is an error the program catches and the run goes on.
+#[test]
+fn an_ask_call_asks_the_terminal_once_per_call_and_a_no_is_caught() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::write(dir.path().join("code.rhai"), SCRIPTS).expect("write");
+    let program = r#"let a = secret(#{ q: "1" });
+let b = "";
+try { b = secret(#{ q: "2" }); } catch (e) { b = "refused"; }
+[a.len() > 0, b]"#;
+    let mut cmd = crate::common::ask_command(&["coder", program, "--no-stdlib"], dir.path());
+    cmd.arg("--scripts").arg(dir.path());
+    let mut p = rexpect::session::spawn_command(cmd, Some(20_000)).expect("spawn");
+    for answer in ["y", "n"] {
+        p.exp_string("tool \"secret\" wants env(\"HOME\")")
+            .expect("the question names the nested call");
+        p.exp_string("allow? [y]es / [n]o / [a]lways for this run:")
+            .expect("prompt");
+        p.send_line(answer).expect("answer");
+    }
+    p.exp_string("false: [true, \"refused\"]")
+        .expect("the first call ran, the second was refused and caught");
+    p.exp_eof().expect("exits");
+}
+
 #[test]
 fn a_tool_the_agent_was_not_offered_is_not_a_function_of_the_program() {
     let (_dir, host) = host();

@@ -505,3 +505,74 @@ fn the_examples_tests_pass() {
     assert_eq!(out.status.code(), Some(0), "{text}");
     assert!(text.contains("8 passed, 0 failed"), "{text}");
 }
+
+/// A code-mode run exported as a scenario carries the calls its program made; a strict replay
+/// compares them, so a changed tool is caught even when the program's value hides it.
+#[test]
+fn a_strict_replay_compares_the_calls_a_program_made() {
+    let s = Scripts::new(&[
+        ("math.rhai", MATH),
+        (
+            "coder.rhai",
+            r#"agent("coder").provider("anthropic").model("m").tools(["add"]).code_mode();"#,
+        ),
+    ]);
+    let program = "let s = add(#{ a: 1, b: 2 }).sum; add(#{ a: s, b: 1 }); \"done\"";
+    let mock = Mock::start(&json!({"turns": [{"code": program}, {"text": "Done."}]}));
+    let asked = ask(
+        &[
+            "coder",
+            "go",
+            "--scripts",
+            ".",
+            "--base-url",
+            mock.url.as_str(),
+        ],
+        s.path(),
+    );
+    assert!(asked.status.success(), "{}", stderr(&asked));
+    let logs = kiln(&["logs", "--json"], s.path());
+    let runs: Value = serde_json::from_str(&stdout(&logs)).expect("logs json");
+    let id = runs[0]["id"].as_str().expect("run id").to_string();
+    let exported = kiln(&["logs", &id, "--scenario"], s.path());
+    assert!(exported.status.success(), "{}", stderr(&exported));
+    let scenario: Value = serde_json::from_str(&stdout(&exported)).expect("scenario json");
+    assert_eq!(
+        scenario["turns"][0]["expect_calls"],
+        json!([
+            {"tool": "add", "args": {"a": 1, "b": 2}},
+            {"tool": "add", "args": {"a": 3, "b": 1}}
+        ])
+    );
+    write(s.path(), "run.json", &stdout(&exported));
+    write(
+        s.path(),
+        "replay.test.rhai",
+        r#"test("replay", || {
+    let run = run_agent("coder", "go", #{ scenario: "run.json", strict: true });
+    assert_eq(run.answer, "Done.");
+});"#,
+    );
+    let out = run_tests(&s, &["replay.test.rhai"]);
+    assert!(
+        stdout(&out).contains("test replay ... ok"),
+        "{}",
+        stdout(&out)
+    );
+
+    write(
+        s.path(),
+        "math.rhai",
+        &MATH.replace("#{ sum: x.a + x.b }", "#{ sum: x.a + x.b + 1 }"),
+    );
+    let out = run_tests(&s, &["replay.test.rhai"]);
+    let text = stdout(&out);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert!(
+        text.contains(
+            "strict replay: the calls made by the program of model reply 1 differ from the recording's"
+        ),
+        "{text}"
+    );
+    assert!(text.contains("at $[1].args.a: expected 3, got 4"), "{text}");
+}

@@ -200,9 +200,21 @@ tool("remember")
 
 /// Calls `remember` through tests/peers/mcp_ask.py; what the SDK saw.
 fn ask_through_client(target: &str, dir: &std::path::Path, mode: &str, answer: &str) -> Value {
+    call_through_client(target, dir, mode, answer, &[])
+}
+
+/// tests/peers/mcp_ask.py answering `answer`, with `call` (tool, JSON args) if given.
+fn call_through_client(
+    target: &str,
+    dir: &std::path::Path,
+    mode: &str,
+    answer: &str,
+    call: &[&str],
+) -> Value {
     let out = std::process::Command::new("python3")
         .arg(repo().join("tests/peers/mcp_ask.py"))
         .args([target, mode, answer])
+        .args(call)
         .current_dir(dir)
         .output()
         .expect("python3");
@@ -504,5 +516,67 @@ fn mcp_peers_code_mode_scripts_a_script_tool_and_a_mounted_server_in_one_call() 
     assert_eq!(
         v["search"][0]["function"], "time__get_current_time(#{ timezone: string })",
         "{v}"
+    );
+}
+
+/// In `kiln mcp --code-mode`, a program's call of an `--ask` tool asks the client then and
+/// there, once per call: a yes runs it, a no is an error the program catches. A 2026-07-28
+/// client, which answers only in a retried request, is refused saying how to grant it.
+#[test]
+#[ignore = "needs the Python MCP SDK: pip install mcp==2.3.0 (run by .ci/run)"]
+fn mcp_peers_code_mode_asks_the_client_for_each_call_a_program_makes() {
+    require_sdk();
+    let scripts = Scripts::new(&[("tools.rhai", ASKED)]);
+    let mut argv = vec![
+        kiln_bin().display().to_string(),
+        "mcp".into(),
+        "--no-stdlib".into(),
+        "--code-mode".into(),
+    ];
+    argv.extend(ask_args().into_iter().map(String::from));
+    let target = json!(argv).to_string();
+    let program = r#"let a = remember(#{ text: "one" });
+let b = "";
+try { b = remember(#{ text: "two" }); } catch (e) { b = `caught: ${e}`; }
+[a, b]"#;
+    let args = json!({ "code": program }).to_string();
+    let call = ["run_code", args.as_str()];
+    let v = call_through_client(
+        &target,
+        scripts.path(),
+        "2025-11-25",
+        "accept,decline",
+        &call,
+    );
+    assert_eq!(v["is_error"], false, "{v}");
+    let asked = v["asked"].as_array().cloned().unwrap_or_default();
+    assert_eq!(asked.len(), 2, "one question per call: {v}");
+    assert!(
+        asked[0]
+            .as_str()
+            .unwrap_or("")
+            .contains("tool \"remember\" wants store_set(\"notes\")"),
+        "{v}"
+    );
+    let result: Value = serde_json::from_str(v["text"].as_str().unwrap_or("")).expect("json");
+    assert_eq!(result[0], "kept one", "{v}");
+    let caught = result[1].as_str().unwrap_or("");
+    assert!(
+        caught.starts_with("caught: remember(): ") && caught.contains("it was not approved"),
+        "{caught}"
+    );
+
+    let v = call_through_client(&target, scripts.path(), "2026-07-28", "accept", &call);
+    assert_eq!(v["asked"], json!([]), "{v}");
+    let text = v["text"].as_str().unwrap_or("");
+    assert_eq!(
+        v["is_error"], true,
+        "the first call's refusal is not caught: {v}"
+    );
+    assert!(
+        text.contains("remember(): store_set(\"notes\") refused")
+            && text.contains("answers approvals only in a retried request")
+            && text.contains("grant it with --caps instead of --ask"),
+        "{text}"
     );
 }

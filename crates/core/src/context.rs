@@ -46,6 +46,9 @@ pub struct CallContext {
     /// Runs the calls made inside this call as steps of a durable run's journal, so a resumed
     /// program gets the results of the calls it completed back instead of making them again.
     pub steps: Option<Arc<dyn NestedSteps>>,
+    /// Who approves the call's `ask` grants in place of the host's terminal: the door's
+    /// person (an MCP client, through elicitation), for calls made while the door waits.
+    pub asker: Option<Arc<dyn Asker>>,
     /// Where the call's progress and log messages go besides tracing (the door's observer).
     pub events: Option<Arc<crate::call_events::CallEvents>>,
 }
@@ -71,6 +74,7 @@ impl CallContext {
             agents: None,
             nested: None,
             steps: None,
+            asker: None,
             events: None,
         }
     }
@@ -106,6 +110,13 @@ pub struct NestedCall {
     pub args: Value,
     /// How it ended.
     pub outcome: crate::failure::ToolOutcome,
+}
+
+/// Asks the person behind a door whether an `ask` grant may be used.
+pub trait Asker: Send + Sync {
+    /// Asks `question` about capability `cap` and waits for the answer; `Err` says why nobody
+    /// could be asked (the client cannot answer mid-call, the question failed to arrive).
+    fn ask(&self, cap: &str, question: &str) -> Result<bool, String>;
 }
 
 /// The work of one call made inside another: it runs the call and returns how it ended.

@@ -211,6 +211,9 @@ pub struct CallOptions {
     /// The `ctx.state` the call shares with the caller (the REPL's session state); `None`: a
     /// fresh one.
     pub state: Option<Arc<std::sync::Mutex<Value>>>,
+    /// Who approves the call's `ask` grants instead of the terminal (a door's person, such as
+    /// an MCP client through elicitation); `None`: the host's approver.
+    pub asker: Option<Arc<dyn kiln_core::context::Asker>>,
 }
 
 impl CallOptions {
@@ -391,6 +394,7 @@ impl Host {
     fn options_context(&self, opts: &CallOptions) -> kiln_core::context::CallContext {
         let mut ctx = self.context(opts.grants.clone().unwrap_or_else(|| self.grants.clone()));
         ctx.apply(opts.scope());
+        ctx.asker = opts.asker.clone();
         ctx.events = opts
             .observer
             .clone()

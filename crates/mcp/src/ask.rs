@@ -110,19 +110,89 @@ fn decide(
             "tool \"{tool}\" was refused: the client's answer to the approval of {caps_list} was not an elicitation result"
         ));
     };
-    let unticked = answer
-        .content
-        .as_ref()
-        .and_then(|c| c.get(APPROVE))
-        .is_some_and(|v| v == &json!(false));
     match answer.action {
-        ElicitationAction::Accept if !unticked => Approval::Approved(upgraded(grants, caps)),
+        ElicitationAction::Accept if accepted(&answer) => {
+            Approval::Approved(upgraded(grants, caps))
+        }
         ElicitationAction::Accept | ElicitationAction::Decline => Approval::Refused(format!(
             "tool \"{tool}\" was refused: the use of {caps_list} was not approved"
         )),
         _ => Approval::Refused(format!(
             "tool \"{tool}\" was refused: the approval of {caps_list} was cancelled"
         )),
+    }
+}
+
+/// Whether the answer approves: accepted, and the box not unticked.
+fn accepted(answer: &ElicitResult) -> bool {
+    let unticked = answer
+        .content
+        .as_ref()
+        .and_then(|c| c.get(APPROVE))
+        .is_some_and(|v| v == &json!(false));
+    answer.action == ElicitationAction::Accept && !unticked
+}
+
+/// Asks the client from a running program's thread whether one of its calls may use an `ask`
+/// grant: an elicitation for each use, while the `run_code` call waits. A client on the
+/// 2026-07-28 revision answers only in a retried request, which a running program cannot
+/// wait for, so there the use is refused saying how to grant it instead.
+pub struct ClientAsker {
+    peer: rmcp::service::Peer<RoleServer>,
+    runtime: tokio::runtime::Handle,
+    cannot: Option<String>,
+}
+
+impl ClientAsker {
+    /// An asker through the client of `cx`; `None` when the client cannot ask and the
+    /// operator's terminal can (it asks instead).
+    pub fn new(cx: &RequestContext<RoleServer>, terminal: bool) -> Option<ClientAsker> {
+        let can_elicit = cx
+            .client_capabilities()
+            .is_some_and(|c| c.elicitation.is_some());
+        let stateless = cx.protocol_version().is_some_and(|v| !v.has_initialize());
+        let cannot = match (can_elicit, stateless) {
+            (true, false) => None,
+            _ if terminal => return None,
+            (true, true) => Some(
+                "this MCP client answers approvals only in a retried request, which a running \
+                 program cannot wait for; grant it with --caps instead of --ask, or pass --yes"
+                    .to_string(),
+            ),
+            (false, _) => Some(
+                "this MCP client cannot ask (it does not support elicitation); grant it with \
+                 --caps instead of --ask, or pass --yes to approve every use"
+                    .to_string(),
+            ),
+        };
+        Some(ClientAsker {
+            peer: cx.peer.clone(),
+            runtime: tokio::runtime::Handle::current(),
+            cannot,
+        })
+    }
+}
+
+impl kiln_core::context::Asker for ClientAsker {
+    fn ask(&self, _cap: &str, question: &str) -> Result<bool, String> {
+        if let Some(why) = &self.cannot {
+            return Err(why.clone());
+        }
+        let request = ServerRequest::ElicitRequest(ElicitRequest::new(form(format!(
+            "kiln: {question}; allow it for this call?"
+        ))));
+        let (answered, answer) = std::sync::mpsc::sync_channel(1);
+        let peer = self.peer.clone();
+        // Sent from the runtime and awaited here: the program's thread is not the runtime's.
+        self.runtime.spawn(async move {
+            let _ = answered.send(peer.send_request(request).await);
+        });
+        match answer.recv() {
+            Ok(Ok(ClientResult::ElicitResult(answer))) => Ok(accepted(&answer)),
+            Ok(Ok(_)) => Err("the client's answer was not an elicitation result".into()),
+            Ok(Err(e)) => Err(format!("asking the MCP client failed: {e}")),
+            Err(_) => Err("the MCP session ended before the client answered".into()),
+        }
     }
 }
 

@@ -277,11 +277,19 @@ impl ServerHandler for McpServer {
         let args = serde_json::Value::Object(req.arguments.unwrap_or_default());
         let session_level = self.log_level.lock().ok().and_then(|l| *l);
         let mut notifier = CallNotifier::start(&name, &cx, session_level);
+        // A program's calls ask the client themselves, each as it comes.
+        let terminal = self.host.services().approver.is_some();
+        let asker = match tool.nested_log() {
+            Some(_) => ask::ClientAsker::new(&cx, terminal)
+                .map(|a| Arc::new(a) as Arc<dyn kiln_core::context::Asker>),
+            None => None,
+        };
         let opts = CallOptions {
             grants: Some(grants),
             actor_id: actor(&cx),
             cancel: Some(cx.ct.clone()),
             observer: Some(notifier.observer.clone()),
+            asker,
             ..CallOptions::default()
         };
         let outcome = notifier

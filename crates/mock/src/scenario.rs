@@ -69,6 +69,10 @@ pub struct Turn {
     /// (`kiln logs --scenario`); strict replays compare against them, the mock ignores them.
     #[serde(default)]
     pub expect: Option<Value>,
+    /// The calls the programs this turn asked for made (code mode), as recorded:
+    /// `[{"tool", "args"}]` in order; strict replays compare against them, the mock ignores them.
+    #[serde(default)]
+    pub expect_calls: Option<Value>,
 }
 
 impl Turn {

@@ -179,11 +179,17 @@ pub fn gate_with(c: &Check) -> Result<(Arc<Services>, GrantScopes), Box<EvalAltR
             }
             Some(g) if g.mode == GrantMode::Ask && c.approve => {
                 let question = format!("tool \"{}\" wants {func}(\"{target}\") [{}]", top.tool, g.cap);
-                if top.ctx.services.approve(cap, &question) {
-                    Ok(used())
-                } else {
-                    let why = if top.ctx.services.approver.is_none() { "there is no terminal to ask (pass --yes to approve)" } else { "it was not approved" };
-                    Err(denied(format!("{func}(\"{target}\") refused: \"{cap}\" needs approval and {why}")))
+                let services = &top.ctx.services;
+                let answer = match &top.ctx.asker {
+                    _ if services.assume_yes => Ok(true),
+                    Some(asker) => asker.ask(cap, &question),
+                    None if services.approver.is_none() => Err("there is no terminal to ask (pass --yes to approve)".to_string()),
+                    None => Ok(services.approve(cap, &question)),
+                };
+                match answer {
+                    Ok(true) => Ok(used()),
+                    Ok(false) => Err(denied(format!("{func}(\"{target}\") refused: \"{cap}\" needs approval and it was not approved"))),
+                    Err(why) => Err(denied(format!("{func}(\"{target}\") refused: \"{cap}\" needs approval and {why}"))),
                 }
             }
             Some(_) => Ok(used()),

@@ -146,6 +146,11 @@ fn strict_check(scenario: &Scenario, report: &RunReport) -> Result<(), String> {
             ));
         }
     }
+    for (i, turn) in scenario.turns.iter().enumerate() {
+        if let Some(expected) = &turn.expect_calls {
+            nested_check(i, expected, report)?;
+        }
+    }
     if sent.len() > scenario.turns.len() {
         return Err(format!(
             "strict replay: the replay made {} model requests; the recording has {}",
@@ -154,6 +159,30 @@ fn strict_check(scenario: &Scenario, report: &RunReport) -> Result<(), String> {
         ));
     }
     Ok(())
+}
+
+/// Compares the calls the programs of reply `i` made with the recording's.
+fn nested_check(i: usize, expected: &Value, report: &RunReport) -> Result<(), String> {
+    let made: Vec<Value> = report
+        .tool_calls
+        .iter()
+        .filter(|c| c.round as usize == i + 1)
+        .flat_map(|c| c.nested.iter())
+        .map(|c| serde_json::json!({"tool": c.name, "args": c.args}))
+        .collect();
+    let actual = Value::Array(made);
+    match diff::first_difference(expected, &actual) {
+        None => Ok(()),
+        Some(d) => Err(format!(
+            "strict replay: the calls made by the program of model reply {} differ from the recording's\nfirst difference {d}\n{}",
+            i + 1,
+            diff::explain(expected, &actual)
+                .lines()
+                .skip(1)
+                .collect::<Vec<_>>()
+                .join("\n")
+        )),
+    }
 }
 
 /// "the result of tool \"x\"" or "the user message", for the message a path points into.

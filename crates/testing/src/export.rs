@@ -1,7 +1,7 @@
 //! `kiln logs RUN_ID --scenario`: a logged run as a `kiln mock` scenario. Each turn is a model
 //! reply as it was received (text, tool calls, usage) and carries in `expect` the messages the
 //! request before it added (the prompt, then each round's tool results), which a strict replay
-//! compares against.
+//! compares against, and in `expect_calls` the calls the programs it asked for made.
 
 use super::TestError;
 use super::agent::request_deltas;
@@ -21,6 +21,28 @@ fn usage_by_round(db: &Db, run_id: &str) -> Result<Vec<(u32, u64, u64)>, TestErr
                 r.get::<_, i64>(0)?.max(0) as u32,
                 r.get::<_, Option<i64>>(1)?.unwrap_or(0).max(0) as u64,
                 r.get::<_, Option<i64>>(2)?.unwrap_or(0).max(0) as u64,
+            ))
+        })
+        .map_err(|e| db.err(e))?;
+    Ok(rows.collect::<Result<_, _>>().map_err(|e| db.err(e))?)
+}
+
+/// The calls made inside other calls (a code-mode program's), per round, in order, as strict
+/// replays compare them: `{"tool", "args"}`.
+fn nested_by_round(db: &Db, run_id: &str) -> Result<Vec<(u32, Value)>, TestError> {
+    let conn = db.conn();
+    let mut stmt = conn
+        .prepare("SELECT round, name, args FROM tool_calls WHERE run_id = ?1 AND call_id LIKE '%/%' ORDER BY step, part")
+        .map_err(|e| db.err(e))?;
+    let rows = stmt
+        .query_map(params![run_id], |r| {
+            let args = r
+                .get::<_, Option<String>>(2)?
+                .and_then(|t| serde_json::from_str::<Value>(&t).ok())
+                .unwrap_or(Value::Null);
+            Ok((
+                r.get::<_, i64>(0)?.max(0) as u32,
+                json!({"tool": r.get::<_, String>(1)?, "args": args}),
             ))
         })
         .map_err(|e| db.err(e))?;
@@ -58,6 +80,7 @@ pub fn scenario_from_log(db: &Db, run_id: &str) -> Result<Value, TestError> {
     }
     let messages = db.run_messages(run_id)?;
     let usage = usage_by_round(db, run_id)?;
+    let nested = nested_by_round(db, run_id)?;
     let expects = request_deltas(&messages);
     let replies = messages.iter().filter(|m| m["role"] == "assistant");
     let turns: Vec<Value> = replies
@@ -82,6 +105,15 @@ pub fn scenario_from_log(db: &Db, run_id: &str) -> Result<Value, TestError> {
                 );
             }
             turn.insert("expect".into(), Value::Array(expect));
+            // The calls of reply i ran in round i + 1.
+            let made: Vec<Value> = nested
+                .iter()
+                .filter(|(r, _)| *r as usize == i + 1)
+                .map(|(_, c)| c.clone())
+                .collect();
+            if !made.is_empty() {
+                turn.insert("expect_calls".into(), Value::Array(made));
+            }
             Value::Object(turn)
         })
         .collect();
