@@ -12,10 +12,9 @@ mod support;
 
 use kiln::{Host, RunOptions, RunReport};
 use serde_json::{Value, json};
-use std::io::{BufRead, Write};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use support::{cpu_time, median, ratio, show, table};
+use support::{cpu_time, median, ratio, show, start_mock, table};
 
 async fn once(host: &Host) -> RunReport {
     host.run("bench", "go", RunOptions::default())
@@ -67,26 +66,6 @@ async fn timed<F: std::future::Future>(f: F) -> (Duration, Duration) {
     let (t, cpu) = (Instant::now(), cpu_time());
     std::hint::black_box(f.await);
     (t.elapsed(), cpu_time().saturating_sub(cpu))
-}
-
-/// `kiln mock` (the real binary) serving `scenario` on loopback; its base URL.
-fn start_mock(scenario: &Value, dir: &std::path::Path) -> (std::process::Child, String) {
-    let file = dir.join("scenario.json");
-    std::fs::File::create(&file)
-        .and_then(|mut f| f.write_all(scenario.to_string().as_bytes()))
-        .expect("write scenario");
-    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_kiln"))
-        .args(["mock", &file.display().to_string(), "--port", "0"])
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .expect("start kiln mock");
-    let mut line = String::new();
-    std::io::BufReader::new(child.stdout.take().expect("stdout"))
-        .read_line(&mut line)
-        .expect("mock prints its address");
-    let url = line.trim().rsplit(' ').next().expect("url").to_string();
-    assert!(url.starts_with("http://127.0.0.1:"), "mock said: {line}");
-    (child, url)
 }
 
 /// The bodies kiln sent, posted again over one pooled client.

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Regenerates every table of BENCHMARKS.md (between its GENERATED markers) in one run:
 # machine, in-process loop cost and logging overhead (agent_loop), validated call and script
-# loading (host), reload latency (reload), whole-process loop cost and one-round `kiln ask`
+# loading (host), reload latency (reload), code mode against plain tool calling (code_mode),
+# whole-process loop cost and one-round `kiln ask`
 # against a bare Python loop and the Python frameworks (whole_process.py; the peers are
 # installed pinned into benches/peers/.venv by peers/setup.sh), and, with --build-time, the cold
 # debug build of the README's first command (build_time.sh; about 10 minutes per build).
@@ -32,6 +33,7 @@ fi
 cargo bench --quiet --bench agent_loop >>"$out"
 cargo bench --quiet --bench host >>"$out"
 cargo bench --quiet --bench reload >>"$out"
+cargo bench --quiet --bench code_mode >>"$out"
 # Durable steps against local ones (needs KILN_RESTATE_SERVER; says "skipped" without it).
 cargo bench --quiet --bench durable_steps >>"$out"
 echo >>"$out"

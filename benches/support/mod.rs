@@ -77,3 +77,28 @@ pub fn table(title: &str, header: &[&str], rows: &[Vec<String>]) {
         println!("| {} |", r.join(" | "));
     }
 }
+
+/// `kiln mock` (the real binary) serving `scenario` on loopback; its base URL.
+pub fn start_mock(
+    scenario: &serde_json::Value,
+    dir: &std::path::Path,
+) -> (std::process::Child, String) {
+    let file = dir.join("scenario.json");
+    std::fs::File::create(&file)
+        .and_then(|mut f| std::io::Write::write_all(&mut f, scenario.to_string().as_bytes()))
+        .expect("write scenario");
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_kiln"))
+        .args(["mock", &file.display().to_string(), "--port", "0"])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("start kiln mock");
+    let mut line = String::new();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(child.stdout.take().expect("stdout")),
+        &mut line,
+    )
+    .expect("mock prints its address");
+    let url = line.trim().rsplit(' ').next().expect("url").to_string();
+    assert!(url.starts_with("http://127.0.0.1:"), "mock said: {line}");
+    (child, url)
+}
