@@ -76,6 +76,10 @@ pub fn check(g: &Global) -> CliResult<ExitCode> {
         names if names.is_empty() => String::new(),
         names => format!(", {} pipelines ({})", names.len(), names.join(", ")),
     };
+    let pipelines = match reg.served().summary() {
+        Some(served) => format!("{pipelines}, {served}"),
+        None => pipelines,
+    };
     print_mcp_servers(&host)?;
     if reg.errors.is_empty() {
         outln!("ok: {tools} tools, {agents} agents{pipelines}")?;

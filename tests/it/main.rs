@@ -39,5 +39,6 @@ mod repl;
 mod sandbox;
 mod serve;
 mod serve_ops;
+mod served;
 mod spec;
 mod tool_meta;

@@ -580,3 +580,98 @@ try { b = remember(#{ text: "two" }); } catch (e) { b = `caught: ${e}`; }
         "{text}"
     );
 }
+
+/// Resources, a template, prompts, a completion and a form, read through the SDK on both
+/// revisions from the conformance fixture; a script added mid-session announces its resource.
+#[test]
+#[ignore = "needs the Python MCP SDK: pip install mcp==2.3.0 (run by .ci/run)"]
+fn mcp_peers_read_resources_prompts_completions_and_forms() {
+    require_sdk();
+    let fixture = repo().join("tests/fixtures/mcp-everything");
+    for mode in ["2025-11-25", "2026-07-28"] {
+        let dir = tempfile::tempdir().expect("tempdir");
+        std::fs::copy(
+            fixture.join("everything.rhai"),
+            dir.path().join("everything.rhai"),
+        )
+        .expect("copy the fixture");
+        let args = std::fs::read_to_string(fixture.join("ARGS")).expect("ARGS");
+        let mut argv = vec![
+            kiln_bin().display().to_string(),
+            "mcp".into(),
+            "--no-stdlib".into(),
+        ];
+        argv.extend(args.split_whitespace().map(String::from));
+        let out = std::process::Command::new("python3")
+            .arg(repo().join("tests/peers/mcp_served.py"))
+            .arg(json!(argv).to_string())
+            .arg(mode)
+            .arg(dir.path())
+            .current_dir(dir.path())
+            .output()
+            .expect("python3");
+        assert!(out.status.success(), "{mode}: {}", stderr(&out));
+        let v: Value = serde_json::from_str(stdout(&out).trim()).expect("json from the client");
+        assert_eq!(v["protocol"], mode, "{v}");
+        assert_eq!(
+            v["resources"],
+            json!([
+                "test://static-text",
+                "test://static-binary",
+                "test://watched-resource"
+            ])
+        );
+        assert_eq!(v["templates"], json!(["test://template/{id}/data"]));
+        assert_eq!(
+            v["text"],
+            json!(["This is the content of the static text resource."])
+        );
+        assert_eq!(
+            v["from_template"],
+            json!([r#"{"id":"7","templateTest":true,"data":"Data for ID: 7"}"#])
+        );
+        assert_eq!(v["blob"], json!({"mime": "image/png", "has_bytes": true}));
+        assert!(
+            v["missing"]
+                .as_str()
+                .unwrap_or("")
+                .contains("no resource \"test://nowhere\""),
+            "{v}"
+        );
+        assert_eq!(v["prompts"].as_array().map(Vec::len), Some(4), "{v}");
+        assert_eq!(
+            v["prompt"],
+            json!(["Prompt with arguments: arg1='hello', arg2='world'"])
+        );
+        assert_eq!(v["completed"], json!(["paris", "park", "party"]));
+        let form = &v["form_result"];
+        if mode == "2025-11-25" {
+            assert_eq!(form["is_error"], false, "{v}");
+            let said = form["text"][0].as_str().unwrap_or("");
+            assert!(
+                said.starts_with("Elicitation completed: action=accept"),
+                "{said}"
+            );
+            assert!(said.contains("\"name\": \"Ada\""), "{said}");
+            assert_eq!(
+                v["forms"][0]["schema"]["properties"]["name"]["default"],
+                "John Doe"
+            );
+            assert_eq!(
+                v["forms"][0]["schema"]["properties"]["status"]["enum"],
+                json!(["active", "inactive", "pending"])
+            );
+        } else {
+            // A 2026 client answers a form only in a retried request: refused, saying so.
+            assert_eq!(form["is_error"], true, "{v}");
+            let said = form["text"][0].as_str().unwrap_or("");
+            assert!(said.contains("2026-07-28 revision"), "{said}");
+            assert_eq!(v["forms"], json!([]));
+        }
+        assert!(
+            v["notified"].as_str().unwrap_or("").starts_with("Resource"),
+            "{v}"
+        );
+        assert_eq!(v["resources_after"][0], "notes://added", "{v}");
+    }
+}

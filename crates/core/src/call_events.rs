@@ -41,6 +41,25 @@ impl SampleRequest {
     }
 }
 
+/// A form a tool asks the person behind the caller to fill (MCP elicitation).
+#[derive(Debug, Clone)]
+pub struct FormRequest {
+    /// What the form is for, shown to the person.
+    pub message: String,
+    /// The fields, as the restricted JSON Schema MCP forms use (an object of primitive
+    /// properties, with defaults and enums).
+    pub schema: serde_json::Value,
+}
+
+/// What the person did with a form: `accept` (with the content), `decline` or `cancel`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FormAnswer {
+    /// `accept`, `decline` or `cancel`.
+    pub action: String,
+    /// The fields as filled, when accepted.
+    pub content: Option<serde_json::Value>,
+}
+
 /// How severe a log message is (syslog's levels, as MCP names them), least severe first.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum LogLevel {
@@ -112,6 +131,12 @@ pub trait CallObserver: Send + Sync {
     fn sample(&self, _request: &SampleRequest, _timeout: Duration) -> Result<String, String> {
         Err("the caller has no model to ask".into())
     }
+    /// Shows a form to the person behind the caller (MCP elicitation) and waits up to
+    /// `timeout` for what they did with it; `Err` says why no one could be asked. Blocking. By
+    /// default the caller cannot show forms.
+    fn elicit(&self, _request: &FormRequest, _timeout: Duration) -> Result<FormAnswer, String> {
+        Err("the caller cannot show a form".into())
+    }
 }
 
 /// A call's observer behind kiln's bounds (shared by the call's nested `call_tool` calls).
@@ -168,6 +193,20 @@ impl CallEvents {
             ));
         }
         self.observer.sample(request, timeout)
+    }
+
+    /// Shows a form, counted with the questions to the caller's model ([`MAX_SAMPLES`] a call).
+    pub fn elicit(&self, request: &FormRequest, timeout: Duration) -> Result<FormAnswer, String> {
+        let admitted = self.bounds.lock().is_ok_and(|mut b| {
+            b.samples += 1;
+            b.samples <= MAX_SAMPLES
+        });
+        if !admitted {
+            return Err(format!(
+                "a call may ask the client at most {MAX_SAMPLES} questions"
+            ));
+        }
+        self.observer.elicit(request, timeout)
     }
 
     fn log(&self, level: LogLevel, message: &str) {

@@ -32,6 +32,7 @@ pub mod ratelimit;
 pub mod registry;
 pub mod running;
 pub mod schema;
+pub mod served;
 pub mod services;
 pub mod tool;
 pub mod tool_meta;

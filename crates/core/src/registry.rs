@@ -48,6 +48,8 @@ pub struct LoadedFile {
     pub imports: Vec<std::path::PathBuf>,
     /// MCP servers declared with `mcp_server(...)`, in definition order.
     pub mcp_servers: Vec<crate::mount_spec::MountSpec>,
+    /// Resources, resource templates and prompts it declares.
+    pub served: crate::served::Served,
     /// Whether its definitions stand or fall together: a script file does (one error and it
     /// contributes nothing); the native tools and a mounted server's tools stand one by one.
     pub atomic: bool,
@@ -60,6 +62,7 @@ pub struct Registry {
     agents: IndexMap<String, Arc<AgentSpec>>,
     pipelines: IndexMap<String, crate::pipeline::spec::Pipeline>,
     mcp_servers: IndexMap<String, crate::mount_spec::MountSpec>,
+    served: crate::served::Served,
     /// Load errors across all files.
     pub errors: Vec<LoadError>,
     /// Load warnings across all files.
@@ -148,6 +151,7 @@ impl Registry {
             for server in &file.mcp_servers {
                 reg.add_mcp_server(server);
             }
+            reg.served.add(&file.served, &mut reg.errors);
             pending_agents.extend(file.agents.iter().cloned());
             pending_pipelines.extend(file.pipelines.iter().cloned());
         }
@@ -196,6 +200,11 @@ impl Registry {
                 self.mcp_servers.insert(server.name.clone(), server.clone());
             }
         }
+    }
+
+    /// The resources, resource templates and prompts scripts declare.
+    pub fn served(&self) -> &crate::served::Served {
+        &self.served
     }
 
     /// The MCP servers scripts declare, in load order.

@@ -378,8 +378,10 @@ impl Host {
         let new_names: Vec<&String> = loaded.tools.iter().map(|t| &t.name).collect();
         let added = new_names.iter().filter(|n| !old_names.contains(n)).count();
         let removed = old_names.iter().filter(|n| !new_names.contains(n)).count();
-        let report =
-            reload::ReloadReport::loaded(shown, added, new_names.len() - added, removed, started);
+        let report = reload::ReloadReport {
+            served: loaded.served.summary(),
+            ..reload::ReloadReport::loaded(shown, added, new_names.len() - added, removed, started)
+        };
         if errors.is_empty() {
             report
         } else {

@@ -41,6 +41,8 @@ pub struct ReloadReport {
     pub via: Vec<String>,
     /// MCP servers started or stopped because their `mcp_server(...)` declarations changed.
     pub mcp: Vec<String>,
+    /// What the file serves besides tools now (`2 resources, 1 prompt`), if anything.
+    pub served: Option<String>,
 }
 
 impl ReloadReport {
@@ -56,6 +58,7 @@ impl ReloadReport {
             deferred: false,
             via: Vec::new(),
             mcp: Vec::new(),
+            served: None,
         }
     }
 
@@ -131,6 +134,9 @@ impl fmt::Display for ReloadReport {
             self.changed,
             self.removed
         )?;
+        if let Some(served) = &self.served {
+            write!(f, "; serves {served}")?;
+        }
         for line in &self.mcp {
             write!(f, "; {line}")?;
         }

@@ -15,6 +15,7 @@ mod ask;
 pub mod frames;
 pub mod http;
 mod notify;
+mod served;
 mod server;
 
 pub use http::{HttpOptions, McpEndpoint, router};

@@ -6,11 +6,12 @@
 
 #![allow(deprecated)] // MCP logging is deprecated by the 2026 revision but still served.
 
-use kiln_core::call_events::{CallObserver, LogLevel, SampleRequest};
+use kiln_core::call_events::{CallObserver, FormAnswer, FormRequest, LogLevel, SampleRequest};
 use rmcp::RoleServer;
 use rmcp::model::{
-    CreateMessageRequestParams, LoggingLevel, LoggingMessageNotificationParam,
-    ProgressNotificationParam, ProgressToken, ProtocolVersion, SamplingMessage,
+    ClientResult, CreateMessageRequestParams, ElicitRequest, ElicitRequestParams,
+    ElicitationAction, ElicitationSchema, LoggingLevel, LoggingMessageNotificationParam,
+    ProgressNotificationParam, ProgressToken, ProtocolVersion, SamplingMessage, ServerRequest,
 };
 use rmcp::service::{Peer, RequestContext};
 use std::sync::{Arc, Mutex};
@@ -28,12 +29,20 @@ enum Note {
     Log(LoggingMessageNotificationParam),
 }
 
-/// A tool's question for the client's model, and where its answer goes.
-type Question = (
-    SampleRequest,
-    Duration,
-    std::sync::mpsc::SyncSender<Result<String, String>>,
-);
+/// A tool's question for the client (its model, or the person behind it), how long it may
+/// wait, and where the answer goes.
+enum Question {
+    Sample(
+        SampleRequest,
+        Duration,
+        std::sync::mpsc::SyncSender<Result<String, String>>,
+    ),
+    Form(
+        FormRequest,
+        Duration,
+        std::sync::mpsc::SyncSender<Result<FormAnswer, String>>,
+    ),
+}
 
 /// The observer of one MCP tool call.
 pub struct McpObserver {
@@ -43,6 +52,8 @@ pub struct McpObserver {
     tool: String,
     /// Why the client's model cannot be asked, if it cannot.
     no_sampling: Option<String>,
+    /// Why the client cannot show a form, if it cannot.
+    no_forms: Option<String>,
     questions: mpsc::Sender<Question>,
 }
 
@@ -66,6 +77,7 @@ impl CallNotifier {
             level: log_level(cx, session),
             tool: tool.to_string(),
             no_sampling: no_sampling(cx),
+            no_forms: no_forms(cx),
             questions: ask,
         });
         let task = tokio::spawn(send_all(cx.peer.clone(), rx));
@@ -86,8 +98,13 @@ impl CallNotifier {
         loop {
             tokio::select! {
                 done = &mut call => return done,
-                Some((request, wait, answer)) = self.questions.recv() => {
-                    let _ = answer.try_send(ask_model(cx, request, wait).await);
+                Some(question) = self.questions.recv() => match question {
+                    Question::Sample(request, wait, answer) => {
+                        let _ = answer.try_send(ask_model(cx, request, wait).await);
+                    }
+                    Question::Form(request, wait, answer) => {
+                        let _ = answer.try_send(ask_form(cx, request, wait).await);
+                    }
                 }
             }
         }
@@ -119,6 +136,63 @@ fn no_sampling(cx: &RequestContext<RoleServer>) -> Option<String> {
         .client_capabilities()
         .is_some_and(|c| c.sampling.is_some());
     (!supported).then(|| "the MCP client does not support sampling".to_string())
+}
+
+/// Why this call's tool cannot show the client a form, if it cannot.
+fn no_forms(cx: &RequestContext<RoleServer>) -> Option<String> {
+    if cx
+        .protocol_version()
+        .is_some_and(|v| v >= ProtocolVersion::V_2026_07_28)
+    {
+        return Some(
+            "the client speaks the 2026-07-28 revision, where a form comes back in a retried request (input_required), which kiln does not offer tools yet"
+                .into(),
+        );
+    }
+    let supported = cx
+        .client_capabilities()
+        .is_some_and(|c| c.elicitation.is_some());
+    (!supported).then(|| "the MCP client does not support elicitation".to_string())
+}
+
+/// Shows the client a form (`elicitation/create`); what the person did with it.
+async fn ask_form(
+    cx: &RequestContext<RoleServer>,
+    request: FormRequest,
+    wait: Duration,
+) -> Result<FormAnswer, String> {
+    let requested_schema: ElicitationSchema = serde_json::from_value(request.schema)
+        .map_err(|e| format!("the fields are not an MCP form (primitive fields only): {e}"))?;
+    let params = ElicitRequestParams::FormElicitationParams {
+        meta: None,
+        message: request.message,
+        requested_schema,
+    };
+    let request = ServerRequest::ElicitRequest(ElicitRequest::new(params));
+    let asked = tokio::select! {
+        asked = tokio::time::timeout(wait, cx.peer.send_request(request)) => asked,
+        () = cx.ct.cancelled() => return Err("the call was cancelled".into()),
+    };
+    let answer = match asked {
+        Err(_) => {
+            return Err(format!(
+                "nobody answered the form within {} s",
+                wait.as_secs()
+            ));
+        }
+        Ok(Err(e)) => return Err(format!("the client did not answer: {e}")),
+        Ok(Ok(ClientResult::ElicitResult(answer))) => answer,
+        Ok(Ok(_)) => return Err("the client's answer was not an elicitation result".into()),
+    };
+    let action = match answer.action {
+        ElicitationAction::Accept => "accept",
+        ElicitationAction::Decline => "decline",
+        _ => "cancel",
+    };
+    Ok(FormAnswer {
+        action: action.to_string(),
+        content: answer.content,
+    })
 }
 
 /// Asks the client's model (`sampling/createMessage`); its text answer.
@@ -232,7 +306,7 @@ impl CallObserver for McpObserver {
         // One question at a time (the tool waits for each answer), so a full queue means an
         // earlier question outlived its wait.
         self.questions
-            .try_send((request.clone(), timeout, answer))
+            .try_send(Question::Sample(request.clone(), timeout, answer))
             .map_err(|_| "the client is still answering an earlier question".to_string())?;
         // The asking side has its own timeout; this one only guards against a lost answer.
         answered
@@ -243,6 +317,19 @@ impl CallObserver for McpObserver {
                     timeout.as_secs()
                 )
             })?
+    }
+
+    fn elicit(&self, request: &FormRequest, timeout: Duration) -> Result<FormAnswer, String> {
+        if let Some(why) = &self.no_forms {
+            return Err(why.clone());
+        }
+        let (answer, answered) = std::sync::mpsc::sync_channel(1);
+        self.questions
+            .try_send(Question::Form(request.clone(), timeout, answer))
+            .map_err(|_| "the client is still answering an earlier question".to_string())?;
+        answered
+            .recv_timeout(timeout + Duration::from_secs(1))
+            .map_err(|_| format!("nobody answered the form within {} s", timeout.as_secs()))?
     }
 
     fn progress(&self, progress: f64, total: Option<f64>, message: Option<String>) {

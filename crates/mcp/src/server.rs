@@ -3,6 +3,7 @@
 
 use crate::ask::{self, Approval};
 use crate::notify::{self, CallNotifier};
+use crate::served;
 use kiln_agent::RunOptions;
 use kiln_core::call_events::LogLevel;
 use kiln_core::capability::Grants;
@@ -32,6 +33,8 @@ pub struct McpServer {
     changed: broadcast::Sender<()>,
     /// The level this session's client set with `logging/setLevel` (one per session).
     log_level: Arc<Mutex<Option<LogLevel>>>,
+    /// The resources this session's client subscribed to (`resources/subscribe`).
+    subscribed: Arc<Mutex<std::collections::BTreeSet<String>>>,
 }
 
 /// Agents offered as tools are named `ask_AGENT`.
@@ -48,6 +51,7 @@ impl McpServer {
             code_mode: false,
             changed,
             log_level: Arc::default(),
+            subscribed: Arc::default(),
         }
     }
 
@@ -55,6 +59,7 @@ impl McpServer {
     pub fn for_session(&self) -> Self {
         McpServer {
             log_level: Arc::default(),
+            subscribed: Arc::default(),
             ..self.clone()
         }
     }
@@ -183,6 +188,17 @@ impl McpServer {
         }
     }
 
+    /// How a read, a prompt or a completion is called: the server's grants, the client as
+    /// the actor, the request's cancellation.
+    fn read_options(&self, cx: &RequestContext<RoleServer>) -> CallOptions {
+        CallOptions {
+            grants: Some(self.grants.clone()),
+            actor_id: actor(cx),
+            cancel: Some(cx.ct.clone()),
+            ..CallOptions::default()
+        }
+    }
+
     /// Tells every client that asked that the tool list changed (after a reload).
     pub fn notify_tools_changed(&self) {
         let _ = self.changed.send(());
@@ -223,7 +239,13 @@ impl ServerHandler for McpServer {
     #[allow(deprecated)]
     fn get_info(&self) -> ServerConfig {
         let caps = ServerCapabilities::builder()
+            .enable_completions()
             .enable_logging()
+            .enable_prompts()
+            .enable_prompts_list_changed()
+            .enable_resources()
+            .enable_resources_list_changed()
+            .enable_resources_subscribe()
             .enable_tools()
             .enable_tool_list_changed()
             .build();
@@ -303,6 +325,91 @@ impl ServerHandler for McpServer {
         Ok(outcome_to_mcp(&outcome, tool.meta.returns.is_some()).into())
     }
 
+    async fn list_resources(
+        &self,
+        _page: Option<PaginatedRequestParams>,
+        _cx: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::ListResourcesResult, ErrorData> {
+        served::list_resources(self.host.registry().served())
+    }
+
+    async fn list_resource_templates(
+        &self,
+        _page: Option<PaginatedRequestParams>,
+        _cx: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::ListResourceTemplatesResult, ErrorData> {
+        served::list_templates(self.host.registry().served())
+    }
+
+    async fn read_resource(
+        &self,
+        req: rmcp::model::ReadResourceRequestParams,
+        cx: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::ReadResourceResponse, ErrorData> {
+        let opts = self.read_options(&cx);
+        Ok(served::read(&self.host, &req.uri, opts).await?.into())
+    }
+
+    async fn list_prompts(
+        &self,
+        _page: Option<PaginatedRequestParams>,
+        _cx: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::ListPromptsResult, ErrorData> {
+        served::list_prompts(self.host.registry().served())
+    }
+
+    async fn get_prompt(
+        &self,
+        req: rmcp::model::GetPromptRequestParams,
+        cx: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::GetPromptResponse, ErrorData> {
+        let opts = self.read_options(&cx);
+        let args = req.arguments.unwrap_or_default();
+        Ok(served::get_prompt(&self.host, &req.name, args, opts)
+            .await?
+            .into())
+    }
+
+    async fn complete(
+        &self,
+        req: rmcp::model::CompleteRequestParams,
+        cx: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::CompleteResult, ErrorData> {
+        let opts = self.read_options(&cx);
+        served::complete(
+            &self.host,
+            &req.r#ref,
+            &req.argument.name,
+            &req.argument.value,
+            opts,
+        )
+        .await
+    }
+
+    #[allow(deprecated)]
+    async fn subscribe(
+        &self,
+        req: rmcp::model::SubscribeRequestParams,
+        _cx: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        if let Ok(mut s) = self.subscribed.lock() {
+            s.insert(req.uri);
+        }
+        Ok(())
+    }
+
+    #[allow(deprecated)]
+    async fn unsubscribe(
+        &self,
+        req: rmcp::model::UnsubscribeRequestParams,
+        _cx: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        if let Ok(mut s) = self.subscribed.lock() {
+            s.remove(&req.uri);
+        }
+        Ok(())
+    }
+
     // Deprecated by the 2026 revision (which sets a level per request), still served to 2025
     // sessions: the level applies to the session's later calls.
     #[allow(deprecated)]
@@ -322,10 +429,23 @@ impl ServerHandler for McpServer {
     async fn on_initialized(&self, cx: NotificationContext<RoleServer>) {
         let mut rx = self.changed.subscribe();
         let peer = cx.peer.clone();
+        let subscribed = self.subscribed.clone();
         tokio::spawn(async move {
             while changed(&mut rx).await {
-                if peer.notify_tool_list_changed().await.is_err() {
+                let sent = peer.notify_tool_list_changed().await.is_ok()
+                    && peer.notify_resource_list_changed().await.is_ok()
+                    && peer.notify_prompt_list_changed().await.is_ok();
+                if !sent {
                     break;
+                }
+                // A reload may have changed any resource a script serves.
+                let uris: Vec<String> = subscribed
+                    .lock()
+                    .map(|s| s.iter().cloned().collect())
+                    .unwrap_or_default();
+                for uri in uris {
+                    let params = rmcp::model::ResourceUpdatedNotificationParam::new(uri);
+                    let _ = peer.notify_resource_updated(params).await;
                 }
             }
         });
@@ -333,9 +453,16 @@ impl ServerHandler for McpServer {
 
     fn accepted_subscription_filter(
         &self,
-        _requested: &SubscriptionFilter,
+        requested: &SubscriptionFilter,
     ) -> Option<SubscriptionFilter> {
-        Some(SubscriptionFilter::builder().tools_list_changed().build())
+        let mut accepted = SubscriptionFilter::builder()
+            .tools_list_changed()
+            .prompts_list_changed()
+            .resources_list_changed()
+            .build();
+        // The 2026 form of resources/subscribe: any resource may change on a reload.
+        accepted.resource_subscriptions = requested.resource_subscriptions.clone();
+        Some(accepted)
     }
 
     async fn listen(&self, cx: SubscriptionContext) -> Result<(), ErrorData> {
@@ -344,13 +471,31 @@ impl ServerHandler for McpServer {
             tokio::select! {
                 () = cx.cancelled() => return Ok(()),
                 more = changed(&mut rx) => {
-                    if !more || cx.sink().notify_tool_list_changed().await.is_err() {
+                    if !more || !notify_listener(&cx).await {
                         return Ok(());
                     }
                 }
             }
         }
     }
+}
+
+/// Tells a `subscriptions/listen` stream of a reload: each list may have changed, and so may
+/// each resource it watches. The sink refuses the kinds its filter leaves out; false once the
+/// stream is gone.
+async fn notify_listener(cx: &SubscriptionContext) -> bool {
+    use rmcp::service::SubscriptionSendError::NotificationNotAccepted;
+    let sink = cx.sink();
+    let mut sent = vec![
+        sink.notify_tool_list_changed().await,
+        sink.notify_prompt_list_changed().await,
+        sink.notify_resource_list_changed().await,
+    ];
+    for uri in cx.accepted().resource_subscriptions.iter().flatten() {
+        sent.push(sink.notify_resource_updated(uri.clone()).await);
+    }
+    sent.into_iter()
+        .all(|r| matches!(r, Ok(()) | Err(NotificationNotAccepted(_))))
 }
 
 /// Waits for the next reload; false once the server is gone. Reloads missed while the

@@ -20,6 +20,9 @@ pub struct ScriptHandler {
     pub arity: usize,
     pub available_if: Option<FnPtr>,
     pub unit: Arc<ScriptUnit>,
+    /// Hands the function this field of the arguments instead of the whole map (a
+    /// completion's `|prefix|`).
+    pub first: Option<&'static str>,
 }
 
 impl Handler for ScriptHandler {
@@ -30,6 +33,10 @@ impl Handler for ScriptHandler {
         ctx: &CallContext,
         deadline: Instant,
     ) -> Result<Value, ToolFailure> {
+        let args = match self.first {
+            Some(field) => &args[field],
+            None => args,
+        };
         let args_dyn = rhai::serde::to_dynamic(args)
             .map_err(|e| ToolFailure::sanitized(FailureKind::Runtime, format!("arguments: {e}")))?;
         let unit = &self.unit;

@@ -170,6 +170,66 @@ fn sample(prompt: &str, opts: rhai::Map) -> Result<String, Box<EvalAltResult>> {
     answer
 }
 
+/// `elicit(message, fields)`: shows the person behind the MCP client a form and returns
+/// `#{ action, content }` (`accept` with the fields as filled, `decline` or `cancel`). Each field
+/// is a type name ("string", "integer", "number", "boolean") or a map of its schema (`title`,
+/// `description`, `"default"`, `enum`, `oneOf`, ..., and `required: true`).
+fn elicit(message: &str, fields: rhai::Map) -> Result<rhai::Map, Box<EvalAltResult>> {
+    host_fns::gate("elicit", "elicitation", "a form", |_| true)?;
+    let schema = form_schema(fields).map_err(|e| format!("elicit(): {e}"))?;
+    let refused = |why: &str| host_fns::denied(format!("elicit(\"a form\") refused: {why}"));
+    let events = host_fns::current_events().ok_or_else(|| {
+        refused("only a tool called by an MCP client that supports elicitation can show a form (not kiln call, an agent run or the HTTP API)")
+    })?;
+    let timeout = sandbox::remaining().map_or(SAMPLE_WAIT, |left| left.min(SAMPLE_WAIT));
+    let request = kiln_core::call_events::FormRequest {
+        message: message.to_string(),
+        schema,
+    };
+    let answer = events.elicit(&request, timeout).map_err(|e| refused(&e));
+    sandbox::check_stop()?;
+    let answer = answer?;
+    let mut out = rhai::Map::new();
+    out.insert("action".into(), answer.action.into());
+    let content = answer
+        .content
+        .map(|c| crate::convert::to_dynamic(&c))
+        .unwrap_or(Dynamic::UNIT);
+    out.insert("content".into(), content);
+    Ok(out)
+}
+
+/// The form's JSON Schema from `elicit`'s fields.
+fn form_schema(fields: rhai::Map) -> Result<serde_json::Value, String> {
+    let mut properties = serde_json::Map::new();
+    let mut required = Vec::new();
+    for (name, field) in fields {
+        let mut schema = match field.clone().into_immutable_string() {
+            Ok(ty) => serde_json::json!({ "type": ty.as_str() }),
+            Err(_) => {
+                crate::convert::to_json(&field).map_err(|e| format!("field \"{name}\": {e}"))?
+            }
+        };
+        let Some(obj) = schema.as_object_mut() else {
+            return Err(format!(
+                "field \"{name}\" must be a type name or a map of its schema"
+            ));
+        };
+        if obj.remove("required") == Some(serde_json::Value::Bool(true)) {
+            required.push(name.to_string());
+        }
+        if !obj.contains_key("type") {
+            return Err(format!("field \"{name}\" has no type"));
+        }
+        properties.insert(name.to_string(), schema);
+    }
+    let mut schema = serde_json::json!({ "type": "object", "properties": properties });
+    if !required.is_empty() {
+        schema["required"] = serde_json::json!(required);
+    }
+    Ok(schema)
+}
+
 fn log(level: &str, msg: &str) -> Result<(), Box<EvalAltResult>> {
     let level = LogLevel::parse(level).ok_or_else(|| {
         let names: Vec<&str> = LogLevel::ALL.iter().map(|l| l.as_str()).collect();
@@ -271,6 +331,15 @@ pub fn register(engine: &mut Engine) {
         .with_params_info(["prompt: string", "options: map", "string"])
         .with_comments(sample_doc)
         .register_into_engine(engine, sample);
+    FuncRegistration::new("elicit")
+        .with_params_info(["message: string", "fields: map", "map"])
+        .with_comments([
+            "/// Shows the person behind the MCP client a form (MCP elicitation) and returns \
+            #{ action, content }; needs capability \"elicitation\" and a client that supports it. \
+            Each field is a type name or a map of its schema (title, description, \"default\", \
+            enum, oneOf, required: true).",
+        ])
+        .register_into_engine(engine, elicit);
     let log_doc = [
         "/// Logs to stderr and to the caller (an MCP client, at the level it chose): \
         level is debug, info, notice, warning, error, critical, alert or emergency.",

@@ -30,6 +30,7 @@ mod props;
 mod rate_limit_dsl;
 pub mod sandbox;
 pub mod scan;
+mod served_dsl;
 pub mod stdlib;
 
 use rhai::{AST, Engine};
@@ -91,6 +92,7 @@ pub fn engine_with_modules(
     meta_dsl::register(&mut engine);
     mcp_dsl::register(&mut engine);
     pipeline_dsl::register(&mut engine);
+    served_dsl::register(&mut engine);
     host_fns::register(&mut engine);
     host_io::register(&mut engine);
     host_net::register(&mut engine);

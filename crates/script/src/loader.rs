@@ -107,6 +107,12 @@ pub fn load_source_with(
             Err(errs) => file.errors.extend(errs),
         }
     }
+    for draft in collected.take::<super::served_dsl::ServedDraft>() {
+        match super::served_dsl::finish(draft, &unit.path, |d| finish_tool(d, &unit)) {
+            Ok(item) => item.add_to(&mut file.served, &mut file.errors),
+            Err(errs) => file.errors.extend(errs),
+        }
+    }
     for draft in collected.agents {
         let pos = draft.tools_pos;
         match finish_agent(draft, &unit) {
@@ -140,7 +146,7 @@ fn top_level_message(e: &rhai::EvalAltResult) -> String {
     }
 }
 
-fn finish_tool(d: ToolDraft, unit: &Arc<ScriptUnit>) -> Result<Tool, Vec<LoadError>> {
+pub(crate) fn finish_tool(d: ToolDraft, unit: &Arc<ScriptUnit>) -> Result<Tool, Vec<LoadError>> {
     let at = |pos: Position| super::loc(&unit.path, pos);
     let mut errors: Vec<LoadError> = d
         .errors
@@ -198,6 +204,7 @@ fn finish_tool(d: ToolDraft, unit: &Arc<ScriptUnit>) -> Result<Tool, Vec<LoadErr
             handler,
             available_if: d.available_if.clone(),
             unit: unit.clone(),
+            first: d.first,
         }),
         // Checked all the same, so every error of the file is reported at once.
         None => Arc::new(NoHandler),

@@ -13,6 +13,7 @@ pub fn capability_of(function: &str) -> Option<&'static str> {
         "env" => "env",
         "store_get" | "store_set" | "store_delete" | "store_list" => "store",
         "sample" => "sampling",
+        "elicit" => "elicitation",
         _ => return None,
     })
 }
@@ -116,7 +117,7 @@ pub fn gated_calls(
 
 /// Host functions that wait on the runtime that called the tool: a nested tool call may drive
 /// an async handler there, and `sample` waits for the calling client's answer.
-const WAITS_ON_CALLER: &[&str] = &["call_tool", "sample"];
+const WAITS_ON_CALLER: &[&str] = &["call_tool", "sample", "elicit"];
 
 /// Whether handlers of this script may run on the very thread that drives the caller's
 /// runtime (no hand-off to the blocking pool): nothing in the file, in any function, closure

@@ -1,0 +1,418 @@
+//! `resource(uri)`, `resource_template(uri_template)` and `prompt(name)`: what a script offers
+//! an MCP client besides tools. Each is read through a tool of its own (built like any tool,
+//! from its `.handler`, `.requires` and `.timeout`), and each `.complete(arg, |prefix| [...])`
+//! is a tool taking `{"value": prefix}`; [`finish`] turns a draft into them.
+
+use super::dsl::{ToolDraft, collect_draft, lock, strings};
+use kiln_core::error::LoadError;
+use kiln_core::schema::Param;
+use kiln_core::served::{
+    Listing, PROMPT_PREFIX, Prompt, PromptArg, READ_PREFIX, Resource, ResourceTemplate, Served,
+    reader_name, template_problem,
+};
+use kiln_core::tool::Tool;
+use rhai::{Array, Engine, EvalAltResult, FnPtr, INT, Map, NativeCallContext, Position};
+use serde_json::json;
+use std::sync::{Arc, Mutex};
+
+/// Which builder made a draft.
+#[derive(Debug, Default, Clone, Copy, PartialEq)]
+enum Kind {
+    #[default]
+    Resource,
+    Template,
+    Prompt,
+}
+
+impl Kind {
+    fn word(self) -> &'static str {
+        match self {
+            Kind::Resource => "resource",
+            Kind::Template => "resource template",
+            Kind::Prompt => "prompt",
+        }
+    }
+}
+
+/// What a script said about one resource, template or prompt.
+#[derive(Debug, Default)]
+pub struct ServedDraft {
+    kind: Kind,
+    /// The URI, the URI template or the prompt's name.
+    key: String,
+    pos: Position,
+    listing: Listing,
+    args: Vec<PromptArg>,
+    requires: Vec<(String, Position)>,
+    timeout_ms: Option<u64>,
+    handler: Option<(FnPtr, Position)>,
+    completions: Vec<(String, FnPtr, Position)>,
+    errors: Vec<(Position, String)>,
+}
+
+/// Handle to a resource or template draft, returned by each of its builder methods.
+#[derive(Clone)]
+pub struct ResourceBuilder(Arc<Mutex<ServedDraft>>);
+
+/// Handle to a prompt draft, returned by each of its builder methods.
+#[derive(Clone)]
+pub struct PromptBuilder(Arc<Mutex<ServedDraft>>);
+
+/// The methods both builders share.
+trait Builder: Clone + Send + Sync + 'static {
+    fn draft(&self) -> &Arc<Mutex<ServedDraft>>;
+    fn with(&mut self, f: impl FnOnce(&mut ServedDraft)) -> Self {
+        f(&mut lock(self.draft()));
+        self.clone()
+    }
+}
+
+impl Builder for ResourceBuilder {
+    fn draft(&self) -> &Arc<Mutex<ServedDraft>> {
+        &self.0
+    }
+}
+
+impl Builder for PromptBuilder {
+    fn draft(&self) -> &Arc<Mutex<ServedDraft>> {
+        &self.0
+    }
+}
+
+fn new_draft(
+    ctx: &NativeCallContext,
+    kind: Kind,
+    key: &str,
+) -> Result<Arc<Mutex<ServedDraft>>, Box<EvalAltResult>> {
+    let pos = ctx.call_position();
+    let mut draft = ServedDraft {
+        kind,
+        key: key.to_string(),
+        pos,
+        ..ServedDraft::default()
+    };
+    draft.listing.name = key.to_string();
+    if kind == Kind::Template
+        && let Some(problem) = template_problem(key)
+    {
+        draft.errors.push((pos, problem));
+    }
+    let draft = Arc::new(Mutex::new(draft));
+    let word = match kind {
+        Kind::Resource => "resource",
+        Kind::Template => "resource_template",
+        Kind::Prompt => "prompt",
+    };
+    collect_draft(&draft, word, pos)?;
+    Ok(draft)
+}
+
+/// A built resource, template or prompt.
+pub enum Item {
+    /// `resource(uri)`.
+    Resource(Resource),
+    /// `resource_template(uri_template)`.
+    Template(ResourceTemplate),
+    /// `prompt(name)`.
+    Prompt(Prompt),
+}
+
+impl Item {
+    /// Adds it to a file's; a second one with the same key in the file is an error.
+    pub fn add_to(self, served: &mut Served, errors: &mut Vec<LoadError>) {
+        let mut one = Served::default();
+        match self {
+            Item::Resource(r) => {
+                one.resources.insert(r.uri.clone(), r);
+            }
+            Item::Template(t) => {
+                one.templates.insert(t.uri_template.clone(), t);
+            }
+            Item::Prompt(p) => {
+                one.prompts.insert(p.name.clone(), p);
+            }
+        }
+        served.add(&one, errors);
+    }
+}
+
+/// Builds a draft's reader (and its completions) with `build_tool`, the loader's tool builder,
+/// so they are checked and compiled as tools are; errors name the resource or prompt.
+pub fn finish(
+    d: ServedDraft,
+    path: &str,
+    build_tool: impl Fn(ToolDraft) -> Result<Tool, Vec<LoadError>>,
+) -> Result<Item, Vec<LoadError>> {
+    let at = |pos: Position| super::loc(path, pos);
+    let what = format!("{} \"{}\"", d.kind.word(), d.key);
+    let mut errors: Vec<LoadError> = d
+        .errors
+        .iter()
+        .map(|(p, m)| LoadError::at(at(*p), format!("{what}: {m}")))
+        .collect();
+    let params: Vec<Param> = match d.kind {
+        Kind::Resource => Vec::new(),
+        Kind::Template => template_params(&d.key),
+        Kind::Prompt => d
+            .args
+            .iter()
+            .map(|a| Param {
+                name: a.name.clone(),
+                schema: json!({"type": "string", "description": a.description}),
+                required: a.required,
+            })
+            .collect(),
+    };
+    let prefix = match d.kind {
+        Kind::Prompt => PROMPT_PREFIX,
+        _ => READ_PREFIX,
+    };
+    let reader = reader_name(prefix, &d.key);
+    let renamed = |errs: Vec<LoadError>, tool: &str| -> Vec<LoadError> {
+        let said = format!("tool \"{tool}\"");
+        errs.into_iter()
+            .map(|mut e| {
+                e.message = e.message.replace(&said, &what);
+                e
+            })
+            .collect()
+    };
+    let draft = ToolDraft {
+        name: reader.clone(),
+        pos: d.pos,
+        description: d.listing.description.clone(),
+        params,
+        params_pos: Some(d.pos),
+        requires: d.requires.clone(),
+        timeout_ms: d.timeout_ms,
+        handler: d.handler.clone(),
+        ..ToolDraft::default()
+    };
+    let tool = build_tool(draft).map_err(|e| renamed(e, &reader));
+    let known: Vec<String> = match d.kind {
+        Kind::Resource => Vec::new(),
+        Kind::Template => template_params(&d.key)
+            .into_iter()
+            .map(|p| p.name)
+            .collect(),
+        Kind::Prompt => d.args.iter().map(|a| a.name.clone()).collect(),
+    };
+    let mut completions = Vec::new();
+    for (arg, f, pos) in &d.completions {
+        if !known.contains(arg) {
+            errors.push(LoadError::at(
+                at(*pos),
+                format!(
+                    "{what}: .complete(\"{arg}\", ...) names no argument of it (it has: {})",
+                    if known.is_empty() {
+                        "none".to_string()
+                    } else {
+                        known.join(", ")
+                    }
+                ),
+            ));
+            continue;
+        }
+        let name = reader_name("complete_", &format!("{}_{arg}", d.key));
+        let draft = ToolDraft {
+            name: name.clone(),
+            pos: *pos,
+            params: vec![Param {
+                name: "value".into(),
+                schema: json!({"type": "string"}),
+                required: true,
+            }],
+            params_pos: Some(*pos),
+            requires: d.requires.clone(),
+            timeout_ms: Some(2_000),
+            handler: Some((f.clone(), *pos)),
+            first: Some("value"),
+            ..ToolDraft::default()
+        };
+        match build_tool(draft) {
+            Ok(t) => completions.push((arg.clone(), Arc::new(t))),
+            Err(e) => errors.extend(renamed(e, &name)),
+        }
+    }
+    let tool = match tool {
+        Ok(t) if errors.is_empty() => Arc::new(t),
+        Ok(_) => return Err(errors),
+        Err(e) => {
+            errors.extend(e);
+            return Err(errors);
+        }
+    };
+    let loc = at(d.pos);
+    Ok(match d.kind {
+        Kind::Resource => Item::Resource(Resource {
+            uri: d.key,
+            listing: d.listing,
+            reader: tool,
+            loc,
+        }),
+        Kind::Template => Item::Template(ResourceTemplate {
+            uri_template: d.key,
+            listing: d.listing,
+            reader: tool,
+            completions,
+            loc,
+        }),
+        Kind::Prompt => Item::Prompt(Prompt {
+            name: d.key,
+            title: d.listing.title,
+            description: d.listing.description,
+            args: d.args,
+            getter: tool,
+            completions,
+            loc,
+        }),
+    })
+}
+
+/// A template's parameters as required string params.
+fn template_params(template: &str) -> Vec<Param> {
+    kiln_core::served::template_params(template)
+        .into_iter()
+        .map(|name| Param {
+            name,
+            schema: json!({"type": "string"}),
+            required: true,
+        })
+        .collect()
+}
+
+/// Registers the three builders, their methods and `resource_blob(data, mime)`.
+pub fn register(engine: &mut Engine) {
+    engine.register_type_with_name::<ResourceBuilder>("ResourceBuilder");
+    engine.register_type_with_name::<PromptBuilder>("PromptBuilder");
+    engine.register_fn("resource", |ctx: NativeCallContext, uri: &str| {
+        new_draft(&ctx, Kind::Resource, uri).map(ResourceBuilder)
+    });
+    engine.register_fn("resource_template", |ctx: NativeCallContext, uri: &str| {
+        new_draft(&ctx, Kind::Template, uri).map(ResourceBuilder)
+    });
+    engine.register_fn("prompt", |ctx: NativeCallContext, name: &str| {
+        new_draft(&ctx, Kind::Prompt, name).map(PromptBuilder)
+    });
+    // A resource's bytes: base64 and their MIME type.
+    engine.register_fn("resource_blob", |data: &str, mime: &str| {
+        let mut m = Map::new();
+        m.insert("$blob".into(), data.into());
+        m.insert("mime".into(), mime.into());
+        m
+    });
+    common::<ResourceBuilder>(engine);
+    common::<PromptBuilder>(engine);
+    engine.register_fn("name", |b: &mut ResourceBuilder, name: &str| {
+        b.with(|d| d.listing.name = name.to_string())
+    });
+    engine.register_fn("mime", |b: &mut ResourceBuilder, mime: &str| {
+        b.with(|d| d.listing.mime = Some(mime.to_string()))
+    });
+    engine.register_fn(
+        "size",
+        |ctx: NativeCallContext, b: &mut ResourceBuilder, n: INT| {
+            let pos = ctx.call_position();
+            b.with(|d| match u64::try_from(n) {
+                Ok(n) => d.listing.size = Some(n),
+                Err(_) => d
+                    .errors
+                    .push((pos, format!("size must be a number of bytes, not {n}"))),
+            })
+        },
+    );
+    engine.register_fn(
+        "arg",
+        |ctx: NativeCallContext, b: &mut PromptBuilder, name: &str, desc: &str| {
+            add_arg(b, ctx.call_position(), name, desc, true)
+        },
+    );
+    engine.register_fn(
+        "arg",
+        |ctx: NativeCallContext, b: &mut PromptBuilder, name: &str, desc: &str, opts: Map| {
+            let pos = ctx.call_position();
+            let required = opts.get("required").map(|r| r.as_bool());
+            match required {
+                None | Some(Ok(_)) => {
+                    let required = required.and_then(Result::ok).unwrap_or(true);
+                    add_arg(b, pos, name, desc, required)
+                }
+                Some(Err(t)) => b.with(|d| {
+                    d.errors.push((
+                        pos,
+                        format!("arg \"{name}\": required must be true or false, not a {t}"),
+                    ))
+                }),
+            }
+        },
+    );
+}
+
+fn add_arg(
+    b: &mut PromptBuilder,
+    pos: Position,
+    name: &str,
+    desc: &str,
+    required: bool,
+) -> PromptBuilder {
+    b.with(|d| {
+        if d.args.iter().any(|a| a.name == name) {
+            d.errors
+                .push((pos, format!("arg \"{name}\" is declared twice")));
+        } else {
+            d.args.push(PromptArg {
+                name: name.to_string(),
+                description: desc.to_string(),
+                required,
+            });
+        }
+    })
+}
+
+/// `.title`, `.description`, `.requires`, `.timeout`, `.handler` and `.complete` on `B`.
+fn common<B: Builder>(engine: &mut Engine) {
+    engine.register_fn("title", |b: &mut B, title: &str| {
+        b.with(|d| d.listing.title = Some(title.to_string()))
+    });
+    engine.register_fn("description", |b: &mut B, text: &str| {
+        b.with(|d| d.listing.description = text.to_string())
+    });
+    engine.register_fn(
+        "requires",
+        |ctx: NativeCallContext, b: &mut B, cap: &str| {
+            let pos = ctx.call_position();
+            b.with(|d| d.requires.push((cap.to_string(), pos)))
+        },
+    );
+    engine.register_fn(
+        "requires",
+        |ctx: NativeCallContext, b: &mut B, caps: Array| {
+            let pos = ctx.call_position();
+            b.with(|d| match strings(&caps) {
+                Ok(list) => d.requires.extend(list.into_iter().map(|c| (c, pos))),
+                Err(e) => d.errors.push((pos, format!("requires: {e}"))),
+            })
+        },
+    );
+    engine.register_fn("timeout", |ctx: NativeCallContext, b: &mut B, ms: INT| {
+        let pos = ctx.call_position();
+        b.with(|d| match u64::try_from(ms) {
+            Ok(ms) if ms > 0 => d.timeout_ms = Some(ms),
+            _ => d.errors.push((
+                pos,
+                format!("timeout must be a positive number of milliseconds, not {ms}"),
+            )),
+        })
+    });
+    engine.register_fn("handler", |ctx: NativeCallContext, b: &mut B, f: FnPtr| {
+        let pos = ctx.call_position();
+        b.with(|d| d.handler = Some((f, pos)))
+    });
+    engine.register_fn(
+        "complete",
+        |ctx: NativeCallContext, b: &mut B, arg: &str, f: FnPtr| {
+            let pos = ctx.call_position();
+            b.with(|d| d.completions.push((arg.to_string(), f, pos)))
+        },
+    );
+}
