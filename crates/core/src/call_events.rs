@@ -51,13 +51,49 @@ pub struct FormRequest {
     pub schema: serde_json::Value,
 }
 
-/// What the person did with a form: `accept` (with the content), `decline` or `cancel`.
+/// What a tool may ask its caller for while it runs.
+#[derive(Debug, Clone)]
+pub enum ClientAsk {
+    /// A form for the person behind the caller (MCP elicitation).
+    Form(FormRequest),
+    /// A question for the caller's model (MCP sampling).
+    Sample(SampleRequest),
+    /// The caller's roots (MCP `roots/list`).
+    Roots,
+}
+
+impl ClientAsk {
+    /// The MCP client capability it needs.
+    pub fn capability(&self) -> &'static str {
+        match self {
+            ClientAsk::Form(_) => "elicitation",
+            ClientAsk::Sample(_) => "sampling",
+            ClientAsk::Roots => "roots",
+        }
+    }
+}
+
+/// One answer: as JSON (a form's `{"action", "content"}`, the model's text, the list of roots),
+/// or why this caller cannot answer this kind of question.
 #[derive(Debug, Clone, PartialEq)]
-pub struct FormAnswer {
-    /// `accept`, `decline` or `cancel`.
-    pub action: String,
-    /// The fields as filled, when accepted.
-    pub content: Option<serde_json::Value>,
+pub enum Answer {
+    /// The answer.
+    Value(serde_json::Value),
+    /// The caller does not offer this kind (a client without sampling, say).
+    Unsupported(String),
+}
+
+/// Why a tool's questions got no answers.
+#[derive(Debug, Clone, PartialEq)]
+pub enum AskError {
+    /// Nobody could be asked, or the asking failed.
+    Refused(String),
+    /// The caller answers in a retried request (an MCP 2026-07-28 input-required result):
+    /// the call stops here and runs again with the answers.
+    InputRequired,
+    /// The caller did not declare the capability a question it must answer needs (such as
+    /// `sampling`): the call stops and the door answers with an error naming it.
+    MissingCapability(&'static str),
 }
 
 /// How severe a log message is (syslog's levels, as MCP names them), least severe first.
@@ -125,17 +161,17 @@ pub trait CallObserver: Send + Sync {
     fn progress(&self, progress: f64, total: Option<f64>, message: Option<String>);
     /// A log message of the tool.
     fn log(&self, level: LogLevel, message: String);
-    /// Asks the caller's model (MCP sampling) and waits up to `timeout` for its text answer;
-    /// `Err` says why there is none. Blocking (the tool waits for the answer). By default the
-    /// caller has no model to ask.
-    fn sample(&self, _request: &SampleRequest, _timeout: Duration) -> Result<String, String> {
-        Err("the caller has no model to ask".into())
-    }
-    /// Shows a form to the person behind the caller (MCP elicitation) and waits up to
-    /// `timeout` for what they did with it; `Err` says why no one could be asked. Blocking. By
-    /// default the caller cannot show forms.
-    fn elicit(&self, _request: &FormRequest, _timeout: Duration) -> Result<FormAnswer, String> {
-        Err("the caller cannot show a form".into())
+    /// Asks the caller each question (keyed: a retried request answers by key) and waits up to
+    /// `timeout` for the answers, in order. With `lenient`, a kind the caller does not offer is
+    /// answered [`Answer::Unsupported`]; without, the call cannot go on without it. Blocking (the tool waits). By default the caller
+    /// cannot be asked anything.
+    fn ask(
+        &self,
+        _asks: &[(String, ClientAsk)],
+        _lenient: bool,
+        _timeout: Duration,
+    ) -> Result<Vec<Answer>, AskError> {
+        Err(AskError::Refused("the caller cannot be asked".into()))
     }
 }
 
@@ -181,32 +217,39 @@ impl CallEvents {
         self.observer.progress(done, total, message.map(cut));
     }
 
-    /// Asks the caller's model, at most [`MAX_SAMPLES`] times a call.
-    pub fn sample(&self, request: &SampleRequest, timeout: Duration) -> Result<String, String> {
-        let admitted = self.bounds.lock().is_ok_and(|mut b| {
-            b.samples += 1;
-            b.samples <= MAX_SAMPLES
+    /// Asks the caller, at most [`MAX_SAMPLES`] questions a call; a question without a key
+    /// gets `kiln_N`, N counting the call's questions (the same on a retried request, which
+    /// runs the handler again from the top).
+    pub fn ask(
+        &self,
+        asks: Vec<(Option<String>, ClientAsk)>,
+        lenient: bool,
+        timeout: Duration,
+    ) -> Result<Vec<Answer>, AskError> {
+        let first = self.bounds.lock().map(|mut b| {
+            let first = b.samples;
+            b.samples += asks.len() as u32;
+            first
         });
-        if !admitted {
-            return Err(format!(
-                "a call may ask the client's model at most {MAX_SAMPLES} times"
+        let Ok(first) = first else {
+            return Err(AskError::Refused(
+                "the call's bounds are unavailable".into(),
             ));
+        };
+        if first + asks.len() as u32 > MAX_SAMPLES {
+            return Err(AskError::Refused(format!(
+                "a call may ask its caller at most {MAX_SAMPLES} questions"
+            )));
         }
-        self.observer.sample(request, timeout)
-    }
-
-    /// Shows a form, counted with the questions to the caller's model ([`MAX_SAMPLES`] a call).
-    pub fn elicit(&self, request: &FormRequest, timeout: Duration) -> Result<FormAnswer, String> {
-        let admitted = self.bounds.lock().is_ok_and(|mut b| {
-            b.samples += 1;
-            b.samples <= MAX_SAMPLES
-        });
-        if !admitted {
-            return Err(format!(
-                "a call may ask the client at most {MAX_SAMPLES} questions"
-            ));
-        }
-        self.observer.elicit(request, timeout)
+        let keyed: Vec<(String, ClientAsk)> = asks
+            .into_iter()
+            .enumerate()
+            .map(|(i, (key, ask))| {
+                let key = key.unwrap_or_else(|| format!("kiln_{}", first + i as u32 + 1));
+                (key, ask)
+            })
+            .collect();
+        self.observer.ask(&keyed, lenient, timeout)
     }
 
     fn log(&self, level: LogLevel, message: &str) {

@@ -33,6 +33,9 @@ pub enum FailureKind {
     RateLimited,
     /// The handler's result did not match the tool's `.returns(...)` schema.
     InvalidOutput,
+    /// The call stopped to ask its caller for input, which comes in a retried request (an MCP
+    /// 2026-07-28 input-required result); the door answers with the questions instead.
+    InputRequired,
 }
 
 impl FailureKind {
@@ -50,6 +53,7 @@ impl FailureKind {
             FailureKind::Denied => "denied",
             FailureKind::RateLimited => "rate_limited",
             FailureKind::InvalidOutput => "invalid_output",
+            FailureKind::InputRequired => "input_required",
         }
     }
 
@@ -71,6 +75,7 @@ impl FailureKind {
             | FailureKind::UnknownTool
             | FailureKind::RateLimited
             | FailureKind::InvalidOutput
+            | FailureKind::InputRequired
             | FailureKind::Denied => false,
         }
     }

@@ -15,6 +15,8 @@ mod ask;
 pub mod frames;
 pub mod http;
 mod notify;
+mod questions;
+mod rounds;
 mod served;
 mod server;
 

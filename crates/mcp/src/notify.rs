@@ -6,12 +6,13 @@
 
 #![allow(deprecated)] // MCP logging is deprecated by the 2026 revision but still served.
 
-use kiln_core::call_events::{CallObserver, FormAnswer, FormRequest, LogLevel, SampleRequest};
+use crate::questions::{self, Askable, Question};
+use crate::rounds::Rounds;
+use kiln_core::call_events::{Answer, AskError, CallObserver, ClientAsk, LogLevel};
 use rmcp::RoleServer;
 use rmcp::model::{
-    ClientResult, CreateMessageRequestParams, ElicitRequest, ElicitRequestParams,
-    ElicitationAction, ElicitationSchema, LoggingLevel, LoggingMessageNotificationParam,
-    ProgressNotificationParam, ProgressToken, ProtocolVersion, SamplingMessage, ServerRequest,
+    LoggingLevel, LoggingMessageNotificationParam, ProgressNotificationParam, ProgressToken,
+    ProtocolVersion,
 };
 use rmcp::service::{Peer, RequestContext};
 use std::sync::{Arc, Mutex};
@@ -29,31 +30,16 @@ enum Note {
     Log(LoggingMessageNotificationParam),
 }
 
-/// A tool's question for the client (its model, or the person behind it), how long it may
-/// wait, and where the answer goes.
-enum Question {
-    Sample(
-        SampleRequest,
-        Duration,
-        std::sync::mpsc::SyncSender<Result<String, String>>,
-    ),
-    Form(
-        FormRequest,
-        Duration,
-        std::sync::mpsc::SyncSender<Result<FormAnswer, String>>,
-    ),
-}
-
 /// The observer of one MCP tool call.
 pub struct McpObserver {
     tx: Mutex<Option<mpsc::Sender<Note>>>,
     token: Option<ProgressToken>,
     level: Option<LogLevel>,
     tool: String,
-    /// Why the client's model cannot be asked, if it cannot.
-    no_sampling: Option<String>,
-    /// Why the client cannot show a form, if it cannot.
-    no_forms: Option<String>,
+    /// What the client can be asked, and why not where it cannot.
+    askable: Askable,
+    /// On a 2026-07-28 request: the answers its retry brought, and the questions to send.
+    rounds: Option<Arc<Rounds>>,
     questions: mpsc::Sender<Question>,
 }
 
@@ -68,7 +54,12 @@ pub struct CallNotifier {
 impl CallNotifier {
     /// Starts sending for the call of `tool` that `cx` answers; `session` is the level the
     /// session set.
-    pub fn start(tool: &str, cx: &RequestContext<RoleServer>, session: Option<LogLevel>) -> Self {
+    pub fn start(
+        tool: &str,
+        cx: &RequestContext<RoleServer>,
+        session: Option<LogLevel>,
+        rounds: Option<Arc<Rounds>>,
+    ) -> Self {
         let (tx, rx) = mpsc::channel(QUEUE);
         let (ask, questions) = mpsc::channel(1);
         let observer = Arc::new(McpObserver {
@@ -76,8 +67,8 @@ impl CallNotifier {
             token: cx.meta.get_progress_token(),
             level: log_level(cx, session),
             tool: tool.to_string(),
-            no_sampling: no_sampling(cx),
-            no_forms: no_forms(cx),
+            askable: Askable::of(cx),
+            rounds,
             questions: ask,
         });
         let task = tokio::spawn(send_all(cx.peer.clone(), rx));
@@ -98,13 +89,10 @@ impl CallNotifier {
         loop {
             tokio::select! {
                 done = &mut call => return done,
-                Some(question) = self.questions.recv() => match question {
-                    Question::Sample(request, wait, answer) => {
-                        let _ = answer.try_send(ask_model(cx, request, wait).await);
-                    }
-                    Question::Form(request, wait, answer) => {
-                        let _ = answer.try_send(ask_form(cx, request, wait).await);
-                    }
+                Some(question) = self.questions.recv() => {
+                    let reply = question.answer.clone();
+                    let answered = questions::answer(cx, &self.observer.askable, question).await;
+                    let _ = reply.try_send(answered);
                 }
             }
         }
@@ -119,118 +107,6 @@ impl CallNotifier {
             tracing::warn!("a tool's notifications were not all sent before its answer");
         }
     }
-}
-
-/// Why this call's tool cannot ask the client's model, if it cannot.
-fn no_sampling(cx: &RequestContext<RoleServer>) -> Option<String> {
-    if cx
-        .protocol_version()
-        .is_some_and(|v| v >= ProtocolVersion::V_2026_07_28)
-    {
-        return Some(
-            "the client speaks the 2026-07-28 revision, where servers send no sampling requests"
-                .into(),
-        );
-    }
-    let supported = cx
-        .client_capabilities()
-        .is_some_and(|c| c.sampling.is_some());
-    (!supported).then(|| "the MCP client does not support sampling".to_string())
-}
-
-/// Why this call's tool cannot show the client a form, if it cannot.
-fn no_forms(cx: &RequestContext<RoleServer>) -> Option<String> {
-    if cx
-        .protocol_version()
-        .is_some_and(|v| v >= ProtocolVersion::V_2026_07_28)
-    {
-        return Some(
-            "the client speaks the 2026-07-28 revision, where a form comes back in a retried request (input_required), which kiln does not offer tools yet"
-                .into(),
-        );
-    }
-    let supported = cx
-        .client_capabilities()
-        .is_some_and(|c| c.elicitation.is_some());
-    (!supported).then(|| "the MCP client does not support elicitation".to_string())
-}
-
-/// Shows the client a form (`elicitation/create`); what the person did with it.
-async fn ask_form(
-    cx: &RequestContext<RoleServer>,
-    request: FormRequest,
-    wait: Duration,
-) -> Result<FormAnswer, String> {
-    let requested_schema: ElicitationSchema = serde_json::from_value(request.schema)
-        .map_err(|e| format!("the fields are not an MCP form (primitive fields only): {e}"))?;
-    let params = ElicitRequestParams::FormElicitationParams {
-        meta: None,
-        message: request.message,
-        requested_schema,
-    };
-    let request = ServerRequest::ElicitRequest(ElicitRequest::new(params));
-    let asked = tokio::select! {
-        asked = tokio::time::timeout(wait, cx.peer.send_request(request)) => asked,
-        () = cx.ct.cancelled() => return Err("the call was cancelled".into()),
-    };
-    let answer = match asked {
-        Err(_) => {
-            return Err(format!(
-                "nobody answered the form within {} s",
-                wait.as_secs()
-            ));
-        }
-        Ok(Err(e)) => return Err(format!("the client did not answer: {e}")),
-        Ok(Ok(ClientResult::ElicitResult(answer))) => answer,
-        Ok(Ok(_)) => return Err("the client's answer was not an elicitation result".into()),
-    };
-    let action = match answer.action {
-        ElicitationAction::Accept => "accept",
-        ElicitationAction::Decline => "decline",
-        _ => "cancel",
-    };
-    Ok(FormAnswer {
-        action: action.to_string(),
-        content: answer.content,
-    })
-}
-
-/// Asks the client's model (`sampling/createMessage`); its text answer.
-#[allow(deprecated)] // sampling is deprecated by the 2026 revision, still served to 2025 sessions
-async fn ask_model(
-    cx: &RequestContext<RoleServer>,
-    request: SampleRequest,
-    wait: Duration,
-) -> Result<String, String> {
-    let mut params = CreateMessageRequestParams::new(
-        vec![SamplingMessage::user_text(request.prompt)],
-        request.max_tokens,
-    );
-    params.system_prompt = request.system;
-    let asked = tokio::select! {
-        asked = tokio::time::timeout(wait, cx.peer.create_message(params)) => asked,
-        () = cx.ct.cancelled() => return Err("the call was cancelled".into()),
-    };
-    let result = match asked {
-        Err(_) => {
-            return Err(format!(
-                "the client's model did not answer within {} s",
-                wait.as_secs()
-            ));
-        }
-        Ok(Err(e)) => return Err(format!("the client did not answer: {e}")),
-        Ok(Ok(result)) => result,
-    };
-    let text: Vec<String> = result
-        .message
-        .content
-        .iter()
-        .filter_map(|b| b.as_text().map(|t| t.text.clone()))
-        .collect();
-    if text.is_empty() {
-        return Err("the client's model answered without text".into());
-    }
-    Ok(text.join("\n"))
 }
 
 async fn send_all(peer: Peer<RoleServer>, mut rx: mpsc::Receiver<Note>) {
@@ -298,38 +174,34 @@ impl McpObserver {
 }
 
 impl CallObserver for McpObserver {
-    fn sample(&self, request: &SampleRequest, timeout: Duration) -> Result<String, String> {
-        if let Some(why) = &self.no_sampling {
-            return Err(why.clone());
+    fn ask(
+        &self,
+        asks: &[(String, ClientAsk)],
+        lenient: bool,
+        timeout: Duration,
+    ) -> Result<Vec<Answer>, AskError> {
+        if let Some(rounds) = &self.rounds {
+            return rounds.answer(asks, lenient);
         }
         let (answer, answered) = std::sync::mpsc::sync_channel(1);
         // One question at a time (the tool waits for each answer), so a full queue means an
         // earlier question outlived its wait.
-        self.questions
-            .try_send(Question::Sample(request.clone(), timeout, answer))
-            .map_err(|_| "the client is still answering an earlier question".to_string())?;
-        // The asking side has its own timeout; this one only guards against a lost answer.
-        answered
-            .recv_timeout(timeout + Duration::from_secs(1))
-            .map_err(|_| {
-                format!(
-                    "the client's model did not answer within {} s",
-                    timeout.as_secs()
-                )
-            })?
-    }
-
-    fn elicit(&self, request: &FormRequest, timeout: Duration) -> Result<FormAnswer, String> {
-        if let Some(why) = &self.no_forms {
-            return Err(why.clone());
-        }
-        let (answer, answered) = std::sync::mpsc::sync_channel(1);
-        self.questions
-            .try_send(Question::Form(request.clone(), timeout, answer))
-            .map_err(|_| "the client is still answering an earlier question".to_string())?;
-        answered
-            .recv_timeout(timeout + Duration::from_secs(1))
-            .map_err(|_| format!("nobody answered the form within {} s", timeout.as_secs()))?
+        let question = Question {
+            asks: asks.to_vec(),
+            wait: timeout,
+            answer,
+        };
+        self.questions.try_send(question).map_err(|_| {
+            AskError::Refused("the client is still answering an earlier question".into())
+        })?;
+        // The asking side has its own timeouts; this one only guards against a lost answer.
+        let whole = timeout * asks.len().max(1) as u32 + Duration::from_secs(1);
+        answered.recv_timeout(whole).map_err(|_| {
+            AskError::Refused(format!(
+                "the client did not answer within {} s",
+                whole.as_secs()
+            ))
+        })?
     }
 
     fn progress(&self, progress: f64, total: Option<f64>, message: Option<String>) {

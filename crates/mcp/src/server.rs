@@ -3,6 +3,7 @@
 
 use crate::ask::{self, Approval};
 use crate::notify::{self, CallNotifier};
+use crate::rounds::Rounds;
 use crate::served;
 use kiln_agent::RunOptions;
 use kiln_core::call_events::LogLevel;
@@ -35,6 +36,8 @@ pub struct McpServer {
     log_level: Arc<Mutex<Option<LogLevel>>>,
     /// The resources this session's client subscribed to (`resources/subscribe`).
     subscribed: Arc<Mutex<std::collections::BTreeSet<String>>>,
+    /// Seals and opens the `requestState` of input-required rounds.
+    codec: Arc<rmcp::model::RequestStateCodec>,
 }
 
 /// Agents offered as tools are named `ask_AGENT`.
@@ -52,6 +55,7 @@ impl McpServer {
             changed,
             log_level: Arc::default(),
             subscribed: Arc::default(),
+            codec: Arc::new(crate::rounds::codec()),
         }
     }
 
@@ -189,14 +193,55 @@ impl McpServer {
     }
 
     /// How a read, a prompt or a completion is called: the server's grants, the client as
-    /// the actor, the request's cancellation.
-    fn read_options(&self, cx: &RequestContext<RoleServer>) -> CallOptions {
-        CallOptions {
+    /// the actor, the request's cancellation, and an observer through which its handler can
+    /// ask the client (answered from `rounds` on a 2026-07-28 request).
+    fn read_options(
+        &self,
+        cx: &RequestContext<RoleServer>,
+        rounds: Option<Arc<Rounds>>,
+    ) -> (CallOptions, CallNotifier) {
+        let session_level = self.log_level.lock().ok().and_then(|l| *l);
+        let notifier = CallNotifier::start("", cx, session_level, rounds);
+        let opts = CallOptions {
             grants: Some(self.grants.clone()),
             actor_id: actor(cx),
             cancel: Some(cx.ct.clone()),
+            observer: Some(notifier.observer.clone()),
             ..CallOptions::default()
+        };
+        (opts, notifier)
+    }
+
+    /// The round of a 2026-07-28 request (none on a 2025-11-25 session, whose handlers ask the
+    /// client as they run); `Err` when its state is not one kiln sealed for this request.
+    fn rounds(
+        &self,
+        cx: &RequestContext<RoleServer>,
+        state: Option<&str>,
+        responses: Option<&rmcp::model::InputResponses>,
+        binding: String,
+    ) -> Result<Option<Arc<Rounds>>, ErrorData> {
+        let stateless = cx.protocol_version().is_some_and(|v| !v.has_initialize());
+        if !stateless {
+            return Ok(None);
         }
+        let askable = crate::questions::Askable::of(cx);
+        Rounds::open(&self.codec, state, responses, binding, askable).map(|r| Some(Arc::new(r)))
+    }
+
+    /// What to answer instead of the result when the handler stopped for the client: the
+    /// missing-capability error, or the questions.
+    fn answer_rounds(
+        &self,
+        rounds: Option<&Rounds>,
+    ) -> Result<Option<rmcp::model::InputRequiredResult>, ErrorData> {
+        let Some(rounds) = rounds else {
+            return Ok(None);
+        };
+        if let Some(error) = rounds.missing_capability() {
+            return Err(error);
+        }
+        Ok(rounds.input_required(&self.codec))
     }
 
     /// Tells every client that asked that the tool list changed (after a reload).
@@ -296,9 +341,15 @@ impl ServerHandler for McpServer {
             Ok(grants) => grants,
             Err(answer) => return Ok(answer),
         };
+        let rounds = self.rounds(
+            &cx,
+            req.request_state.as_deref(),
+            req.input_responses.as_ref(),
+            format!("tools/call:{name}"),
+        )?;
         let args = serde_json::Value::Object(req.arguments.unwrap_or_default());
         let session_level = self.log_level.lock().ok().and_then(|l| *l);
-        let mut notifier = CallNotifier::start(&name, &cx, session_level);
+        let mut notifier = CallNotifier::start(&name, &cx, session_level, rounds.clone());
         // A program's calls ask the client themselves, each as it comes.
         let terminal = self.host.services().approver.is_some();
         let asker = match tool.nested_log() {
@@ -318,6 +369,9 @@ impl ServerHandler for McpServer {
             .run(&cx, self.host.call_tool(&tool, args, opts))
             .await;
         notifier.finish().await;
+        if let Some(questions) = self.answer_rounds(rounds.as_deref())? {
+            return Ok(questions.into());
+        }
         let outcome = outcome.map_err(|e| ErrorData::invalid_params(e.to_string(), None))?;
         if let Err(f) = &outcome.result {
             tracing::info!(tool = %name, kind = f.kind.as_str(), detail = ?f.detail, "MCP call failed");
@@ -346,8 +400,20 @@ impl ServerHandler for McpServer {
         req: rmcp::model::ReadResourceRequestParams,
         cx: RequestContext<RoleServer>,
     ) -> Result<rmcp::model::ReadResourceResponse, ErrorData> {
-        let opts = self.read_options(&cx);
-        Ok(served::read(&self.host, &req.uri, opts).await?.into())
+        let binding = format!("resources/read:{}", req.uri);
+        let rounds = self.rounds(
+            &cx,
+            req.request_state.as_deref(),
+            req.input_responses.as_ref(),
+            binding,
+        )?;
+        let (opts, notifier) = self.read_options(&cx, rounds.clone());
+        let read = served::read(&self.host, &req.uri, opts).await;
+        notifier.finish().await;
+        match self.answer_rounds(rounds.as_deref())? {
+            Some(questions) => Ok(questions.into()),
+            None => Ok(read?.into()),
+        }
     }
 
     async fn list_prompts(
@@ -363,11 +429,21 @@ impl ServerHandler for McpServer {
         req: rmcp::model::GetPromptRequestParams,
         cx: RequestContext<RoleServer>,
     ) -> Result<rmcp::model::GetPromptResponse, ErrorData> {
-        let opts = self.read_options(&cx);
+        let binding = format!("prompts/get:{}", req.name);
+        let rounds = self.rounds(
+            &cx,
+            req.request_state.as_deref(),
+            req.input_responses.as_ref(),
+            binding,
+        )?;
+        let (opts, notifier) = self.read_options(&cx, rounds.clone());
         let args = req.arguments.unwrap_or_default();
-        Ok(served::get_prompt(&self.host, &req.name, args, opts)
-            .await?
-            .into())
+        let got = served::get_prompt(&self.host, &req.name, args, opts).await;
+        notifier.finish().await;
+        match self.answer_rounds(rounds.as_deref())? {
+            Some(questions) => Ok(questions.into()),
+            None => Ok(got?.into()),
+        }
     }
 
     async fn complete(
@@ -375,15 +451,17 @@ impl ServerHandler for McpServer {
         req: rmcp::model::CompleteRequestParams,
         cx: RequestContext<RoleServer>,
     ) -> Result<rmcp::model::CompleteResult, ErrorData> {
-        let opts = self.read_options(&cx);
-        served::complete(
+        let (opts, notifier) = self.read_options(&cx, None);
+        let done = served::complete(
             &self.host,
             &req.r#ref,
             &req.argument.name,
             &req.argument.value,
             opts,
         )
-        .await
+        .await;
+        notifier.finish().await;
+        done
     }
 
     #[allow(deprecated)]

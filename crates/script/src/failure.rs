@@ -35,6 +35,25 @@ pub fn classify(err: &EvalAltResult, path: &str) -> ToolFailure {
             let msg = value.clone_cast::<host_fns::ToolErrorValue>().0;
             ToolFailure::visible(FailureKind::ToolError, msg)
         }
+        E::ErrorTerminated(token, _) if token.to_string() == super::host_ask::INPUT_TOKEN => {
+            ToolFailure::visible(
+                FailureKind::InputRequired,
+                "the call asked its caller for input: it runs again when the caller answers",
+            )
+        }
+        E::ErrorTerminated(token, _)
+            if token
+                .to_string()
+                .starts_with(super::host_ask::MISSING_TOKEN) =>
+        {
+            let cap = token.to_string()[super::host_ask::MISSING_TOKEN.len()..].to_string();
+            ToolFailure::visible(
+                FailureKind::Denied,
+                format!(
+                    "the caller did not declare the client capability \"{cap}\" this call needs"
+                ),
+            )
+        }
         E::ErrorTerminated(token, _) => {
             let kind = if token.to_string() == sandbox::CANCEL_TOKEN {
                 FailureKind::Cancelled

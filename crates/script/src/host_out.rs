@@ -5,13 +5,11 @@
 //! and needs capability `sampling`.
 
 use super::host_fns;
-use super::sandbox;
-use kiln_core::call_events::{self, LogLevel, SampleRequest};
+use kiln_core::call_events::{self, LogLevel};
 use kiln_core::content::{self, Content};
 use kiln_core::tool::{FailureKind, ToolFailure};
 use rhai::{Dynamic, Engine, EvalAltResult, FuncRegistration, Position};
 use serde_json::Value;
-use std::time::Duration;
 
 /// The value thrown by a content constructor given something it cannot use.
 #[derive(Debug, Clone)]
@@ -130,106 +128,6 @@ fn progress(
     call_events::progress(events.as_deref(), done, total, msg).map_err(|e| e.into())
 }
 
-/// Default and largest `max_tokens` of `sample`.
-const SAMPLE_TOKENS: (i64, i64) = (512, 8192);
-/// How long `sample` waits for the client's model when the call has no deadline.
-const SAMPLE_WAIT: Duration = Duration::from_secs(120);
-
-/// `sample(prompt[, #{ system, max_tokens }])`: the caller's model's answer, as text.
-fn sample(prompt: &str, opts: rhai::Map) -> Result<String, Box<EvalAltResult>> {
-    host_fns::gate("sample", "sampling", "the client's model", |_| true)?;
-    let mut request = SampleRequest::new(prompt, SAMPLE_TOKENS.0 as u32);
-    for (key, value) in opts {
-        match key.as_str() {
-            "system" => request.system = Some(value.to_string()),
-            "max_tokens" => match value.as_int() {
-                Ok(n) if (1..=SAMPLE_TOKENS.1).contains(&n) => request.max_tokens = n as u32,
-                _ => {
-                    return Err(format!(
-                        "sample(): max_tokens must be an integer from 1 to {}",
-                        SAMPLE_TOKENS.1
-                    )
-                    .into());
-                }
-            },
-            other => {
-                return Err(
-                    format!("sample(): unknown option \"{other}\" (system, max_tokens)").into(),
-                );
-            }
-        }
-    }
-    let refused =
-        |why: &str| host_fns::denied(format!("sample(\"the client's model\") refused: {why}"));
-    let events = host_fns::current_events().ok_or_else(|| {
-        refused("only a tool called by an MCP client that supports sampling can ask its model (not kiln call, an agent run or the HTTP API)")
-    })?;
-    let timeout = sandbox::remaining().map_or(SAMPLE_WAIT, |left| left.min(SAMPLE_WAIT));
-    let answer = events.sample(&request, timeout).map_err(|e| refused(&e));
-    sandbox::check_stop()?;
-    answer
-}
-
-/// `elicit(message, fields)`: shows the person behind the MCP client a form and returns
-/// `#{ action, content }` (`accept` with the fields as filled, `decline` or `cancel`). Each field
-/// is a type name ("string", "integer", "number", "boolean") or a map of its schema (`title`,
-/// `description`, `"default"`, `enum`, `oneOf`, ..., and `required: true`).
-fn elicit(message: &str, fields: rhai::Map) -> Result<rhai::Map, Box<EvalAltResult>> {
-    host_fns::gate("elicit", "elicitation", "a form", |_| true)?;
-    let schema = form_schema(fields).map_err(|e| format!("elicit(): {e}"))?;
-    let refused = |why: &str| host_fns::denied(format!("elicit(\"a form\") refused: {why}"));
-    let events = host_fns::current_events().ok_or_else(|| {
-        refused("only a tool called by an MCP client that supports elicitation can show a form (not kiln call, an agent run or the HTTP API)")
-    })?;
-    let timeout = sandbox::remaining().map_or(SAMPLE_WAIT, |left| left.min(SAMPLE_WAIT));
-    let request = kiln_core::call_events::FormRequest {
-        message: message.to_string(),
-        schema,
-    };
-    let answer = events.elicit(&request, timeout).map_err(|e| refused(&e));
-    sandbox::check_stop()?;
-    let answer = answer?;
-    let mut out = rhai::Map::new();
-    out.insert("action".into(), answer.action.into());
-    let content = answer
-        .content
-        .map(|c| crate::convert::to_dynamic(&c))
-        .unwrap_or(Dynamic::UNIT);
-    out.insert("content".into(), content);
-    Ok(out)
-}
-
-/// The form's JSON Schema from `elicit`'s fields.
-fn form_schema(fields: rhai::Map) -> Result<serde_json::Value, String> {
-    let mut properties = serde_json::Map::new();
-    let mut required = Vec::new();
-    for (name, field) in fields {
-        let mut schema = match field.clone().into_immutable_string() {
-            Ok(ty) => serde_json::json!({ "type": ty.as_str() }),
-            Err(_) => {
-                crate::convert::to_json(&field).map_err(|e| format!("field \"{name}\": {e}"))?
-            }
-        };
-        let Some(obj) = schema.as_object_mut() else {
-            return Err(format!(
-                "field \"{name}\" must be a type name or a map of its schema"
-            ));
-        };
-        if obj.remove("required") == Some(serde_json::Value::Bool(true)) {
-            required.push(name.to_string());
-        }
-        if !obj.contains_key("type") {
-            return Err(format!("field \"{name}\" has no type"));
-        }
-        properties.insert(name.to_string(), schema);
-    }
-    let mut schema = serde_json::json!({ "type": "object", "properties": properties });
-    if !required.is_empty() {
-        schema["required"] = serde_json::json!(required);
-    }
-    Ok(schema)
-}
-
 fn log(level: &str, msg: &str) -> Result<(), Box<EvalAltResult>> {
     let level = LogLevel::parse(level).ok_or_else(|| {
         let names: Vec<&str> = LogLevel::ALL.iter().map(|l| l.as_str()).collect();
@@ -318,28 +216,6 @@ pub fn register(engine: &mut Engine) {
         .register_into_engine(engine, |done: Dynamic, total: Dynamic, msg: &str| {
             progress(&done, Some(&total), Some(msg))
         });
-    let sample_doc = [
-        "/// Asks the model of the MCP client that called the tool (MCP sampling) and returns its \
-        text answer; needs capability \"sampling\" and a client that supports it. Options: \
-        system, max_tokens.",
-    ];
-    FuncRegistration::new("sample")
-        .with_params_info(["prompt: string", "string"])
-        .with_comments(sample_doc)
-        .register_into_engine(engine, |prompt: &str| sample(prompt, rhai::Map::new()));
-    FuncRegistration::new("sample")
-        .with_params_info(["prompt: string", "options: map", "string"])
-        .with_comments(sample_doc)
-        .register_into_engine(engine, sample);
-    FuncRegistration::new("elicit")
-        .with_params_info(["message: string", "fields: map", "map"])
-        .with_comments([
-            "/// Shows the person behind the MCP client a form (MCP elicitation) and returns \
-            #{ action, content }; needs capability \"elicitation\" and a client that supports it. \
-            Each field is a type name or a map of its schema (title, description, \"default\", \
-            enum, oneOf, required: true).",
-        ])
-        .register_into_engine(engine, elicit);
     let log_doc = [
         "/// Logs to stderr and to the caller (an MCP client, at the level it chose): \
         level is debug, info, notice, warning, error, critical, alert or emergency.",

@@ -14,6 +14,7 @@ pub mod convert;
 pub mod dsl;
 pub mod failure;
 pub(crate) mod handler;
+pub mod host_ask;
 pub mod host_fns;
 pub mod host_io;
 pub mod host_net;
@@ -97,6 +98,7 @@ pub fn engine_with_modules(
     host_io::register(&mut engine);
     host_net::register(&mut engine);
     host_out::register(&mut engine);
+    host_ask::register(&mut engine);
     engine
 }
 

@@ -14,6 +14,7 @@ pub fn capability_of(function: &str) -> Option<&'static str> {
         "store_get" | "store_set" | "store_delete" | "store_list" => "store",
         "sample" => "sampling",
         "elicit" => "elicitation",
+        "roots" => "roots",
         _ => return None,
     })
 }
@@ -117,7 +118,7 @@ pub fn gated_calls(
 
 /// Host functions that wait on the runtime that called the tool: a nested tool call may drive
 /// an async handler there, and `sample` waits for the calling client's answer.
-const WAITS_ON_CALLER: &[&str] = &["call_tool", "sample", "elicit"];
+const WAITS_ON_CALLER: &[&str] = &["call_tool", "sample", "elicit", "roots", "ask_client"];
 
 /// Whether handlers of this script may run on the very thread that drives the caller's
 /// runtime (no hand-off to the blocking pool): nothing in the file, in any function, closure
