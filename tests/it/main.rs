@@ -26,6 +26,7 @@ mod mcp_mount;
 mod mcp_output_peers;
 mod mcp_peers;
 mod mcp_sampling;
+mod mcp_served_peers;
 mod mcp_tool_output;
 mod memory;
 mod partial_load;

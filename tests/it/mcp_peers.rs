@@ -7,7 +7,7 @@ use super::mcp::{McpHttp, TOOLS};
 use crate::common::*;
 use serde_json::{Value, json};
 
-fn require_sdk() {
+pub fn require_sdk() {
     let sdk = std::process::Command::new("python3")
         .args(["-c", "import mcp, mcp_types"])
         .output();
@@ -190,7 +190,7 @@ impl Drop for PythonHttpServer {
 }
 
 /// A tool whose capability `kiln mcp` grants with `--ask`: it writes to the store.
-const ASKED: &str = r#"
+pub const ASKED: &str = r#"
 tool("remember")
     .description("Keeps a note")
     .param("text", "string")
@@ -204,7 +204,7 @@ fn ask_through_client(target: &str, dir: &std::path::Path, mode: &str, answer: &
 }
 
 /// tests/peers/mcp_ask.py answering `answer`, with `call` (tool, JSON args) if given.
-fn call_through_client(
+pub fn call_through_client(
     target: &str,
     dir: &std::path::Path,
     mode: &str,
@@ -258,7 +258,7 @@ fn ask_grants_through(target: &str, dir: &std::path::Path, mode: &str) {
     );
 }
 
-fn ask_args() -> Vec<&'static str> {
+pub fn ask_args() -> Vec<&'static str> {
     vec!["--scripts", ".", "--caps", "store:notes", "--ask", "store"]
 }
 
@@ -517,155 +517,4 @@ fn mcp_peers_code_mode_scripts_a_script_tool_and_a_mounted_server_in_one_call() 
         v["search"][0]["function"], "time__get_current_time(#{ timezone: string })",
         "{v}"
     );
-}
-
-/// In `kiln mcp --code-mode`, a program's call of an `--ask` tool asks the client then and
-/// there, once per call: a yes runs it, a no is an error the program catches. A 2026-07-28
-/// client, which answers only in a retried request, is refused saying how to grant it.
-#[test]
-#[ignore = "needs the Python MCP SDK: pip install mcp==2.3.0 (run by .ci/run)"]
-fn mcp_peers_code_mode_asks_the_client_for_each_call_a_program_makes() {
-    require_sdk();
-    let scripts = Scripts::new(&[("tools.rhai", ASKED)]);
-    let mut argv = vec![
-        kiln_bin().display().to_string(),
-        "mcp".into(),
-        "--no-stdlib".into(),
-        "--code-mode".into(),
-    ];
-    argv.extend(ask_args().into_iter().map(String::from));
-    let target = json!(argv).to_string();
-    let program = r#"let a = remember(#{ text: "one" });
-let b = "";
-try { b = remember(#{ text: "two" }); } catch (e) { b = `caught: ${e}`; }
-[a, b]"#;
-    let args = json!({ "code": program }).to_string();
-    let call = ["run_code", args.as_str()];
-    let v = call_through_client(
-        &target,
-        scripts.path(),
-        "2025-11-25",
-        "accept,decline",
-        &call,
-    );
-    assert_eq!(v["is_error"], false, "{v}");
-    let asked = v["asked"].as_array().cloned().unwrap_or_default();
-    assert_eq!(asked.len(), 2, "one question per call: {v}");
-    assert!(
-        asked[0]
-            .as_str()
-            .unwrap_or("")
-            .contains("tool \"remember\" wants store_set(\"notes\")"),
-        "{v}"
-    );
-    let result: Value = serde_json::from_str(v["text"].as_str().unwrap_or("")).expect("json");
-    assert_eq!(result[0], "kept one", "{v}");
-    let caught = result[1].as_str().unwrap_or("");
-    assert!(
-        caught.starts_with("caught: remember(): ") && caught.contains("it was not approved"),
-        "{caught}"
-    );
-
-    let v = call_through_client(&target, scripts.path(), "2026-07-28", "accept", &call);
-    assert_eq!(v["asked"], json!([]), "{v}");
-    let text = v["text"].as_str().unwrap_or("");
-    assert_eq!(
-        v["is_error"], true,
-        "the first call's refusal is not caught: {v}"
-    );
-    assert!(
-        text.contains("remember(): store_set(\"notes\") refused")
-            && text.contains("answers approvals only in a retried request")
-            && text.contains("grant it with --caps instead of --ask"),
-        "{text}"
-    );
-}
-
-/// Resources, a template, prompts, a completion and a form, read through the SDK on both
-/// revisions from the conformance fixture; a script added mid-session announces its resource.
-#[test]
-#[ignore = "needs the Python MCP SDK: pip install mcp==2.3.0 (run by .ci/run)"]
-fn mcp_peers_read_resources_prompts_completions_and_forms() {
-    require_sdk();
-    let fixture = repo().join("tests/fixtures/mcp-everything");
-    for mode in ["2025-11-25", "2026-07-28"] {
-        let dir = tempfile::tempdir().expect("tempdir");
-        std::fs::copy(
-            fixture.join("everything.rhai"),
-            dir.path().join("everything.rhai"),
-        )
-        .expect("copy the fixture");
-        let args = std::fs::read_to_string(fixture.join("ARGS")).expect("ARGS");
-        let mut argv = vec![
-            kiln_bin().display().to_string(),
-            "mcp".into(),
-            "--no-stdlib".into(),
-        ];
-        argv.extend(args.split_whitespace().map(String::from));
-        let out = std::process::Command::new("python3")
-            .arg(repo().join("tests/peers/mcp_served.py"))
-            .arg(json!(argv).to_string())
-            .arg(mode)
-            .arg(dir.path())
-            .current_dir(dir.path())
-            .output()
-            .expect("python3");
-        assert!(out.status.success(), "{mode}: {}", stderr(&out));
-        let v: Value = serde_json::from_str(stdout(&out).trim()).expect("json from the client");
-        assert_eq!(v["protocol"], mode, "{v}");
-        assert_eq!(
-            v["resources"],
-            json!([
-                "test://static-text",
-                "test://static-binary",
-                "test://watched-resource"
-            ])
-        );
-        assert_eq!(v["templates"], json!(["test://template/{id}/data"]));
-        assert_eq!(
-            v["text"],
-            json!(["This is the content of the static text resource."])
-        );
-        assert_eq!(
-            v["from_template"],
-            json!([r#"{"id":"7","templateTest":true,"data":"Data for ID: 7"}"#])
-        );
-        assert_eq!(v["blob"], json!({"mime": "image/png", "has_bytes": true}));
-        assert!(
-            v["missing"]
-                .as_str()
-                .unwrap_or("")
-                .contains("no resource \"test://nowhere\""),
-            "{v}"
-        );
-        assert_eq!(v["prompts"].as_array().map(Vec::len), Some(5), "{v}");
-        assert_eq!(
-            v["prompt"],
-            json!(["Prompt with arguments: arg1='hello', arg2='world'"])
-        );
-        assert_eq!(v["completed"], json!(["paris", "park", "party"]));
-        // Asked as a request on 2025-11-25, in an input-required round on 2026-07-28 (the
-        // SDK answers it and retries the call): the same form and the same answer.
-        let form = &v["form_result"];
-        assert_eq!(form["is_error"], false, "{v}");
-        let said = form["text"][0].as_str().unwrap_or("");
-        assert!(
-            said.starts_with("Elicitation completed: action=accept"),
-            "{said}"
-        );
-        assert!(said.contains("\"name\": \"Ada\""), "{said}");
-        assert_eq!(
-            v["forms"][0]["schema"]["properties"]["name"]["default"],
-            "John Doe"
-        );
-        assert_eq!(
-            v["forms"][0]["schema"]["properties"]["status"]["enum"],
-            json!(["active", "inactive", "pending"])
-        );
-        assert!(
-            v["notified"].as_str().unwrap_or("").starts_with("Resource"),
-            "{v}"
-        );
-        assert_eq!(v["resources_after"][0], "notes://added", "{v}");
-    }
 }

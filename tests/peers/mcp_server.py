@@ -36,6 +36,24 @@ def stats(values: list[int]) -> Stats:
     return Stats(sum=sum(values), count=len(values))
 
 
+@app.resource("py://greeting", mime_type="text/plain")
+def greeting() -> str:
+    """A greeting from the python server"""
+    return "hello from python"
+
+
+@app.resource("py://items/{item}")
+def item(item: str) -> str:
+    """One item by name"""
+    return f"item {item}"
+
+
+@app.prompt()
+def review(code: str) -> str:
+    """Asks for a review of some code"""
+    return f"Please review: {code}"
+
+
 if sys.argv[1:2] == ["http"]:
     app.run("streamable-http", host="127.0.0.1", port=int(sys.argv[2]))
 else:

@@ -7,6 +7,7 @@
 pub mod convert;
 pub mod mount;
 mod proxy;
+mod served_proxy;
 mod servers;
 mod sink;
 mod state;

@@ -33,6 +33,14 @@ pub(super) async fn install(
     let mut file = native_source(natives);
     file.path = spec.source_path();
     file.origin = kiln_core::registry::Origin::Mcp;
+    // Its resources and prompts are served on too; a server whose lists fail still mounts
+    // its tools (said in the log).
+    match super::served_proxy::list(spec, slot, peer).await {
+        Ok(served) => file.served = served,
+        Err(e) => {
+            tracing::warn!(server = %spec.name, "{e}; its resources and prompts are not served")
+        }
+    }
     host.set_source(file);
     Ok(count)
 }
