@@ -48,6 +48,15 @@ pub struct AskArgs {
     /// Reload changed scripts while the run goes on (each model turn sees the latest tools).
     #[arg(long)]
     pub watch: bool,
+    /// Limits of this run, within the agent's `.budget`: `tool_calls=N`, `input_tokens=N`,
+    /// `output_tokens=N`, `cost_usd=X`, comma-separated. Reaching one ends the run (exit 1)
+    /// with a budget error naming the limit and the spend.
+    #[arg(long, value_name = "LIMITS", value_parser = parse_budget)]
+    pub budget: Option<kiln_core::contract::Budget>,
+}
+
+fn parse_budget(text: &str) -> Result<kiln_core::contract::Budget, String> {
+    kiln_core::contract::Budget::parse(text)
 }
 
 /// Where model requests go and how they are retried (`ask`, `worker`).
@@ -220,6 +229,7 @@ pub fn ask(g: &Global, a: AskArgs) -> CliResult<ExitCode> {
         recorder: None,
         session: a.session.clone(),
         run_id: None,
+        budget: a.budget.clone(),
     };
     // One thread: the loop, the connection and the run log's commits take turns on it without
     // cross-thread wake-ups (a streamed reply wakes the loop once per chunk); tool handlers

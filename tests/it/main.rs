@@ -8,6 +8,7 @@ mod code_mode;
 mod commit_order;
 mod common;
 mod conformance;
+mod contracts;
 mod db;
 mod door_errors;
 mod dsl;

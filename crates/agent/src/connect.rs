@@ -36,9 +36,15 @@ pub struct ProviderOverrides {
 impl ProviderOverrides {
     /// The system prompt of a request: the agent's, then the caller's additions.
     pub fn system(&self, agent: &AgentSpec) -> Option<String> {
-        match (&agent.system, &self.extra_system) {
+        let base = match (&agent.system, &self.extra_system) {
             (Some(own), Some(extra)) => Some(format!("{own}\n\n{extra}")),
             (own, extra) => own.clone().or_else(|| extra.clone()),
+        };
+        // A typed final answer is asked for on every turn; only the answering one is checked.
+        match (&agent.contract.output, base) {
+            (Some(output), Some(base)) => Some(format!("{base}\n\n{}", output.instruction())),
+            (Some(output), None) => Some(output.instruction()),
+            (None, base) => base,
         }
     }
 

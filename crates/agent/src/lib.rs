@@ -9,6 +9,7 @@
 #![warn(missing_docs)]
 
 pub mod connect;
+mod contract;
 mod event;
 pub mod extract;
 mod host;

@@ -45,6 +45,8 @@ pub struct RunOptions {
     /// The run's id (`ctx.run_id`); default: a fresh one. A durable run passes its invocation
     /// id, so the id, and the idempotency keys derived from it, survive a resume elsewhere.
     pub run_id: Option<String>,
+    /// This run's budget, within the agent's own (`kiln ask --budget`, a request's `budget`).
+    pub budget: Option<kiln_core::contract::Budget>,
 }
 
 impl RunOptions {

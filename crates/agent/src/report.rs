@@ -102,6 +102,9 @@ pub struct RunReport {
     /// Who the run acted for (`ctx.actor_id`: a token's actor, `mcp:CLIENT`, `--actor`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub actor: Option<String>,
+    /// The final answer as JSON, for an agent with `.output(schema)`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub output: Option<serde_json::Value>,
 }
 
 impl RunReport {
@@ -122,6 +125,7 @@ impl RunReport {
             error: None,
             cancelled: false,
             actor: None,
+            output: None,
         }
     }
 }
@@ -170,6 +174,17 @@ pub enum RunErrorKind {
     /// A durable run's journal failed or held a result this kiln cannot read.
     #[error("JournalError: {0}")]
     Journal(String),
+    /// The final answer did not match the agent's `.output(schema)`, repairs included.
+    #[error("OutputError: the final answer does not match the output schema after {attempts} attempts:\n{}", violations.iter().map(|v| format!("- {v}")).collect::<Vec<_>>().join("\n"))]
+    Output {
+        /// Answers the model gave that did not match.
+        attempts: u32,
+        /// Every violation of the last one.
+        violations: Vec<String>,
+    },
+    /// A limit of the run's budget was reached (which, what it allows, what was spent).
+    #[error("BudgetError: {0}")]
+    Budget(String),
 }
 
 impl RunErrorKind {
@@ -188,6 +203,8 @@ impl RunErrorKind {
             RunErrorKind::Deadline => "deadline",
             RunErrorKind::Record(_) => "record",
             RunErrorKind::Journal(_) => "journal",
+            RunErrorKind::Output { .. } => "output",
+            RunErrorKind::Budget(_) => "budget",
         }
     }
 }

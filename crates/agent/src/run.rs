@@ -96,6 +96,15 @@ impl Run {
         Ok(())
     }
 
+    /// Drops the messages `start..end` (a bad answer and its repair, replaced by the next),
+    /// committing what is pending first: the run log keeps the transcript the model saw.
+    pub(super) fn forget_from(&mut self, start: usize, end: usize) -> Result<(), RecordError> {
+        self.durable()?;
+        self.report.messages.drain(start..end);
+        self.committed = self.committed.min(start);
+        Ok(())
+    }
+
     /// Makes `next` the pending commit, committing the one before it first (they land in order).
     fn defer(&mut self, next: Pending) -> Result<(), RecordError> {
         self.durable()?;
@@ -217,11 +226,13 @@ pub(super) async fn drive(
             }
         })
     };
+    let mut contract = super::contract::RunContract::new(agent, opts.budget.as_ref());
     let mut invalid_counts: HashMap<String, u32> = HashMap::new();
     let exclusive = Arc::new(RwLock::new(()));
     // The transcript only grows: what the last request carried is unchanged in the next.
     let mut sent = 0;
     loop {
+        contract.check(&run.report, 0)?;
         let offered = pin_turn(*host, agent, &mut ctx);
         let request = provider.prepare(&model_request(setup, run, &offered, sent));
         sent = run.report.messages.len();
@@ -238,12 +249,31 @@ pub(super) async fn drive(
         });
         if calls.is_empty() {
             run.report.answer = reply.text;
+            let verdict = contract.answered(&mut run.report);
+            if let Ok(super::contract::Verdict::Repair { replace, message }) = &verdict {
+                if let Some(r) = replace {
+                    run.forget_from(r.start, r.end)?;
+                    sent = sent.min(r.start);
+                }
+                let content = message.clone();
+                run.report.messages.push(Message::User { content });
+            }
             run.commit(&ctx.state)?;
-            return Ok(());
+            match verdict? {
+                super::contract::Verdict::Done => return Ok(()),
+                super::contract::Verdict::Repair { .. } => continue,
+            }
         }
         if round > max_rounds {
             return Err(RunErrorKind::ToolLoop(max_rounds));
         }
+        contract.check(&run.report, calls.len() as u64)?;
+        // A program's own calls count too: it may make only what the budget has left.
+        ctx.calls_left = contract.calls_left(&run.report).map(|n| {
+            Arc::new(std::sync::atomic::AtomicU64::new(
+                n.saturating_sub(calls.len() as u64),
+            ))
+        });
         // No tool runs on top of a step that is not committed (the model request's step
         // committed the one before; this is for a recorder that had nothing to overlap with).
         run.durable()?;

@@ -123,6 +123,7 @@ fn host(model: impl Fn(&Value) -> ModelResponse + Send + Sync + 'static) -> Fake
         max_steps: 10,
         loc: SourceLoc::new("test", 0, 0),
         code_mode: None,
+        contract: Default::default(),
         script: Some(Arc::new(Script(Arc::new(FunctionModel(Box::new(model)))))),
     };
     FakeHost {

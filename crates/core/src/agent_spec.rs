@@ -179,8 +179,21 @@ pub struct AgentSpec {
     pub loc: SourceLoc,
     /// Code mode (`.code_mode(...)`): the model writes one program that calls the tools.
     pub code_mode: Option<CodeMode>,
+    /// What its runs promise and may spend (`.output`, `.budget`, `.price`).
+    pub contract: Contract,
     /// The planner and validator the agent's script defined.
     pub script: Option<Arc<dyn AgentScript>>,
+}
+
+/// An agent's contract: its typed final answer, its budget and its model's prices.
+#[derive(Debug, Clone, Default)]
+pub struct Contract {
+    /// `.output(schema)`: the final answer must be JSON matching it.
+    pub output: Option<crate::contract::OutputContract>,
+    /// `.budget(#{ ... })`: what a run may spend.
+    pub budget: crate::contract::Budget,
+    /// `.price(input_per_mtok, output_per_mtok)`: what its model's tokens cost.
+    pub price: Option<crate::contract::Price>,
 }
 
 /// What an agent's script adds: a planner that plays the model (the `script` provider) and a

@@ -49,6 +49,9 @@ pub struct CallContext {
     /// Who approves the call's `ask` grants in place of the host's terminal: the door's
     /// person (an MCP client, through elicitation), for calls made while the door waits.
     pub asker: Option<Arc<dyn Asker>>,
+    /// Tool calls the run's budget has left for calls made inside this one (a code-mode
+    /// program's), when it limits them.
+    pub calls_left: Option<Arc<std::sync::atomic::AtomicU64>>,
     /// Where the call's progress and log messages go besides tracing (the door's observer).
     pub events: Option<Arc<crate::call_events::CallEvents>>,
 }
@@ -75,6 +78,7 @@ impl CallContext {
             nested: None,
             steps: None,
             asker: None,
+            calls_left: None,
             events: None,
         }
     }

@@ -19,6 +19,7 @@ pub mod cancel;
 pub mod capability;
 pub mod content;
 pub mod context;
+pub mod contract;
 pub mod dyn_tool;
 pub mod egress;
 pub mod error;

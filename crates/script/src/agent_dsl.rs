@@ -103,6 +103,7 @@ pub fn register(engine: &mut Engine) {
             })
         },
     );
+    crate::contract_dsl::register(engine);
     engine.register_fn("planner", |b: &mut AgentBuilder, f: FnPtr| {
         b.with(|d| d.planner = Some(f))
     });

@@ -364,6 +364,14 @@ fn nested(tool: Arc<Tool>, ctx: CallContext, program: Arc<Program>) -> NestedFn 
             )
             .into());
         }
+        // The run's budget counts a program's calls too.
+        if let Some(left) = &ctx.calls_left
+            && left
+                .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
+                .is_err()
+        {
+            return Err(format!("{}(): the run's budget of tool calls is spent", tool.name).into());
+        }
         let args = to_json(&args).map_err(|e| format!("{}(): arguments: {e}", tool.name))?;
         let mut inner = ctx.clone();
         inner.depth += 1;

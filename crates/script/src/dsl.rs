@@ -78,8 +78,23 @@ pub struct AgentDraft {
     pub validator: Option<FnPtr>,
     /// `.code_mode(...)`.
     pub code_mode: Option<kiln_core::agent_spec::CodeMode>,
+    /// `.output(...)` (the schema, and where), `.output_retries(n)`, `.budget(...)`, `.price(...)`.
+    pub contract: ContractDraft,
     /// Problems found while building.
     pub errors: Vec<(Position, String)>,
+}
+
+/// An agent's contract as the script set it (the schema is compiled by the loader).
+#[derive(Debug, Default)]
+pub struct ContractDraft {
+    /// `.output(...)`: the JSON Schema and the position of the call.
+    pub output: Option<(Value, Position)>,
+    /// `.output_retries(n)`.
+    pub retries: Option<u32>,
+    /// `.budget(#{ ... })`.
+    pub budget: kiln_core::contract::Budget,
+    /// `.price(input_per_mtok, output_per_mtok)`.
+    pub price: Option<kiln_core::contract::Price>,
 }
 
 /// An agent's one-value settings, as the script set them (checked by the loader).

@@ -10,6 +10,7 @@
 mod agent_dsl;
 mod bounded;
 pub mod code_mode;
+mod contract_dsl;
 pub mod convert;
 pub mod dsl;
 pub mod failure;

@@ -361,6 +361,7 @@ fn finish_agent(mut d: AgentDraft, unit: &Arc<ScriptUnit>) -> Result<AgentSpec, 
             )),
         }
     }
+    let contract = agent_contract(std::mem::take(&mut d.contract), &d.name, &mut errors, &at);
     if !errors.is_empty() {
         return Err(errors);
     }
@@ -389,6 +390,7 @@ fn finish_agent(mut d: AgentDraft, unit: &Arc<ScriptUnit>) -> Result<AgentSpec, 
         max_steps: as_u32(settings.max_steps).unwrap_or(agent_spec::DEFAULT_MAX_STEPS),
         loc: at(d.pos),
         name: d.name,
+        contract,
         // A program's parallel([...]) is bounded like the agent's concurrent calls.
         code_mode: d.code_mode.map(|mode| kiln_core::agent_spec::CodeMode {
             max_parallel: as_u32(settings.max_parallel).unwrap_or(4) as usize,
@@ -400,4 +402,26 @@ fn finish_agent(mut d: AgentDraft, unit: &Arc<ScriptUnit>) -> Result<AgentSpec, 
             unit: unit.clone(),
         })),
     })
+}
+
+/// The agent's contract: its output schema compiled (an error at `.output(...)` if it does not).
+fn agent_contract(
+    d: super::dsl::ContractDraft,
+    agent: &str,
+    errors: &mut Vec<LoadError>,
+    at: &dyn Fn(Position) -> kiln_core::error::SourceLoc,
+) -> kiln_core::agent_spec::Contract {
+    let retries = d
+        .retries
+        .unwrap_or(kiln_core::contract::DEFAULT_OUTPUT_RETRIES);
+    let output = d.output.and_then(|(schema, pos)| {
+        kiln_core::contract::OutputContract::new(schema, retries)
+            .map_err(|e| errors.push(LoadError::at(at(pos), format!("agent \"{agent}\": {e}"))))
+            .ok()
+    });
+    kiln_core::agent_spec::Contract {
+        output,
+        budget: d.budget,
+        price: d.price,
+    }
 }

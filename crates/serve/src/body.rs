@@ -114,7 +114,29 @@ pub(super) fn parse(body: &Value) -> Result<(super::launch::RunRequest, bool), A
         actor: string_field(body, "actor", false)?,
         session: string_field(body, "session", false)?,
         stream: true,
+        budget: budget(&body["budget"])?,
         ..super::launch::RunRequest::default()
     };
     Ok((req, wait))
+}
+
+/// The run's `budget` (`{"tool_calls": 5, "cost_usd": 0.5, ...}`), within the agent's own.
+pub(super) fn budget(v: &Value) -> Result<Option<kiln_core::contract::Budget>, ApiError> {
+    if v.is_null() {
+        return Ok(None);
+    }
+    let bad = |m: String| ApiError::bad_request("budget", m);
+    let Value::Object(limits) = v else {
+        return Err(bad("budget must be an object of limits".into()));
+    };
+    let text: Vec<String> = limits
+        .iter()
+        .map(|(k, v)| match v {
+            Value::Number(n) => Ok(format!("{k}={n}")),
+            _ => Err(bad(format!("budget.{k} must be a number"))),
+        })
+        .collect::<Result<_, _>>()?;
+    kiln_core::contract::Budget::parse(&text.join(","))
+        .map(Some)
+        .map_err(bad)
 }

@@ -172,6 +172,7 @@ fn parse(body: &Value) -> Result<ChatRequest, ApiError> {
             actor: body["user"].as_str().map(str::to_string),
             session: None,
             stream: body["stream"] == true,
+            budget: super::body::budget(&kiln["budget"])?,
         },
         include_usage: body["stream_options"]["include_usage"] == true,
         include_tool_calls: kiln["include_tool_calls"] == true,

@@ -43,6 +43,8 @@ pub struct RunRequest {
     pub session: Option<String>,
     /// Stream the model's replies (text events as they arrive).
     pub stream: bool,
+    /// This run's budget, within the agent's.
+    pub budget: Option<kiln_core::contract::Budget>,
 }
 
 /// The run log, plus the run id as soon as the run starts and the server's metrics.
@@ -220,6 +222,7 @@ pub async fn launch(
         history,
         state: run_state,
         recorder: Some(Arc::new(tap)),
+        budget: req.budget,
         ..RunOptions::default()
     };
     let began = Instant::now();

@@ -12,10 +12,8 @@ use kiln_core::tool::{FailureKind, Hints, ToolFailure};
 use rmcp::model::CallToolRequestParams;
 use rmcp::{Peer, RoleClient};
 use serde_json::Value;
-use std::sync::{Arc, RwLock};
 
-/// The live connection to one server, or `None` while it is being restarted.
-pub(super) type Slot = Arc<RwLock<Option<Peer<RoleClient>>>>;
+pub(super) use super::state::Slot;
 
 /// Lists the server's tools and swaps them into the host's registry; how many there are.
 pub(super) async fn install(

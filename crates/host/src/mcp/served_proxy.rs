@@ -4,7 +4,7 @@
 //! their URIs (they name the resource); their names and the prompts' are `SERVER__NAME`.
 
 use super::McpError;
-use super::proxy::Slot;
+use super::state::Slot;
 use kiln_core::error::SourceLoc;
 use kiln_core::mount_spec::{MountSpec, SEPARATOR};
 use kiln_core::native::NativeTool;

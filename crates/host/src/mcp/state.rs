@@ -2,6 +2,9 @@
 
 use std::sync::{Arc, RwLock};
 
+/// The live connection to one server, or `None` while it is being restarted.
+pub(super) type Slot = Arc<RwLock<Option<rmcp::Peer<rmcp::RoleClient>>>>;
+
 /// How a mounted server is doing.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]

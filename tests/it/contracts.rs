@@ -1,0 +1,202 @@
+//! Agent contracts through the real binary against `kiln mock`: a typed final answer with
+//! bounded repair (the repair does not grow the request), and budgets that end a run at the
+//! step that would pass them, a code-mode program's own calls counted.
+
+use crate::common::*;
+use serde_json::{Value, json};
+
+const LOOKUP: &str = r#"tool("lookup").description("Price of a SKU").param("sku", "string")
+    .handler(|a| #{ sku: a.sku, price: 1.5 });
+"#;
+
+fn agent(mock: &Mock, settings: &str) -> Scripts {
+    Scripts::new(&[(
+        "a.rhai",
+        &format!(
+            "{LOOKUP}agent(\"a\").provider(\"openai\").model(\"m\").base_url(\"{}/v1\").tools([\"lookup\"]){settings};",
+            mock.url
+        ),
+    )])
+}
+
+/// `kiln ask a go --json` (plus `more`): the exit code and the report (or the error's).
+fn run(s: &Scripts, more: &[&str]) -> (Option<i32>, Value) {
+    let mut args = vec!["a", "go", "--json", "--no-stdlib", "--scripts", "."];
+    args.extend_from_slice(more);
+    let out = ask(&args, s.path());
+    let text = stdout(&out);
+    let v = serde_json::from_str(&text)
+        .unwrap_or_else(|_| json!({"stderr": stderr(&out), "stdout": text}));
+    (out.status.code(), v)
+}
+
+const PERSON: &str = r#".output(#{ name: "string", age: "integer" })"#;
+
+#[test]
+fn a_bad_answer_is_repaired_twice_without_growing_the_request_then_typed() {
+    let mock = Mock::start(&json!({"require_auth": false, "turns": [
+        {"text": "Ada, 36"},
+        {"text": "{\"name\": 5}"},
+        {"text": "```json\n{\"name\": \"Ada\", \"age\": 36}\n```"},
+    ]}));
+    let s = agent(&mock, PERSON);
+    let (code, report) = run(&s, &[]);
+    assert_eq!(code, Some(0), "{report}");
+    assert_eq!(
+        report["output"],
+        json!({"name": "Ada", "age": 36}),
+        "{report}"
+    );
+    let bodies: Vec<Value> = mock.requests().iter().map(|r| r["body"].clone()).collect();
+    assert_eq!(bodies.len(), 3);
+    let sizes: Vec<usize> = bodies
+        .iter()
+        .map(|b| b["messages"].as_array().map_or(0, Vec::len))
+        .collect();
+    // system + user, then + bad answer + repair, then the same size: the repair replaced.
+    assert_eq!(sizes, [2, 4, 4], "{bodies:?}");
+    let repair = bodies[2]["messages"][3]["content"].as_str().unwrap_or("");
+    assert!(
+        repair.contains("/name") && repair.contains("\"age\" is a required property"),
+        "{repair}"
+    );
+    assert_eq!(bodies[2]["messages"][2]["content"], "{\"name\": 5}");
+    for b in &bodies {
+        assert_eq!(
+            b["tools"][0]["function"]["name"], "lookup",
+            "tools stay offered"
+        );
+        let system = b["messages"][0]["content"].as_str().unwrap_or("");
+        assert!(
+            system.contains("must be only JSON matching this JSON Schema"),
+            "{system}"
+        );
+    }
+}
+
+#[test]
+fn an_answer_that_never_matches_ends_in_an_output_error_naming_every_violation() {
+    let bad = json!({"text": "{\"name\": 5}"});
+    let mock = Mock::start(&json!({"require_auth": false, "turns": [bad, bad, bad]}));
+    let s = agent(&mock, &format!("{PERSON}.output_retries(2)"));
+    let (code, report) = run(&s, &[]);
+    assert_eq!(code, Some(1), "{report}");
+    let said = report.to_string();
+    assert!(
+        said.contains(
+            "OutputError: the final answer does not match the output schema after 3 attempts"
+        ),
+        "{said}"
+    );
+    assert!(
+        said.contains("/name: 5 is not of type")
+            && said.contains("\\\"age\\\" is a required property"),
+        "{said}"
+    );
+    assert_eq!(mock.requests().len(), 3);
+}
+
+#[test]
+fn a_budget_of_tool_calls_stops_the_round_that_would_pass_it() {
+    let call = |sku: &str| json!({"tool_calls": [{"name": "lookup", "args": {"sku": sku}}]});
+    let mock = Mock::start(
+        &json!({"require_auth": false, "turns": [call("A"), call("B"), call("C"), {"text": "done"}]}),
+    );
+    let s = agent(&mock, ".budget(#{ tool_calls: 5 })");
+    // The request's budget narrows the agent's.
+    let (code, report) = run(&s, &["--budget", "tool_calls=2"]);
+    assert_eq!(code, Some(1), "{report}");
+    let said = report.to_string();
+    assert!(
+        said.contains(
+            "BudgetError: budget tool_calls of 2 reached (spent 2; the next round asks for 1 more)"
+        ),
+        "{said}"
+    );
+    assert_eq!(mock.requests().len(), 3, "the third round's call never ran");
+}
+
+#[test]
+fn a_token_budget_is_checked_before_each_model_request() {
+    let call = json!({"tool_calls": [{"name": "lookup", "args": {"sku": "A"}}], "usage": {"input_tokens": 60, "output_tokens": 5}});
+    let mock =
+        Mock::start(&json!({"require_auth": false, "turns": [call, call, call, {"text": "done"}]}));
+    let s = agent(&mock, ".budget(#{ input_tokens: 100 }).price(3.0, 15.0)");
+    let (code, report) = run(&s, &[]);
+    assert_eq!(code, Some(1), "{report}");
+    assert!(
+        report
+            .to_string()
+            .contains("BudgetError: budget input_tokens of 100 reached (spent 120)"),
+        "{report}"
+    );
+    assert_eq!(mock.requests().len(), 2);
+    let bad = run(&s, &["--budget", "calls=1"]);
+    assert_eq!(bad.0, Some(2), "{:?}", bad.1);
+    assert!(
+        bad.1
+            .to_string()
+            .contains("unknown budget limit \\\"calls\\\""),
+        "{:?}",
+        bad.1
+    );
+}
+
+#[test]
+fn a_programs_calls_count_against_the_runs_budget() {
+    let program = "let n = 0; for i in 1..=5 { try { lookup(#{ sku: `S${i}` }); n += 1; } catch (e) { return `${n} calls, then: ${e}`; } } n";
+    let mock = Mock::start(
+        &json!({"require_auth": false, "turns": [{"code": program}, {"text": "done"}]}),
+    );
+    let s = agent(&mock, ".code_mode()");
+    let (code, report) = run(&s, &["--budget", "tool_calls=3"]);
+    assert_eq!(code, Some(0), "{report}");
+    let result = report["tool_calls"][0]["outcome"]["result"]
+        .as_str()
+        .unwrap_or("");
+    // run_code is one call; the program had two left.
+    assert!(
+        result.starts_with("2 calls, then: lookup(): the run's budget of tool calls is spent"),
+        "{report}"
+    );
+}
+
+/// Over HTTP: `/v1/runs` takes a `budget` and answers with the typed `output`.
+#[test]
+fn v1_runs_takes_a_budget_and_returns_the_typed_output() {
+    use super::serve::Serve;
+    let call = json!({"tool_calls": [{"name": "lookup", "args": {"sku": "A"}}]});
+    let answer = json!({"text": "{\"name\": \"Ada\", \"age\": 36}"});
+    // Requests in order: a run of two rounds, a run stopped before its first call, a run
+    // stopped before its second model request.
+    let mock = Mock::start(&json!({"require_auth": false, "turns": [call, answer, call, call]}));
+    let s = agent(&mock, PERSON);
+    let serve = Serve::start(s.path(), &s.path().join("k.db"), &["--no-stdlib"], &[]);
+    let url = format!("{}/v1/runs", serve.url);
+    let (status, run) = post(&url, &json!({"agent": "a", "input": "who?"}), &[]);
+    assert_eq!(status, 200, "{run}");
+    assert_eq!(
+        run["report"]["output"],
+        json!({"name": "Ada", "age": 36}),
+        "{run}"
+    );
+    // No tool calls at all: the first round's call never runs.
+    let limited = json!({"agent": "a", "input": "who?", "budget": {"tool_calls": 0}});
+    let (_, run) = post(&url, &limited, &[]);
+    assert_eq!(run["error"]["kind"], "budget", "{run}");
+    assert_eq!(run["report"]["tool_calls"], json!([]), "{run}");
+    let limited = json!({"agent": "a", "input": "who?", "budget": {"input_tokens": 1}});
+    let (_, run) = post(&url, &limited, &[]);
+    assert!(
+        run.to_string()
+            .contains("BudgetError: budget input_tokens of 1 reached (spent 10)"),
+        "{run}"
+    );
+    let (status, bad) = post(
+        &url,
+        &json!({"agent": "a", "input": "x", "budget": {"calls": 1}}),
+        &[],
+    );
+    assert_eq!(status, 400, "{bad}");
+    assert!(bad.to_string().contains("unknown budget limit"), "{bad}");
+}
