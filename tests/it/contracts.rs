@@ -200,3 +200,38 @@ fn v1_runs_takes_a_budget_and_returns_the_typed_output() {
     assert_eq!(status, 400, "{bad}");
     assert!(bad.to_string().contains("unknown budget limit"), "{bad}");
 }
+
+/// The README's example loads as written, and a bad contract is a load error at its place.
+#[test]
+fn the_readme_contract_example_loads_and_mistakes_are_load_errors() {
+    let readme = std::fs::read_to_string(repo().join("README.md")).expect("README.md");
+    let code = readme
+        .split("## Typed answers and budgets")
+        .nth(1)
+        .and_then(|s| s.split("```rhai\n").nth(1))
+        .and_then(|c| c.split("```").next())
+        .expect("the README's contract example");
+    let s = Scripts::new(&[("readme.rhai", &format!("{LOOKUP}{code}"))]);
+    let out = kiln(&["check", "--no-stdlib", "--scripts", "."], s.path());
+    assert!(out.status.success(), "{}{}", stdout(&out), stderr(&out));
+
+    let bad = Scripts::new(&[(
+        "bad.rhai",
+        r#"agent("a").provider("anthropic").output(#{ n: "nummber" });
+agent("b").provider("anthropic").budget(#{ calls: 3 });
+agent("c").provider("anthropic").output(#{ "type": "object", properties: 5 });
+agent("d").provider("anthropic").output_retries(50);
+"#,
+    )]);
+    let out = kiln(&["check", "--no-stdlib", "--scripts", "."], bad.path());
+    let text = stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    for want in [
+        "bad.rhai:1:34: agent \"a\": output: param \"n\": unknown param type \"nummber\"",
+        "bad.rhai:2:34: agent \"b\": unknown budget limit \"calls\"",
+        "bad.rhai:3:34: agent \"c\": invalid output schema",
+        "bad.rhai:4:34: agent \"d\": output_retries must be between 0 and 10, not 50",
+    ] {
+        assert!(text.contains(want), "missing {want:?} in:\n{text}");
+    }
+}
