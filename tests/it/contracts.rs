@@ -205,12 +205,18 @@ fn v1_runs_takes_a_budget_and_returns_the_typed_output() {
 #[test]
 fn the_readme_contract_example_loads_and_mistakes_are_load_errors() {
     let readme = std::fs::read_to_string(repo().join("README.md")).expect("README.md");
-    let code = readme
+    let section = readme
         .split("## Typed answers and budgets")
         .nth(1)
-        .and_then(|s| s.split("```rhai\n").nth(1))
-        .and_then(|c| c.split("```").next())
-        .expect("the README's contract example");
+        .and_then(|s| s.split("\n## ").next())
+        .expect("the README's contract section");
+    let blocks: Vec<&str> = section
+        .split("```rhai\n")
+        .skip(1)
+        .filter_map(|c| c.split("```").next())
+        .collect();
+    assert_eq!(blocks.len(), 2, "the agent and the policy");
+    let code = blocks.join("\n");
     let s = Scripts::new(&[("readme.rhai", &format!("{LOOKUP}{code}"))]);
     let out = kiln(&["check", "--no-stdlib", "--scripts", "."], s.path());
     assert!(out.status.success(), "{}{}", stdout(&out), stderr(&out));

@@ -35,6 +35,7 @@ mod peers;
 mod pipeline;
 mod pipes;
 mod planner;
+mod policies;
 mod ratelimit;
 mod reload;
 mod repl;

@@ -225,8 +225,37 @@ pub trait Reachable: Send + Sync {
     fn execute(&self, args: &Value, ctx: &CallContext) -> crate::failure::ToolOutcome;
 }
 
+/// What a policy says about one call.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Verdict {
+    /// Go ahead.
+    Allow,
+    /// Refuse, for this reason.
+    Deny(String),
+    /// Go ahead only if a person approves, told this reason.
+    Ask(String),
+    /// Go ahead with these arguments instead.
+    Rewrite(Value),
+}
+
+/// One policy.
+pub trait Policy: Send + Sync {
+    /// Its name, as refusals say it.
+    fn name(&self) -> &str;
+    /// Whether it checks calls of `tool`.
+    fn applies_to(&self, tool: &str) -> bool;
+    /// Its verdict on a call of `tool` with `args`; a policy that fails denies.
+    fn check(&self, tool: &str, args: &Value, ctx: &CallContext) -> Verdict;
+    /// Where it was declared.
+    fn loc(&self) -> &crate::error::SourceLoc;
+}
+
 /// The tools a call can reach by name: the registry snapshot its run pinned.
 pub trait Tools: Send + Sync {
     /// The tool `name`, if the snapshot holds it.
     fn reach(&self, name: &str) -> Option<Arc<dyn Reachable>>;
+    /// The call policies of the snapshot, in load order.
+    fn policies(&self) -> Vec<Arc<dyn Policy>> {
+        Vec::new()
+    }
 }

@@ -28,6 +28,7 @@ pub mod model;
 pub mod mount_spec;
 pub mod native;
 pub mod pipeline;
+pub mod policy;
 pub mod public_error;
 pub mod ratelimit;
 pub mod registry;

@@ -50,6 +50,8 @@ pub struct LoadedFile {
     pub mcp_servers: Vec<crate::mount_spec::MountSpec>,
     /// Resources, resource templates and prompts it declares.
     pub served: crate::served::Served,
+    /// Call policies it declares, in definition order.
+    pub policies: Vec<Arc<dyn crate::policy::Policy>>,
     /// Whether its definitions stand or fall together: a script file does (one error and it
     /// contributes nothing); the native tools and a mounted server's tools stand one by one.
     pub atomic: bool,
@@ -63,6 +65,7 @@ pub struct Registry {
     pipelines: IndexMap<String, crate::pipeline::spec::Pipeline>,
     mcp_servers: IndexMap<String, crate::mount_spec::MountSpec>,
     served: crate::served::Served,
+    policies: Vec<Arc<dyn crate::policy::Policy>>,
     /// Load errors across all files.
     pub errors: Vec<LoadError>,
     /// Load warnings across all files.
@@ -95,11 +98,13 @@ impl Registry {
             .iter()
             .map(|f| match broken(f) {
                 false => (*f).clone(),
+                // A broken file's policies (the loader's stand-in refusing every call) stay.
                 true => LoadedFile {
                     path: f.path.clone(),
                     errors: f.errors.clone(),
                     warnings: f.warnings.clone(),
                     imports: f.imports.clone(),
+                    policies: f.policies.clone(),
                     ..LoadedFile::default()
                 },
             })
@@ -152,6 +157,20 @@ impl Registry {
                 reg.add_mcp_server(server);
             }
             reg.served.add(&file.served, &mut reg.errors);
+            for p in &file.policies {
+                match reg.policies.iter().find(|q| q.name() == p.name()) {
+                    Some(prev) => reg.errors.push(LoadError::of(
+                        LoadErrorKind::Registry,
+                        p.loc().clone(),
+                        format!(
+                            "duplicate policy \"{}\": already defined at {}",
+                            p.name(),
+                            prev.loc()
+                        ),
+                    )),
+                    None => reg.policies.push(p.clone()),
+                }
+            }
             pending_agents.extend(file.agents.iter().cloned());
             pending_pipelines.extend(file.pipelines.iter().cloned());
         }
@@ -411,5 +430,9 @@ impl crate::context::Tools for Registry {
     fn reach(&self, name: &str) -> Option<Arc<dyn crate::context::Reachable>> {
         self.find(name)
             .map(|t| Arc::new(t) as Arc<dyn crate::context::Reachable>)
+    }
+
+    fn policies(&self) -> Vec<Arc<dyn crate::policy::Policy>> {
+        self.policies.clone()
     }
 }

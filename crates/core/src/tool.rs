@@ -223,6 +223,13 @@ impl Tool {
         if let Err(f) = self.admit(args, ctx) {
             return ToolOutcome::failed(f, started);
         }
+        // The call policies: every door's calls come through here.
+        let validate = |v: &Value| self.violations(v);
+        let args = match crate::policy::apply(&self.name, &validate, args, ctx) {
+            Ok(args) => args,
+            Err(f) => return ToolOutcome::failed(f, started),
+        };
+        let args = args.as_ref();
         let mut attempts = 0;
         loop {
             attempts += 1;

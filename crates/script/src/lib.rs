@@ -27,6 +27,7 @@ mod mcp_dsl;
 mod meta_dsl;
 mod model;
 pub mod pipeline_dsl;
+mod policy_dsl;
 #[cfg(test)]
 mod props;
 mod rate_limit_dsl;
@@ -95,6 +96,7 @@ pub fn engine_with_modules(
     mcp_dsl::register(&mut engine);
     pipeline_dsl::register(&mut engine);
     served_dsl::register(&mut engine);
+    policy_dsl::register(&mut engine);
     host_fns::register(&mut engine);
     host_io::register(&mut engine);
     host_net::register(&mut engine);

@@ -50,6 +50,7 @@ pub fn load_source_with(
                 at(e.position()),
                 parse_message(&e.to_string(), source, e.position()),
             ));
+            fail_closed(&mut file, source);
             return file;
         }
     };
@@ -107,6 +108,12 @@ pub fn load_source_with(
             Err(errs) => file.errors.extend(errs),
         }
     }
+    for draft in collected.take::<super::policy_dsl::PolicyDraft>() {
+        match super::policy_dsl::finish(draft, &unit) {
+            Ok(p) => file.policies.push(p),
+            Err(errs) => file.errors.extend(errs),
+        }
+    }
     for draft in collected.take::<super::served_dsl::ServedDraft>() {
         match super::served_dsl::finish(draft, &unit.path, |d| finish_tool(d, &unit)) {
             Ok(item) => item.add_to(&mut file.served, &mut file.errors),
@@ -120,7 +127,20 @@ pub fn load_source_with(
             Err(errs) => file.errors.extend(errs),
         }
     }
+    fail_closed(&mut file, source);
     file
+}
+
+/// A broken file that declares policies contributes one that refuses every call (a policy
+/// that cannot be read must not mean no policy).
+fn fail_closed(file: &mut LoadedFile, source: &str) {
+    if file.errors.is_empty() || !source.contains("policy(") {
+        return;
+    }
+    let why = file.errors[0].to_string();
+    file.policies = vec![Arc::new(super::policy_dsl::FailClosed::new(
+        &file.path, why,
+    ))];
 }
 
 fn parse_message(message: &str, source: &str, pos: Position) -> String {
@@ -128,7 +148,9 @@ fn parse_message(message: &str, source: &str, pos: Position) -> String {
         .line()
         .and_then(|l| source.lines().nth(l.saturating_sub(1)))
         .unwrap_or("");
-    if line.contains("default:") || message.contains("'default'") {
+    if message.contains("'call' is a reserved keyword") {
+        format!("{message} (name the parameter something else, such as |c, ctx|)")
+    } else if line.contains("default:") || message.contains("'default'") {
         format!(
             "{message} (`default` is a reserved word in Rhai: write the key quoted, #{{ \"default\": ... }})"
         )

@@ -1,0 +1,123 @@
+//! Call policies: rules about a call's arguments, not just its tool, declared in scripts
+//! (`policy(name).applies_to([...]).check(|call, ctx| ...)`) and checked for every call a door
+//! makes, after its arguments are validated and before its handler runs. A policy allows,
+//! denies (the reason reaches the model as a tool error), asks a person, or rewrites the
+//! arguments (validated again).
+
+use crate::context::CallContext;
+pub use crate::context::{Policy, Verdict};
+use crate::failure::{FailureKind, ToolFailure};
+use serde_json::Value;
+use std::borrow::Cow;
+use std::sync::Arc;
+
+/// `*` in a pattern matches any run of characters (`db_*`, `*_delete`, `*`).
+pub fn glob(pattern: &str, name: &str) -> bool {
+    let mut parts = pattern.split('*');
+    let first = parts.next().unwrap_or("");
+    let Some(mut rest) = name.strip_prefix(first) else {
+        return false;
+    };
+    let parts: Vec<&str> = parts.collect();
+    let Some((last, middle)) = parts.split_last() else {
+        return rest.is_empty();
+    };
+    for part in middle {
+        match rest.find(part) {
+            Some(i) => rest = &rest[i + part.len()..],
+            None => return false,
+        }
+    }
+    rest.ends_with(last)
+}
+
+/// Runs every policy of the call's registry that applies to `tool`, in load order; the
+/// arguments the call goes ahead with (rewritten by a policy, validated again), or the refusal.
+pub fn apply<'a>(
+    tool: &str,
+    validate: &dyn Fn(&Value) -> Vec<String>,
+    args: &'a Value,
+    ctx: &CallContext,
+) -> Result<Cow<'a, Value>, ToolFailure> {
+    let Some(registry) = &ctx.registry else {
+        return Ok(Cow::Borrowed(args));
+    };
+    let policies: Vec<Arc<dyn Policy>> = registry
+        .policies()
+        .into_iter()
+        .filter(|p| p.applies_to(tool))
+        .collect();
+    let mut args = Cow::Borrowed(args);
+    for policy in policies {
+        let denied = |why: String| {
+            ToolFailure::visible(
+                FailureKind::Denied,
+                format!(
+                    "policy \"{}\" denied the call of {tool}: {why}",
+                    policy.name()
+                ),
+            )
+        };
+        match policy.check(tool, &args, ctx) {
+            Verdict::Allow => {}
+            Verdict::Deny(why) => return Err(denied(why)),
+            Verdict::Ask(why) => {
+                let question = format!(
+                    "policy \"{}\" asks before tool \"{tool}\" runs with {}: {why}",
+                    policy.name(),
+                    shorten(&args.to_string())
+                );
+                let label = format!("policy:{}", policy.name());
+                let answer = match &ctx.asker {
+                    _ if ctx.services.assume_yes => Ok(true),
+                    Some(asker) => asker.ask(&label, &question),
+                    None if ctx.services.approver.is_none() => {
+                        Err("there is no one to ask (pass --yes to approve)".to_string())
+                    }
+                    None => Ok(ctx.services.approve(&label, &question)),
+                };
+                match answer {
+                    Ok(true) => {}
+                    Ok(false) => return Err(denied(format!("{why} (not approved)"))),
+                    Err(e) => return Err(denied(format!("{why}; it needs approval and {e}"))),
+                }
+            }
+            Verdict::Rewrite(new) => {
+                let violations = validate(&new);
+                if !violations.is_empty() {
+                    return Err(denied(format!(
+                        "it rewrote the arguments into invalid ones:\n{}",
+                        violations.join("\n")
+                    )));
+                }
+                args = Cow::Owned(new);
+            }
+        }
+    }
+    Ok(args)
+}
+
+/// At most 200 characters of `text`.
+fn shorten(text: &str) -> String {
+    match text.char_indices().nth(200) {
+        Some((i, _)) => format!("{}…", &text[..i]),
+        None => text.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::glob;
+
+    #[test]
+    fn patterns_match_names() {
+        assert!(glob("db_*", "db_delete"));
+        assert!(glob("*_delete", "db_delete"));
+        assert!(glob("*", "anything"));
+        assert!(glob("db_delete", "db_delete"));
+        assert!(glob("a*c*e", "abcde"));
+        assert!(!glob("db_*", "files_delete"));
+        assert!(!glob("db_delete", "db_delete_all"));
+        assert!(!glob("a*c*e", "abcd"));
+    }
+}

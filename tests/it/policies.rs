@@ -1,0 +1,217 @@
+//! Call policies on three doors (`kiln call`, an agent run, `kiln mcp`): denying with a reason
+//! the model sees, asking a person, rewriting arguments (validated again), and a saved script
+//! changing the policy mid-session.
+
+use super::mcp::StdioMcp;
+use crate::common::*;
+use serde_json::json;
+
+const DB: &str = r#"tool("db_delete").description("Deletes rows")
+    .param("table", "string").param("limit", "integer", #{ optional: true })
+    .handler(|a| `deleted from ${a.table} (limit ${a.limit})`);
+tool("db_read").param("table", "string").handler(|a| `read ${a.table}`);
+"#;
+
+const POLICY: &str = r#"policy("no-prod-deletes").applies_to(["db_*"]).check(|c, ctx| {
+    if c.name != "db_delete" { return allow(); }
+    if c.args.table == "prod" { return deny("never delete from prod"); }
+    if c.args.table == "users" { return ask("deleting users"); }
+    if c.args.limit == () || c.args.limit > 100 {
+        let args = c.args;
+        args.limit = 100;
+        return args;
+    }
+    allow()
+});
+"#;
+
+fn call(s: &Scripts, args: &str, more: &[&str]) -> (Option<i32>, String) {
+    let mut all = vec!["call", "db_delete", args, "--no-stdlib", "--scripts", "."];
+    all.extend_from_slice(more);
+    let out = kiln(&all, s.path());
+    (
+        out.status.code(),
+        format!("{}{}", stdout(&out), stderr(&out)),
+    )
+}
+
+#[test]
+fn kiln_call_meets_each_verdict() {
+    let s = Scripts::new(&[("db.rhai", DB), ("policy.rhai", POLICY)]);
+    let (code, said) = call(&s, r#"{"table": "prod"}"#, &[]);
+    assert_ne!(code, Some(0), "{said}");
+    assert!(
+        said.contains(
+            r#"policy \"no-prod-deletes\" denied the call of db_delete: never delete from prod"#
+        ),
+        "{said}"
+    );
+    let (code, said) = call(&s, r#"{"table": "logs", "limit": 5000}"#, &[]);
+    assert_eq!(code, Some(0), "{said}");
+    assert!(
+        said.contains("deleted from logs (limit 100)"),
+        "rewritten: {said}"
+    );
+    let (code, said) = call(&s, r#"{"table": "logs", "limit": 7}"#, &[]);
+    assert!(code == Some(0) && said.contains("(limit 7)"), "{said}");
+    let (code, said) = call(&s, r#"{"table": "users"}"#, &[]);
+    assert_ne!(code, Some(0), "{said}");
+    assert!(
+        said.contains(
+            "deleting users; it needs approval and there is no one to ask (pass --yes to approve)"
+        ),
+        "{said}"
+    );
+    let (code, said) = call(&s, r#"{"table": "users"}"#, &["--yes"]);
+    assert_eq!(code, Some(0), "approved with --yes: {said}");
+
+    // A rewrite into arguments the schema refuses is a refusal, not a call.
+    let bad = POLICY.replace("args.limit = 100;", "args.limit = \"many\";");
+    let s = Scripts::new(&[("db.rhai", DB), ("policy.rhai", &bad)]);
+    let (code, said) = call(&s, r#"{"table": "logs"}"#, &[]);
+    assert_ne!(code, Some(0), "{said}");
+    assert!(
+        said.contains(r#"it rewrote the arguments into invalid ones:\n/limit"#),
+        "{said}"
+    );
+}
+
+#[test]
+fn an_agents_call_is_denied_with_the_reason_as_a_tool_error_and_the_run_goes_on() {
+    let mock = Mock::start(&json!({"require_auth": false, "turns": [
+        {"tool_calls": [{"name": "db_delete", "args": {"table": "prod"}}]},
+        {"text": "I may not."},
+    ]}));
+    let agent = format!(
+        "agent(\"ops\").provider(\"openai\").model(\"m\").base_url(\"{}/v1\").tools([\"db_delete\"]);",
+        mock.url
+    );
+    let s = Scripts::new(&[
+        ("db.rhai", DB),
+        ("policy.rhai", POLICY),
+        ("agent.rhai", &agent),
+    ]);
+    let out = ask(
+        &[
+            "ops",
+            "clean prod",
+            "--json",
+            "--no-stdlib",
+            "--scripts",
+            ".",
+        ],
+        s.path(),
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    assert_eq!(report["answer"], "I may not.");
+    assert_eq!(
+        report["tool_calls"][0]["outcome"]["error"]["kind"], "denied",
+        "{report}"
+    );
+    let sent = mock.requests()[1]["body"]["messages"].to_string();
+    assert!(
+        sent.contains("never delete from prod"),
+        "the model saw the reason: {sent}"
+    );
+}
+
+#[test]
+fn an_mcp_call_takes_the_policy_and_a_saved_script_changes_it_mid_session() {
+    let s = Scripts::new(&[("db.rhai", DB), ("policy.rhai", POLICY)]);
+    let mut mcp = StdioMcp::start(s.path(), &["--no-stdlib", "--scripts", "."]);
+    let call = |mcp: &mut StdioMcp, id: u32, table: &str| {
+        let v = mcp.rpc(
+            id,
+            "tools/call",
+            json!({"name": "db_delete", "arguments": {"table": table, "limit": 1}}),
+        );
+        (
+            v["result"]["isError"] == true,
+            v["result"]["content"][0]["text"]
+                .as_str()
+                .unwrap_or("")
+                .to_string(),
+        )
+    };
+    let (err, text) = call(&mut mcp, 2, "prod");
+    assert!(err && text.contains("never delete from prod"), "{text}");
+    let (err, text) = call(&mut mcp, 3, "logs");
+    assert!(!err && text == "deleted from logs (limit 1)", "{text}");
+    std::fs::write(
+        s.path().join("policy.rhai"),
+        r#"policy("no-prod-deletes").applies_to(["db_*"]).check(|c, ctx| deny("frozen for the audit"));"#,
+    )
+    .expect("write");
+    mcp.wait_line("reloaded ./policy.rhai");
+    let (err, text) = call(&mut mcp, 4, "logs");
+    assert!(err && text.contains("frozen for the audit"), "{text}");
+    // A broken save keeps the last good version.
+    std::fs::write(
+        s.path().join("policy.rhai"),
+        "policy(\"no-prod-deletes\").check(",
+    )
+    .expect("write");
+    mcp.wait_line("the last good version stays live");
+    let (err, text) = call(&mut mcp, 5, "logs");
+    assert!(err && text.contains("frozen for the audit"), "{text}");
+}
+
+/// A policy that cannot be read never means no policy: a file that declares policies and does
+/// not load refuses every call; a check that throws denies its call.
+#[test]
+fn a_broken_or_throwing_policy_refuses_instead_of_letting_calls_through() {
+    let broken = Scripts::new(&[
+        ("db.rhai", DB),
+        (
+            "policy.rhai",
+            "policy(\"p\").applies_to([\"*\"]).check(|call, ctx| allow());",
+        ),
+    ]);
+    let out = kiln(
+        &[
+            "call",
+            "db_read",
+            r#"{"table": "t"}"#,
+            "--no-stdlib",
+            "--scripts",
+            ".",
+        ],
+        broken.path(),
+    );
+    let said = format!("{}{}", stdout(&out), stderr(&out));
+    assert_eq!(out.status.code(), Some(1), "{said}");
+    assert!(
+        said.contains("the file did not load, so every call is refused until it does"),
+        "{said}"
+    );
+    assert!(
+        said.contains("name the parameter something else, such as |c, ctx|"),
+        "{said}"
+    );
+
+    let throwing = Scripts::new(&[
+        ("db.rhai", DB),
+        (
+            "policy.rhai",
+            "policy(\"p\").applies_to([\"db_read\"]).check(|c, ctx| throw \"boom\");",
+        ),
+    ]);
+    let out = kiln(
+        &[
+            "call",
+            "db_read",
+            r#"{"table": "t"}"#,
+            "--no-stdlib",
+            "--scripts",
+            ".",
+        ],
+        throwing.path(),
+    );
+    let said = stdout(&out);
+    assert_eq!(out.status.code(), Some(1), "{said}");
+    assert!(
+        said.contains("policy \\\"p\\\" denied the call of db_read: the policy failed"),
+        "{said}"
+    );
+}
