@@ -230,6 +230,8 @@ pub fn ask(g: &Global, a: AskArgs) -> CliResult<ExitCode> {
         session: a.session.clone(),
         run_id: None,
         budget: a.budget.clone(),
+        // The terminal asks (the host's approver).
+        asker: None,
     };
     // One thread: the loop, the connection and the run log's commits take turns on it without
     // cross-thread wake-ups (a streamed reply wakes the loop once per chunk); tool handlers

@@ -47,6 +47,10 @@ pub struct ServeArgs {
     /// Deadline of each run in seconds (0: none).
     #[arg(long, value_name = "SECS", default_value_t = 300.0)]
     pub run_timeout: f64,
+    /// Seconds a call waits for a person to approve it (POST /v1/runs/ID/approvals/APPROVAL)
+    /// before it is denied; keep it under --run-timeout.
+    #[arg(long, value_name = "SECS", default_value_t = 120.0)]
+    pub approval_timeout: f64,
     /// Seconds before one model request times out.
     #[arg(long, value_name = "SECS", default_value_t = 120.0)]
     pub request_timeout: f64,
@@ -183,6 +187,7 @@ pub fn serve(g: &Global, a: ServeArgs) -> CliResult<ExitCode> {
         retry_after: a.retry_after,
         max_body: a.max_body,
         run_timeout: secs(a.run_timeout),
+        approval_timeout: secs(a.approval_timeout).unwrap_or(std::time::Duration::from_secs(120)),
         request_timeout: secs(a.request_timeout),
         grace: secs(a.grace).unwrap_or_default(),
         ceiling: if a.caps.is_empty() {

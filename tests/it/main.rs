@@ -2,6 +2,7 @@
 
 mod adversarial;
 mod agent_loop;
+mod approvals;
 mod claude_code;
 mod cli;
 mod code_mode;

@@ -34,6 +34,16 @@ pub enum Event {
     },
     /// A tool call finished (or was refused).
     ToolFinished(ToolCallRecord),
+    /// A call waits for a person to approve it (a door that can ask over its own channel,
+    /// such as `kiln serve`, sends this).
+    ApprovalRequested {
+        /// The approval's id, to answer it by.
+        id: String,
+        /// What needs approval (`store`, `policy:NAME`).
+        capability: String,
+        /// What the person is asked.
+        question: String,
+    },
     /// The run ended: its report, or the error with the report so far. Always last.
     Finished(Box<Result<RunReport, RunError>>),
 }

@@ -47,6 +47,9 @@ pub struct RunOptions {
     pub run_id: Option<String>,
     /// This run's budget, within the agent's own (`kiln ask --budget`, a request's `budget`).
     pub budget: Option<kiln_core::contract::Budget>,
+    /// Who approves the run's `ask` grants and policy questions instead of the terminal (a
+    /// door's person: `kiln serve` asks over HTTP).
+    pub asker: Option<Arc<dyn kiln_core::context::Asker>>,
 }
 
 impl RunOptions {

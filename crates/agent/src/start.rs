@@ -87,6 +87,7 @@ async fn setup_and_drive(
     ctx.run_id = run.report.run_id.clone();
     ctx.caller = kiln_core::context::Caller::Agent(agent.name.clone());
     ctx.apply(opts.scope());
+    ctx.asker = opts.asker.clone();
     ctx.restored = opts.state.is_some() && !opts.history.is_empty();
     let deadline = ctx.deadline;
     let setup = super::run::Setup {

@@ -211,6 +211,9 @@ pub async fn launch(
     let cancel = state.stop_runs.child_token();
     let mut overrides = req.overrides;
     overrides.timeout = overrides.timeout.or(state.options.request_timeout);
+    let approvals = Arc::new(super::approvals::Approvals::new(
+        state.options.approval_timeout,
+    ));
     let opts = RunOptions {
         overrides,
         grants: Some(grants),
@@ -223,6 +226,7 @@ pub async fn launch(
         state: run_state,
         recorder: Some(Arc::new(tap)),
         budget: req.budget,
+        asker: Some(approvals.clone()),
         ..RunOptions::default()
     };
     let began = Instant::now();
@@ -235,7 +239,14 @@ pub async fn launch(
         req.agent.clone(),
         who.actor.clone(),
         cancel,
+        approvals.clone(),
     ));
+    let events = Arc::downgrade(&entry);
+    approvals.attach(move |ev| {
+        if let Some(entry) = events.upgrade() {
+            entry.push(ev);
+        }
+    });
     state.runs.insert(entry.clone());
     tracing::info!(run_id = %entry.id, agent = %entry.agent, actor = ?who.actor, "run started");
     let (driver_state, driver_entry) = (state.clone(), entry.clone());

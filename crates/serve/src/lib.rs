@@ -17,6 +17,7 @@
 
 #![warn(missing_docs)]
 
+mod approvals;
 pub mod auth;
 mod body;
 mod chat;

@@ -26,6 +26,7 @@ pub fn router(state: Arc<AppState>, mcp: Option<Router>) -> Router {
         .route("/v1/runs/{id}", get(runs::get))
         .route("/v1/runs/{id}/events", get(runs::events))
         .route("/v1/runs/{id}/cancel", post(runs::cancel))
+        .route("/v1/runs/{id}/approvals/{approval}", post(runs::approve))
         .route(
             "/v1/sessions/{name}",
             get(runs::session).delete(runs::delete_session),

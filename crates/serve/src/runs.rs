@@ -37,6 +37,23 @@ pub async fn create(
     Ok(Json(entry.status()).into_response())
 }
 
+/// `POST /v1/runs/{id}/approvals/{approval}`: approves or denies a call the run waits on;
+/// only the run's actor (anyone, without tokens) may.
+pub async fn approve(
+    State(state): State<Arc<AppState>>,
+    who: Principal,
+    Path((id, approval)): Path<(String, String)>,
+    body: axum::body::Bytes,
+) -> Result<Json<Value>, ApiError> {
+    let body: Value = serde_json::from_slice(&body)
+        .map_err(|e| ApiError::bad_request("body", format!("the body is not JSON: {e}")))?;
+    let decision = super::approvals::decision(&body)?;
+    let entry = find(&state, &id, &who)?;
+    entry.approvals.decide(&approval, decision)?;
+    tracing::info!(run_id = %id, approval = %approval, actor = ?who.actor, "approval decided");
+    Ok(Json(entry.status()))
+}
+
 fn find(state: &AppState, id: &str, who: &Principal) -> Result<Arc<RunEntry>, ApiError> {
     state
         .runs

@@ -28,6 +28,8 @@ pub struct ServeOptions {
     pub max_body: usize,
     /// Deadline of each run.
     pub run_timeout: Option<Duration>,
+    /// How long a call waits for a person's approval before it is denied.
+    pub approval_timeout: Duration,
     /// Timeout of one model request.
     pub request_timeout: Option<Duration>,
     /// How long runs may go on after a shutdown signal before they are cancelled.
@@ -53,6 +55,7 @@ impl Default for ServeOptions {
             retry_after: 1,
             max_body: 1 << 20,
             run_timeout: Some(Duration::from_secs(300)),
+            approval_timeout: Duration::from_secs(120),
             request_timeout: None,
             grace: Duration::from_secs(30),
             ceiling: None,

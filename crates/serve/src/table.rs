@@ -26,6 +26,8 @@ pub struct RunEntry {
     pub owner: Option<String>,
     /// Cancels this run only.
     pub cancel: CancellationToken,
+    /// The calls waiting for a person's approval.
+    pub approvals: Arc<super::approvals::Approvals>,
     events: Mutex<Vec<Arc<Event>>>,
     /// How many events there are; readers wait on changes.
     count: watch::Sender<usize>,
@@ -38,12 +40,14 @@ impl RunEntry {
         agent: String,
         owner: Option<String>,
         cancel: CancellationToken,
+        approvals: Arc<super::approvals::Approvals>,
     ) -> Self {
         RunEntry {
             id,
             agent,
             owner,
             cancel,
+            approvals,
             events: Mutex::new(Vec::new()),
             count: watch::Sender::new(0),
         }
@@ -115,7 +119,15 @@ impl RunEntry {
                 v["id"] = json!(self.id);
                 v
             }
-            _ => json!({"id": self.id, "agent": self.agent, "status": "running"}),
+            _ => match self.approvals.waiting() {
+                waiting if waiting.is_empty() => {
+                    json!({"id": self.id, "agent": self.agent, "status": "running"})
+                }
+                waiting => json!({
+                    "id": self.id, "agent": self.agent, "status": "awaiting_approval",
+                    "approvals": waiting,
+                }),
+            },
         }
     }
 }
@@ -180,6 +192,14 @@ pub fn event_json(ev: &Event) -> (&'static str, Value) {
             public_call(serde_json::to_value(record).unwrap_or_default()),
         ),
         Event::Finished(result) => ("end", result_json(result)),
+        Event::ApprovalRequested {
+            id,
+            capability,
+            question,
+        } => (
+            "approval_requested",
+            json!({"id": id, "capability": capability, "question": question}),
+        ),
         // An event kind newer than this door: named, without data it cannot describe.
         _ => ("event", Value::Null),
     }

@@ -1,0 +1,141 @@
+//! Approvals that wait for a person over HTTP (`kiln serve`): a run whose call needs approval
+//! pauses (`awaiting_approval`, an `approval_requested` event), a second request approves or
+//! denies it, and nobody deciding in time denies; a policy's `ask` waits the same way.
+
+use super::serve::Serve;
+use crate::common::*;
+use serde_json::{Value, json};
+use std::time::{Duration, Instant};
+
+fn scripts(mock: &Mock) -> Scripts {
+    Scripts::new(&[(
+        "a.rhai",
+        &format!(
+            r#"tool("remember").description("Keeps a note").param("text", "string").requires(["store"])
+    .handler(|a| {{ store_set("notes", "last", a.text); `kept ${{a.text}}` }});
+tool("wipe").description("Deletes notes").param("what", "string")
+    .handler(|a| `wiped ${{a.what}}`);
+policy("careful").applies_to(["wipe"]).check(|c, ctx| ask("wiping is permanent"));
+agent("notes").provider("openai").model("m").base_url("{}/v1").tools(["remember", "wipe"]).ask(["store"]);"#,
+            mock.url
+        ),
+    )])
+}
+
+/// Polls the run until its status is `awaiting_approval`; its first pending approval.
+fn awaiting(serve: &Serve, id: &str) -> Value {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while Instant::now() < deadline {
+        let (_, run) = get(&format!("{}/v1/runs/{id}", serve.url));
+        if run["status"] == "awaiting_approval" {
+            return run["approvals"][0].clone();
+        }
+        assert_eq!(run["status"], "running", "{run}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    panic!("run {id} never waited for approval");
+}
+
+fn start_run(serve: &Serve) -> String {
+    let body = json!({"agent": "notes", "input": "go", "wait": false});
+    let (status, run) = post(&format!("{}/v1/runs", serve.url), &body, &[]);
+    assert!((200..300).contains(&status), "{run}");
+    run["id"].as_str().expect("id").to_string()
+}
+
+fn finished(serve: &Serve, id: &str) -> Value {
+    get(&format!("{}/v1/runs/{id}?wait=true", serve.url)).1
+}
+
+#[test]
+fn a_run_waits_for_a_person_who_approves_or_denies_over_http() {
+    let call = |name: &str, args: Value| json!({"tool_calls": [{"name": name, "args": args}]});
+    let mock = Mock::start(&json!({"require_auth": false, "turns": [
+        call("remember", json!({"text": "milk"})), {"text": "kept it"},
+        call("wipe", json!({"what": "all"})), {"text": "not wiped"},
+    ]}));
+    let s = scripts(&mock);
+    let serve = Serve::start(s.path(), &s.path().join("k.db"), &["--no-stdlib"], &[]);
+
+    // An `ask` grant: approved by a second request.
+    let id = start_run(&serve);
+    let approval = awaiting(&serve, &id);
+    assert_eq!(approval["capability"], "store", "{approval}");
+    assert!(
+        approval["question"]
+            .as_str()
+            .unwrap_or("")
+            .contains("tool \"remember\" wants store_set(\"notes\")"),
+        "{approval}"
+    );
+    let url = format!(
+        "{}/v1/runs/{id}/approvals/{}",
+        serve.url,
+        approval["id"].as_str().unwrap_or("")
+    );
+    let (status, bad) = post(&url, &json!({"decision": "maybe"}), &[]);
+    assert_eq!(status, 400, "{bad}");
+    let (status, _) = post(&url, &json!({"decision": "approve"}), &[]);
+    assert_eq!(status, 200);
+    let done = finished(&serve, &id);
+    assert_eq!(done["status"], "completed", "{done}");
+    assert_eq!(
+        done["report"]["tool_calls"][0]["outcome"]["result"], "kept milk",
+        "{done}"
+    );
+    let (status, gone) = post(&url, &json!({"decision": "approve"}), &[]);
+    assert_eq!(status, 404, "decided already: {gone}");
+
+    // A policy's `ask`: denied with a reason, which the model reads; the run goes on.
+    let id = start_run(&serve);
+    let approval = awaiting(&serve, &id);
+    assert_eq!(approval["capability"], "policy:careful", "{approval}");
+    let url = format!(
+        "{}/v1/runs/{id}/approvals/{}",
+        serve.url,
+        approval["id"].as_str().unwrap_or("")
+    );
+    let (status, _) = post(
+        &url,
+        &json!({"decision": "deny", "reason": "not today"}),
+        &[],
+    );
+    assert_eq!(status, 200);
+    let done = finished(&serve, &id);
+    assert_eq!(done["status"], "completed", "{done}");
+    let error = done["report"]["tool_calls"][0]["outcome"]["error"]["message"]
+        .as_str()
+        .unwrap_or("");
+    assert!(
+        error.contains("policy \"careful\" denied the call of wipe: wiping is permanent; it needs approval and it was denied: not today"),
+        "{done}"
+    );
+    // The run's event stream announced the approval.
+    let events = http_get(&format!("{}/v1/runs/{id}/events", serve.url));
+    assert!(events.contains("event: approval_requested"), "{events}");
+}
+
+#[test]
+fn nobody_deciding_within_the_deadline_denies() {
+    let mock = Mock::start(&json!({"require_auth": false, "turns": [
+        {"tool_calls": [{"name": "remember", "args": {"text": "milk"}}]},
+        {"text": "gave up"},
+    ]}));
+    let s = scripts(&mock);
+    let serve = Serve::start(
+        s.path(),
+        &s.path().join("k.db"),
+        &["--no-stdlib", "--approval-timeout", "0.5"],
+        &[],
+    );
+    let id = start_run(&serve);
+    let done = finished(&serve, &id);
+    assert_eq!(done["status"], "completed", "{done}");
+    let error = done["report"]["tool_calls"][0]["outcome"]["error"]["message"]
+        .as_str()
+        .unwrap_or("");
+    assert!(
+        error.contains("needs approval and nobody approved it within 0.5 s"),
+        "{done}"
+    );
+}
