@@ -19,6 +19,7 @@ mod options;
 mod planner;
 pub mod record;
 pub mod report;
+mod round;
 pub mod run;
 pub mod runlog;
 mod start;
