@@ -232,6 +232,7 @@ pub fn ask(g: &Global, a: AskArgs) -> CliResult<ExitCode> {
         budget: a.budget.clone(),
         // The terminal asks (the host's approver).
         asker: None,
+        depth: 0,
     };
     // One thread: the loop, the connection and the run log's commits take turns on it without
     // cross-thread wake-ups (a streamed reply wakes the loop once per chunk); tool handlers

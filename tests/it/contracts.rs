@@ -241,3 +241,84 @@ agent("d").provider("anthropic").output_retries(50);
         assert!(text.contains(want), "missing {want:?} in:\n{text}");
     }
 }
+
+/// An agent listing `agent:NAME` calls the other agent as a tool: its own run, logged as one,
+/// within both agents' grants.
+#[test]
+fn an_agent_calls_another_as_a_tool_within_both_grants() {
+    let boss_mock = Mock::start(&json!({"require_auth": false, "turns": [
+        {"tool_calls": [{"name": "ask_researcher", "args": {"prompt": "what is X?"}}]},
+        {"text": "The researcher says X is 42."},
+        {"tool_calls": [{"name": "ask_researcher", "args": {"prompt": "remember X"}}]},
+        {"text": "It could not."},
+    ]}));
+    let researcher_mock = Mock::start(&json!({"require_auth": false, "turns": [
+        {"text": "X is 42"},
+        {"tool_calls": [{"name": "remember", "args": {"text": "X"}}]},
+        {"text": "unreachable"},
+    ]}));
+    let s = Scripts::new(&[(
+        "agents.rhai",
+        &format!(
+            r#"tool("remember").param("text", "string").requires(["store"]).handler(|a| {{ store_set("n", "k", a.text); "kept" }});
+agent("researcher").description("Finds things out").provider("openai").model("m").base_url("{}/v1")
+    .tools(["remember"]).capabilities(["store"]);
+agent("boss").provider("openai").model("m").base_url("{}/v1").tools(["agent:researcher"]);"#,
+            researcher_mock.url, boss_mock.url
+        ),
+    )]);
+    let ask_boss = |prompt: &str| {
+        let out = ask(
+            &["boss", prompt, "--json", "--no-stdlib", "--scripts", "."],
+            s.path(),
+        );
+        assert!(out.status.success(), "{}", stderr(&out));
+        serde_json::from_slice::<Value>(&out.stdout).expect("json")
+    };
+    let report = ask_boss("go");
+    assert_eq!(
+        report["tool_calls"][0]["outcome"]["result"], "X is 42",
+        "{report}"
+    );
+    let offered = &boss_mock.requests()[0]["body"]["tools"][0]["function"];
+    assert_eq!(offered["name"], "ask_researcher");
+    assert!(
+        offered["description"]
+            .as_str()
+            .unwrap_or("")
+            .starts_with("Finds things out")
+    );
+    // The boss grants nothing, so the researcher's store tool is refused inside its run.
+    let report = ask_boss("again");
+    let error = report["tool_calls"][0]["outcome"]["error"]["message"]
+        .as_str()
+        .unwrap_or("");
+    assert!(error.contains("agent \"researcher\" failed"), "{report}");
+    let logs = kiln(&["logs", "--json"], s.path());
+    let runs: Value = serde_json::from_str(&stdout(&logs)).expect("logs");
+    let agents: Vec<&str> = runs
+        .as_array()
+        .map(|r| r.iter().filter_map(|r| r["agent"].as_str()).collect())
+        .unwrap_or_default();
+    assert_eq!(
+        agents.iter().filter(|a| **a == "researcher").count(),
+        2,
+        "{agents:?}"
+    );
+
+    let bad = Scripts::new(&[(
+        "bad.rhai",
+        r#"agent("a").provider("anthropic").tools(["agent:a"]);
+agent("b").provider("anthropic").tools(["agent:nobody"]);"#,
+    )]);
+    let out = kiln(&["check", "--no-stdlib", "--scripts", "."], bad.path());
+    let text = stderr(&out);
+    assert!(
+        text.contains("agent \"a\" lists itself as a tool"),
+        "{text}"
+    );
+    assert!(
+        text.contains("lists \"agent:nobody\" but there is no agent \"nobody\""),
+        "{text}"
+    );
+}

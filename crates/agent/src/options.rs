@@ -50,6 +50,8 @@ pub struct RunOptions {
     /// Who approves the run's `ask` grants and policy questions instead of the terminal (a
     /// door's person: `kiln serve` asks over HTTP).
     pub asker: Option<Arc<dyn kiln_core::context::Asker>>,
+    /// How deep in agents calling agents this run is (0 for a door's run).
+    pub depth: u32,
 }
 
 impl RunOptions {

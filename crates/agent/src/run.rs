@@ -436,7 +436,16 @@ pub(super) fn pin_turn(
 ) -> Vec<Arc<kiln_core::tool::Tool>> {
     let snapshot = host.registry();
     ctx.registry = Some(snapshot.clone());
-    let available = snapshot.available(Some(&agent.tools), ctx);
+    let mut available = snapshot.available(Some(&agent.tools), ctx);
+    // Other agents it lists (`agent:NAME`) as tools that run them.
+    available.extend(
+        agent
+            .tools
+            .iter()
+            .filter_map(|t| kiln_core::agent_tool::named_agent(t))
+            .filter_map(|name| snapshot.agent(name))
+            .filter_map(|other| kiln_core::agent_tool::agent_tool(&other)),
+    );
     match (&agent.code_mode, &agent.script) {
         (Some(mode), Some(script)) => {
             // The program calls the tools; those kept out stay ordinary tool calls.

@@ -88,6 +88,7 @@ async fn setup_and_drive(
     ctx.caller = kiln_core::context::Caller::Agent(agent.name.clone());
     ctx.apply(opts.scope());
     ctx.asker = opts.asker.clone();
+    ctx.depth = opts.depth;
     ctx.restored = opts.state.is_some() && !opts.history.is_empty();
     let deadline = ctx.deadline;
     let setup = super::run::Setup {

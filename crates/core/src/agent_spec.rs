@@ -139,6 +139,14 @@ pub const DEFAULT_MAX_STEPS: u32 = 10;
 /// Default `max_tool_iterations`.
 pub const DEFAULT_MAX_ITERATIONS: u32 = 10;
 
+/// How an agent is named in another's `.tools([...])` (`"agent:researcher"`).
+pub const AGENT_PREFIX: &str = "agent:";
+
+/// The agent a `.tools([...])` entry names, if it names one.
+pub fn named_agent(entry: &str) -> Option<&str> {
+    entry.strip_prefix(AGENT_PREFIX)
+}
+
 /// A loaded agent.
 pub struct AgentSpec {
     /// Unique name.

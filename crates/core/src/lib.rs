@@ -14,6 +14,7 @@
 #![warn(missing_docs)]
 
 pub mod agent_spec;
+pub mod agent_tool;
 pub mod call_events;
 pub mod cancel;
 pub mod capability;

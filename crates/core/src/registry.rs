@@ -175,6 +175,8 @@ impl Registry {
             pending_pipelines.extend(file.pipelines.iter().cloned());
         }
         reg.add_pipelines(pending_pipelines);
+        let names: Vec<String> = pending_agents.iter().map(|(a, _)| a.name.clone()).collect();
+        let known_agents: Vec<&str> = names.iter().map(String::as_str).collect();
         for (agent, at) in pending_agents {
             if let Some(prev) = reg.agents.get(&agent.name) {
                 reg.errors.push(LoadError::of(
@@ -187,7 +189,7 @@ impl Registry {
                 ));
                 continue;
             }
-            let problems = reg.agent_problems(&agent);
+            let problems = reg.agent_problems(&agent, &known_agents);
             if problems.is_empty() {
                 reg.agents.insert(agent.name.clone(), agent);
             } else {
@@ -286,11 +288,23 @@ impl Registry {
         self.pipelines.get(name).cloned()
     }
 
-    fn agent_problems(&self, agent: &AgentSpec) -> Vec<String> {
+    fn agent_problems(&self, agent: &AgentSpec, known_agents: &[&str]) -> Vec<String> {
         let mut out = Vec::new();
         for name in &agent.tools {
             if let Some(server) = mcp_wildcard(name) {
                 out.extend(self.wildcard_problem(agent, name, server));
+                continue;
+            }
+            if let Some(other) = crate::agent_spec::named_agent(name) {
+                if other == agent.name {
+                    out.push(format!("agent \"{other}\" lists itself as a tool"));
+                } else if !known_agents.contains(&other) {
+                    out.push(format!(
+                        "agent \"{}\" lists \"{name}\" but there is no agent \"{other}\" (loaded: {})",
+                        agent.name,
+                        known_agents.join(", ")
+                    ));
+                }
                 continue;
             }
             match self.tools.get(name) {

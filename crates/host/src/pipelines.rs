@@ -81,6 +81,7 @@ impl AgentRunner for Host {
                 actor_id: call.actor_id,
                 timeout: Some(call.deadline.saturating_duration_since(Instant::now())),
                 cancel,
+                depth: call.depth,
                 ..RunOptions::default()
             };
             let result = self.run(&call.agent, &call.prompt, opts).await;

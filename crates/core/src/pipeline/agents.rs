@@ -26,6 +26,8 @@ pub struct AgentCall {
     pub deadline: Instant,
     /// The pipeline run's cancellation, if it has one.
     pub cancel: Option<crate::cancel::Cancel>,
+    /// How deep in agents calling agents the run is (0: called by a pipeline or a door).
+    pub depth: u32,
 }
 
 /// What [`AgentRunner::run_agent`] returns: the agent's answer, or the node's failure.

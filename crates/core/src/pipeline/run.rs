@@ -279,6 +279,7 @@ async fn call_agent(
         actor_id: ctx.actor_id.clone(),
         deadline,
         cancel: ctx.cancel.clone(),
+        depth: ctx.depth,
     };
     let result = runner.run_agent(call).await.map(Value::String);
     (args, result)

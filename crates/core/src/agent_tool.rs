@@ -1,0 +1,83 @@
+//! Agents as tools: an agent listing `"agent:researcher"` in `.tools([...])` is offered a tool
+//! `ask_researcher` taking a `prompt`. A call runs the other agent as a run of its own (logged
+//! as any run is), within the caller's grants and the other agent's own (their meet), under
+//! the caller's deadline and cancellation, at most [`crate::tool::MAX_CALL_DEPTH`] deep.
+
+use crate::agent_spec::AgentSpec;
+use crate::context::CallContext;
+use crate::native::NativeTool;
+use crate::pipeline::AgentCall;
+use crate::tool::{FailureKind, MAX_CALL_DEPTH, Tool, ToolFailure};
+use serde_json::{Value, json};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// How long a run of an agent called as a tool may take when the caller has no deadline.
+const AGENT_CALL_TIMEOUT: Duration = Duration::from_secs(300);
+
+pub use crate::agent_spec::{AGENT_PREFIX, named_agent};
+
+/// The tool name `agent` is offered as.
+pub fn tool_name(agent: &str) -> String {
+    format!("ask_{agent}")
+}
+
+/// The tool running `agent`.
+pub fn agent_tool(agent: &AgentSpec) -> Option<Arc<Tool>> {
+    let name = agent.name.clone();
+    let description = match agent.description.as_str() {
+        "" => format!("Ask the agent \"{name}\"; its answer is the result"),
+        d => format!("{d} (the agent \"{name}\"; its answer is the result)"),
+    };
+    NativeTool::new(tool_name(&name), move |args: Value, ctx: &CallContext| {
+        let runner = ctx.agents.as_ref().and_then(std::sync::Weak::upgrade);
+        let call = AgentCall {
+            agent: name.clone(),
+            prompt: args["prompt"].as_str().unwrap_or_default().to_string(),
+            grants: ctx.grants.clone(),
+            context: ctx.context.clone(),
+            actor_id: ctx.actor_id.clone(),
+            deadline: ctx
+                .deadline
+                .unwrap_or_else(|| Instant::now() + AGENT_CALL_TIMEOUT),
+            cancel: ctx.cancel.clone(),
+            depth: ctx.depth + 1,
+        };
+        let name = name.clone();
+        async move {
+            if call.depth > MAX_CALL_DEPTH {
+                return Err(ToolFailure::visible(
+                    FailureKind::Denied,
+                    format!("agent \"{name}\" refused: agents calling agents deeper than {MAX_CALL_DEPTH}"),
+                ));
+            }
+            let Some(runner) = runner else {
+                return Err(ToolFailure::visible(
+                    FailureKind::Runtime,
+                    format!("agent \"{name}\" needs a host built with Host::builder() to run"),
+                ));
+            };
+            // The other agent lacking a grant is its run's failure, not the caller's: the
+            // model reads it as the tool's error and the caller's run goes on.
+            runner.run_agent(call).await.map(Value::String).map_err(|f| {
+                match f.kind {
+                    FailureKind::Capability => ToolFailure::visible(
+                        FailureKind::ToolError,
+                        format!("agent \"{name}\" failed: {}", f.message),
+                    ),
+                    _ => f,
+                }
+            })
+        }
+    })
+    .description(description)
+    .param(
+        "prompt",
+        "string",
+        json!({"desc": "what to ask the agent"}),
+    )
+    .located(agent.loc.clone())
+    .into_tool()
+    .ok()
+    .map(Arc::new)
+}
