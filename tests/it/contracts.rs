@@ -322,3 +322,31 @@ agent("b").provider("anthropic").tools(["agent:nobody"]);"#,
         "{text}"
     );
 }
+
+/// Output tokens and dollars stop a run before the model request that would pass them.
+#[test]
+fn output_token_and_cost_budgets_stop_the_next_model_request() {
+    let round = json!({"tool_calls": [{"name": "lookup", "args": {"sku": "A"}}], "usage": {"input_tokens": 1000, "output_tokens": 50}});
+    for (budget, said, requests) in [
+        (
+            "output_tokens=80",
+            "BudgetError: budget output_tokens of 80 reached (spent 100)",
+            2,
+        ),
+        // 1000 in at $3/M and 50 out at $15/M: $0.00375 a round.
+        (
+            "cost_usd=0.01",
+            "BudgetError: budget cost_usd of $0.0100 reached (spent $0.0112)",
+            3,
+        ),
+    ] {
+        let mock = Mock::start(
+            &json!({"require_auth": false, "turns": [round, round, round, round, {"text": "done"}]}),
+        );
+        let s = agent(&mock, ".price(3.0, 15.0)");
+        let (code, report) = run(&s, &["--budget", budget]);
+        assert_eq!(code, Some(1), "{report}");
+        assert!(report.to_string().contains(said), "{budget}: {report}");
+        assert_eq!(mock.requests().len(), requests, "{budget}");
+    }
+}
