@@ -134,16 +134,8 @@ fn a_remembering_journal_replays_steps_without_running_them_and_restores_state()
     );
 }
 
-#[test]
-fn a_resumed_code_mode_program_gets_its_completed_calls_back_from_the_journal() {
-    let program = "let a = tally(); let b = tally(); let c = tally(); let d = tally(); \
-                   [a.key, b.n, c.n, d.n, d.key]";
-    let mock = Mock::start(&json!({"require_auth": false, "turns": [
-        {"code": program},
-        {"text": "tallied"},
-        // The resumed attempt's model request, which the first attempt had not journaled.
-        {"text": "tallied"},
-    ]}));
+/// A host with `tally` and a code-mode agent `a` on `mock`, and the tally's run count.
+fn coder(mock: &Mock) -> (Scripts, Arc<Host>, Arc<AtomicUsize>) {
     let scripts = Scripts::new(&[(
         "a.rhai",
         &format!(
@@ -159,6 +151,20 @@ fn a_resumed_code_mode_program_gets_its_completed_calls_back_from_the_journal() 
         .tool(tally(&runs))
         .build()
         .expect("host");
+    (scripts, host, runs)
+}
+
+#[test]
+fn a_resumed_code_mode_program_gets_its_completed_calls_back_from_the_journal() {
+    let program = "let a = tally(); let b = tally(); let c = tally(); let d = tally(); \
+                   [a.key, b.n, c.n, d.n, d.key]";
+    let mock = Mock::start(&json!({"require_auth": false, "turns": [
+        {"code": program},
+        {"text": "tallied"},
+        // The resumed attempt's model request, which the first attempt had not journaled.
+        {"text": "tallied"},
+    ]}));
+    let (_scripts, host, runs) = coder(&mock);
     let runtime = tokio::runtime::Runtime::new().expect("runtime");
     let journal = Remembering {
         durable: true,
@@ -234,21 +240,7 @@ fn a_local_run_does_not_journal_a_programs_calls() {
         {"code": "tally(); tally()"},
         {"text": "done"},
     ]}));
-    let scripts = Scripts::new(&[(
-        "a.rhai",
-        &format!(
-            "agent(\"a\").provider(\"openai\").model(\"m\").base_url(\"{}/v1\")\n\
-             .tools([\"tally\"]).code_mode();",
-            mock.url
-        ),
-    )]);
-    let runs = Arc::new(AtomicUsize::new(0));
-    let host = Host::builder()
-        .scripts(scripts.path())
-        .stdlib(false)
-        .tool(tally(&runs))
-        .build()
-        .expect("host");
+    let (_scripts, host, runs) = coder(&mock);
     let runtime = tokio::runtime::Runtime::new().expect("runtime");
     let journal = Remembering::default();
     runtime

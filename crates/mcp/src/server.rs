@@ -229,6 +229,31 @@ impl McpServer {
         Rounds::open(&self.codec, state, responses, binding, askable).map(|r| Some(Arc::new(r)))
     }
 
+    /// Runs `work` (a read or a prompt) as one round of the request: the answers its retry
+    /// brought are known to the handler, and the questions the handler asked go out instead of
+    /// its result.
+    async fn in_round<T, R, Fut>(
+        &self,
+        cx: &RequestContext<RoleServer>,
+        state: Option<&str>,
+        responses: Option<&rmcp::model::InputResponses>,
+        binding: String,
+        work: impl FnOnce(CallOptions) -> Fut,
+    ) -> Result<R, ErrorData>
+    where
+        Fut: std::future::Future<Output = Result<T, ErrorData>>,
+        R: From<T> + From<rmcp::model::InputRequiredResult>,
+    {
+        let rounds = self.rounds(cx, state, responses, binding)?;
+        let (opts, notifier) = self.read_options(cx, rounds.clone());
+        let done = work(opts).await;
+        notifier.finish().await;
+        match self.answer_rounds(rounds.as_deref())? {
+            Some(questions) => Ok(questions.into()),
+            None => Ok(done?.into()),
+        }
+    }
+
     /// What to answer instead of the result when the handler stopped for the client: the
     /// missing-capability error, or the questions.
     fn answer_rounds(
@@ -401,19 +426,11 @@ impl ServerHandler for McpServer {
         cx: RequestContext<RoleServer>,
     ) -> Result<rmcp::model::ReadResourceResponse, ErrorData> {
         let binding = format!("resources/read:{}", req.uri);
-        let rounds = self.rounds(
-            &cx,
-            req.request_state.as_deref(),
-            req.input_responses.as_ref(),
-            binding,
-        )?;
-        let (opts, notifier) = self.read_options(&cx, rounds.clone());
-        let read = served::read(&self.host, &req.uri, opts).await;
-        notifier.finish().await;
-        match self.answer_rounds(rounds.as_deref())? {
-            Some(questions) => Ok(questions.into()),
-            None => Ok(read?.into()),
-        }
+        let (state, responses) = (req.request_state.as_deref(), req.input_responses.as_ref());
+        self.in_round(&cx, state, responses, binding, |opts| {
+            served::read(&self.host, &req.uri, opts)
+        })
+        .await
     }
 
     async fn list_prompts(
@@ -430,20 +447,12 @@ impl ServerHandler for McpServer {
         cx: RequestContext<RoleServer>,
     ) -> Result<rmcp::model::GetPromptResponse, ErrorData> {
         let binding = format!("prompts/get:{}", req.name);
-        let rounds = self.rounds(
-            &cx,
-            req.request_state.as_deref(),
-            req.input_responses.as_ref(),
-            binding,
-        )?;
-        let (opts, notifier) = self.read_options(&cx, rounds.clone());
-        let args = req.arguments.unwrap_or_default();
-        let got = served::get_prompt(&self.host, &req.name, args, opts).await;
-        notifier.finish().await;
-        match self.answer_rounds(rounds.as_deref())? {
-            Some(questions) => Ok(questions.into()),
-            None => Ok(got?.into()),
-        }
+        let (state, responses) = (req.request_state.as_deref(), req.input_responses.as_ref());
+        let args = req.arguments.clone().unwrap_or_default();
+        self.in_round(&cx, state, responses, binding, |opts| {
+            served::get_prompt(&self.host, &req.name, args, opts)
+        })
+        .await
     }
 
     async fn complete(
