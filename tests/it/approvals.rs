@@ -24,9 +24,14 @@ agent("notes").provider("openai").model("m").base_url("{}/v1").tools(["remember"
 
 /// Polls the run until its status is `awaiting_approval`; its first pending approval.
 fn awaiting(serve: &Serve, id: &str) -> Value {
+    awaiting_as(serve, id, &[])
+}
+
+fn awaiting_as(serve: &Serve, id: &str, auth: &[(&str, &str)]) -> Value {
     let deadline = Instant::now() + Duration::from_secs(20);
     while Instant::now() < deadline {
-        let (_, run) = get(&format!("{}/v1/runs/{id}", serve.url));
+        let (_, _, body) = http("GET", &format!("{}/v1/runs/{id}", serve.url), auth, None);
+        let run: Value = serde_json::from_str(&body).unwrap_or_default();
         if run["status"] == "awaiting_approval" {
             return run["approvals"][0].clone();
         }
@@ -37,8 +42,12 @@ fn awaiting(serve: &Serve, id: &str) -> Value {
 }
 
 fn start_run(serve: &Serve) -> String {
+    start_run_as(serve, &[])
+}
+
+fn start_run_as(serve: &Serve, auth: &[(&str, &str)]) -> String {
     let body = json!({"agent": "notes", "input": "go", "wait": false});
-    let (status, run) = post(&format!("{}/v1/runs", serve.url), &body, &[]);
+    let (status, run) = post(&format!("{}/v1/runs", serve.url), &body, auth);
     assert!((200..300).contains(&status), "{run}");
     run["id"].as_str().expect("id").to_string()
 }
@@ -136,6 +145,69 @@ fn nobody_deciding_within_the_deadline_denies() {
         .unwrap_or("");
     assert!(
         error.contains("needs approval and nobody approved it within 0.5 s"),
+        "{done}"
+    );
+}
+
+/// With tokens: the run's actor or a token granted `approve` decides; another actor cannot
+/// even see the approval.
+#[test]
+fn only_the_runs_actor_or_an_approver_token_decides() {
+    let mock = Mock::start(&json!({"require_auth": false, "turns": [
+        {"tool_calls": [{"name": "remember", "args": {"text": "milk"}}]},
+        {"text": "kept"},
+    ]}));
+    let s = scripts(&mock);
+    let tokens = json!([
+        {"token": "alice-token-0123456789", "actor": "alice", "caps": ["store"]},
+        {"token": "bob-approver-0123456789", "actor": "bob", "caps": ["approve"]},
+        {"token": "carol-token-0123456789", "actor": "carol", "caps": ["store"]},
+    ])
+    .to_string();
+    let serve = Serve::start(
+        s.path(),
+        &s.path().join("k.db"),
+        &["--no-stdlib"],
+        &[("KILN_TOKENS", &tokens)],
+    );
+    let alice = [("authorization", "Bearer alice-token-0123456789")];
+    let id = start_run_as(&serve, &alice);
+    let approval = awaiting_as(&serve, &id, &alice);
+    let url = format!(
+        "{}/v1/runs/{id}/approvals/{}",
+        serve.url,
+        approval["id"].as_str().unwrap_or("")
+    );
+    let decide = |auth: &str| {
+        let bearer = format!("Bearer {auth}");
+        let headers = [("authorization", bearer.as_str())];
+        http(
+            "POST",
+            &url,
+            &headers,
+            Some(&json!({"decision": "approve"})),
+        )
+        .0
+    };
+    assert_eq!(
+        decide("carol-token-0123456789"),
+        404,
+        "another actor does not see the run"
+    );
+    assert_eq!(
+        decide("bob-approver-0123456789"),
+        200,
+        "an approver token decides"
+    );
+    let (_, _, body) = http(
+        "GET",
+        &format!("{}/v1/runs/{id}?wait=true", serve.url),
+        &alice,
+        None,
+    );
+    let done: Value = serde_json::from_str(&body).unwrap_or_default();
+    assert_eq!(
+        done["report"]["tool_calls"][0]["outcome"]["result"], "kept milk",
         "{done}"
     );
 }

@@ -37,8 +37,11 @@ pub async fn create(
     Ok(Json(entry.status()).into_response())
 }
 
-/// `POST /v1/runs/{id}/approvals/{approval}`: approves or denies a call the run waits on;
-/// only the run's actor (anyone, without tokens) may.
+/// The token capability that lets its holder decide the approvals of every run.
+const APPROVE: &str = "approve";
+
+/// `POST /v1/runs/{id}/approvals/{approval}`: approves or denies a call the run waits on; the
+/// run's actor may (anyone, without tokens), and so may a token granted `approve`.
 pub async fn approve(
     State(state): State<Arc<AppState>>,
     who: Principal,
@@ -48,7 +51,15 @@ pub async fn approve(
     let body: Value = serde_json::from_slice(&body)
         .map_err(|e| ApiError::bad_request("body", format!("the body is not JSON: {e}")))?;
     let decision = super::approvals::decision(&body)?;
-    let entry = find(&state, &id, &who)?;
+    // A token granted `approve` decides for any run; anyone else only for their own.
+    let approver = who.ceiling.as_ref().is_some_and(|c| {
+        kiln_core::capability::Capability::parse(APPROVE).is_ok_and(|cap| c.covers(&cap))
+    });
+    let anyone = Principal {
+        actor: None,
+        ceiling: None,
+    };
+    let entry = find(&state, &id, if approver { &anyone } else { &who })?;
     entry.approvals.decide(&approval, decision)?;
     tracing::info!(run_id = %id, approval = %approval, actor = ?who.actor, "approval decided");
     Ok(Json(entry.status()))
