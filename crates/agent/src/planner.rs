@@ -91,6 +91,7 @@ pub(super) async fn drive(
                 .unwrap_or(super::run::DEFAULT_MAX_TOKENS),
             stream: false,
             unchanged_prefix: 0,
+            output: None,
         };
         run.report.rounds = step;
         let reply = run

@@ -348,6 +348,7 @@ fn model_request<'r>(
             .unwrap_or(DEFAULT_MAX_TOKENS),
         stream: opts.stream,
         unchanged_prefix,
+        output: agent.contract.output.as_ref().map(|o| o.schema.clone()),
     }
 }
 

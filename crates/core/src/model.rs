@@ -182,6 +182,9 @@ pub struct ModelRequest<'a> {
     /// provider (the loop only appends to its transcript): a provider may reuse what it
     /// rendered of them then without comparing them again. 0 promises nothing.
     pub unchanged_prefix: usize,
+    /// The JSON Schema the final answer must match (an agent's `.output`): a provider whose
+    /// structured-output mode keeps tools usable sends it; kiln validates the answer anyway.
+    pub output: Option<serde_json::Value>,
 }
 
 /// One model reply in neutral form.

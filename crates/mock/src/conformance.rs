@@ -133,6 +133,7 @@ fn replay_anthropic(file: &str) {
         max_tokens: first_req["max_tokens"].as_u64().unwrap_or(1024) as u32,
         stream: false,
         unchanged_prefix: 0,
+        output: None,
     };
     let ours = kiln_providers::anthropic::request_body(&req);
     assert_eq!(ours["tools"], recorded_next["tools"], "{file}: tools");
@@ -282,6 +283,7 @@ fn ollama_shapes_follow_the_api_docs() {
         max_tokens: 100,
         stream: false,
         unchanged_prefix: 0,
+        output: None,
     };
     let body = kiln_providers::ollama::request_body(&req);
     assert_eq!(

@@ -63,6 +63,7 @@ fn request_bytes(req: &ModelRequest<'_>, official: bool, rendered: &Rendered) ->
         max_tokens: req.max_tokens,
         stream: req.stream,
         unchanged_prefix: 0,
+        output: req.output.clone(),
     };
     let frame = body_around(&bare, official, Vec::new()).to_string();
     let at = frame.find(SLOT).map_or(frame.len(), |i| i + SLOT.len());
@@ -157,6 +158,14 @@ fn body_around(req: &ModelRequest<'_>, official: bool, msgs: Vec<Value>) -> Valu
     if req.stream {
         body["stream"] = json!(true);
         body["stream_options"] = json!({"include_usage": true});
+    }
+    // OpenAI's structured outputs shape only a reply without tool calls, so tools stay usable;
+    // compatible servers vary in what they take, so they get the schema in the prompt only.
+    if let (true, Some(schema)) = (official, &req.output) {
+        body["response_format"] = json!({
+            "type": "json_schema",
+            "json_schema": {"name": "final_answer", "schema": schema, "strict": false}
+        });
     }
     body
 }

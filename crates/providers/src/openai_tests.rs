@@ -17,6 +17,7 @@ fn request(messages: &[Message]) -> ModelRequest<'_> {
         max_tokens: 10,
         stream: true,
         unchanged_prefix: 0,
+        output: None,
     }
 }
 
@@ -184,4 +185,26 @@ fn usual_whole_replies_read_typed_as_they_read_as_values_and_odd_ones_go_the_val
     for v in odd {
         assert_eq!(typed_reply(v.to_string().as_bytes()), None, "{v}");
     }
+}
+
+#[test]
+fn an_output_schema_is_a_response_format_for_openai_only_and_tools_stay() {
+    let messages = [Message::User {
+        content: "who?".into(),
+    }];
+    let mut req = request(&messages);
+    let schema = json!({"type": "object", "properties": {"name": {"type": "string"}}});
+    req.output = Some(schema.clone());
+    let official: Value = serde_json::from_slice(&request_bytes(&req, true, &Rendered::default()))
+        .expect("valid JSON");
+    assert_eq!(official["response_format"]["type"], "json_schema");
+    assert_eq!(official["response_format"]["json_schema"]["schema"], schema);
+    assert_eq!(
+        official["tools"][0]["function"]["name"], "calc",
+        "tools stay offered"
+    );
+    let compatible: Value =
+        serde_json::from_slice(&request_bytes(&req, false, &Rendered::default()))
+            .expect("valid JSON");
+    assert!(compatible.get("response_format").is_none(), "{compatible}");
 }
