@@ -350,3 +350,70 @@ fn output_token_and_cost_budgets_stop_the_next_model_request() {
         assert_eq!(mock.requests().len(), requests, "{budget}");
     }
 }
+
+/// `.handoffs([...])`: the model hands the conversation to another agent, which answers with
+/// the transcript so far, its own provider and tools; the report names the handoff.
+#[test]
+fn an_agent_hands_the_conversation_to_another() {
+    let front = Mock::start(&json!({"require_auth": false, "turns": [
+        {"tool_calls": [{"name": "handoff_to_billing", "args": {"reason": "an invoice question"}}]},
+    ]}));
+    let billing = Mock::start(&json!({"require_auth": false, "turns": [
+        {"tool_calls": [{"name": "lookup", "args": {"sku": "INV-1"}}]},
+        {"text": "Invoice INV-1 is 1.5."},
+    ]}));
+    let s = Scripts::new(&[(
+        "agents.rhai",
+        &format!(
+            r#"{LOOKUP}agent("billing").description("Answers invoice questions").provider("openai").model("b")
+    .base_url("{}/v1").system("You are billing.").tools(["lookup"]);
+agent("front").provider("openai").model("f").base_url("{}/v1").handoffs(["billing"]);"#,
+            billing.url, front.url
+        ),
+    )]);
+    let out = ask(
+        &[
+            "front",
+            "what about INV-1?",
+            "--json",
+            "--no-stdlib",
+            "--scripts",
+            ".",
+        ],
+        s.path(),
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let report: Value = serde_json::from_slice(&out.stdout).expect("json");
+    assert_eq!(report["agent"], "billing", "{report}");
+    assert_eq!(report["model"], "b");
+    assert_eq!(report["handoffs"], json!(["billing"]));
+    assert_eq!(report["answer"], "Invoice INV-1 is 1.5.");
+    let offered = &front.requests()[0]["body"]["tools"][0]["function"];
+    assert_eq!(offered["name"], "handoff_to_billing");
+    let first = &billing.requests()[0]["body"];
+    assert_eq!(first["messages"][0]["content"], "You are billing.");
+    let carried = first["messages"].to_string();
+    assert!(
+        carried.contains("what about INV-1?") && carried.contains("handoff_to_billing"),
+        "{carried}"
+    );
+    assert_eq!(first["tools"][0]["function"]["name"], "lookup");
+
+    let bad = Scripts::new(&[(
+        "bad.rhai",
+        r#"agent("a").provider("anthropic").handoffs(["a"]);
+agent("b").provider("anthropic").handoffs(["nobody"]);"#,
+    )]);
+    let text = stderr(&kiln(
+        &["check", "--no-stdlib", "--scripts", "."],
+        bad.path(),
+    ));
+    assert!(
+        text.contains("agent \"a\" lists itself in .handoffs"),
+        "{text}"
+    );
+    assert!(
+        text.contains("agent \"b\" hands off to \"nobody\" but there is no such agent"),
+        "{text}"
+    );
+}

@@ -105,6 +105,9 @@ pub struct RunReport {
     /// The final answer as JSON, for an agent with `.output(schema)`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub output: Option<serde_json::Value>,
+    /// The agents the conversation was handed to, in order (`agent` is the last).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub handoffs: Vec<String>,
 }
 
 impl RunReport {
@@ -126,6 +129,7 @@ impl RunReport {
             cancelled: false,
             actor: None,
             output: None,
+            handoffs: Vec::new(),
         }
     }
 }

@@ -37,6 +37,8 @@ pub(super) struct Run {
     committed_calls: usize,
     /// What the recorder has not committed yet (it commits during the next model request).
     pending: Option<Pending>,
+    /// The agent the conversation was just handed to (`.handoffs`), for the start to go on with.
+    pub(super) handoff: Option<String>,
 }
 
 impl Run {
@@ -56,6 +58,7 @@ impl Run {
             committed,
             committed_calls: 0,
             pending: None,
+            handoff: None,
         }
     }
 
@@ -206,7 +209,7 @@ pub(super) struct Setup<'a> {
 pub(super) async fn drive(
     setup: &Setup<'_>,
     run: &mut Run,
-    mut ctx: CallContext,
+    ctx: &mut CallContext,
 ) -> Result<(), RunErrorKind> {
     let Setup {
         host,
@@ -234,7 +237,7 @@ pub(super) async fn drive(
     let mut sent = 0;
     loop {
         contract.check(&run.report, 0)?;
-        let offered = pin_turn(*host, agent, &mut ctx);
+        let offered = pin_turn(*host, agent, ctx);
         let request = provider.prepare(&model_request(setup, run, &offered, sent));
         sent = run.report.messages.len();
         run.report.rounds += 1;
@@ -292,7 +295,7 @@ pub(super) async fn drive(
             journal: *journal,
             round,
             offered: &offered,
-            ctx: &ctx,
+            ctx,
             exclusive: &exclusive,
             max_parallel: agent.max_parallel,
         };
@@ -303,15 +306,21 @@ pub(super) async fn drive(
             deadline,
             stop: None,
         };
-        let results = calls
+        let results: Vec<ToolResult> = calls
             .iter()
             .zip(executed)
             .map(|(call, executed)| round_end.record(run, round, call, executed))
             .collect();
+        let handed = handoff(agent, &calls, &results);
         run.report.messages.push(Message::Tool { results });
         run.commit(&ctx.state)?;
         if let Some(kind) = round_end.stop {
             return Err(kind);
+        }
+        if let Some(next) = handed {
+            // The start goes on as the other agent, with this transcript and state.
+            run.handoff = Some(next);
+            return Ok(());
         }
         if opts.cancel.is_cancelled() {
             return Err(RunErrorKind::Cancelled);
@@ -428,6 +437,18 @@ impl RoundEnd<'_> {
     }
 }
 
+/// The agent a round's successful handoff call hands the conversation to, if any.
+fn handoff(
+    agent: &kiln_core::agent_spec::AgentSpec,
+    calls: &[ToolCall],
+    results: &[ToolResult],
+) -> Option<String> {
+    calls.iter().zip(results).find_map(|(call, result)| {
+        let target = call.name.strip_prefix("handoff_to_")?;
+        (!result.is_error && agent.handoffs.iter().any(|h| h == target)).then(|| target.to_string())
+    })
+}
+
 /// Pins this turn's registry snapshot in `ctx` and returns the agent's tools offered from it:
 /// the schemas the model sees are the code that runs.
 pub(super) fn pin_turn(
@@ -446,6 +467,14 @@ pub(super) fn pin_turn(
             .filter_map(|t| kiln_core::agent_tool::named_agent(t))
             .filter_map(|name| snapshot.agent(name))
             .filter_map(|other| kiln_core::agent_tool::agent_tool(&other)),
+    );
+    // The agents it may hand the conversation to.
+    available.extend(
+        agent
+            .handoffs
+            .iter()
+            .filter_map(|name| snapshot.agent(name))
+            .filter_map(|other| kiln_core::agent_tool::handoff_tool(&other)),
     );
     match (&agent.code_mode, &agent.script) {
         (Some(mode), Some(script)) => {

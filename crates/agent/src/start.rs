@@ -102,8 +102,35 @@ async fn setup_and_drive(
         deadline,
     };
     if setup.agent.mode == kiln_core::agent_spec::AgentMode::JsonPlanner {
-        super::planner::drive(&setup, run, ctx).await
-    } else {
-        super::run::drive(&setup, run, ctx).await
+        return super::planner::drive(&setup, run, ctx).await;
     }
+    super::run::drive(&setup, run, &mut ctx).await?;
+    let mut setup = setup;
+    while let Some(next) = run.handoff.take() {
+        if run.report.handoffs.len() >= MAX_HANDOFFS {
+            return Err(RunErrorKind::ToolLoop(MAX_HANDOFFS as u32));
+        }
+        // The other agent takes over: its provider, model, tools and grants; the transcript,
+        // the state, the deadline and the step names go on.
+        let agent = host.agent(&next).map_err(|e| {
+            RunErrorKind::Provider(kiln_providers::ProviderError::Planner(e.to_string()))
+        })?;
+        let (provider, model) = connect::connect(&agent, &opts.overrides)?;
+        run.report.agent = agent.name.clone();
+        run.report.provider = provider.name().to_string();
+        run.report.model = model.clone();
+        run.report.handoffs.push(agent.name.clone());
+        ctx.grants =
+            kiln_core::capability::Grants::effective(&[Some(&agent.grants), opts.grants.as_ref()]);
+        ctx.caller = kiln_core::context::Caller::Agent(agent.name.clone());
+        setup.max_rounds = opts.max_iterations.unwrap_or(agent.max_tool_iterations);
+        setup.provider = Arc::new(provider);
+        setup.model = model;
+        setup.agent = agent;
+        super::run::drive(&setup, run, &mut ctx).await?;
+    }
+    Ok(())
 }
+
+/// How many times one run may hand the conversation on.
+const MAX_HANDOFFS: usize = 8;

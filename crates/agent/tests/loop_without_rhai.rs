@@ -124,6 +124,7 @@ fn host(model: impl Fn(&Value) -> ModelResponse + Send + Sync + 'static) -> Fake
         loc: SourceLoc::new("test", 0, 0),
         code_mode: None,
         contract: Default::default(),
+        handoffs: Vec::new(),
         script: Some(Arc::new(Script(Arc::new(FunctionModel(Box::new(model)))))),
     };
     FakeHost {

@@ -189,6 +189,8 @@ pub struct AgentSpec {
     pub code_mode: Option<CodeMode>,
     /// What its runs promise and may spend (`.output`, `.budget`, `.price`).
     pub contract: Contract,
+    /// Agents it may hand the conversation to (`.handoffs([...])`).
+    pub handoffs: Vec<String>,
     /// The planner and validator the agent's script defined.
     pub script: Option<Arc<dyn AgentScript>>,
 }

@@ -81,3 +81,35 @@ pub fn agent_tool(agent: &AgentSpec) -> Option<Arc<Tool>> {
     .ok()
     .map(Arc::new)
 }
+
+/// The tool name a handoff to `agent` is offered as.
+pub fn handoff_name(agent: &str) -> String {
+    format!("handoff_to_{agent}")
+}
+
+/// The tool handing the conversation to `agent` (`.handoffs([...])`): the run goes on as
+/// `agent`'s, with the transcript and `ctx.state` so far.
+pub fn handoff_tool(agent: &AgentSpec) -> Option<Arc<Tool>> {
+    let name = agent.name.clone();
+    let description = match agent.description.as_str() {
+        "" => format!("Hand the conversation to the agent \"{name}\""),
+        d => format!("Hand the conversation to the agent \"{name}\": {d}"),
+    };
+    NativeTool::new(
+        handoff_name(&name),
+        move |_args: Value, _ctx: &CallContext| {
+            let said = format!("The conversation is now with the agent \"{name}\".");
+            async move { Ok(Value::String(said)) }
+        },
+    )
+    .description(description)
+    .param(
+        "reason",
+        "string",
+        json!({"desc": "why it goes there", "optional": true}),
+    )
+    .located(agent.loc.clone())
+    .into_tool()
+    .ok()
+    .map(Arc::new)
+}

@@ -290,6 +290,17 @@ impl Registry {
 
     fn agent_problems(&self, agent: &AgentSpec, known_agents: &[&str]) -> Vec<String> {
         let mut out = Vec::new();
+        for name in &agent.handoffs {
+            if name == &agent.name {
+                out.push(format!("agent \"{name}\" lists itself in .handoffs"));
+            } else if !known_agents.contains(&name.as_str()) {
+                out.push(format!(
+                    "agent \"{}\" hands off to \"{name}\" but there is no such agent (loaded: {})",
+                    agent.name,
+                    known_agents.join(", ")
+                ));
+            }
+        }
         for name in &agent.tools {
             if let Some(server) = mcp_wildcard(name) {
                 out.extend(self.wildcard_problem(agent, name, server));

@@ -81,6 +81,16 @@ pub fn register(engine: &mut Engine) {
         },
     );
     engine.register_fn(
+        "handoffs",
+        |ctx: NativeCallContext, b: &mut AgentBuilder, list: Array| {
+            let pos = ctx.call_position();
+            b.with(|d| match strings(&list) {
+                Ok(l) => d.handoffs = l,
+                Err(e) => d.errors.push((pos, format!("handoffs: {e}"))),
+            })
+        },
+    );
+    engine.register_fn(
         "ask",
         |ctx: NativeCallContext, b: &mut AgentBuilder, list: Array| {
             let pos = ctx.call_position();

@@ -80,6 +80,8 @@ pub struct AgentDraft {
     pub code_mode: Option<kiln_core::agent_spec::CodeMode>,
     /// `.output(...)` (the schema, and where), `.output_retries(n)`, `.budget(...)`, `.price(...)`.
     pub contract: ContractDraft,
+    /// `.handoffs([...])`.
+    pub handoffs: Vec<String>,
     /// Problems found while building.
     pub errors: Vec<(Position, String)>,
 }

@@ -413,6 +413,7 @@ fn finish_agent(mut d: AgentDraft, unit: &Arc<ScriptUnit>) -> Result<AgentSpec, 
         loc: at(d.pos),
         name: d.name,
         contract,
+        handoffs: std::mem::take(&mut d.handoffs),
         // A program's parallel([...]) is bounded like the agent's concurrent calls.
         code_mode: d.code_mode.map(|mode| kiln_core::agent_spec::CodeMode {
             max_parallel: as_u32(settings.max_parallel).unwrap_or(4) as usize,
