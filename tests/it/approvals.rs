@@ -52,6 +52,13 @@ fn start_run_as(serve: &Serve, auth: &[(&str, &str)]) -> String {
     run["id"].as_str().expect("id").to_string()
 }
 
+/// The error message of a finished run's first tool call.
+fn first_error(done: &Value) -> &str {
+    done["report"]["tool_calls"][0]["outcome"]["error"]["message"]
+        .as_str()
+        .unwrap_or("")
+}
+
 fn finished(serve: &Serve, id: &str) -> Value {
     get(&format!("{}/v1/runs/{id}?wait=true", serve.url)).1
 }
@@ -112,9 +119,7 @@ fn a_run_waits_for_a_person_who_approves_or_denies_over_http() {
     assert_eq!(status, 200);
     let done = finished(&serve, &id);
     assert_eq!(done["status"], "completed", "{done}");
-    let error = done["report"]["tool_calls"][0]["outcome"]["error"]["message"]
-        .as_str()
-        .unwrap_or("");
+    let error = first_error(&done);
     assert!(
         error.contains("policy \"careful\" denied the call of wipe: wiping is permanent; it needs approval and it was denied: not today"),
         "{done}"
@@ -140,9 +145,7 @@ fn nobody_deciding_within_the_deadline_denies() {
     let id = start_run(&serve);
     let done = finished(&serve, &id);
     assert_eq!(done["status"], "completed", "{done}");
-    let error = done["report"]["tool_calls"][0]["outcome"]["error"]["message"]
-        .as_str()
-        .unwrap_or("");
+    let error = first_error(&done);
     assert!(
         error.contains("needs approval and nobody approved it within 0.5 s"),
         "{done}"

@@ -26,7 +26,12 @@ const POLICY: &str = r#"policy("no-prod-deletes").applies_to(["db_*"]).check(|c,
 "#;
 
 fn call(s: &Scripts, args: &str, more: &[&str]) -> (Option<i32>, String) {
-    let mut all = vec!["call", "db_delete", args, "--no-stdlib", "--scripts", "."];
+    call_tool(s, "db_delete", args, more)
+}
+
+/// `kiln call TOOL ARGS` over `s`: the exit code and everything it printed.
+fn call_tool(s: &Scripts, tool: &str, args: &str, more: &[&str]) -> (Option<i32>, String) {
+    let mut all = vec!["call", tool, args, "--no-stdlib", "--scripts", "."];
     all.extend_from_slice(more);
     let out = kiln(&all, s.path());
     (
@@ -168,19 +173,8 @@ fn a_broken_or_throwing_policy_refuses_instead_of_letting_calls_through() {
             "policy(\"p\").applies_to([\"*\"]).check(|call, ctx| allow());",
         ),
     ]);
-    let out = kiln(
-        &[
-            "call",
-            "db_read",
-            r#"{"table": "t"}"#,
-            "--no-stdlib",
-            "--scripts",
-            ".",
-        ],
-        broken.path(),
-    );
-    let said = format!("{}{}", stdout(&out), stderr(&out));
-    assert_eq!(out.status.code(), Some(1), "{said}");
+    let (code, said) = call_tool(&broken, "db_read", r#"{"table": "t"}"#, &[]);
+    assert_eq!(code, Some(1), "{said}");
     assert!(
         said.contains("the file did not load, so every call is refused until it does"),
         "{said}"
@@ -197,19 +191,8 @@ fn a_broken_or_throwing_policy_refuses_instead_of_letting_calls_through() {
             "policy(\"p\").applies_to([\"db_read\"]).check(|c, ctx| throw \"boom\");",
         ),
     ]);
-    let out = kiln(
-        &[
-            "call",
-            "db_read",
-            r#"{"table": "t"}"#,
-            "--no-stdlib",
-            "--scripts",
-            ".",
-        ],
-        throwing.path(),
-    );
-    let said = stdout(&out);
-    assert_eq!(out.status.code(), Some(1), "{said}");
+    let (code, said) = call_tool(&throwing, "db_read", r#"{"table": "t"}"#, &[]);
+    assert_eq!(code, Some(1), "{said}");
     assert!(
         said.contains("policy \\\"p\\\" denied the call of db_read: the policy failed"),
         "{said}"

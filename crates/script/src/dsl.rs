@@ -302,6 +302,13 @@ pub(super) fn to_json(value: &Dynamic) -> Result<Value, String> {
     rhai::serde::from_dynamic::<Value>(value).map_err(|e| e.to_string())
 }
 
+/// `.requires([...])`'s capabilities, each at the position of the call.
+pub(super) fn required(pos: Position, caps: &Array) -> Result<Vec<(String, Position)>, String> {
+    strings(caps)
+        .map(|list| list.into_iter().map(|c| (c, pos)).collect())
+        .map_err(|e| format!("requires: {e}"))
+}
+
 pub(super) fn strings(arr: &Array) -> Result<Vec<String>, String> {
     arr.iter()
         .map(|v| {
@@ -407,9 +414,9 @@ fn register_running(engine: &mut Engine) {
         "requires",
         |ctx: NativeCallContext, b: &mut ToolBuilder, caps: Array| {
             let pos = ctx.call_position();
-            b.with(|d| match strings(&caps) {
-                Ok(list) => d.requires.extend(list.into_iter().map(|c| (c, pos))),
-                Err(e) => d.errors.push((pos, format!("requires: {e}"))),
+            b.with(|d| match required(pos, &caps) {
+                Ok(list) => d.requires.extend(list),
+                Err(e) => d.errors.push((pos, e)),
             })
         },
     );

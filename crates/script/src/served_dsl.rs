@@ -3,7 +3,7 @@
 //! from its `.handler`, `.requires` and `.timeout`), and each `.complete(arg, |prefix| [...])`
 //! is a tool taking `{"value": prefix}`; [`finish`] turns a draft into them.
 
-use super::dsl::{ToolDraft, collect_draft, lock, strings};
+use super::dsl::{ToolDraft, collect_draft, lock, required};
 use kiln_core::error::LoadError;
 use kiln_core::schema::Param;
 use kiln_core::served::{
@@ -388,9 +388,9 @@ fn common<B: Builder>(engine: &mut Engine) {
         "requires",
         |ctx: NativeCallContext, b: &mut B, caps: Array| {
             let pos = ctx.call_position();
-            b.with(|d| match strings(&caps) {
-                Ok(list) => d.requires.extend(list.into_iter().map(|c| (c, pos))),
-                Err(e) => d.errors.push((pos, format!("requires: {e}"))),
+            b.with(|d| match required(pos, &caps) {
+                Ok(list) => d.requires.extend(list),
+                Err(e) => d.errors.push((pos, e)),
             })
         },
     );
