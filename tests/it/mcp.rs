@@ -278,9 +278,14 @@ pub struct StdioMcp {
 impl StdioMcp {
     /// Starts `kiln mcp ARGS` in `dir` and does the 2025-11-25 handshake.
     pub fn start(dir: &std::path::Path, args: &[&str]) -> StdioMcp {
+        Self::start_declaring(dir, args, json!({}))
+    }
+
+    /// [`StdioMcp::start`] with the client declaring `capabilities` in its handshake.
+    pub fn start_declaring(dir: &std::path::Path, args: &[&str], capabilities: Value) -> StdioMcp {
         let mut cmd = Command::new(kiln_bin());
         cmd.arg("mcp").args(args);
-        Self::start_command(dir, cmd)
+        Self::start_command(dir, cmd, capabilities)
     }
 
     /// [`StdioMcp::start`] under an address-space limit of `bytes` (`ulimit -v`): an
@@ -294,10 +299,10 @@ impl StdioMcp {
             ))
             .arg(kiln_bin())
             .args(args);
-        Self::start_command(dir, cmd)
+        Self::start_command(dir, cmd, json!({}))
     }
 
-    fn start_command(dir: &std::path::Path, mut cmd: Command) -> StdioMcp {
+    fn start_command(dir: &std::path::Path, mut cmd: Command, capabilities: Value) -> StdioMcp {
         let mut child = cmd
             .current_dir(dir)
             .stdin(Stdio::piped())
@@ -323,7 +328,7 @@ impl StdioMcp {
         mcp.rpc(
             0,
             "initialize",
-            json!({"protocolVersion": "2025-11-25", "capabilities": {},
+            json!({"protocolVersion": "2025-11-25", "capabilities": capabilities,
                 "clientInfo": {"name": "raw", "version": "0"}}),
         );
         mcp

@@ -1,8 +1,8 @@
 //! The MCP conformance suite (`@modelcontextprotocol/conformance`, the protocol's official
 //! test runner) against `kiln mcp --http`: exactly the server scenarios each revision requires
-//! (`--requirements 2025-11-25`, then `2026-07-28`), with the ones needing what kiln does not
-//! offer yet listed in a baseline the suite checks both ways (an unexpected failure fails, and
-//! so does a listed scenario that starts passing).
+//! (`--requirements 2025-11-25`, then `2026-07-28`), with the ones kiln does not offer listed
+//! in a baseline the suite checks both ways (an unexpected failure fails, and so does a listed
+//! scenario that starts passing); then every scenario of the tasks extension, each alone.
 //!
 //! The suite's scenarios call the tools, resources and prompts of its "everything server" by
 //! name; kiln serves them from tests/fixtures/mcp-everything (Rhai scripts, and the arguments
@@ -92,5 +92,39 @@ fn mcp_conformance_suite_passes_every_scenario_each_revision_requires() {
             "conformance suite, {revision}:\n{report}"
         );
         println!("== {revision}\n{report}");
+    }
+    // The tasks extension (no revision requires it): every `tasks-*` server scenario the
+    // suite lists, each run alone.
+    let list = std::process::Command::new(&node)
+        .arg(&suite)
+        .arg("list")
+        .output()
+        .expect("list the suite's scenarios");
+    let listing = stdout(&list);
+    let server_part = listing.split("Client scenarios").next().unwrap_or("");
+    let tasks: Vec<&str> = server_part
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix("- "))
+        .filter_map(|l| l.split_whitespace().next())
+        .filter(|name| name.starts_with("tasks-"))
+        .collect();
+    assert!(
+        tasks.len() >= 10,
+        "the suite lists the tasks scenarios:\n{listing}"
+    );
+    for scenario in tasks {
+        let results = tempfile::tempdir().expect("results dir");
+        let out = std::process::Command::new(&node)
+            .arg(&suite)
+            .args(["server", "--url", &server.url, "--scenario", scenario])
+            .current_dir(results.path())
+            .output()
+            .expect("run a tasks scenario");
+        let report = format!("{}\n{}", stdout(&out), stderr(&out));
+        assert!(
+            out.status.success() && !report.contains("FAILURE"),
+            "conformance suite, {scenario}:\n{report}"
+        );
+        println!("== {scenario}\n{report}");
     }
 }

@@ -173,6 +173,12 @@ pub trait CallObserver: Send + Sync {
     ) -> Result<Vec<Answer>, AskError> {
         Err(AskError::Refused("the caller cannot be asked".into()))
     }
+    /// The handler asks to go on in the background (`background()`): a caller that can poll
+    /// a task gets one now and the call goes on in it; true when it did. By default no
+    /// caller can, and the call simply goes on.
+    fn background(&self) -> bool {
+        false
+    }
 }
 
 /// A call's observer behind kiln's bounds (shared by the call's nested `call_tool` calls).
@@ -250,6 +256,11 @@ impl CallEvents {
             })
             .collect();
         self.observer.ask(&keyed, lenient, timeout)
+    }
+
+    /// Asks the caller to take the rest of the call as a task; true when it did.
+    pub fn background(&self) -> bool {
+        self.observer.background()
     }
 
     fn log(&self, level: LogLevel, message: &str) {

@@ -86,6 +86,12 @@ impl NativeTool {
         self
     }
 
+    /// Lets a call run as an MCP task where the client declared the tasks extension.
+    pub fn task(mut self, mode: tool::TaskMode) -> Self {
+        self.meta.task = Some(mode);
+        self
+    }
+
     /// The description the model reads.
     pub fn description(mut self, text: impl Into<String>) -> Self {
         self.description = text.into();
@@ -181,6 +187,7 @@ impl NativeTool {
             loc: self.loc.clone(),
             title: self.meta.title,
             hints: self.meta.hints,
+            task: self.meta.task,
             handler: Arc::new(NativeHandler(self.handler)),
         };
         match parts.build() {

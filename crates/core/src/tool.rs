@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 pub use crate::failure::{FailureKind, ToolFailure, ToolOutcome};
-pub use crate::tool_meta::{Hints, ResolvedHints, Returns, ToolMeta};
+pub use crate::tool_meta::{Hints, ResolvedHints, Returns, TaskMode, ToolMeta};
 pub use crate::validate::{compile_schema, violations};
 
 /// Largest arguments accepted from a model (serialized JSON).

@@ -15,6 +15,21 @@ pub struct ToolMeta {
     pub returns: Option<Returns>,
     /// `.annotations(#{...})`: hints set explicitly; the rest come from the capabilities.
     pub hints: Hints,
+    /// `.task(...)`: a call may run as an MCP task (the tasks extension), polled by its client.
+    pub task: Option<TaskMode>,
+}
+
+/// How a tool runs as an MCP task, for a client that declared the tasks extension (other
+/// callers, and other doors, always get the result in the answer).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct TaskMode {
+    /// A client without the tasks extension is refused (`.task("required")`) instead of
+    /// answered in the call.
+    pub required: bool,
+    /// The call is answered in the request until its handler calls `background()`, and becomes
+    /// a task from there (`#{ start: "background" }`), so it can ask its questions first;
+    /// otherwise the task starts with the call.
+    pub at_background: bool,
 }
 
 /// A declared output schema and its compiled validator.

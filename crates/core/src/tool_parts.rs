@@ -6,7 +6,9 @@
 use crate::capability::Capability;
 use crate::error::SourceLoc;
 use crate::ratelimit::RateLimit;
-use crate::tool::{Handler, Hints, Returns, Tool, ToolMeta, compile_schema, valid_tool_name};
+use crate::tool::{
+    Handler, Hints, Returns, TaskMode, Tool, ToolMeta, compile_schema, valid_tool_name,
+};
 use serde_json::Value;
 use std::sync::Arc;
 use std::time::Duration;
@@ -37,6 +39,8 @@ pub struct ToolParts {
     pub title: Option<String>,
     /// Behaviour hints (MCP annotations).
     pub hints: Hints,
+    /// Runs as an MCP task where the client can poll one.
+    pub task: Option<TaskMode>,
     /// What runs a call.
     pub handler: Arc<dyn Handler>,
 }
@@ -104,6 +108,7 @@ impl ToolParts {
                     title: self.title,
                     returns,
                     hints: self.hints,
+                    task: self.task,
                 },
                 validator,
                 handler: self.handler,

@@ -19,6 +19,8 @@ mod questions;
 mod rounds;
 mod served;
 mod server;
+mod task_call;
+mod tasks;
 
 pub use http::{HttpOptions, McpEndpoint, router};
 pub use server::McpServer;

@@ -8,6 +8,7 @@
 
 use crate::questions::{self, Askable, Question};
 use crate::rounds::Rounds;
+use crate::tasks::TaskSlot;
 use kiln_core::call_events::{Answer, AskError, CallObserver, ClientAsk, LogLevel};
 use rmcp::RoleServer;
 use rmcp::model::{
@@ -41,6 +42,8 @@ pub struct McpObserver {
     /// On a 2026-07-28 request: the answers its retry brought, and the questions to send.
     rounds: Option<Arc<Rounds>>,
     questions: mpsc::Sender<Question>,
+    /// Once the call runs as a task, its questions go there.
+    pub task: TaskSlot,
 }
 
 /// The sending side of one call: its observer, the task that sends, and the tool's questions
@@ -70,6 +73,7 @@ impl CallNotifier {
             askable: Askable::of(cx),
             rounds,
             questions: ask,
+            task: TaskSlot::default(),
         });
         let task = tokio::spawn(send_all(cx.peer.clone(), rx));
         CallNotifier {
@@ -180,6 +184,9 @@ impl CallObserver for McpObserver {
         lenient: bool,
         timeout: Duration,
     ) -> Result<Vec<Answer>, AskError> {
+        if let Some(task) = self.task.link() {
+            return task.ask(asks, lenient, timeout);
+        }
         if let Some(rounds) = &self.rounds {
             return rounds.answer(asks, lenient);
         }
@@ -202,6 +209,10 @@ impl CallObserver for McpObserver {
                 whole.as_secs()
             ))
         })?
+    }
+
+    fn background(&self) -> bool {
+        self.task.background()
     }
 
     fn progress(&self, progress: f64, total: Option<f64>, message: Option<String>) {

@@ -159,7 +159,7 @@ impl Rounds {
 
 /// A client's answer as the script sees it: a form's `{action, content}`, the model's text,
 /// the list of roots.
-fn decode(ask: &ClientAsk, v: &Value) -> Result<Value, String> {
+pub(crate) fn decode(ask: &ClientAsk, v: &Value) -> Result<Value, String> {
     match ask {
         ClientAsk::Form(_) => {
             let action = v["action"]
@@ -187,7 +187,7 @@ fn decode(ask: &ClientAsk, v: &Value) -> Result<Value, String> {
 }
 
 /// The MCP request a question goes out as.
-fn input_request(ask: &ClientAsk) -> Result<InputRequest, String> {
+pub(crate) fn input_request(ask: &ClientAsk) -> Result<InputRequest, String> {
     Ok(match ask {
         ClientAsk::Form(form) => {
             InputRequest::Elicitation(ElicitRequest::new(questions::form_params(form.clone())?))

@@ -5,6 +5,7 @@ use crate::ask::{self, Approval};
 use crate::notify::{self, CallNotifier};
 use crate::rounds::Rounds;
 use crate::served;
+use crate::task_call::{Ran, TaskCall};
 use kiln_agent::RunOptions;
 use kiln_core::call_events::LogLevel;
 use kiln_core::capability::Grants;
@@ -38,6 +39,8 @@ pub struct McpServer {
     subscribed: Arc<Mutex<std::collections::BTreeSet<String>>>,
     /// Seals and opens the `requestState` of input-required rounds.
     codec: Arc<rmcp::model::RequestStateCodec>,
+    /// The calls running as tasks (the tasks extension), shared by every session.
+    tasks: crate::tasks::Tasks,
 }
 
 /// Agents offered as tools are named `ask_AGENT`.
@@ -56,6 +59,7 @@ impl McpServer {
             log_level: Arc::default(),
             subscribed: Arc::default(),
             codec: Arc::new(crate::rounds::codec()),
+            tasks: crate::tasks::Tasks::default(),
         }
     }
 
@@ -269,6 +273,31 @@ impl McpServer {
         Ok(rounds.input_required(&self.codec))
     }
 
+    /// How a call of `tool` runs as a task: `None` when it is answered in the request (the tool
+    /// is no task, or the client did not declare the tasks extension and the tool allows
+    /// that); `Err` (-32021) when the tool requires a task and the client cannot take one.
+    fn task_mode(
+        &self,
+        tool: &kiln_core::tool::Tool,
+        cx: &RequestContext<RoleServer>,
+    ) -> Result<Option<kiln_core::tool::TaskMode>, ErrorData> {
+        let Some(mode) = tool.meta.task else {
+            return Ok(None);
+        };
+        let declared = cx
+            .client_capabilities()
+            .is_some_and(|caps| caps.supports_tasks());
+        match (declared, mode.required) {
+            (true, _) => Ok(Some(mode)),
+            (false, false) => Ok(None),
+            (false, true) => Err(ErrorData::missing_required_client_capability(
+                rmcp::model::ClientCapabilities::builder()
+                    .enable_tasks()
+                    .build(),
+            )),
+        }
+    }
+
     /// Tells every client that asked that the tool list changed (after a reload).
     pub fn notify_tools_changed(&self) {
         let _ = self.changed.send(());
@@ -318,6 +347,7 @@ impl ServerHandler for McpServer {
             .enable_resources_subscribe()
             .enable_tools()
             .enable_tool_list_changed()
+            .enable_tasks()
             .build();
         ServerConfig::new(caps)
             .with_server_info(Implementation::new("kiln", env!("CARGO_PKG_VERSION")))
@@ -390,9 +420,33 @@ impl ServerHandler for McpServer {
             asker,
             ..CallOptions::default()
         };
-        let outcome = notifier
-            .run(&cx, self.host.call_tool(&tool, args, opts))
-            .await;
+        let outcome = match self.task_mode(&tool, &cx)? {
+            Some(mode) => {
+                let call = TaskCall {
+                    host: self.host.clone(),
+                    tool: tool.clone(),
+                    args,
+                    opts,
+                    mode,
+                };
+                match call.run(&self.tasks, &mut notifier, &cx).await {
+                    Ran::Answered(outcome) => outcome,
+                    Ran::Task(task) => {
+                        notifier.finish().await;
+                        return Ok(CallToolResponse::Task(task));
+                    }
+                    Ran::Crashed(e) => {
+                        notifier.finish().await;
+                        return Err(e);
+                    }
+                }
+            }
+            None => {
+                notifier
+                    .run(&cx, self.host.call_tool(&tool, args, opts))
+                    .await
+            }
+        };
         notifier.finish().await;
         if let Some(questions) = self.answer_rounds(rounds.as_deref())? {
             return Ok(questions.into());
@@ -471,6 +525,30 @@ impl ServerHandler for McpServer {
         .await;
         notifier.finish().await;
         done
+    }
+
+    async fn get_task(
+        &self,
+        req: rmcp::model::GetTaskParams,
+        _cx: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::GetTaskResult, ErrorData> {
+        self.tasks.get(&req)
+    }
+
+    async fn update_task(
+        &self,
+        req: rmcp::model::UpdateTaskParams,
+        _cx: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.tasks.update(req)
+    }
+
+    async fn cancel_task(
+        &self,
+        req: rmcp::model::CancelTaskParams,
+        _cx: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.tasks.cancel(&req)
     }
 
     #[allow(deprecated)]

@@ -101,6 +101,7 @@ fn run_code_tool(tools: &[Arc<Tool>], mode: &CodeMode, names_only: bool) -> Opti
         loc: kiln_core::error::SourceLoc::new("<code mode>", 0, 0),
         title: Some("Run a program that calls the tools".into()),
         hints: Default::default(),
+        task: None,
         handler: Arc::new(CodeHandler {
             tools: tools.to_vec(),
             max_calls: mode.max_calls,

@@ -47,6 +47,8 @@ pub struct ToolDraft {
     pub returns: Option<(Value, Position)>,
     /// `.annotations(#{...})`.
     pub hints: kiln_core::tool::Hints,
+    /// `.task(mode[, #{ start }])`.
+    pub task: Option<kiln_core::tool::TaskMode>,
     /// Hands the handler this field of the arguments instead of the whole map.
     pub first: Option<&'static str>,
     /// Problems found while building, with the position of the call.

@@ -242,8 +242,23 @@ fn ask_client(requests: Map) -> Result<Map, Box<EvalAltResult>> {
         .collect())
 }
 
+/// `background()`: a caller that can poll a task (an MCP client with the tasks extension,
+/// calling a tool declared `.task(..., #{ start: "background" })`) gets one now, and the rest
+/// of the handler runs in it; false where the call just goes on.
+fn background() -> bool {
+    host_fns::current_events().is_some_and(|events| events.background())
+}
+
 /// Registers the asking functions.
 pub fn register(engine: &mut Engine) {
+    FuncRegistration::new("background")
+        .with_params_info(["bool"])
+        .with_comments([
+            "/// Goes on as an MCP task: the client that called gets a task to poll now, and the \
+            rest of the handler runs in it (for a tool declared .task(mode, #{ start: \
+            \"background\" })); false where the caller cannot take a task, and the call goes on.",
+        ])
+        .register_into_engine(engine, background);
     let sample_doc = [
         "/// Asks the model of the MCP client that called the tool (MCP sampling) and returns its \
         text answer; needs capability \"sampling\" and a client that supports it. Options: \

@@ -245,6 +245,7 @@ pub(crate) fn finish_tool(d: ToolDraft, unit: &Arc<ScriptUnit>) -> Result<Tool, 
         loc: at(d.pos),
         title: d.title,
         hints: d.hints,
+        task: d.task,
         handler,
     };
     match parts.build() {

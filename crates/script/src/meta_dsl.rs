@@ -1,5 +1,5 @@
-//! What a tool tells its callers beyond its arguments: `.title("...")`, `.returns(type | #{...})`
-//! and `.annotations(#{ read_only, destructive, idempotent, open_world })`.
+//! What a tool tells its callers beyond its arguments: `.title("...")`, `.returns(type | #{...})`,
+//! `.annotations(#{ read_only, destructive, idempotent, open_world })` and `.task(mode)`.
 
 use super::dsl::{ToolBuilder, to_json};
 use kiln_core::schema;
@@ -32,8 +32,51 @@ fn annotations(b: &mut ToolBuilder, pos: Position, map: Map) -> ToolBuilder {
     })
 }
 
-/// Registers `.title`, `.returns` and `.annotations` on the tool builder.
+/// `.task(mode[, #{ start }])`: `mode` is "optional" or "required"; `start` is "call" (the
+/// task starts with the call) or "background" (at the handler's `background()`).
+fn task(b: &mut ToolBuilder, pos: Position, mode: &str, opts: Map) -> ToolBuilder {
+    let required = match mode {
+        "optional" => Ok(false),
+        "required" => Ok(true),
+        other => Err(format!(
+            ".task(\"{other}\"): the mode is \"optional\" (a client without the tasks extension is answered in the call) or \"required\" (it is refused)"
+        )),
+    };
+    let mut at_background = Ok(false);
+    for (key, value) in opts {
+        at_background = match (key.as_str(), value.into_string().as_deref()) {
+            ("start", Ok("call")) => Ok(false),
+            ("start", Ok("background")) => Ok(true),
+            ("start", _) => Err(".task(...): start is \"call\" or \"background\"".to_string()),
+            (other, _) => Err(format!(".task(...): unknown option \"{other}\" (start)")),
+        };
+    }
+    b.with(|d| match (required, at_background) {
+        _ if d.task.is_some() => d.errors.push((pos, ".task(...) is given twice".into())),
+        (Ok(required), Ok(at_background)) => {
+            d.task = Some(kiln_core::tool::TaskMode {
+                required,
+                at_background,
+            })
+        }
+        (Err(e), _) | (_, Err(e)) => d.errors.push((pos, e)),
+    })
+}
+
+/// Registers `.title`, `.returns`, `.annotations` and `.task` on the tool builder.
 pub(super) fn register(engine: &mut Engine) {
+    engine.register_fn(
+        "task",
+        |ctx: NativeCallContext, b: &mut ToolBuilder, mode: &str| {
+            task(b, ctx.call_position(), mode, Map::new())
+        },
+    );
+    engine.register_fn(
+        "task",
+        |ctx: NativeCallContext, b: &mut ToolBuilder, mode: &str, opts: Map| {
+            task(b, ctx.call_position(), mode, opts)
+        },
+    );
     engine.register_fn("title", |b: &mut ToolBuilder, text: &str| {
         b.with(|d| d.title = Some(text.to_string()))
     });

@@ -40,6 +40,7 @@ impl Pipeline {
             loc: spec.loc.clone(),
             title: None,
             hints: Default::default(),
+            task: None,
             handler: Arc::new(PipelineHandler(spec.clone())),
         };
         let tool = parts.build().map_err(|problems| {
