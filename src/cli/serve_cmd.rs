@@ -240,7 +240,12 @@ pub fn serve(g: &Global, a: ServeArgs) -> CliResult<ExitCode> {
         // tokens' actors and ceilings, so with tokens configured it stays off.
         let mcp = tokens.is_empty().then(|| {
             let grants = state.options.ceiling.clone().unwrap_or_default();
-            let server = kiln_mcp::McpServer::new(state.host.clone(), grants);
+            let mut server = kiln_mcp::McpServer::new(state.host.clone(), grants);
+            // Behind Restate, a task is a durable invocation any worker answers for.
+            if let Some(front) = &state.front {
+                let engine = kiln_serve::restate::RestateTasks::new(front.clone());
+                server = server.with_durable_tasks(std::sync::Arc::new(engine));
+            }
             kiln_mcp::McpEndpoint::new(
                 server,
                 kiln_mcp::HttpOptions {

@@ -4,6 +4,7 @@
 //!
 //! - `journal`: the Restate-backed `StepJournal` (`ctx.run` per step)
 //! - `handlers`: the `KilnSession` Virtual Object and the `KilnRun` workflow
+//! - `calls`: the `KilnCall` workflow, one tool call (an MCP task under `kiln serve --restate`)
 //! - `server`: the HTTP/2 server Restate calls
 //!
 //! The other direction, kiln calling Restate (registering a worker, the front door of
@@ -14,6 +15,7 @@
 
 #![warn(missing_docs)]
 
+mod calls;
 mod handlers;
 mod journal;
 mod server;
@@ -86,7 +88,12 @@ pub fn endpoint(host: Arc<Host>, options: WorkerOptions) -> Result<Endpoint, Dur
                 .options(service_options.clone()),
         )
         .bind(
-            AgentRun(worker)
+            AgentRun(worker.clone())
+                .into_service_definition()
+                .options(service_options.clone()),
+        )
+        .bind(
+            calls::ToolCall(worker)
                 .into_service_definition()
                 .options(service_options),
         )

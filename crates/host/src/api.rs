@@ -214,6 +214,9 @@ pub struct CallOptions {
     /// Who approves the call's `ask` grants instead of the terminal (a door's person, such as
     /// an MCP client through elicitation); `None`: the host's approver.
     pub asker: Option<Arc<dyn kiln_core::context::Asker>>,
+    /// The call's key for outside APIs (`ctx.idempotency_key`): a durable engine's, so every
+    /// attempt of the call sends the same; `None`: none.
+    pub idempotency_key: Option<String>,
 }
 
 impl CallOptions {
@@ -395,6 +398,9 @@ impl Host {
         let mut ctx = self.context(opts.grants.clone().unwrap_or_else(|| self.grants.clone()));
         ctx.apply(opts.scope());
         ctx.asker = opts.asker.clone();
+        if opts.idempotency_key.is_some() {
+            ctx.idempotency_key = opts.idempotency_key.clone();
+        }
         ctx.events = opts
             .observer
             .clone()

@@ -79,6 +79,17 @@ impl McpServer {
         self
     }
 
+    /// Starts tasks (the tools declared `.task(...)`, from clients with the tasks extension) in
+    /// `engine` instead of this process, so they survive it and any process serving the same
+    /// engine answers for them.
+    pub fn with_durable_tasks(
+        mut self,
+        engine: Arc<dyn crate::durable_tasks::DurableTasks>,
+    ) -> Self {
+        self.tasks = crate::tasks::Tasks::durable(engine);
+        self
+    }
+
     /// Offers `search_tools` and `run_code` over every tool served (mounted servers' tools
     /// included) instead of the tools: a client scripts them in one call.
     pub fn with_code_mode(mut self, on: bool) -> Self {
@@ -530,25 +541,25 @@ impl ServerHandler for McpServer {
     async fn get_task(
         &self,
         req: rmcp::model::GetTaskParams,
-        _cx: RequestContext<RoleServer>,
+        cx: RequestContext<RoleServer>,
     ) -> Result<rmcp::model::GetTaskResult, ErrorData> {
-        self.tasks.get(&req)
+        self.tasks.get(&req, actor(&cx).as_deref()).await
     }
 
     async fn update_task(
         &self,
         req: rmcp::model::UpdateTaskParams,
-        _cx: RequestContext<RoleServer>,
+        cx: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
-        self.tasks.update(req)
+        self.tasks.update(req, actor(&cx).as_deref()).await
     }
 
     async fn cancel_task(
         &self,
         req: rmcp::model::CancelTaskParams,
-        _cx: RequestContext<RoleServer>,
+        cx: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
-        self.tasks.cancel(&req)
+        self.tasks.cancel(&req, actor(&cx).as_deref()).await
     }
 
     #[allow(deprecated)]

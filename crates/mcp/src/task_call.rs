@@ -3,9 +3,11 @@
 //! request as any call until its handler calls `background()`, and becomes a task there, so
 //! it can gather its answers through input-required rounds first.
 
+use crate::durable_tasks::DurableCall;
 use crate::notify::CallNotifier;
 use crate::questions::Askable;
 use crate::tasks::{Running, Tasks};
+use kiln_core::capability::GrantMode;
 use kiln_core::error::HostError;
 use kiln_core::tool::{TaskMode, Tool, ToolOutcome};
 use kiln_host::Host;
@@ -64,6 +66,25 @@ impl TaskCall {
         let structured = tool.meta.returns.is_some();
         let timeout = tool.timeout;
         let observer = notifier.observer.clone();
+        if let Some(engine) = tasks.engine().filter(|_| !mode.at_background) {
+            // Nothing runs here: a worker of the engine makes the call.
+            let grants = opts.grants.clone().unwrap_or_default();
+            let call = DurableCall {
+                tool: tool.name.clone(),
+                args,
+                actor: opts.actor_id.clone(),
+                caps: grants.iter().map(|g| g.cap.to_string()).collect(),
+                ask: grants
+                    .iter()
+                    .filter(|g| g.mode == GrantMode::Ask)
+                    .map(|g| g.cap.to_string())
+                    .collect(),
+            };
+            return match tasks.start_durable(engine, call, timeout).await {
+                Ok(task) => Ran::Task(task),
+                Err(e) => Ran::Crashed(e),
+            };
+        }
         if !mode.at_background {
             // The link is set before the call starts, so every question goes to the task.
             let started = tokio::sync::oneshot::channel::<()>();

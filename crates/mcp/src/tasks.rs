@@ -7,6 +7,7 @@
 // Sampling and roots are deprecated by SEP-2577 (after 2026-07-28), which still asks for them.
 #![allow(deprecated)]
 
+use crate::durable_tasks::{DurableCall, DurableState, DurableTask, DurableTasks};
 use crate::questions::Askable;
 use crate::rounds;
 use kiln_core::call_events::{Answer, AskError, ClientAsk};
@@ -15,12 +16,12 @@ use kiln_core::tool::{FailureKind, ToolOutcome};
 use kiln_host::mcp::convert::outcome_to_mcp;
 use rmcp::ErrorData;
 use rmcp::model::{
-    CallToolResult, CancelTaskParams, CreateTaskResult, GetTaskParams, GetTaskResult,
-    UpdateTaskParams,
+    CallToolResult, CancelTaskParams, CreateTaskResult, DetailedTask, GetTaskParams, GetTaskResult,
+    Task, TaskPayload, TaskStatus, UpdateTaskParams,
 };
 use rmcp::task_manager::{TaskContext, TaskExit, TaskManager, TaskOptions};
 use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
-use std::sync::{Mutex, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
@@ -33,10 +34,12 @@ const MIN_TTL: Duration = Duration::from_secs(3600);
 /// How long `background()` waits for its task to exist (the request side creates it at once).
 const HANDOVER: Duration = Duration::from_secs(5);
 
-/// The tasks of one server, shared by every session and stateless request of it.
+/// The tasks of one server, shared by every session and stateless request of it: in this
+/// process, or (under `kiln serve --restate`) in a durable engine.
 #[derive(Clone, Default)]
 pub struct Tasks {
     manager: TaskManager,
+    durable: Option<Arc<dyn DurableTasks>>,
 }
 
 /// A tool call running in its own tokio task, with the token that cancels it.
@@ -52,13 +55,42 @@ pub struct Running {
 }
 
 impl Tasks {
+    /// Tasks that start in `engine` instead of this process (those that start with the call).
+    pub fn durable(engine: Arc<dyn DurableTasks>) -> Tasks {
+        Tasks {
+            manager: TaskManager::new(),
+            durable: Some(engine),
+        }
+    }
+
+    /// The durable engine, if tasks start there.
+    pub fn engine(&self) -> Option<&Arc<dyn DurableTasks>> {
+        self.durable.as_ref()
+    }
+
+    /// Starts `call` in the durable engine; the answer to send is the new task.
+    pub async fn start_durable(
+        &self,
+        engine: &Arc<dyn DurableTasks>,
+        call: DurableCall,
+        timeout: Duration,
+    ) -> Result<CreateTaskResult, ErrorData> {
+        let id = engine.start(call).await.map_err(|e| {
+            ErrorData::internal_error(format!("the task could not be started: {e}"), None)
+        })?;
+        let now = rmcp::task_manager::current_timestamp();
+        let task = Task::new(id, TaskStatus::Working, now.clone(), now)
+            .with_ttl_ms(ttl(timeout))
+            .with_poll_interval_ms(POLL_INTERVAL_MS);
+        Ok(CreateTaskResult::new(task))
+    }
+
     /// Makes `running` a task: `link` receives the task's link to its client before the task
     /// is visible (so the handler's next question goes to the task), and the answer to send
     /// is the new task.
     pub fn start(&self, running: Running, link: impl FnOnce(TaskLink)) -> CreateTaskResult {
-        let ttl = MIN_TTL.max(running.timeout * 2).as_millis() as u64;
         let options = TaskOptions::new()
-            .with_ttl_ms(ttl)
+            .with_ttl_ms(ttl(running.timeout))
             .with_poll_interval_ms(POLL_INTERVAL_MS);
         let task = self.manager.spawn(options, move |ctx| {
             link(TaskLink {
@@ -73,20 +105,88 @@ impl Tasks {
 
     /// `tasks/get`: the task's state, its questions while it waits for them, its result or
     /// error once it ended.
-    pub fn get(&self, req: &GetTaskParams) -> Result<GetTaskResult, ErrorData> {
-        Ok(GetTaskResult::new(self.manager.get_task(&req.task_id)?))
+    pub async fn get(
+        &self,
+        req: &GetTaskParams,
+        actor: Option<&str>,
+    ) -> Result<GetTaskResult, ErrorData> {
+        let Some(engine) = self.durable_for(&req.task_id) else {
+            return Ok(GetTaskResult::new(self.manager.get_task(&req.task_id)?));
+        };
+        let task = engine
+            .get(&req.task_id, actor)
+            .await
+            .map_err(|e| ErrorData::internal_error(e, None))?
+            .ok_or_else(|| unknown(&req.task_id))?;
+        Ok(GetTaskResult::new(detailed(&req.task_id, task)))
     }
 
-    /// `tasks/update`: answers to some or all of the task's questions (others are ignored).
-    pub fn update(&self, req: UpdateTaskParams) -> Result<(), ErrorData> {
-        self.manager.update_task(&req.task_id, req.input_responses)
+    /// `tasks/update`: answers to some or all of the task's questions (others are ignored; a
+    /// durable task asks none).
+    pub async fn update(
+        &self,
+        req: UpdateTaskParams,
+        actor: Option<&str>,
+    ) -> Result<(), ErrorData> {
+        let Some(engine) = self.durable_for(&req.task_id) else {
+            return self.manager.update_task(&req.task_id, req.input_responses);
+        };
+        match engine.get(&req.task_id, actor).await {
+            Ok(Some(_)) => Ok(()),
+            Ok(None) => Err(unknown(&req.task_id)),
+            Err(e) => Err(ErrorData::internal_error(e, None)),
+        }
     }
 
     /// `tasks/cancel`: the call is cancelled; the task settles as cancelled once its handler
-    /// stops (at its next host call or sleep step).
-    pub fn cancel(&self, req: &CancelTaskParams) -> Result<(), ErrorData> {
-        self.manager.cancel_task(&req.task_id)
+    /// stops (at its next host call or sleep step; a durable one when its step ends).
+    pub async fn cancel(
+        &self,
+        req: &CancelTaskParams,
+        actor: Option<&str>,
+    ) -> Result<(), ErrorData> {
+        let Some(engine) = self.durable_for(&req.task_id) else {
+            return self.manager.cancel_task(&req.task_id);
+        };
+        match engine.cancel(&req.task_id, actor).await {
+            Ok(true) => Ok(()),
+            Ok(false) => Err(unknown(&req.task_id)),
+            Err(e) => Err(ErrorData::internal_error(e, None)),
+        }
     }
+
+    fn durable_for(&self, id: &str) -> Option<&Arc<dyn DurableTasks>> {
+        self.durable.as_ref().filter(|e| e.owns(id))
+    }
+}
+
+/// How long a task stays readable: an hour at least, and twice its tool's deadline.
+fn ttl(timeout: Duration) -> u64 {
+    MIN_TTL.max(timeout * 2).as_millis() as u64
+}
+
+fn unknown(id: &str) -> ErrorData {
+    ErrorData::invalid_params(format!("unknown task: {id}"), None)
+}
+
+/// A durable task as `tasks/get` answers it.
+fn detailed(id: &str, task: DurableTask) -> DetailedTask {
+    let now = rmcp::task_manager::current_timestamp();
+    let base = Task::new(id, TaskStatus::Working, task.created_at, now)
+        .with_ttl_ms(MIN_TTL.as_millis() as u64)
+        .with_poll_interval_ms(POLL_INTERVAL_MS);
+    let payload = match task.state {
+        DurableState::Working => TaskPayload::Working,
+        DurableState::Completed(result) => TaskPayload::Completed { result },
+        DurableState::Cancelled => TaskPayload::Cancelled,
+        DurableState::Failed(message) => {
+            let error = serde_json::json!({ "code": -32603, "message": message });
+            TaskPayload::Failed {
+                error: error.as_object().cloned().unwrap_or_default(),
+            }
+        }
+    };
+    DetailedTask::new(base, payload)
 }
 
 /// Waits for the call (cancelling it when the client cancels the task) and says how the task

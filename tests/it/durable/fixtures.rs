@@ -188,13 +188,26 @@ pub struct Worker {
     pub port: u16,
 }
 
-/// Starts a worker on free ports (it picks them: no race with other tests for a port).
-pub fn worker(scripts: &Path, db: &Path, restate: &Restate, more: &[&str]) -> Worker {
-    let tokens = json!([
-        {"token": ALICE, "actor": "alice", "caps": ["net:127.0.0.1"]},
-        {"token": BOB, "actor": "bob", "caps": ["net:127.0.0.1"]},
-    ]);
-    let mut child = Command::new(kiln_bin())
+/// Starts a worker on free ports (it picks them: no race with other tests for a port), with
+/// the tokens [`ALICE`] and [`BOB`], or without tokens (so it also serves `/mcp`).
+pub fn worker_with(
+    scripts: &Path,
+    db: &Path,
+    restate: &Restate,
+    more: &[&str],
+    tokens: bool,
+) -> Worker {
+    let mut cmd = Command::new(kiln_bin());
+    if tokens {
+        let tokens = json!([
+            {"token": ALICE, "actor": "alice", "caps": ["net:127.0.0.1"]},
+            {"token": BOB, "actor": "bob", "caps": ["net:127.0.0.1"]},
+        ]);
+        cmd.env("KILN_TOKENS", tokens.to_string());
+    } else {
+        cmd.env_remove("KILN_TOKENS");
+    }
+    let mut child = cmd
         .args(["serve", "--bind", "127.0.0.1:0", "--restate"])
         .args(["--restate-bind", "127.0.0.1:0"])
         .args(["--restate-ingress", &restate.ingress])
@@ -208,7 +221,6 @@ pub fn worker(scripts: &Path, db: &Path, restate: &Restate, more: &[&str]) -> Wo
         .arg("--no-stdlib")
         .args(["--request-timeout", "30"])
         .args(more)
-        .env("KILN_TOKENS", tokens.to_string())
         .env_remove("KILN_LOG")
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
@@ -408,6 +420,15 @@ pub fn script(counter: &str, agents: &[(&str, &str)]) -> String {
         ctx.state.n = n;
         `counted ${{args.step}} (#${{n}})`
     }});
+tool("count_task")
+    .description("Count one step at the counter, as an MCP task")
+    .param("step", "string", "the step")
+    .requires("net")
+    .task("optional")
+    .handler(|args, ctx| {{
+        http_post(`{counter}/count/${{args.step}}`, #{{ key: ctx.idempotency_key }});
+        `counted ${{args.step}} in a task`
+    }});
 "#
     );
     for (name, mock) in agents {
@@ -463,6 +484,15 @@ impl Cluster {
 
     /// [`Cluster::start`] with more `kiln serve` arguments for the workers.
     pub fn start_with(agents: &[(&str, Value)], more: &[&str]) -> Cluster {
+        Self::start_full(agents, more, true)
+    }
+
+    /// Workers without tokens, so they serve `/mcp` too (to local clients).
+    pub fn start_open(agents: &[(&str, Value)], more: &[&str]) -> Cluster {
+        Self::start_full(agents, more, false)
+    }
+
+    fn start_full(agents: &[(&str, Value)], more: &[&str], tokens: bool) -> Cluster {
         let counter = Counter::default();
         let counter_url = counter.start();
         let mocks: HashMap<String, Mock> = agents
@@ -479,8 +509,8 @@ impl Cluster {
         let restate = Restate::start();
         let db = scripts.path().join("workers.db");
         let workers = vec![
-            Some(worker(scripts.path(), &db, &restate, more)),
-            Some(worker(scripts_b.path(), &db, &restate, more)),
+            Some(worker_with(scripts.path(), &db, &restate, more, tokens)),
+            Some(worker_with(scripts_b.path(), &db, &restate, more, tokens)),
         ];
         let apis = workers.iter().flatten().map(|w| w.api.clone()).collect();
         let ports = workers.iter().flatten().map(|w| w.port).collect();

@@ -9,6 +9,7 @@
 mod code_mode;
 mod fixtures;
 mod front;
+mod tasks;
 
 use fixtures::{ALICE, Cluster, ok_output, three_steps};
 use serde_json::{Value, json};

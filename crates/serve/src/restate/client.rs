@@ -12,6 +12,8 @@ pub enum Target {
     Session,
     /// `KilnRun/{key}/run`: a run without a session (the key makes it run once).
     Run,
+    /// `KilnCall/{key}/call`: one tool call (an MCP task).
+    Call,
 }
 
 /// An invocation as the admin API describes it.
@@ -23,6 +25,8 @@ pub struct Invocation {
     pub key: String,
     /// Restate's status (`running`, `backing-off`, `completed`, ...).
     pub status: String,
+    /// When it was created (RFC 3339, as the admin API gives it).
+    pub created_at: String,
 }
 
 impl Invocation {
@@ -129,10 +133,12 @@ impl RestateClient {
             Target::Session => ("KilnSession", Some(idempotency_key)),
             // Restate refuses idempotency keys on workflows: the workflow key is the run's.
             Target::Run => ("KilnRun", None),
+            Target::Call => ("KilnCall", None),
         };
         let handler = match target {
             Target::Session => "turn",
             Target::Run => "run",
+            Target::Call => "call",
         };
         let url = format!(
             "{}/{path}/{}/{handler}/send",
@@ -197,7 +203,7 @@ impl RestateClient {
             return Ok(None);
         }
         let query = format!(
-            "SELECT target_service_name, target_service_key, status FROM sys_invocation WHERE id = '{id}'"
+            "SELECT target_service_name, target_service_key, status, created_at FROM sys_invocation WHERE id = '{id}'"
         );
         let url = format!("{}/query", self.admin);
         let req = self
@@ -206,6 +212,10 @@ impl RestateClient {
             .header("accept", "application/json")
             .json(&json!({ "query": query }));
         let (status, body) = self.call(req, &url).await?;
+        // An id of the right shape that Restate cannot decode names no invocation either.
+        if status == 500 && body.contains("non valid invocation id") {
+            return Ok(None);
+        }
         if status != 200 {
             return Err(Self::answered(&url, status, body));
         }
@@ -218,6 +228,7 @@ impl RestateClient {
             service: field("target_service_name"),
             key: field("target_service_key"),
             status: field("status"),
+            created_at: field("created_at"),
         }))
     }
 

@@ -4,9 +4,11 @@
 
 mod client;
 mod register;
+mod tasks;
 
 pub use client::{Invocation, Outcome, RestateClient, Target, key_segment};
 pub use register::register;
+pub use tasks::RestateTasks;
 
 /// What went wrong serving or registering a worker.
 #[derive(Debug, thiserror::Error)]

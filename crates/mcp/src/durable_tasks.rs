@@ -1,0 +1,64 @@
+//! Tasks that outlive the process that created them: under `kiln serve --restate` a tool call
+//! run as a task is a durable invocation, so any worker answers `tasks/get` for it and it
+//! survives the worker that started it. The MCP server knows only this seam; kiln-serve
+//! implements it over Restate's ingress.
+
+use serde_json::{Map, Value};
+use std::future::Future;
+use std::pin::Pin;
+
+/// A boxed future of the seam's answers.
+pub type DurableFuture<'a, T> = Pin<Box<dyn Future<Output = Result<T, String>> + Send + 'a>>;
+
+/// The call a durable task makes: what a worker needs to make it again.
+#[derive(Debug, Clone)]
+pub struct DurableCall {
+    /// The tool.
+    pub tool: String,
+    /// Its arguments (validated by the worker, as any call's).
+    pub args: Value,
+    /// Who it acts for.
+    pub actor: Option<String>,
+    /// The capabilities it was granted here (the worker cuts them to its own ceiling again).
+    pub caps: Vec<String>,
+    /// Which of them need approval.
+    pub ask: Vec<String>,
+}
+
+/// Where a durable task stands.
+#[derive(Debug, Clone, PartialEq)]
+pub enum DurableState {
+    /// Still running (or waiting for a worker).
+    Working,
+    /// Ended with this `CallToolResult`.
+    Completed(Map<String, Value>),
+    /// Ended without a result: kiln or the engine could not finish it.
+    Failed(String),
+    /// Cancelled.
+    Cancelled,
+}
+
+/// A durable task as its engine knows it.
+#[derive(Debug, Clone)]
+pub struct DurableTask {
+    /// How it stands.
+    pub state: DurableState,
+    /// When it was created (RFC 3339).
+    pub created_at: String,
+}
+
+/// An engine that keeps tasks durably.
+pub trait DurableTasks: Send + Sync {
+    /// Starts `call` as a durable task; its id.
+    fn start(&self, call: DurableCall) -> DurableFuture<'_, String>;
+    /// Task `id`, or `None` when the engine has no such task (or it is another actor's).
+    fn get<'a>(
+        &'a self,
+        id: &'a str,
+        actor: Option<&'a str>,
+    ) -> DurableFuture<'a, Option<DurableTask>>;
+    /// Cancels task `id`; false when there is no such task.
+    fn cancel<'a>(&'a self, id: &'a str, actor: Option<&'a str>) -> DurableFuture<'a, bool>;
+    /// True for ids this engine gives (so the server knows where to look).
+    fn owns(&self, id: &str) -> bool;
+}
