@@ -213,6 +213,52 @@ fn mcp_served_peers_a_mounted_servers_resources_and_prompts_are_served_on() {
         prompt["result"]["messages"][0]["content"]["text"], "Please review: x = 1",
         "{prompt}"
     );
+    // Completions go to the server that offers the prompt or template.
+    let done = kiln.rpc(
+        7,
+        "completion/complete",
+        json!({"ref": {"type": "ref/prompt", "name": "py__review"},
+               "argument": {"name": "code", "value": "xs"}}),
+    );
+    assert_eq!(
+        done["result"]["completion"]["values"],
+        json!(["xs = []"]),
+        "{done}"
+    );
+    let done = kiln.rpc(
+        8,
+        "completion/complete",
+        json!({"ref": {"type": "ref/resource", "uri": "py://items/{item}"},
+               "argument": {"name": "item", "value": "7"}}),
+    );
+    assert_eq!(
+        done["result"]["completion"]["values"],
+        json!(["7", "70"]),
+        "{done}"
+    );
+    // The server adds a resource and says only that its resource list changed: kiln lists
+    // again and tells its own client.
+    kiln.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    let added = kiln.rpc(
+        9,
+        "tools/call",
+        json!({"name": "py__add_note", "arguments": {"text": "fresh"}}),
+    );
+    assert_eq!(added["result"]["structuredContent"]["result"], "added", "{added}");
+    let mut heard = Vec::new();
+    while !heard.contains(&json!("notifications/resources/list_changed")) {
+        heard.push(kiln.next()["method"].clone());
+    }
+    let listed = kiln.rpc(10, "resources/list", json!({}));
+    let uris: Vec<&str> = listed["result"]["resources"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|r| r["uri"].as_str())
+        .collect();
+    assert!(uris.contains(&"py://note"), "{listed}");
+    let read = kiln.rpc(11, "resources/read", json!({"uri": "py://note"}));
+    assert_eq!(read["result"]["contents"][0]["text"], "fresh", "{read}");
     drop(kiln);
 
     let mut ungranted = StdioMcp::start(

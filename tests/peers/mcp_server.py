@@ -7,7 +7,8 @@ usage: mcp_server.py            serve over stdio
 import sys
 
 from pydantic import BaseModel
-from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.resources import TextResource
 from mcp.server.mcpserver.exceptions import ToolError
 
 app = MCPServer("py")
@@ -52,6 +53,23 @@ def item(item: str) -> str:
 def review(code: str) -> str:
     """Asks for a review of some code"""
     return f"Please review: {code}"
+
+
+@app.tool()
+async def add_note(text: str, ctx: Context) -> str:
+    """Adds a resource py://note and tells the client its resource list changed"""
+    app.add_resource(TextResource(uri="py://note", name="note", text=text))
+    await ctx.notify_resources_changed()
+    return "added"
+
+
+@app.completion()
+async def complete(ref, argument, context):
+    """Completes a prompt's code and a template's item from fixed lists."""
+    from mcp.types import Completion
+
+    options = {"code": ["x = 1", "xs = []"], "item": ["7", "70", "8"]}.get(argument.name, [])
+    return Completion(values=[o for o in options if o.startswith(argument.value)])
 
 
 if sys.argv[1:2] == ["http"]:

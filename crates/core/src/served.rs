@@ -17,6 +17,8 @@ use std::sync::Arc;
 pub const READ_PREFIX: &str = "read_";
 /// See [`READ_PREFIX`].
 pub const PROMPT_PREFIX: &str = "prompt_";
+/// See [`READ_PREFIX`]: the completer of a prompt's or template's argument.
+pub const COMPLETE_PREFIX: &str = "complete_";
 
 /// What a resource or template says about itself.
 #[derive(Debug, Clone, Default)]

@@ -213,7 +213,10 @@ pub fn finish(
             ));
             continue;
         }
-        let name = reader_name("complete_", &format!("{}_{arg}", d.key));
+        let name = reader_name(
+            kiln_core::served::COMPLETE_PREFIX,
+            &format!("{}_{arg}", d.key),
+        );
         let draft = ToolDraft {
             name: name.clone(),
             pos: *pos,

@@ -26,7 +26,8 @@ use tokio_util::sync::CancellationToken;
 
 pub use kiln_core::mount_spec::{MountSpec, SEPARATOR, Target};
 
-/// Hears a server's `list_changed` and asks its supervisor for a remount of its tools.
+/// Hears a server's `list_changed` (of tools, resources or prompts) and asks its supervisor
+/// for a remount of what it offers.
 #[derive(Clone)]
 struct Listener {
     changed: mpsc::UnboundedSender<()>,
@@ -34,6 +35,14 @@ struct Listener {
 
 impl ClientHandler for Listener {
     async fn on_tool_list_changed(&self, _cx: NotificationContext<RoleClient>) {
+        let _ = self.changed.send(());
+    }
+
+    async fn on_resource_list_changed(&self, _cx: NotificationContext<RoleClient>) {
+        let _ = self.changed.send(());
+    }
+
+    async fn on_prompt_list_changed(&self, _cx: NotificationContext<RoleClient>) {
         let _ = self.changed.send(());
     }
 
@@ -237,12 +246,13 @@ async fn start_server(host: &dyn SourceSink, server: &Server) -> Result<Client, 
     // A server that offers no list changes still mounts; one that offers them but cannot
     // be subscribed to mounts too, without live updates (said in the log).
     let subscribe = client.peer_info().is_some_and(|i| {
-        !i.protocol_version.has_initialize()
-            && i.capabilities
-                .tools
-                .as_ref()
-                .and_then(|t| t.list_changed)
-                .unwrap_or(false)
+        let caps = &i.capabilities;
+        let changes = [
+            caps.tools.as_ref().and_then(|t| t.list_changed),
+            caps.resources.as_ref().and_then(|r| r.list_changed),
+            caps.prompts.as_ref().and_then(|p| p.list_changed),
+        ];
+        !i.protocol_version.has_initialize() && changes.iter().any(|c| c.unwrap_or(false))
     });
     if subscribe
         && let Err(e) = listen_for_changes(&server.spec, &client, server.changed.clone()).await
@@ -416,7 +426,7 @@ async fn remount(server: &Server, watch: &Watch) -> Remount {
         Ok(n) => {
             set_state(&server.state, ServerState::Running { tools: n });
             (watch.report)(format!(
-                "reloaded MCP server {}: {n} tools (the server's list changed)",
+                "reloaded MCP server {}: {n} tools (the server's lists changed)",
                 server.spec.name
             ))
         }
@@ -432,7 +442,11 @@ async fn listen_for_changes(
     client: &Client,
     changed: mpsc::UnboundedSender<()>,
 ) -> Result<(), McpError> {
-    let filter = SubscriptionFilter::builder().tools_list_changed().build();
+    let filter = SubscriptionFilter::builder()
+        .tools_list_changed()
+        .resources_list_changed()
+        .prompts_list_changed()
+        .build();
     let mut sub = client
         .peer()
         .listen(filter)

@@ -9,8 +9,8 @@ use kiln_core::error::SourceLoc;
 use kiln_core::mount_spec::{MountSpec, SEPARATOR};
 use kiln_core::native::NativeTool;
 use kiln_core::served::{
-    Listing, PROMPT_PREFIX, Prompt, PromptArg, READ_PREFIX, Resource, ResourceTemplate, Served,
-    reader_name, template_params,
+    COMPLETE_PREFIX, Listing, PROMPT_PREFIX, Prompt, PromptArg, READ_PREFIX, Resource,
+    ResourceTemplate, Served, reader_name, template_params,
 };
 use kiln_core::tool::{FailureKind, Tool, ToolFailure};
 use rmcp::model::{GetPromptRequestParams, ReadResourceRequestParams};
@@ -30,6 +30,7 @@ pub(super) async fn list(
         message: format!("{what} failed: {e}"),
     };
     let mut served = Served::default();
+    let completes = caps.as_ref().is_some_and(|c| c.completions.is_some());
     if caps.as_ref().is_some_and(|c| c.resources.is_some()) {
         for r in peer
             .list_all_resources()
@@ -75,6 +76,11 @@ pub(super) async fn list(
                 size: None,
             };
             let params = template_params(&template);
+            let mut completions = Vec::new();
+            for p in params.iter().filter(|_| completes) {
+                let at = Completed::Template(template.clone());
+                completions.push((p.clone(), completer(spec, slot, at, p)?));
+            }
             let reader = reader(
                 spec,
                 slot,
@@ -88,7 +94,7 @@ pub(super) async fn list(
                     uri_template: template,
                     listing,
                     reader,
-                    completions: Vec::new(),
+                    completions,
                     loc: located(spec),
                 },
             );
@@ -113,6 +119,11 @@ pub(super) async fn list(
                 .collect();
             let name = format!("{}{SEPARATOR}{}", spec.name, p.name);
             let getter = getter(spec, slot, &p.name, &name, &args)?;
+            let mut completions = Vec::new();
+            for a in args.iter().filter(|_| completes) {
+                let at = Completed::Prompt(p.name.clone());
+                completions.push((a.name.clone(), completer(spec, slot, at, &a.name)?));
+            }
             served.prompts.insert(
                 name.clone(),
                 Prompt {
@@ -121,7 +132,7 @@ pub(super) async fn list(
                     description: p.description.clone().unwrap_or_default(),
                     args,
                     getter,
-                    completions: Vec::new(),
+                    completions,
                     loc: located(spec),
                 },
             );
@@ -264,5 +275,63 @@ fn getter(
         .map_err(|e| McpError::Server {
             server: spec.name.clone(),
             message: format!("cannot serve prompt {name}: {e:?}"),
+        })
+}
+
+/// What a completion completes an argument of, as the server names it.
+#[derive(Clone)]
+enum Completed {
+    Prompt(String),
+    Template(String),
+}
+
+/// The tool completing `arg` of a prompt or template through the server's
+/// `completion/complete`; its value is the server's suggestions.
+fn completer(
+    spec: &MountSpec,
+    slot: &Slot,
+    at: Completed,
+    arg: &str,
+) -> Result<Arc<Tool>, McpError> {
+    let key = match &at {
+        Completed::Prompt(p) => format!("{}{SEPARATOR}{p}_{arg}", spec.name),
+        Completed::Template(t) => format!("{}{SEPARATOR}{t}_{arg}", spec.name),
+    };
+    let (server, slot, arg_name) = (spec.name.clone(), slot.clone(), arg.to_string());
+    let native = NativeTool::new(
+        reader_name(COMPLETE_PREFIX, &key),
+        move |args: Value, _ctx: &kiln_core::context::CallContext| {
+            let peer = slot.read().ok().and_then(|p| p.clone());
+            let (server, at, arg) = (server.clone(), at.clone(), arg_name.clone());
+            let value = args["value"].as_str().unwrap_or_default().to_string();
+            async move {
+                let peer = peer.ok_or_else(|| not_running(&server))?;
+                let done = match &at {
+                    Completed::Prompt(p) => peer.complete_prompt_simple(p, &arg, value).await,
+                    Completed::Template(t) => peer.complete_resource_simple(t, &arg, value).await,
+                };
+                let values = done.map_err(|e| {
+                    ToolFailure::visible(
+                        FailureKind::ToolError,
+                        format!("MCP server \"{server}\" did not complete {arg}: {e}"),
+                    )
+                })?;
+                Ok(json!(values))
+            }
+        },
+    )
+    .description(format!(
+        "Completes {arg} through MCP server \"{}\"",
+        spec.name
+    ))
+    .requires(&spec.capability())
+    .located(located(spec))
+    .param("value", "string", json!({}));
+    native
+        .into_tool()
+        .map(Arc::new)
+        .map_err(|e| McpError::Server {
+            server: spec.name.clone(),
+            message: format!("cannot complete {key}: {e:?}"),
         })
 }
