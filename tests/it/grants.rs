@@ -55,7 +55,9 @@ fn start_run(serve: &Serve, body: Value, headers: &[(&str, &str)]) -> (u16, Valu
 #[test]
 fn a_requests_caps_cannot_widen_the_agents_grants_on_kiln_serve() {
     let s = workspace();
-    let serve = Serve::start(s.path(), &s.path().join("k.db"), &[], &[]);
+    // Nobody approves over HTTP here: a short wait, then the approval is refused.
+    let quick = ["--approval-timeout", "0.5"];
+    let serve = Serve::start(s.path(), &s.path().join("k.db"), &quick, &[]);
     for body in [
         json!({"agent": "reader", "input": "x"}),
         json!({"agent": "reader", "input": "x", "caps": ["fs.read"]}),
@@ -72,7 +74,7 @@ fn a_requests_caps_cannot_widen_the_agents_grants_on_kiln_serve() {
             "{body}: {run}"
         );
     }
-    // The approval the agent asks for stays asked: there is no one to ask, so it is refused.
+    // The approval the agent asks for stays asked: nobody decides, so it is refused.
     let (_, run) = start_run(
         &serve,
         json!({"agent": "writer", "input": "x", "caps": ["fs.write:out"]}),
@@ -158,7 +160,14 @@ fn the_servers_ask_stays_ask_for_an_agent_that_allows() {
     let serve = Serve::start(
         s.path(),
         &s.path().join("k.db"),
-        &["--caps", "fs.write:out", "--ask", "fs.write"],
+        &[
+            "--caps",
+            "fs.write:out",
+            "--ask",
+            "fs.write",
+            "--approval-timeout",
+            "0.5",
+        ],
         &[],
     );
     let (_, run) = start_run(&serve, json!({"agent": "plain_writer", "input": "x"}), &[]);
