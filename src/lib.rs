@@ -81,6 +81,7 @@
 #![warn(missing_docs)]
 
 pub use kiln_agent::{RunError, RunErrorKind, RunReport};
+pub use kiln_core::approval::{ApprovalFuture, AsyncApprover, AsyncAsker};
 pub use kiln_core::capability::Grants;
 pub use kiln_core::context::CallContext;
 pub use kiln_core::error::{ErrorKind, HostError, LoadError};

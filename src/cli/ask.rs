@@ -233,6 +233,7 @@ pub fn ask(g: &Global, a: AskArgs) -> CliResult<ExitCode> {
         // The terminal asks (the host's approver).
         asker: None,
         depth: 0,
+        parent: None,
     };
     // One thread: the loop, the connection and the run log's commits take turns on it without
     // cross-thread wake-ups (a streamed reply wakes the loop once per chunk); tool handlers

@@ -136,8 +136,14 @@ pub fn logs(g: &Global, a: LogsArgs) -> CliResult<ExitCode> {
             Some(actor) => format!("{session} for {actor}"),
             None => session,
         };
+        let cost = r.cost_usd.map(|c| format!(", ${c:.4}")).unwrap_or_default();
+        let parent = r
+            .parent
+            .as_deref()
+            .map(|p| format!(" (started by {p})"))
+            .unwrap_or_default();
         outln!(
-            "{}  {}  {} ({}/{}){session}  {}  {} rounds, {} tool calls, {}+{} tokens",
+            "{}  {}  {} ({}/{}){session}{parent}  {}  {} rounds, {} tool calls, {}+{} tokens{cost}",
             r.id,
             time(r.started_at),
             r.agent,

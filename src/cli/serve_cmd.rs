@@ -158,6 +158,7 @@ fn restate_worker(
         ceiling: state.options.ceiling.clone(),
         slots: Some(state.limiter.clone()),
         run_timeout: state.options.run_timeout,
+        approval_timeout: state.options.approval_timeout,
         identity_keys: a.restate_identity_key.clone(),
     };
     Ok(Some(kiln_durable::endpoint(state.host.clone(), worker)?))

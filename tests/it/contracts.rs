@@ -131,6 +131,13 @@ fn a_token_budget_is_checked_before_each_model_request() {
         "{report}"
     );
     assert_eq!(mock.requests().len(), 2);
+    // What it spent is in the run log: 120 tokens in at $3/M and 10 out at $15/M.
+    let logs = kiln(&["logs", "--json"], s.path());
+    let runs: Value = serde_json::from_str(&stdout(&logs)).expect("logs");
+    let cost = runs[0]["cost_usd"].as_f64().unwrap_or_default();
+    assert!((cost - 0.00051).abs() < 1e-9, "{runs}");
+    let text = stdout(&kiln(&["logs"], s.path()));
+    assert!(text.contains("120+10 tokens, $0.0005"), "{text}");
     let bad = run(&s, &["--budget", "calls=1"]);
     assert_eq!(bad.0, Some(2), "{:?}", bad.1);
     assert!(
@@ -304,6 +311,24 @@ agent("boss").provider("openai").model("m").base_url("{}/v1").tools(["agent:rese
         agents.iter().filter(|a| **a == "researcher").count(),
         2,
         "{agents:?}"
+    );
+    // Each researcher run is logged as a child of the boss run that asked it.
+    let runs = runs.as_array().cloned().unwrap_or_default();
+    let of = |agent: &str| -> Vec<Value> {
+        runs.iter()
+            .filter(|r| r["agent"] == agent)
+            .cloned()
+            .collect()
+    };
+    let bosses: Vec<Value> = of("boss").iter().map(|r| r["id"].clone()).collect();
+    for child in of("researcher") {
+        assert!(bosses.contains(&child["parent"]), "{child}");
+    }
+    assert!(of("boss").iter().all(|r| r["parent"].is_null()));
+    let text = stdout(&kiln(&["logs"], s.path()));
+    assert!(
+        text.contains("researcher (openai/m) (started by "),
+        "{text}"
     );
 
     let bad = Scripts::new(&[(

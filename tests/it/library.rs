@@ -585,3 +585,78 @@ fn tools_written_as_types_are_validated_and_guarded_like_the_rest() {
     let too_big = call("greet", json!({"name": "Ada", "times": 300}), grants(&[]));
     assert_eq!(error_of(&too_big).0, "invalid_arguments");
 }
+
+/// An application's approver that asks "a person" on another task and awaits the answer.
+struct Inbox(tokio::sync::mpsc::UnboundedSender<(String, tokio::sync::oneshot::Sender<bool>)>);
+
+impl kiln::AsyncApprover for Inbox {
+    fn approve<'a>(&'a self, cap: &'a str, question: &'a str) -> kiln::ApprovalFuture<'a> {
+        Box::pin(async move {
+            let (tx, rx) = tokio::sync::oneshot::channel();
+            self.0
+                .send((format!("{cap}: {question}"), tx))
+                .map_err(|_| "the inbox is closed".to_string())?;
+            rx.await.map_err(|_| "nobody answered".to_string())
+        })
+    }
+}
+
+#[test]
+fn an_async_approver_decides_ask_grants_while_the_runtime_goes_on() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::write(
+        dir.path().join("notes.rhai"),
+        r#"tool("remember").param("text", "string").requires("store")
+    .handler(|args| { store_set("notes", args.text, true); `kept ${args.text}` });"#,
+    )
+    .expect("script");
+    let (inbox, mut asked) = tokio::sync::mpsc::unbounded_channel();
+    let host = Host::builder()
+        .scripts(dir.path())
+        .workspace(dir.path())
+        .stdlib(false)
+        .async_approver(Inbox(inbox))
+        .build()
+        .expect("host");
+    let mut caps = Grants::parse(&["store"]).expect("caps");
+    caps.mark_ask(&["store"]);
+    let opts = CallOptions {
+        grants: Some(caps),
+        ..CallOptions::default()
+    };
+    rt().block_on(async {
+        // The person: approves the first question, refuses the rest, after a moment each.
+        let person = tokio::spawn(async move {
+            let mut questions = Vec::new();
+            while let Some((question, answer)) = asked.recv().await {
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                let _ = answer.send(questions.is_empty());
+                questions.push(question);
+            }
+            questions
+        });
+        let milk = host
+            .call("remember", json!({"text": "milk"}), opts.clone())
+            .await
+            .expect("call");
+        assert_eq!(
+            milk.result.as_ref().ok(),
+            Some(&json!("kept milk")),
+            "{milk:?}"
+        );
+        let beer = host
+            .call("remember", json!({"text": "beer"}), opts)
+            .await
+            .expect("call");
+        let (kind, message) = error_of(&beer);
+        assert_eq!(kind, "denied", "{message}");
+        assert!(message.contains("not approved"), "{message}");
+        drop(host);
+        let questions = person.await.expect("person");
+        assert_eq!(questions.len(), 2, "{questions:?}");
+        assert!(
+            questions[0].starts_with("store: tool \"remember\" wants store_set"),
+            "{questions:?}"
+        );
+    });
+}

@@ -244,7 +244,10 @@ fn mcp_served_peers_a_mounted_servers_resources_and_prompts_are_served_on() {
         "tools/call",
         json!({"name": "py__add_note", "arguments": {"text": "fresh"}}),
     );
-    assert_eq!(added["result"]["structuredContent"]["result"], "added", "{added}");
+    assert_eq!(
+        added["result"]["structuredContent"]["result"], "added",
+        "{added}"
+    );
     let mut heard = Vec::new();
     while !heard.contains(&json!("notifications/resources/list_changed")) {
         heard.push(kiln.next()["method"].clone());

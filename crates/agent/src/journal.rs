@@ -86,7 +86,36 @@ pub trait StepJournal: Send + Sync {
     fn keeps_steps(&self) -> bool {
         false
     }
+
+    /// True when the journal waits for approvals itself ([`StepJournal::approval`]): then the
+    /// approvals a call needs are asked before its step, each as a durable promise.
+    fn waits_for_approvals(&self) -> bool {
+        false
+    }
+
+    /// Waits for a person's decision on `question` (about `label`: a capability, or
+    /// `policy:NAME`) without holding the run's worker, surviving a restart of it. Only called
+    /// where [`StepJournal::waits_for_approvals`] is true.
+    fn approval<'a>(&'a self, label: String, question: String) -> ApprovalFuture<'a> {
+        let _ = (label, question);
+        Box::pin(std::future::ready(Ok(Decided::Denied(
+            "this run cannot wait for approvals".into(),
+        ))))
+    }
 }
+
+/// What a person decided about an approval.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub enum Decided {
+    /// Go ahead.
+    Approved,
+    /// Refused, with the reason (empty: none given).
+    Denied(String),
+}
+
+/// An approval as the loop awaits it.
+pub type ApprovalFuture<'a> =
+    Pin<Box<dyn Future<Output = Result<Decided, RunErrorKind>> + Send + 'a>>;
 
 /// The local mode: every step runs, nothing is kept here.
 pub struct Local;

@@ -8,6 +8,7 @@
 
 #![warn(missing_docs)]
 
+mod approvals;
 pub mod connect;
 mod contract;
 mod event;

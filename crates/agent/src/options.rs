@@ -52,6 +52,9 @@ pub struct RunOptions {
     pub asker: Option<Arc<dyn kiln_core::context::Asker>>,
     /// How deep in agents calling agents this run is (0 for a door's run).
     pub depth: u32,
+    /// The run this one was started by (an agent calling it as a tool, a pipeline), for the
+    /// run log.
+    pub parent: Option<String>,
 }
 
 impl RunOptions {

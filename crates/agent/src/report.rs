@@ -108,6 +108,12 @@ pub struct RunReport {
     /// The agents the conversation was handed to, in order (`agent` is the last).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub handoffs: Vec<String>,
+    /// What the run cost, from the price of its model (`.price(...)`); `None`: no price known.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cost_usd: Option<f64>,
+    /// The run that started this one (an agent calling it as a tool, a pipeline).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub parent: Option<String>,
 }
 
 impl RunReport {
@@ -130,6 +136,8 @@ impl RunReport {
             actor: None,
             output: None,
             handoffs: Vec::new(),
+            cost_usd: None,
+            parent: None,
         }
     }
 }

@@ -1,6 +1,6 @@
 //! One round's tool calls: run concurrently (bounded, exclusive tools alone) and in call
 //! order, each as one journaled step (and, in a durable run, a code-mode program's own calls
-//! as steps of their own first).
+//! as steps of their own first, and the call's approvals waited for before its step).
 
 use super::journal::{self, StepJournal, StepValue};
 use super::report::RunErrorKind;
@@ -37,14 +37,18 @@ pub(super) struct Executed {
 
 /// Runs one round's calls concurrently (bounded), exclusive tools alone, results in call order;
 /// each call is one journaled step (a journal may run them one at a time). In a durable run, a
-/// round with a code-mode program runs its calls one after another: the program's calls are
-/// steps too, and a replay must meet every step in the order it was journaled.
+/// round with a code-mode program, or any round where approvals are waited for, runs its calls
+/// one after another: a replay must meet every step and promise in the order it was journaled.
 pub(super) async fn execute_round(
     calls: &[ToolCall],
     round: &RoundContext<'_>,
 ) -> Result<Vec<Executed>, RunErrorKind> {
     let permits = Arc::new(Semaphore::new(round.max_parallel.max(1)));
-    if round.journal.keeps_steps() && calls.iter().any(|c| records_nested(round.offered, c)) {
+    // A journal that waits for approvals between steps meets them in call order only when
+    // the calls go one after another (it runs its steps one at a time anyway).
+    let in_order = round.journal.waits_for_approvals()
+        || (round.journal.keeps_steps() && calls.iter().any(|c| records_nested(round.offered, c)));
+    if in_order {
         let mut executed = Vec::with_capacity(calls.len());
         for call in calls {
             executed.push(step_call(call, round, permits.clone(), false).await?);
@@ -80,6 +84,17 @@ async fn step_call(
     let step = journal::tool_step(round.round, &call.id);
     let mut ctx = round.ctx.clone();
     ctx.idempotency_key = Some(journal::idempotency_key(&ctx.run_id, &step));
+    if round.journal.waits_for_approvals()
+        && let (Some(tool), kiln_providers::CallArgs::Parsed(args)) = (
+            round.offered.iter().find(|t| t.name == call.name),
+            &call.args,
+        )
+    {
+        let questions = super::approvals::questions(tool, args, &ctx);
+        if !questions.is_empty() {
+            ctx.asker = Some(super::approvals::decide(round.journal, questions).await?);
+        }
+    }
     let state = round.ctx.state.clone();
     let exclusive = round.exclusive.clone();
     let recalled = if round.journal.keeps_steps() && records_nested(round.offered, call) {

@@ -51,6 +51,7 @@ impl Run {
     ) -> Self {
         let mut report = RunReport::new(agent, messages);
         report.actor = opts.actor_id.clone();
+        report.parent = opts.parent.clone();
         Run {
             report,
             observer: opts.observer.clone(),
@@ -246,6 +247,7 @@ pub(super) async fn drive(
             .ask_model(*journal, provider, request, &sink, opts, deadline)
             .await?;
         run.report.stop_reason = Some(reply.stop.clone());
+        run.report.cost_usd = contract.spend(&run.report).cost_usd;
         let calls = reply.tool_calls.clone();
         run.report.messages.push(Message::Assistant {
             content: reply.text.clone(),

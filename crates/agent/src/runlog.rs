@@ -117,11 +117,11 @@ impl Recorder for RunLogger {
             // its steps: what the earlier attempt logged is replaced, not duplicated.
             tx.execute("DELETE FROM steps WHERE run_id = ?1", params![report.run_id])?;
             tx.execute(
-                "INSERT INTO runs(id, agent, session, prompt, started_at, actor) VALUES(?1, ?2, ?3, ?4, ?5, ?6)
+                "INSERT INTO runs(id, agent, session, prompt, started_at, actor, parent) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7)
                  ON CONFLICT(id) DO UPDATE SET started_at = excluded.started_at, ended_at = NULL,
                  status = 'running', error = NULL, answer = NULL, input_tokens = 0,
-                 output_tokens = 0, rounds = 0",
-                params![report.run_id, report.agent, self.session, prompt, now(), report.actor],
+                 output_tokens = 0, rounds = 0, cost_usd = NULL",
+                params![report.run_id, report.agent, self.session, prompt, now(), report.actor, report.parent],
             )?;
             if let Some(s) = &self.session {
                 tx.execute(
@@ -207,12 +207,12 @@ impl Recorder for RunLogger {
             // Replies no step took (the run ended before its step): past every step's key.
             self.flush_replies(tx, &report.run_id, report.messages.len() as i64)?;
             tx.execute(
-                "UPDATE runs SET ended_at = ?2, status = ?3, error = ?4, answer = ?5, provider = ?6, model = ?7,
+                "UPDATE runs SET ended_at = ?2, status = ?3, error = ?4, answer = ?5, provider = ?6, model = ?7, cost_usd = ?8,
                  rounds = (SELECT COUNT(*) FROM model_calls WHERE run_id = ?1),
                  input_tokens = (SELECT COALESCE(SUM(input_tokens), 0) FROM model_calls WHERE run_id = ?1),
                  output_tokens = (SELECT COALESCE(SUM(output_tokens), 0) FROM model_calls WHERE run_id = ?1)
                  WHERE id = ?1",
-                params![report.run_id, now(), status, report.error, report.answer, report.provider, report.model],
+                params![report.run_id, now(), status, report.error, report.answer, report.provider, report.model, report.cost_usd],
             )?;
             Ok(())
         })

@@ -42,6 +42,7 @@ pub fn agent_tool(agent: &AgentSpec) -> Option<Arc<Tool>> {
                 .unwrap_or_else(|| Instant::now() + AGENT_CALL_TIMEOUT),
             cancel: ctx.cancel.clone(),
             depth: ctx.depth + 1,
+            parent: (!ctx.run_id.is_empty()).then(|| ctx.run_id.clone()),
         };
         let name = name.clone();
         async move {

@@ -15,6 +15,7 @@
 
 pub mod agent_spec;
 pub mod agent_tool;
+pub mod approval;
 pub mod call_events;
 pub mod cancel;
 pub mod capability;

@@ -68,6 +68,9 @@ const MIGRATIONS: &[&str] = &[
      CREATE VIEW tool_calls AS
         SELECT run_id, step, part, round, call_id, name, args, outcome, is_error, duration_ms,
         script_version, at FROM steps WHERE kind = 'tool';",
+    // 4: what each run cost (from its model's price), and the run that started it
+    "ALTER TABLE runs ADD COLUMN cost_usd REAL;
+     ALTER TABLE runs ADD COLUMN parent TEXT;",
 ];
 
 /// The newest schema version this build knows.

@@ -39,6 +39,10 @@ pub struct RunRow {
     pub output_tokens: i64,
     /// Who the run acted for, if anyone was named.
     pub actor: Option<String>,
+    /// What it cost, from its model's price (`None`: no price known).
+    pub cost_usd: Option<f64>,
+    /// The run that started it (an agent calling it as a tool, a pipeline).
+    pub parent: Option<String>,
     /// Tool calls in order.
     pub tool_calls: Vec<ToolRow>,
 }
@@ -95,7 +99,7 @@ impl Db {
                  CASE WHEN ended_at IS NULL THEN (SELECT COUNT(*) FROM model_calls m WHERE m.run_id = runs.id) ELSE rounds END,
                  CASE WHEN ended_at IS NULL THEN (SELECT COALESCE(SUM(input_tokens), 0) FROM model_calls m WHERE m.run_id = runs.id) ELSE input_tokens END,
                  CASE WHEN ended_at IS NULL THEN (SELECT COALESCE(SUM(output_tokens), 0) FROM model_calls m WHERE m.run_id = runs.id) ELSE output_tokens END,
-                 actor
+                 actor, cost_usd, parent
                  FROM runs WHERE (?1 IS NULL OR agent = ?1) AND (?2 IS NULL OR started_at >= ?2)
                  AND (?3 IS NULL OR EXISTS (SELECT 1 FROM tool_calls t WHERE t.run_id = runs.id AND t.name = ?3))
                  ORDER BY started_at DESC LIMIT ?4",
@@ -130,6 +134,8 @@ impl Db {
                         input_tokens: r.get(12)?,
                         output_tokens: r.get(13)?,
                         actor: r.get(14)?,
+                        cost_usd: r.get(15)?,
+                        parent: r.get(16)?,
                         tool_calls: Vec::new(),
                     })
                 },

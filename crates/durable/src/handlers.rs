@@ -3,7 +3,7 @@
 //! `KilnRun`, a workflow keyed by run id for runs without a session. Both run the same loop as
 //! `kiln ask`, with each step journaled through [`RestateJournal`].
 
-use super::journal::{CANCELLED, DEADLINE, RestateJournal};
+use super::journal::{APPROVALS, CANCELLED, DEADLINE, RestateJournal, Waiting};
 use kiln_agent::connect::ProviderOverrides;
 use kiln_agent::{RunError, RunErrorKind, RunOptions, StepJournal};
 use kiln_core::capability::Grants;
@@ -26,6 +26,7 @@ pub struct Worker {
     pub ceiling: Option<Grants>,
     pub slots: Option<kiln_serve::limits::Limiter>,
     pub run_timeout: Option<std::time::Duration>,
+    pub approval_timeout: std::time::Duration,
 }
 
 /// The input of `KilnSession/{name}/turn` and `KilnRun/{id}/run`.
@@ -85,16 +86,6 @@ impl Worker {
             .into());
         }
         let grants = self.grants(&agent.grants, &req)?;
-        // No free slot: this attempt fails (retryable) and Restate tries again later.
-        let _slot = match &self.slots {
-            Some(slots) => Some(slots.acquire().await.map_err(|e| {
-                HandlerError::from(std::io::Error::other(format!(
-                    "no run slot free on this worker: {}",
-                    e.message
-                )))
-            })?),
-            None => None,
-        };
         let mut opts = RunOptions {
             grants,
             overrides: self.overrides.clone(),
@@ -117,6 +108,25 @@ impl Worker {
 }
 
 impl Worker {
+    /// How a run of this worker waits for approvals, holding a run slot between them; no free
+    /// slot: this attempt fails (retryable) and Restate tries again later.
+    async fn waiting(&self) -> Result<Waiting, HandlerError> {
+        let slot = match &self.slots {
+            Some(slots) => Some(slots.acquire().await.map_err(|e| {
+                HandlerError::from(std::io::Error::other(format!(
+                    "no run slot free on this worker: {}",
+                    e.message
+                )))
+            })?),
+            None => None,
+        };
+        Ok(Waiting::new(
+            self.approval_timeout,
+            slot,
+            self.slots.clone(),
+        ))
+    }
+
     /// The grants a run gets: the ones asked for (refused beyond the worker's ceiling, or
     /// beyond the agent's own grants when the worker has none) or the agent's own cut down to
     /// the ceiling; `None`: the agent's own.
@@ -197,7 +207,7 @@ impl Session {
         let state = Arc::new(Mutex::new(state));
         let session = (ctx.key().to_string(), history, state.clone());
         let invocation = ctx.invocation_id().to_string();
-        let journal = RestateJournal::new(&ctx);
+        let journal = RestateJournal::new(&ctx, self.0.waiting().await?);
         let report = self
             .0
             .run(&journal, &invocation, req, Some(session))
@@ -233,6 +243,13 @@ impl Session {
         Ok(())
     }
 
+    /// The approvals the running turn waits for now (`[{id, capability, question}]`).
+    #[handler]
+    async fn approvals(&self, ctx: SharedObjectContext<'_>) -> HandlerResult<Json<Value>> {
+        let pending = ctx.get::<Json<Value>>(APPROVALS).await?;
+        Ok(pending.unwrap_or(Json(Value::Array(Vec::new()))))
+    }
+
     /// The session's messages so far (readable while a turn runs).
     #[handler]
     async fn transcript(&self, ctx: SharedObjectContext<'_>) -> HandlerResult<Json<Value>> {
@@ -258,8 +275,15 @@ impl AgentRun {
     ) -> HandlerResult<Json<Value>> {
         let req = parse(input)?;
         let invocation = ctx.invocation_id().to_string();
-        let journal = RestateJournal::new(&ctx);
+        let journal = RestateJournal::new(&ctx, self.0.waiting().await?);
         let report = self.0.run(&journal, &invocation, req, None).await?;
         Ok(report_json(&report)?)
+    }
+
+    /// The approvals the run waits for now (`[{id, capability, question}]`).
+    #[handler]
+    async fn approvals(&self, ctx: SharedWorkflowContext<'_>) -> HandlerResult<Json<Value>> {
+        let pending = ctx.get::<Json<Value>>(APPROVALS).await?;
+        Ok(pending.unwrap_or(Json(Value::Array(Vec::new()))))
     }
 }

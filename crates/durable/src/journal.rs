@@ -2,9 +2,16 @@
 //! invocation's journal and a retry on any worker gets it back without running it again.
 
 use kiln_agent::RunErrorKind;
-use kiln_agent::journal::{Recalled, StepFuture, StepJournal, StepValue, StepWork};
+use kiln_agent::journal::{
+    ApprovalFuture, Decided, Recalled, StepFuture, StepJournal, StepValue, StepWork,
+};
 use restate_sdk::prelude::*;
+use serde_json::{Value, json};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// The state key of the approvals a run waits for (read by the `approvals` handlers).
+pub const APPROVALS: &str = "approvals";
 
 /// The error code a failed step is journaled with (kept so a replay can tell it apart).
 const STEP_FAILED: u16 = 500;
@@ -19,15 +26,60 @@ pub const DEADLINE: u16 = 504;
 pub struct RestateJournal<'c, C> {
     ctx: &'c C,
     one_at_a_time: tokio::sync::Mutex<()>,
+    waiting: Waiting,
+}
+
+/// How a run waits for approvals: how long, which run slot it gives back meanwhile, and the
+/// approvals pending now.
+pub struct Waiting {
+    /// Nobody deciding within it denies.
+    pub timeout: Duration,
+    /// The run's slot on this worker and where it came from: given back while a person
+    /// decides, taken again after.
+    pub slot: tokio::sync::Mutex<Option<tokio::sync::OwnedSemaphorePermit>>,
+    /// The worker's slots.
+    pub slots: Option<kiln_serve::limits::Limiter>,
+    pending: Mutex<Vec<Value>>,
+}
+
+impl Waiting {
+    /// Waiting up to `timeout`, holding `slot` (of `slots`) between approvals.
+    pub fn new(
+        timeout: Duration,
+        slot: Option<tokio::sync::OwnedSemaphorePermit>,
+        slots: Option<kiln_serve::limits::Limiter>,
+    ) -> Self {
+        Waiting {
+            timeout,
+            slot: tokio::sync::Mutex::new(slot),
+            slots,
+            pending: Mutex::new(Vec::new()),
+        }
+    }
+
+    fn pending(&self, change: impl FnOnce(&mut Vec<Value>)) -> Vec<Value> {
+        let mut pending = self.pending.lock().unwrap_or_else(|e| e.into_inner());
+        change(&mut pending);
+        pending.clone()
+    }
 }
 
 impl<'c, C> RestateJournal<'c, C> {
-    /// A journal writing to `ctx`'s invocation.
-    pub fn new(ctx: &'c C) -> Self {
+    /// A journal writing to `ctx`'s invocation, waiting for approvals as `waiting` says.
+    pub fn new(ctx: &'c C, waiting: Waiting) -> Self {
         RestateJournal {
             ctx,
             one_at_a_time: tokio::sync::Mutex::new(()),
+            waiting,
         }
+    }
+}
+
+/// A decision as `POST /v1/runs/{id}/approvals/{approval}` resolves the promise with it.
+fn decided(v: &Value) -> Decided {
+    match v["decision"].as_str() {
+        Some("approve") => Decided::Approved,
+        _ => Decided::Denied(v["reason"].as_str().unwrap_or_default().to_string()),
     }
 }
 
@@ -93,6 +145,50 @@ macro_rules! restate_journal_for {
 
             fn keeps_steps(&self) -> bool {
                 true
+            }
+
+            fn waits_for_approvals(&self) -> bool {
+                true
+            }
+
+            fn approval<'a>(&'a self, label: String, question: String) -> ApprovalFuture<'a> {
+                Box::pin(async move {
+                    let _turn = self.one_at_a_time.lock().await;
+                    let waiting = &self.waiting;
+                    let (id, promise) = self.ctx.awakeable::<Json<Value>>();
+                    let asked = json!({"id": id, "capability": label, "question": question});
+                    let pending = waiting.pending(|p| p.push(asked));
+                    self.ctx.set(APPROVALS, Json(Value::Array(pending)));
+                    // A person may take hours: the worker's slot is free meanwhile.
+                    waiting.slot.lock().await.take();
+                    let timeout = waiting.timeout;
+                    let decision = restate_sdk::select! {
+                        answer = promise => answer.map(|Json(v)| decided(&v)),
+                        _ = self.ctx.sleep(timeout) => Ok(Decided::Denied(format!(
+                            "nobody approved it within {} s",
+                            timeout.as_secs_f64()
+                        ))),
+                        on_cancel => Err(TerminalError::new_with_code(CANCELLED, "cancelled")),
+                    };
+                    let pending = waiting.pending(|p| p.retain(|a| a["id"] != id.as_str()));
+                    if pending.is_empty() {
+                        self.ctx.clear(APPROVALS);
+                    } else {
+                        self.ctx.set(APPROVALS, Json(Value::Array(pending)));
+                    }
+                    let decision = decision.map_err(|e| recalled_failure("approval", &e))?;
+                    if let Some(slots) = &waiting.slots {
+                        // The run goes on once a slot is free again (the queue may be full).
+                        let slot = loop {
+                            match slots.acquire().await {
+                                Ok(slot) => break slot,
+                                Err(_) => tokio::time::sleep(Duration::from_millis(200)).await,
+                            }
+                        };
+                        *waiting.slot.lock().await = Some(slot);
+                    }
+                    Ok(decision)
+                })
             }
         }
     )*};

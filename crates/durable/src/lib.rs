@@ -47,6 +47,9 @@ pub struct WorkerOptions {
     /// Deadline of each run, counted from the start of each attempt (a resumed run's journaled
     /// steps come back at once, so it bounds the work done live).
     pub run_timeout: Option<Duration>,
+    /// How long a durable run waits for a person's approval before it is denied
+    /// (`kiln serve --approval-timeout`).
+    pub approval_timeout: Duration,
     /// Public keys of Restate's request identity (`publickeyv1_...`): with one, requests not
     /// signed by the Restate server are refused.
     pub identity_keys: Vec<String>,
@@ -80,6 +83,7 @@ pub fn endpoint(host: Arc<Host>, options: WorkerOptions) -> Result<Endpoint, Dur
         ceiling: options.ceiling,
         slots: options.slots,
         run_timeout: options.run_timeout,
+        approval_timeout: options.approval_timeout,
     });
     Ok(builder
         .bind(

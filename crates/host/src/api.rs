@@ -100,6 +100,21 @@ impl HostBuilder {
         self
     }
 
+    /// Asks `approver` before an `ask` grant is used (or where a call policy asks), awaiting
+    /// its decision on the runtime the call runs on: a web app or a chat decides, and only the
+    /// call's own thread waits. A call made outside a runtime is denied.
+    pub fn async_approver(
+        self,
+        approver: impl kiln_core::approval::AsyncApprover + 'static,
+    ) -> Self {
+        use kiln_core::context::Asker;
+        let approver: Arc<dyn kiln_core::approval::AsyncApprover> = Arc::new(approver);
+        self.approver(move |cap, question| {
+            kiln_core::approval::AsyncAsker::new(approver.clone())
+                .is_some_and(|asker| asker.ask(cap, question).unwrap_or(false))
+        })
+    }
+
     /// Approves every `ask` grant without asking.
     pub fn assume_yes(mut self, yes: bool) -> Self {
         self.assume_yes = yes;

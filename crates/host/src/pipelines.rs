@@ -82,6 +82,7 @@ impl AgentRunner for Host {
                 timeout: Some(call.deadline.saturating_duration_since(Instant::now())),
                 cancel,
                 depth: call.depth,
+                parent: call.parent,
                 ..RunOptions::default()
             };
             let result = self.run(&call.agent, &call.prompt, opts).await;

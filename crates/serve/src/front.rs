@@ -165,10 +165,54 @@ pub(super) async fn get(
 ) -> Result<Value, ApiError> {
     let inv = find(front, who, id).await?;
     if !(wait || inv.completed()) {
-        return Ok(json!({"id": id, "agent": null, "status": "running"}));
+        return Ok(running(front, id, &inv).await);
     }
     let outcome = front.attach(id).await.map_err(restate_error)?;
     Ok(ended(id, None, outcome))
+}
+
+/// A running run's status: `awaiting_approval` with the approvals it waits for, else
+/// `running`.
+async fn running(front: &RestateClient, id: &str, inv: &Invocation) -> Value {
+    match front.approvals(inv).await {
+        Ok(Value::Array(waiting)) if !waiting.is_empty() => json!({
+            "id": id, "agent": null, "status": "awaiting_approval", "approvals": waiting,
+        }),
+        _ => json!({"id": id, "agent": null, "status": "running"}),
+    }
+}
+
+/// `POST /v1/runs/{id}/approvals/{approval}` through Restate: the decision resolves the
+/// durable promise the run waits on, on whichever worker (if any) it is.
+pub(super) async fn decide(
+    front: &RestateClient,
+    who: &Principal,
+    id: &str,
+    approval: &str,
+    decision: &super::approvals::Decision,
+) -> Result<Value, ApiError> {
+    let inv = find(front, who, id).await?;
+    let waiting = front.approvals(&inv).await.map_err(restate_error)?;
+    let pending = waiting
+        .as_array()
+        .is_some_and(|w| w.iter().any(|a| a["id"] == approval));
+    if !pending {
+        return Err(ApiError::not_found(
+            "approval_not_found",
+            format!(
+                "no approval \"{approval}\" is waiting in this run (it was decided, timed out, or never asked)"
+            ),
+        ));
+    }
+    let value = match decision {
+        super::approvals::Decision::Approve => json!({"decision": "approve"}),
+        super::approvals::Decision::Deny(reason) => json!({"decision": "deny", "reason": reason}),
+    };
+    front
+        .resolve(approval, &value)
+        .await
+        .map_err(restate_error)?;
+    Ok(json!({"id": id, "agent": null, "status": "running"}))
 }
 
 /// `POST /v1/runs/{id}/cancel` through Restate: the invocation is cancelled there, and the run

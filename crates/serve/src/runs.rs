@@ -59,7 +59,13 @@ pub async fn approve(
         actor: None,
         ceiling: None,
     };
-    let entry = find(&state, &id, if approver { &anyone } else { &who })?;
+    let decider = if approver { &anyone } else { &who };
+    if let Some(front) = &state.front {
+        let status = front::decide(front, decider, &id, &approval, &decision).await?;
+        tracing::info!(run_id = %id, approval = %approval, actor = ?who.actor, "approval decided");
+        return Ok(Json(status));
+    }
+    let entry = find(&state, &id, decider)?;
     entry.approvals.decide(&approval, decision)?;
     tracing::info!(run_id = %id, approval = %approval, actor = ?who.actor, "approval decided");
     Ok(Json(entry.status()))

@@ -406,8 +406,8 @@ pub fn three_steps(p: &str) -> Value {
 }
 
 /// The script: a `count` tool (it reports at the counter with its idempotency key and keeps a
-/// tally in ctx.state), one agent per mock (in code mode when its name starts with `code`),
-/// and a json_planner agent `plan`.
+/// tally in ctx.state), one agent per mock (in code mode when its name starts with `code`,
+/// asking before each use of `net` when it starts with `ask`), and a json_planner agent `plan`.
 pub fn script(counter: &str, agents: &[(&str, &str)]) -> String {
     let mut src = format!(
         r#"tool("count")
@@ -434,6 +434,8 @@ tool("count_task")
     for (name, mock) in agents {
         let mode = if name.starts_with("code") {
             ".code_mode()"
+        } else if name.starts_with("ask") {
+            ".ask([\"net\"])"
         } else {
             ""
         };

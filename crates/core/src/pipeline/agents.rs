@@ -28,6 +28,9 @@ pub struct AgentCall {
     pub cancel: Option<crate::cancel::Cancel>,
     /// How deep in agents calling agents the run is (0: called by a pipeline or a door).
     pub depth: u32,
+    /// The run that asked for this one (an agent's run calling it as a tool, a pipeline's
+    /// run): the run log shows the new run as its child.
+    pub parent: Option<String>,
 }
 
 /// What [`AgentRunner::run_agent`] returns: the agent's answer, or the node's failure.

@@ -280,6 +280,7 @@ async fn call_agent(
         deadline,
         cancel: ctx.cancel.clone(),
         depth: ctx.depth,
+        parent: (!ctx.run_id.is_empty()).then(|| ctx.run_id.clone()),
     };
     let result = runner.run_agent(call).await.map(Value::String);
     (args, result)

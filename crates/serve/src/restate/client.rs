@@ -232,6 +232,35 @@ impl RestateClient {
         }))
     }
 
+    /// The approvals invocation `inv` (a run) waits for now: `[{id, capability, question}]`.
+    pub async fn approvals(&self, inv: &Invocation) -> Result<Value, DurableError> {
+        let url = format!(
+            "{}/{}/{}/approvals",
+            self.ingress,
+            key_segment(&inv.service),
+            key_segment(&inv.key)
+        );
+        let (status, body) = self.call(self.http.post(&url), &url).await?;
+        if !(200..300).contains(&status) {
+            return Err(Self::answered(&url, status, body));
+        }
+        Ok(serde_json::from_str(&body).unwrap_or(Value::Array(Vec::new())))
+    }
+
+    /// Resolves the durable promise `awakeable` (an approval a run waits for) with `value`.
+    pub async fn resolve(&self, awakeable: &str, value: &Value) -> Result<(), DurableError> {
+        let url = format!(
+            "{}/restate/awakeables/{}/resolve",
+            self.ingress,
+            key_segment(awakeable)
+        );
+        let (status, body) = self.call(self.http.post(&url).json(value), &url).await?;
+        if !(200..300).contains(&status) {
+            return Err(Self::answered(&url, status, body));
+        }
+        Ok(())
+    }
+
     /// Cancels invocation `id`: its next step fails as cancelled and the run ends.
     pub async fn cancel(&self, id: &str) -> Result<(), DurableError> {
         let url = format!("{}/invocations/{}/cancel", self.admin, key_segment(id));
