@@ -2,6 +2,7 @@
 
 mod approve;
 mod ask;
+mod auth_cmd;
 mod db_cmd;
 mod defs_cmd;
 mod extract_cmd;
@@ -72,7 +73,9 @@ pub struct Global {
     #[arg(long, global = true, env = "KILN_NET_PROXY")]
     pub net_proxy: bool,
     /// Mount an MCP server's tools as NAME__TOOL, needing capability mcp:NAME (repeatable):
-    /// NAME=COMMAND ARGS... (stdio) or "NAME=http://HOST:PORT/mcp [bearer_env=VAR]"
+    /// NAME=COMMAND ARGS... (stdio), "NAME=http://HOST:PORT/mcp [bearer_env=VAR]", or
+    /// "NAME=https://HOST/mcp oauth [scopes=a,b] [client_id=ID] [client_secret_env=VAR]
+    /// [client_metadata_url=URL]" (then `kiln auth login NAME`)
     #[arg(long = "mcp", global = true, value_name = "NAME=SERVER")]
     pub mcp: Vec<String>,
     /// More log output on stderr (-v info, -vv debug). KILN_LOG overrides.
@@ -119,6 +122,8 @@ pub enum Command {
     Worker(worker_cmd::WorkerArgs),
     /// Talk to a Restate server: `register --admin URL --endpoint URL`.
     Restate(worker_cmd::RestateArgs),
+    /// OAuth for mounted MCP servers: `login NAME [--headless]`, `status`, `logout NAME`.
+    Auth(auth_cmd::AuthArgs),
     /// Serve the agents over HTTP: OpenAI-compatible chat completions and kiln's runs API.
     Serve(serve_cmd::ServeArgs),
     /// Interactive REPL: call tools, chat with agents, evaluate Rhai (hot reload on).
@@ -311,6 +316,7 @@ pub fn run(cli: Cli) -> CliResult<ExitCode> {
         Command::Mcp(a) => mcp_cmd::mcp(&cli.global, a),
         Command::Worker(a) => worker_cmd::worker(&cli.global, a),
         Command::Restate(a) => worker_cmd::restate(a),
+        Command::Auth(a) => auth_cmd::auth(&cli.global, a),
         Command::Repl { caps } => repl(&cli.global, &caps),
     }
 }

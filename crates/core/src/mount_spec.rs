@@ -29,7 +29,52 @@ pub enum Target {
         url: String,
         /// `bearer_env=VAR`: send `Authorization: Bearer $VAR`.
         bearer_env: Option<String>,
+        /// `oauth`: OAuth 2.1 as the MCP authorization spec says (`kiln auth login NAME`).
+        oauth: Option<OAuth>,
     },
+}
+
+/// How kiln gets a mounted server's OAuth tokens: the scopes to ask for and how kiln is
+/// known to the authorization server (a pre-registered client, a client ID metadata document,
+/// or, with neither, dynamic registration).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct OAuth {
+    /// The scopes to ask for; none: what the server's challenge or metadata says.
+    pub scopes: Vec<String>,
+    /// A client id registered with the authorization server beforehand.
+    pub client_id: Option<String>,
+    /// The variable holding that client's secret (a confidential client).
+    pub client_secret_env: Option<String>,
+    /// The URL of kiln's client ID metadata document, for servers that take one.
+    pub client_metadata_url: Option<String>,
+}
+
+impl OAuth {
+    /// Sets one `--mcp` option (`scopes=a,b`, `client_id=...`, `client_secret_env=VAR`,
+    /// `client_metadata_url=URL`); `Err` names the known ones.
+    pub fn set(&mut self, key: &str, value: &str) -> Result<(), String> {
+        match key {
+            "scopes" => {
+                self.scopes = value
+                    .split([',', ' '])
+                    .filter(|s| !s.is_empty())
+                    .map(str::to_string)
+                    .collect()
+            }
+            "client_id" => self.client_id = Some(value.to_string()),
+            "client_secret_env" => {
+                crate::capability::declare_secret_var(value);
+                self.client_secret_env = Some(value.to_string());
+            }
+            "client_metadata_url" => self.client_metadata_url = Some(value.to_string()),
+            other => {
+                return Err(format!(
+                    "unknown OAuth option \"{other}\" (scopes, client_id, client_secret_env, client_metadata_url)"
+                ));
+            }
+        }
+        Ok(())
+    }
 }
 
 /// One server to mount: `--mcp NAME=COMMAND [ARGS...]` or `NAME=http://HOST:PORT/mcp
@@ -106,7 +151,9 @@ pub fn check_url(url: &str) -> Result<(), String> {
 }
 
 impl MountSpec {
-    /// Parses `NAME=COMMAND ARGS...` (split on whitespace) or `NAME=URL [bearer_env=VAR]`.
+    /// Parses `NAME=COMMAND ARGS...` (split on whitespace) or `NAME=URL [bearer_env=VAR]`
+    /// or `NAME=URL oauth [scopes=a,b] [client_id=ID] [client_secret_env=VAR]
+    /// [client_metadata_url=URL]`.
     pub fn parse(spec: &str) -> Result<Self, BadMountSpec> {
         let bad = |reason: &str| BadMountSpec {
             spec: spec.to_string(),
@@ -124,19 +171,38 @@ impl MountSpec {
         let target = if rest.starts_with("http://") || rest.starts_with("https://") {
             let mut words = rest.split_whitespace();
             let url = words.next().unwrap_or_default().to_string();
-            let bearer_env = match (words.next(), words.next()) {
-                (None, _) => None,
-                (Some(w), None) => match w.strip_prefix("bearer_env=") {
-                    Some(var) if !var.is_empty() => {
+            let (mut bearer_env, mut oauth) = (None, None::<OAuth>);
+            for w in words {
+                match w.split_once('=') {
+                    None if w == "oauth" => {
+                        oauth.get_or_insert_with(OAuth::default);
+                    }
+                    Some(("bearer_env", var)) if !var.is_empty() => {
                         // It holds a credential: `env` must not hand it to a tool.
                         crate::capability::declare_secret_var(var);
-                        Some(var.to_string())
+                        bearer_env = Some(var.to_string());
                     }
-                    _ => return Err(bad("after the URL only bearer_env=VAR may follow")),
-                },
-                _ => return Err(bad("after the URL only bearer_env=VAR may follow")),
-            };
-            Target::Url { url, bearer_env }
+                    Some((key, value)) if !value.is_empty() => oauth
+                        .get_or_insert_with(OAuth::default)
+                        .set(key, value)
+                        .map_err(|e| {
+                            bad(&format!("{e}; after the URL: bearer_env=VAR or oauth"))
+                        })?,
+                    _ => {
+                        return Err(bad(
+                            "after the URL: bearer_env=VAR, or oauth and its options",
+                        ));
+                    }
+                }
+            }
+            if bearer_env.is_some() && oauth.is_some() {
+                return Err(bad("a server takes bearer_env=VAR or oauth, not both"));
+            }
+            Target::Url {
+                url,
+                bearer_env,
+                oauth,
+            }
         } else {
             let mut words = rest.split_whitespace().map(str::to_string);
             let program = words.next().ok_or_else(|| bad("no command given"))?;
@@ -221,8 +287,18 @@ mod tests {
             u.target,
             Target::Url {
                 url: "http://127.0.0.1:3000/mcp".into(),
-                bearer_env: Some("GH".into())
+                bearer_env: Some("GH".into()),
+                oauth: None,
             }
+        );
+        let o = MountSpec::parse("gh=https://mcp.example.test/mcp oauth scopes=repo,read:org")
+            .expect("oauth");
+        let Target::Url { oauth, .. } = &o.target else {
+            panic!("a URL")
+        };
+        assert_eq!(
+            oauth.as_ref().map(|o| o.scopes.clone()),
+            Some(vec!["repo".to_string(), "read:org".to_string()])
         );
         for bad in [
             "noequals",
@@ -231,6 +307,8 @@ mod tests {
             "a b=cmd",
             "x=",
             "x=http://127.0.0.1/mcp token",
+            "x=http://127.0.0.1/mcp bearer_env=A oauth",
+            "x=http://127.0.0.1/mcp oauth colour=red",
         ] {
             let e = MountSpec::parse(bad).expect_err(bad).to_string();
             assert!(e.contains(bad), "{e}");

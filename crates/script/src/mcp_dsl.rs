@@ -24,6 +24,8 @@ pub struct McpServerDraft {
     pub url: Option<String>,
     /// `.bearer_env(var)` and its position.
     pub bearer_env: Option<(String, Position)>,
+    /// `.oauth(#{ ... })` and its position.
+    pub oauth: Option<(kiln_core::mount_spec::OAuth, Position)>,
     /// `.env([...])` and its position.
     pub env: Option<(Vec<String>, Position)>,
     /// `.rate_limit(...)`.
@@ -116,6 +118,40 @@ pub(super) fn register(engine: &mut rhai::Engine) {
         },
     );
     engine.register_fn(
+        "oauth",
+        |ctx: NativeCallContext, b: &mut McpServerBuilder| {
+            let pos = ctx.call_position();
+            b.with(|d| d.oauth = Some((kiln_core::mount_spec::OAuth::default(), pos)))
+        },
+    );
+    engine.register_fn(
+        "oauth",
+        |ctx: NativeCallContext, b: &mut McpServerBuilder, opts: Map| {
+            let pos = ctx.call_position();
+            let mut oauth = kiln_core::mount_spec::OAuth::default();
+            let mut problems = Vec::new();
+            for (key, value) in opts {
+                let text = match value.clone().into_array() {
+                    Ok(items) => Ok(items
+                        .iter()
+                        .map(|i| i.to_string())
+                        .collect::<Vec<_>>()
+                        .join(",")),
+                    Err(_) => value.into_string().map_err(|t| {
+                        format!("oauth: {key} must be a string (or a list of scopes), not {t}")
+                    }),
+                };
+                if let Err(e) = text.and_then(|t| oauth.set(&key, &t)) {
+                    problems.push(e);
+                }
+            }
+            b.with(|d| {
+                d.errors.extend(problems.into_iter().map(|e| (pos, e)));
+                d.oauth = Some((oauth, pos));
+            })
+        },
+    );
+    engine.register_fn(
         "env",
         |ctx: NativeCallContext, b: &mut McpServerBuilder, vars: Array| {
             let pos = ctx.call_position();
@@ -182,9 +218,16 @@ pub(super) fn finish(d: McpServerDraft, path: &str) -> Result<MountSpec, Vec<Loa
             if let Err(reason) = kiln_core::mount_spec::check_url(&url) {
                 errors.push(err(d.pos, reason));
             }
+            if let (Some((_, pos)), Some(_)) = (&d.bearer_env, &d.oauth) {
+                errors.push(err(
+                    *pos,
+                    "a server takes .bearer_env(...) or .oauth(...), not both".into(),
+                ));
+            }
             Some(Target::Url {
                 url,
                 bearer_env: d.bearer_env.map(|(v, _)| v),
+                oauth: d.oauth.map(|(o, _)| o),
             })
         }
         _ => {

@@ -6,6 +6,7 @@
 
 pub mod convert;
 pub mod mount;
+pub mod oauth;
 mod proxy;
 mod served_proxy;
 mod servers;

@@ -516,7 +516,26 @@ async fn connect_with(
                 .await
                 .map_err(|e| failed(format!("handshake failed: {e}")))
         }
-        Target::Url { url, bearer_env } => {
+        Target::Url {
+            url,
+            oauth: Some(_),
+            ..
+        } => {
+            let manager = super::oauth::authorized(spec, &host.workspace()).await?;
+            let http = kiln_core::egress::tls::client_builder()
+                .build()
+                .map_err(|e| failed(format!("an HTTP client: {e}")))?;
+            let client = rmcp::transport::AuthClient::new(http, manager);
+            let config = StreamableHttpClientTransportConfig::with_uri(url.clone());
+            let transport = StreamableHttpClientTransport::with_client(client, config);
+            listener
+                .serve_with_lifecycle(transport, lifecycle)
+                .await
+                .map_err(|e| failed(format!("handshake with {url} failed: {e}")))
+        }
+        Target::Url {
+            url, bearer_env, ..
+        } => {
             let mut config = StreamableHttpClientTransportConfig::with_uri(url.clone());
             if let Some(var) = bearer_env {
                 let token = std::env::var(var)

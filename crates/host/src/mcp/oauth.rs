@@ -1,0 +1,341 @@
+//! OAuth 2.1 for mounted servers, as the MCP authorization spec orders it (rmcp's auth client
+//! does discovery, registration, PKCE, the `resource` parameter and refresh): `kiln auth login
+//! NAME` authorizes once (a person in a browser, or `--headless` where the authorization server
+//! answers without one) and keeps the tokens in `.kiln/oauth/NAME.json` (mode 0600); a mount
+//! then sends them, refreshing them as they expire, and only to its server.
+
+use super::McpError;
+use kiln_core::mount_spec::{MountSpec, OAuth, Target};
+use rmcp::transport::auth::{
+    AuthError, AuthorizationCallback, AuthorizationManager, AuthorizationRequest, CredentialStore,
+    OAuthState, StoredCredentials,
+};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// How long `kiln auth login` waits for the person to come back from the browser.
+const LOGIN_WAIT: Duration = Duration::from_secs(300);
+
+/// Where the tokens of server `name` are kept, under the workspace.
+pub fn token_path(workspace: &Path, name: &str) -> PathBuf {
+    workspace
+        .join(".kiln")
+        .join("oauth")
+        .join(format!("{name}.json"))
+}
+
+/// The tokens of one server in a file only its owner can read.
+pub struct FileCredentialStore {
+    path: PathBuf,
+}
+
+impl FileCredentialStore {
+    /// The store at `path`.
+    pub fn new(path: PathBuf) -> Self {
+        FileCredentialStore { path }
+    }
+}
+
+fn store_error(path: &Path, e: impl std::fmt::Display) -> AuthError {
+    AuthError::InternalError(format!("{}: {e}", path.display()))
+}
+
+#[async_trait::async_trait]
+impl CredentialStore for FileCredentialStore {
+    async fn load(&self) -> Result<Option<StoredCredentials>, AuthError> {
+        match std::fs::read(&self.path) {
+            Ok(bytes) => serde_json::from_slice(&bytes)
+                .map(Some)
+                .map_err(|e| store_error(&self.path, e)),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(store_error(&self.path, e)),
+        }
+    }
+
+    async fn save(&self, credentials: StoredCredentials) -> Result<(), AuthError> {
+        let text =
+            serde_json::to_vec_pretty(&credentials).map_err(|e| store_error(&self.path, e))?;
+        write_private(&self.path, &text).map_err(|e| store_error(&self.path, e))
+    }
+
+    async fn clear(&self) -> Result<(), AuthError> {
+        match std::fs::remove_file(&self.path) {
+            Ok(()) => Ok(()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+            Err(e) => Err(store_error(&self.path, e)),
+        }
+    }
+}
+
+/// Writes `bytes` to `path` readable by its owner only (0600), atomically.
+fn write_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    use std::io::Write;
+    let dir = path
+        .parent()
+        .ok_or_else(|| std::io::Error::other("no folder"))?;
+    std::fs::create_dir_all(dir)?;
+    let tmp = dir.join(format!(".{}.tmp", kiln_core::services::fresh_id()));
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create_new(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+    let mut file = options.open(&tmp)?;
+    file.write_all(bytes)?;
+    file.sync_all()?;
+    std::fs::rename(&tmp, path)
+}
+
+/// The server's URL and OAuth settings, or why it has none.
+pub fn oauth_of(spec: &MountSpec) -> Result<(&str, &OAuth), McpError> {
+    match &spec.target {
+        Target::Url {
+            url,
+            oauth: Some(oauth),
+            ..
+        } => Ok((url, oauth)),
+        _ => Err(McpError::Server {
+            server: spec.name.clone(),
+            message: "it is not mounted with OAuth (mount its URL with `oauth`, or `.oauth(...)` in a script)".into(),
+        }),
+    }
+}
+
+fn failed(spec: &MountSpec, what: &str, e: impl std::fmt::Display) -> McpError {
+    McpError::Server {
+        server: spec.name.clone(),
+        message: format!("{what}: {e}"),
+    }
+}
+
+/// The authorization manager of a mount with its stored tokens; `Err` names the login to do.
+pub async fn authorized(
+    spec: &MountSpec,
+    workspace: &Path,
+) -> Result<AuthorizationManager, McpError> {
+    let (url, _) = oauth_of(spec)?;
+    kiln_core::egress::tls::ensure_provider();
+    let mut manager = AuthorizationManager::new(url)
+        .await
+        .map_err(|e| failed(spec, "OAuth", e))?;
+    manager.set_credential_store(FileCredentialStore::new(token_path(workspace, &spec.name)));
+    let ready = manager
+        .initialize_from_store()
+        .await
+        .map_err(|e| failed(spec, "OAuth discovery", e))?;
+    if !ready {
+        return Err(McpError::Server {
+            server: spec.name.clone(),
+            message: format!(
+                "not authorized yet: run `kiln auth login {}` (its tokens are kept in {})",
+                spec.name,
+                token_path(workspace, &spec.name).display()
+            ),
+        });
+    }
+    Ok(manager)
+}
+
+/// How `kiln auth login` reaches the person (or does without one).
+pub struct Login<'a> {
+    /// Fetch the authorization page itself and follow it to kiln's redirect (an authorization
+    /// server that decides without a person, such as a test's or a machine's).
+    pub headless: bool,
+    /// Scopes to ask for beyond the mount's own.
+    pub scopes: Vec<String>,
+    /// Where the URL to open goes (the terminal).
+    pub say: &'a (dyn Fn(&str) + Send + Sync),
+}
+
+/// Authorizes kiln for the mounted server `spec` and stores its tokens; the scopes granted.
+pub async fn login(
+    spec: &MountSpec,
+    workspace: &Path,
+    how: Login<'_>,
+) -> Result<Vec<String>, McpError> {
+    let (url, oauth) = oauth_of(spec)?;
+    kiln_core::egress::tls::ensure_provider();
+    let challenge = challenge(url).await;
+    let mut manager = AuthorizationManager::new(url)
+        .await
+        .map_err(|e| failed(spec, "OAuth", e))?;
+    let store = token_path(workspace, &spec.name);
+    manager.set_credential_store(FileCredentialStore::new(store));
+    // The redirect comes back to this machine; bound first, so its port is the one sent.
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .map_err(|e| failed(spec, "a loopback port for the redirect", e))?;
+    let port = listener
+        .local_addr()
+        .map_err(|e| failed(spec, "a loopback port for the redirect", e))?
+        .port();
+    let redirect = format!("http://127.0.0.1:{port}/callback");
+    let mut request = AuthorizationRequest::new(&redirect).with_client_name("kiln");
+    let scopes: Vec<String> = oauth.scopes.iter().chain(&how.scopes).cloned().collect();
+    if !scopes.is_empty() {
+        request = request.with_scopes(scopes);
+    }
+    if let Some(id) = &oauth.client_id {
+        request = request.with_preregistered_client(id);
+        if let Some(var) = &oauth.client_secret_env {
+            let secret = std::env::var(var)
+                .ok()
+                .filter(|s| !s.is_empty())
+                .ok_or_else(|| failed(spec, "client_secret_env", format!("{var} is not set")))?;
+            request = request.with_client_secret(secret);
+        }
+    }
+    if let Some(doc) = &oauth.client_metadata_url {
+        request = request.with_client_metadata_url(doc);
+    }
+    if let Some(c) = challenge {
+        request = request.with_challenge(c);
+    }
+    let mut state = OAuthState::Unauthorized(manager);
+    state
+        .start_authorization(request)
+        .await
+        .map_err(|e| failed(spec, "OAuth authorization", e))?;
+    let page = state
+        .get_authorization_url()
+        .await
+        .map_err(|e| failed(spec, "OAuth authorization", e))?;
+    let back = if how.headless {
+        follow(&page)
+            .await
+            .map_err(|e| failed(spec, "headless authorization", e))?
+    } else {
+        (how.say)(&format!(
+            "Open this page to authorize kiln for MCP server \"{}\":\n\n  {page}\n",
+            spec.name
+        ));
+        open_browser(&page);
+        wait_for_redirect(listener)
+            .await
+            .map_err(|e| failed(spec, "the authorization's redirect", e))?
+    };
+    let callback = AuthorizationCallback::from_redirect_url(&back)
+        .map_err(|e| failed(spec, "the authorization's redirect", e))?;
+    state
+        .handle_callback_with_issuer(
+            &callback.code,
+            &callback.csrf_token,
+            callback.issuer.as_deref(),
+        )
+        .await
+        .map_err(|e| failed(spec, "the token exchange", e))?;
+    let manager = state
+        .into_authorization_manager()
+        .ok_or_else(|| failed(spec, "OAuth", "the authorization did not complete"))?;
+    Ok(manager.get_current_scopes().await)
+}
+
+/// The `WWW-Authenticate` challenge an unauthenticated request to `url` gets, if any: it names
+/// the resource metadata and the scopes the server wants.
+async fn challenge(url: &str) -> Option<String> {
+    let client = kiln_core::egress::tls::client_builder().build().ok()?;
+    let body = serde_json::json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {},
+        "clientInfo": {"name": "kiln", "version": env!("CARGO_PKG_VERSION")}}});
+    let reply = client
+        .post(url)
+        .header("accept", "application/json, text/event-stream")
+        .json(&body)
+        .send()
+        .await
+        .ok()?;
+    (reply.status().as_u16() == 401)
+        .then(|| {
+            reply
+                .headers()
+                .get("www-authenticate")?
+                .to_str()
+                .ok()
+                .map(str::to_string)
+        })
+        .flatten()
+}
+
+/// Fetches the authorization page and follows its redirects to kiln's loopback redirect; the
+/// URL it was sent to.
+async fn follow(page: &str) -> Result<String, String> {
+    let client = kiln_core::egress::tls::client_builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .map_err(|e| e.to_string())?;
+    let mut at = page.to_string();
+    for _ in 0..10 {
+        let reply = client.get(&at).send().await.map_err(|e| e.to_string())?;
+        let Some(next) = reply
+            .headers()
+            .get("location")
+            .and_then(|l| l.to_str().ok())
+        else {
+            return Err(format!(
+                "{} answered HTTP {} without sending kiln back: it wants a person (run `kiln auth login` without --headless)",
+                at,
+                reply.status().as_u16()
+            ));
+        };
+        let next = reqwest::Url::parse(&at)
+            .and_then(|base| base.join(next))
+            .map_err(|e| e.to_string())?;
+        if next.query_pairs().any(|(k, _)| k == "code" || k == "error")
+            && next.host_str() == Some("127.0.0.1")
+        {
+            return Ok(next.to_string());
+        }
+        at = next.to_string();
+    }
+    Err("too many redirects".into())
+}
+
+/// Opens `url` in the person's browser where there is one (a desktop session).
+fn open_browser(url: &str) {
+    let opener = if cfg!(target_os = "macos") {
+        Some("open")
+    } else if std::env::var_os("DISPLAY").is_some() || std::env::var_os("WAYLAND_DISPLAY").is_some()
+    {
+        Some("xdg-open")
+    } else {
+        None
+    };
+    if let Some(program) = opener {
+        let _ = std::process::Command::new(program)
+            .arg(url)
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn();
+    }
+}
+
+/// Waits for the browser to come back to the loopback redirect; the full URL it asked for.
+async fn wait_for_redirect(listener: tokio::net::TcpListener) -> Result<String, String> {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let port = listener.local_addr().map_err(|e| e.to_string())?.port();
+    let accept = async {
+        loop {
+            let (mut conn, _) = listener.accept().await.map_err(|e| e.to_string())?;
+            let mut buf = vec![0u8; 8192];
+            let n = conn.read(&mut buf).await.map_err(|e| e.to_string())?;
+            let head = String::from_utf8_lossy(&buf[..n]).to_string();
+            let target = head.split_whitespace().nth(1).unwrap_or("/").to_string();
+            if !target.starts_with("/callback") {
+                let _ = conn
+                    .write_all(b"HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\n\r\n")
+                    .await;
+                continue;
+            }
+            let page = "kiln is authorized; you can close this tab.";
+            let reply = format!(
+                "HTTP/1.1 200 OK\r\ncontent-type: text/plain\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{page}",
+                page.len()
+            );
+            let _ = conn.write_all(reply.as_bytes()).await;
+            return Ok(format!("http://127.0.0.1:{port}{target}"));
+        }
+    };
+    tokio::time::timeout(LOGIN_WAIT, accept)
+        .await
+        .map_err(|_| format!("nobody came back within {} s", LOGIN_WAIT.as_secs()))?
+}
