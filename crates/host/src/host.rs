@@ -496,6 +496,11 @@ impl crate::mcp::SourceSink for Host {
     fn mounted(&self, spec: crate::mcp::MountSpec, state: crate::mcp::mount::StateCell) {
         self.mcp.add_flagged(spec, state);
     }
+
+    fn approver(&self) -> std::sync::Arc<dyn Fn(&str, &str) -> bool + Send + Sync> {
+        let services = self.services.clone();
+        std::sync::Arc::new(move |cap, question| services.approve(cap, question))
+    }
 }
 
 impl reload::Reload for Host {

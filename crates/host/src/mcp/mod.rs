@@ -4,6 +4,7 @@
 //! [`SourceSink`]. [`convert`] maps kiln's tools and outcomes to MCP's and back (the server door,
 //! kiln-mcp, uses it too).
 
+mod client_asks;
 pub mod convert;
 pub mod mount;
 pub mod oauth;
@@ -36,6 +37,14 @@ pub enum McpError {
     /// A `--mcp` mount was written wrong.
     #[error(transparent)]
     BadSpec(#[from] kiln_core::mount_spec::BadMountSpec),
+    /// A mounted server refused kiln's authorization (none, expired, or too few scopes).
+    #[error("MCP server \"{server}\": {message}")]
+    Unauthorized {
+        /// The server's name.
+        server: String,
+        /// What it wants, and the login that gives it.
+        message: String,
+    },
     /// A mounted server could not be started or reached.
     #[error("MCP server \"{server}\": {message}")]
     Server {

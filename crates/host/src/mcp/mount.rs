@@ -31,6 +31,8 @@ pub use kiln_core::mount_spec::{MountSpec, SEPARATOR, Target};
 #[derive(Clone)]
 struct Listener {
     changed: mpsc::UnboundedSender<()>,
+    server: String,
+    approve: super::client_asks::Approve,
 }
 
 impl ClientHandler for Listener {
@@ -46,12 +48,24 @@ impl ClientHandler for Listener {
         let _ = self.changed.send(());
     }
 
+    async fn create_elicitation(
+        &self,
+        request: rmcp::model::ElicitRequestParams,
+        _cx: rmcp::service::RequestContext<RoleClient>,
+    ) -> Result<rmcp::model::ElicitResult, rmcp::ErrorData> {
+        Ok(super::client_asks::form(
+            &self.server,
+            &request,
+            &self.approve,
+        ))
+    }
+
     fn get_info(&self) -> ClientConfig {
-        ClientConfig::new(
-            ClientCapabilities::default(),
-            Implementation::new("kiln", env!("CARGO_PKG_VERSION")),
-        )
-        .with_protocol_version(ProtocolVersion::LATEST_WITH_INITIALIZE)
+        // Forms only: kiln fills them with their defaults when a person approves.
+        let mut caps = ClientCapabilities::default();
+        caps.elicitation = Some(rmcp::model::ElicitationCapability::default());
+        ClientConfig::new(caps, Implementation::new("kiln", env!("CARGO_PKG_VERSION")))
+            .with_protocol_version(ProtocolVersion::LATEST_WITH_INITIALIZE)
     }
 }
 
@@ -233,6 +247,8 @@ struct Watch {
 async fn start_server(host: &dyn SourceSink, server: &Server) -> Result<Client, McpError> {
     let listener = Listener {
         changed: server.changed.clone(),
+        server: server.spec.name.clone(),
+        approve: host.approver(),
     };
     let client = tokio::time::timeout(HANDSHAKE, connect(host, &server.spec, listener))
         .await
@@ -479,6 +495,8 @@ async fn connect(
     };
     match connect_with(host, spec, listener.clone(), auto).await {
         Ok(client) => Ok(client),
+        // The server answered, and wants authorization: another handshake would not help.
+        Err(e @ McpError::Unauthorized { .. }) => Err(e),
         Err(_) => connect_with(host, spec, listener, ClientLifecycleMode::Initialize).await,
     }
 }
@@ -531,7 +549,12 @@ async fn connect_with(
             listener
                 .serve_with_lifecycle(transport, lifecycle)
                 .await
-                .map_err(|e| failed(format!("handshake with {url} failed: {e}")))
+                .map_err(|e| match e.auth_challenge() {
+                    Some(challenge) => {
+                        super::oauth::challenged_in(spec, &host.workspace(), challenge)
+                    }
+                    None => failed(format!("handshake with {url} failed: {e}")),
+                })
         }
         Target::Url {
             url, bearer_env, ..
@@ -550,7 +573,12 @@ async fn connect_with(
             listener
                 .serve_with_lifecycle(transport, lifecycle)
                 .await
-                .map_err(|e| failed(format!("handshake with {url} failed: {e}")))
+                .map_err(|e| match e.auth_challenge() {
+                    Some(challenge) => {
+                        super::oauth::challenged_in(spec, &host.workspace(), challenge)
+                    }
+                    None => failed(format!("handshake with {url} failed: {e}")),
+                })
         }
     }
 }

@@ -118,21 +118,62 @@ pub async fn authorized(
         .await
         .map_err(|e| failed(spec, "OAuth", e))?;
     manager.set_credential_store(FileCredentialStore::new(token_path(workspace, &spec.name)));
-    let ready = manager
+    // Without tokens the requests go out without one: the server's 401 says what it wants.
+    manager
         .initialize_from_store()
         .await
         .map_err(|e| failed(spec, "OAuth discovery", e))?;
-    if !ready {
-        return Err(McpError::Server {
-            server: spec.name.clone(),
-            message: format!(
-                "not authorized yet: run `kiln auth login {}` (its tokens are kept in {})",
-                spec.name,
-                token_path(workspace, &spec.name).display()
-            ),
-        });
-    }
     Ok(manager)
+}
+
+/// Where the last challenge of server `name` is kept for the next `kiln auth login`.
+fn challenge_path(workspace: &Path, name: &str) -> PathBuf {
+    workspace
+        .join(".kiln")
+        .join("oauth")
+        .join(format!("{name}.challenge"))
+}
+
+/// What to tell a person whose mount got `challenge` (a 401 or 403 `WWW-Authenticate`): the
+/// scope the server wants and the login that gets it. The challenge is kept for that login
+/// (it names the scopes and the resource metadata).
+pub fn challenged_in(spec: &MountSpec, workspace: &Path, challenge: &str) -> McpError {
+    if oauth_of(spec).is_ok()
+        && let Err(e) = write_private(&challenge_path(workspace, &spec.name), challenge.as_bytes())
+    {
+        tracing::warn!(server = %spec.name, "the server's challenge was not kept: {e}");
+    }
+    challenged(spec, challenge)
+}
+
+/// What to tell a person whose mount got `challenge` (a 401 or 403 `WWW-Authenticate`): the
+/// scope the server wants and the login that gets it.
+pub fn challenged(spec: &MountSpec, challenge: &str) -> McpError {
+    let field = |name: &str| {
+        let start = challenge.find(&format!("{name}=\""))? + name.len() + 2;
+        let len = challenge[start..].find('"')?;
+        Some(challenge[start..start + len].to_string())
+    };
+    let name = &spec.name;
+    let message = match (field("error").as_deref(), field("scope")) {
+        (Some("insufficient_scope"), Some(scope)) => format!(
+            "it wants scope {scope} for this: run `kiln auth login {name} --scope {}` and try again",
+            scope
+                .split_whitespace()
+                .collect::<Vec<_>>()
+                .join(" --scope ")
+        ),
+        _ if oauth_of(spec).is_ok() => format!(
+            "it refused kiln's authorization (none, expired or revoked): run `kiln auth login {name}` and try again"
+        ),
+        _ => format!(
+            "it asks for authorization: mount it with OAuth (`--mcp \"{name}=URL oauth\"` or .oauth(...)), then run `kiln auth login {name}`"
+        ),
+    };
+    McpError::Unauthorized {
+        server: spec.name.clone(),
+        message,
+    }
 }
 
 /// How `kiln auth login` reaches the person (or does without one).
@@ -154,12 +195,28 @@ pub async fn login(
 ) -> Result<Vec<String>, McpError> {
     let (url, oauth) = oauth_of(spec)?;
     kiln_core::egress::tls::ensure_provider();
-    let challenge = challenge(url).await;
+    // The challenge the server gave the mount last, else the one a bare request gets now.
+    let kept = challenge_path(workspace, &spec.name);
+    let challenge = match std::fs::read_to_string(&kept) {
+        Ok(c) if !c.trim().is_empty() => Some(c.trim().to_string()),
+        _ => challenge(url).await,
+    };
+    let _ = std::fs::remove_file(&kept);
     let mut manager = AuthorizationManager::new(url)
         .await
         .map_err(|e| failed(spec, "OAuth", e))?;
-    let store = token_path(workspace, &spec.name);
-    manager.set_credential_store(FileCredentialStore::new(store));
+    let store = FileCredentialStore::new(token_path(workspace, &spec.name));
+    // A new login registers again (the authorization server may have changed) and asks for
+    // what the last one was granted as well as what it asks now.
+    let kept = match store.load().await {
+        Ok(Some(previous)) => previous.granted_scopes,
+        _ => Vec::new(),
+    };
+    store
+        .clear()
+        .await
+        .map_err(|e| failed(spec, "the old tokens", e))?;
+    manager.set_credential_store(store);
     // The redirect comes back to this machine; bound first, so its port is the one sent.
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await
@@ -170,7 +227,18 @@ pub async fn login(
         .port();
     let redirect = format!("http://127.0.0.1:{port}/callback");
     let mut request = AuthorizationRequest::new(&redirect).with_client_name("kiln");
-    let scopes: Vec<String> = oauth.scopes.iter().chain(&how.scopes).cloned().collect();
+    let mut scopes: Vec<String> = Vec::new();
+    let asked = oauth.scopes.iter().chain(&how.scopes);
+    let wanted = if how.scopes.is_empty() {
+        asked.collect::<Vec<_>>()
+    } else {
+        kept.iter().chain(asked).collect()
+    };
+    for scope in wanted {
+        if !scopes.contains(scope) {
+            scopes.push(scope.clone());
+        }
+    }
     if !scopes.is_empty() {
         request = request.with_scopes(scopes);
     }

@@ -22,10 +22,16 @@ pub(super) async fn install(
     slot: &Slot,
     peer: &Peer<RoleClient>,
 ) -> Result<usize, McpError> {
-    let tools = peer.list_all_tools().await.map_err(|e| McpError::Server {
-        server: spec.name.clone(),
-        message: format!("tools/list failed: {e}"),
-    })?;
+    let tools = peer
+        .list_all_tools()
+        .await
+        .map_err(|e| match e.auth_challenge() {
+            Some(challenge) => super::oauth::challenged_in(spec, &host.workspace(), challenge),
+            None => McpError::Server {
+                server: spec.name.clone(),
+                message: format!("tools/list failed: {e}"),
+            },
+        })?;
     let natives: Vec<NativeTool> = tools.iter().map(|t| proxy(spec, slot, t)).collect();
     let count = natives.len();
     let mut file = native_source(natives);
@@ -49,11 +55,14 @@ fn proxy(spec: &MountSpec, slot: &Slot, tool: &rmcp::model::Tool) -> NativeTool 
     let remote = tool.name.to_string();
     let (server, slot) = (spec.name.clone(), slot.clone());
     let forward = remote.clone();
+    let mount = spec.clone();
     let native = NativeTool::new(
         format!("{}{SEPARATOR}{remote}", spec.name),
-        move |args, _ctx| {
+        move |args, ctx: &kiln_core::context::CallContext| {
             let peer = slot.read().ok().and_then(|p| p.clone());
             let (server, remote) = (server.clone(), forward.clone());
+            let approve = approver(ctx);
+            let spec = mount.clone();
             async move {
                 let Some(peer) = peer else {
                     return Err(ToolFailure::visible(
@@ -65,13 +74,13 @@ fn proxy(spec: &MountSpec, slot: &Slot, tool: &rmcp::model::Tool) -> NativeTool 
                 if let Value::Object(map) = args {
                     req = req.with_arguments(map);
                 }
-                match peer.call_tool(req).await {
-                    Ok(result) => result_from_mcp(result),
-                    Err(e) => Err(ToolFailure::visible(
+                call(&peer, &spec, req, &approve).await.map_err(|e| {
+                    ToolFailure::visible(
                         FailureKind::ToolError,
                         format!("MCP server \"{server}\" did not answer the call of {remote}: {e}"),
-                    )),
-                }
+                    )
+                })
+                .and_then(result_from_mcp)
             }
         },
     )
@@ -96,6 +105,64 @@ fn proxy(spec: &MountSpec, slot: &Slot, tool: &rmcp::model::Tool) -> NativeTool 
         Some(limit) => native.rate_limit(limit),
         None => native,
     }
+}
+
+/// How many input-required rounds a call may take before kiln gives up on it.
+const MAX_ROUNDS: usize = 8;
+
+/// Calls the tool, answering the questions of input-required results (the form defaults a
+/// person approved; no roots) and sending the server's `requestState` back unchanged.
+async fn call(
+    peer: &Peer<RoleClient>,
+    spec: &MountSpec,
+    mut req: CallToolRequestParams,
+    approve: &super::client_asks::Approve,
+) -> Result<rmcp::model::CallToolResult, String> {
+    use rmcp::model::CallToolResponse;
+    let server = spec.name.as_str();
+    for _ in 0..MAX_ROUNDS {
+        let reply =
+            peer.call_tool_once(req.clone())
+                .await
+                .map_err(|e| match e.auth_challenge() {
+                    Some(challenge) => match super::oauth::challenged(spec, challenge) {
+                        McpError::Unauthorized { message, .. } => message,
+                        other => other.to_string(),
+                    },
+                    None => e.to_string(),
+                })?;
+        match reply {
+            CallToolResponse::Complete(result) => return Ok(result),
+            CallToolResponse::InputRequired(asked) => {
+                let mut answers = rmcp::model::InputResponses::new();
+                for (key, request) in asked.input_requests.iter().flatten() {
+                    let answer = super::client_asks::answer(server, request, approve)?;
+                    answers.insert(key.clone(), answer);
+                }
+                req.input_responses = (!answers.is_empty()).then_some(answers);
+                req.request_state = asked.request_state;
+            }
+            _ => {
+                return Err(
+                    "it answered with a task, which kiln does not poll for a mounted server".into(),
+                );
+            }
+        }
+    }
+    Err(format!(
+        "it still asked for input after {MAX_ROUNDS} rounds"
+    ))
+}
+
+/// Who approves a mounted server's questions during this call: the caller's asker (a door's
+/// person), else the host's approver.
+fn approver(ctx: &kiln_core::context::CallContext) -> super::client_asks::Approve {
+    let (asker, services) = (ctx.asker.clone(), ctx.services.clone());
+    std::sync::Arc::new(move |cap, question| match &asker {
+        _ if services.assume_yes => true,
+        Some(asker) => asker.ask(cap, question).unwrap_or(false),
+        None => services.approve(cap, question),
+    })
 }
 
 /// The server's own annotations, passed on (what it leaves out is derived as for any tool).

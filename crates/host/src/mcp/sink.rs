@@ -17,4 +17,6 @@ pub trait SourceSink: Send + Sync {
     fn workspace(&self) -> PathBuf;
     /// Lists a server mounted from the command line among the host's servers.
     fn mounted(&self, spec: MountSpec, state: StateCell);
+    /// Who approves what a mounted server asks kiln (a form to fill): the host's approver.
+    fn approver(&self) -> super::client_asks::Approve;
 }
