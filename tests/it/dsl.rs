@@ -266,3 +266,26 @@ fn check_warns_about_gated_calls_a_tool_did_not_declare() {
         stderr(&clean)
     );
 }
+
+/// A model's `null` for an optional parameter counts as not given (the handler does not see
+/// the key); for a required one, or one declared nullable, it stays and is validated.
+#[test]
+fn an_optional_parameter_sent_as_null_counts_as_not_given() {
+    let (_s, host) = host_with(
+        r#"tool("greet").param("name", "string").param("title", "string", #{ optional: true })
+    .param("note", "string", #{ optional: true, nullable: true })
+    .handler(|args| `${args.name}: title given=${"title" in args}, note=${args.note}`);"#,
+    );
+    let said = |args: Value| call(&host, "greet", args, &[]).result;
+    assert_eq!(
+        said(serde_json::json!({"name": "Ada", "title": null, "note": null})).ok(),
+        Some(serde_json::json!("Ada: title given=false, note="))
+    );
+    let refused = said(serde_json::json!({"name": null}));
+    assert!(
+        refused
+            .as_ref()
+            .is_err_and(|f| f.message.contains("null is not of type \"string\"")),
+        "{refused:?}"
+    );
+}

@@ -220,6 +220,8 @@ impl Tool {
         // Fixed before admitting: time spent waiting for a rate-limit slot counts against the
         // first attempt's deadline.
         let first_deadline = self.deadline(ctx);
+        let cleaned = self.without_optional_nulls(args);
+        let args = cleaned.as_ref().unwrap_or(args);
         if let Err(f) = self.admit(args, ctx) {
             return ToolOutcome::failed(f, started);
         }
@@ -254,6 +256,31 @@ impl Tool {
             }
             tracing::debug!(tool = %self.name, attempt = attempts, "retrying failed handler");
         }
+    }
+
+    /// The arguments without the optional parameters given as `null` where the schema does not
+    /// allow null (models often send `null` for "not given"): `None` when there are none.
+    fn without_optional_nulls(&self, args: &Value) -> Option<Value> {
+        let given = args.as_object()?;
+        let required: Vec<&str> = self.schema["required"]
+            .as_array()
+            .map(|r| r.iter().filter_map(Value::as_str).collect())
+            .unwrap_or_default();
+        let drops = |key: &str, value: &Value| {
+            value.is_null()
+                && !required.contains(&key)
+                && matches!(self.schema["properties"][key]["type"].as_str(), Some(t) if t != "null")
+        };
+        if !given.iter().any(|(k, v)| drops(k, v)) {
+            return None;
+        }
+        Some(Value::Object(
+            given
+                .iter()
+                .filter(|(k, v)| !drops(k, v))
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect(),
+        ))
     }
 
     /// What stands between a call and the handler: argument size and schema, the capability

@@ -9,8 +9,8 @@ use super::error::ApiError;
 use kiln_agent::Event;
 use kiln_core::context::Asker;
 use serde_json::{Value, json};
+use std::sync::Mutex;
 use std::sync::atomic::{AtomicU32, Ordering};
-use std::sync::{Mutex, OnceLock};
 use std::time::Duration;
 
 /// What a person decided.
@@ -34,8 +34,15 @@ pub struct Approvals {
     pending: Mutex<Vec<Pending>>,
     next: AtomicU32,
     timeout: Duration,
-    /// Where `approval_requested` events go (the run's event list, once it has one).
-    events: OnceLock<Box<dyn Fn(Event) + Send + Sync>>,
+    /// Where `approval_requested` events go (the run's event list, once it has one), and
+    /// those asked before it had one.
+    events: Mutex<Events>,
+}
+
+#[derive(Default)]
+struct Events {
+    sink: Option<Box<dyn Fn(Event) + Send + Sync>>,
+    early: Vec<Event>,
 }
 
 impl Approvals {
@@ -45,13 +52,18 @@ impl Approvals {
             pending: Mutex::new(Vec::new()),
             next: AtomicU32::new(0),
             timeout,
-            events: OnceLock::new(),
+            events: Mutex::new(Events::default()),
         }
     }
 
     /// Where the `approval_requested` events go (the run, once it has an entry).
     pub fn attach(&self, sink: impl Fn(Event) + Send + Sync + 'static) {
-        let _ = self.events.set(Box::new(sink));
+        let mut events = self.events.lock().unwrap_or_else(|e| e.into_inner());
+        // A run may ask before its entry exists: those events go first.
+        for ev in std::mem::take(&mut events.early) {
+            sink(ev);
+        }
+        events.sink = Some(Box::new(sink));
     }
 
     /// The approvals waiting, as the run's status shows them.
@@ -93,12 +105,17 @@ impl Asker for Approvals {
                 answer,
             });
         }
-        if let Some(sink) = self.events.get() {
-            sink(Event::ApprovalRequested {
+        {
+            let ev = Event::ApprovalRequested {
                 id: id.clone(),
                 capability: cap.to_string(),
                 question: question.to_string(),
-            });
+            };
+            let mut events = self.events.lock().unwrap_or_else(|e| e.into_inner());
+            match &events.sink {
+                Some(sink) => sink(ev),
+                None => events.early.push(ev),
+            }
         }
         let decided = decided.recv_timeout(self.timeout);
         // Whatever happened, it is no longer waiting.
