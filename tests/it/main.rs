@@ -25,6 +25,7 @@ mod library;
 mod mcp;
 mod mcp_conformance;
 mod mcp_mount;
+mod mcp_oauth;
 mod mcp_output_peers;
 mod mcp_peers;
 mod mcp_sampling;

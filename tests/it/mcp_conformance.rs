@@ -134,11 +134,7 @@ fn mcp_conformance_suite_passes_every_scenario_each_revision_requires() {
 const CLIENT_NOT_OFFERED: &[(&str, &str)] = &[
     (
         "auth/client-credentials-jwt",
-        "machine-to-machine grants (SEP-1046) are not offered by mounts yet",
-    ),
-    (
-        "auth/client-credentials-basic",
-        "machine-to-machine grants (SEP-1046) are not offered by mounts yet",
+        "a machine's client_credentials grant signed with a private key (private_key_jwt) is not offered yet; a client secret is",
     ),
     (
         "auth/enterprise-managed-authorization",

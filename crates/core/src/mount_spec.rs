@@ -47,6 +47,9 @@ pub struct OAuth {
     pub client_secret_env: Option<String>,
     /// The URL of kiln's client ID metadata document, for servers that take one.
     pub client_metadata_url: Option<String>,
+    /// `grant=client_credentials`: a machine's own credentials (`client_id` and
+    /// `client_secret_env`) get the token when the server is mounted; no login.
+    pub client_credentials: bool,
 }
 
 impl OAuth {
@@ -67,9 +70,16 @@ impl OAuth {
                 self.client_secret_env = Some(value.to_string());
             }
             "client_metadata_url" => self.client_metadata_url = Some(value.to_string()),
+            "grant" if value == "client_credentials" => self.client_credentials = true,
+            "grant" if value == "authorization_code" => self.client_credentials = false,
+            "grant" => {
+                return Err(format!(
+                    "grant \"{value}\": authorization_code (a person logs in) or client_credentials (a machine's own)"
+                ));
+            }
             other => {
                 return Err(format!(
-                    "unknown OAuth option \"{other}\" (scopes, client_id, client_secret_env, client_metadata_url)"
+                    "unknown OAuth option \"{other}\" (scopes, client_id, client_secret_env, client_metadata_url, grant)"
                 ));
             }
         }

@@ -536,6 +536,24 @@ async fn connect_with(
         }
         Target::Url {
             url,
+            oauth: Some(oauth),
+            ..
+        } if oauth.client_credentials => {
+            let token = super::oauth::machine_token(spec).await?;
+            kiln_core::egress::tls::ensure_provider();
+            let config =
+                StreamableHttpClientTransportConfig::with_uri(url.clone()).auth_header(token);
+            let transport = StreamableHttpClientTransport::from_config(config);
+            listener
+                .serve_with_lifecycle(transport, lifecycle)
+                .await
+                .map_err(|e| match e.auth_challenge() {
+                    Some(challenge) => super::oauth::challenged(spec, challenge),
+                    None => failed(format!("handshake with {url} failed: {e}")),
+                })
+        }
+        Target::Url {
+            url,
             oauth: Some(_),
             ..
         } => {

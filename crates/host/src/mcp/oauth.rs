@@ -176,6 +176,104 @@ pub fn challenged(spec: &MountSpec, challenge: &str) -> McpError {
     }
 }
 
+/// A machine's token for the mount (`grant=client_credentials`): asked of the authorization
+/// server with the client's own id and secret (HTTP Basic where the server takes it, else in
+/// the body), for the server as its `resource`. Nothing is stored: each mount asks again.
+pub async fn machine_token(spec: &MountSpec) -> Result<String, McpError> {
+    let (url, oauth) = oauth_of(spec)?;
+    let (Some(id), Some(var)) = (&oauth.client_id, &oauth.client_secret_env) else {
+        return Err(failed(
+            spec,
+            "grant=client_credentials",
+            "it needs client_id and client_secret_env",
+        ));
+    };
+    let secret = std::env::var(var)
+        .ok()
+        .filter(|s| !s.is_empty())
+        .ok_or_else(|| failed(spec, "client_secret_env", format!("{var} is not set")))?;
+    kiln_core::egress::tls::ensure_provider();
+    let found = challenge(url).await;
+    let manager = AuthorizationManager::new(url)
+        .await
+        .map_err(|e| failed(spec, "OAuth", e))?;
+    let metadata = manager
+        .resolve_metadata_from_challenge(found.as_deref())
+        .await
+        .map_err(|e| failed(spec, "OAuth discovery", e))?
+        .metadata;
+    let methods: Vec<String> = metadata
+        .additional_fields
+        .get("token_endpoint_auth_methods_supported")
+        .and_then(|m| serde_json::from_value(m.clone()).ok())
+        .unwrap_or_default();
+    let basic = methods.is_empty() || methods.iter().any(|m| m == "client_secret_basic");
+    let mut form = vec![
+        ("grant_type", "client_credentials".to_string()),
+        ("resource", url.to_string()),
+    ];
+    if !oauth.scopes.is_empty() {
+        form.push(("scope", oauth.scopes.join(" ")));
+    }
+    if !basic {
+        form.push(("client_id", id.clone()));
+        form.push(("client_secret", secret.clone()));
+    }
+    let http = kiln_core::egress::tls::client_builder()
+        .build()
+        .map_err(|e| failed(spec, "an HTTP client", e))?;
+    let body = form
+        .iter()
+        .map(|(k, v)| format!("{k}={}", form_encode(v)))
+        .collect::<Vec<_>>()
+        .join("&");
+    let mut request = http
+        .post(&metadata.token_endpoint)
+        .header("content-type", "application/x-www-form-urlencoded")
+        .body(body);
+    if basic {
+        request = request.basic_auth(id, Some(&secret));
+    }
+    let reply = request
+        .send()
+        .await
+        .map_err(|e| failed(spec, "the token request", e))?;
+    let status = reply.status().as_u16();
+    let body: serde_json::Value = reply
+        .json()
+        .await
+        .map_err(|e| failed(spec, "the token response", e))?;
+    match body["access_token"].as_str() {
+        Some(token) if status == 200 => Ok(token.to_string()),
+        _ => Err(failed(
+            spec,
+            "the token request",
+            format!(
+                "HTTP {status}: {}",
+                body["error_description"]
+                    .as_str()
+                    .or(body["error"].as_str())
+                    .unwrap_or("no access token")
+            ),
+        )),
+    }
+}
+
+/// `text` as an `application/x-www-form-urlencoded` value.
+fn form_encode(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for b in text.bytes() {
+        match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' => {
+                out.push(b as char)
+            }
+            b' ' => out.push('+'),
+            _ => out.push_str(&format!("%{b:02X}")),
+        }
+    }
+    out
+}
+
 /// How `kiln auth login` reaches the person (or does without one).
 pub struct Login<'a> {
     /// Fetch the authorization page itself and follow it to kiln's redirect (an authorization
