@@ -32,6 +32,15 @@ pub struct ServeArgs {
     /// KILN_TOKENS may hold the same JSON instead.
     #[arg(long, value_name = "FILE")]
     pub tokens: Option<PathBuf>,
+    /// Also take the access tokens (JWTs) this OAuth authorization server issues for kiln:
+    /// checked against its published keys, its name, the audience and their expiry; scopes
+    /// `kiln:CAP[:SCOPE]` are the token's ceiling, its subject the actor.
+    #[arg(long, value_name = "URL")]
+    pub auth_issuer: Option<String>,
+    /// The audience tokens must name: kiln's own URL as its clients reach it (default:
+    /// http://BIND). Published as the resource of /.well-known/oauth-protected-resource.
+    #[arg(long, value_name = "URL", requires = "auth_issuer")]
+    pub auth_audience: Option<String>,
     /// Runs at once.
     #[arg(long, value_name = "N", default_value_t = 64)]
     pub max_runs: usize,
@@ -118,6 +127,17 @@ fn tokens(a: &ServeArgs) -> CliResult<Tokens> {
         (None, Some(text)) => Ok(Tokens::parse(&text, "KILN_TOKENS")?),
         (None, None) => Ok(Tokens::default()),
     }
+    .and_then(|tokens| match &a.auth_issuer {
+        None => Ok(tokens),
+        Some(issuer) => {
+            let audience = a
+                .auth_audience
+                .clone()
+                .unwrap_or_else(|| format!("http://{}", a.bind));
+            let issuer = kiln_serve::issuer::Issuer::new(issuer, &audience)?;
+            Ok(tokens.with_issuer(issuer))
+        }
+    })
 }
 
 async fn shutdown_signal() {

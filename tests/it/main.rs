@@ -44,6 +44,7 @@ mod reload;
 mod repl;
 mod sandbox;
 mod serve;
+mod serve_oauth;
 mod serve_ops;
 mod served;
 mod spec;

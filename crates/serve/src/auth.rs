@@ -43,10 +43,12 @@ struct Token {
     ceiling: Grants,
 }
 
-/// The configured tokens (none: the server is open on loopback).
+/// The configured tokens (none: the server is open on loopback), and the authorization server
+/// whose access tokens are taken too (`--auth-issuer`).
 #[derive(Default)]
 pub struct Tokens {
     tokens: Vec<Token>,
+    issuer: Option<std::sync::Arc<super::issuer::Issuer>>,
 }
 
 impl Tokens {
@@ -82,7 +84,21 @@ impl Tokens {
                 ceiling,
             });
         }
-        Ok(Tokens { tokens })
+        Ok(Tokens {
+            tokens,
+            issuer: None,
+        })
+    }
+
+    /// Also takes the access tokens `issuer` issues for this server.
+    pub fn with_issuer(mut self, issuer: super::issuer::Issuer) -> Self {
+        self.issuer = Some(std::sync::Arc::new(issuer));
+        self
+    }
+
+    /// The authorization server whose tokens are taken, if any.
+    pub fn issuer(&self) -> Option<&super::issuer::Issuer> {
+        self.issuer.as_deref()
     }
 
     /// Reads tokens from a file.
@@ -94,9 +110,9 @@ impl Tokens {
         Self::parse(&text, &path.display().to_string())
     }
 
-    /// True when no token is configured.
+    /// True when no token is configured (and no authorization server).
     pub fn is_empty(&self) -> bool {
-        self.tokens.is_empty()
+        self.tokens.is_empty() && self.issuer.is_none()
     }
 
     /// How many tokens are configured.
@@ -104,26 +120,40 @@ impl Tokens {
         self.tokens.len()
     }
 
-    /// Who a request acts for: the token's actor and ceiling; anyone when no token is configured.
-    pub fn authenticate(&self, headers: &HeaderMap) -> Result<Principal, ApiError> {
-        if self.tokens.is_empty() {
+    /// Who a request acts for: the token's actor and ceiling (a static token's, or an access
+    /// token of the authorization server); anyone when no token is configured.
+    pub async fn authenticate(&self, headers: &HeaderMap) -> Result<Principal, ApiError> {
+        if self.is_empty() {
             return Ok(Principal::default());
         }
+        let challenge = |e: ApiError| match &self.issuer {
+            Some(issuer) => e.with_challenge(issuer.challenge()),
+            None => e,
+        };
         let presented = headers
             .get(axum::http::header::AUTHORIZATION)
             .and_then(|v| v.to_str().ok())
             .and_then(kiln_mcp::http::bearer_credentials)
             .ok_or_else(|| {
-                ApiError::unauthorized("missing bearer token (Authorization: Bearer TOKEN)")
+                challenge(ApiError::unauthorized(
+                    "missing bearer token (Authorization: Bearer TOKEN)",
+                ))
             })?;
-        self.tokens
+        let presented = presented.trim();
+        if let Some(t) = self
+            .tokens
             .iter()
-            .find(|t| same_secret(t.secret.as_bytes(), presented.trim().as_bytes()))
-            .map(|t| Principal {
+            .find(|t| same_secret(t.secret.as_bytes(), presented.as_bytes()))
+        {
+            return Ok(Principal {
                 actor: Some(t.actor.clone()),
                 ceiling: Some(t.ceiling.clone()),
-            })
-            .ok_or_else(|| ApiError::unauthorized("the bearer token is not valid"))
+            });
+        }
+        match &self.issuer {
+            Some(issuer) => issuer.verify(presented).await.map_err(challenge),
+            None => Err(ApiError::unauthorized("the bearer token is not valid")),
+        }
     }
 }
 

@@ -20,6 +20,8 @@ pub struct ApiError {
     pub message: String,
     /// Seconds a client should wait before retrying (`Retry-After`).
     pub retry_after: Option<u64>,
+    /// Where a client gets a token (`WWW-Authenticate` of a 401).
+    pub challenge: Option<Box<str>>,
 }
 
 impl ApiError {
@@ -31,6 +33,7 @@ impl ApiError {
             param: None,
             message: message.into(),
             retry_after: None,
+            challenge: None,
         }
     }
 
@@ -48,6 +51,12 @@ impl ApiError {
         let mut e = Self::new(StatusCode::UNAUTHORIZED, "invalid_request_error", message);
         e.code = Some("invalid_api_key");
         e
+    }
+
+    /// This error with the `WWW-Authenticate` challenge that says where to get a token.
+    pub fn with_challenge(mut self, challenge: String) -> Self {
+        self.challenge = Some(challenge.into_boxed_str());
+        self
     }
 
     /// 403: the request asks for more than the token allows.
@@ -122,6 +131,13 @@ impl IntoResponse for ApiError {
         if let Some(secs) = self.retry_after {
             resp.headers_mut()
                 .insert(header::RETRY_AFTER, HeaderValue::from(secs));
+        }
+        if let Some(value) = self
+            .challenge
+            .as_deref()
+            .and_then(|c| HeaderValue::from_str(c).ok())
+        {
+            resp.headers_mut().insert(header::WWW_AUTHENTICATE, value);
         }
         resp
     }

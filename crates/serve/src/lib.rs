@@ -23,6 +23,7 @@ mod body;
 mod chat;
 pub mod error;
 mod front;
+pub mod issuer;
 mod launch;
 pub mod limits;
 pub mod logfmt;

@@ -14,6 +14,19 @@ use serde_json::json;
 use std::sync::Arc;
 use std::time::Instant;
 
+/// `GET /.well-known/oauth-protected-resource`: where to get a token for this server (RFC
+/// 9728), when it takes an authorization server's tokens.
+async fn resource_metadata(State(state): State<Arc<AppState>>) -> Response {
+    match state.tokens.issuer() {
+        Some(issuer) => axum::Json(issuer.metadata()).into_response(),
+        None => ApiError::not_found(
+            "not_found",
+            "this server takes no OAuth access tokens (start it with --auth-issuer)",
+        )
+        .into_response(),
+    }
+}
+
 /// Every route of `kiln serve`. `mcp`, when given, is the router of `kiln mcp --http` (it
 /// serves `/mcp`), merged in so both commands share one implementation.
 pub fn router(state: Arc<AppState>, mcp: Option<Router>) -> Router {
@@ -36,6 +49,14 @@ pub fn router(state: Arc<AppState>, mcp: Option<Router>) -> Router {
         .route("/healthz", get(healthz))
         .route("/readyz", get(readyz))
         .route("/metrics", get(metrics))
+        .route(
+            "/.well-known/oauth-protected-resource",
+            get(resource_metadata),
+        )
+        .route(
+            "/.well-known/oauth-protected-resource/{*path}",
+            get(resource_metadata),
+        )
         .merge(api)
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)

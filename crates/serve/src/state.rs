@@ -173,6 +173,6 @@ impl FromRequestParts<Arc<AppState>> for Principal {
         parts: &mut Parts,
         state: &Arc<AppState>,
     ) -> Result<Self, Self::Rejection> {
-        state.tokens.authenticate(&parts.headers)
+        state.tokens.authenticate(&parts.headers).await
     }
 }

@@ -1,0 +1,258 @@
+//! kiln as an OAuth resource server (`--auth-issuer URL`): access tokens an organisation's
+//! authorization server issues are JWTs checked here against the issuer's published keys
+//! (JWKS), its name, kiln's own resource URL as the audience and their expiry. Their scopes
+//! are capability ceilings (`kiln:fs.read:docs` is the ceiling `fs.read:docs`, through the same
+//! grants intersection as a static token's caps) and their subject is the actor. Clients learn
+//! where to get a token from the protected resource metadata (RFC 9728) and the 401's
+//! `WWW-Authenticate` header.
+
+use super::auth::Principal;
+use super::error::ApiError;
+use base64::Engine;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use kiln_core::capability::Grants;
+use serde_json::{Value, json};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+/// The prefix a scope has when it names a capability.
+pub const SCOPE_PREFIX: &str = "kiln:";
+/// Clock skew allowed on `exp` and `nbf`.
+const LEEWAY: u64 = 2;
+/// How long the issuer's keys are kept before they are fetched again (an unknown key id
+/// fetches them at once).
+const KEYS_FOR: Duration = Duration::from_secs(300);
+
+/// The authorization server whose tokens kiln accepts.
+pub struct Issuer {
+    issuer: String,
+    audience: String,
+    http: reqwest::Client,
+    keys: tokio::sync::Mutex<Option<(std::time::Instant, Vec<Value>)>>,
+}
+
+fn refused(why: &str) -> ApiError {
+    ApiError::unauthorized(format!("the access token is not valid: {why}"))
+}
+
+impl Issuer {
+    /// Tokens of `issuer` (its exact `iss`) meant for `audience` (kiln's resource URL).
+    pub fn new(issuer: &str, audience: &str) -> Result<Self, String> {
+        let parsed =
+            reqwest::Url::parse(issuer).map_err(|e| format!("--auth-issuer {issuer}: {e}"))?;
+        if !matches!(parsed.scheme(), "https" | "http") {
+            return Err(format!("--auth-issuer {issuer}: expected an http(s) URL"));
+        }
+        let http = kiln_core::egress::tls::client_builder()
+            .timeout(Duration::from_secs(10))
+            .build()
+            .map_err(|e| format!("an HTTP client: {e}"))?;
+        Ok(Issuer {
+            issuer: issuer.to_string(),
+            audience: audience.trim_end_matches('/').to_string(),
+            http,
+            keys: tokio::sync::Mutex::new(None),
+        })
+    }
+
+    /// The protected resource metadata kiln publishes (RFC 9728).
+    pub fn metadata(&self) -> Value {
+        json!({
+            "resource": self.audience,
+            "authorization_servers": [self.issuer],
+            "bearer_methods_supported": ["header"],
+            "resource_name": "kiln",
+        })
+    }
+
+    /// The `WWW-Authenticate` value of a 401: where the metadata is.
+    pub fn challenge(&self) -> String {
+        format!(
+            "Bearer resource_metadata=\"{}/.well-known/oauth-protected-resource\"",
+            self.audience
+        )
+    }
+
+    /// Who a JWT access token acts for, and what it may use at most.
+    pub async fn verify(&self, token: &str) -> Result<Principal, ApiError> {
+        let mut parts = token.split('.');
+        let (Some(head), Some(body), Some(sig), None) =
+            (parts.next(), parts.next(), parts.next(), parts.next())
+        else {
+            return Err(refused("not a JWT"));
+        };
+        let decode = |part: &str| {
+            URL_SAFE_NO_PAD
+                .decode(part)
+                .map_err(|_| refused("not a JWT"))
+        };
+        let header: Value =
+            serde_json::from_slice(&decode(head)?).map_err(|_| refused("not a JWT"))?;
+        let claims: Value =
+            serde_json::from_slice(&decode(body)?).map_err(|_| refused("not a JWT"))?;
+        let signature = decode(sig)?;
+        let signed = &token[..head.len() + 1 + body.len()];
+        let key = self.key(header["kid"].as_str()).await?;
+        check_signature(&header, &key, signed.as_bytes(), &signature)?;
+        self.check_claims(&claims)?;
+        let actor = claims["sub"]
+            .as_str()
+            .or(claims["client_id"].as_str())
+            .map(|s| format!("oauth:{s}"));
+        Ok(Principal {
+            actor,
+            ceiling: Some(ceiling(claims["scope"].as_str().unwrap_or_default())?),
+        })
+    }
+
+    fn check_claims(&self, claims: &Value) -> Result<(), ApiError> {
+        if claims["iss"].as_str() != Some(self.issuer.as_str()) {
+            return Err(refused("it was issued by another authorization server"));
+        }
+        let audience =
+            |a: &Value| a.as_str().map(|a| a.trim_end_matches('/')) == Some(&self.audience);
+        let for_kiln = match &claims["aud"] {
+            Value::Array(all) => all.iter().any(audience),
+            one => audience(one),
+        };
+        if !for_kiln {
+            return Err(refused(
+                "it is meant for another resource (its audience is not this server)",
+            ));
+        }
+        let now = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map(|d| d.as_secs())
+            .unwrap_or(0);
+        match claims["exp"].as_u64() {
+            Some(exp) if exp + LEEWAY > now => {}
+            Some(_) => return Err(refused("it has expired")),
+            None => return Err(refused("it has no expiry")),
+        }
+        if claims["nbf"].as_u64().is_some_and(|nbf| nbf > now + LEEWAY) {
+            return Err(refused("it is not valid yet"));
+        }
+        Ok(())
+    }
+
+    /// The issuer's key `kid` (or its only key), fetching the keys when they are stale or the
+    /// id is new.
+    async fn key(&self, kid: Option<&str>) -> Result<Value, ApiError> {
+        let mut cached = self.keys.lock().await;
+        let find = |keys: &[Value]| {
+            keys.iter()
+                .find(|k| kid.is_none_or(|id| k["kid"].as_str() == Some(id)))
+                .cloned()
+        };
+        if let Some((at, keys)) = cached.as_ref()
+            && at.elapsed() < KEYS_FOR
+            && let Some(key) = find(keys)
+        {
+            return Ok(key);
+        }
+        let keys = self.fetch_keys().await.map_err(|e| {
+            tracing::warn!(issuer = %self.issuer, "the issuer's keys could not be fetched: {e}");
+            ApiError::unavailable("the authorization server's keys could not be fetched")
+        })?;
+        let key = find(&keys);
+        *cached = Some((std::time::Instant::now(), keys));
+        key.ok_or_else(|| {
+            refused("it is signed with a key the authorization server does not publish")
+        })
+    }
+
+    async fn fetch_keys(&self) -> Result<Vec<Value>, String> {
+        let base = self.issuer.trim_end_matches('/');
+        let mut jwks_uri = None;
+        for path in [
+            "/.well-known/oauth-authorization-server",
+            "/.well-known/openid-configuration",
+        ] {
+            let Ok(reply) = self.http.get(format!("{base}{path}")).send().await else {
+                continue;
+            };
+            if reply.status().is_success()
+                && let Ok(meta) = reply.json::<Value>().await
+                && let Some(uri) = meta["jwks_uri"].as_str()
+            {
+                jwks_uri = Some(uri.to_string());
+                break;
+            }
+        }
+        let uri = jwks_uri.ok_or("the issuer's metadata names no jwks_uri")?;
+        let keys: Value = self
+            .http
+            .get(&uri)
+            .send()
+            .await
+            .map_err(|e| e.to_string())?
+            .json()
+            .await
+            .map_err(|e| e.to_string())?;
+        Ok(keys["keys"].as_array().cloned().unwrap_or_default())
+    }
+}
+
+/// The ceiling a token's scopes give: each `kiln:CAP[:SCOPE]` scope is a capability; others
+/// (the OpenID ones, another service's) give nothing.
+pub fn ceiling(scopes: &str) -> Result<Grants, ApiError> {
+    let caps: Vec<&str> = scopes
+        .split_whitespace()
+        .filter_map(|s| s.strip_prefix(SCOPE_PREFIX))
+        .collect();
+    Grants::parse(&caps)
+        .map_err(|e| refused(&format!("its scope names no capability kiln knows ({e})")))
+}
+
+fn check_signature(
+    header: &Value,
+    key: &Value,
+    signed: &[u8],
+    signature: &[u8],
+) -> Result<(), ApiError> {
+    use ring::signature as sig;
+    let field = |k: &Value, name: &str| {
+        k[name]
+            .as_str()
+            .and_then(|v| URL_SAFE_NO_PAD.decode(v).ok())
+            .ok_or_else(|| refused("the authorization server's key is malformed"))
+    };
+    let ok = match (header["alg"].as_str(), key["kty"].as_str()) {
+        (Some("RS256"), Some("RSA")) => sig::RsaPublicKeyComponents {
+            n: field(key, "n")?,
+            e: field(key, "e")?,
+        }
+        .verify(&sig::RSA_PKCS1_2048_8192_SHA256, signed, signature)
+        .is_ok(),
+        (Some("ES256"), Some("EC")) => {
+            let mut point = vec![4u8];
+            point.extend(field(key, "x")?);
+            point.extend(field(key, "y")?);
+            sig::UnparsedPublicKey::new(&sig::ECDSA_P256_SHA256_FIXED, point)
+                .verify(signed, signature)
+                .is_ok()
+        }
+        (alg, _) => {
+            return Err(refused(&format!(
+                "it is signed with {} (kiln takes RS256 and ES256)",
+                alg.unwrap_or("no algorithm")
+            )));
+        }
+    };
+    if ok {
+        Ok(())
+    } else {
+        Err(refused("its signature does not match"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn scopes_become_capabilities_and_others_give_nothing() {
+        let g = ceiling("openid kiln:store kiln:fs.read:docs other:thing").expect("scopes");
+        assert_eq!(g.list(), "[store, fs.read:docs]");
+        assert!(ceiling("kiln:net:").is_err());
+    }
+}
