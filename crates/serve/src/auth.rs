@@ -151,7 +151,14 @@ impl Tokens {
             });
         }
         match &self.issuer {
-            Some(issuer) => issuer.verify(presented).await.map_err(challenge),
+            Some(issuer) => issuer
+                .verify(presented)
+                .await
+                .map(|v| Principal {
+                    actor: v.actor,
+                    ceiling: Some(v.ceiling),
+                })
+                .map_err(challenge),
             None => Err(ApiError::unauthorized("the bearer token is not valid")),
         }
     }

@@ -6,7 +6,6 @@
 //! where to get a token from the protected resource metadata (RFC 9728) and the 401's
 //! `WWW-Authenticate` header.
 
-use super::auth::Principal;
 use super::error::ApiError;
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
@@ -21,6 +20,14 @@ const LEEWAY: u64 = 2;
 /// How long the issuer's keys are kept before they are fetched again (an unknown key id
 /// fetches them at once).
 const KEYS_FOR: Duration = Duration::from_secs(300);
+
+/// Who a good access token acts for, and what it may use at most.
+pub struct Verified {
+    /// `oauth:SUB` (or the client id).
+    pub actor: Option<String>,
+    /// Its scopes as capabilities.
+    pub ceiling: Grants,
+}
 
 /// The authorization server whose tokens kiln accepts.
 pub struct Issuer {
@@ -73,7 +80,7 @@ impl Issuer {
     }
 
     /// Who a JWT access token acts for, and what it may use at most.
-    pub async fn verify(&self, token: &str) -> Result<Principal, ApiError> {
+    pub async fn verify(&self, token: &str) -> Result<Verified, ApiError> {
         let mut parts = token.split('.');
         let (Some(head), Some(body), Some(sig), None) =
             (parts.next(), parts.next(), parts.next(), parts.next())
@@ -98,9 +105,9 @@ impl Issuer {
             .as_str()
             .or(claims["client_id"].as_str())
             .map(|s| format!("oauth:{s}"));
-        Ok(Principal {
+        Ok(Verified {
             actor,
-            ceiling: Some(ceiling(claims["scope"].as_str().unwrap_or_default())?),
+            ceiling: ceiling(claims["scope"].as_str().unwrap_or_default())?,
         })
     }
 
