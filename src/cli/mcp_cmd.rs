@@ -24,6 +24,15 @@ pub struct McpArgs {
     /// HTTP only: require `Authorization: Bearer TOKEN`, TOKEN read from this environment variable.
     #[arg(long, value_name = "VAR")]
     pub token_env: Option<String>,
+    /// With --http: also take the access tokens (JWTs) this OAuth authorization server issues
+    /// for this server; their scopes `kiln:CAP[:SCOPE]` narrow each request's grants (--caps),
+    /// their subject is the actor.
+    #[arg(long, value_name = "URL", requires = "http")]
+    pub auth_issuer: Option<String>,
+    /// The audience those tokens must name: this server's URL as clients reach it (default:
+    /// http://ADDR/mcp).
+    #[arg(long, value_name = "URL", requires = "auth_issuer")]
+    pub auth_audience: Option<String>,
     /// Also offer each agent as a tool ask_AGENT (one `prompt` parameter).
     #[arg(long)]
     pub agents: bool,
@@ -110,12 +119,25 @@ async fn serve_http(server: McpServer, addr: &str, a: &McpArgs) -> CliResult<()>
             source,
         })?;
     let local = listener.local_addr()?;
-    if !local.ip().is_loopback() && token.is_none() {
+    if !local.ip().is_loopback() && token.is_none() && a.auth_issuer.is_none() {
         crate::cli::output::errln!(
             "kiln: warning: serving MCP on {local}, beyond this machine, without --token-env"
         );
     }
+    let issuer = match &a.auth_issuer {
+        None => None,
+        Some(issuer) => {
+            let audience = a
+                .auth_audience
+                .clone()
+                .unwrap_or_else(|| format!("http://{local}/mcp"));
+            Some(std::sync::Arc::new(kiln_mcp::issuer::Issuer::new(
+                issuer, &audience,
+            )?))
+        }
+    };
     let opts = HttpOptions {
+        issuer,
         token,
         allowed_origins: a.allow_origins.clone(),
         allowed_hosts: vec![local.ip().to_string()],

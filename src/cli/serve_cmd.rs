@@ -134,7 +134,7 @@ fn tokens(a: &ServeArgs) -> CliResult<Tokens> {
                 .auth_audience
                 .clone()
                 .unwrap_or_else(|| format!("http://{}", a.bind));
-            let issuer = kiln_serve::issuer::Issuer::new(issuer, &audience)?;
+            let issuer = kiln_mcp::issuer::Issuer::new(issuer, &audience)?;
             Ok(tokens.with_issuer(issuer))
         }
     })

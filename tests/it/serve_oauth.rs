@@ -238,3 +238,99 @@ fn tokens_of_a_real_authorization_server_run_agents_within_their_scopes() {
         );
     }
 }
+
+/// One 2026-07-28 request to `kiln mcp --http` with `token`; the status, the answer and the
+/// `WWW-Authenticate` header.
+fn mcp(url: &str, token: &str, method: &str, params: Value) -> (u16, Value, Option<String>) {
+    let mut params = params;
+    params["_meta"] = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientInfo": {"name": "oauth-test", "version": "0"},
+        "io.modelcontextprotocol/clientCapabilities": {},
+    });
+    let name = params["name"].as_str().unwrap_or_default().to_string();
+    let bearer = format!("Bearer {token}");
+    let mut headers = vec![
+        ("accept", "application/json, text/event-stream"),
+        ("mcp-protocol-version", "2026-07-28"),
+        ("mcp-method", method),
+        ("authorization", bearer.as_str()),
+    ];
+    if !name.is_empty() {
+        headers.push(("mcp-name", name.as_str()));
+    }
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
+    let (status, got, text) = http("POST", url, &headers, Some(&body));
+    let challenge = got
+        .iter()
+        .find(|(k, _)| k == "www-authenticate")
+        .map(|(_, v)| v.clone());
+    let answer = text
+        .lines()
+        .filter_map(|l| l.strip_prefix("data:"))
+        .find_map(|d| serde_json::from_str::<Value>(d.trim()).ok())
+        .or_else(|| serde_json::from_str(&text).ok())
+        .unwrap_or(Value::String(text));
+    (status, answer, challenge)
+}
+
+#[test]
+#[ignore = "needs Node 22 and oidc-provider: run by .ci/run"]
+fn kiln_mcp_takes_access_tokens_whose_scopes_narrow_each_request() {
+    let p = provider();
+    let s = Scripts::new(&[(
+        "tools.rhai",
+        r#"tool("remember").param("text", "string").requires(["store"])
+    .handler(|args| { store_set("notes", args.text, true); `kept ${args.text}` });
+tool("look").param("path", "string").requires(["fs.read"]).handler(|args| read_file(args.path));"#,
+    )]);
+    let audience = "http://kiln.test/mcp";
+    let server = super::mcp::McpHttp::start(
+        s.path(),
+        &[
+            "--scripts",
+            ".",
+            "--caps",
+            "store,fs.read",
+            "--auth-issuer",
+            &p.issuer,
+            "--auth-audience",
+            audience,
+        ],
+        &[],
+    );
+    let (status, _, challenge) = mcp(&server.url, "", "tools/list", json!({}));
+    assert_eq!(status, 401);
+    assert!(challenge.unwrap_or_default().contains(
+        "resource_metadata=\"http://kiln.test/mcp/.well-known/oauth-protected-resource\""
+    ),);
+    let store = token(&p, "app", "app-secret-0123456789", audience, "kiln:store");
+    let (status, listed, _) = mcp(&server.url, &store, "tools/list", json!({}));
+    assert_eq!(status, 200, "{listed}");
+    let names: Vec<&str> = listed["result"]["tools"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|t| t["name"].as_str())
+        .collect();
+    assert!(
+        names.contains(&"remember") && !names.contains(&"look"),
+        "{names:?}"
+    );
+    let call = |name: &str, args: Value| {
+        mcp(
+            &server.url,
+            &store,
+            "tools/call",
+            json!({"name": name, "arguments": args}),
+        )
+        .1
+    };
+    let kept = call("remember", json!({"text": "milk"}));
+    assert_eq!(kept["result"]["content"][0]["text"], "kept milk", "{kept}");
+    let refused = call("look", json!({"path": "tools.rhai"}));
+    assert_eq!(refused["result"]["isError"], true, "{refused}");
+    let bad = format!("{store}x");
+    let (status, _, _) = mcp(&server.url, &bad, "tools/list", json!({}));
+    assert_eq!(status, 401);
+}

@@ -23,6 +23,9 @@ pub struct HttpOptions {
     pub max_sessions: usize,
     /// A session with no request for this long is closed (`None`: the default, 5 minutes).
     pub session_idle: Option<std::time::Duration>,
+    /// Also takes this authorization server's access tokens (`--auth-issuer`): their scopes
+    /// narrow each request's grants.
+    pub issuer: Option<Arc<crate::issuer::Issuer>>,
 }
 
 /// Sessions open at once when [`HttpOptions::max_sessions`] is 0.
@@ -89,10 +92,10 @@ pub fn router(server: McpServer, opts: HttpOptions) -> axum::Router {
                 async move { session_cap(&sessions, max, req, next).await }
             },
         ));
-    match opts.token {
-        None => app,
-        Some(token) => {
-            let token = Arc::new(token);
+    match (opts.token, opts.issuer) {
+        (None, None) => app,
+        (token, None) => {
+            let token = Arc::new(token.unwrap_or_default());
             app.layer(axum::middleware::from_fn(
                 move |req: Request, next: Next| {
                     let token = token.clone();
@@ -100,6 +103,79 @@ pub fn router(server: McpServer, opts: HttpOptions) -> axum::Router {
                 },
             ))
         }
+        (token, Some(issuer)) => {
+            let token = Arc::new(token);
+            let guard = issuer.clone();
+            let meta = issuer.clone();
+            app.layer(axum::middleware::from_fn(
+                move |req: Request, next: Next| {
+                    let (token, issuer) = (token.clone(), guard.clone());
+                    async move { oauth_guard(token.as_deref(), &issuer, req, next).await }
+                },
+            ))
+            .merge(resource_metadata(meta))
+        }
+    }
+}
+
+/// `/.well-known/oauth-protected-resource` (RFC 9728): where a client gets a token.
+fn resource_metadata(issuer: Arc<crate::issuer::Issuer>) -> axum::Router {
+    let doc = issuer.metadata();
+    let answer = move || {
+        let doc = doc.clone();
+        async move { axum::Json(doc) }
+    };
+    axum::Router::new()
+        .route(
+            "/.well-known/oauth-protected-resource",
+            axum::routing::get(answer.clone()),
+        )
+        .route(
+            "/.well-known/oauth-protected-resource/{*path}",
+            axum::routing::get(answer),
+        )
+}
+
+/// A request needs the static token (`--token-env`) or a good access token of the issuer,
+/// whose subject and scopes go with the request to the server.
+async fn oauth_guard(
+    token: Option<&str>,
+    issuer: &crate::issuer::Issuer,
+    mut req: Request,
+    next: Next,
+) -> Response {
+    let given = req
+        .headers()
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(bearer_credentials)
+        .map(str::to_string);
+    let refuse = |status: StatusCode, why: String| {
+        (
+            status,
+            [(header::WWW_AUTHENTICATE, issuer.challenge())],
+            why,
+        )
+            .into_response()
+    };
+    let Some(given) = given else {
+        return refuse(
+            StatusCode::UNAUTHORIZED,
+            "a bearer token is required".into(),
+        );
+    };
+    if token.is_some_and(|t| same_secret(given.as_bytes(), t.as_bytes())) {
+        return next.run(req).await;
+    }
+    match issuer.verify(&given).await {
+        Ok(verified) => {
+            req.extensions_mut().insert(verified);
+            next.run(req).await
+        }
+        Err(e @ crate::issuer::TokenRefused::Unreachable) => {
+            refuse(StatusCode::SERVICE_UNAVAILABLE, e.to_string())
+        }
+        Err(e) => refuse(StatusCode::UNAUTHORIZED, e.to_string()),
     }
 }
 

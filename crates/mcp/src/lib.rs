@@ -15,6 +15,7 @@ mod ask;
 pub mod durable_tasks;
 pub mod frames;
 pub mod http;
+pub mod issuer;
 mod notify;
 mod questions;
 mod rounds;

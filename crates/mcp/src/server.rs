@@ -99,8 +99,8 @@ impl McpServer {
 
     /// What `tools/list` offers for the tools: themselves, or in code mode the two tools
     /// that program them.
-    fn offered(&self) -> Vec<Arc<kiln_core::tool::Tool>> {
-        let tools = self.tools();
+    fn offered(&self, grants: &Grants) -> Vec<Arc<kiln_core::tool::Tool>> {
+        let tools = self.tools_for(grants);
         if !self.code_mode {
             return tools;
         }
@@ -117,8 +117,8 @@ impl McpServer {
 
     /// Everything listed: the tools, then (with agents on) `ask_AGENT` for each agent whose
     /// name does not collide with a tool.
-    fn listing(&self) -> Vec<Tool> {
-        let tools = self.offered();
+    fn listing(&self, grants: &Grants) -> Vec<Tool> {
+        let tools = self.offered(grants);
         let mut out: Vec<Tool> = tools.iter().map(|t| tool_to_mcp(t)).collect();
         if self.agents {
             for agent in self.host.registry().agents() {
@@ -155,7 +155,7 @@ impl McpServer {
             cancel: cx.ct.clone(),
             actor_id: actor(cx),
             // `--caps` is this door's ceiling: the agent runs with what both allow.
-            grants: (!self.grants.is_empty()).then(|| self.grants.clone()),
+            grants: (!self.grants.is_empty()).then(|| self.grants_for(cx)),
             ..RunOptions::default()
         };
         match self.host.run(agent, prompt, opts).await {
@@ -178,15 +178,16 @@ impl McpServer {
         req: &CallToolRequestParams,
         cx: &RequestContext<RoleServer>,
     ) -> Result<Grants, CallToolResponse> {
-        let asked = ask::asked(tool, &self.grants);
+        let grants = self.grants_for(cx);
+        let asked = ask::asked(tool, &grants);
         if asked.is_empty() || self.host.services().assume_yes {
-            return Ok(self.grants.clone());
+            return Ok(grants);
         }
         // A refusal is logged as the call it answers, with the client as the actor.
         let refuse = |msg: String| -> CallToolResponse {
             let args = serde_json::Value::Object(req.arguments.clone().unwrap_or_default());
             let opts = CallOptions {
-                grants: Some(self.grants.clone()),
+                grants: Some(grants.clone()),
                 actor_id: actor(cx),
                 ..CallOptions::default()
             };
@@ -195,14 +196,12 @@ impl McpServer {
             }
             CallToolResult::error(vec![ContentBlock::text(msg)]).into()
         };
-        match ask::approve(&tool.name, &asked, &self.grants, req, cx).await {
+        match ask::approve(&tool.name, &asked, &grants, req, cx).await {
             Approval::Approved(grants) => Ok(grants),
             Approval::Refused(msg) => Err(refuse(msg)),
             Approval::InputRequired(question) => Err(question.into()),
             // The operator's terminal asks instead (the capability gate does it).
-            Approval::CannotAsk(_) if self.host.services().approver.is_some() => {
-                Ok(self.grants.clone())
-            }
+            Approval::CannotAsk(_) if self.host.services().approver.is_some() => Ok(grants),
             Approval::CannotAsk(msg) => Err(refuse(msg)),
         }
     }
@@ -218,7 +217,7 @@ impl McpServer {
         let session_level = self.log_level.lock().ok().and_then(|l| *l);
         let notifier = CallNotifier::start("", cx, session_level, rounds);
         let opts = CallOptions {
-            grants: Some(self.grants.clone()),
+            grants: Some(self.grants_for(cx)),
             actor_id: actor(cx),
             cancel: Some(cx.ct.clone()),
             observer: Some(notifier.observer.clone()),
@@ -316,8 +315,21 @@ impl McpServer {
 
     /// The tools offered now, in registry order (stdlib, native, then scripts by path).
     pub fn tools(&self) -> Vec<Arc<kiln_core::tool::Tool>> {
-        let ctx = self.host.context(self.grants.clone());
+        self.tools_for(&self.grants)
+    }
+
+    fn tools_for(&self, grants: &Grants) -> Vec<Arc<kiln_core::tool::Tool>> {
+        let ctx = self.host.context(grants.clone());
         self.host.registry().available(None, &ctx)
+    }
+
+    /// The grants of a request: the server's, narrowed to the scopes of the access token it
+    /// came with (`--auth-issuer`), through the same meet as every other ceiling.
+    fn grants_for(&self, cx: &RequestContext<RoleServer>) -> Grants {
+        match verified(cx) {
+            Some(token) => Grants::effective(&[Some(&self.grants), Some(&token.ceiling)]),
+            None => self.grants.clone(),
+        }
     }
 
     /// Serves one client on stdin/stdout until it disconnects. Nothing else may write to
@@ -338,9 +350,21 @@ impl McpServer {
     }
 }
 
-/// Who an MCP call acts for: the client's name as it introduced itself.
+/// Who an MCP call acts for: the subject of its access token, else the client's name as it
+/// introduced itself.
 fn actor(cx: &RequestContext<RoleServer>) -> Option<String> {
+    if let Some(token) = verified(cx) {
+        return token.actor.clone();
+    }
     cx.client_info().map(|c| format!("mcp:{}", c.name))
+}
+
+/// The access token the HTTP request came with, as the door checked it.
+fn verified(cx: &RequestContext<RoleServer>) -> Option<&crate::issuer::Verified> {
+    cx.extensions
+        .get::<axum::http::request::Parts>()?
+        .extensions
+        .get::<crate::issuer::Verified>()
 }
 
 impl ServerHandler for McpServer {
@@ -369,7 +393,7 @@ impl ServerHandler for McpServer {
         _page: Option<PaginatedRequestParams>,
         _cx: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        let tools = self.listing();
+        let tools = self.listing(&self.grants_for(&_cx));
         // ttl 0: caching clients refetch after a reload instead of serving a stale list.
         Ok(ListToolsResult::with_all_items(tools)
             .with_ttl_ms(0)
@@ -377,7 +401,9 @@ impl ServerHandler for McpServer {
     }
 
     fn get_tool(&self, name: &str) -> Option<Tool> {
-        self.listing().into_iter().find(|t| t.name == name)
+        self.listing(&self.grants)
+            .into_iter()
+            .find(|t| t.name == name)
     }
 
     async fn call_tool(
@@ -391,7 +417,10 @@ impl ServerHandler for McpServer {
             return Ok(self.ask_agent(&agent, &args, &cx).await.into());
         }
         let found = match self.code_mode {
-            true => self.offered().into_iter().find(|t| t.name == name),
+            true => self
+                .offered(&self.grants_for(&cx))
+                .into_iter()
+                .find(|t| t.name == name),
             false => self.host.registry().find(&name),
         };
         let Some(tool) = found else {

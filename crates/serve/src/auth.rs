@@ -48,7 +48,7 @@ struct Token {
 #[derive(Default)]
 pub struct Tokens {
     tokens: Vec<Token>,
-    issuer: Option<std::sync::Arc<super::issuer::Issuer>>,
+    issuer: Option<std::sync::Arc<kiln_mcp::issuer::Issuer>>,
 }
 
 impl Tokens {
@@ -91,13 +91,13 @@ impl Tokens {
     }
 
     /// Also takes the access tokens `issuer` issues for this server.
-    pub fn with_issuer(mut self, issuer: super::issuer::Issuer) -> Self {
+    pub fn with_issuer(mut self, issuer: kiln_mcp::issuer::Issuer) -> Self {
         self.issuer = Some(std::sync::Arc::new(issuer));
         self
     }
 
     /// The authorization server whose tokens are taken, if any.
-    pub fn issuer(&self) -> Option<&super::issuer::Issuer> {
+    pub fn issuer(&self) -> Option<&kiln_mcp::issuer::Issuer> {
         self.issuer.as_deref()
     }
 
@@ -158,7 +158,14 @@ impl Tokens {
                     actor: v.actor,
                     ceiling: Some(v.ceiling),
                 })
-                .map_err(challenge),
+                .map_err(|e| {
+                    challenge(match e {
+                        kiln_mcp::issuer::TokenRefused::Unreachable => {
+                            ApiError::unavailable(e.to_string())
+                        }
+                        _ => ApiError::unauthorized(e.to_string()),
+                    })
+                }),
             None => Err(ApiError::unauthorized("the bearer token is not valid")),
         }
     }

@@ -23,7 +23,6 @@ mod body;
 mod chat;
 pub mod error;
 mod front;
-pub mod issuer;
 mod launch;
 pub mod limits;
 pub mod logfmt;

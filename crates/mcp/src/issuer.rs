@@ -1,4 +1,5 @@
-//! kiln as an OAuth resource server (`--auth-issuer URL`): access tokens an organisation's
+//! kiln as an OAuth resource server (`--auth-issuer URL`, on `kiln serve` and `kiln mcp
+//! --http`): access tokens an organisation's
 //! authorization server issues are JWTs checked here against the issuer's published keys
 //! (JWKS), its name, kiln's own resource URL as the audience and their expiry. Their scopes
 //! are capability ceilings (`kiln:fs.read:docs` is the ceiling `fs.read:docs`, through the same
@@ -6,7 +7,6 @@
 //! where to get a token from the protected resource metadata (RFC 9728) and the 401's
 //! `WWW-Authenticate` header.
 
-use super::error::ApiError;
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use kiln_core::capability::Grants;
@@ -22,6 +22,7 @@ const LEEWAY: u64 = 2;
 const KEYS_FOR: Duration = Duration::from_secs(300);
 
 /// Who a good access token acts for, and what it may use at most.
+#[derive(Debug, Clone)]
 pub struct Verified {
     /// `oauth:SUB` (or the client id).
     pub actor: Option<String>,
@@ -37,8 +38,29 @@ pub struct Issuer {
     keys: tokio::sync::Mutex<Option<(std::time::Instant, Vec<Value>)>>,
 }
 
-fn refused(why: &str) -> ApiError {
-    ApiError::unauthorized(format!("the access token is not valid: {why}"))
+/// Why a token was not taken: a client's mistake (401), or the authorization server out of
+/// reach (503).
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum TokenRefused {
+    /// The token is not good.
+    #[error("the access token is not valid: {0}")]
+    Invalid(String),
+    /// Its keys could not be fetched.
+    #[error("the authorization server's keys could not be fetched")]
+    Unreachable,
+}
+
+fn refused(why: &str) -> TokenRefused {
+    TokenRefused::Invalid(why.to_string())
+}
+
+impl std::fmt::Debug for Issuer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Issuer")
+            .field("issuer", &self.issuer)
+            .field("audience", &self.audience)
+            .finish()
+    }
 }
 
 impl Issuer {
@@ -80,7 +102,7 @@ impl Issuer {
     }
 
     /// Who a JWT access token acts for, and what it may use at most.
-    pub async fn verify(&self, token: &str) -> Result<Verified, ApiError> {
+    pub async fn verify(&self, token: &str) -> Result<Verified, TokenRefused> {
         let mut parts = token.split('.');
         let (Some(head), Some(body), Some(sig), None) =
             (parts.next(), parts.next(), parts.next(), parts.next())
@@ -111,7 +133,7 @@ impl Issuer {
         })
     }
 
-    fn check_claims(&self, claims: &Value) -> Result<(), ApiError> {
+    fn check_claims(&self, claims: &Value) -> Result<(), TokenRefused> {
         if claims["iss"].as_str() != Some(self.issuer.as_str()) {
             return Err(refused("it was issued by another authorization server"));
         }
@@ -143,7 +165,7 @@ impl Issuer {
 
     /// The issuer's key `kid` (or its only key), fetching the keys when they are stale or the
     /// id is new.
-    async fn key(&self, kid: Option<&str>) -> Result<Value, ApiError> {
+    async fn key(&self, kid: Option<&str>) -> Result<Value, TokenRefused> {
         let mut cached = self.keys.lock().await;
         let find = |keys: &[Value]| {
             keys.iter()
@@ -158,7 +180,7 @@ impl Issuer {
         }
         let keys = self.fetch_keys().await.map_err(|e| {
             tracing::warn!(issuer = %self.issuer, "the issuer's keys could not be fetched: {e}");
-            ApiError::unavailable("the authorization server's keys could not be fetched")
+            TokenRefused::Unreachable
         })?;
         let key = find(&keys);
         *cached = Some((std::time::Instant::now(), keys));
@@ -201,7 +223,7 @@ impl Issuer {
 
 /// The ceiling a token's scopes give: each `kiln:CAP[:SCOPE]` scope is a capability; others
 /// (the OpenID ones, another service's) give nothing.
-pub fn ceiling(scopes: &str) -> Result<Grants, ApiError> {
+pub fn ceiling(scopes: &str) -> Result<Grants, TokenRefused> {
     let caps: Vec<&str> = scopes
         .split_whitespace()
         .filter_map(|s| s.strip_prefix(SCOPE_PREFIX))
@@ -215,7 +237,7 @@ fn check_signature(
     key: &Value,
     signed: &[u8],
     signature: &[u8],
-) -> Result<(), ApiError> {
+) -> Result<(), TokenRefused> {
     use ring::signature as sig;
     let field = |k: &Value, name: &str| {
         k[name]
