@@ -12,6 +12,7 @@
 #![warn(missing_docs)]
 
 mod ask;
+mod caller;
 pub mod durable_tasks;
 pub mod frames;
 pub mod http;

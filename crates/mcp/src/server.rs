@@ -1,12 +1,10 @@
 //! The MCP server: the registry's tools, as the grants allow, listed and called through
 //! [`Host::call`]; a reload is announced to every client that asked (both revisions).
 
-use crate::ask::{self, Approval};
 use crate::notify::{self, CallNotifier};
 use crate::rounds::Rounds;
 use crate::served;
 use crate::task_call::{Ran, TaskCall};
-use kiln_agent::RunOptions;
 use kiln_core::call_events::LogLevel;
 use kiln_core::capability::Grants;
 use kiln_host::Host;
@@ -14,21 +12,23 @@ use kiln_host::api::CallOptions;
 use kiln_host::mcp::McpError;
 use kiln_host::mcp::convert::{agent_to_mcp, outcome_to_mcp, tool_to_mcp};
 use rmcp::model::{
-    CacheScope, CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock,
-    Implementation, ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig,
-    SubscriptionFilter, Tool,
+    CacheScope, CallToolRequestParams, CallToolResponse, Implementation, ListToolsResult,
+    PaginatedRequestParams, ServerCapabilities, ServerConfig, SubscriptionFilter, Tool,
 };
 use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
 use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
 use std::sync::{Arc, Mutex};
 use tokio::sync::broadcast;
 
+/// Agents offered as tools are named `ask_AGENT`.
+pub(crate) const AGENT_PREFIX: &str = "ask_";
+
 /// Serves a host's tools over MCP. Cheap to clone: the HTTP transport makes one per session
 /// and per stateless request, all sharing the host and the reload signal.
 #[derive(Clone)]
 pub struct McpServer {
-    host: Arc<Host>,
-    grants: Grants,
+    pub(crate) host: Arc<Host>,
+    pub(crate) grants: Grants,
     agents: bool,
     /// Offer `run_code` and `search_tools` over the tools instead of the tools themselves.
     code_mode: bool,
@@ -42,9 +42,6 @@ pub struct McpServer {
     /// The calls running as tasks (the tasks extension), shared by every session.
     tasks: crate::tasks::Tasks,
 }
-
-/// Agents offered as tools are named `ask_AGENT`.
-const AGENT_PREFIX: &str = "ask_";
 
 impl McpServer {
     /// A server offering the tools `grants` cover (the same grants apply to every call).
@@ -139,73 +136,6 @@ impl McpServer {
             .then(|| agent.to_string())
     }
 
-    /// Runs an agent for an `ask_AGENT` call; its answer, or its failure as an error result.
-    async fn ask_agent(
-        &self,
-        agent: &str,
-        args: &serde_json::Map<String, serde_json::Value>,
-        cx: &RequestContext<RoleServer>,
-    ) -> CallToolResult {
-        let Some(prompt) = args.get("prompt").and_then(|p| p.as_str()) else {
-            return CallToolResult::error(vec![ContentBlock::text(format!(
-                "Invalid arguments for tool \"{AGENT_PREFIX}{agent}\":\n/prompt: a string is required"
-            ))]);
-        };
-        let opts = RunOptions {
-            cancel: cx.ct.clone(),
-            actor_id: actor(cx),
-            // `--caps` is this door's ceiling: the agent runs with what both allow.
-            grants: (!self.grants.is_empty()).then(|| self.grants_for(cx)),
-            ..RunOptions::default()
-        };
-        match self.host.run(agent, prompt, opts).await {
-            Ok(report) => CallToolResult::success(vec![ContentBlock::text(report.answer)]),
-            Err(e) => {
-                tracing::warn!(agent, "the MCP run failed: {e}");
-                CallToolResult::error(vec![ContentBlock::text(format!(
-                    "agent \"{agent}\" failed: {}",
-                    kiln_core::public_error::scrub(&e.to_string())
-                ))])
-            }
-        }
-    }
-
-    /// The grants for one call of `tool`: `ask` grants it relies on are asked through the
-    /// client (unless `--yes`, or a terminal will ask); `Err` is the answer to send instead.
-    async fn approved_grants(
-        &self,
-        tool: &kiln_core::tool::Tool,
-        req: &CallToolRequestParams,
-        cx: &RequestContext<RoleServer>,
-    ) -> Result<Grants, CallToolResponse> {
-        let grants = self.grants_for(cx);
-        let asked = ask::asked(tool, &grants);
-        if asked.is_empty() || self.host.services().assume_yes {
-            return Ok(grants);
-        }
-        // A refusal is logged as the call it answers, with the client as the actor.
-        let refuse = |msg: String| -> CallToolResponse {
-            let args = serde_json::Value::Object(req.arguments.clone().unwrap_or_default());
-            let opts = CallOptions {
-                grants: Some(grants.clone()),
-                actor_id: actor(cx),
-                ..CallOptions::default()
-            };
-            if let Err(e) = self.host.refuse_call(&tool.name, args, opts, msg.clone()) {
-                tracing::warn!(tool = %tool.name, "the refused MCP call was not logged: {e}");
-            }
-            CallToolResult::error(vec![ContentBlock::text(msg)]).into()
-        };
-        match ask::approve(&tool.name, &asked, &grants, req, cx).await {
-            Approval::Approved(grants) => Ok(grants),
-            Approval::Refused(msg) => Err(refuse(msg)),
-            Approval::InputRequired(question) => Err(question.into()),
-            // The operator's terminal asks instead (the capability gate does it).
-            Approval::CannotAsk(_) if self.host.services().approver.is_some() => Ok(grants),
-            Approval::CannotAsk(msg) => Err(refuse(msg)),
-        }
-    }
-
     /// How a read, a prompt or a completion is called: the server's grants, the client as
     /// the actor, the request's cancellation, and an observer through which its handler can
     /// ask the client (answered from `rounds` on a 2026-07-28 request).
@@ -218,7 +148,7 @@ impl McpServer {
         let notifier = CallNotifier::start("", cx, session_level, rounds);
         let opts = CallOptions {
             grants: Some(self.grants_for(cx)),
-            actor_id: actor(cx),
+            actor_id: Self::actor(cx),
             cancel: Some(cx.ct.clone()),
             observer: Some(notifier.observer.clone()),
             ..CallOptions::default()
@@ -323,15 +253,6 @@ impl McpServer {
         self.host.registry().available(None, &ctx)
     }
 
-    /// The grants of a request: the server's, narrowed to the scopes of the access token it
-    /// came with (`--auth-issuer`), through the same meet as every other ceiling.
-    fn grants_for(&self, cx: &RequestContext<RoleServer>) -> Grants {
-        match verified(cx) {
-            Some(token) => Grants::effective(&[Some(&self.grants), Some(&token.ceiling)]),
-            None => self.grants.clone(),
-        }
-    }
-
     /// Serves one client on stdin/stdout until it disconnects. Nothing else may write to
     /// stdout meanwhile (logs go to stderr).
     pub async fn serve_stdio(self) -> Result<(), McpError> {
@@ -348,23 +269,6 @@ impl McpServer {
             .map_err(|e| McpError::Session(e.to_string()))?;
         Ok(())
     }
-}
-
-/// Who an MCP call acts for: the subject of its access token, else the client's name as it
-/// introduced itself.
-fn actor(cx: &RequestContext<RoleServer>) -> Option<String> {
-    if let Some(token) = verified(cx) {
-        return token.actor.clone();
-    }
-    cx.client_info().map(|c| format!("mcp:{}", c.name))
-}
-
-/// The access token the HTTP request came with, as the door checked it.
-fn verified(cx: &RequestContext<RoleServer>) -> Option<&crate::issuer::Verified> {
-    cx.extensions
-        .get::<axum::http::request::Parts>()?
-        .extensions
-        .get::<crate::issuer::Verified>()
 }
 
 impl ServerHandler for McpServer {
@@ -448,13 +352,13 @@ impl ServerHandler for McpServer {
         // A program's calls ask the client themselves, each as it comes.
         let terminal = self.host.services().approver.is_some();
         let asker = match tool.nested_log() {
-            Some(_) => ask::ClientAsker::new(&cx, terminal)
+            Some(_) => crate::ask::ClientAsker::new(&cx, terminal)
                 .map(|a| Arc::new(a) as Arc<dyn kiln_core::context::Asker>),
             None => None,
         };
         let opts = CallOptions {
             grants: Some(grants),
-            actor_id: actor(&cx),
+            actor_id: Self::actor(&cx),
             cancel: Some(cx.ct.clone()),
             observer: Some(notifier.observer.clone()),
             asker,
@@ -572,7 +476,7 @@ impl ServerHandler for McpServer {
         req: rmcp::model::GetTaskParams,
         cx: RequestContext<RoleServer>,
     ) -> Result<rmcp::model::GetTaskResult, ErrorData> {
-        self.tasks.get(&req, actor(&cx).as_deref()).await
+        self.tasks.get(&req, Self::actor(&cx).as_deref()).await
     }
 
     async fn update_task(
@@ -580,7 +484,7 @@ impl ServerHandler for McpServer {
         req: rmcp::model::UpdateTaskParams,
         cx: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
-        self.tasks.update(req, actor(&cx).as_deref()).await
+        self.tasks.update(req, Self::actor(&cx).as_deref()).await
     }
 
     async fn cancel_task(
@@ -588,7 +492,7 @@ impl ServerHandler for McpServer {
         req: rmcp::model::CancelTaskParams,
         cx: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
-        self.tasks.cancel(&req, actor(&cx).as_deref()).await
+        self.tasks.cancel(&req, Self::actor(&cx).as_deref()).await
     }
 
     #[allow(deprecated)]
