@@ -201,7 +201,8 @@ fn mcp_a_server_mounted_by_url_gets_its_bearer_token() {
     let refused = call(&with_token, "wrong-token");
     assert!(!refused.status.success());
     assert!(
-        stderr(&refused).contains("MCP server \"srv\": handshake with"),
+        stderr(&refused)
+            .contains("MCP server \"srv\": it refused the bearer token in SRV_TOKEN (HTTP 401)"),
         "{}",
         stderr(&refused)
     );

@@ -536,67 +536,46 @@ async fn connect_with(
         }
         Target::Url {
             url,
-            oauth: Some(oauth),
-            ..
-        } if oauth.client_credentials => {
-            let token = super::oauth::machine_token(spec).await?;
-            kiln_core::egress::tls::ensure_provider();
-            let config =
-                StreamableHttpClientTransportConfig::with_uri(url.clone()).auth_header(token);
-            let transport = StreamableHttpClientTransport::from_config(config);
-            listener
-                .serve_with_lifecycle(transport, lifecycle)
-                .await
-                .map_err(|e| match e.auth_challenge() {
-                    Some(challenge) => super::oauth::challenged(spec, challenge),
-                    None => failed(format!("handshake with {url} failed: {e}")),
-                })
-        }
-        Target::Url {
-            url,
-            oauth: Some(_),
-            ..
-        } => {
-            let manager = super::oauth::authorized(spec, &host.workspace()).await?;
-            let http = kiln_core::egress::tls::client_builder()
-                .build()
-                .map_err(|e| failed(format!("an HTTP client: {e}")))?;
-            let client = rmcp::transport::AuthClient::new(http, manager);
-            let config = StreamableHttpClientTransportConfig::with_uri(url.clone());
-            let transport = StreamableHttpClientTransport::with_client(client, config);
-            listener
-                .serve_with_lifecycle(transport, lifecycle)
-                .await
-                .map_err(|e| match e.auth_challenge() {
-                    Some(challenge) => {
-                        super::oauth::challenged_in(spec, &host.workspace(), challenge)
-                    }
-                    None => failed(format!("handshake with {url} failed: {e}")),
-                })
-        }
-        Target::Url {
-            url, bearer_env, ..
+            bearer_env,
+            oauth,
         } => {
             let mut config = StreamableHttpClientTransportConfig::with_uri(url.clone());
-            if let Some(var) = bearer_env {
-                let token = std::env::var(var)
-                    .ok()
-                    .filter(|t| !t.is_empty())
-                    .ok_or_else(|| failed(format!("bearer_env={var}: the variable is not set")))?;
-                config = config.auth_header(token);
-            }
             // rmcp builds its reqwest client inside; the TLS provider must be in place first.
             kiln_core::egress::tls::ensure_provider();
-            let transport = StreamableHttpClientTransport::from_config(config);
-            listener
-                .serve_with_lifecycle(transport, lifecycle)
-                .await
-                .map_err(|e| match e.auth_challenge() {
-                    Some(challenge) => {
-                        super::oauth::challenged_in(spec, &host.workspace(), challenge)
+            let done = match oauth {
+                Some(o) if o.client_credentials => {
+                    let token = super::oauth::machine_token(spec).await?;
+                    let transport =
+                        StreamableHttpClientTransport::from_config(config.auth_header(token));
+                    listener.serve_with_lifecycle(transport, lifecycle).await
+                }
+                Some(_) => {
+                    let manager = super::oauth::authorized(spec, &host.workspace()).await?;
+                    let http = kiln_core::egress::tls::client_builder()
+                        .build()
+                        .map_err(|e| failed(format!("an HTTP client: {e}")))?;
+                    let client = rmcp::transport::AuthClient::new(http, manager);
+                    let transport = StreamableHttpClientTransport::with_client(client, config);
+                    listener.serve_with_lifecycle(transport, lifecycle).await
+                }
+                None => {
+                    if let Some(var) = bearer_env {
+                        let token = std::env::var(var)
+                            .ok()
+                            .filter(|t| !t.is_empty())
+                            .ok_or_else(|| {
+                                failed(format!("bearer_env={var}: the variable is not set"))
+                            })?;
+                        config = config.auth_header(token);
                     }
-                    None => failed(format!("handshake with {url} failed: {e}")),
-                })
+                    let transport = StreamableHttpClientTransport::from_config(config);
+                    listener.serve_with_lifecycle(transport, lifecycle).await
+                }
+            };
+            done.map_err(|e| match e.auth_challenge() {
+                Some(challenge) => super::oauth::challenged_in(spec, &host.workspace(), challenge),
+                None => failed(format!("handshake with {url} failed: {e}")),
+            })
         }
     }
 }

@@ -163,6 +163,13 @@ pub fn challenged(spec: &MountSpec, challenge: &str) -> McpError {
                 .collect::<Vec<_>>()
                 .join(" --scope ")
         ),
+        _ if let Target::Url {
+            bearer_env: Some(var),
+            ..
+        } = &spec.target =>
+        {
+            format!("it refused the bearer token in {var} (HTTP 401): check the token")
+        }
         _ if oauth_of(spec).is_ok() => format!(
             "it refused kiln's authorization (none, expired or revoked): run `kiln auth login {name}` and try again"
         ),
