@@ -289,3 +289,53 @@ fn an_optional_parameter_sent_as_null_counts_as_not_given() {
         "{refused:?}"
     );
 }
+
+/// A file with three different mistakes reports all three at once, each with the known name
+/// nearest the wrong one, and nothing of Rhai's internal signatures.
+#[test]
+fn three_mistakes_in_a_file_are_told_at_once_with_what_was_meant() {
+    let s = Scripts::new(&[(
+        "mistakes.rhai",
+        r#"tool("weather").description("Weather").parm("city", "string").handler(|args| "sunny");
+agent("a").provider("opneai");
+tool("x").param("n", "integer", #{ mni: 1 }).handler(|args| 1);
+tool("ok").description("Loads").handler(|args| 1);
+"#,
+    )]);
+    let out = kiln(&["check", "--no-stdlib", "--scripts", "."], s.path());
+    let text = stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    for want in [
+        "mistakes.rhai:1:40: tool(...): no method .parm(...); did you mean .param(...)?",
+        "mistakes.rhai:2:1: agent \"a\": unknown provider \"opneai\"; did you mean \"openai\"?",
+        "mistakes.rhai:3:11: tool \"x\": param \"n\": unknown option key `mni`; did you mean \"min\"?",
+    ] {
+        assert!(text.contains(want), "missing {want:?} in:\n{text}");
+    }
+    assert!(!text.contains("ImmutableString"), "{text}");
+    assert!(
+        !text.contains("has no .handler"),
+        "no echo of the failed line: {text}"
+    );
+    assert!(
+        stdout(&out).contains("3 error(s)") || text.contains("3 error(s)"),
+        "{text}"
+    );
+}
+
+#[test]
+fn an_agent_listing_a_misspelt_tool_is_told_the_tool_it_meant() {
+    let s = Scripts::new(&[(
+        "agents.rhai",
+        r#"tool("weather").description("Weather").handler(|args| "sunny");
+agent("a").provider("script").planner(|m, t| #{ text: "hi" }).tools(["wether"]);"#,
+    )]);
+    let out = kiln(&["check", "--no-stdlib", "--scripts", "."], s.path());
+    let text = stderr(&out);
+    assert!(
+        text.contains(
+            "agent \"a\" lists tool \"wether\" which does not exist; did you mean \"weather\"?"
+        ),
+        "{text}"
+    );
+}

@@ -38,6 +38,7 @@ pub mod running;
 pub mod schema;
 pub mod served;
 pub mod services;
+pub mod suggest;
 pub mod tool;
 pub mod tool_meta;
 pub mod tool_parts;

@@ -295,8 +295,9 @@ impl Registry {
                 out.push(format!("agent \"{name}\" lists itself in .handoffs"));
             } else if !known_agents.contains(&name.as_str()) {
                 out.push(format!(
-                    "agent \"{}\" hands off to \"{name}\" but there is no such agent (loaded: {})",
+                    "agent \"{}\" hands off to \"{name}\" but there is no such agent{} (loaded: {})",
                     agent.name,
+                    crate::suggest::hint(name, known_agents.iter().copied()),
                     known_agents.join(", ")
                 ));
             }
@@ -320,8 +321,9 @@ impl Registry {
             }
             match self.tools.get(name) {
                 None => out.push(format!(
-                    "agent \"{}\" lists tool \"{name}\" which does not exist (loaded: {})",
+                    "agent \"{}\" lists tool \"{name}\" which does not exist{} (loaded: {})",
                     agent.name,
+                    crate::suggest::hint(name, self.tool_names().iter().map(|n| n.as_ref())),
                     self.tool_names().join(", ")
                 )),
                 Some(tool) => {

@@ -177,7 +177,8 @@ pub fn build_param(
             }
             other => {
                 return Err(format!(
-                    "param \"{path}\": unknown option key `{other}` (expected one of: {})",
+                    "param \"{path}\": unknown option key `{other}`{} (expected one of: {})",
+                    crate::suggest::hint(other, PARAM_KEYS.iter().copied()),
                     PARAM_KEYS.join(", ")
                 ));
             }

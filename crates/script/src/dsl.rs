@@ -200,6 +200,43 @@ pub fn collect<T>(f: impl FnOnce() -> T) -> (T, Collected) {
     (out, collected)
 }
 
+/// How many drafts of each kind were collected so far (see [`forget_since`]).
+pub struct Mark {
+    tools: usize,
+    agents: usize,
+    others: HashMap<TypeId, usize>,
+}
+
+/// Where collecting stands now.
+pub fn mark() -> Mark {
+    COLLECTOR.with(|c| match c.borrow().as_ref() {
+        Some(col) => Mark {
+            tools: col.tools.len(),
+            agents: col.agents.len(),
+            others: col.others.iter().map(|(k, v)| (*k, v.len())).collect(),
+        },
+        None => Mark {
+            tools: 0,
+            agents: 0,
+            others: HashMap::new(),
+        },
+    })
+}
+
+/// Drops the drafts collected after `mark`: a statement that failed half-way leaves its
+/// builders incomplete, and its error is the one to report, not theirs.
+pub fn forget_since(mark: &Mark) {
+    COLLECTOR.with(|c| {
+        if let Some(col) = c.borrow_mut().as_mut() {
+            col.tools.truncate(mark.tools);
+            col.agents.truncate(mark.agents);
+            for (kind, drafts) in col.others.iter_mut() {
+                drafts.truncate(mark.others.get(kind).copied().unwrap_or(0));
+            }
+        }
+    });
+}
+
 /// Ends collecting if the top level panics, so the thread's later calls of `tool(...)` are
 /// refused as outside a load instead of being collected.
 struct StopCollecting;

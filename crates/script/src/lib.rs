@@ -35,6 +35,7 @@ pub mod sandbox;
 pub mod scan;
 mod served_dsl;
 pub mod stdlib;
+mod unknown_fn;
 
 use rhai::{AST, Engine};
 use std::path::PathBuf;

@@ -57,14 +57,14 @@ pub fn load_source_with(
     ast.set_source(path);
     file.imports = super::imports::imported_files(&ast, std::path::Path::new(path));
     let deadline = Some(Instant::now() + TOP_LEVEL_DEADLINE);
-    let (ran, mut collected) = dsl::collect(|| {
-        sandbox::with_watch(deadline, None, || {
-            engine.run_ast_with_scope(&mut Scope::new(), &ast)
-        })
-    });
-    if let Err(e) = ran {
-        file.errors
-            .push(LoadError::at(at(e.position()), top_level_message(&e)));
+    let whole = !file.imports.is_empty();
+    let (failed, mut collected) =
+        dsl::collect(|| sandbox::with_watch(deadline, None, || run_top_level(engine, &ast, whole)));
+    for e in failed {
+        file.errors.push(LoadError::at(
+            at(e.position()),
+            top_level_message(&e, engine),
+        ));
     }
     let in_place = file.imports.is_empty() && super::scan::may_run_in_place(&ast, app);
     let unit = Arc::new(ScriptUnit {
@@ -159,7 +159,47 @@ fn parse_message(message: &str, source: &str, pos: Position) -> String {
     }
 }
 
-fn top_level_message(e: &rhai::EvalAltResult) -> String {
+/// Runs a file's top level one statement at a time, so one mistake does not hide the others
+/// (a statement that fails leaves no half-built definition behind); every error, in order.
+/// A file with imports runs whole: an import lasts only for the run that made it. A runaway
+/// top level (a limit, the deadline) stops the rest.
+fn run_top_level(engine: &Engine, ast: &rhai::AST, whole: bool) -> Vec<Box<rhai::EvalAltResult>> {
+    if whole {
+        return engine
+            .run_ast_with_scope(&mut Scope::new(), ast)
+            .err()
+            .into_iter()
+            .collect();
+    }
+    let mut scope = Scope::new();
+    let mut errors = Vec::new();
+    for stmt in ast.statements() {
+        let mut one = rhai::AST::new([stmt.clone()], ast.shared_lib().clone());
+        if let Some(source) = ast.source() {
+            one.set_source(source);
+        }
+        let mark = dsl::mark();
+        if let Err(e) = engine.run_ast_with_scope(&mut scope, &one) {
+            dsl::forget_since(&mark);
+            let runaway = matches!(
+                *e,
+                rhai::EvalAltResult::ErrorTerminated(..)
+                    | rhai::EvalAltResult::ErrorTooManyOperations(_)
+                    | rhai::EvalAltResult::ErrorStackOverflow(_)
+            );
+            errors.push(e);
+            if runaway {
+                break;
+            }
+        }
+    }
+    errors
+}
+
+fn top_level_message(e: &rhai::EvalAltResult, engine: &rhai::Engine) -> String {
+    if let Some(told) = super::unknown_fn::explain(e, engine) {
+        return told;
+    }
     let text = e.to_string();
     // Rhai appends " (line L, position C)"; the location is already in the prefix.
     match text.rfind(" (line ") {
@@ -333,8 +373,9 @@ fn finish_agent(mut d: AgentDraft, unit: &Arc<ScriptUnit>) -> Result<AgentSpec, 
             errors.push(LoadError::at(
                 at(d.pos),
                 format!(
-                    "agent \"{}\": unknown provider \"{name}\" (expected one of: {})",
+                    "agent \"{}\": unknown provider \"{name}\"{} (expected one of: {})",
                     d.name,
+                    kiln_core::suggest::hint(&name, ProviderKind::names().split(", ")),
                     ProviderKind::names()
                 ),
             ));
