@@ -163,11 +163,12 @@ fn parse_message(message: &str, source: &str, pos: Position) -> String {
 /// (a statement that fails leaves no half-built definition behind); every error, in order.
 /// A file with imports runs whole: an import lasts only for the run that made it. A runaway
 /// top level (a limit, the deadline) stops the rest.
-fn run_top_level(engine: &Engine, ast: &rhai::AST, whole: bool) -> Vec<Box<rhai::EvalAltResult>> {
+fn run_top_level(engine: &Engine, ast: &rhai::AST, whole: bool) -> Vec<rhai::EvalAltResult> {
     if whole {
         return engine
             .run_ast_with_scope(&mut Scope::new(), ast)
             .err()
+            .map(|e| *e)
             .into_iter()
             .collect();
     }
@@ -187,7 +188,7 @@ fn run_top_level(engine: &Engine, ast: &rhai::AST, whole: bool) -> Vec<Box<rhai:
                     | rhai::EvalAltResult::ErrorTooManyOperations(_)
                     | rhai::EvalAltResult::ErrorStackOverflow(_)
             );
-            errors.push(e);
+            errors.push(*e);
             if runaway {
                 break;
             }
