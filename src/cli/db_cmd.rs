@@ -30,6 +30,10 @@ pub struct LogsArgs {
     /// Print JSON (runs with their tool calls and messages).
     #[arg(long)]
     pub json: bool,
+    /// With `kiln logs prune`: forget runs that ended longer ago than this (30d, 12h), with
+    /// their steps; sessions stay until deleted.
+    #[arg(long, value_name = "DURATION")]
+    pub older_than: Option<String>,
 }
 
 /// `kiln sessions` subcommands.
@@ -65,7 +69,7 @@ pub fn parse_duration(text: &str) -> Result<f64, String> {
     );
     let n: f64 = num
         .parse()
-        .map_err(|_| format!("--since {text:?}: expected a number and a unit, like 30m"))?;
+        .map_err(|_| format!("{text:?}: expected a number and a unit, like 30m"))?;
     let mult = match unit {
         "s" | "" => 1.0,
         "m" => 60.0,
@@ -88,6 +92,17 @@ fn time(secs: f64) -> String {
 /// `kiln logs`.
 pub fn logs(g: &Global, a: LogsArgs) -> CliResult<ExitCode> {
     let db = g.open_db()?;
+    if a.run_id.as_deref() == Some("prune") {
+        let Some(age) = &a.older_than else {
+            return Err("kiln logs prune needs --older-than DURATION (e.g. 30d)".into());
+        };
+        let gone = db.prune_runs(kiln_db::now() - parse_duration(age)?)?;
+        outln!("forgot {gone} run(s) that ended more than {age} ago")?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    if a.older_than.is_some() {
+        return Err("--older-than goes with `kiln logs prune`".into());
+    }
     if a.scenario
         && let Some(id) = &a.run_id
     {
@@ -117,6 +132,7 @@ pub fn logs(g: &Global, a: LogsArgs) -> CliResult<ExitCode> {
         let mut out = Vec::new();
         for r in runs {
             let mut v = serde_json::to_value(&r)?;
+            v["status"] = serde_json::json!(r.shown_status());
             v["messages"] = serde_json::Value::Array(db.run_messages(&r.id)?);
             out.push(v);
         }
@@ -149,7 +165,7 @@ pub fn logs(g: &Global, a: LogsArgs) -> CliResult<ExitCode> {
             r.agent,
             r.provider.as_deref().unwrap_or("?"),
             r.model.as_deref().unwrap_or("?"),
-            r.status,
+            r.shown_status(),
             r.rounds,
             r.tool_calls.len(),
             r.input_tokens,

@@ -287,7 +287,10 @@ fn a_run_killed_with_sigkill_leaves_a_database_that_opens_and_a_session_that_con
     );
     let logs = kiln(&["logs", "--json", "-n", "10"], s.path());
     let runs: Value = serde_json::from_str(&stdout(&logs)).expect("logs json");
-    assert_eq!(runs[0]["status"], "running", "the killed run never ended");
+    assert_eq!(
+        runs[0]["status"], "interrupted",
+        "the killed run never ended, and its process is gone"
+    );
     assert_eq!(runs[0]["tool_calls"].as_array().map(Vec::len), Some(1));
 
     let mock2 = Mock::start(&json!({"turns": [{"text": "continued"}]}));

@@ -42,6 +42,7 @@ mod policies;
 mod ratelimit;
 mod reload;
 mod repl;
+mod runlog_ops;
 mod sandbox;
 mod serve;
 mod serve_oauth;

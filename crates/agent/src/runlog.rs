@@ -117,11 +117,24 @@ impl Recorder for RunLogger {
             // its steps: what the earlier attempt logged is replaced, not duplicated.
             tx.execute("DELETE FROM steps WHERE run_id = ?1", params![report.run_id])?;
             tx.execute(
-                "INSERT INTO runs(id, agent, session, prompt, started_at, actor, parent) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7)
+                "INSERT INTO runs(id, agent, session, prompt, started_at, actor, parent, provider, model, owner)
+                 VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)
                  ON CONFLICT(id) DO UPDATE SET started_at = excluded.started_at, ended_at = NULL,
                  status = 'running', error = NULL, answer = NULL, input_tokens = 0,
-                 output_tokens = 0, rounds = 0, cost_usd = NULL",
-                params![report.run_id, report.agent, self.session, prompt, now(), report.actor, report.parent],
+                 output_tokens = 0, rounds = 0, cost_usd = NULL, provider = excluded.provider,
+                 model = excluded.model, owner = excluded.owner",
+                params![
+                    report.run_id,
+                    report.agent,
+                    self.session,
+                    prompt,
+                    now(),
+                    report.actor,
+                    report.parent,
+                    (!report.provider.is_empty()).then_some(&report.provider),
+                    (!report.model.is_empty()).then_some(&report.model),
+                    kiln_db::runs::this_process(),
+                ],
             )?;
             if let Some(s) = &self.session {
                 tx.execute(

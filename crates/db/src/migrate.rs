@@ -71,6 +71,8 @@ const MIGRATIONS: &[&str] = &[
     // 4: what each run cost (from its model's price), and the run that started it
     "ALTER TABLE runs ADD COLUMN cost_usd REAL;
      ALTER TABLE runs ADD COLUMN parent TEXT;",
+    // 5: the process running a run (`HOST:PID`), so one whose process is gone shows as such
+    "ALTER TABLE runs ADD COLUMN owner TEXT;",
 ];
 
 /// The newest schema version this build knows.

@@ -43,6 +43,8 @@ pub struct RunRow {
     pub cost_usd: Option<f64>,
     /// The run that started it (an agent calling it as a tool, a pipeline).
     pub parent: Option<String>,
+    /// The process that ran it (`HOST:PID`).
+    pub owner: Option<String>,
     /// Tool calls in order.
     pub tool_calls: Vec<ToolRow>,
 }
@@ -68,6 +70,36 @@ pub struct ToolRow {
     pub call_id: Option<String>,
 }
 
+/// This process as a run's owner: `HOST:PID`.
+pub fn this_process() -> String {
+    format!("{}:{}", host_name(), std::process::id())
+}
+
+fn host_name() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .or_else(|_| std::fs::read_to_string("/etc/hostname"))
+        .map(|h| h.trim().to_string())
+        .ok()
+        .filter(|h| !h.is_empty())
+        .or_else(|| std::env::var("HOSTNAME").ok())
+        .unwrap_or_else(|| "localhost".into())
+}
+
+impl RunRow {
+    /// The status to show: `interrupted` for a run still `running` whose process, on this
+    /// host, is gone (killed before it could record its end).
+    pub fn shown_status(&self) -> &str {
+        let gone = self.status == "running"
+            && std::path::Path::new("/proc/self").exists()
+            && self.owner.as_deref().is_some_and(|owner| {
+                owner.rsplit_once(':').is_some_and(|(host, pid)| {
+                    host == host_name() && !std::path::Path::new(&format!("/proc/{pid}")).exists()
+                })
+            });
+        if gone { "interrupted" } else { &self.status }
+    }
+}
+
 impl ToolRow {
     /// Whether another call (a program) made it.
     pub fn is_nested(&self) -> bool {
@@ -88,7 +120,44 @@ pub struct LogFilter {
     pub limit: usize,
 }
 
+/// Runs forgotten per transaction by [`Db::prune_runs`]: small enough that a run writing its
+/// step never waits long for the lock.
+const PRUNE_BATCH: i64 = 500;
+
 impl Db {
+    /// Forgets the runs that ended before `before` (seconds since the epoch), with their
+    /// steps, in small transactions so running runs keep writing meanwhile; sessions stay
+    /// until deleted. How many runs went.
+    pub fn prune_runs(&self, before: f64) -> Result<usize, DbError> {
+        let mut total = 0;
+        loop {
+            let mut conn = self.conn();
+            let tx = conn.transaction().map_err(|e| self.err(e))?;
+            let ids: Vec<String> = {
+                let mut stmt = tx
+                    .prepare(
+                        "SELECT id FROM runs WHERE ended_at IS NOT NULL AND ended_at < ?1 LIMIT ?2",
+                    )
+                    .map_err(|e| self.err(e))?;
+                let rows = stmt
+                    .query_map(params![before, PRUNE_BATCH], |r| r.get(0))
+                    .map_err(|e| self.err(e))?;
+                rows.collect::<Result<_, _>>().map_err(|e| self.err(e))?
+            };
+            for id in &ids {
+                tx.execute("DELETE FROM steps WHERE run_id = ?1", params![id])
+                    .map_err(|e| self.err(e))?;
+                tx.execute("DELETE FROM runs WHERE id = ?1", params![id])
+                    .map_err(|e| self.err(e))?;
+            }
+            tx.commit().map_err(|e| self.err(e))?;
+            total += ids.len();
+            if (ids.len() as i64) < PRUNE_BATCH {
+                return Ok(total);
+            }
+        }
+    }
+
     /// Runs matching `filter`, newest first, with their tool calls.
     pub fn runs(&self, filter: &LogFilter) -> Result<Vec<RunRow>, DbError> {
         let conn = self.conn();
@@ -99,7 +168,7 @@ impl Db {
                  CASE WHEN ended_at IS NULL THEN (SELECT COUNT(*) FROM model_calls m WHERE m.run_id = runs.id) ELSE rounds END,
                  CASE WHEN ended_at IS NULL THEN (SELECT COALESCE(SUM(input_tokens), 0) FROM model_calls m WHERE m.run_id = runs.id) ELSE input_tokens END,
                  CASE WHEN ended_at IS NULL THEN (SELECT COALESCE(SUM(output_tokens), 0) FROM model_calls m WHERE m.run_id = runs.id) ELSE output_tokens END,
-                 actor, cost_usd, parent
+                 actor, cost_usd, parent, owner
                  FROM runs WHERE (?1 IS NULL OR agent = ?1) AND (?2 IS NULL OR started_at >= ?2)
                  AND (?3 IS NULL OR EXISTS (SELECT 1 FROM tool_calls t WHERE t.run_id = runs.id AND t.name = ?3))
                  ORDER BY started_at DESC LIMIT ?4",
@@ -136,6 +205,7 @@ impl Db {
                         actor: r.get(14)?,
                         cost_usd: r.get(15)?,
                         parent: r.get(16)?,
+                        owner: r.get(17)?,
                         tool_calls: Vec::new(),
                     })
                 },
