@@ -66,6 +66,10 @@ pub struct ServeArgs {
     /// Seconds running requests get to finish after SIGTERM before they are cancelled.
     #[arg(long, value_name = "SECS", default_value_t = 30.0)]
     pub grace: f64,
+    /// Forget runs that ended longer ago than this (30d, 12h), checked at start and hourly,
+    /// a few hundred at a time so runs keep writing; sessions stay. Default: keep everything.
+    #[arg(long, value_name = "DURATION")]
+    pub log_retention: Option<String>,
     /// Seconds a request may wait in the queue (for a run slot or a busy session) before 503.
     #[arg(long, value_name = "SECS", default_value = "60", value_parser = super::parse_secs)]
     pub queue_timeout: Duration,
@@ -184,6 +188,22 @@ fn restate_worker(
     Ok(Some(kiln_durable::endpoint(state.host.clone(), worker)?))
 }
 
+/// Forgets runs older than `keep` seconds now and every hour (on the blocking pool: SQLite).
+async fn prune_forever(db: std::sync::Arc<kiln_db::Db>, keep: f64) {
+    loop {
+        let db2 = db.clone();
+        let pruned =
+            tokio::task::spawn_blocking(move || db2.prune_runs(kiln_db::now() - keep)).await;
+        match pruned {
+            Ok(Ok(0)) => {}
+            Ok(Ok(n)) => tracing::info!(runs = n, "log retention: forgot old runs"),
+            Ok(Err(e)) => tracing::warn!("log retention: {e}"),
+            Err(e) => tracing::warn!("log retention: {e}"),
+        }
+        tokio::time::sleep(Duration::from_secs(3600)).await;
+    }
+}
+
 /// Runs `kiln serve`.
 pub fn serve(g: &Global, a: ServeArgs) -> CliResult<ExitCode> {
     let tokens = tokens(&a)?;
@@ -198,7 +218,12 @@ pub fn serve(g: &Global, a: ServeArgs) -> CliResult<ExitCode> {
         (Some(ingress), Some(admin)) => Some(kiln_durable::RestateClient::new(ingress, admin)?),
         _ => None,
     };
-    let (host, _db) = g.host_with_db()?;
+    let retention = a
+        .log_retention
+        .as_deref()
+        .map(|r| super::db_cmd::parse_duration(r).map_err(|e| format!("--log-retention {e}")))
+        .transpose()?;
+    let (host, db) = g.host_with_db()?;
     for e in host.load_errors() {
         tracing::error!("{e}");
     }
@@ -279,6 +304,7 @@ pub fn serve(g: &Global, a: ServeArgs) -> CliResult<ExitCode> {
         });
         // Watching before the address is announced: an edit made from then on is seen.
         let _reloads = kiln_serve::watch_reloads(&state, mcp.as_ref().map(|m| m.server.clone()))?;
+        let _retention = retention.map(|keep| tokio::spawn(prune_forever(db.clone(), keep)));
         // The first stdout line: scripts and tests read the address from it.
         println!("kiln serve: listening on http://{addr}");
         // Both servers stop on the one signal: fan it out.

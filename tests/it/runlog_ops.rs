@@ -94,3 +94,27 @@ fn old_runs_are_pruned_and_sessions_stay() {
         stderr(&bad)
     );
 }
+
+#[test]
+fn kiln_serve_forgets_runs_past_its_log_retention() {
+    let s = Scripts::new(&[("slow.rhai", SLOW)]);
+    let out = kiln(
+        &["ask", "quick", "hello", "--no-stdlib", "--scripts", "."],
+        s.path(),
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    std::thread::sleep(Duration::from_millis(1100));
+    let db = s.path().join(".kiln").join("kiln.db");
+    assert!(db.exists(), "the default database");
+    let _serve = super::serve::Serve::start(
+        s.path(),
+        &db,
+        &["--no-stdlib", "--log-retention", "1s"],
+        &[],
+    );
+    let end = Instant::now() + Duration::from_secs(10);
+    while logs(s.path()).as_array().is_some_and(|r| !r.is_empty()) {
+        assert!(Instant::now() < end, "the old run is still logged");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
