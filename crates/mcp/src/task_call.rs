@@ -63,6 +63,7 @@ impl TaskCall {
             mode,
         } = self;
         opts.cancel = Some(cancel.clone());
+        let owner = opts.actor_id.clone();
         let structured = tool.meta.returns.is_some();
         let timeout = tool.timeout;
         let observer = notifier.observer.clone();
@@ -97,6 +98,7 @@ impl TaskCall {
                 cancel,
                 structured,
                 timeout,
+                owner,
             };
             let go = started.0;
             let task = tasks.start(running, |link| {
@@ -135,6 +137,7 @@ impl TaskCall {
                     cancel,
                     structured,
                     timeout,
+                    owner,
                 };
                 Ran::Task(tasks.start(running, |link| {
                     let _ = handover.send(link);

@@ -40,6 +40,8 @@ const HANDOVER: Duration = Duration::from_secs(5);
 pub struct Tasks {
     manager: TaskManager,
     durable: Option<Arc<dyn DurableTasks>>,
+    /// Who started each task here: another caller finds no such task.
+    owners: Arc<Mutex<std::collections::HashMap<String, Option<String>>>>,
 }
 
 /// A tool call running in its own tokio task, with the token that cancels it.
@@ -52,6 +54,8 @@ pub struct Running {
     pub structured: bool,
     /// The tool's own deadline, so the task outlives the call.
     pub timeout: Duration,
+    /// Who the call acts for: only they see the task.
+    pub owner: Option<String>,
 }
 
 impl Tasks {
@@ -60,6 +64,7 @@ impl Tasks {
         Tasks {
             manager: TaskManager::new(),
             durable: Some(engine),
+            owners: Arc::default(),
         }
     }
 
@@ -92,6 +97,7 @@ impl Tasks {
         let options = TaskOptions::new()
             .with_ttl_ms(ttl(running.timeout))
             .with_poll_interval_ms(POLL_INTERVAL_MS);
+        let owner = running.owner.clone();
         let task = self.manager.spawn(options, move |ctx| {
             link(TaskLink {
                 ctx: ctx.clone(),
@@ -100,7 +106,21 @@ impl Tasks {
             });
             Box::pin(settle(running, ctx))
         });
+        if let Ok(mut owners) = self.owners.lock() {
+            // Tasks the manager has let go of (past their retention) are forgotten here too.
+            owners.retain(|id, _| self.manager.get_task(id).is_ok());
+            owners.insert(task.task_id.clone(), owner);
+        }
         CreateTaskResult::new(task)
+    }
+
+    /// `Err` (unknown task) unless `actor` started local task `id`.
+    fn owned(&self, id: &str, actor: Option<&str>) -> Result<(), ErrorData> {
+        let owners = self.owners.lock().map_err(|_| unknown(id))?;
+        match owners.get(id) {
+            Some(owner) if owner.as_deref() == actor => Ok(()),
+            _ => Err(unknown(id)),
+        }
     }
 
     /// `tasks/get`: the task's state, its questions while it waits for them, its result or
@@ -111,6 +131,7 @@ impl Tasks {
         actor: Option<&str>,
     ) -> Result<GetTaskResult, ErrorData> {
         let Some(engine) = self.durable_for(&req.task_id) else {
+            self.owned(&req.task_id, actor)?;
             return Ok(GetTaskResult::new(self.manager.get_task(&req.task_id)?));
         };
         let task = engine
@@ -129,6 +150,7 @@ impl Tasks {
         actor: Option<&str>,
     ) -> Result<(), ErrorData> {
         let Some(engine) = self.durable_for(&req.task_id) else {
+            self.owned(&req.task_id, actor)?;
             return self.manager.update_task(&req.task_id, req.input_responses);
         };
         match engine.get(&req.task_id, actor).await {
@@ -146,6 +168,7 @@ impl Tasks {
         actor: Option<&str>,
     ) -> Result<(), ErrorData> {
         let Some(engine) = self.durable_for(&req.task_id) else {
+            self.owned(&req.task_id, actor)?;
             return self.manager.cancel_task(&req.task_id);
         };
         match engine.cancel(&req.task_id, actor).await {
