@@ -46,7 +46,8 @@ fn oauth_servers(g: &Global) -> CliResult<Vec<MountSpec>> {
         .iter()
         .map(|s| MountSpec::parse(s))
         .collect::<Result<Vec<_>, _>>()?;
-    let host = g.builder()?.build()?;
+    // Only the declarations: mounting would reach out to the servers.
+    let host = g.builder()?.mount_declared(false).build()?;
     specs.extend(host.registry().mcp_servers().cloned());
     specs.retain(|s| matches!(&s.target, Target::Url { oauth: Some(_), .. }));
     Ok(specs)

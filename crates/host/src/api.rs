@@ -33,6 +33,8 @@ pub struct HostBuilder {
     approver: Option<Approver>,
     assume_yes: bool,
     watch: bool,
+    /// Start the MCP servers scripts declare (default); off for a host that only reads them.
+    mount_declared: bool,
     tools: Vec<NativeTool>,
     host_fns: Vec<HostFn>,
     egress: Egress,
@@ -52,6 +54,7 @@ impl Host {
             approver: None,
             assume_yes: false,
             watch: false,
+            mount_declared: true,
             tools: Vec::new(),
             host_fns: Vec::new(),
             egress: Egress::default(),
@@ -127,6 +130,13 @@ impl HostBuilder {
         self
     }
 
+    /// Starts the MCP servers scripts declare (default on); off for a host that only reads
+    /// its scripts (`kiln auth status`).
+    pub fn mount_declared(mut self, on: bool) -> Self {
+        self.mount_declared = on;
+        self
+    }
+
     /// Reloads changed scripts for as long as the host lives (reports go to the log); use
     /// [`Host::watch`] instead to receive the reports.
     pub fn watch(mut self, on: bool) -> Self {
@@ -194,8 +204,10 @@ impl HostBuilder {
         };
         let host = Arc::new(Host::assemble(self.config, services, extras)?);
         let _ = host.this.set(Arc::downgrade(&host));
-        for line in host.sync_mcp_servers() {
-            tracing::info!("{line}");
+        if self.mount_declared {
+            for line in host.sync_mcp_servers() {
+                tracing::info!("{line}");
+            }
         }
         if self.watch {
             let handle = reload::watch(host.clone(), |r| tracing::info!("{r}"))
