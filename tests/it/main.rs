@@ -30,6 +30,7 @@ mod mcp_output_peers;
 mod mcp_peers;
 mod mcp_sampling;
 mod mcp_served_peers;
+mod mcp_stateless;
 mod mcp_tasks;
 mod mcp_tool_output;
 mod memory;

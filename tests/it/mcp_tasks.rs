@@ -212,34 +212,9 @@ tool("c").task("optional").task("required").handler(|args| 1);
     }
 }
 
-/// One 2026-07-28 request to `kiln mcp --http` from client `client`, declaring the tasks
-/// extension; its answer.
 fn stateless(url: &str, client: &str, method: &str, params: Value) -> Value {
-    let mut params = params;
-    params["_meta"] = json!({
-        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-        "io.modelcontextprotocol/clientInfo": {"name": client, "version": "0"},
-        "io.modelcontextprotocol/clientCapabilities":
-            {"extensions": {"io.modelcontextprotocol/tasks": {}}},
-    });
-    let name = params["name"]
-        .as_str()
-        .or(params["taskId"].as_str())
-        .unwrap_or_default()
-        .to_string();
-    let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
-    let headers = [
-        ("accept", "application/json, text/event-stream"),
-        ("mcp-protocol-version", "2026-07-28"),
-        ("mcp-method", method),
-        ("mcp-name", name.as_str()),
-    ];
-    let (_, _, text) = http("POST", url, &headers, Some(&body));
-    text.lines()
-        .filter_map(|l| l.strip_prefix("data:"))
-        .find_map(|d| serde_json::from_str::<Value>(d.trim()).ok())
-        .or_else(|| serde_json::from_str(&text).ok())
-        .unwrap_or(Value::String(text))
+    let caps = super::mcp_stateless::with_tasks();
+    super::mcp_stateless::request(url, client, caps, "", method, params).message
 }
 
 #[test]

@@ -242,36 +242,8 @@ fn tokens_of_a_real_authorization_server_run_agents_within_their_scopes() {
 /// One 2026-07-28 request to `kiln mcp --http` with `token`; the status, the answer and the
 /// `WWW-Authenticate` header.
 fn mcp(url: &str, token: &str, method: &str, params: Value) -> (u16, Value, Option<String>) {
-    let mut params = params;
-    params["_meta"] = json!({
-        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-        "io.modelcontextprotocol/clientInfo": {"name": "oauth-test", "version": "0"},
-        "io.modelcontextprotocol/clientCapabilities": {},
-    });
-    let name = params["name"].as_str().unwrap_or_default().to_string();
-    let bearer = format!("Bearer {token}");
-    let mut headers = vec![
-        ("accept", "application/json, text/event-stream"),
-        ("mcp-protocol-version", "2026-07-28"),
-        ("mcp-method", method),
-        ("authorization", bearer.as_str()),
-    ];
-    if !name.is_empty() {
-        headers.push(("mcp-name", name.as_str()));
-    }
-    let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
-    let (status, got, text) = http("POST", url, &headers, Some(&body));
-    let challenge = got
-        .iter()
-        .find(|(k, _)| k == "www-authenticate")
-        .map(|(_, v)| v.clone());
-    let answer = text
-        .lines()
-        .filter_map(|l| l.strip_prefix("data:"))
-        .find_map(|d| serde_json::from_str::<Value>(d.trim()).ok())
-        .or_else(|| serde_json::from_str(&text).ok())
-        .unwrap_or(Value::String(text));
-    (status, answer, challenge)
+    let a = super::mcp_stateless::request(url, "oauth-test", json!({}), token, method, params);
+    (a.status, a.message, a.challenge)
 }
 
 #[test]

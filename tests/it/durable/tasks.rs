@@ -2,44 +2,22 @@
 //! started through one worker's `/mcp` survives that worker, and another worker answers
 //! `tasks/get` for it.
 
-use super::fixtures::{Cluster, http};
+use super::fixtures::Cluster;
 use serde_json::{Value, json};
 use std::time::{Duration, Instant};
 
-const TASKS: &str = "io.modelcontextprotocol/tasks";
-
 /// One 2026-07-28 request to worker `i`'s `/mcp`, declaring the tasks extension; its answer.
-fn mcp(c: &Cluster, i: usize, method: &str, name: &str, params: Value) -> Value {
-    mcp_as(c, i, "durable-test", method, name, params)
+fn mcp(c: &Cluster, i: usize, method: &str, _name: &str, params: Value) -> Value {
+    mcp_as(c, i, "durable-test", method, _name, params)
 }
 
 /// [`mcp`] from the client called `client`.
-fn mcp_as(c: &Cluster, i: usize, client: &str, method: &str, name: &str, params: Value) -> Value {
-    let mut params = params;
-    params["_meta"] = json!({
-        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-        "io.modelcontextprotocol/clientInfo": {"name": client, "version": "0"},
-        "io.modelcontextprotocol/clientCapabilities": {"extensions": {TASKS: {}}},
-    });
-    let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
-    let headers = [
-        ("accept", "application/json, text/event-stream"),
-        ("mcp-protocol-version", "2026-07-28"),
-        ("mcp-method", method),
-        ("mcp-name", name),
-    ];
-    let (status, reply) = http("POST", &format!("{}/mcp", c.apis[i]), &headers, Some(&body));
-    assert_eq!(status, 200, "{method}: {reply}");
-    // A JSON body, or the one message of an event stream.
-    match reply {
-        Value::String(text) => text
-            .lines()
-            .filter_map(|l| l.strip_prefix("data:"))
-            .filter_map(|d| serde_json::from_str::<Value>(d.trim()).ok())
-            .find(|m| m.get("id").is_some())
-            .unwrap_or_else(|| panic!("{method}: no answer in {text}")),
-        other => other,
-    }
+fn mcp_as(c: &Cluster, i: usize, client: &str, method: &str, _name: &str, params: Value) -> Value {
+    let url = format!("{}/mcp", c.apis[i]);
+    let caps = crate::mcp_stateless::with_tasks();
+    let answer = crate::mcp_stateless::request(&url, client, caps, "", method, params);
+    assert_eq!(answer.status, 200, "{method}: {}", answer.message);
+    answer.message
 }
 
 #[test]
