@@ -288,6 +288,15 @@ pub fn ask(args: &[&str], cwd: &Path) -> Output {
     ask_command(args, cwd).output().expect("run kiln ask")
 }
 
+/// `kiln ask AGENT PROMPT --json` on the scripts in `cwd` (no stdlib), which must succeed;
+/// its report.
+pub fn ask_report(cwd: &Path, agent: &str, prompt: &str) -> serde_json::Value {
+    let args = [agent, prompt, "--json", "--no-stdlib", "--scripts", "."];
+    let out = ask(&args, cwd);
+    assert!(out.status.success(), "{}", stderr(&out));
+    serde_json::from_slice(&out.stdout).expect("the report as JSON")
+}
+
 /// Starts `kiln ask` in the background (stdout and stderr piped).
 pub fn spawn_ask(args: &[&str], cwd: &Path) -> std::process::Child {
     ask_command(args, cwd)

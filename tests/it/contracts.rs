@@ -396,19 +396,7 @@ agent("front").provider("openai").model("f").base_url("{}/v1").handoffs(["billin
             billing.url, front.url
         ),
     )]);
-    let out = ask(
-        &[
-            "front",
-            "what about INV-1?",
-            "--json",
-            "--no-stdlib",
-            "--scripts",
-            ".",
-        ],
-        s.path(),
-    );
-    assert!(out.status.success(), "{}", stderr(&out));
-    let report: Value = serde_json::from_slice(&out.stdout).expect("json");
+    let report = ask_report(s.path(), "front", "what about INV-1?");
     assert_eq!(report["agent"], "billing", "{report}");
     assert_eq!(report["model"], "b");
     assert_eq!(report["handoffs"], json!(["billing"]));

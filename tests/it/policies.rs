@@ -96,19 +96,7 @@ fn an_agents_call_is_denied_with_the_reason_as_a_tool_error_and_the_run_goes_on(
         ("policy.rhai", POLICY),
         ("agent.rhai", &agent),
     ]);
-    let out = ask(
-        &[
-            "ops",
-            "clean prod",
-            "--json",
-            "--no-stdlib",
-            "--scripts",
-            ".",
-        ],
-        s.path(),
-    );
-    assert!(out.status.success(), "{}", stderr(&out));
-    let report: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    let report = ask_report(s.path(), "ops", "clean prod");
     assert_eq!(report["answer"], "I may not.");
     assert_eq!(
         report["tool_calls"][0]["outcome"]["error"]["kind"], "denied",

@@ -66,6 +66,13 @@ impl TaskCall {
         let owner = opts.actor_id.clone();
         let structured = tool.meta.returns.is_some();
         let timeout = tool.timeout;
+        let running = |call| Running {
+            call,
+            cancel: cancel.clone(),
+            structured,
+            timeout,
+            owner: owner.clone(),
+        };
         let observer = notifier.observer.clone();
         if let Some(engine) = tasks.engine().filter(|_| !mode.at_background) {
             // Nothing runs here: a worker of the engine makes the call.
@@ -93,15 +100,8 @@ impl TaskCall {
                 let _ = started.1.await;
                 host.call_tool(&tool, args, opts).await
             });
-            let running = Running {
-                call,
-                cancel,
-                structured,
-                timeout,
-                owner,
-            };
             let go = started.0;
-            let task = tasks.start(running, |link| {
+            let task = tasks.start(running(call), |link| {
                 observer.task.set(link, askable);
                 let _ = go.send(());
             });
@@ -131,18 +131,9 @@ impl TaskCall {
                 "the call stopped before it finished",
                 None,
             )),
-            None => {
-                let running = Running {
-                    call,
-                    cancel,
-                    structured,
-                    timeout,
-                    owner,
-                };
-                Ran::Task(tasks.start(running, |link| {
-                    let _ = handover.send(link);
-                }))
-            }
+            None => Ran::Task(tasks.start(running(call), |link| {
+                let _ = handover.send(link);
+            })),
         }
     }
 }
