@@ -1,4 +1,5 @@
-//! `kiln definitions`: a `.d.rhai` file describing the DSL and host functions, for editors.
+//! What editors get: `kiln definitions` (a `.d.rhai` file describing the DSL and host
+//! functions) and `kiln lsp` (a language server).
 
 use super::{CliResult, Global, output};
 use clap::Args;
@@ -34,4 +35,14 @@ pub fn write(host: &kiln_host::Host, out: &std::path::Path) -> CliResult<()> {
     );
     std::fs::write(out, text).map_err(|e| format!("cannot write {}: {e}", out.display()))?;
     Ok(())
+}
+
+/// `kiln lsp`: serves one editor over stdio until it shuts down.
+pub fn lsp(g: &Global) -> CliResult<ExitCode> {
+    let options = kiln_lsp::Options {
+        scripts: g.scripts.clone(),
+        stdlib: !g.no_stdlib,
+    };
+    kiln_lsp::run_stdio(options).map_err(|e| e.to_string())?;
+    Ok(ExitCode::SUCCESS)
 }

@@ -106,6 +106,9 @@ pub enum Command {
     Extract(extract_cmd::ExtractArgs),
     /// Write a .d.rhai file describing the DSL and host functions (for editor support).
     Definitions(defs_cmd::DefsArgs),
+    /// Language Server over stdio for editors: diagnostics as `kiln check` reports them,
+    /// completion, hover, go to definition, document symbols (docs/editors.md).
+    Lsp,
     /// Show the run log: runs, tool calls, usage (newest first).
     Logs(db_cmd::LogsArgs),
     /// List, show or delete saved sessions.
@@ -311,6 +314,7 @@ pub fn run(cli: Cli) -> CliResult<ExitCode> {
         Command::Serve(a) => serve_cmd::serve(&cli.global, a),
         Command::Logs(a) => db_cmd::logs(&cli.global, a),
         Command::Definitions(a) => defs_cmd::definitions(&cli.global, a),
+        Command::Lsp => defs_cmd::lsp(&cli.global),
         Command::Sessions(a) => db_cmd::sessions(&cli.global, a),
         Command::Extract(a) => extract_cmd::extract(&cli.global, a),
         Command::Mcp(a) => mcp_cmd::mcp(&cli.global, a),

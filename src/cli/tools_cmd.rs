@@ -68,8 +68,12 @@ pub(super) fn report_load_problems(reg: &Registry) {
 pub fn check(g: &Global) -> CliResult<ExitCode> {
     let host = g.host()?;
     let reg = host.registry();
-    report_load_problems(&reg);
-    warn_broad_net_grants(&reg);
+    for e in &reg.errors {
+        output::error(&e.to_string());
+    }
+    for w in reg.advice() {
+        output::warning(&w.to_string());
+    }
     let tools = reg.all().count();
     let agents = reg.agents().count();
     let pipelines = match reg.pipelines().map(|p| p.name.as_str()).collect::<Vec<_>>() {
@@ -90,22 +94,6 @@ pub fn check(g: &Global) -> CliResult<ExitCode> {
             reg.errors.len()
         )?;
         Ok(ExitCode::from(1))
-    }
-}
-
-/// Warns about agents granting `net:private`: their tools reach this machine and its networks.
-fn warn_broad_net_grants(reg: &Registry) {
-    for agent in reg.agents() {
-        let broad = agent
-            .grants
-            .iter()
-            .any(|g| g.cap.name == "net" && g.cap.scope.as_deref() == Some("private"));
-        if broad {
-            output::warning(&format!(
-                "{}: agent \"{}\" grants net:private: its tools reach every loopback, private and shared address (this machine and its networks); name what they need instead (net:HOST[:PORT], net:10.0.0.0/8)",
-                agent.loc, agent.name
-            ));
-        }
     }
 }
 

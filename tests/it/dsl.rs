@@ -306,7 +306,7 @@ tool("ok").description("Loads").handler(|args| 1);
     let text = stderr(&out);
     assert_eq!(out.status.code(), Some(1), "{text}");
     for want in [
-        "mistakes.rhai:1:40: tool(...): no method .parm(...); did you mean .param(...)?",
+        "mistakes.rhai:1:40: tool(...): no method .parm(...); did you mean .param(name, type[, options])?",
         "mistakes.rhai:2:1: agent \"a\": unknown provider \"opneai\"; did you mean \"openai\"?",
         "mistakes.rhai:3:11: tool \"x\": param \"n\": unknown option key `mni`; did you mean \"min\"?",
     ] {

@@ -80,6 +80,28 @@ fn mcp_wildcard(name: &str) -> Option<&str> {
 }
 
 impl Registry {
+    /// Everything `kiln check` warns about: the files' warnings (a handler calling a gated
+    /// function its tool does not declare), then agents granting `net:private`.
+    pub fn advice(&self) -> Vec<LoadError> {
+        let mut advice = self.warnings.clone();
+        for agent in self.agents() {
+            let broad = agent
+                .grants
+                .iter()
+                .any(|g| g.cap.name == "net" && g.cap.scope.as_deref() == Some("private"));
+            if broad {
+                advice.push(LoadError::at(
+                    agent.loc.clone(),
+                    format!(
+                        "agent \"{}\" grants net:private: its tools reach every loopback, private and shared address (this machine and its networks); name what they need instead (net:HOST[:PORT], net:10.0.0.0/8)",
+                        agent.name
+                    ),
+                ));
+            }
+        }
+        advice
+    }
+
     /// Builds a snapshot from loaded files (stdlib first). A user tool may replace a stdlib
     /// tool of the same name; any other duplicate is an error naming both places.
     ///

@@ -150,6 +150,15 @@ impl Host {
 
     /// (Re)loads everything from scratch.
     pub fn load_all(&self) -> Result<(), HostError> {
+        self.load_all_with(|path| std::fs::read_to_string(path))
+    }
+
+    /// [`Host::load_all`] reading each script through `read`: a language server passes its
+    /// editors' unsaved buffers, so what it reports is what `kiln check` would say once saved.
+    pub fn load_all_with(
+        &self,
+        read: impl Fn(&Path) -> std::io::Result<String>,
+    ) -> Result<(), HostError> {
         self.modules.clear();
         let mut files = BTreeMap::new();
         if self.config.stdlib {
@@ -164,7 +173,7 @@ impl Host {
         for dir in &self.config.scripts {
             for path in script_files(dir)? {
                 let shown = path.to_string_lossy().to_string();
-                let loaded = match std::fs::read_to_string(&path) {
+                let loaded = match read(&path) {
                     Ok(src) => self.load_source(&shown, &src),
                     Err(e) => LoadedFile {
                         path: shown.clone(),
@@ -188,6 +197,12 @@ impl Host {
 
     fn load_source(&self, path: &str, source: &str) -> LoadedFile {
         loader::load_source_with(&self.engine, path, source, &self.app_caps)
+    }
+
+    /// Loads one script's text as this host would, without installing it (what a language
+    /// server reports for a file outside every scripts folder; [`Host::set_source`] installs it).
+    pub fn check_source(&self, path: &str, source: &str) -> LoadedFile {
+        self.load_source(path, source)
     }
 
     /// The functions the application gave scripts, with the capability each needs.

@@ -18,7 +18,7 @@ mod pipelines;
 pub mod reload;
 
 pub use api::{CallOptions, HostBuilder, RunStream, WatchHandle};
-pub use host::{Host, HostConfig};
+pub use host::{Host, HostConfig, script_files};
 pub use kiln_agent::Event;
 pub use kiln_agent::RunOptions;
 

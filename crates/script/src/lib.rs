@@ -13,6 +13,7 @@ pub mod code_mode;
 mod contract_dsl;
 pub mod convert;
 pub mod dsl;
+pub mod dsl_docs;
 pub mod failure;
 pub(crate) mod handler;
 pub mod host_ask;

@@ -4,16 +4,7 @@
 
 use rhai::{Engine, EvalAltResult};
 
-/// What the DSL calls each builder.
-const BUILDERS: &[(&str, &str)] = &[
-    ("ToolBuilder", "tool(...)"),
-    ("AgentBuilder", "agent(...)"),
-    ("PipelineBuilder", "pipeline(...)"),
-    ("McpServerBuilder", "mcp_server(...)"),
-    ("ResourceBuilder", "resource(...)"),
-    ("PromptBuilder", "prompt(...)"),
-    ("PolicyBuilder", "policy(...)"),
-];
+use crate::dsl_docs::{self, BUILDERS};
 
 /// The message for `err` when it is a call of an unknown function or method; `None` for any
 /// other error.
@@ -36,13 +27,19 @@ pub fn explain(err: &EvalAltResult, engine: &Engine) -> Option<String> {
             .filter(|(_, first)| first == receiver)
             .map(|(n, _)| n.as_str());
         let hint = match kiln_core::suggest::nearest(name, methods) {
-            Some(m) => format!("; did you mean .{m}(...)?"),
+            Some(m) => match dsl_docs::find(receiver, m) {
+                Some(doc) => format!("; did you mean .{}?", doc.call),
+                None => format!("; did you mean .{m}(...)?"),
+            },
             None => String::new(),
         };
         return Some(format!("{what}: no method .{name}(...){hint}"));
     }
     let hint = match kiln_core::suggest::nearest(name, known.iter().map(|(n, _)| n.as_str())) {
-        Some(f) => format!("; did you mean {f}(...)?"),
+        Some(f) => match dsl_docs::find("", f) {
+            Some(doc) => format!("; did you mean {}?", doc.call),
+            None => format!("; did you mean {f}(...)?"),
+        },
         None => String::new(),
     };
     Some(format!("unknown function {name}(...){hint}"))

@@ -1,0 +1,147 @@
+//! `kiln lsp` over stdio: a hand-rolled client here (in every test run), and pytest-lsp, a real
+//! LSP client, in tests/peers/lsp (ignored by default: `pip install pytest-lsp==1.0.1`; `.ci/run`
+//! installs it and runs it with `-- --ignored`).
+
+use crate::common::*;
+use serde_json::{Value, json};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+
+struct Lsp {
+    child: Child,
+    stdin: ChildStdin,
+    stdout: BufReader<ChildStdout>,
+}
+
+impl Lsp {
+    fn start(root: &std::path::Path) -> Lsp {
+        let mut child = Command::new(kiln_bin())
+            .arg("lsp")
+            .current_dir(root)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("start kiln lsp");
+        let stdin = child.stdin.take().expect("stdin");
+        let stdout = BufReader::new(child.stdout.take().expect("stdout"));
+        Lsp {
+            child,
+            stdin,
+            stdout,
+        }
+    }
+
+    fn send(&mut self, msg: Value) {
+        let body = msg.to_string();
+        write!(self.stdin, "Content-Length: {}\r\n\r\n{body}", body.len()).expect("write");
+        self.stdin.flush().expect("flush");
+    }
+
+    fn read(&mut self) -> Value {
+        let mut len = 0;
+        loop {
+            let mut line = String::new();
+            self.stdout.read_line(&mut line).expect("a header");
+            let line = line.trim();
+            if line.is_empty() {
+                break;
+            }
+            if let Some(n) = line.strip_prefix("Content-Length: ") {
+                len = n.parse().expect("a length");
+            }
+        }
+        let mut body = vec![0; len];
+        self.stdout.read_exact(&mut body).expect("a body");
+        serde_json::from_slice(&body).expect("JSON")
+    }
+
+    /// Reads messages until one matches.
+    fn until(&mut self, what: impl Fn(&Value) -> bool) -> Value {
+        for _ in 0..200 {
+            let msg = self.read();
+            if what(&msg) {
+                return msg;
+            }
+        }
+        panic!("kiln lsp never sent the message waited for");
+    }
+}
+
+#[test]
+fn kiln_lsp_reports_what_kiln_check_reports_where_it_reports_it_and_shuts_down() {
+    let s = Scripts::new(&[]);
+    std::fs::create_dir(s.path().join("scripts")).expect("a scripts folder");
+    std::fs::write(
+        s.path().join("scripts/w.rhai"),
+        "tool(\"w\")\n    .description(\"W\")\n    .parm(\"city\", \"string\")\n    .handler(|args| 1);\n",
+    )
+    .expect("a script");
+    let check = kiln(&["check"], s.path());
+    let told = stderr(&check);
+    assert!(
+        told.contains("w.rhai:3:6: tool(...): no method .parm(...)"),
+        "{told}"
+    );
+
+    let mut lsp = Lsp::start(s.path());
+    let root = url(s.path());
+    lsp.send(json!({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+        "params": {"processId": null, "rootUri": root, "capabilities": {}}}));
+    let init = lsp.until(|m| m["id"] == 1);
+    assert_eq!(init["result"]["capabilities"]["hoverProvider"], true);
+    lsp.send(json!({"jsonrpc": "2.0", "method": "initialized", "params": {}}));
+    let file = s.path().join("scripts/w.rhai");
+    let uri = url(&file);
+    let text = std::fs::read_to_string(&file).expect("the script");
+    lsp.send(
+        json!({"jsonrpc": "2.0", "method": "textDocument/didOpen", "params": {
+        "textDocument": {"uri": uri, "languageId": "rhai", "version": 1, "text": text}}}),
+    );
+    let published = lsp
+        .until(|m| m["method"] == "textDocument/publishDiagnostics" && m["params"]["uri"] == uri);
+    let d = &published["params"]["diagnostics"][0];
+    assert_eq!(
+        d["range"]["start"],
+        json!({"line": 2, "character": 5}),
+        "{published}"
+    );
+    assert_eq!(d["range"]["end"], json!({"line": 2, "character": 9}));
+    assert_eq!(
+        d["message"],
+        "tool(...): no method .parm(...); did you mean .param(name, type[, options])?"
+    );
+
+    lsp.send(json!({"jsonrpc": "2.0", "id": 2, "method": "no/such", "params": {}}));
+    let refused = lsp.until(|m| m["id"] == 2);
+    assert_eq!(refused["error"]["code"], -32601, "{refused}");
+    lsp.send(json!({"jsonrpc": "2.0", "id": 3, "method": "shutdown"}));
+    lsp.until(|m| m["id"] == 3);
+    lsp.send(json!({"jsonrpc": "2.0", "method": "exit"}));
+    let status = lsp.child.wait().expect("kiln lsp exits");
+    assert!(status.success(), "{status}");
+}
+
+fn url(path: &std::path::Path) -> String {
+    let path = path.canonicalize().expect("a real path");
+    format!("file://{}", path.display())
+}
+
+#[test]
+#[ignore = "needs pytest-lsp 1.0.1 (pip); .ci/run installs it"]
+fn pytest_lsp_drives_kiln_lsp() {
+    let out = Command::new("python3")
+        .args(["-m", "pytest", "-q", "-p", "no:cacheprovider"])
+        .arg(repo().join("tests/peers/lsp"))
+        .env("KILN_BIN", kiln_bin())
+        .env("KILN_REPO", repo())
+        .current_dir(repo())
+        .output()
+        .expect("python3");
+    assert!(
+        out.status.success(),
+        "pytest-lsp against kiln lsp:\n{}\n{}",
+        stdout(&out),
+        stderr(&out)
+    );
+}
