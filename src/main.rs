@@ -7,8 +7,12 @@ use std::process::ExitCode;
 
 fn main() -> ExitCode {
     let args = cli::Cli::parse();
-    cli::init_logging(&args);
-    match cli::run(args) {
+    let traces = cli::init_logging(&args);
+    let outcome = cli::run(args);
+    if let Some(exporter) = traces {
+        exporter.shutdown();
+    }
+    match outcome {
         Ok(code) => code,
         // The reader of stdout went away (`kiln logs | head`): a normal end.
         Err(e) if cli::output::is_closed_stdout(e.as_ref()) => ExitCode::SUCCESS,

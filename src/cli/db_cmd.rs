@@ -158,8 +158,13 @@ pub fn logs(g: &Global, a: LogsArgs) -> CliResult<ExitCode> {
             .as_deref()
             .map(|p| format!(" (started by {p})"))
             .unwrap_or_default();
+        let trace = r
+            .trace_id
+            .as_deref()
+            .map(|t| format!(", trace {t}"))
+            .unwrap_or_default();
         outln!(
-            "{}  {}  {} ({}/{}){session}{parent}  {}  {} rounds, {} tool calls, {}+{} tokens{cost}",
+            "{}  {}  {} ({}/{}){session}{parent}  {}  {} rounds, {} tool calls, {}+{} tokens{cost}{trace}",
             r.id,
             time(r.started_at),
             r.agent,

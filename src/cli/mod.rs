@@ -78,6 +78,15 @@ pub struct Global {
     /// [client_metadata_url=URL]" (then `kiln auth login NAME`)
     #[arg(long = "mcp", global = true, value_name = "NAME=SERVER")]
     pub mcp: Vec<String>,
+    /// Send traces (OpenTelemetry GenAI spans: runs, model requests, tool calls, pipelines)
+    /// to this OTLP/HTTP collector, e.g. http://127.0.0.1:6006 (Phoenix) or :4318. Default:
+    /// OTEL_EXPORTER_OTLP_TRACES_ENDPOINT or OTEL_EXPORTER_OTLP_ENDPOINT, else no export.
+    #[arg(long, global = true, value_name = "URL")]
+    pub otlp: Option<String>,
+    /// Put tool arguments and results in the traces too (they may hold personal data; also
+    /// OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true).
+    #[arg(long, global = true)]
+    pub otlp_content: bool,
     /// More log output on stderr (-v info, -vv debug). KILN_LOG overrides.
     #[arg(long, short = 'v', global = true, action = clap::ArgAction::Count)]
     pub verbose: u8,
@@ -137,8 +146,13 @@ pub enum Command {
     },
 }
 
-/// Sets up tracing on stderr (a server logs requests and runs by default, optionally as JSON).
-pub fn init_logging(cli: &Cli) {
+/// Sets up tracing on stderr (a server logs requests and runs by default, optionally as JSON)
+/// and, when asked for, trace export over OTLP; the exporter returned must be shut down at
+/// exit so queued spans are sent.
+pub fn init_logging(cli: &Cli) -> Option<kiln_otel::export::Exporter> {
+    use tracing_subscriber::layer::SubscriberExt;
+    use tracing_subscriber::util::SubscriberInitExt;
+    use tracing_subscriber::{Layer, fmt};
     let serve = match &cli.command {
         Some(Command::Serve(a)) => Some(a),
         _ => None,
@@ -150,8 +164,7 @@ pub fn init_logging(cli: &Cli) {
     };
     let filter = tracing_subscriber::EnvFilter::try_from_env("KILN_LOG")
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
-    let fmt = tracing_subscriber::fmt()
-        .with_env_filter(filter)
+    let fmt = fmt::layer()
         .with_writer(std::io::stderr)
         // Colour only for a person at a terminal: piped logs stay plain text.
         .with_ansi(
@@ -159,11 +172,31 @@ pub fn init_logging(cli: &Cli) {
                 && std::env::var_os("NO_COLOR").is_none(),
         )
         .with_target(false);
-    let _ = if serve.is_some_and(|a| a.log_format == serve_cmd::LogFormat::Json) {
-        fmt.event_format(kiln_serve::logfmt::JsonLines).try_init()
+    let fmt = if serve.is_some_and(|a| a.log_format == serve_cmd::LogFormat::Json) {
+        fmt.event_format(kiln_serve::logfmt::JsonLines).boxed()
     } else {
-        fmt.try_init()
+        fmt.boxed()
     };
+    let content = cli.global.otlp_content
+        || std::env::var("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT")
+            .is_ok_and(|v| v.eq_ignore_ascii_case("true"));
+    kiln_core::telemetry::set_capture_content(content);
+    let mut failed = None;
+    let exporter = match kiln_otel::export::endpoint(cli.global.otlp.as_deref()) {
+        Some(url) => kiln_otel::export::Exporter::start(&url)
+            .map_err(|e| failed = Some(e))
+            .ok(),
+        None => None,
+    };
+    let registry = tracing_subscriber::registry().with(fmt.with_filter(filter));
+    let _ = match &exporter {
+        Some(e) => registry.with(e.layer()).try_init(),
+        None => registry.try_init(),
+    };
+    if let Some(e) = failed {
+        tracing::warn!("traces are not exported: {e}");
+    }
+    exporter
 }
 
 impl Global {

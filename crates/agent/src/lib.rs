@@ -4,7 +4,7 @@
 //! [`report`]), and the run log writer over kiln-db ([`runlog`]). The loop reaches the host
 //! only through [`RunHost`].
 //!
-//! May depend on: kiln-core, kiln-providers, kiln-db.
+//! May depend on: kiln-core, kiln-providers, kiln-db, kiln-otel (trace context only).
 
 #![warn(missing_docs)]
 
@@ -23,6 +23,7 @@ pub mod report;
 mod round;
 pub mod run;
 pub mod runlog;
+mod spans;
 mod start;
 
 pub use event::{Event, Observer};

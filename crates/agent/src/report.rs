@@ -114,6 +114,9 @@ pub struct RunReport {
     /// The run that started this one (an agent calling it as a tool, a pipeline).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub parent: Option<String>,
+    /// The OpenTelemetry trace the run is part of (32 hex digits), when traces are exported.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trace_id: Option<String>,
 }
 
 impl RunReport {
@@ -138,6 +141,7 @@ impl RunReport {
             handoffs: Vec::new(),
             cost_usd: None,
             parent: None,
+            trace_id: None,
         }
     }
 }

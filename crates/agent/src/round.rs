@@ -84,6 +84,7 @@ async fn step_call(
     let step = journal::tool_step(round.round, &call.id);
     let mut ctx = round.ctx.clone();
     ctx.idempotency_key = Some(journal::idempotency_key(&ctx.run_id, &step));
+    ctx.call_id = Some(call.id.clone());
     if round.journal.waits_for_approvals()
         && let (Some(tool), kiln_providers::CallArgs::Parsed(args)) = (
             round.offered.iter().find(|t| t.name == call.name),

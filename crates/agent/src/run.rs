@@ -20,6 +20,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tokio::sync::RwLock;
+use tracing::Instrument;
 
 /// Default output token limit per model request.
 pub const DEFAULT_MAX_TOKENS: u32 = 1024;
@@ -142,18 +143,31 @@ impl Run {
     ) -> Result<ModelResponse, RunErrorKind> {
         let round = self.report.rounds;
         self.emit(|| Event::ModelRequest { round });
+        let span = super::spans::chat_span(provider.name(), &self.report.model, round);
         let work = {
             let (provider, sink, cancel) = (provider.clone(), sink.clone(), opts.cancel.clone());
-            Box::pin(async move {
-                let asked = Instant::now();
-                let reply = tokio::select! {
-                    r = provider.send(request, &sink) => r?,
-                    _ = cancel.cancelled() => return Err(RunErrorKind::Cancelled),
-                    _ = sleep_until(deadline) => return Err(RunErrorKind::Deadline),
-                };
-                let took_ms = asked.elapsed().as_secs_f64() * 1000.0;
-                Ok(StepValue::Typed(Box::new(ModelStep { reply, took_ms })))
-            })
+            let span = span.clone();
+            Box::pin(
+                async move {
+                    let asked = Instant::now();
+                    let reply = tokio::select! {
+                        r = provider.send(request, &sink) => r.map_err(RunErrorKind::from),
+                        _ = cancel.cancelled() => Err(RunErrorKind::Cancelled),
+                        _ = sleep_until(deadline) => Err(RunErrorKind::Deadline),
+                    };
+                    let reply = match reply {
+                        Ok(reply) => reply,
+                        Err(e) => {
+                            super::spans::fail(&tracing::Span::current(), &e);
+                            return Err(e);
+                        }
+                    };
+                    super::spans::record_reply(&tracing::Span::current(), &reply);
+                    let took_ms = asked.elapsed().as_secs_f64() * 1000.0;
+                    Ok(StepValue::Typed(Box::new(ModelStep { reply, took_ms })))
+                }
+                .instrument(span),
+            )
         };
         let name = journal::model_step(round);
         // The pending commit runs once the request is out, while the model works; the step

@@ -117,12 +117,12 @@ impl Recorder for RunLogger {
             // its steps: what the earlier attempt logged is replaced, not duplicated.
             tx.execute("DELETE FROM steps WHERE run_id = ?1", params![report.run_id])?;
             tx.execute(
-                "INSERT INTO runs(id, agent, session, prompt, started_at, actor, parent, provider, model, owner)
-                 VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)
+                "INSERT INTO runs(id, agent, session, prompt, started_at, actor, parent, provider, model, owner, trace_id)
+                 VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)
                  ON CONFLICT(id) DO UPDATE SET started_at = excluded.started_at, ended_at = NULL,
                  status = 'running', error = NULL, answer = NULL, input_tokens = 0,
                  output_tokens = 0, rounds = 0, cost_usd = NULL, provider = excluded.provider,
-                 model = excluded.model, owner = excluded.owner",
+                 model = excluded.model, owner = excluded.owner, trace_id = excluded.trace_id",
                 params![
                     report.run_id,
                     report.agent,
@@ -134,6 +134,7 @@ impl Recorder for RunLogger {
                     (!report.provider.is_empty()).then_some(&report.provider),
                     (!report.model.is_empty()).then_some(&report.model),
                     kiln_db::runs::this_process(),
+                    report.trace_id,
                 ],
             )?;
             if let Some(s) = &self.session {

@@ -9,6 +9,7 @@ use super::run::Run;
 use crate::RunHost;
 use kiln_providers::Message;
 use std::sync::Arc;
+use tracing::Instrument;
 
 /// Runs agent `agent_name` on `prompt`, every step in this process.
 pub async fn run(
@@ -29,6 +30,20 @@ pub async fn run_journaled(
     prompt: &str,
     opts: RunOptions,
 ) -> Result<RunReport, RunError> {
+    let span = super::spans::run_span(agent_name, &opts);
+    run_in_span(host, journal, agent_name, prompt, opts, span.clone())
+        .instrument(span)
+        .await
+}
+
+async fn run_in_span(
+    host: &dyn RunHost,
+    journal: &dyn StepJournal,
+    agent_name: &str,
+    prompt: &str,
+    opts: RunOptions,
+    span: tracing::Span,
+) -> Result<RunReport, RunError> {
     let mut messages = opts.history.clone();
     messages.push(Message::User {
         content: prompt.to_string(),
@@ -37,6 +52,8 @@ pub async fn run_journaled(
     if let Some(id) = &opts.run_id {
         run.report.run_id = id.clone();
     }
+    run.report.trace_id = kiln_otel::context::trace_id_of(&span);
+    super::spans::record_setup(&span, &run.report);
     let mut result = match run.started() {
         Ok(()) => setup_and_drive(host, journal, &mut run, &opts).await,
         Err(e) => Err(e.into()),
@@ -60,6 +77,7 @@ pub async fn run_journaled(
             result = Err(e.into());
         }
     }
+    super::spans::record_end(&span, &run.report, result.as_ref().err());
     match result {
         Ok(()) => Ok(run.report),
         Err(kind) => Err(run.fail(kind)),

@@ -34,6 +34,8 @@ pub struct CallContext {
     /// The tool call's key for outside APIs (`ctx.idempotency_key`): the same on every retry of
     /// the step it belongs to; set for calls an agent run makes.
     pub idempotency_key: Option<String>,
+    /// The id the model gave this tool call (for its trace span); `None` outside agent runs.
+    pub call_id: Option<String>,
     /// The registry snapshot the run pinned (for `call_tool`).
     pub registry: Option<Arc<dyn Tools>>,
     /// The native tool running, with the capabilities it declares (for [`CallContext::call_tool`]).
@@ -72,6 +74,7 @@ impl CallContext {
             depth: 0,
             restored: false,
             idempotency_key: None,
+            call_id: None,
             registry: None,
             native: None,
             agents: None,

@@ -39,6 +39,7 @@ pub mod schema;
 pub mod served;
 pub mod services;
 pub mod suggest;
+pub mod telemetry;
 pub mod tool;
 pub mod tool_meta;
 pub mod tool_parts;

@@ -65,6 +65,7 @@ pub fn call_nested(
     }
     let mut inner = ctx.clone();
     inner.depth += 1;
+    inner.call_id = None;
     Ok(tool.execute(args, &inner))
 }
 
@@ -216,6 +217,13 @@ impl Tool {
     /// Validates, checks capabilities and runs the handler (with retries). Blocking: call it on
     /// the blocking pool (see [`Tool::execute_async`]).
     pub fn execute(self: &Arc<Self>, args: &Value, ctx: &CallContext) -> ToolOutcome {
+        let span = crate::telemetry::tool_span(self, ctx.call_id.as_deref(), args);
+        let outcome = span.in_scope(|| self.execute_in_span(args, ctx));
+        crate::telemetry::record_outcome(&span, &outcome);
+        outcome
+    }
+
+    fn execute_in_span(self: &Arc<Self>, args: &Value, ctx: &CallContext) -> ToolOutcome {
         let started = Instant::now();
         // Fixed before admitting: time spent waiting for a rate-limit slot counts against the
         // first attempt's deadline.
@@ -339,7 +347,11 @@ impl Tool {
     pub async fn execute_async(self: &Arc<Self>, args: Value, ctx: CallContext) -> ToolOutcome {
         let tool = self.clone();
         let started = Instant::now();
-        match tokio::task::spawn_blocking(move || tool.execute(&args, &ctx)).await {
+        // The call's span is a child of the caller's, on whichever thread it runs.
+        let parent = tracing::Span::current();
+        match tokio::task::spawn_blocking(move || parent.in_scope(|| tool.execute(&args, &ctx)))
+            .await
+        {
             Ok(outcome) => outcome,
             Err(e) => ToolOutcome::failed(
                 ToolFailure::sanitized(FailureKind::Runtime, format!("handler task failed: {e}")),

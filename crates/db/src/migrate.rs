@@ -73,6 +73,8 @@ const MIGRATIONS: &[&str] = &[
      ALTER TABLE runs ADD COLUMN parent TEXT;",
     // 5: the process running a run (`HOST:PID`), so one whose process is gone shows as such
     "ALTER TABLE runs ADD COLUMN owner TEXT;",
+    // 6: the trace a run belongs to (OpenTelemetry), to go from `kiln logs` to a trace viewer.
+    "ALTER TABLE runs ADD COLUMN trace_id TEXT;",
 ];
 
 /// The newest schema version this build knows.

@@ -45,6 +45,8 @@ pub struct RunRow {
     pub parent: Option<String>,
     /// The process that ran it (`HOST:PID`).
     pub owner: Option<String>,
+    /// Its OpenTelemetry trace id (32 hex digits), when traces were exported.
+    pub trace_id: Option<String>,
     /// Tool calls in order.
     pub tool_calls: Vec<ToolRow>,
 }
@@ -168,7 +170,7 @@ impl Db {
                  CASE WHEN ended_at IS NULL THEN (SELECT COUNT(*) FROM model_calls m WHERE m.run_id = runs.id) ELSE rounds END,
                  CASE WHEN ended_at IS NULL THEN (SELECT COALESCE(SUM(input_tokens), 0) FROM model_calls m WHERE m.run_id = runs.id) ELSE input_tokens END,
                  CASE WHEN ended_at IS NULL THEN (SELECT COALESCE(SUM(output_tokens), 0) FROM model_calls m WHERE m.run_id = runs.id) ELSE output_tokens END,
-                 actor, cost_usd, parent, owner
+                 actor, cost_usd, parent, owner, trace_id
                  FROM runs WHERE (?1 IS NULL OR agent = ?1) AND (?2 IS NULL OR started_at >= ?2)
                  AND (?3 IS NULL OR EXISTS (SELECT 1 FROM tool_calls t WHERE t.run_id = runs.id AND t.name = ?3))
                  ORDER BY started_at DESC LIMIT ?4",
@@ -206,6 +208,7 @@ impl Db {
                         cost_usd: r.get(15)?,
                         parent: r.get(16)?,
                         owner: r.get(17)?,
+                        trace_id: r.get(18)?,
                         tool_calls: Vec::new(),
                     })
                 },

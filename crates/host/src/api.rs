@@ -484,10 +484,15 @@ impl Host {
         }));
         let cancel = opts.cancel.clone();
         let (host, agent, prompt) = (self.clone(), agent.to_string(), prompt.to_string());
-        tokio::spawn(async move {
-            let result = host.run(&agent, &prompt, opts).await;
-            let _ = tx.send(Event::Finished(Box::new(result)));
-        });
+        // The run's spans stay children of the caller's (a server's request span).
+        let span = tracing::Span::current();
+        tokio::spawn(tracing::Instrument::instrument(
+            async move {
+                let result = host.run(&agent, &prompt, opts).await;
+                let _ = tx.send(Event::Finished(Box::new(result)));
+            },
+            span,
+        ));
         RunStream { rx, cancel }
     }
 

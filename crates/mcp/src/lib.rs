@@ -25,6 +25,7 @@ mod served;
 mod server;
 mod task_call;
 mod tasks;
+mod trace;
 
 pub use http::{HttpOptions, McpEndpoint, router};
 pub use server::McpServer;

@@ -270,48 +270,9 @@ impl McpServer {
             .map_err(|e| McpError::Session(e.to_string()))?;
         Ok(())
     }
-}
 
-impl ServerHandler for McpServer {
-    // `logging` is deprecated by the 2026 revision, which still lets a server send log
-    // messages a request asks for; tools' `log(...)` messages go there.
-    #[allow(deprecated)]
-    fn get_info(&self) -> ServerConfig {
-        let caps = ServerCapabilities::builder()
-            .enable_completions()
-            .enable_logging()
-            .enable_prompts()
-            .enable_prompts_list_changed()
-            .enable_resources()
-            .enable_resources_list_changed()
-            .enable_resources_subscribe()
-            .enable_tools()
-            .enable_tool_list_changed()
-            .enable_tasks()
-            .build();
-        ServerConfig::new(caps)
-            .with_server_info(Implementation::new("kiln", env!("CARGO_PKG_VERSION")))
-    }
-
-    async fn list_tools(
-        &self,
-        _page: Option<PaginatedRequestParams>,
-        _cx: RequestContext<RoleServer>,
-    ) -> Result<ListToolsResult, ErrorData> {
-        let tools = self.listing(&self.grants_for(&_cx));
-        // ttl 0: caching clients refetch after a reload instead of serving a stale list.
-        Ok(ListToolsResult::with_all_items(tools)
-            .with_ttl_ms(0)
-            .with_cache_scope(CacheScope::Private))
-    }
-
-    fn get_tool(&self, name: &str) -> Option<Tool> {
-        self.listing(&self.grants)
-            .into_iter()
-            .find(|t| t.name == name)
-    }
-
-    async fn call_tool(
+    /// `tools/call`, in its span.
+    async fn call_tool_in(
         &self,
         req: CallToolRequestParams,
         cx: RequestContext<RoleServer>,
@@ -401,6 +362,55 @@ impl ServerHandler for McpServer {
             tracing::info!(tool = %name, kind = f.kind.as_str(), detail = ?f.detail, "MCP call failed");
         }
         Ok(outcome_to_mcp(&outcome, tool.meta.returns.is_some()).into())
+    }
+}
+
+impl ServerHandler for McpServer {
+    // `logging` is deprecated by the 2026 revision, which still lets a server send log
+    // messages a request asks for; tools' `log(...)` messages go there.
+    #[allow(deprecated)]
+    fn get_info(&self) -> ServerConfig {
+        let caps = ServerCapabilities::builder()
+            .enable_completions()
+            .enable_logging()
+            .enable_prompts()
+            .enable_prompts_list_changed()
+            .enable_resources()
+            .enable_resources_list_changed()
+            .enable_resources_subscribe()
+            .enable_tools()
+            .enable_tool_list_changed()
+            .enable_tasks()
+            .build();
+        ServerConfig::new(caps)
+            .with_server_info(Implementation::new("kiln", env!("CARGO_PKG_VERSION")))
+    }
+
+    async fn list_tools(
+        &self,
+        _page: Option<PaginatedRequestParams>,
+        _cx: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        let tools = self.listing(&self.grants_for(&_cx));
+        // ttl 0: caching clients refetch after a reload instead of serving a stale list.
+        Ok(ListToolsResult::with_all_items(tools)
+            .with_ttl_ms(0)
+            .with_cache_scope(CacheScope::Private))
+    }
+
+    fn get_tool(&self, name: &str) -> Option<Tool> {
+        self.listing(&self.grants)
+            .into_iter()
+            .find(|t| t.name == name)
+    }
+
+    async fn call_tool(
+        &self,
+        req: CallToolRequestParams,
+        cx: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let span = crate::trace::call_span(&req.name, req.meta.as_ref().map(|m| &***m), &cx.meta);
+        tracing::Instrument::instrument(self.call_tool_in(req, cx), span).await
     }
 
     async fn list_resources(

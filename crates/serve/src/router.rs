@@ -69,14 +69,55 @@ pub fn router(state: Arc<AppState>, mcp: Option<Router>) -> Router {
     app.layer(middleware::from_fn(log_request))
 }
 
+/// Logs each request, and runs it in a server span that continues the caller's W3C trace
+/// (`traceparent`), so a run's spans join the client's trace; the response's `traceparent`
+/// names this span.
 async fn log_request(req: Request, next: Next) -> Response {
     let (method, path) = (req.method().clone(), req.uri().path().to_string());
+    let route = req
+        .extensions()
+        .get::<axum::extract::MatchedPath>()
+        .map_or_else(|| path.clone(), |m| m.as_str().to_string());
+    let span = tracing::info_span!(
+        "request",
+        otel.name = %format_args!("{method} {route}"),
+        otel.kind = "server",
+        otel.status_code = tracing::field::Empty,
+        http.request.method = %method,
+        http.route = %route,
+        url.path = %path,
+        http.response.status_code = tracing::field::Empty,
+    );
+    // Read before any await: a borrow of the request would make this future not `Send`.
+    let (parent, state) = {
+        let header = |name: &str| {
+            req.headers()
+                .get(name)
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_string)
+        };
+        (
+            header(kiln_otel::context::TRACEPARENT),
+            header(kiln_otel::context::TRACESTATE),
+        )
+    };
+    kiln_otel::context::continue_from(&span, parent.as_deref(), state.as_deref());
+    let traceparent = kiln_otel::context::traceparent_of(&span);
     let began = Instant::now();
-    let resp = next.run(req).await;
+    let mut resp = tracing::Instrument::instrument(next.run(req), span.clone()).await;
+    let status = resp.status().as_u16();
+    span.record("http.response.status_code", status);
+    if status >= 500 {
+        span.record("otel.status_code", "ERROR");
+    }
+    if let Some(value) = traceparent.and_then(|t| header::HeaderValue::from_str(&t).ok()) {
+        resp.headers_mut()
+            .insert(header::HeaderName::from_static("traceparent"), value);
+    }
     tracing::info!(
         %method,
         path,
-        status = resp.status().as_u16(),
+        status,
         ms = began.elapsed().as_secs_f64() * 1000.0,
         "request"
     );

@@ -63,6 +63,8 @@ fn proxy(spec: &MountSpec, slot: &Slot, tool: &rmcp::model::Tool) -> NativeTool 
             let (server, remote) = (server.clone(), forward.clone());
             let approve = approver(ctx);
             let spec = mount.clone();
+            // The server continues this call's trace (MCP carries it in `_meta`).
+            let trace = kiln_otel::context::current_entries();
             async move {
                 let Some(peer) = peer else {
                     return Err(ToolFailure::visible(
@@ -73,6 +75,12 @@ fn proxy(spec: &MountSpec, slot: &Slot, tool: &rmcp::model::Tool) -> NativeTool 
                 let mut req = CallToolRequestParams::new(remote.clone());
                 if let Value::Object(map) = args {
                     req = req.with_arguments(map);
+                }
+                if !trace.is_empty() {
+                    let meta: serde_json::Map<String, Value> = (trace.into_iter())
+                        .map(|(k, v)| (k.to_string(), Value::String(v)))
+                        .collect();
+                    req.meta = Some(meta.into());
                 }
                 call(&peer, &spec, req, &approve).await.map_err(|e| {
                     ToolFailure::visible(
