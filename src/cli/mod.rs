@@ -130,7 +130,7 @@ pub enum Command {
     Init(init_cmd::InitArgs),
     /// Serve the tools to MCP clients (Claude Code, Cursor...) over stdio, or HTTP with --http.
     Mcp(mcp_cmd::McpArgs),
-    /// Serve agents as a durable Restate worker (`--restate --bind ADDR`); see README "Scale out".
+    /// Serve agents as a durable Restate worker (`--restate --bind ADDR`); see docs/scaling.md.
     Worker(worker_cmd::WorkerArgs),
     /// Talk to a Restate server: `register --admin URL --endpoint URL`.
     Restate(worker_cmd::RestateArgs),

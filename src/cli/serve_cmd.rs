@@ -92,7 +92,7 @@ pub struct ServeArgs {
     pub log_format: LogFormat,
     /// Also be a Restate worker: serve the agent loop as Restate handlers (KilnSession,
     /// KilnRun) on --restate-bind, with the same scripts (hot-reloaded), database and --caps.
-    /// See README "Scale out".
+    /// See docs/scaling.md.
     #[arg(long)]
     pub restate: bool,
     /// Where Restate calls this worker (HTTP/2, no tokens: keep it private). Register the one

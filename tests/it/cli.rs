@@ -215,23 +215,26 @@ fn readme_first_command_runs_the_offline_demo_agent() {
     }
 }
 
-/// The first fenced block after a line starting with `marker` in README.md.
-fn readme_block_after(marker: &str) -> String {
-    let readme = std::fs::read_to_string(repo().join("README.md")).expect("README");
-    let rest = &readme[readme
+/// The first fenced rhai block after `marker` in a Markdown file of the repository (its info
+/// string, `rhai test ...`, skipped).
+fn doc_block_after(file: &str, marker: &str) -> String {
+    let text = std::fs::read_to_string(repo().join(file)).expect(file);
+    let rest = &text[text
         .find(marker)
-        .unwrap_or_else(|| panic!("{marker:?} in README"))..];
-    let start = rest.find("```rhai\n").expect("a rhai block") + "```rhai\n".len();
+        .unwrap_or_else(|| panic!("{marker:?} in {file}"))..];
+    let fence = rest.find("```rhai").expect("a rhai block");
+    let start = fence + rest[fence..].find('\n').expect("the fence's line") + 1;
     let len = rest[start..].find("```").expect("the block's end");
     rest[start..start + len].to_string()
 }
 
 #[test]
 fn readme_example_tool_agent_and_tests_run_as_written() {
-    // The README's first tool and agent, and its test file, exactly as printed: `kiln test`
-    // passes them (the capability refusal, the product, the scripted agent run).
-    let tools = readme_block_after("## A tool and an agent");
-    let tests = readme_block_after("## Testing your tools and agents");
+    // The README's first tool and agent, and the testing chapter's test file for them, exactly
+    // as printed: `kiln test` passes them (the capability refusal, the product, the scripted
+    // agent run).
+    let tools = doc_block_after("README.md", "## A tool and an agent");
+    let tests = doc_block_after("docs/testing.md", "## Testing your tools and agents");
     assert!(tools.contains("tool(\"database_lookup\")"), "{tools}");
     assert!(
         tests.contains("test(\"lookup returns the product\""),

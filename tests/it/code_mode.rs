@@ -376,23 +376,20 @@ agent("shop").provider("openai").model("m").base_url("{}/v1").tools(["lookup"]).
     );
 }
 
-/// The README's code-mode section, run as written: its tool and agent (pointed at `kiln mock`
+/// The code-mode chapter, run as written: its tool and agent (pointed at `kiln mock`
 /// instead of Anthropic) and the program it shows, sent as the model's answer.
 #[test]
 fn the_readme_code_mode_example_works_as_written() {
     use crate::common::{Mock, Scripts, repo};
     use serde_json::json;
-    let readme = std::fs::read_to_string(repo().join("README.md")).expect("README.md");
-    let section = readme
-        .split("## Code mode")
-        .nth(1)
-        .and_then(|s| s.split("\n## ").next())
-        .expect("the README section");
-    let blocks: Vec<&str> = section
+    let doc = std::fs::read_to_string(repo().join("docs/code-mode.md")).expect("docs/code-mode.md");
+    // Each rhai block without its info string (the program is `rhai fragment`).
+    let blocks: Vec<&str> = doc
         .split("```")
         .skip(1)
         .step_by(2)
         .filter_map(|b| b.strip_prefix("rhai"))
+        .filter_map(|b| b.split_once('\n').map(|(_, code)| code))
         .collect();
     assert_eq!(blocks.len(), 2, "the definitions and the program");
     let mock = Mock::start(&json!({"turns": [{"code": blocks[1]}, {"text": "30 in all"}]}));

@@ -208,23 +208,23 @@ fn v1_runs_takes_a_budget_and_returns_the_typed_output() {
     assert!(bad.to_string().contains("unknown budget limit"), "{bad}");
 }
 
-/// The README's example loads as written, and a bad contract is a load error at its place.
+/// The contracts chapter's examples load as written, and a bad contract is a load error at its
+/// place.
 #[test]
 fn the_readme_contract_example_loads_and_mistakes_are_load_errors() {
-    let readme = std::fs::read_to_string(repo().join("README.md")).expect("README.md");
-    let section = readme
-        .split("## Typed answers and budgets")
-        .nth(1)
-        .and_then(|s| s.split("\n## ").next())
-        .expect("the README's contract section");
-    let blocks: Vec<&str> = section
+    let doc = std::fs::read_to_string(repo().join("docs/contracts.md")).expect("docs/contracts.md");
+    let blocks: Vec<&str> = doc
         .split("```rhai\n")
         .skip(1)
         .filter_map(|c| c.split("```").next())
         .collect();
-    assert_eq!(blocks.len(), 2, "the agent and the policy");
+    assert_eq!(blocks.len(), 2, "the agent (with its tool) and the policy");
     let code = blocks.join("\n");
-    let s = Scripts::new(&[("readme.rhai", &format!("{LOOKUP}{code}"))]);
+    assert!(
+        code.contains(LOOKUP.trim_end()),
+        "the agent's tool is {LOOKUP}"
+    );
+    let s = Scripts::new(&[("doc.rhai", &code)]);
     let out = kiln(&["check", "--no-stdlib", "--scripts", "."], s.path());
     assert!(out.status.success(), "{}{}", stdout(&out), stderr(&out));
 

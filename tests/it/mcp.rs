@@ -556,15 +556,15 @@ fn mcp_calls_and_kiln_call_are_in_the_run_log() {
     );
 }
 
-/// The README's client configuration, as a client runs it: started in an unrelated folder with
+/// The MCP chapter's client configuration, as a client runs it: started in an unrelated folder with
 /// the paths filled in, it lists the scripts' granted tools and keeps `.kiln/` in the workspace.
 #[test]
 fn readme_mcp_client_configuration_serves_the_scripts_over_stdio() {
-    let readme = std::fs::read_to_string(repo().join("README.md")).expect("README.md");
-    let section = readme
-        .split("### Use kiln tools from Claude Code, Cursor or any MCP client")
+    let doc = std::fs::read_to_string(repo().join("docs/mcp.md")).expect("docs/mcp.md");
+    let section = doc
+        .split("## Use kiln tools from Claude Code, Cursor or any MCP client")
         .nth(1)
-        .expect("the README section");
+        .expect("the docs/mcp.md section");
     let block = section
         .split("```json\n")
         .nth(1)
@@ -595,7 +595,7 @@ fn readme_mcp_client_configuration_serves_the_scripts_over_stdio() {
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
-        .expect("start kiln as the README configures it");
+        .expect("start kiln as the docs configure it");
     let mut stdin = child.stdin.take().expect("stdin");
     let mut lines = BufReader::new(child.stdout.take().expect("stdout")).lines();
     let mut list = Value::Null;

@@ -399,14 +399,10 @@ fn a_script_edited_while_serving_is_used_by_the_next_request() {
     assert_eq!(ask(), 9.0);
 }
 
-/// The fenced blocks of README.md's "Serve an agent over HTTP" section, by language.
-fn readme_blocks(lang: &str) -> Vec<String> {
-    let readme = std::fs::read_to_string(repo().join("README.md")).expect("README.md");
-    let section = readme
-        .split("## Serve an agent over HTTP")
-        .nth(1)
-        .and_then(|s| s.split("\n## ").next())
-        .expect("the README section");
+/// The fenced blocks of docs/serve.md's opening (before its first section), by language.
+fn doc_blocks(lang: &str) -> Vec<String> {
+    let doc = std::fs::read_to_string(repo().join("docs/serve.md")).expect("docs/serve.md");
+    let section = doc.split("\n## ").next().expect("the opening");
     section
         .split("```")
         .skip(1)
@@ -435,7 +431,7 @@ fn serve_starter_scripts() -> (tempfile::TempDir, Serve, String) {
 #[test]
 fn the_readme_serve_examples_work_as_written() {
     let (_dir, _serve, port) = serve_starter_scripts();
-    let sh = readme_blocks("sh").concat();
+    let sh = doc_blocks("sh").concat();
     assert!(sh.contains("kiln serve --bind 127.0.0.1:8787 &"), "{sh}");
     // The server is already running (on a free port); run the rest as written.
     let curl: String = sh
@@ -454,7 +450,7 @@ fn the_readme_serve_examples_work_as_written() {
 fn the_readme_python_serve_example_works_as_written() {
     require_openai_sdk();
     let (_dir, _serve, port) = serve_starter_scripts();
-    let python = readme_blocks("python").concat().replace("8787", &port);
+    let python = doc_blocks("python").concat().replace("8787", &port);
     let out = Command::new("python3")
         .args(["-c", &python])
         .output()

@@ -138,14 +138,14 @@ fn a_read_takes_the_guard_and_the_run_log_and_prompt_arguments_are_validated() {
     );
 }
 
-/// The README's example of resources, prompts and a form loads as written.
+/// The MCP chapter's example of resources, prompts and a form loads as written.
 #[test]
 fn the_readme_example_of_resources_prompts_and_forms_loads() {
-    let readme = std::fs::read_to_string(repo().join("README.md")).expect("README.md");
-    let section = readme
-        .split("### Resources, prompts, completions and forms")
+    let doc = std::fs::read_to_string(repo().join("docs/mcp.md")).expect("docs/mcp.md");
+    let section = doc
+        .split("## Resources, prompts, completions and forms")
         .nth(1)
-        .expect("the README has the section");
+        .expect("docs/mcp.md has the section");
     let code = section
         .split("```rhai\n")
         .nth(1)
