@@ -108,6 +108,7 @@ pub fn connect(
             let key = http::api_key("anthropic", &var)?;
             let url = base.unwrap_or_else(|| anthropic::DEFAULT_BASE_URL.into());
             Provider::Anthropic(anthropic::Anthropic {
+                rendered: Default::default(),
                 endpoint: endpoint(url, Some(key), Some(var)),
             })
         }
@@ -134,6 +135,7 @@ pub fn connect(
                 |h| ollama::normalize_host(&h),
             );
             Provider::Ollama(ollama::Ollama {
+                rendered: Default::default(),
                 endpoint: endpoint(url, None, None),
             })
         }

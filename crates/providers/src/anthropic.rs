@@ -1,11 +1,11 @@
 //! Anthropic Messages API: wire conversion, JSON replies and SSE streams.
 
 use super::error::quote;
-use super::sse;
 use super::{
     CallArgs, Endpoint, Message, ModelRequest, ModelResponse, ProviderError, StopReason, TextSink,
     ToolCall, Usage, http,
 };
+use super::{rendered, sse};
 use reqwest::header::{HeaderMap, HeaderValue};
 use serde_json::{Value, json};
 
@@ -19,20 +19,29 @@ pub const DEFAULT_BASE_URL: &str = "https://api.anthropic.com";
 pub struct Anthropic {
     /// Where and how to connect.
     pub endpoint: Endpoint,
+    /// The conversation as sent so far (a provider serves one run).
+    pub rendered: Rendered,
 }
 
-/// The request body for a neutral request.
+/// The request body for a neutral request, rendered whole (what [`Anthropic::request_bytes`]
+/// sends; the tests hold the two together).
 pub fn request_body(req: &ModelRequest<'_>) -> Value {
+    let tools = (!req.tools.is_empty()).then(|| tool_definitions(&req.tools));
+    body_around(req, messages(&req.messages), tools)
+}
+
+/// The body around its messages and tool definitions (none: no tools offered).
+fn body_around(req: &ModelRequest<'_>, msgs: Vec<Value>, tools: Option<Value>) -> Value {
     let mut body = json!({
         "model": req.model,
         "max_tokens": req.max_tokens,
-        "messages": messages(&req.messages),
+        "messages": msgs,
     });
     if let Some(s) = &req.system {
         body["system"] = json!(s);
     }
-    if !req.tools.is_empty() {
-        body["tools"] = super::tool_definitions(&req.tools, kiln_core::schema::Format::Anthropic);
+    if let Some(tools) = tools {
+        body["tools"] = tools;
     }
     if let Some(t) = req.temperature {
         body["temperature"] = json!(t);
@@ -43,46 +52,16 @@ pub fn request_body(req: &ModelRequest<'_>) -> Value {
     body
 }
 
+fn tool_definitions(tools: &[super::ToolDef]) -> Value {
+    super::tool_definitions(tools, kiln_core::schema::Format::Anthropic)
+}
+
 /// Neutral messages -> Anthropic messages. Tool results go first in the next user message;
 /// consecutive user turns are merged, as the API requires alternation.
 pub fn messages(msgs: &[Message]) -> Vec<Value> {
     let mut out: Vec<Value> = Vec::new();
     for m in msgs {
-        let (role, blocks): (&str, Vec<Value>) = match m {
-            Message::User { content } => ("user", vec![json!({"type": "text", "text": content})]),
-            Message::Assistant {
-                content,
-                tool_calls,
-            } => {
-                let mut blocks = Vec::new();
-                if !content.is_empty() {
-                    blocks.push(json!({"type": "text", "text": content}));
-                }
-                for c in tool_calls {
-                    let input = match &c.args {
-                        CallArgs::Parsed(v @ Value::Object(_)) => v.clone(),
-                        _ => json!({}),
-                    };
-                    blocks.push(
-                        json!({"type": "tool_use", "id": c.id, "name": c.name, "input": input}),
-                    );
-                }
-                ("assistant", blocks)
-            }
-            Message::Tool { results } => {
-                let blocks = results
-                    .iter()
-                    .map(|r| {
-                        let mut b = json!({"type": "tool_result", "tool_use_id": r.call_id, "content": r.content});
-                        if r.is_error {
-                            b["is_error"] = json!(true);
-                        }
-                        b
-                    })
-                    .collect();
-                ("user", blocks)
-            }
-        };
+        let (role, blocks) = blocks(m);
         match out.last_mut() {
             Some(prev) if prev["role"] == role => {
                 if let Some(arr) = prev["content"].as_array_mut() {
@@ -103,6 +82,134 @@ pub fn messages(msgs: &[Message]) -> Vec<Value> {
         }
     }
     out
+}
+
+/// The role of a neutral message on the wire and its content blocks.
+fn blocks(m: &Message) -> (&'static str, Vec<Value>) {
+    match m {
+        Message::User { content } => ("user", vec![json!({"type": "text", "text": content})]),
+        Message::Assistant {
+            content,
+            tool_calls,
+        } => {
+            let mut blocks = Vec::new();
+            if !content.is_empty() {
+                blocks.push(json!({"type": "text", "text": content}));
+            }
+            for c in tool_calls {
+                let input = match &c.args {
+                    CallArgs::Parsed(v @ Value::Object(_)) => v.clone(),
+                    _ => json!({}),
+                };
+                blocks
+                    .push(json!({"type": "tool_use", "id": c.id, "name": c.name, "input": input}));
+            }
+            ("assistant", blocks)
+        }
+        Message::Tool { results } => {
+            let blocks = results
+                .iter()
+                .map(|r| {
+                    let mut b = json!({"type": "tool_result", "tool_use_id": r.call_id, "content": r.content});
+                    if r.is_error {
+                        b["is_error"] = json!(true);
+                    }
+                    b
+                })
+                .collect();
+            ("user", blocks)
+        }
+    }
+}
+
+/// One neutral message rendered as Anthropic content blocks: the wire merges a run of
+/// messages of one role into one message, so a message is its blocks, not a wire message.
+pub struct Blocks {
+    role: &'static str,
+    /// The blocks' JSON text, comma-joined.
+    text: String,
+    count: usize,
+    /// When the message is one text block: the text as a JSON string (a wire message of one
+    /// text block is sent as that string).
+    lone_text: Option<String>,
+}
+
+impl Blocks {
+    fn of(m: &Message) -> Blocks {
+        let (role, blocks) = blocks(m);
+        let lone_text = match blocks.as_slice() {
+            [b] if b["type"] == "text" => Some(b["text"].to_string()),
+            _ => None,
+        };
+        Blocks {
+            role,
+            text: rendered::joined(&blocks),
+            count: blocks.len(),
+            lone_text,
+        }
+    }
+}
+
+/// Each message of a conversation rendered once, as its content blocks.
+pub type Rendered = rendered::Rendered<Blocks>;
+
+/// Writes the wire message of `run`, messages of one role, as the next item in `out`.
+fn write_message(out: &mut String, run: &[Blocks]) {
+    let Some(first) = run.first() else {
+        return;
+    };
+    rendered::separate(out);
+    out.push_str("{\"role\":\"");
+    out.push_str(first.role);
+    out.push_str("\",\"content\":");
+    let lone = match run.iter().map(|b| b.count).sum::<usize>() {
+        1 => run.iter().find_map(|b| b.lone_text.as_deref()),
+        _ => None,
+    };
+    match lone {
+        Some(text) => out.push_str(text),
+        None => {
+            out.push('[');
+            for b in run {
+                rendered::push_item(out, &b.text);
+            }
+            out.push(']');
+        }
+    }
+    out.push('}');
+}
+
+/// [`request_body`] as the bytes sent, the messages taken from `cache` where they were
+/// rendered before.
+fn request_bytes(req: &ModelRequest<'_>, cache: &Rendered) -> Vec<u8> {
+    cache.render(req, &Request(req))
+}
+
+/// A request as the Anthropic wire renders it.
+struct Request<'r, 'a>(&'r ModelRequest<'a>);
+
+impl rendered::Wire for Request<'_, '_> {
+    type Part = Blocks;
+
+    fn part(&self, m: &Message) -> Blocks {
+        Blocks::of(m)
+    }
+
+    fn joins(&self, prev: &Blocks, next: &Blocks) -> bool {
+        prev.role == next.role
+    }
+
+    fn write(&self, out: &mut String, run: &[Blocks]) {
+        write_message(out, run);
+    }
+
+    fn tools(&self, tools: &[super::ToolDef]) -> Value {
+        tool_definitions(tools)
+    }
+
+    fn frame(&self, tools: Option<Value>) -> Value {
+        body_around(self.0, Vec::new(), tools)
+    }
 }
 
 fn stop_reason(s: Option<&str>) -> StopReason {
@@ -353,7 +460,13 @@ impl sse::StreamState for StreamState {
 }
 
 impl Anthropic {
-    /// Sends a request body ([`request_body`]'s bytes).
+    /// The request body as sent: messages rendered in earlier rounds are copied, not rendered
+    /// again.
+    pub fn request_bytes(&self, req: &ModelRequest<'_>) -> Vec<u8> {
+        request_bytes(req, &self.rendered)
+    }
+
+    /// Sends a request body ([`Anthropic::request_bytes`]).
     pub async fn send(
         &self,
         body: bytes::Bytes,

@@ -1,5 +1,6 @@
 //! kiln's model providers: each wire format in its own module with its wire types and
-//! conversion (`anthropic`, `openai`, `ollama`), the shared HTTP transport with retries and
+//! conversion (`anthropic`, `openai`, `ollama`), request bodies rendered incrementally round
+//! after round ([`rendered`]), the shared HTTP transport with retries and
 //! bounded reads ([`http`]), incremental SSE ([`sse`]), key redaction ([`redact`]), and the
 //! [`Provider`] an agent talks to. The neutral types they convert are kiln-core's
 //! ([`kiln_core::model`], re-exported here); a model in this process is a
@@ -16,6 +17,7 @@ pub mod openai;
 mod openai_reply;
 mod openai_stream;
 pub mod redact;
+pub mod rendered;
 pub mod sse;
 
 pub use kiln_core::model::{
@@ -122,9 +124,9 @@ impl Provider {
     /// the conversation.
     pub fn prepare(&self, req: &ModelRequest<'_>) -> Prepared {
         let body = match self {
-            Provider::Anthropic(_) => http::json(&anthropic::request_body(req)),
+            Provider::Anthropic(p) => p.request_bytes(req).into(),
             Provider::OpenAi(p) => p.request_bytes(req).into(),
-            Provider::Ollama(_) => http::json(&ollama::request_body(req)),
+            Provider::Ollama(p) => p.request_bytes(req).into(),
             Provider::Local(_) => http::json(&local::planner_input(req)),
         };
         Prepared {

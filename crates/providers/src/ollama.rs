@@ -5,7 +5,7 @@ use super::error::quote;
 use super::sse::{LineBuffer, LineEnds};
 use super::{
     CallArgs, Endpoint, Message, ModelRequest, ModelResponse, ProviderError, StopReason, TextSink,
-    ToolCall, Usage, http,
+    ToolCall, Usage, http, rendered,
 };
 use reqwest::header::HeaderMap;
 use serde_json::{Value, json};
@@ -20,6 +20,8 @@ const SYNTHETIC_ID: &str = "ollama_call_";
 pub struct Ollama {
     /// Where and how to connect.
     pub endpoint: Endpoint,
+    /// The conversation as sent so far (a provider serves one run).
+    pub rendered: Rendered,
 }
 
 /// `OLLAMA_HOST` may omit the scheme (`127.0.0.1:11434`); make it a URL.
@@ -32,53 +34,73 @@ pub fn normalize_host(host: &str) -> String {
     }
 }
 
-/// The request body for a neutral request.
+/// The request body for a neutral request, rendered whole (what [`Ollama::request_bytes`]
+/// sends; the tests hold the two together).
 pub fn request_body(req: &ModelRequest<'_>) -> Value {
     let mut msgs = Vec::new();
     if let Some(s) = &req.system {
-        msgs.push(json!({"role": "system", "content": s}));
+        msgs.push(system_message(s));
     }
     for m in req.messages.iter() {
-        match m {
-            Message::User { content } => msgs.push(json!({"role": "user", "content": content})),
-            Message::Assistant {
-                content,
-                tool_calls,
-            } => {
-                let mut a = json!({"role": "assistant", "content": content});
-                if !tool_calls.is_empty() {
-                    let calls: Vec<Value> = tool_calls
-                        .iter()
-                        .map(|c| {
-                            let args = match &c.args {
-                                CallArgs::Parsed(v @ Value::Object(_)) => v.clone(),
-                                _ => json!({}),
-                            };
-                            let mut call = json!({"function": {"name": c.name, "arguments": args}});
-                            if !c.id.starts_with(SYNTHETIC_ID) {
-                                call["id"] = json!(c.id);
-                            }
-                            call
-                        })
-                        .collect();
-                    a["tool_calls"] = Value::Array(calls);
-                }
-                msgs.push(a);
+        wire_messages(m, &mut msgs);
+    }
+    let tools = (!req.tools.is_empty()).then(|| tool_definitions(&req.tools));
+    body_around(req, msgs, tools)
+}
+
+fn system_message(system: &str) -> Value {
+    json!({"role": "system", "content": system})
+}
+
+fn tool_definitions(tools: &[super::ToolDef]) -> Value {
+    super::tool_definitions(tools, kiln_core::schema::Format::Ollama)
+}
+
+/// The wire messages of one neutral message (tool results are one message each).
+fn wire_messages(m: &Message, msgs: &mut Vec<Value>) {
+    match m {
+        Message::User { content } => msgs.push(json!({"role": "user", "content": content})),
+        Message::Assistant {
+            content,
+            tool_calls,
+        } => {
+            let mut a = json!({"role": "assistant", "content": content});
+            if !tool_calls.is_empty() {
+                let calls: Vec<Value> = tool_calls
+                    .iter()
+                    .map(|c| {
+                        let args = match &c.args {
+                            CallArgs::Parsed(v @ Value::Object(_)) => v.clone(),
+                            _ => json!({}),
+                        };
+                        let mut call = json!({"function": {"name": c.name, "arguments": args}});
+                        if !c.id.starts_with(SYNTHETIC_ID) {
+                            call["id"] = json!(c.id);
+                        }
+                        call
+                    })
+                    .collect();
+                a["tool_calls"] = Value::Array(calls);
             }
-            Message::Tool { results } => {
-                for r in results {
-                    let mut t = json!({"role": "tool", "tool_name": r.name, "content": r.content});
-                    if !r.call_id.starts_with(SYNTHETIC_ID) {
-                        t["tool_call_id"] = json!(r.call_id);
-                    }
-                    msgs.push(t);
+            msgs.push(a);
+        }
+        Message::Tool { results } => {
+            for r in results {
+                let mut t = json!({"role": "tool", "tool_name": r.name, "content": r.content});
+                if !r.call_id.starts_with(SYNTHETIC_ID) {
+                    t["tool_call_id"] = json!(r.call_id);
                 }
+                msgs.push(t);
             }
         }
     }
+}
+
+/// The body around its messages and tool definitions (none: no tools offered).
+fn body_around(req: &ModelRequest<'_>, msgs: Vec<Value>, tools: Option<Value>) -> Value {
     let mut body = json!({"model": req.model, "messages": msgs, "stream": req.stream});
-    if !req.tools.is_empty() {
-        body["tools"] = super::tool_definitions(&req.tools, kiln_core::schema::Format::Ollama);
+    if let Some(tools) = tools {
+        body["tools"] = tools;
     }
     let mut options = json!({"num_predict": req.max_tokens});
     if let Some(t) = req.temperature {
@@ -86,6 +108,48 @@ pub fn request_body(req: &ModelRequest<'_>) -> Value {
     }
     body["options"] = options;
     body
+}
+
+/// Each message of a conversation rendered once, as the JSON text of its wire messages
+/// (comma-joined; a tool message is one wire message per result).
+pub type Rendered = rendered::Rendered<String>;
+
+/// [`request_body`] as the bytes sent, the messages taken from `cache` where they were
+/// rendered before.
+fn request_bytes(req: &ModelRequest<'_>, cache: &Rendered) -> Vec<u8> {
+    cache.render(req, &Request(req))
+}
+
+/// A request as the Ollama wire renders it.
+struct Request<'r, 'a>(&'r ModelRequest<'a>);
+
+impl rendered::Wire for Request<'_, '_> {
+    type Part = String;
+
+    fn part(&self, m: &Message) -> String {
+        let mut wire = Vec::new();
+        wire_messages(m, &mut wire);
+        rendered::joined(&wire)
+    }
+
+    fn write(&self, out: &mut String, run: &[String]) {
+        rendered::write_items(out, run);
+    }
+
+    fn lead(&self) -> Option<String> {
+        self.0
+            .system
+            .as_deref()
+            .map(|s| system_message(s).to_string())
+    }
+
+    fn tools(&self, tools: &[super::ToolDef]) -> Value {
+        tool_definitions(tools)
+    }
+
+    fn frame(&self, tools: Option<Value>) -> Value {
+        body_around(self.0, Vec::new(), tools)
+    }
 }
 
 fn malformed(message: impl Into<String>) -> ProviderError {
@@ -190,7 +254,13 @@ impl ChatState {
 }
 
 impl Ollama {
-    /// Sends a request body ([`request_body`]'s bytes).
+    /// The request body as sent: messages rendered in earlier rounds are copied, not rendered
+    /// again.
+    pub fn request_bytes(&self, req: &ModelRequest<'_>) -> Vec<u8> {
+        request_bytes(req, &self.rendered)
+    }
+
+    /// Sends a request body ([`Ollama::request_bytes`]).
     pub async fn send(
         &self,
         body: bytes::Bytes,

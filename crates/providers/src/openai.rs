@@ -4,8 +4,8 @@ pub use super::openai_reply::parse_response;
 use super::openai_reply::{NAME, malformed, typed_reply};
 pub use super::openai_stream::StreamState;
 pub use super::openai_stream::parse_sse;
-use super::sse;
 use super::{Endpoint, Message, ModelRequest, ModelResponse, ProviderError, TextSink, http};
+use super::{rendered, sse};
 use reqwest::header::{AUTHORIZATION, HeaderMap, HeaderValue};
 use serde_json::{Value, json};
 
@@ -20,95 +20,73 @@ pub struct OpenAi {
     pub rendered: Rendered,
 }
 
-/// The request body for a neutral request. `official` picks `max_completion_tokens`, which
-/// OpenAI wants, over `max_tokens`, which compatible servers understand. (What
-/// [`OpenAi::request_bytes`] sends; the tests hold the two together.)
+/// The request body for a neutral request, rendered whole. `official` picks
+/// `max_completion_tokens`, which OpenAI wants, over `max_tokens`, which compatible servers
+/// understand. (What [`OpenAi::request_bytes`] sends; the tests hold the two together.)
 #[cfg(test)]
 pub fn request_body(req: &ModelRequest<'_>, official: bool) -> Value {
     let mut msgs = Vec::new();
     if let Some(s) = &req.system {
-        msgs.push(json!({"role": "system", "content": s}));
+        msgs.push(system_message(s));
     }
     for m in req.messages.iter() {
         wire_messages(m, &mut msgs);
     }
-    body_around(req, official, msgs)
+    let tools = (!req.tools.is_empty()).then(|| tool_definitions(&req.tools));
+    body_around(req, official, msgs, tools)
 }
 
-/// Each message of a conversation rendered once, as the JSON text of its wire messages: the
-/// conversation only grows within a run, so a round renders only what is new and copies the
-/// rest. An entry is reused only while its message is unchanged. The tool definitions are
-/// kept the same way while the tools offered stay the same.
-#[derive(Default)]
-pub struct Rendered(std::sync::Mutex<RenderedParts>);
+/// Each message of a conversation rendered once, as the JSON text of its wire messages
+/// (comma-joined; a tool message is one wire message per result).
+pub type Rendered = rendered::Rendered<String>;
 
-#[derive(Default)]
-struct RenderedParts {
-    messages: Vec<(Message, String)>,
-    tools: (Vec<super::ToolDef>, String),
+/// `request_body` as the bytes sent, the messages taken from `cache` where they were rendered
+/// before.
+fn request_bytes(req: &ModelRequest<'_>, official: bool, cache: &Rendered) -> Vec<u8> {
+    cache.render(req, &Request { req, official })
 }
 
-/// `request_body` as the bytes sent, the messages taken from `rendered` where they were
-/// rendered before.
-fn request_bytes(req: &ModelRequest<'_>, official: bool, rendered: &Rendered) -> Vec<u8> {
-    const SLOT: &str = "\"messages\":[";
-    // The frame holds an empty message list; a JSON string cannot hold an unescaped quote, so
-    // the first `"messages":[` is the key itself.
-    let bare = ModelRequest {
-        model: req.model.clone(),
-        system: None,
-        messages: (&[][..]).into(),
-        tools: Vec::new(),
-        temperature: req.temperature,
-        max_tokens: req.max_tokens,
-        stream: req.stream,
-        unchanged_prefix: 0,
-        output: req.output.clone(),
-    };
-    let frame = body_around(&bare, official, Vec::new()).to_string();
-    let at = frame.find(SLOT).map_or(frame.len(), |i| i + SLOT.len());
-    let mut out = String::with_capacity(frame.len() + 1024);
-    out.push_str(&frame[..at]);
-    let mut push = |text: &str| {
-        if !text.is_empty() {
-            if !out.ends_with('[') {
-                out.push(',');
-            }
-            out.push_str(text);
-        }
-    };
-    if let Some(s) = &req.system {
-        push(&json!({"role": "system", "content": s}).to_string());
+/// A request as the OpenAI wire renders it.
+struct Request<'r, 'a> {
+    req: &'r ModelRequest<'a>,
+    official: bool,
+}
+
+impl rendered::Wire for Request<'_, '_> {
+    type Part = String;
+
+    fn part(&self, m: &Message) -> String {
+        let mut wire = Vec::new();
+        wire_messages(m, &mut wire);
+        rendered::joined(&wire)
     }
-    let mut parts = rendered.0.lock().unwrap_or_else(|e| e.into_inner());
-    let RenderedParts { messages, tools } = &mut *parts;
-    for (i, m) in req.messages.iter().enumerate() {
-        // Messages the caller promises unchanged are not compared again: comparing them all
-        // each round made every round cost as much as the whole conversation.
-        let reusable = messages.len() > i && (i < req.unchanged_prefix || messages[i].0 == *m);
-        if !reusable {
-            messages.truncate(i);
-            let mut wire = Vec::new();
-            wire_messages(m, &mut wire);
-            let text: Vec<String> = wire.iter().map(Value::to_string).collect();
-            messages.push((m.clone(), text.join(",")));
-        }
-        push(&messages[i].1);
+
+    fn write(&self, out: &mut String, run: &[String]) {
+        rendered::write_items(out, run);
     }
-    messages.truncate(req.messages.len());
-    // The tools follow the messages, where `body_around` puts them.
-    let rest = frame.get(at..).unwrap_or_default();
-    out.push_str(rest.get(..1).unwrap_or_default());
-    if !req.tools.is_empty() {
-        if tools.0 != req.tools {
-            let defs = super::tool_definitions(&req.tools, kiln_core::schema::Format::OpenAi);
-            *tools = (req.tools.clone(), defs.to_string());
-        }
-        out.push_str(",\"tools\":");
-        out.push_str(&tools.1);
+
+    fn lead(&self) -> Option<String> {
+        self.req
+            .system
+            .as_deref()
+            .map(|s| system_message(s).to_string())
     }
-    out.push_str(rest.get(1..).unwrap_or_default());
-    out.into_bytes()
+
+    fn tools(&self, tools: &[super::ToolDef]) -> Value {
+        tool_definitions(tools)
+    }
+
+    fn frame(&self, tools: Option<Value>) -> Value {
+        body_around(self.req, self.official, Vec::new(), tools)
+    }
+}
+
+fn system_message(system: &str) -> Value {
+    json!({"role": "system", "content": system})
+}
+
+fn tool_definitions(tools: &[super::ToolDef]) -> Value {
+    super::tool_definitions(tools, kiln_core::schema::Format::OpenAi)
 }
 
 /// The wire messages of one neutral message (tool results are one message each).
@@ -141,11 +119,16 @@ fn wire_messages(m: &Message, msgs: &mut Vec<Value>) {
     }
 }
 
-/// The body around its messages.
-fn body_around(req: &ModelRequest<'_>, official: bool, msgs: Vec<Value>) -> Value {
+/// The body around its messages and tool definitions (none: no tools offered).
+fn body_around(
+    req: &ModelRequest<'_>,
+    official: bool,
+    msgs: Vec<Value>,
+    tools: Option<Value>,
+) -> Value {
     let mut body = json!({"model": req.model, "messages": msgs});
-    if !req.tools.is_empty() {
-        body["tools"] = super::tool_definitions(&req.tools, kiln_core::schema::Format::OpenAi);
+    if let Some(tools) = tools {
+        body["tools"] = tools;
     }
     body[if official {
         "max_completion_tokens"
