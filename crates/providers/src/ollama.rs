@@ -178,6 +178,11 @@ impl ChatState {
         }
         let v: Value = serde_json::from_str(line)
             .map_err(|e| malformed(format!("bad reply line ({e}): {}", quote(line))))?;
+        self.apply_value(&v, sink)
+    }
+
+    /// Applies one reply object, already parsed.
+    pub fn apply_value(&mut self, v: &Value, sink: &TextSink) -> Result<(), ProviderError> {
         if let Some(e) = v.get("error") {
             return Err(ProviderError::Stream {
                 provider: NAME,
@@ -273,7 +278,7 @@ impl Ollama {
         let mut state = ChatState::default();
         if !stream {
             let v = http::json_body(NAME, resp, limits).await?;
-            state.apply(&v.to_string(), sink)?;
+            state.apply_value(&v, sink)?;
             return state.finish();
         }
         let resp = http::expect_content_type(
