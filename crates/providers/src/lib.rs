@@ -11,6 +11,7 @@
 #![warn(missing_docs)]
 
 pub mod anthropic;
+mod anthropic_reply;
 pub mod http;
 pub mod ollama;
 pub mod openai;
