@@ -7,7 +7,15 @@
 //! smoke test. For instruction counts, `KILN_BENCH_PROFILE=kiln|handoff|logged|bare` with
 //! `KILN_BENCH_RUNS=R` runs only that variant R times (run it under callgrind twice with two
 //! values of R: the difference is the cost of R runs without the setup).
+//!
+//! A second group ([`conversation`]) measures whether a round costs the same late in a long
+//! conversation as early in it, on every wire format (rounds 1-100 against 101-200; 2 against
+//! 2 under `cargo test`). `KILN_BENCH_PROFILE=long-WIRE` (or `long-WIRE-stream`) with
+//! `KILN_BENCH_ROUNDS=N` runs only an N-round conversation (default 200) over that wire: two
+//! values of N under callgrind give the cost of the rounds between them.
 
+#[path = "support/conversation.rs"]
+mod conversation;
 mod support;
 
 use kiln::{Host, RunOptions, RunReport};
@@ -83,8 +91,10 @@ async fn bare(client: &reqwest::Client, base: &str, bodies: &[Value]) {
 }
 
 fn main() {
+    conversation::set_keys();
     let measuring = support::measuring();
     let profile = std::env::var("KILN_BENCH_PROFILE").ok();
+    let profiling = profile.is_some();
     let rounds: usize = std::env::var("KILN_BENCH_ROUNDS")
         .ok()
         .and_then(|v| v.parse().ok())
@@ -98,6 +108,18 @@ fn main() {
         .enable_all()
         .build()
         .expect("runtime");
+    if let Some(variant) = profile.as_deref().filter(|p| p.starts_with("long-")) {
+        let total = std::env::var("KILN_BENCH_ROUNDS")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(200);
+        let runs = std::env::var("KILN_BENCH_RUNS")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(1);
+        runtime.block_on(conversation::profile(variant, total, runs));
+        return;
+    }
     runtime.block_on(async move {
         // `rounds` model requests: rounds - 1 with a tool call, then the answer.
         let mut turns: Vec<Value> = (0..rounds - 1).map(|i| json!({"tool_calls": [{"name": "calculator", "args": {"expression": format!("{i} * 3 + 1")}}]})).collect();
@@ -181,4 +203,18 @@ fn main() {
         let _ = mock.kill();
         let _ = mock.wait();
     });
+    if !profiling {
+        let (lengths, samples) = if measuring {
+            (
+                conversation::Lengths {
+                    early: 100,
+                    total: 200,
+                },
+                11,
+            )
+        } else {
+            (conversation::Lengths { early: 2, total: 4 }, 1)
+        };
+        runtime.block_on(conversation::measure(lengths, samples));
+    }
 }
