@@ -53,3 +53,4 @@ mod serve_ops;
 mod served;
 mod spec;
 mod tool_meta;
+mod traces;

@@ -68,14 +68,16 @@ pub fn apply<'a>(
                     shorten(&args.to_string())
                 );
                 let label = format!("policy:{}", policy.name());
-                let answer = match &ctx.asker {
+                let span = crate::telemetry::approval_span(&label, tool);
+                let answer = span.in_scope(|| match &ctx.asker {
                     _ if ctx.services.assume_yes => Ok(true),
                     Some(asker) => asker.ask(&label, &question),
                     None if ctx.services.approver.is_none() => {
                         Err("there is no one to ask (pass --yes to approve)".to_string())
                     }
                     None => Ok(ctx.services.approve(&label, &question)),
-                };
+                });
+                crate::telemetry::record_approval(&span, &answer);
                 match answer {
                     Ok(true) => {}
                     Ok(false) => return Err(denied(format!("{why} (not approved)"))),

@@ -62,10 +62,81 @@ pub fn record_outcome(span: &tracing::Span, outcome: &crate::failure::ToolOutcom
                 span.record("gen_ai.tool.call.result", v.to_string());
             }
         }
-        Err(f) => {
-            span.record("error.type", f.kind.as_str());
-            span.record("otel.status_code", "ERROR");
-            span.record("otel.status_description", f.kind.as_str());
-        }
+        Err(f) => fail(span, f.kind.as_str()),
     }
+}
+
+/// The span of a pipeline run: `invoke_workflow {pipeline}`.
+pub fn pipeline_span(pipeline: &str, run_id: &str) -> tracing::Span {
+    tracing::info_span!(
+        "invoke_workflow",
+        otel.name = %format_args!("invoke_workflow {pipeline}"),
+        otel.kind = "internal",
+        otel.status_code = tracing::field::Empty,
+        otel.status_description = tracing::field::Empty,
+        gen_ai.operation.name = "invoke_workflow",
+        gen_ai.workflow.name = pipeline,
+        error.type = tracing::field::Empty,
+        kiln.run_id = run_id,
+        kiln.nodes = tracing::field::Empty,
+    )
+}
+
+/// Records how a pipeline run ended: a refusal or a failed node fails it.
+pub fn record_pipeline(span: &tracing::Span, report: &crate::pipeline::report::PipelineReport) {
+    span.record("kiln.nodes", report.nodes.len());
+    if let Some(f) = &report.refused {
+        fail(span, f.kind.as_str());
+    } else if let Some(f) = report.nodes.iter().find_map(|n| n.error.as_ref()) {
+        fail(span, f.kind.as_str());
+    }
+}
+
+/// The span of one pipeline node (the conventions have none; its call's own span is its
+/// child): `node {name}`.
+pub fn node_span(node: &str, call: &str) -> tracing::Span {
+    tracing::info_span!(
+        "pipeline_node",
+        otel.name = %format_args!("node {node}"),
+        otel.kind = "internal",
+        otel.status_code = tracing::field::Empty,
+        otel.status_description = tracing::field::Empty,
+        error.type = tracing::field::Empty,
+        kiln.node = node,
+        kiln.node.call = call,
+    )
+}
+
+/// Marks a span failed with a failure kind.
+pub fn fail(span: &tracing::Span, kind: &str) {
+    span.record("error.type", kind);
+    span.record("otel.status_code", "ERROR");
+    span.record("otel.status_description", kind);
+}
+
+/// The span of a wait for a person's approval (how long the person took).
+pub fn approval_span(capability: &str, tool: &str) -> tracing::Span {
+    tracing::info_span!(
+        "approval",
+        otel.name = %format_args!("approval {capability}"),
+        otel.kind = "internal",
+        kiln.approval.capability = capability,
+        gen_ai.tool.name = tool,
+        kiln.approval.granted = tracing::field::Empty,
+    )
+}
+
+/// Records a person's answer (or why none came) on an approval's span.
+pub fn record_approval(span: &tracing::Span, answer: &Result<bool, String>) {
+    span.record("kiln.approval.granted", matches!(answer, Ok(true)));
+}
+
+/// The span of a wait for a rate limit's slot (only when the limit says to wait).
+pub fn rate_limit_span(tool: &str) -> tracing::Span {
+    tracing::info_span!(
+        "rate_limit_wait",
+        otel.name = %format_args!("rate_limit_wait {tool}"),
+        otel.kind = "internal",
+        gen_ai.tool.name = tool,
+    )
 }

@@ -322,6 +322,12 @@ impl Tool {
         }
         if let Some(limit) = &self.rate_limit {
             let deadline = self.deadline(ctx);
+            // A limit that waits shows its wait in the trace.
+            let span = match limit.wait {
+                true => crate::telemetry::rate_limit_span(&self.name),
+                false => tracing::Span::none(),
+            };
+            let _in_wait = span.enter();
             ctx.services.rate_limits.acquire(
                 &self.name,
                 limit,
@@ -417,7 +423,9 @@ impl CallContext {
     pub async fn call_tool(&self, name: &str, args: Value) -> Result<Value, ToolFailure> {
         let ctx = self.clone();
         let name = name.to_string();
+        let span = tracing::Span::current();
         let outcome = tokio::task::spawn_blocking(move || {
+            let _in_caller = span.enter();
             let (caller, declared) = match &ctx.native {
                 Some(c) => (c.0.as_str(), c.1.as_slice()),
                 None => ("(none)", &[][..]),

@@ -100,8 +100,18 @@ impl Worker {
             opts.history = history;
             opts.state = Some(state);
         }
-        self.host
-            .run_journaled(journal, &req.agent, &req.prompt, opts)
+        // Each attempt of the invocation is a span of its own; a replayed step makes no span
+        // (its model request or tool call is not made again).
+        let span = tracing::info_span!(
+            "durable_run",
+            otel.name = %format_args!("durable_run {}", req.agent),
+            otel.kind = "internal",
+            restate.invocation_id = invocation,
+        );
+        let run = self
+            .host
+            .run_journaled(journal, &req.agent, &req.prompt, opts);
+        tracing::Instrument::instrument(run, span)
             .await
             .map_err(|e| failed(e).into())
     }

@@ -244,6 +244,16 @@ async def test_a_saved_module_s_mistake_shows_in_the_files_importing_it(client: 
     found = await diagnostics_of(client, main.as_uri())
     assert any("lib" in d.message for d in found), found
 
+    # Go to definition from an import lands on the module.
+    text = main.read_text()
+    open_file(client, main, text)
+    at = position_of(text, 'import "lib"', len('import "l'))
+    location = await client.text_document_definition_async(
+        types.DefinitionParams(text_document=types.TextDocumentIdentifier(uri=main.as_uri()), position=at)
+    )
+    location = location[0] if isinstance(location, list) else location
+    assert pathlib.Path(location.uri.removeprefix("file://")).resolve() == lib.resolve()
+
 
 @pytest_lsp.fixture(config=ClientServerConfig(server_command=[KILN, "lsp"]))
 async def repo_client(lsp_client: LanguageClient):

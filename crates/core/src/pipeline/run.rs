@@ -16,6 +16,7 @@ use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::sync::Semaphore;
+use tracing::Instrument;
 
 /// The caller's grants narrowed to the capabilities the pipeline declares.
 fn pipeline_grants(caller: &Grants, spec: &PipelineSpec) -> Grants {
@@ -36,10 +37,26 @@ pub async fn run(
     inputs: Value,
     caller: &CallContext,
 ) -> PipelineReport {
+    // A run of its own (an agent's call of a pipeline is logged apart from the agent's run).
+    let run_id = crate::context::new_run_id();
+    let span = crate::telemetry::pipeline_span(&spec.name, &run_id);
+    let report = run_in_span(runner, spec, inputs, caller, run_id)
+        .instrument(span.clone())
+        .await;
+    crate::telemetry::record_pipeline(&span, &report);
+    report
+}
+
+async fn run_in_span(
+    runner: Option<&dyn AgentRunner>,
+    spec: &Arc<PipelineSpec>,
+    inputs: Value,
+    caller: &CallContext,
+    run_id: String,
+) -> PipelineReport {
     let started = Instant::now();
     let mut ctx = caller.clone();
-    // A run of its own (an agent's call of a pipeline is logged apart from the agent's run).
-    ctx.run_id = crate::context::new_run_id();
+    ctx.run_id = run_id;
     ctx.grants = pipeline_grants(&caller.grants, spec);
     ctx.caller = Caller::Pipeline(spec.name.clone());
     let deadline = started + spec.timeout;
@@ -149,6 +166,24 @@ async fn run_node(
     permits: Arc<Semaphore>,
     run_started: Instant,
 ) -> NodeReport {
+    let span = crate::telemetry::node_span(&node.name, &node.target.to_string());
+    let report = run_node_in_span(runner, node, values, ctx, permits, run_started)
+        .instrument(span.clone())
+        .await;
+    if let Some(e) = &report.error {
+        crate::telemetry::fail(&span, e.kind.as_str());
+    }
+    report
+}
+
+async fn run_node_in_span(
+    runner: Option<&dyn AgentRunner>,
+    node: Node,
+    values: Value,
+    ctx: CallContext,
+    permits: Arc<Semaphore>,
+    run_started: Instant,
+) -> NodeReport {
     let _permit = permits.acquire_owned().await.ok();
     let begun = Instant::now();
     let deadline = ctx
@@ -210,15 +245,18 @@ async fn call_tool(
         return (values, Err(f));
     };
     let node = node.clone();
-    let ran =
-        tokio::task::spawn_blocking(move || match map_values(&node, values.clone(), deadline) {
+    // The tool's span is a child of the node's, on the blocking thread too.
+    let span = tracing::Span::current();
+    let ran = tokio::task::spawn_blocking(move || {
+        span.in_scope(|| match map_values(&node, values.clone(), deadline) {
             Err(f) => (values, Err(f)),
             Ok(args) => {
                 let result = tool.execute(&args, &ctx).result;
                 (args, result)
             }
         })
-        .await;
+    })
+    .await;
     ran.unwrap_or_else(|e| (Value::Null, Err(runtime_failure(e))))
 }
 
