@@ -362,6 +362,76 @@ fn phoenix_shows_the_demo_a_pipeline_and_a_served_run_as_kiln_logged_them() {
     assert_eq!(trace(run), trace(request));
     drop(serve);
 
+    // One trace from the caller through kiln serve, the agent and its tool to a mounted MCP
+    // server (another kiln, `kiln mcp` over stdio, exporting its own spans) and its tool.
+    let inner = Scripts::new(&[(
+        "stock.rhai",
+        r#"tool("stock").description("Units in stock").param("sku", "string").handler(|a| 120);"#,
+    )]);
+    let mock = Mock::start(&json!({"by_round": true, "turns": [
+        {"tool_calls": [{"name": "inv__stock", "args": {"sku": "SKU-1"}}], "usage": {"input_tokens": 10, "output_tokens": 3}},
+        {"text": "120 in stock.", "usage": {"input_tokens": 12, "output_tokens": 4}}
+    ]}));
+    let outer = Scripts::new(&[(
+        "stock.rhai",
+        &format!(
+            r#"agent("stock").provider("openai").model("mock-model").base_url("{}/v1").tools(["inv__stock"]).capabilities(["mcp:inv"]);"#,
+            mock.url
+        ),
+    )]);
+    let mount = format!(
+        "inv={} mcp --no-stdlib --scripts {}",
+        kiln_bin().display(),
+        inner.path().display()
+    );
+    let otel = [
+        ("OTEL_EXPORTER_OTLP_ENDPOINT", phoenix.url.as_str()),
+        (
+            "OTEL_RESOURCE_ATTRIBUTES",
+            "openinference.project.name=mounted",
+        ),
+    ];
+    let db = outer.path().join("kiln.db");
+    let serve = Serve::start(outer.path(), &db, &["--mcp", &mount], &otel);
+    let caller = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+    let body =
+        json!({"model": "stock", "messages": [{"role": "user", "content": "Stock of SKU-1?"}]});
+    let (status, _, text) = http_raw(
+        "POST",
+        &format!("{}/v1/chat/completions", serve.url),
+        &[
+            ("content-type", "application/json"),
+            ("traceparent", caller),
+        ],
+        &body.to_string(),
+    );
+    assert_eq!(status, 200, "{text}");
+    assert!(text.contains("120 in stock."), "{text}");
+    let spans = phoenix.spans("mounted", 7);
+    let proxy = one(&spans, "execute_tool inv__stock");
+    assert_eq!(attr(proxy, "gen_ai.tool.type"), "extension");
+    let served = one(&spans, "tools/call stock");
+    assert_eq!(
+        served["parent_id"],
+        id(proxy),
+        "the mounted server continues the call's trace"
+    );
+    let inner_call = one(&spans, "execute_tool stock");
+    assert_eq!(inner_call["parent_id"], id(served));
+    let run = one(&spans, "invoke_agent stock");
+    assert_eq!(proxy["parent_id"], id(run));
+    assert_eq!(
+        one(&spans, "POST /v1/chat/completions")["parent_id"],
+        "00f067aa0ba902b7"
+    );
+    assert!(
+        spans
+            .iter()
+            .all(|s| trace(s) == "4bf92f3577b34da6a3ce929d0e0e4736"),
+        "client, kiln, agent, tool and mounted server in one trace: {spans:#?}"
+    );
+    drop(serve);
+
     screenshot(&phoenix, "demo");
 }
 
