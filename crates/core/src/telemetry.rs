@@ -19,25 +19,26 @@ pub fn set_capture_content(on: bool) {
 /// The span of one tool call: `execute_tool {tool}`, its outcome recorded by
 /// [`record_outcome`].
 pub fn tool_span(
-    tool: &crate::tool::Tool,
+    tool: &str,
+    description: &str,
     call_id: Option<&str>,
     args: &serde_json::Value,
 ) -> tracing::Span {
     // A mounted MCP server's tool runs elsewhere; kiln's own run in this process.
-    let kind = match tool.name.contains(crate::mount_spec::SEPARATOR) {
+    let kind = match tool.contains(crate::mount_spec::SEPARATOR) {
         true => "extension",
         false => "function",
     };
     let span = tracing::info_span!(
         "execute_tool",
-        otel.name = %format_args!("execute_tool {}", tool.name),
+        otel.name = %format_args!("execute_tool {tool}"),
         otel.kind = "internal",
         otel.status_code = tracing::field::Empty,
         otel.status_description = tracing::field::Empty,
         gen_ai.operation.name = "execute_tool",
-        gen_ai.tool.name = %tool.name,
+        gen_ai.tool.name = tool,
         gen_ai.tool.type = kind,
-        gen_ai.tool.description = %tool.description,
+        gen_ai.tool.description = description,
         gen_ai.tool.call.id = call_id,
         gen_ai.tool.call.arguments = tracing::field::Empty,
         gen_ai.tool.call.result = tracing::field::Empty,

@@ -217,7 +217,12 @@ impl Tool {
     /// Validates, checks capabilities and runs the handler (with retries). Blocking: call it on
     /// the blocking pool (see [`Tool::execute_async`]).
     pub fn execute(self: &Arc<Self>, args: &Value, ctx: &CallContext) -> ToolOutcome {
-        let span = crate::telemetry::tool_span(self, ctx.call_id.as_deref(), args);
+        let span = crate::telemetry::tool_span(
+            &self.name,
+            &self.description,
+            ctx.call_id.as_deref(),
+            args,
+        );
         let outcome = span.in_scope(|| self.execute_in_span(args, ctx));
         crate::telemetry::record_outcome(&span, &outcome);
         outcome

@@ -137,16 +137,18 @@ impl McpServer {
             .then(|| agent.to_string())
     }
 
-    /// How a read, a prompt or a completion is called: the server's grants, the client as
-    /// the actor, the request's cancellation, and an observer through which its handler can
-    /// ask the client (answered from `rounds` on a 2026-07-28 request).
+    /// How a call, a read, a prompt or a completion is called: the server's grants, the
+    /// client as the actor, the request's cancellation, and an observer through which its
+    /// handler (tool `name`, if one) can ask the client (answered from `rounds` on a
+    /// 2026-07-28 request).
     fn read_options(
         &self,
+        name: &str,
         cx: &RequestContext<RoleServer>,
         rounds: Option<Arc<Rounds>>,
     ) -> (CallOptions, CallNotifier) {
         let session_level = self.log_level.lock().ok().and_then(|l| *l);
-        let notifier = CallNotifier::start("", cx, session_level, rounds);
+        let notifier = CallNotifier::start(name, cx, session_level, rounds);
         let opts = CallOptions {
             grants: Some(self.grants_for(cx)),
             actor_id: Self::actor(cx),
@@ -190,7 +192,7 @@ impl McpServer {
         R: From<T> + From<rmcp::model::InputRequiredResult>,
     {
         let rounds = self.rounds(cx, state, responses, binding)?;
-        let (opts, notifier) = self.read_options(cx, rounds.clone());
+        let (opts, notifier) = self.read_options("", cx, rounds.clone());
         let done = work(opts).await;
         notifier.finish().await;
         match self.answer_rounds(rounds.as_deref())? {
@@ -309,23 +311,14 @@ impl McpServer {
             format!("tools/call:{name}"),
         )?;
         let args = serde_json::Value::Object(req.arguments.unwrap_or_default());
-        let session_level = self.log_level.lock().ok().and_then(|l| *l);
-        let mut notifier = CallNotifier::start(&name, &cx, session_level, rounds.clone());
+        let (mut opts, mut notifier) = self.read_options(&name, &cx, rounds.clone());
+        opts.grants = Some(grants);
         // A program's calls ask the client themselves, each as it comes.
         let terminal = self.host.services().approver.is_some();
-        let asker = match tool.nested_log() {
-            Some(_) => crate::ask::ClientAsker::new(&cx, terminal)
-                .map(|a| Arc::new(a) as Arc<dyn kiln_core::context::Asker>),
-            None => None,
-        };
-        let opts = CallOptions {
-            grants: Some(grants),
-            actor_id: Self::actor(&cx),
-            cancel: Some(cx.ct.clone()),
-            observer: Some(notifier.observer.clone()),
-            asker,
-            ..CallOptions::default()
-        };
+        if tool.nested_log().is_some() {
+            opts.asker = crate::ask::ClientAsker::new(&cx, terminal)
+                .map(|a| Arc::new(a) as Arc<dyn kiln_core::context::Asker>);
+        }
         let outcome = match self.task_mode(&tool, &cx)? {
             Some(mode) => {
                 let call = TaskCall {
@@ -469,7 +462,7 @@ impl ServerHandler for McpServer {
         req: rmcp::model::CompleteRequestParams,
         cx: RequestContext<RoleServer>,
     ) -> Result<rmcp::model::CompleteResult, ErrorData> {
-        let (opts, notifier) = self.read_options(&cx, None);
+        let (opts, notifier) = self.read_options("", &cx, None);
         let done = served::complete(
             &self.host,
             &req.r#ref,
