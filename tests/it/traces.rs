@@ -394,18 +394,7 @@ fn phoenix_shows_the_demo_a_pipeline_and_a_served_run_as_kiln_logged_them() {
     let db = outer.path().join("kiln.db");
     let serve = Serve::start(outer.path(), &db, &["--mcp", &mount], &otel);
     let caller = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
-    let body =
-        json!({"model": "stock", "messages": [{"role": "user", "content": "Stock of SKU-1?"}]});
-    let (status, _, text) = http_raw(
-        "POST",
-        &format!("{}/v1/chat/completions", serve.url),
-        &[
-            ("content-type", "application/json"),
-            ("traceparent", caller),
-        ],
-        &body.to_string(),
-    );
-    assert_eq!(status, 200, "{text}");
+    let (_, text) = chat_in_trace(&serve, "stock", "Stock of SKU-1?", caller);
     assert!(text.contains("120 in stock."), "{text}");
     let spans = phoenix.spans("mounted", 7);
     let proxy = one(&spans, "execute_tool inv__stock");
@@ -527,6 +516,28 @@ fn a_run_whose_collector_is_down_succeeds_with_a_warning() {
     );
 }
 
+/// A chat completion to `kiln serve`'s agent `model` inside the caller's trace `traceparent`:
+/// the response's headers and body.
+fn chat_in_trace(
+    serve: &Serve,
+    model: &str,
+    prompt: &str,
+    traceparent: &str,
+) -> (Vec<(String, String)>, String) {
+    let body = json!({"model": model, "messages": [{"role": "user", "content": prompt}]});
+    let (status, headers, text) = http_raw(
+        "POST",
+        &format!("{}/v1/chat/completions", serve.url),
+        &[
+            ("content-type", "application/json"),
+            ("traceparent", traceparent),
+        ],
+        &body.to_string(),
+    );
+    assert_eq!(status, 200, "{text}");
+    (headers, text)
+}
+
 #[test]
 fn kiln_serve_continues_a_callers_traceparent_and_answers_with_its_own() {
     let mock = Mock::start(&shop_scenario());
@@ -535,18 +546,7 @@ fn kiln_serve_continues_a_callers_traceparent_and_answers_with_its_own() {
     let closed = format!("http://127.0.0.1:{}", free_port());
     let serve = Serve::start(shop.path(), &db, &["--otlp", &closed], &[]);
     let caller = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01";
-    let body =
-        json!({"model": "shop", "messages": [{"role": "user", "content": "Price of SKU-1?"}]});
-    let (status, headers, text) = http_raw(
-        "POST",
-        &format!("{}/v1/chat/completions", serve.url),
-        &[
-            ("content-type", "application/json"),
-            ("traceparent", caller),
-        ],
-        &body.to_string(),
-    );
-    assert_eq!(status, 200, "{text}");
+    let (headers, _) = chat_in_trace(&serve, "shop", "Price of SKU-1?", caller);
     let answered = headers
         .iter()
         .find(|(k, _)| k.eq_ignore_ascii_case("traceparent"))

@@ -138,43 +138,29 @@ async def test_three_mistakes_are_reported_at_once_with_suggestions(client: Lang
     assert 'did you mean "min"?' in messages[2][1]
 
 
+async def labels_after(client: LanguageClient, path: pathlib.Path, text: str, version: int):
+    """The completion labels at the end of `text`, sent as the file's new content."""
+    change(client, path, text, version)
+    end = types.Position(line=text.count("\n"), character=len(text.rsplit("\n", 1)[-1]))
+    items = await client.text_document_completion_async(
+        types.CompletionParams(
+            text_document=types.TextDocumentIdentifier(uri=path.as_uri()), position=end
+        )
+    )
+    return {i.label for i in (items.items if hasattr(items, "items") else items)}
+
+
 @pytest.mark.asyncio
 async def test_completion_offers_param_types_methods_and_tools(client: LanguageClient):
     path = client.root / "scripts" / "weather.rhai"
     open_file(client, path, WEATHER)
     await diagnostics_of(client, path.as_uri())
     # Typing breaks the file; what it declared is still offered.
-    text = WEATHER + 'tool("y").param("x", "'
-    change(client, path, text, 1)
-    end = position_of(text, 'param("x", "', len('param("x", "'))
-    items = await client.text_document_completion_async(
-        types.CompletionParams(
-            text_document=types.TextDocumentIdentifier(uri=path.as_uri()), position=end
-        )
-    )
-    labels = {i.label for i in items.items} if hasattr(items, "items") else {i.label for i in items}
+    labels = await labels_after(client, path, WEATHER + 'tool("y").param("x", "', 1)
     assert {"string", "integer", "number", "boolean", "array", "object"} <= labels, labels
-
-    text2 = WEATHER + 'agent("b").tools(["'
-    change(client, path, text2, 2)
-    end = position_of(text2, 'agent("b").tools(["', len('agent("b").tools(["'))
-    items = await client.text_document_completion_async(
-        types.CompletionParams(
-            text_document=types.TextDocumentIdentifier(uri=path.as_uri()), position=end
-        )
-    )
-    labels = {i.label for i in (items.items if hasattr(items, "items") else items)}
+    labels = await labels_after(client, path, WEATHER + 'agent("b").tools(["', 2)
     assert {"weather", "calculator"} <= labels, labels
-
-    text3 = WEATHER + 'tool("z")\n    .'
-    change(client, path, text3, 3)
-    end = position_of(text3, 'tool("z")\n    .', len('tool("z")\n    .'))
-    items = await client.text_document_completion_async(
-        types.CompletionParams(
-            text_document=types.TextDocumentIdentifier(uri=path.as_uri()), position=end
-        )
-    )
-    labels = {i.label for i in (items.items if hasattr(items, "items") else items)}
+    labels = await labels_after(client, path, WEATHER + 'tool("z")\n    .', 3)
     assert {"param", "description", "handler", "requires"} <= labels, labels
     assert "provider" not in labels, "agent methods are not offered on a tool"
 
