@@ -2,6 +2,7 @@
 # Regenerates every table of BENCHMARKS.md (between its GENERATED markers) in one run:
 # machine, in-process loop cost and logging overhead (agent_loop), validated call and script
 # loading (host), reload latency (reload), code mode against plain tool calling (code_mode),
+# trace export off against on (traces),
 # whole-process loop cost and one-round `kiln ask`
 # against a bare Python loop and the Python frameworks (whole_process.py; the peers are
 # installed pinned into benches/peers/.venv by peers/setup.sh), and, with --build-time, the cold
@@ -34,6 +35,8 @@ cargo bench --quiet --bench agent_loop >>"$out"
 cargo bench --quiet --bench host >>"$out"
 cargo bench --quiet --bench reload >>"$out"
 cargo bench --quiet --bench code_mode >>"$out"
+# What trace export costs a run (export off against on, to a collector on loopback).
+cargo bench --quiet --bench traces >>"$out"
 # Durable steps against local ones (needs KILN_RESTATE_SERVER; says "skipped" without it).
 cargo bench --quiet --bench durable_steps >>"$out"
 echo >>"$out"
