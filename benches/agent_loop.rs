@@ -16,6 +16,8 @@
 
 #[path = "support/conversation.rs"]
 mod conversation;
+#[path = "support/fake.rs"]
+mod fake;
 mod support;
 
 use kiln::{Host, RunOptions, RunReport};
@@ -91,6 +93,7 @@ async fn bare(client: &reqwest::Client, base: &str, bodies: &[Value]) {
 }
 
 fn main() {
+    fake::serve_if_asked();
     conversation::set_keys();
     let measuring = support::measuring();
     let profile = std::env::var("KILN_BENCH_PROFILE").ok();
@@ -210,7 +213,7 @@ fn main() {
                     early: 100,
                     total: 200,
                 },
-                11,
+                15,
             )
         } else {
             (conversation::Lengths { early: 2, total: 4 }, 1)

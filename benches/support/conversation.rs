@@ -1,17 +1,17 @@
 //! Flat in conversation length (issue 31, item 3): kiln's CPU per model round early in one
 //! conversation (rounds 1-100) against late in it (rounds 101-200), per wire format (OpenAI,
-//! Anthropic, Ollama), streamed and not, against `kiln mock` on loopback.
+//! Anthropic, Ollama), streamed and not, against a fake provider on loopback ([`super::fake`]:
+//! `kiln mock`'s replies, without its own per-request cost growing with the conversation).
 //!
 //! Early is a run of `early` rounds; late is the run of `total` rounds less that run, so the
-//! runs need no observer (whose events would cost the loop something per round). Both mocks
-//! answer by round (the assistant messages in the request), so every run is the same
-//! conversation: a calculator call each round, then the answer. The mocks record every
-//! request, so they are started afresh for each sample.
+//! runs need no observer (whose events would cost the loop something per round). The fake
+//! answers by round (the assistant messages in the request), so every run is the same
+//! conversation: a calculator call each round, then the answer.
 
-use super::support::{cpu_time, median, ratio, show, start_mock, table};
+use super::fake;
+use super::support::{cpu_time, median, ratio, show, table};
 use kiln::model::ProviderOverrides;
 use kiln::{Host, RunOptions};
-use serde_json::{Value, json};
 use std::path::Path;
 use std::time::Duration;
 
@@ -27,30 +27,12 @@ pub struct Lengths {
     pub total: usize,
 }
 
-/// The base URL the provider `wire` is given for a mock at `mock`.
-fn base_url(wire: &str, mock: &str) -> String {
-    if wire == "openai" {
-        format!("{mock}/v1")
-    } else {
-        mock.to_string()
-    }
-}
-
-/// A scenario of `rounds` model rounds: a calculator call in each but the last, then the
-/// answer; picked by round, so every run starts the conversation from the top.
-fn scenario(rounds: usize) -> Value {
-    let mut turns: Vec<Value> = (0..rounds - 1)
-        .map(|i| json!({"tool_calls": [{"name": "calculator", "args": {"expression": format!("{i} * 3 + 1")}}]}))
-        .collect();
-    turns.push(json!({"text": "All done."}));
-    json!({"by_round": true, "require_auth": false, "turns": turns})
-}
-
-/// A mock serving a conversation of `rounds` rounds from its own directory under `dir`.
-fn mock(dir: &Path, rounds: usize) -> (std::process::Child, String) {
-    let dir = dir.join(format!("mock-{rounds}"));
-    std::fs::create_dir_all(&dir).expect("mock dir");
-    start_mock(&scenario(rounds), &dir)
+/// The base URL the provider `wire` is given for a conversation of `rounds` rounds from the
+/// fake at `fake`.
+fn base_url(wire: &str, stream: bool, rounds: usize, fake: &str) -> String {
+    let mode = if stream { "stream" } else { "whole" };
+    let v1 = if wire == "openai" { "/v1" } else { "" };
+    format!("{fake}/{mode}/{rounds}{v1}")
 }
 
 /// A host with the agent the runs use (its provider and URL come with each run).
@@ -66,13 +48,19 @@ fn host(dir: &Path, total: usize) -> std::sync::Arc<Host> {
     host
 }
 
-/// One run of the conversation over `wire` against the mock at `base`: the CPU this process
-/// spent on it, and the rounds it took.
-async fn run(host: &Host, wire: &str, stream: bool, base: &str) -> (Duration, usize) {
+/// One run of a conversation of `rounds` rounds over `wire` against the fake at `fake`: the CPU
+/// this process spent on it, and the rounds it took.
+async fn run(
+    host: &Host,
+    wire: &str,
+    stream: bool,
+    rounds: usize,
+    fake: &str,
+) -> (Duration, usize) {
     let opts = RunOptions {
         overrides: ProviderOverrides {
             provider: Some(wire.into()),
-            base_url: Some(base_url(wire, base)),
+            base_url: Some(base_url(wire, stream, rounds, fake)),
             ..Default::default()
         },
         stream,
@@ -92,7 +80,7 @@ fn variants() -> Vec<(&'static str, bool)> {
         .collect()
 }
 
-/// Anthropic needs a key to be sent at all (the mock takes any).
+/// Anthropic needs a key to be sent at all (the fake takes any).
 pub fn set_keys() {
     if std::env::var_os("ANTHROPIC_API_KEY").is_none() {
         // SAFETY: called at the start of `main`, before any other thread exists.
@@ -114,9 +102,9 @@ pub async fn profile(variant: &str, total: usize, runs: usize) {
     );
     let dir = tempfile::tempdir().expect("tempdir");
     let host = host(dir.path(), total);
-    let (mut child, base) = mock(dir.path(), total);
+    let (mut child, base) = fake::start();
     for _ in 0..runs {
-        let (_, rounds) = run(&host, wire, stream, &base).await;
+        let (_, rounds) = run(&host, wire, stream, total, &base).await;
         assert_eq!(rounds, total);
     }
     let _ = child.kill();
@@ -131,22 +119,19 @@ pub async fn measure(len: Lengths, samples: usize) {
     // Per variant: CPU of the early run, and of the whole run less the early one.
     let mut early: Vec<Vec<Duration>> = vec![Vec::new(); variants.len()];
     let mut late: Vec<Vec<Duration>> = vec![Vec::new(); variants.len()];
+    let (mut child, base) = fake::start();
     for _ in 0..samples {
-        let (mut short, short_base) = mock(dir.path(), len.early);
-        let (mut long, long_base) = mock(dir.path(), len.total);
         for (i, &(wire, stream)) in variants.iter().enumerate() {
-            let (a, rounds) = run(&host, wire, stream, &short_base).await;
+            let (a, rounds) = run(&host, wire, stream, len.early, &base).await;
             assert_eq!(rounds, len.early, "{wire}");
-            let (b, rounds) = run(&host, wire, stream, &long_base).await;
+            let (b, rounds) = run(&host, wire, stream, len.total, &base).await;
             assert_eq!(rounds, len.total, "{wire}");
             early[i].push(a);
             late[i].push(b.saturating_sub(a));
         }
-        for child in [&mut short, &mut long] {
-            let _ = child.kill();
-            let _ = child.wait();
-        }
     }
+    let _ = child.kill();
+    let _ = child.wait();
     let per = |d: Duration, rounds: usize| d / rounds as u32;
     let early: Vec<Duration> = early
         .iter_mut()
@@ -178,7 +163,7 @@ pub async fn measure(len: Lengths, samples: usize) {
     let (e, t) = (len.early, len.total);
     table(
         &format!(
-            "Flat in conversation length: kiln's CPU per model round (this process, the loop and its HTTP client, no run log; `kiln mock` is another process) over rounds 1-{e} of one conversation (a calculator call a round) against rounds {}-{t}, per wire format, median of {samples} (late = the {t}-round run less the {e}-round one, paired by sample):",
+            "Flat in conversation length: kiln's CPU per model round (this process, the loop and its HTTP client, no run log; the fake provider, `kiln mock`'s replies, is another process) over rounds 1-{e} of one conversation (a calculator call a round) against rounds {}-{t}, per wire format, median of {samples} (late = the {t}-round run less the {e}-round one, paired by sample):",
             e + 1
         ),
         &[
