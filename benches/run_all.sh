@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Regenerates every table of BENCHMARKS.md (between its GENERATED markers) in one run:
-# machine, in-process loop cost and logging overhead (agent_loop), validated call and script
+# machine, in-process loop cost, logging overhead and the cost of a round late in a long
+# conversation on each wire format (agent_loop), validated call and script
 # loading (host), reload latency (reload), code mode against plain tool calling (code_mode),
 # trace export off against on (traces),
 # whole-process loop cost and one-round `kiln ask`
