@@ -23,6 +23,8 @@ pub struct Project {
     last_good: Arc<Registry>,
     /// Files whose diagnostics were last published non-empty.
     pub published: BTreeSet<PathBuf>,
+    /// Open files already told they have nothing (told once, not at every change).
+    pub told_clean: BTreeSet<PathBuf>,
     /// Whether a buffer changed since the last load.
     pub dirty: bool,
 }
@@ -50,6 +52,7 @@ impl Project {
             last_good: registry.clone(),
             registry,
             published: BTreeSet::new(),
+            told_clean: BTreeSet::new(),
             dirty: true,
         })
     }

@@ -179,8 +179,11 @@ impl State {
                     diagnostics::of(&text, errors, advice),
                 ));
             }
+            // A file with something to say is told "clean" again once it is fixed.
+            project.told_clean.retain(|p| !now.contains(p));
             for gone in project.published.difference(&now) {
                 out.push(params(&self.uris, gone, Vec::new()));
+                project.told_clean.insert(gone.clone());
             }
             // Test files are not scripts: check that they parse.
             for (path, text) in &self.buffers {
@@ -188,13 +191,20 @@ impl State {
                     let found = diagnostics::parse_only(project.host().engine(), text);
                     if !found.is_empty() {
                         now.insert(path.clone());
+                        project.told_clean.remove(path);
+                        out.push(params(&self.uris, path, found));
+                    } else if project.told_clean.insert(path.clone()) {
+                        out.push(params(&self.uris, path, found));
                     }
-                    out.push(params(&self.uris, path, found));
                 }
             }
             // Open files with nothing to say are told so (a fixed file clears its marks).
-            for path in self.buffers.keys().filter(|p| project.holds(p)) {
-                if !now.contains(path) && !project.published.contains(path) {
+            for path in self.buffers.keys() {
+                if project.holds(path)
+                    && !now.contains(path)
+                    && !project.published.contains(path)
+                    && project.told_clean.insert(path.clone())
+                {
                     out.push(params(&self.uris, path, Vec::new()));
                 }
             }

@@ -91,29 +91,25 @@ fn tool_definitions(tools: &[super::ToolDef]) -> Value {
 
 /// The wire messages of one neutral message (tool results are one message each).
 fn wire_messages(m: &Message, msgs: &mut Vec<Value>) {
-    {
-        match m {
-            Message::User { content } => msgs.push(json!({"role": "user", "content": content})),
-            Message::Assistant {
-                content,
-                tool_calls,
-            } => {
-                let mut a = json!({"role": "assistant", "content": if content.is_empty() && !tool_calls.is_empty() { Value::Null } else { json!(content) }});
-                if !tool_calls.is_empty() {
-                    let calls: Vec<Value> = tool_calls
-                        .iter()
-                        .map(|c| json!({"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.args.to_text()}}))
-                        .collect();
-                    a["tool_calls"] = Value::Array(calls);
-                }
-                msgs.push(a);
+    match m {
+        Message::User { content } => msgs.push(json!({"role": "user", "content": content})),
+        Message::Assistant {
+            content,
+            tool_calls,
+        } => {
+            let mut a = json!({"role": "assistant", "content": if content.is_empty() && !tool_calls.is_empty() { Value::Null } else { json!(content) }});
+            if !tool_calls.is_empty() {
+                let calls: Vec<Value> = tool_calls
+                    .iter()
+                    .map(|c| json!({"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.args.to_text()}}))
+                    .collect();
+                a["tool_calls"] = Value::Array(calls);
             }
-            Message::Tool { results } => {
-                for r in results {
-                    msgs.push(
-                        json!({"role": "tool", "tool_call_id": r.call_id, "content": r.content}),
-                    );
-                }
+            msgs.push(a);
+        }
+        Message::Tool { results } => {
+            for r in results {
+                msgs.push(json!({"role": "tool", "tool_call_id": r.call_id, "content": r.content}));
             }
         }
     }
