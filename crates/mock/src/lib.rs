@@ -219,12 +219,14 @@ async fn handle(
     path: &'static str,
 ) -> Response {
     let parsed: Result<Value, _> = serde_json::from_slice(&body);
-    let recorded = match &parsed {
-        Ok(v) => v.clone(),
-        Err(_) => json!(String::from_utf8_lossy(&body)),
-    };
-    if let Ok(mut r) = shared.requests.lock() {
-        r.push(json!({"path": path, "headers": redact(&headers), "body": recorded}));
+    if shared.scenario.record {
+        let recorded = match &parsed {
+            Ok(v) => v.clone(),
+            Err(_) => json!(String::from_utf8_lossy(&body)),
+        };
+        if let Ok(mut r) = shared.requests.lock() {
+            r.push(json!({"path": path, "headers": redact(&headers), "body": recorded}));
+        }
     }
     let Ok(body) = parsed else {
         return json_response(

@@ -4,7 +4,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 /// A scenario: the turns served in order (across endpoints), optionally looping.
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Scenario {
     /// Replies and faults, in order.
@@ -25,10 +25,28 @@ pub struct Scenario {
     /// instead of one shared cursor, so concurrent conversations each get the whole scenario.
     #[serde(default)]
     pub by_round: bool,
+    /// Keep every request for `GET /_kiln/requests` (default true); a long soak turns it off so
+    /// the mock's memory stays flat.
+    #[serde(default = "yes")]
+    pub record: bool,
 }
 
 fn yes() -> bool {
     true
+}
+
+impl Default for Scenario {
+    fn default() -> Self {
+        Scenario {
+            turns: Vec::new(),
+            repeat: false,
+            require_auth: true,
+            ollama_ids: false,
+            chunk_delay_ms: 0,
+            by_round: false,
+            record: true,
+        }
+    }
 }
 
 /// One turn.
