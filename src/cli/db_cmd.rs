@@ -77,7 +77,7 @@ pub fn parse_duration(text: &str) -> Result<f64, String> {
         "d" => 86400.0,
         other => {
             return Err(format!(
-                "--since {text:?}: unknown unit {other:?} (use s, m, h or d)"
+                "{text:?}: unknown unit {other:?} (use s, m, h or d)"
             ));
         }
     };
@@ -96,7 +96,9 @@ pub fn logs(g: &Global, a: LogsArgs) -> CliResult<ExitCode> {
         let Some(age) = &a.older_than else {
             return Err("kiln logs prune needs --older-than DURATION (e.g. 30d)".into());
         };
-        let gone = db.prune_runs(kiln_db::now() - parse_duration(age)?)?;
+        let gone = db.prune_runs(
+            kiln_db::now() - parse_duration(age).map_err(|e| format!("--older-than {e}"))?,
+        )?;
         outln!("forgot {gone} run(s) that ended more than {age} ago")?;
         return Ok(ExitCode::SUCCESS);
     }
@@ -113,7 +115,7 @@ pub fn logs(g: &Global, a: LogsArgs) -> CliResult<ExitCode> {
     let since = a
         .since
         .as_deref()
-        .map(parse_duration)
+        .map(|s| parse_duration(s).map_err(|e| format!("--since {e}")))
         .transpose()?
         .map(|s| kiln_db::now() - s);
     let mut runs = db.runs(&LogFilter {

@@ -66,8 +66,9 @@ pub struct ServeArgs {
     /// Seconds running requests get to finish after SIGTERM before they are cancelled.
     #[arg(long, value_name = "SECS", default_value_t = 30.0)]
     pub grace: f64,
-    /// Forget runs that ended longer ago than this (30d, 12h), checked at start and hourly,
-    /// a few hundred at a time so runs keep writing; sessions stay. Default: keep everything.
+    /// Forget runs that ended longer ago than this (30d, 12h), checked at start and then every
+    /// tenth of it (hourly at most), a few hundred at a time so runs keep writing; sessions
+    /// stay. Default: keep everything.
     #[arg(long, value_name = "DURATION")]
     pub log_retention: Option<String>,
     /// Seconds a request may wait in the queue (for a run slot or a busy session) before 503.
@@ -188,8 +189,11 @@ fn restate_worker(
     Ok(Some(kiln_durable::endpoint(state.host.clone(), worker)?))
 }
 
-/// Forgets runs older than `keep` seconds now and every hour (on the blocking pool: SQLite).
+/// Forgets runs older than `keep` seconds now and then every tenth of `keep` (an hour at
+/// most, a second at least), so the log holds at most about 1.1 times the retention's worth of
+/// runs. On the blocking pool: SQLite.
 async fn prune_forever(db: std::sync::Arc<kiln_db::Db>, keep: f64) {
+    let every = Duration::from_secs_f64((keep / 10.0).clamp(1.0, 3600.0));
     loop {
         let db2 = db.clone();
         let pruned =
@@ -200,7 +204,7 @@ async fn prune_forever(db: std::sync::Arc<kiln_db::Db>, keep: f64) {
             Ok(Err(e)) => tracing::warn!("log retention: {e}"),
             Err(e) => tracing::warn!("log retention: {e}"),
         }
-        tokio::time::sleep(Duration::from_secs(3600)).await;
+        tokio::time::sleep(every).await;
     }
 }
 

@@ -117,4 +117,32 @@ fn kiln_serve_forgets_runs_past_its_log_retention() {
         assert!(Instant::now() < end, "the old run is still logged");
         std::thread::sleep(Duration::from_millis(100));
     }
+    // A run that ends while it serves is forgotten too: the check repeats every tenth of the
+    // retention (a second at least), not only hourly.
+    let out = kiln(
+        &["ask", "quick", "again", "--no-stdlib", "--scripts", "."],
+        s.path(),
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(logs(s.path()).as_array().map(Vec::len), Some(1));
+    let end = Instant::now() + Duration::from_secs(10);
+    while logs(s.path()).as_array().is_some_and(|r| !r.is_empty()) {
+        assert!(
+            Instant::now() < end,
+            "the run that ended while serving is still logged"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+#[test]
+fn a_bad_duration_names_its_flag() {
+    let s = Scripts::new(&[("slow.rhai", SLOW)]);
+    let out = kiln(&["logs", "prune", "--older-than", "3w"], s.path());
+    assert!(!out.status.success());
+    assert!(
+        stderr(&out).contains("--older-than \"3w\": unknown unit \"w\""),
+        "{}",
+        stderr(&out)
+    );
 }
