@@ -5,7 +5,7 @@ use kiln_core::failure::ToolOutcome;
 use kiln_core::pipeline::{NodeStatus, PipelineReport};
 use kiln_db::{Db, now};
 use kiln_providers::{Message, StopReason, Usage};
-use rusqlite::{Transaction, params};
+use rusqlite::{Connection, params};
 use serde_json::Value;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -54,13 +54,19 @@ impl RunLogger {
     fn write(
         &self,
         what: &'static str,
-        f: impl FnOnce(&Transaction) -> rusqlite::Result<()>,
+        f: impl FnOnce(&Connection) -> rusqlite::Result<()>,
     ) -> Result<(), RecordError> {
-        let mut conn = self.db.conn();
-        conn.transaction()
-            .and_then(|tx| {
-                f(&tx)?;
-                tx.commit()
+        let conn = self.db.conn();
+        // BEGIN and COMMIT as cached statements: `Connection::transaction` parses both anew on
+        // every step.
+        let begin = conn.prepare_cached("BEGIN").and_then(|mut s| s.execute([]));
+        begin
+            .and_then(|_| f(&conn))
+            .and_then(|()| conn.prepare_cached("COMMIT")?.execute([]).map(drop))
+            .inspect_err(|_| {
+                if !conn.is_autocommit() {
+                    let _ = conn.execute_batch("ROLLBACK");
+                }
             })
             .map_err(|e| RecordError {
                 what,
@@ -69,7 +75,7 @@ impl RunLogger {
     }
 
     /// Writes the run's model replies not written yet as rows of `step`.
-    fn flush_replies(&self, tx: &Transaction, run_id: &str, step: i64) -> rusqlite::Result<()> {
+    fn flush_replies(&self, tx: &Connection, run_id: &str, step: i64) -> rusqlite::Result<()> {
         let mine: Vec<PendingReply> = {
             let mut pending = self.pending.lock().unwrap_or_else(|e| e.into_inner());
             let (mine, rest) = std::mem::take(&mut *pending)
@@ -115,15 +121,13 @@ impl Recorder for RunLogger {
         self.write("start", |tx| {
             // A durable run resumed in this database starts again under its id and replays
             // its steps: what the earlier attempt logged is replaced, not duplicated.
-            tx.execute("DELETE FROM steps WHERE run_id = ?1", params![report.run_id])?;
-            tx.execute(
-                "INSERT INTO runs(id, agent, session, prompt, started_at, actor, parent, provider, model, owner, trace_id)
+            tx.prepare_cached("DELETE FROM steps WHERE run_id = ?1")?.execute(params![report.run_id])?;
+            tx.prepare_cached("INSERT INTO runs(id, agent, session, prompt, started_at, actor, parent, provider, model, owner, trace_id)
                  VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)
                  ON CONFLICT(id) DO UPDATE SET started_at = excluded.started_at, ended_at = NULL,
                  status = 'running', error = NULL, answer = NULL, input_tokens = 0,
                  output_tokens = 0, rounds = 0, cost_usd = NULL, provider = excluded.provider,
-                 model = excluded.model, owner = excluded.owner, trace_id = excluded.trace_id",
-                params![
+                 model = excluded.model, owner = excluded.owner, trace_id = excluded.trace_id")?.execute(params![
                     report.run_id,
                     report.agent,
                     self.session,
@@ -138,9 +142,7 @@ impl Recorder for RunLogger {
                 ],
             )?;
             if let Some(s) = &self.session {
-                tx.execute(
-                    "INSERT INTO sessions(name, agent, created_at, updated_at) VALUES(?1, ?2, ?3, ?3) ON CONFLICT(name) DO NOTHING",
-                    params![s, report.agent, now()],
+                tx.prepare_cached("INSERT INTO sessions(name, agent, created_at, updated_at) VALUES(?1, ?2, ?3, ?3) ON CONFLICT(name) DO NOTHING")?.execute(params![s, report.agent, now()],
                 )?;
             }
             Ok(())
@@ -220,13 +222,11 @@ impl Recorder for RunLogger {
         self.write("end", |tx| {
             // Replies no step took (the run ended before its step): past every step's key.
             self.flush_replies(tx, &report.run_id, report.messages.len() as i64)?;
-            tx.execute(
-                "UPDATE runs SET ended_at = ?2, status = ?3, error = ?4, answer = ?5, provider = ?6, model = ?7, cost_usd = ?8,
+            tx.prepare_cached("UPDATE runs SET ended_at = ?2, status = ?3, error = ?4, answer = ?5, provider = ?6, model = ?7, cost_usd = ?8,
                  rounds = (SELECT COUNT(*) FROM model_calls WHERE run_id = ?1),
                  input_tokens = (SELECT COALESCE(SUM(input_tokens), 0) FROM model_calls WHERE run_id = ?1),
                  output_tokens = (SELECT COALESCE(SUM(output_tokens), 0) FROM model_calls WHERE run_id = ?1)
-                 WHERE id = ?1",
-                params![report.run_id, now(), status, report.error, report.answer, report.provider, report.model, report.cost_usd],
+                 WHERE id = ?1")?.execute(params![report.run_id, now(), status, report.error, report.answer, report.provider, report.model, report.cost_usd],
             )?;
             Ok(())
         })
