@@ -13,11 +13,11 @@ use std::time::Instant;
 pub type HandlerFuture = Pin<Box<dyn Future<Output = Result<Value, ToolFailure>> + Send>>;
 
 thread_local! {
-    /// Set while a tool runs on the thread that drives a current-thread runtime.
+    /// Set while a tool runs on a thread that drives a runtime (current-thread, or a worker).
     static IN_PLACE: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
 }
 
-/// Runs `f` on the thread that drives the caller's current-thread runtime, marked so that
+/// Runs `f` on the thread that drives the caller's runtime (its only thread or a worker),
 /// [`drive`] refuses instead of blocking that runtime forever.
 pub fn in_place<T>(f: impl FnOnce() -> T) -> T {
     struct Unmark(bool);

@@ -96,7 +96,14 @@ pub struct Tool {
     pub validator: jsonschema::Validator,
     /// What runs a call.
     pub handler: Arc<dyn Handler>,
+    /// How long this tool's last call took, in µs (`u64::MAX` before the first): a call on a
+    /// multi-thread runtime runs on the worker itself only after a quick one.
+    pub(crate) last_call_us: std::sync::atomic::AtomicU64,
 }
+
+/// A call that took less than this last time runs on a multi-thread runtime's worker itself
+/// (where handing the worker over with `block_in_place` costs more than the call).
+const QUICK_CALL_US: u64 = 500;
 
 /// The code behind a tool: a Rhai function, or a Rust function the application registered.
 ///
@@ -372,7 +379,9 @@ impl Tool {
     }
 
     /// [`Tool::execute`] for a lone call, without a hand-off where that is safe: on a
-    /// multi-thread runtime via `block_in_place` (the worker's other tasks move elsewhere); on
+    /// multi-thread runtime on the worker itself when the handler cannot wait on the runtime,
+    /// no rate limit may make it wait and its last call was quick, else via `block_in_place`
+    /// (the worker's other tasks move elsewhere); on
     /// a current-thread runtime on that very thread when the handler cannot wait on the
     /// runtime and no rate limit may make it wait ([`Handler::runs_in_place`]); otherwise on
     /// the blocking pool ([`Tool::execute_async`]). A microsecond call costs no thread wake.
@@ -380,7 +389,20 @@ impl Tool {
         use tokio::runtime::RuntimeFlavor;
         match tokio::runtime::Handle::try_current().map(|h| h.runtime_flavor()) {
             Ok(RuntimeFlavor::MultiThread) => {
-                tokio::task::block_in_place(|| self.execute(&args, &ctx))
+                use std::sync::atomic::Ordering::Relaxed;
+                let quick = self.last_call_us.load(Relaxed) < QUICK_CALL_US;
+                let started = Instant::now();
+                let outcome = if quick && self.rate_limit.is_none() && self.handler.runs_in_place()
+                {
+                    // The worker's other tasks wait this long at most once: a call that was
+                    // slow goes back to `block_in_place` the next time.
+                    crate::running::in_place(|| self.execute(&args, &ctx))
+                } else {
+                    tokio::task::block_in_place(|| self.execute(&args, &ctx))
+                };
+                let took = started.elapsed().as_micros().min(u128::from(u64::MAX - 1)) as u64;
+                self.last_call_us.store(took, Relaxed);
+                outcome
             }
             Ok(RuntimeFlavor::CurrentThread)
                 if self.rate_limit.is_none() && self.handler.runs_in_place() =>

@@ -112,6 +112,7 @@ impl ToolParts {
                 },
                 validator,
                 handler: self.handler,
+                last_call_us: std::sync::atomic::AtomicU64::new(u64::MAX),
             }),
             _ => Err(problems),
         }
