@@ -1,24 +1,32 @@
-//! Load: N concurrent Chat Completions requests to `kiln serve` (the real binary), each a run of
-//! R model rounds (a tool call in every round but the last) against `kiln mock` (also the real
-//! binary) on loopback, all from this one client process.
+//! `kiln serve` against a bare proxy: N concurrent Chat Completions requests (1, 100 and 1,000
+//! at a time), each a run of R model rounds (a tool call in every round but the last) against
+//! `kiln mock` on loopback, all from this one client process. The floor is the bare proxy
+//! (`support/bare_proxy.rs`): the same HTTP stack and client, the same round trips, no tools,
+//! validation or log. kiln runs with its run log on.
 //!
-//! Reports errors, throughput, the added latency per round (the client's time for a run minus
-//! the model requests' time as the run log measured it, divided by the rounds: kiln's HTTP
-//! front, tool calls, run-log commits and scheduling) and the server's peak RSS.
+//! For each concurrency, kiln and the floor alternate (kiln, floor, floor, kiln), each pass in a
+//! fresh server process. Reported: throughput, the added latency per round (the client's time
+//! for a run minus the time its model requests took, as kiln's run log or the proxy measured
+//! it, divided by the rounds), the server's CPU per run and its peak RSS.
 //!
-//! `cargo bench --bench serve_load` runs 1,000 runs of 5 rounds; under `cargo test` it runs a
-//! few tiny runs as a smoke test. `KILN_LOAD_RUNS` / `KILN_LOAD_ROUNDS` override the sizes.
+//! `cargo bench --bench serve_load`; under `cargo test` it runs a few tiny runs as a smoke test.
+//! `KILN_LOAD_LEVELS=1,100,1000`, `KILN_LOAD_RUNS` (runs per pass, every level) and
+//! `KILN_LOAD_ROUNDS` override the sizes.
+
+#[path = "support/bare_proxy.rs"]
+mod bare_proxy;
+mod support;
 
 use serde_json::{Value, json};
 use std::io::BufRead;
-use std::process::{Command, Stdio};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-fn size(var: &str, default: usize) -> usize {
-    std::env::var(var)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
+fn var(name: &str) -> Option<String> {
+    std::env::var(name).ok().filter(|v| !v.is_empty())
 }
 
 fn percentile(sorted: &[f64], p: f64) -> f64 {
@@ -29,20 +37,23 @@ fn percentile(sorted: &[f64], p: f64) -> f64 {
     sorted[i.min(sorted.len() - 1)]
 }
 
-/// Starts the real `kiln` binary with `args`; its first stdout line ends with its URL.
-fn start(args: &[&str]) -> (String, std::process::Child) {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_kiln"))
-        .args(args)
+/// Starts `cmd`; its first stdout line ends with its URL.
+fn start(mut cmd: Command) -> (String, Child) {
+    let mut child = cmd
         .env("OPENAI_API_KEY", "sk-load")
         .env("KILN_LOG", "warn")
         .stdout(Stdio::piped())
         .spawn()
-        .expect("start kiln");
+        .expect("start a server");
     let mut line = String::new();
     std::io::BufReader::new(child.stdout.take().expect("stdout"))
         .read_line(&mut line)
-        .expect("kiln prints its address");
+        .expect("the server prints its address");
     let url = line.trim().rsplit(' ').next().expect("url").to_string();
+    assert!(
+        url.starts_with("http://127.0.0.1:"),
+        "the server said: {line}"
+    );
     (url, child)
 }
 
@@ -58,32 +69,87 @@ fn peak_rss_kb(pid: u32) -> Option<u64> {
         .ok()
 }
 
+/// CPU time (user + system) a process has used, from /proc (clock ticks of 10 ms).
+fn cpu_secs(pid: u32) -> f64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    // Fields after the command name, which is in parentheses and may hold spaces.
+    let rest = stat.rsplit_once(')').map(|(_, r)| r).unwrap_or("");
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let ticks = |i: usize| {
+        fields
+            .get(i)
+            .and_then(|f| f.parse::<f64>().ok())
+            .unwrap_or(0.0)
+    };
+    (ticks(11) + ticks(12)) / 100.0
+}
+
 fn main() {
-    let measuring = std::env::args().any(|a| a == "--bench");
-    let runs = size("KILN_LOAD_RUNS", if measuring { 1000 } else { 8 });
-    let rounds = size("KILN_LOAD_ROUNDS", if measuring { 5 } else { 2 }).max(1);
+    if let Some(mock) = var(bare_proxy::ENV) {
+        bare_proxy::run(&mock);
+        return;
+    }
+    let measuring = support::measuring();
+    let levels: Vec<usize> = var("KILN_LOAD_LEVELS")
+        .unwrap_or_else(|| if measuring { "1,100,1000" } else { "1,4" }.into())
+        .split(',')
+        .filter_map(|l| l.trim().parse().ok())
+        .filter(|&l| l > 0)
+        .collect();
+    let rounds = var("KILN_LOAD_ROUNDS")
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(5usize)
+        .max(1);
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .expect("runtime");
-    runtime.block_on(load(runs, rounds));
+    runtime.block_on(load(&levels, rounds, measuring));
 }
 
-async fn load(runs: usize, rounds: usize) {
+/// Runs per pass at a concurrency: enough for a p99 and a few seconds of load.
+fn runs_at(level: usize, measuring: bool) -> usize {
+    if let Some(n) = var("KILN_LOAD_RUNS").and_then(|v| v.parse().ok()) {
+        return n;
+    }
+    match (measuring, level) {
+        (false, l) => 2 * l,
+        (true, 1) => 200,
+        (true, l) => (5 * l).max(1000),
+    }
+}
+
+#[derive(Clone, Copy, PartialEq)]
+enum Server {
+    Kiln,
+    Floor,
+}
+
+/// What the passes of one server at one concurrency measured.
+#[derive(Default)]
+struct Measured {
+    runs: usize,
+    errors: usize,
+    wall: f64,
+    cpu: f64,
+    added_ms: Vec<f64>,
+    peak_kb: u64,
+}
+
+async fn load(levels: &[usize], rounds: usize, measuring: bool) {
     let mut turns: Vec<Value> = (1..rounds)
         .map(|i| json!({"tool_calls": [{"name": "step", "args": {"n": i}}]}))
         .collect();
     turns.push(json!({"text": "All done."}));
     let dir = tempfile::tempdir().expect("tempdir");
-    let scenario = dir.path().join("scenario.json");
+    // The run logs live beside the scripts folder, not in it: the reload watcher would see
+    // every write.
+    let scripts = dir.path().join("scripts");
+    std::fs::create_dir(&scripts).expect("scripts folder");
+    let scenario = json!({"by_round": true, "record": false, "turns": turns});
+    let (mut mock_child, mock) = support::start_mock(&scenario, dir.path());
     std::fs::write(
-        &scenario,
-        json!({"by_round": true, "turns": turns}).to_string(),
-    )
-    .expect("write scenario");
-    let (mock, mut mock_child) = start(&["mock", &scenario.display().to_string(), "--port", "0"]);
-    std::fs::write(
-        dir.path().join("load.rhai"),
+        scripts.join("load.rhai"),
         format!(
             r#"tool("step").description("One step").param("n", "int").handler(|a| #{{ n: a.n, ok: true }});
 agent("load").provider("openai").model("m").base_url("{mock}/v1").tools(["step"]).max_tool_iterations({});"#,
@@ -91,86 +157,188 @@ agent("load").provider("openai").model("m").base_url("{mock}/v1").tools(["step"]
         ),
     )
     .expect("write script");
-    let db = dir.path().join("k.db");
-    let n = runs.to_string();
-    let db_arg = db.display().to_string();
-    let scripts = dir.path().display().to_string();
-    let (base, mut serve) = start(&[
-        "serve",
-        "--bind",
-        "127.0.0.1:0",
-        "--no-stdlib",
-        "--scripts",
-        &scripts,
-        "--db",
-        &db_arg,
-        "--max-runs",
-        &n,
-        "--queue",
-        &n,
-        "--run-timeout",
-        "0",
-    ]);
-    let url = format!("{base}/v1/chat/completions");
     let client = kiln::egress::http_client_builder()
-        .pool_max_idle_per_host(runs)
         .timeout(Duration::from_secs(600))
         .build()
         .expect("client");
 
-    // One run at a time first: kiln's own cost per round without contention.
-    let mut alone = Vec::new();
-    for i in 0..(runs / 50).max(2) {
-        match one_run(&client, &url, i).await {
-            (Some(id), took) => alone.push((id, took)),
-            (None, _) => panic!("a sequential run failed"),
+    let mut rows = Vec::new();
+    let mut summary = Vec::new();
+    for &level in levels {
+        let runs = runs_at(level, measuring);
+        let (mut kiln, mut floor) = (Measured::default(), Measured::default());
+        for (pass, server) in [Server::Kiln, Server::Floor, Server::Floor, Server::Kiln]
+            .into_iter()
+            .enumerate()
+        {
+            let into = if server == Server::Kiln {
+                &mut kiln
+            } else {
+                &mut floor
+            };
+            let db = dir.path().join(format!("k-{level}-{pass}.db"));
+            one_pass(
+                server, &client, &mock, &scripts, &db, level, runs, rounds, into,
+            )
+            .await;
         }
+        for (name, m) in [("kiln", &kiln), ("floor", &floor)] {
+            summary.push(json!({
+                "server": name, "concurrency": level, "runs": m.runs, "errors": m.errors,
+                "runs_per_s": m.runs as f64 / m.wall,
+                "added_ms_per_round_p50": percentile(&m.added_ms, 0.5),
+                "added_ms_per_round_p99": percentile(&m.added_ms, 0.99),
+                "cpu_ms_per_run": m.cpu * 1000.0 / m.runs as f64,
+                "peak_rss_mb": m.peak_kb as f64 / 1024.0,
+            }));
+        }
+        rows.push(row(level, &kiln, &floor));
+        assert_eq!(kiln.errors + floor.errors, 0, "runs failed (see above)");
     }
+    let _ = mock_child.kill();
+    let _ = mock_child.wait();
+    if measuring {
+        support::table(
+            &format!(
+                "`kiln serve` (run log on) against a bare proxy on the same HTTP stack, {rounds} \
+                 model rounds a run against `kiln mock` (kiln / floor; 4 passes a row, alternating, \
+                 a fresh server each)"
+            ),
+            &[
+                "concurrent runs",
+                "runs",
+                "runs/s kiln / floor",
+                "throughput vs floor",
+                "added ms per round p50",
+                "added ms per round p99",
+                "server CPU per run",
+                "peak RSS",
+            ],
+            &rows,
+        );
+    }
+    println!("\nserve_load: {}", Value::Array(summary));
+}
+
+fn row(level: usize, kiln: &Measured, floor: &Measured) -> Vec<String> {
+    let rate = |m: &Measured| m.runs as f64 / m.wall;
+    let pair = |a: f64, b: f64| format!("{a:.2} / {b:.2}");
+    let p = |m: &Measured, q| percentile(&m.added_ms, q);
+    vec![
+        level.to_string(),
+        (kiln.runs + floor.runs).to_string(),
+        format!("{:.0} / {:.0}", rate(kiln), rate(floor)),
+        format!("{:.2}x", rate(kiln) / rate(floor)),
+        pair(p(kiln, 0.5), p(floor, 0.5)),
+        pair(p(kiln, 0.99), p(floor, 0.99)),
+        format!(
+            "{:.2} / {:.2} ms",
+            kiln.cpu * 1000.0 / kiln.runs as f64,
+            floor.cpu * 1000.0 / floor.runs as f64
+        ),
+        format!(
+            "{:.0} / {:.0} MB",
+            kiln.peak_kb as f64 / 1024.0,
+            floor.peak_kb as f64 / 1024.0
+        ),
+    ]
+}
+
+/// One pass: a fresh server, `runs` runs with `level` in flight at a time, into `into`.
+#[allow(clippy::too_many_arguments)]
+async fn one_pass(
+    server: Server,
+    client: &reqwest::Client,
+    mock: &str,
+    scripts: &Path,
+    db: &Path,
+    level: usize,
+    runs: usize,
+    rounds: usize,
+    into: &mut Measured,
+) {
+    let cmd = match server {
+        Server::Kiln => {
+            let mut cmd = Command::new(env!("CARGO_BIN_EXE_kiln"));
+            let n = level.to_string();
+            cmd.args(["serve", "--bind", "127.0.0.1:0", "--no-stdlib", "--scripts"])
+                .arg(scripts)
+                .arg("--db")
+                .arg(db)
+                .args(["--max-runs", &n, "--queue", &n, "--run-timeout", "0"])
+                .args(["--max-connections", "4096"]);
+            cmd
+        }
+        Server::Floor => {
+            let mut cmd = Command::new(std::env::current_exe().expect("this bench's binary"));
+            cmd.env(bare_proxy::ENV, mock);
+            cmd
+        }
+    };
+    let (base, mut child) = start(cmd);
+    let url = Arc::new(format!("{base}/v1/chat/completions"));
+    // Warm the connections and the server's first run up.
+    for i in 0..level.min(50) {
+        let _ = one_run(client, &url, server, i).await;
+    }
+    let cpu_before = cpu_secs(child.id());
+    let next = Arc::new(AtomicUsize::new(0));
     let began = Instant::now();
-    let tasks: Vec<_> = (0..runs)
-        .map(|i| {
-            let (client, url) = (client.clone(), url.clone());
-            tokio::spawn(async move { one_run(&client, &url, i).await })
+    let workers: Vec<_> = (0..level)
+        .map(|_| {
+            let (client, url, next) = (client.clone(), url.clone(), next.clone());
+            tokio::spawn(async move {
+                let mut done = Vec::new();
+                while next.fetch_add(1, Ordering::Relaxed) < runs {
+                    done.push(one_run(&client, &url, server, 0).await);
+                }
+                done
+            })
         })
         .collect();
     let mut done = Vec::new();
-    let mut errors = 0;
-    for t in tasks {
-        match t.await.expect("client task") {
-            (Some(id), took) => done.push((id, took)),
-            (None, _) => errors += 1,
-        }
+    for w in workers {
+        done.extend(w.await.expect("client task"));
     }
-    let wall = began.elapsed();
-    let peak_kb = peak_rss_kb(serve.id());
-    for child in [&mut serve, &mut mock_child] {
-        let _ = child.kill();
-        let _ = child.wait();
-    }
+    into.wall += began.elapsed().as_secs_f64();
+    into.cpu += cpu_secs(child.id()) - cpu_before;
+    into.peak_kb = into.peak_kb.max(peak_rss_kb(child.id()).unwrap_or(0));
+    let _ = child.kill();
+    let _ = child.wait();
 
-    let conn = rusqlite::Connection::open(&db).expect("open the run log");
-    let added = added_per_round(&conn, &done, rounds);
-    let alone = added_per_round(&conn, &alone, rounds);
-    let summary = json!({
-        "runs": runs,
-        "rounds_per_run": rounds,
-        "errors": errors,
-        "wall_s": wall.as_secs_f64(),
-        "runs_per_s": done.len() as f64 / wall.as_secs_f64(),
-        "rounds_per_s": (done.len() * rounds) as f64 / wall.as_secs_f64(),
-        "added_ms_per_round_p50": percentile(&added, 0.5),
-        "added_ms_per_round_p99": percentile(&added, 0.99),
-        "alone_runs": alone.len(),
-        "alone_added_ms_per_round_p50": percentile(&alone, 0.5),
-        "alone_added_ms_per_round_p99": percentile(&alone, 0.99),
-        "server_peak_rss_mb": peak_kb.map(|kb| kb as f64 / 1024.0),
-    });
-    println!("serve_load: {summary}");
-    assert_eq!(errors, 0, "{errors} of {runs} runs failed");
+    let conn = (server == Server::Kiln).then(|| rusqlite::Connection::open(db).expect("run log"));
+    for (answer, took) in done {
+        let model_ms = match (answer, &conn) {
+            (Some(Answer::Kiln(id)), Some(conn)) => model_ms_of(conn, &id, rounds),
+            (Some(Answer::Floor(ms)), None) => ms,
+            _ => {
+                into.errors += 1;
+                continue;
+            }
+        };
+        into.runs += 1;
+        into.added_ms
+            .push((took.as_secs_f64() * 1000.0 - model_ms) / rounds as f64);
+    }
+    into.added_ms.sort_by(f64::total_cmp);
 }
 
-/// One Chat Completions request: the run id when it answered as expected, and its duration.
-async fn one_run(client: &reqwest::Client, url: &str, i: usize) -> (Option<String>, Duration) {
+/// What a run answered that tells its model requests' time.
+enum Answer {
+    /// kiln's run id: the run log has the times.
+    Kiln(String),
+    /// The proxy's own sum, in ms.
+    Floor(f64),
+}
+
+/// One Chat Completions request: what it answered (when it answered as expected) and how long
+/// it took.
+async fn one_run(
+    client: &reqwest::Client,
+    url: &str,
+    server: Server,
+    i: usize,
+) -> (Option<Answer>, Duration) {
     let start = Instant::now();
     let resp = client
         .post(url)
@@ -194,36 +362,28 @@ async fn one_run(client: &reqwest::Client, url: &str, i: usize) -> (Option<Strin
             None
         }
     };
-    let id = body
+    let answer = body
         .filter(|b| b["choices"][0]["message"]["content"] == "All done.")
-        .and_then(|b| b["kiln"]["run_id"].as_str().map(str::to_string));
-    (id, start.elapsed())
+        .and_then(|b| match server {
+            Server::Kiln => b["kiln"]["run_id"]
+                .as_str()
+                .map(|id| Answer::Kiln(id.into())),
+            Server::Floor => b["bare"]["model_ms"].as_f64().map(Answer::Floor),
+        });
+    (answer, start.elapsed())
 }
 
-/// Per run, sorted: (the client's time - the model requests' time in the run log) / rounds, ms.
-fn added_per_round(
-    conn: &rusqlite::Connection,
-    runs: &[(String, Duration)],
-    rounds: usize,
-) -> Vec<f64> {
-    let mut model_ms = conn
+/// The time a kiln run's model requests took, from its run log (ms).
+fn model_ms_of(conn: &rusqlite::Connection, id: &str, rounds: usize) -> f64 {
+    let (ms, count): (f64, i64) = conn
         .prepare_cached(
             "SELECT COALESCE(SUM(duration_ms), 0), COUNT(*) FROM model_calls WHERE run_id = ?1",
         )
-        .expect("query");
-    let mut added: Vec<f64> = runs
-        .iter()
-        .map(|(id, took)| {
-            let (ms, count): (f64, i64) = model_ms
-                .query_row([id], |r| Ok((r.get(0)?, r.get(1)?)))
-                .expect("model calls of a run");
-            assert_eq!(
-                count as usize, rounds,
-                "run {id} made {count} model requests"
-            );
-            (took.as_secs_f64() * 1000.0 - ms) / rounds as f64
-        })
-        .collect();
-    added.sort_by(f64::total_cmp);
-    added
+        .and_then(|mut s| s.query_row([id], |r| Ok((r.get(0)?, r.get(1)?))))
+        .expect("model calls of a run");
+    assert_eq!(
+        count as usize, rounds,
+        "run {id} made {count} model requests"
+    );
+    ms
 }
