@@ -39,13 +39,14 @@ fn status_kb(pid: u32, field: &str) -> u64 {
         .unwrap_or(0)
 }
 
-/// The run log's bytes on disk: the database with its WAL and shared memory.
-fn log_bytes(db: &std::path::Path) -> u64 {
-    ["", "-wal", "-shm"]
-        .iter()
-        .filter_map(|s| std::fs::metadata(format!("{}{s}", db.display())).ok())
-        .map(|m| m.len())
-        .sum()
+/// The run log's bytes on disk: the database, and its WAL with the shared memory.
+fn log_bytes(db: &std::path::Path) -> (u64, u64) {
+    let size = |s: &str| {
+        std::fs::metadata(format!("{}{s}", db.display()))
+            .map(|m| m.len())
+            .unwrap_or(0)
+    };
+    (size(""), size("-wal") + size("-shm"))
 }
 
 fn main() {
@@ -156,7 +157,8 @@ agent("soak").provider("openai").model("m").base_url("{mock}/v1").tools(["step"]
                 "time",
                 "runs/s since the last row",
                 "server RSS",
-                "run log on disk",
+                "database",
+                "WAL and shared memory",
             ],
             &rows,
         );
@@ -164,7 +166,7 @@ agent("soak").provider("openai").model("m").base_url("{mock}/v1").tools(["step"]
     println!(
         "\nsoak: {}",
         json!({"runs": runs, "clients": clients, "retention": retention, "errors": errors,
-               "peak_rss_mb": peak_mb, "final_log_mb": log_bytes(&db) as f64 / 1e6})
+               "peak_rss_mb": peak_mb, "final_db_mb": log_bytes(&db).0 as f64 / 1e6})
     );
     assert_eq!(errors, 0, "{errors} of {runs} runs failed");
 }
@@ -179,7 +181,8 @@ fn sample(n: usize, t: f64, rate: f64, pid: u32, db: &std::path::Path) -> Vec<St
             format!("{rate:.0}")
         },
         format!("{:.1} MB", status_kb(pid, "VmRSS:") as f64 / 1024.0),
-        format!("{:.1} MB", log_bytes(db) as f64 / 1e6),
+        format!("{:.1} MB", log_bytes(db).0 as f64 / 1e6),
+        format!("{:.1} MB", log_bytes(db).1 as f64 / 1e6),
     ]
 }
 

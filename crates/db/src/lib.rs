@@ -127,6 +127,9 @@ impl Db {
             conn.pragma_update(None, "journal_mode", "WAL")?;
         }
         conn.pragma_update(None, "synchronous", "NORMAL")?;
+        // A WAL that a busy moment let grow is cut back to this after the next checkpoint
+        // (SQLite otherwise keeps the file at its largest).
+        conn.pragma_update(None, "journal_size_limit", 8i64 << 20)?;
         let found = migrate::run(&mut conn)?;
         Ok((conn, found))
     }
