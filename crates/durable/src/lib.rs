@@ -6,6 +6,7 @@
 //! - `handlers`: the `KilnSession` Virtual Object and the `KilnRun` workflow
 //! - `calls`: the `KilnCall` workflow, one tool call (an MCP task under `kiln serve --restate`)
 //! - `server`: the HTTP/2 server Restate calls
+//! - `coalesce`: its responses, a quick step's start sent with its result
 //!
 //! The other direction, kiln calling Restate (registering a worker, the front door of
 //! `kiln serve`), is plain HTTP and lives in kiln-serve's `restate` module, re-exported here.
@@ -16,6 +17,7 @@
 #![warn(missing_docs)]
 
 mod calls;
+mod coalesce;
 mod handlers;
 mod journal;
 mod server;

@@ -1,7 +1,11 @@
 //! The worker's HTTP/2 server: the SDK's `HttpServer` accept loop, plus `TCP_NODELAY` on each
-//! connection. Without it Nagle's algorithm holds back the small frames of each journaled step
-//! (a step's completion, then Restate's ack) and every step waits for a delayed ACK.
+//! connection (without it Nagle's algorithm holds back the small frames of each journaled step,
+//! a step's completion, then Restate's ack, and every step waits for a delayed ACK), and each
+//! response [coalesced](super::coalesce) so a quick step's start and result reach Restate
+//! together.
 
+use super::coalesce::Coalesce;
+use hyper::service::Service;
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use restate_sdk::endpoint::Endpoint;
 use restate_sdk::hyper::HyperEndpoint;
@@ -33,8 +37,13 @@ pub(super) async fn serve(
                 if let Err(e) = stream.set_nodelay(true) {
                     tracing::warn!("TCP_NODELAY on {remote}: {e}");
                 }
+                let endpoint = endpoint.clone();
+                let service = hyper::service::service_fn(move |req| {
+                    let response = endpoint.call(req);
+                    async move { response.await.map(|r| r.map(Coalesce::new)) }
+                });
                 let conn = hyper::server::conn::http2::Builder::new(TokioExecutor::new())
-                    .serve_connection(TokioIo::new(stream), endpoint.clone());
+                    .serve_connection(TokioIo::new(stream), service);
                 let conn = graceful.watch(conn);
                 tokio::spawn(async move {
                     if let Err(e) = conn.await {
