@@ -118,13 +118,12 @@ macro_rules! restate_journal_for {
                     let result = self
                         .ctx
                         .run(move || async move {
-                            let result = work.await.and_then(StepValue::into_json);
-                            let journaled = match &result {
-                                Ok(v) => Ok(Json(v.clone())),
-                                Err(kind) => Err(journaled_failure(kind).into()),
+                            let (journaled, ran) = match work.await.and_then(StepValue::into_json) {
+                                Ok(v) => (Ok(Json(v)), Ok(())),
+                                Err(kind) => (Err(journaled_failure(&kind).into()), Err(kind)),
                             };
                             if let Ok(mut s) = slot.lock() {
-                                *s = Some(result.map(|_| ()));
+                                *s = Some(ran);
                             }
                             journaled
                         })
