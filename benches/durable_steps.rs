@@ -145,19 +145,6 @@ impl Client {
     }
 }
 
-/// CPU time process `pid`'s live threads have run so far (their `schedstat`, in ns).
-fn cpu_of(pid: u32) -> Duration {
-    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
-        return Duration::ZERO;
-    };
-    let ns: u64 = tasks
-        .flatten()
-        .filter_map(|t| std::fs::read_to_string(t.path().join("schedstat")).ok())
-        .filter_map(|s| s.split_whitespace().next()?.parse::<u64>().ok())
-        .sum();
-    Duration::from_nanos(ns)
-}
-
 /// The first child of this process whose command line contains `word`.
 fn child_with(word: &str) -> u32 {
     let tasks = std::fs::read_dir("/proc/self/task").expect("tasks");
@@ -392,9 +379,9 @@ fn main() {
         ];
         for (cost, run) in costs.iter_mut().zip(variants) {
             let appended = appends(&client, &metrics);
-            let cpu = pids.map(cpu_of);
+            let cpu = pids.map(support::cpu_time_of);
             let took = run();
-            let cpu_after = pids.map(cpu_of);
+            let cpu_after = pids.map(support::cpu_time_of);
             let appended = appends(&client, &metrics) - appended;
             if i > 2 {
                 cost.wall.push(took);

@@ -12,7 +12,16 @@ pub fn measuring() -> bool {
 /// `/proc/self/task/*/schedstat`, in nanoseconds: tick-based counters are too coarse for one
 /// run). Zero where that is not available.
 pub fn cpu_time() -> Duration {
-    let Ok(tasks) = std::fs::read_dir("/proc/self/task") else {
+    cpu_time_in("self")
+}
+
+/// [`cpu_time`] of process `pid`.
+pub fn cpu_time_of(pid: u32) -> Duration {
+    cpu_time_in(&pid.to_string())
+}
+
+fn cpu_time_in(process: &str) -> Duration {
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{process}/task")) else {
         return Duration::ZERO;
     };
     let ns: u64 = tasks
