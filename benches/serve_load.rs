@@ -18,9 +18,8 @@ mod bare_proxy;
 mod support;
 
 use serde_json::{Value, json};
-use std::io::BufRead;
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
@@ -35,26 +34,6 @@ fn percentile(sorted: &[f64], p: f64) -> f64 {
     }
     let i = ((sorted.len() as f64 - 1.0) * p).round() as usize;
     sorted[i.min(sorted.len() - 1)]
-}
-
-/// Starts `cmd`; its first stdout line ends with its URL.
-fn start(mut cmd: Command) -> (String, Child) {
-    let mut child = cmd
-        .env("OPENAI_API_KEY", "sk-load")
-        .env("KILN_LOG", "warn")
-        .stdout(Stdio::piped())
-        .spawn()
-        .expect("start a server");
-    let mut line = String::new();
-    std::io::BufReader::new(child.stdout.take().expect("stdout"))
-        .read_line(&mut line)
-        .expect("the server prints its address");
-    let url = line.trim().rsplit(' ').next().expect("url").to_string();
-    assert!(
-        url.starts_with("http://127.0.0.1:"),
-        "the server said: {line}"
-    );
-    (url, child)
 }
 
 /// Peak resident set size of a process, from /proc (kB).
@@ -275,7 +254,7 @@ async fn one_pass(
             cmd
         }
     };
-    let (base, mut child) = start(cmd);
+    let (mut child, base) = support::start_server(cmd);
     let url = Arc::new(format!("{base}/v1/chat/completions"));
     // Warm the connections and the server's first run up.
     for i in 0..level.min(50) {

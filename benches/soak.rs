@@ -11,8 +11,7 @@
 mod support;
 
 use serde_json::{Value, json};
-use std::io::BufRead;
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
@@ -82,22 +81,13 @@ agent("soak").provider("openai").model("m").base_url("{mock}/v1").tools(["step"]
     )
     .expect("write script");
     let db = dir.path().join("soak.db");
-    let mut serve = Command::new(env!("CARGO_BIN_EXE_kiln"))
-        .args(["serve", "--bind", "127.0.0.1:0", "--no-stdlib", "--scripts"])
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_kiln"));
+    cmd.args(["serve", "--bind", "127.0.0.1:0", "--no-stdlib", "--scripts"])
         .arg(&scripts)
         .arg("--db")
         .arg(&db)
-        .args(["--log-retention", retention, "--run-timeout", "0"])
-        .env("OPENAI_API_KEY", "sk-soak")
-        .env("KILN_LOG", "warn")
-        .stdout(Stdio::piped())
-        .spawn()
-        .expect("start kiln serve");
-    let mut line = String::new();
-    std::io::BufReader::new(serve.stdout.take().expect("stdout"))
-        .read_line(&mut line)
-        .expect("kiln serve prints its address");
-    let base = line.trim().rsplit(' ').next().expect("url").to_string();
+        .args(["--log-retention", retention, "--run-timeout", "0"]);
+    let (mut serve, base) = support::start_server(cmd);
     let url = Arc::new(format!("{base}/v1/chat/completions"));
     let client = kiln::egress::http_client_builder()
         .timeout(Duration::from_secs(120))

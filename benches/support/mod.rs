@@ -96,18 +96,30 @@ pub fn start_mock(
     std::fs::File::create(&file)
         .and_then(|mut f| std::io::Write::write_all(&mut f, scenario.to_string().as_bytes()))
         .expect("write scenario");
-    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_kiln"))
-        .args(["mock", &file.display().to_string(), "--port", "0"])
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_kiln"));
+    cmd.args(["mock", &file.display().to_string(), "--port", "0"]);
+    start_server(cmd)
+}
+
+/// Starts `cmd` (a kiln server, or the bench binary as one), with a dummy OpenAI key and
+/// quiet logs; its first stdout line ends with its loopback URL. The child and the URL.
+pub fn start_server(mut cmd: std::process::Command) -> (std::process::Child, String) {
+    let mut child = cmd
+        .env("OPENAI_API_KEY", "sk-bench")
+        .env("KILN_LOG", "warn")
         .stdout(std::process::Stdio::piped())
         .spawn()
-        .expect("start kiln mock");
+        .expect("start a server");
     let mut line = String::new();
     std::io::BufRead::read_line(
         &mut std::io::BufReader::new(child.stdout.take().expect("stdout")),
         &mut line,
     )
-    .expect("mock prints its address");
+    .expect("the server prints its address");
     let url = line.trim().rsplit(' ').next().expect("url").to_string();
-    assert!(url.starts_with("http://127.0.0.1:"), "mock said: {line}");
+    assert!(
+        url.starts_with("http://127.0.0.1:"),
+        "the server said: {line}"
+    );
     (child, url)
 }
