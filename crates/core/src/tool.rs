@@ -391,7 +391,6 @@ impl Tool {
             Ok(RuntimeFlavor::MultiThread) => {
                 use std::sync::atomic::Ordering::Relaxed;
                 let quick = self.last_call_us.load(Relaxed) < QUICK_CALL_US;
-                let started = Instant::now();
                 let outcome = if quick && self.rate_limit.is_none() && self.handler.runs_in_place()
                 {
                     // The worker's other tasks wait this long at most once: a call that was
@@ -400,7 +399,7 @@ impl Tool {
                 } else {
                     tokio::task::block_in_place(|| self.execute(&args, &ctx))
                 };
-                let took = started.elapsed().as_micros().min(u128::from(u64::MAX - 1)) as u64;
+                let took = outcome.duration.as_micros().min(u128::from(u64::MAX - 1)) as u64;
                 self.last_call_us.store(took, Relaxed);
                 outcome
             }
@@ -483,3 +482,7 @@ impl crate::context::Reachable for Arc<Tool> {
         Tool::execute(self, args, ctx)
     }
 }
+
+#[cfg(test)]
+#[path = "tool_in_place_tests.rs"]
+mod in_place_tests;
