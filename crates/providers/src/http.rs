@@ -66,7 +66,7 @@ fn redirect_policy() -> redirect::Policy {
 pub fn client() -> &'static Client {
     static CLIENT: OnceLock<Client> = OnceLock::new();
     CLIENT.get_or_init(|| {
-        builder()
+        builder(kiln_core::egress::tls::client_builder())
             .build()
             // Only a broken TLS setup fails here; the provider is installed, so the default builds.
             .unwrap_or_default()
@@ -79,16 +79,14 @@ pub fn client() -> &'static Client {
 fn plain_client() -> &'static Client {
     static CLIENT: OnceLock<Client> = OnceLock::new();
     CLIENT.get_or_init(|| {
-        builder()
-            .tls_certs_only([])
+        builder(kiln_core::egress::tls::plain_client_builder())
             .build()
             .unwrap_or_else(|_| client().clone())
     })
 }
 
-fn builder() -> reqwest::ClientBuilder {
-    kiln_core::egress::tls::client_builder()
-        .connect_timeout(Duration::from_secs(10))
+fn builder(tls: reqwest::ClientBuilder) -> reqwest::ClientBuilder {
+    tls.connect_timeout(Duration::from_secs(10))
         .redirect(redirect_policy())
         .user_agent(concat!("kiln/", env!("CARGO_PKG_VERSION")))
 }

@@ -161,7 +161,7 @@ pub(super) fn http(
                 redirect_refusal(func, given, e)
             }
         })?;
-        let client = client_for(&services, target, rule, o.timeout)
+        let client = client_for(&url, &services, target, rule, o.timeout)
             .map_err(|e| fail(format!("{func}: {e}")))?;
         let mut req = match &body {
             None => client.get(url.clone()),
@@ -335,12 +335,18 @@ fn redirect_refusal(
 /// A client for one hop: no redirects (each is checked here), addresses checked at connect
 /// time, and no proxy from the environment unless the operator opted in.
 fn client_for(
+    url: &reqwest::Url,
     services: &Services,
     target: Target,
     rule: NetRule,
     timeout: Duration,
 ) -> Result<reqwest::Client, reqwest::Error> {
-    let builder = kiln_core::egress::tls::client_builder()
+    // A plain `http://` hop needs no trust store; an `https://` one shares the process's.
+    let tls = match url.scheme() {
+        "http" => kiln_core::egress::tls::plain_client_builder(),
+        _ => kiln_core::egress::tls::client_builder(),
+    };
+    let builder = tls
         .redirect(reqwest::redirect::Policy::none())
         .timeout(timeout);
     if services.egress.use_env_proxy {
