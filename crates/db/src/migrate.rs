@@ -75,6 +75,13 @@ const MIGRATIONS: &[&str] = &[
     "ALTER TABLE runs ADD COLUMN owner TEXT;",
     // 6: the trace a run belongs to (OpenTelemetry), to go from `kiln logs` to a trace viewer.
     "ALTER TABLE runs ADD COLUMN trace_id TEXT;",
+    // 7: a model reply rides on the row of the assistant message it produced (one row fewer a
+    // round); replies without one (a run that ended before its step, a rewritten step) keep
+    // rows of their own.
+    "DROP VIEW model_calls;
+     CREATE VIEW model_calls AS
+        SELECT run_id, round, at, duration_ms, input_tokens, output_tokens, stop_reason
+        FROM steps WHERE kind = 'model' OR (kind = 'message' AND round IS NOT NULL);",
 ];
 
 /// The newest schema version this build knows.
