@@ -5,6 +5,11 @@ mod cli;
 use clap::Parser;
 use std::process::ExitCode;
 
+// A server's runs allocate from many threads at once, where glibc's malloc spends a fifth of
+// `kiln serve`'s CPU (BENCHMARKS.md); the library leaves the choice to its embedder.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() -> ExitCode {
     let args = cli::Cli::parse();
     let traces = cli::init_logging(&args);

@@ -3,6 +3,11 @@
 
 use std::time::{Duration, Instant};
 
+// The allocator the `kiln` binary uses, so in-process runs and the bare proxy (this binary
+// again) allocate as `kiln serve` does.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// True under `cargo bench` (which passes `--bench`); a smoke run under `cargo test`.
 pub fn measuring() -> bool {
     std::env::args().any(|a| a == "--bench")
