@@ -48,18 +48,27 @@ pub struct Metrics {
     inner: Mutex<Inner>,
 }
 
-fn escape(v: &str) -> String {
-    v.replace('\\', "\\\\")
-        .replace('"', "\\\"")
-        .replace('\n', "\\n")
-}
-
-fn labels(pairs: &[(&str, &str)]) -> String {
-    let inner: Vec<String> = pairs
-        .iter()
-        .map(|(k, v)| format!("{k}=\"{}\"", escape(v)))
-        .collect();
-    format!("{{{}}}", inner.join(","))
+/// Writes `{k="v",...}` into `out`, escaping the values as the text format asks.
+fn write_labels(out: &mut String, pairs: &[(&str, &str)]) {
+    out.clear();
+    out.push('{');
+    for (i, (k, v)) in pairs.iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        out.push_str(k);
+        out.push_str("=\"");
+        for c in v.chars() {
+            match c {
+                '\\' => out.push_str("\\\\"),
+                '"' => out.push_str("\\\""),
+                '\n' => out.push_str("\\n"),
+                c => out.push(c),
+            }
+        }
+        out.push('"');
+    }
+    out.push('}');
 }
 
 /// Label sets one family may hold; later new ones are counted under `_other`.
@@ -77,28 +86,37 @@ fn bounded(value: &str) -> &str {
 }
 
 impl Metrics {
-    fn add(&self, family: &'static str, pairs: &[(&str, &str)], n: u64) {
-        let shown: Vec<(&str, &str)> = pairs.iter().map(|(k, v)| (*k, bounded(v))).collect();
+    fn add<const N: usize>(&self, family: &'static str, pairs: [(&str, &str); N], n: u64) {
+        // Every model reply and tool call counts here: one buffer, and a new key only for a
+        // new series.
+        let mut key = String::with_capacity(64);
+        let mut shown = pairs.map(|(k, v)| (k, bounded(v)));
+        write_labels(&mut key, &shown);
         let mut inner = self.inner.lock().unwrap_or_else(|e| e.into_inner());
         let series = inner.counters.entry(family).or_default();
-        let mut key = labels(&shown);
-        if !series.contains_key(&key) && series.len() >= MAX_SERIES {
-            let other: Vec<(&str, &str)> = shown.iter().map(|(k, _)| (*k, "_other")).collect();
-            key = labels(&other);
+        if let Some(value) = series.get_mut(&key) {
+            *value += n;
+            return;
+        }
+        if series.len() >= MAX_SERIES {
+            for slot in shown.iter_mut() {
+                slot.1 = "_other";
+            }
+            write_labels(&mut key, &shown);
         }
         *series.entry(key).or_default() += n;
     }
 
     /// A run of `agent` started.
     pub fn run_started(&self, agent: &str) {
-        self.add("kiln_runs_started_total", &[("agent", agent)], 1);
+        self.add("kiln_runs_started_total", [("agent", agent)], 1);
     }
 
     /// A run of `agent` ended with `outcome`.
     pub fn run_finished(&self, agent: &str, outcome: &str) {
         self.add(
             "kiln_runs_finished_total",
-            &[("agent", agent), ("outcome", outcome)],
+            [("agent", agent), ("outcome", outcome)],
             1,
         );
     }
@@ -109,7 +127,7 @@ impl Metrics {
             let outcome = if c.is_error { "error" } else { "ok" };
             self.add(
                 "kiln_tool_calls_total",
-                &[("tool", &c.name), ("outcome", outcome)],
+                [("tool", &c.name), ("outcome", outcome)],
                 1,
             );
         }
@@ -119,12 +137,12 @@ impl Metrics {
     pub fn model_reply(&self, took: Duration, usage: Usage) {
         self.add(
             "kiln_tokens_total",
-            &[("direction", "input")],
+            [("direction", "input")],
             usage.input_tokens,
         );
         self.add(
             "kiln_tokens_total",
-            &[("direction", "output")],
+            [("direction", "output")],
             usage.output_tokens,
         );
         let secs = took.as_secs_f64();
@@ -141,7 +159,7 @@ impl Metrics {
 
     /// The scripts were reloaded.
     pub fn reloaded(&self) {
-        self.add("kiln_reloads_total", &[], 1);
+        self.add("kiln_reloads_total", [], 1);
     }
 
     /// The text exposition, with the gauges read now.

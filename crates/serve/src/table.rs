@@ -226,13 +226,18 @@ impl RunTable {
 
     /// Notes that a run ended, forgetting the oldest finished runs beyond the limit.
     pub fn finished(&self, id: &str) {
-        let mut t = self.inner.lock().unwrap_or_else(|e| e.into_inner());
-        t.finished.push_back(id.to_string());
-        while t.finished.len() > KEEP_FINISHED {
-            if let Some(old) = t.finished.pop_front() {
-                t.runs.remove(&old);
+        let mut forgotten = Vec::new();
+        {
+            let mut t = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+            t.finished.push_back(id.to_string());
+            while t.finished.len() > KEEP_FINISHED {
+                if let Some(old) = t.finished.pop_front() {
+                    forgotten.extend(t.runs.remove(&old));
+                }
             }
         }
+        // A run's events are freed here, after the table is open to other requests again.
+        drop(forgotten);
     }
 
     /// The run `id` if `who` may see it (its owner, or anyone without tokens).
