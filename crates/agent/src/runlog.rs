@@ -242,9 +242,9 @@ impl Recorder for RunLogger {
                 tx.prepare_cached(
                     "INSERT OR REPLACE INTO steps(run_id, step, part, kind, at, round, duration_ms, input_tokens, output_tokens, stop_reason)
                      SELECT run_id, step, ?3 + round, 'model', at, round, duration_ms, input_tokens, output_tokens, stop_reason
-                     FROM steps WHERE run_id = ?1 AND step = ?2 AND kind = 'message' AND round IS NOT NULL",
+                     FROM steps WHERE run_id = ?1 AND step = ?2 AND part < ?4 AND kind = 'message' AND round IS NOT NULL",
                 )?
-                .execute(params![run_id, step, MODEL_PART])?;
+                .execute(params![run_id, step, MODEL_PART, messages.len() as i64])?;
             }
             // Each statement is looked up once per step, not once per row.
             let mut insert_message = tx.prepare_cached(
@@ -440,17 +440,15 @@ mod tests {
         };
         let stop = StopReason::EndTurn;
         logger.model_reply(&report.run_id, 1, usage(5), &stop, Duration::ZERO);
-        let first = [
-            answer("bad"),
-            Message::User {
-                content: "again".into(),
-            },
-        ];
+        // One step with two answers, each with its reply (the second after a repair).
+        logger.model_reply(&report.run_id, 2, usage(6), &stop, Duration::ZERO);
+        let first = [answer("bad"), answer("worse")];
         logger
             .step(&report.run_id, 0, &first, &[], &Value::Null)
             .expect("step");
-        // A repair dropped both and the next answer is written over them, from message 0.
-        logger.model_reply(&report.run_id, 2, usage(7), &stop, Duration::ZERO);
+        // A repair dropped the first and the next answer is written over it, from message 0;
+        // the second row stays, with its own reply.
+        logger.model_reply(&report.run_id, 3, usage(7), &stop, Duration::ZERO);
         logger
             .step(&report.run_id, 0, &[answer("good")], &[], &Value::Null)
             .expect("step");
@@ -462,10 +460,10 @@ mod tests {
             .expect("rows")
             .collect::<Result<_, _>>()
             .expect("read");
-        assert_eq!(rounds, [(1, 5), (2, 7)]);
+        assert_eq!(rounds, [(1, 5), (2, 6), (3, 7)]);
         report.messages.push(answer("good"));
         logger.ended(&report).expect("end");
         let run = db.runs(&LogFilter::default()).expect("runs").remove(0);
-        assert_eq!((run.rounds, run.input_tokens), (2, 12));
+        assert_eq!((run.rounds, run.input_tokens), (3, 18));
     }
 }
