@@ -11,7 +11,8 @@
 //!
 //! `cargo bench --bench serve_load`; under `cargo test` it runs a few tiny runs as a smoke test.
 //! `KILN_LOAD_LEVELS=1,100,1000`, `KILN_LOAD_RUNS` (runs per pass, every level) and
-//! `KILN_LOAD_ROUNDS` override the sizes.
+//! `KILN_LOAD_ROUNDS` override the sizes; `KILN_SERVE_BIN` runs another build of `kiln` in
+//! kiln's passes (to compare two commits against the same floor).
 
 #[path = "support/bare_proxy.rs"]
 mod bare_proxy;
@@ -238,7 +239,8 @@ async fn one_pass(
 ) {
     let cmd = match server {
         Server::Kiln => {
-            let mut cmd = Command::new(env!("CARGO_BIN_EXE_kiln"));
+            let bin = var("KILN_SERVE_BIN").unwrap_or_else(|| env!("CARGO_BIN_EXE_kiln").into());
+            let mut cmd = Command::new(bin);
             let n = level.to_string();
             cmd.args(["serve", "--bind", "127.0.0.1:0", "--no-stdlib", "--scripts"])
                 .arg(scripts)

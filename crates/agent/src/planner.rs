@@ -111,7 +111,7 @@ pub(super) async fn drive(
             tool_calls: Vec::new(),
         });
         let done = take_step(run, agent, &offered, &ctx, step, &reply.text).await;
-        let committed = run.commit(&ctx.state);
+        let committed = run.commit(&ctx.state).await;
         // The step's own error is the cause; a failed commit ends the run all the same.
         let done = done?;
         committed?;
@@ -163,7 +163,7 @@ async fn take_step(
             Err(e) => (planned, refused(format!("rejected by the validator: {e}"))),
             Ok(args) => {
                 // No tool runs on top of a step that is not committed.
-                run.durable()?;
+                run.durable().await?;
                 run.emit(|| Event::ToolStarted {
                     round: step,
                     id: format!("step_{step}"),

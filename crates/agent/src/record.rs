@@ -5,12 +5,23 @@
 //! runs on top of a step that is not durable, a killed process loses at most the step in
 //! flight and one model request, and a step that cannot be committed ends the run with a
 //! [`RecordError`] before any further tool runs. The commit runs in the loop's own task: no
-//! thread hand-off, no copy of the step.
+//! thread hand-off, no copy of the step. A recorder may instead hand the commit to another
+//! thread (the run log's group committer, which commits concurrent runs' steps together): the
+//! loop then waits for the returned [`Commit`] where it would have waited for the call.
 
 use super::{RecordError, RunReport, ToolCallRecord};
+use futures_util::future::BoxFuture;
 use kiln_providers::{Message, StopReason, Usage};
 use serde_json::Value;
 use std::time::Duration;
+
+/// A commit handed off: resolves once it has landed, or with why it could not.
+pub type Commit = BoxFuture<'static, Result<(), RecordError>>;
+
+/// A commit that has already happened (or failed).
+pub fn committed(result: Result<(), RecordError>) -> Commit {
+    Box::pin(std::future::ready(result))
+}
 
 /// Receives a run's progress. `started` and `step` are called one at a time and in order, each
 /// while the run's next model request is out (or before the run ends); the loop runs no tool
@@ -39,6 +50,30 @@ pub trait Recorder: Send + Sync {
     ) -> Result<(), RecordError>;
     /// The run ended, well or not (`report.error`).
     fn ended(&self, report: &RunReport) -> Result<(), RecordError>;
+
+    /// Like [`Recorder::started`], but the commit may land later: the loop awaits the
+    /// [`Commit`] before the run goes on past it. The default commits in place.
+    fn commit_started(&self, report: &RunReport) -> Commit {
+        committed(self.started(report))
+    }
+
+    /// Like [`Recorder::step`], but the commit may land later (what it needs of the step is
+    /// taken now). The default commits in place.
+    fn commit_step(
+        &self,
+        run_id: &str,
+        first_seq: usize,
+        messages: &[Message],
+        calls: &[ToolCallRecord],
+        state: &Value,
+    ) -> Commit {
+        committed(self.step(run_id, first_seq, messages, calls, state))
+    }
+
+    /// Like [`Recorder::ended`], but the commit may land later. The default commits in place.
+    fn commit_ended(&self, report: &RunReport) -> Commit {
+        committed(self.ended(report))
+    }
 }
 
 /// What a run has handed to its recorder but not committed yet: at most one commit, which runs
@@ -56,19 +91,15 @@ pub(super) enum Pending {
 }
 
 impl Pending {
-    /// Commits through `recorder`, reading the step from `report`.
-    pub(super) fn commit(
-        self,
-        recorder: &dyn Recorder,
-        report: &RunReport,
-    ) -> Result<(), RecordError> {
+    /// Hands the commit to `recorder`, reading the step from `report` now.
+    pub(super) fn commit(self, recorder: &dyn Recorder, report: &RunReport) -> Commit {
         match self {
-            Pending::Started => recorder.started(report),
+            Pending::Started => recorder.commit_started(report),
             Pending::Step {
                 messages,
                 calls,
                 state,
-            } => recorder.step(
+            } => recorder.commit_step(
                 &report.run_id,
                 messages.start,
                 &report.messages[messages],

@@ -65,15 +65,15 @@ impl Run {
     }
 
     /// Tells the recorder the run began (committed during the first model request).
-    pub(super) fn started(&mut self) -> Result<(), RecordError> {
-        self.defer(Pending::Started)
+    pub(super) async fn started(&mut self) -> Result<(), RecordError> {
+        self.defer(Pending::Started).await
     }
 
     /// Tells the recorder the run ended (after [`Run::durable`]: every step before is
     /// committed).
-    pub(super) fn ended(&self) -> Result<(), RecordError> {
+    pub(super) async fn ended(&self) -> Result<(), RecordError> {
         match &self.recorder {
-            Some(r) => r.ended(&self.report),
+            Some(r) => r.commit_ended(&self.report).await,
             None => Ok(()),
         }
     }
@@ -88,14 +88,15 @@ impl Run {
 
     /// Hands the messages and tool calls of a finished step to the recorder, which commits
     /// them during the next model request ([`Run::durable`] commits them now).
-    pub(super) fn commit(&mut self, state: &Arc<Mutex<Value>>) -> Result<(), RecordError> {
+    pub(super) async fn commit(&mut self, state: &Arc<Mutex<Value>>) -> Result<(), RecordError> {
         if self.recorder.is_some() {
             let state = state.lock().map(|s| s.clone()).unwrap_or(Value::Null);
             self.defer(Pending::Step {
                 messages: self.committed..self.report.messages.len(),
                 calls: self.committed_calls..self.report.tool_calls.len(),
                 state,
-            })?;
+            })
+            .await?;
         }
         self.committed = self.report.messages.len();
         self.committed_calls = self.report.tool_calls.len();
@@ -104,16 +105,20 @@ impl Run {
 
     /// Drops the messages `start..end` (a bad answer and its repair, replaced by the next),
     /// committing what is pending first: the run log keeps the transcript the model saw.
-    pub(super) fn forget_from(&mut self, start: usize, end: usize) -> Result<(), RecordError> {
-        self.durable()?;
+    pub(super) async fn forget_from(
+        &mut self,
+        start: usize,
+        end: usize,
+    ) -> Result<(), RecordError> {
+        self.durable().await?;
         self.report.messages.drain(start..end);
         self.committed = self.committed.min(start);
         Ok(())
     }
 
     /// Makes `next` the pending commit, committing the one before it first (they land in order).
-    fn defer(&mut self, next: Pending) -> Result<(), RecordError> {
-        self.durable()?;
+    async fn defer(&mut self, next: Pending) -> Result<(), RecordError> {
+        self.durable().await?;
         if self.recorder.is_some() {
             self.pending = Some(next);
         }
@@ -122,9 +127,9 @@ impl Run {
 
     /// Commits what the recorder has not committed yet: before the run ends, and before any
     /// tool runs (so no side effect happens on top of a step that is not durable).
-    pub(super) fn durable(&mut self) -> Result<(), RecordError> {
+    pub(super) async fn durable(&mut self) -> Result<(), RecordError> {
         match (self.pending.take(), &self.recorder) {
-            (Some(pending), Some(r)) => pending.commit(r.as_ref(), &self.report),
+            (Some(pending), Some(r)) => pending.commit(r.as_ref(), &self.report).await,
             _ => Ok(()),
         }
     }
@@ -180,7 +185,7 @@ impl Run {
                 (Some(pending), Some(r)) => {
                     // Lets the request's connection task write it first.
                     tokio::task::yield_now().await;
-                    pending.commit(r.as_ref(), report)
+                    pending.commit(r.as_ref(), report).await
                 }
                 _ => Ok(()),
             }
@@ -272,13 +277,13 @@ pub(super) async fn drive(
             let verdict = contract.answered(&mut run.report);
             if let Ok(super::contract::Verdict::Repair { replace, message }) = &verdict {
                 if let Some(r) = replace {
-                    run.forget_from(r.start, r.end)?;
+                    run.forget_from(r.start, r.end).await?;
                     sent = sent.min(r.start);
                 }
                 let content = message.clone();
                 run.report.messages.push(Message::User { content });
             }
-            run.commit(&ctx.state)?;
+            run.commit(&ctx.state).await?;
             match verdict? {
                 super::contract::Verdict::Done => return Ok(()),
                 super::contract::Verdict::Repair { .. } => continue,
@@ -296,7 +301,7 @@ pub(super) async fn drive(
         });
         // No tool runs on top of a step that is not committed (the model request's step
         // committed the one before; this is for a recorder that had nothing to overlap with).
-        run.durable()?;
+        run.durable().await?;
         if run.observer.is_some() {
             for call in &calls {
                 run.emit(|| Event::ToolStarted {
@@ -329,7 +334,7 @@ pub(super) async fn drive(
             .collect();
         let handed = handoff(agent, &calls, &results);
         run.report.messages.push(Message::Tool { results });
-        run.commit(&ctx.state)?;
+        run.commit(&ctx.state).await?;
         if let Some(kind) = round_end.stop {
             return Err(kind);
         }

@@ -54,12 +54,12 @@ async fn run_in_span(
     }
     run.report.trace_id = kiln_otel::context::trace_id_of(&span);
     super::spans::record_setup(&span, &run.report);
-    let mut result = match run.started() {
+    let mut result = match run.started().await {
         Ok(()) => setup_and_drive(host, journal, &mut run, &opts).await,
         Err(e) => Err(e.into()),
     };
     // The last step commits here (and a start no model request followed).
-    if let Err(e) = run.durable() {
+    if let Err(e) = run.durable().await {
         // The run's own error, if any, is the one to report; this one is logged with it.
         tracing::error!("{e}");
         if result.is_ok() {
@@ -70,7 +70,7 @@ async fn run_in_span(
         run.report.error = Some(kind.to_string());
         run.report.cancelled = matches!(kind, RunErrorKind::Cancelled);
     }
-    if let Err(e) = run.ended() {
+    if let Err(e) = run.ended().await {
         // The run's own error, if any, is the one to report; this one is logged with it.
         tracing::error!("{e}");
         if result.is_ok() {

@@ -6,12 +6,16 @@
 //!
 //! May depend on: kiln-core.
 
+pub mod commit;
 mod migrate;
 pub mod runs;
 pub mod sessions;
 pub mod store;
 
+use commit::{Committed, Job, Queued};
 use rusqlite::Connection;
+use std::collections::VecDeque;
+use std::ops::{Deref, DerefMut};
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, MutexGuard};
 
@@ -49,6 +53,9 @@ pub enum DbError {
         /// The newest version this kiln knows.
         known: usize,
     },
+    /// Whoever was committing a queued job panicked: its outcome is unknown.
+    #[error("the database's committer stopped before committing")]
+    CommitterPanicked,
 }
 
 /// The default database path of a workspace.
@@ -71,11 +78,46 @@ fn is_busy(e: &rusqlite::Error) -> bool {
     )
 }
 
+/// A lock that a panicking holder did not poison for good.
+pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 /// An open database. One connection per process, shared behind a mutex: writes from many runs
-/// are serialized here, and other processes wait on the busy timeout instead of failing.
+/// are serialized here (the run log's through group commit, [`Db::submit`]), and other
+/// processes wait on the busy timeout instead of failing.
 pub struct Db {
     conn: Mutex<Connection>,
     path: PathBuf,
+    /// Jobs waiting for a commit: whoever next holds the connection commits them.
+    queue: Mutex<VecDeque<Queued>>,
+}
+
+/// The connection, held for one unit of work; letting go commits the jobs queued meanwhile.
+pub struct ConnGuard<'a> {
+    db: &'a Db,
+    conn: Option<MutexGuard<'a, Connection>>,
+}
+
+impl Deref for ConnGuard<'_> {
+    type Target = Connection;
+    fn deref(&self) -> &Connection {
+        // Present from construction until drop.
+        self.conn.as_deref().expect("held connection")
+    }
+}
+
+impl DerefMut for ConnGuard<'_> {
+    fn deref_mut(&mut self) -> &mut Connection {
+        self.conn.as_deref_mut().expect("held connection")
+    }
+}
+
+impl Drop for ConnGuard<'_> {
+    fn drop(&mut self) {
+        drop(self.conn.take());
+        self.db.commit_queued();
+    }
 }
 
 impl Db {
@@ -115,6 +157,7 @@ impl Db {
         Ok(Db {
             conn: Mutex::new(conn),
             path: path.to_path_buf(),
+            queue: Mutex::new(VecDeque::new()),
         })
     }
 
@@ -139,9 +182,61 @@ impl Db {
         &self.path
     }
 
-    /// The connection, for one unit of work.
-    pub fn conn(&self) -> MutexGuard<'_, Connection> {
-        self.conn.lock().unwrap_or_else(|e| e.into_inner())
+    /// The connection, for one unit of work. Jobs queued meanwhile commit when it is let go.
+    pub fn conn(&self) -> ConnGuard<'_> {
+        ConnGuard {
+            db: self,
+            conn: Some(lock(&self.conn)),
+        }
+    }
+
+    /// Runs `f` in one transaction on this thread and commits it.
+    pub fn write(
+        &self,
+        f: impl FnOnce(&Connection) -> rusqlite::Result<()>,
+    ) -> Result<(), DbError> {
+        commit::transaction(&self.conn(), f).map_err(|e| self.err(e))
+    }
+
+    /// Queues `job` for a group commit and, if the connection is free, commits the queue now
+    /// on this thread; the answer resolves once the job has landed. Jobs land in the order
+    /// they are submitted.
+    pub fn submit(&self, job: Job) -> Committed {
+        let (queued, committed) = Committed::queued(job);
+        lock(&self.queue).push_back(queued);
+        self.commit_queued();
+        committed
+    }
+
+    /// Commits the queued jobs, batch by batch, unless another holds the connection (whoever
+    /// does commits them when letting go).
+    fn commit_queued(&self) {
+        loop {
+            let conn = match self.conn.try_lock() {
+                Ok(conn) => conn,
+                Err(std::sync::TryLockError::Poisoned(e)) => e.into_inner(),
+                Err(std::sync::TryLockError::WouldBlock) => return,
+            };
+            let batch: Vec<Queued> = {
+                let mut queue = lock(&self.queue);
+                let n = queue.len().min(commit::MAX_BATCH);
+                queue.drain(..n).collect()
+            };
+            if batch.is_empty() {
+                drop(conn);
+                // A job queued after the drain and before the release found the lock held:
+                // it is this holder's to commit.
+                if lock(&self.queue).is_empty() {
+                    return;
+                }
+                continue;
+            }
+            let results = commit::commit_batch(&conn, &batch);
+            drop(conn);
+            for (q, r) in batch.into_iter().zip(results) {
+                let _ = q.done.send(r.map_err(|e| self.err(e)));
+            }
+        }
     }
 
     /// Wraps an SQLite error with the path.

@@ -72,9 +72,10 @@ pub struct ToolRow {
     pub call_id: Option<String>,
 }
 
-/// This process as a run's owner: `HOST:PID`.
-pub fn this_process() -> String {
-    format!("{}:{}", host_name(), std::process::id())
+/// This process as a run's owner: `HOST:PID` (read once: every run start records it).
+pub fn this_process() -> &'static str {
+    static OWNER: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    OWNER.get_or_init(|| format!("{}:{}", host_name(), std::process::id()))
 }
 
 fn host_name() -> String {

@@ -10,6 +10,7 @@ use super::table::{RunEntry, error_kind};
 use futures_util::StreamExt;
 use kiln_agent::Event;
 use kiln_agent::connect::ProviderOverrides;
+use kiln_agent::record::{Commit, committed};
 use kiln_agent::runlog::RunLogger;
 use kiln_agent::{RecordError, Recorder, RunOptions, RunReport, ToolCallRecord};
 use kiln_core::capability::Grants;
@@ -100,6 +101,49 @@ impl Recorder for Tap {
         match &self.log {
             Some(l) => l.ended(report),
             None => Ok(()),
+        }
+    }
+
+    fn commit_started(&self, report: &RunReport) -> Commit {
+        let logged = self.log.as_ref().map(|l| l.commit_started(report));
+        let metrics = self.metrics.clone();
+        let tx = self.started.lock().ok().and_then(|mut s| s.take());
+        let (agent, run_id) = (report.agent.clone(), report.run_id.clone());
+        Box::pin(async move {
+            if let Some(logged) = logged {
+                logged.await?;
+            }
+            metrics.run_started(&agent);
+            if let Some(tx) = tx {
+                let _ = tx.send(run_id);
+            }
+            Ok(())
+        })
+    }
+
+    fn commit_step(
+        &self,
+        run_id: &str,
+        first_seq: usize,
+        messages: &[Message],
+        calls: &[ToolCallRecord],
+        state: &Value,
+    ) -> Commit {
+        let logged = self
+            .log
+            .as_ref()
+            .map(|l| l.commit_step(run_id, first_seq, messages, calls, state));
+        self.metrics.tool_calls(calls);
+        match logged {
+            Some(logged) => logged,
+            None => committed(Ok(())),
+        }
+    }
+
+    fn commit_ended(&self, report: &RunReport) -> Commit {
+        match &self.log {
+            Some(l) => l.commit_ended(report),
+            None => committed(Ok(())),
         }
     }
 }
