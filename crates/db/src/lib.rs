@@ -6,18 +6,22 @@
 //!
 //! May depend on: kiln-core.
 
-pub mod commit;
+mod commit;
 mod migrate;
 pub mod runs;
 pub mod sessions;
 pub mod store;
 
-use commit::{Committed, Job, Queued};
+pub use commit::Job;
 use rusqlite::Connection;
 use std::collections::VecDeque;
+use std::future::Future;
 use std::ops::{Deref, DerefMut};
 use std::path::{Path, PathBuf};
+use std::pin::Pin;
 use std::sync::{Mutex, MutexGuard};
+use std::task::{Context, Poll};
+use tokio::sync::oneshot;
 
 /// Errors of the database layer.
 #[derive(Debug, thiserror::Error)]
@@ -79,8 +83,28 @@ fn is_busy(e: &rusqlite::Error) -> bool {
 }
 
 /// A lock that a panicking holder did not poison for good.
-pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// A job waiting for a group commit, and where its outcome goes.
+struct Queued {
+    job: Job,
+    done: oneshot::Sender<Result<(), DbError>>,
+}
+
+/// A submitted job's outcome, once committed ([`Db::submit`]).
+pub struct Committed(oneshot::Receiver<Result<(), DbError>>);
+
+impl Future for Committed {
+    type Output = Result<(), DbError>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        Pin::new(&mut self.0).poll(cx).map(|r| {
+            // Every job taken is answered; a closed channel means its committer panicked.
+            r.unwrap_or(Err(DbError::CommitterPanicked))
+        })
+    }
 }
 
 /// An open database. One connection per process, shared behind a mutex: writes from many runs
@@ -202,10 +226,10 @@ impl Db {
     /// on this thread; the answer resolves once the job has landed. Jobs land in the order
     /// they are submitted.
     pub fn submit(&self, job: Job) -> Committed {
-        let (queued, committed) = Committed::queued(job);
-        lock(&self.queue).push_back(queued);
+        let (done, rx) = oneshot::channel();
+        lock(&self.queue).push_back(Queued { job, done });
         self.commit_queued();
-        committed
+        Committed(rx)
     }
 
     /// Commits the queued jobs, batch by batch, unless another holds the connection (whoever
@@ -231,10 +255,12 @@ impl Db {
                 }
                 continue;
             }
-            let results = commit::commit_batch(&conn, &batch);
+            let (jobs, dones): (Vec<Job>, Vec<_>) =
+                batch.into_iter().map(|q| (q.job, q.done)).unzip();
+            let results = commit::commit_batch(&conn, &jobs);
             drop(conn);
-            for (q, r) in batch.into_iter().zip(results) {
-                let _ = q.done.send(r.map_err(|e| self.err(e)));
+            for (done, r) in dones.into_iter().zip(results) {
+                let _ = done.send(r.map_err(|e| self.err(e)));
             }
         }
     }

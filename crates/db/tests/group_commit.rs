@@ -1,0 +1,87 @@
+//! Group commit through `Db::submit`: concurrent jobs share transactions, a failing job fails
+//! alone, and jobs queued while the connection is held commit when it is let go.
+
+use kiln_db::Db;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+fn count(db: &Db) -> i64 {
+    db.conn()
+        .query_row("SELECT COUNT(*) FROM t", [], |r| r.get(0))
+        .expect("count")
+}
+
+fn db() -> (tempfile::TempDir, Arc<Db>) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = Arc::new(Db::open(&dir.path().join("k.db")).expect("db"));
+    db.conn()
+        .execute_batch("CREATE TABLE t(id INTEGER PRIMARY KEY, v TEXT NOT NULL)")
+        .expect("table");
+    (dir, db)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_jobs_all_land_and_a_failing_one_fails_alone() {
+    let (_dir, db) = db();
+    let jobs: Vec<_> = (0..200i64)
+        .map(|i| {
+            db.submit(Box::new(move |c| {
+                // Job 57 breaks a constraint: only it may fail.
+                let v = if i == 57 {
+                    None
+                } else {
+                    Some(format!("row {i}"))
+                };
+                c.prepare_cached("INSERT INTO t(id, v) VALUES(?1, ?2)")?
+                    .execute(rusqlite::params![i, v])
+                    .map(drop)
+            }))
+        })
+        .collect();
+    let mut failed = Vec::new();
+    for (i, j) in jobs.into_iter().enumerate() {
+        if let Err(e) = j.await {
+            assert!(e.to_string().contains("k.db"), "{e}");
+            failed.push(i);
+        }
+    }
+    assert_eq!(failed, [57]);
+    assert_eq!(count(&db), 199);
+}
+
+#[tokio::test]
+async fn jobs_queued_while_a_reader_holds_the_connection_commit_together_when_it_lets_go() {
+    let (_dir, db) = db();
+    let reader = db.conn();
+    let runs: Arc<Vec<AtomicUsize>> = Arc::new((0..50).map(|_| AtomicUsize::new(0)).collect());
+    let waiting: Vec<_> = (0..50i64)
+        .map(|i| {
+            let runs = runs.clone();
+            db.submit(Box::new(move |c| {
+                runs[i as usize].fetch_add(1, Ordering::SeqCst);
+                let v = (i != 20).then_some("x");
+                c.execute(
+                    "INSERT INTO t(id, v) VALUES(?1, ?2)",
+                    rusqlite::params![i, v],
+                )
+                .map(drop)
+            }))
+        })
+        .collect();
+    // Nothing could commit while the reader held the connection.
+    assert!(runs.iter().all(|r| r.load(Ordering::SeqCst) == 0));
+    drop(reader);
+    let mut failed = Vec::new();
+    for (i, w) in waiting.into_iter().enumerate() {
+        if w.await.is_err() {
+            failed.push(i);
+        }
+    }
+    assert_eq!(failed, [20]);
+    assert_eq!(count(&db), 49);
+    // They ran as one batch (which job 20 rolled back), then each alone: twice each, up to
+    // job 20 (the batch stopped there), once each after it.
+    let ran: Vec<usize> = runs.iter().map(|r| r.load(Ordering::SeqCst)).collect();
+    assert!(ran[..=20].iter().all(|&n| n == 2), "{ran:?}");
+    assert!(ran[21..].iter().all(|&n| n == 1), "{ran:?}");
+}
