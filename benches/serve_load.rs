@@ -113,6 +113,8 @@ struct Measured {
     wall: f64,
     cpu: f64,
     added_ms: Vec<f64>,
+    /// Each run's whole time at the client (ms).
+    run_ms: Vec<f64>,
     peak_kb: u64,
 }
 
@@ -168,6 +170,8 @@ agent("load").provider("openai").model("m").base_url("{mock}/v1").tools(["step"]
                 "runs_per_s": m.runs as f64 / m.wall,
                 "added_ms_per_round_p50": percentile(&m.added_ms, 0.5),
                 "added_ms_per_round_p99": percentile(&m.added_ms, 0.99),
+                "run_ms_p50": percentile(&m.run_ms, 0.5),
+                "run_ms_p99": percentile(&m.run_ms, 0.99),
                 "cpu_ms_per_run": m.cpu * 1000.0 / m.runs as f64,
                 "peak_rss_mb": m.peak_kb as f64 / 1024.0,
             }));
@@ -191,6 +195,8 @@ agent("load").provider("openai").model("m").base_url("{mock}/v1").tools(["step"]
                 "throughput vs floor",
                 "added ms per round p50",
                 "added ms per round p99",
+                "run ms p50",
+                "run ms p99",
                 "server CPU per run",
                 "peak RSS",
             ],
@@ -204,6 +210,7 @@ fn row(level: usize, kiln: &Measured, floor: &Measured) -> Vec<String> {
     let rate = |m: &Measured| m.runs as f64 / m.wall;
     let pair = |a: f64, b: f64| format!("{a:.2} / {b:.2}");
     let p = |m: &Measured, q| percentile(&m.added_ms, q);
+    let run = |m: &Measured, q| percentile(&m.run_ms, q);
     vec![
         level.to_string(),
         (kiln.runs + floor.runs).to_string(),
@@ -211,6 +218,8 @@ fn row(level: usize, kiln: &Measured, floor: &Measured) -> Vec<String> {
         format!("{:.2}x", rate(kiln) / rate(floor)),
         pair(p(kiln, 0.5), p(floor, 0.5)),
         pair(p(kiln, 0.99), p(floor, 0.99)),
+        pair(run(kiln, 0.5), run(floor, 0.5)),
+        pair(run(kiln, 0.99), run(floor, 0.99)),
         format!(
             "{:.2} / {:.2} ms",
             kiln.cpu * 1000.0 / kiln.runs as f64,
@@ -300,8 +309,10 @@ async fn one_pass(
         into.runs += 1;
         into.added_ms
             .push((took.as_secs_f64() * 1000.0 - model_ms) / rounds as f64);
+        into.run_ms.push(took.as_secs_f64() * 1000.0);
     }
     into.added_ms.sort_by(f64::total_cmp);
+    into.run_ms.sort_by(f64::total_cmp);
 }
 
 /// What a run answered that tells its model requests' time.
