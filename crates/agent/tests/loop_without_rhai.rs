@@ -1,6 +1,6 @@
 //! The tool-calling loop against a fake host and a function model (pydantic-ai's
-//! `FunctionModel`): no Rhai, no HTTP, no database. The host is a registry of native tools;
-//! the model is a closure over the conversation it is sent.
+//! `FunctionModel`): no Rhai, no HTTP. The host is a registry of native tools; the model is a
+//! closure over the conversation it is sent. One test logs concurrent runs to a real database.
 
 use kiln_agent::{RunErrorKind, RunHost, RunOptions};
 use kiln_core::agent_spec::{AgentMode, AgentScript, AgentSpec, ProviderKind};
@@ -98,10 +98,19 @@ fn host(model: impl Fn(&Value) -> ModelResponse + Send + Sync + 'static) -> Fake
     let add = NativeTool::new("add", |args: Value, _ctx: &CallContext| async move {
         let sum = args["a"].as_f64().unwrap_or(0.0) + args["b"].as_f64().unwrap_or(0.0);
         Ok(json!(sum))
-    })
-    .description("Adds two numbers")
-    .param("a", "number", json!({}))
-    .param("b", "number", json!({}));
+    });
+    host_with(model, add)
+}
+
+/// A host whose agent `adder` has `add`, a tool of two numbers `a` and `b` run by `add`.
+fn host_with(
+    model: impl Fn(&Value) -> ModelResponse + Send + Sync + 'static,
+    add: NativeTool,
+) -> FakeHost {
+    let add = add
+        .description("Adds two numbers")
+        .param("a", "number", json!({}))
+        .param("b", "number", json!({}));
     let file = native_source(vec![add]);
     let agent = AgentSpec {
         name: "adder".into(),
@@ -218,4 +227,106 @@ fn an_unknown_agent_is_a_clear_error() {
         ))
         .expect_err("unknown");
     assert!(err.to_string().contains("nobody"), "{err}");
+}
+
+#[test]
+fn concurrent_runs_sharing_group_commits_never_run_a_tool_on_an_uncommitted_step() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = Arc::new(kiln_db::Db::open(&dir.path().join("k.db")).expect("db"));
+    // Round k's tool (a = k) must see exactly the steps before it committed: its run's start
+    // and, from round 2 on, the prompt and rounds 1..k-1 (each an assistant message and its
+    // tool result; the prompt goes with the first step).
+    let (seen_by_tools, tools_db) = (Arc::new(Mutex::new(Vec::new())), db.clone());
+    let seen = seen_by_tools.clone();
+    let add = NativeTool::new("add", move |args: Value, ctx: &CallContext| {
+        let (db, seen, run_id) = (tools_db.clone(), seen.clone(), ctx.run_id.clone());
+        async move {
+            let round = args["a"].as_i64().unwrap_or(0);
+            let (started, messages): (i64, i64) = {
+                let conn = db.conn();
+                let started = conn
+                    .query_row("SELECT COUNT(*) FROM runs WHERE id = ?1", [&run_id], |r| {
+                        r.get(0)
+                    })
+                    .unwrap_or(-1);
+                let messages = conn
+                    .query_row(
+                        "SELECT COUNT(*) FROM steps WHERE run_id = ?1 AND kind = 'message'",
+                        [&run_id],
+                        |r| r.get(0),
+                    )
+                    .unwrap_or(-1);
+                (started, messages)
+            };
+            seen.lock().expect("lock").push((round, started, messages));
+            Ok(json!(round))
+        }
+    });
+    let host = host_with(
+        |input| {
+            let rounds_done = input["messages"]
+                .as_array()
+                .map_or(0, |m| m.iter().filter(|m| m["role"] == "tool").count());
+            match rounds_done {
+                n @ 0..3 => reply("", vec![call("c", "add", json!({"a": n + 1, "b": 0}))]),
+                _ => reply("done", vec![]),
+            }
+        },
+        add,
+    );
+    let logger: Arc<dyn kiln_agent::Recorder> =
+        Arc::new(kiln_agent::runlog::RunLogger::new(db.clone(), None));
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let host = Arc::new(host);
+    let reports: Vec<_> = runtime.block_on(async {
+        let runs: Vec<_> = (0..64)
+            .map(|i| {
+                let (host, logger) = (host.clone(), logger.clone());
+                tokio::spawn(async move {
+                    let opts = RunOptions {
+                        recorder: Some(logger),
+                        ..RunOptions::default()
+                    };
+                    kiln_agent::run(host.as_ref(), "adder", &format!("go {i}"), opts).await
+                })
+            })
+            .collect();
+        let mut reports = Vec::new();
+        for r in runs {
+            reports.push(r.await.expect("task").expect("run"));
+        }
+        reports
+    });
+    let seen = seen_by_tools.lock().expect("lock");
+    assert_eq!(seen.len(), 64 * 3);
+    for &(round, started, messages) in seen.iter() {
+        assert_eq!(
+            started, 1,
+            "round {round}'s tool ran before its run's start was logged"
+        );
+        let committed = if round == 1 { 0 } else { 2 * round - 1 };
+        assert_eq!(
+            messages, committed,
+            "round {round}'s tool saw {messages} messages"
+        );
+    }
+    // Every run is logged whole: its 8 messages, 3 calls, 4 model replies and its end.
+    let conn = db.conn();
+    for report in &reports {
+        let (status, rounds, messages, calls): (String, i64, i64, i64) = conn
+            .query_row(
+                "SELECT status, rounds,
+                   (SELECT COUNT(*) FROM steps WHERE run_id = ?1 AND kind = 'message'),
+                   (SELECT COUNT(*) FROM steps WHERE run_id = ?1 AND kind = 'tool')
+                 FROM runs WHERE id = ?1",
+                [&report.run_id],
+                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)),
+            )
+            .expect("run row");
+        assert_eq!((status.as_str(), rounds, messages, calls), ("ok", 4, 8, 3));
+    }
 }
