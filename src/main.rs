@@ -6,9 +6,12 @@ use clap::Parser;
 use std::process::ExitCode;
 
 // A server's runs allocate from many threads at once, where glibc's malloc spends a fifth of
-// `kiln serve`'s CPU (BENCHMARKS.md); the library leaves the choice to its embedder.
+// `kiln serve`'s CPU (BENCHMARKS.md); the library leaves the choice to its embedder. Counted,
+// so a script that holds more than its memory budget stops with a `limit` error instead of
+// exhausting the process's memory (kiln_budget).
 #[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static ALLOCATOR: kiln::budget::Counting<mimalloc::MiMalloc> =
+    kiln::budget::Counting(mimalloc::MiMalloc);
 
 fn main() -> ExitCode {
     let args = cli::Cli::parse();

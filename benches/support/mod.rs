@@ -6,7 +6,8 @@ use std::time::{Duration, Instant};
 // The allocator the `kiln` binary uses, so in-process runs and the bare proxy (this binary
 // again) allocate as `kiln serve` does.
 #[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static ALLOCATOR: kiln::budget::Counting<mimalloc::MiMalloc> =
+    kiln::budget::Counting(mimalloc::MiMalloc);
 
 /// True under `cargo bench` (which passes `--bench`); a smoke run under `cargo test`.
 pub fn measuring() -> bool {

@@ -1,5 +1,10 @@
 //! Integration tests: one binary (one link) with a module per area.
 
+// As in the `kiln` binary: scripts run in this process are held to their memory budget.
+#[global_allocator]
+static ALLOCATOR: kiln::budget::Counting<std::alloc::System> =
+    kiln::budget::Counting(std::alloc::System);
+
 mod adversarial;
 mod agent_loop;
 mod approvals;
@@ -23,6 +28,7 @@ mod http_doors;
 mod journal;
 mod ktest;
 mod library;
+mod limits;
 mod lsp;
 mod mcp;
 mod mcp_conformance;
@@ -52,5 +58,6 @@ mod serve_oauth;
 mod serve_ops;
 mod served;
 mod spec;
+mod tool_asks;
 mod tool_meta;
 mod traces;

@@ -17,7 +17,25 @@ pub struct Serve {
 impl Serve {
     /// Starts `kiln serve --bind 127.0.0.1:0 --scripts DIR --db DB ARGS`.
     pub fn start(scripts: &Path, db: &Path, args: &[&str], env: &[(&str, &str)]) -> Serve {
-        let mut cmd = Command::new(kiln_bin());
+        Self::start_command(Command::new(kiln_bin()), scripts, db, args, env)
+    }
+
+    /// [`Serve::start`] under `ulimit -v` of `bytes` of address space.
+    pub fn start_limited(scripts: &Path, db: &Path, args: &[&str], bytes: u64) -> Serve {
+        let mut cmd = Command::new("sh");
+        cmd.arg("-c")
+            .arg(format!("ulimit -v {} && exec \"$0\" \"$@\"", bytes / 1024))
+            .arg(kiln_bin());
+        Self::start_command(cmd, scripts, db, args, &[])
+    }
+
+    fn start_command(
+        mut cmd: Command,
+        scripts: &Path,
+        db: &Path,
+        args: &[&str],
+        env: &[(&str, &str)],
+    ) -> Serve {
         cmd.args(["serve", "--bind", "127.0.0.1:0", "--scripts"])
             .arg(scripts)
             .arg("--db")

@@ -323,6 +323,8 @@ fn register_parallel(
             let engine = call.engine();
             let mut values = Vec::with_capacity(jobs.len());
             for batch in jobs.chunks(max_parallel) {
+                // The closures share what is left of the program's memory budget.
+                let share = kiln_budget::remaining() / batch.len().max(1);
                 let results: Vec<Result<Dynamic, Box<EvalAltResult>>> = std::thread::scope(|s| {
                     let running: Vec<_> = batch
                         .iter()
@@ -330,7 +332,7 @@ fn register_parallel(
                             let (ast, cancel) = (&ast, cancel.clone());
                             s.spawn(move || {
                                 sandbox::with_watch(Some(deadline), cancel, || {
-                                    job.call::<Dynamic>(engine, ast, ())
+                                    kiln_budget::with_budget(share, || job.call::<Dynamic>(engine, ast, ()))
                                 })
                             })
                         })
@@ -537,6 +539,13 @@ fn located_error(code: &str, pos: Position, what: &str) -> ToolFailure {
 fn runtime_error(code: &str, e: &EvalAltResult) -> ToolFailure {
     if let EvalAltResult::ErrorTerminated(token, _) = e {
         let why = token.to_string();
+        if why == sandbox::MEMORY_TOKEN {
+            let said = format!(
+                "the program held more memory than its limit ({} MiB) allows",
+                sandbox::max_memory() / (1024 * 1024)
+            );
+            return ToolFailure::visible(FailureKind::Limit, said);
+        }
         let (kind, said) = if why.contains("cancel") {
             (FailureKind::Cancelled, "the program was cancelled")
         } else {
@@ -544,10 +553,24 @@ fn runtime_error(code: &str, e: &EvalAltResult) -> ToolFailure {
         };
         return ToolFailure::visible(kind, said);
     }
+    let innermost = match e {
+        EvalAltResult::ErrorInFunctionCall(_, _, inner, _) => inner.as_ref(),
+        other => other,
+    };
     let what = match e {
         EvalAltResult::ErrorRuntime(v, _) => v.to_string(),
-        EvalAltResult::ErrorInFunctionCall(_, _, inner, _) => inner.to_string(),
-        other => other.to_string(),
+        _ => innermost.to_string(),
     };
-    program_error(code, e.position(), &what)
+    let mut failure = program_error(code, e.position(), &what);
+    // A limit stays a limit (the program cannot catch it either), told where it was reached.
+    if matches!(
+        innermost,
+        EvalAltResult::ErrorDataTooLarge(..)
+            | EvalAltResult::ErrorTooManyOperations(_)
+            | EvalAltResult::ErrorStackOverflow(_)
+            | EvalAltResult::ErrorTooManyVariables(_)
+    ) {
+        failure.kind = FailureKind::Limit;
+    }
+    failure
 }

@@ -54,6 +54,13 @@ pub fn classify(err: &EvalAltResult, path: &str) -> ToolFailure {
                 ),
             )
         }
+        E::ErrorTerminated(token, _) if token.to_string() == sandbox::MEMORY_TOKEN => {
+            let msg = format!(
+                "{path}: the script held more memory than its limit ({} MiB) allows",
+                sandbox::max_memory() / (1024 * 1024)
+            );
+            ToolFailure::sanitized(FailureKind::Limit, msg)
+        }
         E::ErrorTerminated(token, _) => {
             let kind = if token.to_string() == sandbox::CANCEL_TOKEN {
                 FailureKind::Cancelled

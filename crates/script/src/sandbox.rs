@@ -9,7 +9,7 @@ use rhai::packages::{Package, StandardPackage};
 use rhai::{Dynamic, Engine, EvalAltResult, Position};
 use std::cell::RefCell;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
@@ -30,6 +30,9 @@ pub struct Limits {
     pub max_map_size: usize,
     /// Maximum number of modules imported.
     pub max_modules: usize,
+    /// Most bytes one evaluation may hold (a handler or a code-mode program, with what it
+    /// calls on its thread); enforced where the process counts allocations (`kiln_budget`).
+    pub max_memory: usize,
 }
 
 impl Default for Limits {
@@ -42,6 +45,7 @@ impl Default for Limits {
             max_array_size: 200_000,
             max_map_size: 100_000,
             max_modules: 32,
+            max_memory: 64 * 1024 * 1024,
         }
     }
 }
@@ -50,6 +54,8 @@ impl Default for Limits {
 pub const DEADLINE_TOKEN: &str = "deadline";
 /// Token passed to `on_progress` termination when a call is cancelled.
 pub const CANCEL_TOKEN: &str = "cancelled";
+/// Token passed to `on_progress` termination when a script holds more than its memory budget.
+pub const MEMORY_TOKEN: &str = "memory";
 
 /// The per-thread watch on the running evaluation: deadline and cancellation.
 #[derive(Default, Clone)]
@@ -74,7 +80,8 @@ impl Drop for RestoreWatch {
     }
 }
 
-/// Runs `f` with a deadline and a cancellation flag watched by the engine on this thread.
+/// Runs `f` with a deadline, a cancellation flag and a memory budget watched by the engine on
+/// this thread.
 ///
 /// A call runs on one thread, so a thread-local watch is exact; nested watches restore the
 /// outer one and never extend it, also when `f` panics.
@@ -91,8 +98,16 @@ pub fn with_watch<T>(
     let cancel = cancel.or_else(|| previous.cancel.clone());
     let _restore = RestoreWatch(Some(previous));
     WATCH.with(|w| *w.borrow_mut() = Watch { deadline, cancel });
-    f()
+    kiln_budget::with_budget(MAX_MEMORY.load(Ordering::Relaxed), f)
 }
+
+/// The memory budget of an evaluation, in bytes.
+pub fn max_memory() -> usize {
+    MAX_MEMORY.load(Ordering::Relaxed)
+}
+
+/// The memory budget of an evaluation: the last engine built sets it ([`Limits::max_memory`]).
+static MAX_MEMORY: AtomicUsize = AtomicUsize::new(64 * 1024 * 1024);
 
 /// Why the current evaluation must stop, if it must.
 fn stop_reason() -> Option<&'static str> {
@@ -142,6 +157,7 @@ pub fn build_engine(
     modules: super::imports::ModuleCache,
     print: Option<PrintSink>,
 ) -> Engine {
+    MAX_MEMORY.store(limits.max_memory, Ordering::Relaxed);
     let mut engine = Engine::new_raw();
     engine.register_global_module(standard_package().as_shared_module());
     engine
@@ -156,8 +172,13 @@ pub fn build_engine(
         .set_max_functions(10_000);
     engine.disable_symbol("eval");
     engine.set_module_resolver(super::imports::RootedResolver::new(roots, modules));
+    // The memory budget is read every fourth operation (a thread-local load): one operation
+    // builds at most one value Rhai's size limits allow, so a script passes its budget by
+    // four of those at most before it stops.
     engine.on_progress(|ops| {
-        if ops % 256 == 0 {
+        if ops % 4 == 0 && kiln_budget::over_budget() {
+            Some(Dynamic::from(MEMORY_TOKEN))
+        } else if ops % 256 == 0 {
             stop_reason().map(Dynamic::from)
         } else {
             None

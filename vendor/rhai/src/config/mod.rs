@@ -1,0 +1,4 @@
+//! Configuration for Rhai.
+
+pub mod hashing;
+mod hashing_env;
