@@ -81,7 +81,7 @@ fn a_run_waits_for_a_person_who_approves_or_denies_over_http() {
         approval["question"]
             .as_str()
             .unwrap_or("")
-            .contains("tool \"remember\" wants store_set(\"notes\")"),
+            .contains("tool \"remember\" may use store only when a person approves: run it with {\"text\":\"milk\"}?"),
         "{approval}"
     );
     let url = format!(
@@ -213,4 +213,47 @@ fn only_the_runs_actor_or_an_approver_token_decides() {
         done["report"]["tool_calls"][0]["outcome"]["result"], "kept milk",
         "{done}"
     );
+}
+
+/// A capability the tool declares as its own (no host function asks for it): the run waits
+/// for a person before the handler runs, as for the host functions' grants.
+#[test]
+fn a_tools_own_ask_capability_waits_for_a_person_before_the_handler() {
+    let call = json!({"tool_calls": [{"name": "vault_read", "args": {"key": "k"}}]});
+    let mock = Mock::start(&json!({"require_auth": false, "turns": [
+        call, {"text": "read"}, call, {"text": "refused"},
+    ]}));
+    let s = Scripts::new(&[(
+        "vault.rhai",
+        &format!(
+            r#"tool("vault_read").description("Read a secret").param("key", "string").requires("vault").handler(|a| "VAULT-SECRET");
+agent("notes").provider("openai").model("m").base_url("{}/v1").tools(["vault_read"]).capabilities(["vault"]).ask(["vault"]);"#,
+            mock.url
+        ),
+    )]);
+    let serve = Serve::start(s.path(), &s.path().join("k.db"), &["--no-stdlib"], &[]);
+    for (decision, result) in [("approve", Some("VAULT-SECRET")), ("deny", None)] {
+        let id = start_run(&serve);
+        let approval = awaiting(&serve, &id);
+        assert_eq!(approval["capability"], "vault", "{approval}");
+        let url = format!(
+            "{}/v1/runs/{id}/approvals/{}",
+            serve.url,
+            approval["id"].as_str().unwrap_or("")
+        );
+        let (status, _) = post(&url, &json!({"decision": decision}), &[]);
+        assert_eq!(status, 200);
+        let done = finished(&serve, &id);
+        let outcome = &done["report"]["tool_calls"][0]["outcome"];
+        match result {
+            Some(r) => assert_eq!(outcome["result"], r, "{done}"),
+            None => {
+                assert!(
+                    first_error(&done).contains("\"vault\" needs approval"),
+                    "{done}"
+                );
+                assert!(!done.to_string().contains("VAULT-SECRET"), "{done}");
+            }
+        }
+    }
 }

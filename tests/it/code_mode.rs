@@ -111,7 +111,7 @@ try { b = secret(#{ q: "2" }); } catch (e) { b = "refused"; }
     cmd.arg("--scripts").arg(dir.path());
     let mut p = rexpect::session::spawn_command(cmd, Some(20_000)).expect("spawn");
     for answer in ["y", "n"] {
-        p.exp_string("tool \"secret\" wants env(\"HOME\")")
+        p.exp_string("tool \"secret\" may use env only when a person approves")
             .expect("the question names the nested call");
         p.exp_string("allow? [y]es / [n]o / [a]lways for this run:")
             .expect("prompt");

@@ -5,7 +5,7 @@
 
 use super::journal::{Decided, StepJournal};
 use super::report::RunErrorKind;
-use kiln_core::capability::GrantMode;
+use kiln_core::approval::grant_question;
 use kiln_core::context::{Asker, CallContext};
 use kiln_core::tool::Tool;
 use serde_json::Value;
@@ -17,24 +17,16 @@ pub(super) fn questions(tool: &Tool, args: &Value, ctx: &CallContext) -> Vec<(St
     if ctx.services.assume_yes || !tool.violations(args).is_empty() {
         return Vec::new();
     }
-    let mut asked = Vec::new();
-    for need in &tool.requires {
-        let ask = ctx
-            .grants
-            .iter()
-            .find(|g| g.cap.name == need.name && g.mode == GrantMode::Ask);
-        if let Some(grant) = ask
-            && asked.iter().all(|(label, _)| *label != need.name)
-        {
-            let question = format!(
-                "tool \"{}\" may use {} only when a person approves: run it with {}?",
-                tool.name,
-                grant.cap,
-                shorten(&args.to_string())
-            );
-            asked.push((need.name.clone(), question));
-        }
-    }
+    // The same grants `Tool::admit` asks for, with the same questions.
+    let mut asked: Vec<(String, String)> = ctx
+        .grants
+        .asking_for(&tool.requires)
+        .into_iter()
+        .map(|grant| {
+            let question = grant_question(&tool.name, grant, &args.to_string());
+            (grant.cap.name.clone(), question)
+        })
+        .collect();
     // The policies run once more when the call does; here they only say what they will ask.
     let recording = Arc::new(Recording::default());
     let mut dry = ctx.clone();
@@ -92,13 +84,5 @@ impl Asker for Answered {
                     .into(),
             ),
         }
-    }
-}
-
-/// At most 200 characters of `text`.
-fn shorten(text: &str) -> String {
-    match text.char_indices().nth(200) {
-        Some((i, _)) => format!("{}…", &text[..i]),
-        None => text.to_string(),
     }
 }

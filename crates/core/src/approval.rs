@@ -76,3 +76,82 @@ impl Asker for AsyncAsker {
             .map_err(|_| "the approver stopped before it decided".to_string())?
     }
 }
+
+/// Why nobody could be asked: no terminal, no client that answers, no approver, no `--yes`.
+pub const NO_ONE_TO_ASK: &str = "there is no one to ask (pass --yes to approve)";
+
+/// The one rule for a person's yes: every `ask` (a grant a tool relies on, a gated host
+/// function's grant, a call policy's verdict) goes through here, at every door.
+///
+/// `--yes` approves; else the door's asker decides (an MCP client, `kiln serve`'s approvals,
+/// the decisions a durable run made before the step, an [`AsyncApprover`]); else the host's
+/// terminal; else nobody can, and the answer says so. `label` is the capability or
+/// `policy:NAME`; the decision is traced on an `approval` span.
+pub fn ask_person(
+    ctx: &crate::context::CallContext,
+    tool: &str,
+    label: &str,
+    question: &str,
+) -> Result<bool, String> {
+    let span = crate::telemetry::approval_span(label, tool);
+    let answer = span.in_scope(|| decide(ctx.asker.as_ref(), &ctx.services, label, question));
+    crate::telemetry::record_approval(&span, &answer);
+    answer
+}
+
+/// `--yes`, else the asker, else the terminal, else nobody.
+fn decide(
+    asker: Option<&Arc<dyn Asker>>,
+    services: &crate::services::Services,
+    label: &str,
+    question: &str,
+) -> Result<bool, String> {
+    if services.assume_yes {
+        return Ok(true);
+    }
+    match (asker, &services.approver) {
+        (Some(asker), _) => asker.ask(label, question),
+        (None, Some(approver)) => Ok(approver(label, question)),
+        (None, None) => Err(NO_ONE_TO_ASK.to_string()),
+    }
+}
+
+/// The question asked before a tool runs on an `ask` grant it relies on.
+pub fn grant_question(tool: &str, grant: &crate::capability::Grant, args: &str) -> String {
+    format!(
+        "tool \"{tool}\" may use {grant} only when a person approves: run it with {}?",
+        shorten(args)
+    )
+}
+
+/// At most 200 characters of `text`.
+pub fn shorten(text: &str) -> String {
+    match text.char_indices().nth(200) {
+        Some((i, _)) => format!("{}…", &text[..i]),
+        None => text.to_string(),
+    }
+}
+
+/// The labels a call was already approved for, answered yes without asking again; the rest go
+/// to the asker the call had (or the terminal, through [`ask_person`]'s order).
+pub struct Approved {
+    /// Labels (capability names) approved for this call.
+    pub labels: Vec<String>,
+    /// The asker the call had before.
+    pub inner: Option<Arc<dyn Asker>>,
+    /// Where the terminal's approver and `--yes` live.
+    pub services: Arc<crate::services::Services>,
+}
+
+impl Asker for Approved {
+    fn ask(&self, cap: &str, question: &str) -> Result<bool, String> {
+        if self.labels.iter().any(|l| l == cap) {
+            return Ok(true);
+        }
+        decide(self.inner.as_ref(), &self.services, cap, question)
+    }
+}
+
+#[cfg(test)]
+#[path = "approval_props.rs"]
+mod props;

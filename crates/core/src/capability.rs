@@ -264,13 +264,26 @@ impl Grants {
     /// An unscoped requirement is covered by any grant of that name (the scope is then checked
     /// against each call's target); a scoped one needs an unscoped grant or the same scope.
     pub fn covers(&self, required: &Capability) -> bool {
-        self.grants.iter().any(|g| {
-            g.cap.name == required.name
-                && g.scopes().all(|s| match (&required.scope, s) {
-                    (None, _) | (_, None) => true,
-                    (Some(r), Some(s)) => r == s || net_scope_covers(&required.name, s, r),
-                })
-        })
+        self.grants.iter().any(|g| grant_covers(g, required))
+    }
+
+    /// The `ask` grants a tool with requirements `required` relies on, one per capability: a
+    /// requirement covered by an `ask` grant needs a person's yes before each call (an `ask`
+    /// grant wins over an `allow` one covering the same requirement, as for a call's target).
+    pub fn asking_for<'a>(&'a self, required: &[Capability]) -> Vec<&'a Grant> {
+        let mut asking: Vec<&Grant> = Vec::new();
+        for need in required {
+            let ask = self
+                .grants
+                .iter()
+                .find(|g| g.mode == GrantMode::Ask && grant_covers(g, need));
+            if let Some(g) = ask
+                && asking.iter().all(|a| a.cap.name != g.cap.name)
+            {
+                asking.push(g);
+            }
+        }
+        asking
     }
 
     /// The requirements of `required` that no grant covers.
@@ -326,6 +339,15 @@ fn net_scope_covers(name: &str, granted: &str, required: &str) -> bool {
             (NetScope::parse(granted), NetScope::parse(required)),
             (Ok(g), Ok(r)) if g.covers(&r)
         )
+}
+
+/// Whether grant `g` covers a tool's requirement (see [`Grants::covers`]).
+fn grant_covers(g: &Grant, required: &Capability) -> bool {
+    g.cap.name == required.name
+        && g.scopes().all(|s| match (&required.scope, s) {
+            (None, _) | (_, None) => true,
+            (Some(r), Some(s)) => r == s || net_scope_covers(&required.name, s, r),
+        })
 }
 
 /// Renders a list of capabilities as `[a, b]`.

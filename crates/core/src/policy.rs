@@ -65,19 +65,10 @@ pub fn apply<'a>(
                 let question = format!(
                     "policy \"{}\" asks before tool \"{tool}\" runs with {}: {why}",
                     policy.name(),
-                    shorten(&args.to_string())
+                    crate::approval::shorten(&args.to_string())
                 );
                 let label = format!("policy:{}", policy.name());
-                let span = crate::telemetry::approval_span(&label, tool);
-                let answer = span.in_scope(|| match &ctx.asker {
-                    _ if ctx.services.assume_yes => Ok(true),
-                    Some(asker) => asker.ask(&label, &question),
-                    None if ctx.services.approver.is_none() => {
-                        Err("there is no one to ask (pass --yes to approve)".to_string())
-                    }
-                    None => Ok(ctx.services.approve(&label, &question)),
-                });
-                crate::telemetry::record_approval(&span, &answer);
+                let answer = crate::approval::ask_person(ctx, tool, &label, &question);
                 match answer {
                     Ok(true) => {}
                     Ok(false) => return Err(denied(format!("{why} (not approved)"))),
@@ -97,14 +88,6 @@ pub fn apply<'a>(
         }
     }
     Ok(args)
-}
-
-/// At most 200 characters of `text`.
-fn shorten(text: &str) -> String {
-    match text.char_indices().nth(200) {
-        Some((i, _)) => format!("{}…", &text[..i]),
-        None => text.to_string(),
-    }
 }
 
 #[cfg(test)]

@@ -242,9 +242,20 @@ impl Tool {
         let first_deadline = self.deadline(ctx);
         let cleaned = self.without_optional_nulls(args);
         let args = cleaned.as_ref().unwrap_or(args);
-        if let Err(f) = self.admit(args, ctx) {
-            return ToolOutcome::failed(f, started);
-        }
+        let admitted = match self.admit(args, ctx) {
+            Ok(admitted) => admitted,
+            Err(f) => return ToolOutcome::failed(f, started),
+        };
+        // What was approved for this call is not asked again inside it (a host function
+        // using the same grant).
+        let approved_ctx;
+        let ctx = match admitted.approved.is_empty() {
+            true => ctx,
+            false => {
+                approved_ctx = admitted.within(ctx);
+                &approved_ctx
+            }
+        };
         // The call policies: every door's calls come through here.
         let validate = |v: &Value| self.violations(v);
         let args = match crate::policy::apply(&self.name, &validate, args, ctx) {
@@ -304,9 +315,9 @@ impl Tool {
     }
 
     /// What stands between a call and the handler: argument size and schema, the capability
-    /// guard, then a rate-limit slot (waited for, within the call's deadline, when the limit
+    /// guard, a person's yes for each `ask` grant the tool relies on, then a rate-limit slot (waited for, within the call's deadline, when the limit
     /// says so). Blocking.
-    pub fn admit(&self, args: &Value, ctx: &CallContext) -> Result<(), ToolFailure> {
+    pub fn admit(&self, args: &Value, ctx: &CallContext) -> Result<Admitted, ToolFailure> {
         let size = serde_json::to_string(args)
             .map(|t| t.len())
             .unwrap_or(usize::MAX);
@@ -332,6 +343,7 @@ impl Tool {
                 self.capability_message(ctx),
             ));
         }
+        let approved = self.ask_for_grants(args, ctx)?;
         if let Some(limit) = &self.rate_limit {
             let deadline = self.deadline(ctx);
             // A limit that waits shows its wait in the trace.
@@ -347,7 +359,37 @@ impl Tool {
                 ctx.cancel.as_ref().map(crate::cancel::Cancel::flag),
             )?;
         }
-        Ok(())
+        Ok(Admitted { approved })
+    }
+
+    /// Asks a person, once for this call and before the handler, for each `ask` grant the
+    /// tool's requirements rely on; a refusal is the call's error, which the model reads.
+    /// Returns the capabilities approved.
+    fn ask_for_grants(&self, args: &Value, ctx: &CallContext) -> Result<Vec<String>, ToolFailure> {
+        let asking = ctx.grants.asking_for(&self.requires);
+        let mut approved = Vec::with_capacity(asking.len());
+        for grant in asking {
+            let label = &grant.cap.name;
+            let question = crate::approval::grant_question(&self.name, grant, &args.to_string());
+            let refused = |why: String| {
+                let msg = format!(
+                    "Tool \"{}\" was not run: \"{label}\" needs approval and {why}",
+                    self.name
+                );
+                ToolFailure::visible(FailureKind::Denied, msg)
+            };
+            match crate::approval::ask_person(ctx, &self.name, label, &question) {
+                Ok(true) => approved.push(label.clone()),
+                Ok(false) => return Err(refused("it was not approved".into())),
+                Err(why) => return Err(refused(why)),
+            }
+        }
+        Ok(approved)
+    }
+
+    /// Whether a call under `ctx` stops to ask a person before the handler runs.
+    pub fn asks_before_running(&self, ctx: &CallContext) -> bool {
+        !ctx.services.assume_yes && !ctx.grants.asking_for(&self.requires).is_empty()
     }
 
     /// The message of a capability refusal, in the seeds' words.
@@ -391,7 +433,11 @@ impl Tool {
             Ok(RuntimeFlavor::MultiThread) => {
                 use std::sync::atomic::Ordering::Relaxed;
                 let quick = self.last_call_us.load(Relaxed) < QUICK_CALL_US;
-                let outcome = if quick && self.rate_limit.is_none() && self.handler.runs_in_place()
+                // A call that may wait for a person never holds the worker.
+                let outcome = if quick
+                    && self.rate_limit.is_none()
+                    && self.handler.runs_in_place()
+                    && !self.asks_before_running(&ctx)
                 {
                     // The worker's other tasks wait this long at most once: a call that was
                     // slow goes back to `block_in_place` the next time.
@@ -469,6 +515,26 @@ impl CallContext {
                 ..f
             }),
         }
+    }
+}
+
+/// What [`Tool::admit`] let through: the capabilities a person approved for this call.
+#[derive(Debug, Default)]
+pub struct Admitted {
+    /// The `ask` grants approved for this call, by capability name.
+    pub approved: Vec<String>,
+}
+
+impl Admitted {
+    /// `ctx` for the handler: what was approved is answered yes without asking again.
+    pub fn within(&self, ctx: &CallContext) -> CallContext {
+        let mut ctx = ctx.clone();
+        ctx.asker = Some(Arc::new(crate::approval::Approved {
+            labels: self.approved.clone(),
+            inner: ctx.asker.take(),
+            services: ctx.services.clone(),
+        }));
+        ctx
     }
 }
 

@@ -55,7 +55,7 @@ impl Host {
         let ctx = self.call_context(&opts);
         let report = match pipeline.tool.admit(&inputs, &ctx) {
             Err(why) => PipelineReport::refused(&pipeline.spec.name, &ctx.run_id, inputs, why),
-            Ok(()) => run::run(Some(self), &pipeline.spec, inputs, &ctx).await,
+            Ok(_) => run::run(Some(self), &pipeline.spec, inputs, &ctx).await,
         };
         if let Some(db) = self.database() {
             // A run the log could not keep is an error, as for agent runs.

@@ -36,15 +36,14 @@ pub enum Approval {
     CannotAsk(String),
 }
 
-/// The tool's requirements that only an `ask` grant covers (empty: nothing to ask).
+/// The tool's requirements an `ask` grant covers (empty: nothing to ask).
 pub fn asked(tool: &Tool, grants: &Grants) -> Vec<Capability> {
-    let mut plain = Grants::default();
-    for g in grants.iter().filter(|g| g.mode == GrantMode::Allow) {
-        plain.add(g.cap.clone(), GrantMode::Allow);
-    }
+    // The one rule (`Grants::asking_for`, as `Tool::admit` asks it): asked here, before the
+    // call, the door's way; the approved grants are then plain for the call.
+    let asking = grants.asking_for(&tool.requires);
     tool.requires
         .iter()
-        .filter(|r| grants.covers(r) && !plain.covers(r))
+        .filter(|r| asking.iter().any(|g| g.cap.name == r.name))
         .cloned()
         .collect()
 }

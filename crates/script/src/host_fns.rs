@@ -179,16 +179,7 @@ pub fn gate_with(c: &Check) -> Result<(Arc<Services>, GrantScopes), Box<EvalAltR
             }
             Some(g) if g.mode == GrantMode::Ask && c.approve => {
                 let question = format!("tool \"{}\" wants {func}(\"{target}\") [{}]", top.tool, g.cap);
-                let services = &top.ctx.services;
-                let span = kiln_core::telemetry::approval_span(cap, &top.tool);
-                let answer = span.in_scope(|| match &top.ctx.asker {
-                    _ if services.assume_yes => Ok(true),
-                    Some(asker) => asker.ask(cap, &question),
-                    None if services.approver.is_none() => Err("there is no terminal to ask (pass --yes to approve)".to_string()),
-                    None => Ok(services.approve(cap, &question)),
-                });
-                kiln_core::telemetry::record_approval(&span, &answer);
-                match answer {
+                match kiln_core::approval::ask_person(&top.ctx, &top.tool, cap, &question) {
                     Ok(true) => Ok(used()),
                     Ok(false) => Err(denied(format!("{func}(\"{target}\") refused: \"{cap}\" needs approval and it was not approved"))),
                     Err(why) => Err(denied(format!("{func}(\"{target}\") refused: \"{cap}\" needs approval and {why}"))),
