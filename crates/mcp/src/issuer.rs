@@ -24,8 +24,9 @@ const KEYS_FOR: Duration = Duration::from_secs(300);
 /// Who a good access token acts for, and what it may use at most.
 #[derive(Debug, Clone)]
 pub struct Verified {
-    /// `oauth:SUB` (or the client id).
-    pub actor: Option<String>,
+    /// `oauth:SUB` (or `oauth:CLIENT_ID` without a subject): always named, a token naming
+    /// neither is refused.
+    pub actor: String,
     /// Its scopes as capabilities.
     pub ceiling: Grants,
 }
@@ -123,12 +124,8 @@ impl Issuer {
         let key = self.key(header["kid"].as_str()).await?;
         check_signature(&header, &key, signed.as_bytes(), &signature)?;
         self.check_claims(&claims)?;
-        let actor = claims["sub"]
-            .as_str()
-            .or(claims["client_id"].as_str())
-            .map(|s| format!("oauth:{s}"));
         Ok(Verified {
-            actor,
+            actor: actor(&claims)?,
             ceiling: ceiling(claims["scope"].as_str().unwrap_or_default())?,
         })
     }
@@ -221,6 +218,27 @@ impl Issuer {
     }
 }
 
+/// Who a token's claims name: `oauth:SUB`, else `oauth:CLIENT_ID` (a client acting for itself).
+/// A token naming neither as text is refused: an actor nobody is named would be nobody's and
+/// everybody's at once.
+fn actor(claims: &Value) -> Result<String, TokenRefused> {
+    let named = |claim: &str| match &claims[claim] {
+        Value::Null => Ok(None),
+        Value::String(s) if !s.trim().is_empty() && !s.chars().any(char::is_control) => {
+            Ok(Some(s.clone()))
+        }
+        _ => Err(refused(&format!(
+            "its {claim} claim is not a non-empty string without control characters"
+        ))),
+    };
+    match (named("sub")?, named("client_id")?) {
+        (Some(who), _) | (None, Some(who)) => Ok(format!("oauth:{who}")),
+        (None, None) => Err(refused(
+            "it names no subject (neither a sub nor a client_id claim), so it acts for nobody",
+        )),
+    }
+}
+
 /// The ceiling a token's scopes give: each `kiln:CAP[:SCOPE]` scope is a capability; others
 /// (the OpenID ones, another service's) give nothing.
 pub fn ceiling(scopes: &str) -> Result<Grants, TokenRefused> {
@@ -277,6 +295,23 @@ fn check_signature(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_token_must_name_who_it_acts_for() {
+        let actor = |claims: Value| super::actor(&claims);
+        assert_eq!(actor(json!({"sub": "ann"})), Ok("oauth:ann".into()));
+        assert_eq!(actor(json!({"client_id": "app"})), Ok("oauth:app".into()));
+        for nobody in [
+            json!({}),
+            json!({"sub": 42}),
+            json!({"sub": ""}),
+            json!({"sub": null, "client_id": " "}),
+            json!({"client_id": ["app"]}),
+            json!({"sub": "a\u{0}b"}),
+        ] {
+            assert!(actor(nobody.clone()).is_err(), "{nobody}");
+        }
+    }
 
     #[test]
     fn scopes_become_capabilities_and_others_give_nothing() {

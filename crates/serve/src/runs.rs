@@ -55,17 +55,16 @@ pub async fn approve(
     let approver = who.ceiling.as_ref().is_some_and(|c| {
         kiln_core::capability::Capability::parse(APPROVE).is_ok_and(|cap| c.covers(&cap))
     });
-    let anyone = Principal {
-        actor: None,
-        ceiling: None,
+    let decider = Principal {
+        every_run: approver,
+        ..who.clone()
     };
-    let decider = if approver { &anyone } else { &who };
     if let Some(front) = &state.front {
-        let status = front::decide(front, decider, &id, &approval, &decision).await?;
+        let status = front::decide(front, &decider, &id, &approval, &decision).await?;
         tracing::info!(run_id = %id, approval = %approval, actor = ?who.actor, "approval decided");
         return Ok(Json(status));
     }
-    let entry = find(&state, &id, decider)?;
+    let entry = find(&state, &id, &decider)?;
     entry.approvals.decide(&approval, decision)?;
     tracing::info!(run_id = %id, approval = %approval, actor = ?who.actor, "approval decided");
     Ok(Json(entry.status()))
