@@ -336,3 +336,76 @@ fn kiln_mcp_refuses_a_token_that_names_nobody() {
     assert_eq!(list(&issuer.token(json!({"scope": "kiln:store"}))), 401);
     assert_eq!(list(&issuer.token(json!({"sub": 7}))), 401);
 }
+
+/// Forged tokens naming key ids the issuer does not publish (no valid signature needed) do
+/// not make kiln fetch the issuer's keys again and again, and a good token's request is not
+/// held up behind them: it is answered while a key fetch (if any) is still held by the fake
+/// issuer. Before, each forged token fetched metadata and keys under the lock every request
+/// needs.
+#[test]
+fn forged_key_ids_neither_refetch_the_keys_nor_hold_up_a_good_token() {
+    let issuer = FakeIssuer::start(Duration::from_millis(50));
+    let s = Scripts::new(&[(
+        "a.rhai",
+        r#"tool("noop").param("x", "string").handler(|a| a.x);"#,
+    )]);
+    let serve = Serve::start(
+        s.path(),
+        &s.path().join("k.db"),
+        &[
+            "--no-stdlib",
+            "--auth-issuer",
+            &issuer.url,
+            "--auth-audience",
+            AUDIENCE,
+        ],
+        &[],
+    );
+    let url = format!("{}/v1/runs/run_unknown", serve.url);
+    let good = issuer.token(json!({"sub": "ann"}));
+    // A good token: the keys are fetched once; its run is unknown (404), so it was let in.
+    assert_eq!(with_token("GET", &url, &good, None).0, 404);
+    assert_eq!(issuer.jwks_fetches(), 1);
+
+    let forged: Vec<_> = (0..40)
+        .map(|i| {
+            let token = issuer.token_with_kid(&format!("forged-{i}"), json!({"sub": "eve"}));
+            let (url, token) = (url.clone(), token.clone());
+            std::thread::spawn(move || with_token("GET", &url, &token, None))
+        })
+        .collect();
+    // Until every forged request is answered, or one has kiln fetching the keys again (that
+    // fetch is held by the fake issuer).
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !forged.iter().all(|f| f.is_finished()) && issuer.jwks_fetches() < 2 {
+        assert!(Instant::now() < deadline, "the forged requests hang");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn({
+        let (url, good) = (url.clone(), good.clone());
+        move || tx.send(with_token("GET", &url, &good, None).0)
+    });
+    let answered = rx.recv_timeout(Duration::from_secs(5));
+    issuer.open();
+    assert_eq!(
+        answered,
+        Ok(404),
+        "the good token waited for the forged ones' key fetch"
+    );
+    for f in forged {
+        let (status, body) = f.join().expect("forged request");
+        assert_eq!(status, 401, "{body}");
+        assert!(
+            body.to_string()
+                .contains("a key the authorization server does not publish"),
+            "{body}"
+        );
+    }
+    assert!(
+        issuer.jwks_fetches() <= 2 && issuer.metadata_fetches() <= 2,
+        "40 forged tokens fetched the keys {} times and the metadata {} times",
+        issuer.jwks_fetches(),
+        issuer.metadata_fetches()
+    );
+}

@@ -7,6 +7,7 @@
 //! where to get a token from the protected resource metadata (RFC 9728) and the 401's
 //! `WWW-Authenticate` header.
 
+use crate::jwks::{KeyCache, KeyError};
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use kiln_core::capability::Grants;
@@ -17,9 +18,6 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 pub const SCOPE_PREFIX: &str = "kiln:";
 /// Clock skew allowed on `exp` and `nbf`.
 const LEEWAY: u64 = 2;
-/// How long the issuer's keys are kept before they are fetched again (an unknown key id
-/// fetches them at once).
-const KEYS_FOR: Duration = Duration::from_secs(300);
 
 /// Who a good access token acts for, and what it may use at most.
 #[derive(Debug, Clone)]
@@ -36,7 +34,7 @@ pub struct Issuer {
     issuer: String,
     audience: String,
     http: reqwest::Client,
-    keys: tokio::sync::Mutex<Option<(std::time::Instant, Vec<Value>)>>,
+    keys: KeyCache,
 }
 
 /// Why a token was not taken: a client's mistake (401), or the authorization server out of
@@ -80,7 +78,7 @@ impl Issuer {
             issuer: issuer.to_string(),
             audience: audience.trim_end_matches('/').to_string(),
             http,
-            keys: tokio::sync::Mutex::new(None),
+            keys: KeyCache::default(),
         })
     }
 
@@ -161,28 +159,18 @@ impl Issuer {
     }
 
     /// The issuer's key `kid` (or its only key), fetching the keys when they are stale or the
-    /// id is new.
+    /// id is new to them (see [`crate::jwks`]).
     async fn key(&self, kid: Option<&str>) -> Result<Value, TokenRefused> {
-        let mut cached = self.keys.lock().await;
-        let find = |keys: &[Value]| {
-            keys.iter()
-                .find(|k| kid.is_none_or(|id| k["kid"].as_str() == Some(id)))
-                .cloned()
+        let fetch = || async {
+            self.fetch_keys().await.inspect_err(|e| {
+                tracing::warn!(issuer = %self.issuer, "the issuer's keys could not be fetched: {e}");
+            })
         };
-        if let Some((at, keys)) = cached.as_ref()
-            && at.elapsed() < KEYS_FOR
-            && let Some(key) = find(keys)
-        {
-            return Ok(key);
-        }
-        let keys = self.fetch_keys().await.map_err(|e| {
-            tracing::warn!(issuer = %self.issuer, "the issuer's keys could not be fetched: {e}");
-            TokenRefused::Unreachable
-        })?;
-        let key = find(&keys);
-        *cached = Some((std::time::Instant::now(), keys));
-        key.ok_or_else(|| {
-            refused("it is signed with a key the authorization server does not publish")
+        self.keys.key(kid, fetch).await.map_err(|e| match e {
+            KeyError::Unreachable => TokenRefused::Unreachable,
+            KeyError::Unknown => {
+                refused("it is signed with a key the authorization server does not publish")
+            }
         })
     }
 
