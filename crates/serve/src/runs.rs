@@ -2,7 +2,7 @@
 //! waiting or not, their live events (SSE), cancellation, and sessions.
 
 use super::auth::Principal;
-use super::body::{JsonBody, parse};
+use super::body::{AnyJsonBody, JsonBody, parse};
 use super::error::ApiError;
 use super::front;
 use super::launch::launch;
@@ -46,10 +46,8 @@ pub async fn approve(
     State(state): State<Arc<AppState>>,
     who: Principal,
     Path((id, approval)): Path<(String, String)>,
-    body: axum::body::Bytes,
+    AnyJsonBody(body): AnyJsonBody,
 ) -> Result<Json<Value>, ApiError> {
-    let body: Value = serde_json::from_slice(&body)
-        .map_err(|e| ApiError::bad_request("body", format!("the body is not JSON: {e}")))?;
     let decision = super::approvals::decision(&body)?;
     // A token granted `approve` decides for any run; anyone else only for their own.
     let approver = who.ceiling.as_ref().is_some_and(|c| {
