@@ -301,3 +301,35 @@ fn every_body_over_the_limit_gets_a_json_error() {
         );
     }
 }
+
+/// A deny reason reaches the model (and the run log) cut to 1000 characters, saying so,
+/// without control characters, escape sequences or bidi overrides; it went verbatim.
+#[test]
+fn a_deny_reason_reaches_the_model_cut_and_clean() {
+    let mock = one_call_then("not kept");
+    let s = scripts(&mock);
+    let (serve, id, url) = waiting_run(&s);
+    let reason = format!(
+        "\r\u{1b}[2J\u{1b}[31mfake\u{0}\u{202e}gnp.exe\u{1b}[0m\n{}",
+        "y".repeat(5000)
+    );
+    let (status, body) = post(&url, &json!({"decision": "deny", "reason": reason}), &[]);
+    assert_eq!(status, 200, "{body}");
+    let done = finished(&serve, &id);
+    let error = first_error(&done);
+    let cut = "[cut: the reason was longer than 1000 characters]";
+    assert!(
+        error.contains(&format!("it was denied: fakegnp.exe {}", "y".repeat(100))),
+        "{done}"
+    );
+    assert!(error.ends_with(cut) && error.len() < 1300, "{error}");
+    let unsafe_char = |c: char| c.is_control() || ('\u{202a}'..='\u{202e}').contains(&c);
+    assert!(!error.chars().any(unsafe_char), "{error:?}");
+    // The model read the same.
+    mock.wait_for_requests(2);
+    let asked = mock.requests()[1].to_string();
+    assert!(asked.contains(cut), "{asked}");
+    for bad in ["\\u001b", "\\u0000", "\\r", "\u{202e}"] {
+        assert!(!asked.contains(bad), "{bad:?} reached the model: {asked}");
+    }
+}
