@@ -279,22 +279,29 @@ fn a_token_that_names_nobody_is_refused_and_no_token_sees_another_actors_runs() 
     );
     assert_eq!(status, 200, "{session}");
 
+    alices_session_stays_hers(&serve, [&nobody, &numeric], &mallory);
+    // Only alice's run reached the model.
+    assert_eq!(mock.requests().len(), 2);
+}
+
+/// Neither a token naming nobody nor another subject reads or deletes alice's session (the
+/// path `alice%2Fnotes` was alice's key for the first), or chats as `"user": "alice"`.
+fn alices_session_stays_hers(serve: &Serve, nobodies: [&str; 2], other: &str) {
     let hers = format!("{}/v1/sessions/alice%2Fnotes", serve.url);
-    let chat = json!({"model": "notes", "user": "alice",
-        "messages": [{"role": "user", "content": "what did I keep?"}]});
-    for (token, status) in [(&nobody, 401), (&numeric, 401), (&mallory, 404)] {
+    let [nobody, numeric] = nobodies;
+    for (token, status) in [(nobody, 401), (numeric, 401), (other, 404)] {
         let (got, body) = with_token("GET", &hers, token, None);
         assert_eq!(got, status, "alice's session: {body}");
         let (got, body) = with_token("DELETE", &hers, token, None);
         assert_eq!(got, status, "deleting alice's session: {body}");
     }
-    for token in [&nobody, &numeric] {
-        let chat_url = format!("{}/v1/chat/completions", serve.url);
+    let chat = json!({"model": "notes", "user": "alice",
+        "messages": [{"role": "user", "content": "what did I keep?"}]});
+    let chat_url = format!("{}/v1/chat/completions", serve.url);
+    for token in nobodies {
         let (got, body) = with_token("POST", &chat_url, token, Some(&chat));
         assert_eq!(got, 401, "chatting as alice: {body}");
     }
-    // Only alice's run reached the model.
-    assert_eq!(mock.requests().len(), 2);
 }
 
 /// `kiln mcp --http --auth-issuer` refuses a token that names nobody too (before, its actor
