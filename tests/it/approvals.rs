@@ -255,5 +255,122 @@ agent("notes").provider("openai").model("m").base_url("{}/v1").tools(["vault_rea
                 assert!(!done.to_string().contains("VAULT-SECRET"), "{done}");
             }
         }
+
+/// Starts a run that waits for approval; the server, the run id and the decision URL.
+fn waiting_run(s: &Scripts) -> (Serve, String, String) {
+    let serve = Serve::start(
+        s.path(),
+        &s.path().join("k.db"),
+        &["--no-stdlib", "--max-body", "20000"],
+        &[],
+    );
+    let id = start_run(&serve);
+    let approval = awaiting(&serve, &id);
+    let url = format!(
+        "{}/v1/runs/{id}/approvals/{}",
+        serve.url,
+        approval["id"].as_str().unwrap_or("")
+    );
+    (serve, id, url)
+}
+
+fn one_call_then(text: &str) -> Mock {
+    Mock::start(&json!({"require_auth": false, "turns": [
+        {"tool_calls": [{"name": "remember", "args": {"text": "milk"}}]},
+        {"text": text},
+    ]}))
+}
+
+/// A decision body names each key once: `{"decision": "deny", "decision": "approve"}` used to
+/// approve (serde_json keeps the last); now it is a 400 and the call still waits.
+#[test]
+fn a_decision_that_names_a_key_twice_is_refused() {
+    let mock = one_call_then("not kept");
+    let s = scripts(&mock);
+    let (serve, id, url) = waiting_run(&s);
+    let json_type = [("content-type", "application/json")];
+    let twice = r#"{"decision": "deny", "decision": "approve"}"#;
+    let (status, _, body) = http_raw("POST", &url, &json_type, twice);
+    assert_eq!(status, 400, "{body}");
+    assert!(body.contains("\\\"decision\\\" is given twice"), "{body}");
+    assert_eq!(
+        awaiting(&serve, &id)["capability"],
+        "store",
+        "still waiting"
+    );
+    // The same rule for every JSON body.
+    let runs = format!("{}/v1/runs", serve.url);
+    let (status, _, body) = http_raw(
+        "POST",
+        &runs,
+        &json_type,
+        r#"{"agent": "notes", "input": "a", "input": "b"}"#,
+    );
+    assert_eq!(status, 400, "{body}");
+}
+
+/// A body over `--max-body` is refused with OpenAI's JSON error at every `/v1` route (the
+/// decision's was axum's plain text).
+#[test]
+fn every_body_over_the_limit_gets_a_json_error() {
+    let mock = one_call_then("not kept");
+    let s = scripts(&mock);
+    let (serve, _, url) = waiting_run(&s);
+    let big = json!({"decision": "deny", "reason": "x".repeat(30000)});
+    let runs = format!("{}/v1/runs", serve.url);
+    let chat = format!("{}/v1/chat/completions", serve.url);
+    for route in [&url, &runs, &chat] {
+        let (status, headers, body) = http("POST", route, &[], Some(&big));
+        assert_eq!(status, 413, "{route}: {body}");
+        let content_type = headers.iter().find(|(k, _)| k == "content-type");
+        assert_eq!(
+            content_type.map(|(_, v)| v.as_str()),
+            Some("application/json"),
+            "{route}: {body}"
+        );
+        let e: Value = serde_json::from_str(&body).unwrap_or_default();
+        assert_eq!(
+            e["error"]["type"], "invalid_request_error",
+            "{route}: {body}"
+        );
+        assert!(
+            e["error"]["message"]
+                .as_str()
+                .unwrap_or("")
+                .contains("limit of 20000 bytes"),
+            "{route}: {body}"
+        );
+    }
+}
+
+/// A deny reason reaches the model (and the run log) cut to 1000 characters, saying so,
+/// without control characters, escape sequences or bidi overrides; it went verbatim.
+#[test]
+fn a_deny_reason_reaches_the_model_cut_and_clean() {
+    let mock = one_call_then("not kept");
+    let s = scripts(&mock);
+    let (serve, id, url) = waiting_run(&s);
+    let reason = format!(
+        "\r\u{1b}[2J\u{1b}[31mfake\u{0}\u{202e}gnp.exe\u{1b}[0m\n{}",
+        "y".repeat(5000)
+    );
+    let (status, body) = post(&url, &json!({"decision": "deny", "reason": reason}), &[]);
+    assert_eq!(status, 200, "{body}");
+    let done = finished(&serve, &id);
+    let error = first_error(&done);
+    let cut = "[cut: the reason was longer than 1000 characters]";
+    assert!(
+        error.contains(&format!("it was denied: fakegnp.exe {}", "y".repeat(100))),
+        "{done}"
+    );
+    assert!(error.ends_with(cut) && error.len() < 1300, "{error}");
+    let unsafe_char = |c: char| c.is_control() || ('\u{202a}'..='\u{202e}').contains(&c);
+    assert!(!error.chars().any(unsafe_char), "{error:?}");
+    // The model read the same.
+    mock.wait_for_requests(2);
+    let asked = mock.requests()[1].to_string();
+    assert!(asked.contains(cut), "{asked}");
+    for bad in ["\\u001b", "\\u0000", "\\r", "\u{202e}"] {
+        assert!(!asked.contains(bad), "{bad:?} reached the model: {asked}");
     }
 }

@@ -56,6 +56,7 @@ mod sandbox;
 mod serve;
 mod serve_oauth;
 mod serve_ops;
+mod serve_tokens;
 mod served;
 mod spec;
 mod tool_asks;

@@ -126,20 +126,33 @@ async fn body_deadline(limits: HttpLimits, req: Request, next: Next) -> Response
             next.run(Request::from_parts(parts, Body::from(bytes)))
                 .await
         }
-        Ok(Err(_)) => (
+        Ok(Err(_)) => refusal(
             StatusCode::PAYLOAD_TOO_LARGE,
-            format!("the request body is over {} bytes", limits.max_body),
-        )
-            .into_response(),
-        Err(_) => (
+            &format!("the request body is over {} bytes", limits.max_body),
+        ),
+        Err(_) => refusal(
             StatusCode::REQUEST_TIMEOUT,
-            format!(
+            &format!(
                 "the request body did not arrive within {} s",
                 limits.body_timeout.as_secs_f64()
             ),
-        )
-            .into_response(),
+        ),
     }
+}
+
+/// A refusal before the app saw the request, in the JSON shape the doors' own errors have
+/// (`{"error": {"message", "type", "param", "code"}}`, as OpenAI's).
+fn refusal(status: StatusCode, message: &str) -> Response {
+    let message = message.replace('\\', "\\\\").replace('"', "\\\"");
+    let body = format!(
+        r#"{{"error":{{"message":"{message}","type":"invalid_request_error","param":null,"code":null}}}}"#
+    );
+    (
+        status,
+        [(axum::http::header::CONTENT_TYPE, "application/json")],
+        body,
+    )
+        .into_response()
 }
 
 #[cfg(test)]
@@ -194,6 +207,34 @@ mod tests {
         let n = silent.read(&mut buf).unwrap_or(0);
         assert!(n == 0 || String::from_utf8_lossy(&buf[..n]).contains("408"));
         assert!(started.elapsed() < Duration::from_secs(4));
+        stop.cancel();
+        server.join().expect("server stops");
+    }
+
+    #[test]
+    fn a_body_over_the_limit_gets_a_json_error() {
+        let limits = HttpLimits {
+            max_body: 16,
+            ..HttpLimits::default()
+        };
+        let (addr, stop, server) = start(limits);
+        let mut c = std::net::TcpStream::connect(addr).expect("connect");
+        let body = "x".repeat(64);
+        write!(
+            c,
+            "POST / HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Length: 64\r\n\r\n{body}"
+        )
+        .expect("send");
+        let mut reply = String::new();
+        c.read_to_string(&mut reply).expect("read");
+        assert!(reply.starts_with("HTTP/1.1 413"), "{reply}");
+        assert!(reply.contains("content-type: application/json"), "{reply}");
+        assert!(
+            reply.ends_with(
+                r#"{"error":{"message":"the request body is over 16 bytes","type":"invalid_request_error","param":null,"code":null}}"#
+            ),
+            "{reply}"
+        );
         stop.cancel();
         server.join().expect("server stops");
     }

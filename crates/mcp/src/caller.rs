@@ -92,7 +92,7 @@ impl McpServer {
     /// introduced itself.
     pub(crate) fn actor(cx: &RequestContext<RoleServer>) -> Option<String> {
         if let Some(token) = verified(cx) {
-            return token.actor.clone();
+            return Some(token.actor.clone());
         }
         cx.client_info().map(|c| format!("mcp:{}", c.name))
     }

@@ -7,6 +7,7 @@
 //! where to get a token from the protected resource metadata (RFC 9728) and the 401's
 //! `WWW-Authenticate` header.
 
+use crate::jwks::{KeyCache, KeyError};
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use kiln_core::capability::Grants;
@@ -17,15 +18,13 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 pub const SCOPE_PREFIX: &str = "kiln:";
 /// Clock skew allowed on `exp` and `nbf`.
 const LEEWAY: u64 = 2;
-/// How long the issuer's keys are kept before they are fetched again (an unknown key id
-/// fetches them at once).
-const KEYS_FOR: Duration = Duration::from_secs(300);
 
 /// Who a good access token acts for, and what it may use at most.
 #[derive(Debug, Clone)]
 pub struct Verified {
-    /// `oauth:SUB` (or the client id).
-    pub actor: Option<String>,
+    /// `oauth:SUB` (or `oauth:CLIENT_ID` without a subject): always named, a token naming
+    /// neither is refused.
+    pub actor: String,
     /// Its scopes as capabilities.
     pub ceiling: Grants,
 }
@@ -35,7 +34,7 @@ pub struct Issuer {
     issuer: String,
     audience: String,
     http: reqwest::Client,
-    keys: tokio::sync::Mutex<Option<(std::time::Instant, Vec<Value>)>>,
+    keys: KeyCache,
 }
 
 /// Why a token was not taken: a client's mistake (401), or the authorization server out of
@@ -79,7 +78,7 @@ impl Issuer {
             issuer: issuer.to_string(),
             audience: audience.trim_end_matches('/').to_string(),
             http,
-            keys: tokio::sync::Mutex::new(None),
+            keys: KeyCache::default(),
         })
     }
 
@@ -123,12 +122,8 @@ impl Issuer {
         let key = self.key(header["kid"].as_str()).await?;
         check_signature(&header, &key, signed.as_bytes(), &signature)?;
         self.check_claims(&claims)?;
-        let actor = claims["sub"]
-            .as_str()
-            .or(claims["client_id"].as_str())
-            .map(|s| format!("oauth:{s}"));
         Ok(Verified {
-            actor,
+            actor: actor(&claims)?,
             ceiling: ceiling(claims["scope"].as_str().unwrap_or_default())?,
         })
     }
@@ -164,28 +159,18 @@ impl Issuer {
     }
 
     /// The issuer's key `kid` (or its only key), fetching the keys when they are stale or the
-    /// id is new.
+    /// id is new to them (see [`crate::jwks`]).
     async fn key(&self, kid: Option<&str>) -> Result<Value, TokenRefused> {
-        let mut cached = self.keys.lock().await;
-        let find = |keys: &[Value]| {
-            keys.iter()
-                .find(|k| kid.is_none_or(|id| k["kid"].as_str() == Some(id)))
-                .cloned()
+        let fetch = || async {
+            self.fetch_keys().await.inspect_err(|e| {
+                tracing::warn!(issuer = %self.issuer, "the issuer's keys could not be fetched: {e}");
+            })
         };
-        if let Some((at, keys)) = cached.as_ref()
-            && at.elapsed() < KEYS_FOR
-            && let Some(key) = find(keys)
-        {
-            return Ok(key);
-        }
-        let keys = self.fetch_keys().await.map_err(|e| {
-            tracing::warn!(issuer = %self.issuer, "the issuer's keys could not be fetched: {e}");
-            TokenRefused::Unreachable
-        })?;
-        let key = find(&keys);
-        *cached = Some((std::time::Instant::now(), keys));
-        key.ok_or_else(|| {
-            refused("it is signed with a key the authorization server does not publish")
+        self.keys.key(kid, fetch).await.map_err(|e| match e {
+            KeyError::Unreachable => TokenRefused::Unreachable,
+            KeyError::Unknown => {
+                refused("it is signed with a key the authorization server does not publish")
+            }
         })
     }
 
@@ -218,6 +203,27 @@ impl Issuer {
             .await
             .map_err(|e| e.to_string())?;
         Ok(keys["keys"].as_array().cloned().unwrap_or_default())
+    }
+}
+
+/// Who a token's claims name: `oauth:SUB`, else `oauth:CLIENT_ID` (a client acting for itself).
+/// A token naming neither as text is refused: an actor nobody is named would be nobody's and
+/// everybody's at once.
+fn actor(claims: &Value) -> Result<String, TokenRefused> {
+    let named = |claim: &str| match &claims[claim] {
+        Value::Null => Ok(None),
+        Value::String(s) if !s.trim().is_empty() && !s.chars().any(char::is_control) => {
+            Ok(Some(s.clone()))
+        }
+        _ => Err(refused(&format!(
+            "its {claim} claim is not a non-empty string without control characters"
+        ))),
+    };
+    match (named("sub")?, named("client_id")?) {
+        (Some(who), _) | (None, Some(who)) => Ok(format!("oauth:{who}")),
+        (None, None) => Err(refused(
+            "it names no subject (neither a sub nor a client_id claim), so it acts for nobody",
+        )),
     }
 }
 
@@ -277,6 +283,23 @@ fn check_signature(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_token_must_name_who_it_acts_for() {
+        let actor = |claims: Value| super::actor(&claims);
+        assert_eq!(actor(json!({"sub": "ann"})), Ok("oauth:ann".into()));
+        assert_eq!(actor(json!({"client_id": "app"})), Ok("oauth:app".into()));
+        for nobody in [
+            json!({}),
+            json!({"sub": 42}),
+            json!({"sub": ""}),
+            json!({"sub": null, "client_id": " "}),
+            json!({"client_id": ["app"]}),
+            json!({"sub": "a\u{0}b"}),
+        ] {
+            assert!(actor(nobody.clone()).is_err(), "{nobody}");
+        }
+    }
 
     #[test]
     fn scopes_become_capabilities_and_others_give_nothing() {

@@ -17,6 +17,7 @@ pub mod durable_tasks;
 pub mod frames;
 pub mod http;
 pub mod issuer;
+mod jwks;
 mod listen;
 mod notify;
 mod questions;

@@ -135,16 +135,101 @@ impl Asker for Approvals {
     }
 }
 
-/// The decision a `POST .../approvals/{id}` body gives.
+/// The longest deny reason passed on to the run, in characters; a longer one is cut, saying so.
+pub const MAX_REASON: usize = 1000;
+
+/// The decision a `POST .../approvals/{id}` body gives; a deny reason is cleaned (see
+/// [`clean_reason`]) before the model or the run log sees it.
 pub fn decision(body: &Value) -> Result<Decision, ApiError> {
     match body["decision"].as_str() {
         Some("approve") => Ok(Decision::Approve),
-        Some("deny") => Ok(Decision::Deny(
-            body["reason"].as_str().unwrap_or_default().to_string(),
-        )),
+        Some("deny") => match &body["reason"] {
+            Value::Null => Ok(Decision::Deny(String::new())),
+            Value::String(reason) => Ok(Decision::Deny(clean_reason(reason))),
+            _ => Err(ApiError::bad_request("reason", "reason must be a string")),
+        },
         _ => Err(ApiError::bad_request(
             "decision",
             "decision must be \"approve\" or \"deny\" (with an optional reason)",
         )),
+    }
+}
+
+/// A person's reason as the model and the run log may carry it: no control characters
+/// (terminal escape sequences go whole), no bidirectional overrides or isolates, each run of
+/// whitespace one space, and at most [`MAX_REASON`] characters, saying so when it was cut.
+pub fn clean_reason(text: &str) -> String {
+    let mut out = String::new();
+    let mut kept = 0;
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c == '\u{1b}' {
+            skip_escape(&mut chars);
+            continue;
+        }
+        let c = if c.is_whitespace() { ' ' } else { c };
+        let blank = c == ' ' && (out.is_empty() || out.ends_with(' '));
+        if c.is_control() || is_bidi_control(c) || blank {
+            continue;
+        }
+        if kept == MAX_REASON {
+            let cut = out.trim_end();
+            return format!("{cut} [cut: the reason was longer than {MAX_REASON} characters]");
+        }
+        out.push(c);
+        kept += 1;
+    }
+    out.trim().to_string()
+}
+
+/// Skips the rest of an escape sequence after its ESC: a CSI (`ESC [ ... final`), an OSC
+/// (`ESC ] ... BEL` or `ESC \\`), else the one character after ESC.
+fn skip_escape(chars: &mut std::iter::Peekable<std::str::Chars<'_>>) {
+    match chars.next() {
+        Some('[') => {
+            for c in chars.by_ref() {
+                if ('\u{40}'..='\u{7e}').contains(&c) {
+                    break;
+                }
+            }
+        }
+        Some(']') => {
+            while let Some(c) = chars.next() {
+                if c == '\u{7}' || (c == '\u{1b}' && chars.next_if_eq(&'\\').is_some()) {
+                    break;
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
+/// Characters that reorder the text around them on screen (Unicode's bidirectional controls).
+fn is_bidi_control(c: char) -> bool {
+    matches!(c, '\u{61c}' | '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_reason_loses_controls_escapes_and_bidi_overrides() {
+        let dirty = "\r\u{1b}[2J no\r\n\u{1b}[31mred\u{1b}[0m\u{0}\u{202e}txe\u{1b}]0;title\u{7} \t end\u{85}";
+        assert_eq!(clean_reason(dirty), "no redtxe end");
+    }
+
+    #[test]
+    fn a_long_reason_is_cut_and_says_so() {
+        let cut = clean_reason(&"x".repeat(5000));
+        assert!(cut.starts_with(&"x".repeat(MAX_REASON)), "{cut}");
+        assert!(
+            cut.ends_with("[cut: the reason was longer than 1000 characters]"),
+            "{cut}"
+        );
+        assert_eq!(
+            clean_reason(&"y".repeat(MAX_REASON)),
+            "y".repeat(MAX_REASON)
+        );
     }
 }

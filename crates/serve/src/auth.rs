@@ -148,6 +148,7 @@ impl Tokens {
             return Ok(Principal {
                 actor: Some(t.actor.clone()),
                 ceiling: Some(t.ceiling.clone()),
+                every_run: false,
             });
         }
         match &self.issuer {
@@ -155,8 +156,9 @@ impl Tokens {
                 .verify(presented)
                 .await
                 .map(|v| Principal {
-                    actor: v.actor,
+                    actor: Some(v.actor),
                     ceiling: Some(v.ceiling),
+                    every_run: false,
                 })
                 .map_err(|e| {
                     challenge(match e {
@@ -179,13 +181,43 @@ fn same_secret(a: &[u8], b: &[u8]) -> bool {
     a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
-/// Who a request acts for.
+/// Who a request acts for. A token always names its actor: no actor is the open server's one
+/// implicit caller (no tokens configured), never "every actor".
 #[derive(Debug, Clone, Default)]
 pub struct Principal {
-    /// The token's actor (`ctx.actor_id`); `None` without tokens.
+    /// The token's actor (`ctx.actor_id`); `None` only without tokens.
     pub actor: Option<String>,
-    /// What the token may use at most; `None` without tokens.
+    /// What the token may use at most; `None` only without tokens.
     pub ceiling: Option<Grants>,
+    /// Reaches every actor's runs: set for a token granted `approve` while it decides an
+    /// approval, and by nothing else.
+    pub every_run: bool,
+}
+
+impl Principal {
+    /// The open server's one implicit caller (no tokens configured, loopback only).
+    pub fn is_open(&self) -> bool {
+        self.actor.is_none() && self.ceiling.is_none()
+    }
+
+    /// Whether this caller may see a run `owner` started: its own (the open server's runs are
+    /// all its one caller's), or any when it decides as an approver.
+    pub fn sees(&self, owner: Option<&str>) -> bool {
+        self.every_run || self.actor.as_deref() == owner
+    }
+
+    /// Whether this caller may see the durable run or session keyed `key` (keys are scoped by
+    /// the actor's escaped name, see `front::scoped`): its own, any unscoped one on an open
+    /// server, or any when it decides as an approver.
+    pub fn sees_key(&self, key: &str) -> bool {
+        if self.every_run {
+            return true;
+        }
+        match &self.actor {
+            Some(actor) => key.starts_with(&format!("{}/", crate::restate::key_segment(actor))),
+            None => self.is_open(),
+        }
+    }
 }
 
 /// Checks that requested `grants` stay within `ceiling`, naming the first that does not: one
@@ -260,6 +292,31 @@ mod tests {
             )
             .is_ok()
         );
+    }
+
+    #[test]
+    fn no_actor_is_the_open_servers_one_caller_never_every_actor() {
+        let open = Principal::default();
+        assert!(open.sees(None) && !open.sees(Some("alice")));
+        assert!(open.sees_key("run-key"));
+        let bob = Principal {
+            actor: Some("bob".into()),
+            ceiling: Some(grants(&["store"])),
+            every_run: false,
+        };
+        assert!(bob.sees(Some("bob")) && !bob.sees(Some("alice")) && !bob.sees(None));
+        assert!(bob.sees_key("bob/k") && !bob.sees_key("alice/k") && !bob.sees_key("k"));
+        // A token whose actor went missing sees nothing: no actor is no wildcard.
+        let nobody = Principal {
+            actor: None,
+            ..bob.clone()
+        };
+        assert!(!nobody.sees(Some("alice")) && !nobody.sees_key("alice/k"));
+        let approver = Principal {
+            every_run: true,
+            ..bob
+        };
+        assert!(approver.sees(Some("alice")) && approver.sees_key("alice/k"));
     }
 
     #[test]

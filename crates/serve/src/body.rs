@@ -31,27 +31,121 @@ impl FromRequest<Arc<AppState>> for JsonBody {
                 "the body must be JSON (Content-Type: application/json)",
             ));
         }
-        let bytes = Bytes::from_request(req, state).await.map_err(|e| {
-            if e.status() == StatusCode::PAYLOAD_TOO_LARGE {
-                ApiError::too_large(state.options.max_body)
-            } else {
-                ApiError::bad_request("", format!("could not read the body: {e}"))
-            }
-        })?;
-        let value: Value = serde_json::from_slice(&bytes).map_err(|e| {
-            ApiError::bad_request(
-                "",
-                format!(
-                    "the body is not valid JSON: line {} column {}: {e}",
-                    e.line(),
-                    e.column()
-                ),
-            )
-        })?;
+        let value = read_json(req, state).await?;
         if !value.is_object() {
             return Err(ApiError::bad_request("", "the body must be a JSON object"));
         }
         Ok(JsonBody(value))
+    }
+}
+
+/// A JSON object body, whatever its `Content-Type` (`POST .../approvals/{id}` takes one
+/// without): within the size limit, no key twice, refusals in OpenAI's shape.
+pub struct AnyJsonBody(pub Value);
+
+impl FromRequest<Arc<AppState>> for AnyJsonBody {
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, state: &Arc<AppState>) -> Result<Self, ApiError> {
+        let value = read_json(req, state).await?;
+        if !value.is_object() {
+            return Err(ApiError::bad_request("", "the body must be a JSON object"));
+        }
+        Ok(AnyJsonBody(value))
+    }
+}
+
+/// The body as JSON: a body over the limit is a JSON `413` (axum's own is plain text), and an
+/// object naming a key twice is refused (serde_json would keep the last one silently, so
+/// `{"decision": "deny", "decision": "approve"}` would approve).
+async fn read_json(req: Request, state: &Arc<AppState>) -> Result<Value, ApiError> {
+    let bytes = Bytes::from_request(req, state).await.map_err(|e| {
+        if e.status() == StatusCode::PAYLOAD_TOO_LARGE {
+            ApiError::too_large(state.options.max_body)
+        } else {
+            ApiError::bad_request("", format!("could not read the body: {e}"))
+        }
+    })?;
+    parse_json(&bytes)
+}
+
+/// `bytes` as JSON, refusing an object with a key twice.
+pub fn parse_json(bytes: &[u8]) -> Result<Value, ApiError> {
+    let mut de = serde_json::Deserializer::from_slice(bytes);
+    let parsed = serde::Deserialize::deserialize(&mut de).and_then(|Strict(v)| {
+        de.end()?;
+        Ok(v)
+    });
+    parsed.map_err(|e| {
+        ApiError::bad_request(
+            "",
+            format!(
+                "the body is not valid JSON: line {} column {}: {e}",
+                e.line(),
+                e.column()
+            ),
+        )
+    })
+}
+
+/// A JSON value whose objects name no key twice.
+struct Strict(Value);
+
+impl<'de> serde::Deserialize<'de> for Strict {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_any(StrictVisitor).map(Strict)
+    }
+}
+
+struct StrictVisitor;
+
+impl<'de> serde::de::Visitor<'de> for StrictVisitor {
+    type Value = Value;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("a JSON value")
+    }
+    fn visit_unit<E>(self) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+    fn visit_bool<E>(self, v: bool) -> Result<Value, E> {
+        Ok(Value::Bool(v))
+    }
+    fn visit_i64<E>(self, v: i64) -> Result<Value, E> {
+        Ok(v.into())
+    }
+    fn visit_u64<E>(self, v: u64) -> Result<Value, E> {
+        Ok(v.into())
+    }
+    fn visit_f64<E>(self, v: f64) -> Result<Value, E> {
+        Ok(serde_json::Number::from_f64(v).map_or(Value::Null, Value::Number))
+    }
+    fn visit_str<E>(self, v: &str) -> Result<Value, E> {
+        Ok(Value::String(v.to_string()))
+    }
+    fn visit_string<E>(self, v: String) -> Result<Value, E> {
+        Ok(Value::String(v))
+    }
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
+        let mut items = Vec::new();
+        while let Some(Strict(v)) = seq.next_element()? {
+            items.push(v);
+        }
+        Ok(Value::Array(items))
+    }
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
+        let mut object = serde_json::Map::new();
+        while let Some(key) = map.next_key::<String>()? {
+            if object.contains_key(&key) {
+                let shown: String = key.chars().take(64).collect();
+                return Err(serde::de::Error::custom(format!(
+                    "the key {shown:?} is given twice (each key at most once)"
+                )));
+            }
+            let Strict(v) = map.next_value()?;
+            object.insert(key, v);
+        }
+        Ok(Value::Object(object))
     }
 }
 

@@ -146,11 +146,7 @@ fn ended(id: &str, agent: Option<&str>, outcome: Outcome) -> Value {
 async fn find(front: &RestateClient, who: &Principal, id: &str) -> Result<Invocation, ApiError> {
     let inv = front.lookup(id).await.map_err(restate_error)?;
     let owned = |inv: &Invocation| {
-        matches!(inv.service.as_str(), "KilnRun" | "KilnSession")
-            && who
-                .actor
-                .as_ref()
-                .is_none_or(|a| inv.key.starts_with(&format!("{}/", key_segment(a))))
+        matches!(inv.service.as_str(), "KilnRun" | "KilnSession") && who.sees_key(&inv.key)
     };
     inv.filter(owned)
         .ok_or_else(|| ApiError::not_found("run_not_found", format!("no run \"{id}\"")))

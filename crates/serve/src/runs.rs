@@ -2,7 +2,7 @@
 //! waiting or not, their live events (SSE), cancellation, and sessions.
 
 use super::auth::Principal;
-use super::body::{JsonBody, parse};
+use super::body::{AnyJsonBody, JsonBody, parse};
 use super::error::ApiError;
 use super::front;
 use super::launch::launch;
@@ -46,26 +46,23 @@ pub async fn approve(
     State(state): State<Arc<AppState>>,
     who: Principal,
     Path((id, approval)): Path<(String, String)>,
-    body: axum::body::Bytes,
+    AnyJsonBody(body): AnyJsonBody,
 ) -> Result<Json<Value>, ApiError> {
-    let body: Value = serde_json::from_slice(&body)
-        .map_err(|e| ApiError::bad_request("body", format!("the body is not JSON: {e}")))?;
     let decision = super::approvals::decision(&body)?;
     // A token granted `approve` decides for any run; anyone else only for their own.
     let approver = who.ceiling.as_ref().is_some_and(|c| {
         kiln_core::capability::Capability::parse(APPROVE).is_ok_and(|cap| c.covers(&cap))
     });
-    let anyone = Principal {
-        actor: None,
-        ceiling: None,
+    let decider = Principal {
+        every_run: approver,
+        ..who.clone()
     };
-    let decider = if approver { &anyone } else { &who };
     if let Some(front) = &state.front {
-        let status = front::decide(front, decider, &id, &approval, &decision).await?;
+        let status = front::decide(front, &decider, &id, &approval, &decision).await?;
         tracing::info!(run_id = %id, approval = %approval, actor = ?who.actor, "approval decided");
         return Ok(Json(status));
     }
-    let entry = find(&state, &id, decider)?;
+    let entry = find(&state, &id, &decider)?;
     entry.approvals.decide(&approval, decision)?;
     tracing::info!(run_id = %id, approval = %approval, actor = ?who.actor, "approval decided");
     Ok(Json(entry.status()))

@@ -240,12 +240,13 @@ impl RunTable {
         drop(forgotten);
     }
 
-    /// The run `id` if `who` may see it (its owner, or anyone without tokens).
+    /// The run `id` if `who` may see it (see [`Principal::sees`]: its owner only; a missing
+    /// actor is the open server's one caller, never a wildcard).
     pub fn get(&self, id: &str, who: &Principal) -> Option<Arc<RunEntry>> {
         let t = self.inner.lock().unwrap_or_else(|e| e.into_inner());
         t.runs
             .get(id)
-            .filter(|r| who.actor.is_none() || r.owner == who.actor)
+            .filter(|r| who.sees(r.owner.as_deref()))
             .cloned()
     }
 }
