@@ -1,16 +1,17 @@
 //! The Restate-backed [`StepJournal`]: each step is one `ctx.run`, so its result is in the
 //! invocation's journal and a retry on any worker gets it back without running it again.
 
+use super::decision::{ApprovalClient, decided, normalized};
 use kiln_agent::RunErrorKind;
-use kiln_agent::journal::{
-    ApprovalFuture, Decided, Recalled, StepFuture, StepJournal, StepValue, StepWork,
-};
+use kiln_agent::journal::{ApprovalFuture, Recalled, StepFuture, StepJournal, StepValue, StepWork};
+use kiln_serve::restate::approval_key;
 use restate_sdk::prelude::*;
 use serde_json::{Value, json};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-/// The state key of the approvals a run waits for (read by the `approvals` handlers).
+/// The state key of the approvals a run waits for (read by the `approvals` handlers):
+/// `[{id, capability, question, expires_at}]`, the deadline in ms since the epoch.
 pub const APPROVALS: &str = "approvals";
 
 /// The error code a failed step is journaled with (kept so a replay can tell it apart).
@@ -75,12 +76,9 @@ impl<'c, C> RestateJournal<'c, C> {
     }
 }
 
-/// A decision as `POST /v1/runs/{id}/approvals/{approval}` resolves the promise with it.
-fn decided(v: &Value) -> Decided {
-    match v["decision"].as_str() {
-        Some("approve") => Decided::Approved,
-        _ => Decided::Denied(v["reason"].as_str().unwrap_or_default().to_string()),
-    }
+/// A wait in whole milliseconds (as the approval's writer takes it).
+fn millis(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
 }
 
 /// What the step's work did in this attempt: nothing (it was recalled), or its result.
@@ -155,19 +153,41 @@ macro_rules! restate_journal_for {
                     let _turn = self.one_at_a_time.lock().await;
                     let waiting = &self.waiting;
                     let (id, promise) = self.ctx.awakeable::<Json<Value>>();
-                    let asked = json!({"id": id, "capability": label, "question": question});
+                    let timeout = waiting.timeout;
+                    // Every decision goes through the approval's one writer (see `decision`).
+                    let key = approval_key(&self.ctx.invocation_id().to_string(), &id);
+                    let writer = || self.ctx.object_client::<ApprovalClient>(key.clone());
+                    let open = json!({"awakeable": id, "timeout_ms": millis(timeout)});
+                    let Json(opened) = writer()
+                        .open(Json(open))
+                        .call()
+                        .await
+                        .map_err(|e| recalled_failure("approval", &e))?;
+                    let asked = json!({
+                        "id": id, "capability": label, "question": question,
+                        "expires_at": opened["expires_at"],
+                    });
                     let pending = waiting.pending(|p| p.push(asked));
                     self.ctx.set(APPROVALS, Json(Value::Array(pending)));
                     // A person may take hours: the worker's slot is free meanwhile.
                     waiting.slot.lock().await.take();
-                    let timeout = waiting.timeout;
-                    let decision = restate_sdk::select! {
-                        answer = promise => answer.map(|Json(v)| decided(&v)),
-                        _ = self.ctx.sleep(timeout) => Ok(Decided::Denied(format!(
-                            "nobody approved it within {} s",
-                            timeout.as_secs_f64()
-                        ))),
+                    let woke = restate_sdk::select! {
+                        answer = promise => Ok(Some(match answer {
+                            Ok(Json(v)) => normalized(&v),
+                            Err(e) => json!({"decision": "deny", "reason": e.message()}),
+                        })),
+                        _ = self.ctx.sleep(timeout) => Ok(None),
                         on_cancel => Err(TerminalError::new_with_code(CANCELLED, "cancelled")),
+                    };
+                    // The decision the writer holds is the one the run takes, whatever woke it.
+                    let held = match woke {
+                        Ok(Some(proposal)) => writer().decide(Json(proposal)).call().await,
+                        Ok(None) => writer().close(Json(json!({"why": "deadline"}))).call().await,
+                        // Closed before the run ends, so no later decision is taken.
+                        Err(e) => match writer().close(Json(json!({"why": "cancelled"}))).call().await {
+                            Ok(_) => Err(e),
+                            Err(closing) => Err(closing),
+                        },
                     };
                     let pending = waiting.pending(|p| p.retain(|a| a["id"] != id.as_str()));
                     if pending.is_empty() {
@@ -175,7 +195,8 @@ macro_rules! restate_journal_for {
                     } else {
                         self.ctx.set(APPROVALS, Json(Value::Array(pending)));
                     }
-                    let decision = decision.map_err(|e| recalled_failure("approval", &e))?;
+                    let Json(held) = held.map_err(|e| recalled_failure("approval", &e))?;
+                    let decision = decided(&held["decision"]);
                     if let Some(slots) = &waiting.slots {
                         // The run goes on once a slot is free again (the queue may be full).
                         let slot = loop {

@@ -4,6 +4,7 @@
 //!
 //! - `journal`: the Restate-backed `StepJournal` (`ctx.run` per step)
 //! - `handlers`: the `KilnSession` Virtual Object and the `KilnRun` workflow
+//! - `decision`: the `KilnApproval` object, the one writer of each approval's decision
 //! - `calls`: the `KilnCall` workflow, one tool call (an MCP task under `kiln serve --restate`)
 //! - `server`: the HTTP/2 server Restate calls
 //! - `coalesce`: its responses, a quick step's start sent with its result
@@ -18,6 +19,7 @@
 
 mod calls;
 mod coalesce;
+mod decision;
 mod handlers;
 mod journal;
 mod server;
@@ -95,6 +97,11 @@ pub fn endpoint(host: Arc<Host>, options: WorkerOptions) -> Result<Endpoint, Dur
         )
         .bind(
             AgentRun(worker.clone())
+                .into_service_definition()
+                .options(service_options.clone()),
+        )
+        .bind(
+            decision::Approval
                 .into_service_definition()
                 .options(service_options.clone()),
         )

@@ -20,8 +20,17 @@ pub struct ApiError {
     pub message: String,
     /// Seconds a client should wait before retrying (`Retry-After`).
     pub retry_after: Option<u64>,
+    /// What a few errors add (boxed: an error stays small to return).
+    pub more: Option<Box<More>>,
+}
+
+/// What a few errors add to their status and message.
+#[derive(Debug, Clone, Default)]
+pub struct More {
     /// Where a client gets a token (`WWW-Authenticate` of a 401).
-    pub challenge: Option<Box<str>>,
+    pub challenge: Option<String>,
+    /// More fields of the error object (the decision that won, in a 409 to a decision).
+    pub fields: serde_json::Map<String, serde_json::Value>,
 }
 
 impl ApiError {
@@ -33,7 +42,7 @@ impl ApiError {
             param: None,
             message: message.into(),
             retry_after: None,
-            challenge: None,
+            more: None,
         }
     }
 
@@ -55,7 +64,7 @@ impl ApiError {
 
     /// This error with the `WWW-Authenticate` challenge that says where to get a token.
     pub fn with_challenge(mut self, challenge: String) -> Self {
-        self.challenge = Some(challenge.into_boxed_str());
+        self.more.get_or_insert_with(Default::default).challenge = Some(challenge);
         self
     }
 
@@ -71,6 +80,22 @@ impl ApiError {
         let mut e = Self::new(StatusCode::NOT_FOUND, "invalid_request_error", message);
         e.code = Some(code);
         e
+    }
+
+    /// 409: the request came too late to take effect (another decision won); `code` says what.
+    pub fn conflict(code: &'static str, message: impl Into<String>) -> Self {
+        let mut e = Self::new(StatusCode::CONFLICT, "invalid_request_error", message);
+        e.code = Some(code);
+        e
+    }
+
+    /// This error with one more field in its error object.
+    pub fn with_field(mut self, name: &str, value: serde_json::Value) -> Self {
+        self.more
+            .get_or_insert_with(Default::default)
+            .fields
+            .insert(name.to_string(), value);
+        self
     }
 
     /// 413: the body is larger than `--max-body`.
@@ -116,12 +141,16 @@ impl ApiError {
 
     /// The `{"error": {...}}` body.
     pub fn body(&self) -> serde_json::Value {
-        json!({"error": {
+        let mut error = json!({
             "message": self.message,
             "type": self.kind,
             "param": self.param,
             "code": self.code,
-        }})
+        });
+        if let (Some(more), Some(error)) = (&self.more, error.as_object_mut()) {
+            error.extend(more.fields.iter().map(|(k, v)| (k.clone(), v.clone())));
+        }
+        json!({ "error": error })
     }
 }
 
@@ -133,8 +162,9 @@ impl IntoResponse for ApiError {
                 .insert(header::RETRY_AFTER, HeaderValue::from(secs));
         }
         if let Some(value) = self
-            .challenge
-            .as_deref()
+            .more
+            .as_ref()
+            .and_then(|m| m.challenge.as_deref())
             .and_then(|c| HeaderValue::from_str(c).ok())
         {
             resp.headers_mut().insert(header::WWW_AUTHENTICATE, value);

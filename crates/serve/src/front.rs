@@ -171,15 +171,43 @@ pub(super) async fn get(
 /// `running`.
 async fn running(front: &RestateClient, id: &str, inv: &Invocation) -> Value {
     match front.approvals(inv).await {
-        Ok(Value::Array(waiting)) if !waiting.is_empty() => json!({
-            "id": id, "agent": null, "status": "awaiting_approval", "approvals": waiting,
-        }),
+        Ok(Value::Array(waiting)) => match open(waiting, now_ms()) {
+            waiting if waiting.is_empty() => json!({"id": id, "agent": null, "status": "running"}),
+            waiting => json!({
+                "id": id, "agent": null, "status": "awaiting_approval", "approvals": waiting,
+            }),
+        },
         _ => json!({"id": id, "agent": null, "status": "running"}),
     }
 }
 
-/// `POST /v1/runs/{id}/approvals/{approval}` through Restate: the decision resolves the
-/// durable promise the run waits on, on whichever worker (if any) it is.
+/// The approvals whose deadline (`expires_at`, ms since the epoch) is after `now`, as
+/// `{id, capability, question}`: one past its deadline is denied even while no worker runs
+/// the run to say so.
+fn open(waiting: Vec<Value>, now: u64) -> Vec<Value> {
+    waiting
+        .into_iter()
+        .filter(|a| a["expires_at"].as_u64().is_none_or(|at| at > now))
+        .map(|mut a| {
+            if let Some(a) = a.as_object_mut() {
+                a.remove("expires_at");
+            }
+            a
+        })
+        .collect()
+}
+
+fn now_ms() -> u64 {
+    let since = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default();
+    u64::try_from(since.as_millis()).unwrap_or(u64::MAX)
+}
+
+/// `POST /v1/runs/{id}/approvals/{approval}` through Restate: the decision goes to the
+/// approval's one writer in Restate (from whichever worker), which takes the first decision
+/// made before the deadline and resolves the durable promise the run waits on. A decision
+/// that came too late is a `409` with the decision that won (`error.decision`).
 pub(super) async fn decide(
     front: &RestateClient,
     who: &Principal,
@@ -187,27 +215,34 @@ pub(super) async fn decide(
     approval: &str,
     decision: &super::approvals::Decision,
 ) -> Result<Value, ApiError> {
-    let inv = find(front, who, id).await?;
-    let waiting = front.approvals(&inv).await.map_err(restate_error)?;
-    let pending = waiting
-        .as_array()
-        .is_some_and(|w| w.iter().any(|a| a["id"] == approval));
-    if !pending {
-        return Err(ApiError::not_found(
-            "approval_not_found",
-            format!(
-                "no approval \"{approval}\" is waiting in this run (it was decided, timed out, or never asked)"
-            ),
-        ));
-    }
+    find(front, who, id).await?;
     let value = match decision {
         super::approvals::Decision::Approve => json!({"decision": "approve"}),
         super::approvals::Decision::Deny(reason) => json!({"decision": "deny", "reason": reason}),
     };
-    front
-        .resolve(approval, &value)
+    let answer = front
+        .decide(id, approval, &value)
         .await
         .map_err(restate_error)?;
+    let won = &answer["decision"];
+    if won.is_null() {
+        return Err(ApiError::not_found(
+            "approval_not_found",
+            format!("no approval \"{approval}\" was asked in this run"),
+        ));
+    }
+    if answer["taken"] != true {
+        let how = match (won["decision"].as_str(), won["reason"].as_str()) {
+            (Some("approve"), _) => "approved".to_string(),
+            (_, Some(reason)) if !reason.is_empty() => format!("denied: {reason}"),
+            _ => "denied".to_string(),
+        };
+        return Err(ApiError::conflict(
+            "approval_decided",
+            format!("approval \"{approval}\" was already decided ({how}); this decision did not take effect"),
+        )
+        .with_field("decision", won.clone()));
+    }
     Ok(json!({"id": id, "agent": null, "status": "running"}))
 }
 
@@ -293,4 +328,26 @@ pub(super) async fn delete_session(
         .await
         .map_err(restate_error)?;
     Ok(StatusCode::NO_CONTENT)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_approval_past_its_deadline_is_no_longer_pending() {
+        let waiting = vec![
+            json!({"id": "a", "capability": "net", "question": "q", "expires_at": 1000}),
+            json!({"id": "b", "capability": "net", "question": "q", "expires_at": 3000}),
+            json!({"id": "c", "capability": "net", "question": "q"}),
+        ];
+        let open = open(waiting, 1000);
+        assert_eq!(
+            open,
+            vec![
+                json!({"id": "b", "capability": "net", "question": "q"}),
+                json!({"id": "c", "capability": "net", "question": "q"}),
+            ]
+        );
+    }
 }

@@ -8,6 +8,7 @@
 
 mod approvals;
 mod code_mode;
+mod decisions;
 mod fixtures;
 mod front;
 mod tasks;

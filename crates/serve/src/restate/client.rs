@@ -71,6 +71,12 @@ pub fn key_segment(text: &str) -> String {
     out
 }
 
+/// The key of a run's approval in `KilnApproval` (its decision's one writer): the run's id
+/// (its invocation id) and the approval's (its awakeable id).
+pub fn approval_key(run: &str, approval: &str) -> String {
+    format!("{run}/{approval}")
+}
+
 /// True for ids of the shape Restate gives invocations (`inv_` and base62), the only text
 /// ever put into an admin query.
 pub fn is_invocation_id(id: &str) -> bool {
@@ -247,18 +253,27 @@ impl RestateClient {
         Ok(serde_json::from_str(&body).unwrap_or(Value::Array(Vec::new())))
     }
 
-    /// Resolves the durable promise `awakeable` (an approval a run waits for) with `value`.
-    pub async fn resolve(&self, awakeable: &str, value: &Value) -> Result<(), DurableError> {
+    /// Decides approval `approval` of run `run` (`{"decision": "approve"}` or
+    /// `{"decision": "deny", "reason"}`) through its one writer, which takes only the first
+    /// decision made before the deadline: `{"taken": bool, "decision": the one that holds}`
+    /// (`decision` null: the run never asked it).
+    pub async fn decide(
+        &self,
+        run: &str,
+        approval: &str,
+        decision: &Value,
+    ) -> Result<Value, DurableError> {
         let url = format!(
-            "{}/restate/awakeables/{}/resolve",
+            "{}/KilnApproval/{}/decide",
             self.ingress,
-            key_segment(awakeable)
+            key_segment(&approval_key(run, approval))
         );
-        let (status, body) = self.call(self.http.post(&url).json(value), &url).await?;
+        let req = self.http.post(&url).json(decision);
+        let (status, body) = self.call(req, &url).await?;
         if !(200..300).contains(&status) {
             return Err(Self::answered(&url, status, body));
         }
-        Ok(())
+        serde_json::from_str(&body).map_err(|_| Self::answered(&url, status, body))
     }
 
     /// Cancels invocation `id`: its next step fails as cancelled and the run ends.

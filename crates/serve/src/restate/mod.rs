@@ -6,7 +6,7 @@ mod client;
 mod register;
 mod tasks;
 
-pub use client::{Invocation, Outcome, RestateClient, Target, key_segment};
+pub use client::{Invocation, Outcome, RestateClient, Target, approval_key, key_segment};
 pub use register::register;
 pub use tasks::RestateTasks;
 
