@@ -255,6 +255,8 @@ agent("notes").provider("openai").model("m").base_url("{}/v1").tools(["vault_rea
                 assert!(!done.to_string().contains("VAULT-SECRET"), "{done}");
             }
         }
+    }
+}
 
 /// Starts a run that waits for approval; the server, the run id and the decision URL.
 fn waiting_run(s: &Scripts) -> (Serve, String, String) {

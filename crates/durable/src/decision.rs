@@ -181,7 +181,7 @@ impl Approval {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use crate::decision::{Decided, decided, json, normalized};
 
     #[test]
     fn anything_but_an_approval_denies() {
