@@ -319,7 +319,10 @@ fn a_task_belongs_to_its_session_even_when_both_sessions_are_the_same_client() {
         );
     }
     let mine = a.rpc(4, "tasks/get", json!({"taskId": task}));
-    assert_eq!(mine["result"]["status"], "working", "B's cancel did not reach it: {mine}");
+    assert_eq!(
+        mine["result"]["status"], "working",
+        "B's cancel did not reach it: {mine}"
+    );
     let ack = a.rpc(5, "tasks/cancel", json!({"taskId": task}));
     assert!(ack.get("result").is_some(), "{ack}");
 }

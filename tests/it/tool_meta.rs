@@ -195,7 +195,14 @@ fn code_mode_listing(src: &str, caps: &str) -> (Scripts, Vec<Value>) {
     let scripts = Scripts::new(&[("tools.rhai", src)]);
     let mut mcp = crate::mcp::StdioMcp::start(
         scripts.path(),
-        &["--no-stdlib", "--scripts", ".", "--code-mode", "--caps", caps],
+        &[
+            "--no-stdlib",
+            "--scripts",
+            ".",
+            "--code-mode",
+            "--caps",
+            caps,
+        ],
     );
     let listed = mcp.rpc(1, "tools/list", json!({}));
     let tools = listed["result"]["tools"].as_array().cloned();
