@@ -2,6 +2,7 @@
 //! streams, HTML, wrong shapes, stalls and duplicate ids, each against the real `kiln ask`,
 //! checking stderr, `--json` and the run log.
 
+mod keys;
 mod server;
 
 use crate::common::*;

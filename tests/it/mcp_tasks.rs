@@ -244,3 +244,85 @@ fn a_task_is_seen_only_by_the_caller_that_started_it() {
         assert_eq!(theirs["error"]["code"], -32602, "{method}: {theirs}");
     }
 }
+
+/// One 2025-11-25 session on `kiln mcp --http`: its id, sent with every request.
+struct HttpSession {
+    url: String,
+    id: String,
+}
+
+impl HttpSession {
+    /// Opens a session as client `client`, declaring the tasks extension.
+    fn open(url: &str, client: &str) -> HttpSession {
+        let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25",
+            "capabilities": {"extensions": {"io.modelcontextprotocol/tasks": {}}},
+            "clientInfo": {"name": client, "version": "0"}}});
+        let accept = ("accept", "application/json, text/event-stream");
+        let (status, headers, body) = http("POST", url, &[accept], Some(&init));
+        assert_eq!(status, 200, "{body}");
+        let id = headers
+            .iter()
+            .find(|(k, _)| k == "mcp-session-id")
+            .map(|(_, v)| v.clone())
+            .unwrap_or_else(|| panic!("no session id: {headers:?}"));
+        let session = HttpSession {
+            url: url.to_string(),
+            id,
+        };
+        let done = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+        let (status, _, body) = http("POST", url, &session.headers(), Some(&done));
+        assert!(status < 300, "{status}: {body}");
+        session
+    }
+
+    fn headers(&self) -> Vec<(&str, &str)> {
+        vec![
+            ("accept", "application/json, text/event-stream"),
+            ("mcp-protocol-version", "2025-11-25"),
+            ("mcp-session-id", self.id.as_str()),
+        ]
+    }
+
+    /// Request `id`'s answer (from the event stream the server answers with).
+    fn rpc(&self, id: u32, method: &str, params: Value) -> Value {
+        let body = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+        let (_, _, text) = http("POST", &self.url, &self.headers(), Some(&body));
+        text.lines()
+            .filter_map(|l| l.strip_prefix("data:"))
+            .filter_map(|d| serde_json::from_str::<Value>(d.trim()).ok())
+            .find(|m| m["id"] == id)
+            .or_else(|| serde_json::from_str(&text).ok())
+            .unwrap_or(Value::String(text))
+    }
+}
+
+#[test]
+fn a_task_belongs_to_its_session_even_when_both_sessions_are_the_same_client() {
+    let s = Scripts::new(&[("tasks.rhai", TASKS)]);
+    let server = super::mcp::McpHttp::start(s.path(), &["--scripts", "."], &[]);
+    // The same client name, so the same actor ("mcp:same-app"): only the session differs.
+    let a = HttpSession::open(&server.url, "same-app");
+    let b = HttpSession::open(&server.url, "same-app");
+    let task = task_id(&a.rpc(1, "tools/call", json!({"name": "forever", "arguments": {}})));
+    for (id, method) in [(2, "tasks/get"), (3, "tasks/cancel")] {
+        let theirs = b.rpc(id, method, json!({"taskId": task}));
+        assert_eq!(theirs["error"]["code"], -32602, "{method}: {theirs}");
+        // The same answer as for a task that does not exist.
+        let none = b.rpc(id + 10, method, json!({"taskId": "no-such-task"}));
+        let unknown = none["error"]["message"].as_str().unwrap_or("");
+        let said = theirs["error"]["message"].as_str().unwrap_or("");
+        assert_eq!(
+            said.replace(task.as_str(), "ID"),
+            unknown.replace("no-such-task", "ID"),
+            "{theirs} vs {none}"
+        );
+    }
+    let mine = a.rpc(4, "tasks/get", json!({"taskId": task}));
+    assert_eq!(
+        mine["result"]["status"], "working",
+        "B's cancel did not reach it: {mine}"
+    );
+    let ack = a.rpc(5, "tasks/cancel", json!({"taskId": task}));
+    assert!(ack.get("result").is_some(), "{ack}");
+}

@@ -186,3 +186,82 @@ fn a_broken_or_throwing_policy_refuses_instead_of_letting_calls_through() {
         "{said}"
     );
 }
+
+/// A broken policy file's refusal names the file as callers see files (its name), never where
+/// it lives: to an MCP client, in a `/v1/runs` report, and to the model.
+#[test]
+fn a_broken_policy_files_refusal_shows_its_name_not_its_absolute_path() {
+    let mock = Mock::start(&json!({"by_round": true, "require_auth": false, "turns": [
+        {"tool_calls": [{"name": "db_read", "args": {"table": "t"}}]},
+        {"text": "Refused."},
+    ]}));
+    let agent = format!(
+        "agent(\"ops\").provider(\"openai\").model(\"m\").base_url(\"{}/v1\").tools([\"db_read\"]);",
+        mock.url
+    );
+    let s = Scripts::new(&[
+        ("db.rhai", DB),
+        ("agent.rhai", &agent),
+        (
+            "pol.rhai",
+            "policy(\"p\").applies_to([\"*\"])\n    .check(|call, ctx| allow());",
+        ),
+        // Loaded first, so its check runs before the broken file's refusal.
+        (
+            "a_throws.rhai",
+            "policy(\"t\").applies_to([\"db_delete\"]).check(|c, ctx| throw \"boom\");",
+        ),
+    ]);
+    let dir = s.path().display().to_string();
+    let shown = |what: &str, text: &str| {
+        assert!(!text.contains(&dir), "{what} shows {dir}: {text}");
+        assert!(
+            text.contains("policy \\\"policies of pol.rhai\\\" denied")
+                || text.contains("policy \"policies of pol.rhai\" denied"),
+            "{what}: {text}"
+        );
+        assert!(text.contains("pol.rhai:2:"), "{what}: {text}");
+    };
+
+    let mut mcp = StdioMcp::start(s.path(), &["--no-stdlib", "--scripts", &dir]);
+    let got = mcp.rpc(
+        1,
+        "tools/call",
+        json!({"name": "db_read", "arguments": {"table": "t"}}),
+    );
+    assert_eq!(got["result"]["isError"], true, "{got}");
+    shown(
+        "MCP",
+        got["result"]["content"][0]["text"].as_str().unwrap_or(""),
+    );
+    // A check that throws names its file the same way.
+    let got = mcp.rpc(
+        2,
+        "tools/call",
+        json!({"name": "db_delete", "arguments": {"table": "t"}}),
+    );
+    let text = got["result"]["content"][0]["text"].as_str().unwrap_or("");
+    assert!(!text.contains(&dir), "a throwing check shows {dir}: {text}");
+    assert!(
+        text.contains(
+            "policy \"t\" denied the call of db_delete: the policy failed: a_throws.rhai"
+        ),
+        "{text}"
+    );
+    drop(mcp);
+
+    let db = s.path().join("k.db");
+    let serve = super::serve::Serve::start(s.path(), &db, &["--no-stdlib"], &[]);
+    let (status, run) = post(
+        &format!("{}/v1/runs", serve.url),
+        &json!({"agent": "ops", "input": "read t"}),
+        &[],
+    );
+    assert_eq!(status, 200, "{run}");
+    assert_eq!(run["report"]["answer"], "Refused.", "{run}");
+    shown("/v1/runs", &run.to_string());
+    shown(
+        "the model",
+        &mock.requests()[1]["body"]["messages"].to_string(),
+    );
+}

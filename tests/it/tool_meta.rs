@@ -189,3 +189,59 @@ fn a_native_tools_output_schema_is_checked_too() {
         "{message}"
     );
 }
+
+/// `tools/list` of `kiln mcp --code-mode` over `src` with `--caps caps`: each tool by name.
+fn code_mode_listing(src: &str, caps: &str) -> (Scripts, Vec<Value>) {
+    let scripts = Scripts::new(&[("tools.rhai", src)]);
+    let mut mcp = crate::mcp::StdioMcp::start(
+        scripts.path(),
+        &[
+            "--no-stdlib",
+            "--scripts",
+            ".",
+            "--code-mode",
+            "--caps",
+            caps,
+        ],
+    );
+    let listed = mcp.rpc(1, "tools/list", json!({}));
+    let tools = listed["result"]["tools"].as_array().cloned();
+    (scripts, tools.unwrap_or_else(|| panic!("{listed}")))
+}
+
+fn hints_of(tools: &[Value], name: &str) -> Value {
+    tools
+        .iter()
+        .find(|t| t["name"] == name)
+        .map(|t| t["annotations"].clone())
+        .unwrap_or_else(|| panic!("{name} in {tools:?}"))
+}
+
+#[test]
+fn run_code_is_hinted_as_what_the_tools_it_reaches_may_do() {
+    let writer = r#"tool("note").description("Writes a note").param("text", "string")
+    .requires("fs.write").handler(|args| { write_file("note.txt", args.text); "saved" });
+tool("look").description("Reads").handler(|args| "seen");
+"#;
+    let (_s, tools) = code_mode_listing(writer, "fs.write,net,store");
+    // A program may write (and overwrite) files: no client may take it for a read.
+    assert_eq!(
+        hints_of(&tools, "run_code"),
+        json!({"readOnlyHint": false, "destructiveHint": true, "idempotentHint": false, "openWorldHint": false})
+    );
+    // search_tools only searches the list of functions: it is read-only, whatever they do.
+    assert_eq!(
+        hints_of(&tools, "search_tools"),
+        json!({"readOnlyHint": true, "destructiveHint": false, "idempotentHint": true, "openWorldHint": false})
+    );
+    // One tool reaching the network makes the program's world open.
+    let (_s, tools) = code_mode_listing(META_TOOLS, "net");
+    assert_eq!(hints_of(&tools, "run_code")["openWorldHint"], true);
+    assert_eq!(hints_of(&tools, "run_code")["readOnlyHint"], false);
+    // Without the grant the writer is out of the program's reach, and so are its hints.
+    let (_s, tools) = code_mode_listing(writer, "net");
+    assert_eq!(
+        hints_of(&tools, "run_code"),
+        json!({"readOnlyHint": true, "destructiveHint": false, "idempotentHint": true, "openWorldHint": false})
+    );
+}

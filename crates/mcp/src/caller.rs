@@ -1,8 +1,10 @@
-//! Who a request acts for and what it may use: the server's grants narrowed to the request's
-//! access token (`--auth-issuer`), the `ask` grants a call relies on asked of the client, and
-//! agents offered as `ask_AGENT` tools run with what both allow.
+//! Who a request acts for (and which session's tasks it sees) and what it may use: the
+//! server's grants narrowed to the request's access token (`--auth-issuer`), the `ask` grants a
+//! call relies on asked of the client, and agents offered as `ask_AGENT` tools run with what
+//! both allow.
 
 use crate::ask::{self, Approval};
+use crate::durable_tasks::TaskOwner;
 use crate::server::{AGENT_PREFIX, McpServer};
 use kiln_agent::RunOptions;
 use kiln_core::capability::Grants;
@@ -88,6 +90,16 @@ impl McpServer {
         }
     }
 
+    /// Who a task started by this request belongs to: its actor and, unless the request is
+    /// stateless (2026-07-28, no session), this session.
+    pub(crate) fn task_owner(&self, cx: &RequestContext<RoleServer>) -> TaskOwner {
+        let stateless = cx.protocol_version().is_some_and(|v| !v.has_initialize());
+        TaskOwner {
+            actor: Self::actor(cx),
+            session: (!stateless).then(|| self.session.to_string()),
+        }
+    }
+
     /// Who an MCP call acts for: the subject of its access token, else the client's name as it
     /// introduced itself.
     pub(crate) fn actor(cx: &RequestContext<RoleServer>) -> Option<String> {
@@ -96,6 +108,11 @@ impl McpServer {
         }
         cx.client_info().map(|c| format!("mcp:{}", c.name))
     }
+}
+
+/// A session id no other session of any process has (durable tasks outlive this one).
+pub(crate) fn new_session_id() -> std::sync::Arc<str> {
+    std::sync::Arc::from(uuid::Uuid::new_v4().to_string())
 }
 
 /// The access token the HTTP request came with, as the door checked it.

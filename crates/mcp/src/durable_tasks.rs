@@ -19,10 +19,23 @@ pub struct DurableCall {
     pub args: Value,
     /// Who it acts for.
     pub actor: Option<String>,
+    /// Who may see the task: its actor, in the session that started it.
+    pub owner: TaskOwner,
     /// The capabilities it was granted here (the worker cuts them to its own ceiling again).
     pub caps: Vec<String>,
     /// Which of them need approval.
     pub ask: Vec<String>,
+}
+
+/// Who may see a task: the actor its call acts for and, when it was started in a session
+/// (`initialize` on stdio or streamable HTTP), that session. A stateless request (2026-07-28)
+/// has no session, so its tasks are bound to the actor alone.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TaskOwner {
+    /// The actor (`None`: the request named none).
+    pub actor: Option<String>,
+    /// The session's id, unguessable and unique across processes.
+    pub session: Option<String>,
 }
 
 /// Where a durable task stands.
@@ -51,14 +64,14 @@ pub struct DurableTask {
 pub trait DurableTasks: Send + Sync {
     /// Starts `call` as a durable task; its id.
     fn start(&self, call: DurableCall) -> DurableFuture<'_, String>;
-    /// Task `id`, or `None` when the engine has no such task (or it is another actor's).
+    /// Task `id`, or `None` when the engine has no such task (or another owner's).
     fn get<'a>(
         &'a self,
         id: &'a str,
-        actor: Option<&'a str>,
+        owner: &'a TaskOwner,
     ) -> DurableFuture<'a, Option<DurableTask>>;
-    /// Cancels task `id`; false when there is no such task.
-    fn cancel<'a>(&'a self, id: &'a str, actor: Option<&'a str>) -> DurableFuture<'a, bool>;
+    /// Cancels task `id`; false when there is no such task (or another owner's).
+    fn cancel<'a>(&'a self, id: &'a str, owner: &'a TaskOwner) -> DurableFuture<'a, bool>;
     /// True for ids this engine gives (so the server knows where to look).
     fn owns(&self, id: &str) -> bool;
 }

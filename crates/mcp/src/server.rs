@@ -1,6 +1,7 @@
 //! The MCP server: the registry's tools, as the grants allow, listed and called through
 //! [`Host::call`]; a reload is announced to every client that asked (both revisions).
 
+use crate::caller::new_session_id;
 use crate::listen::{changed, notify_listener};
 use crate::notify::{self, CallNotifier};
 use crate::rounds::Rounds;
@@ -42,6 +43,9 @@ pub struct McpServer {
     codec: Arc<rmcp::model::RequestStateCodec>,
     /// The calls running as tasks (the tasks extension), shared by every session.
     tasks: crate::tasks::Tasks,
+    /// This session's id (a new one per session; unused by stateless requests, which have
+    /// none): a task started in a session is seen in that session only.
+    pub(crate) session: Arc<str>,
 }
 
 impl McpServer {
@@ -58,6 +62,7 @@ impl McpServer {
             subscribed: Arc::default(),
             codec: Arc::new(crate::rounds::codec()),
             tasks: crate::tasks::Tasks::default(),
+            session: new_session_id(),
         }
     }
 
@@ -66,6 +71,7 @@ impl McpServer {
         McpServer {
             log_level: Arc::default(),
             subscribed: Arc::default(),
+            session: new_session_id(),
             ..self.clone()
         }
     }
@@ -327,6 +333,7 @@ impl McpServer {
                     args,
                     opts,
                     mode,
+                    owner: self.task_owner(&cx),
                 };
                 match call.run(&self.tasks, &mut notifier, &cx).await {
                     Ran::Answered(outcome) => outcome,
@@ -480,7 +487,7 @@ impl ServerHandler for McpServer {
         req: rmcp::model::GetTaskParams,
         cx: RequestContext<RoleServer>,
     ) -> Result<rmcp::model::GetTaskResult, ErrorData> {
-        self.tasks.get(&req, Self::actor(&cx).as_deref()).await
+        self.tasks.get(&req, &self.task_owner(&cx)).await
     }
 
     async fn update_task(
@@ -488,7 +495,7 @@ impl ServerHandler for McpServer {
         req: rmcp::model::UpdateTaskParams,
         cx: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
-        self.tasks.update(req, Self::actor(&cx).as_deref()).await
+        self.tasks.update(req, &self.task_owner(&cx)).await
     }
 
     async fn cancel_task(
@@ -496,7 +503,7 @@ impl ServerHandler for McpServer {
         req: rmcp::model::CancelTaskParams,
         cx: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
-        self.tasks.cancel(&req, Self::actor(&cx).as_deref()).await
+        self.tasks.cancel(&req, &self.task_owner(&cx)).await
     }
 
     #[allow(deprecated)]

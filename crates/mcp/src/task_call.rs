@@ -3,7 +3,7 @@
 //! request as any call until its handler calls `background()`, and becomes a task there, so
 //! it can gather its answers through input-required rounds first.
 
-use crate::durable_tasks::DurableCall;
+use crate::durable_tasks::{DurableCall, TaskOwner};
 use crate::notify::CallNotifier;
 use crate::questions::Askable;
 use crate::tasks::{Running, Tasks};
@@ -43,6 +43,8 @@ pub struct TaskCall {
     pub opts: CallOptions,
     /// How the tool runs as a task.
     pub mode: TaskMode,
+    /// Who may see the task: the call's actor, in the session that made it.
+    pub owner: TaskOwner,
 }
 
 impl TaskCall {
@@ -61,9 +63,9 @@ impl TaskCall {
             args,
             mut opts,
             mode,
+            owner,
         } = self;
         opts.cancel = Some(cancel.clone());
-        let owner = opts.actor_id.clone();
         let structured = tool.meta.returns.is_some();
         let timeout = tool.timeout;
         let running = |call| Running {
@@ -81,6 +83,7 @@ impl TaskCall {
                 tool: tool.name.clone(),
                 args,
                 actor: opts.actor_id.clone(),
+                owner,
                 caps: grants.iter().map(|g| g.cap.to_string()).collect(),
                 ask: grants
                     .iter()

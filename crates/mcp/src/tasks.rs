@@ -7,7 +7,7 @@
 // Sampling and roots are deprecated by SEP-2577 (after 2026-07-28), which still asks for them.
 #![allow(deprecated)]
 
-use crate::durable_tasks::{DurableCall, DurableState, DurableTask, DurableTasks};
+use crate::durable_tasks::{DurableCall, DurableState, DurableTask, DurableTasks, TaskOwner};
 use crate::questions::Askable;
 use crate::rounds;
 use kiln_core::call_events::{Answer, AskError, ClientAsk};
@@ -40,8 +40,8 @@ const HANDOVER: Duration = Duration::from_secs(5);
 pub struct Tasks {
     manager: TaskManager,
     durable: Option<Arc<dyn DurableTasks>>,
-    /// Who started each task here: another caller finds no such task.
-    owners: Arc<Mutex<std::collections::HashMap<String, Option<String>>>>,
+    /// Who started each task here (actor and session): anyone else finds no such task.
+    owners: Arc<Mutex<std::collections::HashMap<String, TaskOwner>>>,
 }
 
 /// A tool call running in its own tokio task, with the token that cancels it.
@@ -54,8 +54,8 @@ pub struct Running {
     pub structured: bool,
     /// The tool's own deadline, so the task outlives the call.
     pub timeout: Duration,
-    /// Who the call acts for: only they see the task.
-    pub owner: Option<String>,
+    /// Who the call acts for, and in which session: only they see the task.
+    pub owner: TaskOwner,
 }
 
 impl Tasks {
@@ -114,11 +114,11 @@ impl Tasks {
         CreateTaskResult::new(task)
     }
 
-    /// `Err` (unknown task) unless `actor` started local task `id`.
-    fn owned(&self, id: &str, actor: Option<&str>) -> Result<(), ErrorData> {
+    /// `Err` (unknown task, as for one that never was) unless `owner` started local task `id`.
+    fn owned(&self, id: &str, owner: &TaskOwner) -> Result<(), ErrorData> {
         let owners = self.owners.lock().map_err(|_| unknown(id))?;
         match owners.get(id) {
-            Some(owner) if owner.as_deref() == actor => Ok(()),
+            Some(started) if started == owner => Ok(()),
             _ => Err(unknown(id)),
         }
     }
@@ -128,14 +128,14 @@ impl Tasks {
     pub async fn get(
         &self,
         req: &GetTaskParams,
-        actor: Option<&str>,
+        owner: &TaskOwner,
     ) -> Result<GetTaskResult, ErrorData> {
         let Some(engine) = self.durable_for(&req.task_id) else {
-            self.owned(&req.task_id, actor)?;
+            self.owned(&req.task_id, owner)?;
             return Ok(GetTaskResult::new(self.manager.get_task(&req.task_id)?));
         };
         let task = engine
-            .get(&req.task_id, actor)
+            .get(&req.task_id, owner)
             .await
             .map_err(|e| ErrorData::internal_error(e, None))?
             .ok_or_else(|| unknown(&req.task_id))?;
@@ -144,16 +144,12 @@ impl Tasks {
 
     /// `tasks/update`: answers to some or all of the task's questions (others are ignored; a
     /// durable task asks none).
-    pub async fn update(
-        &self,
-        req: UpdateTaskParams,
-        actor: Option<&str>,
-    ) -> Result<(), ErrorData> {
+    pub async fn update(&self, req: UpdateTaskParams, owner: &TaskOwner) -> Result<(), ErrorData> {
         let Some(engine) = self.durable_for(&req.task_id) else {
-            self.owned(&req.task_id, actor)?;
+            self.owned(&req.task_id, owner)?;
             return self.manager.update_task(&req.task_id, req.input_responses);
         };
-        match engine.get(&req.task_id, actor).await {
+        match engine.get(&req.task_id, owner).await {
             Ok(Some(_)) => Ok(()),
             Ok(None) => Err(unknown(&req.task_id)),
             Err(e) => Err(ErrorData::internal_error(e, None)),
@@ -162,16 +158,12 @@ impl Tasks {
 
     /// `tasks/cancel`: the call is cancelled; the task settles as cancelled once its handler
     /// stops (at its next host call or sleep step; a durable one when its step ends).
-    pub async fn cancel(
-        &self,
-        req: &CancelTaskParams,
-        actor: Option<&str>,
-    ) -> Result<(), ErrorData> {
+    pub async fn cancel(&self, req: &CancelTaskParams, owner: &TaskOwner) -> Result<(), ErrorData> {
         let Some(engine) = self.durable_for(&req.task_id) else {
-            self.owned(&req.task_id, actor)?;
+            self.owned(&req.task_id, owner)?;
             return self.manager.cancel_task(&req.task_id);
         };
-        match engine.cancel(&req.task_id, actor).await {
+        match engine.cancel(&req.task_id, owner).await {
             Ok(true) => Ok(()),
             Ok(false) => Err(unknown(&req.task_id)),
             Err(e) => Err(ErrorData::internal_error(e, None)),

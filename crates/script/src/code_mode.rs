@@ -11,6 +11,7 @@ use crate::sandbox::{self, Limits, PrintSink};
 use kiln_core::agent_spec::CodeMode;
 use kiln_core::context::CallContext;
 use kiln_core::tool::{FailureKind, Handler, Tool, ToolFailure};
+use kiln_core::tool_meta::Hints;
 use kiln_core::tool_parts::ToolParts;
 use rhai::{Dynamic, Engine, EvalAltResult, Map, Position};
 use serde_json::{Value, json};
@@ -76,7 +77,14 @@ pub fn search_tool(tools: &[Arc<Tool>]) -> Option<Arc<Tool>> {
         async move { Ok(Value::Array(found)) }
     })
     .description("Finds the functions run_code programs can call: their signatures and descriptions, for the words of the query")
-    .param("query", "string", json!({"desc": "words the function's name or description holds"}));
+    .param("query", "string", json!({"desc": "words the function's name or description holds"}))
+    // It only reads the list above, whatever the functions themselves may do.
+    .hints(Hints {
+        read_only: Some(true),
+        destructive: Some(false),
+        idempotent: Some(true),
+        open_world: Some(false),
+    });
     handler.into_tool().ok().map(Arc::new)
 }
 
@@ -100,7 +108,7 @@ fn run_code_tool(tools: &[Arc<Tool>], mode: &CodeMode, names_only: bool) -> Opti
         rate_limit: None,
         loc: kiln_core::error::SourceLoc::new("<code mode>", 0, 0),
         title: Some("Run a program that calls the tools".into()),
-        hints: Default::default(),
+        hints: reach_hints(tools),
         task: None,
         handler: Arc::new(CodeHandler {
             tools: tools.to_vec(),
@@ -109,6 +117,20 @@ fn run_code_tool(tools: &[Arc<Tool>], mode: &CodeMode, names_only: bool) -> Opti
         }),
     };
     parts.build().ok().map(Arc::new)
+}
+
+/// What a program over `tools` may do: read-only only when every tool it can call is,
+/// destructive or open-world when any is, and idempotent only when read-only (a program of
+/// idempotent calls need not be: `save(#{ n: read(#{}) + 1 })`). No tools: a pure computation.
+fn reach_hints(tools: &[Arc<Tool>]) -> Hints {
+    let each: Vec<_> = tools.iter().map(|t| t.hints()).collect();
+    let read_only = each.iter().all(|h| h.read_only);
+    Hints {
+        read_only: Some(read_only),
+        destructive: Some(each.iter().any(|h| h.destructive)),
+        idempotent: Some(read_only),
+        open_world: Some(each.iter().any(|h| h.open_world)),
+    }
 }
 
 /// The description: what the tool does, the primer, and each tool as a function (or, with

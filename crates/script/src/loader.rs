@@ -137,9 +137,9 @@ fn fail_closed(file: &mut LoadedFile, source: &str) {
     if file.errors.is_empty() || !source.contains("policy(") {
         return;
     }
-    let why = file.errors[0].to_string();
     file.policies = vec![Arc::new(super::policy_dsl::FailClosed::new(
-        &file.path, why,
+        &file.path,
+        &file.errors[0],
     ))];
 }
 

@@ -9,6 +9,7 @@ use super::{ScriptUnit, sandbox};
 use kiln_core::context::CallContext;
 use kiln_core::error::{LoadError, SourceLoc};
 use kiln_core::policy::{Policy, Verdict, glob};
+use kiln_core::public_error::scrub;
 use rhai::{Array, Dynamic, Engine, EvalAltResult, FnPtr, Map, NativeCallContext, Position};
 use serde_json::Value;
 use std::sync::{Arc, Mutex};
@@ -73,7 +74,7 @@ impl Policy for ScriptPolicy {
             Ok(v) => verdict(v),
             Err(e) => Verdict::Deny(format!(
                 "the policy failed: {}",
-                super::failure::describe(&e, &self.loc.path)
+                scrub(&super::failure::describe(&e, &shown(&self.loc.path)))
             )),
         }
     }
@@ -212,14 +213,25 @@ pub struct FailClosed {
 }
 
 impl FailClosed {
-    /// The stand-in for `path`, whose first error is `why`.
-    pub fn new(path: &str, why: String) -> FailClosed {
+    /// The stand-in for `path`, whose first error is `first`. Its name and refusal show the
+    /// file's name, not where it lives: callers (MCP clients, run reports, the model) see it.
+    pub fn new(path: &str, first: &LoadError) -> FailClosed {
+        let at = SourceLoc::new(&shown(&first.loc.path), first.loc.line, first.loc.column);
         FailClosed {
-            name: format!("policies of {path}"),
-            why,
+            name: format!("policies of {}", shown(path)),
+            why: format!("{at}: {}", scrub(&first.message)),
             loc: SourceLoc::new(path, 0, 0),
         }
     }
+}
+
+/// A script's path as a policy's callers see it: its file name (as every error callers see
+/// shows script paths, see [`kiln_core::public_error`]).
+fn shown(path: &str) -> String {
+    std::path::Path::new(path)
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| path.to_string())
 }
 
 impl Policy for FailClosed {

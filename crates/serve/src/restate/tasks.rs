@@ -1,11 +1,12 @@
 //! MCP tasks as Restate invocations: under `kiln serve --restate` a tool call run as a task is
 //! a `KilnCall` workflow, so it survives the worker that started it and any worker answers
 //! `tasks/get` and `tasks/cancel` for it. The task id is the invocation id; the workflow key is
-//! under the actor's prefix, which is how one client is kept from another's tasks.
+//! under its owner's prefix (the actor, and the session that started it), which is how one
+//! client is kept from another's tasks.
 
 use super::{Outcome, RestateClient, Target, key_segment};
 use kiln_mcp::durable_tasks::{
-    DurableCall, DurableFuture, DurableState, DurableTask, DurableTasks,
+    DurableCall, DurableFuture, DurableState, DurableTask, DurableTasks, TaskOwner,
 };
 use serde_json::json;
 
@@ -21,15 +22,21 @@ impl RestateTasks {
     }
 }
 
-/// The key prefix of `actor`'s tasks.
-fn prefix(actor: Option<&str>) -> String {
-    format!("{}/", key_segment(actor.unwrap_or("anonymous")))
+/// The key prefix of `owner`'s tasks: `ACTOR/~/` for a stateless request's, `ACTOR/s.SESSION/`
+/// for a session's (escaped segments never hold `/`, and `~` alone is never `s.`-anything, so
+/// no owner's prefix starts another's).
+fn prefix(owner: &TaskOwner) -> String {
+    let actor = key_segment(owner.actor.as_deref().unwrap_or("anonymous"));
+    match &owner.session {
+        None => format!("{actor}/~/"),
+        Some(session) => format!("{actor}/s.{}/", key_segment(session)),
+    }
 }
 
 impl DurableTasks for RestateTasks {
     fn start(&self, call: DurableCall) -> DurableFuture<'_, String> {
         Box::pin(async move {
-            let key = format!("{}{}", prefix(call.actor.as_deref()), uuid::Uuid::new_v4());
+            let key = format!("{}{}", prefix(&call.owner), uuid::Uuid::new_v4());
             let input = json!({
                 "tool": call.tool,
                 "args": call.args,
@@ -47,12 +54,12 @@ impl DurableTasks for RestateTasks {
     fn get<'a>(
         &'a self,
         id: &'a str,
-        actor: Option<&'a str>,
+        owner: &'a TaskOwner,
     ) -> DurableFuture<'a, Option<DurableTask>> {
         Box::pin(async move {
             let found = self.client.lookup(id).await.map_err(|e| e.to_string())?;
             let Some(inv) =
-                found.filter(|i| i.service == "KilnCall" && i.key.starts_with(&prefix(actor)))
+                found.filter(|i| i.service == "KilnCall" && i.key.starts_with(&prefix(owner)))
             else {
                 return Ok(None);
             };
@@ -76,9 +83,9 @@ impl DurableTasks for RestateTasks {
         })
     }
 
-    fn cancel<'a>(&'a self, id: &'a str, actor: Option<&'a str>) -> DurableFuture<'a, bool> {
+    fn cancel<'a>(&'a self, id: &'a str, owner: &'a TaskOwner) -> DurableFuture<'a, bool> {
         Box::pin(async move {
-            let Some(task) = self.get(id, actor).await? else {
+            let Some(task) = self.get(id, owner).await? else {
                 return Ok(false);
             };
             if task.state == DurableState::Working {
