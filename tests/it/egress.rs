@@ -510,7 +510,7 @@ agent("writer").provider("script").tools(["w"]).capabilities(["fs.write"]).ask([
     .current_dir(s.path())
     .env("NO_COLOR", "1");
     let mut p = rexpect::session::spawn_command(cmd, Some(20_000)).expect("spawn");
-    p.exp_string("wants write_file(\"approved.txt\")")
+    p.exp_string("tool \"w\" may use fs.write only when a person approves")
         .expect("the question reaches the terminal");
     p.exp_string("allow? [y]es / [n]o / [a]lways for this run:")
         .expect("prompt");

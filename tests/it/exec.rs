@@ -312,7 +312,8 @@ fn retries_rerun_only_failures_that_can_pass_on_a_second_try() {
         ("recovers", None, 3, 3),
         ("tool_error", Some("tool_error"), 1, 1),
         ("denied", Some("denied"), 1, 1),
-        ("approval", Some("denied"), 1, 1),
+        // Asked before the handler runs (its `ask` grant), so a refusal runs nothing.
+        ("approval", Some("denied"), 0, 0),
         ("deadline", Some("deadline"), 1, 1),
         ("limit", Some("limit"), 1, 1),
         ("invalid", Some("invalid_arguments"), 0, 0),

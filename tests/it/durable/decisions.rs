@@ -39,6 +39,15 @@ fn submit(c: &Cluster, agent: &str) -> String {
     sent["id"].as_str().expect("run id").to_string()
 }
 
+/// Approves through worker `i` an approval that was already closed: the 409's decision that
+/// won, and the whole answer.
+fn approve_too_late(c: &Cluster, i: usize, id: &str, approval: &str) -> (Value, Value) {
+    let path = format!("/v1/runs/{id}/approvals/{approval}");
+    let decision = json!({"decision": "approve"});
+    let (status, body) = c.api(i, ALICE, "POST", &path, &[], Some(&decision));
+    (winner(status, &body).clone(), body)
+}
+
 /// The run's end, awaited through worker `i`: the outcomes of its tool calls, in order.
 fn outcomes(c: &Cluster, i: usize, id: &str) -> Vec<String> {
     let wait = format!("/v1/runs/{id}?wait=true");
@@ -134,16 +143,7 @@ fn a_decision_after_the_deadline_gets_409_with_the_denial_and_the_run_says_denie
     let id = submit(&c, "asklate");
     let approval = next_approval(&c, 1, &id, &[]);
     std::thread::sleep(Duration::from_secs(3));
-    let path = format!("/v1/runs/{id}/approvals/{approval}");
-    let (status, body) = c.api(
-        1,
-        ALICE,
-        "POST",
-        &path,
-        &[],
-        Some(&json!({"decision": "approve"})),
-    );
-    let won = winner(status, &body);
+    let (won, body) = approve_too_late(&c, 1, &id, &approval);
     assert_eq!(won["decision"], "deny", "{body}");
     assert_eq!(won["reason"], "nobody approved it within 2 s", "{body}");
     let results = outcomes(&c, 0, &id);
@@ -191,16 +191,8 @@ fn the_pending_list_ends_at_the_deadline_while_no_worker_runs_the_run() {
     assert_eq!(now["status"], "running", "{now}");
     assert!(now.get("approvals").is_none(), "{now}");
     // Deciding it now says it was denied, not that it was taken.
-    let path = format!("/v1/runs/{id}/approvals/{approval}");
-    let (status, body) = c.api(
-        0,
-        ALICE,
-        "POST",
-        &path,
-        &[],
-        Some(&json!({"decision": "approve"})),
-    );
-    assert_eq!(winner(status, &body)["decision"], "deny", "{body}");
+    let (won, body) = approve_too_late(&c, 0, &id, &approval);
+    assert_eq!(won["decision"], "deny", "{body}");
     admin(&c, &id, "resume");
     let results = outcomes(&c, 1, &id);
     assert_eq!(results.len(), 1, "{results:?}");
@@ -226,16 +218,7 @@ fn a_decision_after_the_run_was_cancelled_gets_409() {
     let wait = format!("/v1/runs/{id}?wait=true");
     let done = ok_output("await", c.api(1, ALICE, "GET", &wait, &[], None));
     assert_eq!(done["status"], "cancelled", "{done}");
-    let path = format!("/v1/runs/{id}/approvals/{approval}");
-    let (status, body) = c.api(
-        1,
-        ALICE,
-        "POST",
-        &path,
-        &[],
-        Some(&json!({"decision": "approve"})),
-    );
-    let won = winner(status, &body);
+    let (won, body) = approve_too_late(&c, 1, &id, &approval);
     assert_eq!(won["reason"], "the run was cancelled", "{body}");
     assert!(c.counter.counts("gone").is_empty(), "the call never ran");
 }
