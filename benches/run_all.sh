@@ -3,6 +3,7 @@
 # machine, in-process loop cost, logging overhead and the cost of a round late in a long
 # conversation on each wire format (agent_loop), validated call and script
 # loading (host), reload latency (reload), code mode against plain tool calling (code_mode),
+# an allocation through the memory budget's counting allocator against mimalloc (budget),
 # trace export off against on (traces), `kiln serve` against a bare proxy at 1, 100 and 1,000
 # concurrent runs (serve_load), durable steps against a bare Restate service (durable_steps),
 # whole-process loop cost and one-round `kiln ask`
@@ -40,6 +41,8 @@ cargo bench --quiet --bench agent_loop >>"$out"
 cargo bench --quiet --bench host >>"$out"
 cargo bench --quiet --bench reload >>"$out"
 cargo bench --quiet --bench code_mode >>"$out"
+# What the memory budget costs an allocation (kiln's counting allocator against mimalloc).
+cargo bench --quiet --bench budget >>"$out"
 # What trace export costs a run (export off against on, to a collector on loopback).
 cargo bench --quiet --bench traces >>"$out"
 # `kiln serve` against a bare proxy on the same HTTP stack (the JSON summary line is left out).
