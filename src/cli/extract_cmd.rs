@@ -21,7 +21,7 @@ pub struct ExtractArgs {
 pub fn extract(g: &Global, a: ExtractArgs) -> CliResult<ExitCode> {
     let text = std::io::read_to_string(std::io::stdin())?;
     let (host, _db) = g.host_with_db()?;
-    let ctx = host.context(parse_caps(&a.caps)?);
+    let ctx = host.context(g.mark_ask(parse_caps(&a.caps)?));
     let registry = host.registry();
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()

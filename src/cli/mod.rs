@@ -360,6 +360,7 @@ pub fn run(cli: Cli) -> CliResult<ExitCode> {
 
 fn repl(g: &Global, caps: &[String]) -> CliResult<ExitCode> {
     let (host, db) = g.host_with_db()?;
-    kiln_repl::run_repl(host, parse_caps(caps)?, Some(db))?;
+    // `--ask` marks the REPL's grants as it does every other door's.
+    kiln_repl::run_repl(host, g.mark_ask(parse_caps(caps)?), Some(db))?;
     Ok(ExitCode::SUCCESS)
 }

@@ -60,5 +60,6 @@ mod serve_tokens;
 mod served;
 mod spec;
 mod tool_asks;
+mod tool_asks_http;
 mod tool_meta;
 mod traces;

@@ -19,7 +19,7 @@ fn start(s: &Scripts, history: &std::path::Path) -> PtySession {
 
 /// Waits for the prompt and for the editor to take input again (type-ahead is discarded
 /// when the terminal switches to raw mode).
-fn ready(p: &mut PtySession) {
+pub fn ready(p: &mut PtySession) {
     ready_as(p, "kiln> ");
 }
 

@@ -143,3 +143,148 @@ fn kiln_mcp_asks_the_client_for_a_tools_own_capability() {
         );
     }
 }
+
+/// `kiln repl --caps vault --ask vault`: `:call` asks at the terminal; a no refuses, a yes runs
+/// it once. (`--ask` used to be dropped by the REPL, which then ran the tool unasked.)
+#[test]
+fn the_repl_asks_the_terminal_before_the_handler() {
+    let s = Scripts::new(&[("vault.rhai", VAULT)]);
+    let mut cmd = std::process::Command::new(kiln_bin());
+    cmd.args(["repl", "--scripts", ".", "--no-stdlib", "--caps", "vault"])
+        .args(["--ask", "vault"])
+        .current_dir(s.path())
+        .env("NO_COLOR", "1")
+        .env("KILN_HISTORY", s.path().join("history"))
+        .env("TERM", "xterm");
+    let mut p = rexpect::session::spawn_command(cmd, Some(15_000)).expect("spawn repl");
+    p.exp_string(":help for commands").expect("banner");
+    for (answer, runs) in [("n", false), ("y", true)] {
+        crate::repl::ready(&mut p);
+        p.send_line(r#":call vault_read {"key":"k"}"#)
+            .expect("send");
+        p.exp_string("tool \"vault_read\" may use vault only when a person approves: run it with {\"key\":\"k\"}?")
+            .expect("the question");
+        p.exp_string("allow? [y]es / [n]o / [a]lways for this run:")
+            .expect("prompt");
+        p.send_line(answer).expect("answer");
+        let (said, _) = p.exp_regex(r"\(\d+\.\d+ ms\)").expect("the outcome");
+        assert!(!said.contains("approves: run it"), "asked twice: {said}");
+        if runs {
+            assert!(said.contains("\"result\": \"VAULT-SECRET\""), "{said}");
+        } else {
+            assert!(!said.contains("VAULT-SECRET"), "ran unasked: {said}");
+            assert!(
+                said.contains(r#"\"vault\" needs approval and it was not approved"#),
+                "{said}"
+            );
+        }
+    }
+    crate::repl::ready(&mut p);
+    p.send_line(":quit").expect("quit");
+    p.exp_eof().expect("exits");
+}
+
+/// The agent of the seeds, talking to `base_url`.
+pub fn asker(base_url: &str) -> String {
+    format!(
+        r#"{VAULT}
+agent("asker").provider("openai").model("m").base_url("{base_url}/v1").tools(["vault_read"]).capabilities(["vault"]).ask(["vault"]);"#
+    )
+}
+
+/// `kiln test`: a test's run has no one to ask (no terminal, no `--yes` inside a test), so the
+/// agent's call of the tool is refused and the refusal is what the test sees.
+#[test]
+fn kiln_test_refuses_an_ask_tool_inside_run_agent() {
+    let test = r#"
+test("vault_read is refused under the agent's ask grant", || {
+    let run = run_agent("asker", "read it", #{ model: [
+        #{ tool_calls: [#{ name: "vault_read", args: #{ key: "k" } }] },
+        #{ text: "refused" },
+    ] });
+    assert_eq(run.tool_calls.len(), 1);
+    assert_err(run.tool_calls[0], "denied");
+    assert_match(run.tool_calls[0].error.message, "\"vault\" needs approval and there is no one to ask");
+    assert_eq(run.answer, "refused");
+});
+"#;
+    let s = Scripts::new(&[
+        ("vault.rhai", &asker("http://127.0.0.1:9")),
+        ("vault.test.rhai", test),
+    ]);
+    let out = kiln(&["test", "--scripts", ".", "--no-stdlib"], s.path());
+    let text = stdout(&out);
+    assert!(
+        text.contains("1 passed, 0 failed"),
+        "{text}{}",
+        stderr(&out)
+    );
+    assert!(!text.contains("VAULT-SECRET"), "{text}");
+}
+
+/// `kiln run PIPELINE`: a node calling the tool under `--ask vault` is refused without a
+/// terminal and runs with `--yes`.
+#[test]
+fn a_pipeline_node_is_refused_without_a_terminal_and_runs_with_yes() {
+    let pipeline = r#"
+pipeline("secret").input("key", "string").compute("read", ["key"], "vault_read").output("read").requires("vault");"#;
+    let s = Scripts::new(&[("vault.rhai", &format!("{VAULT}{pipeline}"))]);
+    let args = |yes: &'static [&'static str]| {
+        let mut a = vec!["run", "secret", "--input", "key=k", "--scripts", "."];
+        a.extend_from_slice(&["--no-stdlib", "--json", "--caps", "vault", "--ask", "vault"]);
+        a.extend_from_slice(yes);
+        a
+    };
+    let out = kiln(&args(&[]), s.path());
+    let said = stdout(&out);
+    assert_eq!(out.status.code(), Some(1), "{said}{}", stderr(&out));
+    assert!(!said.contains("VAULT-SECRET"), "ran unasked: {said}");
+    assert!(
+        said.contains("\\\"vault\\\" needs approval and there is no one to ask"),
+        "{said}"
+    );
+    let out = kiln(&args(&["--yes"]), s.path());
+    let report: Value = serde_json::from_str(&stdout(&out))
+        .unwrap_or_else(|e| panic!("{e}: {} {}", stdout(&out), stderr(&out)));
+    assert!(out.status.success(), "{report}");
+    assert_eq!(report["outputs"]["read"], "VAULT-SECRET", "{report}");
+}
+
+/// `kiln extract --caps vault --ask vault`: the call written in the text is refused without a
+/// terminal (`--ask` used to be dropped here too).
+#[test]
+fn kiln_extract_refuses_an_ask_tool_without_a_terminal() {
+    use std::io::Write as _;
+    let s = Scripts::new(&[("vault.rhai", VAULT)]);
+    let mut child = std::process::Command::new(kiln_bin())
+        .args([
+            "extract",
+            "--scripts",
+            ".",
+            "--no-stdlib",
+            "--caps",
+            "vault",
+        ])
+        .args(["--ask", "vault"])
+        .current_dir(s.path())
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    let text = r#"Reading it: {"tool": "vault_read", "args": {"key": "k"}}"#;
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(text.as_bytes())
+        .expect("write");
+    let out = child.wait_with_output().expect("wait");
+    let said = stdout(&out);
+    assert_eq!(out.status.code(), Some(1), "{said}{}", stderr(&out));
+    assert!(!said.contains("VAULT-SECRET"), "ran unasked: {said}");
+    assert!(
+        said.contains("\"vault\" needs approval and there is no one to ask"),
+        "{said}"
+    );
+}

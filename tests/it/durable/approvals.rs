@@ -2,7 +2,7 @@
 //! awakeable), so the run waits without its worker, survives the worker being killed, and is
 //! approved through another worker; nobody deciding in time denies.
 
-use super::fixtures::{ALICE, BOB, Cluster, ok_output, three_steps};
+use super::fixtures::{ALICE, BOB, Cluster, http, ok_output, three_steps};
 use serde_json::{Value, json};
 use std::time::{Duration, Instant};
 
@@ -146,4 +146,84 @@ fn a_durable_approval_nobody_decides_in_time_is_denied_and_a_denial_reaches_the_
         "{results:?}"
     );
     assert!(c.counter.counts("d").is_empty(), "neither call ran");
+}
+
+/// The seeds' flagship case under `--restate`: a capability the tool declares as its own
+/// (`vault`, no host function behind it) under the agent's `.ask(["vault"])`. The durable run
+/// waits for the approval before the tool's step; an approval runs it once, a denial is the
+/// call's error and the handler never runs.
+#[test]
+#[ignore = "needs restate-server: run by .ci/run with KILN_RESTATE_SERVER set"]
+fn a_durable_run_waits_for_a_tools_own_ask_capability_before_the_handler() {
+    let call = json!({"tool_calls": [{"name": "vault_read", "args": {"key": "k"}}]});
+    let scenario = |answer: &str| json!({"require_auth": false, "turns": [call, {"text": answer}]});
+    // Without tokens: the tokens' ceiling (net:127.0.0.1) would refuse `vault` outright.
+    let c = Cluster::start_open(
+        &[
+            ("vault_yes", scenario("read it")),
+            ("vault_no", scenario("it was refused")),
+        ],
+        &[],
+    );
+    for (agent, decision, runs) in [("vault_yes", "approve", true), ("vault_no", "deny", false)] {
+        let api = |i: usize, method: &str, path: &str, body: Option<&Value>| {
+            http(method, &format!("{}{path}", c.apis[i]), &[], body)
+        };
+        let body = json!({"agent": agent, "input": "read the secret", "wait": false});
+        let sent = ok_output("submit", api(0, "POST", "/v1/runs", Some(&body)));
+        let id = sent["id"].as_str().expect("run id").to_string();
+        let end = Instant::now() + Duration::from_secs(30);
+        let waiting = loop {
+            let now = ok_output("status", api(1, "GET", &format!("/v1/runs/{id}"), None));
+            if now["status"] == "awaiting_approval" || Instant::now() > end {
+                break now;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        };
+        assert_eq!(waiting["status"], "awaiting_approval", "{waiting}");
+        let approval = &waiting["approvals"][0];
+        assert_eq!(approval["capability"], "vault", "{waiting}");
+        assert!(
+            approval["question"]
+                .as_str()
+                .unwrap_or_default()
+                .contains("tool \"vault_read\" may use vault only when a person approves"),
+            "{waiting}"
+        );
+        assert!(!waiting.to_string().contains("VAULT-SECRET"), "{waiting}");
+        let path = format!(
+            "/v1/runs/{id}/approvals/{}",
+            approval["id"].as_str().expect("approval id")
+        );
+        let decide = json!({"decision": decision});
+        ok_output("decide", api(1, "POST", &path, Some(&decide)));
+        let wait = format!("/v1/runs/{id}?wait=true");
+        let done = ok_output("await", api(0, "GET", &wait, None));
+        assert_eq!(done["status"], "completed", "{done}");
+        let calls = done["report"]["tool_calls"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
+        assert_eq!(calls.len(), 1, "one call: {done}");
+        let outcome = &calls[0]["outcome"];
+        if runs {
+            assert_eq!(outcome["result"], "VAULT-SECRET", "{done}");
+            assert_eq!(done["report"]["answer"], "read it", "{done}");
+        } else {
+            assert!(!done.to_string().contains("VAULT-SECRET"), "ran: {done}");
+            assert!(
+                outcome["error"]["message"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .contains("\"vault\" needs approval"),
+                "{done}"
+            );
+            assert_eq!(done["report"]["answer"], "it was refused", "{done}");
+        }
+        assert_eq!(
+            c.mock(agent).requests().len(),
+            2,
+            "no model request repeated"
+        );
+    }
 }

@@ -406,8 +406,10 @@ pub fn three_steps(p: &str) -> Value {
 }
 
 /// The script: a `count` tool (it reports at the counter with its idempotency key and keeps a
-/// tally in ctx.state), one agent per mock (in code mode when its name starts with `code`,
-/// asking before each use of `net` when it starts with `ask`), and a json_planner agent `plan`.
+/// tally in ctx.state), a `vault_read` tool needing a capability of its own (`vault`), one agent
+/// per mock (in code mode when its name starts with `code`, asking before each use of `net` when
+/// it starts with `ask`, calling `vault_read` under `.ask(["vault"])` when it starts with
+/// `vault`), and a json_planner agent `plan`.
 pub fn script(counter: &str, agents: &[(&str, &str)]) -> String {
     let mut src = format!(
         r#"tool("count")
@@ -429,9 +431,18 @@ tool("count_task")
         http_post(`{counter}/count/${{args.step}}`, #{{ key: ctx.idempotency_key }});
         `counted ${{args.step}} in a task`
     }});
+tool("vault_read").description("Read a secret").param("key", "string").requires("vault").handler(|a| "VAULT-SECRET");
 "#
     );
     for (name, mock) in agents {
+        if name.starts_with("vault") {
+            // The seeds' flagship case: a capability of the tool's own, asked before each use.
+            src.push_str(&format!(
+                "agent(\"{name}\").provider(\"openai\").model(\"m\").base_url(\"{mock}/v1\")\n    \
+                 .tools([\"vault_read\"]).capabilities([\"vault\"]).ask([\"vault\"]);\n"
+            ));
+            continue;
+        }
         let mode = if name.starts_with("code") {
             ".code_mode()"
         } else if name.starts_with("ask") {
