@@ -181,7 +181,7 @@ impl Approval {
 
 #[cfg(test)]
 mod tests {
-    use crate::decision::{Decided, decided, json, normalized};
+    use crate::decision::{Closed, Decided, decided, denial, json, normalized};
 
     #[test]
     fn anything_but_an_approval_denies() {
