@@ -210,6 +210,18 @@ impl Handler for CodeHandler {
         ctx: &CallContext,
         deadline: Instant,
     ) -> Result<Value, ToolFailure> {
+        sandbox::dropping_captures(|| self.run_program(args, ctx, deadline))
+    }
+}
+
+impl CodeHandler {
+    /// One program: compiled, run under its deadline and budget, its value made JSON.
+    fn run_program(
+        &self,
+        args: &Value,
+        ctx: &CallContext,
+        deadline: Instant,
+    ) -> Result<Value, ToolFailure> {
         let code = args["code"].as_str().unwrap_or_default();
         let program = Arc::new(Program {
             calls: AtomicU32::new(0),
@@ -275,9 +287,7 @@ impl Handler for CodeHandler {
             (v, false) => json!({"result": v, "printed": printed}),
         })
     }
-}
 
-impl CodeHandler {
     /// A sandboxed engine whose only functions besides pure Rhai are the tools and `finish`.
     fn engine(&self, program: &Arc<Program>, ctx: &CallContext) -> Engine {
         let sink: PrintSink = {
@@ -345,17 +355,19 @@ fn register_parallel(
             let engine = call.engine();
             let mut values = Vec::with_capacity(jobs.len());
             for batch in jobs.chunks(max_parallel) {
-                // The closures share what is left of the program's memory budget.
+                // The closures share what is left of the program's memory budget, and the
+                // program's captured variables (emptied when the program ends).
                 let share = kiln_budget::remaining() / batch.len().max(1);
+                let cells = rhai::captured::Cells::current().unwrap_or_default();
                 let results: Vec<Result<Dynamic, Box<EvalAltResult>>> = std::thread::scope(|s| {
                     let running: Vec<_> = batch
                         .iter()
                         .map(|job| {
-                            let (ast, cancel) = (&ast, cancel.clone());
+                            let (ast, cancel, cells) = (&ast, cancel.clone(), &cells);
                             s.spawn(move || {
-                                sandbox::with_watch(Some(deadline), cancel, || {
+                                cells.enter(|| sandbox::with_watch(Some(deadline), cancel, || {
                                     kiln_budget::with_budget(share, || job.call::<Dynamic>(engine, ast, ()))
-                                })
+                                }))
                             })
                         })
                         .collect();

@@ -33,6 +33,42 @@ impl Handler for ScriptHandler {
         ctx: &CallContext,
         deadline: Instant,
     ) -> Result<Value, ToolFailure> {
+        sandbox::dropping_captures(|| self.run(tool, args, ctx, deadline))
+    }
+
+    fn runs_in_place(&self) -> bool {
+        self.unit.in_place
+    }
+
+    fn is_available(&self, tool: &Tool, ctx: &CallContext) -> bool {
+        let Some(f) = &self.available_if else {
+            return true;
+        };
+        let ctx_map = ctx_map(ctx, &Dynamic::UNIT);
+        let deadline = Some(Instant::now() + Duration::from_millis(200));
+        let result = sandbox::with_watch(deadline, None, || {
+            f.call::<bool>(&self.unit.engine, &self.unit.ast, (ctx_map,))
+        });
+        result.unwrap_or_else(|e| {
+            tracing::warn!(tool = %tool.name, "available_if failed: {e}");
+            false
+        })
+    }
+
+    fn version(&self) -> &str {
+        &self.unit.version
+    }
+}
+
+impl ScriptHandler {
+    /// One call of the handler, its result made JSON.
+    fn run(
+        &self,
+        tool: &Tool,
+        args: &Value,
+        ctx: &CallContext,
+        deadline: Instant,
+    ) -> Result<Value, ToolFailure> {
         let args = match self.first {
             Some(field) => &args[field],
             None => args,
@@ -66,29 +102,6 @@ impl Handler for ScriptHandler {
             Ok(value) => super::host_out::result_json(&value),
             Err(err) => Err(classify(&err, &tool.loc.path)),
         }
-    }
-
-    fn runs_in_place(&self) -> bool {
-        self.unit.in_place
-    }
-
-    fn is_available(&self, tool: &Tool, ctx: &CallContext) -> bool {
-        let Some(f) = &self.available_if else {
-            return true;
-        };
-        let ctx_map = ctx_map(ctx, &Dynamic::UNIT);
-        let deadline = Some(Instant::now() + Duration::from_millis(200));
-        let result = sandbox::with_watch(deadline, None, || {
-            f.call::<bool>(&self.unit.engine, &self.unit.ast, (ctx_map,))
-        });
-        result.unwrap_or_else(|e| {
-            tracing::warn!(tool = %tool.name, "available_if failed: {e}");
-            false
-        })
-    }
-
-    fn version(&self) -> &str {
-        &self.unit.version
     }
 }
 

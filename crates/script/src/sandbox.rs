@@ -101,6 +101,22 @@ pub fn with_watch<T>(
     kiln_budget::with_budget(MAX_MEMORY.load(Ordering::Relaxed), f)
 }
 
+/// Runs `f` (a call: a handler, a code-mode program, and whatever converts its result) with
+/// the variables its closures capture collected, and empties those still alive when it ends:
+/// a closure stored in the variable it captures is a cycle reference counting never frees,
+/// and every call would leak what it holds. Inside another call, `f` joins that call's
+/// collection (emptied when the outer call ends). Loading a script and the REPL's scope keep
+/// theirs (their closures live on).
+pub fn dropping_captures<T>(f: impl FnOnce() -> T) -> T {
+    if rhai::captured::Cells::current().is_some() {
+        return f();
+    }
+    let cells = rhai::captured::Cells::new();
+    let out = cells.enter(f);
+    cells.empty();
+    out
+}
+
 /// The memory budget of an evaluation, in bytes.
 pub fn max_memory() -> usize {
     MAX_MEMORY.load(Ordering::Relaxed)

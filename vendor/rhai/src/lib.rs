@@ -348,6 +348,9 @@ pub use optimizer::OptimizationLevel;
 
 #[cfg(feature = "internals")]
 pub use types::dynamic::{AccessMode, DynamicReadLock, DynamicWriteLock, Variant};
+/// (kiln) The shared cells closures capture, collected per evaluation.
+#[cfg(all(feature = "sync", not(feature = "no_closure"), not(feature = "no_std")))]
+pub use types::captured;
 
 #[cfg(feature = "internals")]
 pub use types::token::is_valid_identifier;

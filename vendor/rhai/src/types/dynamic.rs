@@ -1430,11 +1430,13 @@ impl Dynamic {
 
         match self.0 {
             Union::Shared(..) => self,
-            _ => Self(Union::Shared(
-                crate::Locked::new(self).into(),
-                DEFAULT_TAG_VALUE,
-                _access,
-            )),
+            _ => {
+                let cell: crate::Shared<crate::Locked<Self>> = crate::Locked::new(self).into();
+                // (kiln) Collected, so a cycle through it can be broken (`captured`).
+                #[cfg(all(feature = "sync", not(feature = "no_std")))]
+                crate::types::captured::register(&cell);
+                Self(Union::Shared(cell, DEFAULT_TAG_VALUE, _access))
+            }
         }
     }
     /// Return this [`Dynamic`], replacing it with [`Dynamic::UNIT`].

@@ -1,6 +1,7 @@
 //! Module defining Rhai data types.
 
 pub mod bloom_filter;
+pub mod captured;
 pub mod custom_types;
 pub mod dynamic;
 pub mod error;
