@@ -43,7 +43,10 @@ unsafe impl GlobalAlloc for Global {
 
 fn main() {
     let (samples, iters) = if measuring() { (15, 2000) } else { (1, 1) };
-    assert!(kiln::budget::is_counting(), "the benches allocate as the binary does");
+    assert!(
+        kiln::budget::is_counting(),
+        "the benches allocate as the binary does"
+    );
     let sizes: Vec<usize> = (0..64).map(|i| 16 << (i % 8)).collect();
     let direct = per_iter(samples, iters, || churn(&mimalloc::MiMalloc, &sizes));
     let unarmed = per_iter(samples, iters, || churn(&Global, &sizes));
@@ -55,9 +58,21 @@ fn main() {
         "Memory budget: one allocation and its release (16 B to 2 KiB)",
         &["allocator", "per allocation", "vs mimalloc directly"],
         &[
-            vec!["mimalloc, called directly (baseline)".into(), per(direct), "1.00x".into()],
-            vec!["kiln's counting allocator, no budget".into(), per(unarmed), ratio(unarmed, direct)],
-            vec!["kiln's counting allocator, a script's budget armed".into(), per(armed), ratio(armed, direct)],
+            vec![
+                "mimalloc, called directly (baseline)".into(),
+                per(direct),
+                "1.00x".into(),
+            ],
+            vec![
+                "kiln's counting allocator, no budget".into(),
+                per(unarmed),
+                ratio(unarmed, direct),
+            ],
+            vec![
+                "kiln's counting allocator, a script's budget armed".into(),
+                per(armed),
+                ratio(armed, direct),
+            ],
         ],
     );
 }

@@ -655,9 +655,8 @@ fn an_async_approver_decides_ask_grants_while_the_runtime_goes_on() {
         let questions = person.await.expect("person");
         assert_eq!(questions.len(), 2, "{questions:?}");
         assert!(
-            questions[0].starts_with(
-                "store: tool \"remember\" may use store only when a person approves"
-            ),
+            questions[0]
+                .starts_with("store: tool \"remember\" may use store only when a person approves"),
             "{questions:?}"
         );
     });
