@@ -45,7 +45,7 @@ try { b = remember(#{ text: "two" }); } catch (e) { b = `caught: ${e}`; }
         asked[0]
             .as_str()
             .unwrap_or("")
-            .contains("tool \"remember\" wants store_set(\"notes\")"),
+            .contains("tool \"remember\" may use store:notes only when a person approves"),
         "{v}"
     );
     let result: Value = serde_json::from_str(v["text"].as_str().unwrap_or("")).expect("json");
@@ -64,7 +64,7 @@ try { b = remember(#{ text: "two" }); } catch (e) { b = `caught: ${e}`; }
         "the first call's refusal is not caught: {v}"
     );
     assert!(
-        text.contains("remember(): store_set(\"notes\") refused")
+        text.contains("remember(): Tool \"remember\" was not run: \"store\" needs approval")
             && text.contains("answers approvals only in a retried request")
             && text.contains("grant it with --caps instead of --ask"),
         "{text}"
