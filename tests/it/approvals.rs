@@ -99,8 +99,15 @@ fn a_run_waits_for_a_person_who_approves_or_denies_over_http() {
         done["report"]["tool_calls"][0]["outcome"]["result"], "kept milk",
         "{done}"
     );
-    let (status, gone) = post(&url, &json!({"decision": "approve"}), &[]);
-    assert_eq!(status, 404, "decided already: {gone}");
+    // Decided already: a second decision does not take effect, and says which one did.
+    let (status, gone) = post(&url, &json!({"decision": "deny"}), &[]);
+    assert_eq!(status, 409, "decided already: {gone}");
+    assert_eq!(gone["error"]["code"], "approval_decided", "{gone}");
+    assert_eq!(
+        gone["error"]["decision"],
+        json!({"decision": "approve"}),
+        "{gone}"
+    );
 
     // A policy's `ask`: denied with a reason, which the model reads; the run goes on.
     let id = start_run(&serve);
@@ -149,6 +156,17 @@ fn nobody_deciding_within_the_deadline_denies() {
     assert!(
         error.contains("needs approval and nobody approved it within 0.5 s"),
         "{done}"
+    );
+    // Approving after the deadline takes no effect, and says so.
+    let approval = done["report"]["tool_calls"][0]["outcome"].to_string();
+    assert!(!approval.contains("kept milk"), "{done}");
+    let url = format!("{}/v1/runs/{id}/approvals/approval_1", serve.url);
+    let (status, late) = post(&url, &json!({"decision": "approve"}), &[]);
+    assert_eq!(status, 409, "{late}");
+    assert_eq!(late["error"]["decision"]["decision"], "deny", "{late}");
+    assert_eq!(
+        late["error"]["decision"]["reason"], "nobody approved it within 0.5 s",
+        "{late}"
     );
 }
 

@@ -32,6 +32,9 @@ struct Pending {
 /// The approvals of one run.
 pub struct Approvals {
     pending: Mutex<Vec<Pending>>,
+    /// The approvals that ended, with the decision that took effect (as the durable door
+    /// shows it: `{"decision": "approve"}` or `{"decision": "deny", "reason": ...}`).
+    closed: Mutex<Vec<(String, Value)>>,
     next: AtomicU32,
     timeout: Duration,
     /// Where `approval_requested` events go (the run's event list, once it has one), and
@@ -50,6 +53,7 @@ impl Approvals {
     pub fn new(timeout: Duration) -> Self {
         Approvals {
             pending: Mutex::new(Vec::new()),
+            closed: Mutex::new(Vec::new()),
             next: AtomicU32::new(0),
             timeout,
             events: Mutex::new(Events::default()),
@@ -75,20 +79,42 @@ impl Approvals {
             .collect()
     }
 
-    /// Answers approval `id`.
+    /// Answers approval `id`. One that already ended is a 409 with the decision that took
+    /// effect, as under `--restate`.
     pub fn decide(&self, id: &str, decision: Decision) -> Result<(), ApiError> {
         let mut pending = self.pending.lock().unwrap_or_else(|e| e.into_inner());
         let Some(i) = pending.iter().position(|p| p.id == id) else {
-            return Err(ApiError::not_found(
-                "approval_not_found",
-                format!(
-                    "no approval \"{id}\" is waiting in this run (it was decided, timed out, or never asked)"
-                ),
-            ));
+            drop(pending);
+            return Err(self.not_waiting(id));
         };
         let p = pending.remove(i);
-        let _ = p.answer.try_send(decision);
+        // Sent under the lock: a waiter that timed out finds it gone and reads it (`ask`).
+        let _ = p.answer.try_send(decision.clone());
+        self.close(id, &decision);
         Ok(())
+    }
+
+    /// Why a decision about `id` cannot be taken: it ended (409, the decision that won) or was
+    /// never asked (404).
+    fn not_waiting(&self, id: &str) -> ApiError {
+        let closed = self.closed.lock().unwrap_or_else(|e| e.into_inner());
+        let Some((_, won)) = closed.iter().find(|(c, _)| c == id) else {
+            return ApiError::not_found(
+                "approval_not_found",
+                format!("no approval \"{id}\" was asked in this run"),
+            );
+        };
+        decided_already(id, won)
+    }
+
+    /// Records the decision that took effect on approval `id`.
+    fn close(&self, id: &str, decision: &Decision) {
+        let won = match decision {
+            Decision::Approve => json!({"decision": "approve"}),
+            Decision::Deny(reason) => json!({"decision": "deny", "reason": reason}),
+        };
+        let mut closed = self.closed.lock().unwrap_or_else(|e| e.into_inner());
+        closed.push((id.to_string(), won));
     }
 }
 
@@ -117,12 +143,19 @@ impl Asker for Approvals {
                 None => events.early.push(ev),
             }
         }
-        let decided = decided.recv_timeout(self.timeout);
-        // Whatever happened, it is no longer waiting.
-        self.pending
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .retain(|p| p.id != id);
+        let decided = decided.recv_timeout(self.timeout).or_else(|_| {
+            // Timed out: unless a decision took it off the list first (and sent it, under the
+            // same lock), the deadline's denial is what takes effect.
+            let mut pending = self.pending.lock().unwrap_or_else(|e| e.into_inner());
+            let still_waiting = pending.iter().any(|p| p.id == id);
+            pending.retain(|p| p.id != id);
+            if still_waiting {
+                let why = format!("nobody approved it within {} s", self.timeout.as_secs_f64());
+                self.close(&id, &Decision::Deny(why));
+                return Err(());
+            }
+            decided.try_recv().map_err(|_| ())
+        });
         match decided {
             Ok(Decision::Approve) => Ok(true),
             Ok(Decision::Deny(reason)) if reason.is_empty() => Ok(false),
@@ -133,6 +166,21 @@ impl Asker for Approvals {
             )),
         }
     }
+}
+
+/// The 409 a decision about approval `id` gets when `won` (`{"decision": ...}`) took effect
+/// before it, at either door.
+pub fn decided_already(id: &str, won: &Value) -> ApiError {
+    let how = match (won["decision"].as_str(), won["reason"].as_str()) {
+        (Some("approve"), _) => "approved".to_string(),
+        (_, Some(reason)) if !reason.is_empty() => format!("denied: {reason}"),
+        _ => "denied".to_string(),
+    };
+    ApiError::conflict(
+        "approval_decided",
+        format!("approval \"{id}\" was already decided ({how}); this decision did not take effect"),
+    )
+    .with_field("decision", won.clone())
 }
 
 /// The longest deny reason passed on to the run, in characters; a longer one is cut, saying so.

@@ -232,16 +232,7 @@ pub(super) async fn decide(
         ));
     }
     if answer["taken"] != true {
-        let how = match (won["decision"].as_str(), won["reason"].as_str()) {
-            (Some("approve"), _) => "approved".to_string(),
-            (_, Some(reason)) if !reason.is_empty() => format!("denied: {reason}"),
-            _ => "denied".to_string(),
-        };
-        return Err(ApiError::conflict(
-            "approval_decided",
-            format!("approval \"{approval}\" was already decided ({how}); this decision did not take effect"),
-        )
-        .with_field("decision", won.clone()));
+        return Err(super::approvals::decided_already(approval, won));
     }
     Ok(json!({"id": id, "agent": null, "status": "running"}))
 }
