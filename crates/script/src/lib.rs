@@ -29,6 +29,7 @@ mod meta_dsl;
 mod model;
 pub mod pipeline_dsl;
 mod policy_dsl;
+mod program_error;
 #[cfg(test)]
 mod props;
 mod rate_limit_dsl;
