@@ -1,11 +1,11 @@
 //! Approvals as one rule, as a property: over grant sets (each capability a tool requires
-//! granted `allow`, `ask`, both, or not at all) and doors (nobody to ask, a terminal, an asker
+//! granted `allow`, `ask`, both, or not at all), a call policy that asks or not, and doors (nobody to ask, a terminal, an asker
 //! such as an MCP client or `kiln serve`'s approvals, `--yes`), each answering yes, no, or
 //! failing to ask, the handler never runs where a grant says `ask` without a yes, runs exactly
 //! once with one, and every `ask` is asked once per call, before the handler.
 
 use crate::capability::{Capability, GrantMode, Grants};
-use crate::context::{Asker, CallContext};
+use crate::context::{Asker, CallContext, Policy, Reachable, Tools, Verdict};
 use crate::error::SourceLoc;
 use crate::failure::{FailureKind, ToolFailure};
 use crate::services::Services;
@@ -118,11 +118,39 @@ fn tool(requires: &[&str], runs: Arc<AtomicUsize>) -> Arc<Tool> {
 
 const CAPS: [&str; 3] = ["vault", "store", "fs.write"];
 
+/// A snapshot holding one call policy that asks before every call.
+struct Careful(SourceLoc);
+
+impl Policy for Careful {
+    fn name(&self) -> &str {
+        "careful"
+    }
+    fn applies_to(&self, _tool: &str) -> bool {
+        true
+    }
+    fn check(&self, _tool: &str, _args: &Value, _ctx: &CallContext) -> Verdict {
+        Verdict::Ask("reading secrets is logged".into())
+    }
+    fn loc(&self) -> &SourceLoc {
+        &self.0
+    }
+}
+
+impl Tools for Careful {
+    fn reach(&self, _name: &str) -> Option<Arc<dyn Reachable>> {
+        None
+    }
+    fn policies(&self) -> Vec<Arc<dyn Policy>> {
+        vec![Arc::new(Careful(SourceLoc::new("careful.rhai", 1, 1)))]
+    }
+}
+
 proptest! {
     #[test]
     fn the_handler_runs_once_with_every_yes_and_never_without(
         modes in proptest::collection::vec(0u8..4, CAPS.len()),
         needed in proptest::collection::vec(any::<bool>(), CAPS.len()),
+        policy_asks in any::<bool>(),
         who in prop_oneof![
             Just(Who::Nobody),
             Just(Who::AssumeYes),
@@ -143,11 +171,14 @@ proptest! {
         }
         let requires: Vec<&str> = CAPS.iter().zip(&needed).filter(|(_, n)| **n).map(|(c, _)| *c).collect();
         let granted = requires.iter().all(|c| modes[CAPS.iter().position(|x| x == c).unwrap_or(0)] != 0);
-        let asking: Vec<&str> = requires
+        let mut asking: Vec<&str> = requires
             .iter()
             .copied()
             .filter(|c| matches!(modes[CAPS.iter().position(|x| x == c).unwrap_or(0)], 2 | 3))
             .collect();
+        if policy_asks {
+            asking.push("policy:careful");
+        }
 
         let mut services = Services::new(".".into());
         let door = Arc::new(Door { answer: Answer::Yes, asked: Mutex::new(Vec::new()) });
@@ -175,6 +206,9 @@ proptest! {
         drop(door);
         let mut ctx = CallContext::new(grants, Arc::new(services));
         ctx.asker = asker.clone().map(|a| a as Arc<dyn Asker>);
+        if policy_asks {
+            ctx.registry = Some(Arc::new(Careful(SourceLoc::new("careful.rhai", 1, 1))));
+        }
         let runs = Arc::new(AtomicUsize::new(0));
         let outcome = tool(&requires, runs.clone()).execute(&json!({}), &ctx);
 
@@ -183,7 +217,7 @@ proptest! {
         prop_assert_eq!(outcome.result.is_ok(), should_run, "{:?}", outcome);
         if granted && !should_run {
             let failure = outcome.result.as_ref().err().map(|f| (f.kind, f.message.clone()));
-            prop_assert!(matches!(&failure, Some((FailureKind::Denied, m)) if m.contains("needs approval")), "{:?}", failure);
+            prop_assert!(matches!(&failure, Some((FailureKind::Denied, m)) if m.contains("needs approval") || m.contains("(not approved)")), "{:?}", failure);
         }
         // Each `ask` was asked at most once for the call, and only where a grant says `ask`.
         let asked: Vec<String> = match who {
