@@ -245,43 +245,25 @@ fn a_task_is_seen_only_by_the_caller_that_started_it() {
     }
 }
 
-/// One 2025-11-25 session on `kiln mcp --http`: its id, sent with every request.
+/// One 2025-11-25 session on `kiln mcp --http`: its headers (its id among them), sent with
+/// every request.
 struct HttpSession {
     url: String,
-    id: String,
+    headers: Vec<(String, String)>,
 }
 
 impl HttpSession {
     /// Opens a session as client `client`, declaring the tasks extension.
     fn open(url: &str, client: &str) -> HttpSession {
-        let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
-            "protocolVersion": "2025-11-25",
-            "capabilities": {"extensions": {"io.modelcontextprotocol/tasks": {}}},
-            "clientInfo": {"name": client, "version": "0"}}});
-        let accept = ("accept", "application/json, text/event-stream");
-        let (status, headers, body) = http("POST", url, &[accept], Some(&init));
-        assert_eq!(status, 200, "{body}");
-        let id = headers
-            .iter()
-            .find(|(k, _)| k == "mcp-session-id")
-            .map(|(_, v)| v.clone())
-            .unwrap_or_else(|| panic!("no session id: {headers:?}"));
-        let session = HttpSession {
+        let tasks = json!({"extensions": {"io.modelcontextprotocol/tasks": {}}});
+        HttpSession {
             url: url.to_string(),
-            id,
-        };
-        let done = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
-        let (status, _, body) = http("POST", url, &session.headers(), Some(&done));
-        assert!(status < 300, "{status}: {body}");
-        session
+            headers: crate::tool_asks_http::mcp_session(url, "2025-11-25", tasks, client),
+        }
     }
 
     fn headers(&self) -> Vec<(&str, &str)> {
-        vec![
-            ("accept", "application/json, text/event-stream"),
-            ("mcp-protocol-version", "2025-11-25"),
-            ("mcp-session-id", self.id.as_str()),
-        ]
+        crate::tool_asks_http::borrowed(&self.headers)
     }
 
     /// Request `id`'s answer (from the event stream the server answers with).

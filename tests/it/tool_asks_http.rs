@@ -128,12 +128,17 @@ impl Events {
     }
 }
 
-/// A stateful session on `kiln mcp --http` (protocol `version`, these client capabilities):
-/// the headers every later request sends.
-fn mcp_session(url: &str, version: &str, capabilities: Value) -> Vec<(String, String)> {
+/// A stateful session on `kiln mcp --http` (protocol `version`, these client capabilities,
+/// as client `client`): the headers every later request sends.
+pub(crate) fn mcp_session(
+    url: &str,
+    version: &str,
+    capabilities: Value,
+    client: &str,
+) -> Vec<(String, String)> {
     let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
         "protocolVersion": version, "capabilities": capabilities,
-        "clientInfo": {"name": "asks", "version": "0"}}});
+        "clientInfo": {"name": client, "version": "0"}}});
     let accept = ("accept", "application/json, text/event-stream");
     let (status, headers, body) = http("POST", url, &[accept], Some(&init));
     assert_eq!(status, 200, "{body}");
@@ -153,7 +158,7 @@ fn mcp_session(url: &str, version: &str, capabilities: Value) -> Vec<(String, St
     session
 }
 
-fn borrowed(headers: &[(String, String)]) -> Vec<(&str, &str)> {
+pub(crate) fn borrowed(headers: &[(String, String)]) -> Vec<(&str, &str)> {
     headers
         .iter()
         .map(|(k, v)| (k.as_str(), v.as_str()))
@@ -183,7 +188,7 @@ fn kiln_mcp_http_asks_a_client_that_can_elicit_and_refuses_one_that_cannot() {
             "params": {"name": "vault_read", "arguments": {"key": "k"}}})
     };
     // A client that cannot ask: refused, saying how to grant it instead.
-    let plain = mcp_session(&server.url, "2025-11-25", json!({}));
+    let plain = mcp_session(&server.url, "2025-11-25", json!({}), "asks");
     let mut events = Events::post(&server.url, &borrowed(&plain), &call(1));
     assert_eq!(events.status, 200);
     let reply = answer_to(&mut events, 1);
@@ -195,7 +200,7 @@ fn kiln_mcp_http_asks_a_client_that_can_elicit_and_refuses_one_that_cannot() {
     );
     // Clients that ask their person, on both revisions with sessions: declined, then accepted.
     for version in ["2025-06-18", "2025-11-25"] {
-        let asking = mcp_session(&server.url, version, json!({"elicitation": {}}));
+        let asking = mcp_session(&server.url, version, json!({"elicitation": {}}), "asks");
         for (id, action, runs) in [(2, "decline", false), (3, "accept", true)] {
             let mut events = Events::post(&server.url, &borrowed(&asking), &call(id));
             let question = events.next_json();

@@ -110,11 +110,6 @@ impl McpServer {
     }
 }
 
-/// A session id no other session of any process has (durable tasks outlive this one).
-pub(crate) fn new_session_id() -> std::sync::Arc<str> {
-    std::sync::Arc::from(uuid::Uuid::new_v4().to_string())
-}
-
 /// The access token the HTTP request came with, as the door checked it.
 pub(crate) fn verified(cx: &RequestContext<RoleServer>) -> Option<&crate::issuer::Verified> {
     cx.extensions

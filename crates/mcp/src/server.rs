@@ -1,7 +1,6 @@
 //! The MCP server: the registry's tools, as the grants allow, listed and called through
 //! [`Host::call`]; a reload is announced to every client that asked (both revisions).
 
-use crate::caller::new_session_id;
 use crate::listen::{changed, notify_listener};
 use crate::notify::{self, CallNotifier};
 use crate::rounds::Rounds;
@@ -62,7 +61,7 @@ impl McpServer {
             subscribed: Arc::default(),
             codec: Arc::new(crate::rounds::codec()),
             tasks: crate::tasks::Tasks::default(),
-            session: new_session_id(),
+            session: crate::tasks::new_session_id(),
         }
     }
 
@@ -71,7 +70,7 @@ impl McpServer {
         McpServer {
             log_level: Arc::default(),
             subscribed: Arc::default(),
-            session: new_session_id(),
+            session: crate::tasks::new_session_id(),
             ..self.clone()
         }
     }

@@ -27,6 +27,12 @@ use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
+/// A session id no other session of any process has (durable tasks outlive this one): a
+/// task is its actor's and its session's.
+pub(crate) fn new_session_id() -> std::sync::Arc<str> {
+    std::sync::Arc::from(uuid::Uuid::new_v4().to_string())
+}
+
 /// How often a client is told to poll.
 const POLL_INTERVAL_MS: u64 = 500;
 /// How long a task stays readable at least: a client may come back for a result much later.
