@@ -22,6 +22,7 @@ pub mod capability;
 pub mod content;
 pub mod context;
 pub mod contract;
+pub mod duration;
 pub mod dyn_tool;
 pub mod egress;
 pub mod error;

@@ -1,0 +1,119 @@
+//! Durations written with their unit (`"30s"`, `"500ms"`, `"2m"`), read the same way by
+//! scripts, flags and the project file. A bare number keeps the unit its place always had
+//! (milliseconds in a script's `.timeout(n)`, seconds in a `--...-timeout` flag).
+
+use std::time::Duration;
+
+/// Why a duration could not be read.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum DurationError {
+    /// The text is not a number followed by a known unit.
+    #[error("`{text}` is not a duration: write a number and a unit, like 30s, 500ms or 2m")]
+    Malformed {
+        /// The text as written.
+        text: String,
+    },
+    /// The unit is not one kiln reads.
+    #[error("`{text}`: unknown unit `{unit}` (use ms, s, m, h or d)")]
+    UnknownUnit {
+        /// The text as written.
+        text: String,
+        /// The unit as written.
+        unit: String,
+    },
+    /// Negative, not finite, or too large to represent.
+    #[error("`{text}` is out of range (0 or more, finite)")]
+    OutOfRange {
+        /// The text as written.
+        text: String,
+    },
+}
+
+/// The unit a bare number means where no unit is written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BareUnit {
+    /// Milliseconds (a script's `.timeout(n)`).
+    Millis,
+    /// Seconds (a `--...-timeout` flag).
+    Seconds,
+}
+
+impl BareUnit {
+    fn seconds(self) -> f64 {
+        match self {
+            BareUnit::Millis => 0.001,
+            BareUnit::Seconds => 1.0,
+        }
+    }
+}
+
+/// Reads `"30s"`, `"500ms"`, `"1.5m"`, `"2h"`, `"7d"`, or a bare number in `bare`'s unit.
+pub fn parse_duration(text: &str, bare: BareUnit) -> Result<Duration, DurationError> {
+    let trimmed = text.trim();
+    let split = trimmed
+        .find(|c: char| !c.is_ascii_digit() && c != '.')
+        .unwrap_or(trimmed.len());
+    let (number, unit) = trimmed.split_at(split);
+    let malformed = || DurationError::Malformed {
+        text: text.to_string(),
+    };
+    if number.is_empty() {
+        return Err(malformed());
+    }
+    let n: f64 = number.parse().map_err(|_| malformed())?;
+    let per = match unit.trim() {
+        "" => bare.seconds(),
+        "ms" => 0.001,
+        "s" => 1.0,
+        "m" => 60.0,
+        "h" => 3600.0,
+        "d" => 86400.0,
+        other => {
+            return Err(DurationError::UnknownUnit {
+                text: text.to_string(),
+                unit: other.to_string(),
+            });
+        }
+    };
+    seconds(n * per).ok_or_else(|| DurationError::OutOfRange {
+        text: text.to_string(),
+    })
+}
+
+/// A number of seconds as a `Duration`, if it is finite, at least 0 and representable.
+pub fn seconds(secs: f64) -> Option<Duration> {
+    Duration::try_from_secs_f64(secs).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn units_and_bare_numbers() {
+        let ms = |t| parse_duration(t, BareUnit::Millis);
+        let s = |t| parse_duration(t, BareUnit::Seconds);
+        assert_eq!(ms("500"), Ok(Duration::from_millis(500)));
+        assert_eq!(s("30"), Ok(Duration::from_secs(30)));
+        assert_eq!(ms("30s"), Ok(Duration::from_secs(30)));
+        assert_eq!(s("500ms"), Ok(Duration::from_millis(500)));
+        assert_eq!(s("1.5m"), Ok(Duration::from_secs(90)));
+        assert_eq!(s(" 2h "), Ok(Duration::from_secs(7200)));
+        assert_eq!(s("7d"), Ok(Duration::from_secs(7 * 86400)));
+        assert_eq!(s("0"), Ok(Duration::ZERO));
+    }
+
+    #[test]
+    fn bad_text_is_named() {
+        let s = |t| parse_duration(t, BareUnit::Seconds);
+        assert!(matches!(s("fast"), Err(DurationError::Malformed { .. })));
+        assert!(matches!(s(""), Err(DurationError::Malformed { .. })));
+        assert!(matches!(s("1.2.3s"), Err(DurationError::Malformed { .. })));
+        assert!(
+            matches!(s("3 weeks"), Err(DurationError::UnknownUnit { unit, .. }) if unit == "weeks")
+        );
+        assert!(matches!(s("1e400"), Err(_)));
+        assert!(matches!(s("-1s"), Err(DurationError::Malformed { .. })));
+        assert!(s("99999999999999999999d").is_err());
+    }
+}
