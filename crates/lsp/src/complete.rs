@@ -77,9 +77,8 @@ fn methods(cat: &Catalog, builder: &str) -> Vec<CompletionItem> {
     methods
         .iter()
         .map(|(name, e)| {
-            let detail = e
-                .call
-                .map_or_else(|| format!("{name}(...)"), |c| format!(".{c}"));
+            let detail =
+                (e.call.as_ref()).map_or_else(|| format!("{name}(...)"), |c| format!(".{c}"));
             item(name, CompletionItemKind::METHOD, &detail, &e.doc)
         })
         .collect()
@@ -89,9 +88,7 @@ fn functions(cat: &Catalog) -> Vec<CompletionItem> {
     cat.functions
         .iter()
         .map(|(name, e)| {
-            let detail = e
-                .call
-                .map_or_else(|| format!("{name}(...)"), str::to_string);
+            let detail = (e.call.clone()).unwrap_or_else(|| format!("{name}(...)"));
             let doc = match cat.capabilities.get(name) {
                 Some(cap) => format!("{} (needs capability {cap})", e.doc),
                 None => e.doc.clone(),

@@ -4,7 +4,7 @@
 
 use rhai::{Engine, EvalAltResult};
 
-use crate::dsl_docs::{self, BUILDERS};
+use crate::reference::{self, BUILDERS};
 
 /// The message for `err` when it is a call of an unknown function or method; `None` for any
 /// other error.
@@ -27,8 +27,8 @@ pub fn explain(err: &EvalAltResult, engine: &Engine) -> Option<String> {
             .filter(|(_, first)| first == receiver)
             .map(|(n, _)| n.as_str());
         let hint = match kiln_core::suggest::nearest(name, methods) {
-            Some(m) => match dsl_docs::find(receiver, m) {
-                Some(doc) => format!("; did you mean .{}?", doc.call),
+            Some(m) => match reference::find(receiver, m) {
+                Some(entry) => format!("; did you mean .{}?", entry.call()),
                 None => format!("; did you mean .{m}(...)?"),
             },
             None => String::new(),
@@ -36,8 +36,8 @@ pub fn explain(err: &EvalAltResult, engine: &Engine) -> Option<String> {
         return Some(format!("{what}: no method .{name}(...){hint}"));
     }
     let hint = match kiln_core::suggest::nearest(name, known.iter().map(|(n, _)| n.as_str())) {
-        Some(f) => match dsl_docs::find("", f) {
-            Some(doc) => format!("; did you mean {}?", doc.call),
+        Some(f) => match reference::find("", f) {
+            Some(entry) => format!("; did you mean {}?", entry.call()),
             None => format!("; did you mean {f}(...)?"),
         },
         None => String::new(),
