@@ -158,3 +158,57 @@ fn a_missing_entry_and_a_stale_one_are_both_caught() {
         .expect("timeout is registered");
     assert!(!describes(&typed, timeout));
 }
+
+/// A value of the table's type `ty` for parameter `name`, as Rhai source.
+fn sample_argument(name: &str, ty: &str) -> &'static str {
+    match (name, ty.split('|').next().unwrap_or_default().trim()) {
+        ("url", _) => "\"https://example.com/\"",
+        (_, "int" | "number") => "1",
+        (_, "float") => "1.5",
+        (_, "bool") => "true",
+        (_, "map") => "#{}",
+        (_, "array") => "[]",
+        (_, "fn") => "|x| x",
+        _ => "\"notes.txt\"",
+    }
+}
+
+/// The refusal a call's error carries, if it is one.
+fn refusal(err: &rhai::EvalAltResult) -> Option<String> {
+    match err {
+        rhai::EvalAltResult::ErrorRuntime(value, _) => value
+            .clone()
+            .try_cast::<crate::host_fns::DeniedValue>()
+            .map(|d| d.0),
+        rhai::EvalAltResult::ErrorInFunctionCall(_, _, inner, _) => refusal(inner),
+        _ => None,
+    }
+}
+
+#[test]
+fn each_gated_function_is_refused_for_the_capability_the_table_names() {
+    let engine = crate::engine(&crate::sandbox::Limits::default(), Vec::new(), None);
+    let services = std::sync::Arc::new(kiln_core::services::Services::new(std::env::temp_dir()));
+    let ctx =
+        kiln_core::context::CallContext::new(kiln_core::capability::Grants::default(), services);
+    let gated: Vec<&Entry> = entries().filter(|e| e.capability.is_some()).collect();
+    assert!(
+        gated.len() >= 10,
+        "the gated host functions are in the table"
+    );
+    for e in gated {
+        let shortest = signature::expansions(e.signature).remove(0);
+        let args: Vec<&str> = (shortest.iter())
+            .map(|p| sample_argument(&p.name, &p.ty))
+            .collect();
+        let call = format!("{}({})", e.name, args.join(", "));
+        let err = crate::host_fns::with_grants(&ctx, || engine.run(&call))
+            .expect_err(&format!("{call} runs with no grant"));
+        let told = refusal(&err).unwrap_or_else(|| panic!("{call}: not a refusal: {err}"));
+        let cap = e.capability.unwrap_or_default();
+        assert!(
+            told.contains(&format!("does not declare capability \"{cap}\"")),
+            "{call}: the table says {cap}, the gate says: {told}"
+        );
+    }
+}
