@@ -20,6 +20,13 @@ pub struct Entry {
     pub table: Vec<&'static reference::Entry>,
 }
 
+impl Entry {
+    /// Whether the table has it only as a deprecated spelling of another name.
+    pub fn deprecated(&self) -> bool {
+        !self.table.is_empty() && self.table.iter().all(|e| e.replaced_by.is_some())
+    }
+}
+
 /// Everything scripts can call.
 #[derive(Debug, Default)]
 pub struct Catalog {
@@ -131,6 +138,9 @@ impl Catalog {
         if !entry.doc.is_empty() {
             out.push_str(&format!("\n{}\n", entry.doc));
         }
+        for new in entry.table.iter().filter_map(|e| e.replaced_by) {
+            out.push_str(&format!("\nDeprecated: write `{dot}{new}(...)` instead.\n"));
+        }
         if let Some(cap) = self.capabilities.get(name).filter(|_| on.is_empty()) {
             out.push_str(&format!(
                 "\nNeeds capability `{cap}`: the tool declares it with `.requires(\"{cap}\")` and the caller grants it."
@@ -163,6 +173,30 @@ mod tests {
         assert!(
             read.contains("read_file(path)") && read.contains("`fs.read`"),
             "{read}"
+        );
+    }
+
+    #[test]
+    fn a_deprecated_spelling_says_what_replaces_it() {
+        static OLD: reference::Entry = reference::Entry {
+            on: "ToolBuilder",
+            name: "retrys",
+            signature: "retrys(n: int)",
+            capability: None,
+            doc: "Re-runs.",
+            replaced_by: Some("retries"),
+        };
+        let mut cat = Catalog::default();
+        let entry = Entry {
+            table: vec![&OLD],
+            ..Entry::default()
+        };
+        assert!(entry.deprecated() && !Entry::default().deprecated());
+        (cat.methods.entry("ToolBuilder".into()).or_default()).insert("retrys".into(), entry);
+        let told = cat.describe("ToolBuilder", "retrys").expect("described");
+        assert!(
+            told.contains("Deprecated: write `.retries(...)` instead."),
+            "{told}"
         );
     }
 

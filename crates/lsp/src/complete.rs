@@ -1,10 +1,12 @@
 //! Completion: what may come at the cursor, read from where it is (`scan::context`).
 
-use crate::catalog::{CAPABILITIES, Catalog, PROVIDERS};
+use crate::catalog::{CAPABILITIES, Catalog, Entry, PROVIDERS};
 use crate::scan::{self, Context};
 use kiln_core::registry::Registry;
 use kiln_core::schema::{PARAM_KEYS, PARAM_TYPES};
-use lsp_types::{CompletionItem, CompletionItemKind, Documentation, MarkupContent, MarkupKind};
+use lsp_types::{
+    CompletionItem, CompletionItemKind, CompletionItemTag, Documentation, MarkupContent, MarkupKind,
+};
 
 /// The calls whose string arguments name capabilities.
 const CAPABILITY_CALLS: &[&str] = &["requires", "capabilities", "ask", "grants"];
@@ -79,7 +81,7 @@ fn methods(cat: &Catalog, builder: &str) -> Vec<CompletionItem> {
         .map(|(name, e)| {
             let detail =
                 (e.call.as_ref()).map_or_else(|| format!("{name}(...)"), |c| format!(".{c}"));
-            item(name, CompletionItemKind::METHOD, &detail, &e.doc)
+            deprecated(item(name, CompletionItemKind::METHOD, &detail, &e.doc), e)
         })
         .collect()
 }
@@ -93,9 +95,17 @@ fn functions(cat: &Catalog) -> Vec<CompletionItem> {
                 Some(cap) => format!("{} (needs capability {cap})", e.doc),
                 None => e.doc.clone(),
             };
-            item(name, CompletionItemKind::FUNCTION, &detail, &doc)
+            deprecated(item(name, CompletionItemKind::FUNCTION, &detail, &doc), e)
         })
         .collect()
+}
+
+/// `item`, struck through when the table has its name only as a deprecated spelling.
+fn deprecated(mut item: CompletionItem, e: &Entry) -> CompletionItem {
+    if e.deprecated() {
+        item.tags = Some(vec![CompletionItemTag::DEPRECATED]);
+    }
+    item
 }
 
 fn words(list: &[&str], kind: CompletionItemKind, detail: &str) -> Vec<CompletionItem> {

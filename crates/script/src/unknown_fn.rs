@@ -1,6 +1,7 @@
 //! A call of a function or method that does not exist, told as the DSL names things: the
 //! builder it was called on and the nearest method or function kiln has, instead of Rhai's
 //! internal signature (`Function not found: parm (ToolBuilder, &str | ImmutableString | ...)`).
+//! A deprecated spelling is never suggested: its replacement is.
 
 use rhai::{Engine, EvalAltResult};
 
@@ -24,7 +25,7 @@ pub fn explain(err: &EvalAltResult, engine: &Engine) -> Option<String> {
     if let Some((_, what)) = BUILDERS.iter().find(|(ty, _)| *ty == receiver) {
         let methods = known
             .iter()
-            .filter(|(_, first)| first == receiver)
+            .filter(|(n, first)| first == receiver && !reference::is_deprecated(receiver, n))
             .map(|(n, _)| n.as_str());
         let hint = match kiln_core::suggest::nearest(name, methods) {
             Some(m) => match reference::find(receiver, m) {
@@ -35,7 +36,11 @@ pub fn explain(err: &EvalAltResult, engine: &Engine) -> Option<String> {
         };
         return Some(format!("{what}: no method .{name}(...){hint}"));
     }
-    let hint = match kiln_core::suggest::nearest(name, known.iter().map(|(n, _)| n.as_str())) {
+    let current = known
+        .iter()
+        .filter(|(n, _)| !reference::is_deprecated("", n))
+        .map(|(n, _)| n.as_str());
+    let hint = match kiln_core::suggest::nearest(name, current) {
         Some(f) => match reference::find("", f) {
             Some(entry) => format!("; did you mean {}?", entry.call()),
             None => format!("; did you mean {f}(...)?"),

@@ -139,6 +139,12 @@ pub fn capability_of(name: &str) -> Option<&'static str> {
     find_all("", name).find_map(|e| e.capability)
 }
 
+/// Whether `name` on builder `on` (`""`: functions) is only a deprecated spelling of another.
+pub fn is_deprecated(on: &str, name: &str) -> bool {
+    let mut found = find_all(on, name).peekable();
+    found.peek().is_some() && found.all(|e| e.replaced_by.is_some())
+}
+
 /// Whether `ty` is a builder's type name (`ToolBuilder`).
 pub fn is_builder(ty: &str) -> bool {
     BUILDERS.iter().any(|(b, _)| *b == ty)
@@ -177,6 +183,21 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn a_deprecated_spelling_names_a_current_one_of_its_receiver() {
+        for e in entries() {
+            if let Some(new) = e.replaced_by {
+                assert!(
+                    find(e.on, new).is_some() && !is_deprecated(e.on, new),
+                    "{} is replaced by {new}, which the table lacks",
+                    e.signature
+                );
+            }
+        }
+        assert!(!is_deprecated("ToolBuilder", "param"));
+        assert!(!is_deprecated("ToolBuilder", "no_such_method"));
     }
 
     #[test]
