@@ -2,12 +2,12 @@
 //! registers, with its signature as a person writes it (parameters named and typed), the
 //! capability a call needs, and a line of doc. Completion, hover, the unknown-method hint,
 //! `kiln definitions` and `docs/reference.md` all read it; a test keeps it equal to what the
-//! engine registers (`coverage`), and another keeps the reference current.
+//! engine registers (`coverage_tests`), and another keeps the reference current.
 
 mod agent;
 mod builders;
 #[cfg(test)]
-mod coverage;
+mod coverage_tests;
 mod functions;
 mod host;
 mod render;
