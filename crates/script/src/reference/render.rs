@@ -87,33 +87,6 @@ pub fn entry_of_definition(line: &str) -> Option<&'static Entry> {
     })
 }
 
-/// A `.d.rhai` line with the table's names for the parameters Rhai leaves unnamed (`_`):
-/// `fn oauth(_: McpServerBuilder, options: map) -> McpServerBuilder;`.
-fn with_names(line: &str, e: &Entry) -> String {
-    let Some((head, rest)) = line.split_once('(') else {
-        return line.to_string();
-    };
-    let Some((params, tail)) = rest.split_once(')') else {
-        return line.to_string();
-    };
-    let mut params: Vec<String> = match params.trim() {
-        "" => return line.to_string(),
-        p => p.split(", ").map(str::to_string).collect(),
-    };
-    let skip = usize::from(!e.on.is_empty());
-    let arity = params.len() - skip.min(params.len());
-    let names = signature::expansions(e.signature)
-        .into_iter()
-        .find(|x| x.len() == arity)
-        .unwrap_or_default();
-    for (param, named) in params.iter_mut().skip(skip).zip(names) {
-        if let Some(ty) = param.strip_prefix("_: ") {
-            *param = format!("{}: {ty}", named.name);
-        }
-    }
-    format!("{head}({}){tail}", params.join(", "))
-}
-
 /// Rhai's definitions of an engine (`fn ...;` lines) with the table's signature, doc and
 /// capability as the doc comment of each function the table describes, in place of any comment
 /// it was registered with.
@@ -127,16 +100,11 @@ pub fn annotate_definitions(defs: &str) -> String {
             continue;
         }
         match entry_of_definition(line) {
-            Some(e) => {
-                out.push_str(&doc_comment(e));
-                out.push_str(&with_names(line, e));
-            }
-            None => {
-                out.push_str(&comments);
-                out.push_str(line);
-            }
+            Some(e) => out.push_str(&doc_comment(e)),
+            None => out.push_str(&comments),
         }
         comments.clear();
+        out.push_str(line);
         out.push('\n');
     }
     out.push_str(&comments);
@@ -167,7 +135,7 @@ mod tests {
         assert!(!out.contains("Old words"), "{out}");
         assert!(out.contains("/// Kept.\nfn app_fn(_: string)"), "{out}");
         assert!(
-            out.contains("fn param(_: ToolBuilder, name: string, type: string) -> ToolBuilder;"),
+            out.contains("fn param(_: ToolBuilder, _: string, _: string) -> ToolBuilder;"),
             "{out}"
         );
         assert!(
