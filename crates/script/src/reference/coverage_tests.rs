@@ -144,12 +144,12 @@ fn the_reference_is_the_table_written_out() {
 fn a_missing_entry_and_a_stale_one_are_both_caught() {
     let all = registered();
     // A registered method no entry of another name describes.
-    let allow = all
+    let oauth = all
         .iter()
         .find(|r| r.on == "McpServerBuilder" && r.name == "oauth")
         .expect("oauth is registered");
     let wrong = super::method("McpServerBuilder", "oath([options: map])", "x");
-    assert!(!describes(&wrong, allow));
+    assert!(!describes(&wrong, oauth));
     // An entry whose parameters do not match what is registered.
     let typed = super::method("ToolBuilder", "timeout(ms: map)", "x");
     let timeout = all
