@@ -156,6 +156,12 @@ pub mod egress {
     pub use kiln_core::services::Egress;
 }
 
+/// The project file, `kiln.toml`: a project's settings found from a folder upward, read
+/// strictly, and the defaults the flags and the file share.
+pub mod project {
+    pub use kiln_project::*;
+}
+
 /// MCP both ways: mounted servers' state, and kiln as a server.
 #[cfg(feature = "mcp")]
 pub mod mcp {

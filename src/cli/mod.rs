@@ -10,6 +10,7 @@ mod init_cmd;
 mod mcp_cmd;
 mod mock_cmd;
 pub mod output;
+pub mod project;
 mod run_cmd;
 mod serve_cmd;
 mod test_cmd;
@@ -24,7 +25,6 @@ use kiln_host::HostConfig;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
-use std::time::Duration;
 
 /// Errors the CLI renders: library errors and its own argument problems.
 pub type CliResult<T> = Result<T, Box<dyn std::error::Error>>;
@@ -47,11 +47,19 @@ pub struct Cli {
 /// Options every command takes.
 #[derive(Args, Debug, Clone)]
 pub struct Global {
-    /// Scripts folder to load (repeatable). Default: ./scripts
+    /// The project file (default: the nearest kiln.toml in this folder or above). Its keys fill
+    /// what the flags leave unset: a flag overrides the file, and so does an environment
+    /// variable a flag reads (KILN_DB, KILN_NET_PROXY, KILN_TOKENS), with a note on stderr.
+    #[arg(long = "project", global = true, value_name = "FILE")]
+    pub project_file: Option<PathBuf>,
+    /// Read no project file.
+    #[arg(long, global = true, conflicts_with = "project_file")]
+    pub no_project: bool,
+    /// Scripts folder to load (repeatable). Default: kiln.toml's `scripts`, else ./scripts
     #[arg(long = "scripts", short = 's', global = true, value_name = "DIR")]
     pub scripts: Vec<PathBuf>,
-    /// Folder that file host functions are rooted at.
-    #[arg(long, global = true, value_name = "DIR", default_value = ".")]
+    /// Folder that file host functions are rooted at (default: the project file's folder).
+    #[arg(long, global = true, value_name = "DIR", default_value = kiln::project::defaults::WORKSPACE)]
     pub workspace: PathBuf,
     /// Do not load the built-in stdlib tools.
     #[arg(long, global = true)]
@@ -59,12 +67,19 @@ pub struct Global {
     /// The database (run log, sessions, store). Default: WORKSPACE/.kiln/kiln.db
     #[arg(long, global = true, value_name = "PATH", env = "KILN_DB")]
     pub db: Option<PathBuf>,
-    /// Approve every `ask` grant without asking (needed for approvals without a terminal).
+    /// Approve every call needing approval without asking (needed for approvals without a
+    /// terminal).
     #[arg(long, global = true)]
     pub yes: bool,
-    /// Mark these granted capabilities as needing approval (comma-separated, repeatable).
-    #[arg(long = "ask", global = true, value_name = "CAPS")]
-    pub ask_caps: Vec<String>,
+    /// Mark these granted capabilities as needing approval (comma-separated, repeatable;
+    /// `--ask` is its former spelling).
+    #[arg(
+        long = "needs-approval",
+        alias = "ask",
+        global = true,
+        value_name = "CAPS"
+    )]
+    pub needs_approval: Vec<String>,
     /// Make http_get/http_post resolve NAME to ADDR (like curl's --resolve; repeatable).
     #[arg(long = "resolve", global = true, value_name = "NAME:ADDR")]
     pub resolve: Vec<String>,
@@ -90,6 +105,9 @@ pub struct Global {
     /// More log output on stderr (-v info, -vv debug). KILN_LOG overrides.
     #[arg(long, short = 'v', global = true, action = clap::ArgAction::Count)]
     pub verbose: u8,
+    /// The project file read, if any.
+    #[arg(skip)]
+    pub project: Option<Arc<kiln::project::Project>>,
 }
 
 /// The subcommands.
@@ -126,7 +144,8 @@ pub enum Command {
     Watch,
     /// Run `*.test.rhai` tests: `test NAME ... ok|FAILED`, `N passed, M failed` (exit 1 on failure).
     Test(test_cmd::TestArgs),
-    /// Start a project: scripts/ with a tool, an agent and a passing test, .gitignore, definitions.
+    /// Start a project: scripts/ with a tool, an agent and a passing test, a commented kiln.toml,
+    /// .gitignore, definitions.
     Init(init_cmd::InitArgs),
     /// Serve the tools to MCP clients (Claude Code, Cursor...) over stdio, or HTTP with --http.
     Mcp(mcp_cmd::McpArgs),
@@ -203,11 +222,7 @@ impl Global {
     /// The host configuration these options describe.
     pub(crate) fn config(&self) -> HostConfig {
         HostConfig {
-            scripts: if self.scripts.is_empty() {
-                vec![PathBuf::from("scripts")]
-            } else {
-                self.scripts.clone()
-            },
+            scripts: project::scripts_or_default(self),
             workspace: self.workspace.clone(),
             stdlib: !self.no_stdlib,
             ..HostConfig::default()
@@ -275,10 +290,10 @@ impl Global {
         Ok((host, db))
     }
 
-    /// Grants with `--ask` applied.
+    /// Grants with `--needs-approval` applied.
     pub fn mark_ask(&self, mut grants: Grants) -> Grants {
         let names: Vec<&str> = self
-            .ask_caps
+            .needs_approval
             .iter()
             .flat_map(|c| c.split(','))
             .map(str::trim)
@@ -304,14 +319,6 @@ pub struct ContextArgs {
     pub actor: Option<String>,
 }
 
-/// A `--...-timeout SECS` value: a finite number of seconds, at least 0.
-pub fn parse_secs(text: &str) -> Result<Duration, String> {
-    match text.trim().parse::<f64>() {
-        Ok(s) if s.is_finite() && s >= 0.0 => Ok(Duration::from_secs_f64(s)),
-        _ => Err(format!("`{text}` is not a number of seconds (0 or more)")),
-    }
-}
-
 /// Parses `--caps a,b` lists.
 pub fn parse_caps(caps: &[String]) -> CliResult<Grants> {
     let list: Vec<&str> = caps
@@ -327,7 +334,9 @@ pub fn parse_caps(caps: &[String]) -> CliResult<Grants> {
 pub fn run(cli: Cli) -> CliResult<ExitCode> {
     let Some(command) = cli.command else {
         if std::io::IsTerminal::is_terminal(&std::io::stdin()) {
-            return repl(&cli.global, &[]);
+            let project = cli.global.project.as_ref();
+            let caps = project.and_then(|p| p.settings.grants.caps.clone());
+            return repl(&cli.global, &caps.unwrap_or_default());
         }
         <Cli as clap::CommandFactory>::command().print_help()?;
         return Ok(ExitCode::from(2));
@@ -360,7 +369,7 @@ pub fn run(cli: Cli) -> CliResult<ExitCode> {
 
 fn repl(g: &Global, caps: &[String]) -> CliResult<ExitCode> {
     let (host, db) = g.host_with_db()?;
-    // `--ask` marks the REPL's grants as it does every other door's.
+    // `--needs-approval` marks the REPL's grants as it does every other door's.
     kiln_repl::run_repl(host, g.mark_ask(parse_caps(caps)?), Some(db))?;
     Ok(ExitCode::SUCCESS)
 }
