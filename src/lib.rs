@@ -103,8 +103,9 @@ pub mod content {
 /// The neutral model types (messages, tool calls and results, usage, stop reasons), provider
 /// settings, and the [`LocalModel`](model::LocalModel) seam for a model that runs in this process.
 pub mod model {
-    pub use kiln_agent::connect::ProviderOverrides;
+    pub use kiln_agent::connect::{ProviderDefault, ProviderDefaults, ProviderOverrides};
     pub use kiln_agent::extract::JsonParseError;
+    pub use kiln_core::agent_spec::ProviderKind;
     pub use kiln_core::model::{
         CallArgs, LocalModel, LocalReply, Message, ModelRequest, ModelResponse, ProviderError,
         StopReason, TextSink, ToolCall, ToolDef, ToolResult, Usage,

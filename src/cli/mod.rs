@@ -225,6 +225,11 @@ impl Global {
             scripts: project::scripts_or_default(self),
             workspace: self.workspace.clone(),
             stdlib: !self.no_stdlib,
+            providers: self
+                .project
+                .as_deref()
+                .map(project::providers)
+                .unwrap_or_default(),
             ..HostConfig::default()
         }
     }
@@ -242,15 +247,10 @@ impl Global {
                 return Err(format!("scripts folder {} does not exist", dir.display()).into());
             }
         }
-        let config = self.config();
         let mut b = Host::builder()
-            .workspace(config.workspace)
-            .stdlib(config.stdlib)
+            .config(self.config())
             .assume_yes(self.yes)
             .egress(self.egress()?);
-        for dir in config.scripts {
-            b = b.scripts(dir);
-        }
         if let Some(approver) = approve::terminal() {
             b = b.approver(approver);
         }
@@ -330,8 +330,20 @@ pub fn parse_caps(caps: &[String]) -> CliResult<Grants> {
     Ok(Grants::parse(&list)?)
 }
 
+/// Warns about former spellings of flags still accepted (`--ask` for `--needs-approval`).
+fn warn_former_spellings() {
+    let args = std::env::args().skip(1).take_while(|a| a != "--");
+    if args
+        .into_iter()
+        .any(|a| a == "--ask" || a.starts_with("--ask="))
+    {
+        output::warning("`--ask` is now spelt `--needs-approval` (the old spelling still works)");
+    }
+}
+
 /// Runs a parsed command line.
 pub fn run(cli: Cli) -> CliResult<ExitCode> {
+    warn_former_spellings();
     let Some(command) = cli.command else {
         if std::io::IsTerminal::is_terminal(&std::io::stdin()) {
             let project = cli.global.project.as_ref();

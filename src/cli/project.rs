@@ -155,11 +155,31 @@ fn apply_global(g: &mut Global, project: &Project, given: &Given) {
     }
     fill!(given, g, file.grants; needs_approval);
     fill!(given, g, file.network; resolve);
+    let env = |var: &str| std::env::var(var).is_ok_and(|v| !v.trim().is_empty());
+    for (name, s) in file.providers.iter() {
+        let var = kiln::model::ProviderKind::parse(name).and_then(|k| k.base_url_var());
+        if let Some(var) = var.filter(|v| s.base_url.is_some() && env(v)) {
+            note_env_override(var, &format!("providers.{name}.base_url"), project);
+        }
+    }
     if !given.flag("mcp") && !file.mounts.is_empty() {
         g.mcp = (file.mounts.iter())
             .map(|(name, server)| format!("{name}={server}"))
             .collect();
     }
+}
+
+/// The file's `[providers.NAME]`, as the host takes them.
+pub fn providers(project: &Project) -> kiln::model::ProviderDefaults {
+    (project.settings.providers.iter())
+        .map(|(name, s)| {
+            let default = kiln::model::ProviderDefault {
+                base_url: s.base_url.clone(),
+                api_key_env: s.api_key_env.clone(),
+            };
+            (name.to_string(), default)
+        })
+        .collect()
 }
 
 /// The scripts folders a command loads: the flags', the file's, else the default.

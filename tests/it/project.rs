@@ -249,3 +249,99 @@ fn durations_on_the_command_line_take_a_unit() {
     assert_eq!(out.status.code(), Some(2));
     assert!(stderr(&out).contains("unknown unit"), "{}", stderr(&out));
 }
+
+#[test]
+fn providers_are_reached_where_the_file_says_below_their_environment_variables() {
+    let mock = Mock::start(&json!({"turns": [{"text": "Hello from the project's provider."}]}));
+    let toml = format!(
+        "scripts = [\"agents\"]\nstdlib = false\n\n[providers.openai]\nbase_url = \"{}/v1\"\napi_key_env = \"PROJECT_OPENAI_KEY\"\n",
+        mock.url
+    );
+    let dir = project(&toml);
+    let agents = dir.path().join("agents");
+    std::fs::create_dir(&agents).expect("mkdir");
+    std::fs::write(
+        agents.join("helper.rhai"),
+        r#"agent("helper").provider("openai").model("m").system("Help.");"#,
+    )
+    .expect("write");
+    let out = ask_command(&["helper", "hi"], dir.path())
+        .env_remove("OPENAI_API_KEY")
+        .env("PROJECT_OPENAI_KEY", TEST_KEY)
+        .output()
+        .expect("run kiln ask");
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(stdout(&out).trim(), "Hello from the project's provider.");
+    // The provider's variable comes before the file, and says so.
+    let out = ask_command(&["helper", "hi", "--retries", "0"], dir.path())
+        .env("PROJECT_OPENAI_KEY", TEST_KEY)
+        .env("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")
+        .output()
+        .expect("run kiln ask");
+    assert!(!out.status.success(), "{}", stdout(&out));
+    assert!(
+        stderr(&out).contains("kiln: OPENAI_BASE_URL overrides `providers.openai.base_url` of "),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
+fn the_transport_defaults_are_the_projects() {
+    // kiln-http stands below the project file; its defaults must agree with the ones stated
+    // in kiln::project::defaults (the flags', the file's and --help's).
+    let http = kiln_http::HttpLimits::default();
+    let d = (
+        kiln::project::defaults::HEADER_TIMEOUT,
+        kiln::project::defaults::BODY_TIMEOUT,
+        kiln::project::defaults::MAX_CONNECTIONS,
+    );
+    assert_eq!(
+        (http.header_timeout, http.body_timeout, http.max_connections),
+        d
+    );
+}
+
+#[test]
+fn grants_and_approvals_come_from_the_file_and_needs_approval_is_asks_new_spelling() {
+    let dir = project("scripts = [\"notes\"]\nstdlib = false\n");
+    let notes = dir.path().join("notes");
+    std::fs::create_dir(&notes).expect("mkdir");
+    std::fs::write(
+        notes.join("n.rhai"),
+        r#"tool("note").description("Keeps a note").requires("store").param("text", "string").handler(|a| "kept");"#,
+    )
+    .expect("write");
+    let call = |extra: &[&str]| {
+        let mut args = vec!["call", "note", r#"{"text": "x"}"#];
+        args.extend_from_slice(extra);
+        let out = kiln(&args, dir.path());
+        let v: Value = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
+        (
+            v["success"].clone(),
+            v["error"]["kind"].clone(),
+            stderr(&out),
+        )
+    };
+    let denied = (json!(false), json!("denied"));
+    let ok = (json!(true), Value::Null);
+    let (s, k, _) = call(&["--caps", "store", "--needs-approval", "store"]);
+    assert_eq!((s, k), denied);
+    let (s, k, err) = call(&["--caps", "store", "--ask", "store"]);
+    assert_eq!((s, k), denied);
+    assert!(
+        err.contains("`--ask` is now spelt `--needs-approval`"),
+        "{err}"
+    );
+    let (s, k, _) = call(&["--caps", "store", "--needs-approval", "store", "--yes"]);
+    assert_eq!((s, k), ok);
+    // The same grants from kiln.toml; a flag still overrides them.
+    let toml = "scripts = [\"notes\"]\nstdlib = false\n[grants]\ncaps = [\"store\"]\nneeds_approval = [\"store\"]\n";
+    std::fs::write(dir.path().join("kiln.toml"), toml).expect("write");
+    let (s, k, _) = call(&[]);
+    assert_eq!((s, k), denied);
+    let (s, k, _) = call(&["--yes"]);
+    assert_eq!((s, k), ok);
+    let (s, k, _) = call(&["--caps", "env"]);
+    assert_eq!((s, k), (json!(false), json!("capability")));
+}
