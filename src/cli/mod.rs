@@ -35,7 +35,7 @@ pub type CliResult<T> = Result<T, Box<dyn std::error::Error>>;
     name = "kiln",
     version,
     about,
-    long_about = "kiln loads tools and agents from Rhai scripts (the ./scripts folder by default, plus the built-in stdlib), validates every argument against the tools' JSON Schemas, enforces capabilities, and runs agents against Anthropic, OpenAI-compatible and Ollama models or an offline Rhai planner."
+    long_about = "kiln loads tools and agents from Rhai scripts (the folders kiln.toml names, else ./scripts, plus the built-in stdlib), validates every argument against the tools' JSON Schemas, enforces capabilities, and runs agents against Anthropic, OpenAI-compatible and Ollama models or an offline Rhai planner. A project's settings live in kiln.toml, found from the current folder upward; a flag overrides it, and so does an environment variable a flag reads (KILN_DB...), with a note on stderr (docs/project.md)."
 )]
 pub struct Cli {
     #[command(flatten)]
