@@ -4,9 +4,8 @@ use super::output::{self, outln};
 use super::tools_cmd::parse_context;
 use super::{CliResult, Global, parse_caps};
 use clap::Args;
-use kiln_agent::connect::ProviderOverrides;
-use kiln_agent::{Event, RunOptions};
-use kiln_core::capability::Grants;
+use kiln::model::ProviderOverrides;
+use kiln::{Event, Grants, RunOptions};
 use std::io::{IsTerminal, Write};
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -52,11 +51,11 @@ pub struct AskArgs {
     /// `output_tokens=N`, `cost_usd=X`, comma-separated. Reaching one ends the run (exit 1)
     /// with a budget error naming the limit and the spend.
     #[arg(long, value_name = "LIMITS", value_parser = parse_budget)]
-    pub budget: Option<kiln_core::contract::Budget>,
+    pub budget: Option<kiln::Budget>,
 }
 
-fn parse_budget(text: &str) -> Result<kiln_core::contract::Budget, String> {
-    kiln_core::contract::Budget::parse(text)
+fn parse_budget(text: &str) -> Result<kiln::Budget, String> {
+    kiln::Budget::parse(text)
 }
 
 /// Where model requests go and how they are retried (`ask`, `worker`).
@@ -146,7 +145,7 @@ pub fn ask(g: &Global, a: AskArgs) -> CliResult<ExitCode> {
         output::error(&e.to_string());
     }
     let _watcher = if a.watch {
-        Some(kiln_host::reload::watch(host.clone(), |r| {
+        Some(kiln::reload::watch(host.clone(), |r| {
             let _ = writeln!(std::io::stderr(), "{r}");
         })?)
     } else {
@@ -156,7 +155,7 @@ pub fn ask(g: &Global, a: AskArgs) -> CliResult<ExitCode> {
     let cancel = CancellationToken::new();
     let printed_text = Arc::new(AtomicBool::new(false));
     let progress = std::io::stderr().is_terminal() && !a.quiet;
-    let observer: kiln_agent::Observer = {
+    let observer: kiln::durable::Observer = {
         let (json, quiet, printed) = (a.json, a.quiet, printed_text.clone());
         Arc::new(move |ev: &Event| match ev {
             Event::Text(t) if !json => {
@@ -264,7 +263,7 @@ pub fn ask(g: &Global, a: AskArgs) -> CliResult<ExitCode> {
         Some(e) => {
             output::error(&e.to_string());
             Ok(ExitCode::from(
-                if matches!(e.kind, kiln_agent::RunErrorKind::Cancelled) {
+                if matches!(e.kind, kiln::RunErrorKind::Cancelled) {
                     130
                 } else {
                     1

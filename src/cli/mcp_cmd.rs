@@ -4,10 +4,9 @@ use super::project::{Given, fill};
 use super::{CliResult, Global, parse_caps};
 use clap::Args;
 use futures_util::StreamExt;
+use kiln::Host;
+use kiln::mcp::{HttpOptions, McpServer, MountSpec, Mounts};
 use kiln::project::{Project, Seconds, defaults as d};
-use kiln_host::Host;
-use kiln_host::mcp::{MountSpec, Mounts};
-use kiln_mcp::{HttpOptions, McpServer};
 use std::io::Write;
 use std::process::ExitCode;
 use std::sync::{Arc, Mutex};
@@ -78,7 +77,7 @@ pub fn apply(a: &mut McpArgs, project: &Project, given: &Given, caps: Option<Vec
 pub fn mcp(g: &Global, a: McpArgs) -> CliResult<ExitCode> {
     if let Some(var) = &a.token_env {
         // The server's own credential: no tool reads it through `env`.
-        kiln_core::capability::declare_secret_var(var);
+        kiln::tool::declare_secret_var(var);
     }
     let grants = g.mark_ask(parse_caps(&a.caps)?);
     let host = g.builder()?.database(g.db_path()).build()?;
@@ -127,7 +126,7 @@ async fn serve_http(server: McpServer, addr: &str, a: &McpArgs) -> CliResult<()>
     };
     let listener = tokio::net::TcpListener::bind(addr)
         .await
-        .map_err(|source| kiln_host::mcp::McpError::Bind {
+        .map_err(|source| kiln::mcp::McpError::Bind {
             addr: addr.to_string(),
             source,
         })?;
@@ -144,7 +143,7 @@ async fn serve_http(server: McpServer, addr: &str, a: &McpArgs) -> CliResult<()>
                 .auth_audience
                 .clone()
                 .unwrap_or_else(|| format!("http://{local}/mcp"));
-            Some(std::sync::Arc::new(kiln_mcp::issuer::Issuer::new(
+            Some(std::sync::Arc::new(kiln::mcp::Issuer::new(
                 issuer, &audience,
             )?))
         }
@@ -159,15 +158,20 @@ async fn serve_http(server: McpServer, addr: &str, a: &McpArgs) -> CliResult<()>
     };
     println!("kiln mcp listening on http://{local}/mcp");
     std::io::stdout().flush()?;
-    let app = kiln_mcp::router(server, opts);
+    let app = kiln::mcp::router(server, opts);
     let stop = tokio_util::sync::CancellationToken::new();
-    let limits = kiln_http::HttpLimits {
+    let limits = kiln::serve::http::HttpLimits {
         header_timeout: a.header_timeout.0,
         body_timeout: a.body_timeout.0,
         max_connections: a.max_connections,
         ..Default::default()
     };
-    let served = tokio::spawn(kiln_http::serve(listener, app, limits, stop.clone()));
+    let served = tokio::spawn(kiln::serve::http::serve(
+        listener,
+        app,
+        limits,
+        stop.clone(),
+    ));
     tokio::signal::ctrl_c().await?;
     stop.cancel();
     // Open streams end with the process; a moment for answers being written.

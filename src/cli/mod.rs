@@ -19,9 +19,7 @@ mod watch_cmd;
 mod worker_cmd;
 
 use clap::{Args, Parser, Subcommand};
-use kiln_core::capability::Grants;
-use kiln_host::Host;
-use kiln_host::HostConfig;
+use kiln::{Grants, Host, HostConfig};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -192,14 +190,14 @@ pub fn init_logging(cli: &Cli) -> Option<kiln_otel::export::Exporter> {
         )
         .with_target(false);
     let fmt = if serve.is_some_and(|a| a.log_format == serve_cmd::LogFormat::Json) {
-        fmt.event_format(kiln_serve::logfmt::JsonLines).boxed()
+        fmt.event_format(kiln::serve::logfmt::JsonLines).boxed()
     } else {
         fmt.boxed()
     };
     let content = cli.global.otlp_content
         || std::env::var("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT")
             .is_ok_and(|v| v.eq_ignore_ascii_case("true"));
-    kiln_core::telemetry::set_capture_content(content);
+    kiln::traces::set_capture_content(content);
     let mut failed = None;
     let exporter = match kiln_otel::export::endpoint(cli.global.otlp.as_deref()) {
         Some(url) => kiln_otel::export::Exporter::start(&url)
@@ -241,7 +239,7 @@ impl Global {
         Ok(host)
     }
 
-    fn builder(&self) -> CliResult<kiln_host::HostBuilder> {
+    fn builder(&self) -> CliResult<kiln::HostBuilder> {
         for dir in &self.scripts {
             if !dir.is_dir() {
                 return Err(format!("scripts folder {} does not exist", dir.display()).into());
@@ -258,11 +256,11 @@ impl Global {
     }
 
     /// How these options let scripts reach the network (`--resolve`, `--net-proxy`).
-    fn egress(&self) -> CliResult<kiln_core::services::Egress> {
-        let system: Arc<dyn kiln_core::egress::resolver::NameResolver> =
-            Arc::new(kiln_core::egress::resolver::SystemResolver);
-        let resolver = kiln_core::egress::resolver::Overrides::parse(&self.resolve, system)?;
-        Ok(kiln_core::services::Egress::default()
+    fn egress(&self) -> CliResult<kiln::egress::Egress> {
+        use kiln::egress::{NameResolver, ResolveOverrides, SystemResolver};
+        let system: Arc<dyn NameResolver> = Arc::new(SystemResolver);
+        let resolver = ResolveOverrides::parse(&self.resolve, system)?;
+        Ok(kiln::egress::Egress::default()
             .resolver(Arc::new(resolver))
             .use_env_proxy(self.net_proxy))
     }

@@ -4,7 +4,7 @@ use super::project::{Given, fill, note_env_override};
 use super::{CliResult, Global, parse_caps};
 use clap::{Args, ValueEnum};
 use kiln::project::{Project, Seconds, defaults as d};
-use kiln_serve::{AppState, ServeOptions, Tokens};
+use kiln::serve::{AppState, ServeOptions, Tokens};
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -163,7 +163,7 @@ fn tokens(a: &ServeArgs) -> CliResult<Tokens> {
                 .auth_audience
                 .clone()
                 .unwrap_or_else(|| format!("http://{}", a.bind));
-            let issuer = kiln_mcp::issuer::Issuer::new(issuer, &audience)?;
+            let issuer = kiln::mcp::Issuer::new(issuer, &audience)?;
             Ok(tokens.with_issuer(issuer))
         }
     })
@@ -199,8 +199,8 @@ fn restate_worker(
         )
         .into());
     }
-    let worker = kiln_durable::WorkerOptions {
-        overrides: kiln_agent::connect::ProviderOverrides {
+    let worker = kiln::durable::WorkerOptions {
+        overrides: kiln::model::ProviderOverrides {
             timeout: state.options.request_timeout,
             ..Default::default()
         },
@@ -210,7 +210,7 @@ fn restate_worker(
         approval_timeout: state.options.approval_timeout,
         identity_keys: a.restate_identity_key.clone(),
     };
-    Ok(Some(kiln_durable::endpoint(state.host.clone(), worker)?))
+    Ok(Some(kiln::durable::endpoint(state.host.clone(), worker)?))
 }
 
 /// Forgets runs older than `keep` seconds now and then every tenth of `keep` (an hour at
@@ -243,7 +243,7 @@ pub fn serve(g: &Global, a: ServeArgs) -> CliResult<ExitCode> {
         .into());
     }
     let front = match (&a.restate_ingress, &a.restate_admin) {
-        (Some(ingress), Some(admin)) => Some(kiln_durable::RestateClient::new(ingress, admin)?),
+        (Some(ingress), Some(admin)) => Some(kiln::durable::RestateClient::new(ingress, admin)?),
         _ => None,
     };
     let retention = a.log_retention.map(|r| r.0.as_secs_f64());
@@ -268,7 +268,7 @@ pub fn serve(g: &Global, a: ServeArgs) -> CliResult<ExitCode> {
         allowed_origins: a.allow_origins.clone(),
         allowed_hosts: vec![a.bind.ip().to_string()],
         queue_timeout: a.queue_timeout.0,
-        http: kiln_http::HttpLimits {
+        http: kiln::serve::http::HttpLimits {
             header_timeout: a.header_timeout.0,
             body_timeout: a.body_timeout.0,
             max_connections: a.max_connections,
@@ -310,15 +310,15 @@ pub fn serve(g: &Global, a: ServeArgs) -> CliResult<ExitCode> {
         // tokens' actors and ceilings, so with tokens configured it stays off.
         let mcp = tokens.is_empty().then(|| {
             let grants = state.options.ceiling.clone().unwrap_or_default();
-            let mut server = kiln_mcp::McpServer::new(state.host.clone(), grants);
+            let mut server = kiln::mcp::McpServer::new(state.host.clone(), grants);
             // Behind Restate, a task is a durable invocation any worker answers for.
             if let Some(front) = &state.front {
-                let engine = kiln_serve::restate::RestateTasks::new(front.clone());
+                let engine = kiln::serve::restate::RestateTasks::new(front.clone());
                 server = server.with_durable_tasks(std::sync::Arc::new(engine));
             }
-            kiln_mcp::McpEndpoint::new(
+            kiln::mcp::McpEndpoint::new(
                 server,
-                kiln_mcp::HttpOptions {
+                kiln::mcp::HttpOptions {
                     token: None,
                     allowed_origins: a.allow_origins.clone(),
                     allowed_hosts: vec![addr.ip().to_string()],
@@ -327,7 +327,7 @@ pub fn serve(g: &Global, a: ServeArgs) -> CliResult<ExitCode> {
             )
         });
         // Watching before the address is announced: an edit made from then on is seen.
-        let _reloads = kiln_serve::watch_reloads(&state, mcp.as_ref().map(|m| m.server.clone()))?;
+        let _reloads = kiln::serve::watch_reloads(&state, mcp.as_ref().map(|m| m.server.clone()))?;
         let _retention = retention.map(|keep| tokio::spawn(prune_forever(db.clone(), keep)));
         // The first stdout line: scripts and tests read the address from it.
         println!("kiln serve: listening on http://{addr}");
@@ -340,7 +340,9 @@ pub fn serve(g: &Global, a: ServeArgs) -> CliResult<ExitCode> {
                 worker.local_addr()?
             );
             let stopped = stop.clone().cancelled_owned();
-            worker_task = Some(tokio::spawn(kiln_durable::serve(endpoint, worker, stopped)));
+            worker_task = Some(tokio::spawn(kiln::durable::serve(
+                endpoint, worker, stopped,
+            )));
         }
         if state.front.is_some() {
             crate::cli::output::errln!(
@@ -355,7 +357,7 @@ pub fn serve(g: &Global, a: ServeArgs) -> CliResult<ExitCode> {
                 stop.cancel();
             }
         };
-        let served = kiln_serve::serve(state.clone(), listener, mcp, signal).await;
+        let served = kiln::serve::serve(state.clone(), listener, mcp, signal).await;
         stop.cancel();
         if let Some(task) = worker_task {
             let _ = task.await;
