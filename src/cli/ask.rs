@@ -5,6 +5,7 @@ use super::tools_cmd::parse_context;
 use super::{CliResult, Global, parse_caps};
 use clap::Args;
 use kiln::model::ProviderOverrides;
+use kiln::project::{Seconds, defaults as d};
 use kiln::{Event, Grants, RunOptions};
 use std::io::{IsTerminal, Write};
 use std::process::ExitCode;
@@ -38,9 +39,9 @@ pub struct AskArgs {
     /// Wait for whole replies instead of streaming.
     #[arg(long)]
     pub no_stream: bool,
-    /// Give up after this many seconds.
-    #[arg(long, value_name = "SECS")]
-    pub timeout: Option<f64>,
+    /// Give up after this long (`90s`, `5m`; a bare number is seconds).
+    #[arg(long, value_name = "DURATION")]
+    pub timeout: Option<Seconds>,
     /// Continue (or start) the named session: its messages and ctx.state are restored and saved.
     #[arg(long, value_name = "NAME")]
     pub session: Option<String>,
@@ -70,15 +71,15 @@ pub struct ProviderArgs {
     /// Send requests here (any OpenAI-compatible server, a local Ollama, kiln mock).
     #[arg(long, value_name = "URL")]
     pub base_url: Option<String>,
-    /// Seconds a model reply may take; for a streamed one, seconds until it starts.
-    #[arg(long, value_name = "SECS", default_value_t = 120.0)]
-    pub request_timeout: f64,
-    /// Seconds a streamed reply may go without sending anything.
-    #[arg(long, value_name = "SECS", default_value_t = 120.0)]
-    pub idle_timeout: f64,
-    /// Seconds one streamed reply may take in all.
-    #[arg(long, value_name = "SECS", default_value_t = 1800.0)]
-    pub stream_timeout: f64,
+    /// How long a model reply may take; for a streamed one, how long until it starts.
+    #[arg(long, value_name = "DURATION", default_value_t = Seconds(d::REQUEST_TIMEOUT))]
+    pub request_timeout: Seconds,
+    /// How long a streamed reply may go without sending anything.
+    #[arg(long, value_name = "DURATION", default_value_t = Seconds(d::IDLE_TIMEOUT))]
+    pub idle_timeout: Seconds,
+    /// How long one streamed reply may take in all.
+    #[arg(long, value_name = "DURATION", default_value_t = Seconds(d::STREAM_TIMEOUT))]
+    pub stream_timeout: Seconds,
     /// Largest model reply accepted, in bytes (`K`, `M`, `G` suffixes; default 32M, or the
     /// agent's `.max_reply_bytes`).
     #[arg(long, value_name = "BYTES", value_parser = parse_size)]
@@ -98,19 +99,15 @@ impl ProviderArgs {
             provider: self.provider.clone(),
             model: self.model.clone(),
             base_url: self.base_url.clone(),
-            timeout: secs(self.request_timeout),
+            timeout: self.request_timeout.nonzero(),
             max_retries: Some(self.retries),
             max_reply_bytes: self.max_reply_bytes,
             max_line_bytes: self.max_line_bytes,
-            idle_timeout: secs(self.idle_timeout),
-            stream_timeout: secs(self.stream_timeout),
+            idle_timeout: self.idle_timeout.nonzero(),
+            stream_timeout: self.stream_timeout.nonzero(),
             ..ProviderOverrides::default()
         }
     }
-}
-
-fn secs(s: f64) -> Option<Duration> {
-    (s.is_finite() && s > 0.0).then(|| Duration::from_secs_f64(s))
 }
 
 /// A positive byte count: `1048576`, `512K`, `32M`, `1G` (binary multiples; `KiB` etc. too).
@@ -219,7 +216,7 @@ pub fn ask(g: &Global, a: AskArgs) -> CliResult<ExitCode> {
         actor_id: a.run.actor.clone(),
         max_iterations: a.max_iterations,
         stream: !a.no_stream,
-        timeout: a.timeout.and_then(secs),
+        timeout: a.timeout.and_then(Seconds::nonzero),
         cancel: cancel.clone(),
         observer: Some(observer),
         history,

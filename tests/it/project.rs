@@ -216,7 +216,7 @@ fn kiln_init_writes_a_commented_kiln_toml_that_changes_nothing() {
         kiln::project::Settings::default()
     );
     // The project works with it: its test passes, found from a subfolder too.
-    let out = kiln(&["test"], dir.path());
+    let out = kiln(&["test", "--timeout", "30s"], dir.path());
     assert!(out.status.success(), "{}{}", stdout(&out), stderr(&out));
     std::fs::create_dir(dir.path().join("docs")).expect("mkdir");
     let out = kiln(&["check"], &dir.path().join("docs"));
@@ -245,6 +245,8 @@ fn durations_on_the_command_line_take_a_unit() {
         &[],
     );
     drop(s);
+    let out = kiln(&["logs", "--since", "1500ms"], dir.path());
+    assert!(out.status.success(), "{}", stderr(&out));
     let out = kiln(&["serve", "--run-timeout", "5parsecs"], dir.path());
     assert_eq!(out.status.code(), Some(2));
     assert!(stderr(&out).contains("unknown unit"), "{}", stderr(&out));

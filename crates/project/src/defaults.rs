@@ -45,3 +45,7 @@ pub const MAX_CONNECTIONS: usize = 1024;
 pub const MAX_SESSIONS: usize = 256;
 /// How long an MCP session may go without a request before it is closed.
 pub const SESSION_IDLE: Duration = Duration::from_secs(300);
+/// How long a streamed model reply may go without sending anything (`kiln ask`).
+pub const IDLE_TIMEOUT: Duration = Duration::from_secs(120);
+/// How long one streamed model reply may take in all (`kiln ask`).
+pub const STREAM_TIMEOUT: Duration = Duration::from_secs(1800);
