@@ -17,7 +17,7 @@ fn main() -> ExitCode {
     let matches = cli::Cli::command().get_matches();
     let mut args = cli::Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
     // kiln.toml fills what the flags left unset (before logging: it may set the log format).
-    if let Err(e) = cli::project::apply(&mut args, &matches) {
+    if let Err(e) = cli::apply_project(&mut args, &matches) {
         cli::output::error(&format!("{e:#}"));
         return ExitCode::from(2);
     }

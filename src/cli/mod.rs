@@ -328,6 +328,26 @@ pub fn parse_caps(caps: &[String]) -> CliResult<Grants> {
     Ok(Grants::parse(&list)?)
 }
 
+/// Reads the project file (`kiln.toml`) and fills what the flags left unset: the options every
+/// command takes, then the command's own (docs/project.md has the precedence).
+pub fn apply_project(cli: &mut Cli, matches: &clap::ArgMatches) -> CliResult<()> {
+    let given = project::Given::new(matches);
+    let Some(file) = project::apply_global(&mut cli.global, &given)? else {
+        return Ok(());
+    };
+    let caps = project::caps(&file, &given);
+    match &mut cli.command {
+        Some(Command::Serve(a)) => serve_cmd::apply(a, &file, &given, caps),
+        Some(Command::Mcp(a)) => mcp_cmd::apply(a, &file, &given, caps),
+        Some(Command::Call(a)) => project::fill_caps(&mut a.run.caps, caps),
+        Some(Command::Ask(a)) => project::fill_caps(&mut a.run.caps, caps),
+        Some(Command::Run(a)) => project::fill_caps(&mut a.run.caps, caps),
+        Some(Command::Repl { caps: mine }) => project::fill_caps(mine, caps),
+        _ => {}
+    }
+    Ok(())
+}
+
 /// Warns about former spellings of flags still accepted (`--ask` for `--needs-approval`).
 fn warn_former_spellings() {
     let args = std::env::args().skip(1).take_while(|a| a != "--");

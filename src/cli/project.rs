@@ -9,7 +9,7 @@
 //!
 //! A list given on the command line replaces the file's list (it does not add to it).
 
-use super::{Cli, CliResult, Command, Global};
+use super::{CliResult, Global};
 use clap::ArgMatches;
 use clap::parser::ValueSource;
 use kiln::project::{Project, defaults};
@@ -93,37 +93,32 @@ fn find(g: &Global) -> CliResult<Option<Project>> {
     Ok(Some(Project::load(&path)?))
 }
 
-/// Reads the project file and fills what the flags left unset.
-pub fn apply(cli: &mut Cli, matches: &ArgMatches) -> CliResult<()> {
-    let given = Given::new(matches);
-    let Some(project) = find(&cli.global)? else {
-        return Ok(());
+/// Reads the project file this command line names or finds, fills the options every command
+/// takes, and returns it (to fill the command's own options).
+pub fn apply_global(g: &mut Global, given: &Given) -> CliResult<Option<Arc<Project>>> {
+    let Some(project) = find(g)? else {
+        return Ok(None);
     };
     let project = Arc::new(project);
-    apply_global(&mut cli.global, &project, &given);
-    let caps = project.settings.grants.caps.clone();
-    let caps = caps.filter(|_| !given.flag("caps"));
-    match &mut cli.command {
-        Some(Command::Serve(a)) => super::serve_cmd::apply(a, &project, &given, caps),
-        Some(Command::Mcp(a)) => super::mcp_cmd::apply(a, &project, &given, caps),
-        Some(Command::Call(a)) => fill_caps(&mut a.run.caps, caps),
-        Some(Command::Ask(a)) => fill_caps(&mut a.run.caps, caps),
-        Some(Command::Run(a)) => fill_caps(&mut a.run.caps, caps),
-        Some(Command::Repl { caps: mine }) => fill_caps(mine, caps),
-        _ => {}
-    }
-    cli.global.project = Some(project);
-    Ok(())
+    fill_global(g, &project, given);
+    g.project = Some(project.clone());
+    Ok(Some(project))
 }
 
-fn fill_caps(caps: &mut Vec<String>, file: Option<Vec<String>>) {
+/// The file's `[grants] caps`, unless `--caps` was given.
+pub fn caps(project: &Project, given: &Given) -> Option<Vec<String>> {
+    (project.settings.grants.caps.clone()).filter(|_| !given.flag("caps"))
+}
+
+/// Gives `caps` the file's grants, when there are any to give.
+pub fn fill_caps(caps: &mut Vec<String>, file: Option<Vec<String>>) {
     if let Some(file) = file {
         *caps = file;
     }
 }
 
 /// The options every command takes.
-fn apply_global(g: &mut Global, project: &Project, given: &Given) {
+fn fill_global(g: &mut Global, project: &Project, given: &Given) {
     let file = &project.settings;
     if !given.flag("scripts") {
         // Named in the file: a missing folder is an error, as with `--scripts`. Not named:

@@ -15,7 +15,7 @@ pub struct WorkerArgs {
     #[arg(long)]
     pub restate: bool,
     /// Address to listen on (Restate calls the worker here, over HTTP/2).
-    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:9080")]
+    #[arg(long, value_name = "ADDR", default_value = kiln::project::defaults::RESTATE_BIND)]
     pub bind: SocketAddr,
     /// Provider, model, base URL, request timeout (it sets Restate's timeouts), retries.
     #[command(flatten)]
