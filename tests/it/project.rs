@@ -41,6 +41,8 @@ max_body = 300
 struct Served {
     url: String,
     child: Child,
+    /// Its stderr up to its line about tokens.
+    said: String,
 }
 
 impl Drop for Served {
@@ -60,7 +62,7 @@ fn serve(cwd: &Path, args: &[&str], env: &[(&str, &str)]) -> Served {
         .env_remove("KILN_DB")
         .env_remove("KILN_LOG")
         .stdout(Stdio::piped())
-        .stderr(Stdio::null());
+        .stderr(Stdio::piped());
     for (k, v) in env {
         cmd.env(k, v);
     }
@@ -71,7 +73,12 @@ fn serve(cwd: &Path, args: &[&str], env: &[(&str, &str)]) -> Served {
         .expect("serve prints its address");
     let url = line.trim().rsplit(' ').next().unwrap_or("").to_string();
     assert!(url.starts_with("http://127.0.0.1:"), "serve said: {line}");
-    Served { url, child }
+    // Its first stderr lines come before the address: what kiln said about its settings.
+    let mut said = String::new();
+    let mut err = BufReader::new(child.stderr.take().expect("stderr"));
+    while err.read_line(&mut said).is_ok_and(|n| n > 0) && !said.contains("kiln serve:") {}
+    std::thread::spawn(move || std::io::copy(&mut err, &mut std::io::sink()));
+    Served { url, child, said }
 }
 
 /// What a client sees: the agents listed with the token, the status without it, and the
@@ -346,4 +353,27 @@ fn grants_and_approvals_come_from_the_file_and_needs_approval_is_asks_new_spelli
     assert_eq!((s, k), ok);
     let (s, k, _) = call(&["--caps", "env"]);
     assert_eq!((s, k), (json!(false), json!("capability")));
+}
+
+#[test]
+fn kiln_tokens_overrides_the_files_tokens_and_says_so() {
+    let dir = project(SERVE_TOML);
+    let other = json!([{"token": "t-from-the-environment-0123", "actor": "bob"}]).to_string();
+    let s = serve(dir.path(), &[], &[("KILN_TOKENS", &other)]);
+    assert!(
+        s.said
+            .contains("kiln: KILN_TOKENS overrides `serve.tokens` of "),
+        "{}",
+        s.said
+    );
+    let models = format!("{}/v1/models", s.url);
+    let bearer = |t: &str| format!("Bearer {t}");
+    let (env, _, _) = http(
+        "GET",
+        &models,
+        &[("authorization", &bearer("t-from-the-environment-0123"))],
+        None,
+    );
+    let (file, _, _) = http("GET", &models, &[("authorization", &bearer(TOKEN))], None);
+    assert_eq!((env, file), (200, 401));
 }
