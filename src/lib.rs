@@ -149,11 +149,11 @@ pub mod pipeline {
 
 /// How scripts reach the network: the egress settings, name resolution, the one TLS stack.
 pub mod egress {
-    pub use kiln_core::egress::resolver::{Lookup, NameResolver};
-    pub use kiln_core::egress::tls::{
+    pub use kiln_core::services::Egress;
+    pub use kiln_egress::resolver::{Lookup, NameResolver};
+    pub use kiln_egress::tls::{
         client_builder as http_client_builder, ensure_provider as ensure_tls_provider,
     };
-    pub use kiln_core::services::Egress;
 }
 
 /// MCP both ways: mounted servers' state, and kiln as a server.

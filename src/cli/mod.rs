@@ -244,9 +244,9 @@ impl Global {
 
     /// How these options let scripts reach the network (`--resolve`, `--net-proxy`).
     fn egress(&self) -> CliResult<kiln_core::services::Egress> {
-        let system: Arc<dyn kiln_core::egress::resolver::NameResolver> =
-            Arc::new(kiln_core::egress::resolver::SystemResolver);
-        let resolver = kiln_core::egress::resolver::Overrides::parse(&self.resolve, system)?;
+        let system: Arc<dyn kiln_egress::resolver::NameResolver> =
+            Arc::new(kiln_egress::resolver::SystemResolver);
+        let resolver = kiln_egress::resolver::Overrides::parse(&self.resolve, system)?;
         Ok(kiln_core::services::Egress::default()
             .resolver(Arc::new(resolver))
             .use_env_proxy(self.net_proxy))

@@ -45,7 +45,7 @@ impl Capability {
         }
         // A `net` scope names destinations; one that names nothing would silently refuse all.
         if name == "net"
-            && let Some(Err(why)) = scope.map(crate::egress::NetScope::parse)
+            && let Some(Err(why)) = scope.map(kiln_egress::NetScope::parse)
         {
             return Err(HostError::BadNetScope {
                 cap: text.to_string(),
@@ -333,7 +333,7 @@ impl Grants {
 /// A `net` grant of scope `granted` serving a tool that declares `required` (a CIDR holding
 /// the declared address, `private` for a local host, ...).
 fn net_scope_covers(name: &str, granted: &str, required: &str) -> bool {
-    use crate::egress::NetScope;
+    use kiln_egress::NetScope;
     name == "net"
         && matches!(
             (NetScope::parse(granted), NetScope::parse(required)),

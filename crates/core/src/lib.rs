@@ -1,7 +1,7 @@
 //! kiln's core: what every layer above speaks, with no script engine, HTTP server, MCP or
 //! durable-execution crate beneath it.
 //!
-//! Capabilities and grants ([`capability`]), what `net` reaches ([`egress`]), JSON Schemas
+//! Capabilities and grants ([`capability`], with `net` read by kiln-egress), JSON Schemas
 //! from params ([`schema`], [`validate`]), tools and how a call ends ([`tool`], [`failure`],
 //! [`running`]), the context a call knows ([`context`]), content blocks, call events, rate
 //! limits, the registry snapshot, native tools and host functions ([`native`]), the neutral
@@ -9,7 +9,7 @@
 //! pipelines and MCP mounts, with the pipeline runner ([`pipeline`], reaching agents through
 //! [`pipeline::AgentRunner`]).
 //!
-//! May depend on: nothing of kiln.
+//! May depend on: kiln-egress.
 
 #![warn(missing_docs)]
 
@@ -24,7 +24,6 @@ pub mod context;
 pub mod contract;
 pub mod duration;
 pub mod dyn_tool;
-pub mod egress;
 pub mod error;
 pub mod failure;
 pub mod model;

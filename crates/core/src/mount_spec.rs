@@ -126,7 +126,7 @@ pub fn check_name(name: &str) -> Result<(), String> {
 /// metadata endpoints) are refused. Names are not resolved here: a user-written URL is
 /// trusted like a command line, unlike an address a model chose.
 pub fn check_url(url: &str) -> Result<(), String> {
-    use crate::egress::{AddrClass, NetHost, classify};
+    use kiln_egress::{AddrClass, NetHost, classify};
     let parsed = reqwest::Url::parse(url).map_err(|e| format!("bad URL \"{url}\": {e}"))?;
     let host = NetHost::of_url(&parsed).ok_or_else(|| format!("URL \"{url}\" has no host"))?;
     let loopback = match &host {

@@ -1,7 +1,7 @@
 //! Host services reached by gated host functions: the store, the workspace, approvals and
 //! how the network is reached.
 
-use crate::egress::resolver::{NameResolver, Overrides, SystemResolver};
+use kiln_egress::resolver::{NameResolver, Overrides, SystemResolver};
 use serde_json::Value;
 use std::collections::{BTreeMap, HashMap};
 use std::net::IpAddr;

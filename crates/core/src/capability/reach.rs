@@ -5,7 +5,7 @@
 //! Everything here works on a capability name and its scope text (`None`: unscoped), so it
 //! depends on nothing of [`super::Grants`].
 
-use crate::egress::{AddrClass, NetScope, classify, needs_explicit_grant};
+use kiln_egress::{AddrClass, NetScope, classify, needs_explicit_grant};
 use std::collections::HashSet;
 use std::net::IpAddr;
 use std::sync::{OnceLock, RwLock};
