@@ -89,8 +89,8 @@ pub use kiln_core::capability::Grants;
 pub use kiln_core::context::CallContext;
 pub use kiln_core::error::{ErrorKind, HostError, LoadError};
 pub use kiln_core::failure::{FailureKind, ToolFailure, ToolOutcome};
-pub use kiln_core::native::{HostFn, NativeTool};
 pub use kiln_host::{CallOptions, Event, Host, HostBuilder, RunOptions, RunStream, WatchHandle};
+pub use kiln_registry::native::{HostFn, NativeTool};
 /// Re-exported for [`RunOptions::cancel`] and [`CallOptions::cancel`].
 pub use tokio_util::sync::CancellationToken;
 
@@ -115,16 +115,16 @@ pub mod model {
 /// Tools as the host holds them: the tool, its meta and hints, capabilities, the registry
 /// snapshot, rate limits, sandbox limits, call events, and where a definition came from.
 pub mod tool {
-    pub use kiln_core::agent_spec::{AgentSpec, CodeMode};
     pub use kiln_core::call_events::{CallObserver, LogLevel, SampleRequest};
     pub use kiln_core::capability::{Capability, Grant, GrantMode};
-    pub use kiln_core::dyn_tool::DynTool;
     pub use kiln_core::error::SourceLoc;
-    pub use kiln_core::native::HandlerFuture;
     pub use kiln_core::ratelimit::RateLimit;
-    pub use kiln_core::registry::Registry;
     pub use kiln_core::tool::{Handler, Hints, ResolvedHints, Returns, Tool, ToolMeta};
     pub use kiln_host::reload::ReloadReport;
+    pub use kiln_registry::Registry;
+    pub use kiln_registry::agent_spec::{AgentSpec, CodeMode};
+    pub use kiln_registry::dyn_tool::DynTool;
+    pub use kiln_registry::native::HandlerFuture;
     pub use kiln_script::sandbox::Limits;
 }
 
@@ -141,9 +141,12 @@ pub mod durable {
 
 /// Pipelines: tools, agents and pipelines wired as a dependency graph.
 pub mod pipeline {
-    pub use kiln_core::pipeline::{
-        AgentRunner, Node, NodeMapper, NodeReport, NodeStatus, Output, Pipeline, PipelineReport,
-        PipelineSpec, Target,
+    pub use kiln_core::runner::{
+        AgentAnswer, AgentCall, AgentRunner, FinishedCall, FinishedRun, RunKind,
+    };
+    pub use kiln_pipeline::{
+        Node, NodeMapper, NodeReport, NodeStatus, Output, Pipeline, PipelineReport, PipelineSpec,
+        Target,
     };
 }
 

@@ -52,11 +52,11 @@ pub struct AskArgs {
     /// `output_tokens=N`, `cost_usd=X`, comma-separated. Reaching one ends the run (exit 1)
     /// with a budget error naming the limit and the spend.
     #[arg(long, value_name = "LIMITS", value_parser = parse_budget)]
-    pub budget: Option<kiln_core::contract::Budget>,
+    pub budget: Option<kiln_registry::contract::Budget>,
 }
 
-fn parse_budget(text: &str) -> Result<kiln_core::contract::Budget, String> {
-    kiln_core::contract::Budget::parse(text)
+fn parse_budget(text: &str) -> Result<kiln_registry::contract::Budget, String> {
+    kiln_registry::contract::Budget::parse(text)
 }
 
 /// Where model requests go and how they are retried (`ask`, `worker`).

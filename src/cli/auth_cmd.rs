@@ -4,7 +4,7 @@
 
 use super::{CliResult, Global, output::outln};
 use clap::{Args, Subcommand};
-use kiln_core::mount_spec::{MountSpec, Target};
+use kiln_registry::mount_spec::{MountSpec, Target};
 use std::process::ExitCode;
 
 /// `kiln auth` options.

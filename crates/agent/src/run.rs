@@ -216,7 +216,7 @@ pub(super) struct Setup<'a> {
     pub host: &'a dyn RunHost,
     pub journal: &'a dyn StepJournal,
     pub provider: Arc<Provider>,
-    pub agent: Arc<kiln_core::agent_spec::AgentSpec>,
+    pub agent: Arc<kiln_registry::agent_spec::AgentSpec>,
     pub model: String,
     pub opts: &'a RunOptions,
     /// When the whole run must be done.
@@ -460,7 +460,7 @@ impl RoundEnd<'_> {
 
 /// The agent a round's successful handoff call hands the conversation to, if any.
 fn handoff(
-    agent: &kiln_core::agent_spec::AgentSpec,
+    agent: &kiln_registry::agent_spec::AgentSpec,
     calls: &[ToolCall],
     results: &[ToolResult],
 ) -> Option<String> {
@@ -474,7 +474,7 @@ fn handoff(
 /// the schemas the model sees are the code that runs.
 pub(super) fn pin_turn(
     host: &dyn RunHost,
-    agent: &kiln_core::agent_spec::AgentSpec,
+    agent: &kiln_registry::agent_spec::AgentSpec,
     ctx: &mut CallContext,
 ) -> Vec<Arc<kiln_core::tool::Tool>> {
     let snapshot = host.registry();
@@ -485,9 +485,9 @@ pub(super) fn pin_turn(
         agent
             .tools
             .iter()
-            .filter_map(|t| kiln_core::agent_tool::named_agent(t))
+            .filter_map(|t| kiln_registry::agent_tool::named_agent(t))
             .filter_map(|name| snapshot.agent(name))
-            .filter_map(|other| kiln_core::agent_tool::agent_tool(&other)),
+            .filter_map(|other| kiln_registry::agent_tool::agent_tool(&other)),
     );
     // The agents it may hand the conversation to.
     available.extend(
@@ -495,7 +495,7 @@ pub(super) fn pin_turn(
             .handoffs
             .iter()
             .filter_map(|name| snapshot.agent(name))
-            .filter_map(|other| kiln_core::agent_tool::handoff_tool(&other)),
+            .filter_map(|other| kiln_registry::agent_tool::handoff_tool(&other)),
     );
     match (&agent.code_mode, &agent.script) {
         (Some(mode), Some(script)) => {

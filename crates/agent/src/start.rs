@@ -119,7 +119,7 @@ async fn setup_and_drive(
         opts,
         deadline,
     };
-    if setup.agent.mode == kiln_core::agent_spec::AgentMode::JsonPlanner {
+    if setup.agent.mode == kiln_registry::agent_spec::AgentMode::JsonPlanner {
         return super::planner::drive(&setup, run, ctx).await;
     }
     super::run::drive(&setup, run, &mut ctx).await?;

@@ -3,16 +3,16 @@
 //! closure over the conversation it is sent. One test logs concurrent runs to a real database.
 
 use kiln_agent::{RunErrorKind, RunHost, RunOptions};
-use kiln_core::agent_spec::{AgentMode, AgentScript, AgentSpec, ProviderKind};
 use kiln_core::capability::Grants;
 use kiln_core::context::CallContext;
 use kiln_core::error::{HostError, SourceLoc};
 use kiln_core::model::{
     CallArgs, LocalModel, LocalReply, ModelResponse, StopReason, TextSink, ToolCall, Usage,
 };
-use kiln_core::native::{NativeTool, native_source};
-use kiln_core::registry::Registry;
 use kiln_core::services::Services;
+use kiln_registry::Registry;
+use kiln_registry::agent_spec::{AgentMode, AgentScript, AgentSpec, ProviderKind};
+use kiln_registry::native::{NativeTool, native_source};
 use serde_json::{Value, json};
 use std::sync::{Arc, Mutex};
 

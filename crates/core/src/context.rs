@@ -41,7 +41,7 @@ pub struct CallContext {
     /// The native tool running, with the capabilities it declares (for [`CallContext::call_tool`]).
     pub native: Option<Arc<(String, Vec<crate::capability::Capability>)>>,
     /// What runs a pipeline's agent nodes and logs its runs (the host, when there is one).
-    pub agents: Option<std::sync::Weak<dyn crate::pipeline::AgentRunner>>,
+    pub agents: Option<std::sync::Weak<dyn crate::runner::AgentRunner>>,
     /// Where calls made inside this call are recorded (a code-mode program's tool calls), for
     /// the run log to show under it.
     pub nested: Option<NestedLog>,

@@ -31,6 +31,9 @@ pub fn valid_tool_name(name: &str) -> bool {
 /// Maximum nesting of `call_tool`.
 pub const MAX_CALL_DEPTH: u32 = 4;
 
+/// Separates a mounted MCP server's name from its tool's in the registry (`fs__read_file`).
+pub const MOUNT_SEPARATOR: &str = "__";
+
 /// Runs tool `name` from inside tool `caller` (`call_tool`), under the capability rules: the
 /// callee may need nothing the caller does not declare, the caller's grants apply, and nesting
 /// is bounded. `Err` is a refusal, worded for the model.
@@ -229,6 +232,7 @@ impl Tool {
             &self.description,
             ctx.call_id.as_deref(),
             args,
+            self.name.contains(MOUNT_SEPARATOR),
         );
         let outcome = span.in_scope(|| self.execute_in_span(args, ctx));
         crate::telemetry::record_outcome(&span, &outcome);

@@ -9,11 +9,11 @@ use futures_util::Stream;
 use kiln_agent::{self, Event, RunError, RunOptions, RunReport, StepJournal};
 use kiln_core::capability::Grants;
 use kiln_core::error::{HostError, LoadError};
-use kiln_core::native::{HostFn, NativeTool};
 use kiln_core::schema::Format;
 use kiln_core::services::{Approver, Egress, HttpFake, Services, Store};
 use kiln_core::tool::{Tool, ToolOutcome};
 use kiln_db::store::WorkspaceStore;
+use kiln_registry::native::{HostFn, NativeTool};
 use kiln_script::sandbox::Limits;
 use serde_json::Value;
 use std::path::PathBuf;
@@ -197,7 +197,7 @@ impl HostBuilder {
             }
         };
         let extras = crate::host::Extras {
-            natives: kiln_core::native::native_source(self.tools),
+            natives: kiln_registry::native::native_source(self.tools),
             host_fns: self.host_fns,
             grants: self.grants,
             db,
@@ -272,7 +272,7 @@ impl Host {
 
     /// Definitions of every tool in a provider format, and warnings about anything dropped.
     pub fn schemas(&self, format: Format) -> (Vec<Value>, Vec<String>) {
-        kiln_core::registry::Registry::schemas(&self.tools(), format)
+        kiln_registry::Registry::schemas(&self.tools(), format)
     }
 
     /// A `.d.rhai` file describing the functions scripts can call (the DSL, the host functions

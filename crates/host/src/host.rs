@@ -3,13 +3,13 @@
 
 use crate::reload;
 use arc_swap::ArcSwap;
-use kiln_core::agent_spec::AgentSpec;
 use kiln_core::error::{self, HostError, LoadError, LoadErrorKind};
-use kiln_core::native::HostFn;
-use kiln_core::registry::{LoadedFile, Origin, Registry};
 use kiln_core::services::Services;
 use kiln_core::{capability, context, tool};
 use kiln_db as db;
+use kiln_registry::agent_spec::AgentSpec;
+use kiln_registry::native::HostFn;
+use kiln_registry::{LoadedFile, Origin, Registry};
 use kiln_script as script;
 use kiln_script::{loader, stdlib};
 use rhai::Engine;
@@ -431,7 +431,7 @@ impl Host {
         ctx.agents = self
             .this
             .get()
-            .map(|w| w.clone() as std::sync::Weak<dyn kiln_core::pipeline::AgentRunner>);
+            .map(|w| w.clone() as std::sync::Weak<dyn kiln_core::runner::AgentRunner>);
         ctx
     }
 

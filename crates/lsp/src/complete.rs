@@ -2,8 +2,8 @@
 
 use crate::catalog::{CAPABILITIES, Catalog, PROVIDERS};
 use crate::scan::{self, Context};
-use kiln_core::registry::Registry;
 use kiln_core::schema::{PARAM_KEYS, PARAM_TYPES};
+use kiln_registry::Registry;
 use lsp_types::{CompletionItem, CompletionItemKind, Documentation, MarkupContent, MarkupKind};
 
 /// The calls whose string arguments name capabilities.

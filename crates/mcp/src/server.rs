@@ -107,7 +107,7 @@ impl McpServer {
         if !self.code_mode {
             return tools;
         }
-        let mode = kiln_core::agent_spec::CodeMode::default();
+        let mode = kiln_registry::agent_spec::CodeMode::default();
         let mut code = kiln_script::code_mode::code_tools(&tools, &mode);
         if code
             .iter()

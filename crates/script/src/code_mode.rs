@@ -9,11 +9,11 @@ use crate::convert::{to_dynamic, to_json};
 use crate::imports::ModuleCache;
 use crate::program_error::{program_error, runtime_error};
 use crate::sandbox::{self, Limits, PrintSink};
-use kiln_core::agent_spec::CodeMode;
 use kiln_core::context::CallContext;
 use kiln_core::tool::{FailureKind, Handler, Tool, ToolFailure};
 use kiln_core::tool_meta::Hints;
 use kiln_core::tool_parts::ToolParts;
+use kiln_registry::agent_spec::CodeMode;
 use rhai::{Dynamic, Engine, EvalAltResult, Map, Position};
 use serde_json::{Value, json};
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -59,7 +59,7 @@ pub fn search_tool(tools: &[Arc<Tool>]) -> Option<Arc<Tool>> {
         .iter()
         .map(|t| (signature(t), t.description.clone()))
         .collect();
-    let handler = kiln_core::native::NativeTool::new(SEARCH_TOOLS, move |args: Value, _ctx: &CallContext| {
+    let handler = kiln_registry::native::NativeTool::new(SEARCH_TOOLS, move |args: Value, _ctx: &CallContext| {
         let words: Vec<String> = args["query"]
             .as_str()
             .unwrap_or_default()

@@ -5,10 +5,10 @@
 use super::failure::classify;
 use super::model::ScriptModel;
 use super::{ScriptUnit, host_fns, sandbox};
-use kiln_core::agent_spec::AgentScript;
 use kiln_core::context::CallContext;
 use kiln_core::model::LocalModel;
 use kiln_core::tool::{FailureKind, Handler, Tool, ToolFailure};
+use kiln_registry::agent_spec::AgentScript;
 use rhai::{Dynamic, FnPtr, Map};
 use serde_json::Value;
 use std::sync::Arc;
@@ -144,7 +144,7 @@ impl AgentScript for ScriptAgent {
     fn code_tools(
         &self,
         tools: &[Arc<kiln_core::tool::Tool>],
-        mode: &kiln_core::agent_spec::CodeMode,
+        mode: &kiln_registry::agent_spec::CodeMode,
     ) -> Vec<Arc<kiln_core::tool::Tool>> {
         crate::code_mode::code_tools(tools, mode)
     }

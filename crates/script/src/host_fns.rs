@@ -234,7 +234,7 @@ fn store_ns(func: &str, ns: &str) -> Result<Arc<Services>, Box<EvalAltResult>> {
 }
 
 /// Registers a function the application gives scripts, behind the same gate as the built-ins.
-pub fn register_app(engine: &mut Engine, f: &kiln_core::native::HostFn) {
+pub fn register_app(engine: &mut Engine, f: &kiln_registry::native::HostFn) {
     let f = f.clone();
     let types = vec![std::any::TypeId::of::<Dynamic>(); f.params.len()];
     engine.register_raw_fn(

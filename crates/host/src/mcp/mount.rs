@@ -24,7 +24,7 @@ use std::time::{Duration, Instant};
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
-pub use kiln_core::mount_spec::{MountSpec, SEPARATOR, Target};
+pub use kiln_registry::mount_spec::{MountSpec, SEPARATOR, Target};
 
 /// Hears a server's `list_changed` (of tools, resources or prompts) and asks its supervisor
 /// for a remount of what it offers.

@@ -5,7 +5,7 @@
 //! then sends them, refreshing them as they expire, and only to its server.
 
 use super::McpError;
-use kiln_core::mount_spec::{MountSpec, OAuth, Target};
+use kiln_registry::mount_spec::{MountSpec, OAuth, Target};
 use rmcp::transport::auth::{
     AuthError, AuthorizationCallback, AuthorizationManager, AuthorizationRequest, CredentialStore,
     OAuthState, StoredCredentials,

@@ -4,13 +4,13 @@
 //! pipeline's) `Tool::execute` (validation, guard, rate limit, sandbox, deadline), an agent's
 //! agent run through the [`AgentRunner`] (its own run log), all under the pipeline's grants.
 
-use super::agents::{AgentCall, AgentRunner};
-use super::report::{NodeReport, NodeStatus, PipelineReport};
-use super::spec::{Node, PipelineSpec, Target};
-use crate::capability::Grants;
-use crate::context::{CallContext, Caller};
-use crate::tool::{FailureKind, ToolFailure};
+use crate::report::{NodeReport, NodeStatus, PipelineReport};
+use crate::spec::{Node, PipelineSpec, Target};
 use futures_util::stream::{FuturesUnordered, StreamExt};
+use kiln_core::capability::Grants;
+use kiln_core::context::{CallContext, Caller};
+use kiln_core::runner::{AgentCall, AgentRunner};
+use kiln_core::tool::{FailureKind, ToolFailure};
 use serde_json::{Map, Value};
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
@@ -38,7 +38,7 @@ pub async fn run(
     caller: &CallContext,
 ) -> PipelineReport {
     // A run of its own (an agent's call of a pipeline is logged apart from the agent's run).
-    let run_id = crate::context::new_run_id();
+    let run_id = kiln_core::context::new_run_id();
     let span = crate::telemetry::pipeline_span(&spec.name, &run_id);
     let report = run_in_span(runner, spec, inputs, caller, run_id)
         .instrument(span.clone())
@@ -171,7 +171,7 @@ async fn run_node(
         .instrument(span.clone())
         .await;
     if let Some(e) = &report.error {
-        crate::telemetry::fail(&span, e.kind.as_str());
+        kiln_core::telemetry::fail(&span, e.kind.as_str());
     }
     report
 }
@@ -188,7 +188,7 @@ async fn run_node_in_span(
     let begun = Instant::now();
     let deadline = ctx
         .deadline
-        .unwrap_or(begun + super::spec::DEFAULT_PIPELINE_TIMEOUT);
+        .unwrap_or(begun + crate::spec::DEFAULT_PIPELINE_TIMEOUT);
     let (args, result) = match &node.target {
         Target::Tool(name) | Target::Pipeline(name) => {
             call_tool(name, &node, values, ctx, deadline).await

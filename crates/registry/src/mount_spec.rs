@@ -11,7 +11,7 @@ pub struct BadMountSpec {
 }
 
 /// Separates the server's name from its tool's in the registry (`fs__read_file`).
-pub const SEPARATOR: &str = "__";
+pub use kiln_core::tool::MOUNT_SEPARATOR as SEPARATOR;
 
 /// Where a mounted server lives.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -66,7 +66,7 @@ impl OAuth {
             }
             "client_id" => self.client_id = Some(value.to_string()),
             "client_secret_env" => {
-                crate::capability::declare_secret_var(value);
+                kiln_core::capability::declare_secret_var(value);
                 self.client_secret_env = Some(value.to_string());
             }
             "client_metadata_url" => self.client_metadata_url = Some(value.to_string()),
@@ -98,9 +98,9 @@ pub struct MountSpec {
     /// Variables a started server gets although kiln withholds them (the provider keys).
     pub env: Vec<String>,
     /// A limit applied to each of the server's tools.
-    pub rate_limit: Option<crate::ratelimit::RateLimit>,
+    pub rate_limit: Option<kiln_core::ratelimit::RateLimit>,
     /// Where a script declared it; `None` for `--mcp`.
-    pub declared: Option<crate::error::SourceLoc>,
+    pub declared: Option<kiln_core::error::SourceLoc>,
 }
 
 /// A server's name: it prefixes tool names every provider must accept, so letters, digits,
@@ -189,7 +189,7 @@ impl MountSpec {
                     }
                     Some(("bearer_env", var)) if !var.is_empty() => {
                         // It holds a credential: `env` must not hand it to a tool.
-                        crate::capability::declare_secret_var(var);
+                        kiln_core::capability::declare_secret_var(var);
                         bearer_env = Some(var.to_string());
                     }
                     Some((key, value)) if !value.is_empty() => oauth
@@ -236,10 +236,10 @@ impl MountSpec {
     }
 
     /// Where it was declared: the script position, or `--mcp NAME`.
-    pub fn origin(&self) -> crate::error::SourceLoc {
-        self.declared
-            .clone()
-            .unwrap_or_else(|| crate::error::SourceLoc::new(&format!("--mcp {}", self.name), 0, 0))
+    pub fn origin(&self) -> kiln_core::error::SourceLoc {
+        self.declared.clone().unwrap_or_else(|| {
+            kiln_core::error::SourceLoc::new(&format!("--mcp {}", self.name), 0, 0)
+        })
     }
 
     /// The same server started the same way (where it is declared does not matter).

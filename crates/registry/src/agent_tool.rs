@@ -1,13 +1,13 @@
 //! Agents as tools: an agent listing `"agent:researcher"` in `.tools([...])` is offered a tool
 //! `ask_researcher` taking a `prompt`. A call runs the other agent as a run of its own (logged
 //! as any run is), within the caller's grants and the other agent's own (their meet), under
-//! the caller's deadline and cancellation, at most [`crate::tool::MAX_CALL_DEPTH`] deep.
+//! the caller's deadline and cancellation, at most [`kiln_core::tool::MAX_CALL_DEPTH`] deep.
 
 use crate::agent_spec::AgentSpec;
-use crate::context::CallContext;
 use crate::native::NativeTool;
-use crate::pipeline::AgentCall;
-use crate::tool::{FailureKind, MAX_CALL_DEPTH, Tool, ToolFailure};
+use kiln_core::context::CallContext;
+use kiln_core::runner::AgentCall;
+use kiln_core::tool::{FailureKind, MAX_CALL_DEPTH, Tool, ToolFailure};
 use serde_json::{Value, json};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
