@@ -84,7 +84,7 @@ pub use kiln_agent::{RunError, RunErrorKind, RunReport};
 /// The memory budget scripts run under: install [`budget::Counting`] as the global allocator
 /// for budgets to be enforced (the `kiln` binary does).
 pub use kiln_budget as budget;
-pub use kiln_core::approval::{ApprovalFuture, AsyncApprover, AsyncAsker};
+pub use kiln_core::approval::{ApprovalFuture, AsyncApprover, BlockingApprover};
 pub use kiln_core::capability::Grants;
 pub use kiln_core::context::CallContext;
 pub use kiln_core::error::{ErrorKind, HostError, LoadError};

@@ -231,7 +231,7 @@ pub fn ask(g: &Global, a: AskArgs) -> CliResult<ExitCode> {
         run_id: None,
         budget: a.budget.clone(),
         // The terminal asks (the host's approver).
-        asker: None,
+        approver: None,
         depth: 0,
         parent: None,
     };

@@ -52,12 +52,12 @@ fn tally(runs: &Arc<AtomicUsize>) -> NativeTool {
     NativeTool::new("tally", move |_args: Value, ctx: &CallContext| {
         counted.fetch_add(1, Ordering::SeqCst);
         let n = {
-            let mut state = ctx.state.lock().expect("state");
+            let mut state = ctx.run.state.lock().expect("state");
             let n = state["n"].as_u64().unwrap_or(0) + 1;
             state["n"] = json!(n);
             n
         };
-        let key = ctx.idempotency_key.clone();
+        let key = ctx.who.idempotency_key.clone();
         async move { Ok(json!({"n": n, "key": key})) }
     })
     .description("Counts")

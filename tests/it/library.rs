@@ -193,7 +193,7 @@ tool("undeclared_lookup")
 fn crm_host(dir: &std::path::Path) -> Arc<Host> {
     std::fs::write(dir.join("crm.rhai"), CRM_TOOLS).expect("write");
     let crm = HostFn::new("crm_lookup", "crm", &["id"], |args, ctx| {
-        Ok(json!({"id": args[0], "name": "Ada", "for": ctx.actor_id}))
+        Ok(json!({"id": args[0], "name": "Ada", "for": ctx.who.actor_id}))
     })
     // A grant crm:acme covers customers whose id starts with "acme-".
     .scope_check(|scope, args| {

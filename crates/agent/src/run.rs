@@ -283,7 +283,7 @@ pub(super) async fn drive(
                 let content = message.clone();
                 run.report.messages.push(Message::User { content });
             }
-            run.commit(&ctx.state).await?;
+            run.commit(&ctx.run.state).await?;
             match verdict? {
                 super::contract::Verdict::Done => return Ok(()),
                 super::contract::Verdict::Repair { .. } => continue,
@@ -294,7 +294,7 @@ pub(super) async fn drive(
         }
         contract.check(&run.report, calls.len() as u64)?;
         // A program's own calls count too: it may make only what the budget has left.
-        ctx.calls_left = contract.calls_left(&run.report).map(|n| {
+        ctx.run.calls_left = contract.calls_left(&run.report).map(|n| {
             Arc::new(std::sync::atomic::AtomicU64::new(
                 n.saturating_sub(calls.len() as u64),
             ))
@@ -334,7 +334,7 @@ pub(super) async fn drive(
             .collect();
         let handed = handoff(agent, &calls, &results);
         run.report.messages.push(Message::Tool { results });
-        run.commit(&ctx.state).await?;
+        run.commit(&ctx.run.state).await?;
         if let Some(kind) = round_end.stop {
             return Err(kind);
         }
@@ -478,7 +478,7 @@ pub(super) fn pin_turn(
     ctx: &mut CallContext,
 ) -> Vec<Arc<kiln_core::tool::Tool>> {
     let snapshot = host.registry();
-    ctx.registry = Some(snapshot.clone());
+    ctx.run.registry = Some(snapshot.clone());
     let mut available = snapshot.available(Some(&agent.tools), ctx);
     // Other agents it lists (`agent:NAME`) as tools that run them.
     available.extend(

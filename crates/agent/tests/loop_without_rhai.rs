@@ -68,7 +68,7 @@ impl RunHost for FakeHost {
 
     fn context(&self, grants: Grants) -> CallContext {
         let mut ctx = CallContext::new(grants, self.services.clone());
-        ctx.registry = Some(self.registry.clone());
+        ctx.run.registry = Some(self.registry.clone());
         ctx
     }
 }
@@ -239,7 +239,7 @@ fn concurrent_runs_sharing_group_commits_never_run_a_tool_on_an_uncommitted_step
     let (seen_by_tools, tools_db) = (Arc::new(Mutex::new(Vec::new())), db.clone());
     let seen = seen_by_tools.clone();
     let add = NativeTool::new("add", move |args: Value, ctx: &CallContext| {
-        let (db, seen, run_id) = (tools_db.clone(), seen.clone(), ctx.run_id.clone());
+        let (db, seen, run_id) = (tools_db.clone(), seen.clone(), ctx.who.run_id.clone());
         async move {
             let round = args["a"].as_i64().unwrap_or(0);
             let (started, messages): (i64, i64) = {

@@ -427,8 +427,8 @@ impl Host {
     /// A call context holding these grants, with the current registry pinned.
     pub fn context(&self, grants: capability::Grants) -> context::CallContext {
         let mut ctx = context::CallContext::new(grants, self.services.clone());
-        ctx.registry = Some(self.registry());
-        ctx.agents = self
+        ctx.run.registry = Some(self.registry());
+        ctx.run.agents = self
             .this
             .get()
             .map(|w| w.clone() as std::sync::Weak<dyn kiln_core::runner::AgentRunner>);

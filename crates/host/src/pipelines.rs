@@ -53,7 +53,7 @@ impl Host {
         let pipeline = self.pipeline(name)?;
         let ctx = self.call_context(&opts);
         let report = match pipeline.tool.admit(&inputs, &ctx) {
-            Err(why) => PipelineReport::refused(&pipeline.spec.name, &ctx.run_id, inputs, why),
+            Err(why) => PipelineReport::refused(&pipeline.spec.name, &ctx.who.run_id, inputs, why),
             Ok(_) => run::run(Some(self), &pipeline.spec, inputs, &ctx).await,
         };
         if let Some(db) = self.database() {

@@ -74,10 +74,10 @@ impl Handler for PipelineHandler {
         ctx: &CallContext,
         deadline: Instant,
     ) -> Result<Value, ToolFailure> {
-        let runner = ctx.agents.as_ref().and_then(std::sync::Weak::upgrade);
+        let runner = ctx.run.agents.as_ref().and_then(std::sync::Weak::upgrade);
         let spec = self.0.clone();
         let mut inner = ctx.clone();
-        inner.deadline = Some(deadline);
+        inner.run.deadline = Some(deadline);
         let args = args.clone();
         let future = Box::pin(async move {
             let report = run::run(runner.as_deref(), &spec, args, &inner).await;

@@ -56,11 +56,11 @@ async fn run_in_span(
 ) -> PipelineReport {
     let started = Instant::now();
     let mut ctx = caller.clone();
-    ctx.run_id = run_id;
-    ctx.grants = pipeline_grants(&caller.grants, spec);
-    ctx.caller = Caller::Pipeline(spec.name.clone());
+    ctx.who.run_id = run_id;
+    ctx.granted.grants = pipeline_grants(&caller.granted.grants, spec);
+    ctx.who.caller = Caller::Pipeline(spec.name.clone());
     let deadline = started + spec.timeout;
-    ctx.deadline = Some(caller.deadline.map_or(deadline, |d| d.min(deadline)));
+    ctx.run.deadline = Some(caller.run.deadline.map_or(deadline, |d| d.min(deadline)));
     let mut values: HashMap<String, Value> = inputs
         .as_object()
         .map(|m| m.iter().map(|(k, v)| (k.clone(), v.clone())).collect())
@@ -125,7 +125,7 @@ async fn run_in_span(
         .collect();
     PipelineReport {
         pipeline: spec.name.clone(),
-        run_id: ctx.run_id.clone(),
+        run_id: ctx.who.run_id.clone(),
         inputs,
         outputs,
         nodes: spec
@@ -187,6 +187,7 @@ async fn run_node_in_span(
     let _permit = permits.acquire_owned().await.ok();
     let begun = Instant::now();
     let deadline = ctx
+        .run
         .deadline
         .unwrap_or(begun + crate::spec::DEFAULT_PIPELINE_TIMEOUT);
     let (args, result) = match &node.target {
@@ -237,7 +238,7 @@ async fn call_tool(
     ctx: CallContext,
     deadline: Instant,
 ) -> (Value, Result<Value, ToolFailure>) {
-    let Some(tool) = ctx.registry.as_ref().and_then(|r| r.reach(name)) else {
+    let Some(tool) = ctx.run.registry.as_ref().and_then(|r| r.reach(name)) else {
         let f = ToolFailure::visible(
             FailureKind::UnknownTool,
             format!("\"{name}\" is no longer loaded"),
@@ -312,13 +313,13 @@ async fn call_agent(
     let call = AgentCall {
         agent: name.to_string(),
         prompt,
-        grants: ctx.grants.clone(),
-        context: ctx.context.clone(),
-        actor_id: ctx.actor_id.clone(),
+        grants: ctx.granted.grants.clone(),
+        context: ctx.run.context.clone(),
+        actor_id: ctx.who.actor_id.clone(),
         deadline,
-        cancel: ctx.cancel.clone(),
-        depth: ctx.depth,
-        parent: (!ctx.run_id.is_empty()).then(|| ctx.run_id.clone()),
+        cancel: ctx.run.cancel.clone(),
+        depth: ctx.who.depth,
+        parent: (!ctx.who.run_id.is_empty()).then(|| ctx.who.run_id.clone()),
     };
     let result = runner.run_agent(call).await.map(Value::String);
     (args, result)

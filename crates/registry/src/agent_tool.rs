@@ -30,19 +30,19 @@ pub fn agent_tool(agent: &AgentSpec) -> Option<Arc<Tool>> {
         d => format!("{d} (the agent \"{name}\"; its answer is the result)"),
     };
     NativeTool::new(tool_name(&name), move |args: Value, ctx: &CallContext| {
-        let runner = ctx.agents.as_ref().and_then(std::sync::Weak::upgrade);
+        let runner = ctx.run.agents.as_ref().and_then(std::sync::Weak::upgrade);
         let call = AgentCall {
             agent: name.clone(),
             prompt: args["prompt"].as_str().unwrap_or_default().to_string(),
-            grants: ctx.grants.clone(),
-            context: ctx.context.clone(),
-            actor_id: ctx.actor_id.clone(),
+            grants: ctx.granted.grants.clone(),
+            context: ctx.run.context.clone(),
+            actor_id: ctx.who.actor_id.clone(),
             deadline: ctx
-                .deadline
+                .run.deadline
                 .unwrap_or_else(|| Instant::now() + AGENT_CALL_TIMEOUT),
-            cancel: ctx.cancel.clone(),
-            depth: ctx.depth + 1,
-            parent: (!ctx.run_id.is_empty()).then(|| ctx.run_id.clone()),
+            cancel: ctx.run.cancel.clone(),
+            depth: ctx.who.depth + 1,
+            parent: (!ctx.who.run_id.is_empty()).then(|| ctx.who.run_id.clone()),
         };
         let name = name.clone();
         async move {

@@ -236,7 +236,10 @@ impl Handler for NativeHandler {
         deadline: Instant,
     ) -> Result<Value, ToolFailure> {
         let mut inner = ctx.clone();
-        inner.native = Some(Arc::new((tool.name.clone(), tool.requires.clone())));
+        inner.granted.native = Some(Arc::new(kiln_core::context::NativeDeclared {
+            tool: tool.name.clone(),
+            requires: tool.requires.clone(),
+        }));
         let future = (self.0)(args.clone(), &inner);
         drive(future, deadline, ctx, &tool.name)
     }

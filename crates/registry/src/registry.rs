@@ -469,7 +469,7 @@ impl Registry {
     pub fn available(&self, names: Option<&[String]>, ctx: &CallContext) -> Vec<Arc<Tool>> {
         let picked: Vec<Arc<Tool>> = match names {
             Some(list) => list.iter().flat_map(|n| self.named(n)).collect(),
-            None => self.tools_for(&ctx.grants),
+            None => self.tools_for(&ctx.granted.grants),
         };
         picked.into_iter().filter(|t| t.is_available(ctx)).collect()
     }

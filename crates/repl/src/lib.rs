@@ -550,7 +550,7 @@ impl Repl {
         let combined = self.functions.merge(&ast);
         let cancel = kiln_core::cancel::Cancel::new();
         let mut ctx = self.host.context(self.grants.clone());
-        ctx.cancel = Some(cancel.clone());
+        ctx.run.cancel = Some(cancel.clone());
         let mut scope = std::mem::take(&mut self.scope);
         let stop = cancel.clone();
         let task = self.runtime.spawn_blocking(move || {

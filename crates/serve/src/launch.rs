@@ -270,7 +270,7 @@ pub async fn launch(
         state: run_state,
         recorder: Some(Arc::new(tap)),
         budget: req.budget,
-        asker: Some(approvals.clone()),
+        approver: Some(approvals.clone()),
         ..RunOptions::default()
     };
     let began = Instant::now();

@@ -165,10 +165,10 @@ async fn call(
 /// Who approves a mounted server's questions during this call: the caller's asker (a door's
 /// person), else the host's approver.
 fn approver(ctx: &kiln_core::context::CallContext) -> super::client_asks::Approve {
-    let (asker, services) = (ctx.asker.clone(), ctx.services.clone());
+    let (asker, services) = (ctx.approval.approver.clone(), ctx.run.services.clone());
     std::sync::Arc::new(move |cap, question| match &asker {
         _ if services.assume_yes => true,
-        Some(asker) => asker.ask(cap, question).unwrap_or(false),
+        Some(approver) => approver.approve(cap, question).unwrap_or(false),
         None => services.approve(cap, question),
     })
 }
