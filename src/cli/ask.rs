@@ -181,7 +181,7 @@ pub fn ask(g: &Global, a: AskArgs) -> CliResult<ExitCode> {
                 let status = if r.is_error {
                     format!(
                         "error: {}",
-                        r.outcome["error"]["message"].as_str().unwrap_or("")
+                        r.outcome.error().map_or("", |e| e.message.as_str())
                     )
                 } else {
                     "ok".into()

@@ -289,7 +289,11 @@ fn run_stream_delivers_events_in_order_and_ends_with_the_report() {
             Event::ModelRequest { round } => format!("request:{round}"),
             Event::ModelReply { round } => format!("reply:{round}"),
             Event::ToolStarted { name, args, .. } => format!("start:{name}:{args}"),
-            Event::ToolFinished(r) => format!("done:{}:{}", r.name, r.outcome["result"]),
+            Event::ToolFinished(r) => format!(
+                "done:{}:{}",
+                r.name,
+                r.outcome.result().unwrap_or(&serde_json::Value::Null)
+            ),
             Event::Finished(r) => format!("finished:{}", r.as_ref().as_ref().expect("ok").answer),
             _ => "other".into(),
         })

@@ -9,6 +9,7 @@
 #![warn(missing_docs)]
 
 mod approvals;
+mod call_outcome;
 pub mod connect;
 mod contract;
 mod event;
@@ -26,6 +27,7 @@ pub mod runlog;
 mod spans;
 mod start;
 
+pub use call_outcome::{CallError, CallOutcome};
 pub use event::{Event, Observer};
 pub use host::RunHost;
 pub use journal::{Journaled, Local, Recalled, StepFuture, StepJournal, StepValue, StepWork};

@@ -382,14 +382,15 @@ impl Host {
         let Some(db) = &self.db else {
             return Ok(());
         };
+        let kind = kiln_core::runner::RunKind::Call(tool.name.clone());
         let mut report = RunReport::new(
-            &format!("call:{}", tool.name),
+            &kind.to_string(),
             vec![kiln_providers::Message::User {
                 content: args.to_string(),
             }],
         );
         report.run_id = ctx.who.run_id.clone();
-        report.provider = "direct".into();
+        report.provider = kind.provider().unwrap_or_default().into();
         report.actor = ctx.who.actor_id.clone();
         let nested = ctx
             .run

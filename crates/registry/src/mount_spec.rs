@@ -252,7 +252,7 @@ impl MountSpec {
 
     /// The capability a caller needs to use this server's tools.
     pub fn capability(&self) -> String {
-        format!("mcp:{}", self.name)
+        format!("{}:{}", kiln_core::capability::HostCap::Mcp, self.name)
     }
 
     /// The registry source its tools form (distinct per declaration, so a script's server

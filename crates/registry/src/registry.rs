@@ -3,7 +3,7 @@
 
 use crate::agent_spec::AgentSpec;
 use indexmap::IndexMap;
-use kiln_core::capability::{self, Grants};
+use kiln_core::capability::{self, Grants, HostCap};
 use kiln_core::context::CallContext;
 use kiln_core::error::{LoadError, LoadErrorKind, SourceLoc};
 use kiln_core::schema::{self, Format};
@@ -88,7 +88,7 @@ impl Registry {
             let broad = agent
                 .grants
                 .iter()
-                .any(|g| g.cap.name == "net" && g.cap.scope.as_deref() == Some("private"));
+                .any(|g| HostCap::Net.is(&g.cap.name) && g.cap.scope.as_deref() == Some("private"));
             if broad {
                 advice.push(LoadError::at(
                     agent.loc.clone(),
@@ -377,7 +377,7 @@ impl Registry {
                 agent.name
             ));
         }
-        let needed = capability::Capability::parse(&format!("mcp:{server}")).ok()?;
+        let needed = capability::Capability::parse(&format!("{}:{server}", HostCap::Mcp)).ok()?;
         let missing = agent.grants.missing(std::slice::from_ref(&needed));
         (!missing.is_empty()).then(|| {
             format!(

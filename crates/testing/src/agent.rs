@@ -53,9 +53,9 @@ fn result_map(report: &RunReport, error: Option<&RunErrorKind>) -> Value {
         .map(|c| {
             let mut v =
                 json!({"round": c.round, "name": c.name, "args": c.args, "is_error": c.is_error});
-            if let Value::Object(o) = &c.outcome {
+            if let Value::Object(o) = c.outcome.to_json() {
                 for (k, x) in o {
-                    v[k] = x.clone();
+                    v[k] = x;
                 }
             }
             v
