@@ -4,7 +4,7 @@
 //! [`report`]), and the run log writer over kiln-db ([`runlog`]). The loop reaches the host
 //! only through [`RunHost`].
 //!
-//! May depend on: kiln-core, kiln-providers, kiln-db, kiln-otel (trace context only).
+//! May depend on: kiln-core, kiln-registry, kiln-providers, kiln-db, kiln-otel (trace context only).
 
 #![warn(missing_docs)]
 

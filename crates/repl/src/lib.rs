@@ -1,7 +1,7 @@
 //! The interactive REPL (`kiln repl`): call tools, chat with agents, run pipelines, evaluate
 //! Rhai, list MCP servers, with hot reload on; line editing and completion by rustyline.
 //!
-//! May depend on: kiln-core, kiln-providers, kiln-script, kiln-db, kiln-agent, kiln-host.
+//! May depend on: kiln-core, kiln-registry, kiln-providers, kiln-script, kiln-db, kiln-agent, kiln-host.
 
 #![warn(missing_docs)]
 
