@@ -2,7 +2,7 @@
 //! the running tool must declare the capability and the caller must hold a grant whose scope
 //! covers the call's target.
 
-use kiln_core::capability::{Capability, GrantMode};
+use kiln_core::capability::{Capability, GrantMode, HostCap};
 use kiln_core::context::CallContext;
 use kiln_core::services::Services;
 use kiln_core::tool::Tool;
@@ -235,7 +235,7 @@ fn call_tool(name: &str, args: Dynamic) -> Result<Dynamic, Box<EvalAltResult>> {
 }
 
 fn store_ns(func: &str, ns: &str) -> Result<Arc<Services>, Box<EvalAltResult>> {
-    gate(func, "store", ns, |scope| scope == ns)
+    gate(func, HostCap::Store.name(), ns, |scope| scope == ns)
 }
 
 /// Registers a function the application gives scripts, behind the same gate as the built-ins.

@@ -7,6 +7,7 @@ use super::host_fns::{Check, declared_scopes, denied, gate_with, scopes_for};
 use super::host_io::{RhaiResult, fail};
 use crate::convert;
 use crate::sandbox;
+use kiln_core::capability::HostCap;
 use kiln_core::services::Services;
 use kiln_egress::resolver::CheckedResolver;
 use kiln_egress::{self as egress, NetHost, NetRule, Refusal, Target};
@@ -225,7 +226,7 @@ fn fake_for(
         .ok_or_else(|| fail(format!("{func}(\"{shown}\"): the URL has no host")))?;
     gate_with(&Check {
         func,
-        cap: "net",
+        cap: HostCap::Net.name(),
         target: shown,
         covers: &|scope| egress::scope_names(scope, &target),
         why_not: &String::new,
@@ -262,7 +263,7 @@ fn check_hop(
         .ok_or_else(|| fail(format!("{func}(\"{shown}\"): the URL has no host")))?;
     let (services, _) = gate_with(&Check {
         func,
-        cap: "net",
+        cap: HostCap::Net.name(),
         target: shown,
         covers: &|scope| egress::scope_names(scope, &target),
         why_not: &String::new,
@@ -285,7 +286,7 @@ fn check_hop(
         },
     };
     let why_not = || {
-        let scopes = scopes_for("net");
+        let scopes = scopes_for(HostCap::Net.name());
         addrs
             .iter()
             .find(|ip| {
@@ -298,7 +299,7 @@ fn check_hop(
     };
     let (services, granted) = gate_with(&Check {
         func,
-        cap: "net",
+        cap: HostCap::Net.name(),
         target: shown,
         covers: &|scope| {
             addrs
@@ -309,7 +310,7 @@ fn check_hop(
         approve: true,
     })?;
     let rule = NetRule {
-        declared: declared_scopes("net"),
+        declared: declared_scopes(HostCap::Net.name()),
         granted,
     };
     Ok((services, target, rule))

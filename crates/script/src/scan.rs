@@ -1,17 +1,18 @@
 //! A static look at a handler: which gated host functions it (or the script functions and
 //! closures it reaches) may call, so `kiln check` can warn before a model finds out.
 
+use kiln_core::capability::HostCap;
 use rhai::{AST, ASTNode, Expr, Position, Stmt};
 use std::collections::{BTreeMap, BTreeSet};
 
 /// The capability each gated host function needs.
 pub fn capability_of(function: &str) -> Option<&'static str> {
     Some(match function {
-        "http_get" | "http_post" => "net",
-        "read_file" | "list_dir" => "fs.read",
-        "write_file" => "fs.write",
-        "env" => "env",
-        "store_get" | "store_set" | "store_delete" | "store_list" => "store",
+        "http_get" | "http_post" => HostCap::Net.name(),
+        "read_file" | "list_dir" => HostCap::FsRead.name(),
+        "write_file" => HostCap::FsWrite.name(),
+        "env" => HostCap::Env.name(),
+        "store_get" | "store_set" | "store_delete" | "store_list" => HostCap::Store.name(),
         "sample" => "sampling",
         "elicit" => "elicitation",
         "roots" => "roots",
