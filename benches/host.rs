@@ -90,7 +90,7 @@ fn main() {
     );
 
     // Code mode: a call from inside a program against the same call made directly.
-    let mode = kiln_core::agent_spec::CodeMode {
+    let mode = kiln_registry::agent_spec::CodeMode {
         max_calls: 1_000_000,
         ..Default::default()
     };

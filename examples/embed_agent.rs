@@ -24,7 +24,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     for call in &report.tool_calls {
         println!(
             "  {}({}) -> {}",
-            call.name, call.args, call.outcome["result"]
+            call.name,
+            call.args,
+            call.outcome.result().unwrap_or(&serde_json::Value::Null)
         );
     }
     Ok(())

@@ -31,7 +31,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     let crm_lookup = HostFn::new("crm_lookup", "crm", &["id"], |args, ctx| {
         let id = args[0].as_str().unwrap_or_default();
-        Ok(json!({ "id": id, "name": "Ada Lovelace", "asked_by": ctx.actor_id }))
+        Ok(json!({ "id": id, "name": "Ada Lovelace", "asked_by": ctx.who.actor_id }))
     })
     .scope_check(|scope, args| {
         args[0]

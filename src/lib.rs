@@ -84,21 +84,21 @@ pub use kiln_agent::{RunError, RunErrorKind, RunReport};
 /// The memory budget scripts run under: install [`budget::Counting`] as the global allocator
 /// for budgets to be enforced (the `kiln` binary does).
 pub use kiln_budget as budget;
-pub use kiln_core::approval::{ApprovalFuture, AsyncApprover, AsyncAsker};
+pub use kiln_core::approval::{ApprovalFuture, AsyncApprover, BlockingApprover};
 pub use kiln_core::capability::Grants;
 pub use kiln_core::context::CallContext;
-/// A run's limits (`tool_calls=N`, `cost_usd=X`...): [`RunOptions::budget`].
-pub use kiln_core::contract::Budget;
 pub use kiln_core::error::{ErrorKind, HostError, LoadError};
 pub use kiln_core::failure::{FailureKind, ToolFailure, ToolOutcome};
-pub use kiln_core::native::{HostFn, NativeTool};
 /// Asks a person at the terminal whether a call needing approval may go on (blocking).
-pub use kiln_core::services::Approver;
+pub use kiln_core::services::ApproverFn;
 /// The `.d.rhai` definitions of an engine's functions ([`Host::definitions`] gives the host's).
 pub use kiln_host::api::engine_definitions;
 pub use kiln_host::{
     CallOptions, Event, Host, HostBuilder, HostConfig, RunOptions, RunStream, WatchHandle,
 };
+/// A run's limits (`tool_calls=N`, `cost_usd=X`...): [`RunOptions::budget`].
+pub use kiln_registry::contract::Budget;
+pub use kiln_registry::native::{HostFn, NativeTool};
 /// Re-exported for [`RunOptions::cancel`] and [`CallOptions::cancel`].
 pub use tokio_util::sync::CancellationToken;
 
@@ -115,27 +115,27 @@ pub mod model {
     /// Tool calls written in free text (`{"tool": ..., "parameters": ...}`), found and run.
     pub use kiln_agent::extract;
     pub use kiln_agent::extract::JsonParseError;
-    pub use kiln_core::agent_spec::ProviderKind;
     pub use kiln_core::model::{
         CallArgs, LocalModel, LocalReply, Message, ModelRequest, ModelResponse, ProviderError,
         StopReason, TextSink, ToolCall, ToolDef, ToolResult, Usage,
     };
     pub use kiln_core::schema::Format;
+    pub use kiln_registry::agent_spec::ProviderKind;
 }
 
 /// Tools as the host holds them: the tool, its meta and hints, capabilities, the registry
 /// snapshot, rate limits, sandbox limits, call events, and where a definition came from.
 pub mod tool {
-    pub use kiln_core::agent_spec::{AgentSpec, CodeMode};
     pub use kiln_core::call_events::{CallObserver, LogLevel, SampleRequest};
     pub use kiln_core::capability::{Capability, Grant, GrantMode, declare_secret_var};
-    pub use kiln_core::dyn_tool::DynTool;
     pub use kiln_core::error::SourceLoc;
-    pub use kiln_core::native::HandlerFuture;
     pub use kiln_core::ratelimit::RateLimit;
-    pub use kiln_core::registry::Registry;
     pub use kiln_core::tool::{Handler, Hints, ResolvedHints, Returns, Tool, ToolMeta};
     pub use kiln_host::reload::ReloadReport;
+    pub use kiln_registry::Registry;
+    pub use kiln_registry::agent_spec::{AgentSpec, CodeMode};
+    pub use kiln_registry::dyn_tool::DynTool;
+    pub use kiln_registry::native::HandlerFuture;
     pub use kiln_script::sandbox::Limits;
 }
 
@@ -152,22 +152,25 @@ pub mod durable {
 
 /// Pipelines: tools, agents and pipelines wired as a dependency graph.
 pub mod pipeline {
-    pub use kiln_core::pipeline::{
-        AgentRunner, Node, NodeMapper, NodeReport, NodeStatus, Output, Pipeline, PipelineReport,
-        PipelineSpec, Target,
+    pub use kiln_core::runner::{
+        AgentAnswer, AgentCall, AgentRunner, FinishedCall, FinishedRun, RunKind,
+    };
+    pub use kiln_pipeline::{
+        Node, NodeMapper, NodeReport, NodeStatus, Output, Pipeline, PipelineReport, PipelineSpec,
+        Target,
     };
 }
 
 /// How scripts reach the network: the egress settings, name resolution (the system's, and
 /// `--resolve`'s overrides over it), the one TLS stack.
 pub mod egress {
-    pub use kiln_core::egress::resolver::{
+    pub use kiln_core::services::Egress;
+    pub use kiln_egress::resolver::{
         Lookup, NameResolver, Overrides as ResolveOverrides, SystemResolver,
     };
-    pub use kiln_core::egress::tls::{
+    pub use kiln_egress::tls::{
         client_builder as http_client_builder, ensure_provider as ensure_tls_provider,
     };
-    pub use kiln_core::services::Egress;
 }
 
 /// The project file, `kiln.toml`: a project's settings found from a folder upward, read

@@ -3,7 +3,7 @@
 //! The question and the answer go through the controlling terminal (`/dev/tty`), not stdin and
 //! stderr, so `kiln ask AGENT -` with the prompt piped on stdin can still ask.
 
-use kiln::Approver;
+use kiln::ApproverFn;
 use std::collections::HashSet;
 use std::fs::File;
 use std::io::{BufRead, BufReader, IsTerminal, Write};
@@ -52,7 +52,7 @@ impl Tty {
 /// An approver that asks on the terminal, or `None` when there is no one to ask: no
 /// controlling terminal, or neither stdin nor stderr is one (kiln runs under another program,
 /// whose terminal is not ours to prompt on).
-pub fn terminal() -> Option<Approver> {
+pub fn terminal() -> Option<ApproverFn> {
     if !std::io::stdin().is_terminal() && !std::io::stderr().is_terminal() {
         return None;
     }

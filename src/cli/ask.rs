@@ -177,7 +177,7 @@ pub fn ask(g: &Global, a: AskArgs) -> CliResult<ExitCode> {
                 let status = if r.is_error {
                     format!(
                         "error: {}",
-                        r.outcome["error"]["message"].as_str().unwrap_or("")
+                        r.outcome.error().map_or("", |e| e.message.as_str())
                     )
                 } else {
                     "ok".into()
@@ -227,7 +227,7 @@ pub fn ask(g: &Global, a: AskArgs) -> CliResult<ExitCode> {
         run_id: None,
         budget: a.budget.clone(),
         // The terminal asks (the host's approver).
-        asker: None,
+        approver: None,
         depth: 0,
         parent: None,
     };

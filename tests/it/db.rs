@@ -412,7 +412,7 @@ fn two_hundred_concurrent_runs_log_without_lock_errors_while_logs_are_read() {
                 (
                     json!(c.name),
                     &c.args,
-                    &c.outcome["result"],
+                    c.outcome.result().unwrap_or(&serde_json::Value::Null),
                     json!(c.is_error),
                 )
             })

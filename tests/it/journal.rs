@@ -52,12 +52,12 @@ fn tally(runs: &Arc<AtomicUsize>) -> NativeTool {
     NativeTool::new("tally", move |_args: Value, ctx: &CallContext| {
         counted.fetch_add(1, Ordering::SeqCst);
         let n = {
-            let mut state = ctx.state.lock().expect("state");
+            let mut state = ctx.run.state.lock().expect("state");
             let n = state["n"].as_u64().unwrap_or(0) + 1;
             state["n"] = json!(n);
             n
         };
-        let key = ctx.idempotency_key.clone();
+        let key = ctx.who.idempotency_key.clone();
         async move { Ok(json!({"n": n, "key": key})) }
     })
     .description("Counts")
@@ -100,7 +100,10 @@ fn a_remembering_journal_replays_steps_without_running_them_and_restores_state()
     let first = run(&first_state);
     assert_eq!(runs.load(Ordering::SeqCst), 2);
     assert_eq!(
-        first.tool_calls[1].outcome["result"],
+        *first.tool_calls[1]
+            .outcome
+            .result()
+            .unwrap_or(&serde_json::Value::Null),
         json!({"n": 2, "key": "run-x/tool-2-call_mock_1_0"})
     );
     let steps = journal.asked.lock().expect("asked").clone();
@@ -197,7 +200,10 @@ fn a_resumed_code_mode_program_gets_its_completed_calls_back_from_the_journal() 
             "model-2".to_string()
         ]
     );
-    let result = &first.tool_calls[0].outcome["result"];
+    let result = first.tool_calls[0]
+        .outcome
+        .result()
+        .unwrap_or(&serde_json::Value::Null);
     assert_eq!(
         result,
         &json!([
@@ -229,7 +235,13 @@ fn a_resumed_code_mode_program_gets_its_completed_calls_back_from_the_journal() 
         "the resumed program asked for the same steps in the same order"
     );
     // Calls 1 and 2 restored ctx.state, so call 3 counted on from 2.
-    assert_eq!(resumed.tool_calls[0].outcome["result"], *result);
+    assert_eq!(
+        *resumed.tool_calls[0]
+            .outcome
+            .result()
+            .unwrap_or(&serde_json::Value::Null),
+        *result
+    );
     assert_eq!(resumed.tool_calls[0].nested.len(), 4);
     assert_eq!(resumed.answer, "tallied");
 }

@@ -193,7 +193,7 @@ tool("undeclared_lookup")
 fn crm_host(dir: &std::path::Path) -> Arc<Host> {
     std::fs::write(dir.join("crm.rhai"), CRM_TOOLS).expect("write");
     let crm = HostFn::new("crm_lookup", "crm", &["id"], |args, ctx| {
-        Ok(json!({"id": args[0], "name": "Ada", "for": ctx.actor_id}))
+        Ok(json!({"id": args[0], "name": "Ada", "for": ctx.who.actor_id}))
     })
     // A grant crm:acme covers customers whose id starts with "acme-".
     .scope_check(|scope, args| {
@@ -289,7 +289,11 @@ fn run_stream_delivers_events_in_order_and_ends_with_the_report() {
             Event::ModelRequest { round } => format!("request:{round}"),
             Event::ModelReply { round } => format!("reply:{round}"),
             Event::ToolStarted { name, args, .. } => format!("start:{name}:{args}"),
-            Event::ToolFinished(r) => format!("done:{}:{}", r.name, r.outcome["result"]),
+            Event::ToolFinished(r) => format!(
+                "done:{}:{}",
+                r.name,
+                r.outcome.result().unwrap_or(&serde_json::Value::Null)
+            ),
             Event::Finished(r) => format!("finished:{}", r.as_ref().as_ref().expect("ok").answer),
             _ => "other".into(),
         })

@@ -6,7 +6,7 @@
 use super::journal::{Decided, StepJournal};
 use super::report::RunErrorKind;
 use kiln_core::approval::grant_question;
-use kiln_core::context::{Asker, CallContext};
+use kiln_core::context::{Approver, CallContext};
 use kiln_core::tool::Tool;
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -14,11 +14,12 @@ use std::sync::{Arc, Mutex};
 
 /// What the call will ask, as `(label, question)`: a capability name or `policy:NAME`.
 pub(super) fn questions(tool: &Tool, args: &Value, ctx: &CallContext) -> Vec<(String, String)> {
-    if ctx.services.assume_yes || !tool.violations(args).is_empty() {
+    if ctx.run.services.assume_yes || !tool.violations(args).is_empty() {
         return Vec::new();
     }
     // The same grants `Tool::admit` asks for, with the same questions.
     let mut asked: Vec<(String, String)> = ctx
+        .granted
         .grants
         .asking_for(&tool.requires)
         .into_iter()
@@ -30,18 +31,18 @@ pub(super) fn questions(tool: &Tool, args: &Value, ctx: &CallContext) -> Vec<(St
     // The policies run once more when the call does; here they only say what they will ask.
     let recording = Arc::new(Recording::default());
     let mut dry = ctx.clone();
-    dry.asker = Some(recording.clone());
+    dry.approval.approver = Some(recording.clone());
     let validate = |v: &Value| tool.violations(v);
     let _ = kiln_core::policy::apply(&tool.name, &validate, args, &dry);
     asked.extend(recording.take());
     asked
 }
 
-/// Waits for each decision; the asker the call's step then runs with.
+/// Waits for each decision; the approver the call's step then runs with.
 pub(super) async fn decide(
     journal: &dyn StepJournal,
     questions: Vec<(String, String)>,
-) -> Result<Arc<dyn Asker>, RunErrorKind> {
+) -> Result<Arc<dyn Approver>, RunErrorKind> {
     let mut decided = BTreeMap::new();
     for (label, question) in questions {
         let decision = journal.approval(label.clone(), question).await?;
@@ -60,8 +61,8 @@ impl Recording {
     }
 }
 
-impl Asker for Recording {
-    fn ask(&self, cap: &str, question: &str) -> Result<bool, String> {
+impl Approver for Recording {
+    fn approve(&self, cap: &str, question: &str) -> Result<bool, String> {
         let mut asked = self.0.lock().unwrap_or_else(|e| e.into_inner());
         if asked.iter().all(|(label, _)| label != cap) {
             asked.push((cap.to_string(), question.to_string()));
@@ -73,8 +74,8 @@ impl Asker for Recording {
 /// The decisions made before the step, by label.
 struct Answered(BTreeMap<String, Decided>);
 
-impl Asker for Answered {
-    fn ask(&self, cap: &str, _question: &str) -> Result<bool, String> {
+impl Approver for Answered {
+    fn approve(&self, cap: &str, _question: &str) -> Result<bool, String> {
         match self.0.get(cap) {
             Some(Decided::Approved) => Ok(true),
             Some(Decided::Denied(reason)) if reason.is_empty() => Ok(false),

@@ -1,7 +1,7 @@
 //! Turns an agent's settings (plus command-line overrides and the environment) into a provider.
 
-use kiln_core::agent_spec::{AgentSpec, ProviderKind};
 use kiln_providers::{Endpoint, Limits, Provider, ProviderError, anthropic, http, ollama, openai};
+use kiln_registry::agent_spec::{AgentSpec, ProviderKind};
 use std::collections::BTreeMap;
 use std::time::Duration;
 

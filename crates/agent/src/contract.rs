@@ -4,7 +4,7 @@
 //! request and each round of tool calls).
 
 use super::report::{RunErrorKind, RunReport};
-use kiln_core::contract::{Budget, OutputContract, Price, Spend};
+use kiln_registry::contract::{Budget, OutputContract, Price, Spend};
 
 /// The contract of one run.
 pub(super) struct RunContract {
@@ -19,7 +19,10 @@ pub(super) struct RunContract {
 
 impl RunContract {
     /// The agent's contract, its budget narrowed by the request's.
-    pub(super) fn new(agent: &kiln_core::agent_spec::AgentSpec, request: Option<&Budget>) -> Self {
+    pub(super) fn new(
+        agent: &kiln_registry::agent_spec::AgentSpec,
+        request: Option<&Budget>,
+    ) -> Self {
         let c = &agent.contract;
         RunContract {
             output: c.output.clone(),

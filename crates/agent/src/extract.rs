@@ -2,8 +2,8 @@
 //! into free text (`{"tool": ..., "parameters" | "args": ...}`), run with the usual guards.
 
 use kiln_core::context::CallContext;
-use kiln_core::registry::Registry;
 use kiln_core::tool::{FailureKind, ToolFailure, ToolOutcome};
+use kiln_registry::Registry;
 use serde::Serialize;
 use serde_json::Value;
 use std::sync::Arc;

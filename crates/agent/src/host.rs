@@ -1,11 +1,11 @@
 //! What the loop needs from the host it runs in, and nothing more: the snapshot a turn pins, an
 //! agent by name, and a fresh call context. The host implements it; tests give a fake.
 
-use kiln_core::agent_spec::AgentSpec;
 use kiln_core::capability::Grants;
 use kiln_core::context::CallContext;
 use kiln_core::error::HostError;
-use kiln_core::registry::Registry;
+use kiln_registry::Registry;
+use kiln_registry::agent_spec::AgentSpec;
 use std::sync::Arc;
 
 /// The host as an agent run sees it.

@@ -4,11 +4,12 @@
 //! [`report`]), and the run log writer over kiln-db ([`runlog`]). The loop reaches the host
 //! only through [`RunHost`].
 //!
-//! May depend on: kiln-core, kiln-providers, kiln-db, kiln-otel (trace context only).
+//! May depend on: kiln-core, kiln-registry, kiln-providers, kiln-db, kiln-otel (trace context only).
 
 #![warn(missing_docs)]
 
 mod approvals;
+mod call_outcome;
 pub mod connect;
 mod contract;
 mod event;
@@ -27,6 +28,7 @@ mod spans;
 mod start;
 mod tool_loop;
 
+pub use call_outcome::{CallError, CallOutcome};
 pub use event::{Event, Observer};
 pub use host::RunHost;
 pub use journal::{Journaled, Local, Recalled, StepFuture, StepJournal, StepValue, StepWork};

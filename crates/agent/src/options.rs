@@ -46,10 +46,10 @@ pub struct RunOptions {
     /// id, so the id, and the idempotency keys derived from it, survive a resume elsewhere.
     pub run_id: Option<String>,
     /// This run's budget, within the agent's own (`kiln ask --budget`, a request's `budget`).
-    pub budget: Option<kiln_core::contract::Budget>,
+    pub budget: Option<kiln_registry::contract::Budget>,
     /// Who approves the run's `ask` grants and policy questions instead of the terminal (a
     /// door's person: `kiln serve` asks over HTTP).
-    pub asker: Option<Arc<dyn kiln_core::context::Asker>>,
+    pub approver: Option<Arc<dyn kiln_core::context::Approver>>,
     /// How deep in agents calling agents this run is (0 for a door's run).
     pub depth: u32,
     /// The run this one was started by (an agent calling it as a tool, a pipeline), for the

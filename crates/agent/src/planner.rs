@@ -6,10 +6,10 @@ use super::event::Event;
 use super::extract;
 use super::report::RunErrorKind;
 use super::run::Run;
-use kiln_core::agent_spec::AgentSpec;
 use kiln_core::context::CallContext;
 use kiln_core::tool::{FailureKind, Tool, ToolFailure, ToolOutcome};
 use kiln_providers::{Message, ModelRequest, TextSink};
+use kiln_registry::agent_spec::AgentSpec;
 use serde_json::{Value, json};
 use std::sync::Arc;
 use std::time::Instant;
@@ -79,7 +79,7 @@ pub(super) async fn drive(
             model: model.to_string(),
             system: opts.overrides.system(agent),
             messages: vec![Message::User {
-                content: prompt(&offered, &ctx.context, &task, &run.report.steps),
+                content: prompt(&offered, &ctx.run.context, &task, &run.report.steps),
             }]
             .into(),
             tools: Vec::new(),
@@ -111,7 +111,7 @@ pub(super) async fn drive(
             tool_calls: Vec::new(),
         });
         let done = take_step(run, agent, &offered, &ctx, step, &reply.text).await;
-        let committed = run.commit(&ctx.state).await;
+        let committed = run.commit(&ctx.run.state).await;
         // The step's own error is the cause; a failed commit ends the run all the same.
         let done = done?;
         committed?;

@@ -15,8 +15,8 @@ pub struct ToolCallRecord {
     pub name: String,
     /// Arguments as the model sent them.
     pub args: Value,
-    /// `{success, result | error, duration_ms}` (with detail: this is for people and logs).
-    pub outcome: Value,
+    /// How it ended (with detail: this is for people and logs).
+    pub outcome: crate::CallOutcome,
     /// True when the model was told of a failure.
     pub is_error: bool,
     /// Milliseconds spent.
@@ -44,7 +44,7 @@ impl ToolCallRecord {
             id: id.to_string(),
             name: name.to_string(),
             args,
-            outcome: outcome.to_json(true),
+            outcome: crate::CallOutcome::of(outcome),
             is_error: !outcome.is_ok(),
             duration_ms: outcome.duration.as_secs_f64() * 1000.0,
             script_version,

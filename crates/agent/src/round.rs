@@ -83,8 +83,8 @@ async fn step_call(
 ) -> Result<Executed, RunErrorKind> {
     let step = journal::tool_step(round.round, &call.id);
     let mut ctx = round.ctx.clone();
-    ctx.idempotency_key = Some(journal::idempotency_key(&ctx.run_id, &step));
-    ctx.call_id = Some(call.id.clone());
+    ctx.who.idempotency_key = Some(journal::idempotency_key(&ctx.who.run_id, &step));
+    ctx.who.call_id = Some(call.id.clone());
     if round.journal.waits_for_approvals()
         && let (Some(tool), kiln_providers::CallArgs::Parsed(args)) = (
             round.offered.iter().find(|t| t.name == call.name),
@@ -93,14 +93,14 @@ async fn step_call(
     {
         let questions = super::approvals::questions(tool, args, &ctx);
         if !questions.is_empty() {
-            ctx.asker = Some(super::approvals::decide(round.journal, questions).await?);
+            ctx.approval.approver = Some(super::approvals::decide(round.journal, questions).await?);
         }
     }
-    let state = round.ctx.state.clone();
+    let state = round.ctx.run.state.clone();
     let exclusive = round.exclusive.clone();
     let recalled = if round.journal.keeps_steps() && records_nested(round.offered, call) {
         let (bridge, requests) = super::nested_steps::Bridge::new(step.clone());
-        ctx.steps = Some(Arc::new(bridge));
+        ctx.run.steps = Some(Arc::new(bridge));
         let work = execute_call(call.clone(), round.offered, ctx, permits, exclusive, false);
         let value =
             super::nested_steps::serve(round.journal, work, requests, state.clone()).await?;
@@ -142,10 +142,10 @@ fn execute_call(
     Box::pin(async move {
         let started = Instant::now();
         let version = tool.as_ref().map(|t| t.version().to_string());
-        let state = ctx.state.clone();
+        let state = ctx.run.state.clone();
         let mut ctx = ctx;
         let nested = tool.as_ref().and_then(|t| t.nested_log());
-        ctx.nested = nested.clone();
+        ctx.run.nested = nested.clone();
         let outcome = match (tool, &call.args) {
             (None, _) => {
                 let list = available.unwrap_or_default();

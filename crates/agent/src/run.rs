@@ -208,7 +208,7 @@ pub(super) struct Setup<'a> {
     pub host: &'a dyn RunHost,
     pub journal: &'a dyn StepJournal,
     pub provider: Arc<Provider>,
-    pub agent: Arc<kiln_core::agent_spec::AgentSpec>,
+    pub agent: Arc<kiln_registry::agent_spec::AgentSpec>,
     pub model: String,
     pub opts: &'a RunOptions,
     /// When the whole run must be done.

@@ -4,8 +4,7 @@ mod rows;
 
 use crate::record::Commit;
 use crate::{RecordError, Recorder, RunReport, ToolCallRecord};
-use kiln_core::failure::ToolOutcome;
-use kiln_core::pipeline::{NodeStatus, PipelineReport};
+use kiln_core::runner::{FinishedRun, RunKind};
 use kiln_db::{Db, now};
 use kiln_providers::{Message, StopReason, Usage};
 use rows::{EndRow, Reply, StartRow, Step, StepRows, Totals, json_text};
@@ -228,43 +227,30 @@ impl Recorder for RunLogger {
     }
 }
 
-/// Logs a pipeline run as a run of `pipeline:NAME` whose tool calls are its nodes.
-pub fn log_pipeline(db: &Arc<Db>, report: &PipelineReport) -> Result<(), RecordError> {
+/// Logs a run that is over before the log hears of it (a pipeline's, whose calls are its
+/// nodes) as a run of its kind (`pipeline:NAME`).
+pub fn log_finished_run(db: &Arc<Db>, finished: &FinishedRun) -> Result<(), RecordError> {
     let mut run = RunReport::new(
-        &format!("pipeline:{}", report.pipeline),
+        &finished.kind.to_string(),
         vec![Message::User {
-            content: report.inputs.to_string(),
+            content: finished.input.to_string(),
         }],
     );
-    run.run_id = report.run_id.clone();
-    run.provider = "pipeline".into();
-    run.model = report.pipeline.clone();
-    run.tool_calls = pipeline_calls(report);
-    match report.result() {
+    run.run_id = finished.run_id.clone();
+    run.provider = finished.kind.provider().unwrap_or_default().into();
+    if let RunKind::Pipeline(name) = &finished.kind {
+        run.model = name.clone();
+    }
+    run.tool_calls = finished
+        .calls
+        .iter()
+        .map(|c| ToolCallRecord::new(1, &c.id, &c.tool, c.args.clone(), &c.outcome, String::new()))
+        .collect();
+    match &finished.result {
         Ok(v) => run.answer = v.to_string(),
-        Err(f) => run.error = Some(f.message),
+        Err(f) => run.error = Some(f.message.clone()),
     }
     log_finished(db, &run)
-}
-
-/// The nodes that ran, as tool-call records for the run log.
-fn pipeline_calls(report: &PipelineReport) -> Vec<ToolCallRecord> {
-    report
-        .nodes
-        .iter()
-        .filter(|n| n.status != NodeStatus::Skipped)
-        .map(|n| {
-            let outcome = ToolOutcome {
-                result: match (&n.value, &n.error) {
-                    (_, Some(e)) => Err(e.clone()),
-                    (v, None) => Ok(v.clone().unwrap_or(Value::Null)),
-                },
-                duration: Duration::from_secs_f64(n.duration_ms / 1000.0),
-                attempts: 1,
-            };
-            ToolCallRecord::new(1, &n.name, &n.call, n.args.clone(), &outcome, String::new())
-        })
-        .collect()
 }
 
 #[cfg(test)]

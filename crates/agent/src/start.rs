@@ -102,13 +102,13 @@ async fn setup_and_drive(
     let grants =
         kiln_core::capability::Grants::effective(&[Some(&agent.grants), opts.grants.as_ref()]);
     let mut ctx = host.context(grants);
-    ctx.run_id = run.report.run_id.clone();
-    ctx.caller = kiln_core::context::Caller::Agent(agent.name.clone());
+    ctx.who.run_id = run.report.run_id.clone();
+    ctx.who.caller = kiln_core::context::Caller::Agent(agent.name.clone());
     ctx.apply(opts.scope());
-    ctx.asker = opts.asker.clone();
-    ctx.depth = opts.depth;
-    ctx.restored = opts.state.is_some() && !opts.history.is_empty();
-    let deadline = ctx.deadline;
+    ctx.approval.approver = opts.approver.clone();
+    ctx.who.depth = opts.depth;
+    ctx.run.restored = opts.state.is_some() && !opts.history.is_empty();
+    let deadline = ctx.run.deadline;
     let setup = super::run::Setup {
         host,
         journal,
@@ -119,7 +119,7 @@ async fn setup_and_drive(
         opts,
         deadline,
     };
-    if setup.agent.mode == kiln_core::agent_spec::AgentMode::JsonPlanner {
+    if setup.agent.mode == kiln_registry::agent_spec::AgentMode::JsonPlanner {
         return super::planner::drive(&setup, run, ctx).await;
     }
     super::tool_loop::drive(&setup, run, &mut ctx).await?;
@@ -139,9 +139,9 @@ async fn setup_and_drive(
         run.report.provider = provider.name().to_string();
         run.report.model = model.clone();
         run.report.handoffs.push(agent.name.clone());
-        ctx.grants =
+        ctx.granted.grants =
             kiln_core::capability::Grants::effective(&[Some(&agent.grants), opts.grants.as_ref()]);
-        ctx.caller = kiln_core::context::Caller::Agent(agent.name.clone());
+        ctx.who.caller = kiln_core::context::Caller::Agent(agent.name.clone());
         setup.max_rounds = opts.max_iterations.unwrap_or(agent.max_tool_iterations);
         setup.provider = Arc::new(provider);
         setup.model = model;

@@ -137,7 +137,7 @@ impl<'s, 'a> Rounds<'s, 'a> {
             let content = message.clone();
             run.report.messages.push(Message::User { content });
         }
-        run.commit(&ctx.state).await?;
+        run.commit(&ctx.run.state).await?;
         Ok(match verdict? {
             Verdict::Done => Next::Stop,
             Verdict::Repair { .. } => Next::Again,
@@ -161,7 +161,7 @@ impl<'s, 'a> Rounds<'s, 'a> {
         }
         self.contract.check(&run.report, calls.len() as u64)?;
         // A program's own calls count too: it may make only what the budget has left.
-        ctx.calls_left = self.contract.calls_left(&run.report).map(|n| {
+        ctx.run.calls_left = self.contract.calls_left(&run.report).map(|n| {
             Arc::new(std::sync::atomic::AtomicU64::new(
                 n.saturating_sub(calls.len() as u64),
             ))
@@ -192,7 +192,7 @@ impl<'s, 'a> Rounds<'s, 'a> {
             .collect();
         let handed = handoff(&setup.agent, &calls, &results);
         run.report.messages.push(Message::Tool { results });
-        run.commit(&ctx.state).await?;
+        run.commit(&ctx.run.state).await?;
         if let Some(kind) = round_end.stop {
             return Err(kind);
         }
@@ -334,7 +334,7 @@ impl RoundEnd<'_> {
 
 /// The agent a round's successful handoff call hands the conversation to, if any.
 fn handoff(
-    agent: &kiln_core::agent_spec::AgentSpec,
+    agent: &kiln_registry::agent_spec::AgentSpec,
     calls: &[ToolCall],
     results: &[ToolResult],
 ) -> Option<String> {
@@ -348,20 +348,20 @@ fn handoff(
 /// the schemas the model sees are the code that runs.
 pub(super) fn pin_turn(
     host: &dyn RunHost,
-    agent: &kiln_core::agent_spec::AgentSpec,
+    agent: &kiln_registry::agent_spec::AgentSpec,
     ctx: &mut CallContext,
 ) -> Vec<Arc<kiln_core::tool::Tool>> {
     let snapshot = host.registry();
-    ctx.registry = Some(snapshot.clone());
+    ctx.run.registry = Some(snapshot.clone());
     let mut available = snapshot.available(Some(&agent.tools), ctx);
     // Other agents it lists (`agent:NAME`) as tools that run them.
     available.extend(
         agent
             .tools
             .iter()
-            .filter_map(|t| kiln_core::agent_tool::named_agent(t))
+            .filter_map(|t| kiln_registry::agent_tool::named_agent(t))
             .filter_map(|name| snapshot.agent(name))
-            .filter_map(|other| kiln_core::agent_tool::agent_tool(&other)),
+            .filter_map(|other| kiln_registry::agent_tool::agent_tool(&other)),
     );
     // The agents it may hand the conversation to.
     available.extend(
@@ -369,7 +369,7 @@ pub(super) fn pin_turn(
             .handoffs
             .iter()
             .filter_map(|name| snapshot.agent(name))
-            .filter_map(|other| kiln_core::agent_tool::handoff_tool(&other)),
+            .filter_map(|other| kiln_registry::agent_tool::handoff_tool(&other)),
     );
     match (&agent.code_mode, &agent.script) {
         (Some(mode), Some(script)) => {

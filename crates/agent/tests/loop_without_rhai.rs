@@ -3,16 +3,16 @@
 //! closure over the conversation it is sent. One test logs concurrent runs to a real database.
 
 use kiln_agent::{RunErrorKind, RunHost, RunOptions};
-use kiln_core::agent_spec::{AgentMode, AgentScript, AgentSpec, ProviderKind};
 use kiln_core::capability::Grants;
 use kiln_core::context::CallContext;
 use kiln_core::error::{HostError, SourceLoc};
 use kiln_core::model::{
     CallArgs, LocalModel, LocalReply, ModelResponse, StopReason, TextSink, ToolCall, Usage,
 };
-use kiln_core::native::{NativeTool, native_source};
-use kiln_core::registry::Registry;
 use kiln_core::services::Services;
+use kiln_registry::Registry;
+use kiln_registry::agent_spec::{AgentMode, AgentScript, AgentSpec, ProviderKind};
+use kiln_registry::native::{NativeTool, native_source};
 use serde_json::{Value, json};
 use std::sync::{Arc, Mutex};
 
@@ -68,7 +68,7 @@ impl RunHost for FakeHost {
 
     fn context(&self, grants: Grants) -> CallContext {
         let mut ctx = CallContext::new(grants, self.services.clone());
-        ctx.registry = Some(self.registry.clone());
+        ctx.run.registry = Some(self.registry.clone());
         ctx
     }
 }
@@ -239,7 +239,7 @@ fn concurrent_runs_sharing_group_commits_never_run_a_tool_on_an_uncommitted_step
     let (seen_by_tools, tools_db) = (Arc::new(Mutex::new(Vec::new())), db.clone());
     let seen = seen_by_tools.clone();
     let add = NativeTool::new("add", move |args: Value, ctx: &CallContext| {
-        let (db, seen, run_id) = (tools_db.clone(), seen.clone(), ctx.run_id.clone());
+        let (db, seen, run_id) = (tools_db.clone(), seen.clone(), ctx.who.run_id.clone());
         async move {
             let round = args["a"].as_i64().unwrap_or(0);
             let (started, messages): (i64, i64) = {

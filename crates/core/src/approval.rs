@@ -16,7 +16,7 @@
 //! # drop(Rules);
 //! ```
 
-use crate::context::Asker;
+use crate::context::Approver;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
@@ -31,23 +31,23 @@ pub trait AsyncApprover: Send + Sync {
     fn approve<'a>(&'a self, cap: &'a str, question: &'a str) -> ApprovalFuture<'a>;
 }
 
-/// An [`AsyncApprover`] as the [`Asker`] a call asks from its own thread: the decision is
-/// awaited on the runtime the asker was made on (a multi-thread one), or on one of its own.
-pub struct AsyncAsker {
+/// An [`AsyncApprover`] as the [`Approver`] a call waits on from its own thread: the decision
+/// is awaited on the runtime it was made on (a multi-thread one), or on one of its own.
+pub struct BlockingApprover {
     approver: Arc<dyn AsyncApprover>,
     runtime: tokio::runtime::Handle,
 }
 
-impl AsyncAsker {
-    /// The asker of `approver`, on the current runtime; `None` outside one.
+impl BlockingApprover {
+    /// `approver` waited on from a call's thread, on the current runtime; `None` outside one.
     pub fn new(approver: Arc<dyn AsyncApprover>) -> Option<Self> {
         let runtime = tokio::runtime::Handle::try_current().ok()?;
-        Some(AsyncAsker { approver, runtime })
+        Some(BlockingApprover { approver, runtime })
     }
 }
 
-impl Asker for AsyncAsker {
-    fn ask(&self, cap: &str, question: &str) -> Result<bool, String> {
+impl Approver for BlockingApprover {
+    fn approve(&self, cap: &str, question: &str) -> Result<bool, String> {
         let (tx, rx) = std::sync::mpsc::sync_channel(1);
         let (approver, cap, question) =
             (self.approver.clone(), cap.to_string(), question.to_string());
@@ -83,7 +83,7 @@ pub const NO_ONE_TO_ASK: &str = "there is no one to ask (pass --yes to approve)"
 /// The one rule for a person's yes: every `ask` (a grant a tool relies on, a gated host
 /// function's grant, a call policy's verdict) goes through here, at every door.
 ///
-/// `--yes` approves; else the door's asker decides (an MCP client, `kiln serve`'s approvals,
+/// `--yes` approves; else the door's approver decides (an MCP client, `kiln serve`'s approvals,
 /// the decisions a durable run made before the step, an [`AsyncApprover`]); else the host's
 /// terminal; else nobody can, and the answer says so. `label` is the capability or
 /// `policy:NAME`; the decision is traced on an `approval` span.
@@ -94,14 +94,21 @@ pub fn ask_person(
     question: &str,
 ) -> Result<bool, String> {
     let span = crate::telemetry::approval_span(label, tool);
-    let answer = span.in_scope(|| decide(ctx.asker.as_ref(), &ctx.services, label, question));
+    let answer = span.in_scope(|| {
+        decide(
+            ctx.approval.approver.as_ref(),
+            &ctx.run.services,
+            label,
+            question,
+        )
+    });
     crate::telemetry::record_approval(&span, &answer);
     answer
 }
 
-/// `--yes`, else the asker, else the terminal, else nobody.
+/// `--yes`, else the door's approver, else the terminal, else nobody.
 fn decide(
-    asker: Option<&Arc<dyn Asker>>,
+    approver: Option<&Arc<dyn Approver>>,
     services: &crate::services::Services,
     label: &str,
     question: &str,
@@ -109,9 +116,9 @@ fn decide(
     if services.assume_yes {
         return Ok(true);
     }
-    match (asker, &services.approver) {
-        (Some(asker), _) => asker.ask(label, question),
-        (None, Some(approver)) => Ok(approver(label, question)),
+    match (approver, &services.approver) {
+        (Some(door), _) => door.approve(label, question),
+        (None, Some(terminal)) => Ok(terminal(label, question)),
         (None, None) => Err(NO_ONE_TO_ASK.to_string()),
     }
 }
@@ -133,18 +140,18 @@ pub fn shorten(text: &str) -> String {
 }
 
 /// The labels a call was already approved for, answered yes without asking again; the rest go
-/// to the asker the call had (or the terminal, through [`ask_person`]'s order).
+/// to the approver the call had (or the terminal, through [`ask_person`]'s order).
 pub struct Approved {
     /// Labels (capability names) approved for this call.
     pub labels: Vec<String>,
-    /// The asker the call had before.
-    pub inner: Option<Arc<dyn Asker>>,
+    /// The approver the call had before.
+    pub inner: Option<Arc<dyn Approver>>,
     /// Where the terminal's approver and `--yes` live.
     pub services: Arc<crate::services::Services>,
 }
 
-impl Asker for Approved {
-    fn ask(&self, cap: &str, question: &str) -> Result<bool, String> {
+impl Approver for Approved {
+    fn approve(&self, cap: &str, question: &str) -> Result<bool, String> {
         if self.labels.iter().any(|l| l == cap) {
             return Ok(true);
         }

@@ -5,7 +5,7 @@
 //! once with one, and every `ask` is asked once per call, before the handler.
 
 use crate::capability::{Capability, GrantMode, Grants};
-use crate::context::{Asker, CallContext, Policy, Reachable, Tools, Verdict};
+use crate::context::{Approver, CallContext, Policy, Reachable, Tools, Verdict};
 use crate::error::SourceLoc;
 use crate::failure::{FailureKind, ToolFailure};
 use crate::services::Services;
@@ -34,6 +34,7 @@ impl Handler for Counting {
     ) -> Result<Value, ToolFailure> {
         for cap in &self.uses {
             let ask = ctx
+                .granted
                 .grants
                 .grant_covering(cap, |_| true)
                 .is_some_and(|g| g.mode == GrantMode::Ask);
@@ -65,8 +66,8 @@ struct Door {
     asked: Mutex<Vec<String>>,
 }
 
-impl Asker for Door {
-    fn ask(&self, cap: &str, _question: &str) -> Result<bool, String> {
+impl Approver for Door {
+    fn approve(&self, cap: &str, _question: &str) -> Result<bool, String> {
         self.asked
             .lock()
             .unwrap_or_else(|e| e.into_inner())
@@ -205,9 +206,9 @@ proptest! {
         };
         drop(door);
         let mut ctx = CallContext::new(grants, Arc::new(services));
-        ctx.asker = asker.clone().map(|a| a as Arc<dyn Asker>);
+        ctx.approval.approver = asker.clone().map(|a| a as Arc<dyn Approver>);
         if policy_asks {
-            ctx.registry = Some(Arc::new(Careful(SourceLoc::new("careful.rhai", 1, 1))));
+            ctx.run.registry = Some(Arc::new(Careful(SourceLoc::new("careful.rhai", 1, 1))));
         }
         let runs = Arc::new(AtomicUsize::new(0));
         let outcome = tool(&requires, runs.clone()).execute(&json!({}), &ctx);

@@ -7,7 +7,9 @@
 use crate::error::HostError;
 use std::fmt;
 
+mod host_cap;
 mod reach;
+pub use host_cap::HostCap;
 pub use reach::{Overlap, declare_secret_var, fs_scope_allows, is_secret_var};
 
 /// How a grant is used: silently, or after asking the person at the terminal.
@@ -44,8 +46,8 @@ impl Capability {
             return Err(HostError::BadCapability(text.to_string()));
         }
         // A `net` scope names destinations; one that names nothing would silently refuse all.
-        if name == "net"
-            && let Some(Err(why)) = scope.map(crate::egress::NetScope::parse)
+        if HostCap::Net.is(name)
+            && let Some(Err(why)) = scope.map(kiln_egress::NetScope::parse)
         {
             return Err(HostError::BadNetScope {
                 cap: text.to_string(),
@@ -333,8 +335,8 @@ impl Grants {
 /// A `net` grant of scope `granted` serving a tool that declares `required` (a CIDR holding
 /// the declared address, `private` for a local host, ...).
 fn net_scope_covers(name: &str, granted: &str, required: &str) -> bool {
-    use crate::egress::NetScope;
-    name == "net"
+    use kiln_egress::NetScope;
+    HostCap::Net.is(name)
         && matches!(
             (NetScope::parse(granted), NetScope::parse(required)),
             (Ok(g), Ok(r)) if g.covers(&r)

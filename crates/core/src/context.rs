@@ -6,83 +6,133 @@ use serde_json::Value;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
-/// Everything a call knows besides its arguments: who, why, what is granted, per-run state.
+/// Everything a call knows besides its arguments, in four parts: who calls ([`Who`]), what is
+/// granted ([`Granted`]), where it runs ([`RunScope`]) and who approves what it asks
+/// ([`Approval`]).
 #[derive(Clone)]
 pub struct CallContext {
+    /// Who calls: the actor, the caller, the run and the call.
+    pub who: Who,
+    /// What is granted: the caller's grants, and what the native tool running declares.
+    pub granted: Granted,
+    /// Where it runs: services, the pinned registry, state, limits and observers.
+    pub run: RunScope,
+    /// Who approves the call's `ask` grants.
+    pub approval: Approval,
+}
+
+/// Who calls: the actor, the caller, the run and call ids, the retry key and the depth.
+#[derive(Clone)]
+pub struct Who {
     /// Who the run acts for (from the application), if anyone.
     pub actor_id: Option<String>,
-    /// Read-only application context (`--context k=v`).
-    pub context: serde_json::Map<String, Value>,
-    /// Mutable per-run state shared by the run's calls (`ctx.state`).
-    pub state: Arc<Mutex<Value>>,
-    /// Id of the run.
-    pub run_id: String,
     /// Who is calling: an agent's run, a pipeline's, or the application directly.
     pub caller: Caller,
+    /// Id of the run.
+    pub run_id: String,
+    /// The id the model gave this tool call (for its trace span); `None` outside agent runs.
+    pub call_id: Option<String>,
+    /// The tool call's key for outside APIs (`ctx.idempotency_key`): the same on every retry of
+    /// the step it belongs to; set for calls an agent run makes.
+    pub idempotency_key: Option<String>,
+    /// Nesting depth of `call_tool`.
+    pub depth: u32,
+}
+
+/// What is granted: the caller's grants, and inside a native tool, what that tool declares.
+#[derive(Clone)]
+pub struct Granted {
     /// What the caller was granted.
     pub grants: Grants,
+    /// The native tool running, with the capabilities it declares (for
+    /// [`CallContext::call_tool`]).
+    pub native: Option<Arc<NativeDeclared>>,
+}
+
+/// A native tool as the calls it makes see it: its name and the capabilities it declares,
+/// the most a tool it calls may require.
+#[derive(Debug, Clone)]
+pub struct NativeDeclared {
+    /// The tool's name.
+    pub tool: String,
+    /// The capabilities it declares.
+    pub requires: Vec<crate::capability::Capability>,
+}
+
+/// Where a call runs: the host's services, the registry its run pinned, the run's state and
+/// application context, its limits (cancellation, deadline, calls left), and who hears of it
+/// (the nested log, the journal, the event observer, the agent runner).
+#[derive(Clone)]
+pub struct RunScope {
+    /// Host services (store, workspace, the terminal's approver).
+    pub services: Arc<Services>,
+    /// The registry snapshot the run pinned (for `call_tool`).
+    pub registry: Option<Arc<dyn Tools>>,
+    /// Mutable per-run state shared by the run's calls (`ctx.state`).
+    pub state: Arc<Mutex<Value>>,
+    /// Read-only application context (`--context k=v`).
+    pub context: serde_json::Map<String, Value>,
+    /// The state was restored from a saved session (`ctx.restored`).
+    pub restored: bool,
     /// Set to stop running scripts (Ctrl-C).
     pub cancel: Option<crate::cancel::Cancel>,
     /// A deadline for the whole run.
     pub deadline: Option<Instant>,
-    /// Host services (store, workspace, approvals).
-    pub services: Arc<Services>,
-    /// Nesting depth of `call_tool`.
-    pub depth: u32,
-    /// The state was restored from a saved session (`ctx.restored`).
-    pub restored: bool,
-    /// The tool call's key for outside APIs (`ctx.idempotency_key`): the same on every retry of
-    /// the step it belongs to; set for calls an agent run makes.
-    pub idempotency_key: Option<String>,
-    /// The id the model gave this tool call (for its trace span); `None` outside agent runs.
-    pub call_id: Option<String>,
-    /// The registry snapshot the run pinned (for `call_tool`).
-    pub registry: Option<Arc<dyn Tools>>,
-    /// The native tool running, with the capabilities it declares (for [`CallContext::call_tool`]).
-    pub native: Option<Arc<(String, Vec<crate::capability::Capability>)>>,
-    /// What runs a pipeline's agent nodes and logs its runs (the host, when there is one).
-    pub agents: Option<std::sync::Weak<dyn crate::pipeline::AgentRunner>>,
+    /// Tool calls the run's budget has left for calls made inside this one (a code-mode
+    /// program's), when it limits them.
+    pub calls_left: Option<Arc<std::sync::atomic::AtomicU64>>,
     /// Where calls made inside this call are recorded (a code-mode program's tool calls), for
     /// the run log to show under it.
     pub nested: Option<NestedLog>,
     /// Runs the calls made inside this call as steps of a durable run's journal, so a resumed
     /// program gets the results of the calls it completed back instead of making them again.
     pub steps: Option<Arc<dyn NestedSteps>>,
-    /// Who approves the call's `ask` grants in place of the host's terminal: the door's
-    /// person (an MCP client, through elicitation), for calls made while the door waits.
-    pub asker: Option<Arc<dyn Asker>>,
-    /// Tool calls the run's budget has left for calls made inside this one (a code-mode
-    /// program's), when it limits them.
-    pub calls_left: Option<Arc<std::sync::atomic::AtomicU64>>,
     /// Where the call's progress and log messages go besides tracing (the door's observer).
     pub events: Option<Arc<crate::call_events::CallEvents>>,
+    /// What runs agents the call reaches (an agent as a tool, a pipeline's agent nodes) and
+    /// logs the runs that end inside it (the host, when there is one).
+    pub agents: Option<std::sync::Weak<dyn crate::runner::AgentRunner>>,
+}
+
+/// Who approves the call's `ask` grants.
+#[derive(Clone, Default)]
+pub struct Approval {
+    /// Who approves in place of the host's terminal: the door's person (an MCP client, through
+    /// elicitation), for calls made while the door waits; `None`: the terminal, or `--yes`.
+    pub approver: Option<Arc<dyn Approver>>,
 }
 
 impl CallContext {
     /// A context with these grants and services, a fresh run id and empty state.
     pub fn new(grants: Grants, services: Arc<Services>) -> Self {
         CallContext {
-            actor_id: None,
-            context: serde_json::Map::new(),
-            state: Arc::new(Mutex::new(Value::Object(serde_json::Map::new()))),
-            run_id: new_run_id(),
-            caller: Caller::Direct,
-            grants,
-            cancel: None,
-            deadline: None,
-            services,
-            depth: 0,
-            restored: false,
-            idempotency_key: None,
-            call_id: None,
-            registry: None,
-            native: None,
-            agents: None,
-            nested: None,
-            steps: None,
-            asker: None,
-            calls_left: None,
-            events: None,
+            who: Who {
+                actor_id: None,
+                caller: Caller::Direct,
+                run_id: new_run_id(),
+                call_id: None,
+                idempotency_key: None,
+                depth: 0,
+            },
+            granted: Granted {
+                grants,
+                native: None,
+            },
+            run: RunScope {
+                services,
+                registry: None,
+                state: Arc::new(Mutex::new(Value::Object(serde_json::Map::new()))),
+                context: serde_json::Map::new(),
+                restored: false,
+                cancel: None,
+                deadline: None,
+                calls_left: None,
+                nested: None,
+                steps: None,
+                events: None,
+                agents: None,
+            },
+            approval: Approval::default(),
         }
     }
 
@@ -95,13 +145,13 @@ impl CallContext {
         total: Option<f64>,
         message: Option<&str>,
     ) -> Result<(), String> {
-        crate::call_events::progress(self.events.as_deref(), done, total, message)
+        crate::call_events::progress(self.run.events.as_deref(), done, total, message)
     }
 
     /// Logs a message, as `log(level, message)` does in scripts: to tracing (stderr), and to
     /// the caller when it listens (an MCP client, at the level it chose).
     pub fn log(&self, level: crate::call_events::LogLevel, message: &str) {
-        crate::call_events::log(self.events.as_deref(), level, message);
+        crate::call_events::log(self.run.events.as_deref(), level, message);
     }
 }
 
@@ -119,11 +169,12 @@ pub struct NestedCall {
     pub outcome: crate::failure::ToolOutcome,
 }
 
-/// Asks the person behind a door whether an `ask` grant may be used.
-pub trait Asker: Send + Sync {
-    /// Asks `question` about capability `cap` and waits for the answer; `Err` says why nobody
-    /// could be asked (the client cannot answer mid-call, the question failed to arrive).
-    fn ask(&self, cap: &str, question: &str) -> Result<bool, String>;
+/// Approves (or not) a call's use of an `ask` grant, asking the person behind a door.
+pub trait Approver: Send + Sync {
+    /// Decides about capability `cap` (or `policy:NAME`), asking `question`, and waits for the
+    /// answer; `Err` says why nobody could decide (the client cannot answer mid-call, the question
+    /// failed to arrive).
+    fn approve(&self, cap: &str, question: &str) -> Result<bool, String>;
 }
 
 /// The work of one call made inside another: it runs the call and returns how it ended.
@@ -161,12 +212,12 @@ impl CallContext {
     /// Takes the caller's options: context, actor, deadline (from now), cancellation (linked
     /// once, see [`crate::cancel::Cancel`]) and shared state.
     pub fn apply(&mut self, scope: CallerScope<'_>) {
-        self.context = scope.context.clone();
-        self.actor_id = scope.actor_id.map(str::to_string);
-        self.deadline = scope.timeout.map(|t| Instant::now() + t);
-        self.cancel = scope.cancel.map(crate::cancel::Cancel::linked);
+        self.run.context = scope.context.clone();
+        self.who.actor_id = scope.actor_id.map(str::to_string);
+        self.run.deadline = scope.timeout.map(|t| Instant::now() + t);
+        self.run.cancel = scope.cancel.map(crate::cancel::Cancel::linked);
         if let Some(state) = scope.state {
-            self.state = state.clone();
+            self.run.state = state.clone();
         }
     }
 }

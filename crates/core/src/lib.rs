@@ -1,43 +1,33 @@
 //! kiln's core: what every layer above speaks, with no script engine, HTTP server, MCP or
 //! durable-execution crate beneath it.
 //!
-//! Capabilities and grants ([`capability`]), what `net` reaches ([`egress`]), JSON Schemas
+//! Capabilities and grants ([`capability`], with `net` read by kiln-egress), JSON Schemas
 //! from params ([`schema`], [`validate`]), tools and how a call ends ([`tool`], [`failure`],
 //! [`running`]), the context a call knows ([`context`]), content blocks, call events, rate
-//! limits, the registry snapshot, native tools and host functions ([`native`]), the neutral
-//! model types ([`model`], with the [`model::LocalModel`] seam), and the specs of agents,
-//! pipelines and MCP mounts, with the pipeline runner ([`pipeline`], reaching agents through
-//! [`pipeline::AgentRunner`]).
+//! limits, call policies and approvals, the neutral model types ([`model`], with the
+//! [`model::LocalModel`] seam), and the seam to what runs beyond tools ([`runner`]: agents'
+//! runs and the run log, which the host implements).
 //!
-//! May depend on: nothing of kiln.
+//! May depend on: kiln-egress.
 
 #![warn(missing_docs)]
 
-pub mod agent_spec;
-pub mod agent_tool;
 pub mod approval;
 pub mod call_events;
 pub mod cancel;
 pub mod capability;
 pub mod content;
 pub mod context;
-pub mod contract;
 pub mod duration;
-pub mod dyn_tool;
-pub mod egress;
 pub mod error;
 pub mod failure;
 pub mod model;
-pub mod mount_spec;
-pub mod native;
-pub mod pipeline;
 pub mod policy;
 pub mod public_error;
 pub mod ratelimit;
-pub mod registry;
+pub mod runner;
 pub mod running;
 pub mod schema;
-pub mod served;
 pub mod services;
 pub mod suggest;
 pub mod telemetry;

@@ -39,7 +39,7 @@ pub fn apply<'a>(
     args: &'a Value,
     ctx: &CallContext,
 ) -> Result<Cow<'a, Value>, ToolFailure> {
-    let Some(registry) = &ctx.registry else {
+    let Some(registry) = &ctx.run.registry else {
         return Ok(Cow::Borrowed(args));
     };
     let policies: Vec<Arc<dyn Policy>> = registry

@@ -48,7 +48,7 @@ pub fn drive(
             ),
         ));
     }
-    let guarded = guard(future, deadline, ctx.cancel.clone(), name.to_string());
+    let guarded = guard(future, deadline, ctx.run.cancel.clone(), name.to_string());
     match tokio::runtime::Handle::try_current() {
         Ok(handle) => handle.block_on(guarded),
         Err(_) => tokio::runtime::Builder::new_current_thread()

@@ -1,7 +1,7 @@
 //! Host services reached by gated host functions: the store, the workspace, approvals and
 //! how the network is reached.
 
-use crate::egress::resolver::{NameResolver, Overrides, SystemResolver};
+use kiln_egress::resolver::{NameResolver, Overrides, SystemResolver};
 use serde_json::Value;
 use std::collections::{BTreeMap, HashMap};
 use std::net::IpAddr;
@@ -123,7 +123,7 @@ pub type HttpFake =
     std::sync::Arc<dyn Fn(&str, &str, Option<&Value>) -> Result<FakeReply, String> + Send + Sync>;
 
 /// Asks a person whether a gated call may go ahead: `(capability, question) -> yes`.
-pub type Approver = Box<dyn Fn(&str, &str) -> bool + Send + Sync>;
+pub type ApproverFn = Box<dyn Fn(&str, &str) -> bool + Send + Sync>;
 
 /// How scripts' `http_get`/`http_post` reach the network (given to
 /// `HostBuilder::egress`). By default names are looked up by the
@@ -200,7 +200,7 @@ pub struct Services {
     /// Approve every `ask` grant without asking (`--yes`).
     pub assume_yes: bool,
     /// Asks at the terminal; `None` when there is no terminal.
-    pub approver: Option<Approver>,
+    pub approver: Option<ApproverFn>,
     /// How gated functions reach the network.
     pub egress: Egress,
     /// When set, host HTTP requests are answered by it and never reach the network (tests).

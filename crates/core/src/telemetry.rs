@@ -17,15 +17,16 @@ pub fn set_capture_content(on: bool) {
 }
 
 /// The span of one tool call: `execute_tool {tool}`, its outcome recorded by
-/// [`record_outcome`].
+/// [`record_outcome`]; `mounted` when the tool is a mounted MCP server's.
 pub fn tool_span(
     tool: &str,
     description: &str,
     call_id: Option<&str>,
     args: &serde_json::Value,
+    mounted: bool,
 ) -> tracing::Span {
     // A mounted MCP server's tool runs elsewhere; kiln's own run in this process.
-    let kind = match tool.contains(crate::mount_spec::SEPARATOR) {
+    let kind = match mounted {
         true => "extension",
         false => "function",
     };
@@ -65,47 +66,6 @@ pub fn record_outcome(span: &tracing::Span, outcome: &crate::failure::ToolOutcom
         }
         Err(f) => fail(span, f.kind.as_str()),
     }
-}
-
-/// The span of a pipeline run: `invoke_workflow {pipeline}`.
-pub fn pipeline_span(pipeline: &str, run_id: &str) -> tracing::Span {
-    tracing::info_span!(
-        "invoke_workflow",
-        otel.name = %format_args!("invoke_workflow {pipeline}"),
-        otel.kind = "internal",
-        otel.status_code = tracing::field::Empty,
-        otel.status_description = tracing::field::Empty,
-        gen_ai.operation.name = "invoke_workflow",
-        gen_ai.workflow.name = pipeline,
-        error.type = tracing::field::Empty,
-        kiln.run_id = run_id,
-        kiln.nodes = tracing::field::Empty,
-    )
-}
-
-/// Records how a pipeline run ended: a refusal or a failed node fails it.
-pub fn record_pipeline(span: &tracing::Span, report: &crate::pipeline::report::PipelineReport) {
-    span.record("kiln.nodes", report.nodes.len());
-    if let Some(f) = &report.refused {
-        fail(span, f.kind.as_str());
-    } else if let Some(f) = report.nodes.iter().find_map(|n| n.error.as_ref()) {
-        fail(span, f.kind.as_str());
-    }
-}
-
-/// The span of one pipeline node (the conventions have none; its call's own span is its
-/// child): `node {name}`.
-pub fn node_span(node: &str, call: &str) -> tracing::Span {
-    tracing::info_span!(
-        "pipeline_node",
-        otel.name = %format_args!("node {node}"),
-        otel.kind = "internal",
-        otel.status_code = tracing::field::Empty,
-        otel.status_description = tracing::field::Empty,
-        error.type = tracing::field::Empty,
-        kiln.node = node,
-        kiln.node.call = call,
-    )
 }
 
 /// Marks a span failed with a failure kind.

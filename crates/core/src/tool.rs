@@ -31,6 +31,9 @@ pub fn valid_tool_name(name: &str) -> bool {
 /// Maximum nesting of `call_tool`.
 pub const MAX_CALL_DEPTH: u32 = 4;
 
+/// Separates a mounted MCP server's name from its tool's in the registry (`fs__read_file`).
+pub const MOUNT_SEPARATOR: &str = "__";
+
 /// Runs tool `name` from inside tool `caller` (`call_tool`), under the capability rules: the
 /// callee may need nothing the caller does not declare, the caller's grants apply, and nesting
 /// is bounded. `Err` is a refusal, worded for the model.
@@ -41,12 +44,13 @@ pub fn call_nested(
     name: &str,
     args: &Value,
 ) -> Result<ToolOutcome, String> {
-    if ctx.depth >= MAX_CALL_DEPTH {
+    if ctx.who.depth >= MAX_CALL_DEPTH {
         return Err(format!(
             "call_tool(\"{name}\") refused: nesting deeper than {MAX_CALL_DEPTH}"
         ));
     }
     let tool = ctx
+        .run
         .registry
         .as_ref()
         .and_then(|r| r.reach(name))
@@ -64,8 +68,8 @@ pub fn call_nested(
         ));
     }
     let mut inner = ctx.clone();
-    inner.depth += 1;
-    inner.call_id = None;
+    inner.who.depth += 1;
+    inner.who.call_id = None;
     Ok(tool.execute(args, &inner))
 }
 
@@ -168,20 +172,23 @@ impl Tool {
     /// (destructive); a tool needing nothing beyond `fs.read` and `env` only reads, and a
     /// read-only tool is idempotent.
     pub fn hints(&self) -> ResolvedHints {
-        let needs = |name: &str| self.requires.iter().any(|c| c.name == name);
+        use crate::capability::HostCap;
+        let needs = |cap: HostCap| self.requires.iter().any(|c| cap.is(&c.name));
         let set = self.meta.hints;
         let read_only = set.read_only.unwrap_or_else(|| {
             self.requires
                 .iter()
-                .all(|c| matches!(c.name.as_str(), "fs.read" | "env"))
+                .all(|c| matches!(HostCap::of(&c.name), Some(HostCap::FsRead | HostCap::Env)))
         });
         ResolvedHints {
             read_only,
             destructive: set
                 .destructive
-                .unwrap_or(!read_only && (needs("fs.write") || needs("store"))),
+                .unwrap_or(!read_only && (needs(HostCap::FsWrite) || needs(HostCap::Store))),
             idempotent: set.idempotent.unwrap_or(read_only),
-            open_world: set.open_world.unwrap_or(needs("net") || needs("mcp")),
+            open_world: set
+                .open_world
+                .unwrap_or(needs(HostCap::Net) || needs(HostCap::Mcp)),
         }
     }
 
@@ -227,8 +234,9 @@ impl Tool {
         let span = crate::telemetry::tool_span(
             &self.name,
             &self.description,
-            ctx.call_id.as_deref(),
+            ctx.who.call_id.as_deref(),
             args,
+            self.name.contains(MOUNT_SEPARATOR),
         );
         let outcome = span.in_scope(|| self.execute_in_span(args, ctx));
         crate::telemetry::record_outcome(&span, &outcome);
@@ -337,7 +345,7 @@ impl Tool {
             );
             return Err(ToolFailure::visible(FailureKind::InvalidArguments, msg));
         }
-        if !ctx.grants.missing(&self.requires).is_empty() {
+        if !ctx.granted.grants.missing(&self.requires).is_empty() {
             return Err(ToolFailure::visible(
                 FailureKind::Capability,
                 self.capability_message(ctx),
@@ -352,11 +360,11 @@ impl Tool {
                 false => tracing::Span::none(),
             };
             let _in_wait = span.enter();
-            ctx.services.rate_limits.acquire(
+            ctx.run.services.rate_limits.acquire(
                 &self.name,
                 limit,
                 deadline,
-                ctx.cancel.as_ref().map(crate::cancel::Cancel::flag),
+                ctx.run.cancel.as_ref().map(crate::cancel::Cancel::flag),
             )?;
         }
         Ok(Admitted { approved })
@@ -366,7 +374,7 @@ impl Tool {
     /// tool's requirements rely on; a refusal is the call's error, which the model reads.
     /// Returns the capabilities approved.
     fn ask_for_grants(&self, args: &Value, ctx: &CallContext) -> Result<Vec<String>, ToolFailure> {
-        let asking = ctx.grants.asking_for(&self.requires);
+        let asking = ctx.granted.grants.asking_for(&self.requires);
         let mut approved = Vec::with_capacity(asking.len());
         for grant in asking {
             let label = &grant.cap.name;
@@ -389,7 +397,7 @@ impl Tool {
 
     /// Whether a call under `ctx` stops to ask a person before the handler runs.
     pub fn asks_before_running(&self, ctx: &CallContext) -> bool {
-        !ctx.services.assume_yes && !ctx.grants.asking_for(&self.requires).is_empty()
+        !ctx.run.services.assume_yes && !ctx.granted.grants.asking_for(&self.requires).is_empty()
     }
 
     /// The message of a capability refusal, in the seeds' words.
@@ -398,8 +406,8 @@ impl Tool {
             "Tool \"{}\" requires capabilities {} but {} only has {}",
             self.name,
             capability::list(&self.requires),
-            ctx.caller.describe("agent"),
-            ctx.grants.list()
+            ctx.who.caller.describe("agent"),
+            ctx.granted.grants.list()
         )
     }
 
@@ -461,7 +469,7 @@ impl Tool {
     /// The deadline of an attempt starting now: the tool's timeout within the run's deadline.
     fn deadline(&self, ctx: &CallContext) -> Instant {
         let deadline = Instant::now() + self.timeout;
-        ctx.deadline.map_or(deadline, |d| d.min(deadline))
+        ctx.run.deadline.map_or(deadline, |d| d.min(deadline))
     }
 }
 
@@ -498,8 +506,8 @@ impl CallContext {
         let span = tracing::Span::current();
         let outcome = tokio::task::spawn_blocking(move || {
             let _in_caller = span.enter();
-            let (caller, declared) = match &ctx.native {
-                Some(c) => (c.0.as_str(), c.1.as_slice()),
+            let (caller, declared) = match &ctx.granted.native {
+                Some(n) => (n.tool.as_str(), n.requires.as_slice()),
                 None => ("(none)", &[][..]),
             };
             call_nested(caller, declared, &ctx, &name, &args)
@@ -529,10 +537,10 @@ impl Admitted {
     /// `ctx` for the handler: what was approved is answered yes without asking again.
     pub fn within(&self, ctx: &CallContext) -> CallContext {
         let mut ctx = ctx.clone();
-        ctx.asker = Some(Arc::new(crate::approval::Approved {
+        ctx.approval.approver = Some(Arc::new(crate::approval::Approved {
             labels: self.approved.clone(),
-            inner: ctx.asker.take(),
-            services: ctx.services.clone(),
+            inner: ctx.approval.approver.take(),
+            services: ctx.run.services.clone(),
         }));
         ctx
     }

@@ -75,7 +75,7 @@ impl Worker {
             .host
             .agent(&req.agent)
             .map_err(|e| TerminalError::new_with_code(404, e.to_string()))?;
-        if agent.mode == kiln_core::agent_spec::AgentMode::JsonPlanner {
+        if agent.mode == kiln_registry::agent_spec::AgentMode::JsonPlanner {
             return Err(TerminalError::new_with_code(
                 400,
                 format!(

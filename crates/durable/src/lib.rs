@@ -12,7 +12,7 @@
 //! The other direction, kiln calling Restate (registering a worker, the front door of
 //! `kiln serve`), is plain HTTP and lives in kiln-serve's `restate` module, re-exported here.
 //!
-//! May depend on: kiln-core, kiln-agent, kiln-host, kiln-serve (the run slots and the token
+//! May depend on: kiln-core, kiln-registry, kiln-agent, kiln-host, kiln-serve (the run slots and the token
 //! ceiling it shares with the server), restate-sdk.
 
 #![warn(missing_docs)]

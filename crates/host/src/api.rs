@@ -9,11 +9,11 @@ use futures_util::Stream;
 use kiln_agent::{self, Event, RunError, RunOptions, RunReport, StepJournal};
 use kiln_core::capability::Grants;
 use kiln_core::error::{HostError, LoadError};
-use kiln_core::native::{HostFn, NativeTool};
 use kiln_core::schema::Format;
-use kiln_core::services::{Approver, Egress, HttpFake, Services, Store};
+use kiln_core::services::{ApproverFn, Egress, HttpFake, Services, Store};
 use kiln_core::tool::{Tool, ToolOutcome};
 use kiln_db::store::WorkspaceStore;
+use kiln_registry::native::{HostFn, NativeTool};
 use kiln_script::sandbox::Limits;
 use serde_json::Value;
 use std::path::PathBuf;
@@ -30,7 +30,7 @@ pub struct HostBuilder {
     config: HostConfig,
     database: Option<PathBuf>,
     grants: Grants,
-    approver: Option<Approver>,
+    approver: Option<ApproverFn>,
     assume_yes: bool,
     watch: bool,
     /// Start the MCP servers scripts declare (default); off for a host that only reads them.
@@ -110,11 +110,11 @@ impl HostBuilder {
         self,
         approver: impl kiln_core::approval::AsyncApprover + 'static,
     ) -> Self {
-        use kiln_core::context::Asker;
+        use kiln_core::context::Approver;
         let approver: Arc<dyn kiln_core::approval::AsyncApprover> = Arc::new(approver);
         self.approver(move |cap, question| {
-            kiln_core::approval::AsyncAsker::new(approver.clone())
-                .is_some_and(|asker| asker.ask(cap, question).unwrap_or(false))
+            kiln_core::approval::BlockingApprover::new(approver.clone())
+                .is_some_and(|approver| approver.approve(cap, question).unwrap_or(false))
         })
     }
 
@@ -211,7 +211,7 @@ impl HostBuilder {
             }
         };
         let extras = crate::host::Extras {
-            natives: kiln_core::native::native_source(self.tools),
+            natives: kiln_registry::native::native_source(self.tools),
             host_fns: self.host_fns,
             grants: self.grants,
             db,
@@ -254,7 +254,7 @@ pub struct CallOptions {
     pub state: Option<Arc<std::sync::Mutex<Value>>>,
     /// Who approves the call's `ask` grants instead of the terminal (a door's person, such as
     /// an MCP client through elicitation); `None`: the host's approver.
-    pub asker: Option<Arc<dyn kiln_core::context::Asker>>,
+    pub approver: Option<Arc<dyn kiln_core::context::Approver>>,
     /// The call's key for outside APIs (`ctx.idempotency_key`): a durable engine's, so every
     /// attempt of the call sends the same; `None`: none.
     pub idempotency_key: Option<String>,
@@ -286,7 +286,7 @@ impl Host {
 
     /// Definitions of every tool in a provider format, and warnings about anything dropped.
     pub fn schemas(&self, format: Format) -> (Vec<Value>, Vec<String>) {
-        kiln_core::registry::Registry::schemas(&self.tools(), format)
+        kiln_registry::Registry::schemas(&self.tools(), format)
     }
 
     /// A `.d.rhai` file describing the functions scripts can call (the DSL, the host functions
@@ -334,7 +334,7 @@ impl Host {
         let mut ctx = self.call_context(&opts);
         if self.db.is_some() {
             // A program's calls are logged under it.
-            ctx.nested = tool.nested_log();
+            ctx.run.nested = tool.nested_log();
         }
         let logged = self.db.is_some().then(|| (args.clone(), ctx.clone()));
         let outcome = tool.execute_async(args, ctx).await;
@@ -396,16 +396,18 @@ impl Host {
         let Some(db) = &self.db else {
             return Ok(());
         };
+        let kind = kiln_core::runner::RunKind::Call(tool.name.clone());
         let mut report = RunReport::new(
-            &format!("call:{}", tool.name),
+            &kind.to_string(),
             vec![kiln_providers::Message::User {
                 content: args.to_string(),
             }],
         );
-        report.run_id = ctx.run_id.clone();
-        report.provider = "direct".into();
-        report.actor = ctx.actor_id.clone();
+        report.run_id = ctx.who.run_id.clone();
+        report.provider = kind.provider().unwrap_or_default().into();
+        report.actor = ctx.who.actor_id.clone();
         let nested = ctx
+            .run
             .nested
             .as_ref()
             .and_then(|n| n.lock().ok().map(|n| n.clone()));
@@ -438,11 +440,11 @@ impl Host {
     fn options_context(&self, opts: &CallOptions) -> kiln_core::context::CallContext {
         let mut ctx = self.context(opts.grants.clone().unwrap_or_else(|| self.grants.clone()));
         ctx.apply(opts.scope());
-        ctx.asker = opts.asker.clone();
+        ctx.approval.approver = opts.approver.clone();
         if opts.idempotency_key.is_some() {
-            ctx.idempotency_key = opts.idempotency_key.clone();
+            ctx.who.idempotency_key = opts.idempotency_key.clone();
         }
-        ctx.events = opts
+        ctx.run.events = opts
             .observer
             .clone()
             .map(|o| Arc::new(kiln_core::call_events::CallEvents::new(o)));

@@ -31,9 +31,9 @@ fn ctx_is_kept_apart_from_args() {
     let (_dir, host) = host();
     let t = host.tool("ctx_echo").expect("tool");
     let mut ctx = host.context(Grants::parse(&["db"]).expect("caps"));
-    ctx.actor_id = Some("user-7".into());
-    ctx.context.insert("tenant".into(), json!("acme"));
-    ctx.caller = kiln_core::context::Caller::Agent("support".into());
+    ctx.who.actor_id = Some("user-7".into());
+    ctx.run.context.insert("tenant".into(), json!("acme"));
+    ctx.who.caller = kiln_core::context::Caller::Agent("support".into());
     let out = t.execute(&json!({}), &ctx).result.expect("ok");
     assert_eq!(out["actor"], json!("user-7"));
     assert_eq!(out["tenant"], json!("acme"));
@@ -75,6 +75,6 @@ fn registry_filters_by_capability_and_available_if() {
     assert_eq!(names(reg.tools_for(&db)), vec!["a", "b", "c"]);
     let mut ctx = host.context(db);
     assert_eq!(names(reg.available(None, &ctx)), vec!["a", "b"]);
-    ctx.context.insert("admin".into(), json!(true));
+    ctx.run.context.insert("admin".into(), json!(true));
     assert_eq!(names(reg.available(None, &ctx)), vec!["a", "b", "c"]);
 }

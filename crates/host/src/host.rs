@@ -3,13 +3,13 @@
 
 use crate::reload;
 use arc_swap::ArcSwap;
-use kiln_core::agent_spec::AgentSpec;
 use kiln_core::error::{self, HostError, LoadError, LoadErrorKind};
-use kiln_core::native::HostFn;
-use kiln_core::registry::{LoadedFile, Origin, Registry};
 use kiln_core::services::Services;
 use kiln_core::{capability, context, tool};
 use kiln_db as db;
+use kiln_registry::agent_spec::AgentSpec;
+use kiln_registry::native::HostFn;
+use kiln_registry::{LoadedFile, Origin, Registry};
 use kiln_script as script;
 use kiln_script::{loader, stdlib};
 use rhai::Engine;
@@ -431,11 +431,11 @@ impl Host {
     /// A call context holding these grants, with the current registry pinned.
     pub fn context(&self, grants: capability::Grants) -> context::CallContext {
         let mut ctx = context::CallContext::new(grants, self.services.clone());
-        ctx.registry = Some(self.registry());
-        ctx.agents = self
+        ctx.run.registry = Some(self.registry());
+        ctx.run.agents = self
             .this
             .get()
-            .map(|w| w.clone() as std::sync::Weak<dyn kiln_core::pipeline::AgentRunner>);
+            .map(|w| w.clone() as std::sync::Weak<dyn kiln_core::runner::AgentRunner>);
         ctx
     }
 

@@ -4,15 +4,14 @@
 
 use crate::{CallOptions, Host, RunOptions};
 use kiln_agent::{RunErrorKind, RunHost, runlog};
-use kiln_core::agent_spec::AgentSpec;
 use kiln_core::capability::Grants;
 use kiln_core::context::CallContext;
 use kiln_core::error::HostError;
 use kiln_core::failure::{FailureKind, ToolFailure};
-use kiln_core::pipeline::{
-    AgentAnswer, AgentCall, AgentRunner, Pipeline, PipelineReport, PipelineSpec, run,
-};
-use kiln_core::registry::Registry;
+use kiln_core::runner::{AgentAnswer, AgentCall, AgentRunner, FinishedRun};
+use kiln_pipeline::{Pipeline, PipelineReport, PipelineSpec, run};
+use kiln_registry::Registry;
+use kiln_registry::agent_spec::AgentSpec;
 use serde_json::Value;
 use std::sync::Arc;
 
@@ -54,12 +53,12 @@ impl Host {
         let pipeline = self.pipeline(name)?;
         let ctx = self.call_context(&opts);
         let report = match pipeline.tool.admit(&inputs, &ctx) {
-            Err(why) => PipelineReport::refused(&pipeline.spec.name, &ctx.run_id, inputs, why),
+            Err(why) => PipelineReport::refused(&pipeline.spec.name, &ctx.who.run_id, inputs, why),
             Ok(_) => run::run(Some(self), &pipeline.spec, inputs, &ctx).await,
         };
         if let Some(db) = self.database() {
             // A run the log could not keep is an error, as for agent runs.
-            runlog::log_pipeline(db, &report).map_err(|e| HostError::Database {
+            runlog::log_finished_run(db, &report.finished()).map_err(|e| HostError::Database {
                 path: db.path().display().to_string(),
                 message: e.to_string(),
             })?;
@@ -107,9 +106,9 @@ impl AgentRunner for Host {
         })
     }
 
-    fn log_pipeline(&self, report: &PipelineReport) -> Result<(), String> {
+    fn log_run(&self, run: &FinishedRun) -> Result<(), String> {
         match self.database() {
-            Some(db) => runlog::log_pipeline(db, report).map_err(|e| e.to_string()),
+            Some(db) => runlog::log_finished_run(db, run).map_err(|e| e.to_string()),
             None => Ok(()),
         }
     }

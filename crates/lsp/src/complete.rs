@@ -2,8 +2,8 @@
 
 use crate::catalog::{CAPABILITIES, Catalog, Entry, PROVIDERS};
 use crate::scan::{self, Context};
-use kiln_core::registry::Registry;
 use kiln_core::schema::{PARAM_KEYS, PARAM_TYPES};
+use kiln_registry::Registry;
 use lsp_types::{
     CompletionItem, CompletionItemKind, CompletionItemTag, Documentation, MarkupContent, MarkupKind,
 };

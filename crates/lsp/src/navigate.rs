@@ -4,7 +4,7 @@
 use crate::catalog::Catalog;
 use crate::position;
 use crate::scan::{self, Declared};
-use kiln_core::registry::Registry;
+use kiln_registry::Registry;
 use lsp_types::{
     DocumentSymbol, Hover, HoverContents, Location, MarkupContent, MarkupKind, SymbolKind, Url,
 };

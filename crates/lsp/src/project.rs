@@ -3,8 +3,8 @@
 
 use crate::LspError;
 use kiln_core::error::LoadError;
-use kiln_core::registry::Registry;
 use kiln_host::Host;
+use kiln_registry::Registry;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

@@ -136,16 +136,16 @@ fn accepted(answer: &ElicitResult) -> bool {
 /// grant: an elicitation for each use, while the `run_code` call waits. A client on the
 /// 2026-07-28 revision answers only in a retried request, which a running program cannot
 /// wait for, so there the use is refused saying how to grant it instead.
-pub struct ClientAsker {
+pub struct ClientApprover {
     peer: rmcp::service::Peer<RoleServer>,
     runtime: tokio::runtime::Handle,
     cannot: Option<String>,
 }
 
-impl ClientAsker {
-    /// An asker through the client of `cx`; `None` when the client cannot ask and the
+impl ClientApprover {
+    /// An approver through the client of `cx`; `None` when the client cannot ask and the
     /// operator's terminal can (it asks instead).
-    pub fn new(cx: &RequestContext<RoleServer>, terminal: bool) -> Option<ClientAsker> {
+    pub fn new(cx: &RequestContext<RoleServer>, terminal: bool) -> Option<ClientApprover> {
         let can_elicit = cx
             .client_capabilities()
             .is_some_and(|c| c.elicitation.is_some());
@@ -164,7 +164,7 @@ impl ClientAsker {
                     .to_string(),
             ),
         };
-        Some(ClientAsker {
+        Some(ClientApprover {
             peer: cx.peer.clone(),
             runtime: tokio::runtime::Handle::current(),
             cannot,
@@ -172,8 +172,8 @@ impl ClientAsker {
     }
 }
 
-impl kiln_core::context::Asker for ClientAsker {
-    fn ask(&self, _cap: &str, question: &str) -> Result<bool, String> {
+impl kiln_core::context::Approver for ClientApprover {
+    fn approve(&self, _cap: &str, question: &str) -> Result<bool, String> {
         if let Some(why) = &self.cannot {
             return Err(why.clone());
         }

@@ -70,7 +70,7 @@ impl Issuer {
         if !matches!(parsed.scheme(), "https" | "http") {
             return Err(format!("--auth-issuer {issuer}: expected an http(s) URL"));
         }
-        let http = kiln_core::egress::tls::client_builder()
+        let http = kiln_egress::tls::client_builder()
             .timeout(Duration::from_secs(10))
             .build()
             .map_err(|e| format!("an HTTP client: {e}"))?;

@@ -3,10 +3,10 @@
 //! sandbox, deadlines and the run log apply), and the reader's value turned into MCP's shapes.
 
 use kiln_core::content::CONTENT_KEY;
-use kiln_core::served::Served;
 use kiln_core::tool::{Tool, ToolOutcome};
 use kiln_host::Host;
 use kiln_host::api::CallOptions;
+use kiln_registry::served::Served;
 use rmcp::ErrorData;
 use rmcp::model::{
     CompleteResult, GetPromptResult, ListPromptsResult, ListResourceTemplatesResult,
@@ -120,7 +120,7 @@ pub async fn read(
     opts: CallOptions,
 ) -> Result<ReadResourceResult, ErrorData> {
     let found = host.registry().served().find(uri);
-    let Some(kiln_core::served::Found {
+    let Some(kiln_registry::served::Found {
         reader,
         params,
         mime,

@@ -107,7 +107,7 @@ impl McpServer {
         if !self.code_mode {
             return tools;
         }
-        let mode = kiln_core::agent_spec::CodeMode::default();
+        let mode = kiln_registry::agent_spec::CodeMode::default();
         let mut code = kiln_script::code_mode::code_tools(&tools, &mode);
         if code
             .iter()
@@ -321,8 +321,8 @@ impl McpServer {
         // A program's calls ask the client themselves, each as it comes.
         let terminal = self.host.services().approver.is_some();
         if tool.nested_log().is_some() {
-            opts.asker = crate::ask::ClientAsker::new(&cx, terminal)
-                .map(|a| Arc::new(a) as Arc<dyn kiln_core::context::Asker>);
+            opts.approver = crate::ask::ClientApprover::new(&cx, terminal)
+                .map(|a| Arc::new(a) as Arc<dyn kiln_core::context::Approver>);
         }
         let outcome = match self.task_mode(&tool, &cx)? {
             Some(mode) => {

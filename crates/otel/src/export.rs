@@ -150,7 +150,7 @@ fn runtime() -> Result<&'static tokio::runtime::Runtime, String> {
 
 impl ReqwestClient {
     fn new() -> Result<Self, String> {
-        let http = kiln_core::egress::tls::client_builder()
+        let http = kiln_egress::tls::client_builder()
             .connect_timeout(Duration::from_secs(2))
             .timeout(Duration::from_secs(5))
             .build()

@@ -4,7 +4,7 @@
 
 use super::error::{quote, quote_bytes};
 use super::{Endpoint, Limits, ProviderError};
-pub use kiln_core::egress::describe;
+pub use kiln_egress::describe;
 use reqwest::header::{CONTENT_TYPE, HeaderMap};
 use reqwest::{Client, Response, StatusCode, Url, redirect};
 use serde_json::Value;
@@ -66,7 +66,7 @@ fn redirect_policy() -> redirect::Policy {
 pub fn client() -> &'static Client {
     static CLIENT: OnceLock<Client> = OnceLock::new();
     CLIENT.get_or_init(|| {
-        builder(kiln_core::egress::tls::client_builder())
+        builder(kiln_egress::tls::client_builder())
             .build()
             // Only a broken TLS setup fails here; the provider is installed, so the default builds.
             .unwrap_or_default()
@@ -79,7 +79,7 @@ pub fn client() -> &'static Client {
 fn plain_client() -> &'static Client {
     static CLIENT: OnceLock<Client> = OnceLock::new();
     CLIENT.get_or_init(|| {
-        builder(kiln_core::egress::tls::plain_client_builder())
+        builder(kiln_egress::tls::plain_client_builder())
             .build()
             .unwrap_or_else(|_| client().clone())
     })

@@ -6,7 +6,7 @@
 //! ([`kiln_core::model`], re-exported here); a model in this process is a
 //! [`LocalModel`]. Providers know nothing of Rhai or of tools' code.
 //!
-//! May depend on: kiln-core.
+//! May depend on: kiln-core, kiln-egress.
 
 #![warn(missing_docs)]
 

@@ -1,7 +1,7 @@
 //! The interactive REPL (`kiln repl`): call tools, chat with agents, run pipelines, evaluate
 //! Rhai, list MCP servers, with hot reload on; line editing and completion by rustyline.
 //!
-//! May depend on: kiln-core, kiln-providers, kiln-script, kiln-db, kiln-agent, kiln-host.
+//! May depend on: kiln-core, kiln-registry, kiln-providers, kiln-script, kiln-db, kiln-agent, kiln-host.
 
 #![warn(missing_docs)]
 
@@ -10,10 +10,10 @@ mod helper;
 use helper::{COMMANDS, ReplHelper};
 use kiln_agent::{Event, Observer, RunOptions, run};
 use kiln_core::capability::{Capability, GrantMode, Grants};
-use kiln_core::registry::Registry;
 use kiln_core::schema::Format;
 use kiln_host::Host;
 use kiln_providers::Message;
+use kiln_registry::Registry;
 use kiln_script::{host_fns, sandbox};
 use rhai::{AST, Dynamic, Scope};
 use rustyline::error::ReadlineError;
@@ -550,7 +550,7 @@ impl Repl {
         let combined = self.functions.merge(&ast);
         let cancel = kiln_core::cancel::Cancel::new();
         let mut ctx = self.host.context(self.grants.clone());
-        ctx.cancel = Some(cancel.clone());
+        ctx.run.cancel = Some(cancel.clone());
         let mut scope = std::mem::take(&mut self.scope);
         let stop = cancel.clone();
         let task = self.runtime.spawn_blocking(move || {

@@ -4,7 +4,7 @@
 //! `AgentSpec`.
 
 use crate::dsl::{AgentBuilder, AgentSettings, strings};
-use kiln_core::agent_spec::CodeMode;
+use kiln_registry::agent_spec::CodeMode;
 use rhai::{Array, Engine, FnPtr, INT, Map, NativeCallContext};
 use std::time::Duration;
 

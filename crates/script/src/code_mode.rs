@@ -9,11 +9,11 @@ use crate::convert::{to_dynamic, to_json};
 use crate::imports::ModuleCache;
 use crate::program_error::{program_error, runtime_error};
 use crate::sandbox::{self, Limits, PrintSink};
-use kiln_core::agent_spec::CodeMode;
 use kiln_core::context::CallContext;
 use kiln_core::tool::{FailureKind, Handler, Tool, ToolFailure};
 use kiln_core::tool_meta::Hints;
 use kiln_core::tool_parts::ToolParts;
+use kiln_registry::agent_spec::CodeMode;
 use rhai::{Dynamic, Engine, EvalAltResult, Map, Position};
 use serde_json::{Value, json};
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -59,7 +59,7 @@ pub fn search_tool(tools: &[Arc<Tool>]) -> Option<Arc<Tool>> {
         .iter()
         .map(|t| (signature(t), t.description.clone()))
         .collect();
-    let handler = kiln_core::native::NativeTool::new(SEARCH_TOOLS, move |args: Value, _ctx: &CallContext| {
+    let handler = kiln_registry::native::NativeTool::new(SEARCH_TOOLS, move |args: Value, _ctx: &CallContext| {
         let words: Vec<String> = args["query"]
             .as_str()
             .unwrap_or_default()
@@ -238,7 +238,7 @@ impl CodeHandler {
         let ast = Arc::new(ast);
         // A durable run replays nested calls by their number, so they must be made in the
         // same order on every attempt: parallel() runs its closures one at a time there.
-        let max_parallel = if ctx.steps.is_some() {
+        let max_parallel = if ctx.run.steps.is_some() {
             1
         } else {
             self.max_parallel
@@ -259,7 +259,7 @@ impl CodeHandler {
                 ),
             ));
         }
-        let cancel = ctx.cancel.as_ref().map(|c| c.flag().clone());
+        let cancel = ctx.run.cancel.as_ref().map(|c| c.flag().clone());
         let result =
             sandbox::with_watch(Some(deadline), cancel, || engine.eval_ast::<Dynamic>(&ast));
         let finished = program.finished.lock().ok().and_then(|mut f| f.take());
@@ -342,7 +342,7 @@ fn register_parallel(
     ctx: &CallContext,
     max_parallel: usize,
 ) {
-    let cancel = ctx.cancel.as_ref().map(|c| c.flag().clone());
+    let cancel = ctx.run.cancel.as_ref().map(|c| c.flag().clone());
     engine.register_fn(
         "parallel",
         move |call: rhai::NativeCallContext, jobs: rhai::Array| -> Result<rhai::Array, Box<EvalAltResult>> {
@@ -403,7 +403,7 @@ fn nested(tool: Arc<Tool>, ctx: CallContext, program: Arc<Program>) -> NestedFn 
             .into());
         }
         // The run's budget counts a program's calls too.
-        if let Some(left) = &ctx.calls_left
+        if let Some(left) = &ctx.run.calls_left
             && left
                 .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
                 .is_err()
@@ -412,12 +412,12 @@ fn nested(tool: Arc<Tool>, ctx: CallContext, program: Arc<Program>) -> NestedFn 
         }
         let args = to_json(&args).map_err(|e| format!("{}(): arguments: {e}", tool.name))?;
         let mut inner = ctx.clone();
-        inner.depth += 1;
-        inner.nested = None;
-        inner.steps = None;
+        inner.who.depth += 1;
+        inner.run.nested = None;
+        inner.run.steps = None;
         // Each nested call has its own key, stable across a durable run's retries.
-        inner.idempotency_key = ctx.idempotency_key.as_ref().map(|k| format!("{k}/{n}"));
-        let outcome = match &ctx.steps {
+        inner.who.idempotency_key = ctx.who.idempotency_key.as_ref().map(|k| format!("{k}/{n}"));
+        let outcome = match &ctx.run.steps {
             None => tool.execute(&args, &inner),
             Some(steps) => {
                 let (called, args) = (tool.clone(), args.clone());
@@ -430,7 +430,7 @@ fn nested(tool: Arc<Tool>, ctx: CallContext, program: Arc<Program>) -> NestedFn 
             Ok(v) => Ok(to_dynamic(v)),
             Err(f) => Err(format!("{}(): {} ({})", tool.name, f.message, f.kind.as_str()).into()),
         };
-        if let Some(log) = &ctx.nested
+        if let Some(log) = &ctx.run.nested
             && let Ok(mut log) = log.lock()
         {
             log.push(kiln_core::context::NestedCall {

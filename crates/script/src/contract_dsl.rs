@@ -6,8 +6,8 @@
 //! required unless `optional: true`), or a whole JSON Schema (a map with `"type"` or `"$schema"`).
 
 use crate::dsl::{AgentBuilder, to_json};
-use kiln_core::contract::{Budget, Price};
 use kiln_core::schema::{self, Param};
+use kiln_registry::contract::{Budget, Price};
 use rhai::{Dynamic, Engine, INT, Map, NativeCallContext};
 use serde_json::{Value, json};
 

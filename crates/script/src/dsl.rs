@@ -79,7 +79,7 @@ pub struct AgentDraft {
     /// `.validator(fn)` for planner mode.
     pub validator: Option<FnPtr>,
     /// `.code_mode(...)`.
-    pub code_mode: Option<kiln_core::agent_spec::CodeMode>,
+    pub code_mode: Option<kiln_registry::agent_spec::CodeMode>,
     /// `.output(...)` (the schema, and where), `.output_retries(n)`, `.budget(...)`, `.price(...)`.
     pub contract: ContractDraft,
     /// `.handoffs([...])`.
@@ -96,9 +96,9 @@ pub struct ContractDraft {
     /// `.output_retries(n)`.
     pub retries: Option<u32>,
     /// `.budget(#{ ... })`.
-    pub budget: kiln_core::contract::Budget,
+    pub budget: kiln_registry::contract::Budget,
     /// `.price(input_per_mtok, output_per_mtok)`.
-    pub price: Option<kiln_core::contract::Price>,
+    pub price: Option<kiln_registry::contract::Price>,
 }
 
 /// An agent's one-value settings, as the script set them (checked by the loader).

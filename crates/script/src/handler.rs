@@ -5,10 +5,10 @@
 use super::failure::classify;
 use super::model::ScriptModel;
 use super::{ScriptUnit, host_fns, sandbox};
-use kiln_core::agent_spec::AgentScript;
 use kiln_core::context::CallContext;
 use kiln_core::model::LocalModel;
 use kiln_core::tool::{FailureKind, Handler, Tool, ToolFailure};
+use kiln_registry::agent_spec::AgentScript;
 use rhai::{Dynamic, FnPtr, Map};
 use serde_json::Value;
 use std::sync::Arc;
@@ -82,7 +82,7 @@ impl ScriptHandler {
         let result = host_fns::with_call(tool, ctx, || {
             sandbox::with_watch(
                 Some(deadline),
-                ctx.cancel.as_ref().map(|c| c.flag().clone()),
+                ctx.run.cancel.as_ref().map(|c| c.flag().clone()),
                 || match &state {
                     None => self
                         .handler
@@ -144,7 +144,7 @@ impl AgentScript for ScriptAgent {
     fn code_tools(
         &self,
         tools: &[Arc<kiln_core::tool::Tool>],
-        mode: &kiln_core::agent_spec::CodeMode,
+        mode: &kiln_registry::agent_spec::CodeMode,
     ) -> Vec<Arc<kiln_core::tool::Tool>> {
         crate::code_mode::code_tools(tools, mode)
     }
@@ -152,7 +152,12 @@ impl AgentScript for ScriptAgent {
 
 /// The current state as a shared Rhai value, so handler writes to `ctx.state` stick.
 pub fn state_dynamic(ctx: &CallContext) -> Dynamic {
-    let state = ctx.state.lock().map(|s| s.clone()).unwrap_or(Value::Null);
+    let state = ctx
+        .run
+        .state
+        .lock()
+        .map(|s| s.clone())
+        .unwrap_or(Value::Null);
     rhai::serde::to_dynamic(&state)
         .unwrap_or(Dynamic::UNIT)
         .into_shared()
@@ -161,7 +166,7 @@ pub fn state_dynamic(ctx: &CallContext) -> Dynamic {
 /// Writes a handler's state back.
 pub fn store_state(ctx: &CallContext, state: &Dynamic) {
     if let Ok(v) = crate::convert::to_json(&state.flatten_clone())
-        && let Ok(mut s) = ctx.state.lock()
+        && let Ok(mut s) = ctx.run.state.lock()
     {
         *s = v;
     }
@@ -171,15 +176,16 @@ pub fn store_state(ctx: &CallContext, state: &Dynamic) {
 pub fn ctx_map(ctx: &CallContext, state: &Dynamic) -> Map {
     let mut m = Map::new();
     let opt = |v: &Option<String>| v.clone().map(Dynamic::from).unwrap_or(Dynamic::UNIT);
-    m.insert("actor_id".into(), opt(&ctx.actor_id));
-    m.insert("agent".into(), opt(&ctx.caller.label()));
-    m.insert("run_id".into(), ctx.run_id.clone().into());
-    m.insert("idempotency_key".into(), opt(&ctx.idempotency_key));
-    let context = rhai::serde::to_dynamic(&ctx.context).unwrap_or(Dynamic::UNIT);
+    m.insert("actor_id".into(), opt(&ctx.who.actor_id));
+    m.insert("agent".into(), opt(&ctx.who.caller.label()));
+    m.insert("run_id".into(), ctx.who.run_id.clone().into());
+    m.insert("idempotency_key".into(), opt(&ctx.who.idempotency_key));
+    let context = rhai::serde::to_dynamic(&ctx.run.context).unwrap_or(Dynamic::UNIT);
     m.insert("context".into(), context);
     m.insert("state".into(), state.clone());
-    m.insert("restored".into(), ctx.restored.into());
+    m.insert("restored".into(), ctx.run.restored.into());
     let caps: rhai::Array = ctx
+        .granted
         .grants
         .iter()
         .map(|g| g.cap.to_string().into())

@@ -2,7 +2,7 @@
 //! the running tool must declare the capability and the caller must hold a grant whose scope
 //! covers the call's target.
 
-use kiln_core::capability::{Capability, GrantMode};
+use kiln_core::capability::{Capability, GrantMode, HostCap};
 use kiln_core::context::CallContext;
 use kiln_core::services::Services;
 use kiln_core::tool::Tool;
@@ -35,7 +35,7 @@ pub fn with_call<T>(tool: &Tool, ctx: &CallContext, f: impl FnOnce() -> T) -> T 
 
 /// Runs `f` outside any tool (the REPL): everything granted counts as declared.
 pub fn with_grants<T>(ctx: &CallContext, f: impl FnOnce() -> T) -> T {
-    let declared = ctx.grants.iter().map(|g| g.cap.clone()).collect();
+    let declared = ctx.granted.grants.iter().map(|g| g.cap.clone()).collect();
     with_frame("repl", declared, ctx, f)
 }
 
@@ -78,6 +78,7 @@ pub fn scopes_for(cap: &str) -> Vec<Option<String>> {
             .last()
             .map(|f| {
                 f.ctx
+                    .granted
                     .grants
                     .iter()
                     .filter(|g| g.cap.name == cap)
@@ -95,17 +96,21 @@ pub fn current_context() -> Option<CallContext> {
 
 /// Where the running call's progress and log messages go, if its door listens.
 pub fn current_events() -> Option<Arc<kiln_core::call_events::CallEvents>> {
-    FRAMES.with(|s| s.borrow().last().and_then(|f| f.ctx.events.clone()))
+    FRAMES.with(|s| s.borrow().last().and_then(|f| f.ctx.run.events.clone()))
 }
 
 /// The workspace of the running call.
 pub fn workspace() -> Option<std::path::PathBuf> {
-    FRAMES.with(|s| s.borrow().last().map(|f| f.ctx.services.workspace.clone()))
+    FRAMES.with(|s| {
+        s.borrow()
+            .last()
+            .map(|f| f.ctx.run.services.workspace.clone())
+    })
 }
 
 /// The services of the running call.
 pub fn services() -> Option<Arc<Services>> {
-    FRAMES.with(|s| s.borrow().last().map(|f| f.ctx.services.clone()))
+    FRAMES.with(|s| s.borrow().last().map(|f| f.ctx.run.services.clone()))
 }
 
 /// Checks that the running tool may use capability `cap` on `target`; returns the services.
@@ -162,11 +167,11 @@ pub fn gate_with(c: &Check) -> Result<(Arc<Services>, GrantScopes), Box<EvalAltR
                 top.tool
             )));
         }
-        let who = top.ctx.caller.describe("the caller");
-        let grant = top.ctx.grants.grant_covering(cap, c.covers);
+        let who = top.ctx.who.caller.describe("the caller");
+        let grant = top.ctx.granted.grants.grant_covering(cap, c.covers);
         let used = || {
             let scopes = grant.map(|g| g.scopes().map(|s| s.map(str::to_string)).collect()).unwrap_or_default();
-            (top.ctx.services.clone(), scopes)
+            (top.ctx.run.services.clone(), scopes)
         };
         match grant {
             None => {
@@ -174,7 +179,7 @@ pub fn gate_with(c: &Check) -> Result<(Arc<Services>, GrantScopes), Box<EvalAltR
                 let why = if why.is_empty() { String::new() } else { format!("; {why}") };
                 Err(denied(format!(
                     "{func}(\"{target}\") refused: {who} was not granted \"{cap}\" covering \"{target}\" (it has {}){why}",
-                    top.ctx.grants.list()
+                    top.ctx.granted.grants.list()
                 )))
             }
             Some(g) if g.mode == GrantMode::Ask && c.approve => {
@@ -230,11 +235,11 @@ fn call_tool(name: &str, args: Dynamic) -> Result<Dynamic, Box<EvalAltResult>> {
 }
 
 fn store_ns(func: &str, ns: &str) -> Result<Arc<Services>, Box<EvalAltResult>> {
-    gate(func, "store", ns, |scope| scope == ns)
+    gate(func, HostCap::Store.name(), ns, |scope| scope == ns)
 }
 
 /// Registers a function the application gives scripts, behind the same gate as the built-ins.
-pub fn register_app(engine: &mut Engine, f: &kiln_core::native::HostFn) {
+pub fn register_app(engine: &mut Engine, f: &kiln_registry::native::HostFn) {
     let f = f.clone();
     let types = vec![std::any::TypeId::of::<Dynamic>(); f.params.len()];
     engine.register_raw_fn(

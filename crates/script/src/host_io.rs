@@ -4,7 +4,7 @@
 //! the caller, and the call's host, path or name inside the grant's scope.
 
 use super::host_fns::{Check, denied, gate, gate_with};
-use kiln_core::capability::{fs_scope_allows, is_secret_var};
+use kiln_core::capability::{HostCap, fs_scope_allows, is_secret_var};
 use rhai::{Array, Dynamic, Engine, EvalAltResult, Map};
 use std::path::{Component, Path, PathBuf};
 
@@ -104,7 +104,7 @@ fn fs_gate(func: &str, cap: &str, path: &str, must_exist: bool) -> RhaiResult<Pa
 }
 
 fn read_file(path: &str) -> RhaiResult<String> {
-    let real = fs_gate("read_file", "fs.read", path, true)?;
+    let real = fs_gate("read_file", HostCap::FsRead.name(), path, true)?;
     let meta = std::fs::metadata(&real).map_err(|e| fail(format!("read_file(\"{path}\"): {e}")))?;
     if meta.len() > MAX_READ_BYTES {
         return Err(fail(format!(
@@ -116,7 +116,7 @@ fn read_file(path: &str) -> RhaiResult<String> {
 }
 
 fn list_dir(path: &str) -> RhaiResult<Array> {
-    let real = fs_gate("list_dir", "fs.read", path, true)?;
+    let real = fs_gate("list_dir", HostCap::FsRead.name(), path, true)?;
     let mut out = Array::new();
     let entries =
         std::fs::read_dir(&real).map_err(|e| fail(format!("list_dir(\"{path}\"): {e}")))?;
@@ -167,7 +167,7 @@ fn refuse_control_files(path: &str, real: &Path) -> RhaiResult<()> {
 }
 
 fn write_file(path: &str, text: &str) -> RhaiResult<()> {
-    let real = fs_gate("write_file", "fs.write", path, false)?;
+    let real = fs_gate("write_file", HostCap::FsWrite.name(), path, false)?;
     refuse_control_files(path, &real)?;
     let dir = real
         .parent()
@@ -191,7 +191,7 @@ fn write_file(path: &str, text: &str) -> RhaiResult<()> {
 fn env(name: &str) -> RhaiResult<Dynamic> {
     let secret = is_secret_var(name);
     // A secret is readable only through a grant that names it; an unscoped grant does not do.
-    let named = super::host_fns::scopes_for("env")
+    let named = super::host_fns::scopes_for(HostCap::Env.name())
         .iter()
         .any(|s| s.as_deref() == Some(name));
     if secret && !named {
@@ -199,7 +199,7 @@ fn env(name: &str) -> RhaiResult<Dynamic> {
             "env(\"{name}\") refused: secrets are readable only through a grant naming them (env:{name})"
         )));
     }
-    gate("env", "env", name, |scope| scope == name)?;
+    gate("env", HostCap::Env.name(), name, |scope| scope == name)?;
     Ok(std::env::var(name)
         .map(Dynamic::from)
         .unwrap_or(Dynamic::UNIT))

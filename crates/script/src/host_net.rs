@@ -1,5 +1,5 @@
 //! `http_get` / `http_post`. Every hop (the first request and each redirect) passes the gate:
-//! the tool's declaration, the caller's grant and the address rules of [`kiln_core::egress`]. The
+//! the tool's declaration, the caller's grant and the address rules of [`kiln_egress`]. The
 //! client dials only addresses its resolver checked at connect time, uses no proxy unless the
 //! operator opted in, and every wait observes the call's deadline and cancel flag.
 
@@ -7,9 +7,10 @@ use super::host_fns::{Check, declared_scopes, denied, gate_with, scopes_for};
 use super::host_io::{RhaiResult, fail};
 use crate::convert;
 use crate::sandbox;
-use kiln_core::egress::resolver::CheckedResolver;
-use kiln_core::egress::{self, NetHost, NetRule, Refusal, Target};
+use kiln_core::capability::HostCap;
 use kiln_core::services::Services;
+use kiln_egress::resolver::CheckedResolver;
+use kiln_egress::{self as egress, NetHost, NetRule, Refusal, Target};
 use rhai::{Dynamic, Map};
 use std::net::IpAddr;
 use std::sync::{Arc, OnceLock};
@@ -225,7 +226,7 @@ fn fake_for(
         .ok_or_else(|| fail(format!("{func}(\"{shown}\"): the URL has no host")))?;
     gate_with(&Check {
         func,
-        cap: "net",
+        cap: HostCap::Net.name(),
         target: shown,
         covers: &|scope| egress::scope_names(scope, &target),
         why_not: &String::new,
@@ -262,7 +263,7 @@ fn check_hop(
         .ok_or_else(|| fail(format!("{func}(\"{shown}\"): the URL has no host")))?;
     let (services, _) = gate_with(&Check {
         func,
-        cap: "net",
+        cap: HostCap::Net.name(),
         target: shown,
         covers: &|scope| egress::scope_names(scope, &target),
         why_not: &String::new,
@@ -285,7 +286,7 @@ fn check_hop(
         },
     };
     let why_not = || {
-        let scopes = scopes_for("net");
+        let scopes = scopes_for(HostCap::Net.name());
         addrs
             .iter()
             .find(|ip| {
@@ -298,7 +299,7 @@ fn check_hop(
     };
     let (services, granted) = gate_with(&Check {
         func,
-        cap: "net",
+        cap: HostCap::Net.name(),
         target: shown,
         covers: &|scope| {
             addrs
@@ -309,7 +310,7 @@ fn check_hop(
         approve: true,
     })?;
     let rule = NetRule {
-        declared: declared_scopes("net"),
+        declared: declared_scopes(HostCap::Net.name()),
         granted,
     };
     Ok((services, target, rule))
@@ -343,8 +344,8 @@ fn client_for(
 ) -> Result<reqwest::Client, reqwest::Error> {
     // A plain `http://` hop needs no trust store; an `https://` one shares the process's.
     let tls = match url.scheme() {
-        "http" => kiln_core::egress::tls::plain_client_builder(),
-        _ => kiln_core::egress::tls::client_builder(),
+        "http" => kiln_egress::tls::plain_client_builder(),
+        _ => kiln_egress::tls::client_builder(),
     };
     let builder = tls
         .redirect(reqwest::redirect::Policy::none())
@@ -407,7 +408,7 @@ fn hop_error(e: reqwest::Error) -> HopError {
         source = s.source();
     }
     let url = e.url().map(|u| u.to_string()).unwrap_or_default();
-    HopError::Failed(kiln_core::egress::describe(&e, &url))
+    HopError::Failed(kiln_egress::describe(&e, &url))
 }
 
 fn reply_map(status: u16, headers: Vec<(String, String)>, body: Vec<u8>) -> Map {

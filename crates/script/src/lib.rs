@@ -3,7 +3,7 @@
 //! confined to the scripts folders, the file loader, the embedded stdlib, and the agent planner
 //! as a [`kiln_core::model::LocalModel`].
 //!
-//! May depend on: kiln-core.
+//! May depend on: kiln-core, kiln-egress, kiln-pipeline, kiln-registry.
 
 #![warn(missing_docs)]
 

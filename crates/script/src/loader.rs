@@ -5,12 +5,12 @@
 use super::dsl::{self, AgentDraft, ToolDraft};
 use super::handler::{ScriptAgent, ScriptHandler};
 use super::{ScriptUnit, sandbox};
-use kiln_core::agent_spec::{self, AgentMode, AgentSpec, ProviderKind};
 use kiln_core::capability::{Capability, GrantMode, Grants};
 use kiln_core::error::LoadError;
 use kiln_core::schema;
 use kiln_core::tool::{DEFAULT_TIMEOUT, Handler, Tool};
 use kiln_core::tool_parts::{Part, ToolParts};
+use kiln_registry::agent_spec::{self, AgentMode, AgentSpec, ProviderKind};
 use rhai::{Engine, Position, Scope};
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 /// How long a file's top level may run.
 const TOP_LEVEL_DEADLINE: Duration = Duration::from_secs(5);
 
-pub use kiln_core::registry::LoadedFile;
+pub use kiln_registry::LoadedFile;
 
 pub use kiln_core::tool::valid_tool_name;
 
@@ -458,7 +458,7 @@ fn finish_agent(mut d: AgentDraft, unit: &Arc<ScriptUnit>) -> Result<AgentSpec, 
         contract,
         handoffs: std::mem::take(&mut d.handoffs),
         // A program's parallel([...]) is bounded like the agent's concurrent calls.
-        code_mode: d.code_mode.map(|mode| kiln_core::agent_spec::CodeMode {
+        code_mode: d.code_mode.map(|mode| kiln_registry::agent_spec::CodeMode {
             max_parallel: as_u32(settings.max_parallel).unwrap_or(4) as usize,
             ..mode
         }),
@@ -476,16 +476,16 @@ fn agent_contract(
     agent: &str,
     errors: &mut Vec<LoadError>,
     at: &dyn Fn(Position) -> kiln_core::error::SourceLoc,
-) -> kiln_core::agent_spec::Contract {
+) -> kiln_registry::agent_spec::Contract {
     let retries = d
         .retries
-        .unwrap_or(kiln_core::contract::DEFAULT_OUTPUT_RETRIES);
+        .unwrap_or(kiln_registry::contract::DEFAULT_OUTPUT_RETRIES);
     let output = d.output.and_then(|(schema, pos)| {
-        kiln_core::contract::OutputContract::new(schema, retries)
+        kiln_registry::contract::OutputContract::new(schema, retries)
             .map_err(|e| errors.push(LoadError::at(at(pos), format!("agent \"{agent}\": {e}"))))
             .ok()
     });
-    kiln_core::agent_spec::Contract {
+    kiln_registry::agent_spec::Contract {
         output,
         budget: d.budget,
         price: d.price,

@@ -6,8 +6,8 @@
 use super::dsl::{lock, strings};
 use super::rate_limit_dsl::limit;
 use kiln_core::error::LoadError;
-use kiln_core::mount_spec::{MountSpec, Target};
 use kiln_core::ratelimit::RateLimit;
+use kiln_registry::mount_spec::{MountSpec, Target};
 use rhai::{Array, EvalAltResult, FLOAT, INT, Map, NativeCallContext, Position};
 use std::sync::{Arc, Mutex};
 
@@ -25,7 +25,7 @@ pub struct McpServerDraft {
     /// `.bearer_env(var)` and its position.
     pub bearer_env: Option<(String, Position)>,
     /// `.oauth(#{ ... })` and its position.
-    pub oauth: Option<(kiln_core::mount_spec::OAuth, Position)>,
+    pub oauth: Option<(kiln_registry::mount_spec::OAuth, Position)>,
     /// `.env([...])` and its position.
     pub env: Option<(Vec<String>, Position)>,
     /// `.rate_limit(...)`.
@@ -121,14 +121,14 @@ pub(super) fn register(engine: &mut rhai::Engine) {
         "oauth",
         |ctx: NativeCallContext, b: &mut McpServerBuilder| {
             let pos = ctx.call_position();
-            b.with(|d| d.oauth = Some((kiln_core::mount_spec::OAuth::default(), pos)))
+            b.with(|d| d.oauth = Some((kiln_registry::mount_spec::OAuth::default(), pos)))
         },
     );
     engine.register_fn(
         "oauth",
         |ctx: NativeCallContext, b: &mut McpServerBuilder, opts: Map| {
             let pos = ctx.call_position();
-            let mut oauth = kiln_core::mount_spec::OAuth::default();
+            let mut oauth = kiln_registry::mount_spec::OAuth::default();
             let mut problems = Vec::new();
             for (key, value) in opts {
                 let text = match value.clone().into_array() {
@@ -215,7 +215,7 @@ pub(super) fn finish(d: McpServerDraft, path: &str) -> Result<MountSpec, Vec<Loa
                         .into(),
                 ));
             }
-            if let Err(reason) = kiln_core::mount_spec::check_url(&url) {
+            if let Err(reason) = kiln_registry::mount_spec::check_url(&url) {
                 errors.push(err(d.pos, reason));
             }
             if let (Some((_, pos)), Some(_)) = (&d.bearer_env, &d.oauth) {

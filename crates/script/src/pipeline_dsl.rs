@@ -5,10 +5,10 @@ use super::dsl::{collect_draft, lock, push_param, strings, to_json};
 use super::{ScriptUnit, sandbox};
 use kiln_core::capability::Capability;
 use kiln_core::error::LoadError;
-use kiln_core::pipeline::spec::{DEFAULT_MAX_PARALLEL, DEFAULT_PIPELINE_TIMEOUT};
-use kiln_core::pipeline::{Node, NodeMapper, Output, Pipeline, PipelineSpec, check};
 use kiln_core::schema::Param;
 use kiln_core::tool::{FailureKind, ToolFailure};
+use kiln_pipeline::spec::{DEFAULT_MAX_PARALLEL, DEFAULT_PIPELINE_TIMEOUT};
+use kiln_pipeline::{Node, NodeMapper, Output, Pipeline, PipelineSpec, check};
 use rhai::{Array, Dynamic, Engine, EvalAltResult, FnPtr, INT, Map, NativeCallContext, Position};
 use serde_json::Value;
 use std::sync::{Arc, Mutex};
@@ -236,14 +236,14 @@ pub(super) fn finish(d: PipelineDraft, unit: &Arc<ScriptUnit>) -> Result<Pipelin
     for n in d.nodes {
         // A node with a bad target or closure still defines its value, so the graph checks
         // do not report it missing as well.
-        let target = match kiln_core::pipeline::Target::parse(&n.target) {
+        let target = match kiln_pipeline::Target::parse(&n.target) {
             Ok(t) => t,
             Err(e) => {
                 errors.push(LoadError::at(
                     at(n.pos),
                     named(format!("compute \"{}\": {e}", n.name)),
                 ));
-                kiln_core::pipeline::Target::Tool(n.target.clone())
+                kiln_pipeline::Target::Tool(n.target.clone())
             }
         };
         let mapper = match n.mapper {

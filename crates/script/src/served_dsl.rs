@@ -6,11 +6,11 @@
 use super::dsl::{ToolDraft, collect_draft, lock, required};
 use kiln_core::error::LoadError;
 use kiln_core::schema::Param;
-use kiln_core::served::{
+use kiln_core::tool::Tool;
+use kiln_registry::served::{
     Listing, PROMPT_PREFIX, Prompt, PromptArg, READ_PREFIX, Resource, ResourceTemplate, Served,
     reader_name, template_problem,
 };
-use kiln_core::tool::Tool;
 use rhai::{Array, Engine, EvalAltResult, FnPtr, INT, Map, NativeCallContext, Position};
 use serde_json::json;
 use std::sync::{Arc, Mutex};
@@ -214,7 +214,7 @@ pub fn finish(
             continue;
         }
         let name = reader_name(
-            kiln_core::served::COMPLETE_PREFIX,
+            kiln_registry::served::COMPLETE_PREFIX,
             &format!("{}_{arg}", d.key),
         );
         let draft = ToolDraft {
@@ -274,7 +274,7 @@ pub fn finish(
 
 /// A template's parameters as required string params.
 fn template_params(template: &str) -> Vec<Param> {
-    kiln_core::served::template_params(template)
+    kiln_registry::served::template_params(template)
         .into_iter()
         .map(|name| Param {
             name,

@@ -7,7 +7,7 @@
 
 use super::error::ApiError;
 use kiln_agent::Event;
-use kiln_core::context::Asker;
+use kiln_core::context::Approver;
 use serde_json::{Value, json};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -118,8 +118,8 @@ impl Approvals {
     }
 }
 
-impl Asker for Approvals {
-    fn ask(&self, cap: &str, question: &str) -> Result<bool, String> {
+impl Approver for Approvals {
+    fn approve(&self, cap: &str, question: &str) -> Result<bool, String> {
         let id = format!("approval_{}", self.next.fetch_add(1, Ordering::Relaxed) + 1);
         let (answer, decided) = std::sync::mpsc::sync_channel(1);
         {

@@ -240,9 +240,10 @@ pub fn check_within(grants: &Grants, ceiling: &Grants, param: &str) -> Result<()
 
 /// What an unscoped ceiling does not reach, said where it matters.
 fn reach_hint(name: &str) -> &'static str {
-    match name {
-        "net" => " (an unscoped net reaches public addresses only)",
-        "env" => " (an unscoped env reaches no secret)",
+    use kiln_core::capability::HostCap;
+    match HostCap::of(name) {
+        Some(HostCap::Net) => " (an unscoped net reaches public addresses only)",
+        Some(HostCap::Env) => " (an unscoped env reaches no secret)",
         _ => "",
     }
 }

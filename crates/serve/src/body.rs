@@ -215,7 +215,7 @@ pub(super) fn parse(body: &Value) -> Result<(super::launch::RunRequest, bool), A
 }
 
 /// The run's `budget` (`{"tool_calls": 5, "cost_usd": 0.5, ...}`), within the agent's own.
-pub(super) fn budget(v: &Value) -> Result<Option<kiln_core::contract::Budget>, ApiError> {
+pub(super) fn budget(v: &Value) -> Result<Option<kiln_registry::contract::Budget>, ApiError> {
     if v.is_null() {
         return Ok(None);
     }
@@ -230,7 +230,7 @@ pub(super) fn budget(v: &Value) -> Result<Option<kiln_core::contract::Budget>, A
             _ => Err(bad(format!("budget.{k} must be a number"))),
         })
         .collect::<Result<_, _>>()?;
-    kiln_core::contract::Budget::parse(&text.join(","))
+    kiln_registry::contract::Budget::parse(&text.join(","))
         .map(Some)
         .map_err(bad)
 }

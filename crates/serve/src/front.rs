@@ -70,7 +70,7 @@ pub(super) async fn create(
         return Err(ApiError::unavailable("the server is shutting down"));
     }
     let agent = find_agent(state, &req.agent)?;
-    if agent.mode == kiln_core::agent_spec::AgentMode::JsonPlanner {
+    if agent.mode == kiln_registry::agent_spec::AgentMode::JsonPlanner {
         return Err(ApiError::bad_request(
             "agent",
             format!(

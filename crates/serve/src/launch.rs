@@ -45,7 +45,7 @@ pub struct RunRequest {
     /// Stream the model's replies (text events as they arrive).
     pub stream: bool,
     /// This run's budget, within the agent's.
-    pub budget: Option<kiln_core::contract::Budget>,
+    pub budget: Option<kiln_registry::contract::Budget>,
 }
 
 /// The run log, plus the run id as soon as the run starts and the server's metrics.
@@ -181,7 +181,7 @@ pub(super) fn grants_for(
 pub(super) fn find_agent(
     state: &AppState,
     name: &str,
-) -> Result<Arc<kiln_core::agent_spec::AgentSpec>, ApiError> {
+) -> Result<Arc<kiln_registry::agent_spec::AgentSpec>, ApiError> {
     state.host.agent(name).map_err(|_| {
         ApiError::not_found(
             "model_not_found",
@@ -270,7 +270,7 @@ pub async fn launch(
         state: run_state,
         recorder: Some(Arc::new(tap)),
         budget: req.budget,
-        asker: Some(approvals.clone()),
+        approver: Some(approvals.clone()),
         ..RunOptions::default()
     };
     let began = Instant::now();

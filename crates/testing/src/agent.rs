@@ -53,9 +53,9 @@ fn result_map(report: &RunReport, error: Option<&RunErrorKind>) -> Value {
         .map(|c| {
             let mut v =
                 json!({"round": c.round, "name": c.name, "args": c.args, "is_error": c.is_error});
-            if let Value::Object(o) = &c.outcome {
+            if let Value::Object(o) = c.outcome.to_json() {
                 for (k, x) in o {
-                    v[k] = x.clone();
+                    v[k] = x;
                 }
             }
             v
@@ -216,7 +216,7 @@ pub fn run_agent(name: &str, prompt: &str, opts: Map) -> RhaiResult<Dynamic> {
         .agent(name)
         .map_err(|e| fail(format!("run_agent: {e}")))?;
     let scenario = scenario_of(&opts, &env.dir)?;
-    if scenario.is_none() && agent.provider != kiln_core::agent_spec::ProviderKind::Script {
+    if scenario.is_none() && agent.provider != kiln_registry::agent_spec::ProviderKind::Script {
         return Err(fail(format!(
             "run_agent(\"{name}\"): agent \"{name}\" uses provider \"{}\"; tests never reach a real model: pass #{{ model: [turns...] }} or #{{ scenario: \"file.json\" }}",
             agent.provider

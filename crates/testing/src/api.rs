@@ -171,9 +171,9 @@ fn call_tool(name: &str, args: Dynamic, opts: Map) -> RhaiResult<Dynamic> {
         .map_err(|e| fail(format!("call_tool: {e}")))?;
     let grants = grants_of("call_tool", &opts)?.unwrap_or_default();
     let mut ctx = env.host.context(grants);
-    ctx.context = context_of("call_tool", &opts)?;
-    ctx.actor_id = opts.get("actor").map(|a| a.to_string());
-    ctx.deadline = Some(env.deadline);
+    ctx.run.context = context_of("call_tool", &opts)?;
+    ctx.who.actor_id = opts.get("actor").map(|a| a.to_string());
+    ctx.run.deadline = Some(env.deadline);
     let args = to_json(&format!("call_tool(\"{name}\"): arguments"), &args)?;
     let outcome = tool.execute(&args, &ctx);
     Ok(convert::to_dynamic(&outcome.to_json(true)))

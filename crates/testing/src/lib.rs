@@ -6,7 +6,7 @@
 //! scripted model (an in-process `kiln mock`), `runner` finds, loads and runs tests in parallel,
 //! `report` renders results (JSON, JUnit XML), `export` turns a logged run into a scenario.
 //!
-//! May depend on: kiln-core, kiln-providers, kiln-script, kiln-db, kiln-agent, kiln-host,
+//! May depend on: kiln-core, kiln-registry, kiln-providers, kiln-script, kiln-db, kiln-agent, kiln-host,
 //! kiln-mock.
 
 #![warn(missing_docs)]

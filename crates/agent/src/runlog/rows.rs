@@ -145,7 +145,7 @@ fn role(m: &Message) -> &'static str {
 }
 
 /// A value as JSON text: written straight into bytes, not through `Display`'s formatter.
-pub(super) fn json_text(v: &serde_json::Value) -> String {
+pub(super) fn json_text(v: &impl serde::Serialize) -> String {
     serde_json::to_string(v).unwrap_or_default()
 }
 

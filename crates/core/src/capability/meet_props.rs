@@ -3,7 +3,7 @@
 //! wherever any side asks. The model of "allows" is the gates' own rule per capability.
 
 use super::{GrantMode, Grants, fs_scope_allows, is_secret_var};
-use crate::egress::{NetHost, Target, scope_allows};
+use kiln_egress::{NetHost, Target, scope_allows};
 use proptest::prelude::*;
 use std::net::IpAddr;
 

@@ -5,7 +5,8 @@
 //! Everything here works on a capability name and its scope text (`None`: unscoped), so it
 //! depends on nothing of [`super::Grants`].
 
-use crate::egress::{AddrClass, NetScope, classify, needs_explicit_grant};
+use super::host_cap::HostCap;
+use kiln_egress::{AddrClass, NetScope, classify, needs_explicit_grant};
 use std::collections::HashSet;
 use std::net::IpAddr;
 use std::sync::{OnceLock, RwLock};
@@ -31,19 +32,19 @@ pub enum Overlap {
 pub fn holds(name: &str, outer: Option<&str>, inner: Option<&str>) -> bool {
     match (outer, inner) {
         (None, None) => true,
-        (None, Some(i)) => match name {
-            "net" => NetScope::parse(i).is_ok_and(|s| only_public(&s)),
-            "env" => !is_secret_var(i),
+        (None, Some(i)) => match HostCap::of(name) {
+            Some(HostCap::Net) => NetScope::parse(i).is_ok_and(|s| only_public(&s)),
+            Some(HostCap::Env) => !is_secret_var(i),
             _ => true,
         },
         (Some(o), None) => is_fs(name) && fs_scope_is_everything(o),
         (Some(o), Some(i)) if o == i => true,
-        (Some(o), Some(i)) => match name {
-            "net" => match (NetScope::parse(o), NetScope::parse(i)) {
+        (Some(o), Some(i)) => match HostCap::of(name) {
+            Some(HostCap::Net) => match (NetScope::parse(o), NetScope::parse(i)) {
                 (Ok(o), Ok(i)) => net_holds(&o, &i),
                 _ => false,
             },
-            n if is_fs(n) => fs_scope_allows(o, i.trim_matches('/')),
+            _ if is_fs(name) => fs_scope_allows(o, i.trim_matches('/')),
             _ => false,
         },
     }
@@ -54,14 +55,14 @@ pub fn overlap(name: &str, a: Option<&str>, b: Option<&str>) -> Overlap {
     if holds(name, a, b) {
         return Overlap::Holds;
     }
-    if name == "net" && !net_disjoint(a, b) {
+    if HostCap::Net.is(name) && !net_disjoint(a, b) {
         return Overlap::Partial;
     }
     Overlap::Disjoint
 }
 
 fn is_fs(name: &str) -> bool {
-    matches!(name, "fs.read" | "fs.write")
+    matches!(HostCap::of(name), Some(HostCap::FsRead | HostCap::FsWrite))
 }
 
 /// Whether an `fs.read`/`fs.write` scope lets a call touch `inside` (a path relative to the

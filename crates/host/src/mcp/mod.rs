@@ -14,7 +14,7 @@ mod servers;
 mod sink;
 mod state;
 
-pub use kiln_core::mount_spec::{MountSpec, SEPARATOR, Target};
+pub use kiln_registry::mount_spec::{MountSpec, SEPARATOR, Target};
 pub use mount::{Mounts, ServerState};
 pub use servers::{HostServers, ServerStatus};
 pub use sink::SourceSink;
@@ -36,7 +36,7 @@ pub enum McpError {
     },
     /// A `--mcp` mount was written wrong.
     #[error(transparent)]
-    BadSpec(#[from] kiln_core::mount_spec::BadMountSpec),
+    BadSpec(#[from] kiln_registry::mount_spec::BadMountSpec),
     /// A mounted server refused kiln's authorization (none, expired, or too few scopes).
     #[error("MCP server \"{server}\": {message}")]
     Unauthorized {

@@ -24,7 +24,7 @@ use std::time::{Duration, Instant};
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
-pub use kiln_core::mount_spec::{MountSpec, SEPARATOR, Target};
+pub use kiln_registry::mount_spec::{MountSpec, SEPARATOR, Target};
 
 /// Hears a server's `list_changed` (of tools, resources or prompts) and asks its supervisor
 /// for a remount of what it offers.
@@ -541,7 +541,7 @@ async fn connect_with(
         } => {
             let mut config = StreamableHttpClientTransportConfig::with_uri(url.clone());
             // rmcp builds its reqwest client inside; the TLS provider must be in place first.
-            kiln_core::egress::tls::ensure_provider();
+            kiln_egress::tls::ensure_provider();
             let done = match oauth {
                 Some(o) if o.client_credentials => {
                     let token = super::oauth::machine_token(spec).await?;
@@ -551,7 +551,7 @@ async fn connect_with(
                 }
                 Some(_) => {
                     let manager = super::oauth::authorized(spec, &host.workspace()).await?;
-                    let http = kiln_core::egress::tls::client_builder()
+                    let http = kiln_egress::tls::client_builder()
                         .build()
                         .map_err(|e| failed(format!("an HTTP client: {e}")))?;
                     let client = rmcp::transport::AuthClient::new(http, manager);

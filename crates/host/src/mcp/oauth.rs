@@ -5,7 +5,7 @@
 //! then sends them, refreshing them as they expire, and only to its server.
 
 use super::McpError;
-use kiln_core::mount_spec::{MountSpec, OAuth, Target};
+use kiln_registry::mount_spec::{MountSpec, OAuth, Target};
 use rmcp::transport::auth::{
     AuthError, AuthorizationCallback, AuthorizationManager, AuthorizationRequest, CredentialStore,
     OAuthState, StoredCredentials,
@@ -113,7 +113,7 @@ pub async fn authorized(
     workspace: &Path,
 ) -> Result<AuthorizationManager, McpError> {
     let (url, _) = oauth_of(spec)?;
-    kiln_core::egress::tls::ensure_provider();
+    kiln_egress::tls::ensure_provider();
     let mut manager = AuthorizationManager::new(url)
         .await
         .map_err(|e| failed(spec, "OAuth", e))?;
@@ -199,7 +199,7 @@ pub async fn machine_token(spec: &MountSpec) -> Result<String, McpError> {
         .ok()
         .filter(|s| !s.is_empty())
         .ok_or_else(|| failed(spec, "client_secret_env", format!("{var} is not set")))?;
-    kiln_core::egress::tls::ensure_provider();
+    kiln_egress::tls::ensure_provider();
     let found = challenge(url).await;
     let manager = AuthorizationManager::new(url)
         .await
@@ -226,7 +226,7 @@ pub async fn machine_token(spec: &MountSpec) -> Result<String, McpError> {
         form.push(("client_id", id.clone()));
         form.push(("client_secret", secret.clone()));
     }
-    let http = kiln_core::egress::tls::client_builder()
+    let http = kiln_egress::tls::client_builder()
         .build()
         .map_err(|e| failed(spec, "an HTTP client", e))?;
     let body = form
@@ -299,7 +299,7 @@ pub async fn login(
     how: Login<'_>,
 ) -> Result<Vec<String>, McpError> {
     let (url, oauth) = oauth_of(spec)?;
-    kiln_core::egress::tls::ensure_provider();
+    kiln_egress::tls::ensure_provider();
     // The challenge the server gave the mount last, else the one a bare request gets now.
     let kept = challenge_path(workspace, &spec.name);
     let challenge = match std::fs::read_to_string(&kept) {
@@ -405,7 +405,7 @@ pub async fn login(
 /// The `WWW-Authenticate` challenge an unauthenticated request to `url` gets, if any: it names
 /// the resource metadata and the scopes the server wants.
 async fn challenge(url: &str) -> Option<String> {
-    let client = kiln_core::egress::tls::client_builder().build().ok()?;
+    let client = kiln_egress::tls::client_builder().build().ok()?;
     let body = serde_json::json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
         "protocolVersion": "2025-11-25", "capabilities": {},
         "clientInfo": {"name": "kiln", "version": env!("CARGO_PKG_VERSION")}}});
@@ -431,7 +431,7 @@ async fn challenge(url: &str) -> Option<String> {
 /// Fetches the authorization page and follows its redirects to kiln's loopback redirect; the
 /// URL it was sent to.
 async fn follow(page: &str) -> Result<String, String> {
-    let client = kiln_core::egress::tls::client_builder()
+    let client = kiln_egress::tls::client_builder()
         .redirect(reqwest::redirect::Policy::none())
         .build()
         .map_err(|e| e.to_string())?;

@@ -6,9 +6,9 @@ use super::McpError;
 use super::convert::result_from_mcp;
 use super::sink::SourceSink;
 use kiln_core::error::SourceLoc;
-use kiln_core::mount_spec::{MountSpec, SEPARATOR};
-use kiln_core::native::{NativeTool, native_source};
 use kiln_core::tool::{FailureKind, Hints, ToolFailure};
+use kiln_registry::mount_spec::{MountSpec, SEPARATOR};
+use kiln_registry::native::{NativeTool, native_source};
 use rmcp::model::CallToolRequestParams;
 use rmcp::{Peer, RoleClient};
 use serde_json::Value;
@@ -36,7 +36,7 @@ pub(super) async fn install(
     let count = natives.len();
     let mut file = native_source(natives);
     file.path = spec.source_path();
-    file.origin = kiln_core::registry::Origin::Mcp;
+    file.origin = kiln_registry::Origin::Mcp;
     // Its resources and prompts are served on too; a server whose lists fail still mounts
     // its tools (said in the log).
     match super::served_proxy::list(spec, slot, peer).await {
@@ -165,10 +165,10 @@ async fn call(
 /// Who approves a mounted server's questions during this call: the caller's asker (a door's
 /// person), else the host's approver.
 fn approver(ctx: &kiln_core::context::CallContext) -> super::client_asks::Approve {
-    let (asker, services) = (ctx.asker.clone(), ctx.services.clone());
+    let (asker, services) = (ctx.approval.approver.clone(), ctx.run.services.clone());
     std::sync::Arc::new(move |cap, question| match &asker {
         _ if services.assume_yes => true,
-        Some(asker) => asker.ask(cap, question).unwrap_or(false),
+        Some(approver) => approver.approve(cap, question).unwrap_or(false),
         None => services.approve(cap, question),
     })
 }

@@ -6,13 +6,13 @@
 use super::McpError;
 use super::state::Slot;
 use kiln_core::error::SourceLoc;
-use kiln_core::mount_spec::{MountSpec, SEPARATOR};
-use kiln_core::native::NativeTool;
-use kiln_core::served::{
+use kiln_core::tool::{FailureKind, Tool, ToolFailure};
+use kiln_registry::mount_spec::{MountSpec, SEPARATOR};
+use kiln_registry::native::NativeTool;
+use kiln_registry::served::{
     COMPLETE_PREFIX, Listing, PROMPT_PREFIX, Prompt, PromptArg, READ_PREFIX, Resource,
     ResourceTemplate, Served, reader_name, template_params,
 };
-use kiln_core::tool::{FailureKind, Tool, ToolFailure};
 use rmcp::model::{GetPromptRequestParams, ReadResourceRequestParams};
 use rmcp::{Peer, RoleClient};
 use serde_json::{Value, json};

@@ -3,8 +3,8 @@
 //! it; the supervisors hold it weakly, so a dropped host stops them.
 
 use super::state::StateCell;
-use kiln_core::mount_spec::MountSpec;
-use kiln_core::registry::LoadedFile;
+use kiln_registry::LoadedFile;
+use kiln_registry::mount_spec::MountSpec;
 use std::path::PathBuf;
 
 /// What a mount may do to the host it feeds.

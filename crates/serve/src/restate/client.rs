@@ -88,12 +88,13 @@ impl RestateClient {
     /// A client of the ingress at `ingress` and the admin API at `admin`.
     pub fn new(ingress: &str, admin: &str) -> Result<Self, DurableError> {
         let ingress = super::register::check_url("--restate-ingress", ingress)?;
-        let http = kiln_core::egress::tls::client_builder()
-            .build()
-            .map_err(|e| DurableError::Unreachable {
-                url: ingress.clone(),
-                message: e.to_string(),
-            })?;
+        let http =
+            kiln_egress::tls::client_builder()
+                .build()
+                .map_err(|e| DurableError::Unreachable {
+                    url: ingress.clone(),
+                    message: e.to_string(),
+                })?;
         Ok(RestateClient {
             ingress,
             admin: super::register::check_url("--restate-admin", admin)?,

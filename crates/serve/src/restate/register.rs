@@ -26,7 +26,7 @@ pub async fn register(admin: &str, endpoint: &str, force: bool) -> Result<Value,
         url: url.clone(),
         message: e.to_string(),
     };
-    let client = kiln_core::egress::tls::client_builder()
+    let client = kiln_egress::tls::client_builder()
         .build()
         .map_err(unreachable)?;
     let reply = client

@@ -4,13 +4,13 @@
 //! pipeline's) `Tool::execute` (validation, guard, rate limit, sandbox, deadline), an agent's
 //! agent run through the [`AgentRunner`] (its own run log), all under the pipeline's grants.
 
-use super::agents::{AgentCall, AgentRunner};
-use super::report::{NodeReport, NodeStatus, PipelineReport};
-use super::spec::{Node, PipelineSpec, Target};
-use crate::capability::Grants;
-use crate::context::{CallContext, Caller};
-use crate::tool::{FailureKind, ToolFailure};
+use crate::report::{NodeReport, NodeStatus, PipelineReport};
+use crate::spec::{Node, PipelineSpec, Target};
 use futures_util::stream::{FuturesUnordered, StreamExt};
+use kiln_core::capability::Grants;
+use kiln_core::context::{CallContext, Caller};
+use kiln_core::runner::{AgentCall, AgentRunner};
+use kiln_core::tool::{FailureKind, ToolFailure};
 use serde_json::{Map, Value};
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
@@ -38,7 +38,7 @@ pub async fn run(
     caller: &CallContext,
 ) -> PipelineReport {
     // A run of its own (an agent's call of a pipeline is logged apart from the agent's run).
-    let run_id = crate::context::new_run_id();
+    let run_id = kiln_core::context::new_run_id();
     let span = crate::telemetry::pipeline_span(&spec.name, &run_id);
     let report = run_in_span(runner, spec, inputs, caller, run_id)
         .instrument(span.clone())
@@ -56,11 +56,11 @@ async fn run_in_span(
 ) -> PipelineReport {
     let started = Instant::now();
     let mut ctx = caller.clone();
-    ctx.run_id = run_id;
-    ctx.grants = pipeline_grants(&caller.grants, spec);
-    ctx.caller = Caller::Pipeline(spec.name.clone());
+    ctx.who.run_id = run_id;
+    ctx.granted.grants = pipeline_grants(&caller.granted.grants, spec);
+    ctx.who.caller = Caller::Pipeline(spec.name.clone());
     let deadline = started + spec.timeout;
-    ctx.deadline = Some(caller.deadline.map_or(deadline, |d| d.min(deadline)));
+    ctx.run.deadline = Some(caller.run.deadline.map_or(deadline, |d| d.min(deadline)));
     let mut values: HashMap<String, Value> = inputs
         .as_object()
         .map(|m| m.iter().map(|(k, v)| (k.clone(), v.clone())).collect())
@@ -125,7 +125,7 @@ async fn run_in_span(
         .collect();
     PipelineReport {
         pipeline: spec.name.clone(),
-        run_id: ctx.run_id.clone(),
+        run_id: ctx.who.run_id.clone(),
         inputs,
         outputs,
         nodes: spec
@@ -171,7 +171,7 @@ async fn run_node(
         .instrument(span.clone())
         .await;
     if let Some(e) = &report.error {
-        crate::telemetry::fail(&span, e.kind.as_str());
+        kiln_core::telemetry::fail(&span, e.kind.as_str());
     }
     report
 }
@@ -187,8 +187,9 @@ async fn run_node_in_span(
     let _permit = permits.acquire_owned().await.ok();
     let begun = Instant::now();
     let deadline = ctx
+        .run
         .deadline
-        .unwrap_or(begun + super::spec::DEFAULT_PIPELINE_TIMEOUT);
+        .unwrap_or(begun + crate::spec::DEFAULT_PIPELINE_TIMEOUT);
     let (args, result) = match &node.target {
         Target::Tool(name) | Target::Pipeline(name) => {
             call_tool(name, &node, values, ctx, deadline).await
@@ -237,7 +238,7 @@ async fn call_tool(
     ctx: CallContext,
     deadline: Instant,
 ) -> (Value, Result<Value, ToolFailure>) {
-    let Some(tool) = ctx.registry.as_ref().and_then(|r| r.reach(name)) else {
+    let Some(tool) = ctx.run.registry.as_ref().and_then(|r| r.reach(name)) else {
         let f = ToolFailure::visible(
             FailureKind::UnknownTool,
             format!("\"{name}\" is no longer loaded"),
@@ -312,13 +313,13 @@ async fn call_agent(
     let call = AgentCall {
         agent: name.to_string(),
         prompt,
-        grants: ctx.grants.clone(),
-        context: ctx.context.clone(),
-        actor_id: ctx.actor_id.clone(),
+        grants: ctx.granted.grants.clone(),
+        context: ctx.run.context.clone(),
+        actor_id: ctx.who.actor_id.clone(),
         deadline,
-        cancel: ctx.cancel.clone(),
-        depth: ctx.depth,
-        parent: (!ctx.run_id.is_empty()).then(|| ctx.run_id.clone()),
+        cancel: ctx.run.cancel.clone(),
+        depth: ctx.who.depth,
+        parent: (!ctx.who.run_id.is_empty()).then(|| ctx.who.run_id.clone()),
     };
     let result = runner.run_agent(call).await.map(Value::String);
     (args, result)

@@ -1,13 +1,13 @@
 //! Agents as tools: an agent listing `"agent:researcher"` in `.tools([...])` is offered a tool
 //! `ask_researcher` taking a `prompt`. A call runs the other agent as a run of its own (logged
 //! as any run is), within the caller's grants and the other agent's own (their meet), under
-//! the caller's deadline and cancellation, at most [`crate::tool::MAX_CALL_DEPTH`] deep.
+//! the caller's deadline and cancellation, at most [`kiln_core::tool::MAX_CALL_DEPTH`] deep.
 
 use crate::agent_spec::AgentSpec;
-use crate::context::CallContext;
 use crate::native::NativeTool;
-use crate::pipeline::AgentCall;
-use crate::tool::{FailureKind, MAX_CALL_DEPTH, Tool, ToolFailure};
+use kiln_core::context::CallContext;
+use kiln_core::runner::AgentCall;
+use kiln_core::tool::{FailureKind, MAX_CALL_DEPTH, Tool, ToolFailure};
 use serde_json::{Value, json};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -30,19 +30,19 @@ pub fn agent_tool(agent: &AgentSpec) -> Option<Arc<Tool>> {
         d => format!("{d} (the agent \"{name}\"; its answer is the result)"),
     };
     NativeTool::new(tool_name(&name), move |args: Value, ctx: &CallContext| {
-        let runner = ctx.agents.as_ref().and_then(std::sync::Weak::upgrade);
+        let runner = ctx.run.agents.as_ref().and_then(std::sync::Weak::upgrade);
         let call = AgentCall {
             agent: name.clone(),
             prompt: args["prompt"].as_str().unwrap_or_default().to_string(),
-            grants: ctx.grants.clone(),
-            context: ctx.context.clone(),
-            actor_id: ctx.actor_id.clone(),
+            grants: ctx.granted.grants.clone(),
+            context: ctx.run.context.clone(),
+            actor_id: ctx.who.actor_id.clone(),
             deadline: ctx
-                .deadline
+                .run.deadline
                 .unwrap_or_else(|| Instant::now() + AGENT_CALL_TIMEOUT),
-            cancel: ctx.cancel.clone(),
-            depth: ctx.depth + 1,
-            parent: (!ctx.run_id.is_empty()).then(|| ctx.run_id.clone()),
+            cancel: ctx.run.cancel.clone(),
+            depth: ctx.who.depth + 1,
+            parent: (!ctx.who.run_id.is_empty()).then(|| ctx.who.run_id.clone()),
         };
         let name = name.clone();
         async move {

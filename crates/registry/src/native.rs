@@ -1,14 +1,14 @@
 //! What an application adds in Rust: native tools, which join the registry beside script tools,
 //! and host functions, which scripts call under the same capability gate as the built-in ones.
 
-use crate::context::CallContext;
-use crate::error::{LoadError, SourceLoc};
 use crate::registry::LoadedFile;
-pub use crate::running::HandlerFuture;
-use crate::running::drive;
-use crate::schema::{self, Param};
-use crate::tool::{self, DEFAULT_TIMEOUT, Handler, Tool, ToolFailure};
-use crate::tool_parts::{Part, ToolParts};
+use kiln_core::context::CallContext;
+use kiln_core::error::{LoadError, SourceLoc};
+pub use kiln_core::running::HandlerFuture;
+use kiln_core::running::drive;
+use kiln_core::schema::{self, Param};
+use kiln_core::tool::{self, DEFAULT_TIMEOUT, Handler, Tool, ToolFailure};
+use kiln_core::tool_parts::{Part, ToolParts};
 use serde_json::Value;
 use std::future::Future;
 use std::sync::Arc;
@@ -28,7 +28,7 @@ pub struct NativeTool {
     requires: Vec<String>,
     timeout: Duration,
     retries: u32,
-    rate_limit: Option<crate::ratelimit::RateLimit>,
+    rate_limit: Option<kiln_core::ratelimit::RateLimit>,
     exclusive: bool,
     errors: Vec<String>,
     handler: Arc<NativeFn>,
@@ -142,8 +142,8 @@ impl NativeTool {
     }
 
     /// At most `limit.calls` calls per `limit.per`, shared by every run of the host; with
-    /// [`RateLimit::wait`](crate::ratelimit::RateLimit::wait) a call waits for a slot within its deadline.
-    pub fn rate_limit(mut self, limit: crate::ratelimit::RateLimit) -> Self {
+    /// [`RateLimit::wait`](kiln_core::ratelimit::RateLimit::wait) a call waits for a slot within its deadline.
+    pub fn rate_limit(mut self, limit: kiln_core::ratelimit::RateLimit) -> Self {
         if let Some(problem) = limit.problem() {
             self.errors.push(problem);
         }
@@ -236,7 +236,10 @@ impl Handler for NativeHandler {
         deadline: Instant,
     ) -> Result<Value, ToolFailure> {
         let mut inner = ctx.clone();
-        inner.native = Some(Arc::new((tool.name.clone(), tool.requires.clone())));
+        inner.granted.native = Some(Arc::new(kiln_core::context::NativeDeclared {
+            tool: tool.name.clone(),
+            requires: tool.requires.clone(),
+        }));
         let future = (self.0)(args.clone(), &inner);
         drive(future, deadline, ctx, &tool.name)
     }

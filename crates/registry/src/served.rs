@@ -6,9 +6,9 @@
 //! log as a tool call does. Completions of a prompt's arguments or a template's parameters are
 //! tools too, taking `{"value": prefix}`.
 
-use crate::error::{LoadError, LoadErrorKind, SourceLoc};
-use crate::tool::Tool;
 use indexmap::IndexMap;
+use kiln_core::error::{LoadError, LoadErrorKind, SourceLoc};
+use kiln_core::tool::Tool;
 use serde_json::{Map, Value};
 use std::sync::Arc;
 
@@ -366,7 +366,7 @@ mod tests {
     fn reader_names_are_tool_names() {
         let name = reader_name(READ_PREFIX, "test://static-text");
         assert_eq!(name, "read_test___static-text");
-        assert!(crate::tool::valid_tool_name(&name));
+        assert!(kiln_core::tool::valid_tool_name(&name));
         assert_eq!(reader_name(READ_PREFIX, &"x".repeat(100)).len(), 64);
     }
 }

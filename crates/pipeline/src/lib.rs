@@ -3,21 +3,25 @@
 //! independent nodes in parallel, and offered as a tool whose parameters are its inputs.
 //!
 //! spec.rs: the model; check.rs: load-time checks; run.rs: the runner; report.rs: its report;
-//! agents.rs: the seam to the host for agent nodes and the run log.
+//! telemetry.rs: its spans. Agent nodes and the run log are reached through the core's
+//! [`kiln_core::runner::AgentRunner`], which the host implements.
+//!
+//! May depend on: kiln-core.
 
-pub mod agents;
+#![warn(missing_docs)]
+
 pub mod check;
 pub mod report;
 pub mod run;
 pub mod spec;
+pub mod telemetry;
 
-pub use agents::{AgentAnswer, AgentCall, AgentRunner};
 pub use report::{NodeReport, NodeStatus, PipelineReport};
 pub use spec::{Node, NodeMapper, Output, Pipeline, PipelineSpec, Target};
 
-use crate::context::CallContext;
-use crate::tool::{Handler, Tool, ToolFailure};
-use crate::tool_parts::ToolParts;
+use kiln_core::context::CallContext;
+use kiln_core::tool::{Handler, Tool, ToolFailure};
+use kiln_core::tool_parts::ToolParts;
 use serde_json::Value;
 use std::sync::Arc;
 use std::time::Instant;
@@ -31,7 +35,7 @@ impl Pipeline {
             name: spec.name.clone(),
             description: spec.description.clone(),
             requires: spec.requires.iter().map(ToString::to_string).collect(),
-            schema: crate::schema::object_schema(&spec.inputs),
+            schema: kiln_core::schema::object_schema(&spec.inputs),
             output_schema: None,
             exclusive: false,
             timeout: spec.timeout,
@@ -59,7 +63,7 @@ impl Pipeline {
 }
 
 /// Runs a pipeline as a tool's handler (an agent's call, `call_tool`, a `pipeline:` node);
-/// the host's [`AgentRunner`] logs the run, as it logs one the application starts.
+/// the host's [`kiln_core::runner::AgentRunner`] logs the run, as it logs one the application starts.
 struct PipelineHandler(Arc<PipelineSpec>);
 
 impl Handler for PipelineHandler {
@@ -70,20 +74,20 @@ impl Handler for PipelineHandler {
         ctx: &CallContext,
         deadline: Instant,
     ) -> Result<Value, ToolFailure> {
-        let runner = ctx.agents.as_ref().and_then(std::sync::Weak::upgrade);
+        let runner = ctx.run.agents.as_ref().and_then(std::sync::Weak::upgrade);
         let spec = self.0.clone();
         let mut inner = ctx.clone();
-        inner.deadline = Some(deadline);
+        inner.run.deadline = Some(deadline);
         let args = args.clone();
         let future = Box::pin(async move {
             let report = run::run(runner.as_deref(), &spec, args, &inner).await;
             if let Some(runner) = &runner {
-                runner
-                    .log_pipeline(&report)
-                    .map_err(|e| ToolFailure::sanitized(crate::tool::FailureKind::Runtime, e))?;
+                runner.log_run(&report.finished()).map_err(|e| {
+                    ToolFailure::sanitized(kiln_core::tool::FailureKind::Runtime, e)
+                })?;
             }
             report.result()
         });
-        crate::running::drive(future, deadline, ctx, &tool.name)
+        kiln_core::running::drive(future, deadline, ctx, &tool.name)
     }
 }

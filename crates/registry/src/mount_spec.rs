@@ -11,7 +11,7 @@ pub struct BadMountSpec {
 }
 
 /// Separates the server's name from its tool's in the registry (`fs__read_file`).
-pub const SEPARATOR: &str = "__";
+pub use kiln_core::tool::MOUNT_SEPARATOR as SEPARATOR;
 
 /// Where a mounted server lives.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -66,7 +66,7 @@ impl OAuth {
             }
             "client_id" => self.client_id = Some(value.to_string()),
             "client_secret_env" => {
-                crate::capability::declare_secret_var(value);
+                kiln_core::capability::declare_secret_var(value);
                 self.client_secret_env = Some(value.to_string());
             }
             "client_metadata_url" => self.client_metadata_url = Some(value.to_string()),
@@ -98,9 +98,9 @@ pub struct MountSpec {
     /// Variables a started server gets although kiln withholds them (the provider keys).
     pub env: Vec<String>,
     /// A limit applied to each of the server's tools.
-    pub rate_limit: Option<crate::ratelimit::RateLimit>,
+    pub rate_limit: Option<kiln_core::ratelimit::RateLimit>,
     /// Where a script declared it; `None` for `--mcp`.
-    pub declared: Option<crate::error::SourceLoc>,
+    pub declared: Option<kiln_core::error::SourceLoc>,
 }
 
 /// A server's name: it prefixes tool names every provider must accept, so letters, digits,
@@ -126,7 +126,7 @@ pub fn check_name(name: &str) -> Result<(), String> {
 /// metadata endpoints) are refused. Names are not resolved here: a user-written URL is
 /// trusted like a command line, unlike an address a model chose.
 pub fn check_url(url: &str) -> Result<(), String> {
-    use crate::egress::{AddrClass, NetHost, classify};
+    use kiln_egress::{AddrClass, NetHost, classify};
     let parsed = reqwest::Url::parse(url).map_err(|e| format!("bad URL \"{url}\": {e}"))?;
     let host = NetHost::of_url(&parsed).ok_or_else(|| format!("URL \"{url}\" has no host"))?;
     let loopback = match &host {
@@ -189,7 +189,7 @@ impl MountSpec {
                     }
                     Some(("bearer_env", var)) if !var.is_empty() => {
                         // It holds a credential: `env` must not hand it to a tool.
-                        crate::capability::declare_secret_var(var);
+                        kiln_core::capability::declare_secret_var(var);
                         bearer_env = Some(var.to_string());
                     }
                     Some((key, value)) if !value.is_empty() => oauth
@@ -236,10 +236,10 @@ impl MountSpec {
     }
 
     /// Where it was declared: the script position, or `--mcp NAME`.
-    pub fn origin(&self) -> crate::error::SourceLoc {
-        self.declared
-            .clone()
-            .unwrap_or_else(|| crate::error::SourceLoc::new(&format!("--mcp {}", self.name), 0, 0))
+    pub fn origin(&self) -> kiln_core::error::SourceLoc {
+        self.declared.clone().unwrap_or_else(|| {
+            kiln_core::error::SourceLoc::new(&format!("--mcp {}", self.name), 0, 0)
+        })
     }
 
     /// The same server started the same way (where it is declared does not matter).
@@ -252,7 +252,7 @@ impl MountSpec {
 
     /// The capability a caller needs to use this server's tools.
     pub fn capability(&self) -> String {
-        format!("mcp:{}", self.name)
+        format!("{}:{}", kiln_core::capability::HostCap::Mcp, self.name)
     }
 
     /// The registry source its tools form (distinct per declaration, so a script's server

@@ -2,12 +2,12 @@
 //! schema export. A new snapshot is built on every (re)load and swapped in whole.
 
 use crate::agent_spec::AgentSpec;
-use crate::capability::{self, Grants};
-use crate::context::CallContext;
-use crate::error::{LoadError, LoadErrorKind, SourceLoc};
-use crate::schema::{self, Format};
-use crate::tool::Tool;
 use indexmap::IndexMap;
+use kiln_core::capability::{self, Grants, HostCap};
+use kiln_core::context::CallContext;
+use kiln_core::error::{LoadError, LoadErrorKind, SourceLoc};
+use kiln_core::schema::{self, Format};
+use kiln_core::tool::Tool;
 use serde_json::Value;
 use std::sync::Arc;
 
@@ -39,7 +39,7 @@ pub struct LoadedFile {
     /// Agents in definition order, each with where its tool list is (checked by the registry).
     pub agents: Vec<(Arc<AgentSpec>, SourceLoc)>,
     /// Pipelines in definition order (what they call is checked by the registry).
-    pub pipelines: Vec<crate::pipeline::spec::Pipeline>,
+    pub pipelines: Vec<kiln_pipeline::spec::Pipeline>,
     /// Problems; a file with any is "broken" for hot reload.
     pub errors: Vec<LoadError>,
     /// Advice that does not stop loading.
@@ -51,7 +51,7 @@ pub struct LoadedFile {
     /// Resources, resource templates and prompts it declares.
     pub served: crate::served::Served,
     /// Call policies it declares, in definition order.
-    pub policies: Vec<Arc<dyn crate::policy::Policy>>,
+    pub policies: Vec<Arc<dyn kiln_core::policy::Policy>>,
     /// Whether its definitions stand or fall together: a script file does (one error and it
     /// contributes nothing); the native tools and a mounted server's tools stand one by one.
     pub atomic: bool,
@@ -62,10 +62,10 @@ pub struct LoadedFile {
 pub struct Registry {
     tools: IndexMap<String, Arc<Tool>>,
     agents: IndexMap<String, Arc<AgentSpec>>,
-    pipelines: IndexMap<String, crate::pipeline::spec::Pipeline>,
+    pipelines: IndexMap<String, kiln_pipeline::spec::Pipeline>,
     mcp_servers: IndexMap<String, crate::mount_spec::MountSpec>,
     served: crate::served::Served,
-    policies: Vec<Arc<dyn crate::policy::Policy>>,
+    policies: Vec<Arc<dyn kiln_core::policy::Policy>>,
     /// Load errors across all files.
     pub errors: Vec<LoadError>,
     /// Load warnings across all files.
@@ -88,7 +88,7 @@ impl Registry {
             let broad = agent
                 .grants
                 .iter()
-                .any(|g| g.cap.name == "net" && g.cap.scope.as_deref() == Some("private"));
+                .any(|g| HostCap::Net.is(&g.cap.name) && g.cap.scope.as_deref() == Some("private"));
             if broad {
                 advice.push(LoadError::at(
                     agent.loc.clone(),
@@ -256,7 +256,7 @@ impl Registry {
     }
 
     /// Pipelines join the tools (a pipeline is a tool too, so names may not clash).
-    fn add_pipelines(&mut self, pipelines: Vec<crate::pipeline::spec::Pipeline>) {
+    fn add_pipelines(&mut self, pipelines: Vec<kiln_pipeline::spec::Pipeline>) {
         for p in pipelines {
             if let Some(prev) = self.tools.get(&p.spec.name) {
                 self.errors.push(LoadError::of(
@@ -284,7 +284,7 @@ impl Registry {
                 .map(|p| {
                     (
                         p.spec.name.clone(),
-                        crate::pipeline::check::linked(&p.spec, self),
+                        kiln_pipeline::check::linked(&p.spec, self),
                     )
                 })
                 .filter(|(_, errors)| !errors.is_empty())
@@ -301,12 +301,12 @@ impl Registry {
     }
 
     /// Every pipeline in load order.
-    pub fn pipelines(&self) -> impl Iterator<Item = &Arc<crate::pipeline::spec::PipelineSpec>> {
+    pub fn pipelines(&self) -> impl Iterator<Item = &Arc<kiln_pipeline::spec::PipelineSpec>> {
         self.pipelines.values().map(|p| &p.spec)
     }
 
     /// A pipeline by name.
-    pub fn pipeline(&self, name: &str) -> Option<crate::pipeline::spec::Pipeline> {
+    pub fn pipeline(&self, name: &str) -> Option<kiln_pipeline::spec::Pipeline> {
         self.pipelines.get(name).cloned()
     }
 
@@ -319,7 +319,7 @@ impl Registry {
                 out.push(format!(
                     "agent \"{}\" hands off to \"{name}\" but there is no such agent{} (loaded: {})",
                     agent.name,
-                    crate::suggest::hint(name, known_agents.iter().copied()),
+                    kiln_core::suggest::hint(name, known_agents.iter().copied()),
                     known_agents.join(", ")
                 ));
             }
@@ -345,7 +345,7 @@ impl Registry {
                 None => out.push(format!(
                     "agent \"{}\" lists tool \"{name}\" which does not exist{} (loaded: {})",
                     agent.name,
-                    crate::suggest::hint(name, self.tool_names().iter().map(|n| n.as_ref())),
+                    kiln_core::suggest::hint(name, self.tool_names().iter().map(|n| n.as_ref())),
                     self.tool_names().join(", ")
                 )),
                 Some(tool) => {
@@ -377,7 +377,7 @@ impl Registry {
                 agent.name
             ));
         }
-        let needed = capability::Capability::parse(&format!("mcp:{server}")).ok()?;
+        let needed = capability::Capability::parse(&format!("{}:{server}", HostCap::Mcp)).ok()?;
         let missing = agent.grants.missing(std::slice::from_ref(&needed));
         (!missing.is_empty()).then(|| {
             format!(
@@ -450,7 +450,7 @@ impl Registry {
     }
 }
 
-impl crate::pipeline::check::Lookup for Registry {
+impl kiln_pipeline::check::Lookup for Registry {
     fn tool(&self, name: &str) -> Option<Arc<Tool>> {
         self.find(name)
     }
@@ -459,7 +459,7 @@ impl crate::pipeline::check::Lookup for Registry {
         self.agents.contains_key(name)
     }
 
-    fn pipeline(&self, name: &str) -> Option<Arc<crate::pipeline::spec::PipelineSpec>> {
+    fn pipeline(&self, name: &str) -> Option<Arc<kiln_pipeline::spec::PipelineSpec>> {
         self.pipelines.get(name).map(|p| p.spec.clone())
     }
 }
@@ -469,19 +469,19 @@ impl Registry {
     pub fn available(&self, names: Option<&[String]>, ctx: &CallContext) -> Vec<Arc<Tool>> {
         let picked: Vec<Arc<Tool>> = match names {
             Some(list) => list.iter().flat_map(|n| self.named(n)).collect(),
-            None => self.tools_for(&ctx.grants),
+            None => self.tools_for(&ctx.granted.grants),
         };
         picked.into_iter().filter(|t| t.is_available(ctx)).collect()
     }
 }
 
-impl crate::context::Tools for Registry {
-    fn reach(&self, name: &str) -> Option<Arc<dyn crate::context::Reachable>> {
+impl kiln_core::context::Tools for Registry {
+    fn reach(&self, name: &str) -> Option<Arc<dyn kiln_core::context::Reachable>> {
         self.find(name)
-            .map(|t| Arc::new(t) as Arc<dyn crate::context::Reachable>)
+            .map(|t| Arc::new(t) as Arc<dyn kiln_core::context::Reachable>)
     }
 
-    fn policies(&self) -> Vec<Arc<dyn crate::policy::Policy>> {
+    fn policies(&self) -> Vec<Arc<dyn kiln_core::policy::Policy>> {
         self.policies.clone()
     }
 }

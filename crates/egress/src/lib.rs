@@ -2,6 +2,10 @@
 //! connect to, the `net` scopes that name destinations, and the rule deciding whether a grant
 //! covers an address. Connections are checked twice: before the call (to refuse or ask early)
 //! and again by [`resolver::CheckedResolver`] at connect time, on the addresses actually dialled.
+//!
+//! May depend on: nothing of kiln.
+
+#![warn(missing_docs)]
 
 mod describe;
 pub mod resolver;

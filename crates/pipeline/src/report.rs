@@ -1,7 +1,8 @@
 //! What a pipeline run reports: each node's status, value or failure and timing, the outputs,
 //! and the run's result as a tool returns it.
 
-use crate::failure::{FailureKind, ToolFailure};
+use kiln_core::failure::{FailureKind, ToolFailure, ToolOutcome};
+use kiln_core::runner::{FinishedCall, FinishedRun, RunKind};
 use serde::Serialize;
 use serde_json::{Map, Value};
 
@@ -155,6 +156,36 @@ impl PipelineReport {
                 .map(|(k, v)| format!("{k}: {v}"))
                 .collect::<Vec<_>>()
                 .join("\n"),
+        }
+    }
+
+    /// The run as the run log keeps it: a run of `pipeline:NAME` whose calls are the nodes
+    /// that ran.
+    pub fn finished(&self) -> FinishedRun {
+        let calls = self
+            .nodes
+            .iter()
+            .filter(|n| n.status != NodeStatus::Skipped)
+            .map(|n| FinishedCall {
+                id: n.name.clone(),
+                tool: n.call.clone(),
+                args: n.args.clone(),
+                outcome: ToolOutcome {
+                    result: match (&n.value, &n.error) {
+                        (_, Some(e)) => Err(e.clone()),
+                        (v, None) => Ok(v.clone().unwrap_or(Value::Null)),
+                    },
+                    duration: std::time::Duration::from_secs_f64(n.duration_ms / 1000.0),
+                    attempts: 1,
+                },
+            })
+            .collect();
+        FinishedRun {
+            kind: RunKind::Pipeline(self.pipeline.clone()),
+            run_id: self.run_id.clone(),
+            input: self.inputs.clone(),
+            calls,
+            result: self.result(),
         }
     }
 }

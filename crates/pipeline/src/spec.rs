@@ -2,10 +2,10 @@
 //! tool, an agent or another pipeline, and the values it outputs. No Rhai here: a node's
 //! argument closure is a [`NodeMapper`] the script layer implements.
 
-use crate::capability::Capability;
-use crate::error::SourceLoc;
-use crate::schema::Param;
-use crate::tool::ToolFailure;
+use kiln_core::capability::Capability;
+use kiln_core::error::SourceLoc;
+use kiln_core::schema::Param;
+use kiln_core::tool::ToolFailure;
 use serde_json::Value;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -30,7 +30,7 @@ impl Target {
     /// Parses `tool`, `agent:NAME` or `pipeline:NAME`.
     pub fn parse(text: &str) -> Result<Target, String> {
         let named = |kind: &str, name: &str| {
-            if crate::tool::valid_tool_name(name) {
+            if kiln_core::tool::valid_tool_name(name) {
                 Ok(name.to_string())
             } else {
                 Err(format!(
@@ -169,5 +169,5 @@ pub struct Pipeline {
     /// The definition.
     pub spec: std::sync::Arc<PipelineSpec>,
     /// The tool offering it (inputs as parameters, its capabilities as requirements).
-    pub tool: std::sync::Arc<crate::tool::Tool>,
+    pub tool: std::sync::Arc<kiln_core::tool::Tool>,
 }

@@ -2,9 +2,9 @@
 //! definition (names, dependencies, cycles, outputs) and against the loaded registry (what the
 //! nodes call, the capabilities they need, composition cycles).
 
-use super::spec::{PipelineSpec, Target};
-use crate::error::{LoadError, LoadErrorKind};
-use crate::tool::Tool;
+use crate::spec::{PipelineSpec, Target};
+use kiln_core::error::{LoadError, LoadErrorKind};
+use kiln_core::tool::Tool;
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -21,10 +21,10 @@ pub trait Lookup {
 /// Problems within one definition.
 pub fn local(p: &PipelineSpec) -> Vec<LoadError> {
     let mut errors = Vec::new();
-    let err = |loc: &crate::error::SourceLoc, m: String| {
+    let err = |loc: &kiln_core::error::SourceLoc, m: String| {
         LoadError::at(loc.clone(), format!("pipeline \"{}\": {m}", p.name))
     };
-    let mut seen: HashMap<&str, &crate::error::SourceLoc> = HashMap::new();
+    let mut seen: HashMap<&str, &kiln_core::error::SourceLoc> = HashMap::new();
     for n in &p.nodes {
         if p.is_input(&n.name) {
             errors.push(err(
@@ -116,7 +116,7 @@ fn find_cycle(p: &PipelineSpec) -> Option<Vec<String>> {
 /// Problems with what the nodes call, given everything loaded.
 pub fn linked(p: &PipelineSpec, lookup: &dyn Lookup) -> Vec<LoadError> {
     let mut errors = Vec::new();
-    let err = |loc: &crate::error::SourceLoc, m: String| {
+    let err = |loc: &kiln_core::error::SourceLoc, m: String| {
         LoadError::of(
             LoadErrorKind::PipelineLink,
             loc.clone(),

@@ -1,9 +1,9 @@
 //! An agent as a script defined it: provider, model, prompt, tools and grants.
 
-use crate::capability::Grants;
-use crate::error::SourceLoc;
-use crate::model::LocalModel;
-use crate::tool::Tool;
+use kiln_core::capability::Grants;
+use kiln_core::error::SourceLoc;
+use kiln_core::model::LocalModel;
+use kiln_core::tool::Tool;
 use serde_json::Value;
 use std::sync::Arc;
 

@@ -3,9 +3,9 @@
 //! and [`NativeTool::typed`] (arguments deserialized into the handler's own type). Both become
 //! a [`NativeTool`], so they take the same schema check, validation, guard, deadline and log.
 
-use crate::context::CallContext;
-use crate::failure::{FailureKind, ToolFailure};
 use crate::native::{HandlerFuture, NativeTool};
+use kiln_core::context::CallContext;
+use kiln_core::failure::{FailureKind, ToolFailure};
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 use std::future::Future;
