@@ -290,14 +290,17 @@ pub fn register(engine: &mut Engine) {
     FuncRegistration::new("ask_client")
         .with_params_info(["requests: map", "map"])
         .with_comments([
-            "/// Asks the MCP client several questions at once (#{ key: form_request(...), key2: \
+            "/// Asks the MCP client several questions at once (#{ key: elicit_request(...), key2: \
             sample_request(...), key3: roots_request() }) and returns the answers by key; () for \
             a kind the client does not offer.",
         ])
         .register_into_engine(engine, ask_client);
-    engine.register_fn("form_request", |message: &str, fields: Map| {
-        request("form", json!({ "message": message, "fields": crate::convert::to_json(&Dynamic::from_map(fields)).unwrap_or(Value::Null) }))
-    });
+    // `form_request` is the deprecated spelling (renames.rs).
+    for name in ["elicit_request", "form_request"] {
+        engine.register_fn(name, |message: &str, fields: Map| {
+            request("form", json!({ "message": message, "fields": crate::convert::to_json(&Dynamic::from_map(fields)).unwrap_or(Value::Null) }))
+        });
+    }
     engine.register_fn("sample_request", |prompt: &str| {
         request("sample", json!({ "prompt": prompt }))
     });

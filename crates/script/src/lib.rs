@@ -33,6 +33,7 @@ mod program_error;
 #[cfg(test)]
 mod props;
 mod rate_limit_dsl;
+pub mod renames;
 pub mod sandbox;
 pub mod scan;
 mod served_dsl;
