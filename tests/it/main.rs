@@ -50,6 +50,7 @@ mod planner;
 mod policies;
 mod ratelimit;
 mod reload;
+mod renames;
 mod repl;
 mod runlog_ops;
 mod sandbox;

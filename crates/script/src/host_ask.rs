@@ -198,7 +198,7 @@ fn request(kind: &str, body: Value) -> Map {
 /// The request `ask_client` got under `key`.
 fn parse_request(key: &str, value: &Dynamic) -> Result<ClientAsk, Box<EvalAltResult>> {
     let bad = || -> Box<EvalAltResult> {
-        format!("ask_client(): \"{key}\" must be form_request(...), sample_request(...) or roots_request()").into()
+        format!("ask_client(): \"{key}\" must be elicit_request(...), sample_request(...) or roots_request()").into()
     };
     let m = value.clone().try_cast::<Map>().ok_or_else(bad)?;
     let kind = m.get(REQUEST_KEY).map(|k| k.to_string()).ok_or_else(bad)?;
