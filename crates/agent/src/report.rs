@@ -158,7 +158,7 @@ pub enum RunErrorKind {
     Capability(String),
     /// The model kept calling tools past the limit.
     #[error(
-        "ToolLoopError: the model asked for tools in more than {0} rounds (max_tool_iterations)"
+        "ToolLoopError: the model asked for tools in more than {0} rounds (max_iterations)"
     )]
     ToolLoop(u32),
     /// The model kept sending invalid arguments to one tool.
