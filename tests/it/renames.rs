@@ -275,3 +275,36 @@ fn a_timeout_that_is_not_a_duration_is_a_load_error_at_its_call() {
         "{errors:?}"
     );
 }
+
+#[test]
+fn a_rate_limit_period_and_a_sleep_take_a_duration_with_its_unit() {
+    let (s, h) = host_with(
+        r#"tool("secs").rate_limit(2, 60).handler(|a| 1);
+tool("text").rate_limit(2, "1m").handler(|a| 1);
+tool("waits").rate_limit(2, "1m", #{ wait: true }).handler(|a| 1);
+tool("nap").handler(|a| { sleep("20ms"); "rested" });
+tool("bad_nap").handler(|a| { sleep("20 winks"); "rested" });
+mcp_server("m").command("true").rate_limit(5, "10s");
+"#,
+    );
+    assert!(s.errors(&h).is_empty(), "{:?}", s.errors(&h));
+    let reg = h.registry();
+    let limit = |name: &str| format!("{:?}", reg.find(name).expect(name).rate_limit);
+    assert_eq!(limit("secs"), limit("text"));
+    assert_ne!(limit("text"), limit("waits"));
+    let server = reg.mcp_servers().next().expect("m");
+    let ten = kiln::tool::RateLimit::new(5, Duration::from_secs(10));
+    assert_eq!(
+        format!("{:?}", server.rate_limit),
+        format!("{:?}", Some(ten))
+    );
+    assert_eq!(
+        call(&h, "nap", json!({}), &[]).result.expect("rested"),
+        "rested"
+    );
+    let bad = call(&h, "bad_nap", json!({}), &[])
+        .result
+        .expect_err("a bad duration");
+    let detail = bad.detail.unwrap_or_default();
+    assert!(detail.contains("unknown unit"), "{detail}");
+}

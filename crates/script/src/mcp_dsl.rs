@@ -4,7 +4,7 @@
 //! would otherwise withhold (`.env([...])` is its deprecated spelling); `.rate_limit(...)` applies to each of its tools.
 
 use super::dsl::{lock, strings};
-use super::rate_limit_dsl::limit;
+use super::rate_limit_dsl::{limit, limit_per};
 use kiln_core::error::LoadError;
 use kiln_core::mount_spec::{MountSpec, Target};
 use kiln_core::ratelimit::RateLimit;
@@ -164,6 +164,18 @@ pub(super) fn register(engine: &mut rhai::Engine) {
             },
         );
     }
+    engine.register_fn(
+        "rate_limit",
+        |ctx: NativeCallContext, b: &mut McpServerBuilder, calls: INT, per: &str| {
+            b.rate_limit(ctx.call_position(), limit_per(calls, per, &Map::new()))
+        },
+    );
+    engine.register_fn(
+        "rate_limit",
+        |ctx: NativeCallContext, b: &mut McpServerBuilder, calls: INT, per: &str, opts: Map| {
+            b.rate_limit(ctx.call_position(), limit_per(calls, per, &opts))
+        },
+    );
     engine.register_fn(
         "rate_limit",
         |ctx: NativeCallContext, b: &mut McpServerBuilder, calls: INT, per: INT| {
