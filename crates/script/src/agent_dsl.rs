@@ -34,8 +34,8 @@ pub fn register(engine: &mut Engine) {
     });
     type Count = fn(&mut AgentSettings) -> &mut Option<INT>;
     let counts: [(&str, Count); 7] = [
-        ("max_iterations", |s| &mut s.max_tool_iterations),
-        ("max_tool_iterations", |s| &mut s.max_tool_iterations),
+        ("max_iterations", |s| &mut s.max_iterations),
+        ("max_tool_iterations", |s| &mut s.max_iterations),
         ("max_tokens", |s| &mut s.max_tokens),
         ("max_steps", |s| &mut s.max_steps),
         ("max_parallel", |s| &mut s.max_parallel),
@@ -98,7 +98,7 @@ pub fn register(engine: &mut Engine) {
             move |ctx: NativeCallContext, b: &mut AgentBuilder, list: Array| {
                 let pos = ctx.call_position();
                 b.with(|d| match strings(&list) {
-                    Ok(l) => d.ask = l,
+                    Ok(l) => d.needs_approval = l,
                     Err(e) => d.errors.push((pos, format!("{key}: {e}"))),
                 })
             },

@@ -44,8 +44,8 @@ pub struct ToolDraft {
     pub handler: Option<(FnPtr, Position)>,
     /// `.title(...)`.
     pub title: Option<String>,
-    /// `.returns(...)`: the output schema and where it was declared.
-    pub returns: Option<(Value, Position)>,
+    /// `.output(...)`: the output schema and where it was declared.
+    pub output: Option<(Value, Position)>,
     /// `.annotations(#{...})`.
     pub hints: kiln_core::tool::Hints,
     /// `.task(mode[, #{ start }])`.
@@ -73,8 +73,8 @@ pub struct AgentDraft {
     pub capabilities: Vec<String>,
     /// Position of `.capabilities(...)`.
     pub caps_pos: Position,
-    /// `.ask([...])`: grants that need approval.
-    pub ask: Vec<String>,
+    /// `.needs_approval([...])`: grants that need approval.
+    pub needs_approval: Vec<String>,
     /// `.planner(fn)` for the script provider.
     pub planner: Option<FnPtr>,
     /// `.validator(fn)` for planner mode.
@@ -121,8 +121,8 @@ pub struct AgentSettings {
     pub mode: Option<String>,
     /// `.temperature(t)`.
     pub temperature: Option<f64>,
-    /// `.max_tool_iterations(n)`.
-    pub max_tool_iterations: Option<i64>,
+    /// `.max_iterations(n)`.
+    pub max_iterations: Option<i64>,
     /// `.max_tokens(n)`.
     pub max_tokens: Option<i64>,
     /// `.max_steps(n)`.

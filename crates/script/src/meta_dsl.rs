@@ -8,11 +8,11 @@ use rhai::{Dynamic, Engine, Map, NativeCallContext, Position};
 use serde_json::Value;
 
 /// Records `.output(spec)` as a schema (the loader compiles it, located at this call).
-fn returns(b: &mut ToolBuilder, pos: Position, spec: Result<Value, String>) -> ToolBuilder {
+fn output(b: &mut ToolBuilder, pos: Position, spec: Result<Value, String>) -> ToolBuilder {
     let built = spec.and_then(|s| schema::returns_schema(&s));
     b.with(|d| match built {
-        Ok(_) if d.returns.is_some() => d.errors.push((pos, ".output(...) is given twice".into())),
-        Ok(s) => d.returns = Some((s, pos)),
+        Ok(_) if d.output.is_some() => d.errors.push((pos, ".output(...) is given twice".into())),
+        Ok(s) => d.output = Some((s, pos)),
         Err(e) => d.errors.push((pos, e)),
     })
 }
@@ -86,13 +86,13 @@ pub(super) fn register(engine: &mut Engine) {
         engine.register_fn(
             key,
             |ctx: NativeCallContext, b: &mut ToolBuilder, ty: &str| {
-                returns(b, ctx.call_position(), Ok(Value::String(ty.into())))
+                output(b, ctx.call_position(), Ok(Value::String(ty.into())))
             },
         );
         engine.register_fn(
             key,
             |ctx: NativeCallContext, b: &mut ToolBuilder, spec: Map| {
-                returns(b, ctx.call_position(), to_json(&Dynamic::from_map(spec)))
+                output(b, ctx.call_position(), to_json(&Dynamic::from_map(spec)))
             },
         );
         engine.register_fn(
@@ -104,7 +104,7 @@ pub(super) fn register(engine: &mut Engine) {
                     }
                     o
                 });
-                returns(b, ctx.call_position(), spec)
+                output(b, ctx.call_position(), spec)
             },
         );
     }
