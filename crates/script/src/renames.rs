@@ -92,14 +92,15 @@ pub struct Deprecation {
     pub rename: Rename,
 }
 
+/// What every deprecation's message says between the old spelling and the new.
+const DEPRECATED: &str = "` is deprecated: write `";
+
 impl Deprecation {
     /// What `kiln check` and the language server say about it.
     pub fn message(&self) -> String {
         let Rename { on, old, new } = self.rename;
         let dot = if on.is_empty() { "" } else { "." };
-        format!(
-            "`{dot}{old}(...)` is deprecated: write `{dot}{new}(...)` (`kiln check --fix` rewrites it)"
-        )
+        format!("`{dot}{old}(...){DEPRECATED}{dot}{new}(...)` (`kiln check --fix` rewrites it)")
     }
 
     /// The deprecation as a warning located in `path`.
@@ -110,7 +111,7 @@ impl Deprecation {
 
 /// Whether `warning` is one of [`Deprecation::warning`]'s (the language server tags those).
 pub fn is_deprecation(warning: &LoadError) -> bool {
-    warning.message.contains("` is deprecated: write `")
+    warning.message.contains(DEPRECATED)
 }
 
 /// The engine that reads scripts for their calls: no functions, no optimisation (a call is
