@@ -23,6 +23,17 @@ agent("coder").provider("script").tools(["lookup", "secret"]).ask(["env"])
         }
         #{ text: `${last.is_error}: ${last.content}` }
     });
+// The same agent with a deadline far off, so a busy loop meets the operation limit first
+// however loaded the machine is.
+agent("patient").provider("script").tools(["lookup"])
+    .code_mode(#{ max_calls: 25, timeout: 120000 })
+    .planner(|messages, tools| {
+        let last = messages[messages.len() - 1];
+        if last.role == "user" {
+            return #{ tool_calls: [#{ name: "run_code", args: #{ code: last.content } }] };
+        }
+        #{ text: `${last.is_error}: ${last.content}` }
+    });
 "#;
 
 fn host() -> (tempfile::TempDir, Arc<Host>) {
@@ -39,9 +50,13 @@ fn host() -> (tempfile::TempDir, Arc<Host>) {
 }
 
 fn ask(host: &Host, program: &str) -> kiln::RunReport {
+    ask_agent(host, "coder", program)
+}
+
+fn ask_agent(host: &Host, agent: &str, program: &str) -> kiln::RunReport {
     tokio::runtime::Runtime::new()
         .expect("runtime")
-        .block_on(host.run("coder", program, RunOptions::default()))
+        .block_on(host.run(agent, program, RunOptions::default()))
         .expect("the run ends normally")
 }
 
@@ -137,7 +152,7 @@ fn an_endless_loop_ends_at_the_program_deadline_and_the_run_goes_on() {
     assert!(report.answer.starts_with("true: "), "{}", report.answer);
     assert!(report.answer.contains("deadline"), "{}", report.answer);
     // A busy loop meets the operation limit first: an error result all the same.
-    let report = ask(&host, "loop { }");
+    let report = ask_agent(&host, "patient", "loop { }");
     assert!(report.answer.starts_with("true: "), "{}", report.answer);
     assert!(
         report.answer.contains("Too many operations"),

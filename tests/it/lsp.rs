@@ -123,6 +123,52 @@ fn kiln_lsp_reports_what_kiln_check_reports_where_it_reports_it_and_shuts_down()
 }
 
 #[test]
+fn hover_and_completion_describe_methods_the_old_hand_written_list_missed() {
+    let s = Scripts::new(&[]);
+    std::fs::create_dir(s.path().join("scripts")).expect("a scripts folder");
+    let text = "mcp_server(\"m\").command(\"srv\").oauth();\npolicy(\"p\").";
+    let file = s.path().join("scripts/m.rhai");
+    std::fs::write(&file, text).expect("a script");
+    let mut lsp = Lsp::start(s.path());
+    let root = url(s.path());
+    lsp.send(json!({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+        "params": {"processId": null, "rootUri": root, "capabilities": {}}}));
+    lsp.until(|m| m["id"] == 1);
+    lsp.send(json!({"jsonrpc": "2.0", "method": "initialized", "params": {}}));
+    let uri = url(&file);
+    lsp.send(
+        json!({"jsonrpc": "2.0", "method": "textDocument/didOpen", "params": {
+        "textDocument": {"uri": uri, "languageId": "rhai", "version": 1, "text": text}}}),
+    );
+    let oauth = text.find("oauth").expect("oauth") + 1;
+    lsp.send(
+        json!({"jsonrpc": "2.0", "id": 2, "method": "textDocument/hover", "params": {
+        "textDocument": {"uri": uri}, "position": {"line": 0, "character": oauth}}}),
+    );
+    let hover = lsp.until(|m| m["id"] == 2);
+    let value = hover["result"]["contents"]["value"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(
+        value.contains(".oauth([options])") && value.contains("`options` map (optional)"),
+        "{hover}"
+    );
+    lsp.send(
+        json!({"jsonrpc": "2.0", "id": 3, "method": "textDocument/completion", "params": {
+        "textDocument": {"uri": uri}, "position": {"line": 1, "character": 12}}}),
+    );
+    let items = lsp.until(|m| m["id"] == 3);
+    let check = (items["result"].as_array().expect("a list").iter())
+        .find(|i| i["label"] == "check")
+        .unwrap_or_else(|| panic!("no .check: {items}"));
+    assert_eq!(check["detail"], ".check(function)", "{check}");
+    lsp.send(json!({"jsonrpc": "2.0", "id": 4, "method": "shutdown"}));
+    lsp.until(|m| m["id"] == 4);
+    lsp.send(json!({"jsonrpc": "2.0", "method": "exit"}));
+    assert!(lsp.child.wait().expect("kiln lsp exits").success());
+}
+
+#[test]
 fn kiln_lsp_warns_where_kiln_check_warns_about_a_deprecated_spelling() {
     let s = Scripts::new(&[]);
     std::fs::create_dir(s.path().join("scripts")).expect("a scripts folder");

@@ -8,6 +8,7 @@ static ALLOCATOR: kiln::budget::Counting<std::alloc::System> =
 mod adversarial;
 mod agent_loop;
 mod approvals;
+mod architecture;
 mod claude_code;
 mod cli;
 mod code_mode;

@@ -25,6 +25,7 @@ pub mod run;
 pub mod runlog;
 mod spans;
 mod start;
+mod tool_loop;
 
 pub use event::{Event, Observer};
 pub use host::RunHost;

@@ -74,7 +74,7 @@ pub(super) async fn drive(
     };
     let sink: TextSink = Arc::new(|_: &str| {});
     for step in 1..=agent.max_steps {
-        let offered = super::run::pin_turn(host, agent, &mut ctx);
+        let offered = super::tool_loop::pin_turn(host, agent, &mut ctx);
         let request = ModelRequest {
             model: model.to_string(),
             system: opts.overrides.system(agent),

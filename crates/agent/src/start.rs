@@ -122,7 +122,7 @@ async fn setup_and_drive(
     if setup.agent.mode == kiln_core::agent_spec::AgentMode::JsonPlanner {
         return super::planner::drive(&setup, run, ctx).await;
     }
-    super::run::drive(&setup, run, &mut ctx).await?;
+    super::tool_loop::drive(&setup, run, &mut ctx).await?;
     let mut setup = setup;
     while let Some(next) = run.handoff.take() {
         if run.report.handoffs.len() >= MAX_HANDOFFS {
@@ -145,7 +145,7 @@ async fn setup_and_drive(
         setup.provider = Arc::new(provider);
         setup.model = model;
         setup.agent = agent;
-        super::run::drive(&setup, run, &mut ctx).await?;
+        super::tool_loop::drive(&setup, run, &mut ctx).await?;
     }
     Ok(())
 }

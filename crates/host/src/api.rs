@@ -552,13 +552,8 @@ impl Stream for WatchHandle {
     }
 }
 
-/// The definitions of an engine's own functions (no standard packages).
+/// The definitions of an engine's own functions (no standard packages), each function the
+/// DSL's table describes with its signature, capability and doc as its comment.
 pub fn engine_definitions(engine: &rhai::Engine) -> String {
-    // Functions returning Result<T, Box<EvalAltResult>> lose their type name in the
-    // metadata; `?` is what Rhai's definitions use for "any".
-    engine
-        .definitions()
-        .include_standard_packages(false)
-        .single_file()
-        .replace("EvalAltResult>>", "?")
+    kiln_script::reference::definitions(engine)
 }

@@ -1,13 +1,21 @@
 //! Completion: what may come at the cursor, read from where it is (`scan::context`).
 
-use crate::catalog::{CAPABILITIES, Catalog, PROVIDERS};
+use crate::catalog::{CAPABILITIES, Catalog, Entry, PROVIDERS};
 use crate::scan::{self, Context};
 use kiln_core::registry::Registry;
 use kiln_core::schema::{PARAM_KEYS, PARAM_TYPES};
-use lsp_types::{CompletionItem, CompletionItemKind, Documentation, MarkupContent, MarkupKind};
+use lsp_types::{
+    CompletionItem, CompletionItemKind, CompletionItemTag, Documentation, MarkupContent, MarkupKind,
+};
 
 /// The calls whose string arguments name capabilities.
-const CAPABILITY_CALLS: &[&str] = &["requires", "capabilities", "ask", "grants"];
+const CAPABILITY_CALLS: &[&str] = &[
+    "requires",
+    "capabilities",
+    "needs_approval",
+    "ask",
+    "grants",
+];
 
 /// Completion items at byte offset `at` of `text`.
 pub fn items(text: &str, at: usize, cat: &Catalog, regs: &[&Registry]) -> Vec<CompletionItem> {
@@ -35,7 +43,7 @@ fn in_string(cx: &Context, regs: &[&Registry]) -> Vec<CompletionItem> {
         return Vec::new();
     };
     match (call, arg) {
-        ("param", 1) | ("arg", 1) | ("returns", 0) => words(
+        ("param", 1) | ("arg", 1) | ("output", 0) | ("returns", 0) => words(
             PARAM_TYPES,
             CompletionItemKind::TYPE_PARAMETER,
             "param type",
@@ -77,10 +85,9 @@ fn methods(cat: &Catalog, builder: &str) -> Vec<CompletionItem> {
     methods
         .iter()
         .map(|(name, e)| {
-            let detail = e
-                .call
-                .map_or_else(|| format!("{name}(...)"), |c| format!(".{c}"));
-            item(name, CompletionItemKind::METHOD, &detail, &e.doc)
+            let detail =
+                (e.call.as_ref()).map_or_else(|| format!("{name}(...)"), |c| format!(".{c}"));
+            deprecated(item(name, CompletionItemKind::METHOD, &detail, &e.doc), e)
         })
         .collect()
 }
@@ -89,16 +96,22 @@ fn functions(cat: &Catalog) -> Vec<CompletionItem> {
     cat.functions
         .iter()
         .map(|(name, e)| {
-            let detail = e
-                .call
-                .map_or_else(|| format!("{name}(...)"), str::to_string);
+            let detail = (e.call.clone()).unwrap_or_else(|| format!("{name}(...)"));
             let doc = match cat.capabilities.get(name) {
                 Some(cap) => format!("{} (needs capability {cap})", e.doc),
                 None => e.doc.clone(),
             };
-            item(name, CompletionItemKind::FUNCTION, &detail, &doc)
+            deprecated(item(name, CompletionItemKind::FUNCTION, &detail, &doc), e)
         })
         .collect()
+}
+
+/// `item`, struck through when the table has its name only as a deprecated spelling.
+fn deprecated(mut item: CompletionItem, e: &Entry) -> CompletionItem {
+    if e.deprecated() {
+        item.tags = Some(vec![CompletionItemTag::DEPRECATED]);
+    }
+    item
 }
 
 fn words(list: &[&str], kind: CompletionItemKind, detail: &str) -> Vec<CompletionItem> {

@@ -13,7 +13,6 @@ pub mod code_mode;
 mod contract_dsl;
 pub mod convert;
 pub mod dsl;
-pub mod dsl_docs;
 pub mod failure;
 pub(crate) mod handler;
 pub mod host_ask;
@@ -33,6 +32,7 @@ mod program_error;
 #[cfg(test)]
 mod props;
 mod rate_limit_dsl;
+pub mod reference;
 pub mod renames;
 pub mod sandbox;
 pub mod scan;

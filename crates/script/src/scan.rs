@@ -4,19 +4,9 @@
 use rhai::{AST, ASTNode, Expr, Position, Stmt};
 use std::collections::{BTreeMap, BTreeSet};
 
-/// The capability each gated host function needs.
+/// The capability each gated host function needs (the DSL's table says).
 pub fn capability_of(function: &str) -> Option<&'static str> {
-    Some(match function {
-        "http_get" | "http_post" => "net",
-        "read_file" | "list_dir" => "fs.read",
-        "write_file" => "fs.write",
-        "env" => "env",
-        "store_get" | "store_set" | "store_delete" | "store_list" => "store",
-        "sample" => "sampling",
-        "elicit" => "elicitation",
-        "roots" => "roots",
-        _ => return None,
-    })
+    crate::reference::capability_of(function)
 }
 
 type Pos = (usize, usize);

@@ -1,10 +1,11 @@
 //! A call of a function or method that does not exist, told as the DSL names things: the
 //! builder it was called on and the nearest method or function kiln has, instead of Rhai's
 //! internal signature (`Function not found: parm (ToolBuilder, &str | ImmutableString | ...)`).
+//! A deprecated spelling is never suggested: its replacement is.
 
 use rhai::{Engine, EvalAltResult};
 
-use crate::dsl_docs::{self, BUILDERS};
+use crate::reference::{self, BUILDERS};
 
 /// The message for `err` when it is a call of an unknown function or method; `None` for any
 /// other error.
@@ -24,20 +25,24 @@ pub fn explain(err: &EvalAltResult, engine: &Engine) -> Option<String> {
     if let Some((_, what)) = BUILDERS.iter().find(|(ty, _)| *ty == receiver) {
         let methods = known
             .iter()
-            .filter(|(_, first)| first == receiver)
+            .filter(|(n, first)| first == receiver && !reference::is_deprecated(receiver, n))
             .map(|(n, _)| n.as_str());
         let hint = match kiln_core::suggest::nearest(name, methods) {
-            Some(m) => match dsl_docs::find(receiver, m) {
-                Some(doc) => format!("; did you mean .{}?", doc.call),
+            Some(m) => match reference::find(receiver, m) {
+                Some(entry) => format!("; did you mean .{}?", entry.call()),
                 None => format!("; did you mean .{m}(...)?"),
             },
             None => String::new(),
         };
         return Some(format!("{what}: no method .{name}(...){hint}"));
     }
-    let hint = match kiln_core::suggest::nearest(name, known.iter().map(|(n, _)| n.as_str())) {
-        Some(f) => match dsl_docs::find("", f) {
-            Some(doc) => format!("; did you mean {}?", doc.call),
+    let current = known
+        .iter()
+        .filter(|(n, _)| !reference::is_deprecated("", n))
+        .map(|(n, _)| n.as_str());
+    let hint = match kiln_core::suggest::nearest(name, current) {
+        Some(f) => match reference::find("", f) {
+            Some(entry) => format!("; did you mean {}?", entry.call()),
             None => format!("; did you mean {f}(...)?"),
         },
         None => String::new(),

@@ -1,0 +1,386 @@
+//! The tool-calling loop: ask the model, run the tools it asks for (validated, guarded,
+//! concurrently and in call order), send the results back, until it answers or a limit hits.
+//! Each round is one function of [`Rounds`]; [`Run`] keeps the commits in order.
+
+use super::event::Event;
+use super::report::{RunErrorKind, ToolCallRecord};
+use super::round::{Executed, RoundContext, execute_round};
+use super::run::{DEFAULT_MAX_TOKENS, INVALID_ARGS_GRACE, Run, Setup};
+use crate::RunHost;
+use kiln_core::context::CallContext;
+use kiln_core::tool::{FailureKind, Tool, ToolFailure};
+use kiln_providers::{
+    Message, ModelRequest, ModelResponse, TextSink, ToolCall, ToolDef, ToolResult,
+};
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Instant;
+use tokio::sync::RwLock;
+
+/// The tool-calling loop, one round at a time until the model answers, a limit hits or the
+/// conversation is handed to another agent.
+///
+/// The order it keeps, each rule kept where it is written:
+/// - the budget is checked before every model request and again, for the calls asked, before
+///   any of them runs ([`Rounds::ask`], [`Rounds::run_tools`]);
+/// - no tool runs on top of a step that is not committed ([`Rounds::run_tools`]);
+/// - a repaired answer drops the bad answer only after what is pending is committed
+///   ([`Rounds::answered`]);
+/// - a round's results are committed before the run stops, hands off or is cancelled
+///   ([`Rounds::run_tools`]).
+pub(super) async fn drive(
+    setup: &Setup<'_>,
+    run: &mut Run,
+    ctx: &mut CallContext,
+) -> Result<(), RunErrorKind> {
+    let mut rounds = Rounds::new(setup);
+    loop {
+        let (offered, reply) = rounds.ask(run, ctx).await?;
+        let next = if reply.tool_calls.is_empty() {
+            rounds.answered(run, ctx, reply.text).await?
+        } else {
+            rounds
+                .run_tools(run, ctx, &offered, reply.tool_calls)
+                .await?
+        };
+        if let Next::Stop = next {
+            return Ok(());
+        }
+    }
+}
+
+/// Whether the loop goes on after a round.
+enum Next {
+    /// Another model request.
+    Again,
+    /// The run is over (answered, or handed to another agent).
+    Stop,
+}
+
+/// The tool-calling loop's state across rounds.
+struct Rounds<'s, 'a> {
+    setup: &'s Setup<'a>,
+    /// Where streamed text goes (the observer).
+    sink: TextSink,
+    contract: super::contract::RunContract,
+    /// Invalid-argument replies per tool, against its budget.
+    invalid_counts: HashMap<String, u32>,
+    /// Held for writing by an exclusive tool, for reading by the others.
+    exclusive: Arc<RwLock<()>>,
+    /// Messages the last request carried: unchanged in the next, since the transcript only
+    /// grows (a repair may shrink it).
+    sent: usize,
+}
+
+impl<'s, 'a> Rounds<'s, 'a> {
+    fn new(setup: &'s Setup<'a>) -> Self {
+        let observer = setup.opts.observer.clone();
+        let sink: TextSink = Arc::new(move |t: &str| {
+            if let Some(o) = &observer {
+                o(&Event::Text(t.to_string()));
+            }
+        });
+        Rounds {
+            setup,
+            sink,
+            contract: super::contract::RunContract::new(&setup.agent, setup.opts.budget.as_ref()),
+            invalid_counts: HashMap::new(),
+            exclusive: Arc::new(RwLock::new(())),
+            sent: 0,
+        }
+    }
+
+    /// Checks the budget, offers this turn's tools and asks the model; the reply is in the
+    /// transcript when this returns.
+    async fn ask(
+        &mut self,
+        run: &mut Run,
+        ctx: &mut CallContext,
+    ) -> Result<(Vec<Arc<Tool>>, ModelResponse), RunErrorKind> {
+        let setup = self.setup;
+        self.contract.check(&run.report, 0)?;
+        let offered = pin_turn(setup.host, &setup.agent, ctx);
+        let request = setup
+            .provider
+            .prepare(&model_request(setup, run, &offered, self.sent));
+        self.sent = run.report.messages.len();
+        run.report.rounds += 1;
+        let (journal, provider, opts) = (setup.journal, &setup.provider, setup.opts);
+        let reply = run
+            .ask_model(journal, provider, request, &self.sink, opts, setup.deadline)
+            .await?;
+        run.report.stop_reason = Some(reply.stop.clone());
+        run.report.cost_usd = self.contract.spend(&run.report).cost_usd;
+        run.report.messages.push(Message::Assistant {
+            content: reply.text.clone(),
+            tool_calls: reply.tool_calls.clone(),
+        });
+        Ok((offered, reply))
+    }
+
+    /// The model answered without tool calls: the contract accepts the answer, or asks for a
+    /// repair (the bad answer dropped once what is pending is committed), or fails the run.
+    async fn answered(
+        &mut self,
+        run: &mut Run,
+        ctx: &CallContext,
+        text: String,
+    ) -> Result<Next, RunErrorKind> {
+        use super::contract::Verdict;
+        run.report.answer = text;
+        let verdict = self.contract.answered(&mut run.report);
+        if let Ok(Verdict::Repair { replace, message }) = &verdict {
+            if let Some(r) = replace {
+                run.forget_from(r.start, r.end).await?;
+                self.sent = self.sent.min(r.start);
+            }
+            let content = message.clone();
+            run.report.messages.push(Message::User { content });
+        }
+        run.commit(&ctx.state).await?;
+        Ok(match verdict? {
+            Verdict::Done => Next::Stop,
+            Verdict::Repair { .. } => Next::Again,
+        })
+    }
+
+    /// Runs the calls the model asked for and answers them: within the round limit and the
+    /// budget, on top of a committed step; the results are committed before the run stops on
+    /// a failed call, hands off or is cancelled.
+    async fn run_tools(
+        &mut self,
+        run: &mut Run,
+        ctx: &mut CallContext,
+        offered: &[Arc<Tool>],
+        calls: Vec<ToolCall>,
+    ) -> Result<Next, RunErrorKind> {
+        let setup = self.setup;
+        let round = run.report.rounds;
+        if round > setup.max_rounds {
+            return Err(RunErrorKind::ToolLoop(setup.max_rounds));
+        }
+        self.contract.check(&run.report, calls.len() as u64)?;
+        // A program's own calls count too: it may make only what the budget has left.
+        ctx.calls_left = self.contract.calls_left(&run.report).map(|n| {
+            Arc::new(std::sync::atomic::AtomicU64::new(
+                n.saturating_sub(calls.len() as u64),
+            ))
+        });
+        // The model request's step committed the one before; this is for a recorder that had
+        // nothing to overlap with.
+        run.durable().await?;
+        announce(run, round, &calls);
+        let round_ctx = RoundContext {
+            journal: setup.journal,
+            round,
+            offered,
+            ctx,
+            exclusive: &self.exclusive,
+            max_parallel: setup.agent.max_parallel,
+        };
+        let executed = execute_round(&calls, &round_ctx).await?;
+        let mut round_end = RoundEnd {
+            offered,
+            invalid_counts: &mut self.invalid_counts,
+            deadline: setup.deadline,
+            stop: None,
+        };
+        let results: Vec<ToolResult> = calls
+            .iter()
+            .zip(executed)
+            .map(|(call, executed)| round_end.record(run, round, call, executed))
+            .collect();
+        let handed = handoff(&setup.agent, &calls, &results);
+        run.report.messages.push(Message::Tool { results });
+        run.commit(&ctx.state).await?;
+        if let Some(kind) = round_end.stop {
+            return Err(kind);
+        }
+        if let Some(next) = handed {
+            // The start goes on as the other agent, with this transcript and state.
+            run.handoff = Some(next);
+            return Ok(Next::Stop);
+        }
+        if setup.opts.cancel.is_cancelled() {
+            return Err(RunErrorKind::Cancelled);
+        }
+        Ok(Next::Again)
+    }
+}
+
+/// Tells the observer, if any, that the round's calls start.
+fn announce(run: &Run, round: u32, calls: &[ToolCall]) {
+    if run.observer.is_none() {
+        return;
+    }
+    for call in calls {
+        run.emit(|| Event::ToolStarted {
+            round,
+            id: call.id.clone(),
+            name: call.name.clone(),
+            args: call.args.to_value(),
+        });
+    }
+}
+
+/// The next model request: the transcript so far and the tools offered this turn.
+fn model_request<'r>(
+    setup: &Setup<'_>,
+    run: &'r Run,
+    offered: &[Arc<Tool>],
+    unchanged_prefix: usize,
+) -> ModelRequest<'r> {
+    let (agent, opts) = (setup.agent.as_ref(), setup.opts);
+    // The request borrows the transcript; only its rendered bytes go into the step.
+    ModelRequest {
+        model: setup.model.clone(),
+        system: opts.overrides.system(agent),
+        messages: run.report.messages.as_slice().into(),
+        tools: offered
+            .iter()
+            .map(|t| ToolDef {
+                name: t.name.clone(),
+                description: t.description.clone(),
+                schema: t.schema.clone(),
+            })
+            .collect(),
+        temperature: opts.overrides.temperature.or(agent.temperature),
+        max_tokens: opts
+            .overrides
+            .max_tokens
+            .or(agent.max_tokens)
+            .unwrap_or(DEFAULT_MAX_TOKENS),
+        stream: opts.stream,
+        unchanged_prefix,
+        output: agent.contract.output.as_ref().map(|o| o.schema.clone()),
+    }
+}
+
+/// The end of a round: each call recorded, and the first reason the run must stop.
+struct RoundEnd<'a> {
+    offered: &'a [Arc<Tool>],
+    invalid_counts: &'a mut HashMap<String, u32>,
+    deadline: Option<Instant>,
+    stop: Option<RunErrorKind>,
+}
+
+impl RoundEnd<'_> {
+    /// Records one executed call in the report and answers it for the model.
+    fn record(
+        &mut self,
+        run: &mut Run,
+        round: u32,
+        call: &ToolCall,
+        executed: Executed,
+    ) -> ToolResult {
+        let Executed {
+            outcome,
+            version,
+            nested,
+            ..
+        } = executed;
+        let record = ToolCallRecord::new(
+            round,
+            &call.id,
+            &call.name,
+            call.args.to_value(),
+            &outcome,
+            version,
+        )
+        .with_nested(nested);
+        run.emit(|| Event::ToolFinished(record.clone()));
+        run.report.tool_calls.push(record);
+        if let Err(f) = &outcome.result
+            && self.stop.is_none()
+        {
+            self.stop = self.stops_run(&call.name, f);
+        }
+        ToolResult {
+            call_id: call.id.clone(),
+            name: call.name.clone(),
+            content: outcome.model_text(),
+            is_error: !outcome.is_ok(),
+        }
+    }
+
+    /// Whether a failed call ends the run: a refusal, a cancel, the run's deadline, or
+    /// invalid arguments past the tool's budget.
+    fn stops_run(&mut self, tool: &str, f: &ToolFailure) -> Option<RunErrorKind> {
+        match f.kind {
+            FailureKind::Capability => Some(RunErrorKind::Capability(f.message.clone())),
+            FailureKind::Cancelled => Some(RunErrorKind::Cancelled),
+            FailureKind::Deadline if self.deadline.is_some_and(|d| Instant::now() >= d) => {
+                Some(RunErrorKind::Deadline)
+            }
+            FailureKind::InvalidArguments => {
+                let n = self.invalid_counts.entry(tool.to_string()).or_default();
+                *n += 1;
+                let budget = self
+                    .offered
+                    .iter()
+                    .find(|t| t.name == tool)
+                    .map_or(0, |t| t.retries)
+                    + INVALID_ARGS_GRACE
+                    + 1;
+                (*n > budget).then(|| RunErrorKind::InvalidArguments {
+                    tool: tool.to_string(),
+                    count: *n,
+                })
+            }
+            _ => None,
+        }
+    }
+}
+
+/// The agent a round's successful handoff call hands the conversation to, if any.
+fn handoff(
+    agent: &kiln_core::agent_spec::AgentSpec,
+    calls: &[ToolCall],
+    results: &[ToolResult],
+) -> Option<String> {
+    calls.iter().zip(results).find_map(|(call, result)| {
+        let target = call.name.strip_prefix("handoff_to_")?;
+        (!result.is_error && agent.handoffs.iter().any(|h| h == target)).then(|| target.to_string())
+    })
+}
+
+/// Pins this turn's registry snapshot in `ctx` and returns the agent's tools offered from it:
+/// the schemas the model sees are the code that runs.
+pub(super) fn pin_turn(
+    host: &dyn RunHost,
+    agent: &kiln_core::agent_spec::AgentSpec,
+    ctx: &mut CallContext,
+) -> Vec<Arc<kiln_core::tool::Tool>> {
+    let snapshot = host.registry();
+    ctx.registry = Some(snapshot.clone());
+    let mut available = snapshot.available(Some(&agent.tools), ctx);
+    // Other agents it lists (`agent:NAME`) as tools that run them.
+    available.extend(
+        agent
+            .tools
+            .iter()
+            .filter_map(|t| kiln_core::agent_tool::named_agent(t))
+            .filter_map(|name| snapshot.agent(name))
+            .filter_map(|other| kiln_core::agent_tool::agent_tool(&other)),
+    );
+    // The agents it may hand the conversation to.
+    available.extend(
+        agent
+            .handoffs
+            .iter()
+            .filter_map(|name| snapshot.agent(name))
+            .filter_map(|other| kiln_core::agent_tool::handoff_tool(&other)),
+    );
+    match (&agent.code_mode, &agent.script) {
+        (Some(mode), Some(script)) => {
+            // The program calls the tools; those kept out stay ordinary tool calls.
+            let (kept, functions): (Vec<_>, Vec<_>) = available
+                .into_iter()
+                .partition(|t| mode.except.contains(&t.name));
+            let mut offered = script.code_tools(&functions, mode);
+            offered.extend(kept);
+            offered
+        }
+        _ => available,
+    }
+}

@@ -1,0 +1,174 @@
+//! The methods of the other builders: `pipeline(name)`, `mcp_server(name)`, `resource(uri)` and
+//! `resource_template(uri_template)`, `prompt(name)` and `policy(name)`.
+
+use super::{Entry, method, replaced};
+
+const P: &str = "PipelineBuilder";
+const M: &str = "McpServerBuilder";
+const R: &str = "ResourceBuilder";
+const Q: &str = "PromptBuilder";
+
+/// `pipeline(...)`'s methods.
+pub(super) const PIPELINE: &[Entry] = &[
+    method(P, "description(text: string)", "What the pipeline does."),
+    method(
+        P,
+        "input(name: string, type: string[, desc: string][, options: map])",
+        "An input of the pipeline, declared as a tool's param (type, description, options).",
+    ),
+    method(
+        P,
+        "compute(name: string, inputs: array, target: string[, mapper: fn])",
+        "A value computed by calling target (a tool, or \"agent:NAME\") with the named values, mapped by |v| #{...} if given.",
+    ),
+    method(
+        P,
+        "output(name: string)",
+        "A step or input whose value the pipeline returns.",
+    ),
+    method(
+        P,
+        "requires(capabilities: string | array)",
+        "Capabilities the pipeline's caller must grant.",
+    ),
+    method(
+        P,
+        "timeout(duration: int | string)",
+        "The whole run's deadline: milliseconds, or a duration with its unit (\"5m\").",
+    ),
+    method(P, "max_parallel(n: int)", "How many steps run at once."),
+];
+
+/// `mcp_server(...)`'s methods.
+pub(super) const MCP_SERVER: &[Entry] = &[
+    method(
+        M,
+        "command(program: string[, args: array])",
+        "Starts the server as a program speaking MCP over stdio, in the workspace.",
+    ),
+    method(
+        M,
+        "url(url: string)",
+        "Reaches the server over MCP's streamable HTTP at this address.",
+    ),
+    method(
+        M,
+        "bearer_env(name: string)",
+        "The environment variable holding a bearer token sent to the server.",
+    ),
+    method(
+        M,
+        "oauth([options: map])",
+        "Logs in to the server with OAuth (#{ grant, client_id, scopes, ... }) instead of a bearer token.",
+    ),
+    method(
+        M,
+        "pass_env(names: array)",
+        "Environment variables passed to the server program that kiln would otherwise withhold.",
+    ),
+    replaced(
+        method(
+            M,
+            "env(names: array)",
+            "Variables passed to the server program; the old spelling of pass_env.",
+        ),
+        "pass_env",
+    ),
+    method(
+        M,
+        "rate_limit(calls: int, per: number | string[, options: map])",
+        "At most so many calls per period to each of its tools; #{ wait: true } waits.",
+    ),
+];
+
+/// The methods `resource(...)` and `prompt(...)` share, for builder `on`.
+const fn common(on: &'static str) -> [Entry; 5] {
+    [
+        method(
+            on,
+            "title(text: string)",
+            "A human-readable name (MCP's title).",
+        ),
+        method(
+            on,
+            "description(text: string)",
+            "What it offers, for the MCP client.",
+        ),
+        method(
+            on,
+            "requires(capabilities: string | array)",
+            "Capabilities the client's grants must hold to read it.",
+        ),
+        method(
+            on,
+            "timeout(duration: int | string)",
+            "The handler's deadline: milliseconds, or a duration with its unit (\"2s\").",
+        ),
+        method(
+            on,
+            "complete(arg: string, function: fn)",
+            "|prefix| [values]: completions of an argument (a template's variable, a prompt's arg).",
+        ),
+    ]
+}
+
+const R_COMMON: [Entry; 5] = common(R);
+const Q_COMMON: [Entry; 5] = common(Q);
+
+/// `resource(...)` and `resource_template(...)`'s methods.
+pub(super) const RESOURCE: &[Entry] = &[
+    method(
+        R,
+        "name(text: string)",
+        "The name MCP clients list it under.",
+    ),
+    method(
+        R,
+        "mime(type: string)",
+        "Its media type (\"text/markdown\").",
+    ),
+    method(R, "size(bytes: int)", "Its size in bytes, for listings."),
+    method(
+        R,
+        "handler(function: fn)",
+        "|args|: the text (a template's variables in args), or resource_blob(data, mime) for bytes.",
+    ),
+    R_COMMON[0],
+    R_COMMON[1],
+    R_COMMON[2],
+    R_COMMON[3],
+    R_COMMON[4],
+];
+
+/// `prompt(...)`'s methods.
+pub(super) const PROMPT: &[Entry] = &[
+    method(
+        Q,
+        "arg(name: string, desc: string[, options: map])",
+        "An argument of the prompt; #{ required: false } makes it optional.",
+    ),
+    method(
+        Q,
+        "handler(function: fn)",
+        "|args|: the prompt's text, or a list of messages and content blocks.",
+    ),
+    Q_COMMON[0],
+    Q_COMMON[1],
+    Q_COMMON[2],
+    Q_COMMON[3],
+    Q_COMMON[4],
+];
+
+/// `policy(...)`'s methods.
+pub(super) const POLICY: &[Entry] = &[
+    method(
+        "PolicyBuilder",
+        "applies_to(tools: array)",
+        "The tools it checks, by name or glob ([\"db_*\"]).",
+    ),
+    method(
+        "PolicyBuilder",
+        "check(function: fn)",
+        "|call, ctx| verdict: allow(), deny(reason), needs_approval(reason), or a map of rewritten arguments.",
+    ),
+];
