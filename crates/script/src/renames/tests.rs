@@ -71,3 +71,30 @@ fn a_script_that_does_not_parse_has_none() {
     assert!(deprecations("tool(\"t\").returns(").is_empty());
     assert_eq!(fix("let = ;").0, "let = ;");
 }
+
+#[test]
+fn the_table_marks_every_rename_and_nothing_else() {
+    for r in RENAMES {
+        assert!(
+            crate::reference::find_all(r.on, r.old).any(|e| e.replaced_by == Some(r.new)),
+            "the table lacks {} {} replaced by {}",
+            r.on,
+            r.old,
+            r.new
+        );
+    }
+    for e in crate::reference::entries() {
+        if let Some(new) = e.replaced_by {
+            assert!(
+                RENAMES.contains(&Rename {
+                    on: e.on,
+                    old: e.name,
+                    new
+                }),
+                "renames.rs lacks {} {} -> {new}",
+                e.on,
+                e.name
+            );
+        }
+    }
+}
