@@ -87,10 +87,18 @@ pub use kiln_budget as budget;
 pub use kiln_core::approval::{ApprovalFuture, AsyncApprover, AsyncAsker};
 pub use kiln_core::capability::Grants;
 pub use kiln_core::context::CallContext;
+/// A run's limits (`tool_calls=N`, `cost_usd=X`...): [`RunOptions::budget`].
+pub use kiln_core::contract::Budget;
 pub use kiln_core::error::{ErrorKind, HostError, LoadError};
 pub use kiln_core::failure::{FailureKind, ToolFailure, ToolOutcome};
 pub use kiln_core::native::{HostFn, NativeTool};
-pub use kiln_host::{CallOptions, Event, Host, HostBuilder, RunOptions, RunStream, WatchHandle};
+/// Asks a person at the terminal whether a call needing approval may go on (blocking).
+pub use kiln_core::services::Approver;
+/// The `.d.rhai` definitions of an engine's functions ([`Host::definitions`] gives the host's).
+pub use kiln_host::api::engine_definitions;
+pub use kiln_host::{
+    CallOptions, Event, Host, HostBuilder, HostConfig, RunOptions, RunStream, WatchHandle,
+};
 /// Re-exported for [`RunOptions::cancel`] and [`CallOptions::cancel`].
 pub use tokio_util::sync::CancellationToken;
 
@@ -103,8 +111,11 @@ pub mod content {
 /// The neutral model types (messages, tool calls and results, usage, stop reasons), provider
 /// settings, and the [`LocalModel`](model::LocalModel) seam for a model that runs in this process.
 pub mod model {
-    pub use kiln_agent::connect::ProviderOverrides;
+    pub use kiln_agent::connect::{ProviderDefault, ProviderDefaults, ProviderOverrides};
+    /// Tool calls written in free text (`{"tool": ..., "parameters": ...}`), found and run.
+    pub use kiln_agent::extract;
     pub use kiln_agent::extract::JsonParseError;
+    pub use kiln_core::agent_spec::ProviderKind;
     pub use kiln_core::model::{
         CallArgs, LocalModel, LocalReply, Message, ModelRequest, ModelResponse, ProviderError,
         StopReason, TextSink, ToolCall, ToolDef, ToolResult, Usage,
@@ -117,7 +128,7 @@ pub mod model {
 pub mod tool {
     pub use kiln_core::agent_spec::{AgentSpec, CodeMode};
     pub use kiln_core::call_events::{CallObserver, LogLevel, SampleRequest};
-    pub use kiln_core::capability::{Capability, Grant, GrantMode};
+    pub use kiln_core::capability::{Capability, Grant, GrantMode, declare_secret_var};
     pub use kiln_core::dyn_tool::DynTool;
     pub use kiln_core::error::SourceLoc;
     pub use kiln_core::native::HandlerFuture;
@@ -147,26 +158,66 @@ pub mod pipeline {
     };
 }
 
-/// How scripts reach the network: the egress settings, name resolution, the one TLS stack.
+/// How scripts reach the network: the egress settings, name resolution (the system's, and
+/// `--resolve`'s overrides over it), the one TLS stack.
 pub mod egress {
-    pub use kiln_core::egress::resolver::{Lookup, NameResolver};
+    pub use kiln_core::egress::resolver::{
+        Lookup, NameResolver, Overrides as ResolveOverrides, SystemResolver,
+    };
     pub use kiln_core::egress::tls::{
         client_builder as http_client_builder, ensure_provider as ensure_tls_provider,
     };
     pub use kiln_core::services::Egress;
 }
 
-/// MCP both ways: mounted servers' state, and kiln as a server.
+/// The project file, `kiln.toml`: a project's settings found from a folder upward, read
+/// strictly, and the defaults the flags and the file share.
+pub mod project {
+    pub use kiln_project::*;
+}
+
+/// MCP both ways: mounted servers' specs, state and OAuth sign-in, and kiln as a server (with
+/// the OAuth issuer whose access tokens it takes).
 #[cfg(feature = "mcp")]
 pub mod mcp {
-    pub use kiln_host::mcp::{McpError, MountSpec, Mounts, ServerState, ServerStatus};
+    pub use kiln_host::mcp::{
+        McpError, MountSpec, Mounts, SEPARATOR, ServerState, ServerStatus, Target,
+    };
+    pub use kiln_mcp::issuer::Issuer;
     pub use kiln_mcp::{HttpOptions, McpEndpoint, McpServer, router};
+
+    /// OAuth for mounted servers: sign in, and where the tokens are kept.
+    pub mod oauth {
+        pub use kiln_host::mcp::oauth::{Login, login, token_path};
+    }
 }
 
 /// `kiln serve`: agents as an HTTP service.
 #[cfg(feature = "serve")]
 pub mod serve {
     pub use kiln_serve::*;
+
+    /// Serving an app on a listener with deadlines, a connection cap and a graceful drain
+    /// (`kiln serve` and `kiln mcp --http`).
+    pub mod http {
+        pub use kiln_http::{HttpLimits, serve};
+    }
+}
+
+/// Hot reload with a callback per reload ([`Host::watch`] gives them as a stream).
+pub mod reload {
+    pub use kiln_host::reload::{ReloadReport, watch};
+}
+
+/// What traces carry: whether tool arguments and results go into them.
+pub mod traces {
+    pub use kiln_core::telemetry::set_capture_content;
+}
+
+/// Durations written with their unit (`30s`, `500ms`, `2m`), read one way by scripts, flags and
+/// the project file; a bare number means [`BareUnit`](duration::BareUnit).
+pub mod duration {
+    pub use kiln_core::duration::{BareUnit, DurationError, parse_duration};
 }
 
 /// Internals the benches measure on their own (not part of the API: no stability promised).

@@ -2,7 +2,7 @@
 
 mod cli;
 
-use clap::Parser;
+use clap::{CommandFactory, FromArgMatches};
 use std::process::ExitCode;
 
 // A server's runs allocate from many threads at once, where glibc's malloc spends a fifth of
@@ -14,7 +14,13 @@ static ALLOCATOR: kiln::budget::Counting<mimalloc::MiMalloc> =
     kiln::budget::Counting(mimalloc::MiMalloc);
 
 fn main() -> ExitCode {
-    let args = cli::Cli::parse();
+    let matches = cli::Cli::command().get_matches();
+    let mut args = cli::Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
+    // kiln.toml fills what the flags left unset (before logging: it may set the log format).
+    if let Err(e) = cli::apply_project(&mut args, &matches) {
+        cli::output::error(&format!("{e:#}"));
+        return ExitCode::from(2);
+    }
     let traces = cli::init_logging(&args);
     let outcome = cli::run(args);
     if let Some(exporter) = traces {

@@ -3,7 +3,7 @@
 //! The question and the answer go through the controlling terminal (`/dev/tty`), not stdin and
 //! stderr, so `kiln ask AGENT -` with the prompt piped on stdin can still ask.
 
-use kiln_core::services::Approver;
+use kiln::Approver;
 use std::collections::HashSet;
 use std::fs::File;
 use std::io::{BufRead, BufReader, IsTerminal, Write};

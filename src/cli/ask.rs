@@ -4,9 +4,9 @@ use super::output::{self, outln};
 use super::tools_cmd::parse_context;
 use super::{CliResult, Global, parse_caps};
 use clap::Args;
-use kiln_agent::connect::ProviderOverrides;
-use kiln_agent::{Event, RunOptions};
-use kiln_core::capability::Grants;
+use kiln::model::ProviderOverrides;
+use kiln::project::{Seconds, defaults as d};
+use kiln::{Event, Grants, RunOptions};
 use std::io::{IsTerminal, Write};
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -39,9 +39,9 @@ pub struct AskArgs {
     /// Wait for whole replies instead of streaming.
     #[arg(long)]
     pub no_stream: bool,
-    /// Give up after this many seconds.
-    #[arg(long, value_name = "SECS")]
-    pub timeout: Option<f64>,
+    /// Give up after this long (`90s`, `5m`; a bare number is seconds).
+    #[arg(long, value_name = "DURATION")]
+    pub timeout: Option<Seconds>,
     /// Continue (or start) the named session: its messages and ctx.state are restored and saved.
     #[arg(long, value_name = "NAME")]
     pub session: Option<String>,
@@ -52,11 +52,11 @@ pub struct AskArgs {
     /// `output_tokens=N`, `cost_usd=X`, comma-separated. Reaching one ends the run (exit 1)
     /// with a budget error naming the limit and the spend.
     #[arg(long, value_name = "LIMITS", value_parser = parse_budget)]
-    pub budget: Option<kiln_core::contract::Budget>,
+    pub budget: Option<kiln::Budget>,
 }
 
-fn parse_budget(text: &str) -> Result<kiln_core::contract::Budget, String> {
-    kiln_core::contract::Budget::parse(text)
+fn parse_budget(text: &str) -> Result<kiln::Budget, String> {
+    kiln::Budget::parse(text)
 }
 
 /// Where model requests go and how they are retried (`ask`, `worker`).
@@ -71,15 +71,15 @@ pub struct ProviderArgs {
     /// Send requests here (any OpenAI-compatible server, a local Ollama, kiln mock).
     #[arg(long, value_name = "URL")]
     pub base_url: Option<String>,
-    /// Seconds a model reply may take; for a streamed one, seconds until it starts.
-    #[arg(long, value_name = "SECS", default_value_t = 120.0)]
-    pub request_timeout: f64,
-    /// Seconds a streamed reply may go without sending anything.
-    #[arg(long, value_name = "SECS", default_value_t = 120.0)]
-    pub idle_timeout: f64,
-    /// Seconds one streamed reply may take in all.
-    #[arg(long, value_name = "SECS", default_value_t = 1800.0)]
-    pub stream_timeout: f64,
+    /// How long a model reply may take; for a streamed one, how long until it starts.
+    #[arg(long, value_name = "DURATION", default_value_t = Seconds(d::REQUEST_TIMEOUT))]
+    pub request_timeout: Seconds,
+    /// How long a streamed reply may go without sending anything.
+    #[arg(long, value_name = "DURATION", default_value_t = Seconds(d::IDLE_TIMEOUT))]
+    pub idle_timeout: Seconds,
+    /// How long one streamed reply may take in all.
+    #[arg(long, value_name = "DURATION", default_value_t = Seconds(d::STREAM_TIMEOUT))]
+    pub stream_timeout: Seconds,
     /// Largest model reply accepted, in bytes (`K`, `M`, `G` suffixes; default 32M, or the
     /// agent's `.max_reply_bytes`).
     #[arg(long, value_name = "BYTES", value_parser = parse_size)]
@@ -99,19 +99,15 @@ impl ProviderArgs {
             provider: self.provider.clone(),
             model: self.model.clone(),
             base_url: self.base_url.clone(),
-            timeout: secs(self.request_timeout),
+            timeout: self.request_timeout.nonzero(),
             max_retries: Some(self.retries),
             max_reply_bytes: self.max_reply_bytes,
             max_line_bytes: self.max_line_bytes,
-            idle_timeout: secs(self.idle_timeout),
-            stream_timeout: secs(self.stream_timeout),
+            idle_timeout: self.idle_timeout.nonzero(),
+            stream_timeout: self.stream_timeout.nonzero(),
             ..ProviderOverrides::default()
         }
     }
-}
-
-fn secs(s: f64) -> Option<Duration> {
-    (s.is_finite() && s > 0.0).then(|| Duration::from_secs_f64(s))
 }
 
 /// A positive byte count: `1048576`, `512K`, `32M`, `1G` (binary multiples; `KiB` etc. too).
@@ -146,7 +142,7 @@ pub fn ask(g: &Global, a: AskArgs) -> CliResult<ExitCode> {
         output::error(&e.to_string());
     }
     let _watcher = if a.watch {
-        Some(kiln_host::reload::watch(host.clone(), |r| {
+        Some(kiln::reload::watch(host.clone(), |r| {
             let _ = writeln!(std::io::stderr(), "{r}");
         })?)
     } else {
@@ -156,7 +152,7 @@ pub fn ask(g: &Global, a: AskArgs) -> CliResult<ExitCode> {
     let cancel = CancellationToken::new();
     let printed_text = Arc::new(AtomicBool::new(false));
     let progress = std::io::stderr().is_terminal() && !a.quiet;
-    let observer: kiln_agent::Observer = {
+    let observer: kiln::durable::Observer = {
         let (json, quiet, printed) = (a.json, a.quiet, printed_text.clone());
         Arc::new(move |ev: &Event| match ev {
             Event::Text(t) if !json => {
@@ -220,7 +216,7 @@ pub fn ask(g: &Global, a: AskArgs) -> CliResult<ExitCode> {
         actor_id: a.run.actor.clone(),
         max_iterations: a.max_iterations,
         stream: !a.no_stream,
-        timeout: a.timeout.and_then(secs),
+        timeout: a.timeout.and_then(Seconds::nonzero),
         cancel: cancel.clone(),
         observer: Some(observer),
         history,
@@ -264,7 +260,7 @@ pub fn ask(g: &Global, a: AskArgs) -> CliResult<ExitCode> {
         Some(e) => {
             output::error(&e.to_string());
             Ok(ExitCode::from(
-                if matches!(e.kind, kiln_agent::RunErrorKind::Cancelled) {
+                if matches!(e.kind, kiln::RunErrorKind::Cancelled) {
                     130
                 } else {
                     1

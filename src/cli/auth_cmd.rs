@@ -4,7 +4,7 @@
 
 use super::{CliResult, Global, output::outln};
 use clap::{Args, Subcommand};
-use kiln_core::mount_spec::{MountSpec, Target};
+use kiln::mcp::{MountSpec, Target};
 use std::process::ExitCode;
 
 /// `kiln auth` options.
@@ -82,13 +82,12 @@ pub fn auth(g: &Global, a: AuthArgs) -> CliResult<ExitCode> {
         } => {
             let spec = find(g, &name)?;
             let say = |text: &str| eprintln!("{text}");
-            let how = kiln_host::mcp::oauth::Login {
+            let how = kiln::mcp::oauth::Login {
                 headless,
                 scopes,
                 say: &say,
             };
-            let granted =
-                runtime.block_on(kiln_host::mcp::oauth::login(&spec, &g.workspace, how))?;
+            let granted = runtime.block_on(kiln::mcp::oauth::login(&spec, &g.workspace, how))?;
             let scopes = if granted.is_empty() {
                 String::new()
             } else {
@@ -102,7 +101,7 @@ pub fn auth(g: &Global, a: AuthArgs) -> CliResult<ExitCode> {
                 outln!("no MCP server is mounted with OAuth")?;
             }
             for spec in specs {
-                let path = kiln_host::mcp::oauth::token_path(&g.workspace, &spec.name);
+                let path = kiln::mcp::oauth::token_path(&g.workspace, &spec.name);
                 let state = match std::fs::metadata(&path) {
                     Ok(_) => "tokens kept",
                     Err(_) => "not authorized (kiln auth login)",
@@ -111,7 +110,7 @@ pub fn auth(g: &Global, a: AuthArgs) -> CliResult<ExitCode> {
             }
         }
         AuthCommand::Logout { name } => {
-            let path = kiln_host::mcp::oauth::token_path(&g.workspace, &name);
+            let path = kiln::mcp::oauth::token_path(&g.workspace, &name);
             match std::fs::remove_file(&path) {
                 Ok(()) => outln!("forgot the tokens of MCP server \"{name}\"")?,
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => {

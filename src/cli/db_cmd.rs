@@ -60,28 +60,18 @@ pub enum SessionAction {
     },
 }
 
-/// Parses `30s`, `10m`, `2h`, `7d` into seconds.
-pub fn parse_duration(text: &str) -> Result<f64, String> {
-    let t = text.trim();
-    let (num, unit) = t.split_at(
-        t.find(|c: char| !c.is_ascii_digit() && c != '.')
-            .unwrap_or(t.len()),
-    );
-    let n: f64 = num
-        .parse()
-        .map_err(|_| format!("{text:?}: expected a number and a unit, like 30m"))?;
-    let mult = match unit {
-        "s" | "" => 1.0,
-        "m" => 60.0,
-        "h" => 3600.0,
-        "d" => 86400.0,
-        other => {
-            return Err(format!(
-                "{text:?}: unknown unit {other:?} (use s, m, h or d)"
-            ));
-        }
-    };
-    Ok(n * mult)
+/// Seconds in `30s`, `10m`, `2h`, `7d` (a bare number is seconds).
+fn seconds(text: &str) -> Result<f64, String> {
+    use kiln::duration::{BareUnit, DurationError, parse_duration};
+    parse_duration(text, BareUnit::Seconds)
+        .map(|d| d.as_secs_f64())
+        .map_err(|e| match e {
+            // As `kiln logs` has always said it: the text and the unit quoted.
+            DurationError::UnknownUnit { text, unit } => {
+                format!("{text:?}: unknown unit {unit:?} (use ms, s, m, h or d)")
+            }
+            e => e.to_string(),
+        })
 }
 
 fn time(secs: f64) -> String {
@@ -96,9 +86,8 @@ pub fn logs(g: &Global, a: LogsArgs) -> CliResult<ExitCode> {
         let Some(age) = &a.older_than else {
             return Err("kiln logs prune needs --older-than DURATION (e.g. 30d)".into());
         };
-        let gone = db.prune_runs(
-            kiln_db::now() - parse_duration(age).map_err(|e| format!("--older-than {e}"))?,
-        )?;
+        let gone =
+            db.prune_runs(kiln_db::now() - seconds(age).map_err(|e| format!("--older-than {e}"))?)?;
         outln!("forgot {gone} run(s) that ended more than {age} ago")?;
         return Ok(ExitCode::SUCCESS);
     }
@@ -115,7 +104,7 @@ pub fn logs(g: &Global, a: LogsArgs) -> CliResult<ExitCode> {
     let since = a
         .since
         .as_deref()
-        .map(|s| parse_duration(s).map_err(|e| format!("--since {e}")))
+        .map(|s| seconds(s).map_err(|e| format!("--since {e}")))
         .transpose()?
         .map(|s| kiln_db::now() - s);
     let mut runs = db.runs(&LogFilter {

@@ -24,14 +24,14 @@ pub fn definitions(g: &Global, a: DefsArgs) -> CliResult<ExitCode> {
 
 /// Writes the definitions of `host` (its engine and the application's functions), and of
 /// what test files add, to `out`.
-pub fn write(host: &kiln_host::Host, out: &std::path::Path) -> CliResult<()> {
+pub fn write(host: &kiln::Host, out: &std::path::Path) -> CliResult<()> {
     let mut tests = rhai::Engine::new_raw();
     kiln_testing::register(&mut tests);
     let text = format!(
         "{}\n// In *.test.rhai files (`kiln test`), also:\n\n{}",
         host.definitions(),
         // One file, one `module static;` header.
-        kiln_host::api::engine_definitions(&tests).replacen("module static;\n", "", 1)
+        kiln::engine_definitions(&tests).replacen("module static;\n", "", 1)
     );
     std::fs::write(out, text).map_err(|e| format!("cannot write {}: {e}", out.display()))?;
     Ok(())

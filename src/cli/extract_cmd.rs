@@ -3,7 +3,7 @@
 use super::output::{self, outln};
 use super::{CliResult, Global, parse_caps};
 use clap::Args;
-use kiln_agent::extract;
+use kiln::model::extract;
 use std::process::ExitCode;
 
 /// `kiln extract` options.

@@ -1,5 +1,6 @@
 //! `kiln init [DIR]`: a new project — `scripts/` with a tool, an agent and a passing test,
-//! `.gitignore` for `.kiln/`, and the `kiln definitions` file for editors.
+//! a commented `kiln.toml` stating every key's default, `.gitignore` for `.kiln/`, and the
+//! `kiln definitions` file for editors.
 
 use super::{CliResult, Global, output};
 use clap::Args;
@@ -30,11 +31,13 @@ fn create(path: &Path, text: &str) -> CliResult<()> {
 
 /// `kiln init`.
 pub fn init(g: &Global, a: InitArgs) -> CliResult<ExitCode> {
-    let scripts = a.dir.join("scripts");
+    let scripts = a.dir.join(kiln::project::defaults::SCRIPTS_DIR);
     std::fs::create_dir_all(&scripts)
         .map_err(|e| format!("cannot create {}: {e}", scripts.display()))?;
     create(&scripts.join("hello.rhai"), TOOL)?;
     create(&scripts.join("hello.test.rhai"), TEST)?;
+    let project = a.dir.join(kiln::project::defaults::FILE_NAME);
+    create(&project, &kiln::project::template())?;
     let ignore = a.dir.join(".gitignore");
     let current = std::fs::read_to_string(&ignore).unwrap_or_default();
     if !current.lines().any(|l| l.trim() == ".kiln/") {
@@ -47,7 +50,7 @@ pub fn init(g: &Global, a: InitArgs) -> CliResult<ExitCode> {
             .map_err(|e| format!("cannot write {}: {e}", ignore.display()))?;
         output::outln!("updated  {}", ignore.display())?;
     }
-    let host = kiln_host::Host::builder()
+    let host = kiln::Host::builder()
         .scripts(scripts.clone())
         .workspace(a.dir.clone())
         .stdlib(!g.no_stdlib)

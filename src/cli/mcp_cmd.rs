@@ -1,11 +1,12 @@
 //! `kiln mcp`: serve the scripts' tools to MCP clients over stdio or streamable HTTP.
 
+use super::project::{Given, fill};
 use super::{CliResult, Global, parse_caps};
 use clap::Args;
 use futures_util::StreamExt;
-use kiln_host::Host;
-use kiln_host::mcp::{MountSpec, Mounts};
-use kiln_mcp::{HttpOptions, McpServer};
+use kiln::Host;
+use kiln::mcp::{HttpOptions, McpServer, MountSpec, Mounts};
+use kiln::project::{Project, Seconds, defaults as d};
 use std::io::Write;
 use std::process::ExitCode;
 use std::sync::{Arc, Mutex};
@@ -14,8 +15,9 @@ use std::time::Duration;
 /// `kiln mcp` options.
 #[derive(Args, Debug)]
 pub struct McpArgs {
-    /// Serve streamable HTTP at http://ADDR/mcp instead of stdio (default 127.0.0.1:8765).
-    #[arg(long, value_name = "ADDR", num_args = 0..=1, default_missing_value = "127.0.0.1:8765")]
+    /// Serve streamable HTTP at http://ADDR/mcp instead of stdio (ADDR: 127.0.0.1:8765 unless
+    /// given).
+    #[arg(long, value_name = "ADDR", num_args = 0..=1, default_missing_value = d::MCP_HTTP_BIND)]
     pub http: Option<String>,
     /// Capabilities granted to MCP clients (comma-separated, repeatable); tools needing more
     /// are not listed and are refused.
@@ -43,29 +45,39 @@ pub struct McpArgs {
     /// HTTP only: also accept requests from this Origin (repeatable), e.g. `https://app.example:*`
     #[arg(long = "allow-origin", value_name = "ORIGIN")]
     pub allow_origins: Vec<String>,
-    /// HTTP only: seconds a client may take to send a request's headers (also how long an
+    /// HTTP only: how long a client may take to send a request's headers (also how long an
     /// idle keep-alive connection stays open).
-    #[arg(long, value_name = "SECS", default_value = "10", value_parser = super::parse_secs)]
-    pub header_timeout: Duration,
-    /// HTTP only: seconds a client may take to send a request's body.
-    #[arg(long, value_name = "SECS", default_value = "30", value_parser = super::parse_secs)]
-    pub body_timeout: Duration,
+    #[arg(long, value_name = "DURATION", default_value_t = Seconds(d::HEADER_TIMEOUT))]
+    pub header_timeout: Seconds,
+    /// HTTP only: how long a client may take to send a request's body.
+    #[arg(long, value_name = "DURATION", default_value_t = Seconds(d::BODY_TIMEOUT))]
+    pub body_timeout: Seconds,
     /// HTTP only: MCP sessions open at once at most; one more `initialize` gets 503.
-    #[arg(long, value_name = "N", default_value_t = kiln_mcp::http::DEFAULT_MAX_SESSIONS)]
+    #[arg(long, value_name = "N", default_value_t = d::MAX_SESSIONS)]
     pub max_sessions: usize,
-    /// HTTP only: seconds a session may go without a request before it is closed.
-    #[arg(long, value_name = "SECS", default_value = "300", value_parser = super::parse_secs)]
-    pub session_idle: Duration,
+    /// HTTP only: how long a session may go without a request before it is closed.
+    #[arg(long, value_name = "DURATION", default_value_t = Seconds(d::SESSION_IDLE))]
+    pub session_idle: Seconds,
     /// HTTP only: open connections at most; more are closed at once.
-    #[arg(long, value_name = "N", default_value_t = 1024)]
+    #[arg(long, value_name = "N", default_value_t = d::MAX_CONNECTIONS)]
     pub max_connections: usize,
+}
+
+/// Fills what the flags left unset from the project file's `[mcp]` and `[grants]`.
+pub fn apply(a: &mut McpArgs, project: &Project, given: &Given, caps: Option<Vec<String>>) {
+    let file = &project.settings.mcp;
+    fill!(given, a, file; http, token_env, auth_issuer, auth_audience, agents, code_mode,
+        allow_origins, header_timeout, body_timeout, max_sessions, session_idle, max_connections);
+    if let Some(caps) = caps {
+        a.caps = caps;
+    }
 }
 
 /// Runs `kiln mcp` until the client disconnects (stdio) or Ctrl-C (HTTP).
 pub fn mcp(g: &Global, a: McpArgs) -> CliResult<ExitCode> {
     if let Some(var) = &a.token_env {
         // The server's own credential: no tool reads it through `env`.
-        kiln_core::capability::declare_secret_var(var);
+        kiln::tool::declare_secret_var(var);
     }
     let grants = g.mark_ask(parse_caps(&a.caps)?);
     let host = g.builder()?.database(g.db_path()).build()?;
@@ -114,7 +126,7 @@ async fn serve_http(server: McpServer, addr: &str, a: &McpArgs) -> CliResult<()>
     };
     let listener = tokio::net::TcpListener::bind(addr)
         .await
-        .map_err(|source| kiln_host::mcp::McpError::Bind {
+        .map_err(|source| kiln::mcp::McpError::Bind {
             addr: addr.to_string(),
             source,
         })?;
@@ -131,7 +143,7 @@ async fn serve_http(server: McpServer, addr: &str, a: &McpArgs) -> CliResult<()>
                 .auth_audience
                 .clone()
                 .unwrap_or_else(|| format!("http://{local}/mcp"));
-            Some(std::sync::Arc::new(kiln_mcp::issuer::Issuer::new(
+            Some(std::sync::Arc::new(kiln::mcp::Issuer::new(
                 issuer, &audience,
             )?))
         }
@@ -142,19 +154,24 @@ async fn serve_http(server: McpServer, addr: &str, a: &McpArgs) -> CliResult<()>
         allowed_origins: a.allow_origins.clone(),
         allowed_hosts: vec![local.ip().to_string()],
         max_sessions: a.max_sessions,
-        session_idle: Some(a.session_idle),
+        session_idle: Some(a.session_idle.0),
     };
     println!("kiln mcp listening on http://{local}/mcp");
     std::io::stdout().flush()?;
-    let app = kiln_mcp::router(server, opts);
+    let app = kiln::mcp::router(server, opts);
     let stop = tokio_util::sync::CancellationToken::new();
-    let limits = kiln_http::HttpLimits {
-        header_timeout: a.header_timeout,
-        body_timeout: a.body_timeout,
+    let limits = kiln::serve::http::HttpLimits {
+        header_timeout: a.header_timeout.0,
+        body_timeout: a.body_timeout.0,
         max_connections: a.max_connections,
         ..Default::default()
     };
-    let served = tokio::spawn(kiln_http::serve(listener, app, limits, stop.clone()));
+    let served = tokio::spawn(kiln::serve::http::serve(
+        listener,
+        app,
+        limits,
+        stop.clone(),
+    ));
     tokio::signal::ctrl_c().await?;
     stop.cancel();
     // Open streams end with the process; a moment for answers being written.

@@ -10,6 +10,7 @@ mod init_cmd;
 mod mcp_cmd;
 mod mock_cmd;
 pub mod output;
+pub mod project;
 mod run_cmd;
 mod serve_cmd;
 mod test_cmd;
@@ -18,13 +19,10 @@ mod watch_cmd;
 mod worker_cmd;
 
 use clap::{Args, Parser, Subcommand};
-use kiln_core::capability::Grants;
-use kiln_host::Host;
-use kiln_host::HostConfig;
+use kiln::{Grants, Host, HostConfig};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
-use std::time::Duration;
 
 /// Errors the CLI renders: library errors and its own argument problems.
 pub type CliResult<T> = Result<T, Box<dyn std::error::Error>>;
@@ -35,7 +33,7 @@ pub type CliResult<T> = Result<T, Box<dyn std::error::Error>>;
     name = "kiln",
     version,
     about,
-    long_about = "kiln loads tools and agents from Rhai scripts (the ./scripts folder by default, plus the built-in stdlib), validates every argument against the tools' JSON Schemas, enforces capabilities, and runs agents against Anthropic, OpenAI-compatible and Ollama models or an offline Rhai planner."
+    long_about = "kiln loads tools and agents from Rhai scripts (the folders kiln.toml names, else ./scripts, plus the built-in stdlib), validates every argument against the tools' JSON Schemas, enforces capabilities, and runs agents against Anthropic, OpenAI-compatible and Ollama models or an offline Rhai planner. A project's settings live in kiln.toml, found from the current folder upward; a flag overrides it, and so does an environment variable a flag reads (KILN_DB...), with a note on stderr (docs/project.md)."
 )]
 pub struct Cli {
     #[command(flatten)]
@@ -47,11 +45,19 @@ pub struct Cli {
 /// Options every command takes.
 #[derive(Args, Debug, Clone)]
 pub struct Global {
-    /// Scripts folder to load (repeatable). Default: ./scripts
+    /// The project file (default: the nearest kiln.toml in this folder or above). Its keys fill
+    /// what the flags leave unset: a flag overrides the file, and so does an environment
+    /// variable a flag reads (KILN_DB, KILN_NET_PROXY, KILN_TOKENS), with a note on stderr.
+    #[arg(long = "project", global = true, value_name = "FILE")]
+    pub project_file: Option<PathBuf>,
+    /// Read no project file.
+    #[arg(long, global = true, conflicts_with = "project_file")]
+    pub no_project: bool,
+    /// Scripts folder to load (repeatable). Default: kiln.toml's `scripts`, else ./scripts
     #[arg(long = "scripts", short = 's', global = true, value_name = "DIR")]
     pub scripts: Vec<PathBuf>,
-    /// Folder that file host functions are rooted at.
-    #[arg(long, global = true, value_name = "DIR", default_value = ".")]
+    /// Folder that file host functions are rooted at (default: the project file's folder).
+    #[arg(long, global = true, value_name = "DIR", default_value = kiln::project::defaults::WORKSPACE)]
     pub workspace: PathBuf,
     /// Do not load the built-in stdlib tools.
     #[arg(long, global = true)]
@@ -59,12 +65,19 @@ pub struct Global {
     /// The database (run log, sessions, store). Default: WORKSPACE/.kiln/kiln.db
     #[arg(long, global = true, value_name = "PATH", env = "KILN_DB")]
     pub db: Option<PathBuf>,
-    /// Approve every `ask` grant without asking (needed for approvals without a terminal).
+    /// Approve every call needing approval without asking (needed for approvals without a
+    /// terminal).
     #[arg(long, global = true)]
     pub yes: bool,
-    /// Mark these granted capabilities as needing approval (comma-separated, repeatable).
-    #[arg(long = "ask", global = true, value_name = "CAPS")]
-    pub ask_caps: Vec<String>,
+    /// Mark these granted capabilities as needing approval (comma-separated, repeatable;
+    /// `--ask` is its former spelling).
+    #[arg(
+        long = "needs-approval",
+        alias = "ask",
+        global = true,
+        value_name = "CAPS"
+    )]
+    pub needs_approval: Vec<String>,
     /// Make http_get/http_post resolve NAME to ADDR (like curl's --resolve; repeatable).
     #[arg(long = "resolve", global = true, value_name = "NAME:ADDR")]
     pub resolve: Vec<String>,
@@ -90,6 +103,9 @@ pub struct Global {
     /// More log output on stderr (-v info, -vv debug). KILN_LOG overrides.
     #[arg(long, short = 'v', global = true, action = clap::ArgAction::Count)]
     pub verbose: u8,
+    /// The project file read, if any.
+    #[arg(skip)]
+    pub project: Option<Arc<kiln::project::Project>>,
 }
 
 /// The subcommands.
@@ -127,7 +143,8 @@ pub enum Command {
     Watch,
     /// Run `*.test.rhai` tests: `test NAME ... ok|FAILED`, `N passed, M failed` (exit 1 on failure).
     Test(test_cmd::TestArgs),
-    /// Start a project: scripts/ with a tool, an agent and a passing test, .gitignore, definitions.
+    /// Start a project: scripts/ with a tool, an agent and a passing test, a commented kiln.toml,
+    /// .gitignore, definitions.
     Init(init_cmd::InitArgs),
     /// Serve the tools to MCP clients (Claude Code, Cursor...) over stdio, or HTTP with --http.
     Mcp(mcp_cmd::McpArgs),
@@ -174,14 +191,14 @@ pub fn init_logging(cli: &Cli) -> Option<kiln_otel::export::Exporter> {
         )
         .with_target(false);
     let fmt = if serve.is_some_and(|a| a.log_format == serve_cmd::LogFormat::Json) {
-        fmt.event_format(kiln_serve::logfmt::JsonLines).boxed()
+        fmt.event_format(kiln::serve::logfmt::JsonLines).boxed()
     } else {
         fmt.boxed()
     };
     let content = cli.global.otlp_content
         || std::env::var("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT")
             .is_ok_and(|v| v.eq_ignore_ascii_case("true"));
-    kiln_core::telemetry::set_capture_content(content);
+    kiln::traces::set_capture_content(content);
     let mut failed = None;
     let exporter = match kiln_otel::export::endpoint(cli.global.otlp.as_deref()) {
         Some(url) => kiln_otel::export::Exporter::start(&url)
@@ -204,13 +221,14 @@ impl Global {
     /// The host configuration these options describe.
     pub(crate) fn config(&self) -> HostConfig {
         HostConfig {
-            scripts: if self.scripts.is_empty() {
-                vec![PathBuf::from("scripts")]
-            } else {
-                self.scripts.clone()
-            },
+            scripts: project::scripts_or_default(self),
             workspace: self.workspace.clone(),
             stdlib: !self.no_stdlib,
+            providers: self
+                .project
+                .as_deref()
+                .map(project::providers)
+                .unwrap_or_default(),
             ..HostConfig::default()
         }
     }
@@ -222,21 +240,16 @@ impl Global {
         Ok(host)
     }
 
-    fn builder(&self) -> CliResult<kiln_host::HostBuilder> {
+    fn builder(&self) -> CliResult<kiln::HostBuilder> {
         for dir in &self.scripts {
             if !dir.is_dir() {
                 return Err(format!("scripts folder {} does not exist", dir.display()).into());
             }
         }
-        let config = self.config();
         let mut b = Host::builder()
-            .workspace(config.workspace)
-            .stdlib(config.stdlib)
+            .config(self.config())
             .assume_yes(self.yes)
             .egress(self.egress()?);
-        for dir in config.scripts {
-            b = b.scripts(dir);
-        }
         if let Some(approver) = approve::terminal() {
             b = b.approver(approver);
         }
@@ -244,11 +257,11 @@ impl Global {
     }
 
     /// How these options let scripts reach the network (`--resolve`, `--net-proxy`).
-    fn egress(&self) -> CliResult<kiln_core::services::Egress> {
-        let system: Arc<dyn kiln_core::egress::resolver::NameResolver> =
-            Arc::new(kiln_core::egress::resolver::SystemResolver);
-        let resolver = kiln_core::egress::resolver::Overrides::parse(&self.resolve, system)?;
-        Ok(kiln_core::services::Egress::default()
+    fn egress(&self) -> CliResult<kiln::egress::Egress> {
+        use kiln::egress::{NameResolver, ResolveOverrides, SystemResolver};
+        let system: Arc<dyn NameResolver> = Arc::new(SystemResolver);
+        let resolver = ResolveOverrides::parse(&self.resolve, system)?;
+        Ok(kiln::egress::Egress::default()
             .resolver(Arc::new(resolver))
             .use_env_proxy(self.net_proxy))
     }
@@ -276,10 +289,10 @@ impl Global {
         Ok((host, db))
     }
 
-    /// Grants with `--ask` applied.
+    /// Grants with `--needs-approval` applied.
     pub fn mark_ask(&self, mut grants: Grants) -> Grants {
         let names: Vec<&str> = self
-            .ask_caps
+            .needs_approval
             .iter()
             .flat_map(|c| c.split(','))
             .map(str::trim)
@@ -305,14 +318,6 @@ pub struct ContextArgs {
     pub actor: Option<String>,
 }
 
-/// A `--...-timeout SECS` value: a finite number of seconds, at least 0.
-pub fn parse_secs(text: &str) -> Result<Duration, String> {
-    match text.trim().parse::<f64>() {
-        Ok(s) if s.is_finite() && s >= 0.0 => Ok(Duration::from_secs_f64(s)),
-        _ => Err(format!("`{text}` is not a number of seconds (0 or more)")),
-    }
-}
-
 /// Parses `--caps a,b` lists.
 pub fn parse_caps(caps: &[String]) -> CliResult<Grants> {
     let list: Vec<&str> = caps
@@ -324,11 +329,45 @@ pub fn parse_caps(caps: &[String]) -> CliResult<Grants> {
     Ok(Grants::parse(&list)?)
 }
 
+/// Reads the project file (`kiln.toml`) and fills what the flags left unset: the options every
+/// command takes, then the command's own (docs/project.md has the precedence).
+pub fn apply_project(cli: &mut Cli, matches: &clap::ArgMatches) -> CliResult<()> {
+    let given = project::Given::new(matches);
+    let Some(file) = project::apply_global(&mut cli.global, &given)? else {
+        return Ok(());
+    };
+    let caps = project::caps(&file, &given);
+    match &mut cli.command {
+        Some(Command::Serve(a)) => serve_cmd::apply(a, &file, &given, caps),
+        Some(Command::Mcp(a)) => mcp_cmd::apply(a, &file, &given, caps),
+        Some(Command::Call(a)) => project::fill_caps(&mut a.run.caps, caps),
+        Some(Command::Ask(a)) => project::fill_caps(&mut a.run.caps, caps),
+        Some(Command::Run(a)) => project::fill_caps(&mut a.run.caps, caps),
+        Some(Command::Repl { caps: mine }) => project::fill_caps(mine, caps),
+        _ => {}
+    }
+    Ok(())
+}
+
+/// Warns about former spellings of flags still accepted (`--ask` for `--needs-approval`).
+fn warn_former_spellings() {
+    let args = std::env::args().skip(1).take_while(|a| a != "--");
+    if args
+        .into_iter()
+        .any(|a| a == "--ask" || a.starts_with("--ask="))
+    {
+        output::warning("`--ask` is now spelt `--needs-approval` (the old spelling still works)");
+    }
+}
+
 /// Runs a parsed command line.
 pub fn run(cli: Cli) -> CliResult<ExitCode> {
+    warn_former_spellings();
     let Some(command) = cli.command else {
         if std::io::IsTerminal::is_terminal(&std::io::stdin()) {
-            return repl(&cli.global, &[]);
+            let project = cli.global.project.as_ref();
+            let caps = project.and_then(|p| p.settings.grants.caps.clone());
+            return repl(&cli.global, &caps.unwrap_or_default());
         }
         <Cli as clap::CommandFactory>::command().print_help()?;
         return Ok(ExitCode::from(2));
@@ -361,7 +400,7 @@ pub fn run(cli: Cli) -> CliResult<ExitCode> {
 
 fn repl(g: &Global, caps: &[String]) -> CliResult<ExitCode> {
     let (host, db) = g.host_with_db()?;
-    // `--ask` marks the REPL's grants as it does every other door's.
+    // `--needs-approval` marks the REPL's grants as it does every other door's.
     kiln_repl::run_repl(host, g.mark_ask(parse_caps(caps)?), Some(db))?;
     Ok(ExitCode::SUCCESS)
 }

@@ -5,8 +5,8 @@ use super::output;
 use super::tools_cmd::{parse_context, report_load_problems};
 use super::{CliResult, ContextArgs, Global, parse_caps};
 use clap::Args;
-use kiln_core::pipeline::PipelineReport;
-use kiln_host::CallOptions;
+use kiln::CallOptions;
+use kiln::pipeline::PipelineReport;
 use std::io::Write;
 use std::process::ExitCode;
 

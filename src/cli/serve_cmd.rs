@@ -1,8 +1,10 @@
 //! `kiln serve`: the agents over HTTP until SIGTERM or Ctrl-C, then a graceful drain.
 
+use super::project::{Given, fill, note_env_override};
 use super::{CliResult, Global, parse_caps};
 use clap::{Args, ValueEnum};
-use kiln_serve::{AppState, ServeOptions, Tokens};
+use kiln::project::{Project, Seconds, defaults as d};
+use kiln::serve::{AppState, ServeOptions, Tokens};
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -22,7 +24,7 @@ pub enum LogFormat {
 #[derive(Args, Debug)]
 pub struct ServeArgs {
     /// Address to listen on (port 0 picks a free one). Without tokens only loopback is allowed.
-    #[arg(long, default_value = "127.0.0.1:8787")]
+    #[arg(long, default_value = d::SERVE_BIND)]
     pub bind: SocketAddr,
     /// The most any request may be granted (comma-separated, repeatable); default: each
     /// agent's own grants.
@@ -42,51 +44,51 @@ pub struct ServeArgs {
     #[arg(long, value_name = "URL", requires = "auth_issuer")]
     pub auth_audience: Option<String>,
     /// Runs at once.
-    #[arg(long, value_name = "N", default_value_t = 64)]
+    #[arg(long, value_name = "N", default_value_t = d::MAX_RUNS)]
     pub max_runs: usize,
     /// Runs waiting for a slot before requests get 429.
-    #[arg(long, value_name = "N", default_value_t = 256)]
+    #[arg(long, value_name = "N", default_value_t = d::QUEUE)]
     pub queue: usize,
     /// Retry-After seconds sent with 429.
-    #[arg(long, value_name = "SECS", default_value_t = 1)]
+    #[arg(long, value_name = "SECS", default_value_t = d::RETRY_AFTER)]
     pub retry_after: u64,
     /// Largest request body in bytes.
-    #[arg(long, value_name = "BYTES", default_value_t = 1 << 20)]
+    #[arg(long, value_name = "BYTES", default_value_t = d::MAX_BODY)]
     pub max_body: usize,
-    /// Deadline of each run in seconds (0: none).
-    #[arg(long, value_name = "SECS", default_value_t = 300.0)]
-    pub run_timeout: f64,
-    /// Seconds a call waits for a person to approve it (POST /v1/runs/ID/approvals/APPROVAL)
+    /// Deadline of each run (0: none).
+    #[arg(long, value_name = "DURATION", default_value_t = Seconds(d::RUN_TIMEOUT))]
+    pub run_timeout: Seconds,
+    /// How long a call waits for a person to approve it (POST /v1/runs/ID/approvals/APPROVAL)
     /// before it is denied; keep it under --run-timeout.
-    #[arg(long, value_name = "SECS", default_value_t = 120.0)]
-    pub approval_timeout: f64,
-    /// Seconds before one model request times out.
-    #[arg(long, value_name = "SECS", default_value_t = 120.0)]
-    pub request_timeout: f64,
-    /// Seconds running requests get to finish after SIGTERM before they are cancelled.
-    #[arg(long, value_name = "SECS", default_value_t = 30.0)]
-    pub grace: f64,
+    #[arg(long, value_name = "DURATION", default_value_t = Seconds(d::APPROVAL_TIMEOUT))]
+    pub approval_timeout: Seconds,
+    /// How long one model request may take.
+    #[arg(long, value_name = "DURATION", default_value_t = Seconds(d::REQUEST_TIMEOUT))]
+    pub request_timeout: Seconds,
+    /// How long running requests get to finish after SIGTERM before they are cancelled.
+    #[arg(long, value_name = "DURATION", default_value_t = Seconds(d::GRACE))]
+    pub grace: Seconds,
     /// Forget runs that ended longer ago than this (30d, 12h), checked at start and then every
     /// tenth of it (hourly at most), a few hundred at a time so runs keep writing; sessions
     /// stay. Default: keep everything.
     #[arg(long, value_name = "DURATION")]
-    pub log_retention: Option<String>,
-    /// Seconds a request may wait in the queue (for a run slot or a busy session) before 503.
-    #[arg(long, value_name = "SECS", default_value = "60", value_parser = super::parse_secs)]
-    pub queue_timeout: Duration,
-    /// Seconds a client may take to send a request's headers (also how long an idle
+    pub log_retention: Option<Seconds>,
+    /// How long a request may wait in the queue (for a run slot or a busy session) before 503.
+    #[arg(long, value_name = "DURATION", default_value_t = Seconds(d::QUEUE_TIMEOUT))]
+    pub queue_timeout: Seconds,
+    /// How long a client may take to send a request's headers (also how long an idle
     /// keep-alive connection stays open).
-    #[arg(long, value_name = "SECS", default_value = "10", value_parser = super::parse_secs)]
-    pub header_timeout: Duration,
-    /// Seconds a client may take to send a request's body.
-    #[arg(long, value_name = "SECS", default_value = "30", value_parser = super::parse_secs)]
-    pub body_timeout: Duration,
+    #[arg(long, value_name = "DURATION", default_value_t = Seconds(d::HEADER_TIMEOUT))]
+    pub header_timeout: Seconds,
+    /// How long a client may take to send a request's body.
+    #[arg(long, value_name = "DURATION", default_value_t = Seconds(d::BODY_TIMEOUT))]
+    pub body_timeout: Seconds,
     /// Also accept API requests from pages of this Origin (repeatable), e.g.
     /// `https://app.example:*`; pages of this machine are always accepted.
     #[arg(long = "allow-origin", value_name = "ORIGIN")]
     pub allow_origins: Vec<String>,
     /// Open connections at most; more are closed at once.
-    #[arg(long, value_name = "N", default_value_t = 1024)]
+    #[arg(long, value_name = "N", default_value_t = d::MAX_CONNECTIONS)]
     pub max_connections: usize,
     /// Log lines as text or JSON (on stderr).
     #[arg(long, value_enum, default_value_t = LogFormat::Text)]
@@ -98,7 +100,7 @@ pub struct ServeArgs {
     pub restate: bool,
     /// Where Restate calls this worker (HTTP/2, no tokens: keep it private). Register the one
     /// address in front of all workers with `kiln restate register`.
-    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:9080")]
+    #[arg(long, value_name = "ADDR", default_value = d::RESTATE_BIND)]
     pub restate_bind: SocketAddr,
     /// Restate's request-signing public key (publickeyv1_...): requests it did not sign are
     /// refused. Needed when --restate-bind is not a loopback address. Repeatable.
@@ -116,17 +118,39 @@ pub struct ServeArgs {
     pub restate_admin: Option<String>,
 }
 
-fn secs(s: f64) -> Option<Duration> {
-    (s.is_finite() && s > 0.0).then(|| Duration::from_secs_f64(s))
+/// Fills what the flags left unset from the project file's `[serve]` and `[grants]`.
+pub fn apply(a: &mut ServeArgs, project: &Project, given: &Given, caps: Option<Vec<String>>) {
+    let mut file = project.settings.serve.clone();
+    if file.tokens.is_some() && !given.flag("tokens") && env_tokens().is_some() {
+        note_env_override("KILN_TOKENS", "serve.tokens", project);
+        file.tokens = None;
+    }
+    fill!(given, a, file; bind, tokens, auth_issuer, auth_audience, max_runs, queue, retry_after,
+        max_body, run_timeout, approval_timeout, request_timeout, grace, log_retention,
+        queue_timeout, header_timeout, body_timeout, allow_origins, max_connections, log_format);
+    if let Some(caps) = caps {
+        a.caps = caps;
+    }
+}
+
+impl From<kiln::project::LogFormat> for LogFormat {
+    fn from(f: kiln::project::LogFormat) -> Self {
+        match f {
+            kiln::project::LogFormat::Text => LogFormat::Text,
+            kiln::project::LogFormat::Json => LogFormat::Json,
+        }
+    }
+}
+
+/// `KILN_TOKENS`, when set and not blank.
+fn env_tokens() -> Option<String> {
+    std::env::var("KILN_TOKENS")
+        .ok()
+        .filter(|t| !t.trim().is_empty())
 }
 
 fn tokens(a: &ServeArgs) -> CliResult<Tokens> {
-    match (
-        &a.tokens,
-        std::env::var("KILN_TOKENS")
-            .ok()
-            .filter(|t| !t.trim().is_empty()),
-    ) {
+    match (&a.tokens, env_tokens()) {
         (Some(_), Some(_)) => Err("give tokens with --tokens or KILN_TOKENS, not both".into()),
         (Some(path), None) => Ok(Tokens::from_file(path)?),
         (None, Some(text)) => Ok(Tokens::parse(&text, "KILN_TOKENS")?),
@@ -139,7 +163,7 @@ fn tokens(a: &ServeArgs) -> CliResult<Tokens> {
                 .auth_audience
                 .clone()
                 .unwrap_or_else(|| format!("http://{}", a.bind));
-            let issuer = kiln_mcp::issuer::Issuer::new(issuer, &audience)?;
+            let issuer = kiln::mcp::Issuer::new(issuer, &audience)?;
             Ok(tokens.with_issuer(issuer))
         }
     })
@@ -175,8 +199,8 @@ fn restate_worker(
         )
         .into());
     }
-    let worker = kiln_durable::WorkerOptions {
-        overrides: kiln_agent::connect::ProviderOverrides {
+    let worker = kiln::durable::WorkerOptions {
+        overrides: kiln::model::ProviderOverrides {
             timeout: state.options.request_timeout,
             ..Default::default()
         },
@@ -186,7 +210,7 @@ fn restate_worker(
         approval_timeout: state.options.approval_timeout,
         identity_keys: a.restate_identity_key.clone(),
     };
-    Ok(Some(kiln_durable::endpoint(state.host.clone(), worker)?))
+    Ok(Some(kiln::durable::endpoint(state.host.clone(), worker)?))
 }
 
 /// Forgets runs older than `keep` seconds now and then every tenth of `keep` (an hour at
@@ -219,14 +243,10 @@ pub fn serve(g: &Global, a: ServeArgs) -> CliResult<ExitCode> {
         .into());
     }
     let front = match (&a.restate_ingress, &a.restate_admin) {
-        (Some(ingress), Some(admin)) => Some(kiln_durable::RestateClient::new(ingress, admin)?),
+        (Some(ingress), Some(admin)) => Some(kiln::durable::RestateClient::new(ingress, admin)?),
         _ => None,
     };
-    let retention = a
-        .log_retention
-        .as_deref()
-        .map(|r| super::db_cmd::parse_duration(r).map_err(|e| format!("--log-retention {e}")))
-        .transpose()?;
+    let retention = a.log_retention.map(|r| r.0.as_secs_f64());
     let (host, db) = g.host_with_db()?;
     for e in host.load_errors() {
         tracing::error!("{e}");
@@ -236,10 +256,10 @@ pub fn serve(g: &Global, a: ServeArgs) -> CliResult<ExitCode> {
         queue: a.queue,
         retry_after: a.retry_after,
         max_body: a.max_body,
-        run_timeout: secs(a.run_timeout),
-        approval_timeout: secs(a.approval_timeout).unwrap_or(std::time::Duration::from_secs(120)),
-        request_timeout: secs(a.request_timeout),
-        grace: secs(a.grace).unwrap_or_default(),
+        run_timeout: a.run_timeout.nonzero(),
+        approval_timeout: a.approval_timeout.nonzero().unwrap_or(d::APPROVAL_TIMEOUT),
+        request_timeout: a.request_timeout.nonzero(),
+        grace: a.grace.0,
         ceiling: if a.caps.is_empty() {
             None
         } else {
@@ -247,10 +267,10 @@ pub fn serve(g: &Global, a: ServeArgs) -> CliResult<ExitCode> {
         },
         allowed_origins: a.allow_origins.clone(),
         allowed_hosts: vec![a.bind.ip().to_string()],
-        queue_timeout: a.queue_timeout,
-        http: kiln_http::HttpLimits {
-            header_timeout: a.header_timeout,
-            body_timeout: a.body_timeout,
+        queue_timeout: a.queue_timeout.0,
+        http: kiln::serve::http::HttpLimits {
+            header_timeout: a.header_timeout.0,
+            body_timeout: a.body_timeout.0,
             max_connections: a.max_connections,
             // The API answers its own 413 up to its --max-body; beyond twice that the listener does.
             max_body: a.max_body.saturating_mul(2).max(4 << 20),
@@ -290,15 +310,15 @@ pub fn serve(g: &Global, a: ServeArgs) -> CliResult<ExitCode> {
         // tokens' actors and ceilings, so with tokens configured it stays off.
         let mcp = tokens.is_empty().then(|| {
             let grants = state.options.ceiling.clone().unwrap_or_default();
-            let mut server = kiln_mcp::McpServer::new(state.host.clone(), grants);
+            let mut server = kiln::mcp::McpServer::new(state.host.clone(), grants);
             // Behind Restate, a task is a durable invocation any worker answers for.
             if let Some(front) = &state.front {
-                let engine = kiln_serve::restate::RestateTasks::new(front.clone());
+                let engine = kiln::serve::restate::RestateTasks::new(front.clone());
                 server = server.with_durable_tasks(std::sync::Arc::new(engine));
             }
-            kiln_mcp::McpEndpoint::new(
+            kiln::mcp::McpEndpoint::new(
                 server,
-                kiln_mcp::HttpOptions {
+                kiln::mcp::HttpOptions {
                     token: None,
                     allowed_origins: a.allow_origins.clone(),
                     allowed_hosts: vec![addr.ip().to_string()],
@@ -307,7 +327,7 @@ pub fn serve(g: &Global, a: ServeArgs) -> CliResult<ExitCode> {
             )
         });
         // Watching before the address is announced: an edit made from then on is seen.
-        let _reloads = kiln_serve::watch_reloads(&state, mcp.as_ref().map(|m| m.server.clone()))?;
+        let _reloads = kiln::serve::watch_reloads(&state, mcp.as_ref().map(|m| m.server.clone()))?;
         let _retention = retention.map(|keep| tokio::spawn(prune_forever(db.clone(), keep)));
         // The first stdout line: scripts and tests read the address from it.
         println!("kiln serve: listening on http://{addr}");
@@ -320,7 +340,9 @@ pub fn serve(g: &Global, a: ServeArgs) -> CliResult<ExitCode> {
                 worker.local_addr()?
             );
             let stopped = stop.clone().cancelled_owned();
-            worker_task = Some(tokio::spawn(kiln_durable::serve(endpoint, worker, stopped)));
+            worker_task = Some(tokio::spawn(kiln::durable::serve(
+                endpoint, worker, stopped,
+            )));
         }
         if state.front.is_some() {
             crate::cli::output::errln!(
@@ -335,7 +357,7 @@ pub fn serve(g: &Global, a: ServeArgs) -> CliResult<ExitCode> {
                 stop.cancel();
             }
         };
-        let served = kiln_serve::serve(state.clone(), listener, mcp, signal).await;
+        let served = kiln::serve::serve(state.clone(), listener, mcp, signal).await;
         stop.cancel();
         if let Some(task) = worker_task {
             let _ = task.await;

@@ -3,13 +3,13 @@
 
 use super::{CliResult, Global, output};
 use clap::Args;
+use kiln::project::Seconds;
 use kiln_testing::runner::{TestFile, discover};
 use kiln_testing::watch::{Rerun, rerun_for};
 use kiln_testing::{Outcome, RunConfig, TestResult, Tests, report};
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::time::Duration;
 
 /// `kiln test` options.
 #[derive(Args, Debug)]
@@ -29,9 +29,9 @@ pub struct TestArgs {
     /// Also write JUnit XML to FILE.
     #[arg(long, value_name = "FILE")]
     pub junit: Option<PathBuf>,
-    /// Deadline of each test, in seconds.
-    #[arg(long, value_name = "SECS", default_value_t = kiln_testing::runner::DEFAULT_TIMEOUT.as_secs_f64())]
-    pub timeout: f64,
+    /// Deadline of each test (`500ms`, `10s`; a bare number is seconds).
+    #[arg(long, value_name = "DURATION", default_value_t = Seconds(kiln_testing::runner::DEFAULT_TIMEOUT))]
+    pub timeout: Seconds,
     /// Tests run at once (default: the number of CPUs).
     #[arg(long, short = 'j', value_name = "N")]
     pub jobs: Option<usize>,
@@ -82,12 +82,8 @@ fn run_files(tests: &Tests, files: &[TestFile], a: &TestArgs) -> CliResult<bool>
 
 /// `kiln test`.
 pub fn test(g: &Global, a: TestArgs) -> CliResult<ExitCode> {
-    if !(a.timeout > 0.0 && a.timeout.is_finite()) {
-        return Err(format!(
-            "--timeout {}: expected a positive number of seconds",
-            a.timeout
-        )
-        .into());
+    if a.timeout.0.is_zero() {
+        return Err(format!("--timeout {}: expected a positive duration", a.timeout).into());
     }
     let search = if a.paths.is_empty() {
         g.config().scripts
@@ -98,7 +94,7 @@ pub fn test(g: &Global, a: TestArgs) -> CliResult<ExitCode> {
         scripts: g.scripts.clone(),
         stdlib: !g.no_stdlib,
         filter: a.filter.clone(),
-        timeout: Duration::from_secs_f64(a.timeout),
+        timeout: a.timeout.0,
         ..RunConfig::default()
     };
     if let Some(j) = a.jobs {

@@ -3,9 +3,9 @@
 use super::output::{self, outln};
 use super::{CliResult, Global, parse_caps};
 use clap::Args;
-use kiln_core::error::HostError;
-use kiln_core::registry::Registry;
-use kiln_core::schema::Format;
+use kiln::HostError;
+use kiln::model::Format;
+use kiln::tool::Registry;
 use serde_json::{Value, json};
 use std::io::Read;
 use std::process::ExitCode;
@@ -176,8 +176,8 @@ pub fn tools(g: &Global, a: ToolsArgs) -> CliResult<ExitCode> {
 
 /// The MCP server a mounted tool forwards to: its `SERVER__` prefix, when it requires
 /// `mcp:SERVER`.
-fn mcp_server_of(t: &kiln_core::tool::Tool) -> Option<&str> {
-    let (server, _) = t.name.split_once(kiln_host::mcp::mount::SEPARATOR)?;
+fn mcp_server_of(t: &kiln::tool::Tool) -> Option<&str> {
+    let (server, _) = t.name.split_once(kiln::mcp::SEPARATOR)?;
     t.requires
         .iter()
         .any(|c| c.name == "mcp" && c.scope.as_deref() == Some(server))
@@ -185,7 +185,7 @@ fn mcp_server_of(t: &kiln_core::tool::Tool) -> Option<&str> {
 }
 
 /// One line per MCP server: name, how it is reached, where it is declared, its state.
-pub(super) fn print_mcp_servers(host: &kiln_host::Host) -> CliResult<()> {
+pub(super) fn print_mcp_servers(host: &kiln::Host) -> CliResult<()> {
     let servers = host.mcp_servers();
     if servers.is_empty() {
         return Ok(());
@@ -268,11 +268,11 @@ pub fn call(g: &Global, a: CallArgs) -> CliResult<ExitCode> {
     let args = parse_args_json(a.args.as_deref())?;
     let (host, _db) = g.host_with_db()?;
     report_load_problems(&host.registry());
-    let opts = kiln_host::CallOptions {
+    let opts = kiln::CallOptions {
         grants: Some(g.mark_ask(parse_caps(&a.run.caps)?)),
         context: parse_context(&a.run.context)?,
         actor_id: a.run.actor,
-        ..kiln_host::CallOptions::default()
+        ..kiln::CallOptions::default()
     };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()

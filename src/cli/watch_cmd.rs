@@ -13,7 +13,7 @@ pub fn watch(g: &Global) -> CliResult<ExitCode> {
     }
     // A report that cannot be written ends the command: `None` when the reader is gone.
     let (failed, mut write_failures) = tokio::sync::mpsc::unbounded_channel::<Option<String>>();
-    let _watcher = kiln_host::reload::watch(host.clone(), move |report| {
+    let _watcher = kiln::reload::watch(host.clone(), move |report| {
         if let Err(e) = outln!("{report}") {
             let closed = output::is_closed_stdout(e.as_ref());
             let _ = failed.send((!closed).then(|| e.to_string()));

@@ -15,7 +15,7 @@ pub struct WorkerArgs {
     #[arg(long)]
     pub restate: bool,
     /// Address to listen on (Restate calls the worker here, over HTTP/2).
-    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:9080")]
+    #[arg(long, value_name = "ADDR", default_value = kiln::project::defaults::RESTATE_BIND)]
     pub bind: SocketAddr,
     /// Provider, model, base URL, request timeout (it sets Restate's timeouts), retries.
     #[command(flatten)]
@@ -89,12 +89,12 @@ pub fn worker(g: &Global, a: WorkerArgs) -> CliResult<ExitCode> {
             listener.local_addr()?
         );
         std::io::stdout().flush()?;
-        let options = kiln_durable::WorkerOptions {
+        let options = kiln::durable::WorkerOptions {
             overrides: a.provider.overrides(),
             ..Default::default()
         };
-        let endpoint = kiln_durable::endpoint(host, options)?;
-        kiln_durable::serve(endpoint, listener, stop).await;
+        let endpoint = kiln::durable::endpoint(host, options)?;
+        kiln::durable::serve(endpoint, listener, stop).await;
         watching.abort();
         Ok::<_, Box<dyn std::error::Error>>(())
     })?;
@@ -132,7 +132,7 @@ pub fn restate(a: RestateArgs) -> CliResult<ExitCode> {
             endpoint,
             force,
         } => {
-            let reply = runtime()?.block_on(kiln_durable::register(&admin, &endpoint, force))?;
+            let reply = runtime()?.block_on(kiln::durable::register(&admin, &endpoint, force))?;
             println!("{}", serde_json::to_string_pretty(&reply)?);
             Ok(ExitCode::SUCCESS)
         }

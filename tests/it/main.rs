@@ -49,6 +49,7 @@ mod pipeline;
 mod pipes;
 mod planner;
 mod policies;
+mod project;
 mod ratelimit;
 mod reload;
 mod renames;

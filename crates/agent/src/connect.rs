@@ -2,7 +2,22 @@
 
 use kiln_core::agent_spec::{AgentSpec, ProviderKind};
 use kiln_providers::{Endpoint, Limits, Provider, ProviderError, anthropic, http, ollama, openai};
+use std::collections::BTreeMap;
 use std::time::Duration;
+
+/// Where a provider is reached when neither the run nor the agent says, and below the
+/// provider's own environment variables (`OPENAI_BASE_URL`...): a project's settings
+/// (`kiln.toml`'s `[providers.NAME]`).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ProviderDefault {
+    /// The base URL.
+    pub base_url: Option<String>,
+    /// The environment variable holding the API key (never the key itself).
+    pub api_key_env: Option<String>,
+}
+
+/// [`ProviderDefault`]s by provider name (`anthropic`, `openai`, `ollama`).
+pub type ProviderDefaults = BTreeMap<String, ProviderDefault>;
 
 /// Overrides of an agent's provider settings (`--provider`, `--model`, `--base-url`).
 #[derive(Debug, Clone, Default)]
@@ -70,10 +85,13 @@ fn env_nonempty(var: &str) -> Option<String> {
     std::env::var(var).ok().filter(|v| !v.trim().is_empty())
 }
 
-/// Builds the provider and resolves the model name.
+/// Builds the provider and resolves the model name. Precedence of the base URL: the run's
+/// override, the agent's, the provider's environment variable, `defaults`, the built-in one;
+/// of the key's variable: the agent's, `defaults`, the provider's usual one.
 pub fn connect(
     agent: &AgentSpec,
     o: &ProviderOverrides,
+    defaults: &ProviderDefaults,
 ) -> Result<(Provider, String), ProviderError> {
     let kind = match &o.provider {
         None => agent.provider,
@@ -94,14 +112,15 @@ pub fn connect(
         max_retries: o.max_retries.unwrap_or(3),
         limits,
     };
+    let project = defaults.get(kind.name()).cloned().unwrap_or_default();
     let key_var = || {
-        agent
-            .api_key_env
-            .clone()
+        (agent.api_key_env.clone())
+            .or_else(|| project.api_key_env.clone())
             .or_else(|| kind.key_var().map(String::from))
             .unwrap_or_default()
     };
-    let base = base.or_else(|| kind.base_url_var().and_then(env_nonempty));
+    let base = (base.or_else(|| kind.base_url_var().and_then(env_nonempty)))
+        .or_else(|| project.base_url.clone());
     let provider = match kind {
         ProviderKind::Anthropic => {
             let var = key_var();

@@ -16,4 +16,8 @@ pub trait RunHost: Send + Sync {
     fn agent(&self, name: &str) -> Result<Arc<AgentSpec>, HostError>;
     /// A call context with these grants, the host's services and the current snapshot.
     fn context(&self, grants: Grants) -> CallContext;
+    /// Where providers are reached when neither a run nor its agent says (none by default).
+    fn provider_defaults(&self) -> crate::connect::ProviderDefaults {
+        crate::connect::ProviderDefaults::default()
+    }
 }

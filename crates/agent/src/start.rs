@@ -93,7 +93,7 @@ async fn setup_and_drive(
     let agent = host.agent(&run.report.agent).map_err(|e| {
         RunErrorKind::Provider(kiln_providers::ProviderError::Planner(e.to_string()))
     })?;
-    let (provider, model) = connect::connect(&agent, &opts.overrides)?;
+    let (provider, model) = connect::connect(&agent, &opts.overrides, &host.provider_defaults())?;
     let provider = Arc::new(provider);
     run.report.provider = provider.name().to_string();
     run.report.model = model.clone();
@@ -133,7 +133,8 @@ async fn setup_and_drive(
         let agent = host.agent(&next).map_err(|e| {
             RunErrorKind::Provider(kiln_providers::ProviderError::Planner(e.to_string()))
         })?;
-        let (provider, model) = connect::connect(&agent, &opts.overrides)?;
+        let (provider, model) =
+            connect::connect(&agent, &opts.overrides, &host.provider_defaults())?;
         run.report.agent = agent.name.clone();
         run.report.provider = provider.name().to_string();
         run.report.model = model.clone();

@@ -130,6 +130,20 @@ impl HostBuilder {
         self
     }
 
+    /// Where providers are reached when neither a run nor its agent says (`kiln.toml`'s
+    /// `[providers.NAME]`): below the providers' environment variables, above the built-in.
+    pub fn providers(mut self, defaults: kiln_agent::connect::ProviderDefaults) -> Self {
+        self.config.providers = defaults;
+        self
+    }
+
+    /// Takes every setting of `config` at once (its scripts folders replace any named so far):
+    /// the one value a command line or a project file fills.
+    pub fn config(mut self, config: HostConfig) -> Self {
+        self.config = config;
+        self
+    }
+
     /// Starts the MCP servers scripts declare (default on); off for a host that only reads
     /// its scripts (`kiln auth status`).
     pub fn mount_declared(mut self, on: bool) -> Self {

@@ -28,15 +28,19 @@ pub struct HostConfig {
     pub stdlib: bool,
     /// Sandbox limits.
     pub limits: script::sandbox::Limits,
+    /// Where providers are reached when neither a run nor its agent says (`kiln.toml`'s
+    /// `[providers.NAME]`), below the providers' environment variables.
+    pub providers: kiln_agent::connect::ProviderDefaults,
 }
 
 impl Default for HostConfig {
     fn default() -> Self {
         HostConfig {
-            scripts: vec![PathBuf::from("scripts")],
-            workspace: PathBuf::from("."),
+            scripts: vec![PathBuf::from(kiln_project::defaults::SCRIPTS_DIR)],
+            workspace: PathBuf::from(kiln_project::defaults::WORKSPACE),
             stdlib: true,
             limits: script::sandbox::Limits::default(),
+            providers: Default::default(),
         }
     }
 }

@@ -5,7 +5,7 @@
 //! [`mcp::SourceSink`]. The host implements the lower layers' seams: the loop's
 //! [`kiln_agent::RunHost`] and the pipeline's [`kiln_core::pipeline::AgentRunner`].
 //!
-//! May depend on: kiln-core, kiln-providers, kiln-script, kiln-db, kiln-agent (and rmcp with
+//! May depend on: kiln-core, kiln-project, kiln-providers, kiln-script, kiln-db, kiln-agent (and rmcp with
 //! `mcp`).
 
 #![warn(missing_docs)]

@@ -127,4 +127,8 @@ impl RunHost for Host {
     fn context(&self, grants: Grants) -> CallContext {
         Host::context(self, grants)
     }
+
+    fn provider_defaults(&self) -> kiln_agent::connect::ProviderDefaults {
+        self.config.providers.clone()
+    }
 }

@@ -31,8 +31,8 @@ pub enum LspError {
 #[derive(Debug, Clone)]
 pub struct Options {
     /// The scripts folders loaded together (relative ones against the editor's workspace
-    /// root), with any the editor names in `initializationOptions.scripts`; none means the
-    /// root's `scripts/`.
+    /// root), with any the editor names in `initializationOptions.scripts`; none means those of
+    /// the project file (`kiln.toml`) at the root or above, else the root's `scripts/`.
     pub scripts: Vec<PathBuf>,
     /// Whether the stdlib's tools are loaded (as `kiln check` does unless `--no-stdlib`).
     pub stdlib: bool,
@@ -57,11 +57,22 @@ impl Options {
             .map(|a| a.iter().filter_map(|d| d.as_str()).map(PathBuf::from));
         self.scripts.extend(named.into_iter().flatten());
         if self.scripts.is_empty() {
-            self.scripts.push(PathBuf::from("scripts"));
+            self.scripts = project_scripts(&root);
         }
         self.scripts = (self.scripts.iter())
             .filter_map(|d| root.join(d).canonicalize().ok())
             .collect();
+    }
+}
+
+/// The scripts folders of the project file (`kiln.toml`) at `root` or above, as `kiln check`
+/// reads them; without one (or if it does not read), the default folder.
+fn project_scripts(root: &std::path::Path) -> Vec<PathBuf> {
+    let project = kiln_project::Project::discover(root)
+        .and_then(|path| kiln_project::Project::load(&path).ok());
+    match project {
+        Some(project) => project.scripts(),
+        None => vec![PathBuf::from(kiln_project::defaults::SCRIPTS_DIR)],
     }
 }
 
@@ -71,4 +82,20 @@ pub fn run_stdio(options: Options) -> Result<(), LspError> {
     server::serve(&conn, options)?;
     drop(conn);
     io.join().map_err(|e| LspError::Protocol(e.to_string()))
+}
+
+#[cfg(test)]
+mod project_tests {
+    use super::project_scripts;
+    use std::path::PathBuf;
+
+    #[test]
+    fn the_scripts_folders_are_the_project_files_from_the_root_or_above() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let deep = dir.path().join("a/b");
+        std::fs::create_dir_all(&deep).expect("mkdir");
+        assert_eq!(project_scripts(&deep), [PathBuf::from("scripts")]);
+        std::fs::write(dir.path().join("kiln.toml"), "scripts = [\"tools\"]\n").expect("write");
+        assert_eq!(project_scripts(&deep), [dir.path().join("tools")]);
+    }
 }

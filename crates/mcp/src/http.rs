@@ -29,9 +29,9 @@ pub struct HttpOptions {
 }
 
 /// Sessions open at once when [`HttpOptions::max_sessions`] is 0.
-pub const DEFAULT_MAX_SESSIONS: usize = 256;
+pub const DEFAULT_MAX_SESSIONS: usize = kiln_project::defaults::MAX_SESSIONS;
 /// How long an idle session lives when [`HttpOptions::session_idle`] is `None`.
-pub const DEFAULT_SESSION_IDLE: std::time::Duration = std::time::Duration::from_secs(300);
+pub const DEFAULT_SESSION_IDLE: std::time::Duration = kiln_project::defaults::SESSION_IDLE;
 
 /// Origins of pages served from this machine; anything else is refused (DNS rebinding).
 const LOOPBACK_ORIGINS: [&str; 6] = [

@@ -6,7 +6,7 @@
 //! client, progress and logs become notifications, and JSON-RPC's own errors are answered
 //! before rmcp sees a message ([`frames`]).
 //!
-//! May depend on: kiln-core, kiln-script (code mode's tools), kiln-agent, kiln-host (with
+//! May depend on: kiln-core, kiln-project (its defaults), kiln-script (code mode's tools), kiln-agent, kiln-host (with
 //! `mcp`: its conversions and errors).
 
 #![warn(missing_docs)]

@@ -12,7 +12,7 @@
 //! - `restate`: kiln calling Restate over plain HTTP (the front door's ingress client, worker
 //!   registration); the worker itself is kiln-durable
 //!
-//! May depend on: kiln-core, kiln-providers, kiln-db, kiln-agent, kiln-host, kiln-http,
+//! May depend on: kiln-core, kiln-project, kiln-providers, kiln-db, kiln-agent, kiln-host, kiln-http,
 //! kiln-mcp (the `/mcp` mount point).
 
 #![warn(missing_docs)]

@@ -49,19 +49,20 @@ pub struct ServeOptions {
 
 impl Default for ServeOptions {
     fn default() -> Self {
+        use kiln_project::defaults as d;
         ServeOptions {
-            max_runs: 64,
-            queue: 256,
-            retry_after: 1,
-            max_body: 1 << 20,
-            run_timeout: Some(Duration::from_secs(300)),
-            approval_timeout: Duration::from_secs(120),
+            max_runs: d::MAX_RUNS,
+            queue: d::QUEUE,
+            retry_after: d::RETRY_AFTER,
+            max_body: d::MAX_BODY,
+            run_timeout: Some(d::RUN_TIMEOUT),
+            approval_timeout: d::APPROVAL_TIMEOUT,
             request_timeout: None,
-            grace: Duration::from_secs(30),
+            grace: d::GRACE,
             ceiling: None,
             allowed_origins: Vec::new(),
             allowed_hosts: Vec::new(),
-            queue_timeout: Duration::from_secs(60),
+            queue_timeout: d::QUEUE_TIMEOUT,
             http: kiln_http::HttpLimits::default(),
         }
     }

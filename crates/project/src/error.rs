@@ -1,0 +1,160 @@
+//! Why a project file could not be used: each error names the file, line and column, and the
+//! key (with the nearest valid one when a key is misspelt).
+
+use std::path::PathBuf;
+
+/// A project file that cannot be read or does not describe a project.
+#[derive(Debug, thiserror::Error)]
+pub enum ProjectError {
+    /// The file could not be read.
+    #[error("cannot read {}: {source}", path.display())]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// A key no table of the file has.
+    #[error("{}:{line}:{col}: unknown key `{key}` in {table}{hint}", path.display())]
+    UnknownKey {
+        /// The file.
+        path: PathBuf,
+        /// 1-based line.
+        line: usize,
+        /// 1-based column.
+        col: usize,
+        /// The key as written.
+        key: String,
+        /// The table it is in (`the top level`, `[serve]`...).
+        table: String,
+        /// `; did you mean "KEY"?`, or a list of the valid keys.
+        hint: String,
+    },
+    /// A value of the wrong kind, or a key's value that does not read.
+    #[error("{}:{line}:{col}: {key}: {message}", path.display())]
+    Value {
+        /// The file.
+        path: PathBuf,
+        /// 1-based line.
+        line: usize,
+        /// 1-based column.
+        col: usize,
+        /// The key's dotted path (`serve.max_runs`).
+        key: String,
+        /// Why the value is refused.
+        message: String,
+    },
+    /// Text that is not TOML.
+    #[error("{}:{line}:{col}: {message}", path.display())]
+    Syntax {
+        /// The file.
+        path: PathBuf,
+        /// 1-based line.
+        line: usize,
+        /// 1-based column.
+        col: usize,
+        /// What the TOML reader said.
+        message: String,
+    },
+}
+
+/// Turns the TOML reader's error into one that names the place and the key.
+pub(crate) fn locate(path: PathBuf, text: &str, e: &toml::de::Error) -> ProjectError {
+    let at = e.span().map_or(0, |s| s.start).min(text.len());
+    let (line, col) = line_col(text, at);
+    let message = e.message().to_string();
+    let table = table_at(text, at);
+    if let Some(rest) = message.strip_prefix("unknown field ") {
+        let quoted = backticked(rest);
+        let key = quoted.first().cloned().unwrap_or_default();
+        let valid: Vec<&str> = quoted.iter().skip(1).map(String::as_str).collect();
+        let hint = match kiln_core::suggest::nearest(&key, valid.iter().copied()) {
+            Some(near) => format!("; did you mean `{near}`?"),
+            None if valid.is_empty() => String::new(),
+            None => format!(" (valid keys: {})", valid.join(", ")),
+        };
+        let table = match table.as_str() {
+            "" => "the top level".to_string(),
+            t => format!("[{t}]"),
+        };
+        return ProjectError::UnknownKey {
+            path,
+            line,
+            col,
+            key,
+            table,
+            hint,
+        };
+    }
+    match key_on_line(text, at) {
+        Some(key) if e.span().is_some() => ProjectError::Value {
+            path,
+            line,
+            col,
+            key: if table.is_empty() {
+                key
+            } else {
+                format!("{table}.{key}")
+            },
+            message,
+        },
+        _ => ProjectError::Syntax {
+            path,
+            line,
+            col,
+            message,
+        },
+    }
+}
+
+/// 1-based line and column (in characters) of byte `at`.
+fn line_col(text: &str, at: usize) -> (usize, usize) {
+    let before = &text[..floor_char(text, at)];
+    let line = before.matches('\n').count() + 1;
+    let start = before.rfind('\n').map_or(0, |i| i + 1);
+    (line, before[start..].chars().count() + 1)
+}
+
+fn floor_char(text: &str, mut at: usize) -> usize {
+    while !text.is_char_boundary(at) {
+        at -= 1;
+    }
+    at
+}
+
+/// The `[table]` header above byte `at` (`""` at the top level).
+fn table_at(text: &str, at: usize) -> String {
+    text[..floor_char(text, at)]
+        .lines()
+        .rev()
+        .map(str::trim)
+        .find(|l| l.starts_with('['))
+        .map(|l| {
+            l.trim_start_matches('[')
+                .split(']')
+                .next()
+                .unwrap_or_default()
+                .trim()
+                .to_string()
+        })
+        .unwrap_or_default()
+}
+
+/// The key written on the line holding byte `at`, when it is a `key = value` line.
+fn key_on_line(text: &str, at: usize) -> Option<String> {
+    let at = floor_char(text, at);
+    let start = text[..at].rfind('\n').map_or(0, |i| i + 1);
+    let line = text[start..].lines().next().unwrap_or_default();
+    let (key, _) = line.split_once('=')?;
+    let key = key.trim().trim_matches('"');
+    (!key.is_empty() && !key.starts_with('[')).then(|| key.to_string())
+}
+
+/// The words between backticks, in order.
+fn backticked(text: &str) -> Vec<String> {
+    text.split('`')
+        .skip(1)
+        .step_by(2)
+        .map(str::to_string)
+        .collect()
+}
