@@ -75,14 +75,14 @@ pub(super) fn report_load_problems(reg: &Registry) {
 /// `kiln check`.
 pub fn check(g: &Global, a: CheckArgs) -> CliResult<ExitCode> {
     let scripts = (g.config().scripts.iter())
-        .map(|dir| kiln_host::script_files(dir))
+        .map(|dir| kiln::renames::script_files(dir))
         .collect::<Result<Vec<_>, _>>()?;
     let scripts: Vec<std::path::PathBuf> = scripts.into_iter().flatten().collect();
     if a.fix {
         for path in &scripts {
             let shown = path.to_string_lossy();
-            let done = kiln_script::renames::fix_file(path)
-                .map_err(|e| format!("cannot fix {shown}: {e}"))?;
+            let done =
+                kiln::renames::fix_file(path).map_err(|e| format!("cannot fix {shown}: {e}"))?;
             for d in done {
                 let (old, new) = (d.rename.old, d.rename.new);
                 outln!("fixed {shown}:{}:{}: {old} -> {new}", d.line, d.column)?;
@@ -99,7 +99,7 @@ pub fn check(g: &Global, a: CheckArgs) -> CliResult<ExitCode> {
     }
     for path in &scripts {
         let source = std::fs::read_to_string(path).unwrap_or_default();
-        for w in kiln_script::renames::warnings(&path.to_string_lossy(), &source) {
+        for w in kiln::renames::warnings(&path.to_string_lossy(), &source) {
             output::warning(&w.to_string());
         }
     }
