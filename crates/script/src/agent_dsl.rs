@@ -56,6 +56,31 @@ pub fn register(engine: &mut Engine) {
             },
         );
     }
+    register_lists(engine);
+    engine.register_fn("code_mode", |b: &mut AgentBuilder| {
+        b.with(|d| d.code_mode = Some(CodeMode::default()))
+    });
+    engine.register_fn(
+        "code_mode",
+        |ctx: NativeCallContext, b: &mut AgentBuilder, opts: Map| {
+            let pos = ctx.call_position();
+            b.with(|d| match code_mode(opts) {
+                Ok(mode) => d.code_mode = Some(mode),
+                Err(e) => d.errors.push((pos, format!("code_mode: {e}"))),
+            })
+        },
+    );
+    crate::contract_dsl::register(engine);
+    engine.register_fn("planner", |b: &mut AgentBuilder, f: FnPtr| {
+        b.with(|d| d.planner = Some(f))
+    });
+    engine.register_fn("validator", |b: &mut AgentBuilder, f: FnPtr| {
+        b.with(|d| d.validator = Some(f))
+    });
+}
+
+/// The methods taking a list: `.tools`, `.capabilities`, `.handoffs`, `.needs_approval`.
+fn register_lists(engine: &mut Engine) {
     engine.register_fn(
         "tools",
         |ctx: NativeCallContext, b: &mut AgentBuilder, list: Array| {
@@ -104,26 +129,6 @@ pub fn register(engine: &mut Engine) {
             },
         );
     }
-    engine.register_fn("code_mode", |b: &mut AgentBuilder| {
-        b.with(|d| d.code_mode = Some(CodeMode::default()))
-    });
-    engine.register_fn(
-        "code_mode",
-        |ctx: NativeCallContext, b: &mut AgentBuilder, opts: Map| {
-            let pos = ctx.call_position();
-            b.with(|d| match code_mode(opts) {
-                Ok(mode) => d.code_mode = Some(mode),
-                Err(e) => d.errors.push((pos, format!("code_mode: {e}"))),
-            })
-        },
-    );
-    crate::contract_dsl::register(engine);
-    engine.register_fn("planner", |b: &mut AgentBuilder, f: FnPtr| {
-        b.with(|d| d.planner = Some(f))
-    });
-    engine.register_fn("validator", |b: &mut AgentBuilder, f: FnPtr| {
-        b.with(|d| d.validator = Some(f))
-    });
 }
 
 /// `#{ except: [...], max_calls: n, timeout: ms | "30s" }`, every key optional.

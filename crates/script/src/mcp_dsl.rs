@@ -117,6 +117,25 @@ pub(super) fn register(engine: &mut rhai::Engine) {
             b.with(|d| d.bearer_env = Some((var.to_string(), pos)))
         },
     );
+    register_oauth(engine);
+    // `.env([...])` is the deprecated spelling (renames.rs): `env(name)` reads a variable.
+    for key in ["pass_env", "env"] {
+        engine.register_fn(
+            key,
+            move |ctx: NativeCallContext, b: &mut McpServerBuilder, vars: Array| {
+                let pos = ctx.call_position();
+                b.with(|d| match strings(&vars) {
+                    Ok(v) => d.env = Some((v, pos, key)),
+                    Err(e) => d.errors.push((pos, format!("{key}: {e}"))),
+                })
+            },
+        );
+    }
+    register_rate_limits(engine);
+}
+
+/// `.oauth([options])`: log in to a URL server with OAuth.
+fn register_oauth(engine: &mut rhai::Engine) {
     engine.register_fn(
         "oauth",
         |ctx: NativeCallContext, b: &mut McpServerBuilder| {
@@ -151,19 +170,11 @@ pub(super) fn register(engine: &mut rhai::Engine) {
             })
         },
     );
-    // `.env([...])` is the deprecated spelling (renames.rs): `env(name)` reads a variable.
-    for key in ["pass_env", "env"] {
-        engine.register_fn(
-            key,
-            move |ctx: NativeCallContext, b: &mut McpServerBuilder, vars: Array| {
-                let pos = ctx.call_position();
-                b.with(|d| match strings(&vars) {
-                    Ok(v) => d.env = Some((v, pos, key)),
-                    Err(e) => d.errors.push((pos, format!("{key}: {e}"))),
-                })
-            },
-        );
-    }
+}
+
+/// `.rate_limit(calls, per[, options])`: `per` in seconds (integer or fractional) or a
+/// duration with its unit.
+fn register_rate_limits(engine: &mut rhai::Engine) {
     engine.register_fn(
         "rate_limit",
         |ctx: NativeCallContext, b: &mut McpServerBuilder, calls: INT, per: &str| {
