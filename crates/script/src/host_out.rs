@@ -151,6 +151,46 @@ pub fn register(engine: &mut Engine) {
     engine.register_type_with_name::<BadContent>("BadContent");
     engine.register_fn("to_string", |e: &mut BadContent| e.0.clone());
 
+    register_blocks(engine);
+    let progress_doc = [
+        "/// Reports progress to the caller (an MCP client that sent a progress token); \
+        values must increase, and a flood is cut off.",
+    ];
+    FuncRegistration::new("progress")
+        .with_params_info(["done: number", "()"])
+        .with_comments(progress_doc)
+        .register_into_engine(engine, |done: Dynamic| progress(&done, None, None));
+    FuncRegistration::new("progress")
+        .with_params_info(["done: number", "total: number", "()"])
+        .with_comments(progress_doc)
+        .register_into_engine(engine, |done: Dynamic, total: Dynamic| {
+            progress(&done, Some(&total), None)
+        });
+    FuncRegistration::new("progress")
+        .with_params_info(["done: number", "total: number", "message: string", "()"])
+        .with_comments(progress_doc)
+        .register_into_engine(engine, |done: Dynamic, total: Dynamic, msg: &str| {
+            progress(&done, Some(&total), Some(msg))
+        });
+    let log_doc = [
+        "/// Logs to stderr and to the caller (an MCP client, at the level it chose): \
+        level is debug, info, notice, warning, error, critical, alert or emergency.",
+    ];
+    FuncRegistration::new("log")
+        .with_params_info(["level: string", "message: string", "()"])
+        .with_comments(log_doc)
+        .register_into_engine(engine, log);
+    FuncRegistration::new("log")
+        .with_params_info(["level: string", "message: ?", "()"])
+        .with_comments(log_doc)
+        .register_into_engine(engine, |level: &str, msg: Dynamic| {
+            log(level, &msg.to_string())
+        });
+}
+
+/// The content block constructors: `image`, `audio`, `resource_block`, `resource_blob_block`
+/// (and the last two's deprecated spellings).
+fn register_blocks(engine: &mut Engine) {
     FuncRegistration::new("image")
         .with_params_info(["data: string", "mime: string", "Content"])
         .with_comments(["/// An image content block: `data` base64, `mime` such as \"image/png\"."])
@@ -199,39 +239,4 @@ pub fn register(engine: &mut Engine) {
                 )
             });
     }
-
-    let progress_doc = [
-        "/// Reports progress to the caller (an MCP client that sent a progress token); \
-        values must increase, and a flood is cut off.",
-    ];
-    FuncRegistration::new("progress")
-        .with_params_info(["done: number", "()"])
-        .with_comments(progress_doc)
-        .register_into_engine(engine, |done: Dynamic| progress(&done, None, None));
-    FuncRegistration::new("progress")
-        .with_params_info(["done: number", "total: number", "()"])
-        .with_comments(progress_doc)
-        .register_into_engine(engine, |done: Dynamic, total: Dynamic| {
-            progress(&done, Some(&total), None)
-        });
-    FuncRegistration::new("progress")
-        .with_params_info(["done: number", "total: number", "message: string", "()"])
-        .with_comments(progress_doc)
-        .register_into_engine(engine, |done: Dynamic, total: Dynamic, msg: &str| {
-            progress(&done, Some(&total), Some(msg))
-        });
-    let log_doc = [
-        "/// Logs to stderr and to the caller (an MCP client, at the level it chose): \
-        level is debug, info, notice, warning, error, critical, alert or emergency.",
-    ];
-    FuncRegistration::new("log")
-        .with_params_info(["level: string", "message: string", "()"])
-        .with_comments(log_doc)
-        .register_into_engine(engine, log);
-    FuncRegistration::new("log")
-        .with_params_info(["level: string", "message: ?", "()"])
-        .with_comments(log_doc)
-        .register_into_engine(engine, |level: &str, msg: Dynamic| {
-            log(level, &msg.to_string())
-        });
 }
