@@ -132,7 +132,7 @@ fn main() {
         let (mut mock, base) = start_mock(&json!({"loop": true, "require_auth": false, "turns": turns}), dir.path());
         let client = kiln::egress::http_client_builder().no_proxy().build().expect("client");
         let agent = format!(
-            "agent(\"bench\").provider(\"openai\").model(\"m\").base_url(\"{base}/v1\").tools([\"calculator\"]).max_tool_iterations({rounds});"
+            "agent(\"bench\").provider(\"openai\").model(\"m\").base_url(\"{base}/v1\").tools([\"calculator\"]).max_iterations({rounds});"
         );
         std::fs::write(dir.path().join("a.rhai"), agent).expect("write");
         let host = Host::builder().scripts(dir.path()).build().expect("host");

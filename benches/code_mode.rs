@@ -33,7 +33,7 @@ impl Variant {
             dir.path(),
         );
         let agent = format!(
-            "{TOOL}\nagent(\"shop\").provider(\"openai\").model(\"m\").base_url(\"{base}/v1\").tools([\"lookup\"]).max_tool_iterations(25){mode};"
+            "{TOOL}\nagent(\"shop\").provider(\"openai\").model(\"m\").base_url(\"{base}/v1\").tools([\"lookup\"]).max_iterations(25){mode};"
         );
         std::fs::write(dir.path().join("a.rhai"), agent).expect("write");
         let host = Host::builder()

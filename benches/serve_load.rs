@@ -134,7 +134,7 @@ async fn load(levels: &[usize], rounds: usize, measuring: bool) {
         scripts.join("load.rhai"),
         format!(
             r#"tool("step").description("One step").param("n", "int").handler(|a| #{{ n: a.n, ok: true }});
-agent("load").provider("openai").model("m").base_url("{mock}/v1").tools(["step"]).max_tool_iterations({});"#,
+agent("load").provider("openai").model("m").base_url("{mock}/v1").tools(["step"]).max_iterations({});"#,
             rounds + 1
         ),
     )

@@ -102,7 +102,7 @@ fn main() {
         );
         std::fs::write(
             dir.path().join("a.rhai"),
-            format!("agent(\"bench\").provider(\"openai\").model(\"m\").base_url(\"{base}/v1\").tools([\"calculator\"]).max_tool_iterations({rounds});"),
+            format!("agent(\"bench\").provider(\"openai\").model(\"m\").base_url(\"{base}/v1\").tools([\"calculator\"]).max_iterations({rounds});"),
         )
         .expect("write");
         let host = Host::builder().scripts(dir.path()).build().expect("host");

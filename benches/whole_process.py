@@ -43,7 +43,7 @@ def contenders(kiln, tmp):
     os.makedirs(scripts, exist_ok=True)
     with open(os.path.join(scripts, "bench.rhai"), "w") as f:
         f.write('agent("bench").provider("openai").model("m").tools(["calculator"])'
-                '.max_tool_iterations(1000);\n')
+                '.max_iterations(1000);\n')
     workspace = os.path.join(tmp, "workspace")
     os.makedirs(workspace, exist_ok=True)
     # Whole replies, as the bare loop and the frameworks ask for them; then kiln ask's default.

@@ -223,6 +223,16 @@ pub mod duration {
     pub use kiln_core::duration::{BareUnit, DurationError, parse_duration};
 }
 
+/// The DSL's renamed names: where a script still writes a deprecated spelling (at its
+/// `line:col`), and the rewrite of those names, and nothing else, to the new ones
+/// (`kiln check --fix`).
+pub mod renames {
+    pub use kiln_host::script_files;
+    pub use kiln_script::renames::{
+        Deprecation, RENAMES, Rename, deprecations, fix, fix_file, is_deprecation, warnings,
+    };
+}
+
 /// Internals the benches measure on their own (not part of the API: no stability promised).
 #[doc(hidden)]
 pub mod bench {

@@ -40,7 +40,7 @@ fn host(dir: &Path, total: usize) -> std::sync::Arc<Host> {
     let scripts = dir.join("scripts");
     std::fs::create_dir_all(&scripts).expect("scripts dir");
     let agent = format!(
-        "agent(\"long\").provider(\"openai\").model(\"m\").tools([\"calculator\"]).max_tool_iterations({total});"
+        "agent(\"long\").provider(\"openai\").model(\"m\").tools([\"calculator\"]).max_iterations({total});"
     );
     std::fs::write(scripts.join("long.rhai"), agent).expect("write");
     let host = Host::builder().scripts(&scripts).build().expect("host");

@@ -111,8 +111,9 @@ pub struct Global {
 /// The subcommands.
 #[derive(Subcommand, Debug)]
 pub enum Command {
-    /// Load every script and report errors as path:line:col (exit 1 if any).
-    Check,
+    /// Load every script and report errors as path:line:col (exit 1 if any); warn about
+    /// deprecated spellings, which --fix rewrites to their new names.
+    Check(tools_cmd::CheckArgs),
     /// List tools: a table, or JSON definitions with --json / --format.
     Tools(tools_cmd::ToolsArgs),
     /// Print one tool's definition in a provider format.
@@ -372,7 +373,7 @@ pub fn run(cli: Cli) -> CliResult<ExitCode> {
         return Ok(ExitCode::from(2));
     };
     match command {
-        Command::Check => tools_cmd::check(&cli.global),
+        Command::Check(a) => tools_cmd::check(&cli.global, a),
         Command::Tools(a) => tools_cmd::tools(&cli.global, a),
         Command::Schema(a) => tools_cmd::schema(&cli.global, a),
         Command::Call(a) => tools_cmd::call(&cli.global, a),

@@ -24,6 +24,14 @@ pub struct ToolsArgs {
     pub json: bool,
 }
 
+/// `kiln check` options.
+#[derive(Args, Debug)]
+pub struct CheckArgs {
+    /// Rewrite deprecated spellings in the scripts folders to their new names, in place.
+    #[arg(long)]
+    pub fix: bool,
+}
+
 /// `kiln schema` options.
 #[derive(Args, Debug)]
 pub struct SchemaArgs {
@@ -65,7 +73,22 @@ pub(super) fn report_load_problems(reg: &Registry) {
 }
 
 /// `kiln check`.
-pub fn check(g: &Global) -> CliResult<ExitCode> {
+pub fn check(g: &Global, a: CheckArgs) -> CliResult<ExitCode> {
+    let scripts = (g.config().scripts.iter())
+        .map(|dir| kiln::renames::script_files(dir))
+        .collect::<Result<Vec<_>, _>>()?;
+    let scripts: Vec<std::path::PathBuf> = scripts.into_iter().flatten().collect();
+    if a.fix {
+        for path in &scripts {
+            let shown = path.to_string_lossy();
+            let done =
+                kiln::renames::fix_file(path).map_err(|e| format!("cannot fix {shown}: {e}"))?;
+            for d in done {
+                let (old, new) = (d.rename.old, d.rename.new);
+                outln!("fixed {shown}:{}:{}: {old} -> {new}", d.line, d.column)?;
+            }
+        }
+    }
     let host = g.host()?;
     let reg = host.registry();
     for e in &reg.errors {
@@ -73,6 +96,12 @@ pub fn check(g: &Global) -> CliResult<ExitCode> {
     }
     for w in reg.advice() {
         output::warning(&w.to_string());
+    }
+    for path in &scripts {
+        let source = std::fs::read_to_string(path).unwrap_or_default();
+        for w in kiln::renames::warnings(&path.to_string_lossy(), &source) {
+            output::warning(&w.to_string());
+        }
     }
     let tools = reg.all().count();
     let agents = reg.agents().count();

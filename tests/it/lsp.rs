@@ -168,6 +168,52 @@ fn hover_and_completion_describe_methods_the_old_hand_written_list_missed() {
     assert!(lsp.child.wait().expect("kiln lsp exits").success());
 }
 
+#[test]
+fn kiln_lsp_warns_where_kiln_check_warns_about_a_deprecated_spelling() {
+    let s = Scripts::new(&[]);
+    std::fs::create_dir(s.path().join("scripts")).expect("a scripts folder");
+    let text = "// returns\ntool(\"w\").returns(\"string\").handler(|args| \"w\");\n";
+    std::fs::write(s.path().join("scripts/w.rhai"), text).expect("a script");
+    let told = stderr(&kiln(&["check"], s.path()));
+    assert!(
+        told.contains("w.rhai:2:11: `.returns(...)` is deprecated"),
+        "{told}"
+    );
+
+    let mut lsp = Lsp::start(s.path());
+    let root = url(s.path());
+    lsp.send(json!({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+        "params": {"processId": null, "rootUri": root, "capabilities": {}}}));
+    lsp.until(|m| m["id"] == 1);
+    lsp.send(json!({"jsonrpc": "2.0", "method": "initialized", "params": {}}));
+    let uri = url(&s.path().join("scripts/w.rhai"));
+    lsp.send(
+        json!({"jsonrpc": "2.0", "method": "textDocument/didOpen", "params": {
+        "textDocument": {"uri": uri, "languageId": "rhai", "version": 1, "text": text}}}),
+    );
+    let published = lsp
+        .until(|m| m["method"] == "textDocument/publishDiagnostics" && m["params"]["uri"] == uri);
+    let d = &published["params"]["diagnostics"][0];
+    assert_eq!(
+        d["range"]["start"],
+        json!({"line": 1, "character": 10}),
+        "{published}"
+    );
+    assert_eq!(d["range"]["end"], json!({"line": 1, "character": 17}));
+    assert_eq!(d["severity"], 2);
+    assert_eq!(d["tags"], json!([2]));
+    assert!(
+        d["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("write `.output(...)`")),
+        "{published}"
+    );
+    lsp.send(json!({"jsonrpc": "2.0", "id": 3, "method": "shutdown"}));
+    lsp.until(|m| m["id"] == 3);
+    lsp.send(json!({"jsonrpc": "2.0", "method": "exit"}));
+    assert!(lsp.child.wait().expect("kiln lsp exits").success());
+}
+
 fn url(path: &std::path::Path) -> String {
     let path = path.canonicalize().expect("a real path");
     format!("file://{}", path.display())

@@ -52,6 +52,7 @@ mod policies;
 mod project;
 mod ratelimit;
 mod reload;
+mod renames;
 mod repl;
 mod runlog_ops;
 mod sandbox;

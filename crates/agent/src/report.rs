@@ -157,9 +157,7 @@ pub enum RunErrorKind {
     #[error("CapabilityError: {0}")]
     Capability(String),
     /// The model kept calling tools past the limit.
-    #[error(
-        "ToolLoopError: the model asked for tools in more than {0} rounds (max_tool_iterations)"
-    )]
+    #[error("ToolLoopError: the model asked for tools in more than {0} rounds (max_iterations)")]
     ToolLoop(u32),
     /// The model kept sending invalid arguments to one tool.
     #[error("the model sent invalid arguments to tool \"{tool}\" {count} times; giving up")]

@@ -9,7 +9,13 @@ use lsp_types::{
 };
 
 /// The calls whose string arguments name capabilities.
-const CAPABILITY_CALLS: &[&str] = &["requires", "capabilities", "ask", "grants"];
+const CAPABILITY_CALLS: &[&str] = &[
+    "requires",
+    "capabilities",
+    "needs_approval",
+    "ask",
+    "grants",
+];
 
 /// Completion items at byte offset `at` of `text`.
 pub fn items(text: &str, at: usize, cat: &Catalog, regs: &[&Registry]) -> Vec<CompletionItem> {
@@ -37,7 +43,7 @@ fn in_string(cx: &Context, regs: &[&Registry]) -> Vec<CompletionItem> {
         return Vec::new();
     };
     match (call, arg) {
-        ("param", 1) | ("arg", 1) | ("returns", 0) => words(
+        ("param", 1) | ("arg", 1) | ("output", 0) | ("returns", 0) => words(
             PARAM_TYPES,
             CompletionItemKind::TYPE_PARAMETER,
             "param type",

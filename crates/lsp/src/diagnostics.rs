@@ -3,20 +3,30 @@
 
 use crate::position;
 use kiln_core::error::LoadError;
-use lsp_types::{Diagnostic, DiagnosticSeverity, NumberOrString};
+use lsp_types::{Diagnostic, DiagnosticSeverity, DiagnosticTag, NumberOrString};
 
 /// The diagnostics of one file from its errors and advice, ranged over the token each
-/// points at.
+/// points at; a deprecated spelling is tagged as such.
 pub fn of(text: &str, errors: &[LoadError], advice: &[LoadError]) -> Vec<Diagnostic> {
     let one = |e: &LoadError, severity| {
         let start = position::from_line_col(text, e.loc.line, e.loc.column);
         let end = token_end(text, start);
+        let deprecated =
+            severity == DiagnosticSeverity::WARNING && kiln_script::renames::is_deprecation(e);
         Diagnostic {
             range: position::range(text, start..end),
             severity: Some(severity),
-            code: Some(NumberOrString::String(code(severity).into())),
+            code: Some(NumberOrString::String(
+                if deprecated {
+                    "deprecated"
+                } else {
+                    code(severity)
+                }
+                .into(),
+            )),
             source: Some("kiln".into()),
             message: e.message.clone(),
+            tags: deprecated.then(|| vec![DiagnosticTag::DEPRECATED]),
             ..Diagnostic::default()
         }
     };

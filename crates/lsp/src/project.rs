@@ -120,6 +120,13 @@ impl Project {
                 .1
                 .push(w);
         }
+        // Deprecated spellings, each at its name (renames.rs).
+        for (path, text) in self.files(buffers) {
+            let deprecated = kiln_script::renames::warnings(&path.to_string_lossy(), &text);
+            if !deprecated.is_empty() {
+                findings.entry(path).or_default().1.extend(deprecated);
+            }
+        }
         // Only files of this project: the stdlib's paths are not files here.
         findings.retain(|path, _| path.is_absolute() && self.holds(path));
         findings

@@ -1,12 +1,13 @@
 //! The agent builder's methods: `.provider(...)`, `.model(...)` and the other settings,
-//! `.tools([...])`, `.capabilities([...])`, `.ask([...])`, `.planner(fn)`, `.validator(fn)`.
+//! `.tools([...])`, `.capabilities([...])`, `.needs_approval([...])`, `.planner(fn)`,
+//! `.validator(fn)`. `.ask([...])` and `.max_tool_iterations(n)` are deprecated spellings
+//! (renames.rs).
 //! `agent(...)` itself and the draft are dsl.rs's; the loader turns the draft into an
 //! `AgentSpec`.
 
 use crate::dsl::{AgentBuilder, AgentSettings, strings};
 use kiln_registry::agent_spec::CodeMode;
 use rhai::{Array, Engine, FnPtr, INT, Map, NativeCallContext};
-use std::time::Duration;
 
 /// Registers the agent builder's methods.
 pub fn register(engine: &mut Engine) {
@@ -32,8 +33,9 @@ pub fn register(engine: &mut Engine) {
         b.with(|d| d.settings.temperature = Some(t as rhai::FLOAT))
     });
     type Count = fn(&mut AgentSettings) -> &mut Option<INT>;
-    let counts: [(&str, Count); 6] = [
-        ("max_tool_iterations", |s| &mut s.max_tool_iterations),
+    let counts: [(&str, Count); 7] = [
+        ("max_iterations", |s| &mut s.max_iterations),
+        ("max_tool_iterations", |s| &mut s.max_iterations),
         ("max_tokens", |s| &mut s.max_tokens),
         ("max_steps", |s| &mut s.max_steps),
         ("max_parallel", |s| &mut s.max_parallel),
@@ -54,6 +56,31 @@ pub fn register(engine: &mut Engine) {
             },
         );
     }
+    register_lists(engine);
+    engine.register_fn("code_mode", |b: &mut AgentBuilder| {
+        b.with(|d| d.code_mode = Some(CodeMode::default()))
+    });
+    engine.register_fn(
+        "code_mode",
+        |ctx: NativeCallContext, b: &mut AgentBuilder, opts: Map| {
+            let pos = ctx.call_position();
+            b.with(|d| match code_mode(opts) {
+                Ok(mode) => d.code_mode = Some(mode),
+                Err(e) => d.errors.push((pos, format!("code_mode: {e}"))),
+            })
+        },
+    );
+    crate::contract_dsl::register(engine);
+    engine.register_fn("planner", |b: &mut AgentBuilder, f: FnPtr| {
+        b.with(|d| d.planner = Some(f))
+    });
+    engine.register_fn("validator", |b: &mut AgentBuilder, f: FnPtr| {
+        b.with(|d| d.validator = Some(f))
+    });
+}
+
+/// The methods taking a list: `.tools`, `.capabilities`, `.handoffs`, `.needs_approval`.
+fn register_lists(engine: &mut Engine) {
     engine.register_fn(
         "tools",
         |ctx: NativeCallContext, b: &mut AgentBuilder, list: Array| {
@@ -90,39 +117,21 @@ pub fn register(engine: &mut Engine) {
             })
         },
     );
-    engine.register_fn(
-        "ask",
-        |ctx: NativeCallContext, b: &mut AgentBuilder, list: Array| {
-            let pos = ctx.call_position();
-            b.with(|d| match strings(&list) {
-                Ok(l) => d.ask = l,
-                Err(e) => d.errors.push((pos, format!("ask: {e}"))),
-            })
-        },
-    );
-    engine.register_fn("code_mode", |b: &mut AgentBuilder| {
-        b.with(|d| d.code_mode = Some(CodeMode::default()))
-    });
-    engine.register_fn(
-        "code_mode",
-        |ctx: NativeCallContext, b: &mut AgentBuilder, opts: Map| {
-            let pos = ctx.call_position();
-            b.with(|d| match code_mode(opts) {
-                Ok(mode) => d.code_mode = Some(mode),
-                Err(e) => d.errors.push((pos, format!("code_mode: {e}"))),
-            })
-        },
-    );
-    crate::contract_dsl::register(engine);
-    engine.register_fn("planner", |b: &mut AgentBuilder, f: FnPtr| {
-        b.with(|d| d.planner = Some(f))
-    });
-    engine.register_fn("validator", |b: &mut AgentBuilder, f: FnPtr| {
-        b.with(|d| d.validator = Some(f))
-    });
+    for key in ["needs_approval", "ask"] {
+        engine.register_fn(
+            key,
+            move |ctx: NativeCallContext, b: &mut AgentBuilder, list: Array| {
+                let pos = ctx.call_position();
+                b.with(|d| match strings(&list) {
+                    Ok(l) => d.needs_approval = l,
+                    Err(e) => d.errors.push((pos, format!("{key}: {e}"))),
+                })
+            },
+        );
+    }
 }
 
-/// `#{ except: [...], max_calls: n, timeout: ms }`, every key optional.
+/// `#{ except: [...], max_calls: n, timeout: ms | "30s" }`, every key optional.
 fn code_mode(opts: Map) -> Result<CodeMode, String> {
     let mut mode = CodeMode::default();
     for (key, value) in opts {
@@ -137,10 +146,7 @@ fn code_mode(opts: Map) -> Result<CodeMode, String> {
                 Ok(n) if (1..=10_000).contains(&n) => mode.max_calls = n as u32,
                 _ => return Err("max_calls must be an integer from 1 to 10000".into()),
             },
-            "timeout" => match value.as_int() {
-                Ok(ms) if ms > 0 => mode.timeout = Duration::from_millis(ms as u64),
-                _ => return Err("timeout must be a positive number of milliseconds".into()),
-            },
+            "timeout" => mode.timeout = crate::dsl::timeout(&value)?,
             other => {
                 return Err(format!(
                     "unknown option \"{other}\" (expected except, max_calls, timeout)"

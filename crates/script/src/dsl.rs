@@ -11,6 +11,7 @@ use std::any::{Any, TypeId};
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
 
 /// What a script said about one tool, before it is checked and compiled.
 #[derive(Debug, Default)]
@@ -31,7 +32,7 @@ pub struct ToolDraft {
     pub requires: Vec<(String, Position)>,
     /// `.exclusive()`.
     pub exclusive: bool,
-    /// `.timeout(ms)`.
+    /// `.timeout(ms | "30s")`.
     pub timeout_ms: Option<u64>,
     /// `.retries(n)`.
     pub retries: u32,
@@ -43,8 +44,8 @@ pub struct ToolDraft {
     pub handler: Option<(FnPtr, Position)>,
     /// `.title(...)`.
     pub title: Option<String>,
-    /// `.returns(...)`: the output schema and where it was declared.
-    pub returns: Option<(Value, Position)>,
+    /// `.output(...)`: the output schema and where it was declared.
+    pub output: Option<(Value, Position)>,
     /// `.annotations(#{...})`.
     pub hints: kiln_core::tool::Hints,
     /// `.task(mode[, #{ start }])`.
@@ -72,8 +73,8 @@ pub struct AgentDraft {
     pub capabilities: Vec<String>,
     /// Position of `.capabilities(...)`.
     pub caps_pos: Position,
-    /// `.ask([...])`: grants that need approval.
-    pub ask: Vec<String>,
+    /// `.needs_approval([...])`: grants that need approval.
+    pub needs_approval: Vec<String>,
     /// `.planner(fn)` for the script provider.
     pub planner: Option<FnPtr>,
     /// `.validator(fn)` for planner mode.
@@ -120,8 +121,8 @@ pub struct AgentSettings {
     pub mode: Option<String>,
     /// `.temperature(t)`.
     pub temperature: Option<f64>,
-    /// `.max_tool_iterations(n)`.
-    pub max_tool_iterations: Option<i64>,
+    /// `.max_iterations(n)`.
+    pub max_iterations: Option<i64>,
     /// `.max_tokens(n)`.
     pub max_tokens: Option<i64>,
     /// `.max_steps(n)`.
@@ -439,6 +440,37 @@ pub fn register(engine: &mut Engine) {
     register_running(engine);
 }
 
+fn set_timeout(b: &mut ToolBuilder, pos: Position, value: Dynamic) -> ToolBuilder {
+    b.with(|d| match timeout_ms(&value) {
+        Ok(ms) => d.timeout_ms = Some(ms),
+        Err(e) => d.errors.push((pos, e)),
+    })
+}
+
+/// A `timeout` as a script writes it: a positive number of milliseconds, or a duration with
+/// its unit (`"30s"`, `"500ms"`, `"2m"`).
+pub(super) fn timeout(value: &Dynamic) -> Result<Duration, String> {
+    use kiln_core::duration::{BareUnit, parse_duration};
+    let wrong = || {
+        format!(
+            "timeout must be a positive number of milliseconds or a duration such as \"30s\", not {value}"
+        )
+    };
+    let time = if let Ok(ms) = value.as_int() {
+        u64::try_from(ms).map(Duration::from_millis).ok()
+    } else if let Some(text) = value.read_lock::<rhai::ImmutableString>() {
+        Some(parse_duration(&text, BareUnit::Millis).map_err(|e| format!("timeout: {e}"))?)
+    } else {
+        None
+    };
+    time.filter(|t| !t.is_zero()).ok_or_else(wrong)
+}
+
+/// [`timeout`] in whole milliseconds (at least one).
+pub(super) fn timeout_ms(value: &Dynamic) -> Result<u64, String> {
+    timeout(value).map(|t| u64::try_from(t.as_millis()).unwrap_or(u64::MAX).max(1))
+}
+
 /// The tool methods that say how it runs: `.requires`, `.exclusive`, `.timeout`, `.retries`,
 /// `.available_if`, `.handler`.
 fn register_running(engine: &mut Engine) {
@@ -465,14 +497,13 @@ fn register_running(engine: &mut Engine) {
     engine.register_fn(
         "timeout",
         |ctx: NativeCallContext, b: &mut ToolBuilder, ms: INT| {
-            let pos = ctx.call_position();
-            b.with(|d| match u64::try_from(ms) {
-                Ok(ms) if ms > 0 => d.timeout_ms = Some(ms),
-                _ => d.errors.push((
-                    pos,
-                    format!("timeout must be a positive number of milliseconds, not {ms}"),
-                )),
-            })
+            set_timeout(b, ctx.call_position(), Dynamic::from_int(ms))
+        },
+    );
+    engine.register_fn(
+        "timeout",
+        |ctx: NativeCallContext, b: &mut ToolBuilder, text: &str| {
+            set_timeout(b, ctx.call_position(), Dynamic::from(text.to_string()))
         },
     );
     engine.register_fn(

@@ -198,7 +198,7 @@ fn request(kind: &str, body: Value) -> Map {
 /// The request `ask_client` got under `key`.
 fn parse_request(key: &str, value: &Dynamic) -> Result<ClientAsk, Box<EvalAltResult>> {
     let bad = || -> Box<EvalAltResult> {
-        format!("ask_client(): \"{key}\" must be form_request(...), sample_request(...) or roots_request()").into()
+        format!("ask_client(): \"{key}\" must be elicit_request(...), sample_request(...) or roots_request()").into()
     };
     let m = value.clone().try_cast::<Map>().ok_or_else(bad)?;
     let kind = m.get(REQUEST_KEY).map(|k| k.to_string()).ok_or_else(bad)?;
@@ -290,14 +290,17 @@ pub fn register(engine: &mut Engine) {
     FuncRegistration::new("ask_client")
         .with_params_info(["requests: map", "map"])
         .with_comments([
-            "/// Asks the MCP client several questions at once (#{ key: form_request(...), key2: \
+            "/// Asks the MCP client several questions at once (#{ key: elicit_request(...), key2: \
             sample_request(...), key3: roots_request() }) and returns the answers by key; () for \
             a kind the client does not offer.",
         ])
         .register_into_engine(engine, ask_client);
-    engine.register_fn("form_request", |message: &str, fields: Map| {
-        request("form", json!({ "message": message, "fields": crate::convert::to_json(&Dynamic::from_map(fields)).unwrap_or(Value::Null) }))
-    });
+    // `form_request` is the deprecated spelling (renames.rs).
+    for name in ["elicit_request", "form_request"] {
+        engine.register_fn(name, |message: &str, fields: Map| {
+            request("form", json!({ "message": message, "fields": crate::convert::to_json(&Dynamic::from_map(fields)).unwrap_or(Value::Null) }))
+        });
+    }
     engine.register_fn("sample_request", |prompt: &str| {
         request("sample", json!({ "prompt": prompt }))
     });

@@ -1,5 +1,5 @@
 //! What a script exchanges with its caller besides arguments and a plain value: content blocks
-//! (`image`, `audio`, `resource`, `resource_blob`, returned alone or in a list with text),
+//! (`image`, `audio`, `resource_block`, `resource_blob_block`, returned alone or in a list with text),
 //! `progress(...)` and `log(level, msg)` (no capability: none reaches outside the tool; bounded
 //! by [`kiln_core::call_events`]), and `sample(prompt)`, which asks the calling MCP client's model
 //! and needs capability `sampling`.
@@ -65,7 +65,7 @@ pub fn result_json(value: &Dynamic) -> Result<Value, ToolFailure> {
                     Ok(Content::text(text.as_str()))
                 } else {
                     Err(invalid_output(&format!(
-                        "item {n} of the result is {}: a list with content blocks holds only strings and blocks (image(), audio(), resource(), resource_blob())",
+                        "item {n} of the result is {}: a list with content blocks holds only strings and blocks (image(), audio(), resource_block(), resource_blob_block())",
                         item.type_name()
                     )))
                 }
@@ -151,51 +151,7 @@ pub fn register(engine: &mut Engine) {
     engine.register_type_with_name::<BadContent>("BadContent");
     engine.register_fn("to_string", |e: &mut BadContent| e.0.clone());
 
-    FuncRegistration::new("image")
-        .with_params_info(["data: string", "mime: string", "Content"])
-        .with_comments(["/// An image content block: `data` base64, `mime` such as \"image/png\"."])
-        .register_into_engine(engine, |data: Dynamic, mime: Dynamic| {
-            let (data, mime) = (
-                string("image", "data", &data)?,
-                string("image", "mime", &mime)?,
-            );
-            checked("image", Content::image(data, mime))
-        });
-    FuncRegistration::new("audio")
-        .with_params_info(["data: string", "mime: string", "Content"])
-        .with_comments(["/// An audio content block: `data` base64, `mime` such as \"audio/wav\"."])
-        .register_into_engine(engine, |data: Dynamic, mime: Dynamic| {
-            let (data, mime) = (
-                string("audio", "data", &data)?,
-                string("audio", "mime", &mime)?,
-            );
-            checked("audio", Content::audio(data, mime))
-        });
-    FuncRegistration::new("resource")
-        .with_params_info(["uri: string", "text: string", "mime: string", "Content"])
-        .with_comments(["/// An embedded text resource: its URI, its text and media type."])
-        .register_into_engine(engine, |uri: Dynamic, text: Dynamic, mime: Dynamic| {
-            let f = "resource";
-            let (uri, text) = (string(f, "uri", &uri)?, string(f, "text", &text)?);
-            checked(
-                f,
-                Content::resource_text(uri, text, &string(f, "mime", &mime)?),
-            )
-        });
-    FuncRegistration::new("resource_blob")
-        .with_params_info(["uri: string", "blob: string", "mime: string", "Content"])
-        .with_comments([
-            "/// An embedded binary resource: its URI, its bytes (base64) and media type.",
-        ])
-        .register_into_engine(engine, |uri: Dynamic, blob: Dynamic, mime: Dynamic| {
-            let f = "resource_blob";
-            let (uri, blob) = (string(f, "uri", &uri)?, string(f, "blob", &blob)?);
-            checked(
-                f,
-                Content::resource_blob(uri, blob, &string(f, "mime", &mime)?),
-            )
-        });
-
+    register_blocks(engine);
     let progress_doc = [
         "/// Reports progress to the caller (an MCP client that sent a progress token); \
         values must increase, and a flood is cut off.",
@@ -230,4 +186,57 @@ pub fn register(engine: &mut Engine) {
         .register_into_engine(engine, |level: &str, msg: Dynamic| {
             log(level, &msg.to_string())
         });
+}
+
+/// The content block constructors: `image`, `audio`, `resource_block`, `resource_blob_block`
+/// (and the last two's deprecated spellings).
+fn register_blocks(engine: &mut Engine) {
+    FuncRegistration::new("image")
+        .with_params_info(["data: string", "mime: string", "Content"])
+        .with_comments(["/// An image content block: `data` base64, `mime` such as \"image/png\"."])
+        .register_into_engine(engine, |data: Dynamic, mime: Dynamic| {
+            let (data, mime) = (
+                string("image", "data", &data)?,
+                string("image", "mime", &mime)?,
+            );
+            checked("image", Content::image(data, mime))
+        });
+    FuncRegistration::new("audio")
+        .with_params_info(["data: string", "mime: string", "Content"])
+        .with_comments(["/// An audio content block: `data` base64, `mime` such as \"audio/wav\"."])
+        .register_into_engine(engine, |data: Dynamic, mime: Dynamic| {
+            let (data, mime) = (
+                string("audio", "data", &data)?,
+                string("audio", "mime", &mime)?,
+            );
+            checked("audio", Content::audio(data, mime))
+        });
+    // `resource(uri, text, mime)` and `resource_blob(uri, blob, mime)` are the deprecated
+    // spellings (renames.rs): `resource(uri)` declares an MCP resource.
+    for f in ["resource_block", "resource"] {
+        FuncRegistration::new(f)
+            .with_params_info(["uri: string", "text: string", "mime: string", "Content"])
+            .with_comments(["/// An embedded text resource: its URI, its text and media type."])
+            .register_into_engine(engine, move |uri: Dynamic, text: Dynamic, mime: Dynamic| {
+                let (uri, text) = (string(f, "uri", &uri)?, string(f, "text", &text)?);
+                checked(
+                    f,
+                    Content::resource_text(uri, text, &string(f, "mime", &mime)?),
+                )
+            });
+    }
+    for f in ["resource_blob_block", "resource_blob"] {
+        FuncRegistration::new(f)
+            .with_params_info(["uri: string", "blob: string", "mime: string", "Content"])
+            .with_comments([
+                "/// An embedded binary resource: its URI, its bytes (base64) and media type.",
+            ])
+            .register_into_engine(engine, move |uri: Dynamic, blob: Dynamic, mime: Dynamic| {
+                let (uri, blob) = (string(f, "uri", &uri)?, string(f, "blob", &blob)?);
+                checked(
+                    f,
+                    Content::resource_blob(uri, blob, &string(f, "mime", &mime)?),
+                )
+            });
+    }
 }

@@ -33,6 +33,7 @@ mod program_error;
 mod props;
 mod rate_limit_dsl;
 pub mod reference;
+pub mod renames;
 pub mod sandbox;
 pub mod scan;
 mod served_dsl;

@@ -272,13 +272,13 @@ pub(crate) fn finish_tool(d: ToolDraft, unit: &Arc<ScriptUnit>) -> Result<Tool, 
         // Checked all the same, so every error of the file is reported at once.
         None => Arc::new(NoHandler),
     };
-    let returns_pos = d.returns.as_ref().map_or(d.pos, |(_, pos)| *pos);
+    let output_pos = d.output.as_ref().map_or(d.pos, |(_, pos)| *pos);
     let parts = ToolParts {
         name: d.name.clone(),
         description: d.description,
         requires: d.requires.iter().map(|(c, _)| c.clone()).collect(),
         schema,
-        output_schema: d.returns.map(|(schema, _)| schema),
+        output_schema: d.output.map(|(schema, _)| schema),
         exclusive: d.exclusive,
         timeout: d.timeout_ms.map_or(DEFAULT_TIMEOUT, Duration::from_millis),
         retries: d.retries,
@@ -301,7 +301,7 @@ pub(crate) fn finish_tool(d: ToolDraft, unit: &Arc<ScriptUnit>) -> Result<Tool, 
                     format!("tool \"{name}\": {m}"),
                 ),
                 Part::Schema => LoadError::at(at(schema_pos), format!("tool \"{name}\": {m}")),
-                Part::Returns => LoadError::at(at(returns_pos), format!("tool \"{name}\": {m}")),
+                Part::Returns => LoadError::at(at(output_pos), format!("tool \"{name}\": {m}")),
             }));
             Err(errors)
         }
@@ -416,7 +416,7 @@ fn finish_agent(mut d: AgentDraft, unit: &Arc<ScriptUnit>) -> Result<AgentSpec, 
             )),
         }
     }
-    for a in &d.ask {
+    for a in &d.needs_approval {
         match Capability::parse(a) {
             Ok(cap) if !grants.covers(&cap) => grants.add(cap, GrantMode::Ask),
             Ok(_) => grants.mark_ask(std::slice::from_ref(a)),
@@ -438,7 +438,7 @@ fn finish_agent(mut d: AgentDraft, unit: &Arc<ScriptUnit>) -> Result<AgentSpec, 
         system: settings.system.clone(),
         tools: d.tools,
         grants,
-        max_tool_iterations: as_u32(settings.max_tool_iterations)
+        max_tool_iterations: as_u32(settings.max_iterations)
             .unwrap_or(agent_spec::DEFAULT_MAX_ITERATIONS),
         temperature: settings.temperature,
         max_tokens: as_u32(settings.max_tokens),

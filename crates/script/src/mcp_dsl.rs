@@ -1,10 +1,10 @@
 //! `mcp_server("name")`: an outside MCP server whose tools join the registry as `NAME__TOOL`,
 //! declared in a script: `.command(program, [args])` (stdio, started in the workspace) or
-//! `.url("http://...")` with `.bearer_env("VAR")`; `.env(["VAR"])` passes variables kiln
-//! would otherwise withhold; `.rate_limit(...)` applies to each of its tools.
+//! `.url("http://...")` with `.bearer_env("VAR")`; `.pass_env(["VAR"])` passes variables kiln
+//! would otherwise withhold (`.env([...])` is its deprecated spelling); `.rate_limit(...)` applies to each of its tools.
 
 use super::dsl::{lock, strings};
-use super::rate_limit_dsl::limit;
+use super::rate_limit_dsl::{limit, limit_per};
 use kiln_core::error::LoadError;
 use kiln_core::ratelimit::RateLimit;
 use kiln_registry::mount_spec::{MountSpec, Target};
@@ -26,8 +26,8 @@ pub struct McpServerDraft {
     pub bearer_env: Option<(String, Position)>,
     /// `.oauth(#{ ... })` and its position.
     pub oauth: Option<(kiln_registry::mount_spec::OAuth, Position)>,
-    /// `.env([...])` and its position.
-    pub env: Option<(Vec<String>, Position)>,
+    /// `.pass_env([...])`, its position and the spelling used.
+    pub env: Option<(Vec<String>, Position, &'static str)>,
     /// `.rate_limit(...)`.
     pub rate_limit: Option<RateLimit>,
     /// Problems found while building.
@@ -117,6 +117,25 @@ pub(super) fn register(engine: &mut rhai::Engine) {
             b.with(|d| d.bearer_env = Some((var.to_string(), pos)))
         },
     );
+    register_oauth(engine);
+    // `.env([...])` is the deprecated spelling (renames.rs): `env(name)` reads a variable.
+    for key in ["pass_env", "env"] {
+        engine.register_fn(
+            key,
+            move |ctx: NativeCallContext, b: &mut McpServerBuilder, vars: Array| {
+                let pos = ctx.call_position();
+                b.with(|d| match strings(&vars) {
+                    Ok(v) => d.env = Some((v, pos, key)),
+                    Err(e) => d.errors.push((pos, format!("{key}: {e}"))),
+                })
+            },
+        );
+    }
+    register_rate_limits(engine);
+}
+
+/// `.oauth([options])`: log in to a URL server with OAuth.
+fn register_oauth(engine: &mut rhai::Engine) {
     engine.register_fn(
         "oauth",
         |ctx: NativeCallContext, b: &mut McpServerBuilder| {
@@ -151,14 +170,21 @@ pub(super) fn register(engine: &mut rhai::Engine) {
             })
         },
     );
+}
+
+/// `.rate_limit(calls, per[, options])`: `per` in seconds (integer or fractional) or a
+/// duration with its unit.
+fn register_rate_limits(engine: &mut rhai::Engine) {
     engine.register_fn(
-        "env",
-        |ctx: NativeCallContext, b: &mut McpServerBuilder, vars: Array| {
-            let pos = ctx.call_position();
-            b.with(|d| match strings(&vars) {
-                Ok(v) => d.env = Some((v, pos)),
-                Err(e) => d.errors.push((pos, format!("env: {e}"))),
-            })
+        "rate_limit",
+        |ctx: NativeCallContext, b: &mut McpServerBuilder, calls: INT, per: &str| {
+            b.rate_limit(ctx.call_position(), limit_per(calls, per, &Map::new()))
+        },
+    );
+    engine.register_fn(
+        "rate_limit",
+        |ctx: NativeCallContext, b: &mut McpServerBuilder, calls: INT, per: &str, opts: Map| {
+            b.rate_limit(ctx.call_position(), limit_per(calls, per, &opts))
         },
     );
     engine.register_fn(
@@ -208,11 +234,12 @@ pub(super) fn finish(d: McpServerDraft, path: &str) -> Result<MountSpec, Vec<Loa
             Some(Target::Command { program, args })
         }
         (None, Some(url)) => {
-            if let Some((_, pos)) = &d.env {
+            if let Some((_, pos, key)) = &d.env {
                 errors.push(err(
                     *pos,
-                    ".env(...) goes with .command(...): a URL server has its own environment"
-                        .into(),
+                    format!(
+                        ".{key}(...) goes with .command(...): a URL server has its own environment"
+                    ),
                 ));
             }
             if let Err(reason) = kiln_registry::mount_spec::check_url(&url) {
@@ -242,7 +269,7 @@ pub(super) fn finish(d: McpServerDraft, path: &str) -> Result<MountSpec, Vec<Loa
         Some(target) if errors.is_empty() => Ok(MountSpec {
             name: d.name,
             target,
-            env: d.env.map(|(v, _)| v).unwrap_or_default(),
+            env: d.env.map(|(v, ..)| v).unwrap_or_default(),
             rate_limit: d.rate_limit,
             declared: Some(at(d.pos)),
         }),

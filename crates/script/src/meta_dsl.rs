@@ -1,4 +1,5 @@
-//! What a tool tells its callers beyond its arguments: `.title("...")`, `.returns(type | #{...})`,
+//! What a tool tells its callers beyond its arguments: `.title("...")`, `.output(type | #{...})`
+//! (`.returns(...)` is its deprecated spelling),
 //! `.annotations(#{ read_only, destructive, idempotent, open_world })` and `.task(mode)`.
 
 use super::dsl::{ToolBuilder, to_json};
@@ -6,12 +7,12 @@ use kiln_core::schema;
 use rhai::{Dynamic, Engine, Map, NativeCallContext, Position};
 use serde_json::Value;
 
-/// Records `.returns(spec)` as a schema (the loader compiles it, located at this call).
-fn returns(b: &mut ToolBuilder, pos: Position, spec: Result<Value, String>) -> ToolBuilder {
+/// Records `.output(spec)` as a schema (the loader compiles it, located at this call).
+fn output(b: &mut ToolBuilder, pos: Position, spec: Result<Value, String>) -> ToolBuilder {
     let built = spec.and_then(|s| schema::returns_schema(&s));
     b.with(|d| match built {
-        Ok(_) if d.returns.is_some() => d.errors.push((pos, ".returns(...) is given twice".into())),
-        Ok(s) => d.returns = Some((s, pos)),
+        Ok(_) if d.output.is_some() => d.errors.push((pos, ".output(...) is given twice".into())),
+        Ok(s) => d.output = Some((s, pos)),
         Err(e) => d.errors.push((pos, e)),
     })
 }
@@ -63,7 +64,8 @@ fn task(b: &mut ToolBuilder, pos: Position, mode: &str, opts: Map) -> ToolBuilde
     })
 }
 
-/// Registers `.title`, `.returns`, `.annotations` and `.task` on the tool builder.
+/// Registers `.title`, `.output` (and `.returns`), `.annotations` and `.task` on the tool
+/// builder.
 pub(super) fn register(engine: &mut Engine) {
     engine.register_fn(
         "task",
@@ -80,30 +82,32 @@ pub(super) fn register(engine: &mut Engine) {
     engine.register_fn("title", |b: &mut ToolBuilder, text: &str| {
         b.with(|d| d.title = Some(text.to_string()))
     });
-    engine.register_fn(
-        "returns",
-        |ctx: NativeCallContext, b: &mut ToolBuilder, ty: &str| {
-            returns(b, ctx.call_position(), Ok(Value::String(ty.into())))
-        },
-    );
-    engine.register_fn(
-        "returns",
-        |ctx: NativeCallContext, b: &mut ToolBuilder, spec: Map| {
-            returns(b, ctx.call_position(), to_json(&Dynamic::from_map(spec)))
-        },
-    );
-    engine.register_fn(
-        "returns",
-        |ctx: NativeCallContext, b: &mut ToolBuilder, ty: &str, opts: Map| {
-            let spec = to_json(&Dynamic::from_map(opts)).map(|mut o| {
-                if let Value::Object(m) = &mut o {
-                    m.insert("type".into(), Value::String(ty.into()));
-                }
-                o
-            });
-            returns(b, ctx.call_position(), spec)
-        },
-    );
+    for key in ["output", "returns"] {
+        engine.register_fn(
+            key,
+            |ctx: NativeCallContext, b: &mut ToolBuilder, ty: &str| {
+                output(b, ctx.call_position(), Ok(Value::String(ty.into())))
+            },
+        );
+        engine.register_fn(
+            key,
+            |ctx: NativeCallContext, b: &mut ToolBuilder, spec: Map| {
+                output(b, ctx.call_position(), to_json(&Dynamic::from_map(spec)))
+            },
+        );
+        engine.register_fn(
+            key,
+            |ctx: NativeCallContext, b: &mut ToolBuilder, ty: &str, opts: Map| {
+                let spec = to_json(&Dynamic::from_map(opts)).map(|mut o| {
+                    if let Value::Object(m) = &mut o {
+                        m.insert("type".into(), Value::String(ty.into()));
+                    }
+                    o
+                });
+                output(b, ctx.call_position(), spec)
+            },
+        );
+    }
     engine.register_fn(
         "annotations",
         |ctx: NativeCallContext, b: &mut ToolBuilder, map: Map| {

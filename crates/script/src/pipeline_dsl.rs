@@ -1,7 +1,7 @@
 //! `pipeline(name)` and its builder methods, the closures of `.compute(...)` as
 //! [`NodeMapper`]s, and turning a file's pipeline drafts into checked [`Pipeline`]s.
 
-use super::dsl::{collect_draft, lock, push_param, strings, to_json};
+use super::dsl::{collect_draft, lock, push_param, strings, timeout_ms, to_json};
 use super::{ScriptUnit, sandbox};
 use kiln_core::capability::Capability;
 use kiln_core::error::LoadError;
@@ -162,12 +162,16 @@ pub(super) fn register(engine: &mut Engine) {
     );
     engine.register_fn("timeout", |c: NativeCallContext, b: &mut B, ms: INT| {
         let pos = c.call_position();
-        b.with(|d| match u64::try_from(ms) {
-            Ok(ms) if ms > 0 => d.timeout_ms = Some(ms),
-            _ => d.errors.push((
-                pos,
-                format!("timeout must be a positive number of milliseconds, not {ms}"),
-            )),
+        b.with(|d| match timeout_ms(&Dynamic::from_int(ms)) {
+            Ok(ms) => d.timeout_ms = Some(ms),
+            Err(e) => d.errors.push((pos, e)),
+        })
+    });
+    engine.register_fn("timeout", |c: NativeCallContext, b: &mut B, text: &str| {
+        let pos = c.call_position();
+        b.with(|d| match timeout_ms(&Dynamic::from(text.to_string())) {
+            Ok(ms) => d.timeout_ms = Some(ms),
+            Err(e) => d.errors.push((pos, e)),
         })
     });
     engine.register_fn("max_parallel", |c: NativeCallContext, b: &mut B, n: INT| {

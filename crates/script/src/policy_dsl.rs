@@ -1,6 +1,6 @@
 //! `policy(name).applies_to(["db_*"]).check(|c, ctx| ...)`: call policies in scripts, and
-//! the verdicts a check returns: `allow()`, `deny(reason)`, `ask(reason)`, or a map of
-//! rewritten arguments. A check that throws, runs past its second or returns anything else
+//! the verdicts a check returns: `allow()`, `deny(reason)`, `needs_approval(reason)` (`ask(reason)`
+//! is its deprecated spelling), or a map of rewritten arguments. A check that throws, runs past its second or returns anything else
 //! denies.
 
 use super::dsl::{collect_draft, lock, strings};
@@ -88,7 +88,7 @@ impl Policy for ScriptPolicy {
 fn verdict(v: Dynamic) -> Verdict {
     let Some(m) = v.clone().try_cast::<Map>() else {
         return Verdict::Deny(format!(
-            "the policy returned a {}; expected allow(), deny(reason), ask(reason) or a map of arguments",
+            "the policy returned a {}; expected allow(), deny(reason), needs_approval(reason) or a map of arguments",
             v.type_name()
         ));
     };
@@ -201,6 +201,7 @@ pub fn register(engine: &mut Engine) {
     );
     engine.register_fn("allow", || marker("allow", ""));
     engine.register_fn("deny", |reason: &str| marker("deny", reason));
+    engine.register_fn("needs_approval", |reason: &str| marker("ask", reason));
     engine.register_fn("ask", |reason: &str| marker("ask", reason));
 }
 

@@ -1,4 +1,5 @@
-//! `.rate_limit(calls, per_seconds[, #{ wait: true }])` on the tool builder.
+//! `.rate_limit(calls, per[, #{ wait: true }])` on the tool builder: `per` is a number of
+//! seconds or a duration with its unit (`"1m"`, `"500ms"`).
 
 use super::dsl::ToolBuilder;
 use kiln_core::ratelimit::RateLimit;
@@ -30,6 +31,13 @@ pub(super) fn limit(calls: INT, per_seconds: FLOAT, opts: &Map) -> Result<RateLi
     Ok(RateLimit::new(calls, Duration::from_secs_f64(per_seconds)).wait(wait))
 }
 
+/// [`limit`] with the period written as text: a duration with its unit, or bare seconds.
+pub(super) fn limit_per(calls: INT, per: &str, opts: &Map) -> Result<RateLimit, String> {
+    use kiln_core::duration::{BareUnit, parse_duration};
+    let per = parse_duration(per, BareUnit::Seconds).map_err(|e| format!("rate_limit: {e}"))?;
+    limit(calls, per.as_secs_f64(), opts)
+}
+
 fn set(b: &mut ToolBuilder, pos: Position, built: Result<RateLimit, String>) -> ToolBuilder {
     b.with(|d| match built {
         Ok(l) => d.rate_limit = Some(l),
@@ -37,8 +45,21 @@ fn set(b: &mut ToolBuilder, pos: Position, built: Result<RateLimit, String>) -> 
     })
 }
 
-/// Registers the `rate_limit` overloads (integer or fractional seconds, with or without options).
+/// Registers the `rate_limit` overloads (integer or fractional seconds, or a duration with its
+/// unit; with or without options).
 pub(super) fn register(engine: &mut Engine) {
+    engine.register_fn(
+        "rate_limit",
+        |ctx: NativeCallContext, b: &mut ToolBuilder, calls: INT, per: &str| {
+            set(b, ctx.call_position(), limit_per(calls, per, &Map::new()))
+        },
+    );
+    engine.register_fn(
+        "rate_limit",
+        |ctx: NativeCallContext, b: &mut ToolBuilder, calls: INT, per: &str, opts: Map| {
+            set(b, ctx.call_position(), limit_per(calls, per, &opts))
+        },
+    );
     engine.register_fn(
         "rate_limit",
         |ctx: NativeCallContext, b: &mut ToolBuilder, calls: INT, per: INT| {

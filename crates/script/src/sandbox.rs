@@ -211,6 +211,7 @@ pub fn build_engine(
     });
     engine.register_fn("sleep", sleep_int);
     engine.register_fn("sleep", sleep_float);
+    engine.register_fn("sleep", sleep_text);
     engine
 }
 
@@ -225,6 +226,13 @@ fn sleep_float(seconds: rhai::FLOAT) -> Result<(), Box<EvalAltResult>> {
         0.0
     };
     sleep_for(Duration::from_secs_f64(secs))
+}
+
+/// `sleep("50ms")`: a duration with its unit (a bare number is seconds, as `sleep(n)`).
+fn sleep_text(text: &str) -> Result<(), Box<EvalAltResult>> {
+    use kiln_core::duration::{BareUnit, parse_duration};
+    let total = parse_duration(text, BareUnit::Seconds).map_err(|e| format!("sleep(): {e}"))?;
+    sleep_for(total.min(Duration::from_secs(86_400)))
 }
 
 /// Sleeps in small steps so deadlines and cancellation still stop the script.

@@ -3,7 +3,7 @@
 //! from its `.handler`, `.requires` and `.timeout`), and each `.complete(arg, |prefix| [...])`
 //! is a tool taking `{"value": prefix}`; [`finish`] turns a draft into them.
 
-use super::dsl::{ToolDraft, collect_draft, lock, required};
+use super::dsl::{ToolDraft, collect_draft, lock, required, timeout_ms};
 use kiln_core::error::LoadError;
 use kiln_core::schema::Param;
 use kiln_core::tool::Tool;
@@ -11,7 +11,7 @@ use kiln_registry::served::{
     Listing, PROMPT_PREFIX, Prompt, PromptArg, READ_PREFIX, Resource, ResourceTemplate, Served,
     reader_name, template_problem,
 };
-use rhai::{Array, Engine, EvalAltResult, FnPtr, INT, Map, NativeCallContext, Position};
+use rhai::{Array, Dynamic, Engine, EvalAltResult, FnPtr, INT, Map, NativeCallContext, Position};
 use serde_json::json;
 use std::sync::{Arc, Mutex};
 
@@ -399,14 +399,21 @@ fn common<B: Builder>(engine: &mut Engine) {
     );
     engine.register_fn("timeout", |ctx: NativeCallContext, b: &mut B, ms: INT| {
         let pos = ctx.call_position();
-        b.with(|d| match u64::try_from(ms) {
-            Ok(ms) if ms > 0 => d.timeout_ms = Some(ms),
-            _ => d.errors.push((
-                pos,
-                format!("timeout must be a positive number of milliseconds, not {ms}"),
-            )),
+        b.with(|d| match timeout_ms(&Dynamic::from_int(ms)) {
+            Ok(ms) => d.timeout_ms = Some(ms),
+            Err(e) => d.errors.push((pos, e)),
         })
     });
+    engine.register_fn(
+        "timeout",
+        |ctx: NativeCallContext, b: &mut B, text: &str| {
+            let pos = ctx.call_position();
+            b.with(|d| match timeout_ms(&Dynamic::from(text.to_string())) {
+                Ok(ms) => d.timeout_ms = Some(ms),
+                Err(e) => d.errors.push((pos, e)),
+            })
+        },
+    );
     engine.register_fn("handler", |ctx: NativeCallContext, b: &mut B, f: FnPtr| {
         let pos = ctx.call_position();
         b.with(|d| d.handler = Some((f, pos)))

@@ -1,6 +1,6 @@
 //! The methods of `agent(name)`.
 
-use super::{Entry, method};
+use super::{Entry, method, replaced};
 
 const A: &str = "AgentBuilder";
 
@@ -30,8 +30,16 @@ pub(super) const AGENT: &[Entry] = &[
     ),
     method(
         A,
-        "ask(grants: array)",
+        "needs_approval(grants: array)",
         "Grants that need a person's approval at each use.",
+    ),
+    replaced(
+        method(
+            A,
+            "ask(grants: array)",
+            "Grants that need approval; the old spelling of needs_approval.",
+        ),
+        "needs_approval",
     ),
     method(
         A,
@@ -40,8 +48,16 @@ pub(super) const AGENT: &[Entry] = &[
     ),
     method(
         A,
-        "max_tool_iterations(n: int)",
+        "max_iterations(n: int)",
         "The most model rounds with tool calls in one run.",
+    ),
+    replaced(
+        method(
+            A,
+            "max_tool_iterations(n: int)",
+            "The most model rounds with tool calls; the old spelling of max_iterations.",
+        ),
+        "max_iterations",
     ),
     method(A, "temperature(t: number)", "Sampling temperature."),
     method(A, "max_tokens(n: int)", "The most tokens in one reply."),

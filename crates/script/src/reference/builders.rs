@@ -1,7 +1,7 @@
 //! The methods of the other builders: `pipeline(name)`, `mcp_server(name)`, `resource(uri)` and
 //! `resource_template(uri_template)`, `prompt(name)` and `policy(name)`.
 
-use super::{Entry, method};
+use super::{Entry, method, replaced};
 
 const P: &str = "PipelineBuilder";
 const M: &str = "McpServerBuilder";
@@ -33,8 +33,8 @@ pub(super) const PIPELINE: &[Entry] = &[
     ),
     method(
         P,
-        "timeout(ms: int)",
-        "The whole run's deadline, in milliseconds.",
+        "timeout(duration: int | string)",
+        "The whole run's deadline: milliseconds, or a duration with its unit (\"5m\").",
     ),
     method(P, "max_parallel(n: int)", "How many steps run at once."),
 ];
@@ -63,12 +63,20 @@ pub(super) const MCP_SERVER: &[Entry] = &[
     ),
     method(
         M,
-        "env(names: array)",
+        "pass_env(names: array)",
         "Environment variables passed to the server program that kiln would otherwise withhold.",
+    ),
+    replaced(
+        method(
+            M,
+            "env(names: array)",
+            "Variables passed to the server program; the old spelling of pass_env.",
+        ),
+        "pass_env",
     ),
     method(
         M,
-        "rate_limit(calls: int, per_seconds: number[, options: map])",
+        "rate_limit(calls: int, per: number | string[, options: map])",
         "At most so many calls per period to each of its tools; #{ wait: true } waits.",
     ),
 ];
@@ -93,8 +101,8 @@ const fn common(on: &'static str) -> [Entry; 5] {
         ),
         method(
             on,
-            "timeout(ms: int)",
-            "The handler's deadline, in milliseconds.",
+            "timeout(duration: int | string)",
+            "The handler's deadline: milliseconds, or a duration with its unit (\"2s\").",
         ),
         method(
             on,
@@ -161,6 +169,6 @@ pub(super) const POLICY: &[Entry] = &[
     method(
         "PolicyBuilder",
         "check(function: fn)",
-        "|call, ctx| verdict: allow(), deny(reason), ask(reason), or a map of rewritten arguments.",
+        "|call, ctx| verdict: allow(), deny(reason), needs_approval(reason), or a map of rewritten arguments.",
     ),
 ];

@@ -1,6 +1,6 @@
 //! The functions that declare (`tool`, `agent`...) and those that build or convert values.
 
-use super::{Entry, function};
+use super::{Entry, function, replaced};
 
 /// The declarations a script file makes at its top level, and a policy check's verdicts.
 pub(super) const DECLARATIONS: &[Entry] = &[
@@ -39,8 +39,15 @@ pub(super) const DECLARATIONS: &[Entry] = &[
         "A policy check's verdict: the call is refused with this reason.",
     ),
     function(
-        "ask(reason: string)",
+        "needs_approval(reason: string)",
         "A policy check's verdict: a person approves the call first.",
+    ),
+    replaced(
+        function(
+            "ask(reason: string)",
+            "A policy check's verdict; the old spelling of needs_approval.",
+        ),
+        "needs_approval",
     ),
 ];
 
@@ -63,12 +70,26 @@ pub(super) const VALUES: &[Entry] = &[
         "An audio content block: data base64, mime such as \"audio/wav\".",
     ),
     function(
-        "resource(uri: string, text: string, mime: string)",
+        "resource_block(uri: string, text: string, mime: string)",
         "An embedded text resource content block: its URI, its text and media type.",
     ),
+    replaced(
+        function(
+            "resource(uri: string, text: string, mime: string)",
+            "An embedded text resource content block; the old spelling of resource_block.",
+        ),
+        "resource_block",
+    ),
     function(
-        "resource_blob(uri: string, blob: string, mime: string)",
+        "resource_blob_block(uri: string, blob: string, mime: string)",
         "An embedded binary resource content block: its URI, its bytes (base64) and media type.",
+    ),
+    replaced(
+        function(
+            "resource_blob(uri: string, blob: string, mime: string)",
+            "An embedded binary resource content block; the old spelling of resource_blob_block.",
+        ),
+        "resource_blob_block",
     ),
     function(
         "resource_blob(data: string, mime: string)",
@@ -94,7 +115,7 @@ pub(super) const VALUES: &[Entry] = &[
         "The current UTC time as RFC 3339 (\"2026-11-29T12:00:00Z\").",
     ),
     function(
-        "sleep(seconds: number)",
-        "Waits so many seconds; the call's deadline and cancellation still stop it.",
+        "sleep(seconds: number | string)",
+        "Waits so many seconds (or a duration with its unit, \"50ms\"); the call's deadline and cancellation still stop it.",
     ),
 ];

@@ -1,7 +1,7 @@
 //! The host functions that reach outside the script, each gated by a capability, and those
 //! that ask the MCP client.
 
-use super::{Entry, function, gated};
+use super::{Entry, function, gated, replaced};
 
 /// Functions gated by a capability the tool declares and the caller grants.
 pub(super) const GATED: &[Entry] = &[
@@ -76,11 +76,18 @@ pub(super) const GATED: &[Entry] = &[
 pub(super) const CLIENT: &[Entry] = &[
     function(
         "ask_client(requests: map)",
-        "Asks the MCP client several questions at once (#{ key: form_request(...) }); each needs its own capability.",
+        "Asks the MCP client several questions at once (#{ key: elicit_request(...) }); each needs its own capability.",
     ),
     function(
-        "form_request(message: string, fields: map)",
+        "elicit_request(message: string, fields: map)",
         "A form for ask_client, as elicit asks it.",
+    ),
+    replaced(
+        function(
+            "form_request(message: string, fields: map)",
+            "A form for ask_client; the old spelling of elicit_request.",
+        ),
+        "elicit_request",
     ),
     function(
         "sample_request(prompt: string[, options: map])",

@@ -72,6 +72,14 @@ pub(crate) const fn method(on: &'static str, signature: &'static str, doc: &'sta
     }
 }
 
+/// `e`, a deprecated spelling of `new` on the same receiver (`renames.rs` records the rename).
+pub(crate) const fn replaced(e: Entry, new: &'static str) -> Entry {
+    Entry {
+        replaced_by: Some(new),
+        ..e
+    }
+}
+
 /// A function needing no capability.
 pub(crate) const fn function(signature: &'static str, doc: &'static str) -> Entry {
     method("", signature, doc)

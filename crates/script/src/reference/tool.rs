@@ -1,6 +1,6 @@
 //! The methods of `tool(name)`.
 
-use super::{Entry, method};
+use super::{Entry, method, replaced};
 
 const T: &str = "ToolBuilder";
 
@@ -33,8 +33,16 @@ pub(super) const TOOL: &[Entry] = &[
     ),
     method(
         T,
-        "returns(type: string | map[, options: map])",
+        "output(type: string | map[, options: map])",
         "The result's schema, checked on every result (MCP outputSchema): a type name (with options) or a map of fields.",
+    ),
+    replaced(
+        method(
+            T,
+            "returns(type: string | map[, options: map])",
+            "The result's schema; the old spelling of output.",
+        ),
+        "output",
     ),
     method(
         T,
@@ -53,8 +61,8 @@ pub(super) const TOOL: &[Entry] = &[
     ),
     method(
         T,
-        "timeout(ms: int)",
-        "The call's deadline, in milliseconds.",
+        "timeout(duration: int | string)",
+        "The call's deadline: milliseconds, or a duration with its unit (\"30s\", \"500ms\", \"2m\").",
     ),
     method(
         T,
@@ -68,7 +76,7 @@ pub(super) const TOOL: &[Entry] = &[
     ),
     method(
         T,
-        "rate_limit(calls: int, per_seconds: number[, options: map])",
+        "rate_limit(calls: int, per: number | string[, options: map])",
         "At most so many calls per period; #{ wait: true } waits instead of refusing.",
     ),
     method(

@@ -1,0 +1,231 @@
+//! The DSL's renamed names: each name one meaning, each meaning one name. An old spelling
+//! keeps working as a deprecated alias; [`deprecations`] finds where a script still uses one
+//! (from the script's syntax tree, so strings and comments are never taken for calls) and
+//! [`fix`] rewrites those calls, and nothing else, to the new names.
+
+use kiln_core::error::{LoadError, SourceLoc};
+use rhai::{ASTNode, Engine, Expr, FnCallExpr, OptimizationLevel, Stmt};
+use std::collections::BTreeSet;
+
+/// One renamed DSL name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Rename {
+    /// The receiver's type as Rhai names it (`"ToolBuilder"`), or `""` for a function.
+    pub on: &'static str,
+    /// The deprecated spelling.
+    pub old: &'static str,
+    /// The spelling to write instead.
+    pub new: &'static str,
+}
+
+/// Every renamed name. `resource` and `resource_blob` are deprecated only in their
+/// three-argument form (a content block): `resource(uri)` still declares an MCP resource and
+/// `resource_blob(data, mime)` still builds a served resource's bytes.
+pub const RENAMES: &[Rename] = &[
+    // A content block, apart from the MCP resource a script serves.
+    Rename {
+        on: "",
+        old: "resource",
+        new: "resource_block",
+    },
+    Rename {
+        on: "",
+        old: "resource_blob",
+        new: "resource_blob_block",
+    },
+    // The variables an MCP server is passed, apart from the host function that reads one.
+    Rename {
+        on: "McpServerBuilder",
+        old: "env",
+        new: "pass_env",
+    },
+    // Approvals are named as approvals; "ask" is left to questions for an MCP client.
+    Rename {
+        on: "AgentBuilder",
+        old: "ask",
+        new: "needs_approval",
+    },
+    Rename {
+        on: "",
+        old: "ask",
+        new: "needs_approval",
+    },
+    // One word for an output schema, as agents say it.
+    Rename {
+        on: "ToolBuilder",
+        old: "returns",
+        new: "output",
+    },
+    // One name for the iteration limit, as `RunOptions` and `--max-iterations` say it.
+    Rename {
+        on: "AgentBuilder",
+        old: "max_tool_iterations",
+        new: "max_iterations",
+    },
+    // Pairs with `elicit`, as `sample_request` with `sample`.
+    Rename {
+        on: "",
+        old: "form_request",
+        new: "elicit_request",
+    },
+];
+
+/// How many arguments (the receiver not counted) a call of `r`'s old spelling has when it
+/// means what was renamed.
+fn arguments(r: &Rename) -> &'static [usize] {
+    match (r.on, r.old) {
+        ("", "resource" | "resource_blob") => &[3],
+        ("", "form_request") => &[2],
+        ("ToolBuilder", "returns") => &[1, 2],
+        _ => &[1],
+    }
+}
+
+/// One use of a deprecated spelling in a script.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Deprecation {
+    /// Line of the name, from 1.
+    pub line: usize,
+    /// Column of the name's first character, from 1.
+    pub column: usize,
+    /// What was renamed.
+    pub rename: Rename,
+}
+
+/// What every deprecation's message says between the old spelling and the new.
+const DEPRECATED: &str = "` is deprecated: write `";
+
+impl Deprecation {
+    /// What `kiln check` and the language server say about it.
+    pub fn message(&self) -> String {
+        let Rename { on, old, new } = self.rename;
+        let dot = if on.is_empty() { "" } else { "." };
+        format!("`{dot}{old}(...){DEPRECATED}{dot}{new}(...)` (`kiln check --fix` rewrites it)")
+    }
+
+    /// The deprecation as a warning located in `path`.
+    pub fn warning(&self, path: &str) -> LoadError {
+        LoadError::at(SourceLoc::new(path, self.line, self.column), self.message())
+    }
+}
+
+/// Whether `warning` is one of [`Deprecation::warning`]'s (the language server tags those).
+pub fn is_deprecation(warning: &LoadError) -> bool {
+    warning.message.contains(DEPRECATED)
+}
+
+/// The engine that reads scripts for their calls: no functions, no optimisation (a call is
+/// never folded away), nesting bounded as kiln's own engine bounds it.
+fn reader() -> Engine {
+    let mut engine = Engine::new_raw();
+    let (depth, in_functions) = crate::sandbox::Limits::default().max_expr_depth;
+    engine.set_max_expr_depths(depth, in_functions);
+    engine.set_optimization_level(OptimizationLevel::None);
+    engine
+}
+
+/// The rename a call means, if it uses a deprecated spelling.
+fn renamed(call: &FnCallExpr, method: bool) -> Option<Rename> {
+    if call.is_qualified() {
+        return None;
+    }
+    RENAMES
+        .iter()
+        .find(|r| {
+            r.old == call.name.as_str()
+                && r.on.is_empty() != method
+                && arguments(r).contains(&call.args.len())
+        })
+        .copied()
+}
+
+/// Every use of a deprecated spelling in `source`, in the order they appear. A script that
+/// does not parse has none (its parse error is reported as such); a name the script defines
+/// as a function of its own is its own, not the DSL's.
+pub fn deprecations(source: &str) -> Vec<Deprecation> {
+    let Ok(ast) = reader().compile(source) else {
+        return Vec::new();
+    };
+    let own: BTreeSet<String> = ast.iter_functions().map(|f| f.name.to_string()).collect();
+    let mut found: Vec<Deprecation> = Vec::new();
+    ast.walk(&mut |path: &[ASTNode]| {
+        let call = match path.last() {
+            Some(ASTNode::Expr(Expr::FnCall(call, pos))) => Some((call, false, *pos)),
+            Some(ASTNode::Expr(Expr::MethodCall(call, pos))) => Some((call, true, *pos)),
+            Some(ASTNode::Stmt(Stmt::FnCall(call, pos))) => Some((call, false, *pos)),
+            _ => None,
+        };
+        if let Some((call, method, pos)) = call
+            && !own.contains(call.name.as_str())
+            && let Some(rename) = renamed(call, method)
+            && let (Some(line), Some(column)) = (pos.line(), pos.position())
+        {
+            found.push(Deprecation {
+                line,
+                column,
+                rename,
+            });
+        }
+        true
+    });
+    found.sort_by_key(|d| (d.line, d.column));
+    found.dedup();
+    found
+}
+
+/// [`deprecations`] as warnings located in `path`.
+pub fn warnings(path: &str, source: &str) -> Vec<LoadError> {
+    (deprecations(source).iter())
+        .map(|d| d.warning(path))
+        .collect()
+}
+
+/// The byte offset of a Rhai position (line and column counted in characters from 1).
+fn offset(source: &str, line: usize, column: usize) -> Option<usize> {
+    let start = if line == 1 {
+        0
+    } else {
+        source.match_indices('\n').nth(line - 2)?.0 + 1
+    };
+    let text = &source[start..];
+    let within = match text.char_indices().nth(column.checked_sub(1)?) {
+        Some((i, _)) => i,
+        None => return None,
+    };
+    Some(start + within)
+}
+
+/// `source` with every deprecated spelling replaced by its new name, and what was replaced.
+/// Only the names change: every other byte of the file stays as it was.
+pub fn fix(source: &str) -> (String, Vec<Deprecation>) {
+    let mut out = source.to_string();
+    let mut done = Vec::new();
+    // From the end, so each offset still holds when it is reached.
+    for d in deprecations(source).into_iter().rev() {
+        let Some(at) = offset(source, d.line, d.column) else {
+            continue;
+        };
+        let end = at + d.rename.old.len();
+        if source.get(at..end) != Some(d.rename.old) {
+            continue;
+        }
+        out.replace_range(at..end, d.rename.new);
+        done.push(d);
+    }
+    done.reverse();
+    (out, done)
+}
+
+/// Rewrites the file at `path` with [`fix`] (only when something changes) and returns what
+/// was replaced.
+pub fn fix_file(path: &std::path::Path) -> std::io::Result<Vec<Deprecation>> {
+    let source = std::fs::read_to_string(path)?;
+    let (fixed, done) = fix(&source);
+    if !done.is_empty() {
+        std::fs::write(path, fixed)?;
+    }
+    Ok(done)
+}
+
+#[cfg(test)]
+mod tests;

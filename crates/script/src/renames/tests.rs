@@ -1,0 +1,100 @@
+use super::*;
+
+fn names(source: &str) -> Vec<(usize, usize, &'static str)> {
+    deprecations(source)
+        .iter()
+        .map(|d| (d.line, d.column, d.rename.old))
+        .collect()
+}
+
+#[test]
+fn finds_each_old_spelling_at_its_name() {
+    let src = "tool(\"t\")\n    .returns(\"string\")\n    .handler(|a| resource(\"u\", \"t\", \"text/plain\"));\n\
+agent(\"a\").max_tool_iterations(3).ask([\"net\"]);\n\
+mcp_server(\"m\").command(\"x\").env([\"HOME\"]);\n\
+let f = form_request(\"m\", #{});\nlet b = resource_blob(\"u\", \"AA==\", \"a/b\");\n\
+policy(\"p\").applies_to([\"*\"]).check(|c, ctx| ask(\"why\"));\n";
+    assert_eq!(
+        names(src),
+        vec![
+            (2, 6, "returns"),
+            (3, 18, "resource"),
+            (4, 12, "max_tool_iterations"),
+            (4, 35, "ask"),
+            (5, 30, "env"),
+            (6, 9, "form_request"),
+            (7, 9, "resource_blob"),
+            (8, 46, "ask"),
+        ]
+    );
+}
+
+#[test]
+fn the_names_that_keep_their_meaning_are_left_alone() {
+    let src = "resource(\"file:///a\").handler(|u| resource_blob(\"AA==\", \"a/b\"));\n\
+let home = env(\"HOME\");\nlet h = \"HOME\".env();\n";
+    assert!(names(src).is_empty(), "{:?}", names(src));
+}
+
+#[test]
+fn fix_leaves_strings_and_comments_alone() {
+    let src = "// .returns( and ask([\"x\"]) in a comment\n\
+/* form_request(\"m\", #{}) */\n\
+tool(\"t\").description(\".returns(\\\"string\\\") and max_tool_iterations\")\n\
+    .returns(\"string\") // returns\n\
+    .handler(|a| `ask(\"x\") ${a}`);\n";
+    let (fixed, done) = fix(src);
+    assert_eq!(done.len(), 1);
+    assert_eq!(
+        fixed,
+        src.replacen(".returns(\"string\") //", ".output(\"string\") //", 1)
+    );
+    assert!(deprecations(&fixed).is_empty());
+}
+
+#[test]
+fn fix_counts_columns_in_characters() {
+    let src = "let s = \"é→\"; tool(\"t\").returns(\"string\");\n";
+    let (fixed, done) = fix(src);
+    assert_eq!(done.len(), 1);
+    assert_eq!(fixed, "let s = \"é→\"; tool(\"t\").output(\"string\");\n");
+}
+
+#[test]
+fn a_function_of_the_script_is_its_own() {
+    let src = "fn ask(x) { x }\nlet y = ask(1);\n";
+    assert!(names(src).is_empty());
+}
+
+#[test]
+fn a_script_that_does_not_parse_has_none() {
+    assert!(deprecations("tool(\"t\").returns(").is_empty());
+    assert_eq!(fix("let = ;").0, "let = ;");
+}
+
+#[test]
+fn the_table_marks_every_rename_and_nothing_else() {
+    for r in RENAMES {
+        assert!(
+            crate::reference::find_all(r.on, r.old).any(|e| e.replaced_by == Some(r.new)),
+            "the table lacks {} {} replaced by {}",
+            r.on,
+            r.old,
+            r.new
+        );
+    }
+    for e in crate::reference::entries() {
+        if let Some(new) = e.replaced_by {
+            assert!(
+                RENAMES.contains(&Rename {
+                    on: e.on,
+                    old: e.name,
+                    new
+                }),
+                "renames.rs lacks {} {} -> {new}",
+                e.on,
+                e.name
+            );
+        }
+    }
+}

@@ -1,0 +1,310 @@
+//! The renamed DSL names: a script written with an old spelling still loads and behaves as one
+//! written with the new; `kiln check` warns at the old name's `file:line:col` naming the new;
+//! `kiln check --fix` rewrites exactly those names and the result loads with no warning. And
+//! durations with their unit where a script takes a timeout.
+
+use crate::common::*;
+use kiln::Host;
+use serde_json::json;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// The old words in a comment and a string: `--fix` must leave both alone.
+const DECOY: &str = "// old words: returns ask env resource resource_blob form_request max_tool_iterations\n\
+let decoy = \"x.returns(1) ask([]) .env([]) form_request(a, b) max_tool_iterations(2)\";\n";
+
+/// One rename: a script with the old spelling, the text to replace to get the new one, where
+/// the warning points, and how to see that both behave the same.
+struct Case {
+    script: &'static str,
+    old: &'static str,
+    new: &'static str,
+    /// Line and column of the old name in `script` (after [`DECOY`]'s two lines).
+    at: (usize, usize),
+    /// The spelling the warning names, as `kiln check` writes it.
+    says: &'static str,
+    same: fn(&Host, &Host),
+}
+
+fn host(dir: &std::path::Path) -> Arc<Host> {
+    Host::builder()
+        .scripts(dir)
+        .workspace(dir)
+        .stdlib(false)
+        .mount_declared(false)
+        .build()
+        .expect("host")
+}
+
+fn outcome(h: &Host, tool: &str) -> String {
+    format!("{:?}", call(h, tool, json!({}), &["elicitation"]).result)
+}
+
+fn cases() -> Vec<Case> {
+    vec![
+        Case {
+            script: "tool(\"t\").returns(#{ sum: \"integer\" }).handler(|a| #{ sum: \"many\" });\n",
+            old: ".returns(",
+            new: ".output(",
+            at: (3, 11),
+            says: "`.returns(...)` is deprecated: write `.output(...)`",
+            same: |a, b| {
+                assert_eq!(
+                    a.schemas(kiln::model::Format::Intermediate),
+                    b.schemas(kiln::model::Format::Intermediate)
+                );
+                assert!(
+                    outcome(a, "t").contains("invalid_output"),
+                    "{}",
+                    outcome(a, "t")
+                );
+                assert_eq!(outcome(a, "t"), outcome(b, "t"));
+            },
+        },
+        Case {
+            script: "agent(\"a\").provider(\"script\").planner(|m, t| \"hi\").max_tool_iterations(3);\n",
+            old: "max_tool_iterations",
+            new: "max_iterations",
+            at: (3, 52),
+            says: "`.max_tool_iterations(...)` is deprecated: write `.max_iterations(...)`",
+            same: |a, b| {
+                let limit = |h: &Host| h.registry().agent("a").expect("a").max_tool_iterations;
+                assert_eq!(limit(a), 3);
+                assert_eq!(limit(a), limit(b));
+            },
+        },
+        Case {
+            script: "agent(\"a\").provider(\"script\").planner(|m, t| \"hi\")\n    .capabilities([\"net\"]).ask([\"net\"]);\n",
+            old: ".ask(",
+            new: ".needs_approval(",
+            at: (4, 28),
+            says: "`.ask(...)` is deprecated: write `.needs_approval(...)`",
+            same: |a, b| {
+                let grants = |h: &Host| format!("{:?}", h.registry().agent("a").expect("a").grants);
+                assert!(grants(a).contains("Ask"), "{}", grants(a));
+                assert_eq!(grants(a), grants(b));
+            },
+        },
+        Case {
+            script: "tool(\"t\").handler(|a| 1);\npolicy(\"p\").applies_to([\"t\"]).check(|c, ctx| ask(\"it matters\"));\n",
+            old: "ask(\"it",
+            new: "needs_approval(\"it",
+            at: (4, 46),
+            says: "`ask(...)` is deprecated: write `needs_approval(...)`",
+            same: |a, b| {
+                assert!(
+                    outcome(a, "t").contains("it matters"),
+                    "{}",
+                    outcome(a, "t")
+                );
+                assert_eq!(outcome(a, "t"), outcome(b, "t"));
+            },
+        },
+        Case {
+            script: "tool(\"t\").handler(|a| resource(\"notes://a\", \"hello\", \"text/plain\"));\n",
+            old: "resource(",
+            new: "resource_block(",
+            at: (3, 23),
+            says: "`resource(...)` is deprecated: write `resource_block(...)`",
+            same: |a, b| {
+                assert!(outcome(a, "t").contains("hello"), "{}", outcome(a, "t"));
+                assert_eq!(outcome(a, "t"), outcome(b, "t"));
+            },
+        },
+        Case {
+            script: "tool(\"t\").handler(|a| resource_blob(\"notes://b\", \"AAEC\", \"application/x\"));\n",
+            old: "resource_blob(",
+            new: "resource_blob_block(",
+            at: (3, 23),
+            says: "`resource_blob(...)` is deprecated: write `resource_blob_block(...)`",
+            same: |a, b| {
+                assert!(outcome(a, "t").contains("AAEC"), "{}", outcome(a, "t"));
+                assert_eq!(outcome(a, "t"), outcome(b, "t"));
+            },
+        },
+        Case {
+            script: "mcp_server(\"m\").command(\"true\").env([\"KILN_RENAME_VAR\"]);\n",
+            old: ".env(",
+            new: ".pass_env(",
+            at: (3, 33),
+            says: "`.env(...)` is deprecated: write `.pass_env(...)`",
+            same: |a, b| {
+                let env = |h: &Host| {
+                    let reg = h.registry();
+                    reg.mcp_servers().map(|s| s.env.clone()).collect::<Vec<_>>()
+                };
+                assert_eq!(env(a), vec![vec!["KILN_RENAME_VAR".to_string()]]);
+                assert_eq!(env(a), env(b));
+            },
+        },
+        Case {
+            script: "tool(\"t\").handler(|a| form_request(\"Your name?\", #{ name: \"string\" }));\n",
+            old: "form_request(",
+            new: "elicit_request(",
+            at: (3, 23),
+            says: "`form_request(...)` is deprecated: write `elicit_request(...)`",
+            same: |a, b| {
+                assert!(
+                    outcome(a, "t").contains("Your name?"),
+                    "{}",
+                    outcome(a, "t")
+                );
+                assert_eq!(outcome(a, "t"), outcome(b, "t"));
+            },
+        },
+    ]
+}
+
+#[test]
+fn each_old_spelling_loads_behaves_the_same_and_kiln_check_warns_with_the_new_one() {
+    for case in cases() {
+        let old = format!("{DECOY}{}", case.script);
+        let new = format!("{DECOY}{}", case.script.replacen(case.old, case.new, 1));
+        let (a, b) = (
+            Scripts::new(&[("t.rhai", &old)]),
+            Scripts::new(&[("t.rhai", &new)]),
+        );
+        let (ha, hb) = (host(a.path()), host(b.path()));
+        assert!(a.errors(&ha).is_empty(), "{:?}", a.errors(&ha));
+        assert!(b.errors(&hb).is_empty(), "{:?}", b.errors(&hb));
+        (case.same)(&ha, &hb);
+
+        let check = kiln(&["check", "--no-stdlib", "--scripts", "."], a.path());
+        assert!(check.status.success(), "{}", stderr(&check));
+        let (line, col) = case.at;
+        let warned = format!("t.rhai:{line}:{col}: {}", case.says);
+        assert!(
+            stderr(&check).contains(&warned),
+            "{warned}\n{}",
+            stderr(&check)
+        );
+        assert_eq!(stderr(&check).matches("deprecated").count(), 1);
+        let clean = kiln(&["check", "--no-stdlib", "--scripts", "."], b.path());
+        assert!(!stderr(&clean).contains("warning"), "{}", stderr(&clean));
+    }
+}
+
+#[test]
+fn kiln_check_fix_rewrites_only_the_old_names_and_the_result_loads_with_no_warning() {
+    for case in cases() {
+        let old = format!("{DECOY}{}", case.script);
+        let s = Scripts::new(&[("t.rhai", &old)]);
+        let fixed = kiln(
+            &["check", "--fix", "--no-stdlib", "--scripts", "."],
+            s.path(),
+        );
+        assert!(fixed.status.success(), "{}", stderr(&fixed));
+        let (line, col) = case.at;
+        assert!(
+            stdout(&fixed).contains(&format!("t.rhai:{line}:{col}: ")),
+            "{}",
+            stdout(&fixed)
+        );
+        assert!(!stderr(&fixed).contains("warning"), "{}", stderr(&fixed));
+        let text = std::fs::read_to_string(s.path().join("t.rhai")).expect("the script");
+        let new = format!("{DECOY}{}", case.script.replacen(case.old, case.new, 1));
+        assert_eq!(text, new);
+        let again = kiln(&["check", "--no-stdlib", "--scripts", "."], s.path());
+        assert!(again.status.success(), "{}", stderr(&again));
+        assert!(!stderr(&again).contains("warning"), "{}", stderr(&again));
+    }
+}
+
+#[test]
+fn every_example_and_the_stdlib_use_the_new_names() {
+    let mut dirs: Vec<_> = std::fs::read_dir(repo().join("examples"))
+        .expect("examples")
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.is_dir())
+        .collect();
+    dirs.push(repo().join("crates/script/stdlib"));
+    for dir in dirs {
+        for entry in std::fs::read_dir(&dir).expect("a folder").flatten() {
+            let path = entry.path();
+            if path.extension().is_some_and(|e| e == "rhai") {
+                let text = std::fs::read_to_string(&path).expect("a script");
+                let shown = path.to_string_lossy();
+                let found = kiln_script::renames::warnings(&shown, &text);
+                assert!(found.is_empty(), "{found:?}");
+            }
+        }
+    }
+}
+
+#[test]
+fn a_timeout_is_milliseconds_or_a_duration_with_its_unit() {
+    let (s, h) = host_with(
+        r#"tool("bare").timeout(1500).handler(|a| 1);
+tool("secs").timeout("2s").handler(|a| 1);
+tool("millis").timeout("250ms").handler(|a| 1);
+tool("mins").timeout("2m").handler(|a| 1);
+agent("a").provider("script").planner(|m, t| "hi").code_mode(#{ timeout: "5s" });
+pipeline("p").input("x", "string").compute("y", ["x"], "bare").output("y").timeout("3m");
+"#,
+    );
+    assert!(s.errors(&h).is_empty(), "{:?}", s.errors(&h));
+    let reg = h.registry();
+    let timeout = |name: &str| reg.find(name).expect(name).timeout;
+    assert_eq!(timeout("bare"), Duration::from_millis(1500));
+    assert_eq!(timeout("secs"), Duration::from_secs(2));
+    assert_eq!(timeout("millis"), Duration::from_millis(250));
+    assert_eq!(timeout("mins"), Duration::from_secs(120));
+    let agent = reg.agent("a").expect("a");
+    let mode = agent.code_mode.as_ref().expect("code mode");
+    assert_eq!(mode.timeout, Duration::from_secs(5));
+    let p = reg.pipelines().find(|p| p.name == "p").expect("p");
+    assert_eq!(p.timeout, Duration::from_secs(180));
+}
+
+#[test]
+fn a_timeout_that_is_not_a_duration_is_a_load_error_at_its_call() {
+    let (s, h) = host_with(
+        "tool(\"a\").timeout(\"30 parsecs\").handler(|a| 1);\ntool(\"b\").timeout(0).handler(|a| 1);\n",
+    );
+    let errors = s.errors(&h);
+    assert!(
+        errors
+            .iter()
+            .any(|e| e.starts_with("DIR/t.rhai:1:11: ") && e.contains("unknown unit")),
+        "{errors:?}"
+    );
+    assert!(
+        errors.iter().any(|e| e.starts_with("DIR/t.rhai:2:11: ")
+            && e.contains("timeout must be a positive number of milliseconds")),
+        "{errors:?}"
+    );
+}
+
+#[test]
+fn a_rate_limit_period_and_a_sleep_take_a_duration_with_its_unit() {
+    let (s, h) = host_with(
+        r#"tool("secs").rate_limit(2, 60).handler(|a| 1);
+tool("text").rate_limit(2, "1m").handler(|a| 1);
+tool("waits").rate_limit(2, "1m", #{ wait: true }).handler(|a| 1);
+tool("nap").handler(|a| { sleep("20ms"); "rested" });
+tool("bad_nap").handler(|a| { sleep("20 winks"); "rested" });
+mcp_server("m").command("true").rate_limit(5, "10s");
+"#,
+    );
+    assert!(s.errors(&h).is_empty(), "{:?}", s.errors(&h));
+    let reg = h.registry();
+    let limit = |name: &str| format!("{:?}", reg.find(name).expect(name).rate_limit);
+    assert_eq!(limit("secs"), limit("text"));
+    assert_ne!(limit("text"), limit("waits"));
+    let server = reg.mcp_servers().next().expect("m");
+    let ten = kiln::tool::RateLimit::new(5, Duration::from_secs(10));
+    assert_eq!(
+        format!("{:?}", server.rate_limit),
+        format!("{:?}", Some(ten))
+    );
+    assert_eq!(
+        call(&h, "nap", json!({}), &[]).result.expect("rested"),
+        "rested"
+    );
+    let bad = call(&h, "bad_nap", json!({}), &[])
+        .result
+        .expect_err("a bad duration");
+    let detail = bad.detail.unwrap_or_default();
+    assert!(detail.contains("unknown unit"), "{detail}");
+}
