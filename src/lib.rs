@@ -130,7 +130,7 @@ pub mod tool {
     pub use kiln_core::capability::{Capability, Grant, GrantMode, declare_secret_var};
     pub use kiln_core::error::SourceLoc;
     pub use kiln_core::ratelimit::RateLimit;
-    pub use kiln_core::tool::{Handler, Hints, ResolvedHints, Returns, Tool, ToolMeta};
+    pub use kiln_core::tool::{Handler, Hints, OutputSchema, ResolvedHints, Tool, ToolMeta};
     pub use kiln_host::reload::ReloadReport;
     pub use kiln_registry::Registry;
     pub use kiln_registry::agent_spec::{AgentSpec, CodeMode};

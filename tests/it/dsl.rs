@@ -219,7 +219,7 @@ agent("support").description("helps").provider("openai").model("gpt-4o-mini").sy
     let a = host.agent("support").expect("agent");
     assert_eq!(a.provider, "openai");
     assert_eq!(a.model.as_deref(), Some("gpt-4o-mini"));
-    assert_eq!(a.max_tool_iterations, 3);
+    assert_eq!(a.max_iterations, 3);
     assert_eq!(a.temperature, Some(0.2));
     assert_eq!(a.max_tokens, Some(512));
     assert_eq!(a.tools, vec!["lookup", "calculator"]);
@@ -227,7 +227,7 @@ agent("support").description("helps").provider("openai").model("gpt-4o-mini").sy
     assert!(
         a.grants
             .iter()
-            .any(|g| g.mode == kiln::tool::GrantMode::Ask)
+            .any(|g| g.mode == kiln::tool::GrantMode::NeedsApproval)
     );
 }
 

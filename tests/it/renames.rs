@@ -68,7 +68,7 @@ fn cases() -> Vec<Case> {
             at: (3, 52),
             says: "`.max_tool_iterations(...)` is deprecated: write `.max_iterations(...)`",
             same: |a, b| {
-                let limit = |h: &Host| h.registry().agent("a").expect("a").max_tool_iterations;
+                let limit = |h: &Host| h.registry().agent("a").expect("a").max_iterations;
                 assert_eq!(limit(a), 3);
                 assert_eq!(limit(a), limit(b));
             },

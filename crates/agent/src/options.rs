@@ -23,7 +23,7 @@ pub struct RunOptions {
     pub context: serde_json::Map<String, Value>,
     /// The actor (`ctx.actor_id`).
     pub actor_id: Option<String>,
-    /// Overrides `max_tool_iterations`.
+    /// Overrides the agent's `max_iterations`.
     pub max_iterations: Option<u32>,
     /// Stream replies.
     pub stream: bool,

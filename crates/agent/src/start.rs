@@ -112,7 +112,7 @@ async fn setup_and_drive(
     let setup = super::run::Setup {
         host,
         journal,
-        max_rounds: opts.max_iterations.unwrap_or(agent.max_tool_iterations),
+        max_rounds: opts.max_iterations.unwrap_or(agent.max_iterations),
         provider,
         agent,
         model,
@@ -142,7 +142,7 @@ async fn setup_and_drive(
         ctx.granted.grants =
             kiln_core::capability::Grants::effective(&[Some(&agent.grants), opts.grants.as_ref()]);
         ctx.who.caller = kiln_core::context::Caller::Agent(agent.name.clone());
-        setup.max_rounds = opts.max_iterations.unwrap_or(agent.max_tool_iterations);
+        setup.max_rounds = opts.max_iterations.unwrap_or(agent.max_iterations);
         setup.provider = Arc::new(provider);
         setup.model = model;
         setup.agent = agent;

@@ -120,7 +120,7 @@ fn host_with(
         system: None,
         tools: vec!["add".into()],
         grants: Grants::default(),
-        max_tool_iterations: 3,
+        max_iterations: 3,
         temperature: None,
         max_tokens: None,
         base_url: None,

@@ -37,7 +37,7 @@ impl Handler for Counting {
                 .granted
                 .grants
                 .grant_covering(cap, |_| true)
-                .is_some_and(|g| g.mode == GrantMode::Ask);
+                .is_some_and(|g| g.mode == GrantMode::NeedsApproval);
             if ask
                 && !matches!(
                     crate::approval::ask_person(ctx, "vault_read", cap, "inside"),
@@ -130,7 +130,7 @@ impl Policy for Careful {
         true
     }
     fn check(&self, _tool: &str, _args: &Value, _ctx: &CallContext) -> Verdict {
-        Verdict::Ask("reading secrets is logged".into())
+        Verdict::NeedsApproval("reading secrets is logged".into())
     }
     fn loc(&self) -> &SourceLoc {
         &self.0
@@ -167,7 +167,7 @@ proptest! {
                 grants.add(parsed(), GrantMode::Allow);
             }
             if matches!(mode, 2 | 3) {
-                grants.add(parsed(), GrantMode::Ask);
+                grants.add(parsed(), GrantMode::NeedsApproval);
             }
         }
         let requires: Vec<&str> = CAPS.iter().zip(&needed).filter(|(_, n)| **n).map(|(c, _)| *c).collect();

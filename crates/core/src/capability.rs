@@ -17,8 +17,10 @@ pub use reach::{Overlap, declare_secret_var, fs_scope_allows, is_secret_var};
 pub enum GrantMode {
     /// Allowed without asking.
     Allow,
-    /// Allowed after a yes at the terminal.
-    Ask,
+    /// Allowed once a person approves (`--needs-approval`, `.needs_approval([...])`); written
+    /// `Ask` where it is serialized, as before.
+    #[serde(rename = "Ask")]
+    NeedsApproval,
 }
 
 /// One capability, optionally scoped.
@@ -250,7 +252,7 @@ impl Grants {
         for n in names {
             for g in self.grants.iter_mut() {
                 if g.cap.name == n.as_ref() || g.cap.to_string() == n.as_ref() {
-                    g.mode = GrantMode::Ask;
+                    g.mode = GrantMode::NeedsApproval;
                 }
             }
         }
@@ -278,7 +280,7 @@ impl Grants {
             let ask = self
                 .grants
                 .iter()
-                .find(|g| g.mode == GrantMode::Ask && grant_covers(g, need));
+                .find(|g| g.mode == GrantMode::NeedsApproval && grant_covers(g, need));
             if let Some(g) = ask
                 && asking.iter().all(|a| a.cap.name != g.cap.name)
             {
@@ -315,7 +317,7 @@ impl Grants {
         Some(
             std::iter::once(first)
                 .chain(covering)
-                .find(|g| g.mode == GrantMode::Ask)
+                .find(|g| g.mode == GrantMode::NeedsApproval)
                 .unwrap_or(first),
         )
     }
@@ -394,7 +396,7 @@ mod tests {
         let agent = Grants::parse(&["fs.write:out"]).expect("agent");
         let met = Grants::effective(&[Some(&agent), Some(&asking)]);
         assert_eq!(met.list(), "[fs.write:out]");
-        assert!(met.iter().all(|g| g.mode == GrantMode::Ask));
+        assert!(met.iter().all(|g| g.mode == GrantMode::NeedsApproval));
     }
 
     #[test]

@@ -287,7 +287,7 @@ pub enum Verdict {
     /// Refuse, for this reason.
     Deny(String),
     /// Go ahead only if a person approves, told this reason.
-    Ask(String),
+    NeedsApproval(String),
     /// Go ahead with these arguments instead.
     Rewrite(Value),
 }

@@ -121,7 +121,7 @@ impl ToolFailure {
 }
 
 impl ToolFailure {
-    /// A result that breaks the content rules or the tool's `.returns` schema.
+    /// A result that breaks the content rules or the tool's `.output` schema.
     pub fn invalid_output(msg: &str) -> Self {
         ToolFailure::visible(
             FailureKind::InvalidOutput,

@@ -61,7 +61,7 @@ pub fn apply<'a>(
         match policy.check(tool, &args, ctx) {
             Verdict::Allow => {}
             Verdict::Deny(why) => return Err(denied(why)),
-            Verdict::Ask(why) => {
+            Verdict::NeedsApproval(why) => {
                 let question = format!(
                     "policy \"{}\" asks before tool \"{tool}\" runs with {}: {why}",
                     policy.name(),

@@ -233,7 +233,7 @@ pub fn returns_schema(spec: &Value) -> Result<Value, String> {
             }
             Ok(object_schema(&params))
         }
-        _ => Err("returns: expected a type name or a map".into()),
+        _ => Err("output: expected a type name or a map".into()),
     }
 }
 

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 pub use crate::failure::{FailureKind, ToolFailure, ToolOutcome};
-pub use crate::tool_meta::{Hints, ResolvedHints, Returns, TaskMode, ToolMeta};
+pub use crate::tool_meta::{Hints, OutputSchema, ResolvedHints, TaskMode, ToolMeta};
 pub use crate::validate::{compile_schema, violations};
 
 /// Largest arguments accepted from a model (serialized JSON).
@@ -195,7 +195,7 @@ impl Tool {
     /// A successful result checked against `.returns(...)`: a mismatch is an
     /// `invalid_output` failure naming each path, and a log line.
     fn check_output(&self, value: Value) -> Result<Value, ToolFailure> {
-        let Some(returns) = &self.meta.returns else {
+        let Some(returns) = &self.meta.output else {
             return Ok(value);
         };
         let problems = returns.violations(&value);
@@ -205,7 +205,7 @@ impl Tool {
         tracing::warn!(
             tool = %self.name,
             at = %self.loc,
-            "the result does not match the tool's .returns schema: {}",
+            "the result does not match the tool's .output schema: {}",
             problems.join("; ")
         );
         Err(ToolFailure::visible(

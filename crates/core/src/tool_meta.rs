@@ -1,18 +1,18 @@
 //! What a tool tells its callers beyond its arguments: a title, the schema its results must
-//! match (`.returns`), and behaviour hints (`.annotations`, MCP's tool annotations).
+//! match (`.output`), and behaviour hints (`.annotations`, MCP's tool annotations).
 
 use crate::validate::{compile_schema, violations};
 use serde::Serialize;
 use serde_json::Value;
 
-/// What a tool declares for its callers beyond its arguments: `.title`, `.returns`,
+/// What a tool declares for its callers beyond its arguments: `.title`, `.output`,
 /// `.annotations`.
 #[derive(Default)]
 pub struct ToolMeta {
     /// `.title("...")`: a human-readable name.
     pub title: Option<String>,
     /// `.returns(...)`: the schema results must match.
-    pub returns: Option<Returns>,
+    pub output: Option<OutputSchema>,
     /// `.annotations(#{...})`: hints set explicitly; the rest come from the capabilities.
     pub hints: Hints,
     /// `.task(...)`: a call may run as an MCP task (the tasks extension), polled by its client.
@@ -33,17 +33,17 @@ pub struct TaskMode {
 }
 
 /// A declared output schema and its compiled validator.
-pub struct Returns {
+pub struct OutputSchema {
     /// JSON Schema 2020-12 of the result.
     pub schema: Value,
     validator: jsonschema::Validator,
 }
 
-impl Returns {
+impl OutputSchema {
     /// Compiles an output schema.
-    pub fn compile(schema: Value) -> Result<Returns, String> {
+    pub fn compile(schema: Value) -> Result<OutputSchema, String> {
         let validator = compile_schema(&schema).map_err(|e| e.to_string())?;
-        Ok(Returns { schema, validator })
+        Ok(OutputSchema { schema, validator })
     }
 
     /// Every violation of `value`, as `/path: reason`.

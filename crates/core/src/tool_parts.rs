@@ -7,7 +7,7 @@ use crate::capability::Capability;
 use crate::error::SourceLoc;
 use crate::ratelimit::RateLimit;
 use crate::tool::{
-    Handler, Hints, Returns, TaskMode, Tool, ToolMeta, compile_schema, valid_tool_name,
+    Handler, Hints, OutputSchema, TaskMode, Tool, ToolMeta, compile_schema, valid_tool_name,
 };
 use serde_json::Value;
 use std::sync::Arc;
@@ -23,7 +23,7 @@ pub struct ToolParts {
     pub requires: Vec<String>,
     /// The JSON Schema of the arguments: an object schema.
     pub schema: Value,
-    /// The output schema (`.returns`), if any.
+    /// The output schema (`.output`), if any.
     pub output_schema: Option<Value>,
     /// Runs alone.
     pub exclusive: bool,
@@ -55,7 +55,7 @@ pub enum Part {
     /// The input schema.
     Schema,
     /// The output schema.
-    Returns,
+    Output,
 }
 
 impl ToolParts {
@@ -88,9 +88,9 @@ impl ToolParts {
         let validator = compile_schema(&self.schema)
             .map_err(|e| problems.push((Part::Schema, format!("invalid JSON Schema: {e}"))))
             .ok();
-        let returns = self.output_schema.and_then(|out| {
-            Returns::compile(out)
-                .map_err(|e| problems.push((Part::Returns, format!("invalid output schema: {e}"))))
+        let output = self.output_schema.and_then(|out| {
+            OutputSchema::compile(out)
+                .map_err(|e| problems.push((Part::Output, format!("invalid output schema: {e}"))))
                 .ok()
         });
         match validator {
@@ -106,7 +106,7 @@ impl ToolParts {
                 loc: self.loc,
                 meta: ToolMeta {
                     title: self.title,
-                    returns,
+                    output,
                     hints: self.hints,
                     task: self.task,
                 },

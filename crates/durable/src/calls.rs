@@ -69,7 +69,7 @@ impl ToolCall {
         let tool = self.0.host.registry().find(&req.tool).ok_or_else(|| {
             TerminalError::new_with_code(404, format!("unknown tool \"{}\"", req.tool))
         })?;
-        let structured = tool.meta.returns.is_some();
+        let structured = tool.meta.output.is_some();
         let opts = CallOptions {
             grants: Some(grants),
             actor_id: req.actor,

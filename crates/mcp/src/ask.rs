@@ -204,7 +204,7 @@ fn upgraded(grants: &Grants, caps: &[Capability]) -> Grants {
         let approved = caps
             .iter()
             .any(|c| c.name == g.cap.name && (c.scope.is_none() || c.scope == g.cap.scope));
-        if g.mode == GrantMode::Ask && approved {
+        if g.mode == GrantMode::NeedsApproval && approved {
             out.add(g.cap.clone(), GrantMode::Allow);
         }
     }
@@ -280,7 +280,12 @@ mod tests {
                 .map(|g| g.mode)
         };
         assert_eq!(mode("notes"), Some(GrantMode::Allow));
-        assert_eq!(mode("secrets"), Some(GrantMode::Ask), "{}", after.list());
+        assert_eq!(
+            mode("secrets"),
+            Some(GrantMode::NeedsApproval),
+            "{}",
+            after.list()
+        );
     }
 
     #[test]

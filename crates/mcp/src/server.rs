@@ -360,7 +360,7 @@ impl McpServer {
         if let Err(f) = &outcome.result {
             tracing::info!(tool = %name, kind = f.kind.as_str(), detail = ?f.detail, "MCP call failed");
         }
-        Ok(outcome_to_mcp(&outcome, tool.meta.returns.is_some()).into())
+        Ok(outcome_to_mcp(&outcome, tool.meta.output.is_some()).into())
     }
 }
 

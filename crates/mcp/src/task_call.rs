@@ -66,7 +66,7 @@ impl TaskCall {
             owner,
         } = self;
         opts.cancel = Some(cancel.clone());
-        let structured = tool.meta.returns.is_some();
+        let structured = tool.meta.output.is_some();
         let timeout = tool.timeout;
         let running = |call| Running {
             call,
@@ -87,7 +87,7 @@ impl TaskCall {
                 caps: grants.iter().map(|g| g.cap.to_string()).collect(),
                 ask: grants
                     .iter()
-                    .filter(|g| g.mode == GrantMode::Ask)
+                    .filter(|g| g.mode == GrantMode::NeedsApproval)
                     .map(|g| g.cap.to_string())
                     .collect(),
             };

@@ -136,7 +136,7 @@ impl std::fmt::Display for AgentMode {
 /// Default `max_steps` of planner mode.
 pub const DEFAULT_MAX_STEPS: u32 = 10;
 
-/// Default `max_tool_iterations`.
+/// Default `max_iterations`.
 pub const DEFAULT_MAX_ITERATIONS: u32 = 10;
 
 /// How an agent is named in another's `.tools([...])` (`"agent:researcher"`).
@@ -164,7 +164,7 @@ pub struct AgentSpec {
     /// What the agent grants its tools.
     pub grants: Grants,
     /// Tool rounds before `ToolLoopError`.
-    pub max_tool_iterations: u32,
+    pub max_iterations: u32,
     /// Sampling temperature.
     pub temperature: Option<f64>,
     /// Max output tokens per model request.

@@ -182,7 +182,7 @@ pub fn gate_with(c: &Check) -> Result<(Arc<Services>, GrantScopes), Box<EvalAltR
                     top.ctx.granted.grants.list()
                 )))
             }
-            Some(g) if g.mode == GrantMode::Ask && c.approve => {
+            Some(g) if g.mode == GrantMode::NeedsApproval && c.approve => {
                 let question = format!("tool \"{}\" wants {func}(\"{target}\") [{}]", top.tool, g.cap);
                 match kiln_core::approval::ask_person(&top.ctx, &top.tool, cap, &question) {
                     Ok(true) => Ok(used()),

@@ -301,7 +301,7 @@ pub(crate) fn finish_tool(d: ToolDraft, unit: &Arc<ScriptUnit>) -> Result<Tool, 
                     format!("tool \"{name}\": {m}"),
                 ),
                 Part::Schema => LoadError::at(at(schema_pos), format!("tool \"{name}\": {m}")),
-                Part::Returns => LoadError::at(at(output_pos), format!("tool \"{name}\": {m}")),
+                Part::Output => LoadError::at(at(output_pos), format!("tool \"{name}\": {m}")),
             }));
             Err(errors)
         }
@@ -418,7 +418,7 @@ fn finish_agent(mut d: AgentDraft, unit: &Arc<ScriptUnit>) -> Result<AgentSpec, 
     }
     for a in &d.needs_approval {
         match Capability::parse(a) {
-            Ok(cap) if !grants.covers(&cap) => grants.add(cap, GrantMode::Ask),
+            Ok(cap) if !grants.covers(&cap) => grants.add(cap, GrantMode::NeedsApproval),
             Ok(_) => grants.mark_ask(std::slice::from_ref(a)),
             Err(e) => errors.push(LoadError::at(
                 at(d.pos),
@@ -438,7 +438,7 @@ fn finish_agent(mut d: AgentDraft, unit: &Arc<ScriptUnit>) -> Result<AgentSpec, 
         system: settings.system.clone(),
         tools: d.tools,
         grants,
-        max_tool_iterations: as_u32(settings.max_iterations)
+        max_iterations: as_u32(settings.max_iterations)
             .unwrap_or(agent_spec::DEFAULT_MAX_ITERATIONS),
         temperature: settings.temperature,
         max_tokens: as_u32(settings.max_tokens),

@@ -64,7 +64,7 @@ fn task(b: &mut ToolBuilder, pos: Position, mode: &str, opts: Map) -> ToolBuilde
     })
 }
 
-/// Registers `.title`, `.output` (and `.returns`), `.annotations` and `.task` on the tool
+/// Registers `.title`, `.output` (and `.output`), `.annotations` and `.task` on the tool
 /// builder.
 pub(super) fn register(engine: &mut Engine) {
     engine.register_fn(

@@ -96,7 +96,7 @@ fn verdict(v: Dynamic) -> Verdict {
     match m.get(VERDICT_KEY).map(|k| k.to_string()) {
         Some(k) if k == "allow" => Verdict::Allow,
         Some(k) if k == "deny" => Verdict::Deny(reason()),
-        Some(k) if k == "ask" => Verdict::Ask(reason()),
+        Some(k) if k == "ask" => Verdict::NeedsApproval(reason()),
         _ => match crate::convert::to_json(&Dynamic::from_map(m.clone())) {
             Ok(args) => Verdict::Rewrite(args),
             Err(e) => Verdict::Deny(format!("the policy's arguments are not JSON: {e}")),

@@ -83,7 +83,7 @@ pub(super) async fn create(
     let caps: Vec<String> = grants.iter().map(|g| g.cap.to_string()).collect();
     let ask: Vec<String> = grants
         .iter()
-        .filter(|g| g.mode == GrantMode::Ask)
+        .filter(|g| g.mode == GrantMode::NeedsApproval)
         .map(|g| g.cap.to_string())
         .collect();
     let input = json!({

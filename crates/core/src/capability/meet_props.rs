@@ -146,8 +146,8 @@ proptest! {
             prop_assert_eq!(got.is_some(), all_allow,
                 "{:?}: sides {:?} effective {} ({:?})", call, each, effective.list(), got);
             if all_allow {
-                let ask = each.contains(&Some(GrantMode::Ask));
-                prop_assert_eq!(got == Some(GrantMode::Ask), ask,
+                let ask = each.contains(&Some(GrantMode::NeedsApproval));
+                prop_assert_eq!(got == Some(GrantMode::NeedsApproval), ask,
                     "{:?}: sides {:?} effective {}", call, each, effective.list());
             }
         }

@@ -6,7 +6,7 @@ use rmcp::model::{CallToolResult, ContentBlock, ResourceContents, ToolAnnotation
 use serde_json::{Value, json};
 use std::sync::Arc;
 
-/// A kiln tool as MCP lists it: its title, the compiled input schema, the `.returns` schema
+/// A kiln tool as MCP lists it: its title, the compiled input schema, the `.output` schema
 /// as `outputSchema`, and its hints as annotations.
 ///
 /// An output schema whose root is not an object is served as is: the 2026-07-28 revision
@@ -20,7 +20,7 @@ pub fn tool_to_mcp(tool: &Tool) -> rmcp::model::Tool {
     )
     .with_annotations(annotations(tool));
     out.title = tool.meta.title.clone();
-    if let Some(returns) = &tool.meta.returns {
+    if let Some(returns) = &tool.meta.output {
         out = out.with_raw_output_schema(Arc::new(object(&returns.schema)));
     }
     out
@@ -68,7 +68,7 @@ fn annotations(tool: &Tool) -> ToolAnnotations {
 }
 
 /// A kiln outcome as an MCP result: a content result is its blocks; objects, and any result of
-/// a tool that declares `.returns`, are `structuredContent` (with their text as content); other
+/// a tool that declares `.output`, are `structuredContent` (with their text as content); other
 /// values are text; a failure is an `isError` result carrying kiln's message (for an argument
 /// error, each violation with its path).
 pub fn outcome_to_mcp(outcome: &ToolOutcome, declared: bool) -> CallToolResult {
