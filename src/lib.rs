@@ -127,7 +127,7 @@ pub mod model {
 /// snapshot, rate limits, sandbox limits, call events, and where a definition came from.
 pub mod tool {
     pub use kiln_core::call_events::{CallObserver, LogLevel, SampleRequest};
-    pub use kiln_core::capability::{Capability, Grant, GrantMode, declare_secret_var};
+    pub use kiln_core::capability::{Capability, Grant, GrantMode, HostCap, declare_secret_var};
     pub use kiln_core::error::SourceLoc;
     pub use kiln_core::ratelimit::RateLimit;
     pub use kiln_core::tool::{Handler, Hints, OutputSchema, ResolvedHints, Tool, ToolMeta};

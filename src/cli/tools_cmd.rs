@@ -180,9 +180,7 @@ fn mcp_server_of(t: &kiln::tool::Tool) -> Option<&str> {
     let (server, _) = t.name.split_once(kiln::mcp::SEPARATOR)?;
     t.requires
         .iter()
-        .any(|c| {
-            kiln_core::capability::HostCap::Mcp.is(&c.name) && c.scope.as_deref() == Some(server)
-        })
+        .any(|c| kiln::tool::HostCap::Mcp.is(&c.name) && c.scope.as_deref() == Some(server))
         .then_some(server)
 }
 

@@ -81,7 +81,7 @@ fn cases() -> Vec<Case> {
             says: "`.ask(...)` is deprecated: write `.needs_approval(...)`",
             same: |a, b| {
                 let grants = |h: &Host| format!("{:?}", h.registry().agent("a").expect("a").grants);
-                assert!(grants(a).contains("Ask"), "{}", grants(a));
+                assert!(grants(a).contains("NeedsApproval"), "{}", grants(a));
                 assert_eq!(grants(a), grants(b));
             },
         },

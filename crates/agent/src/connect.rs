@@ -158,16 +158,17 @@ pub fn connect(
                 endpoint: endpoint(url, None, None),
             })
         }
-        ProviderKind::Script => agent
-            .script
-            .as_ref()
-            .and_then(|s| s.planner_model())
-            .map(Provider::Local)
-            .ok_or_else(|| {
-                ProviderError::Planner(format!("agent \"{}\" has no .planner(...)", agent.name))
-            })?,
+        ProviderKind::Script => planner_provider(agent)?,
     };
     Ok((provider, model))
+}
+
+/// An agent's `.planner(...)` as its model, in this process.
+fn planner_provider(agent: &AgentSpec) -> Result<Provider, ProviderError> {
+    let planner = agent.script.as_ref().and_then(|s| s.planner_model());
+    planner.map(Provider::Local).ok_or_else(|| {
+        ProviderError::Planner(format!("agent \"{}\" has no .planner(...)", agent.name))
+    })
 }
 
 fn unknown_provider(name: &str) -> ProviderError {
