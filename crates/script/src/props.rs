@@ -317,7 +317,9 @@ proptest! {
                 .should_validate_formats(true)
                 .build(&obj)
                 .is_ok();
-            let opts_text = serde_json::to_string(&opts).unwrap_or_default();
+            // The script is given the options the schema was built from: a value that is not a
+            // map (null, a number...) is read by the loader otherwise, so it is not this property.
+            let opts_text = serde_json::to_string(&Value::Object(map.clone())).unwrap_or_default();
             let src = format!("tool(\"t\").param(\"x\", {ty:?}, json_decode({opts_text:?})).handler(|a| 1);");
             let f = crate::loader::load_source(engine(), "p.rhai", &src);
             prop_assert_eq!(f.tools.len() == 1, compiles, "loader errors: {:?}", f.errors.iter().map(|e| e.to_string()).collect::<Vec<_>>());
