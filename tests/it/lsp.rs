@@ -66,6 +66,41 @@ impl Lsp {
         }
         panic!("kiln lsp never sent the message waited for");
     }
+
+    /// The `initialize` handshake for a workspace at `root`; returns the server's answer.
+    fn initialize(&mut self, root: &std::path::Path) -> Value {
+        self.send(json!({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+            "params": {"processId": null, "rootUri": url(root), "capabilities": {}}}));
+        let init = self.until(|m| m["id"] == 1);
+        self.send(json!({"jsonrpc": "2.0", "method": "initialized", "params": {}}));
+        init
+    }
+
+    /// Opens `file` with `text` in the editor; returns its URI.
+    fn open(&mut self, file: &std::path::Path, text: &str) -> String {
+        let uri = url(file);
+        self.send(
+            json!({"jsonrpc": "2.0", "method": "textDocument/didOpen", "params": {
+            "textDocument": {"uri": uri, "languageId": "rhai", "version": 1, "text": text}}}),
+        );
+        uri
+    }
+
+    /// The diagnostics published for `uri`.
+    fn published(&mut self, uri: &str) -> Value {
+        self.until(|m| {
+            m["method"] == "textDocument/publishDiagnostics" && m["params"]["uri"] == uri
+        })
+    }
+
+    /// `shutdown` (as request `id`) and `exit`; the server exits with success.
+    fn shut_down(mut self, id: u64) {
+        self.send(json!({"jsonrpc": "2.0", "id": id, "method": "shutdown"}));
+        self.until(|m| m["id"] == id);
+        self.send(json!({"jsonrpc": "2.0", "method": "exit"}));
+        let status = self.child.wait().expect("kiln lsp exits");
+        assert!(status.success(), "{status}");
+    }
 }
 
 #[test]
@@ -85,21 +120,12 @@ fn kiln_lsp_reports_what_kiln_check_reports_where_it_reports_it_and_shuts_down()
     );
 
     let mut lsp = Lsp::start(s.path());
-    let root = url(s.path());
-    lsp.send(json!({"jsonrpc": "2.0", "id": 1, "method": "initialize",
-        "params": {"processId": null, "rootUri": root, "capabilities": {}}}));
-    let init = lsp.until(|m| m["id"] == 1);
+    let init = lsp.initialize(s.path());
     assert_eq!(init["result"]["capabilities"]["hoverProvider"], true);
-    lsp.send(json!({"jsonrpc": "2.0", "method": "initialized", "params": {}}));
     let file = s.path().join("scripts/w.rhai");
-    let uri = url(&file);
     let text = std::fs::read_to_string(&file).expect("the script");
-    lsp.send(
-        json!({"jsonrpc": "2.0", "method": "textDocument/didOpen", "params": {
-        "textDocument": {"uri": uri, "languageId": "rhai", "version": 1, "text": text}}}),
-    );
-    let published = lsp
-        .until(|m| m["method"] == "textDocument/publishDiagnostics" && m["params"]["uri"] == uri);
+    let uri = lsp.open(&file, &text);
+    let published = lsp.published(&uri);
     let d = &published["params"]["diagnostics"][0];
     assert_eq!(
         d["range"]["start"],
@@ -115,11 +141,7 @@ fn kiln_lsp_reports_what_kiln_check_reports_where_it_reports_it_and_shuts_down()
     lsp.send(json!({"jsonrpc": "2.0", "id": 2, "method": "no/such", "params": {}}));
     let refused = lsp.until(|m| m["id"] == 2);
     assert_eq!(refused["error"]["code"], -32601, "{refused}");
-    lsp.send(json!({"jsonrpc": "2.0", "id": 3, "method": "shutdown"}));
-    lsp.until(|m| m["id"] == 3);
-    lsp.send(json!({"jsonrpc": "2.0", "method": "exit"}));
-    let status = lsp.child.wait().expect("kiln lsp exits");
-    assert!(status.success(), "{status}");
+    lsp.shut_down(3);
 }
 
 #[test]
@@ -130,16 +152,8 @@ fn hover_and_completion_describe_methods_the_old_hand_written_list_missed() {
     let file = s.path().join("scripts/m.rhai");
     std::fs::write(&file, text).expect("a script");
     let mut lsp = Lsp::start(s.path());
-    let root = url(s.path());
-    lsp.send(json!({"jsonrpc": "2.0", "id": 1, "method": "initialize",
-        "params": {"processId": null, "rootUri": root, "capabilities": {}}}));
-    lsp.until(|m| m["id"] == 1);
-    lsp.send(json!({"jsonrpc": "2.0", "method": "initialized", "params": {}}));
-    let uri = url(&file);
-    lsp.send(
-        json!({"jsonrpc": "2.0", "method": "textDocument/didOpen", "params": {
-        "textDocument": {"uri": uri, "languageId": "rhai", "version": 1, "text": text}}}),
-    );
+    lsp.initialize(s.path());
+    let uri = lsp.open(&file, text);
     let oauth = text.find("oauth").expect("oauth") + 1;
     lsp.send(
         json!({"jsonrpc": "2.0", "id": 2, "method": "textDocument/hover", "params": {
@@ -162,10 +176,7 @@ fn hover_and_completion_describe_methods_the_old_hand_written_list_missed() {
         .find(|i| i["label"] == "check")
         .unwrap_or_else(|| panic!("no .check: {items}"));
     assert_eq!(check["detail"], ".check(function)", "{check}");
-    lsp.send(json!({"jsonrpc": "2.0", "id": 4, "method": "shutdown"}));
-    lsp.until(|m| m["id"] == 4);
-    lsp.send(json!({"jsonrpc": "2.0", "method": "exit"}));
-    assert!(lsp.child.wait().expect("kiln lsp exits").success());
+    lsp.shut_down(4);
 }
 
 #[test]
@@ -181,18 +192,9 @@ fn kiln_lsp_warns_where_kiln_check_warns_about_a_deprecated_spelling() {
     );
 
     let mut lsp = Lsp::start(s.path());
-    let root = url(s.path());
-    lsp.send(json!({"jsonrpc": "2.0", "id": 1, "method": "initialize",
-        "params": {"processId": null, "rootUri": root, "capabilities": {}}}));
-    lsp.until(|m| m["id"] == 1);
-    lsp.send(json!({"jsonrpc": "2.0", "method": "initialized", "params": {}}));
-    let uri = url(&s.path().join("scripts/w.rhai"));
-    lsp.send(
-        json!({"jsonrpc": "2.0", "method": "textDocument/didOpen", "params": {
-        "textDocument": {"uri": uri, "languageId": "rhai", "version": 1, "text": text}}}),
-    );
-    let published = lsp
-        .until(|m| m["method"] == "textDocument/publishDiagnostics" && m["params"]["uri"] == uri);
+    lsp.initialize(s.path());
+    let uri = lsp.open(&s.path().join("scripts/w.rhai"), text);
+    let published = lsp.published(&uri);
     let d = &published["params"]["diagnostics"][0];
     assert_eq!(
         d["range"]["start"],
@@ -208,10 +210,7 @@ fn kiln_lsp_warns_where_kiln_check_warns_about_a_deprecated_spelling() {
             .is_some_and(|m| m.contains("write `.output(...)`")),
         "{published}"
     );
-    lsp.send(json!({"jsonrpc": "2.0", "id": 3, "method": "shutdown"}));
-    lsp.until(|m| m["id"] == 3);
-    lsp.send(json!({"jsonrpc": "2.0", "method": "exit"}));
-    assert!(lsp.child.wait().expect("kiln lsp exits").success());
+    lsp.shut_down(3);
 }
 
 fn url(path: &std::path::Path) -> String {
