@@ -107,6 +107,7 @@ pub(super) async fn drive(
             .await?;
         run.report.stop_reason = Some(reply.stop.clone());
         run.report.messages.push(Message::Assistant {
+            replay: None,
             content: reply.text.clone(),
             tool_calls: Vec::new(),
         });

@@ -1,4 +1,4 @@
-//! A run in progress ([`Run`]): its report, its commits to the recorder in order, and its
+//! A run in progress (`Run`): its report, its commits to the recorder in order, and its
 //! model requests as journaled steps. The loop that drives it is `tool_loop.rs`.
 
 use super::event::{Event, Observer};

@@ -274,6 +274,7 @@ mod tests {
         let mut committed = 0;
         for (round, input) in [(1, 10), (2, 12)] {
             let usage = Usage {
+                reasoning_tokens: 0,
                 input_tokens: input,
                 output_tokens: 2,
             };
@@ -285,6 +286,7 @@ mod tests {
                 Duration::ZERO,
             );
             report.messages.push(Message::Assistant {
+                replay: None,
                 content: format!("round {round}"),
                 tool_calls: vec![],
             });
@@ -327,10 +329,12 @@ mod tests {
         let mut report = RunReport::new("a", vec![]);
         logger.started(&report).expect("start");
         let answer = |text: &str| Message::Assistant {
+            replay: None,
             content: text.into(),
             tool_calls: vec![],
         };
         let usage = |input| Usage {
+            reasoning_tokens: 0,
             input_tokens: input,
             output_tokens: 1,
         };

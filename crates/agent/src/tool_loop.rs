@@ -114,6 +114,7 @@ impl<'s, 'a> Rounds<'s, 'a> {
         run.report.messages.push(Message::Assistant {
             content: reply.text.clone(),
             tool_calls: reply.tool_calls.clone(),
+            replay: reply.replay.clone(),
         });
         Ok((offered, reply))
     }

@@ -79,6 +79,7 @@ fn reply(text: &str, calls: Vec<ToolCall>) -> ModelResponse {
         false => StopReason::ToolUse,
     };
     ModelResponse {
+        replay: None,
         text: text.into(),
         tool_calls: calls,
         stop,

@@ -99,6 +99,10 @@ pub enum Message {
         content: String,
         /// Tool calls in order.
         tool_calls: Vec<ToolCall>,
+        /// What the wire that wrote this reply needs back verbatim in later requests
+        /// (reasoning items, thought signatures); other wires ignore it.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        replay: Option<Replay>,
     },
     /// Results of the previous assistant message's tool calls, in call order.
     Tool {
@@ -107,19 +111,57 @@ pub enum Message {
     },
 }
 
+/// Opaque state of one assistant reply that only the wire which wrote it reads back: OpenAI
+/// Responses' reasoning items, Gemini's thought signatures. It rides with the message through
+/// the transcript, the run log and durable steps, so a later request on the same wire sends
+/// it back; a request on another wire (a fallback model) renders the message without it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Replay {
+    /// The wire that wrote it (`openai-responses`, `gemini`, ...).
+    pub wire: String,
+    /// What that wire keeps, in its own shape.
+    pub data: Value,
+}
+
+impl Replay {
+    /// `data` if this replay was written by `wire`.
+    pub fn for_wire<'a>(replay: &'a Option<Replay>, wire: &str) -> Option<&'a Value> {
+        replay.as_ref().filter(|r| r.wire == wire).map(|r| &r.data)
+    }
+}
+
 /// Token usage.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Usage {
     /// Prompt tokens.
     pub input_tokens: u64,
-    /// Completion tokens.
+    /// Completion tokens (reasoning tokens included).
     pub output_tokens: u64,
+    /// Of `output_tokens`, those spent reasoning, where the wire reports them.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub reasoning_tokens: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
+}
+
+impl Usage {
+    /// Input and output tokens, no reasoning tokens reported.
+    pub fn new(input_tokens: u64, output_tokens: u64) -> Usage {
+        Usage {
+            input_tokens,
+            output_tokens,
+            reasoning_tokens: 0,
+        }
+    }
 }
 
 impl std::ops::AddAssign for Usage {
     fn add_assign(&mut self, o: Usage) {
         self.input_tokens += o.input_tokens;
         self.output_tokens += o.output_tokens;
+        self.reasoning_tokens += o.reasoning_tokens;
     }
 }
 
@@ -198,6 +240,9 @@ pub struct ModelResponse {
     pub stop: StopReason,
     /// Tokens used.
     pub usage: Usage,
+    /// What the wire needs back in later requests (see [`Replay`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replay: Option<Replay>,
 }
 
 /// Receives text as it streams in.

@@ -122,6 +122,7 @@ fn replay_anthropic(file: &str) {
                     .into(),
             },
             Message::Assistant {
+                replay: None,
                 content: reply.text.clone(),
                 tool_calls: reply.tool_calls.clone(),
             },
@@ -265,6 +266,7 @@ fn ollama_shapes_follow_the_api_docs() {
                 content: "what is the weather in Toronto?".into(),
             },
             Message::Assistant {
+                replay: None,
                 content: String::new(),
                 tool_calls: r.tool_calls.clone(),
             },

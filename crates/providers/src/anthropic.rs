@@ -91,6 +91,7 @@ fn blocks(m: &Message) -> (&'static str, Vec<Value>) {
         Message::Assistant {
             content,
             tool_calls,
+            ..
         } => {
             let mut blocks = Vec::new();
             if !content.is_empty() {

@@ -66,10 +66,12 @@ pub fn parse_response(v: &Value) -> Result<ModelResponse, ProviderError> {
         });
     }
     let usage = Usage {
+        reasoning_tokens: 0,
         input_tokens: v["usage"]["input_tokens"].as_u64().unwrap_or(0),
         output_tokens: v["usage"]["output_tokens"].as_u64().unwrap_or(0),
     };
     Ok(ModelResponse {
+        replay: None,
         text,
         tool_calls: calls,
         stop,
@@ -434,6 +436,7 @@ impl sse::StreamState for StreamState {
             });
         }
         Ok(ModelResponse {
+            replay: None,
             text: self.text,
             tool_calls: calls,
             stop,

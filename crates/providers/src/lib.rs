@@ -22,7 +22,7 @@ pub mod rendered;
 pub mod sse;
 
 pub use kiln_core::model::{
-    CallArgs, LocalModel, LocalReply, Message, ModelRequest, ModelResponse, ProviderError,
+    CallArgs, LocalModel, LocalReply, Message, ModelRequest, ModelResponse, ProviderError, Replay,
     StopReason, TextSink, ToolCall, ToolDef, ToolResult, Usage, error, local, tool_definitions,
 };
 

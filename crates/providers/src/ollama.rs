@@ -63,6 +63,7 @@ fn wire_messages(m: &Message, msgs: &mut Vec<Value>) {
         Message::Assistant {
             content,
             tool_calls,
+            ..
         } => {
             let mut a = json!({"role": "assistant", "content": content});
             if !tool_calls.is_empty() {
@@ -220,6 +221,7 @@ impl ChatState {
             self.done = true;
             self.done_reason = v["done_reason"].as_str().map(str::to_string);
             self.usage = Usage {
+                reasoning_tokens: 0,
                 input_tokens: v["prompt_eval_count"].as_u64().unwrap_or(0),
                 output_tokens: v["eval_count"].as_u64().unwrap_or(0),
             };
@@ -250,6 +252,7 @@ impl ChatState {
             });
         }
         Ok(ModelResponse {
+            replay: None,
             text: self.text,
             tool_calls: self.calls,
             stop,

@@ -96,6 +96,7 @@ fn wire_messages(m: &Message, msgs: &mut Vec<Value>) {
         Message::Assistant {
             content,
             tool_calls,
+            ..
         } => {
             let mut a = json!({"role": "assistant", "content": if content.is_empty() && !tool_calls.is_empty() { Value::Null } else { json!(content) }});
             if !tool_calls.is_empty() {

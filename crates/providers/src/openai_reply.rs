@@ -26,6 +26,7 @@ pub(super) fn stop_reason(s: Option<&str>, has_calls: bool) -> StopReason {
 
 pub(super) fn usage(u: &Value) -> Usage {
     Usage {
+        reasoning_tokens: 0,
         input_tokens: u["prompt_tokens"].as_u64().unwrap_or(0),
         output_tokens: u["completion_tokens"].as_u64().unwrap_or(0),
     }
@@ -47,6 +48,7 @@ pub(super) fn finish(
         });
     }
     Ok(ModelResponse {
+        replay: None,
         text,
         tool_calls: calls,
         stop,

@@ -62,6 +62,7 @@ fn bytes_sent_match_the_body_round_after_round_and_after_an_edit() {
     }];
     let turns = [
         Message::Assistant {
+            replay: None,
             content: String::new(),
             tool_calls: vec![ToolCall {
                 id: "c1".into(),
@@ -82,6 +83,7 @@ fn bytes_sent_match_the_body_round_after_round_and_after_an_edit() {
         },
         Message::Tool { results: vec![] },
         Message::Assistant {
+            replay: None,
             content: "done".into(),
             tool_calls: vec![],
         },
@@ -130,6 +132,7 @@ fn a_promised_prefix_is_reused_without_comparing_and_the_rest_is_checked() {
         assert_eq!(sent, request_body(&request(&messages), false), "round {i}");
         sent_before = messages.len();
         messages.push(Message::Assistant {
+            replay: None,
             content: format!("turn {i}"),
             tool_calls: vec![],
         });
@@ -137,6 +140,7 @@ fn a_promised_prefix_is_reused_without_comparing_and_the_rest_is_checked() {
     // What lies beyond the promise is compared: an edited last message is rendered again.
     let last = messages.len() - 1;
     messages[last] = Message::Assistant {
+        replay: None,
         content: "edited".into(),
         tool_calls: vec![],
     };

@@ -368,6 +368,7 @@ mod tests {
     fn replies_and_errors_are_redacted_everywhere() {
         let s = Secrets::new([KEY.to_string()]);
         let mut reply = ModelResponse {
+            replay: None,
             text: format!("a {KEY}"),
             tool_calls: vec![super::super::ToolCall {
                 id: KEY.into(),

@@ -109,18 +109,22 @@ fn kinds() -> Vec<Message> {
             content: "hi \"there\" \"messages\":[".into(),
         },
         Message::Assistant {
+            replay: None,
             content: "thinking".into(),
             tool_calls: vec![],
         },
         Message::Assistant {
+            replay: None,
             content: String::new(),
             tool_calls: vec![call("c1", "{\"x\": 1}"), call("ollama_call_1", "not json")],
         },
         Message::Assistant {
+            replay: None,
             content: "both".into(),
             tool_calls: vec![call("c2", "[1]")],
         },
         Message::Assistant {
+            replay: None,
             content: String::new(),
             tool_calls: vec![],
         },

@@ -32,6 +32,7 @@ fn parse_reply(value: Dynamic, round: usize) -> Result<ModelResponse, ProviderEr
     };
     if value.is_string() {
         return Ok(ModelResponse {
+            replay: None,
             text: value.to_string(),
             tool_calls: vec![],
             stop: StopReason::EndTurn,
@@ -45,6 +46,7 @@ fn parse_reply(value: Dynamic, round: usize) -> Result<ModelResponse, ProviderEr
     if map.contains_key("tool") && !map.contains_key("tool_calls") {
         let plan = convert::to_json(&Dynamic::from_map(map)).map_err(|e| bad(&e))?;
         return Ok(ModelResponse {
+            replay: None,
             text: plan.to_string(),
             tool_calls: vec![],
             stop: StopReason::EndTurn,
@@ -86,6 +88,7 @@ fn parse_reply(value: Dynamic, round: usize) -> Result<ModelResponse, ProviderEr
         StopReason::ToolUse
     };
     Ok(ModelResponse {
+        replay: None,
         text,
         tool_calls: calls,
         stop,

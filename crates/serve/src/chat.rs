@@ -102,6 +102,7 @@ fn parse(body: &Value) -> Result<ChatRequest, ApiError> {
                 ));
             }
             Some("assistant") => history.push(Message::Assistant {
+                replay: None,
                 content,
                 tool_calls: Vec::new(),
             }),

@@ -218,6 +218,7 @@ mod tests {
         m.model_reply(
             Duration::from_millis(20),
             Usage {
+                reasoning_tokens: 0,
                 input_tokens: 10,
                 output_tokens: 3,
             },

@@ -33,6 +33,7 @@ pub fn planner_messages(req: &ModelRequest<'_>) -> Value {
             Message::Assistant {
                 content,
                 tool_calls,
+                ..
             } => {
                 let calls: Vec<Value> = tool_calls
                     .iter()
