@@ -54,8 +54,12 @@ pub const CAPABILITIES: &[(&str, &str)] = &[
     ("mcp", "mcp:SERVER: the tools of a mounted MCP server"),
 ];
 
-/// The providers an agent can name.
-pub const PROVIDERS: &[&str] = &["anthropic", "openai", "ollama", "script"];
+/// The providers an agent can name: the loader's own list, so a new provider completes too.
+pub fn providers() -> Vec<&'static str> {
+    kiln_registry::agent_spec::ProviderKind::ALL
+        .map(kiln_registry::agent_spec::ProviderKind::name)
+        .to_vec()
+}
 
 impl Catalog {
     /// Reads the `.d.rhai` text of an engine (`kiln_host::api::engine_definitions`) and the

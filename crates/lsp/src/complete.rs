@@ -1,6 +1,6 @@
 //! Completion: what may come at the cursor, read from where it is (`scan::context`).
 
-use crate::catalog::{CAPABILITIES, Catalog, Entry, PROVIDERS};
+use crate::catalog::{CAPABILITIES, Catalog, Entry, providers};
 use crate::scan::{self, Context};
 use kiln_core::schema::{PARAM_KEYS, PARAM_TYPES};
 use kiln_registry::Registry;
@@ -48,7 +48,7 @@ fn in_string(cx: &Context, regs: &[&Registry]) -> Vec<CompletionItem> {
             CompletionItemKind::TYPE_PARAMETER,
             "param type",
         ),
-        ("provider", 0) => words(PROVIDERS, CompletionItemKind::ENUM_MEMBER, "provider"),
+        ("provider", 0) => words(&providers(), CompletionItemKind::ENUM_MEMBER, "provider"),
         (c, _) if CAPABILITY_CALLS.contains(&c) => CAPABILITIES
             .iter()
             .map(|(name, scopes)| item(name, CompletionItemKind::CONSTANT, "capability", scopes))
@@ -157,7 +157,8 @@ mod tests {
         assert_eq!(labels("agent(\"a\")\n  ."), ["model"]);
         assert_eq!(labels("tool(\"a\")."), ["param"]);
         assert!(labels("tool(\"t\").requires([\"").contains(&"fs.read".to_string()));
-        assert_eq!(labels("agent(\"a\").provider(\"o"), PROVIDERS);
+        assert_eq!(labels("agent(\"a\").provider(\"o"), providers());
+        assert!(providers().contains(&"ollama"));
         assert_eq!(labels("let x = ht"), ["http_get"]);
         assert!(labels("// tool(\"t\").").is_empty());
     }
