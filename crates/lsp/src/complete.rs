@@ -158,6 +158,11 @@ mod tests {
         assert_eq!(labels("tool(\"a\")."), ["param"]);
         assert!(labels("tool(\"t\").requires([\"").contains(&"fs.read".to_string()));
         assert_eq!(labels("agent(\"a\").provider(\"o"), PROVIDERS);
+        // Every provider an agent may name is offered.
+        assert_eq!(
+            PROVIDERS.join(", "),
+            kiln_registry::agent_spec::ProviderKind::names()
+        );
         assert_eq!(labels("let x = ht"), ["http_get"]);
         assert!(labels("// tool(\"t\").").is_empty());
     }
