@@ -380,3 +380,56 @@ fn azure_needs_an_endpoint_and_a_credential_and_takes_an_entra_token() {
         stderr(&out)
     );
 }
+
+/// The SSE events of a reply body, as JSON.
+fn sse_events(text: &str) -> Vec<Value> {
+    (text.lines())
+        .filter_map(|l| l.strip_prefix("data: "))
+        .map(|d| serde_json::from_str(d).expect("event json"))
+        .collect()
+}
+
+#[test]
+fn what_kiln_sends_and_the_mock_answers_validate_against_openais_responses_schemas() {
+    use crate::spec::{assert_openai, openai_validator};
+    let request = openai_validator("CreateResponse");
+    let (response, event) = (
+        openai_validator("Response"),
+        openai_validator("ResponseStreamEvent"),
+    );
+    let s = agents();
+    let mut checked = 0;
+    for stream in [true, false] {
+        let mock = Mock::start(&round_trip());
+        let extra: &[&str] = if stream { &[] } else { &["--no-stream"] };
+        let (_, out) = ask_json(&s, &mock, "openai-responses", extra);
+        assert!(out.status.success(), "{}", stderr(&out));
+        for r in mock.requests() {
+            assert_openai("CreateResponse", &request, &r["body"]);
+            checked += 1;
+            // The mock's answer to the same request, whole and streamed.
+            let replay = Mock::start(&round_trip());
+            let url = format!("{}/v1/responses", replay.url);
+            let mut body = r["body"].clone();
+            body["stream"] = json!(false);
+            let (status, reply) = post(&url, &body, &[("authorization", "Bearer k")]);
+            assert_eq!(status, 200, "{reply}");
+            assert_openai("Response", &response, &reply);
+            body["stream"] = json!(true);
+            let (status, _, text) =
+                http("POST", &url, &[("authorization", "Bearer k")], Some(&body));
+            assert_eq!(status, 200, "{text}");
+            let events = sse_events(&text);
+            assert!(events.len() > 4, "{text}");
+            for ev in events {
+                assert_openai("ResponseStreamEvent", &event, &ev);
+            }
+        }
+    }
+    assert_eq!(checked, 4);
+    assert!(
+        !request
+            .is_valid(&json!({"model": "m", "input": [{"type": "function_call", "name": "f"}]})),
+        "the validator can fail"
+    );
+}

@@ -10,6 +10,8 @@ pub mod check;
 mod conformance;
 pub mod render;
 pub mod responses_check;
+#[cfg(test)]
+mod responses_conformance;
 pub mod responses_render;
 pub mod scenario;
 

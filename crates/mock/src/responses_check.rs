@@ -3,21 +3,9 @@
 //! left without its output, and reasoning items sent back without what `store: false` needs
 //! (their `encrypted_content`) or without the item that followed them.
 
-use super::check::Rejection;
+use super::check::{Rejection, openai_error as error, valid_name};
 use axum::http::HeaderMap;
 use serde_json::{Value, json};
-
-fn error(
-    status: u16,
-    message: impl Into<String>,
-    param: Option<&str>,
-    code: Option<&str>,
-) -> Rejection {
-    (
-        status,
-        json!({"error": {"message": message.into(), "type": "invalid_request_error", "param": param, "code": code}}),
-    )
-}
 
 /// Whether an input item is a model's output sent back (a reasoning item, a function call, an
 /// assistant message).
@@ -146,11 +134,7 @@ fn tools(tools: &Value) -> Result<(), Rejection> {
                 Some("missing_required_parameter"),
             ));
         };
-        let valid = (1..=64).contains(&name.len())
-            && name
-                .bytes()
-                .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
-        if !valid {
+        if !valid_name(name) {
             return Err(error(
                 400,
                 format!(

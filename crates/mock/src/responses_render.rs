@@ -95,12 +95,16 @@ fn response(turn: &Turn, n: usize, model: &str, status: &str, output: Vec<Value>
             "total_tokens": u.input_tokens + u.output_tokens})
     });
     let incomplete = (status == "incomplete").then(|| json!({"reason": "max_output_tokens"}));
-    json!({"id": format!("resp_mock_{n}"), "object": "response", "created_at": 1_764_000_000 + n as u64,
+    let mut response = json!({"id": format!("resp_mock_{n}"), "object": "response", "created_at": 1_764_000_000 + n as u64,
         "status": status, "error": null, "incomplete_details": incomplete, "instructions": null,
         "max_output_tokens": null, "model": model, "output": output, "parallel_tool_calls": true,
         "previous_response_id": null, "reasoning": {"effort": null, "summary": null}, "store": false,
         "temperature": 1.0, "text": {"format": {"type": "text"}}, "tool_choice": "auto", "tools": [],
-        "top_p": 1.0, "truncation": "disabled", "usage": usage, "user": null, "metadata": {}})
+        "top_p": 1.0, "truncation": "disabled", "metadata": {}});
+    if let Some(usage) = usage {
+        response["usage"] = usage;
+    }
+    response
 }
 
 /// Turn number `n` as the Responses API answers it.
