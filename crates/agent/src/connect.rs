@@ -1,6 +1,7 @@
 //! Turns an agent's settings (plus command-line overrides and the environment) into a provider.
 
 use kiln_providers::{Endpoint, Limits, Provider, ProviderError, anthropic, http, ollama, openai};
+use kiln_providers::{azure, responses};
 use kiln_registry::agent_spec::{AgentSpec, ProviderKind};
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -159,8 +160,73 @@ pub fn connect(
             })
         }
         ProviderKind::Script => planner_provider(agent)?,
+        ProviderKind::OpenAiResponses => {
+            let var = key_var();
+            let key = match &base {
+                Some(_) => env_nonempty(&var),
+                None => Some(http::api_key("openai-responses", &var)?),
+            };
+            Provider::OpenAiResponses(responses::Responses {
+                rendered: Default::default(),
+                endpoint: endpoint(
+                    base.unwrap_or_else(|| responses::DEFAULT_BASE_URL.into()),
+                    key,
+                    Some(var),
+                ),
+            })
+        }
+        ProviderKind::Azure | ProviderKind::AzureResponses => {
+            let api = match kind {
+                ProviderKind::Azure => azure::Api::Chat(Default::default()),
+                _ => azure::Api::Responses(Default::default()),
+            };
+            azure_provider(api, base, key_var(), &model, endpoint)?
+        }
     };
     Ok((provider, model))
+}
+
+/// An Azure OpenAI resource: its endpoint (no default: each resource has its own), an API key
+/// from `key_var` or else a Microsoft Entra ID token from `AZURE_OPENAI_AD_TOKEN`, the
+/// `api-version` from `OPENAI_API_VERSION` or the route's default, `model` as the deployment.
+fn azure_provider(
+    api: azure::Api,
+    base: Option<String>,
+    key_var: String,
+    model: &str,
+    endpoint: impl Fn(String, Option<String>, Option<String>) -> Endpoint,
+) -> Result<Provider, ProviderError> {
+    let name = if matches!(api, azure::Api::Chat(_)) {
+        "azure"
+    } else {
+        "azure-responses"
+    };
+    let base = base.ok_or_else(|| ProviderError::Transport {
+        provider: name,
+        message: format!(
+            "no endpoint: set {} (https://RESOURCE.openai.azure.com), the agent's .base_url or --base-url",
+            azure::ENDPOINT_VAR
+        ),
+    })?;
+    let (auth, key, var) = match (env_nonempty(&key_var), env_nonempty(azure::TOKEN_VAR)) {
+        (Some(key), _) => (azure::Auth::ApiKey, key, key_var),
+        (None, Some(token)) => (azure::Auth::Bearer, token, azure::TOKEN_VAR.to_string()),
+        (None, None) => {
+            return Err(ProviderError::MissingKey {
+                provider: name,
+                var: format!("{key_var} (or {})", azure::TOKEN_VAR),
+            });
+        }
+    };
+    let api_version = env_nonempty(azure::VERSION_VAR)
+        .unwrap_or_else(|| azure::Azure::default_api_version(&api).to_string());
+    Ok(Provider::Azure(azure::Azure {
+        endpoint: endpoint(base, Some(key), Some(var)),
+        auth,
+        api_version,
+        deployment: model.to_string(),
+        api,
+    }))
 }
 
 /// An agent's `.planner(...)` as its model, in this process.
@@ -175,7 +241,8 @@ fn unknown_provider(name: &str) -> ProviderError {
     ProviderError::Malformed {
         provider: "kiln",
         message: format!(
-            "unknown provider \"{name}\" (expected anthropic, openai, ollama or script)"
+            "unknown provider \"{name}\" (expected one of {})",
+            ProviderKind::names()
         ),
     }
 }

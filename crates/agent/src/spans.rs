@@ -88,6 +88,8 @@ pub(super) fn fail(span: &tracing::Span, kind: &RunErrorKind) {
 fn provider_name(provider: &str) -> &str {
     match provider {
         "script" | "planner" => "kiln.script",
+        "openai-responses" => "openai",
+        "azure" | "azure-responses" => "azure.ai.openai",
         other => other,
     }
 }

@@ -14,7 +14,7 @@ fn anthropic_error(status: u16, kind: &str, message: impl Into<String>) -> Rejec
     )
 }
 
-fn openai_error(
+pub(crate) fn openai_error(
     status: u16,
     message: impl Into<String>,
     param: Option<&str>,
@@ -26,7 +26,7 @@ fn openai_error(
     )
 }
 
-fn valid_name(n: &str) -> bool {
+pub(crate) fn valid_name(n: &str) -> bool {
     (1..=64).contains(&n.len())
         && n.bytes()
             .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')

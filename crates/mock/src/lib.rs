@@ -1,12 +1,18 @@
 //! `kiln mock`: a wire-faithful fake provider on 127.0.0.1. It serves `/v1/messages`
-//! (Anthropic), `/v1/chat/completions` (OpenAI) and `/api/chat` (Ollama), answers from a
+//! (Anthropic), `/v1/chat/completions` (OpenAI), `/v1/responses` (OpenAI Responses), Azure
+//! OpenAI's routes (`/openai/...`) and `/api/chat` (Ollama), answers from a
 //! scenario, records every request (`GET /_kiln/requests`), and rejects protocol violations
 //! with the real services' error shapes.
 
+pub mod azure;
 pub mod check;
 #[cfg(test)]
 mod conformance;
 pub mod render;
+pub mod responses_check;
+#[cfg(test)]
+mod responses_conformance;
+pub mod responses_render;
 pub mod scenario;
 
 use axum::body::{Body, Bytes};
@@ -28,6 +34,7 @@ enum Wire {
     Anthropic,
     OpenAi,
     Ollama,
+    Responses,
 }
 
 struct Shared {
@@ -57,6 +64,14 @@ pub fn router(scenario: Scenario) -> Router {
                 handle(s, h, b, Wire::OpenAi, "/v1/chat/completions")
             }),
         )
+        .route(
+            "/v1/responses",
+            post(|s: State<Arc<Shared>>, h: HeaderMap, b: Bytes| {
+                handle(s, h, b, Wire::Responses, "/v1/responses")
+            }),
+        )
+        .route(azure::CHAT, post(azure::chat))
+        .route(azure::RESPONSES, post(azure::responses))
         .route(
             "/api/chat",
             post(|s: State<Arc<Shared>>, h: HeaderMap, b: Bytes| {
@@ -116,7 +131,7 @@ fn error_body(wire: Wire, status: u16, message: &str) -> Value {
             };
             json!({"type": "error", "error": {"type": kind, "message": message}, "request_id": "req_mock"})
         }
-        Wire::OpenAi => {
+        Wire::OpenAi | Wire::Responses => {
             let kind = if status == 429 {
                 "rate_limit_exceeded"
             } else if status >= 500 {
@@ -193,9 +208,12 @@ fn client_key(headers: &HeaderMap) -> u64 {
 fn next_turn(shared: &Shared, client: u64, body: &Value) -> Result<(usize, Turn), usize> {
     let turns = &shared.scenario.turns;
     if shared.scenario.by_round {
-        let round = body["messages"]
-            .as_array()
-            .map_or(0, |m| m.iter().filter(|m| m["role"] == "assistant").count());
+        let round = match body.get("input") {
+            Some(input) => responses_check::assistant_turns(input),
+            None => body["messages"]
+                .as_array()
+                .map_or(0, |m| m.iter().filter(|m| m["role"] == "assistant").count()),
+        };
         if turns.is_empty() || (round >= turns.len() && !shared.scenario.repeat) {
             return Err(round);
         }
@@ -235,9 +253,11 @@ async fn handle(
             &[],
         );
     };
+    let auth = shared.scenario.require_auth;
     let checked = match wire {
         Wire::Anthropic => check::anthropic(&headers, &body, shared.scenario.require_auth),
-        Wire::OpenAi => check::openai(&headers, &body, shared.scenario.require_auth),
+        Wire::OpenAi => check::openai(&headers, &body, auth && !azure::is_azure(path)),
+        Wire::Responses => responses_check::check(&headers, &body, auth && !azure::is_azure(path)),
         Wire::Ollama => check::ollama(&body),
     };
     if let Err((status, err)) = checked {
@@ -277,6 +297,9 @@ async fn handle(
             body["stream_options"]["include_usage"] == true,
         ),
         Wire::Ollama => render::ollama(&turn, n, &model, stream, shared.scenario.ollama_ids),
+        Wire::Responses => {
+            responses_render::render(&turn, n, &model, &responses_render::Asked::of(&body))
+        }
     };
     match reply {
         Reply::Json(v) => json_response(200, v, &[]),

@@ -13,7 +13,7 @@ pub enum Reply {
     Stream(Vec<String>),
 }
 
-fn pieces(text: &str, size: usize) -> Vec<String> {
+pub(crate) fn pieces(text: &str, size: usize) -> Vec<String> {
     let chars: Vec<char> = text.chars().collect();
     chars
         .chunks(size.max(1))

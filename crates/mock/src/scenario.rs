@@ -59,6 +59,10 @@ pub struct Turn {
     /// Tool calls to request.
     #[serde(default)]
     pub tool_calls: Vec<MockCall>,
+    /// The model's reasoning before its answer (Responses: a reasoning item, with an
+    /// `encrypted_content` when asked for).
+    #[serde(default)]
+    pub reasoning: Option<String>,
     /// A program for a code-mode agent: a call of `run_code` with it (after `tool_calls`).
     #[serde(default)]
     pub code: Option<String>,
@@ -174,6 +178,9 @@ pub struct MockUsage {
     pub input_tokens: u64,
     /// Completion tokens.
     pub output_tokens: u64,
+    /// Of those, reasoning tokens (where the wire reports them).
+    #[serde(default)]
+    pub reasoning_tokens: u64,
 }
 
 impl Turn {
@@ -183,6 +190,7 @@ impl Turn {
             input_tokens: 10,
             output_tokens: (self.text.as_deref().unwrap_or("").len() as u64 / 4 + 1)
                 + 8 * self.tool_calls.len() as u64,
+            reasoning_tokens: 0,
         })
     }
 }

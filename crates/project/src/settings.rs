@@ -70,6 +70,14 @@ pub struct Providers {
     pub openai: Option<ProviderSettings>,
     /// Ollama.
     pub ollama: Option<ProviderSettings>,
+    /// OpenAI's Responses API.
+    #[serde(rename = "openai-responses")]
+    pub openai_responses: Option<ProviderSettings>,
+    /// Azure OpenAI, Chat Completions.
+    pub azure: Option<ProviderSettings>,
+    /// Azure OpenAI, Responses.
+    #[serde(rename = "azure-responses")]
+    pub azure_responses: Option<ProviderSettings>,
 }
 
 impl Providers {
@@ -79,6 +87,9 @@ impl Providers {
             ("anthropic", &self.anthropic),
             ("openai", &self.openai),
             ("ollama", &self.ollama),
+            ("openai-responses", &self.openai_responses),
+            ("azure", &self.azure),
+            ("azure-responses", &self.azure_responses),
         ]
         .into_iter()
         .filter_map(|(name, s)| s.as_ref().map(|s| (name, s)))

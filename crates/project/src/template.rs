@@ -44,7 +44,8 @@ pub fn template() -> String {
 # Where a provider is reached and which variable holds its key (never the key itself); an
 # agent's own .base_url / .api_key_env and --base-url come first, then ANTHROPIC_BASE_URL,
 # OPENAI_BASE_URL or OLLAMA_HOST, then these.
-# [providers.openai]   (also [providers.anthropic], [providers.ollama])
+# [providers.openai]   (also [providers.anthropic], [providers.ollama], [providers.openai-responses],
+#                        [providers.azure], [providers.azure-responses])
 # e.g. base_url = "http://127.0.0.1:8000/v1"
 # e.g. api_key_env = "OPENAI_API_KEY"
 

@@ -1,5 +1,5 @@
 //! kiln's model providers: each wire format in its own module with its wire types and
-//! conversion (`anthropic`, `openai`, `ollama`), request bodies rendered incrementally round
+//! conversion (`anthropic`, `openai`, `ollama`, `responses`; `azure` routes the OpenAI ones), request bodies rendered incrementally round
 //! after round ([`rendered`]), the shared HTTP transport with retries and
 //! bounded reads ([`http`]), incremental SSE ([`sse`]), key redaction ([`redact`]), and the
 //! [`Provider`] an agent talks to. The neutral types they convert are kiln-core's
@@ -12,6 +12,7 @@
 
 pub mod anthropic;
 mod anthropic_reply;
+pub mod azure;
 pub mod http;
 pub mod ollama;
 pub mod openai;
@@ -19,6 +20,9 @@ mod openai_reply;
 mod openai_stream;
 pub mod redact;
 pub mod rendered;
+pub mod responses;
+mod responses_reply;
+mod responses_stream;
 pub mod sse;
 
 pub use kiln_core::model::{
@@ -96,6 +100,10 @@ pub enum Provider {
     OpenAi(openai::OpenAi),
     /// Ollama's native `/api/chat`.
     Ollama(ollama::Ollama),
+    /// OpenAI's Responses API.
+    OpenAiResponses(responses::Responses),
+    /// Azure OpenAI (Chat Completions or Responses).
+    Azure(azure::Azure),
     /// A model in this process: the script planner, or an embedder's ([`local::LocalModel`]).
     Local(std::sync::Arc<dyn local::LocalModel>),
 }
@@ -107,6 +115,8 @@ impl Provider {
             Provider::Anthropic(_) => "anthropic",
             Provider::OpenAi(_) => "openai",
             Provider::Ollama(_) => "ollama",
+            Provider::OpenAiResponses(_) => "openai-responses",
+            Provider::Azure(p) => p.name(),
             Provider::Local(m) => m.name(),
         }
     }
@@ -116,6 +126,8 @@ impl Provider {
             Provider::Anthropic(p) => Some(&p.endpoint),
             Provider::OpenAi(p) => Some(&p.endpoint),
             Provider::Ollama(p) => Some(&p.endpoint),
+            Provider::OpenAiResponses(p) => Some(&p.endpoint),
+            Provider::Azure(p) => Some(&p.endpoint),
             Provider::Local(_) => None,
         }
     }
@@ -128,6 +140,8 @@ impl Provider {
             Provider::Anthropic(p) => p.request_bytes(req).into(),
             Provider::OpenAi(p) => p.request_bytes(req).into(),
             Provider::Ollama(p) => p.request_bytes(req).into(),
+            Provider::OpenAiResponses(p) => p.request_bytes(req).into(),
+            Provider::Azure(p) => p.request_bytes(req).into(),
             Provider::Local(_) => http::json(&local::planner_input(req)),
         };
         Prepared {
@@ -152,6 +166,8 @@ impl Provider {
             Provider::Anthropic(p) => p.send(body, stream, sink).await,
             Provider::OpenAi(p) => p.send(body, stream, sink).await,
             Provider::Ollama(p) => p.send(body, stream, sink).await,
+            Provider::OpenAiResponses(p) => p.send(body, stream, sink).await,
+            Provider::Azure(p) => p.send(body, stream, sink).await,
             Provider::Local(p) => p.send(&body, sink).await,
         };
         guard.flush();

@@ -1,7 +1,7 @@
 //! OpenAI Chat Completions (and compatible servers): wire conversion, JSON replies, SSE streams.
 
 pub use super::openai_reply::parse_response;
-use super::openai_reply::{NAME, malformed, typed_reply};
+use super::openai_reply::{NAME, typed_reply};
 pub use super::openai_stream::StreamState;
 pub use super::openai_stream::parse_sse;
 use super::{Endpoint, Message, ModelRequest, ModelResponse, ProviderError, TextSink, http};
@@ -41,8 +41,8 @@ pub fn request_body(req: &ModelRequest<'_>, official: bool) -> Value {
 pub type Rendered = rendered::Rendered<String>;
 
 /// `request_body` as the bytes sent, the messages taken from `cache` where they were rendered
-/// before.
-fn request_bytes(req: &ModelRequest<'_>, official: bool, cache: &Rendered) -> Vec<u8> {
+/// before (Azure's Chat Completions route sends the same bytes).
+pub(crate) fn request_bytes(req: &ModelRequest<'_>, official: bool, cache: &Rendered) -> Vec<u8> {
     cache.render(req, &Request { req, official })
 }
 
@@ -165,27 +165,53 @@ impl OpenAi {
         stream: bool,
         sink: &TextSink,
     ) -> Result<ModelResponse, ProviderError> {
-        let mut headers = HeaderMap::new();
-        if let Some(key) = &self.endpoint.api_key {
-            let mut v = HeaderValue::from_str(&format!("Bearer {key}"))
-                .map_err(|_| malformed("the API key holds characters a header cannot"))?;
-            v.set_sensitive(true);
-            headers.insert(AUTHORIZATION, v);
-        }
+        let headers = bearer(NAME, self.endpoint.api_key.as_deref())?;
         let base = self.endpoint.base_url.trim_end_matches('/');
         let url = format!("{base}/chat/completions");
-        let limits = &self.endpoint.limits;
-        let resp = http::post(NAME, &self.endpoint, &url, headers, body, stream).await?;
-        if !stream {
-            let body = http::whole_body(NAME, resp, limits).await?;
-            let reply = match typed_reply(&body.bytes) {
-                Some(reply) => reply,
-                None => parse_response(&body.json()?)?,
-            };
-            return Ok(sse::whole(reply, sink));
-        }
-        sse::read_stream::<StreamState>(NAME, resp, limits, sink).await
+        exchange(&self.endpoint, &url, headers, body, stream, sink).await
     }
+}
+
+/// `Authorization: Bearer KEY` (marked sensitive), or no header without a key.
+pub(crate) fn bearer(
+    provider: &'static str,
+    key: Option<&str>,
+) -> Result<HeaderMap, ProviderError> {
+    let mut headers = HeaderMap::new();
+    if let Some(key) = key {
+        let mut v = HeaderValue::from_str(&format!("Bearer {key}")).map_err(|_| {
+            ProviderError::Malformed {
+                provider,
+                message: "the API key holds characters a header cannot".into(),
+            }
+        })?;
+        v.set_sensitive(true);
+        headers.insert(AUTHORIZATION, v);
+    }
+    Ok(headers)
+}
+
+/// Posts a Chat Completions body to `url` and reads the reply, whole or streamed (OpenAI's
+/// route and Azure's deployment route alike).
+pub(crate) async fn exchange(
+    endpoint: &Endpoint,
+    url: &str,
+    headers: HeaderMap,
+    body: bytes::Bytes,
+    stream: bool,
+    sink: &TextSink,
+) -> Result<ModelResponse, ProviderError> {
+    let limits = &endpoint.limits;
+    let resp = http::post(NAME, endpoint, url, headers, body, stream).await?;
+    if !stream {
+        let body = http::whole_body(NAME, resp, limits).await?;
+        let reply = match typed_reply(&body.bytes) {
+            Some(reply) => reply,
+            None => parse_response(&body.json()?)?,
+        };
+        return Ok(sse::whole(reply, sink));
+    }
+    sse::read_stream::<StreamState>(NAME, resp, limits, sink).await
 }
 
 #[cfg(test)]

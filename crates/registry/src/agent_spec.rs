@@ -18,15 +18,24 @@ pub enum ProviderKind {
     Ollama,
     /// The agent's Rhai planner, offline.
     Script,
+    /// OpenAI's Responses API.
+    OpenAiResponses,
+    /// Azure OpenAI, Chat Completions.
+    Azure,
+    /// Azure OpenAI, Responses.
+    AzureResponses,
 }
 
 impl ProviderKind {
     /// Every provider, in the order messages list them.
-    pub const ALL: [ProviderKind; 4] = [
+    pub const ALL: [ProviderKind; 7] = [
         ProviderKind::Anthropic,
         ProviderKind::OpenAi,
         ProviderKind::Ollama,
         ProviderKind::Script,
+        ProviderKind::OpenAiResponses,
+        ProviderKind::Azure,
+        ProviderKind::AzureResponses,
     ];
 
     /// The provider named `name` (`anthropic`, `openai`, `ollama`, `script`).
@@ -41,6 +50,9 @@ impl ProviderKind {
             ProviderKind::OpenAi => "openai",
             ProviderKind::Ollama => "ollama",
             ProviderKind::Script => "script",
+            ProviderKind::OpenAiResponses => "openai-responses",
+            ProviderKind::Azure => "azure",
+            ProviderKind::AzureResponses => "azure-responses",
         }
     }
 
@@ -56,6 +68,9 @@ impl ProviderKind {
             ProviderKind::OpenAi => "gpt-4o-mini",
             ProviderKind::Ollama => "llama3.2",
             ProviderKind::Script => "script",
+            ProviderKind::OpenAiResponses => "gpt-5-mini",
+            // Azure's model is the deployment's name, which its owner chose.
+            ProviderKind::Azure | ProviderKind::AzureResponses => "gpt-5-mini",
         }
     }
 
@@ -65,6 +80,9 @@ impl ProviderKind {
             ProviderKind::Anthropic => Some("ANTHROPIC_API_KEY"),
             ProviderKind::OpenAi => Some("OPENAI_API_KEY"),
             ProviderKind::Ollama | ProviderKind::Script => None,
+            ProviderKind::OpenAiResponses => Some("OPENAI_API_KEY"),
+            // Else a Microsoft Entra ID token in AZURE_OPENAI_AD_TOKEN.
+            ProviderKind::Azure | ProviderKind::AzureResponses => Some("AZURE_OPENAI_API_KEY"),
         }
     }
 
@@ -75,6 +93,8 @@ impl ProviderKind {
             ProviderKind::OpenAi => Some("OPENAI_BASE_URL"),
             ProviderKind::Ollama => Some("OLLAMA_HOST"),
             ProviderKind::Script => None,
+            ProviderKind::OpenAiResponses => Some("OPENAI_BASE_URL"),
+            ProviderKind::Azure | ProviderKind::AzureResponses => Some("AZURE_OPENAI_ENDPOINT"),
         }
     }
 }
