@@ -23,6 +23,7 @@ mod dsl;
 mod durable;
 mod egress;
 mod exec;
+mod gemini;
 mod grants;
 mod hostile;
 mod http_doors;

@@ -1,17 +1,20 @@
 //! `kiln mock`: a wire-faithful fake provider on 127.0.0.1. It serves `/v1/messages`
-//! (Anthropic), `/v1/chat/completions` (OpenAI) and `/api/chat` (Ollama), answers from a
+//! (Anthropic), `/v1/chat/completions` (OpenAI), `/api/chat` (Ollama) and
+//! `/v1beta/models/{model}:generateContent` (Gemini, also under `/v1/`), answers from a
 //! scenario, records every request (`GET /_kiln/requests`), and rejects protocol violations
 //! with the real services' error shapes.
 
 pub mod check;
 #[cfg(test)]
 mod conformance;
+pub mod gemini;
+mod gemini_render;
 pub mod render;
 pub mod scenario;
 
 use axum::body::{Body, Bytes};
-use axum::extract::State;
-use axum::http::{HeaderMap, HeaderValue, StatusCode};
+use axum::extract::{Path, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
@@ -28,6 +31,7 @@ enum Wire {
     Anthropic,
     OpenAi,
     Ollama,
+    Gemini,
 }
 
 struct Shared {
@@ -64,6 +68,22 @@ pub fn router(scenario: Scenario) -> Router {
             }),
         )
         .route(
+            "/v1beta/models/{call}",
+            post(
+                |s: State<Arc<Shared>>, p: Path<String>, u: Uri, h: HeaderMap, b: Bytes| {
+                    gemini::handle(s, p, u, h, b, "v1beta")
+                },
+            ),
+        )
+        .route(
+            "/v1/models/{call}",
+            post(
+                |s: State<Arc<Shared>>, p: Path<String>, u: Uri, h: HeaderMap, b: Bytes| {
+                    gemini::handle(s, p, u, h, b, "v1")
+                },
+            ),
+        )
+        .route(
             "/_kiln/requests",
             get(|State(s): State<Arc<Shared>>| async move {
                 Json(Value::Array(
@@ -93,7 +113,10 @@ fn redact(headers: &HeaderMap) -> Value {
     let mut m = serde_json::Map::new();
     for (name, value) in headers {
         let n = name.as_str().to_ascii_lowercase();
-        let v = if matches!(n.as_str(), "x-api-key" | "authorization" | "api-key") {
+        let v = if matches!(
+            n.as_str(),
+            "x-api-key" | "authorization" | "api-key" | "x-goog-api-key"
+        ) {
             "<redacted>".to_string()
         } else {
             value.to_str().unwrap_or("<binary>").to_string()
@@ -127,6 +150,7 @@ fn error_body(wire: Wire, status: u16, message: &str) -> Value {
             json!({"error": {"message": message, "type": kind, "param": null, "code": null}})
         }
         Wire::Ollama => json!({"error": message}),
+        Wire::Gemini => gemini::error(status, message),
     }
 }
 
@@ -179,7 +203,7 @@ fn client_key(headers: &HeaderMap) -> u64 {
         return h.finish();
     }
     // The same key is the same client on every wire (`x-api-key: K`, `Bearer K`).
-    for name in ["x-api-key", "authorization", "api-key"] {
+    for name in ["x-api-key", "authorization", "api-key", "x-goog-api-key"] {
         if let Some(v) = headers.get(name) {
             let key = v.as_bytes();
             key.strip_prefix(b"Bearer ").unwrap_or(key).hash(&mut h);
@@ -195,7 +219,10 @@ fn next_turn(shared: &Shared, client: u64, body: &Value) -> Result<(usize, Turn)
     if shared.scenario.by_round {
         let round = body["messages"]
             .as_array()
-            .map_or(0, |m| m.iter().filter(|m| m["role"] == "assistant").count());
+            .map_or(0, |m| m.iter().filter(|m| m["role"] == "assistant").count())
+            + body["contents"]
+                .as_array()
+                .map_or(0, |c| c.iter().filter(|c| c["role"] == "model").count());
         if turns.is_empty() || (round >= turns.len() && !shared.scenario.repeat) {
             return Err(round);
         }
@@ -239,6 +266,7 @@ async fn handle(
         Wire::Anthropic => check::anthropic(&headers, &body, shared.scenario.require_auth),
         Wire::OpenAi => check::openai(&headers, &body, shared.scenario.require_auth),
         Wire::Ollama => check::ollama(&body),
+        Wire::Gemini => gemini::check(&body, body["model"].as_str().unwrap_or("")),
     };
     if let Err((status, err)) = checked {
         return json_response(status, err, &[("x-should-retry", "false".into())]);
@@ -277,6 +305,7 @@ async fn handle(
             body["stream_options"]["include_usage"] == true,
         ),
         Wire::Ollama => render::ollama(&turn, n, &model, stream, shared.scenario.ollama_ids),
+        Wire::Gemini => gemini_render::reply(&turn, n, &model, stream),
     };
     match reply {
         Reply::Json(v) => json_response(200, v, &[]),

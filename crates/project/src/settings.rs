@@ -70,6 +70,8 @@ pub struct Providers {
     pub openai: Option<ProviderSettings>,
     /// Ollama.
     pub ollama: Option<ProviderSettings>,
+    /// Google Gemini.
+    pub gemini: Option<ProviderSettings>,
 }
 
 impl Providers {
@@ -79,6 +81,7 @@ impl Providers {
             ("anthropic", &self.anthropic),
             ("openai", &self.openai),
             ("ollama", &self.ollama),
+            ("gemini", &self.gemini),
         ]
         .into_iter()
         .filter_map(|(name, s)| s.as_ref().map(|s| (name, s)))

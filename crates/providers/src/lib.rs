@@ -1,5 +1,5 @@
 //! kiln's model providers: each wire format in its own module with its wire types and
-//! conversion (`anthropic`, `openai`, `ollama`), request bodies rendered incrementally round
+//! conversion (`anthropic`, `openai`, `ollama`, `gemini`), request bodies rendered incrementally round
 //! after round ([`rendered`]), the shared HTTP transport with retries and
 //! bounded reads ([`http`]), incremental SSE ([`sse`]), key redaction ([`redact`]), and the
 //! [`Provider`] an agent talks to. The neutral types they convert are kiln-core's
@@ -12,6 +12,8 @@
 
 pub mod anthropic;
 mod anthropic_reply;
+pub mod gemini;
+mod gemini_reply;
 pub mod http;
 pub mod ollama;
 pub mod openai;
@@ -96,6 +98,8 @@ pub enum Provider {
     OpenAi(openai::OpenAi),
     /// Ollama's native `/api/chat`.
     Ollama(ollama::Ollama),
+    /// Google Gemini's `generateContent`.
+    Gemini(gemini::Gemini),
     /// A model in this process: the script planner, or an embedder's ([`local::LocalModel`]).
     Local(std::sync::Arc<dyn local::LocalModel>),
 }
@@ -107,6 +111,7 @@ impl Provider {
             Provider::Anthropic(_) => "anthropic",
             Provider::OpenAi(_) => "openai",
             Provider::Ollama(_) => "ollama",
+            Provider::Gemini(_) => "gemini",
             Provider::Local(m) => m.name(),
         }
     }
@@ -116,6 +121,7 @@ impl Provider {
             Provider::Anthropic(p) => Some(&p.endpoint),
             Provider::OpenAi(p) => Some(&p.endpoint),
             Provider::Ollama(p) => Some(&p.endpoint),
+            Provider::Gemini(p) => Some(&p.endpoint),
             Provider::Local(_) => None,
         }
     }
@@ -128,11 +134,13 @@ impl Provider {
             Provider::Anthropic(p) => p.request_bytes(req).into(),
             Provider::OpenAi(p) => p.request_bytes(req).into(),
             Provider::Ollama(p) => p.request_bytes(req).into(),
+            Provider::Gemini(p) => p.request_bytes(req).into(),
             Provider::Local(_) => http::json(&local::planner_input(req)),
         };
         Prepared {
             body,
             stream: req.stream,
+            model: req.model.clone(),
         }
     }
 
@@ -147,11 +155,16 @@ impl Provider {
         let secrets = self.endpoint().map(Endpoint::secrets).unwrap_or_default();
         let guard = secrets.guard_sink(sink.clone());
         let sink = &guard.sink();
-        let Prepared { body, stream } = req;
+        let Prepared {
+            body,
+            stream,
+            model,
+        } = req;
         let result = match self {
             Provider::Anthropic(p) => p.send(body, stream, sink).await,
             Provider::OpenAi(p) => p.send(body, stream, sink).await,
             Provider::Ollama(p) => p.send(body, stream, sink).await,
+            Provider::Gemini(p) => p.send(&model, body, stream, sink).await,
             Provider::Local(p) => p.send(&body, sink).await,
         };
         guard.flush();
@@ -167,6 +180,8 @@ impl Provider {
 pub struct Prepared {
     body: bytes::Bytes,
     stream: bool,
+    /// The model, for wires that name it in the URL (Gemini).
+    model: String,
 }
 
 /// Gives every call of one reply its own id: an empty id becomes `call_N` and a repeated one

@@ -86,6 +86,11 @@ pub trait Wire {
     /// The body with an empty message list and `tools` as the tool definitions (none: no
     /// tools offered).
     fn frame(&self, tools: Option<serde_json::Value>) -> serde_json::Value;
+    /// The key of the message list in [`Wire::frame`] (Gemini's is `contents`); it must be the
+    /// frame's first key holding a list.
+    fn list_key(&self) -> &'static str {
+        "messages"
+    }
 }
 
 impl<P> Rendered<P> {
@@ -133,33 +138,33 @@ impl<P> Rendered<P> {
             push_item(out, &kept.list);
             wire.write(out, &kept.parts[start..]);
         };
-        let bytes = splice(&frame, kept.last_len, messages, tools);
+        let list = format!("\"{}\":[]", wire.list_key());
+        let bytes = splice(&frame, &list, kept.last_len, messages, tools);
         kept.last_len = bytes.len();
         bytes
     }
 }
 
-/// Where the message list is in a body's frame.
-const MESSAGES: &str = "\"messages\":[]";
 /// Where the tool definitions are in a body's frame.
 const TOOLS: &str = "\"tools\":null";
 
-/// The body as sent: `frame` is the JSON text of the body with an empty message list and, when
-/// tools are offered, `null` in their place; `messages` writes the list's contents and `tools`
-/// is the definitions' text.
+/// The body as sent: `frame` is the JSON text of the body with an empty message list (`list`,
+/// `"messages":[]` or another key's) and, when tools are offered, `null` in their place;
+/// `messages` writes the list's contents and `tools` is the definitions' text.
 ///
-/// The first `"messages":[]` of the frame is the key itself, and the first `"tools":null` after
+/// The first `list` of the frame is the key itself, and the first `"tools":null` after
 /// it too: before them stand only the frame's own keys, numbers and strings, and a string
 /// cannot hold a `"` that is not escaped, so never `s":`.
 fn splice(
     frame: &str,
+    list: &str,
     capacity: usize,
     messages: impl FnOnce(&mut String),
     tools: Option<&str>,
 ) -> Vec<u8> {
     let mut out = String::with_capacity(capacity.max(frame.len()) + 256);
-    let (head, rest) = match frame.find(MESSAGES) {
-        Some(at) => frame.split_at(at + MESSAGES.len() - 1),
+    let (head, rest) = match frame.find(list) {
+        Some(at) => frame.split_at(at + list.len() - 1),
         None => (frame, ""),
     };
     out.push_str(head);

@@ -16,16 +16,19 @@ pub enum ProviderKind {
     OpenAi,
     /// Ollama's `/api/chat`.
     Ollama,
+    /// Google Gemini's `generateContent`.
+    Gemini,
     /// The agent's Rhai planner, offline.
     Script,
 }
 
 impl ProviderKind {
     /// Every provider, in the order messages list them.
-    pub const ALL: [ProviderKind; 4] = [
+    pub const ALL: [ProviderKind; 5] = [
         ProviderKind::Anthropic,
         ProviderKind::OpenAi,
         ProviderKind::Ollama,
+        ProviderKind::Gemini,
         ProviderKind::Script,
     ];
 
@@ -40,6 +43,7 @@ impl ProviderKind {
             ProviderKind::Anthropic => "anthropic",
             ProviderKind::OpenAi => "openai",
             ProviderKind::Ollama => "ollama",
+            ProviderKind::Gemini => "gemini",
             ProviderKind::Script => "script",
         }
     }
@@ -55,6 +59,7 @@ impl ProviderKind {
             ProviderKind::Anthropic => "claude-haiku-4-5",
             ProviderKind::OpenAi => "gpt-4o-mini",
             ProviderKind::Ollama => "llama3.2",
+            ProviderKind::Gemini => "gemini-2.5-flash",
             ProviderKind::Script => "script",
         }
     }
@@ -64,6 +69,7 @@ impl ProviderKind {
         match self {
             ProviderKind::Anthropic => Some("ANTHROPIC_API_KEY"),
             ProviderKind::OpenAi => Some("OPENAI_API_KEY"),
+            ProviderKind::Gemini => Some("GEMINI_API_KEY"),
             ProviderKind::Ollama | ProviderKind::Script => None,
         }
     }
@@ -74,6 +80,7 @@ impl ProviderKind {
             ProviderKind::Anthropic => Some("ANTHROPIC_BASE_URL"),
             ProviderKind::OpenAi => Some("OPENAI_BASE_URL"),
             ProviderKind::Ollama => Some("OLLAMA_HOST"),
+            ProviderKind::Gemini => Some("GOOGLE_GEMINI_BASE_URL"),
             ProviderKind::Script => None,
         }
     }
