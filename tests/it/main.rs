@@ -46,6 +46,7 @@ mod mcp_tool_output;
 mod memory;
 mod partial_load;
 mod peers;
+mod peers_gemini;
 mod pipeline;
 mod pipes;
 mod planner;
