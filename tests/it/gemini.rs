@@ -9,9 +9,9 @@ tool("lookup").description("Find a product").param("sku", "string", #{ pattern: 
     .requires("database_read")
     .handler(|args| if args.sku == "SKU-1" { #{ name: "brick", price: 4.5 } } else { throw tool_error(`no product ${args.sku}`) });
 agent("shop").provider("gemini").model("gemini-2.5-flash").system("You sell bricks.")
-    .tools(["lookup", "calculator"]).capabilities(["database_read"]).max_tool_iterations(3);
+    .tools(["lookup", "calculator"]).capabilities(["database_read"]).max_iterations(3);
 agent("shop3").provider("gemini").model("gemini-3-flash-preview").system("You sell bricks.")
-    .tools(["lookup", "calculator"]).capabilities(["database_read"]).max_tool_iterations(3);
+    .tools(["lookup", "calculator"]).capabilities(["database_read"]).max_iterations(3);
 "#;
 
 fn run(scripts: &Scripts, mock: &Mock, agent: &str, extra: &[&str]) -> std::process::Output {
@@ -202,4 +202,24 @@ fn a_malformed_gemini_reply_is_an_error_naming_the_wire() {
         );
         assert!(!err.contains("panicked"), "{err}");
     }
+}
+
+#[test]
+fn kiln_check_names_the_schema_keywords_a_gemini_agent_may_lose_and_a_typo_gets_a_hint() {
+    let s = Scripts::new(&[("shop.rhai", AGENTS)]);
+    let out = kiln(&["check", "--scripts", "."], s.path());
+    let text = format!("{}{}", stdout(&out), stderr(&out));
+    assert!(out.status.success(), "warnings only: {text}");
+    assert!(
+        text.contains("the schema of tool \"lookup\" uses keywords outside the JSON Schema subset Gemini documents")
+            && text.contains("pattern at properties.sku"),
+        "{text}"
+    );
+    let typo = Scripts::new(&[("t.rhai", r#"agent("g").provider("gemni");"#)]);
+    let out = kiln(&["check", "--no-stdlib", "--scripts", "."], typo.path());
+    assert!(
+        stderr(&out).contains("did you mean \"gemini\""),
+        "{}",
+        stderr(&out)
+    );
 }
