@@ -1,7 +1,7 @@
 //! Turns an agent's settings (plus command-line overrides and the environment) into a provider.
 
 use kiln_providers::{Endpoint, Limits, Provider, ProviderError, anthropic, http, ollama, openai};
-use kiln_providers::{azure, responses};
+use kiln_providers::{azure, gemini, responses};
 use kiln_registry::agent_spec::{AgentSpec, ProviderKind};
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -159,6 +159,19 @@ pub fn connect(
                 endpoint: endpoint(url, None, None),
             })
         }
+        ProviderKind::Gemini => {
+            let var = key_var();
+            // A gateway (or `kiln mock`) at another base URL may take no key; Google does.
+            let key = match &base {
+                Some(_) => gemini_key(&var).ok(),
+                None => Some(gemini_key(&var)?),
+            };
+            let url = base.unwrap_or_else(|| gemini::DEFAULT_BASE_URL.into());
+            Provider::Gemini(gemini::Gemini {
+                rendered: Default::default(),
+                endpoint: endpoint(url, key, Some(var)),
+            })
+        }
         ProviderKind::Script => planner_provider(agent)?,
         ProviderKind::OpenAiResponses => {
             let var = key_var();
@@ -227,6 +240,20 @@ fn azure_provider(
         deployment: model.to_string(),
         api,
     }))
+}
+
+/// Gemini's key: from `var`; when that is the usual `GEMINI_API_KEY` and unset, from
+/// `GOOGLE_API_KEY` (the other variable Google's SDKs read).
+fn gemini_key(var: &str) -> Result<String, ProviderError> {
+    match http::api_key("gemini", var) {
+        Err(_) if var == "GEMINI_API_KEY" => {
+            http::api_key("gemini", "GOOGLE_API_KEY").map_err(|_| ProviderError::MissingKey {
+                provider: "gemini",
+                var: "GEMINI_API_KEY (or GOOGLE_API_KEY)".into(),
+            })
+        }
+        found => found,
+    }
 }
 
 /// An agent's `.planner(...)` as its model, in this process.

@@ -90,6 +90,7 @@ fn provider_name(provider: &str) -> &str {
         "script" | "planner" => "kiln.script",
         "openai-responses" => "openai",
         "azure" | "azure-responses" => "azure.ai.openai",
+        "gemini" => "gcp.gemini",
         other => other,
     }
 }

@@ -1,6 +1,7 @@
 //! `kiln mock`: a wire-faithful fake provider on 127.0.0.1. It serves `/v1/messages`
 //! (Anthropic), `/v1/chat/completions` (OpenAI), `/v1/responses` (OpenAI Responses), Azure
-//! OpenAI's routes (`/openai/...`) and `/api/chat` (Ollama), answers from a
+//! OpenAI's routes (`/openai/...`), `/api/chat` (Ollama) and
+//! `/v1beta/models/{model}:generateContent` (Gemini, also under `/v1/`), answers from a
 //! scenario, records every request (`GET /_kiln/requests`), and rejects protocol violations
 //! with the real services' error shapes.
 
@@ -8,6 +9,8 @@ pub mod azure;
 pub mod check;
 #[cfg(test)]
 mod conformance;
+pub mod gemini;
+mod gemini_render;
 pub mod render;
 pub mod responses_check;
 #[cfg(test)]
@@ -16,8 +19,8 @@ pub mod responses_render;
 pub mod scenario;
 
 use axum::body::{Body, Bytes};
-use axum::extract::State;
-use axum::http::{HeaderMap, HeaderValue, StatusCode};
+use axum::extract::{Path, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
@@ -35,6 +38,7 @@ enum Wire {
     OpenAi,
     Ollama,
     Responses,
+    Gemini,
 }
 
 struct Shared {
@@ -79,6 +83,22 @@ pub fn router(scenario: Scenario) -> Router {
             }),
         )
         .route(
+            "/v1beta/models/{call}",
+            post(
+                |s: State<Arc<Shared>>, p: Path<String>, u: Uri, h: HeaderMap, b: Bytes| {
+                    gemini::handle(s, p, u, h, b, "v1beta")
+                },
+            ),
+        )
+        .route(
+            "/v1/models/{call}",
+            post(
+                |s: State<Arc<Shared>>, p: Path<String>, u: Uri, h: HeaderMap, b: Bytes| {
+                    gemini::handle(s, p, u, h, b, "v1")
+                },
+            ),
+        )
+        .route(
             "/_kiln/requests",
             get(|State(s): State<Arc<Shared>>| async move {
                 Json(Value::Array(
@@ -108,7 +128,10 @@ fn redact(headers: &HeaderMap) -> Value {
     let mut m = serde_json::Map::new();
     for (name, value) in headers {
         let n = name.as_str().to_ascii_lowercase();
-        let v = if matches!(n.as_str(), "x-api-key" | "authorization" | "api-key") {
+        let v = if matches!(
+            n.as_str(),
+            "x-api-key" | "authorization" | "api-key" | "x-goog-api-key"
+        ) {
             "<redacted>".to_string()
         } else {
             value.to_str().unwrap_or("<binary>").to_string()
@@ -142,6 +165,7 @@ fn error_body(wire: Wire, status: u16, message: &str) -> Value {
             json!({"error": {"message": message, "type": kind, "param": null, "code": null}})
         }
         Wire::Ollama => json!({"error": message}),
+        Wire::Gemini => gemini::error(status, message),
     }
 }
 
@@ -194,7 +218,7 @@ fn client_key(headers: &HeaderMap) -> u64 {
         return h.finish();
     }
     // The same key is the same client on every wire (`x-api-key: K`, `Bearer K`).
-    for name in ["x-api-key", "authorization", "api-key"] {
+    for name in ["x-api-key", "authorization", "api-key", "x-goog-api-key"] {
         if let Some(v) = headers.get(name) {
             let key = v.as_bytes();
             key.strip_prefix(b"Bearer ").unwrap_or(key).hash(&mut h);
@@ -210,9 +234,14 @@ fn next_turn(shared: &Shared, client: u64, body: &Value) -> Result<(usize, Turn)
     if shared.scenario.by_round {
         let round = match body.get("input") {
             Some(input) => responses_check::assistant_turns(input),
-            None => body["messages"]
-                .as_array()
-                .map_or(0, |m| m.iter().filter(|m| m["role"] == "assistant").count()),
+            None => {
+                body["messages"]
+                    .as_array()
+                    .map_or(0, |m| m.iter().filter(|m| m["role"] == "assistant").count())
+                    + body["contents"]
+                        .as_array()
+                        .map_or(0, |c| c.iter().filter(|c| c["role"] == "model").count())
+            }
         };
         if turns.is_empty() || (round >= turns.len() && !shared.scenario.repeat) {
             return Err(round);
@@ -259,6 +288,7 @@ async fn handle(
         Wire::OpenAi => check::openai(&headers, &body, auth && !azure::is_azure(path)),
         Wire::Responses => responses_check::check(&headers, &body, auth && !azure::is_azure(path)),
         Wire::Ollama => check::ollama(&body),
+        Wire::Gemini => gemini::check(&body, body["model"].as_str().unwrap_or("")),
     };
     if let Err((status, err)) = checked {
         return json_response(status, err, &[("x-should-retry", "false".into())]);
@@ -300,6 +330,7 @@ async fn handle(
         Wire::Responses => {
             responses_render::render(&turn, n, &model, &responses_render::Asked::of(&body))
         }
+        Wire::Gemini => gemini_render::reply(&turn, n, &model, stream),
     };
     match reply {
         Reply::Json(v) => json_response(200, v, &[]),

@@ -78,6 +78,8 @@ pub struct Providers {
     /// Azure OpenAI, Responses.
     #[serde(rename = "azure-responses")]
     pub azure_responses: Option<ProviderSettings>,
+    /// Google Gemini.
+    pub gemini: Option<ProviderSettings>,
 }
 
 impl Providers {
@@ -90,6 +92,7 @@ impl Providers {
             ("openai-responses", &self.openai_responses),
             ("azure", &self.azure),
             ("azure-responses", &self.azure_responses),
+            ("gemini", &self.gemini),
         ]
         .into_iter()
         .filter_map(|(name, s)| s.as_ref().map(|s| (name, s)))

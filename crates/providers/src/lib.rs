@@ -1,5 +1,6 @@
 //! kiln's model providers: each wire format in its own module with its wire types and
-//! conversion (`anthropic`, `openai`, `ollama`, `responses`; `azure` routes the OpenAI ones), request bodies rendered incrementally round
+//! conversion (`anthropic`, `openai`, `ollama`, `responses`, `gemini`; `azure` routes the OpenAI
+//! ones), request bodies rendered incrementally round
 //! after round ([`rendered`]), the shared HTTP transport with retries and
 //! bounded reads ([`http`]), incremental SSE ([`sse`]), key redaction ([`redact`]), and the
 //! [`Provider`] an agent talks to. The neutral types they convert are kiln-core's
@@ -13,6 +14,8 @@
 pub mod anthropic;
 mod anthropic_reply;
 pub mod azure;
+pub mod gemini;
+mod gemini_reply;
 pub mod http;
 pub mod ollama;
 pub mod openai;
@@ -104,6 +107,8 @@ pub enum Provider {
     OpenAiResponses(responses::Responses),
     /// Azure OpenAI (Chat Completions or Responses).
     Azure(azure::Azure),
+    /// Google Gemini's `generateContent`.
+    Gemini(gemini::Gemini),
     /// A model in this process: the script planner, or an embedder's ([`local::LocalModel`]).
     Local(std::sync::Arc<dyn local::LocalModel>),
 }
@@ -117,6 +122,7 @@ impl Provider {
             Provider::Ollama(_) => "ollama",
             Provider::OpenAiResponses(_) => "openai-responses",
             Provider::Azure(p) => p.name(),
+            Provider::Gemini(_) => "gemini",
             Provider::Local(m) => m.name(),
         }
     }
@@ -128,6 +134,7 @@ impl Provider {
             Provider::Ollama(p) => Some(&p.endpoint),
             Provider::OpenAiResponses(p) => Some(&p.endpoint),
             Provider::Azure(p) => Some(&p.endpoint),
+            Provider::Gemini(p) => Some(&p.endpoint),
             Provider::Local(_) => None,
         }
     }
@@ -142,11 +149,13 @@ impl Provider {
             Provider::Ollama(p) => p.request_bytes(req).into(),
             Provider::OpenAiResponses(p) => p.request_bytes(req).into(),
             Provider::Azure(p) => p.request_bytes(req).into(),
+            Provider::Gemini(p) => p.request_bytes(req).into(),
             Provider::Local(_) => http::json(&local::planner_input(req)),
         };
         Prepared {
             body,
             stream: req.stream,
+            model: req.model.clone(),
         }
     }
 
@@ -161,13 +170,18 @@ impl Provider {
         let secrets = self.endpoint().map(Endpoint::secrets).unwrap_or_default();
         let guard = secrets.guard_sink(sink.clone());
         let sink = &guard.sink();
-        let Prepared { body, stream } = req;
+        let Prepared {
+            body,
+            stream,
+            model,
+        } = req;
         let result = match self {
             Provider::Anthropic(p) => p.send(body, stream, sink).await,
             Provider::OpenAi(p) => p.send(body, stream, sink).await,
             Provider::Ollama(p) => p.send(body, stream, sink).await,
             Provider::OpenAiResponses(p) => p.send(body, stream, sink).await,
             Provider::Azure(p) => p.send(body, stream, sink).await,
+            Provider::Gemini(p) => p.send(&model, body, stream, sink).await,
             Provider::Local(p) => p.send(&body, sink).await,
         };
         guard.flush();
@@ -183,6 +197,8 @@ impl Provider {
 pub struct Prepared {
     body: bytes::Bytes,
     stream: bool,
+    /// The model, for wires that name it in the URL (Gemini).
+    model: String,
 }
 
 /// Gives every call of one reply its own id: an empty id becomes `call_N` and a repeated one

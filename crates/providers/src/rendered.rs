@@ -86,7 +86,8 @@ pub trait Wire {
     /// The body with an empty message list and `tools` as the tool definitions (none: no
     /// tools offered).
     fn frame(&self, tools: Option<serde_json::Value>) -> serde_json::Value;
-    /// The key of the message list in the frame (`messages`; OpenAI Responses: `input`).
+    /// The key of the message list in [`Wire::frame`] (OpenAI Responses' is `input`, Gemini's `contents`); it must be the
+    /// frame's first key holding a list.
     fn list_key(&self) -> &'static str {
         "messages"
     }
@@ -147,11 +148,11 @@ impl<P> Rendered<P> {
 /// Where the tool definitions are in a body's frame.
 const TOOLS: &str = "\"tools\":null";
 
-/// The body as sent: `frame` is the JSON text of the body with an empty message list (`list`:
-/// `"messages":[]`) and, when tools are offered, `null` in their place; `messages` writes the
-/// list's contents and `tools` is the definitions' text.
+/// The body as sent: `frame` is the JSON text of the body with an empty message list (`list`,
+/// `"messages":[]` or another key's) and, when tools are offered, `null` in their place;
+/// `messages` writes the list's contents and `tools` is the definitions' text.
 ///
-/// The first `"messages":[]` of the frame is the key itself, and the first `"tools":null` after
+/// The first `list` of the frame is the key itself, and the first `"tools":null` after
 /// it too: before them stand only the frame's own keys, numbers and strings, and a string
 /// cannot hold a `"` that is not escaped, so never `s":`.
 fn splice(

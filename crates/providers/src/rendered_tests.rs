@@ -4,7 +4,7 @@
 
 use crate::{
     CallArgs, Endpoint, Limits, Message, ModelRequest, Provider, ToolCall, ToolDef, ToolResult,
-    anthropic, ollama, openai,
+    anthropic, gemini, ollama, openai,
 };
 use serde_json::json;
 use std::time::Duration;
@@ -51,6 +51,13 @@ fn providers() -> Vec<(Provider, Whole)> {
             }),
             |req| ollama::request_body(req).to_string(),
         ),
+        (
+            Provider::Gemini(gemini::Gemini {
+                endpoint: endpoint(gemini::DEFAULT_BASE_URL),
+                rendered: Default::default(),
+            }),
+            |req| gemini::request_body(req).to_string(),
+        ),
     ]
 }
 
@@ -74,7 +81,7 @@ fn tools() -> Vec<ToolDef> {
 fn request(messages: &[Message], unchanged_prefix: usize) -> ModelRequest<'_> {
     ModelRequest {
         model: "m\"messages\":[]\"tools\":null".into(),
-        system: Some("be brief: \"tools\":null, \"messages\":[] é\n".into()),
+        system: Some("be brief: \"tools\":null, \"messages\":[] \"contents\":[] é\n".into()),
         messages: messages.into(),
         tools: tools(),
         temperature: Some(0.5),

@@ -16,6 +16,8 @@ pub enum ProviderKind {
     OpenAi,
     /// Ollama's `/api/chat`.
     Ollama,
+    /// Google Gemini's `generateContent`.
+    Gemini,
     /// The agent's Rhai planner, offline.
     Script,
     /// OpenAI's Responses API.
@@ -28,10 +30,11 @@ pub enum ProviderKind {
 
 impl ProviderKind {
     /// Every provider, in the order messages list them.
-    pub const ALL: [ProviderKind; 7] = [
+    pub const ALL: [ProviderKind; 8] = [
         ProviderKind::Anthropic,
         ProviderKind::OpenAi,
         ProviderKind::Ollama,
+        ProviderKind::Gemini,
         ProviderKind::Script,
         ProviderKind::OpenAiResponses,
         ProviderKind::Azure,
@@ -49,6 +52,7 @@ impl ProviderKind {
             ProviderKind::Anthropic => "anthropic",
             ProviderKind::OpenAi => "openai",
             ProviderKind::Ollama => "ollama",
+            ProviderKind::Gemini => "gemini",
             ProviderKind::Script => "script",
             ProviderKind::OpenAiResponses => "openai-responses",
             ProviderKind::Azure => "azure",
@@ -67,6 +71,7 @@ impl ProviderKind {
             ProviderKind::Anthropic => "claude-haiku-4-5",
             ProviderKind::OpenAi => "gpt-4o-mini",
             ProviderKind::Ollama => "llama3.2",
+            ProviderKind::Gemini => "gemini-2.5-flash",
             ProviderKind::Script => "script",
             ProviderKind::OpenAiResponses => "gpt-5-mini",
             // Azure's model is the deployment's name, which its owner chose.
@@ -79,6 +84,7 @@ impl ProviderKind {
         match self {
             ProviderKind::Anthropic => Some("ANTHROPIC_API_KEY"),
             ProviderKind::OpenAi => Some("OPENAI_API_KEY"),
+            ProviderKind::Gemini => Some("GEMINI_API_KEY"),
             ProviderKind::Ollama | ProviderKind::Script => None,
             ProviderKind::OpenAiResponses => Some("OPENAI_API_KEY"),
             // Else a Microsoft Entra ID token in AZURE_OPENAI_AD_TOKEN.
@@ -92,6 +98,7 @@ impl ProviderKind {
             ProviderKind::Anthropic => Some("ANTHROPIC_BASE_URL"),
             ProviderKind::OpenAi => Some("OPENAI_BASE_URL"),
             ProviderKind::Ollama => Some("OLLAMA_HOST"),
+            ProviderKind::Gemini => Some("GOOGLE_GEMINI_BASE_URL"),
             ProviderKind::Script => None,
             ProviderKind::OpenAiResponses => Some("OPENAI_BASE_URL"),
             ProviderKind::Azure | ProviderKind::AzureResponses => Some("AZURE_OPENAI_ENDPOINT"),

@@ -89,6 +89,9 @@ impl Registry {
                 .grants
                 .iter()
                 .any(|g| HostCap::Net.is(&g.cap.name) && g.cap.scope.as_deref() == Some("private"));
+            if agent.provider == crate::agent_spec::ProviderKind::Gemini {
+                advice.extend(self.gemini_losses(agent));
+            }
             if broad {
                 advice.push(LoadError::at(
                     agent.loc.clone(),
@@ -100,6 +103,28 @@ impl Registry {
             }
         }
         advice
+    }
+
+    /// The schema keywords of a Gemini agent's tools outside Gemini's documented subset
+    /// ([`crate::gemini_schema`]): one warning per tool.
+    fn gemini_losses(&self, agent: &AgentSpec) -> Vec<LoadError> {
+        let tools = agent.tools.iter().flat_map(|name| self.named(name));
+        tools
+            .filter_map(|tool| {
+                let lost = crate::gemini_schema::undocumented(&tool.schema);
+                (!lost.is_empty()).then(|| {
+                    LoadError::at(
+                        agent.loc.clone(),
+                        format!(
+                            "agent \"{}\" is on gemini: the schema of tool \"{}\" uses keywords outside the JSON Schema subset Gemini documents, which its model may not follow: {}; kiln still validates every call against the whole schema",
+                            agent.name,
+                            tool.name,
+                            lost.join(", ")
+                        ),
+                    )
+                })
+            })
+            .collect()
     }
 
     /// Builds a snapshot from loaded files (stdlib first). A user tool may replace a stdlib

@@ -443,6 +443,14 @@ tool("vault_read").description("Read a secret").param("key", "string").requires(
             ));
             continue;
         }
+        if name.starts_with("gemini") {
+            // On the Gemini wire, as Gemini 3 (the mock checks the thought signatures).
+            src.push_str(&format!(
+                "agent(\"{name}\").provider(\"gemini\").model(\"gemini-3-flash-preview\").base_url(\"{mock}\")\n    \
+                 .tools([\"count\"]).capabilities([\"net:127.0.0.1\"]);\n"
+            ));
+            continue;
+        }
         let mode = if name.starts_with("code") {
             ".code_mode()"
         } else if name.starts_with("ask") {

@@ -11,6 +11,7 @@ mod code_mode;
 mod decisions;
 mod fixtures;
 mod front;
+mod gemini;
 mod tasks;
 
 use fixtures::{ALICE, Cluster, ok_output, three_steps};

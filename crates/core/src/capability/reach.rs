@@ -223,6 +223,8 @@ fn in_block(ip: IpAddr, base: IpAddr, prefix: u8) -> bool {
 pub const SECRET_VARS: &[&str] = &[
     "ANTHROPIC_API_KEY",
     "OPENAI_API_KEY",
+    "GEMINI_API_KEY",
+    "GOOGLE_API_KEY",
     "OPENROUTER_API_KEY",
     "OLLAMA_API_KEY",
     "KILN_TOKENS",

@@ -75,7 +75,12 @@ type Client = RunningService<RoleClient, Listener>;
 pub type Report = Arc<dyn Fn(String) + Send + Sync>;
 
 /// Environment variables a started server does not inherit.
-const PROVIDER_KEYS: [&str; 2] = ["ANTHROPIC_API_KEY", "OPENAI_API_KEY"];
+const PROVIDER_KEYS: [&str; 4] = [
+    "ANTHROPIC_API_KEY",
+    "OPENAI_API_KEY",
+    "GEMINI_API_KEY",
+    "GOOGLE_API_KEY",
+];
 
 /// The first wait before restarting a server that stopped; doubled up to [`MAX_BACKOFF`].
 const FIRST_BACKOFF: Duration = Duration::from_millis(250);
