@@ -12,6 +12,7 @@
 
 pub mod anthropic;
 mod anthropic_reply;
+pub mod chain;
 pub mod http;
 pub mod ollama;
 pub mod openai;
@@ -22,8 +23,9 @@ pub mod rendered;
 pub mod sse;
 
 pub use kiln_core::model::{
-    CallArgs, LocalModel, LocalReply, Message, ModelRequest, ModelResponse, ProviderError, Replay,
-    StopReason, TextSink, ToolCall, ToolDef, ToolResult, Usage, error, local, tool_definitions,
+    AnsweredBy, CallArgs, LocalModel, LocalReply, Message, ModelRequest, ModelResponse,
+    ProviderError, Replay, StopReason, TextSink, ToolCall, ToolDef, ToolResult, Usage, error,
+    local, tool_definitions,
 };
 
 use std::time::Duration;
@@ -98,6 +100,8 @@ pub enum Provider {
     Ollama(ollama::Ollama),
     /// A model in this process: the script planner, or an embedder's ([`local::LocalModel`]).
     Local(std::sync::Arc<dyn local::LocalModel>),
+    /// Several models tried in order ([`chain::Chain`]).
+    Chain(chain::Chain),
 }
 
 impl Provider {
@@ -108,6 +112,7 @@ impl Provider {
             Provider::OpenAi(_) => "openai",
             Provider::Ollama(_) => "ollama",
             Provider::Local(m) => m.name(),
+            Provider::Chain(c) => c.name(),
         }
     }
 
@@ -117,6 +122,7 @@ impl Provider {
             Provider::OpenAi(p) => Some(&p.endpoint),
             Provider::Ollama(p) => Some(&p.endpoint),
             Provider::Local(_) => None,
+            Provider::Chain(_) => None,
         }
     }
 
@@ -129,10 +135,18 @@ impl Provider {
             Provider::OpenAi(p) => p.request_bytes(req).into(),
             Provider::Ollama(p) => p.request_bytes(req).into(),
             Provider::Local(_) => http::json(&local::planner_input(req)),
+            Provider::Chain(c) => {
+                return Prepared {
+                    body: Default::default(),
+                    stream: req.stream,
+                    members: c.prepare(req),
+                };
+            }
         };
         Prepared {
             body,
             stream: req.stream,
+            members: Vec::new(),
         }
     }
 
@@ -147,12 +161,17 @@ impl Provider {
         let secrets = self.endpoint().map(Endpoint::secrets).unwrap_or_default();
         let guard = secrets.guard_sink(sink.clone());
         let sink = &guard.sink();
-        let Prepared { body, stream } = req;
+        let Prepared {
+            body,
+            stream,
+            members,
+        } = req;
         let result = match self {
             Provider::Anthropic(p) => p.send(body, stream, sink).await,
             Provider::OpenAi(p) => p.send(body, stream, sink).await,
             Provider::Ollama(p) => p.send(body, stream, sink).await,
             Provider::Local(p) => p.send(&body, sink).await,
+            Provider::Chain(c) => c.send(members, sink).await,
         };
         guard.flush();
         let mut reply = result.map_err(|e| secrets.error(e))?;
@@ -167,6 +186,8 @@ impl Provider {
 pub struct Prepared {
     body: bytes::Bytes,
     stream: bool,
+    /// A fallback chain's: each member's own request, in order.
+    members: Vec<Prepared>,
 }
 
 /// Gives every call of one reply its own id: an empty id becomes `call_N` and a repeated one
