@@ -94,3 +94,7 @@ impl Chain {
         }))
     }
 }
+
+#[cfg(test)]
+#[path = "chain_tests.rs"]
+mod tests;
