@@ -7,8 +7,9 @@
 //! Every member renders every request in its own wire format, through its own incremental
 //! cache, so the transcript is whole for whichever member answers (a round answered by
 //! another wire is rendered afresh, its [`crate::Replay`] ignored by the others) and a round's
-//! cost stays flat however long the run. The reply names the member that wrote it
-//! ([`ModelResponse::answered_by`]).
+//! cost stays flat however long the run (a chain of n models renders n bodies a round). The
+//! reply names the member that wrote it ([`ModelResponse::answered_by`]). A streamed reply
+//! that fails part way has sent its text to the sink already; the next member's follows it.
 
 use super::{AnsweredBy, ModelRequest, ModelResponse, Prepared, Provider, ProviderError, TextSink};
 
