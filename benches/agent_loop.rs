@@ -46,6 +46,7 @@ impl kiln::durable::Recorder for Handoff {
         _: u32,
         _: kiln::model::Usage,
         _: &kiln::model::StopReason,
+        _: &kiln::model::AnsweredBy,
         _: Duration,
     ) {
     }

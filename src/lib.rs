@@ -115,12 +115,14 @@ pub mod model {
     /// Tool calls written in free text (`{"tool": ..., "parameters": ...}`), found and run.
     pub use kiln_agent::extract;
     pub use kiln_agent::extract::JsonParseError;
+    pub use kiln_core::model::text_calls::TextCallFormat;
     pub use kiln_core::model::{
-        CallArgs, LocalModel, LocalReply, Message, ModelRequest, ModelResponse, ProviderError,
-        StopReason, TextSink, ToolCall, ToolDef, ToolResult, Usage,
+        AnsweredBy, CallArgs, LocalModel, LocalReply, Message, ModelRequest, ModelResponse,
+        ProviderError, StopReason, TextSink, ToolCall, ToolDef, ToolResult, Usage,
     };
     pub use kiln_core::schema::Format;
     pub use kiln_registry::agent_spec::ProviderKind;
+    pub use kiln_registry::fallback::FallbackModel;
 }
 
 /// Tools as the host holds them: the tool, its meta and hints, capabilities, the registry

@@ -90,6 +90,30 @@ pub struct ProviderArgs {
     /// Retries of a failed model request (429, 5xx, timeouts).
     #[arg(long, value_name = "N", default_value_t = 3)]
     pub retries: u32,
+    /// Models to fall back to, in order, when the agent's is busy or unreachable after its
+    /// retries (429, overload, 5xx, timeouts): `PROVIDER[:MODEL],...`, instead of the agent's
+    /// `.fallback`. Each reaches its provider by its own environment (`OPENAI_BASE_URL`...).
+    #[arg(long, value_name = "LIST", value_parser = parse_fallback)]
+    pub fallback: Option<FallbackList>,
+    /// Recover tool calls the model writes as text (off, auto, hermes, mistral, llama),
+    /// instead of the agent's `.text_tool_calls`.
+    #[arg(long, value_name = "FORMAT", value_parser = parse_text_calls)]
+    pub text_tool_calls: Option<kiln::model::TextCallFormat>,
+}
+
+/// `--fallback`'s models, in order.
+#[derive(Debug, Clone)]
+pub struct FallbackList(pub Vec<kiln::model::FallbackModel>);
+
+fn parse_fallback(text: &str) -> Result<FallbackList, String> {
+    kiln::model::FallbackModel::parse_list(text).map(FallbackList)
+}
+
+fn parse_text_calls(text: &str) -> Result<kiln::model::TextCallFormat, String> {
+    kiln::model::TextCallFormat::parse(text).ok_or_else(|| {
+        let names = kiln::model::TextCallFormat::names();
+        format!("unknown format \"{text}\" (expected one of: {names})")
+    })
 }
 
 impl ProviderArgs {
@@ -105,6 +129,8 @@ impl ProviderArgs {
             max_line_bytes: self.max_line_bytes,
             idle_timeout: self.idle_timeout.nonzero(),
             stream_timeout: self.stream_timeout.nonzero(),
+            fallback: self.fallback.clone().map(|f| f.0),
+            text_tool_calls: self.text_tool_calls,
             ..ProviderOverrides::default()
         }
     }

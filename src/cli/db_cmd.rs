@@ -171,6 +171,7 @@ pub fn logs(g: &Global, a: LogsArgs) -> CliResult<ExitCode> {
             "  > {}",
             output::truncate(r.prompt.as_deref().unwrap_or(""), 100)
         )?;
+        show_model_calls(&r, a.run_id.is_some())?;
         for c in &r.tool_calls {
             let mark = if c.is_error { "✗" } else { "→" };
             // A limited call never ran: say so, with the wait the model was told.
@@ -197,6 +198,32 @@ pub fn logs(g: &Global, a: LogsArgs) -> CliResult<ExitCode> {
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Who answered each round: every round of one run shown alone, else the rounds a fallback
+/// model answered.
+fn show_model_calls(r: &kiln_db::runs::RunRow, all: bool) -> CliResult<()> {
+    for m in &r.model_calls {
+        let (Some(provider), Some(model)) = (&m.provider, &m.model) else {
+            continue;
+        };
+        let own = Some(provider) == r.provider.as_ref() && Some(model) == r.model.as_ref();
+        if own && !all {
+            continue;
+        }
+        let reasoning = match m.reasoning_tokens {
+            Some(n) if n > 0 => format!(" ({n} reasoning)"),
+            _ => String::new(),
+        };
+        let fallback = if own { "" } else { " (fallback)" };
+        outln!(
+            "  round {}: {provider}/{model}{fallback}, {}+{} tokens{reasoning}",
+            m.round,
+            m.input_tokens.unwrap_or(0),
+            m.output_tokens.unwrap_or(0),
+        )?;
+    }
+    Ok(())
 }
 
 /// `kiln sessions`.

@@ -51,6 +51,7 @@ impl kiln::durable::Recorder for Latched {
         _: u32,
         _: kiln::model::Usage,
         _: &kiln::model::StopReason,
+        _: &kiln::model::AnsweredBy,
         _: Duration,
     ) {
     }

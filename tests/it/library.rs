@@ -460,6 +460,7 @@ impl kiln::durable::Recorder for Ended {
         _: u32,
         _: kiln::model::Usage,
         _: &kiln::model::StopReason,
+        _: &kiln::model::AnsweredBy,
         _: Duration,
     ) {
     }

@@ -1,8 +1,10 @@
 //! Turns an agent's settings (plus command-line overrides and the environment) into a provider.
 
+use kiln_core::model::text_calls::TextCallFormat;
 use kiln_providers::{Endpoint, Limits, Provider, ProviderError, anthropic, http, ollama, openai};
-use kiln_providers::{azure, gemini, responses};
+use kiln_providers::{azure, chain, gemini, responses};
 use kiln_registry::agent_spec::{AgentSpec, ProviderKind};
+use kiln_registry::fallback::FallbackModel;
 use std::collections::BTreeMap;
 use std::time::Duration;
 
@@ -47,6 +49,10 @@ pub struct ProviderOverrides {
     pub temperature: Option<f64>,
     /// Max output tokens per model request instead of the agent's.
     pub max_tokens: Option<u32>,
+    /// Fallback models instead of the agent's (`--fallback openai:gpt-5-mini,ollama`).
+    pub fallback: Option<Vec<FallbackModel>>,
+    /// Which tool calls written as text are recovered, instead of the agent's setting.
+    pub text_tool_calls: Option<TextCallFormat>,
 }
 
 impl ProviderOverrides {
@@ -88,11 +94,46 @@ fn env_nonempty(var: &str) -> Option<String> {
 
 /// Builds the provider and resolves the model name. Precedence of the base URL: the run's
 /// override, the agent's, the provider's environment variable, `defaults`, the built-in one;
-/// of the key's variable: the agent's, `defaults`, the provider's usual one.
+/// of the key's variable: the agent's, `defaults`, the provider's usual one. With fallback
+/// models (the run's `--fallback`, else the agent's `.fallback`), a [`chain::Chain`] of the
+/// agent's own model and them, each connected with its provider's own key and base URL (its
+/// environment variable, `defaults`, the built-in one).
 pub fn connect(
     agent: &AgentSpec,
     o: &ProviderOverrides,
     defaults: &ProviderDefaults,
+) -> Result<(Provider, String), ProviderError> {
+    let (provider, model) = connect_one(agent, o, defaults, true)?;
+    let fallback = o.fallback.as_ref().unwrap_or(&agent.fallback);
+    if fallback.is_empty() {
+        return Ok((provider, model));
+    }
+    let rest = fallback
+        .iter()
+        .map(|f| {
+            let member = ProviderOverrides {
+                provider: Some(f.provider.name().to_string()),
+                model: Some(f.model_or_default().to_string()),
+                base_url: None,
+                ..o.clone()
+            };
+            let (provider, model) = connect_one(agent, &member, defaults, false)?;
+            Ok(chain::Member { provider, model })
+        })
+        .collect::<Result<Vec<_>, ProviderError>>()?;
+    let first = chain::Member {
+        provider,
+        model: model.clone(),
+    };
+    Ok((Provider::Chain(chain::Chain::new(first, rest)), model))
+}
+
+/// One provider; `own`: the agent's own, which its `.base_url` and `.api_key_env` are for.
+fn connect_one(
+    agent: &AgentSpec,
+    o: &ProviderOverrides,
+    defaults: &ProviderDefaults,
+    own: bool,
 ) -> Result<(Provider, String), ProviderError> {
     let kind = match &o.provider {
         None => agent.provider,
@@ -103,7 +144,7 @@ pub fn connect(
         .clone()
         .or_else(|| agent.model.clone())
         .unwrap_or_else(|| kind.default_model().to_string());
-    let base = o.base_url.clone().or_else(|| agent.base_url.clone());
+    let base = (o.base_url.clone()).or_else(|| agent.base_url.clone().filter(|_| own));
     let limits = o.limits(agent);
     let endpoint = |base_url: String, api_key: Option<String>, key_var: Option<String>| Endpoint {
         base_url,
@@ -115,7 +156,7 @@ pub fn connect(
     };
     let project = defaults.get(kind.name()).cloned().unwrap_or_default();
     let key_var = || {
-        (agent.api_key_env.clone())
+        (agent.api_key_env.clone().filter(|_| own))
             .or_else(|| project.api_key_env.clone())
             .or_else(|| kind.key_var().map(String::from))
             .unwrap_or_default()

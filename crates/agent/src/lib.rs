@@ -26,6 +26,7 @@ pub mod run;
 pub mod runlog;
 mod spans;
 mod start;
+mod text_calls;
 mod tool_loop;
 
 pub use call_outcome::{CallError, CallOutcome};

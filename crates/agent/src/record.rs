@@ -11,7 +11,7 @@
 
 use super::{RecordError, RunReport, ToolCallRecord};
 use futures_util::future::BoxFuture;
-use kiln_providers::{Message, StopReason, Usage};
+use kiln_providers::{AnsweredBy, Message, StopReason, Usage};
 use serde_json::Value;
 use std::time::Duration;
 
@@ -29,13 +29,14 @@ pub fn committed(result: Result<(), RecordError>) -> Commit {
 pub trait Recorder: Send + Sync {
     /// The run began (its prompt is the last message of the report).
     fn started(&self, report: &RunReport) -> Result<(), RecordError>;
-    /// A model reply arrived (recorded with the step it belongs to).
+    /// A model reply arrived from `by` (recorded with the step it belongs to).
     fn model_reply(
         &self,
         run_id: &str,
         round: u32,
         usage: Usage,
         stop: &StopReason,
+        by: &AnsweredBy,
         took: Duration,
     );
     /// A step completed: the messages new since the last step (numbered from `first_seq`),

@@ -1,6 +1,6 @@
 //! What a run did: messages, tool calls with their results, usage and how it ended.
 
-use kiln_providers::{Message, ProviderError, StopReason, Usage};
+use kiln_providers::{AnsweredBy, Message, ProviderError, StopReason, Usage};
 use serde::Serialize;
 use serde_json::Value;
 
@@ -86,6 +86,10 @@ pub struct RunReport {
     pub usage: Usage,
     /// Model requests made.
     pub rounds: u32,
+    /// The provider and model that answered each model request, in order (with fallback
+    /// models, not always the run's own).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub answered_by: Vec<AnsweredBy>,
     /// How the last model reply stopped, if there was one.
     pub stop_reason: Option<StopReason>,
     /// The final answer text.
@@ -131,6 +135,7 @@ impl RunReport {
             tool_calls: Vec::new(),
             usage: Usage::default(),
             rounds: 0,
+            answered_by: Vec::new(),
             stop_reason: None,
             answer: String::new(),
             steps: Vec::new(),

@@ -8,7 +8,7 @@ use super::record::Pending;
 use super::report::RecordError;
 use super::report::{RunError, RunErrorKind, RunReport};
 use crate::RunHost;
-use kiln_providers::{Message, ModelResponse, Prepared, Provider, TextSink};
+use kiln_providers::{AnsweredBy, Message, ModelResponse, Prepared, Provider, TextSink};
 use serde_json::Value;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -188,9 +188,16 @@ impl Run {
         let ModelStep { reply, took_ms } = journal::decode(&name, asked?.value)?;
         let took = Duration::from_secs_f64(took_ms.max(0.0) / 1000.0);
         self.emit(|| Event::ModelReply { round });
+        // A fallback chain names the member that answered; else the run's own model did.
+        let by = reply.answered_by.clone().unwrap_or_else(|| AnsweredBy {
+            provider: self.report.provider.clone(),
+            model: self.report.model.clone(),
+        });
         if let Some(r) = &self.recorder {
-            r.model_reply(&self.report.run_id, round, reply.usage, &reply.stop, took);
+            let (usage, stop) = (reply.usage, &reply.stop);
+            r.model_reply(&self.report.run_id, round, usage, stop, &by, took);
         }
+        self.report.answered_by.push(by);
         self.report.usage += reply.usage;
         Ok(reply)
     }

@@ -6,7 +6,7 @@ use crate::record::Commit;
 use crate::{RecordError, Recorder, RunReport, ToolCallRecord};
 use kiln_core::runner::{FinishedRun, RunKind};
 use kiln_db::{Db, now};
-use kiln_providers::{Message, StopReason, Usage};
+use kiln_providers::{AnsweredBy, Message, StopReason, Usage};
 use rows::{EndRow, Reply, StartRow, Step, StepRows, Totals, json_text};
 use rusqlite::Connection;
 use serde_json::Value;
@@ -169,6 +169,7 @@ impl Recorder for RunLogger {
         round: u32,
         usage: Usage,
         stop: &StopReason,
+        by: &AnsweredBy,
         took: Duration,
     ) {
         let stop = serde_json::to_value(stop)
@@ -188,6 +189,7 @@ impl Recorder for RunLogger {
             took_ms: took.as_secs_f64() * 1000.0,
             usage,
             stop,
+            by: by.clone(),
         };
         lock(&self.pending).push(reply);
     }
@@ -278,11 +280,16 @@ mod tests {
                 input_tokens: input,
                 output_tokens: 2,
             };
+            let by = AnsweredBy {
+                provider: "anthropic".into(),
+                model: "m".into(),
+            };
             logger.model_reply(
                 &report.run_id,
                 round,
                 usage,
                 &StopReason::ToolUse,
+                &by,
                 Duration::ZERO,
             );
             report.messages.push(Message::Assistant {
@@ -334,21 +341,47 @@ mod tests {
             tool_calls: vec![],
         };
         let usage = |input| Usage {
-            reasoning_tokens: 0,
+            reasoning_tokens: input - 4,
             input_tokens: input,
             output_tokens: 1,
         };
         let stop = StopReason::EndTurn;
-        logger.model_reply(&report.run_id, 1, usage(5), &stop, Duration::ZERO);
+        let by = |provider: &str, model: &str| AnsweredBy {
+            provider: provider.into(),
+            model: model.into(),
+        };
+        let (first_model, fallback) = (by("anthropic", "a1"), by("openai", "o1"));
+        logger.model_reply(
+            &report.run_id,
+            1,
+            usage(5),
+            &stop,
+            &first_model,
+            Duration::ZERO,
+        );
         // One step with two answers, each with its reply (the second after a repair).
-        logger.model_reply(&report.run_id, 2, usage(6), &stop, Duration::ZERO);
+        logger.model_reply(
+            &report.run_id,
+            2,
+            usage(6),
+            &stop,
+            &fallback,
+            Duration::ZERO,
+        );
         let first = [answer("bad"), answer("worse")];
         logger
             .step(&report.run_id, 0, &first, &[], &Value::Null)
             .expect("step");
         // A repair dropped the first and the next answer is written over it, from message 0;
         // the second row stays, with its own reply.
-        logger.model_reply(&report.run_id, 3, usage(7), &stop, Duration::ZERO);
+        logger.model_reply(
+            &report.run_id,
+            3,
+            usage(7),
+            &stop,
+            &fallback,
+            Duration::ZERO,
+        );
         logger
             .step(&report.run_id, 0, &[answer("good")], &[], &Value::Null)
             .expect("step");
@@ -361,6 +394,23 @@ mod tests {
             .collect::<Result<_, _>>()
             .expect("read");
         assert_eq!(rounds, [(1, 5), (2, 6), (3, 7)]);
+        // Each keeps who answered it and its reasoning tokens, the moved one too.
+        let answered: Vec<(String, String, i64)> = conn
+            .prepare("SELECT provider, model, reasoning_tokens FROM model_calls WHERE run_id = ?1 ORDER BY round")
+            .expect("query")
+            .query_map([&report.run_id], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+            .expect("rows")
+            .collect::<Result<_, _>>()
+            .expect("read");
+        let want = |p: &str, m: &str, r| (p.to_string(), m.to_string(), r);
+        assert_eq!(
+            answered,
+            [
+                want("anthropic", "a1", 1),
+                want("openai", "o1", 2),
+                want("openai", "o1", 3)
+            ]
+        );
         report.messages.push(answer("good"));
         logger.ended(&report).expect("end");
         let run = db.runs(&LogFilter::default()).expect("runs").remove(0);

@@ -61,17 +61,28 @@ pub(super) fn chat_span(provider: &str, model: &str, round: u32) -> tracing::Spa
         gen_ai.operation.name = "chat",
         gen_ai.provider.name = provider_name(provider),
         gen_ai.request.model = model,
+        gen_ai.response.model = Empty,
         gen_ai.usage.input_tokens = Empty,
         gen_ai.usage.output_tokens = Empty,
+        kiln.usage.reasoning_tokens = Empty,
         error.type = Empty,
         kiln.round = round,
     )
 }
 
-/// Records a model reply on its span: usage and why it stopped.
+/// Records a model reply on its span: usage, why it stopped and, when a fallback chain chose
+/// the model, the provider and model that answered.
 pub(super) fn record_reply(span: &tracing::Span, reply: &ModelResponse) {
     span.record("gen_ai.usage.input_tokens", reply.usage.input_tokens);
     span.record("gen_ai.usage.output_tokens", reply.usage.output_tokens);
+    if reply.usage.reasoning_tokens > 0 {
+        let reasoning = reply.usage.reasoning_tokens;
+        span.record("kiln.usage.reasoning_tokens", reasoning);
+    }
+    if let Some(by) = &reply.answered_by {
+        span.record("gen_ai.provider.name", provider_name(&by.provider));
+        span.record("gen_ai.response.model", by.model.as_str());
+    }
     let reason = finish_reason(&reply.stop);
     kiln_otel::context::set_string_array(span, "gen_ai.response.finish_reasons", &[reason]);
 }

@@ -36,7 +36,9 @@ pub(super) async fn drive(
     let mut rounds = Rounds::new(setup);
     loop {
         let (offered, reply) = rounds.ask(run, ctx).await?;
-        let next = if reply.tool_calls.is_empty() {
+        let next = if let Some(problem) = rounds.misread.take() {
+            rounds.misread(run, ctx, problem).await?
+        } else if reply.tool_calls.is_empty() {
             rounds.answered(run, ctx, reply.text).await?
         } else {
             rounds
@@ -70,6 +72,8 @@ struct Rounds<'s, 'a> {
     /// Messages the last request carried: unchanged in the next, since the transcript only
     /// grows (a repair may shrink it).
     sent: usize,
+    /// What was wrong with a tool call the last reply wrote as text, for the model.
+    misread: Option<String>,
 }
 
 impl<'s, 'a> Rounds<'s, 'a> {
@@ -87,6 +91,7 @@ impl<'s, 'a> Rounds<'s, 'a> {
             invalid_counts: HashMap::new(),
             exclusive: Arc::new(RwLock::new(())),
             sent: 0,
+            misread: None,
         }
     }
 
@@ -106,9 +111,12 @@ impl<'s, 'a> Rounds<'s, 'a> {
         self.sent = run.report.messages.len();
         run.report.rounds += 1;
         let (journal, provider, opts) = (setup.journal, &setup.provider, setup.opts);
-        let reply = run
+        let mut reply = run
             .ask_model(journal, provider, request, &self.sink, opts, setup.deadline)
             .await?;
+        let text_calls = (opts.overrides.text_tool_calls).unwrap_or(setup.agent.text_tool_calls);
+        let round = run.report.rounds;
+        self.misread = super::text_calls::recover_calls(&mut reply, text_calls, &offered, round);
         run.report.stop_reason = Some(reply.stop.clone());
         run.report.cost_usd = self.contract.spend(&run.report).cost_usd;
         run.report.messages.push(Message::Assistant {
@@ -143,6 +151,22 @@ impl<'s, 'a> Rounds<'s, 'a> {
             Verdict::Done => Next::Stop,
             Verdict::Repair { .. } => Next::Again,
         })
+    }
+
+    /// The reply wrote a tool call as text that could not be read: the model is told what
+    /// was wrong and asked again (within the round limit), its reply never taken as the answer.
+    async fn misread(
+        &mut self,
+        run: &mut Run,
+        ctx: &CallContext,
+        problem: String,
+    ) -> Result<Next, RunErrorKind> {
+        if run.report.rounds > self.setup.max_rounds {
+            return Err(RunErrorKind::ToolLoop(self.setup.max_rounds));
+        }
+        run.report.messages.push(Message::User { content: problem });
+        run.commit(&ctx.run.state).await?;
+        Ok(Next::Again)
     }
 
     /// Runs the calls the model asked for and answers them: within the round limit and the

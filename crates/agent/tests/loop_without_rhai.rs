@@ -80,6 +80,7 @@ fn reply(text: &str, calls: Vec<ToolCall>) -> ModelResponse {
     };
     ModelResponse {
         replay: None,
+        answered_by: None,
         text: text.into(),
         tool_calls: calls,
         stop,
@@ -135,6 +136,8 @@ fn host_with(
         code_mode: None,
         contract: Default::default(),
         handoffs: Vec::new(),
+        fallback: Vec::new(),
+        text_tool_calls: Default::default(),
         script: Some(Arc::new(Script(Arc::new(FunctionModel(Box::new(model)))))),
     };
     FakeHost {

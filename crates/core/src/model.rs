@@ -4,6 +4,7 @@
 
 pub mod error;
 pub mod local;
+pub mod text_calls;
 
 pub use error::ProviderError;
 pub use local::{LocalModel, LocalReply};
@@ -243,6 +244,25 @@ pub struct ModelResponse {
     /// What the wire needs back in later requests (see [`Replay`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub replay: Option<Replay>,
+    /// The model that wrote this reply, when a fallback chain chose it; `None`: the run's
+    /// own provider and model.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub answered_by: Option<AnsweredBy>,
+}
+
+/// The provider and model that answered one model request.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AnsweredBy {
+    /// Provider name (`anthropic`, `openai`, ...).
+    pub provider: String,
+    /// Model name.
+    pub model: String,
+}
+
+impl std::fmt::Display for AnsweredBy {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}:{}", self.provider, self.model)
+    }
 }
 
 /// Receives text as it streams in.

@@ -82,6 +82,16 @@ const MIGRATIONS: &[&str] = &[
      CREATE VIEW model_calls AS
         SELECT run_id, round, at, duration_ms, input_tokens, output_tokens, stop_reason
         FROM steps WHERE kind = 'model' OR (kind = 'message' AND round IS NOT NULL);",
+    // 8: which provider and model answered each model request (a fallback chain's member may
+    // not be the run's own), and the reply's reasoning tokens.
+    "ALTER TABLE steps ADD COLUMN provider TEXT;
+     ALTER TABLE steps ADD COLUMN model TEXT;
+     ALTER TABLE steps ADD COLUMN reasoning_tokens INTEGER;
+     DROP VIEW model_calls;
+     CREATE VIEW model_calls AS
+        SELECT run_id, round, at, duration_ms, input_tokens, output_tokens, stop_reason,
+        provider, model, reasoning_tokens
+        FROM steps WHERE kind = 'model' OR (kind = 'message' AND round IS NOT NULL);",
 ];
 
 /// The newest schema version this build knows.

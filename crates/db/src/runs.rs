@@ -49,6 +49,27 @@ pub struct RunRow {
     pub trace_id: Option<String>,
     /// Tool calls in order.
     pub tool_calls: Vec<ToolRow>,
+    /// Model replies in order: who answered each (a fallback chain's may not be the run's own).
+    pub model_calls: Vec<ModelRow>,
+}
+
+/// A logged model reply.
+#[derive(Debug, Clone, Serialize)]
+pub struct ModelRow {
+    /// Round.
+    pub round: i64,
+    /// The provider that answered (`None` in runs logged before kiln recorded it).
+    pub provider: Option<String>,
+    /// The model that answered.
+    pub model: Option<String>,
+    /// Prompt tokens.
+    pub input_tokens: Option<i64>,
+    /// Completion tokens.
+    pub output_tokens: Option<i64>,
+    /// Of those, reasoning tokens, where the wire reported them.
+    pub reasoning_tokens: Option<i64>,
+    /// Why it stopped.
+    pub stop_reason: Option<String>,
 }
 
 /// A logged tool call.
@@ -211,6 +232,7 @@ impl Db {
                         owner: r.get(17)?,
                         trace_id: r.get(18)?,
                         tool_calls: Vec::new(),
+                        model_calls: Vec::new(),
                     })
                 },
             )
@@ -240,7 +262,38 @@ impl Db {
                 .map_err(|e| self.err(e))?;
             run.tool_calls = rows.collect::<Result<_, _>>().map_err(|e| self.err(e))?;
         }
+        for run in runs.iter_mut() {
+            run.model_calls = self.model_calls(&conn, &run.id)?;
+        }
         Ok(runs)
+    }
+
+    /// A run's model replies, by round.
+    fn model_calls(
+        &self,
+        conn: &rusqlite::Connection,
+        run_id: &str,
+    ) -> Result<Vec<ModelRow>, DbError> {
+        let mut stmt = conn
+            .prepare_cached(
+                "SELECT round, provider, model, input_tokens, output_tokens, reasoning_tokens, stop_reason
+                 FROM model_calls WHERE run_id = ?1 ORDER BY round",
+            )
+            .map_err(|e| self.err(e))?;
+        let rows = stmt
+            .query_map(params![run_id], |r| {
+                Ok(ModelRow {
+                    round: r.get(0)?,
+                    provider: r.get(1)?,
+                    model: r.get(2)?,
+                    input_tokens: r.get(3)?,
+                    output_tokens: r.get(4)?,
+                    reasoning_tokens: r.get(5)?,
+                    stop_reason: r.get(6)?,
+                })
+            })
+            .map_err(|e| self.err(e))?;
+        rows.collect::<Result<_, _>>().map_err(|e| self.err(e))
     }
 
     /// The logged messages of a run, in order.

@@ -72,6 +72,7 @@ pub fn parse_response(v: &Value) -> Result<ModelResponse, ProviderError> {
     };
     Ok(ModelResponse {
         replay: None,
+        answered_by: None,
         text,
         tool_calls: calls,
         stop,
@@ -437,6 +438,7 @@ impl sse::StreamState for StreamState {
         }
         Ok(ModelResponse {
             replay: None,
+            answered_by: None,
             text: self.text,
             tool_calls: calls,
             stop,

@@ -240,6 +240,7 @@ impl StreamState {
         };
         let replay = self.replay();
         Ok(ModelResponse {
+            answered_by: None,
             text: self.text,
             tool_calls: self.calls,
             stop,

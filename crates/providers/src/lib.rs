@@ -14,6 +14,7 @@
 pub mod anthropic;
 mod anthropic_reply;
 pub mod azure;
+pub mod chain;
 pub mod gemini;
 mod gemini_reply;
 pub mod http;
@@ -29,8 +30,9 @@ mod responses_stream;
 pub mod sse;
 
 pub use kiln_core::model::{
-    CallArgs, LocalModel, LocalReply, Message, ModelRequest, ModelResponse, ProviderError, Replay,
-    StopReason, TextSink, ToolCall, ToolDef, ToolResult, Usage, error, local, tool_definitions,
+    AnsweredBy, CallArgs, LocalModel, LocalReply, Message, ModelRequest, ModelResponse,
+    ProviderError, Replay, StopReason, TextSink, ToolCall, ToolDef, ToolResult, Usage, error,
+    local, tool_definitions,
 };
 
 use std::time::Duration;
@@ -111,6 +113,8 @@ pub enum Provider {
     Gemini(gemini::Gemini),
     /// A model in this process: the script planner, or an embedder's ([`local::LocalModel`]).
     Local(std::sync::Arc<dyn local::LocalModel>),
+    /// Several models tried in order ([`chain::Chain`]).
+    Chain(chain::Chain),
 }
 
 impl Provider {
@@ -124,6 +128,7 @@ impl Provider {
             Provider::Azure(p) => p.name(),
             Provider::Gemini(_) => "gemini",
             Provider::Local(m) => m.name(),
+            Provider::Chain(c) => c.name(),
         }
     }
 
@@ -136,6 +141,7 @@ impl Provider {
             Provider::Azure(p) => Some(&p.endpoint),
             Provider::Gemini(p) => Some(&p.endpoint),
             Provider::Local(_) => None,
+            Provider::Chain(_) => None,
         }
     }
 
@@ -151,11 +157,20 @@ impl Provider {
             Provider::Azure(p) => p.request_bytes(req).into(),
             Provider::Gemini(p) => p.request_bytes(req).into(),
             Provider::Local(_) => http::json(&local::planner_input(req)),
+            Provider::Chain(c) => {
+                return Prepared {
+                    body: Default::default(),
+                    stream: req.stream,
+                    model: req.model.clone(),
+                    members: c.prepare(req),
+                };
+            }
         };
         Prepared {
             body,
             stream: req.stream,
             model: req.model.clone(),
+            members: Vec::new(),
         }
     }
 
@@ -174,6 +189,7 @@ impl Provider {
             body,
             stream,
             model,
+            members,
         } = req;
         let result = match self {
             Provider::Anthropic(p) => p.send(body, stream, sink).await,
@@ -183,6 +199,7 @@ impl Provider {
             Provider::Azure(p) => p.send(body, stream, sink).await,
             Provider::Gemini(p) => p.send(&model, body, stream, sink).await,
             Provider::Local(p) => p.send(&body, sink).await,
+            Provider::Chain(c) => c.send(members, sink).await,
         };
         guard.flush();
         let mut reply = result.map_err(|e| secrets.error(e))?;
@@ -199,6 +216,8 @@ pub struct Prepared {
     stream: bool,
     /// The model, for wires that name it in the URL (Gemini).
     model: String,
+    /// A fallback chain's: each member's own request, in order.
+    members: Vec<Prepared>,
 }
 
 /// Gives every call of one reply its own id: an empty id becomes `call_N` and a repeated one

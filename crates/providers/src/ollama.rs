@@ -253,6 +253,7 @@ impl ChatState {
         }
         Ok(ModelResponse {
             replay: None,
+            answered_by: None,
             text: self.text,
             tool_calls: self.calls,
             stop,

@@ -49,6 +49,7 @@ pub(super) fn finish(
     }
     Ok(ModelResponse {
         replay: None,
+        answered_by: None,
         text,
         tool_calls: calls,
         stop,

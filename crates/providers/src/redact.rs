@@ -369,6 +369,7 @@ mod tests {
         let s = Secrets::new([KEY.to_string()]);
         let mut reply = ModelResponse {
             replay: None,
+            answered_by: None,
             text: format!("a {KEY}"),
             tool_calls: vec![super::super::ToolCall {
                 id: KEY.into(),

@@ -97,6 +97,7 @@ pub(super) fn read_response(v: &Value) -> Result<ModelResponse, ProviderError> {
         .iter()
         .any(|item| !matches!(item["type"].as_str(), Some("message" | "function_call")));
     Ok(ModelResponse {
+        answered_by: None,
         text,
         tool_calls: calls,
         stop,

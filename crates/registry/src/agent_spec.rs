@@ -220,6 +220,10 @@ pub struct AgentSpec {
     pub handoffs: Vec<String>,
     /// The planner and validator the agent's script defined.
     pub script: Option<Arc<dyn AgentScript>>,
+    /// Models tried in order when its own is busy or unreachable (`.fallback([...])`).
+    pub fallback: Vec<crate::fallback::FallbackModel>,
+    /// Which tool calls written as text are recovered (`.text_tool_calls(...)`).
+    pub text_tool_calls: kiln_core::model::text_calls::TextCallFormat,
 }
 
 /// An agent's contract: its typed final answer, its budget and its model's prices.

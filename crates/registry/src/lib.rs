@@ -16,6 +16,7 @@ pub mod agent_spec;
 pub mod agent_tool;
 pub mod contract;
 pub mod dyn_tool;
+pub mod fallback;
 pub mod gemini_schema;
 pub mod mount_spec;
 pub mod native;

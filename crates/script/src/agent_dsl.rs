@@ -7,6 +7,7 @@
 
 use crate::dsl::{AgentBuilder, AgentSettings, strings};
 use kiln_registry::agent_spec::CodeMode;
+use kiln_registry::fallback::FallbackModel;
 use rhai::{Array, Engine, FnPtr, INT, Map, NativeCallContext};
 
 /// Registers the agent builder's methods.
@@ -57,6 +58,7 @@ pub fn register(engine: &mut Engine) {
         );
     }
     register_lists(engine);
+    register_model_choice(engine);
     engine.register_fn("code_mode", |b: &mut AgentBuilder| {
         b.with(|d| d.code_mode = Some(CodeMode::default()))
     });
@@ -129,6 +131,36 @@ fn register_lists(engine: &mut Engine) {
             },
         );
     }
+}
+
+/// `.fallback([...])` (each entry's provider checked here, at the call) and
+/// `.text_tool_calls(...)` (checked by the loader).
+fn register_model_choice(engine: &mut Engine) {
+    engine.register_fn(
+        "fallback",
+        |ctx: NativeCallContext, b: &mut AgentBuilder, list: Array| {
+            let pos = ctx.call_position();
+            b.with(|d| match strings(&list) {
+                Ok(entries) => {
+                    d.fallback.clear();
+                    for entry in entries {
+                        match FallbackModel::parse(&entry) {
+                            Ok(m) => d.fallback.push(m),
+                            Err(e) => d.errors.push((pos, format!("fallback: {e}"))),
+                        }
+                    }
+                }
+                Err(e) => d.errors.push((pos, format!("fallback: {e}"))),
+            })
+        },
+    );
+    engine.register_fn(
+        "text_tool_calls",
+        |ctx: NativeCallContext, b: &mut AgentBuilder, format: &str| {
+            let pos = ctx.call_position();
+            b.with(|d| d.settings.text_tool_calls = Some((format.to_string(), pos)))
+        },
+    );
 }
 
 /// `#{ except: [...], max_calls: n, timeout: ms | "30s" }`, every key optional.

@@ -85,6 +85,8 @@ pub struct AgentDraft {
     pub contract: ContractDraft,
     /// `.handoffs([...])`.
     pub handoffs: Vec<String>,
+    /// `.fallback([...])`, each entry checked where it was written.
+    pub fallback: Vec<kiln_registry::fallback::FallbackModel>,
     /// Problems found while building.
     pub errors: Vec<(Position, String)>,
 }
@@ -133,6 +135,8 @@ pub struct AgentSettings {
     pub max_reply_bytes: Option<i64>,
     /// `.max_line_bytes(n)`.
     pub max_line_bytes: Option<i64>,
+    /// `.text_tool_calls(...)` and the position of the call.
+    pub text_tool_calls: Option<(String, Position)>,
 }
 
 /// Handle to a tool draft, returned by every tool builder method.

@@ -7,6 +7,7 @@ use super::handler::{ScriptAgent, ScriptHandler};
 use super::{ScriptUnit, sandbox};
 use kiln_core::capability::{Capability, GrantMode, Grants};
 use kiln_core::error::LoadError;
+use kiln_core::model::text_calls::TextCallFormat;
 use kiln_core::schema;
 use kiln_core::tool::{DEFAULT_TIMEOUT, Handler, Tool};
 use kiln_core::tool_parts::{Part, ToolParts};
@@ -426,6 +427,7 @@ fn finish_agent(mut d: AgentDraft, unit: &Arc<ScriptUnit>) -> Result<AgentSpec, 
             )),
         }
     }
+    let text_tool_calls = text_tool_calls(&settings, &d.name, &mut errors, &at);
     let contract = agent_contract(std::mem::take(&mut d.contract), &d.name, &mut errors, &at);
     if !errors.is_empty() {
         return Err(errors);
@@ -457,6 +459,8 @@ fn finish_agent(mut d: AgentDraft, unit: &Arc<ScriptUnit>) -> Result<AgentSpec, 
         name: d.name,
         contract,
         handoffs: std::mem::take(&mut d.handoffs),
+        fallback: std::mem::take(&mut d.fallback),
+        text_tool_calls,
         // A program's parallel([...]) is bounded like the agent's concurrent calls.
         code_mode: d.code_mode.map(|mode| kiln_registry::agent_spec::CodeMode {
             max_parallel: as_u32(settings.max_parallel).unwrap_or(4) as usize,
@@ -467,6 +471,29 @@ fn finish_agent(mut d: AgentDraft, unit: &Arc<ScriptUnit>) -> Result<AgentSpec, 
             validator: d.validator,
             unit: unit.clone(),
         })),
+    })
+}
+
+/// `.text_tool_calls(...)`: a known format, or an error at the call naming the nearest.
+fn text_tool_calls(
+    settings: &dsl::AgentSettings,
+    agent: &str,
+    errors: &mut Vec<LoadError>,
+    at: &dyn Fn(Position) -> kiln_core::error::SourceLoc,
+) -> TextCallFormat {
+    let Some((name, pos)) = &settings.text_tool_calls else {
+        return TextCallFormat::default();
+    };
+    TextCallFormat::parse(name).unwrap_or_else(|| {
+        errors.push(LoadError::at(
+            at(*pos),
+            format!(
+                "agent \"{agent}\": unknown text_tool_calls \"{name}\"{} (expected one of: {})",
+                kiln_core::suggest::hint(name, TextCallFormat::names().split(", ")),
+                TextCallFormat::names()
+            ),
+        ));
+        TextCallFormat::default()
     })
 }
 

@@ -33,6 +33,7 @@ fn parse_reply(value: Dynamic, round: usize) -> Result<ModelResponse, ProviderEr
     if value.is_string() {
         return Ok(ModelResponse {
             replay: None,
+            answered_by: None,
             text: value.to_string(),
             tool_calls: vec![],
             stop: StopReason::EndTurn,
@@ -47,6 +48,7 @@ fn parse_reply(value: Dynamic, round: usize) -> Result<ModelResponse, ProviderEr
         let plan = convert::to_json(&Dynamic::from_map(map)).map_err(|e| bad(&e))?;
         return Ok(ModelResponse {
             replay: None,
+            answered_by: None,
             text: plan.to_string(),
             tool_calls: vec![],
             stop: StopReason::EndTurn,
@@ -89,6 +91,7 @@ fn parse_reply(value: Dynamic, round: usize) -> Result<ModelResponse, ProviderEr
     };
     Ok(ModelResponse {
         replay: None,
+        answered_by: None,
         text,
         tool_calls: calls,
         stop,

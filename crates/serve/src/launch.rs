@@ -15,7 +15,7 @@ use kiln_agent::runlog::RunLogger;
 use kiln_agent::{RecordError, Recorder, RunOptions, RunReport, ToolCallRecord};
 use kiln_core::capability::Grants;
 use kiln_db::sessions::ResumeError;
-use kiln_providers::{Message, StopReason, Usage};
+use kiln_providers::{AnsweredBy, Message, StopReason, Usage};
 use serde_json::Value;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -74,10 +74,11 @@ impl Recorder for Tap {
         round: u32,
         usage: Usage,
         stop: &StopReason,
+        by: &AnsweredBy,
         took: Duration,
     ) {
         if let Some(l) = &self.log {
-            l.model_reply(run_id, round, usage, stop, took);
+            l.model_reply(run_id, round, usage, stop, by, took);
         }
         self.metrics.model_reply(took, usage);
     }

@@ -5,7 +5,7 @@
 
 use crate::{RunReport, ToolCallRecord};
 use kiln_db::now;
-use kiln_providers::{Message, Usage};
+use kiln_providers::{AnsweredBy, Message, Usage};
 use rusqlite::{Connection, params};
 
 /// Where a step's model replies go among its rows: after its messages and tool calls (which
@@ -20,6 +20,8 @@ pub(super) struct Reply {
     pub(super) took_ms: f64,
     pub(super) usage: Usage,
     pub(super) stop: Option<String>,
+    /// The provider and model that answered.
+    pub(super) by: AnsweredBy,
 }
 
 /// A run's start: its row, and its earlier attempt's rows cleared.
@@ -200,16 +202,16 @@ impl StepRows {
         if !self.fresh {
             // The replies riding on the rows about to be replaced get rows of their own.
             tx.prepare_cached(
-                "INSERT OR REPLACE INTO steps(run_id, step, part, kind, at, round, duration_ms, input_tokens, output_tokens, stop_reason)
-                 SELECT run_id, step, ?3 + round, 'model', at, round, duration_ms, input_tokens, output_tokens, stop_reason
+                "INSERT OR REPLACE INTO steps(run_id, step, part, kind, at, round, duration_ms, input_tokens, output_tokens, stop_reason, provider, model, reasoning_tokens)
+                 SELECT run_id, step, ?3 + round, 'model', at, round, duration_ms, input_tokens, output_tokens, stop_reason, provider, model, reasoning_tokens
                  FROM steps WHERE run_id = ?1 AND step = ?2 AND part < ?4 AND kind = 'message' AND round IS NOT NULL",
             )?
             .execute(params![run_id, step, MODEL_PART, self.messages.len() as i64])?;
         }
         // Each statement is looked up once per step, not once per row.
         let mut insert_message = tx.prepare_cached(
-            "INSERT OR REPLACE INTO steps(run_id, step, part, kind, at, seq, role, body, round, duration_ms, input_tokens, output_tokens, stop_reason)
-             VALUES(?1, ?2, ?3, 'message', ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
+            "INSERT OR REPLACE INTO steps(run_id, step, part, kind, at, seq, role, body, round, duration_ms, input_tokens, output_tokens, stop_reason, provider, model, reasoning_tokens)
+             VALUES(?1, ?2, ?3, 'message', ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)",
         )?;
         for (i, m) in self.messages.iter().enumerate() {
             let r = m.reply.as_ref();
@@ -226,6 +228,9 @@ impl StepRows {
                 r.map(|r| r.usage.input_tokens as i64),
                 r.map(|r| r.usage.output_tokens as i64),
                 r.and_then(|r| r.stop.as_deref()),
+                r.map(|r| r.by.provider.as_str()),
+                r.map(|r| r.by.model.as_str()),
+                r.map(|r| r.usage.reasoning_tokens as i64),
             ])?;
             if let Some((s, _)) = &self.session {
                 tx.prepare_cached(
@@ -344,10 +349,23 @@ fn insert_replies(
         let (input, output) = (r.usage.input_tokens as i64, r.usage.output_tokens as i64);
         let part = MODEL_PART + i64::from(r.round);
         tx.prepare_cached(
-            "INSERT OR REPLACE INTO steps(run_id, step, part, kind, at, round, duration_ms, input_tokens, output_tokens, stop_reason)
-             VALUES(?1, ?2, ?3, 'model', ?4, ?5, ?6, ?7, ?8, ?9)",
+            "INSERT OR REPLACE INTO steps(run_id, step, part, kind, at, round, duration_ms, input_tokens, output_tokens, stop_reason, provider, model, reasoning_tokens)
+             VALUES(?1, ?2, ?3, 'model', ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
         )?
-        .execute(params![run_id, step, part, r.at, r.round, r.took_ms, input, output, r.stop])?;
+        .execute(params![
+            run_id,
+            step,
+            part,
+            r.at,
+            r.round,
+            r.took_ms,
+            input,
+            output,
+            r.stop,
+            r.by.provider,
+            r.by.model,
+            r.usage.reasoning_tokens as i64
+        ])?;
     }
     Ok(())
 }

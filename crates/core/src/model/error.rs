@@ -76,6 +76,34 @@ pub enum ProviderError {
     Planner(String),
 }
 
+impl ProviderError {
+    /// Whether a fallback chain tries its next model after this error (the member's own
+    /// retries already spent): the service was busy or unreachable (429, 408, overload, 5xx,
+    /// a timeout, a refused or reset connection, an overload announced inside a stream). An
+    /// error the request itself caused (400, 401, 403, 404, 422...), a reply kiln could not
+    /// read, a missing key or a planner's error is the run's error on every model alike.
+    pub fn falls_back(&self) -> bool {
+        match self {
+            ProviderError::Http {
+                status, message, ..
+            } => matches!(status, 408 | 429 | 500..=599) || overloaded(message),
+            ProviderError::Transport { .. } => true,
+            ProviderError::Stream { message, .. } => overloaded(message),
+            ProviderError::MissingKey { .. }
+            | ProviderError::Malformed { .. }
+            | ProviderError::Truncated { .. }
+            | ProviderError::TooLarge { .. }
+            | ProviderError::Planner(_) => false,
+        }
+    }
+}
+
+/// An error message that says the service is overloaded or rate limited.
+fn overloaded(message: &str) -> bool {
+    let m = message.to_ascii_lowercase();
+    m.contains("overloaded") || m.contains("rate_limit") || m.contains("rate limit")
+}
+
 /// Most characters of a reply quoted in an error: enough to recognise it, never megabytes.
 pub const QUOTE_CHARS: usize = 300;
 
@@ -96,5 +124,68 @@ pub fn quote_bytes(bytes: &[u8]) -> String {
         None if cut == bytes.len() => head.into_owned(),
         None => format!("{head}… ({} bytes in all)", bytes.len()),
         Some((end, _)) => format!("{}… ({} bytes in all)", &head[..end], bytes.len()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ProviderError;
+
+    fn http(status: u16, message: &str) -> ProviderError {
+        ProviderError::Http {
+            provider: "anthropic",
+            status,
+            message: message.into(),
+        }
+    }
+
+    #[test]
+    fn busy_or_unreachable_services_fall_back() {
+        for status in [408, 429, 500, 502, 503, 504, 529] {
+            assert!(http(status, "x").falls_back(), "{status}");
+        }
+        assert!(http(400, "overloaded_error: Overloaded").falls_back());
+        let transport = ProviderError::Transport {
+            provider: "openai",
+            message: "connection refused (http://127.0.0.1:9)".into(),
+        };
+        assert!(transport.falls_back());
+        let stream = ProviderError::Stream {
+            provider: "anthropic",
+            message: "overloaded_error: Overloaded".into(),
+        };
+        assert!(stream.falls_back());
+    }
+
+    #[test]
+    fn errors_the_request_caused_do_not_fall_back() {
+        for status in [400, 401, 403, 404, 413, 422] {
+            assert!(
+                !http(status, "invalid_request_error: bad").falls_back(),
+                "{status}"
+            );
+        }
+        let others = [
+            ProviderError::MissingKey {
+                provider: "openai",
+                var: "OPENAI_API_KEY".into(),
+            },
+            ProviderError::Malformed {
+                provider: "openai",
+                message: "reply is not JSON".into(),
+            },
+            ProviderError::Truncated {
+                provider: "openai",
+                tool: "t".into(),
+            },
+            ProviderError::Stream {
+                provider: "openai",
+                message: "server_error: boom".into(),
+            },
+            ProviderError::Planner("x".into()),
+        ];
+        for e in others {
+            assert!(!e.falls_back(), "{e}");
+        }
     }
 }

@@ -17,6 +17,16 @@ pub(super) const AGENT: &[Entry] = &[
         "anthropic, openai, ollama or script.",
     ),
     method(A, "model(name: string)", "The model the provider runs."),
+    method(
+        A,
+        "fallback(models: array)",
+        "Models tried in order when its own is busy or unreachable (429, overload, 5xx, timeout): [\"openai:gpt-5-mini\", \"ollama\"].",
+    ),
+    method(
+        A,
+        "text_tool_calls(format: string)",
+        "Recover tool calls a model writes as text: \"off\" (default), \"auto\", \"hermes\", \"mistral\" or \"llama\".",
+    ),
     method(A, "system(text: string)", "The system prompt."),
     method(
         A,

@@ -1,0 +1,45 @@
+//! The loop's side of tool calls a model wrote as text (`.text_tool_calls(...)`): a reply
+//! without structured calls is searched (kiln-core's `model::text_calls`), and the calls
+//! found become the reply's own, so they are journaled, validated, guarded and answered like
+//! any other; a tagged call that cannot be read becomes what the model is told next.
+
+use kiln_core::model::text_calls::{Found, TextCallFormat, recover};
+use kiln_core::tool::Tool;
+use kiln_providers::{ModelResponse, StopReason, ToolCall};
+use std::sync::Arc;
+
+/// Recovers the calls `reply` wrote as text, when `format` allows and it has no structured
+/// ones: they go into `reply.tool_calls` (ids `text_ROUND_N`) and the text around them stays
+/// its text. Returns what the model must be told when a tagged call could not be read.
+pub(super) fn recover_calls(
+    reply: &mut ModelResponse,
+    format: TextCallFormat,
+    offered: &[Arc<Tool>],
+    round: u32,
+) -> Option<String> {
+    if format == TextCallFormat::Off || !reply.tool_calls.is_empty() {
+        return None;
+    }
+    let names: Vec<&str> = offered.iter().map(|t| t.name.as_str()).collect();
+    match recover(&reply.text, format, &names) {
+        Found::Nothing => None,
+        Found::Malformed(problem) => {
+            tracing::warn!("round {round}: a tool call written as text could not be read");
+            Some(problem)
+        }
+        Found::Calls { text, calls } => {
+            reply.text = text;
+            reply.tool_calls = calls
+                .into_iter()
+                .enumerate()
+                .map(|(i, c)| ToolCall {
+                    id: format!("text_{round}_{}", i + 1),
+                    name: c.name,
+                    args: c.args,
+                })
+                .collect();
+            reply.stop = StopReason::ToolUse;
+            None
+        }
+    }
+}
