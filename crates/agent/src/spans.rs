@@ -116,3 +116,14 @@ fn finish_reason(stop: &StopReason) -> &str {
         StopReason::Other(other) => other,
     }
 }
+
+#[cfg(test)]
+mod provider_name_tests {
+    #[test]
+    fn the_new_wires_are_named_as_the_genai_conventions_name_their_providers() {
+        assert_eq!(super::provider_name("openai-responses"), "openai");
+        assert_eq!(super::provider_name("azure"), "azure.ai.openai");
+        assert_eq!(super::provider_name("azure-responses"), "azure.ai.openai");
+        assert_eq!(super::provider_name("anthropic"), "anthropic");
+    }
+}

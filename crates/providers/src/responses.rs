@@ -2,7 +2,7 @@
 //! replies ([`parse_response`]) and SSE streams ([`StreamState`]). Nothing is kept on the
 //! server (`store: false`): each round sends the conversation, with the earlier rounds' output
 //! items (reasoning items and their `encrypted_content`) carried in each assistant message's
-//! [`Replay`](super::Replay) and sent back where they were, so reasoning carries across rounds.
+//! [`Replay`] and sent back where they were, so reasoning carries across rounds.
 
 pub use super::responses_reply::{NAME, WIRE, parse_response};
 pub use super::responses_stream::{StreamState, parse_sse};
