@@ -1,6 +1,8 @@
 //! Turns an agent's settings (plus command-line overrides and the environment) into a provider.
 
-use kiln_providers::{Endpoint, Limits, Provider, ProviderError, anthropic, http, ollama, openai};
+use kiln_providers::{
+    Endpoint, Limits, Provider, ProviderError, anthropic, bedrock, http, ollama, openai,
+};
 use kiln_registry::agent_spec::{AgentSpec, ProviderKind};
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -159,8 +161,32 @@ pub fn connect(
             })
         }
         ProviderKind::Script => planner_provider(agent)?,
+        ProviderKind::Bedrock => {
+            let auth = bedrock_auth(&key_var())?;
+            let region = bedrock::region_from_env();
+            let url = base.unwrap_or_else(|| bedrock::default_base_url(&region));
+            // The secret sent with each request (session token or bearer key) is the
+            // endpoint's key, so the transport redacts it too; the secret key never leaves.
+            let sent = auth.sent_secret();
+            Provider::Bedrock(bedrock::Bedrock {
+                endpoint: endpoint(url, sent, Some(auth.vars().to_string())),
+                region,
+                model: model.clone(),
+                auth,
+                rendered: Default::default(),
+            })
+        }
     };
     Ok((provider, model))
+}
+
+/// Bedrock's credentials: a Bedrock API key from `var` (`AWS_BEARER_TOKEN_BEDROCK` unless the
+/// agent names another), else the standard AWS environment.
+fn bedrock_auth(var: &str) -> Result<bedrock::AwsAuth, ProviderError> {
+    match env_nonempty(var) {
+        Some(token) => Ok(bedrock::AwsAuth::Bearer(token.trim().to_string())),
+        None => bedrock::AwsAuth::from_env(),
+    }
 }
 
 /// An agent's `.planner(...)` as its model, in this process.
@@ -175,7 +201,7 @@ fn unknown_provider(name: &str) -> ProviderError {
     ProviderError::Malformed {
         provider: "kiln",
         message: format!(
-            "unknown provider \"{name}\" (expected anthropic, openai, ollama or script)"
+            "unknown provider \"{name}\" (expected anthropic, openai, ollama, bedrock or script)"
         ),
     }
 }

@@ -88,6 +88,7 @@ pub(super) fn fail(span: &tracing::Span, kind: &RunErrorKind) {
 fn provider_name(provider: &str) -> &str {
     match provider {
         "script" | "planner" => "kiln.script",
+        "bedrock" => "aws.bedrock",
         other => other,
     }
 }

@@ -55,7 +55,7 @@ pub const CAPABILITIES: &[(&str, &str)] = &[
 ];
 
 /// The providers an agent can name.
-pub const PROVIDERS: &[&str] = &["anthropic", "openai", "ollama", "script"];
+pub const PROVIDERS: &[&str] = &["anthropic", "openai", "ollama", "script", "bedrock"];
 
 impl Catalog {
     /// Reads the `.d.rhai` text of an engine (`kiln_host::api::engine_definitions`) and the

@@ -12,6 +12,9 @@
 
 pub mod anthropic;
 mod anthropic_reply;
+pub mod bedrock;
+mod bedrock_auth;
+pub mod bedrock_reply;
 pub mod http;
 pub mod ollama;
 pub mod openai;
@@ -96,6 +99,8 @@ pub enum Provider {
     OpenAi(openai::OpenAi),
     /// Ollama's native `/api/chat`.
     Ollama(ollama::Ollama),
+    /// AWS Bedrock Converse.
+    Bedrock(bedrock::Bedrock),
     /// A model in this process: the script planner, or an embedder's ([`local::LocalModel`]).
     Local(std::sync::Arc<dyn local::LocalModel>),
 }
@@ -107,6 +112,7 @@ impl Provider {
             Provider::Anthropic(_) => "anthropic",
             Provider::OpenAi(_) => "openai",
             Provider::Ollama(_) => "ollama",
+            Provider::Bedrock(_) => "bedrock",
             Provider::Local(m) => m.name(),
         }
     }
@@ -116,7 +122,16 @@ impl Provider {
             Provider::Anthropic(p) => Some(&p.endpoint),
             Provider::OpenAi(p) => Some(&p.endpoint),
             Provider::Ollama(p) => Some(&p.endpoint),
+            Provider::Bedrock(p) => Some(&p.endpoint),
             Provider::Local(_) => None,
+        }
+    }
+
+    /// What must never leave kiln: the key sent (and, for Bedrock, every AWS credential).
+    fn secrets(&self) -> redact::Secrets {
+        match self {
+            Provider::Bedrock(p) => p.secrets(),
+            _ => self.endpoint().map(Endpoint::secrets).unwrap_or_default(),
         }
     }
 
@@ -128,6 +143,7 @@ impl Provider {
             Provider::Anthropic(p) => p.request_bytes(req).into(),
             Provider::OpenAi(p) => p.request_bytes(req).into(),
             Provider::Ollama(p) => p.request_bytes(req).into(),
+            Provider::Bedrock(p) => p.request_bytes(req).into(),
             Provider::Local(_) => http::json(&local::planner_input(req)),
         };
         Prepared {
@@ -144,7 +160,7 @@ impl Provider {
         req: Prepared,
         sink: &TextSink,
     ) -> Result<ModelResponse, ProviderError> {
-        let secrets = self.endpoint().map(Endpoint::secrets).unwrap_or_default();
+        let secrets = self.secrets();
         let guard = secrets.guard_sink(sink.clone());
         let sink = &guard.sink();
         let Prepared { body, stream } = req;
@@ -152,6 +168,7 @@ impl Provider {
             Provider::Anthropic(p) => p.send(body, stream, sink).await,
             Provider::OpenAi(p) => p.send(body, stream, sink).await,
             Provider::Ollama(p) => p.send(body, stream, sink).await,
+            Provider::Bedrock(p) => p.send(body, stream, sink).await,
             Provider::Local(p) => p.send(&body, sink).await,
         };
         guard.flush();

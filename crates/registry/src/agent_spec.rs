@@ -18,15 +18,18 @@ pub enum ProviderKind {
     Ollama,
     /// The agent's Rhai planner, offline.
     Script,
+    /// AWS Bedrock's Converse API (SigV4 or a Bedrock API key).
+    Bedrock,
 }
 
 impl ProviderKind {
     /// Every provider, in the order messages list them.
-    pub const ALL: [ProviderKind; 4] = [
+    pub const ALL: [ProviderKind; 5] = [
         ProviderKind::Anthropic,
         ProviderKind::OpenAi,
         ProviderKind::Ollama,
         ProviderKind::Script,
+        ProviderKind::Bedrock,
     ];
 
     /// The provider named `name` (`anthropic`, `openai`, `ollama`, `script`).
@@ -41,6 +44,7 @@ impl ProviderKind {
             ProviderKind::OpenAi => "openai",
             ProviderKind::Ollama => "ollama",
             ProviderKind::Script => "script",
+            ProviderKind::Bedrock => "bedrock",
         }
     }
 
@@ -56,6 +60,7 @@ impl ProviderKind {
             ProviderKind::OpenAi => "gpt-4o-mini",
             ProviderKind::Ollama => "llama3.2",
             ProviderKind::Script => "script",
+            ProviderKind::Bedrock => "anthropic.claude-haiku-4-5-20251001-v1:0",
         }
     }
 
@@ -65,6 +70,8 @@ impl ProviderKind {
             ProviderKind::Anthropic => Some("ANTHROPIC_API_KEY"),
             ProviderKind::OpenAi => Some("OPENAI_API_KEY"),
             ProviderKind::Ollama | ProviderKind::Script => None,
+            // A Bedrock API key; else the AWS key pair (`AWS_ACCESS_KEY_ID`...).
+            ProviderKind::Bedrock => Some("AWS_BEARER_TOKEN_BEDROCK"),
         }
     }
 
@@ -75,6 +82,7 @@ impl ProviderKind {
             ProviderKind::OpenAi => Some("OPENAI_BASE_URL"),
             ProviderKind::Ollama => Some("OLLAMA_HOST"),
             ProviderKind::Script => None,
+            ProviderKind::Bedrock => Some("AWS_ENDPOINT_URL_BEDROCK_RUNTIME"),
         }
     }
 }
