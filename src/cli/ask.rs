@@ -62,7 +62,7 @@ fn parse_budget(text: &str) -> Result<kiln::Budget, String> {
 /// Where model requests go and how they are retried (`ask`, `worker`).
 #[derive(Args, Debug, Clone)]
 pub struct ProviderArgs {
-    /// Use this provider instead of the agent's (anthropic, openai, ollama, script).
+    /// Use this provider instead of the agent's (anthropic, openai, ollama, bedrock, script).
     #[arg(long)]
     pub provider: Option<String>,
     /// Use this model instead of the agent's.

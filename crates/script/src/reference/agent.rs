@@ -14,7 +14,7 @@ pub(super) const AGENT: &[Entry] = &[
     method(
         A,
         "provider(name: string)",
-        "anthropic, openai, ollama or script.",
+        "anthropic, openai, ollama, bedrock or script.",
     ),
     method(A, "model(name: string)", "The model the provider runs."),
     method(A, "system(text: string)", "The system prompt."),
