@@ -63,7 +63,7 @@ fn parse_budget(text: &str) -> Result<kiln::Budget, String> {
 #[derive(Args, Debug, Clone)]
 pub struct ProviderArgs {
     /// Use this provider instead of the agent's (anthropic, openai, openai-responses, azure,
-    /// azure-responses, gemini, ollama, script).
+    /// azure-responses, gemini, bedrock, ollama, script).
     #[arg(long)]
     pub provider: Option<String>,
     /// Use this model instead of the agent's.

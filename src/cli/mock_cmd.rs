@@ -14,14 +14,48 @@ pub struct MockArgs {
     /// Port on 127.0.0.1; 0 picks a free one.
     #[arg(long, short = 'p', default_value_t = 0)]
     pub port: u16,
+    /// Bedrock: the access key id of the test key pair requests must be signed with (SigV4
+    /// is verified; a wrong signature is a 403 as AWS answers it).
+    #[arg(
+        long,
+        env = "KILN_MOCK_AWS_ACCESS_KEY_ID",
+        requires = "aws_secret_access_key"
+    )]
+    pub aws_access_key_id: Option<String>,
+    /// Bedrock: the test key pair's secret access key.
+    #[arg(
+        long,
+        env = "KILN_MOCK_AWS_SECRET_ACCESS_KEY",
+        hide_env_values = true,
+        requires = "aws_access_key_id"
+    )]
+    pub aws_secret_access_key: Option<String>,
+    /// Bedrock: the session token requests must carry.
+    #[arg(long, env = "KILN_MOCK_AWS_SESSION_TOKEN", hide_env_values = true)]
+    pub aws_session_token: Option<String>,
+    /// Bedrock: an API key accepted as `Authorization: Bearer`.
+    #[arg(
+        long,
+        env = "KILN_MOCK_AWS_BEARER_TOKEN_BEDROCK",
+        hide_env_values = true
+    )]
+    pub aws_bearer_token: Option<String>,
 }
 
 /// Runs `kiln mock` until Ctrl-C.
 pub fn mock(a: MockArgs) -> CliResult<ExitCode> {
     let text = std::fs::read_to_string(&a.scenario)
         .map_err(|e| format!("cannot read scenario {}: {e}", a.scenario.display()))?;
-    let scenario: kiln_mock::scenario::Scenario = serde_json::from_str(&text)
+    let mut scenario: kiln_mock::scenario::Scenario = serde_json::from_str(&text)
         .map_err(|e| format!("{}:{}:{}: {e}", a.scenario.display(), e.line(), e.column()))?;
+    if a.aws_access_key_id.is_some() || a.aws_bearer_token.is_some() {
+        scenario.aws = Some(kiln_mock::sigv4::AwsKeys {
+            access_key_id: a.aws_access_key_id.unwrap_or_default(),
+            secret_access_key: a.aws_secret_access_key.unwrap_or_default(),
+            session_token: a.aws_session_token,
+            bearer: a.aws_bearer_token,
+        });
+    }
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;

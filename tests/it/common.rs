@@ -112,12 +112,18 @@ pub struct Mock {
 
 impl Mock {
     pub fn start(scenario: &Value) -> Mock {
+        Mock::start_with(scenario, &[])
+    }
+
+    /// [`Mock::start`] with more `kiln mock` arguments (`--aws-access-key-id ...`).
+    pub fn start_with(scenario: &Value, args: &[&str]) -> Mock {
         use std::io::{BufRead, Write};
         let mut file = tempfile::NamedTempFile::new().expect("scenario file");
         file.write_all(scenario.to_string().as_bytes())
             .expect("write scenario");
         let mut child = Command::new(kiln_bin())
             .args(["mock", &file.path().display().to_string(), "--port", "0"])
+            .args(args)
             .stdout(std::process::Stdio::piped())
             .stderr(std::process::Stdio::inherit())
             .spawn()

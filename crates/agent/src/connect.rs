@@ -2,7 +2,7 @@
 
 use kiln_core::model::text_calls::TextCallFormat;
 use kiln_providers::{Endpoint, Limits, Provider, ProviderError, anthropic, http, ollama, openai};
-use kiln_providers::{azure, chain, gemini, responses};
+use kiln_providers::{azure, bedrock, chain, gemini, responses};
 use kiln_registry::agent_spec::{AgentSpec, ProviderKind};
 use kiln_registry::fallback::FallbackModel;
 use std::collections::BTreeMap;
@@ -236,6 +236,21 @@ fn connect_one(
             };
             azure_provider(api, base, key_var(), &model, endpoint)?
         }
+        ProviderKind::Bedrock => {
+            let auth = bedrock_auth(&key_var())?;
+            let region = bedrock::region_from_env();
+            let url = base.unwrap_or_else(|| bedrock::default_base_url(&region));
+            // The secret sent with each request (session token or bearer key) is the
+            // endpoint's key, so the transport redacts it too; the secret key never leaves.
+            let sent = auth.sent_secret();
+            Provider::Bedrock(bedrock::Bedrock {
+                endpoint: endpoint(url, sent, Some(auth.vars().to_string())),
+                region,
+                model: model.clone(),
+                auth,
+                rendered: Default::default(),
+            })
+        }
     };
     Ok((provider, model))
 }
@@ -294,6 +309,15 @@ fn gemini_key(var: &str) -> Result<String, ProviderError> {
             })
         }
         found => found,
+    }
+}
+
+/// Bedrock's credentials: a Bedrock API key from `var` (`AWS_BEARER_TOKEN_BEDROCK` unless the
+/// agent names another), else the standard AWS environment.
+fn bedrock_auth(var: &str) -> Result<bedrock::AwsAuth, ProviderError> {
+    match env_nonempty(var) {
+        Some(token) => Ok(bedrock::AwsAuth::Bearer(token.trim().to_string())),
+        None => bedrock::AwsAuth::from_env(),
     }
 }
 

@@ -102,6 +102,7 @@ fn provider_name(provider: &str) -> &str {
         "openai-responses" => "openai",
         "azure" | "azure-responses" => "azure.ai.openai",
         "gemini" => "gcp.gemini",
+        "bedrock" => "aws.bedrock",
         other => other,
     }
 }

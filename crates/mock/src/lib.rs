@@ -6,6 +6,7 @@
 //! with the real services' error shapes.
 
 pub mod azure;
+pub mod bedrock;
 pub mod check;
 #[cfg(test)]
 mod conformance;
@@ -17,6 +18,7 @@ pub mod responses_check;
 mod responses_conformance;
 pub mod responses_render;
 pub mod scenario;
+pub mod sigv4;
 
 use axum::body::{Body, Bytes};
 use axum::extract::{Path, State};
@@ -99,6 +101,14 @@ pub fn router(scenario: Scenario) -> Router {
             ),
         )
         .route(
+            "/model/{id}/converse",
+            post(|s, p, u, h, b| handle_bedrock(s, p, u, h, b, false)),
+        )
+        .route(
+            "/model/{id}/converse-stream",
+            post(|s, p, u, h, b| handle_bedrock(s, p, u, h, b, true)),
+        )
+        .route(
             "/_kiln/requests",
             get(|State(s): State<Arc<Shared>>| async move {
                 Json(Value::Array(
@@ -128,10 +138,11 @@ fn redact(headers: &HeaderMap) -> Value {
     let mut m = serde_json::Map::new();
     for (name, value) in headers {
         let n = name.as_str().to_ascii_lowercase();
-        let v = if matches!(
+        let secret = matches!(
             n.as_str(),
             "x-api-key" | "authorization" | "api-key" | "x-goog-api-key"
-        ) {
+        );
+        let v = if secret || n == "x-amz-security-token" {
             "<redacted>".to_string()
         } else {
             value.to_str().unwrap_or("<binary>").to_string()
@@ -360,5 +371,77 @@ async fn handle(
             )
                 .into_response()
         }
+    }
+}
+
+/// A Bedrock Converse request (`/model/{id}/converse`, or `converse-stream` when `stream`):
+/// its credentials verified (the SigV4 signature against the mock's key pair), its body
+/// checked, the next turn rendered.
+async fn handle_bedrock(
+    State(shared): State<Arc<Shared>>,
+    axum::extract::Path(model): axum::extract::Path<String>,
+    uri: axum::http::Uri,
+    headers: HeaderMap,
+    body: Bytes,
+    stream: bool,
+) -> Response {
+    let parsed: Result<Value, _> = serde_json::from_slice(&body);
+    if shared.scenario.record
+        && let Ok(mut r) = shared.requests.lock()
+    {
+        let recorded = parsed
+            .as_ref()
+            .map_or_else(|_| json!(String::from_utf8_lossy(&body)), |v| v.clone());
+        let route = if stream {
+            "converse-stream"
+        } else {
+            "converse"
+        };
+        r.push(json!({"path": uri.path(), "route": route, "model": model, "headers": redact(&headers), "body": recorded}));
+    }
+    let scenario = &shared.scenario;
+    let verified = sigv4::verify(
+        scenario.aws.as_ref(),
+        scenario.require_auth,
+        &uri,
+        &headers,
+        &body,
+    );
+    if let Err(refusal) = verified {
+        return bedrock::error_response(refusal);
+    }
+    let Ok(body) = parsed else {
+        return bedrock::error_response((
+            400,
+            "SerializationException",
+            "the request body is not valid JSON".into(),
+        ));
+    };
+    if let Err(refusal) = bedrock::check(&body) {
+        return bedrock::error_response(refusal);
+    }
+    let client = match (headers.get(CLIENT_HEADER), sigv4::identity(&headers)) {
+        (None, Some(id)) => {
+            use std::hash::{Hash, Hasher};
+            let mut h = std::collections::hash_map::DefaultHasher::new();
+            id.hash(&mut h);
+            h.finish()
+        }
+        _ => client_key(&headers),
+    };
+    let (n, turn) = match next_turn(&shared, client, &body) {
+        Ok(t) => t,
+        Err(served) => {
+            let message = format!("kiln-mock: scenario exhausted after {served} turns");
+            return bedrock::error_response((400, "ValidationException", message));
+        }
+    };
+    if let Some(ms) = turn.delay_ms {
+        tokio::time::sleep(Duration::from_millis(ms)).await;
+    }
+    match (&turn.fault, stream) {
+        (Some(f), _) => bedrock::fault_response(f),
+        (None, false) => bedrock::whole(&turn, n),
+        (None, true) => bedrock::streamed(&turn, n, Duration::from_millis(scenario.chunk_delay_ms)),
     }
 }

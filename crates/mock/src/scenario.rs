@@ -29,6 +29,10 @@ pub struct Scenario {
     /// the mock's memory stays flat.
     #[serde(default = "yes")]
     pub record: bool,
+    /// The credentials Bedrock requests must be signed with (`kiln mock --aws-*`, never in
+    /// the file): none accepts any.
+    #[serde(skip)]
+    pub aws: Option<super::sigv4::AwsKeys>,
 }
 
 fn yes() -> bool {
@@ -45,6 +49,7 @@ impl Default for Scenario {
             chunk_delay_ms: 0,
             by_round: false,
             record: true,
+            aws: None,
         }
     }
 }

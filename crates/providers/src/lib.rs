@@ -14,6 +14,9 @@
 pub mod anthropic;
 mod anthropic_reply;
 pub mod azure;
+pub mod bedrock;
+mod bedrock_auth;
+pub mod bedrock_reply;
 pub mod chain;
 pub mod gemini;
 mod gemini_reply;
@@ -111,6 +114,8 @@ pub enum Provider {
     Azure(azure::Azure),
     /// Google Gemini's `generateContent`.
     Gemini(gemini::Gemini),
+    /// AWS Bedrock Converse.
+    Bedrock(bedrock::Bedrock),
     /// A model in this process: the script planner, or an embedder's ([`local::LocalModel`]).
     Local(std::sync::Arc<dyn local::LocalModel>),
     /// Several models tried in order ([`chain::Chain`]).
@@ -127,6 +132,7 @@ impl Provider {
             Provider::OpenAiResponses(_) => "openai-responses",
             Provider::Azure(p) => p.name(),
             Provider::Gemini(_) => "gemini",
+            Provider::Bedrock(_) => "bedrock",
             Provider::Local(m) => m.name(),
             Provider::Chain(c) => c.name(),
         }
@@ -140,8 +146,17 @@ impl Provider {
             Provider::OpenAiResponses(p) => Some(&p.endpoint),
             Provider::Azure(p) => Some(&p.endpoint),
             Provider::Gemini(p) => Some(&p.endpoint),
+            Provider::Bedrock(p) => Some(&p.endpoint),
             Provider::Local(_) => None,
             Provider::Chain(_) => None,
+        }
+    }
+
+    /// What must never leave kiln: the key sent (and, for Bedrock, every AWS credential).
+    fn secrets(&self) -> redact::Secrets {
+        match self {
+            Provider::Bedrock(p) => p.secrets(),
+            _ => self.endpoint().map(Endpoint::secrets).unwrap_or_default(),
         }
     }
 
@@ -156,6 +171,7 @@ impl Provider {
             Provider::OpenAiResponses(p) => p.request_bytes(req).into(),
             Provider::Azure(p) => p.request_bytes(req).into(),
             Provider::Gemini(p) => p.request_bytes(req).into(),
+            Provider::Bedrock(p) => p.request_bytes(req).into(),
             Provider::Local(_) => http::json(&local::planner_input(req)),
             Provider::Chain(c) => {
                 return Prepared {
@@ -182,7 +198,7 @@ impl Provider {
         req: Prepared,
         sink: &TextSink,
     ) -> Result<ModelResponse, ProviderError> {
-        let secrets = self.endpoint().map(Endpoint::secrets).unwrap_or_default();
+        let secrets = self.secrets();
         let guard = secrets.guard_sink(sink.clone());
         let sink = &guard.sink();
         let Prepared {
@@ -198,6 +214,7 @@ impl Provider {
             Provider::OpenAiResponses(p) => p.send(body, stream, sink).await,
             Provider::Azure(p) => p.send(body, stream, sink).await,
             Provider::Gemini(p) => p.send(&model, body, stream, sink).await,
+            Provider::Bedrock(p) => p.send(body, stream, sink).await,
             Provider::Local(p) => p.send(&body, sink).await,
             Provider::Chain(c) => c.send(members, sink).await,
         };

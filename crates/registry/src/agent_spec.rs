@@ -26,19 +26,22 @@ pub enum ProviderKind {
     Azure,
     /// Azure OpenAI, Responses.
     AzureResponses,
+    /// AWS Bedrock's Converse API (SigV4 or a Bedrock API key).
+    Bedrock,
 }
 
 impl ProviderKind {
     /// Every provider, in the order messages list them.
-    pub const ALL: [ProviderKind; 8] = [
+    pub const ALL: [ProviderKind; 9] = [
         ProviderKind::Anthropic,
         ProviderKind::OpenAi,
-        ProviderKind::Ollama,
-        ProviderKind::Gemini,
-        ProviderKind::Script,
         ProviderKind::OpenAiResponses,
         ProviderKind::Azure,
         ProviderKind::AzureResponses,
+        ProviderKind::Gemini,
+        ProviderKind::Bedrock,
+        ProviderKind::Ollama,
+        ProviderKind::Script,
     ];
 
     /// The provider named `name` (`anthropic`, `openai`, `ollama`, `script`).
@@ -57,6 +60,7 @@ impl ProviderKind {
             ProviderKind::OpenAiResponses => "openai-responses",
             ProviderKind::Azure => "azure",
             ProviderKind::AzureResponses => "azure-responses",
+            ProviderKind::Bedrock => "bedrock",
         }
     }
 
@@ -76,6 +80,7 @@ impl ProviderKind {
             ProviderKind::OpenAiResponses => "gpt-5-mini",
             // Azure's model is the deployment's name, which its owner chose.
             ProviderKind::Azure | ProviderKind::AzureResponses => "gpt-5-mini",
+            ProviderKind::Bedrock => "anthropic.claude-haiku-4-5-20251001-v1:0",
         }
     }
 
@@ -89,6 +94,8 @@ impl ProviderKind {
             ProviderKind::OpenAiResponses => Some("OPENAI_API_KEY"),
             // Else a Microsoft Entra ID token in AZURE_OPENAI_AD_TOKEN.
             ProviderKind::Azure | ProviderKind::AzureResponses => Some("AZURE_OPENAI_API_KEY"),
+            // A Bedrock API key; else the AWS key pair (`AWS_ACCESS_KEY_ID`...).
+            ProviderKind::Bedrock => Some("AWS_BEARER_TOKEN_BEDROCK"),
         }
     }
 
@@ -102,6 +109,7 @@ impl ProviderKind {
             ProviderKind::Script => None,
             ProviderKind::OpenAiResponses => Some("OPENAI_BASE_URL"),
             ProviderKind::Azure | ProviderKind::AzureResponses => Some("AZURE_OPENAI_ENDPOINT"),
+            ProviderKind::Bedrock => Some("AWS_ENDPOINT_URL_BEDROCK_RUNTIME"),
         }
     }
 }

@@ -14,7 +14,7 @@ pub(super) const AGENT: &[Entry] = &[
     method(
         A,
         "provider(name: string)",
-        "anthropic, openai, openai-responses, azure, azure-responses, gemini, ollama or script.",
+        "anthropic, openai, openai-responses, azure, azure-responses, gemini, bedrock, ollama or script.",
     ),
     method(A, "model(name: string)", "The model the provider runs."),
     method(
