@@ -135,8 +135,8 @@ fn each_load_error_names_file_line_and_column() {
             "not a valid regex",
         ),
         (
-            "agent(\"a\").provider(\"gemini\");",
-            "DIR/t.rhai:1:1: agent \"a\": unknown provider \"gemini\"",
+            "agent(\"a\").provider(\"vertex\");",
+            "DIR/t.rhai:1:1: agent \"a\": unknown provider \"vertex\"",
         ),
         (
             "agent(\"a\").provider(\"openai\")\n  .tools([\"nope\"]);",

@@ -141,7 +141,7 @@ pub trait Handler: Send + Sync {
     }
 
     /// Whether its calls make calls of their own for the run log to show under them (a
-    /// code-mode program): the caller then gives the context a [`CallContext::nested`] log.
+    /// code-mode program): the caller then gives the context a `ctx.run.nested` log.
     fn records_nested(&self) -> bool {
         false
     }
