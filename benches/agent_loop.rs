@@ -13,7 +13,8 @@
 //! conversation as early in it, on every wire format (rounds 1-100 against 101-200; 2 against
 //! 2 under `cargo test`). `KILN_BENCH_PROFILE=long-WIRE` (or `long-WIRE-stream`) with
 //! `KILN_BENCH_ROUNDS=N` runs only an N-round conversation (default 200) over that wire: two
-//! values of N under callgrind give the cost of the rounds between them.
+//! values of N under callgrind give the cost of the rounds between them. `KILN_BENCH_GROUP=
+//! conversation` runs only this group, `KILN_BENCH_SAMPLES=S` times each (default 15).
 
 #[path = "support/conversation.rs"]
 mod conversation;
@@ -125,7 +126,12 @@ fn main() {
         runtime.block_on(conversation::profile(variant, total, runs));
         return;
     }
+    // `KILN_BENCH_GROUP=conversation` measures only the long conversations.
+    let only_conversation = std::env::var("KILN_BENCH_GROUP").is_ok_and(|g| g == "conversation");
     runtime.block_on(async move {
+        if only_conversation {
+            return;
+        }
         // `rounds` model requests: rounds - 1 with a tool call, then the answer.
         let mut turns: Vec<Value> = (0..rounds - 1).map(|i| json!({"tool_calls": [{"name": "calculator", "args": {"expression": format!("{i} * 3 + 1")}}]})).collect();
         turns.push(json!({"text": "All done."}));
@@ -222,7 +228,10 @@ fn main() {
                     early: 100,
                     total: 200,
                 },
-                15,
+                std::env::var("KILN_BENCH_SAMPLES")
+                    .ok()
+                    .and_then(|v| v.parse().ok())
+                    .unwrap_or(15),
             )
         } else {
             (conversation::Lengths { early: 2, total: 4 }, 1)

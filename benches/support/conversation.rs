@@ -1,6 +1,6 @@
 //! Flat in conversation length (issue 31, item 3): kiln's CPU per model round early in one
-//! conversation (rounds 1-100) against late in it (rounds 101-200), per wire format (OpenAI,
-//! Anthropic, Ollama), streamed and not, against a fake provider on loopback ([`super::fake`]:
+//! conversation (rounds 1-100) against late in it (rounds 101-200), per wire format (OpenAI
+//! Chat Completions and Responses, Anthropic, Ollama, Gemini, Bedrock), streamed and not, against a fake provider on loopback ([`super::fake`]:
 //! `kiln mock`'s replies, without its own per-request cost growing with the conversation).
 //!
 //! Early is a run of `early` rounds; late is the run of `total` rounds less that run, so the
@@ -15,8 +15,15 @@ use kiln::{Host, RunOptions};
 use std::path::Path;
 use std::time::Duration;
 
-/// The wire formats, as `--provider` names them.
-const WIRES: [&str; 3] = ["openai", "anthropic", "ollama"];
+/// The wire formats, as `--provider` names them (Azure's are OpenAI's two, at other routes).
+const WIRES: [&str; 6] = [
+    "openai",
+    "anthropic",
+    "ollama",
+    "openai-responses",
+    "gemini",
+    "bedrock",
+];
 
 /// A conversation's length: measured up to `early` rounds, and from there to `total`.
 #[derive(Clone, Copy)]
@@ -31,7 +38,11 @@ pub struct Lengths {
 /// fake at `fake`.
 fn base_url(wire: &str, stream: bool, rounds: usize, fake: &str) -> String {
     let mode = if stream { "stream" } else { "whole" };
-    let v1 = if wire == "openai" { "/v1" } else { "" };
+    let v1 = if wire.starts_with("openai") {
+        "/v1"
+    } else {
+        ""
+    };
     format!("{fake}/{mode}/{rounds}{v1}")
 }
 
@@ -80,11 +91,18 @@ fn variants() -> Vec<(&'static str, bool)> {
         .collect()
 }
 
-/// Anthropic needs a key to be sent at all (the fake takes any).
+/// Anthropic needs a key to be sent at all, Bedrock credentials to sign with (the fake takes
+/// any and checks no signature).
 pub fn set_keys() {
-    if std::env::var_os("ANTHROPIC_API_KEY").is_none() {
-        // SAFETY: called at the start of `main`, before any other thread exists.
-        unsafe { std::env::set_var("ANTHROPIC_API_KEY", "kiln-bench") };
+    for (var, value) in [
+        ("ANTHROPIC_API_KEY", "kiln-bench"),
+        ("AWS_ACCESS_KEY_ID", "AKIDKILNBENCH"),
+        ("AWS_SECRET_ACCESS_KEY", "kiln-bench-secret"),
+    ] {
+        if std::env::var_os(var).is_none() {
+            // SAFETY: called at the start of `main`, before any other thread exists.
+            unsafe { std::env::set_var(var, value) };
+        }
     }
 }
 

@@ -8,12 +8,14 @@
 //! counted as kiln's own growth. Here a request costs reading its bytes and counting its
 //! assistant messages.
 //!
-//! The path says what to answer: `/{whole|stream}/{rounds}/` and then the wire's own path; the
-//! reply to a request with `n` assistant messages is a calculator call, or the answer in round
+//! The path says what to answer: `/{whole|stream}/{rounds}/` and then the wire's own path
+//! (Anthropic, OpenAI Chat Completions and Responses, Ollama, Gemini, Bedrock Converse); the
+//! reply to a request with `n` earlier model turns is a calculator call, or the answer in round
 //! `rounds`.
 
 use kiln_mock::render::{self, Reply};
 use kiln_mock::scenario::Turn;
+use kiln_mock::{gemini_render, responses_render};
 use serde_json::json;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
@@ -115,13 +117,23 @@ fn answer(path: &str, body: &str) -> Vec<u8> {
     let stream = parts.next() == Some("stream");
     let rounds: usize = parts.next().and_then(|r| r.parse().ok()).unwrap_or(1);
     let wire = parts.next().unwrap_or_default();
-    let n = body.matches("\"role\":\"assistant\"").count();
+    // The model's earlier turns in the request: one call (and its result) a round.
+    let n = if wire == "v1/responses" {
+        body.matches("\"type\":\"function_call_output\"").count()
+    } else if wire.starts_with("v1beta/") {
+        body.matches("\"role\":\"model\"").count()
+    } else {
+        body.matches("\"role\":\"assistant\"").count()
+    };
     let turn: Turn = serde_json::from_value(if n + 1 < rounds {
         json!({"tool_calls": [{"name": "calculator", "args": {"expression": format!("{n} * 3 + 1")}}]})
     } else {
         json!({"text": "All done."})
     })
     .expect("turn");
+    if wire.starts_with("model/") {
+        return bedrock(&turn, n, stream);
+    }
     let (reply, stream_type) = match wire {
         "v1/messages" => (
             render::anthropic(&turn, n, "m", stream),
@@ -131,26 +143,58 @@ fn answer(path: &str, body: &str) -> Vec<u8> {
             render::ollama(&turn, n, "m", stream, false),
             "application/x-ndjson",
         ),
+        "v1/responses" => {
+            let asked = responses_render::Asked {
+                stream,
+                encrypted_reasoning: true,
+            };
+            let reply = responses_render::render(&turn, n, "m", &asked);
+            (reply, "text/event-stream")
+        }
+        w if w.starts_with("v1beta/") => (
+            gemini_render::reply(&turn, n, "m", stream),
+            "text/event-stream",
+        ),
         _ => (
             render::openai(&turn, n, "m", stream, true),
             "text/event-stream",
         ),
     };
-    let (kind, chunks, chunked) = match reply {
-        Reply::Json(v) => ("application/json", vec![v.to_string()], false),
-        Reply::Raw(text) => ("application/json", vec![text], false),
-        Reply::Stream(chunks) => (stream_type, chunks, true),
-    };
+    match reply {
+        Reply::Json(v) => response("application/json", vec![v.to_string().into_bytes()], false),
+        Reply::Raw(text) => response("application/json", vec![text.into_bytes()], false),
+        Reply::Stream(chunks) => {
+            let chunks = chunks.into_iter().map(String::into_bytes).collect();
+            response(stream_type, chunks, true)
+        }
+    }
+}
+
+/// Bedrock Converse's reply: JSON, or the event stream's binary frames.
+fn bedrock(turn: &Turn, n: usize, stream: bool) -> Vec<u8> {
+    if stream {
+        let frames = kiln_mock::bedrock::frames(turn, n);
+        return response("application/vnd.amazon.eventstream", frames, true);
+    }
+    let body = kiln_mock::bedrock::whole_body(turn, n).to_string();
+    response("application/json", vec![body.into_bytes()], false)
+}
+
+/// An HTTP/1.1 response of `chunks`, chunked or with its length.
+fn response(kind: &str, chunks: Vec<Vec<u8>>, chunked: bool) -> Vec<u8> {
     let mut out = format!("HTTP/1.1 200 OK\r\ncontent-type: {kind}\r\n").into_bytes();
     if chunked {
         out.extend_from_slice(b"transfer-encoding: chunked\r\n\r\n");
         for c in chunks {
-            out.extend_from_slice(format!("{:x}\r\n{c}\r\n", c.len()).as_bytes());
+            out.extend_from_slice(format!("{:x}\r\n", c.len()).as_bytes());
+            out.extend_from_slice(&c);
+            out.extend_from_slice(b"\r\n");
         }
         out.extend_from_slice(b"0\r\n\r\n");
     } else {
-        let text = chunks.concat();
-        out.extend_from_slice(format!("content-length: {}\r\n\r\n{text}", text.len()).as_bytes());
+        let body = chunks.concat();
+        out.extend_from_slice(format!("content-length: {}\r\n\r\n", body.len()).as_bytes());
+        out.extend_from_slice(&body);
     }
     out
 }

@@ -144,141 +144,157 @@ fn connect_one(
         .clone()
         .or_else(|| agent.model.clone())
         .unwrap_or_else(|| kind.default_model().to_string());
-    let base = (o.base_url.clone()).or_else(|| agent.base_url.clone().filter(|_| own));
-    let limits = o.limits(agent);
-    let endpoint = |base_url: String, api_key: Option<String>, key_var: Option<String>| Endpoint {
-        base_url,
-        api_key,
-        key_var,
-        timeout: o.timeout.unwrap_or(Duration::from_secs(120)),
-        max_retries: o.max_retries.unwrap_or(3),
-        limits,
-    };
     let project = defaults.get(kind.name()).cloned().unwrap_or_default();
-    let key_var = || {
-        (agent.api_key_env.clone().filter(|_| own))
-            .or_else(|| project.api_key_env.clone())
-            .or_else(|| kind.key_var().map(String::from))
-            .unwrap_or_default()
-    };
+    let base = (o.base_url.clone()).or_else(|| agent.base_url.clone().filter(|_| own));
     let base = (base.or_else(|| kind.base_url_var().and_then(env_nonempty)))
         .or_else(|| project.base_url.clone());
-    let provider = match kind {
+    let key_var = (agent.api_key_env.clone().filter(|_| own))
+        .or_else(|| project.api_key_env.clone())
+        .or_else(|| kind.key_var().map(String::from))
+        .unwrap_or_default();
+    let target = Target {
+        base,
+        key_var,
+        model,
+        timeout: o.timeout.unwrap_or(Duration::from_secs(120)),
+        max_retries: o.max_retries.unwrap_or(3),
+        limits: o.limits(agent),
+    };
+    let provider = build(kind, agent, &target)?;
+    Ok((provider, target.model))
+}
+
+/// Where one provider is reached and how: what [`connect_one`] resolved.
+struct Target {
+    base: Option<String>,
+    key_var: String,
+    model: String,
+    timeout: Duration,
+    max_retries: u32,
+    limits: Limits,
+}
+
+impl Target {
+    fn endpoint(
+        &self,
+        base_url: String,
+        api_key: Option<String>,
+        key_var: Option<String>,
+    ) -> Endpoint {
+        Endpoint {
+            base_url,
+            api_key,
+            key_var,
+            timeout: self.timeout,
+            max_retries: self.max_retries,
+            limits: self.limits,
+        }
+    }
+
+    /// The base URL, else the provider's own.
+    fn url(&self, default: &str) -> String {
+        self.base.clone().unwrap_or_else(|| default.into())
+    }
+
+    /// The key: required at the provider's own URL; at another (a compatible local server, a
+    /// gateway, `kiln mock`) often none is needed.
+    fn key(&self, name: &'static str) -> Result<Option<String>, ProviderError> {
+        match &self.base {
+            Some(_) => Ok(env_nonempty(&self.key_var)),
+            None => http::api_key(name, &self.key_var).map(Some),
+        }
+    }
+}
+
+/// The provider of `kind` at `t`.
+fn build(kind: ProviderKind, agent: &AgentSpec, t: &Target) -> Result<Provider, ProviderError> {
+    let var = Some(t.key_var.clone());
+    Ok(match kind {
         ProviderKind::Anthropic => {
-            let var = key_var();
-            let key = http::api_key("anthropic", &var)?;
-            let url = base.unwrap_or_else(|| anthropic::DEFAULT_BASE_URL.into());
+            let key = http::api_key("anthropic", &t.key_var)?;
             Provider::Anthropic(anthropic::Anthropic {
                 rendered: Default::default(),
-                endpoint: endpoint(url, Some(key), Some(var)),
+                endpoint: t.endpoint(t.url(anthropic::DEFAULT_BASE_URL), Some(key), var),
             })
         }
-        ProviderKind::OpenAi => {
-            let var = key_var();
-            let url = base;
-            // Compatible local servers (vLLM, llama.cpp, Ollama's /v1) often need no key.
-            let key = match &url {
-                Some(_) => env_nonempty(&var),
-                None => Some(http::api_key("openai", &var)?),
-            };
-            Provider::OpenAi(openai::OpenAi {
+        ProviderKind::OpenAi => Provider::OpenAi(openai::OpenAi {
+            rendered: Default::default(),
+            endpoint: t.endpoint(t.url(openai::DEFAULT_BASE_URL), t.key("openai")?, var),
+        }),
+        ProviderKind::OpenAiResponses => {
+            let key = t.key("openai-responses")?;
+            Provider::OpenAiResponses(responses::Responses {
                 rendered: Default::default(),
-                endpoint: endpoint(
-                    url.unwrap_or_else(|| openai::DEFAULT_BASE_URL.into()),
-                    key,
-                    Some(var),
-                ),
+                endpoint: t.endpoint(t.url(responses::DEFAULT_BASE_URL), key, var),
             })
         }
         ProviderKind::Ollama => {
-            let url = base.map_or_else(
-                || ollama::DEFAULT_BASE_URL.into(),
-                |h| ollama::normalize_host(&h),
-            );
+            let url = (t.base.as_deref())
+                .map_or_else(|| ollama::DEFAULT_BASE_URL.into(), ollama::normalize_host);
             Provider::Ollama(ollama::Ollama {
                 rendered: Default::default(),
-                endpoint: endpoint(url, None, None),
+                endpoint: t.endpoint(url, None, None),
             })
         }
         ProviderKind::Gemini => {
-            let var = key_var();
             // A gateway (or `kiln mock`) at another base URL may take no key; Google does.
-            let key = match &base {
-                Some(_) => gemini_key(&var).ok(),
-                None => Some(gemini_key(&var)?),
+            let key = match &t.base {
+                Some(_) => gemini_key(&t.key_var).ok(),
+                None => Some(gemini_key(&t.key_var)?),
             };
-            let url = base.unwrap_or_else(|| gemini::DEFAULT_BASE_URL.into());
             Provider::Gemini(gemini::Gemini {
                 rendered: Default::default(),
-                endpoint: endpoint(url, key, Some(var)),
+                endpoint: t.endpoint(t.url(gemini::DEFAULT_BASE_URL), key, var),
             })
         }
         ProviderKind::Script => planner_provider(agent)?,
-        ProviderKind::OpenAiResponses => {
-            let var = key_var();
-            let key = match &base {
-                Some(_) => env_nonempty(&var),
-                None => Some(http::api_key("openai-responses", &var)?),
-            };
-            Provider::OpenAiResponses(responses::Responses {
-                rendered: Default::default(),
-                endpoint: endpoint(
-                    base.unwrap_or_else(|| responses::DEFAULT_BASE_URL.into()),
-                    key,
-                    Some(var),
-                ),
-            })
+        ProviderKind::Azure => azure_provider(azure::Api::Chat(Default::default()), t)?,
+        ProviderKind::AzureResponses => {
+            azure_provider(azure::Api::Responses(Default::default()), t)?
         }
-        ProviderKind::Azure | ProviderKind::AzureResponses => {
-            let api = match kind {
-                ProviderKind::Azure => azure::Api::Chat(Default::default()),
-                _ => azure::Api::Responses(Default::default()),
-            };
-            azure_provider(api, base, key_var(), &model, endpoint)?
-        }
-        ProviderKind::Bedrock => {
-            let auth = bedrock_auth(&key_var())?;
-            let region = bedrock::region_from_env();
-            let url = base.unwrap_or_else(|| bedrock::default_base_url(&region));
-            // The secret sent with each request (session token or bearer key) is the
-            // endpoint's key, so the transport redacts it too; the secret key never leaves.
-            let sent = auth.sent_secret();
-            Provider::Bedrock(bedrock::Bedrock {
-                endpoint: endpoint(url, sent, Some(auth.vars().to_string())),
-                region,
-                model: model.clone(),
-                auth,
-                rendered: Default::default(),
-            })
-        }
-    };
-    Ok((provider, model))
+        ProviderKind::Bedrock => bedrock_provider(t)?,
+    })
+}
+
+/// Bedrock in the region the environment names. The secret sent with each request (session
+/// token or bearer key) is the endpoint's key, so the transport redacts it too; the secret key
+/// never leaves.
+fn bedrock_provider(t: &Target) -> Result<Provider, ProviderError> {
+    let auth = bedrock_auth(&t.key_var)?;
+    let region = bedrock::region_from_env();
+    let url = t
+        .base
+        .clone()
+        .unwrap_or_else(|| bedrock::default_base_url(&region));
+    let sent = auth.sent_secret();
+    Ok(Provider::Bedrock(bedrock::Bedrock {
+        endpoint: t.endpoint(url, sent, Some(auth.vars().to_string())),
+        region,
+        model: t.model.clone(),
+        auth,
+        rendered: Default::default(),
+    }))
 }
 
 /// An Azure OpenAI resource: its endpoint (no default: each resource has its own), an API key
 /// from `key_var` or else a Microsoft Entra ID token from `AZURE_OPENAI_AD_TOKEN`, the
 /// `api-version` from `OPENAI_API_VERSION` or the route's default, `model` as the deployment.
-fn azure_provider(
-    api: azure::Api,
-    base: Option<String>,
-    key_var: String,
-    model: &str,
-    endpoint: impl Fn(String, Option<String>, Option<String>) -> Endpoint,
-) -> Result<Provider, ProviderError> {
+fn azure_provider(api: azure::Api, t: &Target) -> Result<Provider, ProviderError> {
     let name = if matches!(api, azure::Api::Chat(_)) {
         "azure"
     } else {
         "azure-responses"
     };
-    let base = base.ok_or_else(|| ProviderError::Transport {
+    let base = t.base.clone().ok_or_else(|| ProviderError::Transport {
         provider: name,
         message: format!(
             "no endpoint: set {} (https://RESOURCE.openai.azure.com), the agent's .base_url or --base-url",
             azure::ENDPOINT_VAR
         ),
     })?;
-    let (auth, key, var) = match (env_nonempty(&key_var), env_nonempty(azure::TOKEN_VAR)) {
-        (Some(key), _) => (azure::Auth::ApiKey, key, key_var),
+    let key_var = &t.key_var;
+    let (auth, key, var) = match (env_nonempty(key_var), env_nonempty(azure::TOKEN_VAR)) {
+        (Some(key), _) => (azure::Auth::ApiKey, key, key_var.clone()),
         (None, Some(token)) => (azure::Auth::Bearer, token, azure::TOKEN_VAR.to_string()),
         (None, None) => {
             return Err(ProviderError::MissingKey {
@@ -290,10 +306,10 @@ fn azure_provider(
     let api_version = env_nonempty(azure::VERSION_VAR)
         .unwrap_or_else(|| azure::Azure::default_api_version(&api).to_string());
     Ok(Provider::Azure(azure::Azure {
-        endpoint: endpoint(base, Some(key), Some(var)),
+        endpoint: t.endpoint(base, Some(key), Some(var)),
         auth,
         api_version,
-        deployment: model.to_string(),
+        deployment: t.model.clone(),
         api,
     }))
 }

@@ -27,6 +27,7 @@ pub mod runlog;
 mod spans;
 mod start;
 mod text_calls;
+mod text_parse;
 mod tool_loop;
 
 pub use call_outcome::{CallError, CallOutcome};

@@ -1,9 +1,10 @@
 //! The loop's side of tool calls a model wrote as text (`.text_tool_calls(...)`): a reply
-//! without structured calls is searched (kiln-core's `model::text_calls`), and the calls
+//! without structured calls is searched (`text_parse`), and the calls
 //! found become the reply's own, so they are journaled, validated, guarded and answered like
 //! any other; a tagged call that cannot be read becomes what the model is told next.
 
-use kiln_core::model::text_calls::{Found, TextCallFormat, recover};
+use super::text_parse::{Found, recover};
+use kiln_core::model::text_calls::TextCallFormat;
 use kiln_core::tool::Tool;
 use kiln_providers::{ModelResponse, StopReason, ToolCall};
 use std::sync::Arc;

@@ -158,7 +158,3 @@ impl Approver for Approved {
         decide(self.inner.as_ref(), &self.services, cap, question)
     }
 }
-
-#[cfg(test)]
-#[path = "approval_props.rs"]
-mod props;

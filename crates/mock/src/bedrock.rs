@@ -229,6 +229,11 @@ pub fn whole(turn: &Turn, n: usize) -> Response {
     if let Some(e) = &turn.stream_error {
         return error_response((424, "ModelErrorException", e.clone()));
     }
+    axum::Json(whole_body(turn, n)).into_response()
+}
+
+/// Turn `n` as a Converse reply's JSON (a well-formed turn).
+pub fn whole_body(turn: &Turn, n: usize) -> Value {
     let mut content = Vec::new();
     if let Some(t) = &turn.text {
         content.push(json!({"text": t}));
@@ -237,13 +242,12 @@ pub fn whole(turn: &Turn, n: usize) -> Response {
         content.push(json!({"toolUse": {"toolUseId": call_id(n, i), "name": c.name, "input": c.arguments_object()}}));
     }
     let u = turn.usage();
-    axum::Json(json!({
+    json!({
         "output": {"message": {"role": "assistant", "content": content}},
         "stopReason": stop(turn),
         "usage": {"inputTokens": u.input_tokens, "outputTokens": u.output_tokens, "totalTokens": u.input_tokens + u.output_tokens},
         "metrics": {"latencyMs": 1},
-    }))
-    .into_response()
+    })
 }
 
 /// One event stream frame: its headers, then `payload`.

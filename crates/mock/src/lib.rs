@@ -11,7 +11,7 @@ pub mod check;
 #[cfg(test)]
 mod conformance;
 pub mod gemini;
-mod gemini_render;
+pub mod gemini_render;
 pub mod render;
 pub mod responses_check;
 #[cfg(test)]

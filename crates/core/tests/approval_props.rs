@@ -4,13 +4,13 @@
 //! failing to ask, the handler never runs where a grant says `ask` without a yes, runs exactly
 //! once with one, and every `ask` is asked once per call, before the handler.
 
-use crate::capability::{Capability, GrantMode, Grants};
-use crate::context::{Approver, CallContext, Policy, Reachable, Tools, Verdict};
-use crate::error::SourceLoc;
-use crate::failure::{FailureKind, ToolFailure};
-use crate::services::Services;
-use crate::tool::{Handler, Tool};
-use crate::tool_parts::ToolParts;
+use kiln_core::capability::{Capability, GrantMode, Grants};
+use kiln_core::context::{Approver, CallContext, Policy, Reachable, Tools, Verdict};
+use kiln_core::error::SourceLoc;
+use kiln_core::failure::{FailureKind, ToolFailure};
+use kiln_core::services::Services;
+use kiln_core::tool::{Handler, Tool};
+use kiln_core::tool_parts::ToolParts;
 use proptest::prelude::*;
 use serde_json::{Value, json};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -40,7 +40,7 @@ impl Handler for Counting {
                 .is_some_and(|g| g.mode == GrantMode::NeedsApproval);
             if ask
                 && !matches!(
-                    crate::approval::ask_person(ctx, "vault_read", cap, "inside"),
+                    kiln_core::approval::ask_person(ctx, "vault_read", cap, "inside"),
                     Ok(true)
                 )
             {

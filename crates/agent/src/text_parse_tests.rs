@@ -1,5 +1,6 @@
-use super::{Found, TextCall, TextCallFormat, recover};
-use crate::model::CallArgs;
+use super::{Found, TextCall, recover};
+use kiln_core::model::CallArgs;
+use kiln_core::model::text_calls::TextCallFormat;
 use serde_json::json;
 
 const TOOLS: &[&str] = &["lookup", "calculator"];
