@@ -6,7 +6,7 @@
 //! `thoughtSignature`s it came with (kept in the assistant message's [`Replay`]), on the same
 //! parts: Gemini 3 refuses a function-calling turn without them.
 
-use super::gemini_reply::malformed;
+use super::gemini_reply::{MADE_UP_ID, malformed};
 pub use super::gemini_reply::{NAME, StreamState, WIRE, parse_response, parse_sse};
 use super::{
     CallArgs, Endpoint, Message, ModelRequest, ModelResponse, ProviderError, Replay, TextSink,
@@ -23,8 +23,6 @@ pub const API_VERSION: &str = "v1beta";
 /// The signature Google documents for a function call Gemini did not write (a fallback model's
 /// turn, a transcript from elsewhere): it tells Gemini 3 not to validate that turn.
 pub const SKIP_SIGNATURE: &str = "skip_thought_signature_validator";
-/// The prefix of the ids kiln gives calls Gemini sent without one; such ids stay off the wire.
-pub const MADE_UP_ID: &str = "gemini_call_";
 
 /// A Gemini endpoint.
 pub struct Gemini {

@@ -7,6 +7,9 @@ use super::{CallArgs, ModelResponse, ProviderError, Replay, StopReason, TextSink
 use super::{Usage, sse};
 use serde_json::{Map, Value, json};
 
+/// The prefix of the ids kiln gives calls Gemini sent without one; such ids stay off the wire.
+pub const MADE_UP_ID: &str = "gemini_call_";
+
 /// The provider's name in errors.
 pub const NAME: &str = "gemini";
 /// The wire name of the [`Replay`] a Gemini reply carries.
@@ -160,10 +163,7 @@ impl StreamState {
         let id = field(call, "id")
             .as_str()
             .filter(|s| !s.is_empty())
-            .map_or_else(
-                || format!("{}{n}", super::gemini::MADE_UP_ID),
-                str::to_string,
-            );
+            .map_or_else(|| format!("{}{n}", MADE_UP_ID), str::to_string);
         self.calls.push(ToolCall {
             id,
             name: name.to_string(),

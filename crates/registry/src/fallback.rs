@@ -1,7 +1,7 @@
 //! An agent's fallback models (`.fallback(["openai:gpt-5-mini", "ollama"])`, `--fallback`):
 //! each entry `PROVIDER` or `PROVIDER:MODEL`, checked where it is written.
 
-use crate::agent_spec::ProviderKind;
+use crate::provider_kind::ProviderKind;
 
 /// One model a run falls back to when the ones before it are busy or unreachable.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -59,7 +59,7 @@ impl std::fmt::Display for FallbackModel {
 #[cfg(test)]
 mod tests {
     use super::FallbackModel;
-    use crate::agent_spec::ProviderKind;
+    use crate::provider_kind::ProviderKind;
 
     #[test]
     fn entries_name_a_provider_and_maybe_a_model() {

@@ -20,6 +20,7 @@ pub mod fallback;
 pub mod gemini_schema;
 pub mod mount_spec;
 pub mod native;
+pub mod provider_kind;
 pub mod registry;
 pub mod served;
 
