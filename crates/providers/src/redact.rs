@@ -45,6 +45,25 @@ pub struct Secrets {
 impl Secrets {
     /// Secrets from key values (placeholders shorter than [`MIN_SECRET_LEN`] are skipped).
     pub fn new(keys: impl IntoIterator<Item = String>) -> Secrets {
+        // Building the finder costs far more than a round's other work (every window of every
+        // form of the key), and a provider sends with the same keys every round: the last few
+        // key sets are kept, in this process only.
+        static RECENT: Mutex<Vec<(Vec<String>, Secrets)>> = Mutex::new(Vec::new());
+        const KEPT: usize = 8;
+        let keys: Vec<String> = keys.into_iter().collect();
+        let mut recent = RECENT.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((_, found)) = recent.iter().find(|(k, _)| *k == keys) {
+            return found.clone();
+        }
+        let built = Secrets::build(keys.clone());
+        if recent.len() >= KEPT {
+            recent.remove(0);
+        }
+        recent.push((keys, built.clone()));
+        built
+    }
+
+    fn build(keys: Vec<String>) -> Secrets {
         let mut forms: Vec<String> = Vec::new();
         for key in keys.into_iter().filter(|k| k.len() >= MIN_SECRET_LEN) {
             let encoded = base64_forms(key.as_bytes());
