@@ -12,6 +12,7 @@ pub mod check;
 mod conformance;
 pub mod gemini;
 pub mod gemini_render;
+pub mod offered;
 pub mod render;
 pub mod responses_check;
 #[cfg(test)]
@@ -254,18 +255,17 @@ fn next_turn(shared: &Shared, client: u64, body: &Value) -> Result<(usize, Turn)
                         .map_or(0, |c| c.iter().filter(|c| c["role"] == "model").count())
             }
         };
-        if turns.is_empty() || (round >= turns.len() && !shared.scenario.repeat) {
-            return Err(round);
-        }
-        return Ok((round, turns[round % turns.len()].clone()));
+        // The round-th of the turns that fit the request (a turn's `offered` tool).
+        let picked = offered::by_round(turns, round, shared.scenario.repeat, body);
+        return picked.map(|i| (round, turns[i].clone())).ok_or(round);
     }
     let mut cursors = shared.cursors.lock().unwrap_or_else(|e| e.into_inner());
     let cursor = cursors.entry(client).or_insert(0);
-    if turns.is_empty() || (*cursor >= turns.len() && !shared.scenario.repeat) {
+    // The next turn that fits the request (a turn's `offered` tool), from the cursor on.
+    let Some(n) = offered::next(turns, *cursor, shared.scenario.repeat, body) else {
         return Err(*cursor);
-    }
-    let n = *cursor;
-    *cursor += 1;
+    };
+    *cursor = n + 1;
     Ok((n, turns[n % turns.len()].clone()))
 }
 

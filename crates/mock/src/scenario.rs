@@ -77,6 +77,10 @@ pub struct Turn {
     /// Wait this long before answering.
     #[serde(default)]
     pub delay_ms: Option<u64>,
+    /// Serve this turn only to a request that offers a tool of this name (on any wire); a
+    /// turn without it fits every request. See [`crate::offered`].
+    #[serde(default)]
+    pub offered: Option<String>,
     /// Answer 200 with a body that is not valid JSON / SSE.
     #[serde(default)]
     pub malformed: bool,
