@@ -46,6 +46,7 @@ mod mcp_stateless;
 mod mcp_tasks;
 mod mcp_tool_output;
 mod memory;
+mod openresponses;
 mod partial_load;
 mod peers;
 mod peers_bedrock;
