@@ -6,7 +6,10 @@
 //!
 //! The suite calls its model concurrently, some requests offering its `get_weather` function
 //! tool: the scenario's tool-call turn is `offered` only to those, every other request gets the
-//! text turn (`by_round` + `loop`), so one mock serves every test at once.
+//! text turn (`by_round` + `loop`), so one mock serves every test at once. The suite sees only
+//! kiln's answers; the test also checks, in the mock's recorded requests, that what the suite
+//! sent reached the model (the forced tool choice, the function's output, the earlier turn of
+//! `previous_response_id`, the system message, the image and the PDF).
 //!
 //! `#[ignore]`d: it needs the suite (../shared/peers/openresponses, whose `run` script installs
 //! its pinned npm dependencies, Bun among them), which `.ci/run` passes as `KILN_OPENRESPONSES`
@@ -16,7 +19,7 @@ use crate::common::*;
 use crate::serve::Serve;
 use serde_json::{Value, json};
 use std::io::Read as _;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -204,6 +207,113 @@ fn failures(results: &[Value]) -> (Vec<String>, Vec<String>) {
     (summary, details)
 }
 
+/// Whether a model request offers the suite's `get_weather`.
+fn offers_weather(body: &Value) -> bool {
+    body["tools"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .any(|t| t["name"] == "get_weather")
+}
+
+/// A test of one model request: its body, and that body as JSON text.
+type Check = fn(&Value, &str) -> bool;
+
+/// What the suite's requests must bring to the model, which the suite itself cannot see.
+const REACHES_THE_MODEL: &[(&str, Check)] = &[
+    ("tool-calling: get_weather offered to the model", |b, _| {
+        offers_weather(b)
+    }),
+    (
+        "function-call-roundtrip: the forced tool_choice naming get_weather",
+        |b, _| offers_weather(b) && b["tool_choice"].to_string().contains("get_weather"),
+    ),
+    (
+        "function-call-roundtrip: the function_call_output sent back to the model",
+        |b, _| {
+            b["input"].as_array().into_iter().flatten().any(|i| {
+                i["type"] == "function_call_output" && i["output"] == "64 degrees and clear"
+            })
+        },
+    ),
+    (
+        "previous-response-id: the first turn continued by the second",
+        |_, t| t.contains("code word: papaya") && t.contains("What code word"),
+    ),
+    ("system-prompt: the system message", |_, t| {
+        t.contains("You are a pirate")
+    }),
+    ("image-input: the PNG", |_, t| t.contains("iVBORw0KGgo")),
+    ("file-input: the PDF", |_, t| t.contains("JVBERi0")),
+];
+
+/// The expectations of [`REACHES_THE_MODEL`] no recorded request of the mock meets.
+fn unmet(requests: &[Value]) -> Vec<&'static str> {
+    let bodies: Vec<(&Value, String)> = requests
+        .iter()
+        .map(|r| (&r["body"], r["body"].to_string()))
+        .collect();
+    REACHES_THE_MODEL
+        .iter()
+        .filter(|(_, check)| !bodies.iter().any(|(b, t)| check(b, t)))
+        .map(|(what, _)| *what)
+        .collect()
+}
+
+/// Runs the suite against `serve_url` with `--json`: how it ended and its report.
+fn run_suite(run: &Path, serve_url: &str) -> (Finished, Value) {
+    let mut cmd = Command::new(run);
+    cmd.arg("--base-url")
+        .arg(format!("{serve_url}/v1"))
+        .args(["--api-key", TOKEN, "--model", "responder", "--json"])
+        .env_remove("OPENRESPONSES_API_KEY");
+    let done = run_for(cmd, SUITE_TIMEOUT);
+    let parsed: Option<Value> = done
+        .stdout
+        .find('{')
+        .and_then(|at| serde_json::from_str(&done.stdout[at..]).ok());
+    let Some(report) = parsed else {
+        panic!(
+            "the suite printed no results (exit {:?}):\n{}\n{}",
+            done.code, done.stdout, done.stderr
+        );
+    };
+    (done, report)
+}
+
+/// The harness's reading fails where it must: a failed test, a required test skipped or
+/// missing, and model requests that lack what the suite sent.
+#[test]
+fn openresponses_reading_of_results_can_fail() {
+    let mut results: Vec<Value> = REQUIRED
+        .iter()
+        .map(|id| json!({"id": id, "status": "passed"}))
+        .collect();
+    results.extend(
+        OPTIONAL
+            .iter()
+            .map(|id| json!({"id": id, "status": "skipped"})),
+    );
+    assert_eq!(failures(&results).0, Vec::<String>::new());
+    results[0] =
+        json!({"id": "basic-response", "status": "failed", "errors": ["output: Required"]});
+    results[1] = json!({"id": "streaming-response", "status": "skipped"});
+    results.remove(2);
+    let (summary, details) = failures(&results);
+    assert_eq!(
+        summary,
+        [
+            "basic-response (\"failed\"): output: Required",
+            "streaming-response (\"skipped\"): ",
+            "system-prompt: the suite did not run it"
+        ]
+    );
+    assert_eq!(details.len(), 2);
+    assert_eq!(unmet(&[]).len(), 7);
+    let roundtrip = json!({"body": {"input": [{"type": "function_call_output", "call_id": "c", "output": "64 degrees and clear"}]}});
+    assert_eq!(unmet(&[roundtrip]).len(), 6);
+}
+
 #[test]
 #[ignore = "needs the Open Responses suite (../shared/peers/openresponses/run): run by .ci/run"]
 fn openresponses_compliance_suite_passes_every_test() {
@@ -228,22 +338,7 @@ fn openresponses_compliance_suite_passes_every_test() {
         &[],
         &[("KILN_TOKENS", &tokens), ("OPENAI_BASE_URL", &base)],
     );
-    let mut cmd = Command::new(&run);
-    cmd.arg("--base-url")
-        .arg(format!("{}/v1", serve.url))
-        .args(["--api-key", TOKEN, "--model", "responder", "--json"])
-        .env_remove("OPENRESPONSES_API_KEY");
-    let done = run_for(cmd, SUITE_TIMEOUT);
-    let parsed: Option<Value> = done
-        .stdout
-        .find('{')
-        .and_then(|at| serde_json::from_str(&done.stdout[at..]).ok());
-    let Some(report) = parsed else {
-        panic!(
-            "the suite printed no results (exit {:?}):\n{}\n{}",
-            done.code, done.stdout, done.stderr
-        );
-    };
+    let (done, report) = run_suite(&run, &serve.url);
     let results = report["results"].as_array().cloned().unwrap_or_default();
     for r in &results {
         println!(
@@ -253,29 +348,23 @@ fn openresponses_compliance_suite_passes_every_test() {
             r["duration"].as_u64().unwrap_or(0)
         );
     }
+    let requests = mock.requests();
     println!(
         "openresponses: {} in {:.1} s; the mock answered {} requests",
         report["summary"],
         done.took.as_secs_f64(),
-        mock.requests().len()
+        requests.len()
     );
     let (failed, details) = failures(&results);
+    let missed = unmet(&requests);
     assert!(
-        failed.is_empty() && done.code == Some(0),
-        "the Open Responses suite failed (exit {:?}), {}:\n{}\n\n{}\n\nstderr:\n{}",
+        failed.is_empty() && done.code == Some(0) && missed.is_empty(),
+        "the Open Responses suite failed (exit {:?}), {}:\n{}\n\nnot brought to the model:\n{}\n\n{}\n\nstderr:\n{}",
         done.code,
         report["summary"],
         failed.join("\n"),
+        missed.join("\n"),
         details.join("\n\n"),
         done.stderr
     );
-    // The suite's function tool reached the model, which called it (not kiln by itself).
-    let offered = mock.requests().iter().any(|r| {
-        r["body"]["tools"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .any(|t| t["name"] == "get_weather")
-    });
-    assert!(offered, "no model request offered get_weather");
 }
