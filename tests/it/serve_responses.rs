@@ -279,33 +279,115 @@ fn bad_requests_are_refused_by_path() {
     );
 }
 
-/// The events of a streamed response, read as they come.
-fn stream_events(url: &str, body: &Value, stop_after: Option<&str>) -> Vec<(String, Value)> {
-    let rest = url.strip_prefix("http://").expect("http url");
-    let (host, path) = rest.split_once('/').expect("path");
-    let mut s = std::net::TcpStream::connect(host).expect("connect");
-    let text = body.to_string();
-    write!(
-        s,
-        "POST /{path} HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{text}",
-        text.len()
-    )
-    .expect("send");
-    let mut events = Vec::new();
-    let mut name = String::new();
-    for line in BufReader::new(s).lines() {
-        let Ok(line) = line else { break };
-        if let Some(n) = line.strip_prefix("event: ") {
-            name = n.to_string();
-        } else if let Some(d) = line.strip_prefix("data: ") {
-            let data: Value = serde_json::from_str(d).expect("event data is JSON");
-            events.push((name.clone(), data));
-            if stop_after == Some(name.as_str()) {
-                return events;
+/// A streamed response's events, read as they come.
+struct EventReader {
+    lines: std::io::Lines<BufReader<std::net::TcpStream>>,
+    name: String,
+}
+
+impl EventReader {
+    fn open(url: &str, body: &Value) -> EventReader {
+        let rest = url.strip_prefix("http://").expect("http url");
+        let (host, path) = rest.split_once('/').expect("path");
+        let mut s = std::net::TcpStream::connect(host).expect("connect");
+        let text = body.to_string();
+        write!(
+            s,
+            "POST /{path} HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{text}",
+            text.len()
+        )
+        .expect("send");
+        EventReader {
+            lines: BufReader::new(s).lines(),
+            name: String::new(),
+        }
+    }
+
+    /// The next event, or `None` at the end of the stream.
+    fn next(&mut self) -> Option<(String, Value)> {
+        for line in self.lines.by_ref() {
+            let Ok(line) = line else { break };
+            if let Some(n) = line.strip_prefix("event: ") {
+                self.name = n.to_string();
+            } else if let Some(d) = line.strip_prefix("data: ") {
+                let data: Value = serde_json::from_str(d).expect("event data is JSON");
+                return Some((self.name.clone(), data));
             }
+        }
+        None
+    }
+}
+
+/// The events of a streamed response, up to `stop_after` (then the connection is dropped).
+fn stream_events(url: &str, body: &Value, stop_after: Option<&str>) -> Vec<(String, Value)> {
+    let mut reader = EventReader::open(url, body);
+    let mut events = Vec::new();
+    while let Some((name, data)) = reader.next() {
+        let stop = stop_after == Some(name.as_str());
+        events.push((name, data));
+        if stop {
+            break;
         }
     }
     events
+}
+
+/// A call under an `ask` grant waits for a person: the stream shows the approval request as
+/// an `mcp_approval_request` item, the person decides through the runs API (the run id is in
+/// the response's `kiln.run_id`), and the run goes on.
+#[test]
+fn a_response_waits_for_a_person_and_shows_what_it_waits_for() {
+    let mock = Mock::start(&json!({"require_auth": false, "turns": [
+        {"tool_calls": [{"name": "vault_read", "args": {"key": "k"}}]}, {"text": "read it"},
+    ]}));
+    let s = Scripts::new(&[("vault.rhai", &crate::tool_asks::asker(&mock.url))]);
+    let serve = Serve::start(s.path(), &s.path().join("k.db"), &["--no-stdlib"], &[]);
+    let url = format!("{}/v1/responses", serve.url);
+    let mut events = EventReader::open(
+        &url,
+        &json!({"model": "asker", "input": "read the secret", "stream": true}),
+    );
+    let (_, created) = events.next().expect("response.created");
+    let run_id = created["response"]["kiln"]["run_id"]
+        .as_str()
+        .expect("run id")
+        .to_string();
+    let asked = loop {
+        let (name, data) = events
+            .next()
+            .expect("the stream goes on until the approval");
+        if name == "response.output_item.added" && data["item"]["type"] == "mcp_approval_request" {
+            break data["item"].clone();
+        }
+    };
+    assert_eq!(asked["name"], "vault");
+    assert_eq!(asked["server_label"], "kiln");
+    let decide = format!(
+        "{}/v1/runs/{run_id}/approvals/{}",
+        serve.url,
+        asked["id"].as_str().unwrap()
+    );
+    let (status, decided) = post(&decide, &json!({"decision": "approve"}), &[]);
+    assert_eq!(status, 200, "{decided}");
+    let mut last = None;
+    while let Some(ev) = events.next() {
+        last = Some(ev);
+    }
+    let (name, done) = last.expect("the stream ends");
+    assert_eq!(name, "response.completed", "{done:#}");
+    let output = done["response"]["output"].as_array().expect("output");
+    let call = output
+        .iter()
+        .find(|i| i["type"] == "mcp_call")
+        .expect("the call");
+    assert!(
+        call["output"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("VAULT-SECRET"),
+        "{call:#}"
+    );
+    assert_eq!(output.last().unwrap()["content"][0]["text"], "read it");
 }
 
 #[test]
@@ -385,4 +467,54 @@ fn a_client_that_goes_away_mid_stream_cancels_the_run() {
         assert!(std::time::Instant::now() < deadline, "still {r:#}");
         std::thread::sleep(std::time::Duration::from_millis(100));
     }
+}
+
+/// The walls of `/v1/runs` hold here: caps beyond the token's ceiling are refused by name,
+/// and a full server answers `429` with `Retry-After` instead of queueing without end.
+#[test]
+fn the_tokens_ceiling_and_the_run_limits_hold() {
+    let mock =
+        Mock::start(&json!({"loop": true, "turns": [{"text": "slow answer", "delay_ms": 1500}]}));
+    let scripts = shop(&mock);
+    let serve = Serve::start(
+        scripts.path(),
+        &scripts.path().join("k.db"),
+        &["--max-runs", "1", "--queue", "0", "--retry-after", "3"],
+        &[("KILN_TOKENS", &tokens())],
+    );
+    let (status, e) = post_as(
+        &serve,
+        "/v1/responses",
+        ALICE,
+        &json!({"model": "shop", "input": "hi", "kiln": {"caps": ["net"]}}),
+    );
+    assert_eq!(status, 403, "{e}");
+    assert_eq!(e["error"]["param"], "kiln.caps");
+    let url = format!("{}/v1/responses", serve.url);
+    let auth = bearer(ALICE);
+    let slow = {
+        let (url, auth) = (url.clone(), auth.clone());
+        std::thread::spawn(move || {
+            post(
+                &url,
+                &json!({"model": "shop", "input": "one"}),
+                &[("authorization", &auth)],
+            )
+        })
+    };
+    std::thread::sleep(std::time::Duration::from_millis(400));
+    let (status, headers, text) = http(
+        "POST",
+        &url,
+        &[("authorization", &auth)],
+        Some(&json!({"model": "shop", "input": "two"})),
+    );
+    assert_eq!(status, 429, "{text}");
+    assert!(
+        headers.iter().any(|(k, v)| k == "retry-after" && v == "3"),
+        "{headers:?}"
+    );
+    let (status, first) = slow.join().expect("first request");
+    assert_eq!(status, 200, "{first}");
+    assert_eq!(first["output"][0]["content"][0]["text"], "slow answer");
 }
