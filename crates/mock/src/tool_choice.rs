@@ -55,7 +55,8 @@ fn openai_parallel(body: &Value, offered: bool) -> Result<(), Rejection> {
 }
 
 /// Chat Completions: `"none"`, `"auto"`, `"required"` or
-/// `{"type": "function", "function": {"name"}}` naming a tool offered.
+/// `{"type": "function", "function": {"name"}}` naming a tool offered (the spec's
+/// `allowed_tools` and `custom` choices pass).
 pub fn openai(body: &Value) -> Result<(), Rejection> {
     let offered = names(&body["tools"], &["function", "name"]);
     openai_parallel(body, !offered.is_empty())?;
@@ -78,6 +79,7 @@ pub fn openai(body: &Value) -> Result<(), Rejection> {
                 Some("missing_required_parameter"),
             )),
         },
+        (None, Some("allowed_tools" | "custom")) => Ok(()),
         _ => Err(openai_error(
             400,
             "'$.tool_choice' is invalid. Please check the API reference: https://platform.openai.com/docs/api-reference.",

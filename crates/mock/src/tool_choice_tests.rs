@@ -21,6 +21,7 @@ fn chat_completions_takes_its_choices_with_tools_and_a_named_tool_offered() {
         json!("none"),
         json!("required"),
         json!({"type": "function", "function": {"name": "calc"}}),
+        json!({"type": "allowed_tools", "allowed_tools": {"mode": "auto", "tools": []}}),
     ] {
         assert!(with(ok.clone(), json!(false)).is_ok(), "{ok}");
     }
