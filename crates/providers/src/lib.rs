@@ -34,11 +34,13 @@ pub mod sse;
 
 pub use kiln_core::model::{
     AnsweredBy, CallArgs, LocalModel, LocalReply, Message, ModelRequest, ModelResponse,
-    ProviderError, Replay, StopReason, TextSink, ToolCall, ToolChoice, ToolDef, ToolResult, Usage,
-    error, local, tool_definitions,
+    ProviderError, Replay, StopReason, TextSink, ToolCall, ToolDef, ToolResult, Usage, error,
+    local, tool_definitions,
 };
 
 use std::time::Duration;
+
+pub use kiln_core::model::ToolChoice;
 
 /// Connection settings of an HTTP provider.
 #[derive(Debug, Clone)]

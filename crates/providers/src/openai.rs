@@ -1,6 +1,5 @@
 //! OpenAI Chat Completions (and compatible servers): wire conversion, JSON replies, SSE streams.
 
-use super::ToolChoice;
 pub use super::openai_reply::parse_response;
 use super::openai_reply::{NAME, typed_reply};
 pub use super::openai_stream::StreamState;
@@ -155,6 +154,7 @@ fn body_around(
 /// `tool_choice` and `parallel_tool_calls`, sent with tools only (the API refuses them
 /// without) and only when the request asks something else than the default.
 fn choose_tools(body: &mut Value, req: &ModelRequest<'_>) {
+    use super::ToolChoice;
     let choice = match &req.tool_choice {
         ToolChoice::Auto => None,
         ToolChoice::None => Some(json!("none")),
