@@ -1,7 +1,8 @@
 //! `kiln ask --tool-choice` and `--no-parallel-tool-calls` end to end: the real binary against
 //! `kiln mock` on each wire. The first request carries the wire's forced choice, the one after
 //! the tool ran leaves the choice to the model (so it answers); the mock refuses a forced tool
-//! that is not offered, as the services do.
+//! that is not offered, as the services do. Ollama, which has no `tool_choice`, is offered
+//! only the chosen tool.
 
 use crate::bedrock::{ACCESS_KEY, SECRET_KEY, SESSION_TOKEN, signing_mock};
 use crate::common::*;
@@ -15,6 +16,7 @@ agent("anthropic").provider("anthropic").model("claude-haiku-4-5").tools(["looku
 agent("openai-responses").provider("openai-responses").model("gpt-5-mini").tools(["lookup", "calculator"]);
 agent("gemini").provider("gemini").model("gemini-2.5-flash").tools(["lookup", "calculator"]);
 agent("bedrock").provider("bedrock").model("anthropic.claude-haiku-4-5-20251001-v1:0").tools(["lookup", "calculator"]);
+agent("ollama").provider("ollama").model("llama3.2").tools(["lookup", "calculator"]);
 "#;
 
 fn scenario() -> Value {
@@ -157,4 +159,28 @@ fn the_flags_are_in_the_help_and_an_empty_choice_is_refused() {
     let out = kiln(&["ask", "a", "p", "--tool-choice", ""], dir.path());
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
     assert!(stderr(&out).contains("expected auto, none, required or a tool's name"));
+}
+
+/// The names of the tools a request offers on Ollama's wire.
+fn offered(body: &Value) -> Vec<String> {
+    (body["tools"].as_array().into_iter().flatten())
+        .filter_map(|t| t["function"]["name"].as_str().map(str::to_string))
+        .collect()
+}
+
+#[test]
+fn ollama_has_no_tool_choice_so_the_first_request_offers_only_the_choice() {
+    let s = Scripts::new(&[("agents.rhai", AGENTS)]);
+    let mock = signing_mock(&scenario());
+    let out = ask_on(&s, &mock, "ollama", &["--tool-choice", "lookup"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let requests = mock.requests();
+    assert_eq!(requests.len(), 2);
+    assert_eq!(offered(&requests[0]["body"]), ["lookup"]);
+    assert_eq!(offered(&requests[1]["body"]), ["lookup", "calculator"]);
+    assert!(requests[0]["body"].get("tool_choice").is_none());
+    let mock = signing_mock(&json!({"turns": [{"text": "About 4.5."}]}));
+    let out = ask_on(&s, &mock, "ollama", &["--tool-choice", "none"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(offered(&mock.requests()[0]["body"]).is_empty());
 }
