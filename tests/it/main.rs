@@ -51,6 +51,7 @@ mod peers;
 mod peers_bedrock;
 mod peers_gemini;
 mod peers_responses;
+mod peers_serve_responses;
 mod pipeline;
 mod pipes;
 mod planner;

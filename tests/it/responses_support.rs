@@ -1,5 +1,7 @@
 //! Support for the tests of `kiln serve`'s `POST /v1/responses`: OpenAI's schemas for what it
-//! answers (tests/specs/openai/openapi.yaml, parsed once per test process by `crate::spec`).
+//! answers (tests/specs/openai/openapi.yaml, parsed once per test process by `crate::spec`),
+//! the SSE events of a streamed answer, and a served fixture: `kiln serve` over agents that
+//! talk to `kiln mock`.
 //!
 //! The spec's unions (`OutputItem`, `ItemResource`, `ResponseStreamEvent`) carry an OpenAPI
 //! `discriminator`, which a JSON Schema validator ignores. It need not act on it: the branches
@@ -7,6 +9,8 @@
 //! holds for a valid item. For readable failures each event is checked against the schema its
 //! `type` names, and a Response that fails has each output item checked the same way.
 
+use crate::common::{Mock, Scripts};
+use crate::serve::Serve;
 use serde_json::{Value, json};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
@@ -218,6 +222,103 @@ pub fn assert_item_list(list: &Value) {
         "ResponseItemList violations:\n{}\ninstance: {list:#}",
         errors.join("\n")
     );
+}
+
+/// The events of an SSE body: `(event name, data as JSON)`, in order.
+pub fn sse_events(body: &str) -> Vec<(String, Value)> {
+    let mut out = Vec::new();
+    for block in body.replace("\r\n", "\n").split("\n\n") {
+        let mut name = String::new();
+        let mut data = String::new();
+        for line in block.lines() {
+            if let Some(n) = line.strip_prefix("event:") {
+                name = n.trim().to_string();
+            } else if let Some(d) = line.strip_prefix("data:") {
+                data.push_str(d.strip_prefix(' ').unwrap_or(d));
+            }
+        }
+        if !data.is_empty() {
+            let v = serde_json::from_str(&data).unwrap_or_else(|e| panic!("{e}: {data}"));
+            out.push((name, v));
+        }
+    }
+    out
+}
+
+/// What the fixture's agents answer; the tests assert these came through.
+pub const HELLO: &str = "Hello from kiln.";
+/// `shop`'s answer after its `lookup` (a kiln tool).
+pub const SHOP_ANSWER: &str = "SKU-1 costs 4.50.";
+/// `clerk`'s answer after the client's `discount` function returned.
+pub const CLERK_ANSWER: &str = "With the discount, SKU-1 costs 4.05.";
+/// `mixed`'s answer after both tools.
+pub const MIXED_ANSWER: &str = "SKU-1 costs 4.50; with 10% off it is 4.05.";
+
+/// The scripted model turns of each agent (every conversation gets its agent's whole list).
+fn scenarios() -> [(&'static str, Value); 5] {
+    let lookup = json!({"tool_calls": [{"name": "lookup", "args": {"sku": "SKU-1"}}]});
+    let discount = json!({"tool_calls": [{"name": "discount", "args": {"sku": "SKU-1"}}]});
+    [
+        (
+            "greeter",
+            json!([{"text": HELLO, "usage": {"input_tokens": 7, "output_tokens": 4}}]),
+        ),
+        ("shop", json!([lookup, {"text": SHOP_ANSWER}])),
+        ("clerk", json!([discount, {"text": CLERK_ANSWER}])),
+        ("mixed", json!([lookup, discount, {"text": MIXED_ANSWER}])),
+        ("slow", json!([{"text": "too late", "delay_ms": 4000}])),
+    ]
+}
+
+/// `kiln serve` over five agents, each talking to its own `kiln mock`: `greeter` answers,
+/// `shop` calls its kiln tool `lookup` then answers, `clerk` calls the client's `discount`
+/// then answers, `mixed` does both, `slow` answers after 4 s.
+pub struct Door {
+    /// The running server (its `url` is the base, without `/v1`).
+    pub serve: Serve,
+    mocks: HashMap<&'static str, Mock>,
+    _scripts: Scripts,
+}
+
+impl Door {
+    /// Starts the mocks and the server.
+    pub fn start() -> Door {
+        let mut mocks = HashMap::new();
+        let mut src = String::from(
+            r#"tool("lookup").description("Price of a SKU").param("sku", "string").handler(|a| #{ sku: a.sku, price: 4.5 });
+"#,
+        );
+        for (agent, turns) in scenarios() {
+            let mock = Mock::start(&json!({"by_round": true, "turns": turns}));
+            let tools = if matches!(agent, "shop" | "mixed") {
+                r#".tools(["lookup"])"#
+            } else {
+                ""
+            };
+            src.push_str(&format!(
+                "agent(\"{agent}\").provider(\"openai\").model(\"mock-model\").base_url(\"{}/v1\"){tools};\n",
+                mock.url
+            ));
+            mocks.insert(agent, mock);
+        }
+        let scripts = Scripts::new(&[("door.rhai", &src)]);
+        let serve = Serve::start(scripts.path(), &scripts.path().join("kiln.db"), &[], &[]);
+        Door {
+            serve,
+            mocks,
+            _scripts: scripts,
+        }
+    }
+
+    /// `http://127.0.0.1:PORT/v1/responses` + `rest`.
+    pub fn url(&self, rest: &str) -> String {
+        format!("{}/v1/responses{rest}", self.serve.url)
+    }
+
+    /// Every request agent `agent`'s model received.
+    pub fn model_requests(&self, agent: &str) -> Vec<Value> {
+        self.mocks[agent].requests()
+    }
 }
 
 /// The client's function tool the fixture's `clerk` and `mixed` agents are told to call.

@@ -230,3 +230,131 @@ fn the_validator_checks_input_item_lists() {
         );
     }
 }
+
+/// Every schema violation of every answer of one test, reported together at its end (so a
+/// failure lists all that is wrong, not the first).
+#[derive(Default)]
+struct Findings(Vec<String>);
+
+impl Findings {
+    /// Notes `errors` of the answer `what`.
+    fn note(&mut self, what: &str, errors: Vec<String>) {
+        if !errors.is_empty() {
+            self.0.push(format!("{what}:\n{}", errors.join("\n")));
+        }
+    }
+}
+
+/// POSTs a Response request to the door; its JSON answer, noted as a Response (when 200).
+fn create(door: &Door, found: &mut Findings, what: &str, body: Value) -> Value {
+    let (status, answer) = crate::common::post(&door.url(""), &body, &[]);
+    assert_eq!(status, 200, "{what}: {answer}");
+    found.note(what, response_violations(&answer));
+    answer
+}
+
+/// POSTs a streamed request; its events, each noted (and their sequence numbers rising).
+fn stream(door: &Door, found: &mut Findings, what: &str, mut body: Value) -> Vec<Value> {
+    body["stream"] = json!(true);
+    let (status, headers, text) = crate::common::http("POST", &door.url(""), &[], Some(&body));
+    assert_eq!(status, 200, "{text}");
+    assert!(
+        headers
+            .iter()
+            .any(|(k, v)| k == "content-type" && v.starts_with("text/event-stream")),
+        "{headers:?}"
+    );
+    let events = sse_events(&text);
+    let mut last = -1;
+    for (name, ev) in &events {
+        assert_eq!(ev["type"], name.as_str(), "the SSE event name is the type");
+        found.note(&format!("{what}: {name}"), event_violations(ev));
+        let n = ev["sequence_number"].as_i64().expect("sequence_number");
+        assert!(n > last, "sequence numbers rise: {events:?}");
+        last = n;
+    }
+    events.into_iter().map(|(_, ev)| ev).collect()
+}
+
+/// The `type` of every output item.
+fn types(response: &Value) -> Vec<&str> {
+    let items = response["output"].as_array().into_iter().flatten();
+    items.filter_map(|i| i["type"].as_str()).collect()
+}
+
+#[test]
+fn kiln_serves_responses_that_validate_against_openais_schemas() {
+    let door = Door::start();
+    let mut found = Findings::default();
+    let f = &mut found;
+    let plain = create(
+        &door,
+        f,
+        "plain",
+        json!({"model": "greeter", "input": "Say hello."}),
+    );
+    assert_eq!(plain["output"][0]["content"][0]["text"], HELLO);
+    let shop = create(
+        &door,
+        f,
+        "mcp_call",
+        json!({"model": "shop", "input": "Price of SKU-1?"}),
+    );
+    assert_eq!(types(&shop), ["mcp_call", "message"], "{shop}");
+    let tools = json!([discount_tool()]);
+    let ask =
+        json!({"model": "clerk", "input": "Price of SKU-1 after its discount?", "tools": tools});
+    let call = create(&door, f, "function_call", ask.clone());
+    assert_eq!(types(&call), ["function_call"], "{call}");
+    let answer = json!({"model": "clerk", "previous_response_id": call["id"], "tools": tools,
+        "input": [{"type": "function_call_output", "call_id": call["output"][0]["call_id"], "output": "10% off"}]});
+    let then = create(&door, f, "after function_call_output", answer);
+    assert_eq!(then["output"][0]["content"][0]["text"], CLERK_ANSWER);
+    for r in [&plain, &shop, &call, &then] {
+        let id = r["id"].as_str().expect("id");
+        let (status, stored) = crate::common::get(&door.url(&format!("/{id}")));
+        assert_eq!(status, 200, "{stored}");
+        f.note(&format!("GET {id}"), response_violations(&stored));
+        assert_eq!(stored["output"], r["output"]);
+        let (status, items) = crate::common::get(&door.url(&format!("/{id}/input_items")));
+        assert_eq!(status, 200, "{items}");
+        f.note(
+            &format!("GET {id}/input_items"),
+            item_list_violations(&items),
+        );
+        assert!(
+            !items["data"].as_array().expect("data").is_empty(),
+            "{items}"
+        );
+    }
+    let mut seen = std::collections::BTreeSet::new();
+    let shop_ask = json!({"model": "shop", "input": "Price of SKU-1?"});
+    for (what, body) in [("stream mcp_call", shop_ask), ("stream function_call", ask)] {
+        let events = stream(&door, f, what, body);
+        seen.extend(
+            events
+                .iter()
+                .filter_map(|e| e["type"].as_str().map(String::from)),
+        );
+        assert_eq!(events[0]["type"], "response.created");
+        assert_eq!(events.last().expect("events")["type"], "response.completed");
+    }
+    for ty in [
+        "response.output_text.delta",
+        "response.function_call_arguments.delta",
+        "response.function_call_arguments.done",
+        "response.output_item.done",
+    ] {
+        assert!(seen.contains(ty), "{ty}: {seen:?}");
+    }
+    let (status, error) =
+        crate::common::post(&door.url(""), &json!({"model": "nope", "input": "hi"}), &[]);
+    assert_eq!(status, 404, "{error}");
+    f.note("unknown model", violations("ErrorResponse", &error));
+    assert_eq!(error["error"]["code"], "model_not_found");
+    assert!(
+        found.0.is_empty(),
+        "kiln's answers break OpenAI's schemas:\n\n{}",
+        found.0.join("\n\n")
+    );
+}
