@@ -118,7 +118,7 @@ pub mod model {
     pub use kiln_core::model::text_calls::TextCallFormat;
     pub use kiln_core::model::{
         AnsweredBy, CallArgs, LocalModel, LocalReply, Message, ModelRequest, ModelResponse,
-        ProviderError, StopReason, TextSink, ToolCall, ToolDef, ToolResult, Usage,
+        ProviderError, StopReason, TextSink, ToolCall, ToolChoice, ToolDef, ToolResult, Usage,
     };
     pub use kiln_core::schema::Format;
     pub use kiln_registry::agent_spec::ProviderKind;
