@@ -96,7 +96,10 @@ fn kiln_tools_show_as_mcp_calls_and_the_response_is_kept_for_its_actor_only() {
     let (status, items) = get_as(&serve, &format!("/v1/responses/{id}/input_items"), ALICE);
     assert_eq!(status, 200, "{items}");
     assert_eq!(items["object"], "list");
-    assert_eq!(items["data"][0]["content"], "What does SKU-1 cost?");
+    assert_eq!(
+        items["data"][0]["content"][0]["text"],
+        "What does SKU-1 cost?"
+    );
     let (status, _) = get_as(&serve, &format!("/v1/responses/{id}/input_items"), BOB);
     assert_eq!(status, 404);
     // Another actor cannot continue it either.

@@ -183,6 +183,24 @@ fn with_ids(items: Vec<Value>) -> Vec<Value> {
             if item.get("type").is_none() {
                 item["type"] = json!("message");
             }
+            let listed = matches!(
+                item["type"].as_str(),
+                Some("message" | "function_call" | "function_call_output")
+            );
+            if listed && item.get("status").is_none() {
+                item["status"] = json!("completed");
+            }
+            // A message's text as the one part it stands for, as the list's items have it.
+            if item["type"] == "message"
+                && let Some(text) = item["content"].as_str().map(str::to_string)
+            {
+                let part = if item["role"] == "assistant" {
+                    super::responses_output::text_part(&text)
+                } else {
+                    json!({"type": "input_text", "text": text})
+                };
+                item["content"] = json!([part]);
+            }
             item
         })
         .collect()

@@ -57,7 +57,7 @@ impl Shape {
     pub fn object(&self, output: Vec<Value>, end: &Ending<'_>) -> Value {
         let e = &self.echo;
         let done = !matches!(end.status, "in_progress" | "queued");
-        json!({
+        let mut object = json!({
             "id": self.id,
             "object": "response",
             "created_at": self.created_at,
@@ -80,7 +80,8 @@ impl Shape {
             "top_logprobs": 0,
             "temperature": e.temperature.unwrap_or(1.0),
             "reasoning": null,
-            "usage": end.usage.map(usage_json),
+            // Zeros until the run ends: both specs want the field, OpenAI's never null.
+            "usage": usage_json(end.usage.unwrap_or(&Usage::default())),
             "max_output_tokens": e.max_output_tokens,
             "max_tool_calls": null,
             "store": self.store,
@@ -89,9 +90,12 @@ impl Shape {
             "metadata": e.metadata,
             "safety_identifier": null,
             "prompt_cache_key": null,
-            "user": e.user,
             "kiln": {"run_id": self.run_id},
-        })
+        });
+        if let Some(user) = &e.user {
+            object["user"] = json!(user);
+        }
+        object
     }
 
     /// The id of the message item of round `round`.
@@ -104,7 +108,7 @@ impl Shape {
 pub(super) fn usage_json(u: &Usage) -> Value {
     json!({
         "input_tokens": u.input_tokens,
-        "input_tokens_details": {"cached_tokens": 0},
+        "input_tokens_details": {"cached_tokens": 0, "cache_write_tokens": 0},
         "output_tokens": u.output_tokens,
         "output_tokens_details": {"reasoning_tokens": u.reasoning_tokens},
         "total_tokens": u.input_tokens + u.output_tokens,
