@@ -120,6 +120,7 @@ pub mod model {
         AnsweredBy, CallArgs, LocalModel, LocalReply, Message, ModelRequest, ModelResponse,
         ProviderError, StopReason, TextSink, ToolCall, ToolDef, ToolResult, Usage,
     };
+    pub use kiln_core::model::{Attachment, AttachmentError, AttachmentKind, AttachmentSource};
     pub use kiln_core::schema::Format;
     pub use kiln_registry::agent_spec::ProviderKind;
     pub use kiln_registry::fallback::FallbackModel;

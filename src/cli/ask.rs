@@ -4,7 +4,7 @@ use super::output::{self, outln};
 use super::tools_cmd::parse_context;
 use super::{CliResult, Global, parse_caps};
 use clap::Args;
-use kiln::model::ProviderOverrides;
+use kiln::model::{Attachment, ProviderOverrides};
 use kiln::project::{Seconds, defaults as d};
 use kiln::{Event, Grants, RunOptions};
 use std::io::{IsTerminal, Write};
@@ -53,6 +53,44 @@ pub struct AskArgs {
     /// with a budget error naming the limit and the spend.
     #[arg(long, value_name = "LIMITS", value_parser = parse_budget)]
     pub budget: Option<kiln::Budget>,
+    /// Attach an image or a PDF to the prompt (repeatable): png, jpg/jpeg, gif, webp or pdf,
+    /// by the file's extension. A model whose wire cannot take it (Ollama: images only)
+    /// refuses the run before anything is sent.
+    #[arg(long, value_name = "FILE")]
+    pub attach: Vec<std::path::PathBuf>,
+}
+
+/// The media type `kiln ask --attach` gives a file, by its extension.
+fn media_type(path: &std::path::Path) -> Option<&'static str> {
+    let ext = path.extension()?.to_str()?.to_ascii_lowercase();
+    Some(match ext.as_str() {
+        "png" => "image/png",
+        "jpg" | "jpeg" => "image/jpeg",
+        "gif" => "image/gif",
+        "webp" => "image/webp",
+        "pdf" => "application/pdf",
+        _ => return None,
+    })
+}
+
+/// `--attach`'s files, read: a file of another type or one that cannot be read is an error
+/// naming its path.
+fn read_attachments(paths: &[std::path::PathBuf]) -> CliResult<Vec<Attachment>> {
+    let mut out = Vec::with_capacity(paths.len());
+    for path in paths {
+        let shown = path.display();
+        let Some(media_type) = media_type(path) else {
+            let e = format!(
+                "--attach {shown}: not a file kiln attaches (png, jpg, jpeg, gif, webp, pdf, by extension)"
+            );
+            return Err(e.into());
+        };
+        let bytes = std::fs::read(path).map_err(|e| format!("--attach {shown}: {e}"))?;
+        let mut a = Attachment::from_bytes(media_type, &bytes);
+        a.filename = path.file_name().map(|n| n.to_string_lossy().into_owned());
+        out.push(a);
+    }
+    Ok(out)
 }
 
 fn parse_budget(text: &str) -> Result<kiln::Budget, String> {
@@ -164,6 +202,7 @@ pub fn ask(g: &Global, a: AskArgs) -> CliResult<ExitCode> {
     } else {
         a.prompt.clone()
     };
+    let attachments = read_attachments(&a.attach)?;
     let (host, db) = g.host_with_db()?;
     for e in &host.registry().errors {
         output::error(&e.to_string());
@@ -247,6 +286,7 @@ pub fn ask(g: &Global, a: AskArgs) -> CliResult<ExitCode> {
         cancel: cancel.clone(),
         observer: Some(observer),
         history,
+        attachments,
         state,
         // The host has the database: it logs the run under the session.
         recorder: None,

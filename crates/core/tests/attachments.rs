@@ -21,6 +21,8 @@ fn a_data_url_is_an_image_or_a_file_and_renders_back_the_same() {
         (pdf.kind, pdf.media_type.as_str()),
         (AttachmentKind::File, "application/pdf")
     );
+    let bytes = Attachment::from_bytes("image/png", b"\x89PNG\r\n\x1a\n");
+    assert_eq!(bytes, png, "bytes encode as the data URL's base64");
 }
 
 #[test]

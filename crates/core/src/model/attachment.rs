@@ -68,16 +68,27 @@ impl Attachment {
         base64::engine::general_purpose::STANDARD
             .decode(data)
             .map_err(|e| AttachmentError::BadBase64(e.to_string()))?;
+        Ok(Attachment::base64(media_type, data.into()))
+    }
+
+    /// `bytes` of `media_type` in the message: an image for `image/*`, else a file.
+    pub fn from_bytes(media_type: &str, bytes: &[u8]) -> Attachment {
+        let data = base64::engine::general_purpose::STANDARD.encode(bytes);
+        Attachment::base64(media_type, data)
+    }
+
+    fn base64(media_type: &str, data: String) -> Attachment {
+        let media_type = media_type.to_ascii_lowercase();
         let kind = match media_type.starts_with("image/") {
             true => AttachmentKind::Image,
             false => AttachmentKind::File,
         };
-        Ok(Attachment {
+        Attachment {
             kind,
-            media_type: media_type.to_ascii_lowercase(),
-            source: AttachmentSource::Base64 { data: data.into() },
+            media_type,
+            source: AttachmentSource::Base64 { data },
             filename: None,
-        })
+        }
     }
 
     /// Its bytes as a data URL, or its URL.
