@@ -11,6 +11,7 @@ const AGENTS: &str = r#"
 for p in ["openai", "anthropic", "openai-responses", "gemini", "ollama"] {
     agent(`eye_${p}`).provider(p).model("gemini-2.5-flash").system("You look at pictures.");
 }
+agent("eye_planner").mode("json_planner").provider("openai").model("small").max_steps(2);
 agent("eye_bedrock").provider("bedrock").model("anthropic.claude-haiku-4-5-20251001-v1:0");
 "#;
 
@@ -37,7 +38,7 @@ fn scripts() -> Scripts {
 fn ask_eye(s: &Scripts, mock: &Mock, provider: &str, attach: &[&str]) -> std::process::Output {
     let agent = format!("eye_{provider}");
     let base = match provider {
-        "openai" | "openai-responses" => format!("{}/v1", mock.url),
+        "openai" | "openai-responses" | "planner" => format!("{}/v1", mock.url),
         _ => mock.url.clone(),
     };
     let mut args = vec![
@@ -179,5 +180,21 @@ fn a_file_of_another_type_or_missing_is_an_error_naming_its_path() {
     assert!(!out.status.success());
     let err = stderr(&out);
     assert!(err.contains("--attach missing.png: "), "{err}");
+    assert!(mock.requests().is_empty(), "a request reached the mock");
+}
+
+#[test]
+fn a_planner_agent_refuses_attachments_its_steps_cannot_carry() {
+    let s = scripts();
+    let mock = Mock::start(&json!({"turns": [{"text": "never"}]}));
+    let out = ask_eye(&s, &mock, "planner", &["pic.png"]);
+    assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
+    let err = stderr(&out);
+    assert!(
+        err.contains(
+            "openai: cannot take an image \"pic.png\" (image/png): a planner's steps are text"
+        ),
+        "{err}"
+    );
     assert!(mock.requests().is_empty(), "a request reached the mock");
 }

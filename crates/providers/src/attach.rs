@@ -6,7 +6,7 @@ use kiln_core::model::{AttachmentKind as Kind, AttachmentSource as Source};
 use serde_json::{Value, json};
 
 /// Image types every wire takes.
-const IMAGE_TYPES: [&str; 4] = ["image/png", "image/jpeg", "image/gif", "image/webp"];
+pub const IMAGE_TYPES: [&str; 4] = ["image/png", "image/jpeg", "image/gif", "image/webp"];
 
 /// What one wire takes: images of [`IMAGE_TYPES`] always, and these.
 #[derive(Debug, Clone, Copy)]
