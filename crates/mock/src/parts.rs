@@ -202,8 +202,10 @@ pub fn anthropic(i: usize, blocks: &[Value]) -> Option<String> {
             }
             (_, "base64") => None,
             ("document", "text") if media == "text/plain" && s["data"].is_string() => None,
+            ("document", "content") if s["content"].is_array() || s["content"].is_string() => None,
+            (_, "file") if s["file_id"].is_string() => None,
             (_, other) => Some(format!(
-                "{at}: Input tag '{other}' found using 'type' does not match any of the expected tags: 'base64', 'url'"
+                "{at}: Input tag '{other}' found using 'type' does not match any of the expected tags: 'base64', 'url', 'file' (and for documents 'text', 'content')"
             )),
         };
         if problem.is_some() {
