@@ -297,6 +297,7 @@ pub fn ask(g: &Global, a: AskArgs) -> CliResult<ExitCode> {
         approver: None,
         depth: 0,
         parent: None,
+        client_tools: Vec::new(),
     };
     // One thread: the loop, the connection and the run log's commits take turns on it without
     // cross-thread wake-ups (a streamed reply wakes the loop once per chunk); tool handlers

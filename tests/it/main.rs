@@ -67,6 +67,7 @@ mod sandbox;
 mod serve;
 mod serve_oauth;
 mod serve_ops;
+mod serve_responses;
 mod serve_tokens;
 mod served;
 mod spec;

@@ -569,3 +569,42 @@ fn kiln_serve_continues_a_callers_traceparent_and_answers_with_its_own() {
         "{logged}"
     );
 }
+
+/// The Responses door continues the caller's trace too, and the run log keeps its id.
+#[test]
+fn a_response_continues_a_callers_traceparent() {
+    let mock = Mock::start(&shop_scenario());
+    let shop = shop_scripts(&mock);
+    let db = shop.path().join("kiln.db");
+    let closed = format!("http://127.0.0.1:{}", free_port());
+    let serve = Serve::start(shop.path(), &db, &["--otlp", &closed], &[]);
+    let caller = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+    let body = json!({"model": "shop", "input": "Price of SKU-1?"});
+    let (status, headers, text) = http_raw(
+        "POST",
+        &format!("{}/v1/responses", serve.url),
+        &[
+            ("content-type", "application/json"),
+            ("traceparent", caller),
+        ],
+        &body.to_string(),
+    );
+    assert_eq!(status, 200, "{text}");
+    let answered = headers
+        .iter()
+        .find(|(k, _)| k.eq_ignore_ascii_case("traceparent"))
+        .map(|(_, v)| v.as_str())
+        .unwrap_or_else(|| panic!("no traceparent in {headers:?}"));
+    assert!(
+        answered.starts_with("00-4bf92f3577b34da6a3ce929d0e0e4736-"),
+        "{answered}"
+    );
+    let logged = stdout(&kiln(
+        &["logs", "-n", "1", "--db", &db.to_string_lossy()],
+        shop.path(),
+    ));
+    assert!(
+        logged.contains("trace 4bf92f3577b34da6a3ce929d0e0e4736"),
+        "{logged}"
+    );
+}

@@ -57,6 +57,12 @@ pub struct RunOptions {
     /// The run this one was started by (an agent calling it as a tool, a pipeline), for the
     /// run log.
     pub parent: Option<String>,
+    /// Tools the caller declares and runs itself (a Responses client's function tools): offered
+    /// to the model beside the agent's own; when the model calls one, the run runs the agent's
+    /// calls of that reply, then stops with the caller's in
+    /// [`RunReport::pending_calls`](crate::RunReport::pending_calls). The caller continues the
+    /// conversation with their results as the history's last message and an empty prompt.
+    pub client_tools: Vec<kiln_providers::ToolDef>,
 }
 
 impl RunOptions {

@@ -45,11 +45,18 @@ async fn run_in_span(
     span: tracing::Span,
 ) -> Result<RunReport, RunError> {
     let mut messages = opts.history.clone();
-    messages.push(Message::User {
-        content: prompt.to_string(),
-        attachments: opts.attachments.clone(),
-    });
-    let mut run = Run::new(agent_name, messages, &opts, opts.history.len());
+    // A conversation that ends with tool results (the caller's answers to the calls it was
+    // handed) goes on from them when there is no new prompt.
+    // Those answers are this run's first messages in the run log.
+    let answered = prompt.is_empty() && matches!(messages.last(), Some(Message::Tool { .. }));
+    if !answered {
+        messages.push(Message::User {
+            content: prompt.to_string(),
+            attachments: opts.attachments.clone(),
+        });
+    }
+    let recorded = opts.history.len() - usize::from(answered);
+    let mut run = Run::new(agent_name, messages, &opts, recorded);
     if let Some(id) = &opts.run_id {
         run.report.run_id = id.clone();
     }

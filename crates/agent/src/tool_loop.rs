@@ -36,14 +36,15 @@ pub(super) async fn drive(
     let mut rounds = Rounds::new(setup);
     loop {
         let (offered, reply) = rounds.ask(run, ctx).await?;
+        let (calls, theirs) = rounds.split_client_calls(reply.tool_calls);
         let next = if let Some(problem) = rounds.misread.take() {
             rounds.misread(run, ctx, problem).await?
-        } else if reply.tool_calls.is_empty() {
+        } else if !theirs.is_empty() {
+            rounds.hand_back(run, ctx, &offered, calls, theirs).await?
+        } else if calls.is_empty() {
             rounds.answered(run, ctx, reply.text).await?
         } else {
-            rounds
-                .run_tools(run, ctx, &offered, reply.tool_calls)
-                .await?
+            rounds.run_tools(run, ctx, &offered, calls).await?
         };
         if let Next::Stop = next {
             return Ok(());
@@ -105,9 +106,10 @@ impl<'s, 'a> Rounds<'s, 'a> {
         let setup = self.setup;
         self.contract.check(&run.report, 0)?;
         let offered = pin_turn(setup.host, &setup.agent, ctx);
-        let request = setup
-            .provider
-            .prepare(&model_request(setup, run, &offered, self.sent));
+        let mut asked = model_request(setup, run, &offered, self.sent);
+        // The caller's own tools are offered after the agent's.
+        asked.tools.extend(setup.opts.client_tools.iter().cloned());
+        let request = setup.provider.prepare(&asked);
         self.sent = run.report.messages.len();
         run.report.rounds += 1;
         let (journal, provider, opts) = (setup.journal, &setup.provider, setup.opts);
@@ -151,6 +153,40 @@ impl<'s, 'a> Rounds<'s, 'a> {
             Verdict::Done => Next::Stop,
             Verdict::Repair { .. } => Next::Again,
         })
+    }
+
+    /// The reply's calls split into the agent's own and the caller's (`client_tools`).
+    fn split_client_calls(&self, calls: Vec<ToolCall>) -> (Vec<ToolCall>, Vec<ToolCall>) {
+        let client = &self.setup.opts.client_tools;
+        if client.is_empty() {
+            return (calls, Vec::new());
+        }
+        calls
+            .into_iter()
+            .partition(|c| !client.iter().any(|t| t.name == c.name))
+    }
+
+    /// The model called the caller's own tools: the agent's calls of the same reply run (their
+    /// results committed), then the run stops with the caller's calls pending, for the caller
+    /// to run and continue with.
+    async fn hand_back(
+        &mut self,
+        run: &mut Run,
+        ctx: &mut CallContext,
+        offered: &[Arc<Tool>],
+        ours: Vec<ToolCall>,
+        theirs: Vec<ToolCall>,
+    ) -> Result<Next, RunErrorKind> {
+        if !ours.is_empty() {
+            self.run_tools(run, ctx, offered, ours).await?;
+        } else {
+            run.commit(&ctx.run.state).await?;
+        }
+        // Handed back to the caller, not to another agent.
+        run.handoff = None;
+        run.report.answer.clear();
+        run.report.pending_calls = theirs;
+        Ok(Next::Stop)
     }
 
     /// The reply wrote a tool call as text that could not be read: the model is told what

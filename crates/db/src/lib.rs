@@ -8,6 +8,7 @@
 
 mod commit;
 mod migrate;
+pub mod responses;
 pub mod runs;
 pub mod sessions;
 pub mod store;
@@ -57,6 +58,9 @@ pub enum DbError {
         /// The newest version this kiln knows.
         known: usize,
     },
+    /// A stored row this kiln cannot read.
+    #[error("database row unreadable: {0}")]
+    Corrupt(String),
     /// Whoever was committing a queued job panicked: its outcome is unknown.
     #[error("the database's committer stopped before committing")]
     CommitterPanicked,

@@ -92,6 +92,12 @@ const MIGRATIONS: &[&str] = &[
         SELECT run_id, round, at, duration_ms, input_tokens, output_tokens, stop_reason,
         provider, model, reasoning_tokens
         FROM steps WHERE kind = 'model' OR (kind = 'message' AND round IS NOT NULL);",
+    // 9: `kiln serve`'s stored Responses: each response's object, its input items and the
+    // conversation through it, by the actor that created it.
+    "CREATE TABLE responses(
+        id TEXT PRIMARY KEY, owner TEXT, agent TEXT NOT NULL, created_at REAL NOT NULL,
+        body TEXT NOT NULL, input_items TEXT NOT NULL, messages TEXT NOT NULL,
+        state TEXT NOT NULL DEFAULT 'null');",
 ];
 
 /// The newest schema version this build knows.

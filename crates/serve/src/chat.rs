@@ -174,6 +174,7 @@ fn parse(body: &Value) -> Result<ChatRequest, ApiError> {
             session: None,
             stream: body["stream"] == true,
             budget: super::body::budget(&kiln["budget"])?,
+            ..RunRequest::default()
         },
         include_usage: body["stream_options"]["include_usage"] == true,
         include_tool_calls: kiln["include_tool_calls"] == true,
@@ -209,7 +210,7 @@ fn run_error(state: &AppState, e: &RunError) -> ApiError {
 }
 
 /// Cancels the run if the client goes away before its end.
-struct CancelOnDrop(Option<CancellationToken>);
+pub(super) struct CancelOnDrop(pub(super) Option<CancellationToken>);
 
 impl Drop for CancelOnDrop {
     fn drop(&mut self) {

@@ -46,6 +46,11 @@ pub struct RunRequest {
     pub stream: bool,
     /// This run's budget, within the agent's.
     pub budget: Option<kiln_registry::contract::Budget>,
+    /// Function tools the client runs itself (Responses): the run stops when the model calls
+    /// one.
+    pub client_tools: Vec<kiln_providers::ToolDef>,
+    /// `ctx.state` to continue from (a stored response's), shared so the door reads it after.
+    pub state: Option<Arc<Mutex<Value>>>,
 }
 
 /// The run log, plus the run id as soon as the run starts and the server's metrics.
@@ -205,7 +210,7 @@ pub async fn launch(
     let grants = grants_for(state, who, &agent.grants, &req)?;
     let db = state.host.database().cloned();
     let mut history = req.history;
-    let mut run_state = None;
+    let mut run_state = req.state;
     let mut session_guard = None;
     let session = req
         .session
@@ -272,6 +277,7 @@ pub async fn launch(
         recorder: Some(Arc::new(tap)),
         budget: req.budget,
         approver: Some(approvals.clone()),
+        client_tools: req.client_tools,
         ..RunOptions::default()
     };
     let began = Instant::now();

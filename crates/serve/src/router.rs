@@ -3,7 +3,7 @@
 use super::auth::Principal;
 use super::error::ApiError;
 use super::state::AppState;
-use super::{chat, runs};
+use super::{chat, responses, runs};
 use axum::Router;
 use axum::extract::{DefaultBodyLimit, Request, State};
 use axum::http::{StatusCode, header};
@@ -35,6 +35,16 @@ pub fn router(state: Arc<AppState>, mcp: Option<Router>) -> Router {
         .route("/v1/models", get(chat::models))
         .route("/v1/models/{name}", get(chat::model))
         .route("/v1/chat/completions", post(chat::completions))
+        .route("/v1/responses", post(responses::create))
+        .route(
+            "/v1/responses/{id}",
+            get(responses::get).delete(responses::delete),
+        )
+        .route("/v1/responses/{id}/cancel", post(responses::cancel))
+        .route(
+            "/v1/responses/{id}/input_items",
+            get(responses::input_items),
+        )
         .route("/v1/runs", post(runs::create))
         .route("/v1/runs/{id}", get(runs::get))
         .route("/v1/runs/{id}/events", get(runs::events))

@@ -86,6 +86,8 @@ pub struct AppState {
     pub stop_runs: CancellationToken,
     /// The durable engine `/v1/runs` submits to (`--restate-ingress`); `None`: runs run here.
     pub front: Option<crate::restate::RestateClient>,
+    /// The Responses door's running responses.
+    pub(crate) responses: crate::responses::Running,
     draining: AtomicBool,
     sessions: Mutex<HashMap<String, Weak<tokio::sync::Mutex<()>>>>,
 }
@@ -103,6 +105,7 @@ impl AppState {
             runs: RunTable::default(),
             stop_runs: CancellationToken::new(),
             front: None,
+            responses: Default::default(),
             draining: AtomicBool::new(false),
             sessions: Mutex::new(HashMap::new()),
         }

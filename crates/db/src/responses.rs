@@ -1,0 +1,157 @@
+//! Stored responses of `kiln serve`'s Responses door: each response's object, the input items
+//! it was asked with and the conversation through it (what `previous_response_id` continues),
+//! kept per actor: one actor never reads another's.
+
+use super::{Db, DbError};
+use kiln_core::model::Message;
+use rusqlite::{OptionalExtension, params};
+use serde_json::Value;
+
+/// One stored response.
+#[derive(Debug, Clone)]
+pub struct StoredResponse {
+    /// `resp_...`.
+    pub id: String,
+    /// The actor that created it (`None`: the open server's one caller).
+    pub owner: Option<String>,
+    /// The agent that answered.
+    pub agent: String,
+    /// Seconds since the epoch.
+    pub created_at: f64,
+    /// The Response object as the API returns it.
+    pub body: Value,
+    /// The items it was asked with.
+    pub input_items: Vec<Value>,
+    /// The conversation through this response, what a later one continues.
+    pub messages: Vec<Message>,
+    /// `ctx.state` at its end.
+    pub state: Value,
+}
+
+fn text(v: &impl serde::Serialize) -> String {
+    serde_json::to_string(v).unwrap_or_else(|_| "null".to_string())
+}
+
+impl Db {
+    /// Stores (or replaces) a response.
+    pub fn save_response(&self, r: &StoredResponse) -> Result<(), DbError> {
+        self.conn()
+            .execute(
+                "INSERT OR REPLACE INTO responses(id, owner, agent, created_at, body, input_items, messages, state)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+                params![
+                    r.id,
+                    r.owner,
+                    r.agent,
+                    r.created_at,
+                    text(&r.body),
+                    text(&r.input_items),
+                    text(&r.messages),
+                    text(&r.state),
+                ],
+            )
+            .map(|_| ())
+            .map_err(|e| self.err(e))
+    }
+
+    /// The response `id` if `owner` created it.
+    pub fn response(
+        &self,
+        owner: Option<&str>,
+        id: &str,
+    ) -> Result<Option<StoredResponse>, DbError> {
+        let row: Option<(String, f64, String, String, String, String)> = self
+            .conn()
+            .query_row(
+                "SELECT agent, created_at, body, input_items, messages, state FROM responses
+                 WHERE id = ?1 AND owner IS ?2",
+                params![id, owner],
+                |r| {
+                    Ok((
+                        r.get(0)?,
+                        r.get(1)?,
+                        r.get(2)?,
+                        r.get(3)?,
+                        r.get(4)?,
+                        r.get(5)?,
+                    ))
+                },
+            )
+            .optional()
+            .map_err(|e| self.err(e))?;
+        let Some((agent, created_at, body, input_items, messages, state)) = row else {
+            return Ok(None);
+        };
+        // A row this build cannot read is reported, never half-used.
+        let parse = |what: &str, s: &str| -> Result<Value, DbError> {
+            serde_json::from_str(s)
+                .map_err(|e| DbError::Corrupt(format!("response {id}: {what}: {e}")))
+        };
+        let messages = serde_json::from_value(parse("messages", &messages)?)
+            .map_err(|e| DbError::Corrupt(format!("response {id}: messages: {e}")))?;
+        let input_items = match parse("input_items", &input_items)? {
+            Value::Array(items) => items,
+            _ => Vec::new(),
+        };
+        Ok(Some(StoredResponse {
+            id: id.to_string(),
+            owner: owner.map(str::to_string),
+            agent,
+            created_at,
+            body: parse("body", &body)?,
+            input_items,
+            messages,
+            state: parse("state", &state)?,
+        }))
+    }
+
+    /// Deletes the response `id` if `owner` created it; false when there was none.
+    pub fn delete_response(&self, owner: Option<&str>, id: &str) -> Result<bool, DbError> {
+        self.conn()
+            .execute(
+                "DELETE FROM responses WHERE id = ?1 AND owner IS ?2",
+                params![id, owner],
+            )
+            .map(|n| n > 0)
+            .map_err(|e| self.err(e))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn stored(id: &str, owner: Option<&str>) -> StoredResponse {
+        StoredResponse {
+            id: id.to_string(),
+            owner: owner.map(str::to_string),
+            agent: "helper".to_string(),
+            created_at: 1.0,
+            body: serde_json::json!({"id": id, "status": "completed"}),
+            input_items: vec![
+                serde_json::json!({"type": "message", "role": "user", "content": "hi"}),
+            ],
+            messages: vec![Message::user("hi")],
+            state: serde_json::json!({"n": 1}),
+        }
+    }
+
+    #[test]
+    fn a_response_is_read_back_only_by_its_owner() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = Db::open(&dir.path().join("k.db")).unwrap();
+        db.save_response(&stored("resp_a", Some("alice"))).unwrap();
+        db.save_response(&stored("resp_o", None)).unwrap();
+        let got = db.response(Some("alice"), "resp_a").unwrap().unwrap();
+        assert_eq!(got.body["status"], "completed");
+        assert_eq!(got.messages.len(), 1);
+        assert_eq!(got.state["n"], 1);
+        assert!(db.response(Some("bob"), "resp_a").unwrap().is_none());
+        assert!(db.response(None, "resp_a").unwrap().is_none());
+        assert!(db.response(Some("alice"), "resp_o").unwrap().is_none());
+        assert!(db.response(None, "resp_o").unwrap().is_some());
+        assert!(!db.delete_response(Some("bob"), "resp_a").unwrap());
+        assert!(db.delete_response(Some("alice"), "resp_a").unwrap());
+        assert!(db.response(Some("alice"), "resp_a").unwrap().is_none());
+    }
+}

@@ -1,0 +1,391 @@
+//! The Responses door: `POST /v1/responses` runs the agent named by `model` (whole, or as the
+//! Responses stream), `GET /v1/responses/{id}`, `.../cancel`, `.../input_items` and `DELETE`.
+//! A response continues the conversation of `previous_response_id` (its stored transcript and
+//! `ctx.state`, the actor's own only); the client's function tools come back as
+//! `function_call` items and the conversation goes on with their `function_call_output`s.
+//! Every run is a [`launch`]ed one: the token's ceiling, limits, approvals, the run log and
+//! traces hold here as on `/v1/runs`.
+
+use super::auth::Principal;
+use super::body::JsonBody;
+use super::chat::CancelOnDrop;
+use super::error::{ApiError, from_run_error};
+use super::launch::{find_agent, launch};
+use super::responses_input::{ResponsesRequest, append_items, parse, split_prompt};
+use super::responses_output::{Shape, ending, items, now, report_of};
+use super::responses_stream::Streamer;
+use super::state::AppState;
+use super::table::RunEntry;
+use axum::Json;
+use axum::extract::{Path, Query, State};
+use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
+use futures_util::StreamExt;
+use kiln_agent::Event;
+use kiln_db::responses::StoredResponse;
+use serde::Deserialize;
+use serde_json::{Value, json};
+use std::sync::{Arc, Mutex};
+
+/// The prefix of a response id; the rest is the run's id.
+const PREFIX: &str = "resp_";
+
+fn db(state: &AppState) -> Option<&Arc<kiln_db::Db>> {
+    state.host.database()
+}
+
+fn not_found(id: &str) -> ApiError {
+    ApiError::not_found("response_not_found", format!("no response \"{id}\""))
+}
+
+fn internal(e: impl std::fmt::Display) -> ApiError {
+    ApiError::internal(e.to_string())
+}
+
+/// The stored response `id` of the caller, or its `404`.
+fn stored(state: &AppState, who: &Principal, id: &str) -> Result<StoredResponse, ApiError> {
+    let db = db(state).ok_or_else(|| not_found(id))?;
+    db.response(who.actor.as_deref(), id)
+        .map_err(internal)?
+        .ok_or_else(|| not_found(id))
+}
+
+/// The conversation a request continues: the previous response's transcript and state, and
+/// the request's items appended; the system and developer messages join the instructions.
+fn conversation(
+    state: &AppState,
+    who: &Principal,
+    req: &mut ResponsesRequest,
+) -> Result<usize, ApiError> {
+    let (mut messages, run_state) = match &req.previous {
+        Some(prev) => {
+            let stored = stored(state, who, prev).map_err(|_| {
+                ApiError::not_found(
+                    "previous_response_not_found",
+                    format!("no stored response \"{prev}\" to continue (responses made with \"store\": false are not kept)"),
+                )
+                .with_field("param", json!("previous_response_id"))
+            })?;
+            (stored.messages, stored.state)
+        }
+        None => (Vec::new(), json!({})),
+    };
+    let mut system = Vec::new();
+    append_items(&mut messages, &req.input_items, &mut system)?;
+    if !system.is_empty() {
+        let instructions = req.run.overrides.extra_system.take();
+        system.splice(0..0, instructions);
+        req.run.overrides.extra_system = Some(system.join("\n\n"));
+    }
+    let (history, prompt) = split_prompt(messages)?;
+    let from = history.len();
+    req.run.history = history;
+    req.run.prompt = prompt;
+    req.run.state = Some(Arc::new(Mutex::new(run_state)));
+    Ok(from)
+}
+
+/// The client's tools must not shadow the agent's own.
+fn check_tool_names(state: &AppState, req: &ResponsesRequest) -> Result<(), ApiError> {
+    let agent = find_agent(state, &req.run.agent)?;
+    for (i, t) in req.run.client_tools.iter().enumerate() {
+        if agent.tools.iter().any(|own| own == &t.name) {
+            return Err(ApiError::bad_request(
+                &format!("tools[{i}].name"),
+                format!(
+                    "agent \"{}\" has a tool named \"{}\" of its own: name the client's tool otherwise",
+                    agent.name, t.name
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// `POST /v1/responses`.
+pub async fn create(
+    State(state): State<Arc<AppState>>,
+    who: Principal,
+    JsonBody(body): JsonBody,
+) -> Result<Response, ApiError> {
+    let mut req = parse(&body)?;
+    if req.store && db(&state).is_none() {
+        // Nothing could be kept: the response is answered, not stored.
+        req.store = false;
+    }
+    let from = conversation(&state, &who, &mut req)?;
+    check_tool_names(&state, &req)?;
+    let run_state = req.run.state.clone();
+    let (stream, store, previous, echo) = (req.run.stream, req.store, req.previous, req.echo);
+    let input_items = with_ids(req.input_items);
+    let entry = launch(&state, &who, req.run).await?;
+    let shape = Shape {
+        id: format!("{PREFIX}{}", entry.id),
+        run_id: entry.id.clone(),
+        agent: entry.agent.clone(),
+        created_at: now(),
+        previous,
+        store,
+        echo,
+        from,
+    };
+    let keep = Keep {
+        state: state.clone(),
+        owner: who.actor.clone(),
+        shape: shape.clone(),
+        input_items,
+        run_state,
+    };
+    keep.started()?;
+    let ended = entry.clone();
+    tokio::spawn(async move { keep.ended(&ended).await });
+    if stream {
+        return Ok(streamed(entry, shape).into_response());
+    }
+    let mut guard = CancelOnDrop(Some(entry.cancel.clone()));
+    let end = entry.wait().await;
+    guard.0 = None;
+    let Event::Finished(result) = &*end else {
+        return Err(ApiError::internal("the run ended without a result"));
+    };
+    if let Err(e) = result.as_ref()
+        && state.stop_runs.is_cancelled()
+    {
+        return Err(from_run_error(e));
+    }
+    let result = result.as_ref();
+    let output = items(&shape, report_of(result));
+    Ok(Json(shape.object(output, &ending(result))).into_response())
+}
+
+/// Input items with ids, as `input_items` lists them.
+fn with_ids(items: Vec<Value>) -> Vec<Value> {
+    items
+        .into_iter()
+        .enumerate()
+        .map(|(i, mut item)| {
+            if item.get("id").and_then(Value::as_str).is_none() {
+                item["id"] = json!(format!("in_{}_{i}", uuid::Uuid::new_v4().simple()));
+            }
+            if item.get("type").is_none() {
+                item["type"] = json!("message");
+            }
+            item
+        })
+        .collect()
+}
+
+/// A stored response kept up to date: in progress when it starts, whole when it ends.
+struct Keep {
+    state: Arc<AppState>,
+    owner: Option<String>,
+    shape: Shape,
+    input_items: Vec<Value>,
+    run_state: Option<Arc<Mutex<Value>>>,
+}
+
+impl Keep {
+    fn row(&self, body: Value, messages: Vec<kiln_providers::Message>) -> StoredResponse {
+        let state = self
+            .run_state
+            .as_ref()
+            .and_then(|s| s.lock().ok().map(|s| s.clone()))
+            .unwrap_or(Value::Null);
+        StoredResponse {
+            id: self.shape.id.clone(),
+            owner: self.owner.clone(),
+            agent: self.shape.agent.clone(),
+            created_at: self.shape.created_at as f64,
+            body,
+            input_items: self.input_items.clone(),
+            messages,
+            state,
+        }
+    }
+
+    fn save(&self, row: &StoredResponse) -> Result<(), ApiError> {
+        match db(&self.state).filter(|_| self.shape.store) {
+            Some(db) => db.save_response(row).map_err(internal),
+            None => Ok(()),
+        }
+    }
+
+    /// The response is running: known to `cancel`, stored as in progress.
+    fn started(&self) -> Result<(), ApiError> {
+        self.state.responses.insert(&self.shape);
+        let end = super::responses_output::Ending {
+            status: "in_progress",
+            usage: None,
+            error: Value::Null,
+            incomplete: None,
+        };
+        self.save(&self.row(self.shape.object(Vec::new(), &end), Vec::new()))
+    }
+
+    /// The run ended: the response is stored whole (when it is kept at all).
+    async fn ended(self, entry: &RunEntry) {
+        let end = entry.wait().await;
+        self.state.responses.remove(&self.shape.run_id);
+        let Event::Finished(result) = &*end else {
+            return;
+        };
+        let result = result.as_ref();
+        let report = report_of(result);
+        let output = items(&self.shape, report);
+        let row = self.row(
+            self.shape.object(output, &ending(result)),
+            report.messages.clone(),
+        );
+        if let Err(e) = self.save(&row) {
+            tracing::error!(response = %self.shape.id, "the response could not be stored: {}", e.body());
+        }
+    }
+}
+
+fn streamed(entry: Arc<RunEntry>, shape: Shape) -> impl IntoResponse {
+    let guard = Arc::new(Mutex::new(CancelOnDrop(Some(entry.cancel.clone()))));
+    let streamer = Arc::new(Mutex::new(Streamer::new(shape)));
+    let first = streamer.lock().map(|mut s| s.start()).unwrap_or_default();
+    let events = entry.events().flat_map(move |ev| {
+        if matches!(&*ev, Event::Finished(_))
+            && let Ok(mut g) = guard.lock()
+        {
+            // The run ended: the client going away now cancels nothing.
+            g.0 = None;
+        }
+        let out = streamer.lock().map(|mut s| s.on(&ev)).unwrap_or_default();
+        futures_util::stream::iter(out)
+    });
+    let all = futures_util::stream::iter(first)
+        .chain(events)
+        .map(|(kind, data)| {
+            Ok::<_, std::convert::Infallible>(
+                SseEvent::default().event(kind).data(data.to_string()),
+            )
+        });
+    Sse::new(all).keep_alive(KeepAlive::default())
+}
+
+/// `GET /v1/responses/{id}`.
+pub async fn get(
+    State(state): State<Arc<AppState>>,
+    who: Principal,
+    Path(id): Path<String>,
+) -> Result<Json<Value>, ApiError> {
+    Ok(Json(stored(&state, &who, &id)?.body))
+}
+
+/// `DELETE /v1/responses/{id}`.
+pub async fn delete(
+    State(state): State<Arc<AppState>>,
+    who: Principal,
+    Path(id): Path<String>,
+) -> Result<Json<Value>, ApiError> {
+    let db = db(&state).ok_or_else(|| not_found(&id))?;
+    if !db
+        .delete_response(who.actor.as_deref(), &id)
+        .map_err(internal)?
+    {
+        return Err(not_found(&id));
+    }
+    Ok(Json(
+        json!({"id": id, "object": "response.deleted", "deleted": true}),
+    ))
+}
+
+/// `POST /v1/responses/{id}/cancel`: stops a response still running and answers it as it
+/// ended; one that has ended is answered as it is.
+pub async fn cancel(
+    State(state): State<Arc<AppState>>,
+    who: Principal,
+    Path(id): Path<String>,
+) -> Result<Json<Value>, ApiError> {
+    let run_id = id.strip_prefix(PREFIX).ok_or_else(|| not_found(&id))?;
+    let running = state
+        .runs
+        .get(run_id, &who)
+        .zip(state.responses.get(run_id));
+    let Some((entry, shape)) = running else {
+        return Ok(Json(stored(&state, &who, &id)?.body));
+    };
+    entry.cancel.cancel();
+    let end = entry.wait().await;
+    let Event::Finished(result) = &*end else {
+        return Err(ApiError::internal("the run ended without a result"));
+    };
+    let result = result.as_ref();
+    let output = items(&shape, report_of(result));
+    Ok(Json(shape.object(output, &ending(result))))
+}
+
+/// `?limit=&order=&after=` of `input_items`.
+#[derive(Deserialize)]
+pub struct ListQuery {
+    limit: Option<usize>,
+    order: Option<String>,
+    after: Option<String>,
+}
+
+/// `GET /v1/responses/{id}/input_items`: the items the response was asked with.
+pub async fn input_items(
+    State(state): State<Arc<AppState>>,
+    who: Principal,
+    Path(id): Path<String>,
+    Query(q): Query<ListQuery>,
+) -> Result<Json<Value>, ApiError> {
+    let limit = q.limit.unwrap_or(20);
+    if !(1..=100).contains(&limit) {
+        return Err(ApiError::bad_request("limit", "limit must be 1 to 100"));
+    }
+    let mut list = stored(&state, &who, &id)?.input_items;
+    match q.order.as_deref() {
+        None | Some("desc") => list.reverse(),
+        Some("asc") => {}
+        Some(_) => {
+            return Err(ApiError::bad_request(
+                "order",
+                "order is \"asc\" or \"desc\"",
+            ));
+        }
+    }
+    if let Some(after) = &q.after {
+        let at = list
+            .iter()
+            .position(|i| i["id"].as_str() == Some(after.as_str()))
+            .ok_or_else(|| ApiError::bad_request("after", format!("no input item \"{after}\"")))?;
+        list.drain(..=at);
+    }
+    let has_more = list.len() > limit;
+    list.truncate(limit);
+    let id_of = |i: Option<&Value>| i.and_then(|i| i["id"].as_str()).map(str::to_string);
+    Ok(Json(json!({
+        "object": "list",
+        "first_id": id_of(list.first()),
+        "last_id": id_of(list.last()),
+        "has_more": has_more,
+        "data": list,
+    })))
+}
+
+/// The responses running here, by run id: what `cancel` answers them with.
+#[derive(Default)]
+pub(crate) struct Running {
+    shapes: Mutex<std::collections::HashMap<String, Arc<Shape>>>,
+}
+
+impl Running {
+    fn insert(&self, shape: &Shape) {
+        let mut m = self.shapes.lock().unwrap_or_else(|e| e.into_inner());
+        m.insert(shape.run_id.clone(), Arc::new(shape.clone()));
+    }
+
+    fn get(&self, run_id: &str) -> Option<Arc<Shape>> {
+        let m = self.shapes.lock().unwrap_or_else(|e| e.into_inner());
+        m.get(run_id).cloned()
+    }
+
+    fn remove(&self, run_id: &str) {
+        let mut m = self.shapes.lock().unwrap_or_else(|e| e.into_inner());
+        m.remove(run_id);
+    }
+}

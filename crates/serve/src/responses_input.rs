@@ -1,0 +1,556 @@
+//! A Responses request read into a run: `input` (a string or items: messages of every role,
+//! the client's `function_call`s and their `function_call_output`s, kiln's own `mcp_call`s
+//! sent back) appended to the conversation it continues, the client's function tools, and
+//! what the Response object echoes. Every refusal names the JSON path it is about.
+
+use super::body::{budget, object, string_list};
+use super::error::ApiError;
+use super::launch::RunRequest;
+use kiln_agent::connect::ProviderOverrides;
+use kiln_providers::{Message, ToolCall, ToolDef, ToolResult};
+use serde_json::{Value, json};
+
+/// The parts of a Responses request kiln uses.
+pub(super) struct ResponsesRequest {
+    /// The run: agent, overrides, caps, context, budget (`history` and `prompt` are set once
+    /// the conversation it continues is known).
+    pub run: RunRequest,
+    /// `input` as items (a string becomes one user message).
+    pub input_items: Vec<Value>,
+    /// `previous_response_id`.
+    pub previous: Option<String>,
+    /// `store` (default true).
+    pub store: bool,
+    /// What the Response object repeats from the request.
+    pub echo: Echo,
+}
+
+/// The request's settings a Response object repeats.
+#[derive(Clone, Debug, Default)]
+pub(super) struct Echo {
+    pub instructions: Option<String>,
+    pub tools: Vec<Value>,
+    pub tool_choice: Value,
+    pub parallel_tool_calls: bool,
+    pub temperature: Option<f64>,
+    pub top_p: Option<f64>,
+    pub max_output_tokens: Option<u32>,
+    pub metadata: Value,
+    pub user: Option<String>,
+}
+
+fn number(body: &Value, field: &str) -> Result<Option<f64>, ApiError> {
+    match &body[field] {
+        Value::Null => Ok(None),
+        v => v
+            .as_f64()
+            .map(Some)
+            .ok_or_else(|| ApiError::bad_request(field, format!("{field} must be a number"))),
+    }
+}
+
+fn positive(body: &Value, field: &str) -> Result<Option<u32>, ApiError> {
+    number(body, field)?
+        .map(|n| {
+            (n >= 1.0 && n.fract() == 0.0 && n <= f64::from(u32::MAX))
+                .then_some(n as u32)
+                .ok_or_else(|| {
+                    ApiError::bad_request(field, format!("{field} must be a positive integer"))
+                })
+        })
+        .transpose()
+}
+
+/// `metadata`: at most 16 string values (as OpenAI's API takes it).
+fn metadata(v: &Value) -> Result<Value, ApiError> {
+    match v {
+        Value::Null => Ok(json!({})),
+        Value::Object(m) if m.len() <= 16 && m.values().all(Value::is_string) => Ok(v.clone()),
+        _ => Err(ApiError::bad_request(
+            "metadata",
+            "metadata must be an object of at most 16 string values",
+        )),
+    }
+}
+
+/// The client's function tools: `{"type": "function", "name", "description", "parameters"}`.
+fn client_tools(v: &Value) -> Result<(Vec<ToolDef>, Vec<Value>), ApiError> {
+    let Some(list) = v.as_array() else {
+        return match v {
+            Value::Null => Ok((Vec::new(), Vec::new())),
+            _ => Err(ApiError::bad_request("tools", "tools must be an array")),
+        };
+    };
+    let mut defs: Vec<ToolDef> = Vec::new();
+    let mut echoed = Vec::new();
+    for (i, t) in list.iter().enumerate() {
+        let at = format!("tools[{i}]");
+        match t["type"].as_str() {
+            Some("function") => {}
+            Some(other) => {
+                return Err(ApiError::bad_request(
+                    &format!("{at}.type"),
+                    format!(
+                        "tool type \"{other}\" is not supported: kiln agents take the client's function tools; their own tools are declared in their scripts"
+                    ),
+                ));
+            }
+            None => {
+                return Err(ApiError::bad_request(
+                    &format!("{at}.type"),
+                    "type is required",
+                ));
+            }
+        }
+        let name = t["name"]
+            .as_str()
+            .filter(|n| valid_name(n))
+            .ok_or_else(|| {
+                ApiError::bad_request(
+                    &format!("{at}.name"),
+                    "name must be 1 to 64 letters, digits, '_' or '-'",
+                )
+            })?;
+        if defs.iter().any(|d| d.name == name) {
+            return Err(ApiError::bad_request(
+                &format!("{at}.name"),
+                format!("two tools are named \"{name}\""),
+            ));
+        }
+        let parameters = match &t["parameters"] {
+            Value::Null => json!({"type": "object", "properties": {}}),
+            p @ Value::Object(_) => p.clone(),
+            _ => {
+                return Err(ApiError::bad_request(
+                    &format!("{at}.parameters"),
+                    "parameters must be a JSON Schema object",
+                ));
+            }
+        };
+        let description = t["description"].as_str().unwrap_or_default().to_string();
+        echoed.push(json!({
+            "type": "function",
+            "name": name,
+            "description": t["description"].as_str(),
+            "parameters": parameters,
+            "strict": t["strict"].as_bool(),
+        }));
+        defs.push(ToolDef {
+            name: name.to_string(),
+            description,
+            schema: parameters,
+        });
+    }
+    Ok((defs, echoed))
+}
+
+fn valid_name(n: &str) -> bool {
+    !n.is_empty()
+        && n.len() <= 64
+        && n.chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+}
+
+/// `tool_choice`: `auto`, `none`, `required` or one function by name (offered by the client
+/// or the agent: the agent's are checked when the run starts).
+fn tool_choice(v: &Value) -> Result<Value, ApiError> {
+    match v {
+        Value::Null => Ok(json!("auto")),
+        Value::String(s) if matches!(s.as_str(), "auto" | "none" | "required") => Ok(v.clone()),
+        Value::Object(o) if o.get("type").and_then(Value::as_str) == Some("function") => {
+            match o.get("name").and_then(Value::as_str) {
+                Some(name) if valid_name(name) => Ok(json!({"type": "function", "name": name})),
+                _ => Err(ApiError::bad_request(
+                    "tool_choice.name",
+                    "a function tool choice names the function",
+                )),
+            }
+        }
+        _ => Err(ApiError::bad_request(
+            "tool_choice",
+            "tool_choice must be \"auto\", \"none\", \"required\" or {\"type\": \"function\", \"name\": ...}",
+        )),
+    }
+}
+
+/// Reads a `POST /v1/responses` body.
+pub(super) fn parse(body: &Value) -> Result<ResponsesRequest, ApiError> {
+    let agent = body["model"]
+        .as_str()
+        .ok_or_else(|| ApiError::bad_request("model", "model (the agent's name) is required"))?;
+    let input_items = match &body["input"] {
+        Value::String(s) => vec![json!({"type": "message", "role": "user", "content": s})],
+        Value::Array(items) if !items.is_empty() => items.clone(),
+        _ => {
+            return Err(ApiError::bad_request(
+                "input",
+                "input must be a string or a non-empty array of items",
+            ));
+        }
+    };
+    let instructions = match &body["instructions"] {
+        Value::Null => None,
+        Value::String(s) => Some(s.clone()),
+        _ => {
+            return Err(ApiError::bad_request(
+                "instructions",
+                "instructions must be a string",
+            ));
+        }
+    };
+    let previous = match &body["previous_response_id"] {
+        Value::Null => None,
+        Value::String(s) if !s.is_empty() && s.len() <= 256 => Some(s.clone()),
+        _ => {
+            return Err(ApiError::bad_request(
+                "previous_response_id",
+                "previous_response_id must be a response id",
+            ));
+        }
+    };
+    let bool_field = |field: &str, default: bool| match &body[field] {
+        Value::Null => Ok(default),
+        Value::Bool(b) => Ok(*b),
+        _ => Err(ApiError::bad_request(
+            field,
+            format!("{field} must be true or false"),
+        )),
+    };
+    let (client_tools, tools) = client_tools(&body["tools"])?;
+    let echo = Echo {
+        instructions: instructions.clone(),
+        tools,
+        tool_choice: tool_choice(&body["tool_choice"])?,
+        parallel_tool_calls: bool_field("parallel_tool_calls", true)?,
+        temperature: number(body, "temperature")?,
+        top_p: number(body, "top_p")?,
+        max_output_tokens: positive(body, "max_output_tokens")?,
+        metadata: metadata(&body["metadata"])?,
+        user: body["user"].as_str().map(str::to_string),
+    };
+    let kiln = &body["kiln"];
+    let run = RunRequest {
+        agent: agent.to_string(),
+        overrides: ProviderOverrides {
+            extra_system: instructions,
+            temperature: echo.temperature,
+            max_tokens: echo.max_output_tokens,
+            ..ProviderOverrides::default()
+        },
+        caps: string_list(&kiln["caps"], "kiln.caps")?,
+        caps_param: "kiln.caps",
+        context: object(&kiln["context"], "kiln.context")?,
+        actor: echo.user.clone(),
+        stream: bool_field("stream", false)?,
+        budget: budget(&kiln["budget"])?,
+        client_tools,
+        ..RunRequest::default()
+    };
+    Ok(ResponsesRequest {
+        run,
+        input_items,
+        previous,
+        store: bool_field("store", true)?,
+        echo,
+    })
+}
+
+/// The conversation with `items` appended (their system and developer messages go to
+/// `system`), checked: every function call answered before the conversation goes on.
+pub(super) fn append_items(
+    messages: &mut Vec<Message>,
+    items: &[Value],
+    system: &mut Vec<String>,
+) -> Result<(), ApiError> {
+    for (i, item) in items.iter().enumerate() {
+        let at = format!("input[{i}]");
+        let kind = item["type"]
+            .as_str()
+            .or_else(|| item.get("role").map(|_| "message"));
+        match kind {
+            Some("message") => message(messages, item, &at, system)?,
+            Some("function_call") => {
+                let call = ToolCall {
+                    id: text_field(item, "call_id", &at)?,
+                    name: text_field(item, "name", &at)?,
+                    args: arguments(&item["arguments"], &format!("{at}.arguments"))?,
+                };
+                push_call(messages, call);
+            }
+            Some("function_call_output") => {
+                let call_id = text_field(item, "call_id", &at)?;
+                let content = output_text(&item["output"], &format!("{at}.output"))?;
+                push_result(messages, &call_id, content, false, &at)?;
+            }
+            Some("mcp_call") => {
+                // kiln's own call, sent back by a client that keeps the conversation itself.
+                let call = ToolCall {
+                    id: text_field(item, "id", &at)?,
+                    name: text_field(item, "name", &at)?,
+                    args: arguments(&item["arguments"], &format!("{at}.arguments"))?,
+                };
+                let id = call.id.clone();
+                push_call(messages, call);
+                let (content, is_error) = match (&item["error"], &item["output"]) {
+                    (Value::Null, out) => (output_text(out, &format!("{at}.output"))?, false),
+                    (e, _) => (
+                        e["message"]
+                            .as_str()
+                            .map_or_else(|| e.to_string(), str::to_string),
+                        true,
+                    ),
+                };
+                push_result(messages, &id, content, is_error, &at)?;
+            }
+            // Reasoning is the model's own; kiln's wires carry their own where they need it.
+            Some("reasoning") => {}
+            Some("item_reference") => {
+                return Err(ApiError::bad_request(
+                    &format!("{at}.type"),
+                    "item_reference is not supported: send the item itself, or previous_response_id",
+                ));
+            }
+            Some(other) => {
+                return Err(ApiError::bad_request(
+                    &format!("{at}.type"),
+                    format!(
+                        "input items of type \"{other}\" are not supported (message, function_call, function_call_output, mcp_call, reasoning)"
+                    ),
+                ));
+            }
+            None => {
+                return Err(ApiError::bad_request(
+                    &format!("{at}.type"),
+                    "type is required",
+                ));
+            }
+        }
+    }
+    check_answered(messages)
+}
+
+fn text_field(item: &Value, field: &str, at: &str) -> Result<String, ApiError> {
+    item[field]
+        .as_str()
+        .filter(|s| !s.is_empty())
+        .map(str::to_string)
+        .ok_or_else(|| {
+            ApiError::bad_request(&format!("{at}.{field}"), format!("{field} is required"))
+        })
+}
+
+/// A call's `arguments`: a JSON object as text.
+fn arguments(v: &Value, at: &str) -> Result<kiln_providers::CallArgs, ApiError> {
+    let parsed = match v {
+        Value::String(s) if s.trim().is_empty() => json!({}),
+        Value::String(s) => serde_json::from_str::<Value>(s)
+            .map_err(|e| ApiError::bad_request(at, format!("arguments are not JSON: {e}")))?,
+        _ => {
+            return Err(ApiError::bad_request(
+                at,
+                "arguments must be a JSON object as a string",
+            ));
+        }
+    };
+    if !parsed.is_object() {
+        return Err(ApiError::bad_request(at, "arguments must be a JSON object"));
+    }
+    Ok(kiln_providers::CallArgs::Parsed(parsed))
+}
+
+/// A `function_call_output`'s `output`: text, or text parts.
+fn output_text(v: &Value, at: &str) -> Result<String, ApiError> {
+    match v {
+        Value::String(s) => Ok(s.clone()),
+        Value::Null => Ok(String::new()),
+        Value::Array(parts) => parts
+            .iter()
+            .enumerate()
+            .map(|(j, p)| match (p["type"].as_str(), p["text"].as_str()) {
+                (Some("input_text" | "output_text" | "text"), Some(t)) => Ok(t.to_string()),
+                _ => Err(ApiError::bad_request(
+                    &format!("{at}[{j}]"),
+                    "only text parts are supported in a tool's output",
+                )),
+            })
+            .collect(),
+        other => Ok(other.to_string()),
+    }
+}
+
+/// A call joins the assistant turn it follows (text and calls are one reply), else starts one.
+fn push_call(messages: &mut Vec<Message>, call: ToolCall) {
+    if let Some(Message::Assistant { tool_calls, .. }) = messages.last_mut() {
+        tool_calls.push(call);
+        return;
+    }
+    messages.push(Message::Assistant {
+        content: String::new(),
+        tool_calls: vec![call],
+        replay: None,
+    });
+}
+
+/// A result joins the results of its assistant turn, in call order.
+fn push_result(
+    messages: &mut Vec<Message>,
+    call_id: &str,
+    content: String,
+    is_error: bool,
+    at: &str,
+) -> Result<(), ApiError> {
+    let turn = messages
+        .iter()
+        .rposition(|m| matches!(m, Message::Assistant { .. }));
+    let calls = match turn.map(|t| &messages[t]) {
+        Some(Message::Assistant { tool_calls, .. }) => tool_calls.clone(),
+        _ => Vec::new(),
+    };
+    let Some(call) = calls.iter().find(|c| c.id == call_id) else {
+        return Err(ApiError::bad_request(
+            &format!("{at}.call_id"),
+            format!("no function call with call_id \"{call_id}\" is waiting for its output"),
+        ));
+    };
+    let result = ToolResult {
+        call_id: call_id.to_string(),
+        name: call.name.clone(),
+        content,
+        is_error,
+    };
+    match messages.last_mut() {
+        Some(Message::Tool { results }) => {
+            if results.iter().any(|r| r.call_id == call_id) {
+                return Err(ApiError::bad_request(
+                    &format!("{at}.call_id"),
+                    format!("call \"{call_id}\" was answered twice"),
+                ));
+            }
+            results.push(result);
+            let order = |r: &ToolResult| calls.iter().position(|c| c.id == r.call_id);
+            results.sort_by_key(order);
+        }
+        _ => messages.push(Message::Tool {
+            results: vec![result],
+        }),
+    }
+    Ok(())
+}
+
+/// Every assistant turn's calls are answered before anything else is said.
+fn check_answered(messages: &[Message]) -> Result<(), ApiError> {
+    for (i, m) in messages.iter().enumerate() {
+        let Message::Assistant { tool_calls, .. } = m else {
+            continue;
+        };
+        if tool_calls.is_empty() {
+            continue;
+        }
+        let answered: Vec<&str> = match messages.get(i + 1) {
+            Some(Message::Tool { results }) => results.iter().map(|r| r.call_id.as_str()).collect(),
+            _ => Vec::new(),
+        };
+        if let Some(missing) = tool_calls
+            .iter()
+            .find(|c| !answered.contains(&c.id.as_str()))
+        {
+            return Err(ApiError::bad_request(
+                "input",
+                format!(
+                    "no function_call_output for call \"{}\" ({}): answer every function call before going on",
+                    missing.id, missing.name
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// One `message` item: its text (and, for a user, its images and files).
+fn message(
+    messages: &mut Vec<Message>,
+    item: &Value,
+    at: &str,
+    system: &mut Vec<String>,
+) -> Result<(), ApiError> {
+    let content = content_text(&item["content"], &format!("{at}.content"))?;
+    match item["role"].as_str() {
+        Some("system" | "developer") => system.push(content),
+        Some("user") => messages.push(Message::user(content)),
+        Some("assistant") => messages.push(Message::Assistant {
+            content,
+            tool_calls: Vec::new(),
+            replay: None,
+        }),
+        Some(other) => {
+            return Err(ApiError::bad_request(
+                &format!("{at}.role"),
+                format!("role \"{other}\" is not supported (user, assistant, system, developer)"),
+            ));
+        }
+        None => {
+            return Err(ApiError::bad_request(
+                &format!("{at}.role"),
+                "role is required",
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// A message's text: a string or text parts.
+fn content_text(v: &Value, at: &str) -> Result<String, ApiError> {
+    match v {
+        Value::String(s) => Ok(s.clone()),
+        Value::Array(parts) => {
+            let mut text = String::new();
+            for (j, p) in parts.iter().enumerate() {
+                match (p["type"].as_str(), p["text"].as_str()) {
+                    (Some("input_text" | "output_text" | "text" | "summary_text"), Some(t)) => {
+                        text.push_str(t)
+                    }
+                    (Some("refusal"), _) => {
+                        text.push_str(p["refusal"].as_str().unwrap_or_default())
+                    }
+                    (Some(kind), _) => {
+                        return Err(ApiError::bad_request(
+                            &format!("{at}[{j}].type"),
+                            format!("content parts of type \"{kind}\" are not supported here"),
+                        ));
+                    }
+                    (None, _) => {
+                        return Err(ApiError::bad_request(
+                            &format!("{at}[{j}].type"),
+                            "type is required",
+                        ));
+                    }
+                }
+            }
+            Ok(text)
+        }
+        _ => Err(ApiError::bad_request(
+            at,
+            "content must be a string or an array of parts",
+        )),
+    }
+}
+
+/// The conversation split into what came before and the run's prompt: the last user message,
+/// or nothing when it ends with the client's function outputs (the run goes on from them).
+pub(super) fn split_prompt(mut messages: Vec<Message>) -> Result<(Vec<Message>, String), ApiError> {
+    match messages.last() {
+        Some(Message::User { .. }) => match messages.pop() {
+            Some(Message::User { content, .. }) => Ok((messages, content)),
+            _ => Err(ApiError::internal("the last message changed")),
+        },
+        Some(Message::Tool { .. }) => Ok((messages, String::new())),
+        _ => Err(ApiError::bad_request(
+            "input",
+            "the input must end with a user message or the outputs of the function calls",
+        )),
+    }
+}
+
+#[cfg(test)]
+#[path = "responses_input_tests.rs"]
+mod tests;
