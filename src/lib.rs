@@ -115,6 +115,7 @@ pub mod model {
     /// Tool calls written in free text (`{"tool": ..., "parameters": ...}`), found and run.
     pub use kiln_agent::extract;
     pub use kiln_agent::extract::JsonParseError;
+    pub use kiln_core::model::attachment::media_type_of;
     pub use kiln_core::model::text_calls::TextCallFormat;
     pub use kiln_core::model::{
         AnsweredBy, CallArgs, LocalModel, LocalReply, Message, ModelRequest, ModelResponse,

@@ -4,7 +4,7 @@ use super::output::{self, outln};
 use super::tools_cmd::parse_context;
 use super::{CliResult, Global, parse_caps};
 use clap::Args;
-use kiln::model::{Attachment, ProviderOverrides};
+use kiln::model::{Attachment, ProviderOverrides, media_type_of};
 use kiln::project::{Seconds, defaults as d};
 use kiln::{Event, Grants, RunOptions};
 use std::io::{IsTerminal, Write};
@@ -60,26 +60,14 @@ pub struct AskArgs {
     pub attach: Vec<std::path::PathBuf>,
 }
 
-/// The media type `kiln ask --attach` gives a file, by its extension.
-fn media_type(path: &std::path::Path) -> Option<&'static str> {
-    let ext = path.extension()?.to_str()?.to_ascii_lowercase();
-    Some(match ext.as_str() {
-        "png" => "image/png",
-        "jpg" | "jpeg" => "image/jpeg",
-        "gif" => "image/gif",
-        "webp" => "image/webp",
-        "pdf" => "application/pdf",
-        _ => return None,
-    })
-}
-
 /// `--attach`'s files, read: a file of another type or one that cannot be read is an error
 /// naming its path.
 fn read_attachments(paths: &[std::path::PathBuf]) -> CliResult<Vec<Attachment>> {
     let mut out = Vec::with_capacity(paths.len());
     for path in paths {
         let shown = path.display();
-        let Some(media_type) = media_type(path) else {
+        let name = path.file_name().map(|n| n.to_string_lossy().into_owned());
+        let Some(media_type) = name.as_deref().and_then(media_type_of) else {
             let e = format!(
                 "--attach {shown}: not a file kiln attaches (png, jpg, jpeg, gif, webp, pdf, by extension)"
             );
@@ -87,7 +75,7 @@ fn read_attachments(paths: &[std::path::PathBuf]) -> CliResult<Vec<Attachment>> 
         };
         let bytes = std::fs::read(path).map_err(|e| format!("--attach {shown}: {e}"))?;
         let mut a = Attachment::from_bytes(media_type, &bytes);
-        a.filename = path.file_name().map(|n| n.to_string_lossy().into_owned());
+        a.filename = name;
         out.push(a);
     }
     Ok(out)

@@ -62,3 +62,38 @@ fn messages_saved_without_attachments_still_read_and_plain_ones_save_as_before()
         m
     );
 }
+
+#[test]
+fn a_url_is_typed_by_its_extension() {
+    let a = Attachment::from_url("https://e.com/r/Report.PDF?sig=1").expect("a PDF");
+    assert_eq!(
+        (a.kind, a.media_type.as_str()),
+        (AttachmentKind::File, "application/pdf")
+    );
+    let url = "https://e.com/r/Report.PDF?sig=1".to_string();
+    assert_eq!(a.source, AttachmentSource::Url { url: url.clone() });
+    assert_eq!(a.url(), url);
+    let img = Attachment::from_url("http://e.com/cat.jpeg#x").expect("an image");
+    assert_eq!(
+        (img.kind, img.media_type.as_str()),
+        (AttachmentKind::Image, "image/jpeg")
+    );
+    assert_eq!(
+        Attachment::from_url("https://e.com/cat"),
+        None,
+        "no extension"
+    );
+    assert_eq!(
+        Attachment::from_url("ftp://e.com/cat.png"),
+        None,
+        "not http"
+    );
+    assert_eq!(
+        kiln_core::model::attachment::media_type_of("a.b.webp"),
+        Some("image/webp")
+    );
+    assert_eq!(
+        kiln_core::model::attachment::media_type_of("notes.txt"),
+        None
+    );
+}

@@ -71,6 +71,16 @@ impl Attachment {
         Ok(Attachment::base64(media_type, data.into()))
     }
 
+    /// A file the model's service fetches from `url` (`http(s)://`), typed by its extension
+    /// ([`media_type_of`]); `None` for another URL or extension.
+    pub fn from_url(url: &str) -> Option<Attachment> {
+        let path = url.split(['?', '#']).next().unwrap_or_default();
+        let http = url.starts_with("https://") || url.starts_with("http://");
+        let mut a = Attachment::base64(media_type_of(path).filter(|_| http)?, String::new());
+        a.source = AttachmentSource::Url { url: url.into() };
+        Some(a)
+    }
+
     /// `bytes` of `media_type` in the message: an image for `image/*`, else a file.
     pub fn from_bytes(media_type: &str, bytes: &[u8]) -> Attachment {
         let data = base64::engine::general_purpose::STANDARD.encode(bytes);
@@ -98,4 +108,18 @@ impl Attachment {
             AttachmentSource::Url { url } => url.clone(),
         }
     }
+}
+
+/// The media type of a file kiln attaches, by its name's extension: png, jpg/jpeg, gif, webp,
+/// pdf.
+pub fn media_type_of(name: &str) -> Option<&'static str> {
+    let (_, ext) = name.rsplit_once('.')?;
+    Some(match ext.to_ascii_lowercase().as_str() {
+        "png" => "image/png",
+        "jpg" | "jpeg" => "image/jpeg",
+        "gif" => "image/gif",
+        "webp" => "image/webp",
+        "pdf" => "application/pdf",
+        _ => return None,
+    })
 }
