@@ -119,7 +119,7 @@ pub mod model {
     pub use kiln_core::model::text_calls::TextCallFormat;
     pub use kiln_core::model::{
         AnsweredBy, CallArgs, LocalModel, LocalReply, Message, ModelRequest, ModelResponse,
-        ProviderError, StopReason, TextSink, ToolCall, ToolDef, ToolResult, Usage,
+        ProviderError, StopReason, TextSink, ToolCall, ToolChoice, ToolDef, ToolResult, Usage,
     };
     pub use kiln_core::model::{Attachment, AttachmentError, AttachmentKind, AttachmentSource};
     pub use kiln_core::schema::Format;

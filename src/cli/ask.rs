@@ -30,6 +30,15 @@ pub struct AskArgs {
     /// Tool rounds allowed before the run fails with ToolLoopError.
     #[arg(long, value_name = "N")]
     pub max_iterations: Option<u32>,
+    /// What the first model request asks of the model: `auto` (its choice, the default),
+    /// `none` (answer without tools), `required` (call some tool) or a tool's name (call that
+    /// tool). Later requests leave it to the model, so it answers once the tool ran.
+    #[arg(long, value_name = "CHOICE", value_parser = parse_tool_choice)]
+    pub tool_choice: Option<kiln::model::ToolChoice>,
+    /// Ask for at most one tool call per model reply (`parallel_tool_calls: false`; ignored
+    /// where the wire has no such switch: Gemini, Bedrock, Ollama).
+    #[arg(long)]
+    pub no_parallel_tool_calls: bool,
     /// Print the whole run as JSON (messages, tool calls, results, usage, stop reason).
     #[arg(long)]
     pub json: bool,
@@ -140,6 +149,18 @@ fn parse_text_calls(text: &str) -> Result<kiln::model::TextCallFormat, String> {
     kiln::model::TextCallFormat::parse(text).ok_or_else(|| {
         let names = kiln::model::TextCallFormat::names();
         format!("unknown format \"{text}\" (expected one of: {names})")
+    })
+}
+
+/// `--tool-choice`: `auto`, `none`, `required`, else the name of the tool to call.
+fn parse_tool_choice(text: &str) -> Result<kiln::model::ToolChoice, String> {
+    use kiln::model::ToolChoice;
+    Ok(match text.trim() {
+        "" => return Err("expected auto, none, required or a tool's name".into()),
+        "auto" => ToolChoice::Auto,
+        "none" => ToolChoice::None,
+        "required" => ToolChoice::Required,
+        name => ToolChoice::Tool(name.to_string()),
     })
 }
 
@@ -254,7 +275,11 @@ pub fn ask(g: &Global, a: AskArgs) -> CliResult<ExitCode> {
     };
     let (history, state) = (resumed.messages, resumed.state);
     let opts = RunOptions {
-        overrides: a.provider.overrides(),
+        overrides: ProviderOverrides {
+            tool_choice: a.tool_choice.clone(),
+            parallel_tool_calls: a.no_parallel_tool_calls.then_some(false),
+            ..a.provider.overrides()
+        },
         // `--caps` narrows the agent's own grants (the run takes their meet); `--ask` marks
         // either as needing approval.
         grants: Some(

@@ -74,5 +74,6 @@ mod spec;
 mod text_calls;
 mod tool_asks;
 mod tool_asks_http;
+mod tool_choice;
 mod tool_meta;
 mod traces;

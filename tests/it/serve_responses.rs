@@ -139,7 +139,8 @@ fn a_client_function_tool_comes_back_and_its_output_continues_the_run() {
         &serve,
         "/v1/responses",
         ALICE,
-        &json!({"model": "shop", "input": "Price of SKU-1 and weather in Oslo?", "tools": [get_weather()]}),
+        &json!({"model": "shop", "input": "Price of SKU-1 and weather in Oslo?", "tools": [get_weather()],
+                "tool_choice": "required", "parallel_tool_calls": false}),
     );
     assert_eq!(status, 200, "{first}");
     let output = first["output"].as_array().expect("output");
@@ -161,6 +162,15 @@ fn a_client_function_tool_comes_back_and_its_output_continues_the_run() {
         .filter_map(|t| t["function"]["name"].as_str())
         .collect();
     assert_eq!(offered, ["lookup", "get_weather"]);
+    // The forced choice reached the first model request only; one call at a time on every one.
+    assert_eq!(requests[0]["body"]["tool_choice"], "required");
+    assert!(
+        requests[1]["body"].get("tool_choice").is_none(),
+        "{:#}",
+        requests[1]["body"]
+    );
+    assert_eq!(requests[0]["body"]["parallel_tool_calls"], false);
+    assert_eq!(requests[1]["body"]["parallel_tool_calls"], false);
     // Another actor cannot answer it.
     let answer = json!({"model": "shop", "previous_response_id": first["id"], "tools": [get_weather()],
         "input": [{"type": "function_call_output", "call_id": call["call_id"], "output": "sunny, 21C"}]});

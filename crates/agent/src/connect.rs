@@ -53,6 +53,11 @@ pub struct ProviderOverrides {
     pub fallback: Option<Vec<FallbackModel>>,
     /// Which tool calls written as text are recovered, instead of the agent's setting.
     pub text_tool_calls: Option<TextCallFormat>,
+    /// The tool the run's first model request asks the model to call (or not to call): what
+    /// a door's request asks (`tool_choice`); later requests leave it to the model.
+    pub tool_choice: Option<kiln_core::model::ToolChoice>,
+    /// Whether a reply may hold several calls (`parallel_tool_calls`), on every request.
+    pub parallel_tool_calls: Option<bool>,
 }
 
 impl ProviderOverrides {

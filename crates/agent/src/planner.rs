@@ -105,6 +105,8 @@ pub(super) async fn drive(
             stream: false,
             unchanged_prefix: 0,
             output: None,
+            tool_choice: Default::default(),
+            parallel_tool_calls: None,
         };
         run.report.rounds = step;
         let reply = run

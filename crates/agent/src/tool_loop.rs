@@ -284,7 +284,8 @@ fn announce(run: &Run, round: u32, calls: &[ToolCall]) {
     }
 }
 
-/// The next model request: the transcript so far and the tools offered this turn.
+/// The next model request: the transcript so far and the tools offered this turn (the
+/// overrides' tool choice on the run's first request only).
 fn model_request<'r>(
     setup: &Setup<'_>,
     run: &'r Run,
@@ -314,6 +315,12 @@ fn model_request<'r>(
         stream: opts.stream,
         unchanged_prefix,
         output: agent.contract.output.as_ref().map(|o| o.schema.clone()),
+        // Only the first request forces a choice: after the tool ran, the model may answer.
+        tool_choice: match run.report.rounds {
+            0 => opts.overrides.tool_choice.clone().unwrap_or_default(),
+            _ => kiln_core::model::ToolChoice::Auto,
+        },
+        parallel_tool_calls: opts.overrides.parallel_tool_calls,
     }
 }
 

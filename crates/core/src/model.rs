@@ -219,6 +219,21 @@ pub fn tool_definitions(tools: &[ToolDef], format: crate::schema::Format) -> Val
     )
 }
 
+/// Which tool the model must (or must not) call in a request; each wire renders it its own way.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ToolChoice {
+    /// The model decides (every wire's default: nothing is sent).
+    #[default]
+    Auto,
+    /// No tool call: the model answers in text.
+    None,
+    /// At least one call of any tool offered.
+    Required,
+    /// A call of this tool (one of those offered).
+    Tool(String),
+}
+
 /// One model request. It borrows the conversation: the loop hands its transcript as is, with
 /// no copy per round.
 #[derive(Debug, Clone)]
@@ -244,6 +259,10 @@ pub struct ModelRequest<'a> {
     /// The JSON Schema the final answer must match (an agent's `.output`): a provider whose
     /// structured-output mode keeps tools usable sends it; kiln validates the answer anyway.
     pub output: Option<serde_json::Value>,
+    /// Which tool the model must or must not call.
+    pub tool_choice: ToolChoice,
+    /// Whether one reply may hold several calls; `None`: the wire's default, nothing sent.
+    pub parallel_tool_calls: Option<bool>,
 }
 
 /// One model reply in neutral form.

@@ -73,6 +73,7 @@ pub fn check(body: &Value) -> Result<(), Refusal> {
         ));
     };
     let names = tool_names(body)?;
+    super::tool_choice::bedrock(body)?;
     let mut pending: Vec<String> = Vec::new();
     let mut last_role = "";
     for (i, m) in msgs.iter().enumerate() {

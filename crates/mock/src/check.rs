@@ -7,7 +7,7 @@ use serde_json::{Value, json};
 /// A rejected request: status and error body.
 pub type Rejection = (u16, Value);
 
-fn anthropic_error(status: u16, kind: &str, message: impl Into<String>) -> Rejection {
+pub(crate) fn anthropic_error(status: u16, kind: &str, message: impl Into<String>) -> Rejection {
     (
         status,
         json!({"type": "error", "error": {"type": kind, "message": message.into()}, "request_id": "req_mock"}),
@@ -76,6 +76,7 @@ pub fn anthropic(headers: &HeaderMap, body: &Value, require_auth: bool) -> Resul
             ));
         }
     }
+    super::tool_choice::anthropic(body)?;
     let raw = body["messages"].as_array().ok_or_else(|| {
         anthropic_error(
             400,
@@ -256,6 +257,7 @@ pub fn openai(headers: &HeaderMap, body: &Value, require_auth: bool) -> Result<(
             ));
         }
     }
+    super::tool_choice::openai(body)?;
     let mut pending: Vec<String> = Vec::new();
     for (i, m) in msgs.iter().enumerate() {
         let role = m["role"].as_str().unwrap_or("");

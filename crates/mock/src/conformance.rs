@@ -130,6 +130,8 @@ fn replay_anthropic(file: &str) {
         stream: false,
         unchanged_prefix: 0,
         output: None,
+        tool_choice: Default::default(),
+        parallel_tool_calls: None,
     };
     let ours = kiln_providers::anthropic::request_body(&req);
     assert_eq!(ours["tools"], recorded_next["tools"], "{file}: tools");
@@ -279,6 +281,8 @@ fn ollama_shapes_follow_the_api_docs() {
         stream: false,
         unchanged_prefix: 0,
         output: None,
+        tool_choice: Default::default(),
+        parallel_tool_calls: None,
     };
     let body = kiln_providers::ollama::request_body(&req);
     assert_eq!(

@@ -176,6 +176,7 @@ fn valid_name(name: &str) -> bool {
 /// Checks a `GenerateContentRequest` for `model` as the Gemini API does.
 pub fn check(body: &Value, model: &str) -> Result<(), Rejection> {
     check_tools(body)?;
+    super::tool_choice::gemini(body)?;
     let contents = field(body, "contents")
         .as_array()
         .filter(|c| !c.is_empty())

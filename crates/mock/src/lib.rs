@@ -20,6 +20,7 @@ mod responses_conformance;
 pub mod responses_render;
 pub mod scenario;
 pub mod sigv4;
+pub mod tool_choice;
 
 use axum::body::{Body, Bytes};
 use axum::extract::{Path, State};

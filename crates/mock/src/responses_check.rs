@@ -50,6 +50,7 @@ pub fn check(headers: &HeaderMap, body: &Value, require_auth: bool) -> Result<()
         ));
     }
     tools(&body["tools"])?;
+    super::tool_choice::responses(body)?;
     let items = match &body["input"] {
         Value::String(_) => return Ok(()),
         Value::Array(items) => items,

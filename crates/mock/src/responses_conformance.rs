@@ -95,6 +95,8 @@ fn what_the_mock_renders_kiln_reads_and_what_kiln_sends_back_the_mock_accepts() 
         stream: false,
         unchanged_prefix: 0,
         output: None,
+        tool_choice: Default::default(),
+        parallel_tool_calls: None,
     };
     let body = request_body(&req);
     assert_eq!(body["input"][1]["encrypted_content"], encrypted(0, "think"));

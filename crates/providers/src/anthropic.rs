@@ -5,7 +5,8 @@ use super::anthropic_reply::{NAME, malformed};
 pub use super::anthropic_reply::{StreamState, parse_response, parse_sse};
 use super::attach;
 use super::{
-    CallArgs, Endpoint, Message, ModelRequest, ModelResponse, ProviderError, TextSink, http,
+    CallArgs, Endpoint, Message, ModelRequest, ModelResponse, ProviderError, TextSink, ToolChoice,
+    http,
 };
 use super::{rendered, sse};
 use reqwest::header::{HeaderMap, HeaderValue};
@@ -43,6 +44,9 @@ fn body_around(req: &ModelRequest<'_>, msgs: Vec<Value>, tools: Option<Value>) -
     }
     if let Some(tools) = tools {
         body["tools"] = tools;
+        if let Some(choice) = tool_choice(req) {
+            body["tool_choice"] = choice;
+        }
     }
     if let Some(t) = req.temperature {
         body["temperature"] = json!(t);
@@ -51,6 +55,23 @@ fn body_around(req: &ModelRequest<'_>, msgs: Vec<Value>, tools: Option<Value>) -
         body["stream"] = json!(true);
     }
     body
+}
+
+/// `tool_choice` (`auto`, `any`, `tool` with its name, `none`); one call per reply at most
+/// is its `disable_parallel_tool_use` (which `none` does not take). `None`: the default asked.
+fn tool_choice(req: &ModelRequest<'_>) -> Option<Value> {
+    let mut choice = match &req.tool_choice {
+        ToolChoice::Auto => json!({"type": "auto"}),
+        ToolChoice::None => return Some(json!({"type": "none"})),
+        ToolChoice::Required => json!({"type": "any"}),
+        ToolChoice::Tool(name) => json!({"type": "tool", "name": name}),
+    };
+    if req.parallel_tool_calls == Some(false) {
+        choice["disable_parallel_tool_use"] = json!(true);
+    } else if req.tool_choice == ToolChoice::Auto {
+        return None;
+    }
+    Some(choice)
 }
 
 fn tool_definitions(tools: &[super::ToolDef]) -> Value {

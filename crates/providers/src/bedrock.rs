@@ -8,10 +8,11 @@ use super::attach;
 pub use super::bedrock_auth::AwsAuth;
 use super::bedrock_reply::{NAME, parse_response, read_event_stream};
 use super::{
-    CallArgs, Endpoint, Message, ModelRequest, ModelResponse, ProviderError, TextSink, ToolDef,
-    http, rendered, sse,
+    CallArgs, Endpoint, Message, ModelRequest, ModelResponse, ProviderError, TextSink, ToolChoice,
+    ToolDef, http, rendered, sse,
 };
 use serde_json::{Value, json};
+use std::borrow::Cow;
 
 /// The region when neither `AWS_REGION` nor `AWS_DEFAULT_REGION` says.
 pub const DEFAULT_REGION: &str = "us-east-1";
@@ -66,6 +67,7 @@ pub fn encode_model_id(id: &str) -> String {
 /// The request body for a neutral request, rendered whole (what [`Bedrock::request_bytes`]
 /// sends; the tests hold the two together).
 pub fn request_body(req: &ModelRequest<'_>) -> Value {
+    let req = &*offered(req);
     let mut msgs: Vec<Value> = Vec::new();
     for m in req.messages.iter() {
         let (role, blocks) = blocks(m);
@@ -87,6 +89,13 @@ fn body_around(req: &ModelRequest<'_>, msgs: Vec<Value>, tools: Option<Value>) -
     let mut body = json!({"messages": msgs});
     if let Some(tools) = tools {
         body["toolConfig"] = json!({"tools": tools});
+        match &req.tool_choice {
+            ToolChoice::Required => body["toolConfig"]["toolChoice"] = json!({"any": {}}),
+            ToolChoice::Tool(name) => {
+                body["toolConfig"]["toolChoice"] = json!({"tool": {"name": name}});
+            }
+            ToolChoice::Auto | ToolChoice::None => {}
+        }
     }
     if let Some(s) = req.system.as_deref().filter(|s| !s.trim().is_empty()) {
         body["system"] = json!([{"text": s}]);
@@ -97,6 +106,27 @@ fn body_around(req: &ModelRequest<'_>, msgs: Vec<Value>, tools: Option<Value>) -
     }
     body["inferenceConfig"] = config;
     body
+}
+
+/// The request as Converse can take it. `toolConfig.toolChoice` has no "none": a request for
+/// no tool call offers no tools, unless the conversation holds tool calls (Converse refuses
+/// them without a `toolConfig`); then the tools go as offered, the choice the model's. Converse
+/// has no switch for several calls per reply either.
+fn offered<'r, 'a>(req: &'r ModelRequest<'a>) -> Cow<'r, ModelRequest<'a>> {
+    let calls_held = || {
+        req.messages.iter().any(|m| match m {
+            Message::Assistant { tool_calls, .. } => !tool_calls.is_empty(),
+            Message::Tool { .. } => true,
+            Message::User { .. } => false,
+        })
+    };
+    if req.tool_choice != ToolChoice::None || req.tools.is_empty() || calls_held() {
+        return Cow::Borrowed(req);
+    }
+    Cow::Owned(ModelRequest {
+        tools: Vec::new(),
+        ..req.clone()
+    })
 }
 
 /// Tools as `toolConfig.tools`: `{toolSpec: {name, description, inputSchema: {json}}}`.
@@ -233,6 +263,7 @@ impl Bedrock {
     /// The request body as sent: messages rendered in earlier rounds are copied, not rendered
     /// again.
     pub fn request_bytes(&self, req: &ModelRequest<'_>) -> Vec<u8> {
+        let req = &*offered(req);
         self.rendered.render(req, &Request(req))
     }
 

@@ -19,6 +19,8 @@ fn request<'a>(messages: Vec<Message>, tools: Vec<ToolDef>) -> ModelRequest<'a> 
         stream: false,
         unchanged_prefix: 0,
         output: None,
+        tool_choice: Default::default(),
+        parallel_tool_calls: None,
     }
 }
 
@@ -66,6 +68,66 @@ fn lookup() -> ToolDef {
         name: "lookup".into(),
         description: "Find a product".into(),
         schema: json!({"type": "object", "properties": {"sku": {"type": "string"}}, "required": ["sku"]}),
+    }
+}
+
+#[test]
+fn tool_choice_is_tool_config_choice_and_none_offers_no_tools_where_it_can() {
+    let question = || conversation()[..1].to_vec();
+    let body = |messages: Vec<Message>, choice: ToolChoice| {
+        let mut req = request(messages, vec![lookup()]);
+        (req.tool_choice, req.parallel_tool_calls) = (choice, Some(false));
+        request_body(&req)
+    };
+    // The default (and parallel_tool_calls, which Converse has no field for) sends no choice.
+    let auto = body(question(), ToolChoice::Auto);
+    assert_eq!(auto, request_body(&request(question(), vec![lookup()])));
+    assert!(auto["toolConfig"].get("toolChoice").is_none());
+    assert_eq!(
+        body(question(), ToolChoice::Required)["toolConfig"]["toolChoice"],
+        json!({"any": {}})
+    );
+    assert_eq!(
+        body(question(), ToolChoice::Tool("lookup".into()))["toolConfig"]["toolChoice"],
+        json!({"tool": {"name": "lookup"}})
+    );
+    // No "none" in Converse: no tools offered; but a conversation with tool blocks needs
+    // `toolConfig`, so there the tools go as offered.
+    assert!(
+        body(question(), ToolChoice::None)
+            .get("toolConfig")
+            .is_none()
+    );
+    let held = body(conversation(), ToolChoice::None);
+    assert_eq!(
+        held["toolConfig"],
+        json!({"tools": tool_definitions(&[lookup()])})
+    );
+    let bedrock = Bedrock {
+        endpoint: crate::Endpoint {
+            base_url: "http://127.0.0.1:1".into(),
+            api_key: None,
+            key_var: None,
+            timeout: std::time::Duration::from_secs(1),
+            max_retries: 0,
+            limits: crate::Limits::default(),
+        },
+        region: "us-east-1".into(),
+        model: "m".into(),
+        auth: AwsAuth::Bearer("bedrock-api-key-0123456789".into()),
+        rendered: Default::default(),
+    };
+    let choices = [
+        ToolChoice::None,
+        ToolChoice::Tool("lookup".into()),
+        ToolChoice::None,
+        ToolChoice::Auto,
+    ];
+    for (n, choice) in choices.into_iter().enumerate() {
+        let mut req = request(conversation()[..n + 1].to_vec(), vec![lookup()]);
+        req.tool_choice = choice;
+        let sent: Value = serde_json::from_slice(&bedrock.request_bytes(&req)).expect("json");
+        assert_eq!(sent, request_body(&req), "request {n}");
     }
 }
 

@@ -72,6 +72,8 @@ fn ask(provider: &Provider) -> Result<ModelResponse, ProviderError> {
         stream: false,
         unchanged_prefix: 0,
         output: None,
+        tool_choice: Default::default(),
+        parallel_tool_calls: None,
     };
     let prepared = provider.prepare(&req);
     let sink: TextSink = Arc::new(|_: &str| {});

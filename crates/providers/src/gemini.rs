@@ -11,7 +11,7 @@ use super::gemini_reply::{MADE_UP_ID, malformed};
 pub use super::gemini_reply::{NAME, StreamState, WIRE, parse_response, parse_sse};
 use super::{
     CallArgs, Endpoint, Message, ModelRequest, ModelResponse, ProviderError, Replay, TextSink,
-    ToolDef, http,
+    ToolChoice, ToolDef, http,
 };
 use super::{rendered, sse};
 use reqwest::header::{HeaderMap, HeaderValue};
@@ -63,7 +63,7 @@ fn body_around(req: &ModelRequest<'_>, tools: Option<Value>) -> Value {
     let has_tools = tools.is_some();
     if let Some(tools) = tools {
         body["tools"] = tools;
-        body["toolConfig"] = json!({"functionCallingConfig": {"mode": "AUTO"}});
+        body["toolConfig"] = json!({"functionCallingConfig": calling_config(&req.tool_choice)});
     }
     let mut config = json!({"maxOutputTokens": req.max_tokens});
     if let Some(t) = req.temperature {
@@ -79,6 +79,17 @@ fn body_around(req: &ModelRequest<'_>, tools: Option<Value>) -> Value {
     }
     body["generationConfig"] = config;
     body
+}
+
+/// `toolConfig.functionCallingConfig`: `AUTO`, `NONE`, or `ANY` (with the one function
+/// allowed, when one is named). Gemini has no switch for several calls per reply.
+fn calling_config(choice: &ToolChoice) -> Value {
+    match choice {
+        ToolChoice::Auto => json!({"mode": "AUTO"}),
+        ToolChoice::None => json!({"mode": "NONE"}),
+        ToolChoice::Required => json!({"mode": "ANY"}),
+        ToolChoice::Tool(name) => json!({"mode": "ANY", "allowedFunctionNames": [name]}),
+    }
 }
 
 /// `tools: [{functionDeclarations: [...]}]`, each with its JSON Schema as `parametersJsonSchema`.

@@ -19,6 +19,61 @@ fn request(messages: &[Message]) -> ModelRequest<'_> {
         stream: false,
         unchanged_prefix: 0,
         output: None,
+        tool_choice: Default::default(),
+        parallel_tool_calls: None,
+    }
+}
+
+#[test]
+fn tool_choice_is_the_function_calling_mode_and_one_allowed_name() {
+    // The choice is the request's, not the conversation's: none is needed.
+    let messages: [Message; 0] = [];
+    let config = |choice: ToolChoice| {
+        let mut req = request(&messages);
+        (req.tool_choice, req.parallel_tool_calls) = (choice, Some(false));
+        request_body(&req)["toolConfig"].clone()
+    };
+    // The default is what kiln always sent, parallel_tool_calls or not (Gemini has no switch).
+    assert_eq!(
+        config(ToolChoice::Auto),
+        request_body(&request(&messages))["toolConfig"]
+    );
+    assert_eq!(
+        config(ToolChoice::Auto),
+        json!({"functionCallingConfig": {"mode": "AUTO"}})
+    );
+    assert_eq!(
+        config(ToolChoice::None),
+        json!({"functionCallingConfig": {"mode": "NONE"}})
+    );
+    assert_eq!(
+        config(ToolChoice::Required),
+        json!({"functionCallingConfig": {"mode": "ANY"}})
+    );
+    assert_eq!(
+        config(ToolChoice::Tool("calc".into())),
+        json!({"functionCallingConfig": {"mode": "ANY", "allowedFunctionNames": ["calc"]}})
+    );
+    let provider = Gemini {
+        endpoint: crate::Endpoint {
+            base_url: DEFAULT_BASE_URL.into(),
+            api_key: Some("k".into()),
+            key_var: None,
+            timeout: std::time::Duration::from_secs(1),
+            max_retries: 0,
+            limits: crate::Limits::default(),
+        },
+        rendered: Rendered::default(),
+    };
+    for choice in [
+        ToolChoice::Tool("calc".into()),
+        ToolChoice::Auto,
+        ToolChoice::None,
+    ] {
+        let mut req = request(&messages);
+        req.tool_choice = choice;
+        let sent = String::from_utf8(provider.request_bytes(&req)).expect("utf-8");
+        assert_eq!(sent, request_body(&req).to_string());
     }
 }
 

@@ -41,6 +41,8 @@ pub use kiln_core::model::{
 
 use std::time::Duration;
 
+pub use kiln_core::model::ToolChoice;
+
 /// Connection settings of an HTTP provider.
 #[derive(Debug, Clone)]
 pub struct Endpoint {

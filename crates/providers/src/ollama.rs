@@ -6,10 +6,11 @@ use super::error::quote;
 use super::sse::{LineBuffer, LineEnds};
 use super::{
     CallArgs, Endpoint, Message, ModelRequest, ModelResponse, ProviderError, StopReason, TextSink,
-    ToolCall, Usage, http, rendered,
+    ToolCall, ToolChoice, Usage, http, rendered,
 };
 use reqwest::header::HeaderMap;
 use serde_json::{Value, json};
+use std::borrow::Cow;
 
 const NAME: &str = "ollama";
 /// Default base URL.
@@ -38,6 +39,7 @@ pub fn normalize_host(host: &str) -> String {
 /// The request body for a neutral request, rendered whole (what [`Ollama::request_bytes`]
 /// sends; the tests hold the two together).
 pub fn request_body(req: &ModelRequest<'_>) -> Value {
+    let req = &*offered(req);
     let mut msgs = Vec::new();
     if let Some(s) = &req.system {
         msgs.push(system_message(s));
@@ -131,7 +133,28 @@ pub type Rendered = rendered::Rendered<String>;
 /// [`request_body`] as the bytes sent, the messages taken from `cache` where they were
 /// rendered before.
 fn request_bytes(req: &ModelRequest<'_>, cache: &Rendered) -> Vec<u8> {
+    let req = &*offered(req);
     cache.render(req, &Request(req))
+}
+
+/// The request as `/api/chat` can take it: it has no `tool_choice`, so the choice is made in
+/// the tools offered, as best it can be. No tool call: no tools offered. One tool named: only
+/// that tool offered (none if it is not among them). Some call required: the tools as
+/// offered, as with the default; the model may still answer without a call, which kiln then
+/// takes as the answer.
+fn offered<'r, 'a>(req: &'r ModelRequest<'a>) -> Cow<'r, ModelRequest<'a>> {
+    let tools = match &req.tool_choice {
+        ToolChoice::Auto | ToolChoice::Required => return Cow::Borrowed(req),
+        ToolChoice::None => Vec::new(),
+        ToolChoice::Tool(name) => (req.tools.iter())
+            .filter(|t| &t.name == name)
+            .cloned()
+            .collect(),
+    };
+    Cow::Owned(ModelRequest {
+        tools,
+        ..req.clone()
+    })
 }
 
 /// A request as the Ollama wire renders it.

@@ -135,6 +135,7 @@ fn body_around(
     let mut body = json!({"model": req.model, "messages": msgs});
     if let Some(tools) = tools {
         body["tools"] = tools;
+        choose_tools(&mut body, req);
     }
     body[if official {
         "max_completion_tokens"
@@ -157,6 +158,24 @@ fn body_around(
         });
     }
     body
+}
+
+/// `tool_choice` and `parallel_tool_calls`, sent with tools only (the API refuses them
+/// without) and only when the request asks something else than the default.
+fn choose_tools(body: &mut Value, req: &ModelRequest<'_>) {
+    use super::ToolChoice;
+    let choice = match &req.tool_choice {
+        ToolChoice::Auto => None,
+        ToolChoice::None => Some(json!("none")),
+        ToolChoice::Required => Some(json!("required")),
+        ToolChoice::Tool(name) => Some(json!({"type": "function", "function": {"name": name}})),
+    };
+    if let Some(choice) = choice {
+        body["tool_choice"] = choice;
+    }
+    if let Some(parallel) = req.parallel_tool_calls {
+        body["parallel_tool_calls"] = json!(parallel);
+    }
 }
 
 impl OpenAi {

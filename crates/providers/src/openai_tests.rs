@@ -18,6 +18,54 @@ fn request(messages: &[Message]) -> ModelRequest<'_> {
         stream: true,
         unchanged_prefix: 0,
         output: None,
+        tool_choice: Default::default(),
+        parallel_tool_calls: None,
+    }
+}
+
+#[test]
+fn tool_choice_and_parallel_calls_render_as_chat_completions_takes_them() {
+    use crate::ToolChoice;
+    // The choice is the request's, not the conversation's: none is needed.
+    let messages: [Message; 0] = [];
+    let body = |choice: ToolChoice, parallel: Option<bool>| {
+        let mut req = request(&messages);
+        (req.tool_choice, req.parallel_tool_calls) = (choice, parallel);
+        request_body(&req, true)
+    };
+    // The default sends neither field: the bytes are what they were before the fields.
+    let plain = body(ToolChoice::Auto, None);
+    assert!(plain.get("tool_choice").is_none() && plain.get("parallel_tool_calls").is_none());
+    assert_eq!(body(ToolChoice::None, None)["tool_choice"], "none");
+    assert_eq!(body(ToolChoice::Required, None)["tool_choice"], "required");
+    let forced = body(ToolChoice::Tool("calc".into()), Some(false));
+    assert_eq!(
+        forced["tool_choice"],
+        json!({"type": "function", "function": {"name": "calc"}})
+    );
+    assert_eq!(forced["parallel_tool_calls"], false);
+    assert_eq!(
+        body(ToolChoice::Auto, Some(true))["parallel_tool_calls"],
+        true
+    );
+    // Without tools the API refuses both fields, so neither goes.
+    let mut bare = request(&messages);
+    (bare.tools, bare.tool_choice, bare.parallel_tool_calls) =
+        (Vec::new(), ToolChoice::Required, Some(false));
+    let bare = request_body(&bare, true);
+    assert!(bare.get("tool_choice").is_none() && bare.get("parallel_tool_calls").is_none());
+    // The cached rendering sends the same, the choice changing from one request to the next.
+    let rendered = Rendered::default();
+    for choice in [
+        ToolChoice::Tool("calc".into()),
+        ToolChoice::Auto,
+        ToolChoice::None,
+    ] {
+        let mut req = request(&messages);
+        (req.tool_choice, req.parallel_tool_calls) = (choice, Some(false));
+        let sent: Value =
+            serde_json::from_slice(&request_bytes(&req, false, &rendered)).expect("json");
+        assert_eq!(sent, request_body(&req, false));
     }
 }
 

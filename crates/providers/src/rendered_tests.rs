@@ -89,6 +89,8 @@ fn request(messages: &[Message], unchanged_prefix: usize) -> ModelRequest<'_> {
         stream: false,
         unchanged_prefix,
         output: None,
+        tool_choice: Default::default(),
+        parallel_tool_calls: None,
     }
 }
 
@@ -240,4 +242,84 @@ fn every_short_conversation_after_every_other_is_the_whole_render() {
             }
         }
     }
+}
+
+#[test]
+fn every_tool_choice_round_after_round_is_the_whole_render() {
+    use crate::ToolChoice;
+    let choices = [
+        ToolChoice::Tool("calc".into()),
+        ToolChoice::Auto,
+        ToolChoice::None,
+        ToolChoice::Required,
+        ToolChoice::Tool("mul".into()),
+        ToolChoice::Auto,
+    ];
+    for (provider, whole) in providers() {
+        let mut messages = vec![kinds()[0].clone()];
+        for (n, choice) in choices.iter().enumerate() {
+            let mut req = request(&messages, messages.len().saturating_sub(1));
+            req.tool_choice = choice.clone();
+            req.parallel_tool_calls = [None, Some(false), Some(true)][n % 3];
+            same(&provider, whole, &req);
+            messages.push(kinds()[2 + n % 2].clone());
+        }
+    }
+}
+
+#[test]
+fn anthropic_tool_choice_is_its_type_and_one_call_is_disable_parallel_tool_use() {
+    use crate::ToolChoice;
+    let messages = [kinds()[0].clone()];
+    let choice = |choice: ToolChoice, parallel: Option<bool>| {
+        let mut req = request(&messages, 0);
+        (req.tool_choice, req.parallel_tool_calls) = (choice, parallel);
+        anthropic::request_body(&req).get("tool_choice").cloned()
+    };
+    assert_eq!(choice(ToolChoice::Auto, None), None);
+    assert_eq!(choice(ToolChoice::Auto, Some(true)), None);
+    assert_eq!(
+        choice(ToolChoice::Auto, Some(false)),
+        Some(json!({"type": "auto", "disable_parallel_tool_use": true}))
+    );
+    assert_eq!(
+        choice(ToolChoice::None, Some(false)),
+        Some(json!({"type": "none"}))
+    );
+    assert_eq!(
+        choice(ToolChoice::Required, None),
+        Some(json!({"type": "any"}))
+    );
+    assert_eq!(
+        choice(ToolChoice::Tool("calc".into()), Some(false)),
+        Some(json!({"type": "tool", "name": "calc", "disable_parallel_tool_use": true}))
+    );
+    let mut bare = request(&messages, 0);
+    (bare.tools, bare.tool_choice) = (Vec::new(), ToolChoice::Required);
+    assert!(anthropic::request_body(&bare).get("tool_choice").is_none());
+}
+
+#[test]
+fn ollama_has_no_tool_choice_so_the_tools_offered_make_it() {
+    use crate::ToolChoice;
+    let messages = [kinds()[0].clone()];
+    let names = |choice: ToolChoice| {
+        let mut req = request(&messages, 0);
+        req.tools.push(ToolDef {
+            name: "mul".into(),
+            ..tools()[0].clone()
+        });
+        (req.tool_choice, req.parallel_tool_calls) = (choice, Some(false));
+        let body = ollama::request_body(&req);
+        assert!(body.get("tool_choice").is_none() && body.get("parallel_tool_calls").is_none());
+        let tools = body["tools"].as_array().cloned().unwrap_or_default();
+        (tools.iter())
+            .map(|t| t["function"]["name"].as_str().unwrap_or("?").to_string())
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(names(ToolChoice::Auto), ["calc", "mul"]);
+    assert_eq!(names(ToolChoice::Required), ["calc", "mul"]);
+    assert_eq!(names(ToolChoice::Tool("mul".into())), ["mul"]);
+    assert!(names(ToolChoice::None).is_empty());
+    assert!(names(ToolChoice::Tool("nope".into())).is_empty());
 }

@@ -8,7 +8,7 @@ use super::attach;
 pub use super::responses_reply::{NAME, WIRE, parse_response};
 pub use super::responses_stream::{StreamState, parse_sse};
 use super::{Endpoint, Message, ModelRequest, ModelResponse, ProviderError, TextSink, ToolCall};
-use super::{Replay, http, rendered, sse};
+use super::{Replay, ToolChoice, http, rendered, sse};
 use reqwest::header::HeaderMap;
 use serde_json::{Value, json};
 
@@ -98,6 +98,7 @@ fn frame(req: &ModelRequest<'_>, tools: Option<Value>) -> Value {
     }
     if let Some(tools) = tools {
         body["tools"] = tools;
+        choose_tools(&mut body, req);
     }
     body["max_output_tokens"] = json!(req.max_tokens);
     if let Some(t) = req.temperature {
@@ -115,6 +116,23 @@ fn frame(req: &ModelRequest<'_>, tools: Option<Value>) -> Value {
         }});
     }
     body
+}
+
+/// `tool_choice` (flat, unlike Chat Completions' named choice) and `parallel_tool_calls`,
+/// sent with tools only and only when the request asks something else than the default.
+fn choose_tools(body: &mut Value, req: &ModelRequest<'_>) {
+    let choice = match &req.tool_choice {
+        ToolChoice::Auto => None,
+        ToolChoice::None => Some(json!("none")),
+        ToolChoice::Required => Some(json!("required")),
+        ToolChoice::Tool(name) => Some(json!({"type": "function", "name": name})),
+    };
+    if let Some(choice) = choice {
+        body["tool_choice"] = choice;
+    }
+    if let Some(parallel) = req.parallel_tool_calls {
+        body["parallel_tool_calls"] = json!(parallel);
+    }
 }
 
 /// The input items of one neutral message.

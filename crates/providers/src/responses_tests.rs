@@ -20,7 +20,78 @@ fn request(messages: &[Message]) -> ModelRequest<'_> {
         stream: true,
         unchanged_prefix: 0,
         output: None,
+        tool_choice: Default::default(),
+        parallel_tool_calls: None,
     }
+}
+
+#[test]
+fn tool_choice_and_parallel_calls_render_flat_on_responses_and_on_azure() {
+    // The choice is the request's, not the conversation's: none is needed.
+    let messages: [Message; 0] = [];
+    let req = |choice: ToolChoice, parallel: Option<bool>| {
+        let mut req = request(&messages);
+        (req.tool_choice, req.parallel_tool_calls) = (choice, parallel);
+        req
+    };
+    let plain = request_body(&req(ToolChoice::Auto, None));
+    assert!(plain.get("tool_choice").is_none() && plain.get("parallel_tool_calls").is_none());
+    let none = request_body(&req(ToolChoice::None, Some(true)));
+    assert_eq!(
+        (&none["tool_choice"], &none["parallel_tool_calls"]),
+        (&json!("none"), &json!(true))
+    );
+    assert_eq!(
+        request_body(&req(ToolChoice::Required, None))["tool_choice"],
+        "required"
+    );
+    let forced = request_body(&req(ToolChoice::Tool("calc".into()), Some(false)));
+    assert_eq!(
+        forced["tool_choice"],
+        json!({"type": "function", "name": "calc"})
+    );
+    assert_eq!(forced["parallel_tool_calls"], false);
+    let mut bare = req(ToolChoice::Required, Some(false));
+    bare.tools.clear();
+    let bare = request_body(&bare);
+    assert!(bare.get("tool_choice").is_none() && bare.get("parallel_tool_calls").is_none());
+    // The cached rendering sends the whole render's fields; Azure's two routes send OpenAI's.
+    let azure = |api| crate::azure::Azure {
+        endpoint: crate::Endpoint {
+            base_url: "https://res.openai.azure.com".into(),
+            api_key: Some("k".into()),
+            key_var: None,
+            timeout: std::time::Duration::from_secs(1),
+            max_retries: 0,
+            limits: crate::Limits::default(),
+        },
+        auth: crate::azure::Auth::ApiKey,
+        api_version: "v".into(),
+        deployment: "d".into(),
+        api,
+    };
+    let (chat, resp) = (
+        azure(crate::azure::Api::Chat(Default::default())),
+        azure(crate::azure::Api::Responses(Default::default())),
+    );
+    let rendered = Rendered::default();
+    for choice in [
+        ToolChoice::Tool("calc".into()),
+        ToolChoice::Auto,
+        ToolChoice::Required,
+    ] {
+        let req = req(choice, Some(false));
+        let sent: Value = serde_json::from_slice(&request_bytes(&req, &rendered)).expect("json");
+        assert_eq!(sent, request_body(&req));
+        let sent: Value = serde_json::from_slice(&resp.request_bytes(&req)).expect("json");
+        assert_eq!(sent, request_body(&req));
+        let sent: Value = serde_json::from_slice(&chat.request_bytes(&req)).expect("json");
+        assert_eq!(sent, crate::openai::request_body(&req, true));
+    }
+    let sent: Value =
+        serde_json::from_slice(&chat.request_bytes(&req(ToolChoice::Tool("calc".into()), None)))
+            .expect("json");
+    assert_eq!(sent["tool_choice"]["function"]["name"], "calc");
 }
 
 fn sink() -> TextSink {

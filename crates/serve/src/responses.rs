@@ -85,9 +85,22 @@ fn conversation(
     Ok(from)
 }
 
-/// The client's tools must not shadow the agent's own.
+/// The client's tools must not shadow the agent's own, and a forced tool must be offered.
 fn check_tool_names(state: &AppState, req: &ResponsesRequest) -> Result<(), ApiError> {
     let agent = find_agent(state, &req.run.agent)?;
+    if let Some(forced) = req.echo.tool_choice["name"].as_str() {
+        let offered = req.run.client_tools.iter().any(|t| t.name == forced)
+            || agent.tools.iter().any(|own| own == forced);
+        if !offered {
+            return Err(ApiError::bad_request(
+                "tool_choice.name",
+                format!(
+                    "no tool named \"{forced}\" is offered: neither the request's tools nor agent \"{}\"'s",
+                    agent.name
+                ),
+            ));
+        }
+    }
     for (i, t) in req.run.client_tools.iter().enumerate() {
         if agent.tools.iter().any(|own| own == &t.name) {
             return Err(ApiError::bad_request(

@@ -7,7 +7,7 @@ use super::body::{budget, object, string_list};
 use super::error::ApiError;
 use super::launch::RunRequest;
 use kiln_agent::connect::ProviderOverrides;
-use kiln_providers::{Message, ToolCall, ToolDef, ToolResult};
+use kiln_providers::{Message, ToolCall, ToolChoice, ToolDef, ToolResult};
 use serde_json::{Value, json};
 
 /// The parts of a Responses request kiln uses.
@@ -173,6 +173,16 @@ fn tool_choice(v: &Value) -> Result<Value, ApiError> {
     }
 }
 
+/// A checked `tool_choice` as the model request takes it.
+pub(super) fn choice_of(v: &Value) -> ToolChoice {
+    match (v.as_str(), v["name"].as_str()) {
+        (Some("none"), _) => ToolChoice::None,
+        (Some("required"), _) => ToolChoice::Required,
+        (_, Some(name)) => ToolChoice::Tool(name.to_string()),
+        _ => ToolChoice::Auto,
+    }
+}
+
 /// Reads a `POST /v1/responses` body.
 pub(super) fn parse(body: &Value) -> Result<ResponsesRequest, ApiError> {
     let agent = body["model"]
@@ -235,6 +245,8 @@ pub(super) fn parse(body: &Value) -> Result<ResponsesRequest, ApiError> {
             extra_system: instructions,
             temperature: echo.temperature,
             max_tokens: echo.max_output_tokens,
+            tool_choice: Some(choice_of(&echo.tool_choice)),
+            parallel_tool_calls: body["parallel_tool_calls"].as_bool(),
             ..ProviderOverrides::default()
         },
         caps: string_list(&kiln["caps"], "kiln.caps")?,
