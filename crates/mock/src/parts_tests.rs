@@ -40,6 +40,8 @@ fn request(messages: &[Message]) -> ModelRequest<'_> {
         stream: false,
         unchanged_prefix: 0,
         output: None,
+        tool_choice: Default::default(),
+        parallel_tool_calls: None,
     }
 }
 

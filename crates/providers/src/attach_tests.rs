@@ -46,6 +46,8 @@ pub(crate) fn plain(messages: &[Message]) -> ModelRequest<'_> {
         stream: false,
         unchanged_prefix: 0,
         output: None,
+        tool_choice: Default::default(),
+        parallel_tool_calls: None,
     }
 }
 
