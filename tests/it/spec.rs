@@ -42,6 +42,11 @@ fn openai_doc() -> &'static Value {
     })
 }
 
+/// The OpenAI spec as JSON: parsed once per test process, `nullable` rewritten.
+pub fn openai_spec() -> &'static Value {
+    openai_doc()
+}
+
 /// A validator for `#/components/schemas/NAME` of the OpenAI spec.
 pub fn openai_validator(name: &str) -> jsonschema::Validator {
     let mut root = openai_doc().clone();
