@@ -12,6 +12,7 @@ pub mod check;
 mod conformance;
 pub mod gemini;
 pub mod gemini_render;
+pub mod parts;
 pub mod render;
 pub mod responses_check;
 #[cfg(test)]

@@ -488,7 +488,7 @@ fn message(
     let content = content_text(&item["content"], &format!("{at}.content"))?;
     match item["role"].as_str() {
         Some("system" | "developer") => system.push(content),
-        Some("user") => messages.push(Message::User { content }),
+        Some("user") => messages.push(Message::user(content)),
         Some("assistant") => messages.push(Message::Assistant {
             content,
             tool_calls: Vec::new(),
@@ -552,7 +552,7 @@ fn content_text(v: &Value, at: &str) -> Result<String, ApiError> {
 pub(super) fn split_prompt(mut messages: Vec<Message>) -> Result<(Vec<Message>, String), ApiError> {
     match messages.last() {
         Some(Message::User { .. }) => match messages.pop() {
-            Some(Message::User { content }) => Ok((messages, content)),
+            Some(Message::User { content, .. }) => Ok((messages, content)),
             _ => Err(ApiError::internal("the last message changed")),
         },
         Some(Message::Tool { .. }) => Ok((messages, String::new())),
