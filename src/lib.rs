@@ -115,11 +115,13 @@ pub mod model {
     /// Tool calls written in free text (`{"tool": ..., "parameters": ...}`), found and run.
     pub use kiln_agent::extract;
     pub use kiln_agent::extract::JsonParseError;
+    pub use kiln_core::model::attachment::media_type_of;
     pub use kiln_core::model::text_calls::TextCallFormat;
     pub use kiln_core::model::{
         AnsweredBy, CallArgs, LocalModel, LocalReply, Message, ModelRequest, ModelResponse,
         ProviderError, StopReason, TextSink, ToolCall, ToolChoice, ToolDef, ToolResult, Usage,
     };
+    pub use kiln_core::model::{Attachment, AttachmentError, AttachmentKind, AttachmentSource};
     pub use kiln_core::schema::Format;
     pub use kiln_registry::agent_spec::ProviderKind;
     pub use kiln_registry::fallback::FallbackModel;

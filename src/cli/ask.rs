@@ -4,7 +4,7 @@ use super::output::{self, outln};
 use super::tools_cmd::parse_context;
 use super::{CliResult, Global, parse_caps};
 use clap::Args;
-use kiln::model::ProviderOverrides;
+use kiln::model::{Attachment, ProviderOverrides, media_type_of};
 use kiln::project::{Seconds, defaults as d};
 use kiln::{Event, Grants, RunOptions};
 use std::io::{IsTerminal, Write};
@@ -62,6 +62,32 @@ pub struct AskArgs {
     /// with a budget error naming the limit and the spend.
     #[arg(long, value_name = "LIMITS", value_parser = parse_budget)]
     pub budget: Option<kiln::Budget>,
+    /// Attach an image or a PDF to the prompt (repeatable): png, jpg/jpeg, gif, webp or pdf,
+    /// by the file's extension. A model whose wire cannot take it (Ollama: images only)
+    /// refuses the run before anything is sent.
+    #[arg(long, value_name = "FILE")]
+    pub attach: Vec<std::path::PathBuf>,
+}
+
+/// `--attach`'s files, read: a file of another type or one that cannot be read is an error
+/// naming its path.
+fn read_attachments(paths: &[std::path::PathBuf]) -> CliResult<Vec<Attachment>> {
+    let mut out = Vec::with_capacity(paths.len());
+    for path in paths {
+        let shown = path.display();
+        let name = path.file_name().map(|n| n.to_string_lossy().into_owned());
+        let Some(media_type) = name.as_deref().and_then(media_type_of) else {
+            let e = format!(
+                "--attach {shown}: not a file kiln attaches (png, jpg, jpeg, gif, webp, pdf, by extension)"
+            );
+            return Err(e.into());
+        };
+        let bytes = std::fs::read(path).map_err(|e| format!("--attach {shown}: {e}"))?;
+        let mut a = Attachment::from_bytes(media_type, &bytes);
+        a.filename = name;
+        out.push(a);
+    }
+    Ok(out)
 }
 
 fn parse_budget(text: &str) -> Result<kiln::Budget, String> {
@@ -185,6 +211,7 @@ pub fn ask(g: &Global, a: AskArgs) -> CliResult<ExitCode> {
     } else {
         a.prompt.clone()
     };
+    let attachments = read_attachments(&a.attach)?;
     let (host, db) = g.host_with_db()?;
     for e in &host.registry().errors {
         output::error(&e.to_string());
@@ -272,6 +299,7 @@ pub fn ask(g: &Global, a: AskArgs) -> CliResult<ExitCode> {
         cancel: cancel.clone(),
         observer: Some(observer),
         history,
+        attachments,
         state,
         // The host has the database: it logs the run under the session.
         recorder: None,

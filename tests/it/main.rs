@@ -9,6 +9,7 @@ mod adversarial;
 mod agent_loop;
 mod approvals;
 mod architecture;
+mod attachments;
 mod bedrock;
 mod claude_code;
 mod cli;

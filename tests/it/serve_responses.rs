@@ -531,3 +531,62 @@ fn the_tokens_ceiling_and_the_run_limits_hold() {
     assert_eq!(status, 200, "{first}");
     assert_eq!(first["output"][0]["content"][0]["text"], "slow answer");
 }
+
+/// A user's image and PDF reach the agent's model as that wire's parts; a file the agent's
+/// model cannot take is the request's 400, and nothing reaches the model.
+#[test]
+fn images_and_files_reach_the_model_or_are_refused_before_it() {
+    const PNG: &str = "data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR4nGP4z8DwHwAFAAH/iZk9HQAAAABJRU5ErkJggg==";
+    const PDF: &str = "data:application/pdf;base64,JVBERi0xLjQKJSVFT0YK";
+    let mock = Mock::start(&json!({"loop": true, "turns": [{"text": "A red dot and a report."}]}));
+    let scripts = shop(&mock);
+    std::fs::write(
+        scripts.path().join("local.rhai"),
+        format!(
+            r#"agent("local").provider("ollama").model("m").base_url("{}");"#,
+            mock.url
+        ),
+    )
+    .expect("write local.rhai");
+    let serve = Serve::start(scripts.path(), &scripts.path().join("k.db"), &[], &[]);
+    let url = format!("{}/v1/responses", serve.url);
+    let parts = json!([
+        {"type": "input_text", "text": "What is this?"},
+        {"type": "input_image", "image_url": PNG},
+        {"type": "input_file", "filename": "report.pdf", "file_data": PDF},
+    ]);
+    let input = json!([{"type": "message", "role": "user", "content": parts}]);
+    let (status, r) = post(&url, &json!({"model": "shop", "input": input}), &[]);
+    assert_eq!(status, 200, "{r}");
+    assert_eq!(
+        r["output"][0]["content"][0]["text"],
+        "A red dot and a report."
+    );
+    let sent = &mock.requests()[0]["body"]["messages"];
+    let user = sent
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["role"] == "user")
+        .expect("user");
+    let kinds: Vec<&str> = user["content"]
+        .as_array()
+        .expect("parts")
+        .iter()
+        .filter_map(|p| p["type"].as_str())
+        .collect();
+    assert_eq!(kinds, ["text", "image_url", "file"], "{user:#}");
+    assert_eq!(user["content"][1]["image_url"]["url"], PNG);
+    assert_eq!(user["content"][2]["file"]["filename"], "report.pdf");
+    // Ollama takes images only: the PDF is refused before any request.
+    let (status, e) = post(&url, &json!({"model": "local", "input": input}), &[]);
+    assert_eq!(status, 400, "{e}");
+    assert!(
+        e["error"]["message"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("takes images only"),
+        "{e}"
+    );
+    assert_eq!(mock.requests().len(), 1, "nothing more reached the model");
+}

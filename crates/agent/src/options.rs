@@ -35,6 +35,8 @@ pub struct RunOptions {
     pub observer: Option<Observer>,
     /// Earlier messages of the conversation.
     pub history: Vec<Message>,
+    /// Images and files attached to the run's new user message (the prompt).
+    pub attachments: Vec<kiln_core::model::Attachment>,
     /// Per-run state to continue from.
     pub state: Option<Arc<Mutex<Value>>>,
     /// Where progress is recorded (run log, session), step by step.

@@ -69,7 +69,17 @@ pub(super) async fn drive(
         (setup.host, &setup.provider, setup.opts, setup.deadline);
     let (agent, model) = (setup.agent.as_ref(), setup.model.as_str());
     let task = match run.report.messages.last() {
-        Some(Message::User { content }) => content.clone(),
+        Some(Message::User {
+            content,
+            attachments,
+        }) => {
+            if let Some(a) = attachments.first() {
+                let why = "a planner's steps are text; its model never sees the files";
+                let e = kiln_providers::attach::refuse(provider.name(), a, why);
+                return Err(RunErrorKind::Provider(e));
+            }
+            content.clone()
+        }
         _ => String::new(),
     };
     let sink: TextSink = Arc::new(|_: &str| {});
@@ -78,9 +88,12 @@ pub(super) async fn drive(
         let request = ModelRequest {
             model: model.to_string(),
             system: opts.overrides.system(agent),
-            messages: vec![Message::User {
-                content: prompt(&offered, &ctx.run.context, &task, &run.report.steps),
-            }]
+            messages: vec![Message::user(prompt(
+                &offered,
+                &ctx.run.context,
+                &task,
+                &run.report.steps,
+            ))]
             .into(),
             tools: Vec::new(),
             temperature: opts.overrides.temperature.or(agent.temperature),

@@ -234,9 +234,7 @@ impl Recorder for RunLogger {
 pub fn log_finished_run(db: &Arc<Db>, finished: &FinishedRun) -> Result<(), RecordError> {
     let mut run = RunReport::new(
         &finished.kind.to_string(),
-        vec![Message::User {
-            content: finished.input.to_string(),
-        }],
+        vec![Message::user(finished.input.to_string())],
     );
     run.run_id = finished.run_id.clone();
     run.provider = finished.kind.provider().unwrap_or_default().into();
@@ -265,12 +263,7 @@ mod tests {
         let dir = tempfile::tempdir().expect("tempdir");
         let db = Arc::new(Db::open(&dir.path().join("k.db")).expect("db"));
         let logger = RunLogger::new(db.clone(), None);
-        let mut report = RunReport::new(
-            "a",
-            vec![Message::User {
-                content: "go".into(),
-            }],
-        );
+        let mut report = RunReport::new("a", vec![Message::user("go")]);
         logger.started(&report).expect("start");
         // Each step carries the messages new since the last one (the first, the prompt too).
         let mut committed = 0;

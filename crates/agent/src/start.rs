@@ -52,6 +52,7 @@ async fn run_in_span(
     if !answered {
         messages.push(Message::User {
             content: prompt.to_string(),
+            attachments: opts.attachments.clone(),
         });
     }
     let recorded = opts.history.len() - usize::from(answered);
@@ -104,6 +105,7 @@ async fn setup_and_drive(
     let provider = Arc::new(provider);
     run.report.provider = provider.name().to_string();
     run.report.model = model.clone();
+    provider.accepts_all(&run.report.messages)?;
 
     // What the door and the request allow only narrows what the agent was granted.
     let grants =
@@ -145,6 +147,7 @@ async fn setup_and_drive(
         run.report.agent = agent.name.clone();
         run.report.provider = provider.name().to_string();
         run.report.model = model.clone();
+        provider.accepts_all(&run.report.messages)?;
         run.report.handoffs.push(agent.name.clone());
         ctx.granted.grants =
             kiln_core::capability::Grants::effective(&[Some(&agent.grants), opts.grants.as_ref()]);

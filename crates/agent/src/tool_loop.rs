@@ -146,7 +146,7 @@ impl<'s, 'a> Rounds<'s, 'a> {
                 self.sent = self.sent.min(r.start);
             }
             let content = message.clone();
-            run.report.messages.push(Message::User { content });
+            run.report.messages.push(Message::user(content));
         }
         run.commit(&ctx.run.state).await?;
         Ok(match verdict? {
@@ -200,7 +200,7 @@ impl<'s, 'a> Rounds<'s, 'a> {
         if run.report.rounds > self.setup.max_rounds {
             return Err(RunErrorKind::ToolLoop(self.setup.max_rounds));
         }
-        run.report.messages.push(Message::User { content: problem });
+        run.report.messages.push(Message::user(problem));
         run.commit(&ctx.run.state).await?;
         Ok(Next::Again)
     }

@@ -2,10 +2,12 @@
 //! reasons, a model request and its response, and the [`LocalModel`] seam for a model that runs
 //! in this process. Wire formats (the providers crate) convert these to and from each API.
 
+pub mod attachment;
 pub mod error;
 pub mod local;
 pub mod text_calls;
 
+pub use attachment::{Attachment, AttachmentError, AttachmentKind, AttachmentSource};
 pub use error::ProviderError;
 pub use local::{LocalModel, LocalReply};
 
@@ -93,6 +95,9 @@ pub enum Message {
     User {
         /// Text.
         content: String,
+        /// Images and files, after the text.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        attachments: Vec<Attachment>,
     },
     /// The model's reply: text and tool calls.
     Assistant {
@@ -110,6 +115,17 @@ pub enum Message {
         /// Results.
         results: Vec<ToolResult>,
     },
+}
+
+impl Message {
+    /// A user message of plain text.
+    pub fn user(text: impl Into<String>) -> Message {
+        let (content, attachments) = (text.into(), Vec::new());
+        Message::User {
+            content,
+            attachments,
+        }
+    }
 }
 
 /// Opaque state of one assistant reply that only the wire which wrote it reads back: OpenAI

@@ -556,7 +556,3 @@ impl crate::context::Reachable for Arc<Tool> {
         Tool::execute(self, args, ctx)
     }
 }
-
-#[cfg(test)]
-#[path = "tool_in_place_tests.rs"]
-mod in_place_tests;

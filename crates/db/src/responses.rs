@@ -131,9 +131,7 @@ mod tests {
             input_items: vec![
                 serde_json::json!({"type": "message", "role": "user", "content": "hi"}),
             ],
-            messages: vec![Message::User {
-                content: "hi".to_string(),
-            }],
+            messages: vec![Message::user("hi")],
             state: serde_json::json!({"n": 1}),
         }
     }

@@ -399,9 +399,7 @@ impl Host {
         let kind = kiln_core::runner::RunKind::Call(tool.name.clone());
         let mut report = RunReport::new(
             &kind.to_string(),
-            vec![kiln_providers::Message::User {
-                content: args.to_string(),
-            }],
+            vec![kiln_providers::Message::user(args.to_string())],
         );
         report.run_id = ctx.who.run_id.clone();
         report.provider = kind.provider().unwrap_or_default().into();

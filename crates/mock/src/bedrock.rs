@@ -195,6 +195,8 @@ fn check_blocks(i: usize, content: &[Value], tools: &HashSet<String>) -> Result<
                     "messages.{i}.content.{j}.toolResult.status: '{s}' must satisfy enum value set: [success, error]"
                 )));
             }
+        } else if let Some(checked) = super::parts::bedrock(i, j, b) {
+            checked?;
         } else {
             return Err(invalid(format!(
                 "messages.{i}.content.{j}: the content block holds no member kiln-mock knows"

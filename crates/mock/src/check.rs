@@ -135,6 +135,9 @@ pub fn anthropic(headers: &HeaderMap, body: &Value, require_auth: bool) -> Resul
         }
         let content = blocks(m);
         if role == "user" {
+            if let Some(problem) = super::parts::anthropic(i, &content) {
+                return Err(anthropic_error(400, "invalid_request_error", problem));
+            }
             let results: Vec<String> = content
                 .iter()
                 .filter(|b| b["type"] == "tool_result")
@@ -285,6 +288,9 @@ pub fn openai(headers: &HeaderMap, body: &Value, require_auth: bool) -> Result<(
                 Some("invalid_value"),
             ));
         }
+        if role == "user" {
+            super::parts::openai(i, &m["content"])?;
+        }
         if role == "assistant" {
             for c in m["tool_calls"].as_array().into_iter().flatten() {
                 if !c["function"]["arguments"].is_string() {
@@ -317,6 +323,7 @@ pub fn ollama(body: &Value) -> Result<(), Rejection> {
         if !matches!(role, "system" | "user" | "assistant" | "tool") {
             return Err((400, json!({"error": format!("invalid role: {role}")})));
         }
+        super::parts::ollama(m)?;
         for c in m["tool_calls"].as_array().into_iter().flatten() {
             if !c["function"]["arguments"].is_object() {
                 return Err((

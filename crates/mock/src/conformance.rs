@@ -115,12 +115,7 @@ fn replay_anthropic(file: &str) {
         model: first_req["model"].as_str().unwrap_or("").into(),
         system: None,
         messages: vec![
-            Message::User {
-                content: first_req["messages"][0]["content"]
-                    .as_str()
-                    .unwrap_or("")
-                    .into(),
-            },
+            Message::user(first_req["messages"][0]["content"].as_str().unwrap_or("")),
             Message::Assistant {
                 replay: None,
                 content: reply.text.clone(),
@@ -264,9 +259,7 @@ fn ollama_shapes_follow_the_api_docs() {
         model: "llama3.2".into(),
         system: None,
         messages: vec![
-            Message::User {
-                content: "what is the weather in Toronto?".into(),
-            },
+            Message::user("what is the weather in Toronto?"),
             Message::Assistant {
                 replay: None,
                 content: String::new(),

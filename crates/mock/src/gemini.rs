@@ -199,6 +199,16 @@ pub fn check(body: &Value, model: &str) -> Result<(), Rejection> {
                 ),
             ));
         }
+        for (j, p) in field(c, "parts")
+            .as_array()
+            .into_iter()
+            .flatten()
+            .enumerate()
+        {
+            if let Some(problem) = super::parts::gemini(i, j, p) {
+                return Err(reject(400, problem));
+            }
+        }
     }
     check_responses(contents)?;
     if model.starts_with("gemini-3") {

@@ -13,6 +13,7 @@ mod conformance;
 pub mod gemini;
 pub mod gemini_render;
 pub mod offered;
+pub mod parts;
 pub mod render;
 pub mod responses_check;
 #[cfg(test)]

@@ -107,6 +107,7 @@ pub fn check(headers: &HeaderMap, body: &Value, require_auth: bool) -> Result<()
                         Some("invalid_value"),
                     ));
                 }
+                super::parts::responses(i, &item["content"])?;
             }
         }
     }

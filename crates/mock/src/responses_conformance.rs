@@ -70,9 +70,7 @@ fn what_the_mock_renders_kiln_reads_and_what_kiln_sends_back_the_mock_accepts() 
     let streamed = parse_sse(&events.concat(), &sink()).expect("kiln reads the stream");
     assert_eq!(streamed, r, "the stream and the whole reply say the same");
     let messages = vec![
-        Message::User {
-            content: "hi".into(),
-        },
+        Message::user("hi"),
         Message::Assistant {
             content: r.text.clone(),
             tool_calls: r.tool_calls.clone(),

@@ -3,6 +3,7 @@
 
 use super::anthropic_reply::{NAME, malformed};
 pub use super::anthropic_reply::{StreamState, parse_response, parse_sse};
+use super::attach;
 use super::{
     CallArgs, Endpoint, Message, ModelRequest, ModelResponse, ProviderError, TextSink, ToolChoice,
     http,
@@ -108,7 +109,13 @@ pub fn messages(msgs: &[Message]) -> Vec<Value> {
 /// The role of a neutral message on the wire and its content blocks.
 fn blocks(m: &Message) -> (&'static str, Vec<Value>) {
     match m {
-        Message::User { content } => ("user", vec![json!({"type": "text", "text": content})]),
+        Message::User {
+            content,
+            attachments,
+        } => match attachments.is_empty() {
+            true => ("user", vec![json!({"type": "text", "text": content})]),
+            false => ("user", attach::anthropic_blocks(content, attachments)),
+        },
         Message::Assistant {
             content,
             tool_calls,

@@ -4,6 +4,7 @@
 //! `bedrock_reply`. A typed final answer is asked for in the prompt only: Converse's
 //! `outputConfig.textFormat` shapes every text block of every turn, tool-using ones too.
 
+use super::attach;
 pub use super::bedrock_auth::AwsAuth;
 use super::bedrock_reply::{NAME, parse_response, read_event_stream};
 use super::{
@@ -153,7 +154,19 @@ pub fn tool_definitions(tools: &[ToolDef]) -> Value {
 /// user message's `toolResult` blocks; blank text is left out (Converse refuses it).
 fn blocks(m: &Message) -> (&'static str, Vec<Value>) {
     match m {
-        Message::User { content } => ("user", text_block(content).into_iter().collect()),
+        Message::User {
+            content,
+            attachments,
+        } => {
+            let files = attach::taken(attach::Takes::BEDROCK, attachments);
+            let blocks = text_block(content).into_iter();
+            (
+                "user",
+                blocks
+                    .chain(files.filter_map(attach::bedrock_block))
+                    .collect(),
+            )
+        }
         Message::Assistant {
             content,
             tool_calls,

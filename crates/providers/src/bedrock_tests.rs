@@ -26,9 +26,7 @@ fn request<'a>(messages: Vec<Message>, tools: Vec<ToolDef>) -> ModelRequest<'a> 
 
 fn conversation() -> Vec<Message> {
     vec![
-        Message::User {
-            content: "Price of SKU-1?".into(),
-        },
+        Message::user("Price of SKU-1?"),
         Message::Assistant {
             content: "Let me look.".into(),
             tool_calls: vec![
@@ -61,9 +59,7 @@ fn conversation() -> Vec<Message> {
                 },
             ],
         },
-        Message::User {
-            content: "And twice?".into(),
-        },
+        Message::user("And twice?"),
     ]
 }
 
@@ -449,4 +445,22 @@ fn requests_are_signed_sigv4_and_credentials_stay_secret() {
         .headers_at(url, "us-east-1", b"{}", time)
         .expect("bearer");
     assert_eq!(h["authorization"], "Bearer bedrock-api-key-0123456789");
+}
+
+#[test]
+fn attachments_are_image_and_document_blocks_of_bytes_after_the_text() {
+    use crate::attach::tests::{pdf, png, user};
+    let body = request_body(&request(vec![user("look", vec![png(), pdf()])], Vec::new()));
+    let content = &body["messages"][0]["content"];
+    assert_eq!(content[0], json!({"text": "look"}));
+    assert_eq!(
+        content[1],
+        json!({"image": {"format": "png", "source": {"bytes": "iVBORw0KGgo="}}})
+    );
+    assert_eq!(
+        content[2],
+        json!({"document": {"format": "pdf", "name": "report v2", "source": {"bytes": "JVBERi0="}}})
+    );
+    let none = request_body(&request(vec![user("look", vec![])], Vec::new()));
+    assert_eq!(none["messages"][0]["content"], json!([{"text": "look"}]));
 }

@@ -6,6 +6,7 @@
 //! `thoughtSignature`s it came with (kept in the assistant message's [`Replay`]), on the same
 //! parts: Gemini 3 refuses a function-calling turn without them.
 
+use super::attach;
 use super::gemini_reply::{MADE_UP_ID, malformed};
 pub use super::gemini_reply::{NAME, StreamState, WIRE, parse_response, parse_sse};
 use super::{
@@ -103,7 +104,15 @@ pub fn tool_definitions(tools: &[ToolDef]) -> Value {
 /// The role of a neutral message on the wire and its parts.
 fn parts(m: &Message) -> (&'static str, Vec<Value>) {
     match m {
-        Message::User { content } => ("user", vec![json!({"text": content})]),
+        Message::User {
+            content,
+            attachments,
+        } => {
+            let files = attach::taken(attach::Takes::GEMINI, attachments).map(attach::gemini_part);
+            let text =
+                (attachments.is_empty() || !content.is_empty()).then(|| json!({"text": content}));
+            ("user", text.into_iter().chain(files).collect())
+        }
         Message::Assistant {
             content,
             tool_calls,

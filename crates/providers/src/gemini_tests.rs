@@ -92,9 +92,7 @@ fn call(id: &str, args: Value) -> ToolCall {
 #[test]
 fn a_request_has_system_instruction_roles_function_parts_and_declarations() {
     let messages = vec![
-        Message::User {
-            content: "add".into(),
-        },
+        Message::user("add"),
         Message::Assistant {
             content: "Let me.".into(),
             tool_calls: vec![
@@ -119,9 +117,7 @@ fn a_request_has_system_instruction_roles_function_parts_and_declarations() {
                 },
             ],
         },
-        Message::User {
-            content: "and?".into(),
-        },
+        Message::user("and?"),
     ];
     let body = request_body(&request(&messages));
     assert_eq!(
@@ -241,9 +237,7 @@ fn a_reply_keeps_its_signatures_and_the_next_request_sends_them_on_the_same_part
     let ids: Vec<&str> = reply.tool_calls.iter().map(|c| c.id.as_str()).collect();
     assert_eq!(ids, ["gemini_call_0", "gemini_call_1"]);
     let messages = vec![
-        Message::User {
-            content: "go".into(),
-        },
+        Message::user("go"),
         Message::Assistant {
             content: reply.text.clone(),
             tool_calls: reply.tool_calls.clone(),
@@ -395,9 +389,7 @@ fn incremental_bytes_match_the_whole_render_with_signed_turns() {
         },
         rendered: Rendered::default(),
     };
-    let mut messages = vec![Message::User {
-        content: "\"contents\":[] \"tools\":null".into(),
-    }];
+    let mut messages = vec![Message::user("\"contents\":[] \"tools\":null")];
     for round in 0..3 {
         let mut req = request(&messages);
         req.unchanged_prefix = messages.len().saturating_sub(2);
@@ -425,4 +417,26 @@ fn incremental_bytes_match_the_whole_render_with_signed_turns() {
         provider.url("models/gemini-2.5-flash", true),
         "https://generativelanguage.googleapis.com/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse"
     );
+}
+
+#[test]
+fn attachments_are_inline_data_or_file_data_parts_after_the_text() {
+    use crate::attach::tests::{by_url, pdf, plain, png, user};
+    let convo = [user(
+        "look",
+        vec![png(), by_url(pdf(), "https://e.com/r.pdf")],
+    )];
+    let body = request_body(&plain(&convo));
+    let parts = &body["contents"][0]["parts"];
+    assert_eq!(parts[0], json!({"text": "look"}));
+    assert_eq!(
+        parts[1],
+        json!({"inlineData": {"mimeType": "image/png", "data": "iVBORw0KGgo="}})
+    );
+    assert_eq!(
+        parts[2],
+        json!({"fileData": {"mimeType": "application/pdf", "fileUri": "https://e.com/r.pdf"}})
+    );
+    let none = request_body(&plain(&[user("look", vec![])]));
+    assert_eq!(none["contents"][0]["parts"], json!([{"text": "look"}]));
 }

@@ -13,6 +13,7 @@
 
 pub mod anthropic;
 mod anthropic_reply;
+pub mod attach;
 pub mod azure;
 pub mod bedrock;
 mod bedrock_auth;
@@ -33,9 +34,9 @@ mod responses_stream;
 pub mod sse;
 
 pub use kiln_core::model::{
-    AnsweredBy, CallArgs, LocalModel, LocalReply, Message, ModelRequest, ModelResponse,
-    ProviderError, Replay, StopReason, TextSink, ToolCall, ToolDef, ToolResult, Usage, error,
-    local, tool_definitions,
+    AnsweredBy, Attachment, AttachmentError, AttachmentKind, AttachmentSource, CallArgs,
+    LocalModel, LocalReply, Message, ModelRequest, ModelResponse, ProviderError, Replay,
+    StopReason, TextSink, ToolCall, ToolDef, ToolResult, Usage, error, local, tool_definitions,
 };
 
 use std::time::Duration;
@@ -160,6 +161,40 @@ impl Provider {
             Provider::Bedrock(p) => p.secrets(),
             _ => self.endpoint().map(Endpoint::secrets).unwrap_or_default(),
         }
+    }
+
+    /// Whether this provider's wire takes attachment `a` (a chain: whether every member's
+    /// does), so a run is refused before anything is sent. A wire renders only what it takes.
+    pub fn accepts(&self, a: &Attachment) -> Result<(), ProviderError> {
+        use attach::Takes;
+        let takes = match self {
+            Provider::Anthropic(_) => Takes::ANTHROPIC,
+            Provider::OpenAi(_) => Takes::OPENAI,
+            Provider::Ollama(_) => Takes::OLLAMA,
+            Provider::OpenAiResponses(_) => Takes::RESPONSES,
+            Provider::Azure(p) => match p.api {
+                azure::Api::Chat(_) => Takes::OPENAI,
+                azure::Api::Responses(_) => Takes::RESPONSES,
+            },
+            Provider::Gemini(_) => Takes::GEMINI,
+            Provider::Bedrock(_) => Takes::BEDROCK,
+            Provider::Local(_) => {
+                let why = "a model in this process takes text only";
+                return Err(attach::refuse(self.name(), a, why));
+            }
+            Provider::Chain(c) => {
+                return c.members().iter().try_for_each(|m| m.provider.accepts(a));
+            }
+        };
+        match takes.refusal(a) {
+            Some(why) => Err(attach::refuse(self.name(), a, &why)),
+            None => Ok(()),
+        }
+    }
+
+    /// [`Provider::accepts`] for every attachment of `messages`.
+    pub fn accepts_all(&self, messages: &[Message]) -> Result<(), ProviderError> {
+        attach::attachments(messages).try_for_each(|a| self.accepts(a))
     }
 
     /// Renders `req` as this provider sends it. The result owns its bytes, so the step that

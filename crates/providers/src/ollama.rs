@@ -1,6 +1,7 @@
 //! Ollama's native `/api/chat`: arguments are objects, calls may lack ids (results are matched
 //! by order and `tool_name`), streams are NDJSON.
 
+use super::attach;
 use super::error::quote;
 use super::sse::{LineBuffer, LineEnds};
 use super::{
@@ -61,7 +62,19 @@ fn tool_definitions(tools: &[super::ToolDef]) -> Value {
 /// The wire messages of one neutral message (tool results are one message each).
 fn wire_messages(m: &Message, msgs: &mut Vec<Value>) {
     match m {
-        Message::User { content } => msgs.push(json!({"role": "user", "content": content})),
+        Message::User {
+            content,
+            attachments,
+        } => {
+            let mut m = json!({"role": "user", "content": content});
+            let images: Vec<&str> = attach::taken(attach::Takes::OLLAMA, attachments)
+                .filter_map(attach::ollama_image)
+                .collect();
+            if !images.is_empty() {
+                m["images"] = json!(images);
+            }
+            msgs.push(m);
+        }
         Message::Assistant {
             content,
             tool_calls,

@@ -1,5 +1,6 @@
 //! OpenAI Chat Completions (and compatible servers): wire conversion, JSON replies, SSE streams.
 
+use super::attach;
 pub use super::openai_reply::parse_response;
 use super::openai_reply::{NAME, typed_reply};
 pub use super::openai_stream::StreamState;
@@ -92,7 +93,15 @@ fn tool_definitions(tools: &[super::ToolDef]) -> Value {
 /// The wire messages of one neutral message (tool results are one message each).
 fn wire_messages(m: &Message, msgs: &mut Vec<Value>) {
     match m {
-        Message::User { content } => msgs.push(json!({"role": "user", "content": content})),
+        Message::User {
+            content,
+            attachments,
+        } => msgs.push(match attachments.is_empty() {
+            true => json!({"role": "user", "content": content}),
+            false => {
+                json!({"role": "user", "content": attach::openai_content(content, attachments)})
+            }
+        }),
         Message::Assistant {
             content,
             tool_calls,

@@ -105,9 +105,7 @@ fn usual_stream_chunks_read_typed_as_they_read_as_values() {
 #[test]
 fn bytes_sent_match_the_body_round_after_round_and_after_an_edit() {
     let rendered = Rendered::default();
-    let mut messages = vec![Message::User {
-        content: "hi".into(),
-    }];
+    let mut messages = vec![Message::user("hi")];
     let turns = [
         Message::Assistant {
             replay: None,
@@ -149,9 +147,7 @@ fn bytes_sent_match_the_body_round_after_round_and_after_an_edit() {
     }
     // A different conversation through the same provider (the planner's fresh prompt).
     messages.truncate(1);
-    messages[0] = Message::User {
-        content: "other".into(),
-    };
+    messages[0] = Message::user("other");
     same(&messages);
     // Other tools, then none.
     let mut other = request(&messages);
@@ -168,9 +164,7 @@ fn bytes_sent_match_the_body_round_after_round_and_after_an_edit() {
 #[test]
 fn a_promised_prefix_is_reused_without_comparing_and_the_rest_is_checked() {
     let rendered = Rendered::default();
-    let mut messages = vec![Message::User {
-        content: "hi".into(),
-    }];
+    let mut messages = vec![Message::user("hi")];
     let mut sent_before = 0;
     for i in 0..5 {
         let mut req = request(&messages);
@@ -198,9 +192,7 @@ fn a_promised_prefix_is_reused_without_comparing_and_the_rest_is_checked() {
         serde_json::from_slice(&request_bytes(&req, false, &rendered)).expect("valid JSON");
     assert_eq!(sent["messages"][last + 1]["content"], "edited");
     // The promise is taken at its word: that is what makes a long conversation cheap.
-    messages[0] = Message::User {
-        content: "not compared".into(),
-    };
+    messages[0] = Message::user("not compared");
     let mut req = request(&messages);
     req.unchanged_prefix = 1;
     let sent: Value =
@@ -241,9 +233,7 @@ fn usual_whole_replies_read_typed_as_they_read_as_values_and_odd_ones_go_the_val
 
 #[test]
 fn an_output_schema_is_a_response_format_for_openai_only_and_tools_stay() {
-    let messages = [Message::User {
-        content: "who?".into(),
-    }];
+    let messages = [Message::user("who?")];
     let mut req = request(&messages);
     let schema = json!({"type": "object", "properties": {"name": {"type": "string"}}});
     req.output = Some(schema.clone());
@@ -259,4 +249,33 @@ fn an_output_schema_is_a_response_format_for_openai_only_and_tools_stay() {
         serde_json::from_slice(&request_bytes(&req, false, &Rendered::default()))
             .expect("valid JSON");
     assert!(compatible.get("response_format").is_none(), "{compatible}");
+}
+
+#[test]
+fn attachments_are_image_url_and_file_parts_after_the_text() {
+    use crate::attach::tests::{by_url, pdf, plain, png, user};
+    let convo = [user(
+        "look",
+        vec![by_url(png(), "https://e.com/p.png"), pdf(), png()],
+    )];
+    let body = request_body(&plain(&convo), true);
+    let content = &body["messages"][0]["content"];
+    assert_eq!(content[0], json!({"type": "text", "text": "look"}));
+    assert_eq!(
+        content[1],
+        json!({"type": "image_url", "image_url": {"url": "https://e.com/p.png"}})
+    );
+    assert_eq!(
+        content[2],
+        json!({"type": "file", "file": {"file_data": "data:application/pdf;base64,JVBERi0=", "filename": "report v2.pdf"}})
+    );
+    assert_eq!(
+        content[3]["image_url"]["url"],
+        "data:image/png;base64,iVBORw0KGgo="
+    );
+    let none = request_body(&plain(&[user("look", vec![])]), true);
+    assert_eq!(
+        none["messages"][0],
+        json!({"role": "user", "content": "look"})
+    );
 }

@@ -211,6 +211,10 @@ impl Secrets {
                 setting,
                 start: r(start),
             },
+            ProviderError::Unsupported { provider, what } => ProviderError::Unsupported {
+                provider,
+                what: r(what),
+            },
             ProviderError::Planner(m) => ProviderError::Planner(r(m)),
         }
     }

@@ -114,9 +114,7 @@ fn result(id: &str, content: &str, is_error: bool) -> ToolResult {
 /// Every kind of message the wires render differently.
 fn kinds() -> Vec<Message> {
     vec![
-        Message::User {
-            content: "hi \"there\" \"messages\":[".into(),
-        },
+        Message::user("hi \"there\" \"messages\":["),
         Message::Assistant {
             replay: None,
             content: "thinking".into(),
@@ -147,6 +145,7 @@ fn kinds() -> Vec<Message> {
             results: vec![result("c2", "\"quoted\"\n", false)],
         },
         Message::Tool { results: vec![] },
+        crate::attach::tests::user("see", vec![crate::attach::tests::png()]),
     ]
 }
 
@@ -161,6 +160,7 @@ fn a_conversation_sent_round_by_round_is_the_whole_render_each_round() {
             kinds()[6].clone(),
             kinds()[7].clone(),
             kinds()[0].clone(),
+            kinds()[8].clone(),
             kinds()[1].clone(),
         ];
         let mut sent_before = 0;
@@ -200,9 +200,7 @@ fn an_earlier_message_changed_is_rendered_again() {
         same(&provider, whole, &request(&messages, 0));
         // Another conversation through the same provider (the planner's fresh prompt).
         messages.truncate(1);
-        messages[0] = Message::User {
-            content: "other".into(),
-        };
+        messages[0] = Message::user("other");
         same(&provider, whole, &request(&messages, 0));
         same(&provider, whole, &request(&[], 0));
     }

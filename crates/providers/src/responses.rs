@@ -4,6 +4,7 @@
 //! items (reasoning items and their `encrypted_content`) carried in each assistant message's
 //! [`Replay`] and sent back where they were, so reasoning carries across rounds.
 
+use super::attach;
 pub use super::responses_reply::{NAME, WIRE, parse_response};
 pub use super::responses_stream::{StreamState, parse_sse};
 use super::{Endpoint, Message, ModelRequest, ModelResponse, ProviderError, TextSink, ToolCall};
@@ -137,7 +138,15 @@ fn choose_tools(body: &mut Value, req: &ModelRequest<'_>) {
 /// The input items of one neutral message.
 fn input_items(m: &Message, items: &mut Vec<Value>) {
     match m {
-        Message::User { content } => items.push(json!({"role": "user", "content": content})),
+        Message::User {
+            content,
+            attachments,
+        } => items.push(match attachments.is_empty() {
+            true => json!({"role": "user", "content": content}),
+            false => {
+                json!({"role": "user", "content": attach::responses_content(content, attachments)})
+            }
+        }),
         Message::Assistant {
             content,
             tool_calls,

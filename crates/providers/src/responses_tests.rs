@@ -115,9 +115,7 @@ fn reasoning_reply() -> Value {
 #[test]
 fn a_request_is_input_items_with_tools_flat_and_nothing_stored() {
     let messages = [
-        Message::User {
-            content: "hi".into(),
-        },
+        Message::user("hi"),
         Message::Assistant {
             replay: None,
             content: "Let me see.".into(),
@@ -163,9 +161,7 @@ fn a_request_is_input_items_with_tools_flat_and_nothing_stored() {
 fn bytes_sent_match_the_body_round_after_round() {
     let rendered = Rendered::default();
     let reply = parse_response(&reasoning_reply()).expect("parses");
-    let mut messages = vec![Message::User {
-        content: "hi".into(),
-    }];
+    let mut messages = vec![Message::user("hi")];
     let turns = [
         Message::Assistant {
             replay: reply.replay.clone(),
@@ -214,9 +210,7 @@ fn a_reasoning_item_goes_back_before_its_turns_calls_with_their_ids() {
     let replay = reply.replay.clone().expect("reasoning is kept");
     assert_eq!(replay.wire, "openai-responses");
     let messages = [
-        Message::User {
-            content: "hi".into(),
-        },
+        Message::user("hi"),
         Message::Assistant {
             replay: Some(replay),
             content: reply.text.clone(),
@@ -434,9 +428,7 @@ fn azure_routes_follow_the_sdk_and_the_bodies_are_openais() {
         chat.url(),
         "https://res.openai.azure.com/openai/deployments/my%20gpt/chat/completions?api-version=2024-10-21"
     );
-    let messages = [Message::User {
-        content: "hi".into(),
-    }];
+    let messages = [Message::user("hi")];
     let sent: Value =
         serde_json::from_slice(&chat.request_bytes(&request(&messages))).expect("json");
     assert_eq!(sent, crate::openai::request_body(&request(&messages), true));
@@ -454,4 +446,30 @@ fn azure_routes_follow_the_sdk_and_the_bodies_are_openais() {
     let sent: Value =
         serde_json::from_slice(&resp.request_bytes(&request(&messages))).expect("json");
     assert_eq!(sent, request_body(&request(&messages)));
+}
+
+#[test]
+fn attachments_are_input_image_and_input_file_parts_after_the_text() {
+    use crate::attach::tests::{by_url, pdf, plain, png, user};
+    let convo = [user(
+        "look",
+        vec![png(), pdf(), by_url(pdf(), "https://e.com/r.pdf")],
+    )];
+    let body = request_body(&plain(&convo));
+    let content = &body["input"][0]["content"];
+    assert_eq!(content[0], json!({"type": "input_text", "text": "look"}));
+    assert_eq!(
+        content[1],
+        json!({"type": "input_image", "image_url": "data:image/png;base64,iVBORw0KGgo=", "detail": "auto"})
+    );
+    assert_eq!(
+        content[2],
+        json!({"type": "input_file", "file_data": "data:application/pdf;base64,JVBERi0=", "filename": "report v2.pdf"})
+    );
+    assert_eq!(
+        content[3],
+        json!({"type": "input_file", "file_url": "https://e.com/r.pdf"})
+    );
+    let none = request_body(&plain(&[user("look", vec![])]));
+    assert_eq!(none["input"][0], json!({"role": "user", "content": "look"}));
 }

@@ -94,7 +94,7 @@ fn parse(body: &Value) -> Result<ChatRequest, ApiError> {
         let content = content_text(&m["content"], &format!("{at}.content"))?;
         match m["role"].as_str() {
             Some("system" | "developer") => system.push(content),
-            Some("user") => history.push(Message::User { content }),
+            Some("user") => history.push(Message::user(content)),
             Some("assistant") if m.get("tool_calls").is_some_and(|t| !t.is_null()) => {
                 return Err(ApiError::bad_request(
                     &format!("{at}.tool_calls"),
@@ -123,7 +123,7 @@ fn parse(body: &Value) -> Result<ChatRequest, ApiError> {
         }
     }
     let prompt = match history.pop() {
-        Some(Message::User { content }) => content,
+        Some(Message::User { content, .. }) => content,
         _ => {
             return Err(ApiError::bad_request(
                 "messages",

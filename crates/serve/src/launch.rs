@@ -51,6 +51,8 @@ pub struct RunRequest {
     pub client_tools: Vec<kiln_providers::ToolDef>,
     /// `ctx.state` to continue from (a stored response's), shared so the door reads it after.
     pub state: Option<Arc<Mutex<Value>>>,
+    /// Images and files on the prompt.
+    pub attachments: Vec<kiln_providers::Attachment>,
 }
 
 /// The run log, plus the run id as soon as the run starts and the server's metrics.
@@ -278,6 +280,7 @@ pub async fn launch(
         budget: req.budget,
         approver: Some(approvals.clone()),
         client_tools: req.client_tools,
+        attachments: req.attachments,
         ..RunOptions::default()
     };
     let began = Instant::now();

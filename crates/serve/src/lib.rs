@@ -4,7 +4,8 @@
 //!
 //! - `chat`: OpenAI-compatible `/v1/models` and `/v1/chat/completions` (whole or SSE chunks)
 //! - `responses`: the Responses API, `/v1/responses` (`responses_input` reads a request,
-//!   `responses_output` writes Response objects, `responses_stream` the event stream)
+//!   `responses_parts` its content parts, `responses_output` writes Response objects,
+//!   `responses_stream` the event stream)
 //! - `runs`: kiln's `/v1/runs` (events as SSE, cancel) and `/v1/sessions`
 //! - `front`: `/v1/runs` through Restate's ingress (`--restate-ingress`), for a fleet
 //! - `launch`: a request -> grants within the token's ceiling, session, slot, the run
@@ -32,6 +33,7 @@ pub mod metrics;
 mod responses;
 mod responses_input;
 mod responses_output;
+mod responses_parts;
 mod responses_stream;
 pub mod restate;
 mod router;

@@ -21,8 +21,9 @@ use axum::extract::{Path, Query, State};
 use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use futures_util::StreamExt;
-use kiln_agent::Event;
+use kiln_agent::{Event, RunErrorKind};
 use kiln_db::responses::StoredResponse;
+use kiln_providers::ProviderError;
 use serde::Deserialize;
 use serde_json::{Value, json};
 use std::sync::{Arc, Mutex};
@@ -77,10 +78,11 @@ fn conversation(
         system.splice(0..0, instructions);
         req.run.overrides.extra_system = Some(system.join("\n\n"));
     }
-    let (history, prompt) = split_prompt(messages)?;
+    let (history, prompt, attachments) = split_prompt(messages)?;
     let from = history.len();
     req.run.history = history;
     req.run.prompt = prompt;
+    req.run.attachments = attachments;
     req.run.state = Some(Arc::new(Mutex::new(run_state)));
     Ok(from)
 }
@@ -161,10 +163,15 @@ pub async fn create(
     let Event::Finished(result) = &*end else {
         return Err(ApiError::internal("the run ended without a result"));
     };
-    if let Err(e) = result.as_ref()
-        && state.stop_runs.is_cancelled()
-    {
-        return Err(from_run_error(e));
+    if let Err(e) = result.as_ref() {
+        // An image or file the agent's model cannot take is the request's fault: nothing was
+        // sent to the model.
+        if let RunErrorKind::Provider(p @ ProviderError::Unsupported { .. }) = &e.kind {
+            return Err(ApiError::bad_request("input", p.to_string()));
+        }
+        if state.stop_runs.is_cancelled() {
+            return Err(from_run_error(e));
+        }
     }
     let result = result.as_ref();
     let output = items(&shape, report_of(result));

@@ -6,8 +6,9 @@
 use super::body::{budget, object, string_list};
 use super::error::ApiError;
 use super::launch::RunRequest;
+use super::responses_parts::{Content, content};
 use kiln_agent::connect::ProviderOverrides;
-use kiln_providers::{Message, ToolCall, ToolChoice, ToolDef, ToolResult};
+use kiln_providers::{Attachment, Message, ToolCall, ToolChoice, ToolDef, ToolResult};
 use serde_json::{Value, json};
 
 /// The parts of a Responses request kiln uses.
@@ -485,12 +486,23 @@ fn message(
     at: &str,
     system: &mut Vec<String>,
 ) -> Result<(), ApiError> {
-    let content = content_text(&item["content"], &format!("{at}.content"))?;
-    match item["role"].as_str() {
-        Some("system" | "developer") => system.push(content),
-        Some("user") => messages.push(Message::User { content }),
+    let at_content = format!("{at}.content");
+    let Content { text, attachments } = content(&item["content"], &at_content)?;
+    let role = item["role"].as_str();
+    if !attachments.is_empty() && role != Some("user") {
+        return Err(ApiError::bad_request(
+            &at_content,
+            "only a user's message carries images and files",
+        ));
+    }
+    match role {
+        Some("system" | "developer") => system.push(text),
+        Some("user") => messages.push(Message::User {
+            content: text,
+            attachments,
+        }),
         Some("assistant") => messages.push(Message::Assistant {
-            content,
+            content: text,
             tool_calls: Vec::new(),
             replay: None,
         }),
@@ -510,52 +522,21 @@ fn message(
     Ok(())
 }
 
-/// A message's text: a string or text parts.
-fn content_text(v: &Value, at: &str) -> Result<String, ApiError> {
-    match v {
-        Value::String(s) => Ok(s.clone()),
-        Value::Array(parts) => {
-            let mut text = String::new();
-            for (j, p) in parts.iter().enumerate() {
-                match (p["type"].as_str(), p["text"].as_str()) {
-                    (Some("input_text" | "output_text" | "text" | "summary_text"), Some(t)) => {
-                        text.push_str(t)
-                    }
-                    (Some("refusal"), _) => {
-                        text.push_str(p["refusal"].as_str().unwrap_or_default())
-                    }
-                    (Some(kind), _) => {
-                        return Err(ApiError::bad_request(
-                            &format!("{at}[{j}].type"),
-                            format!("content parts of type \"{kind}\" are not supported here"),
-                        ));
-                    }
-                    (None, _) => {
-                        return Err(ApiError::bad_request(
-                            &format!("{at}[{j}].type"),
-                            "type is required",
-                        ));
-                    }
-                }
-            }
-            Ok(text)
-        }
-        _ => Err(ApiError::bad_request(
-            at,
-            "content must be a string or an array of parts",
-        )),
-    }
-}
-
-/// The conversation split into what came before and the run's prompt: the last user message,
-/// or nothing when it ends with the client's function outputs (the run goes on from them).
-pub(super) fn split_prompt(mut messages: Vec<Message>) -> Result<(Vec<Message>, String), ApiError> {
+/// The conversation split into what came before and the run's prompt (the last user
+/// message, with its attachments), or no prompt when it ends with the client's function
+/// outputs (the run goes on from them).
+pub(super) fn split_prompt(
+    mut messages: Vec<Message>,
+) -> Result<(Vec<Message>, String, Vec<Attachment>), ApiError> {
     match messages.last() {
         Some(Message::User { .. }) => match messages.pop() {
-            Some(Message::User { content }) => Ok((messages, content)),
+            Some(Message::User {
+                content,
+                attachments,
+            }) => Ok((messages, content, attachments)),
             _ => Err(ApiError::internal("the last message changed")),
         },
-        Some(Message::Tool { .. }) => Ok((messages, String::new())),
+        Some(Message::Tool { .. }) => Ok((messages, String::new(), Vec::new())),
         _ => Err(ApiError::bad_request(
             "input",
             "the input must end with a user message or the outputs of the function calls",

@@ -33,7 +33,7 @@ fn a_client_round_trip_becomes_one_assistant_turn_and_its_results() {
     assert_eq!(results[0].call_id, "c1");
     assert_eq!(results[0].content, "64 and clear");
     assert_eq!(results[1].content, "42");
-    let (history, prompt) = split_prompt(messages).unwrap();
+    let (history, prompt, _) = split_prompt(messages).unwrap();
     assert_eq!((history.len(), prompt.as_str()), (3, ""));
 }
 

@@ -41,7 +41,7 @@ pub(super) struct StartRow {
 impl StartRow {
     pub(super) fn of(report: &RunReport, session: Option<&String>) -> StartRow {
         let prompt = match report.messages.last() {
-            Some(Message::User { content }) => content.clone(),
+            Some(Message::User { content, .. }) => content.clone(),
             _ => String::new(),
         };
         StartRow {

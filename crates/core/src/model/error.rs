@@ -71,6 +71,14 @@ pub enum ProviderError {
         /// The first bytes, quoted (at most a few hundred characters).
         start: String,
     },
+    /// The wire cannot take what the conversation carries (an attachment); nothing was sent.
+    #[error("{provider}: cannot take {what}; nothing was sent")]
+    Unsupported {
+        /// Provider name.
+        provider: &'static str,
+        /// What it cannot take, and why.
+        what: String,
+    },
     /// The Rhai planner failed.
     #[error("script planner: {0}")]
     Planner(String),
@@ -93,6 +101,7 @@ impl ProviderError {
             | ProviderError::Malformed { .. }
             | ProviderError::Truncated { .. }
             | ProviderError::TooLarge { .. }
+            | ProviderError::Unsupported { .. }
             | ProviderError::Planner(_) => false,
         }
     }

@@ -29,7 +29,7 @@ pub fn planner_messages(req: &ModelRequest<'_>) -> Value {
     }
     for m in req.messages.iter() {
         match m {
-            Message::User { content } => out.push(json!({"role": "user", "content": content})),
+            Message::User { content, .. } => out.push(json!({"role": "user", "content": content})),
             Message::Assistant {
                 content,
                 tool_calls,

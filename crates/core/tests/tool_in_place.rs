@@ -2,14 +2,14 @@
 //! call, else through `block_in_place`. Seen from inside the handler: `running::drive` refuses
 //! on a thread marked in place and drives a future anywhere else.
 
-use crate::capability::Grants;
-use crate::context::CallContext;
-use crate::error::SourceLoc;
-use crate::failure::ToolFailure;
-use crate::running;
-use crate::services::Services;
-use crate::tool::{Handler, Tool};
-use crate::tool_parts::ToolParts;
+use kiln_core::capability::Grants;
+use kiln_core::context::CallContext;
+use kiln_core::error::SourceLoc;
+use kiln_core::failure::ToolFailure;
+use kiln_core::running;
+use kiln_core::services::Services;
+use kiln_core::tool::{Handler, Tool};
+use kiln_core::tool_parts::ToolParts;
 use serde_json::{Value, json};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -61,7 +61,7 @@ fn probe() -> Arc<Tool> {
 async fn a_call_runs_on_the_worker_only_after_a_quick_one() {
     let tool = probe();
     let ctx = CallContext::new(Grants::default(), Arc::new(Services::new(".".into())));
-    let in_place = |outcome: crate::failure::ToolOutcome| {
+    let in_place = |outcome: kiln_core::failure::ToolOutcome| {
         outcome.result.expect("the probe answers")["in_place"] == true
     };
     let call = |ms: u64| tool.execute_in_place(json!({"sleep_ms": ms}), ctx.clone());
