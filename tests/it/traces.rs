@@ -525,9 +525,20 @@ fn chat_in_trace(
     traceparent: &str,
 ) -> (Vec<(String, String)>, String) {
     let body = json!({"model": model, "messages": [{"role": "user", "content": prompt}]});
+    post_in_trace(serve, "/v1/chat/completions", &body, traceparent)
+}
+
+/// POSTs `body` to `path` of `kiln serve` inside the caller's trace: the response's headers
+/// and body.
+fn post_in_trace(
+    serve: &Serve,
+    path: &str,
+    body: &Value,
+    traceparent: &str,
+) -> (Vec<(String, String)>, String) {
     let (status, headers, text) = http_raw(
         "POST",
-        &format!("{}/v1/chat/completions", serve.url),
+        &format!("{}{path}", serve.url),
         &[
             ("content-type", "application/json"),
             ("traceparent", traceparent),
@@ -580,16 +591,7 @@ fn a_response_continues_a_callers_traceparent() {
     let serve = Serve::start(shop.path(), &db, &["--otlp", &closed], &[]);
     let caller = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
     let body = json!({"model": "shop", "input": "Price of SKU-1?"});
-    let (status, headers, text) = http_raw(
-        "POST",
-        &format!("{}/v1/responses", serve.url),
-        &[
-            ("content-type", "application/json"),
-            ("traceparent", caller),
-        ],
-        &body.to_string(),
-    );
-    assert_eq!(status, 200, "{text}");
+    let (headers, _) = post_in_trace(&serve, "/v1/responses", &body, caller);
     let answered = headers
         .iter()
         .find(|(k, _)| k.eq_ignore_ascii_case("traceparent"))

@@ -234,3 +234,27 @@ pub(super) fn budget(v: &Value) -> Result<Option<kiln_registry::contract::Budget
         .map(Some)
         .map_err(bad)
 }
+
+/// `body[field]` as a number, if given.
+pub(super) fn number(body: &Value, field: &str) -> Result<Option<f64>, ApiError> {
+    match &body[field] {
+        Value::Null => Ok(None),
+        v => v
+            .as_f64()
+            .map(Some)
+            .ok_or_else(|| ApiError::bad_request(field, format!("{field} must be a number"))),
+    }
+}
+
+/// `body[field]` as a positive integer (a token limit), if given.
+pub(super) fn positive(body: &Value, field: &str) -> Result<Option<u32>, ApiError> {
+    number(body, field)?
+        .map(|n| {
+            (n >= 1.0 && n.fract() == 0.0 && n <= f64::from(u32::MAX))
+                .then_some(n as u32)
+                .ok_or_else(|| {
+                    ApiError::bad_request(field, format!("{field} must be a positive integer"))
+                })
+        })
+        .transpose()
+}

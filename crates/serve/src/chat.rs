@@ -2,7 +2,7 @@
 //! runs one (`model` = agent name), whole or as SSE chunks ending with `[DONE]`.
 
 use super::auth::Principal;
-use super::body::{JsonBody, object, string_list};
+use super::body::{JsonBody, number, object, positive, string_list};
 use super::error::{ApiError, from_run_error};
 use super::launch::{RunRequest, launch};
 use super::state::AppState;
@@ -131,28 +131,10 @@ fn parse(body: &Value) -> Result<ChatRequest, ApiError> {
             ));
         }
     };
-    let number = |field: &str| -> Result<Option<f64>, ApiError> {
-        match &body[field] {
-            Value::Null => Ok(None),
-            v => v
-                .as_f64()
-                .map(Some)
-                .ok_or_else(|| ApiError::bad_request(field, format!("{field} must be a number"))),
-        }
+    let max_tokens = match &body["max_completion_tokens"] {
+        Value::Null => positive(body, "max_tokens")?,
+        _ => positive(body, "max_completion_tokens")?,
     };
-    let max_tokens = match number("max_completion_tokens")? {
-        Some(n) => Some(n),
-        None => number("max_tokens")?,
-    };
-    let max_tokens = max_tokens
-        .map(|n| {
-            (n >= 1.0 && n.fract() == 0.0 && n <= f64::from(u32::MAX))
-                .then_some(n as u32)
-                .ok_or_else(|| {
-                    ApiError::bad_request("max_tokens", "max_tokens must be a positive integer")
-                })
-        })
-        .transpose()?;
     let kiln = &body["kiln"];
     let caps = string_list(&kiln["caps"], "kiln.caps")?;
     let context = object(&kiln["context"], "kiln.context")?;
@@ -163,7 +145,7 @@ fn parse(body: &Value) -> Result<ChatRequest, ApiError> {
             history,
             overrides: ProviderOverrides {
                 extra_system: (!system.is_empty()).then(|| system.join("\n\n")),
-                temperature: number("temperature")?,
+                temperature: number(body, "temperature")?,
                 max_tokens,
                 ..ProviderOverrides::default()
             },

@@ -3,7 +3,7 @@
 //! sent back) appended to the conversation it continues, the client's function tools, and
 //! what the Response object echoes. Every refusal names the JSON path it is about.
 
-use super::body::{budget, object, string_list};
+use super::body::{budget, number, object, positive, string_list};
 use super::error::ApiError;
 use super::launch::RunRequest;
 use super::responses_parts::{Content, content};
@@ -38,28 +38,6 @@ pub(super) struct Echo {
     pub max_output_tokens: Option<u32>,
     pub metadata: Value,
     pub user: Option<String>,
-}
-
-fn number(body: &Value, field: &str) -> Result<Option<f64>, ApiError> {
-    match &body[field] {
-        Value::Null => Ok(None),
-        v => v
-            .as_f64()
-            .map(Some)
-            .ok_or_else(|| ApiError::bad_request(field, format!("{field} must be a number"))),
-    }
-}
-
-fn positive(body: &Value, field: &str) -> Result<Option<u32>, ApiError> {
-    number(body, field)?
-        .map(|n| {
-            (n >= 1.0 && n.fract() == 0.0 && n <= f64::from(u32::MAX))
-                .then_some(n as u32)
-                .ok_or_else(|| {
-                    ApiError::bad_request(field, format!("{field} must be a positive integer"))
-                })
-        })
-        .transpose()
 }
 
 /// `metadata`: at most 16 string values (as OpenAI's API takes it).
