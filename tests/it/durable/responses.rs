@@ -149,3 +149,50 @@ fn durable_responses_survive_a_killed_worker_and_continue_by_previous_response_i
     assert_eq!(numbers, (0..9).collect::<Vec<u64>>(), "{events}");
     assert!(events.contains("streamed answer"), "{events}");
 }
+
+#[test]
+#[ignore = "needs restate-server: run by .ci/run with KILN_RESTATE_SERVER set"]
+fn durable_responses_hand_client_function_calls_back_and_continue_with_their_output() {
+    let scenario = json!({"require_auth": false, "by_round": true, "turns": [
+        {"tool_calls": [{"name": "lookup", "args": {"q": "kiln"}}]},
+        {"text": "looked it up"},
+    ]});
+    let c = Cluster::start(&[("fn", scenario)]);
+    let tools = json!([{"type": "function", "name": "lookup", "description": "Look a word up",
+        "parameters": {"type": "object", "properties": {"q": {"type": "string"}}}}]);
+    let body = json!({"model": "fn", "input": "what is kiln?", "tools": tools,
+        "instructions": "Answer briefly."});
+    let (status, first) = c.api(0, ALICE, "POST", "/v1/responses", &[], Some(&body));
+    assert_eq!(status, 200, "{first}");
+    assert_eq!(first["status"], "completed", "{first}");
+    assert_eq!(types(&first), ["function_call"], "{first}");
+    let call = &first["output"][0];
+    assert_eq!(call["name"], "lookup", "{first}");
+    let args: Value = serde_json::from_str(call["arguments"].as_str().unwrap_or("null"))
+        .expect("arguments are JSON");
+    assert_eq!(args, json!({"q": "kiln"}));
+    assert_eq!(first["instructions"], "Answer briefly.", "{first}");
+    assert_eq!(first["tools"][0]["name"], "lookup", "{first}");
+    let requests = c.mock("fn").requests();
+    let sent = requests[0].to_string();
+    assert!(
+        sent.contains("Answer briefly.") && sent.contains("Look a word up"),
+        "the worker offered the client's tool and the instructions: {sent}"
+    );
+
+    // The client runs it and continues through the other worker.
+    let output = json!({"model": "fn", "tools": tools, "previous_response_id": first["id"],
+        "input": [{"type": "function_call_output", "call_id": call["call_id"],
+                   "output": "a Rust host for agents"}]});
+    let (status, second) = c.api(1, ALICE, "POST", "/v1/responses", &[], Some(&output));
+    assert_eq!(status, 200, "{second}");
+    assert_eq!(types(&second), ["message"], "{second}");
+    assert_eq!(second["output"][0]["content"][0]["text"], "looked it up");
+    let requests = c.mock("fn").requests();
+    assert_eq!(requests.len(), 2);
+    assert!(
+        requests[1].to_string().contains("a Rust host for agents"),
+        "{}",
+        requests[1]
+    );
+}
