@@ -18,6 +18,8 @@ use std::sync::{Arc, Mutex};
 const MESSAGES: &str = "messages";
 const STATE: &str = "state";
 const AGENT: &str = "agent";
+/// State key of a `KilnRun` workflow: the Responses door's `response` it was sent with.
+const RESPONSE: &str = "response";
 
 /// What a worker runs agents with.
 pub struct Worker {
@@ -50,13 +52,50 @@ struct RunRequest {
     /// Which of `caps` need approval (`ask` mode).
     #[serde(default)]
     ask: Vec<String>,
+    /// The conversation before `prompt` (a Responses door's); an empty prompt after tool
+    /// results continues from them. Ignored by a session turn (its history is the session's).
+    #[serde(default)]
+    history: Vec<Message>,
+    /// Function tools the caller runs itself: the run stops when the model calls one
+    /// (`report.pending_calls`).
+    #[serde(default)]
+    client_tools: Vec<ClientTool>,
+    /// Instructions after the agent's own system prompt.
+    #[serde(default)]
+    instructions: Option<String>,
+    /// Sampling temperature instead of the agent's.
+    #[serde(default)]
+    temperature: Option<f64>,
+    /// Max output tokens per model request instead of the agent's.
+    #[serde(default)]
+    max_tokens: Option<u32>,
+    /// The tool choice of the run's first model request.
+    #[serde(default)]
+    tool_choice: Option<kiln_providers::ToolChoice>,
+    /// Whether a reply may hold several calls.
+    #[serde(default)]
+    parallel_tool_calls: Option<bool>,
+    /// Opaque to the worker: handed back beside the report (`{"report", "response"}`) so any
+    /// front door renders the Responses API's object from the invocation's outcome alone.
+    #[serde(default)]
+    response: Option<Value>,
+}
+
+/// A function tool the caller runs itself.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ClientTool {
+    name: String,
+    #[serde(default)]
+    description: String,
+    schema: Value,
 }
 
 fn parse(input: Json<Value>) -> Result<RunRequest, TerminalError> {
     serde_json::from_value(input.into_inner()).map_err(|e| {
         TerminalError::new_with_code(
             400,
-            format!("invalid run request: {e} (expected {{\"agent\", \"prompt\", \"context\"?, \"actor\"?, \"caps\"?, \"ask\"?}})"),
+            format!("invalid run request: {e} (expected {{\"agent\", \"prompt\", \"context\"?, \"actor\"?, \"caps\"?, \"ask\"?, \"history\"?, \"client_tools\"?, \"instructions\"?, \"temperature\"?, \"max_tokens\"?, \"tool_choice\"?, \"parallel_tool_calls\"?, \"response\"?}})"),
         )
     })
 }
@@ -71,6 +110,29 @@ impl Worker {
         req: RunRequest,
         session: Option<(String, Vec<Message>, Arc<Mutex<Value>>)>,
     ) -> Result<kiln_agent::RunReport, HandlerError> {
+        self.start(journal, invocation, req, session)
+            .await?
+            .map_err(|e| failed(e).into())
+    }
+
+    /// A run without a session, to its end: its report, or its error with the report so far
+    /// (the outer error: the run could not start).
+    async fn run_to_end(
+        &self,
+        journal: &dyn StepJournal,
+        invocation: &str,
+        req: RunRequest,
+    ) -> Result<Result<kiln_agent::RunReport, RunError>, HandlerError> {
+        self.start(journal, invocation, req, None).await
+    }
+
+    async fn start(
+        &self,
+        journal: &dyn StepJournal,
+        invocation: &str,
+        req: RunRequest,
+        session: Option<(String, Vec<Message>, Arc<Mutex<Value>>)>,
+    ) -> Result<Result<kiln_agent::RunReport, RunError>, HandlerError> {
         let agent = self
             .host
             .agent(&req.agent)
@@ -86,13 +148,30 @@ impl Worker {
             .into());
         }
         let grants = self.grants(&agent.grants, &req)?;
+        let mut overrides = self.overrides.clone();
+        overrides.extra_system = req.instructions.or(overrides.extra_system);
+        overrides.temperature = req.temperature.or(overrides.temperature);
+        overrides.max_tokens = req.max_tokens.or(overrides.max_tokens);
+        overrides.tool_choice = req.tool_choice.or(overrides.tool_choice);
+        overrides.parallel_tool_calls = req.parallel_tool_calls.or(overrides.parallel_tool_calls);
+        let client_tools = req
+            .client_tools
+            .into_iter()
+            .map(|t| kiln_providers::ToolDef {
+                name: t.name,
+                description: t.description,
+                schema: t.schema,
+            })
+            .collect();
         let mut opts = RunOptions {
             grants,
-            overrides: self.overrides.clone(),
+            overrides,
             context: req.context,
             actor_id: req.actor,
             run_id: Some(invocation.to_string()),
             timeout: self.run_timeout,
+            history: req.history,
+            client_tools,
             ..RunOptions::default()
         };
         if let Some((name, history, state)) = session {
@@ -111,9 +190,7 @@ impl Worker {
         let run = self
             .host
             .run_journaled(journal, &req.agent, &req.prompt, opts);
-        tracing::Instrument::instrument(run, span)
-            .await
-            .map_err(|e| failed(e).into())
+        Ok(tracing::Instrument::instrument(run, span).await)
     }
 }
 
@@ -283,11 +360,33 @@ impl AgentRun {
         ctx: WorkflowContext<'_>,
         input: Json<Value>,
     ) -> HandlerResult<Json<Value>> {
-        let req = parse(input)?;
+        let mut req = parse(input)?;
         let invocation = ctx.invocation_id().to_string();
         let journal = RestateJournal::new(&ctx, self.0.waiting().await?);
-        let report = self.0.run(&journal, &invocation, req, None).await?;
-        Ok(report_json(&report)?)
+        let Some(response) = req.response.take() else {
+            let report = self.0.run(&journal, &invocation, req, None).await?;
+            return Ok(report_json(&report)?);
+        };
+        // Readable while the run runs (`response`), so a door answers for it in progress.
+        ctx.set(RESPONSE, Json(response.clone()));
+        // A Responses door's run: a failed or cancelled one is a Response too, so its end is
+        // the output, with the report so far and the error.
+        let (report, error) = match self.0.run_to_end(&journal, &invocation, req).await? {
+            Ok(report) => (report, Value::Null),
+            Err(e) => {
+                let error = serde_json::json!({
+                    "code": e.kind.name(),
+                    "message": kiln_core::public_error::scrub(&e.to_string()),
+                });
+                (*e.report, error)
+            }
+        };
+        let report = report_json(&report)?.into_inner();
+        Ok(Json(serde_json::json!({
+            "report": report,
+            "error": error,
+            "response": response,
+        })))
     }
 
     /// The approvals the run waits for now (`[{id, capability, question}]`).
@@ -295,5 +394,12 @@ impl AgentRun {
     async fn approvals(&self, ctx: SharedWorkflowContext<'_>) -> HandlerResult<Json<Value>> {
         let pending = ctx.get::<Json<Value>>(APPROVALS).await?;
         Ok(pending.unwrap_or(Json(Value::Array(Vec::new()))))
+    }
+
+    /// The Responses door's `response` the run was sent with (null for a `/v1/runs` run).
+    #[handler]
+    async fn response(&self, ctx: SharedWorkflowContext<'_>) -> HandlerResult<Json<Value>> {
+        let response = ctx.get::<Json<Value>>(RESPONSE).await?;
+        Ok(response.unwrap_or(Json(Value::Null)))
     }
 }

@@ -28,7 +28,7 @@ const IDEMPOTENCY_KEY: &str = "idempotency-key";
 /// Longest idempotency key taken from a client.
 const MAX_KEY: usize = 256;
 
-fn restate_error(e: DurableError) -> ApiError {
+pub(super) fn restate_error(e: DurableError) -> ApiError {
     match e {
         DurableError::Unreachable { .. } => ApiError::unavailable(e.to_string()),
         _ => ApiError::upstream(e.to_string()),
@@ -36,7 +36,7 @@ fn restate_error(e: DurableError) -> ApiError {
 }
 
 /// `text` under the actor's prefix: actors cannot reach each other's runs or sessions.
-fn scoped(who: &Principal, text: &str) -> String {
+pub(super) fn scoped(who: &Principal, text: &str) -> String {
     match &who.actor {
         Some(actor) => format!("{}/{text}", key_segment(actor)),
         None => text.to_string(),
@@ -44,7 +44,7 @@ fn scoped(who: &Principal, text: &str) -> String {
 }
 
 /// The client's `Idempotency-Key`, or a new one.
-fn idempotency_key(headers: &HeaderMap) -> Result<String, ApiError> {
+pub(super) fn idempotency_key(headers: &HeaderMap) -> Result<String, ApiError> {
     let Some(v) = headers.get(IDEMPOTENCY_KEY) else {
         return Ok(uuid::Uuid::new_v4().to_string());
     };

@@ -8,6 +8,7 @@
 //!   `responses_stream` the event stream)
 //! - `runs`: kiln's `/v1/runs` (events as SSE, cancel) and `/v1/sessions`
 //! - `front`: `/v1/runs` through Restate's ingress (`--restate-ingress`), for a fleet
+//! - `responses_front`: `/v1/responses` through Restate's ingress, the same way
 //! - `launch`: a request -> grants within the token's ceiling, session, slot, the run
 //! - `table`: runs by id with their events; `auth`: tokens; `limits`: slots, queue, 429
 //! - `metrics`, `router` (health, logging), `body` (JSON bodies), `error` (OpenAI's shape)
@@ -31,6 +32,7 @@ pub mod limits;
 pub mod logfmt;
 pub mod metrics;
 mod responses;
+mod responses_front;
 mod responses_input;
 mod responses_output;
 mod responses_parts;

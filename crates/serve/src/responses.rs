@@ -11,6 +11,7 @@ use super::body::JsonBody;
 use super::chat::CancelOnDrop;
 use super::error::{ApiError, from_run_error};
 use super::launch::{find_agent, launch};
+use super::responses_front;
 use super::responses_input::{ResponsesRequest, append_items, parse, split_prompt};
 use super::responses_output::{Shape, ending, items, now, report_of};
 use super::responses_stream::Streamer;
@@ -18,6 +19,7 @@ use super::state::AppState;
 use super::table::RunEntry;
 use axum::Json;
 use axum::extract::{Path, Query, State};
+use axum::http::HeaderMap;
 use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use futures_util::StreamExt;
@@ -88,7 +90,7 @@ fn conversation(
 }
 
 /// The client's tools must not shadow the agent's own, and a forced tool must be offered.
-fn check_tool_names(state: &AppState, req: &ResponsesRequest) -> Result<(), ApiError> {
+pub(super) fn check_tool_names(state: &AppState, req: &ResponsesRequest) -> Result<(), ApiError> {
     let agent = find_agent(state, &req.run.agent)?;
     if let Some(forced) = req.echo.tool_choice["name"].as_str() {
         let offered = req.run.client_tools.iter().any(|t| t.name == forced)
@@ -121,8 +123,12 @@ fn check_tool_names(state: &AppState, req: &ResponsesRequest) -> Result<(), ApiE
 pub async fn create(
     State(state): State<Arc<AppState>>,
     who: Principal,
+    headers: HeaderMap,
     JsonBody(body): JsonBody,
 ) -> Result<Response, ApiError> {
+    if let Some(front) = &state.front {
+        return responses_front::create(&state, front, &who, &headers, &body).await;
+    }
     let mut req = parse(&body)?;
     if req.store && db(&state).is_none() {
         // Nothing could be kept: the response is answered, not stored.
@@ -179,7 +185,7 @@ pub async fn create(
 }
 
 /// Input items with ids, as `input_items` lists them.
-fn with_ids(items: Vec<Value>) -> Vec<Value> {
+pub(super) fn with_ids(items: Vec<Value>) -> Vec<Value> {
     items
         .into_iter()
         .enumerate()
@@ -310,6 +316,9 @@ pub async fn get(
     who: Principal,
     Path(id): Path<String>,
 ) -> Result<Json<Value>, ApiError> {
+    if let Some(front) = &state.front {
+        return responses_front::get(front, &who, &id).await.map(Json);
+    }
     Ok(Json(stored(&state, &who, &id)?.body))
 }
 
@@ -319,6 +328,9 @@ pub async fn delete(
     who: Principal,
     Path(id): Path<String>,
 ) -> Result<Json<Value>, ApiError> {
+    if let Some(front) = &state.front {
+        return Err(responses_front::delete(front, &who, &id).await);
+    }
     let db = db(&state).ok_or_else(|| not_found(&id))?;
     if !db
         .delete_response(who.actor.as_deref(), &id)
@@ -338,6 +350,9 @@ pub async fn cancel(
     who: Principal,
     Path(id): Path<String>,
 ) -> Result<Json<Value>, ApiError> {
+    if let Some(front) = &state.front {
+        return responses_front::cancel(front, &who, &id).await.map(Json);
+    }
     let run_id = id.strip_prefix(PREFIX).ok_or_else(|| not_found(&id))?;
     let running = state
         .runs
@@ -375,7 +390,10 @@ pub async fn input_items(
     if !(1..=100).contains(&limit) {
         return Err(ApiError::bad_request("limit", "limit must be 1 to 100"));
     }
-    let mut list = stored(&state, &who, &id)?.input_items;
+    let mut list = match &state.front {
+        Some(front) => responses_front::input_items(front, &who, &id).await?,
+        None => stored(&state, &who, &id)?.input_items,
+    };
     match q.order.as_deref() {
         None | Some("desc") => list.reverse(),
         Some("asc") => {}

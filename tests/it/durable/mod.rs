@@ -12,6 +12,7 @@ mod decisions;
 mod fixtures;
 mod front;
 mod gemini;
+mod responses;
 mod tasks;
 
 use fixtures::{ALICE, Cluster, ok_output, three_steps};

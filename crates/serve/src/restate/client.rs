@@ -254,6 +254,22 @@ impl RestateClient {
         Ok(serde_json::from_str(&body).unwrap_or(Value::Array(Vec::new())))
     }
 
+    /// Calls the shared handler `handler` of invocation `inv`'s object or workflow (such as
+    /// `KilnRun`'s `response`) and returns its answer.
+    pub async fn shared(&self, inv: &Invocation, handler: &str) -> Result<Value, DurableError> {
+        let url = format!(
+            "{}/{}/{}/{handler}",
+            self.ingress,
+            key_segment(&inv.service),
+            key_segment(&inv.key)
+        );
+        let (status, body) = self.call(self.http.post(&url), &url).await?;
+        if !(200..300).contains(&status) {
+            return Err(Self::answered(&url, status, body));
+        }
+        Ok(serde_json::from_str(&body).unwrap_or(Value::Null))
+    }
+
     /// Decides approval `approval` of run `run` (`{"decision": "approve"}` or
     /// `{"decision": "deny", "reason"}`) through its one writer, which takes only the first
     /// decision made before the deadline: `{"taken": bool, "decision": the one that holds}`
