@@ -60,6 +60,9 @@ struct RunRequest {
     /// (`report.pending_calls`).
     #[serde(default)]
     client_tools: Vec<ClientTool>,
+    /// Images and files on the prompt.
+    #[serde(default)]
+    attachments: Vec<kiln_providers::Attachment>,
     /// Instructions after the agent's own system prompt.
     #[serde(default)]
     instructions: Option<String>,
@@ -95,7 +98,7 @@ fn parse(input: Json<Value>) -> Result<RunRequest, TerminalError> {
     serde_json::from_value(input.into_inner()).map_err(|e| {
         TerminalError::new_with_code(
             400,
-            format!("invalid run request: {e} (expected {{\"agent\", \"prompt\", \"context\"?, \"actor\"?, \"caps\"?, \"ask\"?, \"history\"?, \"client_tools\"?, \"instructions\"?, \"temperature\"?, \"max_tokens\"?, \"tool_choice\"?, \"parallel_tool_calls\"?, \"response\"?}})"),
+            format!("invalid run request: {e} (expected {{\"agent\", \"prompt\", \"context\"?, \"actor\"?, \"caps\"?, \"ask\"?, \"history\"?, \"client_tools\"?, \"attachments\"?, \"instructions\"?, \"temperature\"?, \"max_tokens\"?, \"tool_choice\"?, \"parallel_tool_calls\"?, \"response\"?}})"),
         )
     })
 }
@@ -172,6 +175,7 @@ impl Worker {
             timeout: self.run_timeout,
             history: req.history,
             client_tools,
+            attachments: req.attachments,
             ..RunOptions::default()
         };
         if let Some((name, history, state)) = session {

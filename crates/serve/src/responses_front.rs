@@ -241,10 +241,11 @@ async fn conversation(
         system.splice(0..0, instructions);
         req.run.overrides.extra_system = Some(system.join("\n\n"));
     }
-    let (history, prompt) = split_prompt(messages)?;
+    let (history, prompt, attachments) = split_prompt(messages)?;
     let from = history.len();
     req.run.history = history;
     req.run.prompt = prompt;
+    req.run.attachments = attachments;
     Ok(from)
 }
 
@@ -287,6 +288,7 @@ fn run_input(
         "ask": ask,
         "history": run.history,
         "client_tools": client_tools,
+        "attachments": run.attachments,
         "instructions": run.overrides.extra_system,
         "temperature": run.overrides.temperature,
         "max_tokens": run.overrides.max_tokens,

@@ -89,7 +89,7 @@ fn durable_responses_survive_a_killed_worker_and_continue_by_previous_response_i
     let (status, listed) = c.api(1, ALICE, "GET", &format!("{path}/input_items"), &[], None);
     assert_eq!(status, 200, "{listed}");
     assert_eq!(listed["object"], "list", "{listed}");
-    assert_eq!(listed["data"][0]["content"], "count", "{listed}");
+    assert_eq!(listed["data"][0]["content"][0]["text"], "count", "{listed}");
     let (status, deleted) = c.api(1, ALICE, "DELETE", &path, &[], None);
     assert_eq!(status, 400, "{deleted}");
     assert!(deleted.to_string().contains("Restate"), "{deleted}");
