@@ -16,8 +16,7 @@ use std::time::Duration;
 /// The media type of an event stream.
 pub const EVENT_STREAM: &str = "application/vnd.amazon.eventstream";
 
-/// A refusal: status, AWS error type and message.
-pub type Refusal = (u16, &'static str, String);
+pub use super::errors::Refusal;
 
 /// AWS's error reply: `{"message"}` with the type in `x-amzn-ErrorType`.
 pub fn error_response((status, kind, message): Refusal) -> Response {

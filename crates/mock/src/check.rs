@@ -4,27 +4,7 @@
 use axum::http::HeaderMap;
 use serde_json::{Value, json};
 
-/// A rejected request: status and error body.
-pub type Rejection = (u16, Value);
-
-pub(crate) fn anthropic_error(status: u16, kind: &str, message: impl Into<String>) -> Rejection {
-    (
-        status,
-        json!({"type": "error", "error": {"type": kind, "message": message.into()}, "request_id": "req_mock"}),
-    )
-}
-
-pub(crate) fn openai_error(
-    status: u16,
-    message: impl Into<String>,
-    param: Option<&str>,
-    code: Option<&str>,
-) -> Rejection {
-    (
-        status,
-        json!({"error": {"message": message.into(), "type": "invalid_request_error", "param": param, "code": code}}),
-    )
-}
+pub use super::errors::{Rejection, anthropic_error, openai_error};
 
 pub(crate) fn valid_name(n: &str) -> bool {
     (1..=64).contains(&n.len())

@@ -17,45 +17,10 @@ use std::time::Duration;
 /// A rejected request: status and Google's error body.
 pub type Rejection = (u16, Value);
 
-/// Google's status name of an HTTP status.
-pub fn status_name(status: u16) -> &'static str {
-    match status {
-        400 => "INVALID_ARGUMENT",
-        401 => "UNAUTHENTICATED",
-        403 => "PERMISSION_DENIED",
-        404 => "NOT_FOUND",
-        429 => "RESOURCE_EXHAUSTED",
-        500 => "INTERNAL",
-        503 => "UNAVAILABLE",
-        504 => "DEADLINE_EXCEEDED",
-        _ => "UNKNOWN",
-    }
-}
-
-/// Google's error body.
-pub fn error(status: u16, message: impl Into<String>) -> Value {
-    json!({"error": {"code": status, "message": message.into(), "status": status_name(status)}})
-}
+pub use super::errors::{field, gemini_error as error, gemini_status_name as status_name};
 
 fn reject(status: u16, message: impl Into<String>) -> Rejection {
     (status, error(status, message))
-}
-
-/// A field of a protobuf-JSON object in either spelling: `camel` or its snake_case.
-pub fn field<'v>(v: &'v Value, camel: &str) -> &'v Value {
-    if let Some(found) = v.get(camel) {
-        return found;
-    }
-    let mut snake = String::with_capacity(camel.len() + 4);
-    for c in camel.chars() {
-        if c.is_ascii_uppercase() {
-            snake.push('_');
-            snake.push(c.to_ascii_lowercase());
-        } else {
-            snake.push(c);
-        }
-    }
-    v.get(&snake).unwrap_or(&Value::Null)
 }
 
 /// Serves `/{version}/models/{model}:{method}`.

@@ -10,6 +10,7 @@ pub mod bedrock;
 pub mod check;
 #[cfg(test)]
 mod conformance;
+pub mod errors;
 pub mod gemini;
 pub mod gemini_render;
 pub mod offered;

@@ -2,8 +2,8 @@
 //! part types it knows, the fields each needs, media types it takes, and base64 that decodes
 //! (in data URLs too). What passes is recorded with the request like everything else.
 
-use super::bedrock::Refusal;
-use super::check::{Rejection, openai_error};
+use super::errors::Refusal;
+use super::errors::{Rejection, openai_error};
 use base64::Engine;
 use serde_json::{Value, json};
 
@@ -218,7 +218,7 @@ pub fn anthropic(i: usize, blocks: &[Value]) -> Option<String> {
 /// Gemini: what is wrong with part `j` of content `i`: its `inlineData` or `fileData`
 /// (either spelling).
 pub fn gemini(i: usize, j: usize, part: &Value) -> Option<String> {
-    use super::gemini::field;
+    use super::errors::field;
     let at = format!("contents[{i}].parts[{j}]");
     let inline = field(part, "inlineData");
     if !inline.is_null() {

@@ -4,9 +4,9 @@
 //! forced tool that is one of them. The status, error shape and the field named are the
 //! services'; where their exact wording is not known, the message is kiln-mock's own.
 
-use super::bedrock::Refusal;
-use super::check::{Rejection, anthropic_error, openai_error};
-use super::gemini::{error as gemini_error, field};
+use super::errors::Refusal;
+use super::errors::{Rejection, anthropic_error, openai_error};
+use super::errors::{field, gemini_error};
 use serde_json::Value;
 
 /// The names of the tools offered, read at `name` in each of `tools`.

@@ -1,7 +1,7 @@
 //! Attachments on the wires: which images and files each wire takes ([`Takes`], checked by
-//! [`crate::Provider::accepts`] before anything is sent) and the content part each renders.
+//! `Provider::accepts` before anything is sent) and the content part each renders.
 
-use super::{Attachment, Message, ProviderError};
+use kiln_core::model::{Attachment, Message, ProviderError};
 use kiln_core::model::{AttachmentKind as Kind, AttachmentSource as Source};
 use serde_json::{Value, json};
 

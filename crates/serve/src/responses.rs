@@ -10,9 +10,11 @@ use super::auth::Principal;
 use super::body::JsonBody;
 use super::chat::CancelOnDrop;
 use super::error::{ApiError, from_run_error};
-use super::launch::{find_agent, launch};
+use super::launch::launch;
 use super::responses_front;
-use super::responses_input::{ResponsesRequest, append_items, parse, split_prompt};
+use super::responses_input::{
+    ResponsesRequest, append_items, check_tool_names, parse, split_prompt, with_ids,
+};
 use super::responses_output::{Shape, ending, items, now, report_of};
 use super::responses_stream::Streamer;
 use super::state::AppState;
@@ -89,36 +91,6 @@ fn conversation(
     Ok(from)
 }
 
-/// The client's tools must not shadow the agent's own, and a forced tool must be offered.
-pub(super) fn check_tool_names(state: &AppState, req: &ResponsesRequest) -> Result<(), ApiError> {
-    let agent = find_agent(state, &req.run.agent)?;
-    if let Some(forced) = req.echo.tool_choice["name"].as_str() {
-        let offered = req.run.client_tools.iter().any(|t| t.name == forced)
-            || agent.tools.iter().any(|own| own == forced);
-        if !offered {
-            return Err(ApiError::bad_request(
-                "tool_choice.name",
-                format!(
-                    "no tool named \"{forced}\" is offered: neither the request's tools nor agent \"{}\"'s",
-                    agent.name
-                ),
-            ));
-        }
-    }
-    for (i, t) in req.run.client_tools.iter().enumerate() {
-        if agent.tools.iter().any(|own| own == &t.name) {
-            return Err(ApiError::bad_request(
-                &format!("tools[{i}].name"),
-                format!(
-                    "agent \"{}\" has a tool named \"{}\" of its own: name the client's tool otherwise",
-                    agent.name, t.name
-                ),
-            ));
-        }
-    }
-    Ok(())
-}
-
 /// `POST /v1/responses`.
 pub async fn create(
     State(state): State<Arc<AppState>>,
@@ -182,41 +154,6 @@ pub async fn create(
     let result = result.as_ref();
     let output = items(&shape, report_of(result));
     Ok(Json(shape.object(output, &ending(result))).into_response())
-}
-
-/// Input items with ids, as `input_items` lists them.
-pub(super) fn with_ids(items: Vec<Value>) -> Vec<Value> {
-    items
-        .into_iter()
-        .enumerate()
-        .map(|(i, mut item)| {
-            if item.get("id").and_then(Value::as_str).is_none() {
-                item["id"] = json!(format!("in_{}_{i}", uuid::Uuid::new_v4().simple()));
-            }
-            if item.get("type").is_none() {
-                item["type"] = json!("message");
-            }
-            let listed = matches!(
-                item["type"].as_str(),
-                Some("message" | "function_call" | "function_call_output")
-            );
-            if listed && item.get("status").is_none() {
-                item["status"] = json!("completed");
-            }
-            // A message's text as the one part it stands for, as the list's items have it.
-            if item["type"] == "message"
-                && let Some(text) = item["content"].as_str().map(str::to_string)
-            {
-                let part = if item["role"] == "assistant" {
-                    super::responses_output::text_part(&text)
-                } else {
-                    json!({"type": "input_text", "text": text})
-                };
-                item["content"] = json!([part]);
-            }
-            item
-        })
-        .collect()
 }
 
 /// A stored response kept up to date: in progress when it starts, whole when it ends.
@@ -421,27 +358,4 @@ pub async fn input_items(
         "has_more": has_more,
         "data": list,
     })))
-}
-
-/// The responses running here, by run id: what `cancel` answers them with.
-#[derive(Default)]
-pub(crate) struct Running {
-    shapes: Mutex<std::collections::HashMap<String, Arc<Shape>>>,
-}
-
-impl Running {
-    fn insert(&self, shape: &Shape) {
-        let mut m = self.shapes.lock().unwrap_or_else(|e| e.into_inner());
-        m.insert(shape.run_id.clone(), Arc::new(shape.clone()));
-    }
-
-    fn get(&self, run_id: &str) -> Option<Arc<Shape>> {
-        let m = self.shapes.lock().unwrap_or_else(|e| e.into_inner());
-        m.get(run_id).cloned()
-    }
-
-    fn remove(&self, run_id: &str) {
-        let mut m = self.shapes.lock().unwrap_or_else(|e| e.into_inner());
-        m.remove(run_id);
-    }
 }

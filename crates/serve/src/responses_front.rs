@@ -11,7 +11,8 @@ use super::auth::Principal;
 use super::error::ApiError;
 use super::front::{idempotency_key, restate_error, scoped};
 use super::launch::{find_agent, grants_for};
-use super::responses_input::{Echo, ResponsesRequest, append_items, parse, split_prompt};
+use super::responses_input::{ResponsesRequest, append_items, parse, split_prompt};
+use super::responses_output::Echo;
 use super::responses_output::{Ending, Shape, ending, items, now};
 use super::responses_stream::{StreamEvent, Streamer};
 use super::state::AppState;
@@ -311,8 +312,8 @@ pub(super) async fn create(
         return Err(ApiError::unavailable("the server is shutting down"));
     }
     let from = conversation(front, who, &mut req).await?;
-    super::responses::check_tool_names(state, &req)?;
-    let input_items = super::responses::with_ids(std::mem::take(&mut req.input_items));
+    super::responses_input::check_tool_names(state, &req)?;
+    let input_items = super::responses_input::with_ids(std::mem::take(&mut req.input_items));
     let mut shape = Shape {
         id: String::new(),
         run_id: String::new(),

@@ -5,8 +5,10 @@
 
 use super::body::{budget, number, object, positive, string_list};
 use super::error::ApiError;
-use super::launch::RunRequest;
+use super::launch::{RunRequest, find_agent};
+use super::responses_output::Echo;
 use super::responses_parts::{Content, content};
+use super::state::AppState;
 use kiln_agent::connect::ProviderOverrides;
 use kiln_providers::{Attachment, Message, ToolCall, ToolChoice, ToolDef, ToolResult};
 use serde_json::{Value, json};
@@ -24,20 +26,6 @@ pub(super) struct ResponsesRequest {
     pub store: bool,
     /// What the Response object repeats from the request.
     pub echo: Echo,
-}
-
-/// The request's settings a Response object repeats.
-#[derive(Clone, Debug, Default)]
-pub(super) struct Echo {
-    pub instructions: Option<String>,
-    pub tools: Vec<Value>,
-    pub tool_choice: Value,
-    pub parallel_tool_calls: bool,
-    pub temperature: Option<f64>,
-    pub top_p: Option<f64>,
-    pub max_output_tokens: Option<u32>,
-    pub metadata: Value,
-    pub user: Option<String>,
 }
 
 /// `metadata`: at most 16 string values (as OpenAI's API takes it).
@@ -520,6 +508,71 @@ pub(super) fn split_prompt(
             "the input must end with a user message or the outputs of the function calls",
         )),
     }
+}
+
+/// The client's tools must not shadow the agent's own, and a forced tool must be offered.
+pub(super) fn check_tool_names(state: &AppState, req: &ResponsesRequest) -> Result<(), ApiError> {
+    let agent = find_agent(state, &req.run.agent)?;
+    if let Some(forced) = req.echo.tool_choice["name"].as_str() {
+        let offered = req.run.client_tools.iter().any(|t| t.name == forced)
+            || agent.tools.iter().any(|own| own == forced);
+        if !offered {
+            return Err(ApiError::bad_request(
+                "tool_choice.name",
+                format!(
+                    "no tool named \"{forced}\" is offered: neither the request's tools nor agent \"{}\"'s",
+                    agent.name
+                ),
+            ));
+        }
+    }
+    for (i, t) in req.run.client_tools.iter().enumerate() {
+        if agent.tools.iter().any(|own| own == &t.name) {
+            return Err(ApiError::bad_request(
+                &format!("tools[{i}].name"),
+                format!(
+                    "agent \"{}\" has a tool named \"{}\" of its own: name the client's tool otherwise",
+                    agent.name, t.name
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Input items with ids, as `input_items` lists them.
+pub(super) fn with_ids(items: Vec<Value>) -> Vec<Value> {
+    items
+        .into_iter()
+        .enumerate()
+        .map(|(i, mut item)| {
+            if item.get("id").and_then(Value::as_str).is_none() {
+                item["id"] = json!(format!("in_{}_{i}", uuid::Uuid::new_v4().simple()));
+            }
+            if item.get("type").is_none() {
+                item["type"] = json!("message");
+            }
+            let listed = matches!(
+                item["type"].as_str(),
+                Some("message" | "function_call" | "function_call_output")
+            );
+            if listed && item.get("status").is_none() {
+                item["status"] = json!("completed");
+            }
+            // A message's text as the one part it stands for, as the list's items have it.
+            if item["type"] == "message"
+                && let Some(text) = item["content"].as_str().map(str::to_string)
+            {
+                let part = if item["role"] == "assistant" {
+                    super::responses_output::text_part(&text)
+                } else {
+                    json!({"type": "input_text", "text": text})
+                };
+                item["content"] = json!([part]);
+            }
+            item
+        })
+        .collect()
 }
 
 #[cfg(test)]

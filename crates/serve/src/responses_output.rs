@@ -3,11 +3,25 @@
 //! `kiln`, the client's function calls as `function_call` items), its usage and status, and
 //! every field the request set, repeated.
 
-use super::responses_input::Echo;
 use super::table::error_kind;
 use kiln_agent::{RunError, RunErrorKind, RunReport, ToolCallRecord};
 use kiln_providers::{Message, StopReason, ToolCall, Usage};
 use serde_json::{Value, json};
+use std::sync::{Arc, Mutex};
+
+/// The request's settings a Response object repeats.
+#[derive(Clone, Debug, Default)]
+pub(super) struct Echo {
+    pub instructions: Option<String>,
+    pub tools: Vec<Value>,
+    pub tool_choice: Value,
+    pub parallel_tool_calls: bool,
+    pub temperature: Option<f64>,
+    pub top_p: Option<f64>,
+    pub max_output_tokens: Option<u32>,
+    pub metadata: Value,
+    pub user: Option<String>,
+}
 
 /// The `server_label` of kiln's own tools in `mcp_call` items.
 pub(super) const SERVER_LABEL: &str = "kiln";
@@ -257,5 +271,28 @@ pub(super) fn report_of(result: &Result<RunReport, RunError>) -> &RunReport {
     match result {
         Ok(r) => r,
         Err(e) => &e.report,
+    }
+}
+
+/// The responses running here, by run id: what `cancel` answers them with.
+#[derive(Default)]
+pub(crate) struct Running {
+    shapes: Mutex<std::collections::HashMap<String, Arc<Shape>>>,
+}
+
+impl Running {
+    pub(super) fn insert(&self, shape: &Shape) {
+        let mut m = self.shapes.lock().unwrap_or_else(|e| e.into_inner());
+        m.insert(shape.run_id.clone(), Arc::new(shape.clone()));
+    }
+
+    pub(super) fn get(&self, run_id: &str) -> Option<Arc<Shape>> {
+        let m = self.shapes.lock().unwrap_or_else(|e| e.into_inner());
+        m.get(run_id).cloned()
+    }
+
+    pub(super) fn remove(&self, run_id: &str) {
+        let mut m = self.shapes.lock().unwrap_or_else(|e| e.into_inner());
+        m.remove(run_id);
     }
 }

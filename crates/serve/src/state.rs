@@ -87,7 +87,7 @@ pub struct AppState {
     /// The durable engine `/v1/runs` submits to (`--restate-ingress`); `None`: runs run here.
     pub front: Option<crate::restate::RestateClient>,
     /// The Responses door's running responses.
-    pub(crate) responses: crate::responses::Running,
+    pub(crate) responses: crate::responses_output::Running,
     draining: AtomicBool,
     sessions: Mutex<HashMap<String, Weak<tokio::sync::Mutex<()>>>>,
 }
