@@ -188,7 +188,7 @@ pub mod project {
 #[cfg(feature = "mcp")]
 pub mod mcp {
     pub use kiln_host::mcp::{
-        McpError, MountSpec, Mounts, SEPARATOR, ServerState, ServerStatus, Target,
+        MOUNTED_AS_VAR, McpError, MountSpec, Mounts, SEPARATOR, ServerState, ServerStatus, Target,
     };
     pub use kiln_mcp::issuer::Issuer;
     pub use kiln_mcp::{HttpOptions, McpEndpoint, McpServer, router};

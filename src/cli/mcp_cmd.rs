@@ -19,6 +19,9 @@ pub struct McpArgs {
     /// given).
     #[arg(long, value_name = "ADDR", num_args = 0..=1, default_missing_value = d::MCP_HTTP_BIND)]
     pub http: Option<String>,
+    /// Serve stdio even where kiln.toml's `[mcp] http` names an address.
+    #[arg(long, conflicts_with = "http")]
+    pub stdio: bool,
     /// Capabilities granted to MCP clients (comma-separated, repeatable); tools needing more
     /// are not listed and are refused.
     #[arg(long, value_name = "CAPS")]
@@ -36,11 +39,15 @@ pub struct McpArgs {
     #[arg(long, value_name = "URL", requires = "auth_issuer")]
     pub auth_audience: Option<String>,
     /// Also offer each agent as a tool ask_AGENT (one `prompt` parameter).
-    #[arg(long)]
+    /// `=false` turns off what kiln.toml turns on.
+    #[arg(long, value_name = "BOOL", num_args = 0..=1, require_equals = true, default_value = "false",
+        default_missing_value = "true", value_parser = clap::builder::BoolishValueParser::new())]
     pub agents: bool,
     /// Offer two tools instead of every tool: `run_code` (a Rhai program calling the tools as
     /// functions, each call guarded and logged as a direct one) and `search_tools`.
-    #[arg(long)]
+    /// `=false` turns off what kiln.toml turns on.
+    #[arg(long, value_name = "BOOL", num_args = 0..=1, require_equals = true, default_value = "false",
+        default_missing_value = "true", value_parser = clap::builder::BoolishValueParser::new())]
     pub code_mode: bool,
     /// HTTP only: also accept requests from this Origin (repeatable), e.g. `https://app.example:*`
     #[arg(long = "allow-origin", value_name = "ORIGIN")]
@@ -68,6 +75,9 @@ pub fn apply(a: &mut McpArgs, project: &Project, given: &Given, caps: Option<Vec
     let file = &project.settings.mcp;
     fill!(given, a, file; http, token_env, auth_issuer, auth_audience, agents, code_mode,
         allow_origins, header_timeout, body_timeout, max_sessions, session_idle, max_connections);
+    if a.stdio {
+        a.http = None;
+    }
     if let Some(caps) = caps {
         a.caps = caps;
     }

@@ -60,8 +60,11 @@ pub struct Global {
     #[arg(long, global = true, value_name = "DIR", default_value = kiln::project::defaults::WORKSPACE)]
     pub workspace: PathBuf,
     /// Do not load the built-in stdlib tools.
-    #[arg(long, global = true)]
+    #[arg(long, global = true, conflicts_with = "stdlib")]
     pub no_stdlib: bool,
+    /// Load the built-in stdlib tools even where kiln.toml says `stdlib = false`.
+    #[arg(long, global = true)]
+    pub stdlib: bool,
     /// The database (run log, sessions, store). Default: WORKSPACE/.kiln/kiln.db
     #[arg(long, global = true, value_name = "PATH", env = "KILN_DB")]
     pub db: Option<PathBuf>,
@@ -82,8 +85,19 @@ pub struct Global {
     #[arg(long = "resolve", global = true, value_name = "NAME:ADDR")]
     pub resolve: Vec<String>,
     /// Let http_get/http_post use HTTP_PROXY and friends; the proxy then makes the connection,
-    /// so only the address the name resolves to here is checked.
-    #[arg(long, global = true, env = "KILN_NET_PROXY")]
+    /// so only the address the name resolves to here is checked. `--net-proxy=false` turns off
+    /// what kiln.toml turns on; KILN_NET_PROXY takes true/false, 1/0, yes/no, on/off.
+    #[arg(
+        long,
+        global = true,
+        env = "KILN_NET_PROXY",
+        value_name = "BOOL",
+        num_args = 0..=1,
+        require_equals = true,
+        default_value = "false",
+        default_missing_value = "true",
+        value_parser = clap::builder::BoolishValueParser::new(),
+    )]
     pub net_proxy: bool,
     /// Mount an MCP server's tools as NAME__TOOL, needing capability mcp:NAME (repeatable):
     /// NAME=COMMAND ARGS... (stdio), "NAME=http://HOST:PORT/mcp [bearer_env=VAR]", or

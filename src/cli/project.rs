@@ -132,6 +132,7 @@ fn fill_global(g: &mut Global, project: &Project, given: &Given) {
         g.workspace = project.workspace();
     }
     if !given.flag("no_stdlib")
+        && !given.flag("stdlib")
         && let Some(stdlib) = file.stdlib
     {
         g.no_stdlib = !stdlib;
@@ -157,7 +158,10 @@ fn fill_global(g: &mut Global, project: &Project, given: &Given) {
             note_env_override(var, &format!("providers.{name}.base_url"), project);
         }
     }
-    if !given.flag("mcp") && !file.mounts.is_empty() {
+    // A kiln another kiln started as a mount leaves the file's mounts out: mounting them
+    // again would start itself over and over.
+    let mounted = std::env::var_os(kiln::mcp::MOUNTED_AS_VAR).is_some();
+    if !given.flag("mcp") && !file.mounts.is_empty() && !mounted {
         g.mcp = (file.mounts.iter())
             .map(|(name, server)| format!("{name}={server}"))
             .collect();

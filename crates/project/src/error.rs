@@ -122,32 +122,60 @@ fn floor_char(text: &str, mut at: usize) -> usize {
     at
 }
 
-/// The `[table]` header above byte `at` (`""` at the top level).
+/// The table holding the key at byte `at` (`""` at the top level): the `[table]` header above
+/// it, and the dotted parts written before it (`serve.max_runs = 3`); on a header line itself
+/// (`[providers.opneai]`), the header's parts before the one at `at`.
 fn table_at(text: &str, at: usize) -> String {
-    text[..floor_char(text, at)]
-        .lines()
-        .rev()
-        .map(str::trim)
-        .find(|l| l.starts_with('['))
-        .map(|l| {
-            l.trim_start_matches('[')
-                .split(']')
-                .next()
-                .unwrap_or_default()
-                .trim()
-                .to_string()
-        })
-        .unwrap_or_default()
+    let at = floor_char(text, at);
+    let start = text[..at].rfind('\n').map_or(0, |i| i + 1);
+    let line = text[start..].lines().next().unwrap_or_default();
+    let before = &text[start..at];
+    let header = |l: &str| {
+        let inner = l.trim().trim_start_matches('[');
+        inner.split(']').next().unwrap_or_default().to_string()
+    };
+    let (outer, written) = if line.trim_start().starts_with('[') {
+        (String::new(), header(before))
+    } else {
+        let outer = text[..start]
+            .lines()
+            .rev()
+            .find(|l| l.trim_start().starts_with('['))
+            .map(header)
+            .unwrap_or_default();
+        (
+            outer,
+            before.split('=').next().unwrap_or_default().to_string(),
+        )
+    };
+    // The parts written before the key at `at`: every dotted part but the last, unfinished one.
+    let mut parts: Vec<String> = written
+        .split('.')
+        .map(|p| p.trim().trim_matches('"').to_string())
+        .collect();
+    parts.pop();
+    std::iter::once(outer.trim().to_string())
+        .chain(parts)
+        .filter(|p| !p.is_empty())
+        .collect::<Vec<_>>()
+        .join(".")
 }
 
-/// The key written on the line holding byte `at`, when it is a `key = value` line.
+/// The key written on the line holding byte `at`, when it is a `key = value` line (the last
+/// part of a dotted key; [`table_at`] has the parts before it).
 fn key_on_line(text: &str, at: usize) -> Option<String> {
     let at = floor_char(text, at);
     let start = text[..at].rfind('\n').map_or(0, |i| i + 1);
     let line = text[start..].lines().next().unwrap_or_default();
     let (key, _) = line.split_once('=')?;
-    let key = key.trim().trim_matches('"');
-    (!key.is_empty() && !key.starts_with('[')).then(|| key.to_string())
+    let key = key.trim();
+    let last = key
+        .rsplit('.')
+        .next()
+        .unwrap_or_default()
+        .trim()
+        .trim_matches('"');
+    (!last.is_empty() && !key.starts_with('[')).then(|| last.to_string())
 }
 
 /// The words between backticks, in order.

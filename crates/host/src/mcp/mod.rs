@@ -15,7 +15,7 @@ mod sink;
 mod state;
 
 pub use kiln_registry::mount_spec::{MountSpec, SEPARATOR, Target};
-pub use mount::{Mounts, ServerState};
+pub use mount::{MOUNTED_AS_VAR, Mounts, ServerState};
 pub use servers::{HostServers, ServerStatus};
 pub use sink::SourceSink;
 

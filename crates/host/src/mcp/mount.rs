@@ -74,6 +74,10 @@ type Client = RunningService<RoleClient, Listener>;
 /// A line for the operator (reloads, restarts).
 pub type Report = Arc<dyn Fn(String) + Send + Sync>;
 
+/// The variable a started server gets, naming the mount it serves: a kiln started so does not
+/// mount its project file's `[mounts]` again.
+pub const MOUNTED_AS_VAR: &str = "KILN_MOUNTED_AS";
+
 /// Environment variables a started server does not inherit.
 const PROVIDER_KEYS: [&str; 4] = [
     "ANTHROPIC_API_KEY",
@@ -531,6 +535,9 @@ async fn connect_with(
                 if spec.declared.is_some() {
                     c.current_dir(host.workspace());
                 }
+                // A kiln started as a mount does not mount its project file's `[mounts]`
+                // again: it would start itself over and over.
+                c.env(MOUNTED_AS_VAR, &spec.name);
             });
             let transport = TokioChildProcess::new(command)
                 .map_err(|e| failed(format!("cannot start `{program}`: {e}")))?;
