@@ -19,7 +19,10 @@ fn main() -> ExitCode {
     // kiln.toml fills what the flags left unset (before logging: it may set the log format).
     if let Err(e) = cli::apply_project(&mut args, &matches) {
         cli::output::error(&format!("{e:#}"));
-        return ExitCode::from(2);
+        // The language server goes on without it and shows the error on the file itself.
+        if matches.subcommand_name() != Some("lsp") {
+            return ExitCode::from(2);
+        }
     }
     let traces = cli::init_logging(&args);
     let outcome = cli::run(args);

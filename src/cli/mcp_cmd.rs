@@ -71,7 +71,12 @@ pub struct McpArgs {
 }
 
 /// Fills what the flags left unset from the project file's `[mcp]` and `[grants]`.
-pub fn apply(a: &mut McpArgs, project: &Project, given: &Given, caps: Option<Vec<String>>) {
+pub fn apply(
+    a: &mut McpArgs,
+    project: &Project,
+    given: &Given,
+    caps: Option<Vec<String>>,
+) -> CliResult<()> {
     let file = &project.settings.mcp;
     fill!(given, a, file; http, token_env, auth_issuer, auth_audience, agents, code_mode,
         allow_origins, header_timeout, body_timeout, max_sessions, session_idle, max_connections);
@@ -81,6 +86,15 @@ pub fn apply(a: &mut McpArgs, project: &Project, given: &Given, caps: Option<Vec
     if let Some(caps) = caps {
         a.caps = caps;
     }
+    if a.auth_issuer.is_some() && a.http.is_none() {
+        let path = project.path.display();
+        return Err(format!("{path}: [mcp] auth_issuer takes effect over HTTP only: set `http` (or --http), or leave it out").into());
+    }
+    super::project::unused_audience(
+        a.auth_audience.is_some() && a.auth_issuer.is_none(),
+        "mcp",
+        project,
+    )
 }
 
 /// Runs `kiln mcp` until the client disconnects (stdio) or Ctrl-C (HTTP).

@@ -257,7 +257,12 @@ impl Global {
     fn builder(&self) -> CliResult<kiln::HostBuilder> {
         for dir in &self.scripts {
             if !dir.is_dir() {
-                return Err(format!("scripts folder {} does not exist", dir.display()).into());
+                let named_by = (self.project.as_deref())
+                    .filter(|p| p.settings.scripts.as_ref().is_some_and(|s| s.contains(dir)))
+                    .map(|p| format!(" (named by `scripts` in {})", p.path.display()))
+                    .unwrap_or_default();
+                let dir = dir.display();
+                return Err(format!("scripts folder {dir}{named_by} does not exist").into());
             }
         }
         let mut b = Host::builder()
@@ -352,8 +357,9 @@ pub fn apply_project(cli: &mut Cli, matches: &clap::ArgMatches) -> CliResult<()>
     };
     let caps = project::caps(&file, &given);
     match &mut cli.command {
-        Some(Command::Serve(a)) => serve_cmd::apply(a, &file, &given, caps),
-        Some(Command::Mcp(a)) => mcp_cmd::apply(a, &file, &given, caps),
+        Some(Command::Serve(a)) => serve_cmd::apply(a, &file, &given, caps)?,
+        Some(Command::Mcp(a)) => mcp_cmd::apply(a, &file, &given, caps)?,
+        Some(Command::Extract(a)) => project::fill_caps(&mut a.caps, caps),
         Some(Command::Call(a)) => project::fill_caps(&mut a.run.caps, caps),
         Some(Command::Ask(a)) => project::fill_caps(&mut a.run.caps, caps),
         Some(Command::Run(a)) => project::fill_caps(&mut a.run.caps, caps),

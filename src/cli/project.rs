@@ -189,3 +189,16 @@ pub fn scripts_or_default(g: &Global) -> Vec<PathBuf> {
         g.scripts.clone()
     }
 }
+
+/// Refuses an `auth_audience` without the `auth_issuer` it belongs to (clap checks the flags;
+/// this checks what the file added), rather than ignoring it without a word.
+pub fn unused_audience(unused: bool, table: &str, project: &Project) -> CliResult<()> {
+    if unused {
+        let path = project.path.display();
+        return Err(format!(
+            "{path}: [{table}] auth_audience needs auth_issuer (a flag or the file's)"
+        )
+        .into());
+    }
+    Ok(())
+}

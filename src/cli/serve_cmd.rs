@@ -119,7 +119,12 @@ pub struct ServeArgs {
 }
 
 /// Fills what the flags left unset from the project file's `[serve]` and `[grants]`.
-pub fn apply(a: &mut ServeArgs, project: &Project, given: &Given, caps: Option<Vec<String>>) {
+pub fn apply(
+    a: &mut ServeArgs,
+    project: &Project,
+    given: &Given,
+    caps: Option<Vec<String>>,
+) -> CliResult<()> {
     let mut file = project.settings.serve.clone();
     if file.tokens.is_some() && !given.flag("tokens") && env_tokens().is_some() {
         note_env_override("KILN_TOKENS", "serve.tokens", project);
@@ -131,6 +136,11 @@ pub fn apply(a: &mut ServeArgs, project: &Project, given: &Given, caps: Option<V
     if let Some(caps) = caps {
         a.caps = caps;
     }
+    super::project::unused_audience(
+        a.auth_audience.is_some() && a.auth_issuer.is_none(),
+        "serve",
+        project,
+    )
 }
 
 impl From<kiln::project::LogFormat> for LogFormat {

@@ -213,6 +213,44 @@ fn kiln_lsp_warns_where_kiln_check_warns_about_a_deprecated_spelling() {
     lsp.shut_down(3);
 }
 
+#[test]
+fn a_kiln_toml_that_does_not_read_is_shown_on_the_file_and_the_server_goes_on() {
+    let s = Scripts::new(&[]);
+    std::fs::create_dir(s.path().join("scripts")).expect("a scripts folder");
+    std::fs::write(
+        s.path().join("kiln.toml"),
+        "stdlib = false\n\n[serve]\nmax_rnus = 3\n",
+    )
+    .expect("kiln.toml");
+    let text = "tool(\"w\").handler(|args| nope);\n";
+    std::fs::write(s.path().join("scripts/w.rhai"), text).expect("a script");
+
+    let mut lsp = Lsp::start(s.path());
+    lsp.initialize(s.path());
+    let published = lsp.published(&url(&s.path().join("kiln.toml")));
+    let d = &published["params"]["diagnostics"][0];
+    assert_eq!(
+        d["range"]["start"],
+        json!({"line": 3, "character": 0}),
+        "{published}"
+    );
+    assert_eq!(d["severity"], 1);
+    assert!(
+        d["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("did you mean `max_runs`?")),
+        "{published}"
+    );
+    // The scripts are still checked, from the default folder.
+    let uri = lsp.open(&s.path().join("scripts/w.rhai"), text);
+    let published = lsp.published(&uri);
+    assert_eq!(
+        published["params"]["diagnostics"][0]["severity"], 1,
+        "{published}"
+    );
+    lsp.shut_down(3);
+}
+
 fn url(path: &std::path::Path) -> String {
     let path = path.canonicalize().expect("a real path");
     format!("file://{}", path.display())

@@ -59,6 +59,7 @@ mod pipes;
 mod planner;
 mod policies;
 mod project;
+mod project_keys;
 mod ratelimit;
 mod reload;
 mod renames;

@@ -104,7 +104,10 @@ fn probe(s: &Served) -> (Value, u16, u16) {
 #[test]
 fn kiln_serve_with_only_kiln_toml_behaves_as_with_the_flags() {
     let dir = project(SERVE_TOML);
+    let db = dir.path().join("k.db");
     let from_file = probe(&serve(dir.path(), &[], &[]));
+    assert!(db.exists(), "the file's db is used");
+    std::fs::remove_file(&db).expect("remove the db");
     let flags = [
         "--no-project",
         "--scripts",
@@ -119,6 +122,7 @@ fn kiln_serve_with_only_kiln_toml_behaves_as_with_the_flags() {
         "300",
     ];
     let from_flags = probe(&serve(dir.path(), &flags, &[]));
+    assert!(db.exists(), "--db is used");
     assert_eq!(from_file, from_flags);
     assert_eq!(from_file, (json!(["shop"]), 401, 413));
 }

@@ -47,19 +47,26 @@ impl Overrides {
     ) -> Result<Overrides, String> {
         let mut map: HashMap<String, Vec<IpAddr>> = HashMap::new();
         for e in entries {
-            let e = e.as_ref();
-            let (name, addr) = e
-                .split_once(':')
-                .ok_or_else(|| format!("--resolve `{e}`: expected NAME:ADDR"))?;
-            let ip: IpAddr = addr
-                .trim_start_matches('[')
-                .trim_end_matches(']')
-                .parse()
-                .map_err(|_| format!("--resolve `{e}`: `{addr}` is not an IP address"))?;
-            map.entry(name.to_ascii_lowercase()).or_default().push(ip);
+            let (name, ip) = parse_entry(e.as_ref()).map_err(|why| format!("--resolve {why}"))?;
+            map.entry(name).or_default().push(ip);
         }
         Ok(Overrides { map, fallback })
     }
+}
+
+/// One `NAME:ADDR` entry: the name in lower case and the address (`ADDR` may be a bracketed
+/// IPv6 address). The error quotes the entry and says what is wrong with it.
+pub fn parse_entry(entry: &str) -> Result<(String, IpAddr), String> {
+    let (name, addr) = entry
+        .split_once(':')
+        .filter(|(name, _)| !name.is_empty())
+        .ok_or_else(|| format!("`{entry}`: expected NAME:ADDR"))?;
+    let ip: IpAddr = addr
+        .trim_start_matches('[')
+        .trim_end_matches(']')
+        .parse()
+        .map_err(|_| format!("`{entry}`: `{addr}` is not an IP address"))?;
+    Ok((name.to_ascii_lowercase(), ip))
 }
 
 impl Overrides {

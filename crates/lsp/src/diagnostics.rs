@@ -35,6 +35,20 @@ pub fn of(text: &str, errors: &[LoadError], advice: &[LoadError]) -> Vec<Diagnos
         .collect()
 }
 
+/// The diagnostic of a project file (`kiln.toml`) that does not read, at its line and column.
+pub fn of_project(text: &str, line: usize, col: usize, message: String) -> Diagnostic {
+    let start = position::from_line_col(text, line, col);
+    let end = token_end(text, start);
+    Diagnostic {
+        range: position::range(text, start..end),
+        severity: Some(DiagnosticSeverity::ERROR),
+        code: Some(NumberOrString::String("project-file".into())),
+        source: Some("kiln".into()),
+        message,
+        ..Diagnostic::default()
+    }
+}
+
 fn code(severity: DiagnosticSeverity) -> &'static str {
     match severity {
         DiagnosticSeverity::ERROR => "load-error",

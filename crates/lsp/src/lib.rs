@@ -40,8 +40,9 @@ pub struct Options {
 
 impl Options {
     /// Resolves the scripts folders against the workspace root the editor names (or the
-    /// current folder), keeping the ones that exist.
-    fn settle(&mut self, init: &lsp_types::InitializeParams) {
+    /// current folder), keeping the ones that exist; returns why the project file found there
+    /// does not read, if it does not (the server shows it on the file).
+    fn settle(&mut self, init: &lsp_types::InitializeParams) -> Option<kiln_project::ProjectError> {
         #[allow(deprecated)] // Older editors send only `rootUri`.
         let root = (init.workspace_folders.as_ref())
             .and_then(|f| f.first())
@@ -56,24 +57,38 @@ impl Options {
             .and_then(|s| s.as_array())
             .map(|a| a.iter().filter_map(|d| d.as_str()).map(PathBuf::from));
         self.scripts.extend(named.into_iter().flatten());
+        let mut problem = None;
         if self.scripts.is_empty() {
-            self.scripts = project_scripts(&root);
+            match project_of(&root) {
+                Ok(Some(project)) => {
+                    self.scripts = project.scripts();
+                    self.stdlib &= project.settings.stdlib.unwrap_or(true);
+                }
+                Ok(None) => self.scripts = default_scripts(),
+                Err(e) => {
+                    self.scripts = default_scripts();
+                    problem = Some(e);
+                }
+            }
         }
         self.scripts = (self.scripts.iter())
             .filter_map(|d| root.join(d).canonicalize().ok())
             .collect();
+        problem
     }
 }
 
-/// The scripts folders of the project file (`kiln.toml`) at `root` or above, as `kiln check`
-/// reads them; without one (or if it does not read), the default folder.
-fn project_scripts(root: &std::path::Path) -> Vec<PathBuf> {
-    let project = kiln_project::Project::discover(root)
-        .and_then(|path| kiln_project::Project::load(&path).ok());
-    match project {
-        Some(project) => project.scripts(),
-        None => vec![PathBuf::from(kiln_project::defaults::SCRIPTS_DIR)],
-    }
+fn default_scripts() -> Vec<PathBuf> {
+    vec![PathBuf::from(kiln_project::defaults::SCRIPTS_DIR)]
+}
+
+/// The project file (`kiln.toml`) at `root` or above, read as `kiln check` reads it.
+fn project_of(
+    root: &std::path::Path,
+) -> Result<Option<kiln_project::Project>, kiln_project::ProjectError> {
+    kiln_project::Project::discover(root)
+        .map(|path| kiln_project::Project::load(&path))
+        .transpose()
 }
 
 /// Serves an editor on stdin and stdout until it shuts down.
@@ -86,16 +101,56 @@ pub fn run_stdio(options: Options) -> Result<(), LspError> {
 
 #[cfg(test)]
 mod project_tests {
-    use super::project_scripts;
-    use std::path::PathBuf;
+    use super::{Options, project_of};
 
     #[test]
     fn the_scripts_folders_are_the_project_files_from_the_root_or_above() {
         let dir = tempfile::tempdir().expect("tempdir");
         let deep = dir.path().join("a/b");
         std::fs::create_dir_all(&deep).expect("mkdir");
-        assert_eq!(project_scripts(&deep), [PathBuf::from("scripts")]);
+        assert!(matches!(project_of(&deep), Ok(None)));
         std::fs::write(dir.path().join("kiln.toml"), "scripts = [\"tools\"]\n").expect("write");
-        assert_eq!(project_scripts(&deep), [dir.path().join("tools")]);
+        let project = project_of(&deep).expect("reads").expect("found");
+        assert_eq!(project.scripts(), [dir.path().join("tools")]);
+    }
+
+    #[test]
+    fn the_project_files_stdlib_is_kept_and_a_broken_file_is_reported() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        std::fs::create_dir(dir.path().join("scripts")).expect("mkdir");
+        let uri = lsp_types::Url::from_file_path(dir.path()).expect("a file URL");
+        let init = lsp_types::InitializeParams {
+            workspace_folders: Some(vec![lsp_types::WorkspaceFolder {
+                uri,
+                name: "project".into(),
+            }]),
+            ..Default::default()
+        };
+        let settle = |text: &str| {
+            std::fs::write(dir.path().join("kiln.toml"), text).expect("write");
+            let mut options = Options {
+                scripts: Vec::new(),
+                stdlib: true,
+            };
+            let problem = options.settle(&init);
+            (options, problem)
+        };
+        let (options, problem) = settle("stdlib = false\n");
+        assert!(problem.is_none());
+        assert!(!options.stdlib);
+        let (options, problem) = settle("stdlbi = false\n");
+        let problem = problem.expect("a misspelt key is reported");
+        assert_eq!(problem.place().1, 1);
+        assert!(
+            problem.to_string().contains("did you mean `stdlib`"),
+            "{problem}"
+        );
+        assert!(options.stdlib);
+        let scripts = dir
+            .path()
+            .join("scripts")
+            .canonicalize()
+            .expect("canonical");
+        assert_eq!(options.scripts, [scripts]);
     }
 }

@@ -50,7 +50,15 @@ pub fn serve(conn: &Connection, mut options: Options) -> Result<(), LspError> {
         .initialize(caps)
         .map_err(|e| LspError::Protocol(e.to_string()))?;
     let init: InitializeParams = serde_json::from_value(init).unwrap_or_default();
-    options.settle(&init);
+    if let Some(problem) = options.settle(&init) {
+        // The project file does not read: say so on it, and go on with the default folder.
+        let (path, line, col) = problem.place();
+        let text = std::fs::read_to_string(path).unwrap_or_default();
+        let found = diagnostics::of_project(&text, line, col, problem.to_string());
+        let params = params(&BTreeMap::new(), path, vec![found]);
+        let n = Notification::new(note::PublishDiagnostics::METHOD.into(), params);
+        send(conn, Message::Notification(n))?;
+    }
     let mut state = State {
         options,
         buffers: BTreeMap::new(),

@@ -58,6 +58,25 @@ pub enum ProjectError {
     },
 }
 
+impl ProjectError {
+    /// The file and the 1-based line and column the error is at (line 1, column 1 when the
+    /// file could not be read).
+    pub fn place(&self) -> (&std::path::Path, usize, usize) {
+        match self {
+            ProjectError::Read { path, .. } => (path, 1, 1),
+            ProjectError::UnknownKey {
+                path, line, col, ..
+            }
+            | ProjectError::Value {
+                path, line, col, ..
+            }
+            | ProjectError::Syntax {
+                path, line, col, ..
+            } => (path, *line, *col),
+        }
+    }
+}
+
 /// Turns the TOML reader's error into one that names the place and the key.
 pub(crate) fn locate(path: PathBuf, text: &str, e: &toml::de::Error) -> ProjectError {
     let at = e.span().map_or(0, |s| s.start).min(text.len());

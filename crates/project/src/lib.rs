@@ -8,6 +8,7 @@
 //! defaults in [`defaults`]. Relative paths in the file are relative to the file's folder. A
 //! misspelt key is an error at `kiln.toml:LINE:COL` naming the nearest valid key.
 
+mod checked;
 pub mod defaults;
 mod error;
 mod seconds;

@@ -1,6 +1,7 @@
 //! What `kiln.toml` holds: every key optional, so a key left out falls back to the flag's
 //! default, and a key written is told apart from a default. Unknown keys are errors.
 
+use crate::checked;
 use crate::seconds::Seconds;
 use serde::Deserialize;
 use std::collections::BTreeMap;
@@ -45,8 +46,10 @@ pub struct Settings {
 pub struct GrantSettings {
     /// Capabilities granted where a command's `--caps` is not given (`call`, `run`, `repl`,
     /// `mcp`; the ceiling of `serve` and of an agent's own grants in `ask`).
+    #[serde(default, deserialize_with = "checked::capabilities")]
     pub caps: Option<Vec<String>>,
     /// Granted capabilities that need a person's approval (`--needs-approval`).
+    #[serde(default, deserialize_with = "checked::capabilities")]
     pub needs_approval: Option<Vec<String>>,
 }
 
@@ -55,6 +58,7 @@ pub struct GrantSettings {
 #[serde(deny_unknown_fields)]
 pub struct NetworkSettings {
     /// `NAME:ADDR` pairs http_get/http_post resolve NAME to (`--resolve`).
+    #[serde(default, deserialize_with = "checked::resolve")]
     pub resolve: Option<Vec<String>>,
     /// Let http_get/http_post use HTTP_PROXY and friends (`--net-proxy`, `KILN_NET_PROXY`).
     pub proxy: Option<bool>,
@@ -80,6 +84,8 @@ pub struct Providers {
     pub azure_responses: Option<ProviderSettings>,
     /// Google Gemini.
     pub gemini: Option<ProviderSettings>,
+    /// Amazon Bedrock's Converse API (`api_key_env` names the bearer-key variable).
+    pub bedrock: Option<ProviderSettings>,
 }
 
 impl Providers {
@@ -93,6 +99,7 @@ impl Providers {
             ("azure", &self.azure),
             ("azure-responses", &self.azure_responses),
             ("gemini", &self.gemini),
+            ("bedrock", &self.bedrock),
         ]
         .into_iter()
         .filter_map(|(name, s)| s.as_ref().map(|s| (name, s)))

@@ -42,10 +42,12 @@ pub fn template() -> String {
 # e.g. docs = "http://127.0.0.1:9000/mcp bearer_env=DOCS_TOKEN"
 
 # Where a provider is reached and which variable holds its key (never the key itself); an
-# agent's own .base_url / .api_key_env and --base-url come first, then ANTHROPIC_BASE_URL,
-# OPENAI_BASE_URL or OLLAMA_HOST, then these.
+# agent's own .base_url / .api_key_env and --base-url come first, then the provider's own
+# variable (ANTHROPIC_BASE_URL, OPENAI_BASE_URL, OLLAMA_HOST, AZURE_OPENAI_ENDPOINT,
+# GOOGLE_GEMINI_BASE_URL, AWS_ENDPOINT_URL_BEDROCK_RUNTIME), then these.
 # [providers.openai]   (also [providers.anthropic], [providers.ollama], [providers.openai-responses],
-#                        [providers.azure], [providers.azure-responses])
+#                        [providers.azure], [providers.azure-responses], [providers.gemini],
+#                        [providers.bedrock])
 # e.g. base_url = "http://127.0.0.1:8000/v1"
 # e.g. api_key_env = "OPENAI_API_KEY"
 

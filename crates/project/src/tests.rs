@@ -156,3 +156,58 @@ fn found_from_a_subfolder_with_paths_relative_to_the_file() {
     assert_eq!(p.settings.serve.tokens, Some(dir.path().join("t.json")));
     assert_eq!(p.workspace(), dir.path());
 }
+
+#[test]
+fn an_unknown_key_on_a_header_or_after_a_dotted_key_names_its_table() {
+    let e = parse("[providers.opneai]\nbase_url = \"x\"\n").unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "kiln.toml:1:12: unknown key `opneai` in [providers]; did you mean `openai`?"
+    );
+    let e = parse("serve.max_rnus = 3\n").unwrap_err();
+    assert!(
+        e.to_string().starts_with(
+            "kiln.toml:1:7: unknown key `max_rnus` in [serve]; did you mean `max_runs`?"
+        ),
+        "{e}"
+    );
+    let e = parse("serve.max_runs = \"three\"\n").unwrap_err();
+    assert!(
+        e.to_string()
+            .starts_with("kiln.toml:1:18: serve.max_runs: "),
+        "{e}"
+    );
+    let e = parse("[servre]\n").unwrap_err();
+    assert!(
+        e.to_string().starts_with(
+            "kiln.toml:1:2: unknown key `servre` in the top level; did you mean `serve`?"
+        ),
+        "{e}"
+    );
+}
+
+#[test]
+fn a_bad_capability_or_resolve_entry_is_an_error_at_its_place() {
+    let e = parse("[grants]\ncaps = [\"fs.read\", \"fs read\"]\n").unwrap_err();
+    assert!(
+        e.to_string().starts_with("kiln.toml:2:8: grants.caps: "),
+        "{e}"
+    );
+    let e = parse("[grants]\nneeds_approval = [\"net:\"]\n").unwrap_err();
+    assert!(
+        e.to_string()
+            .starts_with("kiln.toml:2:18: grants.needs_approval: "),
+        "{e}"
+    );
+    let e = parse("[network]\nresolve = [\"api.local:1.2.3.4\", \"bad\"]\n").unwrap_err();
+    let text = e.to_string();
+    assert!(
+        text.starts_with("kiln.toml:2:11: network.resolve: "),
+        "{text}"
+    );
+    assert!(text.contains("`bad`: expected NAME:ADDR"), "{text}");
+    let ok = parse(
+        "[grants]\ncaps = [\"fs.read,env\", \"net:api.example.com\"]\n[network]\nresolve = [\"api.local:[::1]\"]\n[providers.bedrock]\nbase_url = \"http://127.0.0.1:1\"\n",
+    );
+    assert!(ok.is_ok(), "{ok:?}");
+}
