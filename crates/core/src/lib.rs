@@ -18,6 +18,7 @@ pub mod cancel;
 pub mod capability;
 pub mod content;
 pub mod context;
+pub mod defaults;
 pub mod duration;
 pub mod error;
 pub mod failure;
