@@ -76,7 +76,7 @@ fn seconds(text: &str) -> Result<f64, String> {
 }
 
 fn time(secs: f64) -> String {
-    let iso = kiln_script::math::iso_from_secs(secs as i64);
+    let iso = kiln::time::iso_from_secs(secs as i64);
     iso.replace('T', " ").trim_end_matches('Z').to_string()
 }
 
