@@ -227,6 +227,11 @@ pub mod duration {
     pub use kiln_core::duration::{BareUnit, DurationError, parse_duration};
 }
 
+/// Moments as text: seconds since the epoch as RFC 3339 UTC (the run log's times).
+pub mod time {
+    pub use kiln_core::time::iso_from_secs;
+}
+
 /// The DSL's renamed names: where a script still writes a deprecated spelling (at its
 /// `line:col`), and the rewrite of those names, and nothing else, to the new ones
 /// (`kiln check --fix`).

@@ -124,7 +124,7 @@ pub struct ProviderArgs {
     #[arg(long, value_name = "BYTES", value_parser = parse_size)]
     pub max_line_bytes: Option<usize>,
     /// Retries of a failed model request (429, 5xx, timeouts).
-    #[arg(long, value_name = "N", default_value_t = 3)]
+    #[arg(long, value_name = "N", default_value_t = d::MAX_RETRIES)]
     pub retries: u32,
     /// Models to fall back to, in order, when the agent's is busy or unreachable after its
     /// retries (429, overload, 5xx, timeouts): `PROVIDER[:MODEL],...`, instead of the agent's

@@ -3,6 +3,7 @@
 use super::output::{self, outln};
 use super::{CliResult, Global};
 use clap::{Args, Subcommand};
+use kiln::FailureKind;
 use kiln_db::runs::LogFilter;
 use std::process::ExitCode;
 
@@ -75,7 +76,7 @@ fn seconds(text: &str) -> Result<f64, String> {
 }
 
 fn time(secs: f64) -> String {
-    let iso = kiln_script::math::iso_from_secs(secs as i64);
+    let iso = kiln::time::iso_from_secs(secs as i64);
     iso.replace('T', " ").trim_end_matches('Z').to_string()
 }
 
@@ -175,11 +176,10 @@ pub fn logs(g: &Global, a: LogsArgs) -> CliResult<ExitCode> {
         for c in &r.tool_calls {
             let mark = if c.is_error { "✗" } else { "→" };
             // A limited call never ran: say so, with the wait the model was told.
-            let limited = match c.outcome["error"]["kind"].as_str() {
-                Some("rate_limited") => format!(
-                    "  rate limited: {}",
-                    c.outcome["error"]["message"].as_str().unwrap_or("")
-                ),
+            let limited = match c.failure() {
+                Some(f) if f.kind == FailureKind::RateLimited => {
+                    format!("  rate limited: {}", f.message)
+                }
                 _ => String::new(),
             };
             // A program's calls are shown under it.

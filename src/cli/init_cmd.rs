@@ -40,13 +40,14 @@ pub fn init(g: &Global, a: InitArgs) -> CliResult<ExitCode> {
     create(&project, &kiln::project::template())?;
     let ignore = a.dir.join(".gitignore");
     let current = std::fs::read_to_string(&ignore).unwrap_or_default();
-    if !current.lines().any(|l| l.trim() == ".kiln/") {
+    let state = format!("{}/", kiln::project::defaults::STATE_DIR);
+    if !current.lines().any(|l| l.trim() == state) {
         let sep = if current.is_empty() || current.ends_with('\n') {
             ""
         } else {
             "\n"
         };
-        std::fs::write(&ignore, format!("{current}{sep}.kiln/\n"))
+        std::fs::write(&ignore, format!("{current}{sep}{state}\n"))
             .map_err(|e| format!("cannot write {}: {e}", ignore.display()))?;
         output::outln!("updated  {}", ignore.display())?;
     }

@@ -283,7 +283,8 @@ pub fn serve(g: &Global, a: ServeArgs) -> CliResult<ExitCode> {
             body_timeout: a.body_timeout.0,
             max_connections: a.max_connections,
             // The API answers its own 413 up to its --max-body; beyond twice that the listener does.
-            max_body: a.max_body.saturating_mul(2).max(4 << 20),
+            max_body: (a.max_body.saturating_mul(2))
+                .max(kiln::serve::http::HttpLimits::default().max_body),
         },
     };
     let mut state = AppState::new(host, tokens, options);

@@ -161,8 +161,8 @@ fn connect_one(
         base,
         key_var,
         model,
-        timeout: o.timeout.unwrap_or(Duration::from_secs(120)),
-        max_retries: o.max_retries.unwrap_or(3),
+        timeout: o.timeout.unwrap_or(kiln_core::defaults::REQUEST_TIMEOUT),
+        max_retries: o.max_retries.unwrap_or(kiln_core::defaults::MAX_RETRIES),
         limits: o.limits(agent),
     };
     let provider = build(kind, agent, &target)?;

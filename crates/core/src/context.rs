@@ -240,7 +240,10 @@ impl Caller {
         match self {
             Caller::Direct => None,
             Caller::Agent(name) => Some(name.clone()),
-            Caller::Pipeline(name) => Some(format!("pipeline:{name}")),
+            // The run log's name of a pipeline run: one spelling for both.
+            Caller::Pipeline(name) => {
+                Some(crate::runner::RunKind::Pipeline(name.clone()).to_string())
+            }
         }
     }
 
@@ -311,5 +314,23 @@ pub trait Tools: Send + Sync {
     /// The call policies of the snapshot, in load order.
     fn policies(&self) -> Vec<Arc<dyn Policy>> {
         Vec::new()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Caller;
+    use crate::runner::RunKind;
+
+    #[test]
+    fn a_pipeline_caller_is_labelled_as_the_run_log_names_its_run() {
+        let label = Caller::Pipeline("report".into()).label().expect("a label");
+        assert_eq!(label, "pipeline:report");
+        assert_eq!(RunKind::parse(&label), RunKind::Pipeline("report".into()));
+        assert_eq!(
+            Caller::Agent("support".into()).label().as_deref(),
+            Some("support")
+        );
+        assert_eq!(Caller::Direct.label(), None);
     }
 }

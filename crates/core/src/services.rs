@@ -238,7 +238,7 @@ const WORKSPACE_ID_FILE: &str = "workspace-id";
 /// The workspace's id, kept in `WORKSPACE/.kiln/workspace-id` and created on first use, so the
 /// store follows a workspace that moves. The flag is true when the id was created just now.
 pub fn workspace_id(workspace: &Path) -> std::io::Result<(String, bool)> {
-    let dir = workspace.join(".kiln");
+    let dir = workspace.join(crate::defaults::STATE_DIR);
     let file = dir.join(WORKSPACE_ID_FILE);
     if let Ok(id) = std::fs::read_to_string(&file) {
         return Ok((id.trim().to_string(), false));

@@ -68,7 +68,9 @@ pub enum DbError {
 
 /// The default database path of a workspace.
 pub fn default_path(workspace: &Path) -> PathBuf {
-    workspace.join(".kiln").join("kiln.db")
+    workspace
+        .join(kiln_core::defaults::STATE_DIR)
+        .join("kiln.db")
 }
 
 /// Seconds since the epoch, as stored.

@@ -2,8 +2,9 @@
 //! The agent crate's recorder writes these tables.
 
 use crate::{Db, DbError};
+use kiln_core::failure::ToolFailure;
 use rusqlite::params;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 /// A run as `kiln logs` shows it.
@@ -91,6 +92,15 @@ pub struct ToolRow {
     pub script_version: Option<String>,
     /// The call id (`ID/N` for a call made inside call `ID`, such as a code-mode program's).
     pub call_id: Option<String>,
+}
+
+impl ToolRow {
+    /// How the call failed, read from its logged outcome (`{"error": {"kind", "message",
+    /// "detail"}}`): `None` when it succeeded, or when its error is not one this kiln reads (a
+    /// kind only a newer kiln knows).
+    pub fn failure(&self) -> Option<ToolFailure> {
+        ToolFailure::deserialize(self.outcome.get("error")?).ok()
+    }
 }
 
 /// This process as a run's owner: `HOST:PID` (read once: every run start records it).
@@ -309,5 +319,50 @@ impl Db {
             .flatten()
             .filter_map(|b| serde_json::from_str(&b).ok())
             .collect())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kiln_core::failure::FailureKind;
+    use serde_json::json;
+
+    fn row(outcome: Value) -> ToolRow {
+        ToolRow {
+            round: 1,
+            name: "t".into(),
+            args: json!({}),
+            outcome,
+            is_error: true,
+            duration_ms: 1.0,
+            script_version: None,
+            call_id: None,
+        }
+    }
+
+    #[test]
+    fn failure_reads_the_logged_error() {
+        let logged = json!({"success": false, "duration_ms": 0.1, "error": {
+            "kind": "rate_limited", "message": "free in 2s", "detail": "bucket empty"}});
+        let f = row(logged).failure().expect("a failure");
+        assert_eq!(f.kind, FailureKind::RateLimited);
+        assert_eq!(f.message, "free in 2s");
+        assert_eq!(f.detail.as_deref(), Some("bucket empty"));
+        let plain = json!({"error": {"kind": "tool_error", "message": "no"}});
+        let f = row(plain).failure().expect("a failure without detail");
+        assert_eq!((f.kind, f.detail), (FailureKind::ToolError, None));
+    }
+
+    #[test]
+    fn no_failure_for_a_result_or_an_unknown_kind() {
+        assert!(
+            row(json!({"success": true, "result": 1}))
+                .failure()
+                .is_none()
+        );
+        assert!(row(Value::Null).failure().is_none());
+        let newer = json!({"error": {"kind": "from_the_future", "message": "?"}});
+        assert!(row(newer).failure().is_none());
     }
 }

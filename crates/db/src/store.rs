@@ -108,7 +108,7 @@ pub fn store_key(workspace: &Path, db: &Db) -> String {
         Err(e) => {
             tracing::warn!(
                 "cannot keep a workspace id in {}: {e}; the store is keyed by the path",
-                workspace.join(".kiln").display()
+                workspace.join(kiln_core::defaults::STATE_DIR).display()
             );
             path
         }

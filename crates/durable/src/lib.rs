@@ -63,8 +63,8 @@ pub struct WorkerOptions {
 /// (inactivity) and then before aborting the attempt (abort). A step cannot suspend, so both
 /// cover the longest model request: every attempt of it and the backoff between them.
 pub fn timeouts(overrides: &ProviderOverrides) -> Duration {
-    let request = overrides.timeout.unwrap_or(Duration::from_secs(120));
-    let attempts = overrides.max_retries.unwrap_or(3) + 1;
+    let request = (overrides.timeout).unwrap_or(kiln_core::defaults::REQUEST_TIMEOUT);
+    let attempts = (overrides.max_retries).unwrap_or(kiln_core::defaults::MAX_RETRIES) + 1;
     request * attempts + Duration::from_secs(60)
 }
 

@@ -1,5 +1,6 @@
 //! The defaults of what a project may set, stated once: `kiln.toml`, the flags and their
-//! `--help`, and the libraries' own `Default`s read them from here.
+//! `--help`, and the libraries' own `Default`s read them from here. Those the crates below this
+//! one need too are stated in `kiln_core::defaults` and re-stated here.
 
 use std::time::Duration;
 
@@ -7,6 +8,8 @@ use std::time::Duration;
 pub const SCRIPTS_DIR: &str = "scripts";
 /// The folder file host functions are rooted at.
 pub const WORKSPACE: &str = ".";
+/// The folder in the workspace holding kiln's own state (database, workspace id, tokens).
+pub const STATE_DIR: &str = kiln_core::defaults::STATE_DIR;
 /// The project file's name.
 pub const FILE_NAME: &str = "kiln.toml";
 
@@ -30,7 +33,9 @@ pub const RUN_TIMEOUT: Duration = Duration::from_secs(300);
 /// How long a call waits for a person to approve it.
 pub const APPROVAL_TIMEOUT: Duration = Duration::from_secs(120);
 /// How long one model request may take.
-pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(120);
+pub const REQUEST_TIMEOUT: Duration = kiln_core::defaults::REQUEST_TIMEOUT;
+/// Retries of a failed model request (429, 5xx, timeouts).
+pub const MAX_RETRIES: u32 = kiln_core::defaults::MAX_RETRIES;
 /// How long running requests get to finish after SIGTERM.
 pub const GRACE: Duration = Duration::from_secs(30);
 /// How long a request may wait in the queue before 503.
@@ -46,6 +51,6 @@ pub const MAX_SESSIONS: usize = 256;
 /// How long an MCP session may go without a request before it is closed.
 pub const SESSION_IDLE: Duration = Duration::from_secs(300);
 /// How long a streamed model reply may go without sending anything (`kiln ask`).
-pub const IDLE_TIMEOUT: Duration = Duration::from_secs(120);
+pub const IDLE_TIMEOUT: Duration = kiln_core::defaults::IDLE_TIMEOUT;
 /// How long one streamed model reply may take in all (`kiln ask`).
-pub const STREAM_TIMEOUT: Duration = Duration::from_secs(1800);
+pub const STREAM_TIMEOUT: Duration = kiln_core::defaults::STREAM_TIMEOUT;

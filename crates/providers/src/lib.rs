@@ -87,9 +87,9 @@ impl Limits {
     /// Default `max_line_bytes`: one event carrying a whole large tool call still fits.
     pub const DEFAULT_MAX_LINE_BYTES: usize = 4 << 20;
     /// Default idle timeout between stream chunks.
-    pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(120);
+    pub const DEFAULT_IDLE_TIMEOUT: Duration = kiln_core::defaults::IDLE_TIMEOUT;
     /// Default overall timeout of a streamed reply.
-    pub const DEFAULT_STREAM_TIMEOUT: Duration = Duration::from_secs(30 * 60);
+    pub const DEFAULT_STREAM_TIMEOUT: Duration = kiln_core::defaults::STREAM_TIMEOUT;
 }
 
 impl Default for Limits {

@@ -147,7 +147,9 @@ fn list_dir(path: &str) -> RhaiResult<Array> {
 /// MCP servers) or anything in `.kiln/` (the store and the run log).
 fn refuse_control_files(path: &str, real: &Path) -> RhaiResult<()> {
     let services = super::host_fns::services();
-    let workspace = services.as_ref().map(|s| s.workspace.join(".kiln"));
+    let workspace = services
+        .as_ref()
+        .map(|s| s.workspace.join(kiln_core::defaults::STATE_DIR));
     let state = workspace
         .and_then(|k| k.canonicalize().ok())
         .is_some_and(|k| real.starts_with(k));

@@ -31,7 +31,8 @@ impl Drop for Waiting {
 
 impl Limiter {
     /// `max_runs` slots (at least 1), `queue` waiting places, `retry_after` seconds in 429s;
-    /// a request waits in the queue at most a minute (see [`Limiter::with_queue_timeout`]).
+    /// a request waits in the queue at most `kiln_project::defaults::QUEUE_TIMEOUT` (see
+    /// [`Limiter::with_queue_timeout`]).
     pub fn new(max_runs: usize, queue: usize, retry_after: u64) -> Self {
         let max_runs = max_runs.max(1);
         Limiter {
@@ -40,7 +41,7 @@ impl Limiter {
             queue,
             waiting: Arc::new(AtomicUsize::new(0)),
             retry_after,
-            queue_timeout: Duration::from_secs(60),
+            queue_timeout: kiln_project::defaults::QUEUE_TIMEOUT,
         }
     }
 

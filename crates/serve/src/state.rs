@@ -63,7 +63,12 @@ impl Default for ServeOptions {
             allowed_origins: Vec::new(),
             allowed_hosts: Vec::new(),
             queue_timeout: d::QUEUE_TIMEOUT,
-            http: kiln_http::HttpLimits::default(),
+            http: kiln_http::HttpLimits {
+                header_timeout: d::HEADER_TIMEOUT,
+                body_timeout: d::BODY_TIMEOUT,
+                max_connections: d::MAX_CONNECTIONS,
+                ..kiln_http::HttpLimits::default()
+            },
         }
     }
 }

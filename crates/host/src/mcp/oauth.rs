@@ -19,7 +19,7 @@ const LOGIN_WAIT: Duration = Duration::from_secs(300);
 /// Where the tokens of server `name` are kept, under the workspace.
 pub fn token_path(workspace: &Path, name: &str) -> PathBuf {
     workspace
-        .join(".kiln")
+        .join(kiln_core::defaults::STATE_DIR)
         .join("oauth")
         .join(format!("{name}.json"))
 }
@@ -129,7 +129,7 @@ pub async fn authorized(
 /// Where the last challenge of server `name` is kept for the next `kiln auth login`.
 fn challenge_path(workspace: &Path, name: &str) -> PathBuf {
     workspace
-        .join(".kiln")
+        .join(kiln_core::defaults::STATE_DIR)
         .join("oauth")
         .join(format!("{name}.challenge"))
 }
