@@ -1,9 +1,11 @@
 //! Finding test files, loading them (their top level declares the tests) and running the tests
 //! in parallel, each with a fresh `TestEnv` (env.rs) and under a deadline.
 
+use super::agent;
 use super::api::{self, Declared};
 use super::env::{self, TestEnv};
-use super::{TestError, is_test_file};
+use super::error::TestError;
+use kiln_script::is_test_file;
 use kiln_script::sandbox::{self, Limits};
 use rhai::{AST, Dynamic, Engine, EvalAltResult};
 use std::cell::RefCell;
@@ -114,7 +116,7 @@ impl Tests {
             })
         });
         let mut engine = kiln_script::engine(&Limits::default(), roots, Some(sink));
-        super::register(&mut engine);
+        register(&mut engine);
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
             .thread_name("kiln-test")
@@ -334,4 +336,11 @@ fn describe(err: &EvalAltResult, file: &str, limit: Duration) -> String {
         E::ErrorRuntime(value, pos) => format!("{value}\n  at {file}{}", position(*pos)),
         other => format!("{other}\n  in {file}"),
     }
+}
+
+/// Adds what test files call (`test`, the assertions, `call_tool` with grants, `run_agent`,
+/// `fake_http`, ...) to an engine, e.g. one whose definitions are written for editors.
+pub fn register(engine: &mut rhai::Engine) {
+    api::register(engine);
+    agent::register(engine);
 }

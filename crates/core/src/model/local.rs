@@ -4,8 +4,7 @@
 
 use super::{Message, ModelRequest, ModelResponse, ProviderError, TextSink};
 use serde_json::{Value, json};
-use std::future::Future;
-use std::pin::Pin;
+use std::{future::Future, pin::Pin};
 
 /// What [`LocalModel::send`] returns.
 pub type LocalReply<'a> =
