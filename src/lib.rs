@@ -229,7 +229,7 @@ pub mod duration {
 
 /// Moments as text: seconds since the epoch as RFC 3339 UTC (the run log's times).
 pub mod time {
-    pub use kiln_core::time::iso_from_secs;
+    pub use kiln_script::math::iso_from_secs;
 }
 
 /// The DSL's renamed names: where a script still writes a deprecated spelling (at its

@@ -361,9 +361,6 @@ pub fn list(caps: &[Capability]) -> String {
 }
 
 #[cfg(test)]
-mod meet_props;
-
-#[cfg(test)]
 mod tests {
     use super::*;
 

@@ -32,7 +32,6 @@ pub mod schema;
 pub mod services;
 pub mod suggest;
 pub mod telemetry;
-pub mod time;
 pub mod tool;
 pub mod tool_meta;
 pub mod tool_parts;

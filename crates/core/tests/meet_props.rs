@@ -2,7 +2,7 @@
 //! grants allow only what every side allows, allow all that every side allows, and ask
 //! wherever any side asks. The model of "allows" is the gates' own rule per capability.
 
-use super::{GrantMode, Grants, fs_scope_allows, is_secret_var};
+use kiln_core::capability::{GrantMode, Grants, fs_scope_allows, is_secret_var};
 use kiln_egress::{NetHost, Target, scope_allows};
 use proptest::prelude::*;
 use std::net::IpAddr;
