@@ -18,6 +18,8 @@ mod env;
 pub mod export;
 pub mod report;
 pub mod runner;
+#[cfg(test)]
+mod table_tests;
 pub mod watch;
 
 pub use runner::{Outcome, RunConfig, TestResult, Tests};
