@@ -444,14 +444,14 @@ fn kiln_definitions_describe_the_content_progress_and_log_functions() {
         ("log(level: string, message: any)", 2),
     ] {
         let name = &table[..table.find('(').expect("a signature")];
-        let described = defs.split("\n\n").any(|block| {
-            let fn_line = block
-                .lines()
-                .find(|l| l.starts_with("fn "))
-                .unwrap_or_default();
+        let lines: Vec<&str> = defs.lines().collect();
+        let described = lines.iter().enumerate().any(|(i, line)| {
+            let fn_line = (lines[i..].iter())
+                .find(|l| !l.starts_with("///"))
+                .unwrap_or(&"");
             let args = fn_line.split_once('(').map_or("", |(_, r)| r);
             let args = args.split_once(')').map_or("", |(a, _)| a);
-            block.contains(&format!("/// `{table}`\n"))
+            *line == format!("/// `{table}`")
                 && fn_line.starts_with(&format!("fn {name}("))
                 && args.split(", ").filter(|a| !a.is_empty()).count() == arity
         });

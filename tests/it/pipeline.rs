@@ -387,7 +387,7 @@ fn pipelines_reload_with_their_file_and_a_broken_edit_keeps_the_last_good_one() 
     let report = edit(v1.replace("[\"n\"], \"double\"", "[\"out\"], \"double\""));
     assert!(report.to_string().contains("cycle: out -> out"), "{report}");
     assert_eq!(run(), json!(12), "the last good version stays live");
-    let report = edit(v1.replace("\"double\").output", "\"triple\").output"));
+    let report = edit(v1.replace("\"double\").result", "\"triple\").result"));
     assert!(
         report
             .to_string()

@@ -10,8 +10,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 /// The old words in a comment and a string: `--fix` must leave both alone.
-const DECOY: &str = "// old words: returns ask env resource resource_blob form_request max_tool_iterations\n\
-let decoy = \"x.returns(1) ask([]) .env([]) form_request(a, b) max_tool_iterations(2)\";\n";
+const DECOY: &str = "// old words: returns ask env resource resource_blob form_request max_tool_iterations output\n\
+let decoy = \"x.returns(1) ask([]) .env([]) form_request(a, b) max_tool_iterations(2) .output(\\\"y\\\")\";\n";
 
 /// One rename: a script with the old spelling, the text to replace to get the new one, where
 /// the warning points, and how to see that both behave the same.
@@ -150,6 +150,25 @@ fn cases() -> Vec<Case> {
                     outcome(a, "t")
                 );
                 assert_eq!(outcome(a, "t"), outcome(b, "t"));
+            },
+        },
+        // A tool's `.output(...)` (a schema) in the same file is never taken for the pipeline's.
+        Case {
+            script: "tool(\"t\").param(\"x\", \"string\").output(\"string\").handler(|a| a.x);\n\
+pipeline(\"p\").input(\"x\", \"string\").compute(\"y\", [\"x\"], \"t\").output(\"y\");\n",
+            old: ".output(\"y\")",
+            new: ".result(\"y\")",
+            at: (4, 61),
+            says: "`.output(...)` is deprecated: write `.result(...)`",
+            same: |a, b| {
+                let outputs = |h: &Host| {
+                    let p = h.registry().pipeline("p").expect("p");
+                    (p.spec.outputs.iter())
+                        .map(|o| o.name.clone())
+                        .collect::<Vec<_>>()
+                };
+                assert_eq!(outputs(a), vec!["y".to_string()]);
+                assert_eq!(outputs(a), outputs(b));
             },
         },
     ]
