@@ -1,4 +1,4 @@
-//! Approval of `ask` grants at the terminal: yes / no / always for this run.
+//! Approval of needs-approval grants at the terminal: yes / no / always for this run.
 //!
 //! The question and the answer go through the controlling terminal (`/dev/tty`), not stdin and
 //! stderr, so `kiln ask AGENT -` with the prompt piped on stdin can still ask.

@@ -18,6 +18,12 @@ tool("fetch").param("u", "string").requires("net").handler(|a| {
 });
 tool("slow").param("u", "string").requires("net").timeout(400)
     .handler(|a| http_get(a.u, #{ timeout_ms: 600000 }).status);
+tool("wait").param("u", "string").param("t", "string").requires("net").timeout(60000)
+    .handler(|a| http_get(a.u, #{ timeout: a.t }).status);
+tool("wait_n").param("u", "string").requires("net").timeout(60000)
+    .handler(|a| http_get(a.u, #{ timeout: 300 }).status);
+tool("wait_ms").param("u", "string").requires("net").timeout(60000)
+    .handler(|a| http_get(a.u, #{ timeout_ms: 300 }).status);
 tool("w").param("text", "string").requires("fs.write")
     .handler(|a| { write_file("out.txt", a.text); "ok" });
 "#;
@@ -302,6 +308,43 @@ fn a_tools_own_scope_holds_on_every_redirect_hop() {
         "{msg}"
     );
     other.assert_untouched();
+}
+
+#[test]
+fn a_fetchs_timeout_is_a_duration_or_milliseconds_and_timeout_ms_still_reads() {
+    let s = Scripts::new(&[("t.rhai", TOOLS)]);
+    let host = s.host();
+    let silent = Untouched::bind("127.0.0.1");
+    let url = format!("http://127.0.0.1:{}/", silent.port);
+    for (tool, t) in [
+        ("wait", json!("300ms")),
+        ("wait_n", Value::Null),
+        ("wait", json!("0.3s")),
+        ("wait_ms", Value::Null),
+    ] {
+        let started = Instant::now();
+        let args = match tool {
+            "wait" => json!({ "u": url, "t": t }),
+            _ => json!({ "u": url }),
+        };
+        let o = call(&host, tool, args, &["net:127.0.0.1"]);
+        let (kind, msg) = failure(&o);
+        assert_ne!(kind, "deadline", "{tool} {t}: {msg}");
+        assert!(
+            started.elapsed() < Duration::from_secs(5),
+            "{tool} {t}: the fetch's own timeout was not kept (the default is 10 s)"
+        );
+    }
+    let o = call(
+        &host,
+        "wait",
+        json!({ "u": url, "t": "soon" }),
+        &["net:127.0.0.1"],
+    );
+    let detail = (o.result.as_ref().err())
+        .and_then(|f| f.detail.clone())
+        .unwrap_or_default();
+    assert!(detail.contains("http_get: timeout"), "{}", o.to_json(true));
 }
 
 #[test]

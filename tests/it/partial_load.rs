@@ -53,7 +53,7 @@ tool("after").handler(|a| 2);"#,
 fn a_pipeline_or_mcp_server_in_a_broken_file_is_not_registered() {
     let (s, host) = loaded(
         r#"tool("double").param("n", "integer").handler(|a| a.n * 2);
-pipeline("p").input("n", "integer").compute("twice", ["n"], "double").output("twice");
+pipeline("p").input("n", "integer").compute("twice", ["n"], "double").result("twice");
 mcp_server("srv").command("python3");
 throw "broken at the end";"#,
     );

@@ -42,7 +42,7 @@ pipeline("diamond")
     .compute("left", ["top"], "meet", |v| #{ me: "left", other: "right", x: v.top })
     .compute("right", ["top"], "meet", |v| #{ me: "right", other: "left", x: v.top })
     .compute("joined", ["left", "right"], "join")
-    .output("joined")
+    .result("joined")
     .requires("store");
 "#;
 
@@ -67,15 +67,15 @@ const COMPOSED: &str = r#"
 tool("double").param("n", "integer").handler(|args| args.n * 2);
 tool("add").param("a", "integer").param("b", "integer").handler(|args| args.a + args.b);
 
-pipeline("inner").input("n", "integer").compute("twice", ["n"], "double").output("twice");
+pipeline("inner").input("n", "integer").compute("twice", ["n"], "double").result("twice");
 pipeline("middle").input("n", "integer")
     .compute("inner_twice", ["n"], "pipeline:inner")
     .compute("sum", ["n", "inner_twice"], "add", |v| #{ a: v.n, b: v.inner_twice })
-    .output("sum");
+    .result("sum");
 pipeline("outer").input("n", "integer")
     .compute("m", ["n"], "pipeline:middle")
     .compute("final", ["m"], "double", |v| #{ n: v.m })
-    .output("final").output("m");
+    .result("final").result("m");
 "#;
 
 #[test]
@@ -116,7 +116,7 @@ pipeline("listing").input("sku", "string")
     .compute("stock", ["sku"], "out_of_stock")
     .compute("offer", ["stock"], "price", |v| #{ sku: "x" })
     .compute("text", ["sku"], "after_failure")
-    .output("offer").output("text")
+    .result("offer").result("text")
     .requires("store");
 "#;
 
@@ -164,23 +164,23 @@ fn load_errors_name_their_position() {
         "tool(\"t\").param(\"x\", \"integer\").handler(|a| a.x);",
         "tool(\"secret\").requires(\"secrets\").handler(|a| 1);",
         "pipeline(\"unknown_value\").input(\"x\", \"integer\")",
-        "    .compute(\"a\", [\"y\"], \"t\").output(\"a\");",
+        "    .compute(\"a\", [\"y\"], \"t\").result(\"a\");",
         "pipeline(\"cyclic\").input(\"x\", \"integer\")",
         "    .compute(\"a\", [\"b\"], \"t\")",
-        "    .compute(\"b\", [\"a\"], \"t\").output(\"b\");",
+        "    .compute(\"b\", [\"a\"], \"t\").result(\"b\");",
         "pipeline(\"no_output\").input(\"x\", \"integer\").compute(\"a\", [\"x\"], \"t\")",
-        "    .output(\"z\");",
+        "    .result(\"z\");",
         "pipeline(\"unknown_names\").input(\"x\", \"integer\")",
         "    .compute(\"a\", [\"x\"], \"nope\")",
         "    .compute(\"b\", [\"x\"], \"agent:ghost\")",
-        "    .compute(\"c\", [\"x\"], \"pipeline:ghost\").output(\"a\");",
-        "pipeline(\"robot\").input(\"x\", \"integer\").compute(\"d\", [\"x\"], \"robot:x\").output(\"d\");",
+        "    .compute(\"c\", [\"x\"], \"pipeline:ghost\").result(\"a\");",
+        "pipeline(\"robot\").input(\"x\", \"integer\").compute(\"d\", [\"x\"], \"robot:x\").result(\"d\");",
         "pipeline(\"undeclared\").input(\"x\", \"integer\")",
-        "    .compute(\"s\", [\"x\"], \"secret\").output(\"s\");",
-        "pipeline(\"twice\").input(\"x\", \"integer\").compute(\"x\", [\"x\"], \"t\").output(\"x\");",
-        "pipeline(\"loop_a\").input(\"x\", \"integer\").compute(\"a\", [\"x\"], \"pipeline:loop_b\").output(\"a\");",
-        "pipeline(\"loop_b\").input(\"x\", \"integer\").compute(\"b\", [\"x\"], \"pipeline:loop_a\").output(\"b\");",
-        "pipeline(\"arity\").input(\"x\", \"integer\").compute(\"a\", [\"x\"], \"t\", |p, q| 1).output(\"a\");",
+        "    .compute(\"s\", [\"x\"], \"secret\").result(\"s\");",
+        "pipeline(\"twice\").input(\"x\", \"integer\").compute(\"x\", [\"x\"], \"t\").result(\"x\");",
+        "pipeline(\"loop_a\").input(\"x\", \"integer\").compute(\"a\", [\"x\"], \"pipeline:loop_b\").result(\"a\");",
+        "pipeline(\"loop_b\").input(\"x\", \"integer\").compute(\"b\", [\"x\"], \"pipeline:loop_a\").result(\"b\");",
+        "pipeline(\"arity\").input(\"x\", \"integer\").compute(\"a\", [\"x\"], \"t\", |p, q| 1).result(\"a\");",
     ]
     .join("\n");
     let s = Scripts::new(&[("bad.rhai", &src)]);
@@ -225,7 +225,7 @@ pipeline("price_report")
     .input("sku", "string", "Product SKU")
     .compute("product", ["sku"], "database_lookup")
     .compute("discount", ["product"], "discount_calculator", |v| #{ price: v.product.price })
-    .output("discount")
+    .result("discount")
     .requires("database_read");
 "#;
 
@@ -280,7 +280,7 @@ agent("writer").provider("ollama").model("mock-model").base_url("{url}")
 pipeline("brief").input("sku", "string")
     .compute("product", ["sku"], "database_lookup")
     .compute("summary", ["product"], "agent:writer", |v| `Write one line about ${{v.product.name}}`)
-    .output("summary")
+    .result("summary")
     .requires("database_read");
 "#
     )
@@ -359,7 +359,7 @@ fn a_capability_the_pipeline_does_not_declare_is_refused_inside_it() {
 
 #[test]
 fn pipelines_reload_with_their_file_and_a_broken_edit_keeps_the_last_good_one() {
-    let v1 = "tool(\"double\").param(\"n\", \"integer\").handler(|a| a.n * 2);\npipeline(\"p\").input(\"n\", \"integer\").compute(\"out\", [\"n\"], \"double\").output(\"out\");\n";
+    let v1 = "tool(\"double\").param(\"n\", \"integer\").handler(|a| a.n * 2);\npipeline(\"p\").input(\"n\", \"integer\").compute(\"out\", [\"n\"], \"double\").result(\"out\");\n";
     let s = Scripts::new(&[("p.rhai", v1)]);
     let host = s.host();
     let rt = tokio::runtime::Builder::new_multi_thread()
@@ -387,7 +387,7 @@ fn pipelines_reload_with_their_file_and_a_broken_edit_keeps_the_last_good_one() 
     let report = edit(v1.replace("[\"n\"], \"double\"", "[\"out\"], \"double\""));
     assert!(report.to_string().contains("cycle: out -> out"), "{report}");
     assert_eq!(run(), json!(12), "the last good version stays live");
-    let report = edit(v1.replace("\"double\").output", "\"triple\").output"));
+    let report = edit(v1.replace("\"double\").result", "\"triple\").result"));
     assert!(
         report
             .to_string()

@@ -10,8 +10,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 /// The old words in a comment and a string: `--fix` must leave both alone.
-const DECOY: &str = "// old words: returns ask env resource resource_blob form_request max_tool_iterations\n\
-let decoy = \"x.returns(1) ask([]) .env([]) form_request(a, b) max_tool_iterations(2)\";\n";
+const DECOY: &str = "// old words: returns ask env resource resource_blob form_request max_tool_iterations output\n\
+let decoy = \"x.returns(1) ask([]) .env([]) form_request(a, b) max_tool_iterations(2) .output(\\\"y\\\")\";\n";
 
 /// One rename: a script with the old spelling, the text to replace to get the new one, where
 /// the warning points, and how to see that both behave the same.
@@ -152,6 +152,25 @@ fn cases() -> Vec<Case> {
                 assert_eq!(outcome(a, "t"), outcome(b, "t"));
             },
         },
+        // A tool's `.output(...)` (a schema) in the same file is never taken for the pipeline's.
+        Case {
+            script: "tool(\"t\").param(\"x\", \"string\").output(\"string\").handler(|a| a.x);\n\
+pipeline(\"p\").input(\"x\", \"string\").compute(\"y\", [\"x\"], \"t\").output(\"y\");\n",
+            old: ".output(\"y\")",
+            new: ".result(\"y\")",
+            at: (4, 61),
+            says: "`.output(...)` is deprecated: write `.result(...)`",
+            same: |a, b| {
+                let outputs = |h: &Host| {
+                    let p = h.registry().pipeline("p").expect("p");
+                    (p.spec.outputs.iter())
+                        .map(|o| o.name.clone())
+                        .collect::<Vec<_>>()
+                };
+                assert_eq!(outputs(a), vec!["y".to_string()]);
+                assert_eq!(outputs(a), outputs(b));
+            },
+        },
     ]
 }
 
@@ -212,24 +231,49 @@ fn kiln_check_fix_rewrites_only_the_old_names_and_the_result_loads_with_no_warni
 
 #[test]
 fn every_example_and_the_stdlib_use_the_new_names() {
-    let mut dirs: Vec<_> = std::fs::read_dir(repo().join("examples"))
-        .expect("examples")
-        .flatten()
-        .map(|e| e.path())
-        .filter(|p| p.is_dir())
-        .collect();
-    dirs.push(repo().join("crates/script/stdlib"));
-    for dir in dirs {
+    let roots = [
+        "examples",
+        "crates/script/stdlib",
+        "src/cli/init",
+        "scripts",
+    ];
+    for root in roots {
+        let scripts = rhai_files(&repo().join(root));
+        assert!(!scripts.is_empty(), "no .rhai file under {root}");
+        for path in scripts {
+            let text = std::fs::read_to_string(&path).expect("a script");
+            let shown = path.to_string_lossy();
+            let found = kiln_script::renames::warnings(&shown, &text);
+            assert!(found.is_empty(), "{found:?}");
+        }
+    }
+}
+
+/// Every `.rhai` file under `dir`, in nested folders too.
+fn rhai_files(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    let mut todo = vec![dir.to_path_buf()];
+    while let Some(dir) = todo.pop() {
         for entry in std::fs::read_dir(&dir).expect("a folder").flatten() {
             let path = entry.path();
-            if path.extension().is_some_and(|e| e == "rhai") {
-                let text = std::fs::read_to_string(&path).expect("a script");
-                let shown = path.to_string_lossy();
-                let found = kiln_script::renames::warnings(&shown, &text);
-                assert!(found.is_empty(), "{found:?}");
+            if path.is_dir() {
+                todo.push(path);
+            } else if path.extension().is_some_and(|e| e == "rhai") {
+                out.push(path);
             }
         }
     }
+    out
+}
+
+#[test]
+fn the_script_walk_reaches_nested_folders() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let deep = dir.path().join("a/b");
+    std::fs::create_dir_all(&deep).expect("mkdir");
+    std::fs::write(deep.join("x.rhai"), "").expect("write");
+    std::fs::write(dir.path().join("y.txt"), "").expect("write");
+    assert_eq!(rhai_files(dir.path()), vec![deep.join("x.rhai")]);
 }
 
 #[test]
@@ -240,7 +284,7 @@ tool("secs").timeout("2s").handler(|a| 1);
 tool("millis").timeout("250ms").handler(|a| 1);
 tool("mins").timeout("2m").handler(|a| 1);
 agent("a").provider("script").planner(|m, t| "hi").code_mode(#{ timeout: "5s" });
-pipeline("p").input("x", "string").compute("y", ["x"], "bare").output("y").timeout("3m");
+pipeline("p").input("x", "string").compute("y", ["x"], "bare").result("y").timeout("3m");
 "#,
     );
     assert!(s.errors(&h).is_empty(), "{:?}", s.errors(&h));

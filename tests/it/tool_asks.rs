@@ -227,7 +227,7 @@ test("vault_read is refused under the agent's ask grant", || {
 #[test]
 fn a_pipeline_node_is_refused_without_a_terminal_and_runs_with_yes() {
     let pipeline = r#"
-pipeline("secret").input("key", "string").compute("read", ["key"], "vault_read").output("read").requires("vault");"#;
+pipeline("secret").input("key", "string").compute("read", ["key"], "vault_read").result("read").requires("vault");"#;
     let s = Scripts::new(&[("vault.rhai", &format!("{VAULT}{pipeline}"))]);
     let args = |yes: &'static [&'static str]| {
         let mut a = vec!["run", "secret", "--input", "key=k", "--scripts", "."];

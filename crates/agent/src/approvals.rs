@@ -1,7 +1,8 @@
 //! Approvals in a durable run: a journaled step cannot stop in the middle to wait for a
-//! person, so the approvals a call needs are found before its step (the `ask` grants its tool
-//! relies on, and the `ask` of each call policy that applies), each is waited for as a durable
-//! promise of the journal, and the step then runs with the decisions already made.
+//! person, so the approvals a call needs are found before its step (the needs-approval grants
+//! its tool relies on, and the `needs_approval` of each call policy that applies), each is
+//! waited for as a durable promise of the journal, and the step then runs with the decisions
+//! already made.
 
 use super::journal::{Decided, StepJournal};
 use super::report::RunErrorKind;

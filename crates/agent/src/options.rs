@@ -49,7 +49,7 @@ pub struct RunOptions {
     pub run_id: Option<String>,
     /// This run's budget, within the agent's own (`kiln ask --budget`, a request's `budget`).
     pub budget: Option<kiln_registry::contract::Budget>,
-    /// Who approves the run's `ask` grants and policy questions instead of the terminal (a
+    /// Who approves the run's needs-approval grants and policy questions instead of the terminal (a
     /// door's person: `kiln serve` asks over HTTP).
     pub approver: Option<Arc<dyn kiln_core::context::Approver>>,
     /// How deep in agents calling agents this run is (0 for a door's run).

@@ -271,9 +271,10 @@ impl Grants {
         self.grants.iter().any(|g| grant_covers(g, required))
     }
 
-    /// The `ask` grants a tool with requirements `required` relies on, one per capability: a
-    /// requirement covered by an `ask` grant needs a person's yes before each call (an `ask`
-    /// grant wins over an `allow` one covering the same requirement, as for a call's target).
+    /// The needs-approval grants a tool with requirements `required` relies on, one per
+    /// capability: a requirement covered by a needs-approval grant needs a person's yes before
+    /// each call (a needs-approval grant wins over an `allow` one covering the same
+    /// requirement, as for a call's target).
     pub fn asking_for<'a>(&'a self, required: &[Capability]) -> Vec<&'a Grant> {
         let mut asking: Vec<&Grant> = Vec::new();
         for need in required {
@@ -303,7 +304,7 @@ impl Grants {
     }
 
     /// The grant of capability `name` whose scopes (`None`: unscoped) all `cover` a call; an
-    /// `ask` grant wins over an `allow` one covering the same call.
+    /// needs-approval grant wins over an `allow` one covering the same call.
     pub fn grant_covering(
         &self,
         name: &str,

@@ -17,7 +17,7 @@ pub struct CallContext {
     pub granted: Granted,
     /// Where it runs: services, the pinned registry, state, limits and observers.
     pub run: RunScope,
-    /// Who approves the call's `ask` grants.
+    /// Who approves the call's needs-approval grants.
     pub approval: Approval,
 }
 
@@ -94,7 +94,7 @@ pub struct RunScope {
     pub agents: Option<std::sync::Weak<dyn crate::runner::AgentRunner>>,
 }
 
-/// Who approves the call's `ask` grants.
+/// Who approves the call's needs-approval grants.
 #[derive(Clone, Default)]
 pub struct Approval {
     /// Who approves in place of the host's terminal: the door's person (an MCP client, through
@@ -169,7 +169,7 @@ pub struct NestedCall {
     pub outcome: crate::failure::ToolOutcome,
 }
 
-/// Approves (or not) a call's use of an `ask` grant, asking the person behind a door.
+/// Approves (or not) a call's use of a needs-approval grant, asking the person behind a door.
 pub trait Approver: Send + Sync {
     /// Decides about capability `cap` (or `policy:NAME`), asking `question`, and waits for the
     /// answer; `Err` says why nobody could decide (the client cannot answer mid-call, the question

@@ -31,7 +31,7 @@ pub enum FailureKind {
     Denied,
     /// The tool's rate limit had no free slot (not retried; the message says when one frees).
     RateLimited,
-    /// The handler's result did not match the tool's `.returns(...)` schema.
+    /// The handler's result did not match the tool's `.output(...)` schema.
     InvalidOutput,
     /// The call stopped to ask its caller for input, which comes in a retried request (an MCP
     /// 2026-07-28 input-required result); the door answers with the questions instead.

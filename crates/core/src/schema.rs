@@ -202,7 +202,7 @@ fn nested(path: &str, m: &Map<String, Value>) -> Result<(Value, bool), String> {
     build_param(path, ty, m)
 }
 
-/// The schema `.returns(...)` declares, in the params' type language: a type name
+/// The schema `.output(...)` declares, in the params' type language: a type name
 /// (`"integer"`), a param map with a `type` key (`#{ type: "array", items: "string" }`), or a
 /// map of named fields without one (`#{ sum: "integer", note: #{ type: "string", optional:
 /// true } }`), which is an object with those properties.

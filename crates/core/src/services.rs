@@ -191,13 +191,14 @@ impl Egress {
     }
 }
 
-/// What host functions reach: the store, the workspace root, and who approves `ask` grants.
+/// What host functions reach: the store, the workspace root, and who approves needs-approval
+/// grants.
 pub struct Services {
     /// The key-value store behind `store_*`.
     pub store: Store,
     /// The folder file functions are rooted at.
     pub workspace: PathBuf,
-    /// Approve every `ask` grant without asking (`--yes`).
+    /// Approve every needs-approval grant without asking (`--yes`).
     pub assume_yes: bool,
     /// Asks at the terminal; `None` when there is no terminal.
     pub approver: Option<ApproverFn>,
@@ -226,7 +227,7 @@ impl Services {
         }
     }
 
-    /// Whether an `ask` grant may be used for this call.
+    /// Whether a needs-approval grant may be used for this call.
     pub fn approve(&self, cap: &str, question: &str) -> bool {
         self.assume_yes || self.approver.as_ref().is_some_and(|a| a(cap, question))
     }

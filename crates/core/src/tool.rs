@@ -192,7 +192,7 @@ impl Tool {
         }
     }
 
-    /// A successful result checked against `.returns(...)`: a mismatch is an
+    /// A successful result checked against `.output(...)`: a mismatch is an
     /// `invalid_output` failure naming each path, and a log line.
     fn check_output(&self, value: Value) -> Result<Value, ToolFailure> {
         let Some(returns) = &self.meta.output else {

@@ -11,7 +11,7 @@ use serde_json::Value;
 pub struct ToolMeta {
     /// `.title("...")`: a human-readable name.
     pub title: Option<String>,
-    /// `.returns(...)`: the schema results must match.
+    /// `.output(...)`: the schema results must match.
     pub output: Option<OutputSchema>,
     /// `.annotations(#{...})`: hints set explicitly; the rest come from the capabilities.
     pub hints: Hints,

@@ -97,15 +97,15 @@ impl HostBuilder {
         self
     }
 
-    /// Asks a person before an `ask` grant is used: `(capability, question) -> approved`.
+    /// Asks a person before a needs-approval grant is used: `(capability, question) -> approved`.
     pub fn approver(mut self, f: impl Fn(&str, &str) -> bool + Send + Sync + 'static) -> Self {
         self.approver = Some(Box::new(f));
         self
     }
 
-    /// Asks `approver` before an `ask` grant is used (or where a call policy asks), awaiting
-    /// its decision on the runtime the call runs on: a web app or a chat decides, and only the
-    /// call's own thread waits. A call made outside a runtime is denied.
+    /// Asks `approver` before a needs-approval grant is used (or where a call policy asks),
+    /// awaiting its decision on the runtime the call runs on: a web app or a chat decides, and
+    /// only the call's own thread waits. A call made outside a runtime is denied.
     pub fn async_approver(
         self,
         approver: impl kiln_core::approval::AsyncApprover + 'static,
@@ -118,7 +118,7 @@ impl HostBuilder {
         })
     }
 
-    /// Approves every `ask` grant without asking.
+    /// Approves every needs-approval grant without asking.
     pub fn assume_yes(mut self, yes: bool) -> Self {
         self.assume_yes = yes;
         self
@@ -252,8 +252,8 @@ pub struct CallOptions {
     /// The `ctx.state` the call shares with the caller (the REPL's session state); `None`: a
     /// fresh one.
     pub state: Option<Arc<std::sync::Mutex<Value>>>,
-    /// Who approves the call's `ask` grants instead of the terminal (a door's person, such as
-    /// an MCP client through elicitation); `None`: the host's approver.
+    /// Who approves the call's needs-approval grants instead of the terminal (a door's person,
+    /// such as an MCP client through elicitation); `None`: the host's approver.
     pub approver: Option<Arc<dyn kiln_core::context::Approver>>,
     /// The call's key for outside APIs (`ctx.idempotency_key`): a durable engine's, so every
     /// attempt of the call sends the same; `None`: none.

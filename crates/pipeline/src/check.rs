@@ -67,7 +67,7 @@ pub fn local(p: &PipelineSpec) -> Vec<LoadError> {
         errors.push(err(&first, format!("cycle: {}", cycle.join(" -> "))));
     }
     if p.outputs.is_empty() {
-        errors.push(err(&p.loc, "has no .output(...)".into()));
+        errors.push(err(&p.loc, "has no .result(...)".into()));
     }
     for o in &p.outputs {
         if p.node(&o.name).is_none() {

@@ -154,12 +154,12 @@ impl PipelineSpec {
     }
 }
 
-/// One `.output(name)`.
+/// One `.result(name)` (formerly `.output(name)`).
 #[derive(Debug, Clone)]
 pub struct Output {
     /// The value returned.
     pub name: String,
-    /// Where the `.output` call is.
+    /// Where the `.result` call is.
     pub loc: SourceLoc,
 }
 

@@ -73,7 +73,7 @@ impl NativeTool {
         self
     }
 
-    /// The JSON Schema results must match, as the DSL's `.returns(...)`; a result that does not
+    /// The JSON Schema results must match, as the DSL's `.output(...)`; a result that does not
     /// is an `invalid_output` failure.
     pub fn output_schema(mut self, schema: Value) -> Self {
         self.output_schema = Some(schema);

@@ -7,7 +7,7 @@
 
 use super::{host_fns, sandbox};
 use kiln_core::call_events::{Answer, AskError, ClientAsk, FormRequest, SampleRequest};
-use rhai::{Dynamic, Engine, EvalAltResult, FuncRegistration, Map, Position};
+use rhai::{Dynamic, Engine, EvalAltResult, Map, Position};
 use serde_json::{Value, json};
 use std::time::Duration;
 
@@ -19,7 +19,7 @@ pub const MISSING_TOKEN: &str = "missing_capability:";
 const SAMPLE_TOKENS: (i64, i64) = (512, 8192);
 /// How long a question waits when the call has no deadline.
 const ASK_WAIT: Duration = Duration::from_secs(120);
-/// A request value made by `form_request`, `sample_request` or `roots_request`.
+/// A request value made by `elicit_request`, `sample_request` or `roots_request`.
 const REQUEST_KEY: &str = "$ask";
 
 fn refused(func: &str, what: &str, why: &str) -> Box<EvalAltResult> {
@@ -251,50 +251,12 @@ fn background() -> bool {
 
 /// Registers the asking functions.
 pub fn register(engine: &mut Engine) {
-    FuncRegistration::new("background")
-        .with_params_info(["bool"])
-        .with_comments([
-            "/// Goes on as an MCP task: the client that called gets a task to poll now, and the \
-            rest of the handler runs in it (for a tool declared .task(mode, #{ start: \
-            \"background\" })); false where the caller cannot take a task, and the call goes on.",
-        ])
-        .register_into_engine(engine, background);
-    let sample_doc = [
-        "/// Asks the model of the MCP client that called the tool (MCP sampling) and returns its \
-        text answer; needs capability \"sampling\" and a client that supports it. Options: \
-        system, max_tokens.",
-    ];
-    FuncRegistration::new("sample")
-        .with_params_info(["prompt: string", "string"])
-        .with_comments(sample_doc)
-        .register_into_engine(engine, |prompt: &str| sample(prompt, Map::new()));
-    FuncRegistration::new("sample")
-        .with_params_info(["prompt: string", "options: map", "string"])
-        .with_comments(sample_doc)
-        .register_into_engine(engine, sample);
-    FuncRegistration::new("elicit")
-        .with_params_info(["message: string", "fields: map", "map"])
-        .with_comments([
-            "/// Shows the person behind the MCP client a form (MCP elicitation) and returns \
-            #{ action, content }; needs capability \"elicitation\" and a client that supports it. \
-            Each field is a type name or a map of its schema (title, description, \"default\", \
-            enum, oneOf, required: true).",
-        ])
-        .register_into_engine(engine, elicit);
-    FuncRegistration::new("roots")
-        .with_params_info(["array"])
-        .with_comments([
-            "/// The MCP client's roots as [#{ uri, name }]; needs capability \"roots\".",
-        ])
-        .register_into_engine(engine, roots);
-    FuncRegistration::new("ask_client")
-        .with_params_info(["requests: map", "map"])
-        .with_comments([
-            "/// Asks the MCP client several questions at once (#{ key: elicit_request(...), key2: \
-            sample_request(...), key3: roots_request() }) and returns the answers by key; () for \
-            a kind the client does not offer.",
-        ])
-        .register_into_engine(engine, ask_client);
+    engine.register_fn("background", background);
+    engine.register_fn("sample", |prompt: &str| sample(prompt, Map::new()));
+    engine.register_fn("sample", sample);
+    engine.register_fn("elicit", elicit);
+    engine.register_fn("roots", roots);
+    engine.register_fn("ask_client", ask_client);
     // `form_request` is the deprecated spelling (renames.rs).
     for name in ["elicit_request", "form_request"] {
         engine.register_fn(name, |message: &str, fields: Map| {

@@ -145,7 +145,8 @@ pub struct Check<'a> {
     pub covers: &'a dyn Fn(Option<&str>) -> bool,
     /// Why no grant covers it, added to the refusal (empty: nothing to add).
     pub why_not: &'a dyn Fn() -> String,
-    /// Ask for `ask` grants now (false: a covering `ask` grant counts, the question comes later).
+    /// Ask now for a grant that needs approval (false: a covering needs-approval grant counts,
+    /// the question comes later).
     pub approve: bool,
 }
 

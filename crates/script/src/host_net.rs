@@ -81,8 +81,10 @@ struct HttpOpts {
     headers: Vec<(String, String)>,
 }
 
-/// The options of a call; `timeout_ms` never outlives the tool's own deadline.
-fn http_opts(opts: &Map) -> HttpOpts {
+/// The options of a call: `timeout` (a duration such as `"5s"` or `"500ms"`, a bare number
+/// being milliseconds, as `.timeout(...)` takes it; `timeout_ms`, a number of milliseconds, is
+/// its former spelling, still read) never outlives the tool's own deadline.
+fn http_opts(func: &str, opts: &Map) -> RhaiResult<HttpOpts> {
     let int = |k: &str| opts.get(k).and_then(|v| v.as_int().ok()).filter(|n| *n > 0);
     let headers = opts
         .get("headers")
@@ -94,13 +96,16 @@ fn http_opts(opts: &Map) -> HttpOpts {
             })
         })
         .unwrap_or_default();
-    let asked = int("timeout_ms").map_or(DEFAULT_TIMEOUT, |ms| Duration::from_millis(ms as u64));
+    let asked = match opts.get("timeout") {
+        Some(value) => crate::dsl::timeout(value).map_err(|e| fail(format!("{func}: {e}")))?,
+        None => int("timeout_ms").map_or(DEFAULT_TIMEOUT, |ms| Duration::from_millis(ms as u64)),
+    };
     let timeout = sandbox::remaining().map_or(asked, |left| asked.min(left));
-    HttpOpts {
+    Ok(HttpOpts {
         timeout: timeout.max(Duration::from_millis(1)),
         max_bytes: int("max_bytes").map_or(DEFAULT_MAX_BYTES, |n| (n as usize).min(HARD_MAX_BYTES)),
         headers,
-    }
+    })
 }
 
 /// A request body, kept so a 307/308 redirect can send it again.
@@ -138,7 +143,7 @@ pub(super) fn http(
     body: Option<Dynamic>,
     opts: Map,
 ) -> RhaiResult<Map> {
-    let o = http_opts(&opts);
+    let o = http_opts(func, &opts)?;
     let mut url = parse_url(func, given)?;
     let mut body = match body {
         None => None,

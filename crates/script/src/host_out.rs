@@ -8,7 +8,7 @@ use super::host_fns;
 use kiln_core::call_events::{self, LogLevel};
 use kiln_core::content::{self, Content};
 use kiln_core::tool::{FailureKind, ToolFailure};
-use rhai::{Dynamic, Engine, EvalAltResult, FuncRegistration, Position};
+use rhai::{Dynamic, Engine, EvalAltResult, Position};
 use serde_json::Value;
 
 /// The value thrown by a content constructor given something it cannot use.
@@ -152,91 +152,54 @@ pub fn register(engine: &mut Engine) {
     engine.register_fn("to_string", |e: &mut BadContent| e.0.clone());
 
     register_blocks(engine);
-    let progress_doc = [
-        "/// Reports progress to the caller (an MCP client that sent a progress token); \
-        values must increase, and a flood is cut off.",
-    ];
-    FuncRegistration::new("progress")
-        .with_params_info(["done: number", "()"])
-        .with_comments(progress_doc)
-        .register_into_engine(engine, |done: Dynamic| progress(&done, None, None));
-    FuncRegistration::new("progress")
-        .with_params_info(["done: number", "total: number", "()"])
-        .with_comments(progress_doc)
-        .register_into_engine(engine, |done: Dynamic, total: Dynamic| {
-            progress(&done, Some(&total), None)
-        });
-    FuncRegistration::new("progress")
-        .with_params_info(["done: number", "total: number", "message: string", "()"])
-        .with_comments(progress_doc)
-        .register_into_engine(engine, |done: Dynamic, total: Dynamic, msg: &str| {
-            progress(&done, Some(&total), Some(msg))
-        });
-    let log_doc = [
-        "/// Logs to stderr and to the caller (an MCP client, at the level it chose): \
-        level is debug, info, notice, warning, error, critical, alert or emergency.",
-    ];
-    FuncRegistration::new("log")
-        .with_params_info(["level: string", "message: string", "()"])
-        .with_comments(log_doc)
-        .register_into_engine(engine, log);
-    FuncRegistration::new("log")
-        .with_params_info(["level: string", "message: ?", "()"])
-        .with_comments(log_doc)
-        .register_into_engine(engine, |level: &str, msg: Dynamic| {
-            log(level, &msg.to_string())
-        });
+    engine.register_fn("progress", |done: Dynamic| progress(&done, None, None));
+    engine.register_fn("progress", |done: Dynamic, total: Dynamic| {
+        progress(&done, Some(&total), None)
+    });
+    engine.register_fn("progress", |done: Dynamic, total: Dynamic, msg: &str| {
+        progress(&done, Some(&total), Some(msg))
+    });
+    engine.register_fn("log", log);
+    engine.register_fn("log", |level: &str, msg: Dynamic| {
+        log(level, &msg.to_string())
+    });
 }
 
 /// The content block constructors: `image`, `audio`, `resource_block`, `resource_blob_block`
 /// (and the last two's deprecated spellings).
 fn register_blocks(engine: &mut Engine) {
-    FuncRegistration::new("image")
-        .with_params_info(["data: string", "mime: string", "Content"])
-        .with_comments(["/// An image content block: `data` base64, `mime` such as \"image/png\"."])
-        .register_into_engine(engine, |data: Dynamic, mime: Dynamic| {
-            let (data, mime) = (
-                string("image", "data", &data)?,
-                string("image", "mime", &mime)?,
-            );
-            checked("image", Content::image(data, mime))
-        });
-    FuncRegistration::new("audio")
-        .with_params_info(["data: string", "mime: string", "Content"])
-        .with_comments(["/// An audio content block: `data` base64, `mime` such as \"audio/wav\"."])
-        .register_into_engine(engine, |data: Dynamic, mime: Dynamic| {
-            let (data, mime) = (
-                string("audio", "data", &data)?,
-                string("audio", "mime", &mime)?,
-            );
-            checked("audio", Content::audio(data, mime))
-        });
+    engine.register_fn("image", |data: Dynamic, mime: Dynamic| {
+        let (data, mime) = (
+            string("image", "data", &data)?,
+            string("image", "mime", &mime)?,
+        );
+        checked("image", Content::image(data, mime))
+    });
+    engine.register_fn("audio", |data: Dynamic, mime: Dynamic| {
+        let (data, mime) = (
+            string("audio", "data", &data)?,
+            string("audio", "mime", &mime)?,
+        );
+        checked("audio", Content::audio(data, mime))
+    });
     // `resource(uri, text, mime)` and `resource_blob(uri, blob, mime)` are the deprecated
     // spellings (renames.rs): `resource(uri)` declares an MCP resource.
     for f in ["resource_block", "resource"] {
-        FuncRegistration::new(f)
-            .with_params_info(["uri: string", "text: string", "mime: string", "Content"])
-            .with_comments(["/// An embedded text resource: its URI, its text and media type."])
-            .register_into_engine(engine, move |uri: Dynamic, text: Dynamic, mime: Dynamic| {
-                let (uri, text) = (string(f, "uri", &uri)?, string(f, "text", &text)?);
-                checked(
-                    f,
-                    Content::resource_text(uri, text, &string(f, "mime", &mime)?),
-                )
-            });
+        engine.register_fn(f, move |uri: Dynamic, text: Dynamic, mime: Dynamic| {
+            let (uri, text) = (string(f, "uri", &uri)?, string(f, "text", &text)?);
+            checked(
+                f,
+                Content::resource_text(uri, text, &string(f, "mime", &mime)?),
+            )
+        });
     }
     for f in ["resource_blob_block", "resource_blob"] {
-        FuncRegistration::new(f)
-            .with_params_info(["uri: string", "blob: string", "mime: string", "Content"])
-            .with_comments([
-                "/// An embedded binary resource: its URI, its bytes (base64) and media type.",
-            ])
-            .register_into_engine(engine, move |uri: Dynamic, blob: Dynamic, mime: Dynamic| {
-                let (uri, blob) = (string(f, "uri", &uri)?, string(f, "blob", &blob)?);
-                checked(
-                    f,
-                    Content::resource_blob(uri, blob, &string(f, "mime", &mime)?),
-                )
-            });
+        engine.register_fn(f, move |uri: Dynamic, blob: Dynamic, mime: Dynamic| {
+            let (uri, blob) = (string(f, "uri", &uri)?, string(f, "blob", &blob)?);
+            checked(
+                f,
+                Content::resource_blob(uri, blob, &string(f, "mime", &mime)?),
+            )
+        });
     }
 }

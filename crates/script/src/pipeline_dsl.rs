@@ -142,10 +142,13 @@ pub(super) fn register(engine: &mut Engine) {
             b.compute(c.call_position(), n, deps, target, Some(f))
         },
     );
-    engine.register_fn("output", |c: NativeCallContext, b: &mut B, n: &str| {
-        let pos = c.call_position();
-        b.with(|d| d.outputs.push((n.to_string(), pos)))
-    });
+    // `output` is the deprecated spelling (renames.rs): on a tool or agent it is a schema.
+    for name in ["result", "output"] {
+        engine.register_fn(name, |c: NativeCallContext, b: &mut B, n: &str| {
+            let pos = c.call_position();
+            b.with(|d| d.outputs.push((n.to_string(), pos)))
+        });
+    }
     engine.register_fn("requires", |c: NativeCallContext, b: &mut B, cap: &str| {
         let pos = c.call_position();
         b.with(|d| d.requires.push((cap.to_string(), pos)))

@@ -68,6 +68,12 @@ pub const RENAMES: &[Rename] = &[
         old: "form_request",
         new: "elicit_request",
     },
+    // The step a pipeline returns, apart from the output schema of a tool or agent.
+    Rename {
+        on: "PipelineBuilder",
+        old: "output",
+        new: "result",
+    },
 ];
 
 /// How many arguments (the receiver not counted) a call of `r`'s old spelling has when it
@@ -77,6 +83,7 @@ fn arguments(r: &Rename) -> &'static [usize] {
         ("", "resource" | "resource_blob") => &[3],
         ("", "form_request") => &[2],
         ("ToolBuilder", "returns") => &[1, 2],
+        ("PipelineBuilder", "output") => &[1],
         _ => &[1],
     }
 }
@@ -124,8 +131,11 @@ fn reader() -> Engine {
     engine
 }
 
-/// The rename a call means, if it uses a deprecated spelling.
-fn renamed(call: &FnCallExpr, method: bool) -> Option<Rename> {
+/// The rename a call means, if it uses a deprecated spelling. `in_pipeline`: the call is a
+/// method in a chain that starts at `pipeline(...)`. A rename on a receiver whose methods other
+/// builders share (`PipelineBuilder`'s `output`, a tool's or agent's output schema) is found
+/// only there: a warning missed is better than one given wrongly.
+fn renamed(call: &FnCallExpr, method: bool, in_pipeline: bool) -> Option<Rename> {
     if call.is_qualified() {
         return None;
     }
@@ -134,9 +144,31 @@ fn renamed(call: &FnCallExpr, method: bool) -> Option<Rename> {
         .find(|r| {
             r.old == call.name.as_str()
                 && r.on.is_empty() != method
+                && (r.on != "PipelineBuilder" || in_pipeline)
                 && arguments(r).contains(&call.args.len())
         })
         .copied()
+}
+
+/// Whether the method call at the end of `path` is in a chain whose root is a call of
+/// `pipeline(...)` (`pipeline("p").input(...).output("x")`), the script not defining a
+/// `pipeline` of its own. Rhai nests a chain's dots to the right, so the root is the left side
+/// of the outermost of the dots directly above the call (or, nested to the left, its leftmost).
+fn in_pipeline_chain(path: &[ASTNode], own: &BTreeSet<String>) -> bool {
+    let above = path.len().saturating_sub(1);
+    let mut root = path[..above]
+        .iter()
+        .rev()
+        .map_while(|node| match node {
+            ASTNode::Expr(Expr::Dot(x, ..)) => Some(&x.lhs),
+            _ => None,
+        })
+        .last();
+    while let Some(Expr::Dot(x, ..)) = root {
+        root = Some(&x.lhs);
+    }
+    matches!(root, Some(Expr::FnCall(call, _))
+        if call.name.as_str() == "pipeline" && !call.is_qualified() && !own.contains("pipeline"))
 }
 
 /// Every use of a deprecated spelling in `source`, in the order they appear. A script that
@@ -157,7 +189,7 @@ pub fn deprecations(source: &str) -> Vec<Deprecation> {
         };
         if let Some((call, method, pos)) = call
             && !own.contains(call.name.as_str())
-            && let Some(rename) = renamed(call, method)
+            && let Some(rename) = renamed(call, method, method && in_pipeline_chain(path, &own))
             && let (Some(line), Some(column)) = (pos.line(), pos.position())
         {
             found.push(Deprecation {

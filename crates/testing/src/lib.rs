@@ -19,6 +19,8 @@ mod error;
 pub mod export;
 pub mod report;
 pub mod runner;
+#[cfg(test)]
+mod table_tests;
 pub mod watch;
 
 pub use error::TestError;

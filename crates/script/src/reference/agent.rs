@@ -1,6 +1,6 @@
 //! The methods of `agent(name)`.
 
-use super::{Entry, method, replaced};
+use super::entry::{Entry, method, replaced};
 
 const A: &str = "AgentBuilder";
 

@@ -1,7 +1,7 @@
 //! The methods of the other builders: `pipeline(name)`, `mcp_server(name)`, `resource(uri)` and
 //! `resource_template(uri_template)`, `prompt(name)` and `policy(name)`.
 
-use super::{Entry, method, replaced};
+use super::entry::{Entry, method, replaced};
 
 const P: &str = "PipelineBuilder";
 const M: &str = "McpServerBuilder";
@@ -23,8 +23,16 @@ pub(super) const PIPELINE: &[Entry] = &[
     ),
     method(
         P,
-        "output(name: string)",
+        "result(name: string)",
         "A step or input whose value the pipeline returns.",
+    ),
+    replaced(
+        method(
+            P,
+            "output(name: string)",
+            "A step or input whose value the pipeline returns; the old spelling of result.",
+        ),
+        "result",
     ),
     method(
         P,

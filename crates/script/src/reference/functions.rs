@@ -1,6 +1,6 @@
 //! The functions that declare (`tool`, `agent`...) and those that build or convert values.
 
-use super::{Entry, function, replaced};
+use super::entry::{Entry, function, replaced};
 
 /// The declarations a script file makes at its top level, and a policy check's verdicts.
 pub(super) const DECLARATIONS: &[Entry] = &[
@@ -22,7 +22,7 @@ pub(super) const DECLARATIONS: &[Entry] = &[
     ),
     function(
         "policy(name: string)",
-        "Declares a call policy: allow, deny or ask before a tool runs.",
+        "Declares a call policy: allow, deny or needs_approval before a tool runs.",
     ),
     function("prompt(name: string)", "Declares an MCP prompt."),
     function(

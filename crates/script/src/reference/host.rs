@@ -1,19 +1,19 @@
 //! The host functions that reach outside the script, each gated by a capability, and those
 //! that ask the MCP client.
 
-use super::{Entry, function, gated, replaced};
+use super::entry::{Entry, function, gated, replaced};
 
 /// Functions gated by a capability the tool declares and the caller grants.
 pub(super) const GATED: &[Entry] = &[
     gated(
         "http_get(url: string[, options: map])",
         "net",
-        "GET a URL, scoped to its host; #{ headers, timeout_ms, max_bytes }.",
+        "GET a URL, scoped to its host; #{ headers, timeout: \"5s\" | ms, max_bytes } (timeout_ms, a number of milliseconds, is timeout's former spelling).",
     ),
     gated(
         "http_post(url: string, body: any[, options: map])",
         "net",
-        "POST a body (text, or a map sent as JSON) to a URL, scoped to its host.",
+        "POST a body (text, or a map sent as JSON) to a URL, scoped to its host; options as http_get's.",
     ),
     gated(
         "read_file(path: string)",

@@ -8,211 +8,21 @@ mod agent;
 mod builders;
 #[cfg(test)]
 mod coverage_tests;
+mod entry;
 mod functions;
 mod host;
 mod render;
 pub mod signature;
+mod table;
+mod testing;
 mod tool;
 
+pub use entry::Entry;
 pub use render::{
     REFERENCE_PATH, annotate_definitions, definitions, entry_of_definition, markdown,
 };
 pub use signature::Param;
-
-/// One builder method or function.
-#[derive(Debug, Clone, Copy)]
-pub struct Entry {
-    /// The builder it is a method of (`ToolBuilder`...), or `""` for a function.
-    pub on: &'static str,
-    /// Its name.
-    pub name: &'static str,
-    /// Its signature, parameters named and typed:
-    /// `param(name: string, type: string[, options: string | map])`; a bracketed group may be
-    /// left out.
-    pub signature: &'static str,
-    /// The capability a call needs (`net`, `fs.read`...), if any.
-    pub capability: Option<&'static str>,
-    /// What it is for, in one line.
-    pub doc: &'static str,
-    /// The name that replaces it when it is a deprecated spelling.
-    pub replaced_by: Option<&'static str>,
-}
-
-impl Entry {
-    /// The call as a person writes it, parameters named: `param(name, type[, options])`.
-    pub fn call(&self) -> String {
-        signature::untyped(self.signature)
-    }
-
-    /// Its parameters, in order.
-    pub fn params(&self) -> Vec<Param> {
-        signature::params(self.signature)
-    }
-}
-
-/// The name of a signature: its text up to the parenthesis.
-const fn name_of(signature: &'static str) -> &'static str {
-    let bytes = signature.as_bytes();
-    let mut end = 0;
-    while end < bytes.len() && bytes[end] != b'(' {
-        end += 1;
-    }
-    signature.split_at(end).0
-}
-
-/// A method of builder `on`.
-pub(crate) const fn method(on: &'static str, signature: &'static str, doc: &'static str) -> Entry {
-    Entry {
-        on,
-        name: name_of(signature),
-        signature,
-        capability: None,
-        doc,
-        replaced_by: None,
-    }
-}
-
-/// `e`, a deprecated spelling of `new` on the same receiver (`renames.rs` records the rename).
-pub(crate) const fn replaced(e: Entry, new: &'static str) -> Entry {
-    Entry {
-        replaced_by: Some(new),
-        ..e
-    }
-}
-
-/// A function needing no capability.
-pub(crate) const fn function(signature: &'static str, doc: &'static str) -> Entry {
-    method("", signature, doc)
-}
-
-/// A function gated by capability `cap`.
-pub(crate) const fn gated(signature: &'static str, cap: &'static str, doc: &'static str) -> Entry {
-    Entry {
-        capability: Some(cap),
-        ..method("", signature, doc)
-    }
-}
-
-/// The builders, with what the DSL calls each in messages, in the reference's order.
-pub const BUILDERS: &[(&str, &str)] = &[
-    ("ToolBuilder", "tool(...)"),
-    ("AgentBuilder", "agent(...)"),
-    ("PipelineBuilder", "pipeline(...)"),
-    ("McpServerBuilder", "mcp_server(...)"),
-    ("ResourceBuilder", "resource(...)"),
-    ("PromptBuilder", "prompt(...)"),
-    ("PolicyBuilder", "policy(...)"),
-];
-
-/// The functions, in parts, each with its title in the reference.
-pub const FUNCTION_PARTS: &[(&str, &[Entry])] = &[
-    ("Declarations and policy verdicts", functions::DECLARATIONS),
-    ("Values, content and reports", functions::VALUES),
-    ("Gated host functions", host::GATED),
-    ("Asking the MCP client", host::CLIENT),
-];
-
-/// Each builder's methods.
-const METHOD_PARTS: &[&[Entry]] = &[
-    tool::TOOL,
-    agent::AGENT,
-    builders::PIPELINE,
-    builders::MCP_SERVER,
-    builders::RESOURCE,
-    builders::PROMPT,
-    builders::POLICY,
-];
-
-/// Every entry of the table: functions first, then each builder's methods.
-pub fn entries() -> impl Iterator<Item = &'static Entry> {
-    (FUNCTION_PARTS.iter().map(|(_, part)| *part))
-        .chain(METHOD_PARTS.iter().copied())
-        .flat_map(|part| part.iter())
-}
-
-/// The entries named `name` on builder `on` (`""`: functions); several when one name takes
-/// unrelated parameter lists (`resource(uri)` and `resource(uri, text, mime)`).
-pub fn find_all(on: &str, name: &str) -> impl Iterator<Item = &'static Entry> {
-    let (on, name) = (on.to_string(), name.to_string());
-    entries().filter(move |e| e.on == on && e.name == name)
-}
-
-/// The first entry named `name` on builder `on` (`""`: functions).
-pub fn find(on: &str, name: &str) -> Option<&'static Entry> {
-    find_all(on, name).next()
-}
-
-/// The capability a call of function `name` needs, if any.
-pub fn capability_of(name: &str) -> Option<&'static str> {
-    find_all("", name).find_map(|e| e.capability)
-}
-
-/// Whether `name` on builder `on` (`""`: functions) is only a deprecated spelling of another.
-pub fn is_deprecated(on: &str, name: &str) -> bool {
-    let mut found = find_all(on, name).peekable();
-    found.peek().is_some() && found.all(|e| e.replaced_by.is_some())
-}
-
-/// Whether `ty` is a builder's type name (`ToolBuilder`).
-pub fn is_builder(ty: &str) -> bool {
-    BUILDERS.iter().any(|(b, _)| *b == ty)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn names_are_the_signatures_up_to_their_parenthesis() {
-        let param = find("ToolBuilder", "param").expect("param is in the table");
-        assert_eq!(param.call(), "param(name, type[, options])");
-        assert!(find("", "exclusive").is_none());
-        assert!(
-            entries()
-                .all(|e| !e.name.is_empty() && !e.name.contains('(') && e.signature.ends_with(')'))
-        );
-        assert_eq!(capability_of("read_file"), Some("fs.read"));
-        assert_eq!(capability_of("tool"), None);
-        assert_eq!(find_all("", "resource").count(), 2);
-    }
-
-    #[test]
-    fn every_receiver_is_a_builder_and_every_type_is_known() {
-        for e in entries() {
-            assert!(e.on.is_empty() || is_builder(e.on), "{}: {}", e.on, e.name);
-            assert!(
-                !e.doc.is_empty() && !e.doc.contains('\n'),
-                "{}",
-                e.signature
-            );
-            for p in e.params() {
-                for ty in p.ty.split('|').map(str::trim) {
-                    assert!(signature::TYPES.contains(&ty), "{}: type {ty}", e.signature);
-                }
-            }
-        }
-    }
-
-    #[test]
-    fn a_deprecated_spelling_names_a_current_one_of_its_receiver() {
-        for e in entries() {
-            if let Some(new) = e.replaced_by {
-                assert!(
-                    find(e.on, new).is_some() && !is_deprecated(e.on, new),
-                    "{} is replaced by {new}, which the table lacks",
-                    e.signature
-                );
-            }
-        }
-        assert!(!is_deprecated("ToolBuilder", "param"));
-        assert!(!is_deprecated("ToolBuilder", "no_such_method"));
-    }
-
-    #[test]
-    fn one_signature_is_written_once() {
-        let mut seen = std::collections::BTreeSet::new();
-        for e in entries() {
-            assert!(seen.insert((e.on, e.signature)), "{} twice", e.signature);
-        }
-    }
-}
+pub use table::{
+    BUILDERS, FUNCTION_PARTS, TEST_FILES, capability_of, entries, find, find_all, is_builder,
+    is_deprecated, is_test_function,
+};

@@ -1,6 +1,8 @@
 //! The table written out: `docs/reference.md`, and the doc comments of `kiln definitions`.
 
-use super::{BUILDERS, Entry, FUNCTION_PARTS, entries, is_builder, signature};
+use super::entry::Entry;
+use super::signature;
+use super::table::{BUILDERS, FUNCTION_PARTS, entries, is_builder};
 
 /// The path of the reference inside the repository.
 pub const REFERENCE_PATH: &str = "docs/reference.md";

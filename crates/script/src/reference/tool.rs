@@ -1,6 +1,6 @@
 //! The methods of `tool(name)`.
 
-use super::{Entry, method, replaced};
+use super::entry::{Entry, method, replaced};
 
 const T: &str = "ToolBuilder";
 

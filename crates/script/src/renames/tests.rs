@@ -98,3 +98,27 @@ fn the_table_marks_every_rename_and_nothing_else() {
         }
     }
 }
+
+#[test]
+fn a_pipelines_output_is_its_result_and_a_tool_or_agents_output_is_never_flagged() {
+    let src = "pipeline(\"p\").input(\"x\", \"string\")\n    .compute(\"y\", [\"x\"], \"t\")\n    .output(\"y\");\n\
+tool(\"t\").param(\"x\", \"string\").output(\"string\").handler(|a| a.x);\n\
+tool(\"u\").output(#{ type: \"object\" }).handler(|a| pipeline(\"q\").output(\"z\"));\n\
+agent(\"a\").output(\"string\");\nagent(\"b\").provider(\"script\").output(#{ type: \"string\" });\n\
+let p = pipeline(\"q\");\n";
+    assert_eq!(names(src), vec![(3, 6, "output"), (5, 65, "output")]);
+    let (fixed, done) = fix(src);
+    assert_eq!(done.len(), 2);
+    assert!(fixed.contains("    .result(\"y\");\n"), "{fixed}");
+    assert!(fixed.contains("pipeline(\"q\").result(\"z\")"), "{fixed}");
+    assert_eq!(fixed.matches(".output(").count(), 4, "{fixed}");
+    assert!(deprecations(&fixed).is_empty());
+}
+
+#[test]
+fn a_pipeline_of_the_scripts_own_or_behind_a_variable_is_not_flagged() {
+    let own = "fn pipeline(n) { tool(n) }\npipeline(\"p\").output(\"string\");\n";
+    assert!(names(own).is_empty(), "{:?}", names(own));
+    let held = "let p = pipeline(\"p\").input(\"x\", \"string\");\np.output(\"x\");\n";
+    assert!(names(held).is_empty(), "{:?}", names(held));
+}
