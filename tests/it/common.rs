@@ -2,9 +2,9 @@
 
 use kiln::{CallOptions, Grants, Host, ToolOutcome};
 use serde_json::Value;
-use std::io::{Read as _, Write as _};
+use std::io::{BufRead as _, Read as _, Write as _};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::{Command, Output, Stdio};
 use std::sync::Arc;
 
 /// A temp scripts folder with files written into it.
@@ -359,4 +359,37 @@ pub fn signal(pid: u32, sig: &str) {
         .status()
         .expect("sh");
     assert!(status.success(), "kill -{sig} {pid}");
+}
+
+/// Talks JSON-RPC to `kiln mcp ARGS` over stdio: sends each message, and for a request collects
+/// every line up to its answer; returns all lines in order.
+pub fn mcp_stdio(dir: &Path, args: &[&str], msgs: &[Value]) -> Vec<Value> {
+    let mut child = Command::new(kiln_bin())
+        .arg("mcp")
+        .args(args)
+        .current_dir(dir)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start kiln mcp");
+    let mut stdin = child.stdin.take().expect("stdin");
+    let mut lines = std::io::BufReader::new(child.stdout.take().expect("stdout")).lines();
+    let mut seen = Vec::new();
+    for msg in msgs {
+        writeln!(stdin, "{msg}").expect("send");
+        let Some(id) = msg.get("id") else { continue };
+        loop {
+            let line = lines.next().expect("a line").expect("read");
+            let v: Value = serde_json::from_str(&line).expect("JSON-RPC on stdout");
+            let done = v.get("id") == Some(id);
+            seen.push(v);
+            if done {
+                break;
+            }
+        }
+    }
+    drop(stdin);
+    let _ = child.wait();
+    seen
 }

@@ -8,8 +8,6 @@ use kiln::content::Content;
 use kiln::tool::{CallObserver, LogLevel};
 use kiln::{CallOptions, Host, NativeTool};
 use serde_json::{Value, json};
-use std::io::{BufRead, BufReader, Write};
-use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
 
 const PNG: &str = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==";
@@ -62,37 +60,11 @@ agent("viewer").description("Looks at the chart").provider("script").tools(["mix
     });
 "#;
 
-/// Talks JSON-RPC to `kiln mcp` over stdio: sends each message, and for a request collects
-/// every line up to its answer; returns all lines in order.
+/// `kiln mcp` over stdio on this folder's scripts alone ([`mcp_stdio`]).
 fn stdio_messages(dir: &std::path::Path, extra: &[&str], msgs: &[Value]) -> Vec<Value> {
-    let mut child = Command::new(kiln_bin())
-        .args(["mcp", "--no-stdlib", "--scripts", "."])
-        .args(extra)
-        .current_dir(dir)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("start kiln mcp");
-    let mut stdin = child.stdin.take().expect("stdin");
-    let mut lines = BufReader::new(child.stdout.take().expect("stdout")).lines();
-    let mut seen = Vec::new();
-    for msg in msgs {
-        writeln!(stdin, "{msg}").expect("send");
-        let Some(id) = msg.get("id") else { continue };
-        loop {
-            let line = lines.next().expect("a line").expect("read");
-            let v: Value = serde_json::from_str(&line).expect("JSON-RPC on stdout");
-            let done = v.get("id") == Some(id);
-            seen.push(v);
-            if done {
-                break;
-            }
-        }
-    }
-    drop(stdin);
-    let _ = child.wait();
-    seen
+    let mut args = vec!["--no-stdlib", "--scripts", "."];
+    args.extend_from_slice(extra);
+    mcp_stdio(dir, &args, msgs)
 }
 
 fn session(then: Vec<Value>) -> Vec<Value> {

@@ -4,10 +4,9 @@
 //! settings that would otherwise be ignored without a word.
 
 use crate::common::*;
-use serde_json::{Value, json};
-use std::io::{BufRead, BufReader, Write};
+use serde_json::json;
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Command;
 
 /// A project with `tools/shop.rhai` (one tool, `lookup`) and this `kiln.toml`.
 fn project(toml: &str) -> tempfile::TempDir {
@@ -58,33 +57,16 @@ fn stdlib_false_is_turned_back_by_stdlib_and_kiln_net_proxy_takes_one() {
 
 /// One MCP exchange over `kiln mcp`'s stdio: initialize, then `tools/list`; the tool names.
 fn mcp_tools_over_stdio(dir: &Path, args: &[&str]) -> Vec<String> {
-    let mut child = Command::new(kiln_bin())
-        .arg("mcp")
-        .args(args)
-        .current_dir(dir)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("start kiln mcp");
-    let mut stdin = child.stdin.take().expect("stdin");
-    let mut lines = BufReader::new(child.stdout.take().expect("stdout")).lines();
-    let mut send = |v: Value| writeln!(stdin, "{v}").expect("write");
-    send(
-        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
         "protocolVersion": "2025-06-18", "capabilities": {},
-        "clientInfo": {"name": "t", "version": "1"}}}),
-    );
-    let first = lines.next().expect("an answer").expect("a line");
-    assert!(first.contains("\"id\":1"), "{first}");
-    send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
-    send(json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}));
-    let list: Value = (lines.map_while(Result::ok))
-        .map(|l| serde_json::from_str::<Value>(&l).expect("JSON"))
-        .find(|m| m["id"] == 2)
-        .expect("the tool list");
-    let _ = child.kill();
-    let _ = child.wait();
+        "clientInfo": {"name": "t", "version": "1"}}});
+    let msgs = [
+        init,
+        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}),
+    ];
+    let seen = mcp_stdio(dir, args, &msgs);
+    let list = seen.iter().find(|m| m["id"] == 2).expect("the tool list");
     (list["result"]["tools"].as_array().expect("tools").iter())
         .filter_map(|t| t["name"].as_str().map(String::from))
         .collect()
