@@ -393,45 +393,65 @@ fn kiln_definitions_describe_the_content_progress_and_log_functions() {
     );
     assert!(out.status.success(), "{}", stderr(&out));
     let defs = std::fs::read_to_string(scripts.path().join("k.d.rhai")).expect("definitions");
-    // Registered plainly, each is described by the table: its signature, parameters named and
-    // typed, is the doc comment of a definition taking as many arguments.
-    for (table, arity) in [
-        ("image(data: string, mime: string)", 2),
-        ("audio(data: string, mime: string)", 2),
-        ("resource_block(uri: string, text: string, mime: string)", 3),
-        ("resource(uri: string, text: string, mime: string)", 3),
+    // Registered plainly (Rhai names neither their parameters nor what they return), each is
+    // written with the table's parameter names and types and its return type, under the
+    // table's signature as its doc comment.
+    for (table, line) in [
         (
-            "resource_blob_block(uri: string, blob: string, mime: string)",
-            3,
-        ),
-        ("resource_blob(uri: string, blob: string, mime: string)", 3),
-        (
-            "progress(done: number[, total: number[, message: string]])",
-            1,
+            "image(data: string, mime: string) -> Content",
+            "fn image(data: string, mime: string) -> Content;",
         ),
         (
-            "progress(done: number[, total: number[, message: string]])",
-            3,
+            "audio(data: string, mime: string) -> Content",
+            "fn audio(data: string, mime: string) -> Content;",
         ),
-        ("log(level: string, message: any)", 2),
+        (
+            "resource_block(uri: string, text: string, mime: string) -> Content",
+            "fn resource_block(uri: string, text: string, mime: string) -> Content;",
+        ),
+        (
+            "resource(uri: string, text: string, mime: string) -> Content",
+            "fn resource(uri: string, text: string, mime: string) -> Content;",
+        ),
+        (
+            "resource_blob_block(uri: string, blob: string, mime: string) -> Content",
+            "fn resource_blob_block(uri: string, blob: string, mime: string) -> Content;",
+        ),
+        (
+            "resource_blob(uri: string, blob: string, mime: string) -> Content",
+            "fn resource_blob(uri: string, blob: string, mime: string) -> Content;",
+        ),
+        (
+            "progress(done: number[, total: number[, message: string]]) -> ()",
+            "fn progress(done: number) -> ();",
+        ),
+        (
+            "progress(done: number[, total: number[, message: string]]) -> ()",
+            "fn progress(done: number, total: number, message: string) -> ();",
+        ),
+        (
+            "log(level: string, message: any) -> ()",
+            "fn log(level: string, message: ?) -> ();",
+        ),
     ] {
-        let name = &table[..table.find('(').expect("a signature")];
         let lines: Vec<&str> = defs.lines().collect();
-        let described = lines.iter().enumerate().any(|(i, line)| {
+        let described = lines.iter().enumerate().any(|(i, doc)| {
             let fn_line = (lines[i..].iter())
                 .find(|l| !l.starts_with("///"))
                 .unwrap_or(&"");
-            let args = fn_line.split_once('(').map_or("", |(_, r)| r);
-            let args = args.split_once(')').map_or("", |(a, _)| a);
-            *line == format!("/// `{table}`")
-                && fn_line.starts_with(&format!("fn {name}("))
-                && args.split(", ").filter(|a| !a.is_empty()).count() == arity
+            *doc == format!("/// `{table}`") && *fn_line == line
         });
         assert!(
             described,
-            "{table} with {arity} argument(s) missing from:\n{defs}"
+            "{line} under /// `{table}` missing from:\n{defs}"
         );
     }
+    assert!(
+        !defs
+            .lines()
+            .any(|l| l.starts_with("fn image(") && l.contains('?')),
+        "{defs}"
+    );
 }
 
 #[test]

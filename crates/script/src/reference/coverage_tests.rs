@@ -62,27 +62,16 @@ fn registered() -> Vec<Registered> {
         .collect()
 }
 
-/// Whether a parameter the table types `table` takes what the engine registered as `reg`.
-fn accepts(table: &str, reg: &str) -> bool {
-    reg == "any"
-        || table.split('|').map(str::trim).any(|t| match t {
-            "any" => true,
-            "string" => matches!(reg, "string" | "str" | "ImmutableString" | "String"),
-            "int" => matches!(reg, "i64" | "INT" | "int"),
-            "float" => matches!(reg, "f64" | "FLOAT" | "float"),
-            "number" => matches!(reg, "i64" | "f64" | "INT" | "FLOAT" | "number"),
-            "fn" => matches!(reg, "Fn" | "FnPtr"),
-            other => other == reg,
-        })
-}
-
 /// Whether `e` describes the registered function `r`: same receiver and name, and one of its
 /// argument lists takes `r`'s arguments.
 fn describes(e: &Entry, r: &Registered) -> bool {
     e.on == r.on
         && e.name == r.name
         && signature::expansions(e.signature).iter().any(|x| {
-            x.len() == r.types.len() && x.iter().zip(&r.types).all(|(p, t)| accepts(&p.ty, t))
+            x.len() == r.types.len()
+                && x.iter()
+                    .zip(&r.types)
+                    .all(|(p, t)| signature::accepts(&p.ty, t))
         })
 }
 
@@ -215,5 +204,83 @@ fn each_gated_function_is_refused_for_the_capability_the_table_names() {
             told.contains(&format!("does not declare capability \"{cap}\"")),
             "{call}: the table says {cap}, the gate says: {told}"
         );
+    }
+}
+
+/// The type name Rhai gives a value of the table's return type `ty`.
+fn rhai_type_name(ty: &str) -> &str {
+    match ty {
+        "string" => "string",
+        "int" => "i64",
+        "float" => "f64",
+        other => other,
+    }
+}
+
+#[test]
+fn a_return_type_in_the_table_is_what_a_call_returns() {
+    let engine = crate::engine(&crate::sandbox::Limits::default(), Vec::new(), None);
+    // Rhai's definitions name what a plain function returns (not what one returning a
+    // `Result` does): where both say, they agree.
+    let defs = super::definitions(&engine);
+    for line in defs.lines().filter(|l| l.starts_with("fn ")) {
+        let said = line
+            .rsplit_once("-> ")
+            .map(|(_, t)| t.trim_end_matches(';'));
+        if let (Some(e), Some(said)) = (super::entry_of_definition(line), said)
+            && let Some(ty) = e.returns()
+        {
+            assert_eq!(ty, said, "{line}: the table says {}", e.signature);
+        }
+    }
+    // Those Rhai cannot name, called: every ungated function the table gives a return type.
+    let calls = [
+        "image(\"iVBORw0KGgo=\", \"image/png\")",
+        "audio(\"UklGRg==\", \"audio/wav\")",
+        "resource_block(\"file:///a\", \"text\", \"text/plain\")",
+        "resource(\"file:///a\", \"text\", \"text/plain\")",
+        "resource_blob_block(\"file:///a\", \"AA==\", \"a/b\")",
+        "resource_blob(\"file:///a\", \"AA==\", \"a/b\")",
+        "progress(1)",
+        "progress(1, 2)",
+        "progress(1, 2, \"x\")",
+        "log(\"info\", \"x\")",
+        "log(\"info\", 1)",
+        "elicit_request(\"m\", #{})",
+        "form_request(\"m\", #{})",
+        "sample_request(\"p\")",
+        "sample_request(\"p\", #{})",
+        "roots_request()",
+    ];
+    let mut called = std::collections::BTreeSet::new();
+    for call in calls {
+        let value: rhai::Dynamic = engine.eval(call).unwrap_or_else(|e| panic!("{call}: {e}"));
+        let name = &call[..call.find('(').unwrap_or_default()];
+        let arity = call.matches(',').count() + usize::from(!call.contains("()"));
+        let e = (super::find_all("", name))
+            .find(|e| {
+                signature::expansions(e.signature)
+                    .iter()
+                    .any(|x| x.len() == arity)
+            })
+            .unwrap_or_else(|| panic!("{call}: not in the table"));
+        let ty = e
+            .returns()
+            .unwrap_or_else(|| panic!("{}: no return type", e.signature));
+        assert_eq!(
+            engine.map_type_name(value.type_name()),
+            rhai_type_name(ty),
+            "{call}"
+        );
+        called.insert(e.signature);
+    }
+    for e in entries().filter(|e| e.on.is_empty() && e.capability.is_none()) {
+        if e.returns().is_some() && e.name != "ask_client" {
+            assert!(
+                called.contains(e.signature),
+                "{}: its return type is not checked here",
+                e.signature
+            );
+        }
     }
 }

@@ -12,7 +12,7 @@ pub struct Entry {
     pub name: &'static str,
     /// Its signature, parameters named and typed:
     /// `param(name: string, type: string[, options: string | map])`; a bracketed group may be
-    /// left out.
+    /// left out. What a call returns may follow: `image(data: string, mime: string) -> Content`.
     pub signature: &'static str,
     /// The capability a call needs (`net`, `fs.read`...), if any.
     pub capability: Option<&'static str>,
@@ -31,6 +31,11 @@ impl Entry {
     /// Its parameters, in order.
     pub fn params(&self) -> Vec<Param> {
         signature::params(self.signature)
+    }
+
+    /// What a call returns, where the table says (`-> Content`).
+    pub fn returns(&self) -> Option<&'static str> {
+        signature::returns(self.signature)
     }
 }
 

@@ -62,31 +62,31 @@ pub(super) const VALUES: &[Entry] = &[
         "throw tool_error(\"...\"): a failure the model reads.",
     ),
     function(
-        "image(data: string, mime: string)",
+        "image(data: string, mime: string) -> Content",
         "An image content block: data base64, mime such as \"image/png\".",
     ),
     function(
-        "audio(data: string, mime: string)",
+        "audio(data: string, mime: string) -> Content",
         "An audio content block: data base64, mime such as \"audio/wav\".",
     ),
     function(
-        "resource_block(uri: string, text: string, mime: string)",
+        "resource_block(uri: string, text: string, mime: string) -> Content",
         "An embedded text resource content block: its URI, its text and media type.",
     ),
     replaced(
         function(
-            "resource(uri: string, text: string, mime: string)",
+            "resource(uri: string, text: string, mime: string) -> Content",
             "An embedded text resource content block; the old spelling of resource_block.",
         ),
         "resource_block",
     ),
     function(
-        "resource_blob_block(uri: string, blob: string, mime: string)",
+        "resource_blob_block(uri: string, blob: string, mime: string) -> Content",
         "An embedded binary resource content block: its URI, its bytes (base64) and media type.",
     ),
     replaced(
         function(
-            "resource_blob(uri: string, blob: string, mime: string)",
+            "resource_blob(uri: string, blob: string, mime: string) -> Content",
             "An embedded binary resource content block; the old spelling of resource_blob_block.",
         ),
         "resource_blob_block",
@@ -96,11 +96,11 @@ pub(super) const VALUES: &[Entry] = &[
         "A resource handler's bytes: base64 data and their media type.",
     ),
     function(
-        "progress(done: number[, total: number[, message: string]])",
+        "progress(done: number[, total: number[, message: string]]) -> ()",
         "Reports progress to the caller (an MCP client that sent a progress token); values must increase.",
     ),
     function(
-        "log(level: string, message: any)",
+        "log(level: string, message: any) -> ()",
         "A log line (stderr, and the MCP client).",
     ),
     function("json_encode(value: any)", "A value as JSON text."),

@@ -56,17 +56,17 @@ pub(super) const GATED: &[Entry] = &[
         "The keys of a store namespace.",
     ),
     gated(
-        "sample(prompt: string[, options: map])",
+        "sample(prompt: string[, options: map]) -> string",
         "sampling",
         "Asks the MCP client's model and returns its text; #{ system, max_tokens }.",
     ),
     gated(
-        "elicit(message: string, fields: map)",
+        "elicit(message: string, fields: map) -> map",
         "elicitation",
         "Shows the MCP client's user a form; returns #{ action, content }.",
     ),
     gated(
-        "roots()",
+        "roots() -> array",
         "roots",
         "The MCP client's roots as [#{ uri, name }].",
     ),
@@ -75,26 +75,26 @@ pub(super) const GATED: &[Entry] = &[
 /// Questions to the MCP client asked together, and the tasks extension.
 pub(super) const CLIENT: &[Entry] = &[
     function(
-        "ask_client(requests: map)",
+        "ask_client(requests: map) -> map",
         "Asks the MCP client several questions at once (#{ key: elicit_request(...) }); each needs its own capability.",
     ),
     function(
-        "elicit_request(message: string, fields: map)",
+        "elicit_request(message: string, fields: map) -> map",
         "A form for ask_client, as elicit asks it.",
     ),
     replaced(
         function(
-            "form_request(message: string, fields: map)",
+            "form_request(message: string, fields: map) -> map",
             "A form for ask_client; the old spelling of elicit_request.",
         ),
         "elicit_request",
     ),
     function(
-        "sample_request(prompt: string[, options: map])",
+        "sample_request(prompt: string[, options: map]) -> map",
         "A question to the client's model for ask_client, as sample asks it.",
     ),
     function(
-        "roots_request()",
+        "roots_request() -> map",
         "A request of the client's roots for ask_client.",
     ),
     function(

@@ -1,6 +1,7 @@
 //! A signature as the table writes it, `param(name: string, type: string[, options: string |
-//! map])`: the parameters it names, with their types, and the lists of arguments a call may
-//! pass (each bracketed group may be left out).
+//! map])`, perhaps followed by what a call returns (`image(data: string, mime: string) ->
+//! Content`): the parameters it names, with their types, the lists of arguments a call may
+//! pass (each bracketed group may be left out), and the return type.
 
 /// One parameter of a signature.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -27,6 +28,32 @@ pub const TYPES: &[&str] = &[
     "string", "int", "float", "number", "bool", "map", "array", "fn", "any",
 ];
 
+/// What a call returns where the table says (`-> T` after the parameters): a parameter type
+/// (`string`, `map`...), `()`, `Content` (a content block) or a builder's type.
+pub fn returns(signature: &str) -> Option<&str> {
+    let rest = &signature[close(signature)..];
+    let ty = rest.strip_prefix(')')?.trim().strip_prefix("->")?.trim();
+    (!ty.is_empty()).then_some(ty)
+}
+
+/// Whether a parameter the table types `table` takes what Rhai names `reg` (in its
+/// definitions or metadata: `string`, `i64`, `map`, `?`...).
+pub fn accepts(table: &str, reg: &str) -> bool {
+    matches!(reg, "any" | "?")
+        || table.split('|').map(str::trim).any(|t| match t {
+            "any" => true,
+            "string" => matches!(reg, "string" | "str" | "ImmutableString" | "String"),
+            "int" => matches!(reg, "i64" | "INT" | "int"),
+            "float" => matches!(reg, "f64" | "FLOAT" | "float"),
+            "number" => matches!(
+                reg,
+                "i64" | "f64" | "INT" | "FLOAT" | "number" | "int" | "float"
+            ),
+            "fn" => matches!(reg, "Fn" | "FnPtr"),
+            other => other == reg,
+        })
+}
+
 /// The parameters between the parentheses of `signature`, in order.
 pub fn params(signature: &str) -> Vec<Param> {
     let mut out = Vec::new();
@@ -41,12 +68,13 @@ pub fn expansions(signature: &str) -> Vec<Vec<Param>> {
     all
 }
 
-/// `signature` without its types: the call as a person writes it (`param(name, type[,
-/// options])`).
+/// `signature` without its types (and return type): the call as a person writes it
+/// (`param(name, type[, options])`).
 pub fn untyped(signature: &str) -> String {
     let mut out = String::with_capacity(signature.len());
     let mut in_type = false;
-    for c in signature.chars() {
+    let end = (close(signature) + 1).min(signature.len());
+    for c in signature[..end].chars() {
         match c {
             ':' => in_type = true,
             ',' | '[' | ']' | ')' => {
@@ -60,10 +88,19 @@ pub fn untyped(signature: &str) -> String {
     out
 }
 
-/// The text between the outer parentheses of a signature.
+/// The byte offset of the parenthesis closing a signature's parameters (no type has one), or
+/// its length.
+fn close(signature: &str) -> usize {
+    let start = signature.find('(').unwrap_or(signature.len());
+    signature[start..]
+        .find(')')
+        .map_or(signature.len(), |i| start + i)
+}
+
+/// The text between the parentheses of a signature.
 fn inner(signature: &str) -> &str {
     let start = signature.find('(').map_or(signature.len(), |i| i + 1);
-    let end = signature.rfind(')').unwrap_or(signature.len()).max(start);
+    let end = close(signature).max(start);
     &signature[start..end]
 }
 
@@ -186,5 +223,24 @@ mod tests {
         );
         assert_eq!(untyped("roots()"), "roots()");
         assert_eq!(params("log(level: string, message)")[1].ty, "any");
+        assert_eq!(
+            untyped("image(data: string, mime: string) -> Content"),
+            "image(data, mime)"
+        );
+    }
+
+    #[test]
+    fn a_return_type_follows_the_parameters() {
+        let sig = "progress(done: number[, total: number[, message: string]]) -> ()";
+        assert_eq!(returns(sig), Some("()"));
+        assert_eq!(arities(sig), [1, 2, 3]);
+        assert_eq!(params(sig)[2].ty, "string");
+        assert_eq!(
+            returns("image(data: string, mime: string) -> Content"),
+            Some("Content")
+        );
+        assert_eq!(returns("roots()"), None);
+        assert!(accepts("number", "int") && accepts("string | map", "map"));
+        assert!(!accepts("string", "map") && accepts("string", "?"));
     }
 }

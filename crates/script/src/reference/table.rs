@@ -88,10 +88,9 @@ mod tests {
         let param = find("ToolBuilder", "param").expect("param is in the table");
         assert_eq!(param.call(), "param(name, type[, options])");
         assert!(find("", "exclusive").is_none());
-        assert!(
-            entries()
-                .all(|e| !e.name.is_empty() && !e.name.contains('(') && e.signature.ends_with(')'))
-        );
+        assert!(entries().all(|e| !e.name.is_empty()
+            && !e.name.contains('(')
+            && (e.signature.ends_with(')') || e.returns().is_some())));
         assert_eq!(capability_of("read_file"), Some("fs.read"));
         assert_eq!(capability_of("tool"), None);
         assert_eq!(find_all("", "resource").count(), 2);
@@ -110,6 +109,15 @@ mod tests {
                 for ty in p.ty.split('|').map(str::trim) {
                     assert!(signature::TYPES.contains(&ty), "{}: type {ty}", e.signature);
                 }
+            }
+            if let Some(ty) = e.returns() {
+                assert!(
+                    signature::TYPES.contains(&ty)
+                        || ["()", "Content"].contains(&ty)
+                        || is_builder(ty),
+                    "{}: returns {ty}",
+                    e.signature
+                );
             }
         }
     }
