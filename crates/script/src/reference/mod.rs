@@ -20,6 +20,7 @@ mod tool;
 pub use entry::Entry;
 pub use render::{
     REFERENCE_PATH, annotate_definitions, definitions, entry_of_definition, markdown,
+    typed_definition,
 };
 pub use signature::Param;
 pub use table::{
