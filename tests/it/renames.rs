@@ -10,8 +10,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 /// The old words in a comment and a string: `--fix` must leave both alone.
-const DECOY: &str = "// old words: returns ask env resource resource_blob form_request max_tool_iterations output\n\
-let decoy = \"x.returns(1) ask([]) .env([]) form_request(a, b) max_tool_iterations(2) .output(\\\"y\\\")\";\n";
+const DECOY: &str = "// old words: returns ask env resource resource_blob form_request max_tool_iterations output timeout_ms\n\
+let decoy = \"x.returns(1) ask([]) .env([]) form_request(a, b) max_tool_iterations(2) .output(\\\"y\\\") http_get(u, #{ timeout_ms: 1 })\";\n";
 
 /// One rename: a script with the old spelling, the text to replace to get the new one, where
 /// the warning points, and how to see that both behave the same.
@@ -169,6 +169,29 @@ pipeline(\"p\").input(\"x\", \"string\").compute(\"y\", [\"x\"], \"t\").output(\
                 };
                 assert_eq!(outputs(a), vec!["y".to_string()]);
                 assert_eq!(outputs(a), outputs(b));
+            },
+        },
+        // An options key: `timeout` reads a bare number as milliseconds, as `timeout_ms` did.
+        Case {
+            script: "tool(\"t\").param(\"u\", \"string\").requires(\"net\").timeout(60000).handler(|a| http_get(a.u, #{ timeout_ms: 300 }).status);\n",
+            old: "timeout_ms: 300",
+            new: "timeout: 300",
+            at: (3, 92),
+            says: "`http_get(...)`'s option `timeout_ms` is deprecated: write `timeout` (a duration: \"5s\", or milliseconds)",
+            same: |a, b| {
+                // A listener nobody accepts on: each fetch ends at its own 300 ms timeout.
+                let silent = std::net::TcpListener::bind("127.0.0.1:0").expect("bind loopback");
+                let url = format!(
+                    "http://127.0.0.1:{}/",
+                    silent.local_addr().expect("addr").port()
+                );
+                for h in [a, b] {
+                    let started = std::time::Instant::now();
+                    let o = call(h, "t", json!({ "u": url }), &["net:127.0.0.1"]);
+                    let (kind, msg) = failure(&o);
+                    assert_ne!(kind, "deadline", "{msg}");
+                    assert!(started.elapsed() < Duration::from_secs(5), "{msg}");
+                }
             },
         },
     ]

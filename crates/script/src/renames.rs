@@ -1,7 +1,9 @@
 //! The DSL's renamed names: each name one meaning, each meaning one name. An old spelling
 //! keeps working as a deprecated alias; [`deprecations`] finds where a script still uses one
 //! (from the script's syntax tree, so strings and comments are never taken for calls) and
-//! [`fix`] rewrites those calls, and nothing else, to the new names.
+//! [`fix`] rewrites those calls, and nothing else, to the new names. A renamed key of a host
+//! function's options map ([`KEY_RENAMES`]: `http_get`'s `timeout_ms`) is found and rewritten
+//! the same way where the map is written out as the call's options argument.
 
 use kiln_core::error::{LoadError, SourceLoc};
 use rhai::{ASTNode, Engine, Expr, FnCallExpr, OptimizationLevel, Stmt};
@@ -76,6 +78,29 @@ pub const RENAMES: &[Rename] = &[
     },
 ];
 
+/// A renamed key of the options map a host function takes as its last argument.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct KeyRename {
+    /// The functions taking such options, each with how many arguments a call passes with
+    /// them (the options the last).
+    pub functions: &'static [(&'static str, usize)],
+    /// The deprecated key.
+    pub old: &'static str,
+    /// The key to write instead.
+    pub new: &'static str,
+    /// What the warning says after "write ".
+    pub advice: &'static str,
+}
+
+/// Every renamed options key. `timeout` reads a bare number as milliseconds, as `timeout_ms`
+/// did, so a positive number keeps its meaning when the key is renamed.
+pub const KEY_RENAMES: &[KeyRename] = &[KeyRename {
+    functions: &[("http_get", 2), ("http_post", 3)],
+    old: "timeout_ms",
+    new: "timeout",
+    advice: "`timeout` (a duration: \"5s\", or milliseconds)",
+}];
+
 /// How many arguments (the receiver not counted) a call of `r`'s old spelling has when it
 /// means what was renamed.
 fn arguments(r: &Rename) -> &'static [usize] {
@@ -95,8 +120,13 @@ pub struct Deprecation {
     pub line: usize,
     /// Column of the name's first character, from 1.
     pub column: usize,
-    /// What was renamed.
+    /// What was renamed (for an options key: `on` empty, `old` and `new` the keys).
     pub rename: Rename,
+    /// For a renamed options key, the function whose options hold it.
+    pub option_of: Option<&'static str>,
+    /// Whether [`fix`] rewrites it: an options key is left when the map also holds the new key,
+    /// or when its value is a literal the new key reads otherwise (a string, zero...).
+    pub fixable: bool,
 }
 
 /// What every deprecation's message says between the old spelling and the new.
@@ -107,7 +137,22 @@ impl Deprecation {
     pub fn message(&self) -> String {
         let Rename { on, old, new } = self.rename;
         let dot = if on.is_empty() { "" } else { "." };
-        format!("`{dot}{old}(...){DEPRECATED}{dot}{new}(...)` (`kiln check --fix` rewrites it)")
+        let fixed = match self.fixable {
+            true => " (`kiln check --fix` rewrites it)",
+            false => "",
+        };
+        match self.option_of {
+            Some(func) => {
+                let advice = (KEY_RENAMES.iter())
+                    .find(|k| k.old == old && k.functions.iter().any(|(f, _)| *f == func))
+                    .map_or_else(|| format!("`{new}`"), |k| k.advice.to_string());
+                format!(
+                    "`{func}(...)`'s option `{old}{DEPRECATED}{}{fixed}",
+                    &advice[1..]
+                )
+            }
+            None => format!("`{dot}{old}(...){DEPRECATED}{dot}{new}(...)`{fixed}"),
+        }
     }
 
     /// The deprecation as a warning located in `path`.
@@ -171,6 +216,55 @@ fn in_pipeline_chain(path: &[ASTNode], own: &BTreeSet<String>) -> bool {
         if call.name.as_str() == "pipeline" && !call.is_qualified() && !own.contains("pipeline"))
 }
 
+/// The renamed keys in the options map a call of a host function writes out as its last
+/// argument (`http_get(url, #{ timeout_ms: 500 })`).
+fn renamed_keys(call: &FnCallExpr, method: bool) -> Vec<Deprecation> {
+    let passed = call.args.len() + usize::from(method);
+    let Some(Expr::Map(map, _)) = call.args.last() else {
+        return Vec::new();
+    };
+    let name = call.name.as_str();
+    let mut out = Vec::new();
+    for k in KEY_RENAMES {
+        let Some((func, _)) = (k.functions.iter()).find(|(f, n)| *f == name && *n == passed) else {
+            continue;
+        };
+        if call.is_qualified() {
+            continue;
+        }
+        let has_new = map.0.iter().any(|(key, _)| key.name == k.new);
+        for (key, value) in map.0.iter().filter(|(key, _)| key.name == k.old) {
+            let keeps_meaning = match value {
+                Expr::IntegerConstant(n, _) => *n > 0,
+                Expr::FloatConstant(..)
+                | Expr::StringConstant(..)
+                | Expr::InterpolatedString(..)
+                | Expr::BoolConstant(..)
+                | Expr::CharConstant(..)
+                | Expr::Unit(..)
+                | Expr::Array(..)
+                | Expr::Map(..)
+                | Expr::DynamicConstant(..) => false,
+                _ => true,
+            };
+            if let (Some(line), Some(column)) = (key.pos.line(), key.pos.position()) {
+                out.push(Deprecation {
+                    line,
+                    column,
+                    rename: Rename {
+                        on: "",
+                        old: k.old,
+                        new: k.new,
+                    },
+                    option_of: Some(func),
+                    fixable: keeps_meaning && !has_new,
+                });
+            }
+        }
+    }
+    out
+}
+
 /// Every use of a deprecated spelling in `source`, in the order they appear. A script that
 /// does not parse has none (its parse error is reported as such); a name the script defines
 /// as a function of its own is its own, not the DSL's.
@@ -196,7 +290,14 @@ pub fn deprecations(source: &str) -> Vec<Deprecation> {
                 line,
                 column,
                 rename,
+                option_of: None,
+                fixable: true,
             });
+        }
+        if let Some((call, method, _)) = call
+            && !own.contains(call.name.as_str())
+        {
+            found.extend(renamed_keys(call, method));
         }
         true
     });
@@ -233,10 +334,14 @@ pub fn fix(source: &str) -> (String, Vec<Deprecation>) {
     let mut out = source.to_string();
     let mut done = Vec::new();
     // From the end, so each offset still holds when it is reached.
-    for d in deprecations(source).into_iter().rev() {
-        let Some(at) = offset(source, d.line, d.column) else {
+    for d in deprecations(source).into_iter().rev().filter(|d| d.fixable) {
+        let Some(mut at) = offset(source, d.line, d.column) else {
             continue;
         };
+        // A key may be written quoted: `#{ "timeout_ms": 500 }`.
+        if d.option_of.is_some() && source[at..].starts_with('"') {
+            at += 1;
+        }
         let end = at + d.rename.old.len();
         if source.get(at..end) != Some(d.rename.old) {
             continue;

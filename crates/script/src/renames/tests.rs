@@ -122,3 +122,50 @@ fn a_pipeline_of_the_scripts_own_or_behind_a_variable_is_not_flagged() {
     let held = "let p = pipeline(\"p\").input(\"x\", \"string\");\np.output(\"x\");\n";
     assert!(names(held).is_empty(), "{:?}", names(held));
 }
+
+#[test]
+fn an_http_timeout_ms_option_is_flagged_and_fixed_to_timeout() {
+    let src = "let a = http_get(\"http://127.0.0.1/\", #{ timeout_ms: 500, headers: #{} });\n\
+let b = http_post(\"http://127.0.0.1/\", #{ timeout_ms: 1 }, #{ \"timeout_ms\": 2 });\n\
+let c = \"http://127.0.0.1/\".http_get(#{ max_bytes: 9, timeout_ms: t });\n\
+// http_get(u, #{ timeout_ms: 5 }) in a comment\n\
+let d = other(\"u\", #{ timeout_ms: 5 });\nlet e = #{ timeout_ms: 5 };\n";
+    assert_eq!(
+        names(src),
+        vec![
+            (1, 42, "timeout_ms"),
+            (2, 63, "timeout_ms"),
+            (3, 55, "timeout_ms"),
+        ]
+    );
+    let found = deprecations(src);
+    assert_eq!(
+        found[0].message(),
+        "`http_get(...)`'s option `timeout_ms` is deprecated: write `timeout` (a duration: \"5s\", or milliseconds) (`kiln check --fix` rewrites it)"
+    );
+    assert!(found.iter().all(|d| d.fixable));
+    let (fixed, done) = fix(src);
+    assert_eq!(done.len(), 3);
+    let want = src
+        .replacen("#{ timeout_ms: 500", "#{ timeout: 500", 1)
+        .replacen("#{ \"timeout_ms\": 2", "#{ \"timeout\": 2", 1)
+        .replacen("timeout_ms: t", "timeout: t", 1);
+    assert_eq!(fixed, want);
+    assert!(deprecations(&fixed).is_empty());
+}
+
+#[test]
+fn a_timeout_ms_whose_meaning_would_change_is_flagged_but_left() {
+    let src = "http_get(\"u\", #{ timeout_ms: \"500\" });\nhttp_get(\"u\", #{ timeout_ms: 0 });\n\
+http_get(\"u\", #{ timeout: \"1s\", timeout_ms: 500 });\n";
+    let found = deprecations(src);
+    assert_eq!(found.len(), 3);
+    assert!(
+        found
+            .iter()
+            .all(|d| !d.fixable && !d.message().contains("--fix"))
+    );
+    let (fixed, done) = fix(src);
+    assert!(done.is_empty());
+    assert_eq!(fixed, src);
+}
