@@ -117,27 +117,20 @@ fn every_crate_is_in_the_table_below_what_it_depends_on() {
 /// The files a crate's part of "Inside the crates" must name: every `.rs` under its `src/`
 /// but the crate roots and the files that hold only tests.
 fn named_files(src: &Path) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut dirs = vec![src.to_path_buf()];
-    while let Some(dir) = dirs.pop() {
-        for entry in std::fs::read_dir(&dir).expect("src dir") {
-            let path = entry.expect("entry").path();
-            if path.is_dir() {
-                dirs.push(path);
-                continue;
-            }
-            let stem = path.file_stem().unwrap_or_default().to_string_lossy();
-            let only_tests = matches!(stem.as_ref(), "tests" | "props")
+    let mut out: Vec<String> = (read_src(src).keys())
+        .filter_map(|rel| {
+            rel.rsplit('/')
+                .next()?
+                .strip_suffix(".rs")
+                .map(String::from)
+        })
+        .filter(|stem| {
+            let only_tests = matches!(stem.as_str(), "tests" | "props")
                 || stem.ends_with("_tests")
                 || stem.ends_with("_props");
-            if path.extension().is_some_and(|e| e == "rs")
-                && !matches!(stem.as_ref(), "lib" | "main" | "mod")
-                && !only_tests
-            {
-                out.push(stem.to_string());
-            }
-        }
-    }
+            !matches!(stem.as_str(), "lib" | "main" | "mod") && !only_tests
+        })
+        .collect();
     out.sort();
     out
 }

@@ -11,8 +11,8 @@ use std::process::{Child, Command, Stdio};
 
 const TOKEN: &str = "t-project-0123456789";
 
-/// A project: `tools/shop.rhai` (a tool and an agent), `tokens.json`, and `kiln.toml`.
-fn project(toml: &str) -> tempfile::TempDir {
+/// A project: `tools/shop.rhai` (a tool, `lookup`, and an agent), `tokens.json`, and `kiln.toml`.
+pub(crate) fn project(toml: &str) -> tempfile::TempDir {
     let dir = tempfile::tempdir().expect("tempdir");
     let tools = dir.path().join("tools");
     std::fs::create_dir_all(&tools).expect("mkdir");
