@@ -206,112 +206,30 @@ fn parse_size(text: &str) -> Result<usize, String> {
 
 /// Runs `kiln ask`.
 pub fn ask(g: &Global, a: AskArgs) -> CliResult<ExitCode> {
-    let prompt = if a.prompt == "-" {
-        std::io::read_to_string(std::io::stdin())?
-    } else {
-        a.prompt.clone()
-    };
+    let prompt = read_prompt(&a.prompt)?;
     let attachments = read_attachments(&a.attach)?;
     let (host, db) = g.host_with_db()?;
     for e in &host.registry().errors {
         output::error(&e.to_string());
     }
-    let _watcher = if a.watch {
-        Some(kiln::reload::watch(host.clone(), |r| {
-            let _ = writeln!(std::io::stderr(), "{r}");
-        })?)
-    } else {
-        None
-    };
+    let _watcher = start_watcher(&host, a.watch)?;
     let agent = host.agent(&a.agent)?;
     let cancel = CancellationToken::new();
     let printed_text = Arc::new(AtomicBool::new(false));
     let progress = std::io::stderr().is_terminal() && !a.quiet;
-    let observer: kiln::durable::Observer = {
-        let (json, quiet, printed) = (a.json, a.quiet, printed_text.clone());
-        Arc::new(move |ev: &Event| match ev {
-            Event::Text(t) if !json => {
-                if progress {
-                    let _ = write!(std::io::stderr(), "\r\x1b[K");
-                }
-                printed.store(true, Ordering::Relaxed);
-                let mut out = std::io::stdout().lock();
-                let _ = out.write_all(t.as_bytes());
-                let _ = out.flush();
-            }
-            Event::ModelRequest { round } if progress => {
-                let _ = write!(
-                    std::io::stderr(),
-                    "\r\x1b[K… waiting for the model (round {round})"
-                );
-            }
-            Event::ModelReply { .. } if progress => {
-                let _ = write!(std::io::stderr(), "\r\x1b[K");
-            }
-            Event::ToolFinished(r) if !quiet => {
-                let status = if r.is_error {
-                    format!(
-                        "error: {}",
-                        r.outcome.error().map_or("", |e| e.message.as_str())
-                    )
-                } else {
-                    "ok".into()
-                };
-                crate::cli::output::errln!(
-                    "{} {}({}) {:.1} ms {}",
-                    if r.is_error { "✗" } else { "→" },
-                    r.name,
-                    output::truncate(&r.args.to_string(), 120),
-                    r.duration_ms,
-                    output::truncate(&status, 200)
-                );
-            }
-            _ => {}
-        })
-    };
+    let observer = observer(a.json, a.quiet, progress, printed_text.clone());
     let resumed = match &a.session {
         Some(name) => db.resume_session(name, name, &a.agent)?,
         None => Default::default(),
     };
-    let (history, state) = (resumed.messages, resumed.state);
-    let opts = RunOptions {
-        overrides: ProviderOverrides {
-            tool_choice: a.tool_choice.clone(),
-            parallel_tool_calls: a.no_parallel_tool_calls.then_some(false),
-            ..a.provider.overrides()
-        },
-        // `--caps` narrows the agent's own grants (the run takes their meet); `--ask` marks
-        // either as needing approval.
-        grants: Some(
-            g.mark_ask(Grants::effective(&[
-                Some(&agent.grants),
-                (!a.run.caps.is_empty())
-                    .then(|| parse_caps(&a.run.caps))
-                    .transpose()?
-                    .as_ref(),
-            ])),
-        ),
-        context: parse_context(&a.run.context)?,
-        actor_id: a.run.actor.clone(),
-        max_iterations: a.max_iterations,
-        stream: !a.no_stream,
-        timeout: a.timeout.and_then(Seconds::nonzero),
+    let run = RunInputs {
+        agent_grants: &agent.grants,
         cancel: cancel.clone(),
-        observer: Some(observer),
-        history,
+        observer,
+        resumed,
         attachments,
-        state,
-        // The host has the database: it logs the run under the session.
-        recorder: None,
-        session: a.session.clone(),
-        run_id: None,
-        budget: a.budget.clone(),
-        // The terminal asks (the host's approver).
-        approver: None,
-        depth: 0,
-        parent: None,
-        client_tools: Vec::new(),
     };
+    let opts = run_options(g, &a, run)?;
     // One thread: the loop, the connection and the run log's commits take turns on it without
     // cross-thread wake-ups (a streamed reply wakes the loop once per chunk); tool handlers
     // still run on the blocking pool, so a long call never stalls Ctrl-C or a deadline.
@@ -325,17 +243,164 @@ pub fn ask(g: &Global, a: AskArgs) -> CliResult<ExitCode> {
         Err(e) => (*e.report.clone(), Some(e)),
     };
     // The run is over and logged either way; a closed stdout only ends the printing.
-    let printed = if a.json {
-        outln!("{}", output::json(&serde_json::to_value(&report)?))
-    } else if printed_text.load(Ordering::Relaxed) && !report.answer.ends_with('\n') {
+    let json = a.json.then(|| serde_json::to_value(&report)).transpose()?;
+    let printed = print_report(json, printed_text.load(Ordering::Relaxed), &report.answer);
+    runtime.shutdown_timeout(Duration::from_millis(100));
+    exit_code(printed, error)
+}
+
+/// The prompt: the argument itself, or stdin when it is `-` (for long or piped prompts).
+fn read_prompt(arg: &str) -> CliResult<String> {
+    Ok(if arg == "-" {
+        std::io::read_to_string(std::io::stdin())?
+    } else {
+        arg.to_string()
+    })
+}
+
+/// `--watch`'s script watcher, reporting reloads on stderr; kept alive by the caller for the
+/// run's length, so each model turn sees the latest tools.
+fn start_watcher(host: &Arc<kiln::Host>, watch: bool) -> CliResult<Option<impl Sized>> {
+    if !watch {
+        return Ok(None);
+    }
+    Ok(Some(kiln::reload::watch(host.clone(), |r| {
+        let _ = writeln!(std::io::stderr(), "{r}");
+    })?))
+}
+
+/// The run's observer: streams text to stdout (unless `--json`), shows the waiting line on a
+/// terminal, and prints one stderr line per tool call (unless `--quiet`). `printed` records
+/// whether any text went out, so the answer is not printed twice afterwards.
+fn observer(
+    json: bool,
+    quiet: bool,
+    progress: bool,
+    printed: Arc<AtomicBool>,
+) -> kiln::durable::Observer {
+    Arc::new(move |ev: &Event| match ev {
+        Event::Text(t) if !json => {
+            if progress {
+                let _ = write!(std::io::stderr(), "\r\x1b[K");
+            }
+            printed.store(true, Ordering::Relaxed);
+            let mut out = std::io::stdout().lock();
+            let _ = out.write_all(t.as_bytes());
+            let _ = out.flush();
+        }
+        Event::ModelRequest { round } if progress => {
+            let _ = write!(
+                std::io::stderr(),
+                "\r\x1b[K… waiting for the model (round {round})"
+            );
+        }
+        Event::ModelReply { .. } if progress => {
+            let _ = write!(std::io::stderr(), "\r\x1b[K");
+        }
+        Event::ToolFinished(r) if !quiet => print_tool_call(r),
+        _ => {}
+    })
+}
+
+/// One finished tool call on stderr: its name, arguments, time and outcome, shortened to fit
+/// a line.
+fn print_tool_call(r: &kiln::durable::ToolCallRecord) {
+    let status = if r.is_error {
+        format!(
+            "error: {}",
+            r.outcome.error().map_or("", |e| e.message.as_str())
+        )
+    } else {
+        "ok".into()
+    };
+    crate::cli::output::errln!(
+        "{} {}({}) {:.1} ms {}",
+        if r.is_error { "✗" } else { "→" },
+        r.name,
+        output::truncate(&r.args.to_string(), 120),
+        r.duration_ms,
+        output::truncate(&status, 200)
+    );
+}
+
+/// What `run_options` takes besides the flags: pieces made earlier in `ask`.
+struct RunInputs<'a> {
+    /// The agent's own grants, which `--caps` narrows.
+    agent_grants: &'a Grants,
+    /// Cancelled on Ctrl-C.
+    cancel: CancellationToken,
+    /// Prints the run as it goes.
+    observer: kiln::durable::Observer,
+    /// The session's messages and state (empty without `--session`).
+    resumed: kiln_db::sessions::Resumed,
+    /// `--attach`'s files.
+    attachments: Vec<Attachment>,
+}
+
+/// The run's options from the flags: provider overrides, grants, context and limits.
+fn run_options(g: &Global, a: &AskArgs, run: RunInputs<'_>) -> CliResult<RunOptions> {
+    Ok(RunOptions {
+        overrides: ProviderOverrides {
+            tool_choice: a.tool_choice.clone(),
+            parallel_tool_calls: a.no_parallel_tool_calls.then_some(false),
+            ..a.provider.overrides()
+        },
+        // `--caps` narrows the agent's own grants (the run takes their meet); `--ask` marks
+        // either as needing approval.
+        grants: Some(
+            g.mark_ask(Grants::effective(&[
+                Some(run.agent_grants),
+                (!a.run.caps.is_empty())
+                    .then(|| parse_caps(&a.run.caps))
+                    .transpose()?
+                    .as_ref(),
+            ])),
+        ),
+        context: parse_context(&a.run.context)?,
+        actor_id: a.run.actor.clone(),
+        max_iterations: a.max_iterations,
+        stream: !a.no_stream,
+        timeout: a.timeout.and_then(Seconds::nonzero),
+        cancel: run.cancel,
+        observer: Some(run.observer),
+        history: run.resumed.messages,
+        attachments: run.attachments,
+        state: run.resumed.state,
+        // The host has the database: it logs the run under the session.
+        recorder: None,
+        session: a.session.clone(),
+        run_id: None,
+        budget: a.budget.clone(),
+        // The terminal asks (the host's approver).
+        approver: None,
+        depth: 0,
+        parent: None,
+        client_tools: Vec::new(),
+    })
+}
+
+/// The end of the answer on stdout: the whole run as JSON (`--json`: `json` is the report),
+/// a final newline after streamed text, or the answer itself when nothing was streamed.
+fn print_report(
+    json: Option<serde_json::Value>,
+    printed_text: bool,
+    answer: &str,
+) -> CliResult<()> {
+    if let Some(json) = json {
+        outln!("{}", output::json(&json))
+    } else if printed_text && !answer.ends_with('\n') {
         outln!()
-    } else if !printed_text.load(Ordering::Relaxed) && !report.answer.is_empty() {
+    } else if !printed_text && !answer.is_empty() {
         // Planner mode (and non-streamed replies without text events) print the answer here.
-        outln!("{}", report.answer)
+        outln!("{answer}")
     } else {
         Ok(())
-    };
-    runtime.shutdown_timeout(Duration::from_millis(100));
+    }
+}
+
+/// The exit status: success when the run and its printing went well; a failed run is
+/// reported on stderr and exits 1 (130 when cancelled).
+fn exit_code(printed: CliResult<()>, error: Option<kiln::RunError>) -> CliResult<ExitCode> {
     match error {
         None => printed.map(|()| ExitCode::SUCCESS),
         Some(e) => {
