@@ -245,6 +245,32 @@ async fn prune_forever(db: std::sync::Arc<kiln_db::Db>, keep: f64) {
 /// Runs `kiln serve`.
 pub fn serve(g: &Global, a: ServeArgs) -> CliResult<ExitCode> {
     let tokens = tokens(&a)?;
+    refuse_open_bind(&a, &tokens)?;
+    let front = match (&a.restate_ingress, &a.restate_admin) {
+        (Some(ingress), Some(admin)) => Some(kiln::durable::RestateClient::new(ingress, admin)?),
+        _ => None,
+    };
+    let (host, db) = g.host_with_db()?;
+    for e in host.load_errors() {
+        tracing::error!("{e}");
+    }
+    let options = serve_options(g, &a)?;
+    let mut state = AppState::new(host, tokens, options);
+    if let Some(front) = front {
+        state = state.with_front(front);
+    }
+    let state = Arc::new(state);
+    let endpoint = restate_worker(&a, &state)?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
+    runtime.block_on(serve_until_signal(&a, state, endpoint, db))?;
+    runtime.shutdown_timeout(Duration::from_millis(200));
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Refuses a non-loopback `--bind` without tokens: anyone who could reach it could run agents.
+fn refuse_open_bind(a: &ServeArgs, tokens: &Tokens) -> CliResult<()> {
     if tokens.is_empty() && !a.bind.ip().is_loopback() {
         return Err(format!(
             "refusing to serve on {} without tokens: anyone who can reach it could run agents (use --tokens FILE or KILN_TOKENS, or bind 127.0.0.1)",
@@ -252,16 +278,12 @@ pub fn serve(g: &Global, a: ServeArgs) -> CliResult<ExitCode> {
         )
         .into());
     }
-    let front = match (&a.restate_ingress, &a.restate_admin) {
-        (Some(ingress), Some(admin)) => Some(kiln::durable::RestateClient::new(ingress, admin)?),
-        _ => None,
-    };
-    let retention = a.log_retention.map(|r| r.0.as_secs_f64());
-    let (host, db) = g.host_with_db()?;
-    for e in host.load_errors() {
-        tracing::error!("{e}");
-    }
-    let options = ServeOptions {
+    Ok(())
+}
+
+/// The API's limits and timeouts from the flags; `--caps` becomes the ceiling of every request.
+fn serve_options(g: &Global, a: &ServeArgs) -> CliResult<ServeOptions> {
+    Ok(ServeOptions {
         max_runs: a.max_runs,
         queue: a.queue,
         retry_after: a.retry_after,
@@ -286,95 +308,105 @@ pub fn serve(g: &Global, a: ServeArgs) -> CliResult<ExitCode> {
             max_body: (a.max_body.saturating_mul(2))
                 .max(kiln::serve::http::HttpLimits::default().max_body),
         },
+    })
+}
+
+/// Serves the API (and the Restate worker, when there is one) until SIGTERM or Ctrl-C, then
+/// waits for both to drain.
+async fn serve_until_signal(
+    a: &ServeArgs,
+    state: Arc<AppState>,
+    endpoint: Option<restate_sdk::endpoint::Endpoint>,
+    db: Arc<kiln_db::Db>,
+) -> CliResult<()> {
+    let listener = tokio::net::TcpListener::bind(a.bind)
+        .await
+        .map_err(|e| format!("--bind {}: {e}", a.bind))?;
+    let addr = listener.local_addr()?;
+    let worker = match &endpoint {
+        Some(_) => Some(
+            tokio::net::TcpListener::bind(a.restate_bind)
+                .await
+                .map_err(|e| format!("--restate-bind {}: {e}", a.restate_bind))?,
+        ),
+        None => None,
     };
-    let mut state = AppState::new(host, tokens, options);
-    if let Some(front) = front {
-        state = state.with_front(front);
+    announce_tokens(&state.tokens);
+    let mcp = mcp_endpoint(a, &state, addr);
+    // Watching before the address is announced: an edit made from then on is seen.
+    let _reloads = kiln::serve::watch_reloads(&state, mcp.as_ref().map(|m| m.server.clone()))?;
+    let retention = a.log_retention.map(|r| r.0.as_secs_f64());
+    let _retention = retention.map(|keep| tokio::spawn(prune_forever(db.clone(), keep)));
+    // The first stdout line: scripts and tests read the address from it.
+    println!("kiln serve: listening on http://{addr}");
+    // Both servers stop on the one signal: fan it out.
+    let stop = tokio_util::sync::CancellationToken::new();
+    let mut worker_task = None;
+    if let (Some(endpoint), Some(worker)) = (endpoint, worker) {
+        println!(
+            "kiln serve: Restate worker listening on http://{}",
+            worker.local_addr()?
+        );
+        let stopped = stop.clone().cancelled_owned();
+        worker_task = Some(tokio::spawn(kiln::durable::serve(
+            endpoint, worker, stopped,
+        )));
     }
-    let state = Arc::new(state);
-    let endpoint = restate_worker(&a, &state)?;
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()?;
-    runtime.block_on(async {
-        let listener = tokio::net::TcpListener::bind(a.bind)
-            .await
-            .map_err(|e| format!("--bind {}: {e}", a.bind))?;
-        let addr = listener.local_addr()?;
-        let worker = match &endpoint {
-            Some(_) => Some(
-                tokio::net::TcpListener::bind(a.restate_bind)
-                    .await
-                    .map_err(|e| format!("--restate-bind {}: {e}", a.restate_bind))?,
-            ),
-            None => None,
-        };
-        let tokens = &state.tokens;
-        if tokens.is_empty() {
-            crate::cli::output::errln!(
-                "kiln serve: no tokens configured: open to local clients only (loopback)"
-            );
-        } else {
-            crate::cli::output::errln!("kiln serve: {} bearer token(s) configured", tokens.len());
+    if state.front.is_some() {
+        crate::cli::output::errln!(
+            "kiln serve: /v1/runs go through Restate's ingress at {}",
+            a.restate_ingress.as_deref().unwrap_or_default()
+        );
+    }
+    let signal = {
+        let stop = stop.clone();
+        async move {
+            shutdown_signal().await;
+            stop.cancel();
         }
-        // MCP at /mcp, for local clients only: its one bearer check knows nothing of the
-        // tokens' actors and ceilings, so with tokens configured it stays off.
-        let mcp = tokens.is_empty().then(|| {
-            let grants = state.options.ceiling.clone().unwrap_or_default();
-            let mut server = kiln::mcp::McpServer::new(state.host.clone(), grants);
-            // Behind Restate, a task is a durable invocation any worker answers for.
-            if let Some(front) = &state.front {
-                let engine = kiln::serve::restate::RestateTasks::new(front.clone());
-                server = server.with_durable_tasks(std::sync::Arc::new(engine));
-            }
-            kiln::mcp::McpEndpoint::new(
-                server,
-                kiln::mcp::HttpOptions {
-                    token: None,
-                    allowed_origins: a.allow_origins.clone(),
-                    allowed_hosts: vec![addr.ip().to_string()],
-                    ..Default::default()
-                },
-            )
-        });
-        // Watching before the address is announced: an edit made from then on is seen.
-        let _reloads = kiln::serve::watch_reloads(&state, mcp.as_ref().map(|m| m.server.clone()))?;
-        let _retention = retention.map(|keep| tokio::spawn(prune_forever(db.clone(), keep)));
-        // The first stdout line: scripts and tests read the address from it.
-        println!("kiln serve: listening on http://{addr}");
-        // Both servers stop on the one signal: fan it out.
-        let stop = tokio_util::sync::CancellationToken::new();
-        let mut worker_task = None;
-        if let (Some(endpoint), Some(worker)) = (endpoint, worker) {
-            println!(
-                "kiln serve: Restate worker listening on http://{}",
-                worker.local_addr()?
-            );
-            let stopped = stop.clone().cancelled_owned();
-            worker_task = Some(tokio::spawn(kiln::durable::serve(
-                endpoint, worker, stopped,
-            )));
+    };
+    let served = kiln::serve::serve(state.clone(), listener, mcp, signal).await;
+    stop.cancel();
+    if let Some(task) = worker_task {
+        let _ = task.await;
+    }
+    served.map_err(Box::<dyn std::error::Error>::from)
+}
+
+/// Tells stderr whether bearer tokens guard the API or only loopback clients may reach it.
+fn announce_tokens(tokens: &Tokens) {
+    if tokens.is_empty() {
+        crate::cli::output::errln!(
+            "kiln serve: no tokens configured: open to local clients only (loopback)"
+        );
+    } else {
+        crate::cli::output::errln!("kiln serve: {} bearer token(s) configured", tokens.len());
+    }
+}
+
+/// MCP at /mcp, for local clients only: its one bearer check knows nothing of the tokens'
+/// actors and ceilings, so with tokens configured it stays off (`None`).
+fn mcp_endpoint(
+    a: &ServeArgs,
+    state: &AppState,
+    addr: SocketAddr,
+) -> Option<kiln::mcp::McpEndpoint> {
+    state.tokens.is_empty().then(|| {
+        let grants = state.options.ceiling.clone().unwrap_or_default();
+        let mut server = kiln::mcp::McpServer::new(state.host.clone(), grants);
+        // Behind Restate, a task is a durable invocation any worker answers for.
+        if let Some(front) = &state.front {
+            let engine = kiln::serve::restate::RestateTasks::new(front.clone());
+            server = server.with_durable_tasks(std::sync::Arc::new(engine));
         }
-        if state.front.is_some() {
-            crate::cli::output::errln!(
-                "kiln serve: /v1/runs go through Restate's ingress at {}",
-                a.restate_ingress.as_deref().unwrap_or_default()
-            );
-        }
-        let signal = {
-            let stop = stop.clone();
-            async move {
-                shutdown_signal().await;
-                stop.cancel();
-            }
-        };
-        let served = kiln::serve::serve(state.clone(), listener, mcp, signal).await;
-        stop.cancel();
-        if let Some(task) = worker_task {
-            let _ = task.await;
-        }
-        served.map_err(Box::<dyn std::error::Error>::from)
-    })?;
-    runtime.shutdown_timeout(Duration::from_millis(200));
-    Ok(ExitCode::SUCCESS)
+        kiln::mcp::McpEndpoint::new(
+            server,
+            kiln::mcp::HttpOptions {
+                token: None,
+                allowed_origins: a.allow_origins.clone(),
+                allowed_hosts: vec![addr.ip().to_string()],
+                ..Default::default()
+            },
+        )
+    })
 }
