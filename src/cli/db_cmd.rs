@@ -84,13 +84,7 @@ fn time(secs: f64) -> String {
 pub fn logs(g: &Global, a: LogsArgs) -> CliResult<ExitCode> {
     let db = g.open_db()?;
     if a.run_id.as_deref() == Some("prune") {
-        let Some(age) = &a.older_than else {
-            return Err("kiln logs prune needs --older-than DURATION (e.g. 30d)".into());
-        };
-        let gone =
-            db.prune_runs(kiln_db::now() - seconds(age).map_err(|e| format!("--older-than {e}"))?)?;
-        outln!("forgot {gone} run(s) that ended more than {age} ago")?;
-        return Ok(ExitCode::SUCCESS);
+        return prune(&db, a.older_than.as_deref());
     }
     if a.older_than.is_some() {
         return Err("--older-than goes with `kiln logs prune`".into());
@@ -121,83 +115,113 @@ pub fn logs(g: &Global, a: LogsArgs) -> CliResult<ExitCode> {
         }
     }
     if a.json {
-        let mut out = Vec::new();
-        for r in runs {
-            let mut v = serde_json::to_value(&r)?;
-            v["status"] = serde_json::json!(r.shown_status());
-            v["messages"] = serde_json::Value::Array(db.run_messages(&r.id)?);
-            out.push(v);
-        }
-        outln!("{}", output::json(&serde_json::Value::Array(out)))?;
-        return Ok(ExitCode::SUCCESS);
+        return print_json(&db, runs);
     }
     if runs.is_empty() {
         outln!("no runs logged in {}", db.path().display())?;
     }
     for r in runs {
-        let session = r
-            .session
-            .as_deref()
-            .map(|s| format!(" session {s}"))
-            .unwrap_or_default();
-        let session = match r.actor.as_deref() {
-            Some(actor) => format!("{session} for {actor}"),
-            None => session,
-        };
-        let cost = r.cost_usd.map(|c| format!(", ${c:.4}")).unwrap_or_default();
-        let parent = r
-            .parent
-            .as_deref()
-            .map(|p| format!(" (started by {p})"))
-            .unwrap_or_default();
-        let trace = r
-            .trace_id
-            .as_deref()
-            .map(|t| format!(", trace {t}"))
-            .unwrap_or_default();
-        outln!(
-            "{}  {}  {} ({}/{}){session}{parent}  {}  {} rounds, {} tool calls, {}+{} tokens{cost}{trace}",
-            r.id,
-            time(r.started_at),
-            r.agent,
-            r.provider.as_deref().unwrap_or("?"),
-            r.model.as_deref().unwrap_or("?"),
-            r.shown_status(),
-            r.rounds,
-            r.tool_calls.len(),
-            r.input_tokens,
-            r.output_tokens
-        )?;
-        outln!(
-            "  > {}",
-            output::truncate(r.prompt.as_deref().unwrap_or(""), 100)
-        )?;
-        show_model_calls(&r, a.run_id.is_some())?;
-        for c in &r.tool_calls {
-            let mark = if c.is_error { "✗" } else { "→" };
-            // A limited call never ran: say so, with the wait the model was told.
-            let limited = match c.failure() {
-                Some(f) if f.kind == FailureKind::RateLimited => {
-                    format!("  rate limited: {}", f.message)
-                }
-                _ => String::new(),
-            };
-            // A program's calls are shown under it.
-            let indent = if c.is_nested() { "    " } else { "" };
-            outln!(
-                "  {indent}{mark} {}({}) {:.1} ms{limited}",
-                c.name,
-                output::truncate(&c.args.to_string(), 80),
-                c.duration_ms
-            )?;
-        }
-        match (&r.error, &r.answer) {
-            (Some(e), _) => outln!("  error: {}", output::truncate(e, 160))?,
-            (None, Some(ans)) if !ans.is_empty() => outln!("  < {}", output::truncate(ans, 100))?,
-            _ => {}
-        }
+        show_run(&r, a.run_id.is_some())?;
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// `kiln logs prune --older-than D`: forgets the runs that ended longer ago than `D`.
+fn prune(db: &kiln_db::Db, older_than: Option<&str>) -> CliResult<ExitCode> {
+    let Some(age) = older_than else {
+        return Err("kiln logs prune needs --older-than DURATION (e.g. 30d)".into());
+    };
+    let gone =
+        db.prune_runs(kiln_db::now() - seconds(age).map_err(|e| format!("--older-than {e}"))?)?;
+    outln!("forgot {gone} run(s) that ended more than {age} ago")?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `kiln logs --json`: the runs as one JSON array, each with its shown status and messages.
+fn print_json(db: &kiln_db::Db, runs: Vec<kiln_db::runs::RunRow>) -> CliResult<ExitCode> {
+    let mut out = Vec::new();
+    for r in runs {
+        let mut v = serde_json::to_value(&r)?;
+        v["status"] = serde_json::json!(r.shown_status());
+        v["messages"] = serde_json::Value::Array(db.run_messages(&r.id)?);
+        out.push(v);
+    }
+    outln!("{}", output::json(&serde_json::Value::Array(out)))?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// One run as text: its summary line, prompt, model calls (`alone`: every round), tool calls
+/// and how it ended.
+fn show_run(r: &kiln_db::runs::RunRow, alone: bool) -> CliResult<()> {
+    let session = r
+        .session
+        .as_deref()
+        .map(|s| format!(" session {s}"))
+        .unwrap_or_default();
+    let session = match r.actor.as_deref() {
+        Some(actor) => format!("{session} for {actor}"),
+        None => session,
+    };
+    let cost = r.cost_usd.map(|c| format!(", ${c:.4}")).unwrap_or_default();
+    let parent = r
+        .parent
+        .as_deref()
+        .map(|p| format!(" (started by {p})"))
+        .unwrap_or_default();
+    let trace = r
+        .trace_id
+        .as_deref()
+        .map(|t| format!(", trace {t}"))
+        .unwrap_or_default();
+    outln!(
+        "{}  {}  {} ({}/{}){session}{parent}  {}  {} rounds, {} tool calls, {}+{} tokens{cost}{trace}",
+        r.id,
+        time(r.started_at),
+        r.agent,
+        r.provider.as_deref().unwrap_or("?"),
+        r.model.as_deref().unwrap_or("?"),
+        r.shown_status(),
+        r.rounds,
+        r.tool_calls.len(),
+        r.input_tokens,
+        r.output_tokens
+    )?;
+    outln!(
+        "  > {}",
+        output::truncate(r.prompt.as_deref().unwrap_or(""), 100)
+    )?;
+    show_model_calls(r, alone)?;
+    show_tool_calls(r)?;
+    match (&r.error, &r.answer) {
+        (Some(e), _) => outln!("  error: {}", output::truncate(e, 160))?,
+        (None, Some(ans)) if !ans.is_empty() => outln!("  < {}", output::truncate(ans, 100))?,
+        _ => {}
+    }
+    Ok(())
+}
+
+/// A run's tool calls, one line each: a program's calls indented under it, a rate-limited
+/// call marked with the wait the model was told.
+fn show_tool_calls(r: &kiln_db::runs::RunRow) -> CliResult<()> {
+    for c in &r.tool_calls {
+        let mark = if c.is_error { "✗" } else { "→" };
+        // A limited call never ran: say so, with the wait the model was told.
+        let limited = match c.failure() {
+            Some(f) if f.kind == FailureKind::RateLimited => {
+                format!("  rate limited: {}", f.message)
+            }
+            _ => String::new(),
+        };
+        // A program's calls are shown under it.
+        let indent = if c.is_nested() { "    " } else { "" };
+        outln!(
+            "  {indent}{mark} {}({}) {:.1} ms{limited}",
+            c.name,
+            output::truncate(&c.args.to_string(), 80),
+            c.duration_ms
+        )?;
+    }
+    Ok(())
 }
 
 /// Who answered each round: every round of one run shown alone, else the rounds a fallback
