@@ -135,6 +135,17 @@ pub fn test(g: &Global, a: TestArgs) -> CliResult<ExitCode> {
             ExitCode::from(1)
         });
     }
+    watch_and_rerun(&tests, &search, &roots, &a)
+}
+
+/// `kiln test --watch`, after the first pass: reruns the test files a change concerns, until
+/// the watcher stops.
+fn watch_and_rerun(
+    tests: &Tests,
+    search: &[PathBuf],
+    roots: &[PathBuf],
+    a: &TestArgs,
+) -> CliResult<ExitCode> {
     let folders: Vec<PathBuf> = roots
         .iter()
         .filter(|p| p.is_dir())
@@ -150,7 +161,7 @@ pub fn test(g: &Global, a: TestArgs) -> CliResult<ExitCode> {
             continue;
         };
         // Test files may have appeared or gone; look again, then pick what to run.
-        let current = discover(&search)?;
+        let current = discover(search)?;
         let loaded: Vec<TestFile> = current.iter().map(|p| tests.load(p)).collect();
         let chosen: Vec<TestFile> = match rerun {
             Rerun::All => loaded,
@@ -168,7 +179,7 @@ pub fn test(g: &Global, a: TestArgs) -> CliResult<ExitCode> {
                 .join(", "),
             chosen.len()
         )?;
-        run_files(&tests, &chosen, &a)?;
+        run_files(tests, &chosen, a)?;
     }
     Ok(ExitCode::SUCCESS)
 }
