@@ -209,10 +209,12 @@ pub(super) fn find_agent(
 ///   session's run does not hold a slot another run could use;
 /// - the session is resumed only once its lock is held, so it continues from where the previous
 ///   run on it left off;
-/// - the run's id is awaited before the entry is made, and the entry has its approvals attached
-///   before it goes in the run table, so no one sees an entry that drops events;
+/// - the run's id is awaited before the entry is made (the run table keys runs by it);
+/// - the entry has its approvals attached before it goes in the run table, so an entry found
+///   there already holds the approval requests the run made before it existed;
 /// - the entry is in the table before the driver starts, so the driver's `finished` always
-///   follows the `insert`.
+///   follows the `insert`;
+/// - the driver holds the run slot and the session's lock until the run's events end.
 pub async fn launch(
     state: &Arc<AppState>,
     who: &Principal,
