@@ -322,6 +322,9 @@ impl Host {
         crate::mcp::Mounts::start(&sink, specs, report)
     }
 
+    /// Reloads the script at `path` after a change and swaps in the registry it makes. A file
+    /// that had loaded keeps its old version while its new one has errors (they are kept as the
+    /// file's breakage); a file gone is dropped with its tools.
     fn reload_file(&self, path: &Path, defer_empty: bool) -> reload::ReloadReport {
         let started = std::time::Instant::now();
         let shown = path.to_string_lossy().to_string();
@@ -336,24 +339,9 @@ impl Host {
         let source = match std::fs::read_to_string(path) {
             Ok(src) => src,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                files.remove(&shown);
-                if let Ok(mut b) = self.broken.lock() {
-                    b.remove(&shown);
-                }
-                self.registry.store(Arc::new(self.build(&files)));
-                return reload::ReloadReport::removed(shown, old_names.len(), started);
+                return self.forget_file(&mut files, shown, old_names.len(), started);
             }
-            Err(e) => {
-                let err = LoadError::at(
-                    error::SourceLoc {
-                        path: shown.clone(),
-                        line: 0,
-                        column: 0,
-                    },
-                    format!("cannot read: {e}"),
-                );
-                return reload::ReloadReport::failed(shown, vec![err], started);
-            }
+            Err(e) => return unreadable(shown, e, started),
         };
         // A writer that truncates then writes can be caught in between: an empty read of a file
         // that had tools is put off (the watcher looks again once the folder is quiet).
@@ -368,19 +356,7 @@ impl Host {
         candidate.insert(shown.clone(), loaded.clone());
         let mut errors = loaded.errors.clone();
         if errors.is_empty() {
-            let reg = Registry::build(ordered_files(&candidate).iter().map(|f| f.as_ref()));
-            errors.extend(
-                reg.errors
-                    .into_iter()
-                    // A pipeline calling what no longer exists is this file's error too.
-                    .filter(|e| {
-                        e.loc.path == shown
-                            && matches!(
-                                e.kind,
-                                LoadErrorKind::DuplicateTool | LoadErrorKind::PipelineLink
-                            )
-                    }),
-            );
+            errors.extend(link_errors(&candidate, &shown));
         }
         if !errors.is_empty() && old.is_some() {
             if let Ok(mut b) = self.broken.lock() {
@@ -394,18 +370,24 @@ impl Host {
         }
         *files = candidate;
         self.registry.store(Arc::new(self.build(&files)));
-        let new_names: Vec<&String> = loaded.tools.iter().map(|t| &t.name).collect();
-        let added = new_names.iter().filter(|n| !old_names.contains(n)).count();
-        let removed = old_names.iter().filter(|n| !new_names.contains(n)).count();
-        let report = reload::ReloadReport {
-            served: loaded.served.summary(),
-            ..reload::ReloadReport::loaded(shown, added, new_names.len() - added, removed, started)
-        };
-        if errors.is_empty() {
-            report
-        } else {
-            reload::ReloadReport { errors, ..report }
+        changed_report(shown, &old_names, &loaded, errors, started)
+    }
+
+    /// A script file that is gone: its tools and its breakage go, and the registry without it
+    /// is swapped in.
+    fn forget_file(
+        &self,
+        files: &mut BTreeMap<String, Arc<LoadedFile>>,
+        shown: String,
+        old_tools: usize,
+        started: std::time::Instant,
+    ) -> reload::ReloadReport {
+        files.remove(&shown);
+        if let Ok(mut b) = self.broken.lock() {
+            b.remove(&shown);
         }
+        self.registry.store(Arc::new(self.build(files)));
+        reload::ReloadReport::removed(shown, old_tools, started)
     }
 
     /// Adds (or replaces, by path) a source of tools that is not a script file, such as a
@@ -462,6 +444,62 @@ impl Host {
                 },
             }
         })
+    }
+}
+
+/// A script file that cannot be read (other than gone): its one error.
+fn unreadable(
+    shown: String,
+    e: std::io::Error,
+    started: std::time::Instant,
+) -> reload::ReloadReport {
+    let err = LoadError::at(
+        error::SourceLoc {
+            path: shown.clone(),
+            line: 0,
+            column: 0,
+        },
+        format!("cannot read: {e}"),
+    );
+    reload::ReloadReport::failed(shown, vec![err], started)
+}
+
+/// The errors the registry built from `candidate` has that are the file `shown`'s: a tool
+/// named twice, or a pipeline calling what no longer exists.
+fn link_errors(candidate: &BTreeMap<String, Arc<LoadedFile>>, shown: &str) -> Vec<LoadError> {
+    let reg = Registry::build(ordered_files(candidate).iter().map(|f| f.as_ref()));
+    reg.errors
+        .into_iter()
+        .filter(|e| {
+            e.loc.path == shown
+                && matches!(
+                    e.kind,
+                    LoadErrorKind::DuplicateTool | LoadErrorKind::PipelineLink
+                )
+        })
+        .collect()
+}
+
+/// The report of a file loaded in: its tools added, kept and removed against `old_names`,
+/// what it serves, and its errors when it loaded in with some (it had not loaded before).
+fn changed_report(
+    shown: String,
+    old_names: &[String],
+    loaded: &LoadedFile,
+    errors: Vec<LoadError>,
+    started: std::time::Instant,
+) -> reload::ReloadReport {
+    let new_names: Vec<&String> = loaded.tools.iter().map(|t| &t.name).collect();
+    let added = new_names.iter().filter(|n| !old_names.contains(n)).count();
+    let removed = old_names.iter().filter(|n| !new_names.contains(n)).count();
+    let report = reload::ReloadReport {
+        served: loaded.served.summary(),
+        ..reload::ReloadReport::loaded(shown, added, new_names.len() - added, removed, started)
+    };
+    if errors.is_empty() {
+        report
+    } else {
+        reload::ReloadReport { errors, ..report }
     }
 }
 

@@ -200,10 +200,25 @@ pub(super) fn find_agent(
 
 /// Starts a run; it goes on in its own task (its events in the returned entry) until it ends,
 /// is cancelled, or the server stops it after the grace period.
+///
+/// The order of the steps is part of the behaviour:
+/// - a draining server refuses before anything else is looked at;
+/// - the agent and the grants are checked before any waiting, so a request that would be refused
+///   is refused at once, not after queueing;
+/// - the session's lock is taken before the run slot, so a request waiting behind its own
+///   session's run does not hold a slot another run could use;
+/// - the session is resumed only once its lock is held, so it continues from where the previous
+///   run on it left off;
+/// - the run's id is awaited before the entry is made (the run table keys runs by it);
+/// - the entry has its approvals attached before it goes in the run table, so an entry found
+///   there already holds the approval requests the run made before it existed;
+/// - the entry is in the table before the driver starts, so the driver's `finished` always
+///   follows the `insert`;
+/// - the driver holds the run slot and the session's lock until the run's events end.
 pub async fn launch(
     state: &Arc<AppState>,
     who: &Principal,
-    req: RunRequest,
+    mut req: RunRequest,
 ) -> Result<Arc<RunEntry>, ApiError> {
     if state.draining() {
         return Err(ApiError::unavailable("the server is shutting down"));
@@ -211,86 +226,145 @@ pub async fn launch(
     let agent = find_agent(state, &req.agent)?;
     let grants = grants_for(state, who, &agent.grants, &req)?;
     let db = state.host.database().cloned();
-    let mut history = req.history;
-    let mut run_state = req.state;
-    let mut session_guard = None;
-    let session = req
-        .session
-        .as_deref()
-        .map(|name| session_key(who, name))
-        .transpose()?;
-    if let Some(key) = &session {
-        let Some(db) = &db else {
-            return Err(ApiError::bad_request(
-                "session",
-                "the server has no database",
-            ));
-        };
-        // A busy session's next request waits in the queue like one waiting for a slot.
-        let lock = state.session_lock(key);
-        session_guard = Some(match lock.clone().try_lock_owned() {
-            Ok(guard) => guard,
-            Err(_) => {
-                state
-                    .limiter
-                    .wait_queued(
-                        &format!("session \"{}\"", req.session.as_deref().unwrap_or_default()),
-                        lock.lock_owned(),
-                    )
-                    .await?
-            }
-        });
-        let name = req.session.as_deref().unwrap_or_default();
-        match db.resume_session(key, name, &req.agent) {
-            Ok(resumed) if resumed.state.is_some() => {
-                history = resumed.messages;
-                run_state = resumed.state;
-            }
-            Ok(_) => {}
-            Err(e @ ResumeError::OtherAgent { .. }) => {
-                return Err(ApiError::bad_request("session", e.to_string()));
-            }
-            Err(ResumeError::Db(e)) => return Err(ApiError::internal(e.to_string())),
-        }
-    }
+    let session = join_session(state, who, &mut req, db.as_ref()).await?;
     let permit = state.limiter.acquire().await?;
     let (started_tx, started_rx) = oneshot::channel();
     let tap = Tap {
-        log: db.map(|db| RunLogger::new(db, session)),
+        log: db.map(|db| RunLogger::new(db, session.key)),
         metrics: state.metrics.clone(),
         started: Mutex::new(Some(started_tx)),
     };
     let cancel = state.stop_runs.child_token();
-    let mut overrides = req.overrides;
-    overrides.timeout = overrides.timeout.or(state.options.request_timeout);
     let approvals = Arc::new(super::approvals::Approvals::new(
         state.options.approval_timeout,
     ));
-    let opts = RunOptions {
+    let agent_name = std::mem::take(&mut req.agent);
+    let prompt = std::mem::take(&mut req.prompt);
+    let parts = RunParts {
+        grants,
+        tap,
+        cancel: cancel.clone(),
+        approvals: approvals.clone(),
+    };
+    let opts = run_options(state, who, req, parts);
+    let began = Instant::now();
+    let stream = state.host.run_stream(&agent_name, &prompt, opts);
+    let run_id = started_rx
+        .await
+        .unwrap_or_else(|_| kiln_core::context::new_run_id());
+    let entry = register(state, who, run_id, agent_name, cancel, approvals);
+    let held = (permit, session.guard);
+    drive(state.clone(), entry.clone(), stream, held, began);
+    Ok(entry)
+}
+
+/// The session a run continues: its key (for the run log) and its lock, held until the run
+/// ends. Both `None` for a run without a session.
+struct SessionHold {
+    key: Option<String>,
+    guard: Option<tokio::sync::OwnedMutexGuard<()>>,
+}
+
+/// Takes the request's session (waiting in the queue while another run holds it), then resumes
+/// it: a session with a stored state replaces the request's history and `ctx.state`. A session
+/// needs the database; one started with another agent is refused.
+async fn join_session(
+    state: &AppState,
+    who: &Principal,
+    req: &mut RunRequest,
+    db: Option<&Arc<kiln_db::Db>>,
+) -> Result<SessionHold, ApiError> {
+    let key = req
+        .session
+        .as_deref()
+        .map(|name| session_key(who, name))
+        .transpose()?;
+    let Some(k) = &key else {
+        return Ok(SessionHold { key, guard: None });
+    };
+    let Some(db) = db else {
+        return Err(ApiError::bad_request(
+            "session",
+            "the server has no database",
+        ));
+    };
+    // A busy session's next request waits in the queue like one waiting for a slot.
+    let lock = state.session_lock(k);
+    let guard = match lock.clone().try_lock_owned() {
+        Ok(guard) => guard,
+        Err(_) => {
+            state
+                .limiter
+                .wait_queued(
+                    &format!("session \"{}\"", req.session.as_deref().unwrap_or_default()),
+                    lock.lock_owned(),
+                )
+                .await?
+        }
+    };
+    let name = req.session.as_deref().unwrap_or_default();
+    match db.resume_session(k, name, &req.agent) {
+        Ok(resumed) if resumed.state.is_some() => {
+            req.history = resumed.messages;
+            req.state = resumed.state;
+        }
+        Ok(_) => {}
+        Err(e @ ResumeError::OtherAgent { .. }) => {
+            return Err(ApiError::bad_request("session", e.to_string()));
+        }
+        Err(ResumeError::Db(e)) => return Err(ApiError::internal(e.to_string())),
+    }
+    Ok(SessionHold {
+        key,
+        guard: Some(guard),
+    })
+}
+
+/// What `launch` has made for a run besides the request: the grants it checked, the recorder,
+/// the cancel token and the approvals the run's entry shares.
+struct RunParts {
+    grants: Grants,
+    tap: Tap,
+    cancel: tokio_util::sync::CancellationToken,
+    approvals: Arc<super::approvals::Approvals>,
+}
+
+/// The run's options: the request's (its agent and prompt already taken out) within the
+/// server's timeouts, the actor the token names before the one the request does.
+fn run_options(state: &AppState, who: &Principal, req: RunRequest, parts: RunParts) -> RunOptions {
+    let mut overrides = req.overrides;
+    overrides.timeout = overrides.timeout.or(state.options.request_timeout);
+    RunOptions {
         overrides,
-        grants: Some(grants),
+        grants: Some(parts.grants),
         context: req.context,
         actor_id: who.actor.clone().or(req.actor),
         stream: req.stream,
         timeout: state.options.run_timeout,
-        cancel: cancel.clone(),
-        history,
-        state: run_state,
-        recorder: Some(Arc::new(tap)),
+        cancel: parts.cancel,
+        history: req.history,
+        state: req.state,
+        recorder: Some(Arc::new(parts.tap)),
         budget: req.budget,
-        approver: Some(approvals.clone()),
+        approver: Some(parts.approvals),
         client_tools: req.client_tools,
         attachments: req.attachments,
         ..RunOptions::default()
-    };
-    let began = Instant::now();
-    let mut stream = state.host.run_stream(&req.agent, &req.prompt, opts);
-    let run_id = started_rx
-        .await
-        .unwrap_or_else(|_| kiln_core::context::new_run_id());
+    }
+}
+
+/// The started run's entry, with the approvals' events going into it, put in the run table.
+fn register(
+    state: &AppState,
+    who: &Principal,
+    run_id: String,
+    agent: String,
+    cancel: tokio_util::sync::CancellationToken,
+    approvals: Arc<super::approvals::Approvals>,
+) -> Arc<RunEntry> {
     let entry = Arc::new(RunEntry::new(
         run_id,
-        req.agent.clone(),
+        agent,
         who.actor.clone(),
         cancel,
         approvals.clone(),
@@ -303,37 +377,56 @@ pub async fn launch(
     });
     state.runs.insert(entry.clone());
     tracing::info!(run_id = %entry.id, agent = %entry.agent, actor = ?who.actor, "run started");
-    let (driver_state, driver_entry) = (state.clone(), entry.clone());
+    entry
+}
+
+/// The driver task: moves the run's events into its entry, records how it finished, and marks
+/// it finished in the table once the stream ends. `held` (the run slot and the session) is
+/// released only then.
+fn drive<H: Send + 'static>(
+    state: Arc<AppState>,
+    entry: Arc<RunEntry>,
+    mut stream: kiln_host::RunStream,
+    held: H,
+    began: Instant,
+) {
     tokio::spawn(async move {
         // The slot and the session stay taken until the run has ended.
-        let _held = (permit, session_guard);
+        let _held = held;
         while let Some(ev) = stream.next().await {
             if let Event::Finished(result) = &ev {
-                let outcome = match result.as_ref() {
-                    Ok(_) => "ok",
-                    Err(e) => match error_kind(e) {
-                        k @ ("cancelled" | "deadline") => k,
-                        _ => "error",
-                    },
-                };
-                driver_state
-                    .metrics
-                    .run_finished(&driver_entry.agent, outcome);
-                tracing::info!(
-                    run_id = %driver_entry.id,
-                    agent = %driver_entry.agent,
-                    outcome,
-                    ms = began.elapsed().as_millis() as u64,
-                    "run finished"
-                );
-                // The whole error stays here; its caller sees it scrubbed.
-                if let Err(e) = result.as_ref() {
-                    tracing::warn!(run_id = %driver_entry.id, "run failed: {e}");
-                }
+                record_finish(&state, &entry, result, began);
             }
-            driver_entry.push(ev);
+            entry.push(ev);
         }
-        driver_state.runs.finished(&driver_entry.id);
+        state.runs.finished(&entry.id);
     });
-    Ok(entry)
+}
+
+/// Counts and logs a run's end: `ok`, `cancelled`, `deadline` or `error`.
+fn record_finish(
+    state: &AppState,
+    entry: &RunEntry,
+    result: &Result<RunReport, kiln_agent::RunError>,
+    began: Instant,
+) {
+    let outcome = match result {
+        Ok(_) => "ok",
+        Err(e) => match error_kind(e) {
+            k @ ("cancelled" | "deadline") => k,
+            _ => "error",
+        },
+    };
+    state.metrics.run_finished(&entry.agent, outcome);
+    tracing::info!(
+        run_id = %entry.id,
+        agent = %entry.agent,
+        outcome,
+        ms = began.elapsed().as_millis() as u64,
+        "run finished"
+    );
+    // The whole error stays here; its caller sees it scrubbed.
+    if let Err(e) = result {
+        tracing::warn!(run_id = %entry.id, "run failed: {e}");
+    }
 }

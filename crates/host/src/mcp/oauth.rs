@@ -293,6 +293,9 @@ pub struct Login<'a> {
 }
 
 /// Authorizes kiln for the mounted server `spec` and stores its tokens; the scopes granted.
+///
+/// The steps keep this order: the challenge is read before the old tokens go (their scopes are
+/// asked for again), and the redirect's port is bound before the request that names it is made.
 pub async fn login(
     spec: &MountSpec,
     workspace: &Path,
@@ -300,19 +303,61 @@ pub async fn login(
 ) -> Result<Vec<String>, McpError> {
     let (url, oauth) = oauth_of(spec)?;
     kiln_egress::tls::ensure_provider();
-    // The challenge the server gave the mount last, else the one a bare request gets now.
+    let challenge = last_challenge(spec, workspace, url).await;
+    let mut manager = AuthorizationManager::new(url)
+        .await
+        .map_err(|e| failed(spec, "OAuth", e))?;
+    let kept = fresh_store(spec, workspace, &mut manager).await?;
+    let (listener, redirect) = redirect_listener(spec).await?;
+    let scopes = scopes_to_ask(oauth, &how.scopes, &kept);
+    let request = authorization_request(spec, oauth, &redirect, scopes, challenge)?;
+    let mut state = OAuthState::Unauthorized(manager);
+    state
+        .start_authorization(request)
+        .await
+        .map_err(|e| failed(spec, "OAuth authorization", e))?;
+    let page = state
+        .get_authorization_url()
+        .await
+        .map_err(|e| failed(spec, "OAuth authorization", e))?;
+    let back = authorize(spec, &how, &page, listener).await?;
+    let callback = AuthorizationCallback::from_redirect_url(&back)
+        .map_err(|e| failed(spec, "the authorization's redirect", e))?;
+    state
+        .handle_callback_with_issuer(
+            &callback.code,
+            &callback.csrf_token,
+            callback.issuer.as_deref(),
+        )
+        .await
+        .map_err(|e| failed(spec, "the token exchange", e))?;
+    let manager = state
+        .into_authorization_manager()
+        .ok_or_else(|| failed(spec, "OAuth", "the authorization did not complete"))?;
+    Ok(manager.get_current_scopes().await)
+}
+
+/// The challenge the server gave the mount last (kept once, then removed), else the one a bare
+/// request gets now: it names the resource metadata and the scopes to ask for.
+async fn last_challenge(spec: &MountSpec, workspace: &Path, url: &str) -> Option<String> {
     let kept = challenge_path(workspace, &spec.name);
     let challenge = match std::fs::read_to_string(&kept) {
         Ok(c) if !c.trim().is_empty() => Some(c.trim().to_string()),
         _ => challenge(url).await,
     };
     let _ = std::fs::remove_file(&kept);
-    let mut manager = AuthorizationManager::new(url)
-        .await
-        .map_err(|e| failed(spec, "OAuth", e))?;
+    challenge
+}
+
+/// Gives `manager` the mount's token store, emptied: a new login registers again (the
+/// authorization server may have changed). The scopes the last login was granted, to ask for
+/// again.
+async fn fresh_store(
+    spec: &MountSpec,
+    workspace: &Path,
+    manager: &mut AuthorizationManager,
+) -> Result<Vec<String>, McpError> {
     let store = FileCredentialStore::new(token_path(workspace, &spec.name));
-    // A new login registers again (the authorization server may have changed) and asks for
-    // what the last one was granted as well as what it asks now.
     let kept = match store.load().await {
         Ok(Some(previous)) => previous.granted_scopes,
         _ => Vec::new(),
@@ -322,7 +367,13 @@ pub async fn login(
         .await
         .map_err(|e| failed(spec, "the old tokens", e))?;
     manager.set_credential_store(store);
-    // The redirect comes back to this machine; bound first, so its port is the one sent.
+    Ok(kept)
+}
+
+/// The loopback listener the redirect comes back to, and the redirect URL naming its port.
+async fn redirect_listener(
+    spec: &MountSpec,
+) -> Result<(tokio::net::TcpListener, String), McpError> {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await
         .map_err(|e| failed(spec, "a loopback port for the redirect", e))?;
@@ -330,11 +381,15 @@ pub async fn login(
         .local_addr()
         .map_err(|e| failed(spec, "a loopback port for the redirect", e))?
         .port();
-    let redirect = format!("http://127.0.0.1:{port}/callback");
-    let mut request = AuthorizationRequest::new(&redirect).with_client_name("kiln");
+    Ok((listener, format!("http://127.0.0.1:{port}/callback")))
+}
+
+/// The scopes to ask for, each once: the mount's and the login's; when the login names
+/// scopes of its own, those the last login was granted (`kept`) come first.
+fn scopes_to_ask(oauth: &OAuth, extra: &[String], kept: &[String]) -> Vec<String> {
     let mut scopes: Vec<String> = Vec::new();
-    let asked = oauth.scopes.iter().chain(&how.scopes);
-    let wanted = if how.scopes.is_empty() {
+    let asked = oauth.scopes.iter().chain(extra);
+    let wanted = if extra.is_empty() {
         asked.collect::<Vec<_>>()
     } else {
         kept.iter().chain(asked).collect()
@@ -344,6 +399,20 @@ pub async fn login(
             scopes.push(scope.clone());
         }
     }
+    scopes
+}
+
+/// The authorization request: kiln's redirect and name, the scopes, the mount's client (a
+/// preregistered id and its secret from the environment, or a metadata document) and the
+/// server's challenge.
+fn authorization_request(
+    spec: &MountSpec,
+    oauth: &OAuth,
+    redirect: &str,
+    scopes: Vec<String>,
+    challenge: Option<String>,
+) -> Result<AuthorizationRequest, McpError> {
+    let mut request = AuthorizationRequest::new(redirect).with_client_name("kiln");
     if !scopes.is_empty() {
         request = request.with_scopes(scopes);
     }
@@ -363,43 +432,32 @@ pub async fn login(
     if let Some(c) = challenge {
         request = request.with_challenge(c);
     }
-    let mut state = OAuthState::Unauthorized(manager);
-    state
-        .start_authorization(request)
-        .await
-        .map_err(|e| failed(spec, "OAuth authorization", e))?;
-    let page = state
-        .get_authorization_url()
-        .await
-        .map_err(|e| failed(spec, "OAuth authorization", e))?;
-    let back = if how.headless {
-        follow(&page)
+    Ok(request)
+}
+
+/// Takes the authorization page to its decision: followed by kiln itself when headless, else
+/// shown to the person (and opened in a browser) while `listener` waits for the redirect. The
+/// redirect URL the authorization server sent back.
+async fn authorize(
+    spec: &MountSpec,
+    how: &Login<'_>,
+    page: &str,
+    listener: tokio::net::TcpListener,
+) -> Result<String, McpError> {
+    if how.headless {
+        follow(page)
             .await
-            .map_err(|e| failed(spec, "headless authorization", e))?
+            .map_err(|e| failed(spec, "headless authorization", e))
     } else {
         (how.say)(&format!(
             "Open this page to authorize kiln for MCP server \"{}\":\n\n  {page}\n",
             spec.name
         ));
-        open_browser(&page);
+        open_browser(page);
         wait_for_redirect(listener)
             .await
-            .map_err(|e| failed(spec, "the authorization's redirect", e))?
-    };
-    let callback = AuthorizationCallback::from_redirect_url(&back)
-        .map_err(|e| failed(spec, "the authorization's redirect", e))?;
-    state
-        .handle_callback_with_issuer(
-            &callback.code,
-            &callback.csrf_token,
-            callback.issuer.as_deref(),
-        )
-        .await
-        .map_err(|e| failed(spec, "the token exchange", e))?;
-    let manager = state
-        .into_authorization_manager()
-        .ok_or_else(|| failed(spec, "OAuth", "the authorization did not complete"))?;
-    Ok(manager.get_current_scopes().await)
+            .map_err(|e| failed(spec, "the authorization's redirect", e))
+    }
 }
 
 /// The `WWW-Authenticate` challenge an unauthenticated request to `url` gets, if any: it names

@@ -19,128 +19,177 @@ use serde_json::{Value, json};
 use std::sync::Arc;
 
 /// What the server offers besides tools (nothing when it declares no resources or prompts).
+/// Resources are listed before templates, and both before prompts, so the first listing to
+/// fail is the one reported.
 pub(super) async fn list(
     spec: &MountSpec,
     slot: &Slot,
     peer: &Peer<RoleClient>,
 ) -> Result<Served, McpError> {
     let caps = peer.peer_info().map(|i| i.capabilities.clone());
-    let failed = |what: &str, e: rmcp::ServiceError| McpError::Server {
-        server: spec.name.clone(),
-        message: format!("{what} failed: {e}"),
-    };
     let mut served = Served::default();
     let completes = caps.as_ref().is_some_and(|c| c.completions.is_some());
+    let at = Listed { spec, slot, peer };
     if caps.as_ref().is_some_and(|c| c.resources.is_some()) {
-        for r in peer
-            .list_all_resources()
-            .await
-            .map_err(|e| failed("resources/list", e))?
-        {
-            let listing = Listing {
-                name: format!("{}{SEPARATOR}{}", spec.name, r.name),
-                title: r.title.clone(),
-                description: r.description.clone().unwrap_or_default(),
-                mime: r.mime_type.clone(),
-                size: r.size,
-            };
-            let reader = reader(
-                spec,
-                slot,
-                &r.uri,
-                Vec::new(),
-                ResourceAt::Uri(r.uri.clone()),
-            )?;
-            let loc = located(spec);
-            served.resources.insert(
-                r.uri.clone(),
-                Resource {
-                    uri: r.uri.clone(),
-                    listing,
-                    reader,
-                    loc,
-                },
-            );
-        }
-        for t in peer
-            .list_all_resource_templates()
-            .await
-            .map_err(|e| failed("resources/templates/list", e))?
-        {
-            let template = t.uri_template.clone();
-            let listing = Listing {
-                name: format!("{}{SEPARATOR}{}", spec.name, t.name),
-                title: t.title.clone(),
-                description: t.description.clone().unwrap_or_default(),
-                mime: t.mime_type.clone(),
-                size: None,
-            };
-            let params = template_params(&template);
-            let mut completions = Vec::new();
-            for p in params.iter().filter(|_| completes) {
-                let at = Completed::Template(template.clone());
-                completions.push((p.clone(), completer(spec, slot, at, p)?));
-            }
-            let reader = reader(
-                spec,
-                slot,
-                &template,
-                params,
-                ResourceAt::Template(template.clone()),
-            )?;
-            served.templates.insert(
-                template.clone(),
-                ResourceTemplate {
-                    uri_template: template,
-                    listing,
-                    reader,
-                    completions,
-                    loc: located(spec),
-                },
-            );
-        }
+        list_resources(&at, &mut served).await?;
+        list_templates(&at, completes, &mut served).await?;
     }
     if caps.as_ref().is_some_and(|c| c.prompts.is_some()) {
-        for p in peer
-            .list_all_prompts()
-            .await
-            .map_err(|e| failed("prompts/list", e))?
-        {
-            let args: Vec<PromptArg> = p
-                .arguments
-                .clone()
-                .unwrap_or_default()
-                .into_iter()
-                .map(|a| PromptArg {
-                    name: a.name,
-                    description: a.description.unwrap_or_default(),
-                    required: a.required.unwrap_or(false),
-                })
-                .collect();
-            let name = format!("{}{SEPARATOR}{}", spec.name, p.name);
-            let getter = getter(spec, slot, &p.name, &name, &args)?;
-            let mut completions = Vec::new();
-            for a in args.iter().filter(|_| completes) {
-                let at = Completed::Prompt(p.name.clone());
-                completions.push((a.name.clone(), completer(spec, slot, at, &a.name)?));
-            }
-            served.prompts.insert(
-                name.clone(),
-                Prompt {
-                    name,
-                    title: p.title.clone(),
-                    description: p.description.clone().unwrap_or_default(),
-                    args,
-                    getter,
-                    completions,
-                    loc: located(spec),
-                },
-            );
-        }
+        list_prompts(&at, completes, &mut served).await?;
     }
     Ok(served)
 }
 
+/// The mount being listed and its live connection, which every listing step needs.
+struct Listed<'a> {
+    spec: &'a MountSpec,
+    slot: &'a Slot,
+    peer: &'a Peer<RoleClient>,
+}
+
+/// A listing request's failure, naming the server and the request.
+fn list_failed(spec: &MountSpec, what: &str, e: rmcp::ServiceError) -> McpError {
+    McpError::Server {
+        server: spec.name.clone(),
+        message: format!("{what} failed: {e}"),
+    }
+}
+
+/// `resources/list`: each resource under its URI, with a reader for it.
+async fn list_resources(at: &Listed<'_>, served: &mut Served) -> Result<(), McpError> {
+    let (spec, slot) = (at.spec, at.slot);
+    for r in at
+        .peer
+        .list_all_resources()
+        .await
+        .map_err(|e| list_failed(spec, "resources/list", e))?
+    {
+        let listing = Listing {
+            name: format!("{}{SEPARATOR}{}", spec.name, r.name),
+            title: r.title.clone(),
+            description: r.description.clone().unwrap_or_default(),
+            mime: r.mime_type.clone(),
+            size: r.size,
+        };
+        let reader = reader(
+            spec,
+            slot,
+            &r.uri,
+            Vec::new(),
+            ResourceAt::Uri(r.uri.clone()),
+        )?;
+        let loc = located(spec);
+        served.resources.insert(
+            r.uri.clone(),
+            Resource {
+                uri: r.uri.clone(),
+                listing,
+                reader,
+                loc,
+            },
+        );
+    }
+    Ok(())
+}
+
+/// `resources/templates/list`: each template with a reader filling it in, and a completer for
+/// each of its parameters when the server `completes`.
+async fn list_templates(
+    at: &Listed<'_>,
+    completes: bool,
+    served: &mut Served,
+) -> Result<(), McpError> {
+    let (spec, slot) = (at.spec, at.slot);
+    for t in at
+        .peer
+        .list_all_resource_templates()
+        .await
+        .map_err(|e| list_failed(spec, "resources/templates/list", e))?
+    {
+        let template = t.uri_template.clone();
+        let listing = Listing {
+            name: format!("{}{SEPARATOR}{}", spec.name, t.name),
+            title: t.title.clone(),
+            description: t.description.clone().unwrap_or_default(),
+            mime: t.mime_type.clone(),
+            size: None,
+        };
+        let params = template_params(&template);
+        let mut completions = Vec::new();
+        for p in params.iter().filter(|_| completes) {
+            let at = Completed::Template(template.clone());
+            completions.push((p.clone(), completer(spec, slot, at, p)?));
+        }
+        let reader = reader(
+            spec,
+            slot,
+            &template,
+            params,
+            ResourceAt::Template(template.clone()),
+        )?;
+        served.templates.insert(
+            template.clone(),
+            ResourceTemplate {
+                uri_template: template,
+                listing,
+                reader,
+                completions,
+                loc: located(spec),
+            },
+        );
+    }
+    Ok(())
+}
+
+/// `prompts/list`: each prompt as `SERVER__NAME` with a getter, and a completer for each
+/// argument when the server `completes`.
+async fn list_prompts(
+    at: &Listed<'_>,
+    completes: bool,
+    served: &mut Served,
+) -> Result<(), McpError> {
+    let (spec, slot) = (at.spec, at.slot);
+    for p in at
+        .peer
+        .list_all_prompts()
+        .await
+        .map_err(|e| list_failed(spec, "prompts/list", e))?
+    {
+        let args: Vec<PromptArg> = p
+            .arguments
+            .clone()
+            .unwrap_or_default()
+            .into_iter()
+            .map(|a| PromptArg {
+                name: a.name,
+                description: a.description.unwrap_or_default(),
+                required: a.required.unwrap_or(false),
+            })
+            .collect();
+        let name = format!("{}{SEPARATOR}{}", spec.name, p.name);
+        let getter = getter(spec, slot, &p.name, &name, &args)?;
+        let mut completions = Vec::new();
+        for a in args.iter().filter(|_| completes) {
+            let at = Completed::Prompt(p.name.clone());
+            completions.push((a.name.clone(), completer(spec, slot, at, &a.name)?));
+        }
+        served.prompts.insert(
+            name.clone(),
+            Prompt {
+                name,
+                title: p.title.clone(),
+                description: p.description.clone().unwrap_or_default(),
+                args,
+                getter,
+                completions,
+                loc: located(spec),
+            },
+        );
+    }
+    Ok(())
+}
+
+/// Where the mount was declared, for the served items' locations.
 fn located(spec: &MountSpec) -> SourceLoc {
     spec.declared
         .clone()
