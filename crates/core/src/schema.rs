@@ -70,111 +70,24 @@ pub fn build_param(
     s.insert("type".into(), json!(ty));
     let mut required = true;
     for (key, value) in options {
-        let err = |what: &str| format!("param \"{path}\": option `{key}` {what}");
+        let opt = ParamOption {
+            path,
+            key,
+            value,
+            ty,
+        };
         match key.as_str() {
             "type" => {}
-            "desc" | "description" => {
-                let text = value.as_str().ok_or_else(|| err("must be a string"))?;
-                s.insert("description".into(), json!(text));
-            }
             "default" => {
                 s.insert("default".into(), value.clone());
                 required = false;
             }
-            "optional" => {
-                required = !value
-                    .as_bool()
-                    .ok_or_else(|| err("must be true or false"))?
-            }
-            "nullable" => {
-                if value
-                    .as_bool()
-                    .ok_or_else(|| err("must be true or false"))?
-                {
-                    s.insert("type".into(), json!([ty, "null"]));
-                }
-            }
-            "enum" => {
-                let items = value.as_array().ok_or_else(|| err("must be an array"))?;
-                if items.is_empty() {
-                    return Err(err("must not be empty"));
-                }
-                s.insert("enum".into(), value.clone());
-            }
-            "pattern" => {
-                let p = value.as_str().ok_or_else(|| err("must be a string"))?;
-                regex::Regex::new(p).map_err(|e| err(&format!("is not a valid regex: {e}")))?;
-                s.insert("pattern".into(), json!(p));
-            }
-            "format" => {
-                let f = value.as_str().ok_or_else(|| err("must be a string"))?;
-                s.insert("format".into(), json!(f));
-            }
-            "min" | "max" => {
-                if !value.is_number() {
-                    return Err(err("must be a number"));
-                }
-                let kw = match (ty, key.as_str()) {
-                    ("string", "min") => "minLength",
-                    ("string", _) => "maxLength",
-                    ("array", "min") => "minItems",
-                    ("array", _) => "maxItems",
-                    ("object", "min") => "minProperties",
-                    ("object", _) => "maxProperties",
-                    (_, "min") => "minimum",
-                    _ => "maximum",
-                };
-                s.insert(kw.into(), value.clone());
-            }
-            "min_length" | "max_length" | "min_items" | "max_items" => {
-                if value.as_u64().is_none() {
-                    return Err(err("must be a non-negative integer"));
-                }
-                let kw = match key.as_str() {
-                    "min_length" => "minLength",
-                    "max_length" => "maxLength",
-                    "min_items" => "minItems",
-                    _ => "maxItems",
-                };
-                s.insert(kw.into(), value.clone());
-            }
+            "optional" => required = !opt.flag()?,
             "items" => {
-                if ty != "array" {
-                    return Err(err("only applies to arrays"));
-                }
-                let item = match value {
-                    Value::String(t) => json!({ "type": json_type(t).map_err(|e| err(&e))? }),
-                    Value::Object(m) => nested(&format!("{path}[]"), m)?.0,
-                    _ => return Err(err("must be a type name or a param map")),
-                };
-                s.insert("items".into(), item);
+                s.insert("items".into(), opt.items()?);
             }
-            "properties" => {
-                if ty != "object" {
-                    return Err(err("only applies to objects"));
-                }
-                let props = value
-                    .as_object()
-                    .ok_or_else(|| err("must be a map of params"))?;
-                let mut params = Vec::new();
-                for (name, p) in props {
-                    let m = p.as_object().ok_or_else(|| {
-                        format!("param \"{path}.{name}\": must be a param map with a `type` key")
-                    })?;
-                    let (schema, req) = nested(&format!("{path}.{name}"), m)?;
-                    params.push(Param {
-                        name: name.clone(),
-                        schema,
-                        required: req,
-                    });
-                }
-                let obj = object_schema(&params);
-                for (k, v) in obj.as_object().into_iter().flatten() {
-                    if k != "type" {
-                        s.insert(k.clone(), v.clone());
-                    }
-                }
-            }
+            "properties" => opt.properties(&mut s)?,
+            other if PARAM_KEYS.contains(&other) => opt.keyword(&mut s)?,
             other => {
                 return Err(format!(
                     "param \"{path}\": unknown option key `{other}`{} (expected one of: {})",
@@ -184,14 +97,143 @@ pub fn build_param(
             }
         }
     }
-    // A nullable enum must list null too, or null fails the enum while the type allows it.
+    null_in_nullable_enum(&mut s);
+    Ok((Value::Object(s), required))
+}
+
+/// A nullable enum must list null too, or null fails the enum while the type allows it.
+fn null_in_nullable_enum(s: &mut Map<String, Value>) {
     let nullable = matches!(s.get("type"), Some(Value::Array(ts)) if ts.contains(&json!("null")));
     if let (true, Some(Value::Array(e))) = (nullable, s.get_mut("enum"))
         && !e.contains(&Value::Null)
     {
         e.push(Value::Null);
     }
-    Ok((Value::Object(s), required))
+}
+
+/// One `key: value` of a param's option map, with what checking it needs: the param's path
+/// for the error and its JSON type, which decides what `min`, `max`, `items` mean.
+struct ParamOption<'a> {
+    path: &'a str,
+    key: &'a str,
+    value: &'a Value,
+    ty: &'static str,
+}
+
+impl ParamOption<'_> {
+    /// The error naming this option: `param "p": option `key` <what>`.
+    fn err(&self, what: &str) -> String {
+        format!("param \"{}\": option `{}` {what}", self.path, self.key)
+    }
+
+    /// The option's value as a flag (`optional`, `nullable`).
+    fn flag(&self) -> Result<bool, String> {
+        (self.value.as_bool()).ok_or_else(|| self.err("must be true or false"))
+    }
+
+    /// The option's value as text (`desc`, `pattern`, `format`).
+    fn text(&self) -> Result<&str, String> {
+        (self.value.as_str()).ok_or_else(|| self.err("must be a string"))
+    }
+
+    /// The options that each set one schema keyword from their value, checked first.
+    fn keyword(&self, s: &mut Map<String, Value>) -> Result<(), String> {
+        let (kw, v) = match self.key {
+            "desc" | "description" => ("description", json!(self.text()?)),
+            "nullable" if self.flag()? => ("type", json!([self.ty, "null"])),
+            "nullable" => return Ok(()),
+            "enum" => {
+                let items = (self.value.as_array()).ok_or_else(|| self.err("must be an array"))?;
+                if items.is_empty() {
+                    return Err(self.err("must not be empty"));
+                }
+                ("enum", self.value.clone())
+            }
+            "pattern" => {
+                let p = self.text()?;
+                regex::Regex::new(p)
+                    .map_err(|e| self.err(&format!("is not a valid regex: {e}")))?;
+                ("pattern", json!(p))
+            }
+            "format" => ("format", json!(self.text()?)),
+            "min" | "max" => (self.bound()?, self.value.clone()),
+            _ => (self.count()?, self.value.clone()),
+        };
+        s.insert(kw.into(), v);
+        Ok(())
+    }
+
+    /// `min`/`max`: a number, whose keyword depends on the type (length, items, properties,
+    /// or value).
+    fn bound(&self) -> Result<&'static str, String> {
+        if !self.value.is_number() {
+            return Err(self.err("must be a number"));
+        }
+        Ok(match (self.ty, self.key) {
+            ("string", "min") => "minLength",
+            ("string", _) => "maxLength",
+            ("array", "min") => "minItems",
+            ("array", _) => "maxItems",
+            ("object", "min") => "minProperties",
+            ("object", _) => "maxProperties",
+            (_, "min") => "minimum",
+            _ => "maximum",
+        })
+    }
+
+    /// `min_length`, `max_length`, `min_items`, `max_items`: a count, named for its keyword.
+    fn count(&self) -> Result<&'static str, String> {
+        if self.value.as_u64().is_none() {
+            return Err(self.err("must be a non-negative integer"));
+        }
+        Ok(match self.key {
+            "min_length" => "minLength",
+            "max_length" => "maxLength",
+            "min_items" => "minItems",
+            _ => "maxItems",
+        })
+    }
+
+    /// `items`: an array's element schema, from a type name or a nested param map.
+    fn items(&self) -> Result<Value, String> {
+        if self.ty != "array" {
+            return Err(self.err("only applies to arrays"));
+        }
+        Ok(match self.value {
+            Value::String(t) => json!({ "type": json_type(t).map_err(|e| self.err(&e))? }),
+            Value::Object(m) => nested(&format!("{}[]", self.path), m)?.0,
+            _ => return Err(self.err("must be a type name or a param map")),
+        })
+    }
+
+    /// `properties`: an object's named params, merged into its schema as `object_schema`
+    /// writes them (properties, required, no others).
+    fn properties(&self, s: &mut Map<String, Value>) -> Result<(), String> {
+        if self.ty != "object" {
+            return Err(self.err("only applies to objects"));
+        }
+        let props = (self.value.as_object()).ok_or_else(|| self.err("must be a map of params"))?;
+        let mut params = Vec::new();
+        for (name, p) in props {
+            let path = format!("{}.{name}", self.path);
+            let m = p.as_object().ok_or_else(|| {
+                format!("param \"{path}\": must be a param map with a `type` key")
+            })?;
+            let (schema, required) = nested(&path, m)?;
+            params.push(Param {
+                name: name.clone(),
+                schema,
+                required,
+            });
+        }
+        let obj = object_schema(&params);
+        for (k, v) in obj.as_object().into_iter().flatten() {
+            if k != "type" {
+                s.insert(k.clone(), v.clone());
+            }
+        }
+        Ok(())
+    }
 }
 
 fn nested(path: &str, m: &Map<String, Value>) -> Result<(Value, bool), String> {

@@ -8,6 +8,7 @@
 #![warn(missing_docs)]
 
 mod agent_dsl;
+mod agent_load;
 mod bounded;
 pub mod code_mode;
 mod contract_dsl;

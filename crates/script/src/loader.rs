@@ -2,16 +2,13 @@
 //! compile each tool and agent. Every problem becomes a `path:line:col: message` error and the
 //! rest of the file still loads.
 
-use super::dsl::{self, AgentDraft, ToolDraft};
-use super::handler::{ScriptAgent, ScriptHandler};
+use super::dsl::{self, ToolDraft};
+use super::handler::ScriptHandler;
 use super::{ScriptUnit, sandbox};
-use kiln_core::capability::{Capability, GrantMode, Grants};
 use kiln_core::error::LoadError;
-use kiln_core::model::text_calls::TextCallFormat;
 use kiln_core::schema;
 use kiln_core::tool::{DEFAULT_TIMEOUT, Handler, Tool};
 use kiln_core::tool_parts::{Part, ToolParts};
-use kiln_registry::agent_spec::{self, AgentMode, AgentSpec, ProviderKind};
 use rhai::{Engine, Position, Scope};
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -123,7 +120,7 @@ pub fn load_source_with(
     }
     for draft in collected.agents {
         let pos = draft.tools_pos;
-        match finish_agent(draft, &unit) {
+        match super::agent_load::finish_agent(draft, &unit) {
             Ok(agent) => file.agents.push((Arc::new(agent), super::loc(path, pos))),
             Err(errs) => file.errors.extend(errs),
         }
@@ -345,176 +342,4 @@ fn undeclared_calls(
             )
         })
         .collect()
-}
-
-fn finish_agent(mut d: AgentDraft, unit: &Arc<ScriptUnit>) -> Result<AgentSpec, Vec<LoadError>> {
-    let at = |pos: Position| super::loc(&unit.path, pos);
-    let mut errors: Vec<LoadError> = d
-        .errors
-        .iter()
-        .map(|(p, m)| LoadError::at(at(*p), format!("agent \"{}\": {m}", d.name)))
-        .collect();
-    let settings = std::mem::take(&mut d.settings);
-    if !valid_tool_name(&d.name) {
-        errors.push(LoadError::at(
-            at(d.pos),
-            format!(
-                "invalid agent name \"{}\": names must match ^[a-zA-Z0-9_-]{{1,64}}$",
-                d.name
-            ),
-        ));
-    }
-    let default_provider = if d.planner.is_some() {
-        ProviderKind::Script
-    } else {
-        ProviderKind::Anthropic
-    };
-    let provider = match settings.provider.clone() {
-        None => default_provider,
-        Some(name) => ProviderKind::parse(&name).unwrap_or_else(|| {
-            errors.push(LoadError::at(
-                at(d.pos),
-                format!(
-                    "agent \"{}\": unknown provider \"{name}\"{} (expected one of: {})",
-                    d.name,
-                    kiln_core::suggest::hint(&name, ProviderKind::names().split(", ")),
-                    ProviderKind::names()
-                ),
-            ));
-            default_provider
-        }),
-    };
-    let mode = match settings.mode.clone() {
-        None => AgentMode::default(),
-        Some(name) => AgentMode::parse(&name).unwrap_or_else(|| {
-            errors.push(LoadError::at(
-                at(d.pos),
-                format!(
-                    "agent \"{}\": unknown mode \"{name}\" (expected one of: {})",
-                    d.name,
-                    AgentMode::ALL.map(AgentMode::name).join(", ")
-                ),
-            ));
-            AgentMode::default()
-        }),
-    };
-    if provider == ProviderKind::Script && d.planner.is_none() {
-        errors.push(LoadError::at(
-            at(d.pos),
-            format!(
-                "agent \"{}\": the script provider needs a .planner(|messages, tools| ...)",
-                d.name
-            ),
-        ));
-    }
-    let mut grants = Grants::default();
-    for c in &d.capabilities {
-        match Capability::parse(c) {
-            Ok(cap) => grants.add(cap, GrantMode::Allow),
-            Err(e) => errors.push(LoadError::at(
-                at(d.caps_pos),
-                format!("agent \"{}\": {e}", d.name),
-            )),
-        }
-    }
-    for a in &d.needs_approval {
-        match Capability::parse(a) {
-            Ok(cap) if !grants.covers(&cap) => grants.add(cap, GrantMode::NeedsApproval),
-            Ok(_) => grants.mark_ask(std::slice::from_ref(a)),
-            Err(e) => errors.push(LoadError::at(
-                at(d.pos),
-                format!("agent \"{}\": {e}", d.name),
-            )),
-        }
-    }
-    let text_tool_calls = text_tool_calls(&settings, &d.name, &mut errors, &at);
-    let contract = agent_contract(std::mem::take(&mut d.contract), &d.name, &mut errors, &at);
-    if !errors.is_empty() {
-        return Err(errors);
-    }
-    let as_u32 = |v: Option<i64>| v.and_then(|n| u32::try_from(n).ok());
-    Ok(AgentSpec {
-        description: settings.description.clone().unwrap_or_default(),
-        provider,
-        model: settings.model.clone(),
-        system: settings.system.clone(),
-        tools: d.tools,
-        grants,
-        max_iterations: as_u32(settings.max_iterations)
-            .unwrap_or(agent_spec::DEFAULT_MAX_ITERATIONS),
-        temperature: settings.temperature,
-        max_tokens: as_u32(settings.max_tokens),
-        base_url: settings.base_url.clone(),
-        api_key_env: settings.api_key_env.clone(),
-        max_reply_bytes: settings
-            .max_reply_bytes
-            .and_then(|n| usize::try_from(n).ok()),
-        max_line_bytes: settings
-            .max_line_bytes
-            .and_then(|n| usize::try_from(n).ok()),
-        max_parallel: as_u32(settings.max_parallel).unwrap_or(4) as usize,
-        mode,
-        max_steps: as_u32(settings.max_steps).unwrap_or(agent_spec::DEFAULT_MAX_STEPS),
-        loc: at(d.pos),
-        name: d.name,
-        contract,
-        handoffs: std::mem::take(&mut d.handoffs),
-        fallback: std::mem::take(&mut d.fallback),
-        text_tool_calls,
-        // A program's parallel([...]) is bounded like the agent's concurrent calls.
-        code_mode: d.code_mode.map(|mode| kiln_registry::agent_spec::CodeMode {
-            max_parallel: as_u32(settings.max_parallel).unwrap_or(4) as usize,
-            ..mode
-        }),
-        script: Some(Arc::new(ScriptAgent {
-            planner: d.planner,
-            validator: d.validator,
-            unit: unit.clone(),
-        })),
-    })
-}
-
-/// `.text_tool_calls(...)`: a known format, or an error at the call naming the nearest.
-fn text_tool_calls(
-    settings: &dsl::AgentSettings,
-    agent: &str,
-    errors: &mut Vec<LoadError>,
-    at: &dyn Fn(Position) -> kiln_core::error::SourceLoc,
-) -> TextCallFormat {
-    let Some((name, pos)) = &settings.text_tool_calls else {
-        return TextCallFormat::default();
-    };
-    TextCallFormat::parse(name).unwrap_or_else(|| {
-        errors.push(LoadError::at(
-            at(*pos),
-            format!(
-                "agent \"{agent}\": unknown text_tool_calls \"{name}\"{} (expected one of: {})",
-                kiln_core::suggest::hint(name, TextCallFormat::names().split(", ")),
-                TextCallFormat::names()
-            ),
-        ));
-        TextCallFormat::default()
-    })
-}
-
-/// The agent's contract: its output schema compiled (an error at `.output(...)` if it does not).
-fn agent_contract(
-    d: super::dsl::ContractDraft,
-    agent: &str,
-    errors: &mut Vec<LoadError>,
-    at: &dyn Fn(Position) -> kiln_core::error::SourceLoc,
-) -> kiln_registry::agent_spec::Contract {
-    let retries = d
-        .retries
-        .unwrap_or(kiln_registry::contract::DEFAULT_OUTPUT_RETRIES);
-    let output = d.output.and_then(|(schema, pos)| {
-        kiln_registry::contract::OutputContract::new(schema, retries)
-            .map_err(|e| errors.push(LoadError::at(at(pos), format!("agent \"{agent}\": {e}"))))
-            .ok()
-    });
-    kiln_registry::agent_spec::Contract {
-        output,
-        budget: d.budget,
-        price: d.price,
-    }
 }

@@ -4,7 +4,7 @@
 //! is a tool taking `{"value": prefix}`; [`finish`] turns a draft into them.
 
 use super::dsl::{ToolDraft, collect_draft, lock, required, timeout_ms};
-use kiln_core::error::LoadError;
+use kiln_core::error::{LoadError, SourceLoc};
 use kiln_core::schema::Param;
 use kiln_core::tool::Tool;
 use kiln_registry::served::{
@@ -143,14 +143,36 @@ pub fn finish(
     path: &str,
     build_tool: impl Fn(ToolDraft) -> Result<Tool, Vec<LoadError>>,
 ) -> Result<Item, Vec<LoadError>> {
-    let at = |pos: Position| super::loc(path, pos);
-    let what = format!("{} \"{}\"", d.kind.word(), d.key);
+    let b = Building {
+        path,
+        what: format!("{} \"{}\"", d.kind.word(), d.key),
+        build_tool,
+    };
     let mut errors: Vec<LoadError> = d
         .errors
         .iter()
-        .map(|(p, m)| LoadError::at(at(*p), format!("{what}: {m}")))
+        .map(|(p, m)| LoadError::at(b.at(*p), format!("{}: {m}", b.what)))
         .collect();
-    let params: Vec<Param> = match d.kind {
+    let params = reader_params(&d);
+    let known: Vec<String> = params.iter().map(|p| p.name.clone()).collect();
+    let tool = b.reader(&d, params);
+    let completions = b.completions(&d, &known, &mut errors);
+    let tool = match tool {
+        Ok(t) if errors.is_empty() => Arc::new(t),
+        Ok(_) => return Err(errors),
+        Err(e) => {
+            errors.extend(e);
+            return Err(errors);
+        }
+    };
+    let loc = b.at(d.pos);
+    Ok(item(d, tool, completions, loc))
+}
+
+/// The params a draft's reader takes, which are also the arguments `.complete` may name: none
+/// for a resource, a template's variables, a prompt's arguments (all strings).
+fn reader_params(d: &ServedDraft) -> Vec<Param> {
+    match d.kind {
         Kind::Resource => Vec::new(),
         Kind::Template => template_params(&d.key),
         Kind::Prompt => d
@@ -162,91 +184,121 @@ pub fn finish(
                 required: a.required,
             })
             .collect(),
-    };
-    let prefix = match d.kind {
-        Kind::Prompt => PROMPT_PREFIX,
-        _ => READ_PREFIX,
-    };
-    let reader = reader_name(prefix, &d.key);
-    let renamed = |errs: Vec<LoadError>, tool: &str| -> Vec<LoadError> {
-        let said = format!("tool \"{tool}\"");
-        errs.into_iter()
-            .map(|mut e| {
-                e.message = e.message.replace(&said, &what);
-                e
-            })
-            .collect()
-    };
-    let draft = ToolDraft {
-        name: reader.clone(),
-        pos: d.pos,
-        description: d.listing.description.clone(),
-        params,
-        params_pos: Some(d.pos),
-        requires: d.requires.clone(),
-        timeout_ms: d.timeout_ms,
-        handler: d.handler.clone(),
-        ..ToolDraft::default()
-    };
-    let tool = build_tool(draft).map_err(|e| renamed(e, &reader));
-    let known: Vec<String> = match d.kind {
-        Kind::Resource => Vec::new(),
-        Kind::Template => template_params(&d.key)
-            .into_iter()
-            .map(|p| p.name)
-            .collect(),
-        Kind::Prompt => d.args.iter().map(|a| a.name.clone()).collect(),
-    };
-    let mut completions = Vec::new();
-    for (arg, f, pos) in &d.completions {
-        if !known.contains(arg) {
-            errors.push(LoadError::at(
-                at(*pos),
-                format!(
-                    "{what}: .complete(\"{arg}\", ...) names no argument of it (it has: {})",
-                    if known.is_empty() {
-                        "none".to_string()
-                    } else {
-                        known.join(", ")
-                    }
-                ),
-            ));
-            continue;
+    }
+}
+
+/// What building one draft's tools shares: the file errors point into, the name they give the
+/// resource or prompt (`resource "docs://a"`), and the loader's tool builder.
+struct Building<'a, B> {
+    path: &'a str,
+    what: String,
+    build_tool: B,
+}
+
+impl<B: Fn(ToolDraft) -> Result<Tool, Vec<LoadError>>> Building<'_, B> {
+    /// Where `pos` is in the file.
+    fn at(&self, pos: Position) -> SourceLoc {
+        super::loc(self.path, pos)
+    }
+
+    /// Builds one tool; its errors name the resource or prompt, not the tool made for it, which
+    /// the script never wrote.
+    fn build(&self, draft: ToolDraft) -> Result<Tool, Vec<LoadError>> {
+        let said = format!("tool \"{}\"", draft.name);
+        (self.build_tool)(draft).map_err(|errs| {
+            errs.into_iter()
+                .map(|mut e| {
+                    e.message = e.message.replace(&said, &self.what);
+                    e
+                })
+                .collect()
+        })
+    }
+
+    /// The tool that reads the resource or gets the prompt, from the draft's handler.
+    fn reader(&self, d: &ServedDraft, params: Vec<Param>) -> Result<Tool, Vec<LoadError>> {
+        let prefix = match d.kind {
+            Kind::Prompt => PROMPT_PREFIX,
+            _ => READ_PREFIX,
+        };
+        self.build(ToolDraft {
+            name: reader_name(prefix, &d.key),
+            pos: d.pos,
+            description: d.listing.description.clone(),
+            params,
+            params_pos: Some(d.pos),
+            requires: d.requires.clone(),
+            timeout_ms: d.timeout_ms,
+            handler: d.handler.clone(),
+            ..ToolDraft::default()
+        })
+    }
+
+    /// One tool per `.complete(arg, f)`, keyed by its argument; one naming no argument of the
+    /// draft (`known`), or failing to build, adds to `errors` instead.
+    fn completions(
+        &self,
+        d: &ServedDraft,
+        known: &[String],
+        errors: &mut Vec<LoadError>,
+    ) -> Vec<(String, Arc<Tool>)> {
+        let mut completions = Vec::new();
+        for (arg, f, pos) in &d.completions {
+            if !known.contains(arg) {
+                errors.push(LoadError::at(
+                    self.at(*pos),
+                    format!(
+                        "{}: .complete(\"{arg}\", ...) names no argument of it (it has: {})",
+                        self.what,
+                        if known.is_empty() {
+                            "none".to_string()
+                        } else {
+                            known.join(", ")
+                        }
+                    ),
+                ));
+                continue;
+            }
+            match self.build(completion_draft(d, arg, f, *pos)) {
+                Ok(t) => completions.push((arg.clone(), Arc::new(t))),
+                Err(e) => errors.extend(e),
+            }
         }
-        let name = reader_name(
+        completions
+    }
+}
+
+/// The tool draft of `.complete(arg, f)`: `f` takes the typed prefix as `value`, under the
+/// draft's capabilities, with two seconds to answer.
+fn completion_draft(d: &ServedDraft, arg: &str, f: &FnPtr, pos: Position) -> ToolDraft {
+    ToolDraft {
+        name: reader_name(
             kiln_registry::served::COMPLETE_PREFIX,
             &format!("{}_{arg}", d.key),
-        );
-        let draft = ToolDraft {
-            name: name.clone(),
-            pos: *pos,
-            params: vec![Param {
-                name: "value".into(),
-                schema: json!({"type": "string"}),
-                required: true,
-            }],
-            params_pos: Some(*pos),
-            requires: d.requires.clone(),
-            timeout_ms: Some(2_000),
-            handler: Some((f.clone(), *pos)),
-            first: Some("value"),
-            ..ToolDraft::default()
-        };
-        match build_tool(draft) {
-            Ok(t) => completions.push((arg.clone(), Arc::new(t))),
-            Err(e) => errors.extend(renamed(e, &name)),
-        }
+        ),
+        pos,
+        params: vec![Param {
+            name: "value".into(),
+            schema: json!({"type": "string"}),
+            required: true,
+        }],
+        params_pos: Some(pos),
+        requires: d.requires.clone(),
+        timeout_ms: Some(2_000),
+        handler: Some((f.clone(), pos)),
+        first: Some("value"),
+        ..ToolDraft::default()
     }
-    let tool = match tool {
-        Ok(t) if errors.is_empty() => Arc::new(t),
-        Ok(_) => return Err(errors),
-        Err(e) => {
-            errors.extend(e);
-            return Err(errors);
-        }
-    };
-    let loc = at(d.pos);
-    Ok(match d.kind {
+}
+
+/// The finished resource, template or prompt, with its built tools.
+fn item(
+    d: ServedDraft,
+    tool: Arc<Tool>,
+    completions: Vec<(String, Arc<Tool>)>,
+    loc: SourceLoc,
+) -> Item {
+    match d.kind {
         Kind::Resource => Item::Resource(Resource {
             uri: d.key,
             listing: d.listing,
@@ -269,7 +321,7 @@ pub fn finish(
             completions,
             loc,
         }),
-    })
+    }
 }
 
 /// A template's parameters as required string params.
