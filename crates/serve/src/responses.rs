@@ -131,13 +131,16 @@ pub async fn create(
     };
     keep.started()?;
     let ended = entry.clone();
-    tokio::spawn(async move { keep.ended(&ended).await });
+    let kept = tokio::spawn(async move { keep.ended(&ended).await });
     if stream {
         return Ok(streamed(entry, shape).into_response());
     }
     let mut guard = CancelOnDrop(Some(entry.cancel.clone()));
     let end = entry.wait().await;
     guard.0 = None;
+    // Answered only once the stored copy is whole, so a `GET` right after it reads the same
+    // response, never the in-progress one. (The task goes on if this client goes away.)
+    let _ = kept.await;
     let Event::Finished(result) = &*end else {
         return Err(ApiError::internal("the run ended without a result"));
     };
