@@ -3,7 +3,7 @@
 use std::fmt;
 
 /// Where something was defined: a script path and a 1-based line and column.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
 pub struct SourceLoc {
     /// Path of the script as the user gave it (or `stdlib/NAME.rhai`).
     pub path: String,

@@ -3,7 +3,7 @@
 //! A load (the stdlib, the application's native tools, each script file, each mounted MCP
 //! server) yields a [`LoadedFile`]: its tools, agents ([`agent_spec`], with the contracts of
 //! their answers and budgets in [`contract`]), pipelines, declared MCP servers
-//! ([`mount_spec`]), served resources and prompts ([`served`]) and call policies. The
+//! ([`mount_spec`]), served resources and prompts ([`served`]), call policies and evals ([`eval_spec`]). The
 //! [`Registry`] checks them against each other and is swapped in whole on every (re)load.
 //! Tools an application writes in Rust ([`native`], [`dyn_tool`]) and agents offered as tools
 //! ([`agent_tool`]) are built here too.
@@ -16,6 +16,7 @@ pub mod agent_spec;
 pub mod agent_tool;
 pub mod contract;
 pub mod dyn_tool;
+pub mod eval_spec;
 pub mod fallback;
 pub mod gemini_schema;
 pub mod mount_spec;

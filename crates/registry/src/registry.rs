@@ -52,6 +52,8 @@ pub struct LoadedFile {
     pub served: crate::served::Served,
     /// Call policies it declares, in definition order.
     pub policies: Vec<Arc<dyn kiln_core::policy::Policy>>,
+    /// Evals it declares, in definition order.
+    pub evals: Vec<Arc<crate::eval_spec::EvalSpec>>,
     /// Whether its definitions stand or fall together: a script file does (one error and it
     /// contributes nothing); the native tools and a mounted server's tools stand one by one.
     pub atomic: bool,
@@ -66,6 +68,7 @@ pub struct Registry {
     mcp_servers: IndexMap<String, crate::mount_spec::MountSpec>,
     served: crate::served::Served,
     policies: Vec<Arc<dyn kiln_core::policy::Policy>>,
+    evals: IndexMap<String, Arc<crate::eval_spec::EvalSpec>>,
     /// Load errors across all files.
     pub errors: Vec<LoadError>,
     /// Load warnings across all files.
@@ -218,6 +221,7 @@ impl Registry {
                     None => reg.policies.push(p.clone()),
                 }
             }
+            reg.add_evals(&file.evals);
             pending_agents.extend(file.agents.iter().cloned());
             pending_pipelines.extend(file.pipelines.iter().cloned());
         }
@@ -328,6 +332,32 @@ impl Registry {
     /// Every pipeline in load order.
     pub fn pipelines(&self) -> impl Iterator<Item = &Arc<kiln_pipeline::spec::PipelineSpec>> {
         self.pipelines.values().map(|p| &p.spec)
+    }
+
+    /// Every eval, in definition order.
+    pub fn evals(&self) -> impl Iterator<Item = &Arc<crate::eval_spec::EvalSpec>> {
+        self.evals.values()
+    }
+
+    /// An eval by name.
+    pub fn eval(&self, name: &str) -> Option<Arc<crate::eval_spec::EvalSpec>> {
+        self.evals.get(name).cloned()
+    }
+
+    /// A file's evals; a second one of a name is an error naming both places.
+    fn add_evals(&mut self, evals: &[Arc<crate::eval_spec::EvalSpec>]) {
+        for e in evals {
+            match self.evals.get(&e.name) {
+                Some(prev) => self.errors.push(LoadError::of(
+                    LoadErrorKind::Registry,
+                    e.loc.clone(),
+                    format!("duplicate eval \"{}\": already defined at {}", e.name, prev.loc),
+                )),
+                None => {
+                    self.evals.insert(e.name.clone(), e.clone());
+                }
+            }
+        }
     }
 
     /// A pipeline by name.
