@@ -14,6 +14,9 @@ pub mod code_mode;
 mod contract_dsl;
 pub mod convert;
 pub mod dsl;
+mod eval_cases;
+mod eval_checks;
+mod eval_dsl;
 pub mod failure;
 pub(crate) mod handler;
 pub mod host_ask;
@@ -102,6 +105,7 @@ pub fn engine_with_modules(
     pipeline_dsl::register(&mut engine);
     served_dsl::register(&mut engine);
     policy_dsl::register(&mut engine);
+    eval_dsl::register(&mut engine);
     host_fns::register(&mut engine);
     host_io::register(&mut engine);
     host_net::register(&mut engine);

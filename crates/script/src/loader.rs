@@ -112,6 +112,12 @@ pub fn load_source_with(
             Err(errs) => file.errors.extend(errs),
         }
     }
+    for draft in collected.take::<super::eval_dsl::EvalDraft>() {
+        match super::eval_dsl::finish(draft, &unit) {
+            Ok(e) => file.evals.push(Arc::new(e)),
+            Err(errs) => file.errors.extend(errs),
+        }
+    }
     for draft in collected.take::<super::served_dsl::ServedDraft>() {
         match super::served_dsl::finish(draft, &unit.path, |d| finish_tool(d, &unit)) {
             Ok(item) => item.add_to(&mut file.served, &mut file.errors),

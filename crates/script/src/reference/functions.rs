@@ -21,6 +21,10 @@ pub(super) const DECLARATIONS: &[Entry] = &[
         "Declares an MCP server whose tools become kiln tools.",
     ),
     function(
+        "evaluation(name: string)",
+        "Declares an evaluation (`kiln eval NAME`): what it runs, its cases and evaluators (`eval` is Rhai's reserved word).",
+    ),
+    function(
         "policy(name: string)",
         "Declares a call policy: allow, deny or needs_approval before a tool runs.",
     ),

@@ -9,6 +9,7 @@ mod builders;
 #[cfg(test)]
 mod coverage_tests;
 mod entry;
+mod eval;
 mod functions;
 mod host;
 mod render;

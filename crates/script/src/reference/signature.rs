@@ -25,7 +25,16 @@ enum Item {
 /// The parameter types the table uses; a parameter's type is one of them or several joined by
 /// ` | `.
 pub const TYPES: &[&str] = &[
-    "string", "int", "float", "number", "bool", "map", "array", "fn", "any",
+    "string",
+    "int",
+    "float",
+    "number",
+    "bool",
+    "map",
+    "array",
+    "fn",
+    "any",
+    "Evaluator",
 ];
 
 /// What a call returns where the table says (`-> T` after the parameters): a parameter type

@@ -2,7 +2,7 @@
 //! the look-ups completion, hover, the unknown-name hint and `kiln check` make in it.
 
 use super::entry::Entry;
-use super::{agent, builders, functions, host, testing, tool};
+use super::{agent, builders, eval, functions, host, testing, tool};
 
 /// The builders, with what the DSL calls each in messages, in the reference's order.
 pub const BUILDERS: &[(&str, &str)] = &[
@@ -13,6 +13,7 @@ pub const BUILDERS: &[(&str, &str)] = &[
     ("ResourceBuilder", "resource(...)"),
     ("PromptBuilder", "prompt(...)"),
     ("PolicyBuilder", "policy(...)"),
+    ("EvalBuilder", "evaluation(...)"),
 ];
 
 /// The functions, in parts, each with its title in the reference.
@@ -21,6 +22,7 @@ pub const FUNCTION_PARTS: &[(&str, &[Entry])] = &[
     ("Values, content and reports", functions::VALUES),
     ("Gated host functions", host::GATED),
     ("Asking the MCP client", host::CLIENT),
+    ("Evaluators (`kiln eval`)", eval::EVALUATORS),
     ("Test files (`kiln test`)", testing::TEST_FILES),
 ];
 
@@ -41,6 +43,7 @@ const METHOD_PARTS: &[&[Entry]] = &[
     builders::RESOURCE,
     builders::PROMPT,
     builders::POLICY,
+    eval::EVALUATION,
 ];
 
 /// Every entry of the table: functions first, then each builder's methods.
@@ -113,7 +116,7 @@ mod tests {
             if let Some(ty) = e.returns() {
                 assert!(
                     signature::TYPES.contains(&ty)
-                        || ["()", "Content"].contains(&ty)
+                        || ["()", "Content", "Evaluator"].contains(&ty)
                         || is_builder(ty),
                     "{}: returns {ty}",
                     e.signature
