@@ -21,11 +21,11 @@ h3{font-size:1.05em;margin:1.2em 0 .4em}.meta,.note{color:var(--mute)}
 .scroll{overflow-x:auto}table{border-collapse:collapse}
 td,th{border:1px solid var(--line);padding:4px 8px;text-align:right;white-space:nowrap}
 td:first-child,th:first-child{text-align:left}
-#matrix a{display:block;text-decoration:none;font-weight:600;color:#fff;border-radius:3px;padding:0 6px}
+#matrix a.cell{display:block;text-decoration:none;font-weight:600;color:#fff;border-radius:3px;padding:0 6px}
 .all{background:var(--ok)}.some{background:var(--part)}.none{background:var(--bad)}
 .fail{color:var(--bad)}.ok{color:var(--ok)}.stopped{color:var(--bad);font-weight:600}
 tr.regression td{background:#ffebe9}tr.fix td{background:#dafbe1}
-figure{margin:1em 0}svg.chart{width:100%;height:auto;max-width:700px;font-size:13px}
+figure{margin:1em 0}svg.chart{width:100%;height:auto;max-width:700px;font-size:20px}
 .track{fill:#eef1f4}.bar{fill:var(--ok)}.dot{fill:#0969da;fill-opacity:.6}
 .axis{stroke:var(--line)}.median{stroke:var(--fg);stroke-width:2}
 pre{white-space:pre-wrap;word-break:break-word;background:#f6f8fa;padding:6px;margin:.3em 0}
@@ -208,7 +208,7 @@ fn matrix(report: &Report, slugs: &[String]) -> String {
             };
             let _ = write!(
                 out,
-                "<td><a class=\"{class}\" href=\"#case-{slug}-m{i}\" \
+                "<td><a class=\"cell {class}\" href=\"#case-{slug}-m{i}\" \
                  title=\"{}\">{passed}/{}</a></td>",
                 escape(&format!("{} on {m}", case.name)),
                 runs.len()
@@ -425,8 +425,8 @@ mod tests {
         assert!(!page.contains("@import") && !page.contains("url("));
         assert!(page.contains("<table id=\"matrix\">"));
         assert!(page.contains(
-            "<td><a class=\"some\" href=\"#case-refund-m0\" title=\"refund on \
-             openai:gpt-x\">1/2</a></td><td><a class=\"all\" href=\"#case-refund-m1\" \
+            "<td><a class=\"cell some\" href=\"#case-refund-m0\" title=\"refund on \
+             openai:gpt-x\">1/2</a></td><td><a class=\"cell all\" href=\"#case-refund-m1\" \
              title=\"refund on mock:free\">2/2</a></td>"
         ));
         assert!(page.contains("<section id=\"case-refund\">"));

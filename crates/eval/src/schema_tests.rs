@@ -52,7 +52,8 @@ fn empty_report_validates() {
 #[test]
 fn broken_reports_are_rejected() {
     let good = serde_json::to_value(sample_report()).expect("serializes");
-    let breaks: [(&str, fn(&mut Value)); 5] = [
+    type Break = (&'static str, fn(&mut Value));
+    let breaks: [Break; 5] = [
         ("/summary/0/pass_rate", |v| {
             v["summary"][0]["pass_rate"] = json!("75%")
         }),
@@ -85,7 +86,8 @@ fn broken_reports_are_rejected() {
 #[test]
 fn sample_files() {
     let report = sample_report();
-    let outputs: [(&str, fn(&Report) -> String); 3] = [
+    type Output = (&'static str, fn(&Report) -> String);
+    let outputs: [Output; 3] = [
         ("KILN_EVAL_SAMPLE_HTML", crate::html::render),
         ("KILN_EVAL_SAMPLE_XML", crate::junit::render),
         ("KILN_EVAL_SAMPLE_JSON", |r| {

@@ -8,7 +8,7 @@ use crate::stats::percentile;
 use std::fmt::Write;
 
 const WIDTH: f64 = 600.0;
-const ROW: f64 = 40.0;
+const ROW: f64 = 52.0;
 const BAR: f64 = 16.0;
 const PAD: f64 = 8.0;
 
@@ -30,10 +30,10 @@ pub(crate) fn pass_rates(summary: &[ModelSummary]) -> String {
              <rect class=\"bar\" x=\"{PAD}\" y=\"{by}\" width=\"{w:.1}\" height=\"{BAR}\">\
              <title>{pct}</title></rect>\
              <text x=\"{tx:.1}\" y=\"{ty}\">{pct}</text>",
-            by = y + 14.0,
+            by = y + 24.0,
             pct = format!("{:.1}%", s.pass_rate * 100.0),
             tx = PAD + span + 6.0,
-            ty = y + 27.0,
+            ty = y + 38.0,
         );
     }
     svg.push_str("</svg></figure>");
@@ -86,13 +86,18 @@ fn strip(rows: &Rows<'_>, title: &str, fmt: impl Fn(f64) -> String) -> String {
     let max = if max > 0.0 { max } else { 1.0 };
     let span = WIDTH - 2.0 * PAD;
     let x = |v: f64| PAD + (v.max(0.0) / max) * span;
-    let height = ROW * rows.len() as f64 + 24.0;
+    let height = ROW * rows.len() as f64 + 30.0;
     let mut svg = open(height, title);
     for (i, (model, values)) in rows.iter().enumerate() {
         let y = i as f64 * ROW + PAD;
         let median = percentile(values, 50.0);
-        label(&mut svg, y, &format!("{model} · median {}", fmt(median)));
-        let cy = y + 22.0;
+        let text = if values.is_empty() {
+            format!("{model} · none")
+        } else {
+            format!("{model} · median {}", fmt(median))
+        };
+        label(&mut svg, y, &text);
+        let cy = y + 32.0;
         let _ = write!(
             svg,
             "<line class=\"axis\" x1=\"{PAD}\" y1=\"{cy}\" x2=\"{:.1}\" y2=\"{cy}\"/>",
@@ -116,7 +121,7 @@ fn strip(rows: &Rows<'_>, title: &str, fmt: impl Fn(f64) -> String) -> String {
             );
         }
     }
-    let ay = ROW * rows.len() as f64 + 18.0;
+    let ay = ROW * rows.len() as f64 + 22.0;
     let _ = write!(
         svg,
         "<text x=\"{PAD}\" y=\"{ay}\">0</text><text x=\"{:.1}\" y=\"{ay}\" \
@@ -140,7 +145,7 @@ fn label(svg: &mut String, y: f64, text: &str) {
     let _ = write!(
         svg,
         "<text x=\"{PAD}\" y=\"{}\">{}</text>",
-        y + 10.0,
+        y + 18.0,
         escape(text)
     );
 }
@@ -154,14 +159,15 @@ mod tests {
     fn charts() {
         let report = sample_report();
         let bars = pass_rates(&report.summary);
-        assert!(bars.contains("<text x=\"8\" y=\"18\">openai:gpt-x</text>"));
-        assert!(bars.contains("<text x=\"538.0\" y=\"35\">75.0%</text>"));
+        assert!(bars.contains("<text x=\"8\" y=\"26\">openai:gpt-x</text>"));
+        assert!(bars.contains("<text x=\"538.0\" y=\"46\">75.0%</text>"));
         assert!(bars.contains("width=\"393.0\""), "{bars}"); // 0.75 × 524
         let d = durations(&report);
         assert_eq!(d.matches("<circle").count(), 8);
         assert!(d.contains("openai:gpt-x · median 120 ms"));
         let c = costs(&report);
         assert_eq!(c.matches("<circle").count(), 4); // mock:free is not priced
+        assert!(c.contains(">mock:free · none</text>"));
         assert!(costs(&Report::default()).contains("No run has a price."));
         assert!(durations(&Report::default()).contains("No runs."));
         assert!(pass_rates(&[]).contains("No models."));
