@@ -1,11 +1,24 @@
 //! `kiln eval`: datasets and evaluators declared in scripts, run over a matrix of models with
 //! repeats, scored, reported and compared against baselines.
 //!
-//! `report` is the report's data (what `--json` writes); the other modules make and render it.
+//! `report` is the report's data (what `--json` writes); `stats` sums it up per model, `compare`
+//! sets it against a baseline, and `table`, `junit` and `html` (with `svg`'s charts) render it.
 //!
 //! May depend on: kiln-core, kiln-registry, kiln-providers, kiln-db, kiln-agent, kiln-host,
 //! kiln-testing, kiln-mock.
 
 #![warn(missing_docs)]
 
+pub mod compare;
+mod escape;
+pub mod html;
+pub mod junit;
 pub mod report;
+pub mod stats;
+mod svg;
+pub mod table;
+
+#[cfg(test)]
+mod sample;
+#[cfg(test)]
+mod schema_tests;
