@@ -8,4 +8,6 @@
 
 #![warn(missing_docs)]
 
+pub mod judge;
 pub mod report;
+pub mod score;
