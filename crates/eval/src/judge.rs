@@ -149,6 +149,7 @@ pub async fn grade(
         };
         let prepared = provider.prepare(&req);
         let reply = tokio::select! {
+            biased;
             _ = settings.cancel.cancelled() => {
                 return Err(JudgeError::Cancelled { model: spec.model.clone(), usage });
             }

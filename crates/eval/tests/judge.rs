@@ -177,3 +177,21 @@ async fn an_unknown_provider_is_a_setup_error() {
         "{err}"
     );
 }
+
+#[tokio::test]
+async fn a_cancelled_judge_stops_before_asking() {
+    let addr = mock(vec![turn(
+        r#"{"pass": true, "score": 1, "reason": "ok"}"#,
+        5,
+        1,
+    )])
+    .await;
+    let settings = JudgeSettings::default();
+    settings.cancel.cancel();
+    let err = grade(&spec(addr, 0), &case(), &run(), &settings)
+        .await
+        .expect_err("cancelled");
+    assert!(matches!(err, JudgeError::Cancelled { .. }), "{err:?}");
+    assert_eq!(err.usage().tokens(), 0);
+    assert_eq!(requests(addr).await.len(), 0);
+}
