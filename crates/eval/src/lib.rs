@@ -1,7 +1,8 @@
 //! `kiln eval`: datasets and evaluators declared in scripts, run over a matrix of models with
 //! repeats, scored, reported and compared against baselines.
 //!
-//! `report` is the report's data (what `--json` writes); `stats` sums it up per model, `compare`
+//! `report` is the report's data (what `--json` writes); `score` and `judge` give each run its
+//! verdicts; `stats` sums it up per model, `compare`
 //! sets it against a baseline, and `table`, `junit` and `html` (with `svg`'s charts) render it.
 //!
 //! May depend on: kiln-core, kiln-registry, kiln-providers, kiln-db, kiln-agent, kiln-host,
@@ -12,8 +13,10 @@
 pub mod compare;
 mod escape;
 pub mod html;
+pub mod judge;
 pub mod junit;
 pub mod report;
+pub mod score;
 pub mod stats;
 mod svg;
 pub mod table;
