@@ -10,14 +10,19 @@
 
 #![warn(missing_docs)]
 
+mod cache;
 pub mod compare;
 mod escape;
 pub mod html;
 pub mod judge;
 pub mod junit;
+pub mod record;
 pub mod report;
+pub mod run;
 pub mod score;
+pub mod scoring;
 pub mod stats;
+pub mod store;
 mod svg;
 pub mod table;
 

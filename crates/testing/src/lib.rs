@@ -23,6 +23,7 @@ pub mod runner;
 mod table_tests;
 pub mod watch;
 
+pub use agent::{comparable_message, request_deltas};
 pub use error::TestError;
 pub use runner::{Outcome, RunConfig, TestResult, Tests, register};
 

@@ -1,0 +1,89 @@
+//! `--cache`: a case's run is replayed from the last eval run's recording when the agent still
+//! sends the recorded requests. The recorded replies are served by an in-process `kiln mock`
+//! and every request the replay makes is compared with the recording (strict replay): when
+//! one differs (the agent, its tools or the case changed), the replay is dropped and the case
+//! runs against the model.
+
+use super::record;
+use super::report::RunRecord;
+use kiln_agent::RunOptions;
+use kiln_agent::connect::ProviderOverrides;
+use kiln_host::Host;
+use kiln_testing::{comparable_message, request_deltas};
+use serde_json::Value;
+use std::collections::HashMap;
+use std::time::Instant;
+
+/// The recorded run of each (case, model, repeat) of the last eval run.
+#[derive(Default)]
+pub struct Replays {
+    runs: HashMap<(String, String, u32), String>,
+}
+
+impl Replays {
+    /// The recordings of eval `name`'s latest kept run, if any.
+    pub fn load(host: &Host, name: &str) -> Replays {
+        let Some(last) = super::store::latest(&host.config().workspace, name) else {
+            return Replays::default();
+        };
+        let runs = last
+            .results
+            .into_iter()
+            .filter(|r| r.run.error.is_none())
+            .filter_map(|r| Some(((r.case, r.model, r.repeat), r.run.run_id?)))
+            .collect();
+        Replays { runs }
+    }
+
+    /// The case's run replayed from its recording, when it has one and every request the
+    /// replay sends is the recorded one.
+    pub async fn replay(
+        &self,
+        host: &Host,
+        agent: &str,
+        prompt: &str,
+        key: (&str, &str, u32),
+        mut opts: RunOptions,
+    ) -> Option<RunRecord> {
+        let (case, model, repeat) = key;
+        let run_id = self.runs.get(&(case.to_string(), model.to_string(), repeat))?;
+        let db = host.database()?;
+        let scenario = kiln_testing::export::scenario_from_log(db, run_id).ok()?;
+        let mut served: kiln_mock::scenario::Scenario =
+            serde_json::from_value(scenario.clone()).ok()?;
+        served.require_auth = false;
+        let addr = std::net::SocketAddr::from(([127, 0, 0, 1], 0));
+        let (local, serve) = kiln_mock::bind(served, addr).await.ok()?;
+        let server = tokio::spawn(serve);
+        opts.overrides = ProviderOverrides {
+            provider: Some("openai".into()),
+            model: opts.overrides.model.clone(),
+            base_url: Some(format!("http://{local}/v1")),
+            ..ProviderOverrides::default()
+        };
+        let started = Instant::now();
+        let result = host.run(agent, prompt, opts).await;
+        server.abort();
+        let report = result.ok()?;
+        let fits = same_requests(&scenario, &report.messages);
+        fits.then(|| record::of_run(&report, None, started.elapsed().as_secs_f64() * 1000.0))
+    }
+}
+
+/// Whether a replay sent exactly the recorded requests, and no more.
+fn same_requests(scenario: &Value, messages: &[kiln_providers::Message]) -> bool {
+    let messages: Vec<Value> = messages
+        .iter()
+        .map(|m| serde_json::to_value(m).unwrap_or(Value::Null))
+        .collect();
+    let sent = request_deltas(&messages);
+    let turns = scenario["turns"].as_array().map_or(&[][..], Vec::as_slice);
+    sent.len() == turns.len()
+        && turns.iter().zip(&sent).all(|(turn, sent)| {
+            let expected: Vec<Value> = turn["expect"]
+                .as_array()
+                .map(|a| a.iter().map(comparable_message).collect())
+                .unwrap_or_default();
+            &expected == sent
+        })
+}
