@@ -376,6 +376,7 @@ fn run_options(g: &Global, a: &AskArgs, run: RunInputs<'_>) -> CliResult<RunOpti
         depth: 0,
         parent: None,
         client_tools: Vec::new(),
+        eval_id: None,
     })
 }
 

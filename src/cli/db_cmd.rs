@@ -10,12 +10,19 @@ use std::process::ExitCode;
 /// `kiln logs` options.
 #[derive(Args, Debug)]
 pub struct LogsArgs {
-    /// Show only this run (with --scenario: export it).
+    /// Show only this run (with --scenario or --as-case: export it).
     #[arg(value_name = "RUN_ID")]
     pub run_id: Option<String>,
     /// Print the run as a `kiln mock` scenario (replay it with `run_agent(..., #{ scenario })`).
     #[arg(long, requires = "run_id")]
     pub scenario: bool,
+    /// Print the run as one JSONL line of a `kiln eval` cases file: its first prompt as the
+    /// input, its answer as the expected one (append it: `kiln logs RUN --as-case >> cases.jsonl`).
+    #[arg(long, requires = "run_id", conflicts_with = "scenario")]
+    pub as_case: bool,
+    /// Only runs of this eval run (the id `kiln eval` prints).
+    #[arg(long, value_name = "EVAL_ID")]
+    pub eval: Option<String>,
     /// Only runs of this agent.
     #[arg(long)]
     pub agent: Option<String>,
@@ -96,23 +103,32 @@ pub fn logs(g: &Global, a: LogsArgs) -> CliResult<ExitCode> {
         output::outln!("{}", output::json(&scenario))?;
         return Ok(ExitCode::SUCCESS);
     }
+    if a.as_case
+        && let Some(id) = &a.run_id
+    {
+        let case = kiln_testing::export::case_from_log(&db, id)?;
+        // One line, however the prompt and answer break: a cases file is JSONL.
+        output::outln!("{}", serde_json::to_string(&case)?)?;
+        return Ok(ExitCode::SUCCESS);
+    }
     let since = a
         .since
         .as_deref()
         .map(|s| seconds(s).map_err(|e| format!("--since {e}")))
         .transpose()?
         .map(|s| kiln_db::now() - s);
-    let mut runs = db.runs(&LogFilter {
+    let runs = db.runs(&LogFilter {
         agent: a.agent,
         tool: a.tool,
         since,
+        eval: a.eval,
+        run: a.run_id.clone(),
         limit: if a.run_id.is_some() { 0 } else { a.count },
     })?;
-    if let Some(id) = &a.run_id {
-        runs.retain(|r| &r.id == id);
-        if runs.is_empty() {
-            return Err(kiln_testing::TestError::UnknownRun(id.clone()).into());
-        }
+    if let Some(id) = &a.run_id
+        && runs.is_empty()
+    {
+        return Err(kiln_testing::TestError::UnknownRun(id.clone()).into());
     }
     if a.json {
         return print_json(&db, runs);
@@ -173,8 +189,13 @@ fn show_run(r: &kiln_db::runs::RunRow, alone: bool) -> CliResult<()> {
         .as_deref()
         .map(|t| format!(", trace {t}"))
         .unwrap_or_default();
+    let eval = r
+        .eval_id
+        .as_deref()
+        .map(|e| format!(", eval {e}"))
+        .unwrap_or_default();
     outln!(
-        "{}  {}  {} ({}/{}){session}{parent}  {}  {} rounds, {} tool calls, {}+{} tokens{cost}{trace}",
+        "{}  {}  {} ({}/{}){session}{parent}  {}  {} rounds, {} tool calls, {}+{} tokens{cost}{trace}{eval}",
         r.id,
         time(r.started_at),
         r.agent,

@@ -63,6 +63,9 @@ pub struct RunOptions {
     /// [`RunReport::pending_calls`](crate::RunReport::pending_calls). The caller continues the
     /// conversation with their results as the history's last message and an empty prompt.
     pub client_tools: Vec<kiln_providers::ToolDef>,
+    /// The eval run this run belongs to (`kiln eval`): the run log tags it, `kiln logs --eval
+    /// ID` lists it.
+    pub eval_id: Option<String>,
 }
 
 impl RunOptions {

@@ -121,6 +121,9 @@ pub struct RunReport {
     /// The OpenTelemetry trace the run is part of (32 hex digits), when traces are exported.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub trace_id: Option<String>,
+    /// The eval run this run belongs to (`RunOptions::eval_id`), which the run log tags it with.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub eval_id: Option<String>,
     /// Calls of the caller's own tools (`RunOptions::client_tools`) the model made last: the
     /// run stopped for the caller to run them and continue with their results.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -151,6 +154,7 @@ impl RunReport {
             cost_usd: None,
             parent: None,
             trace_id: None,
+            eval_id: None,
             pending_calls: Vec::new(),
         }
     }

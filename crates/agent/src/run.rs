@@ -45,6 +45,7 @@ impl Run {
         let mut report = RunReport::new(agent, messages);
         report.actor = opts.actor_id.clone();
         report.parent = opts.parent.clone();
+        report.eval_id = opts.eval_id.clone();
         Run {
             report,
             observer: opts.observer.clone(),

@@ -98,6 +98,9 @@ const MIGRATIONS: &[&str] = &[
         id TEXT PRIMARY KEY, owner TEXT, agent TEXT NOT NULL, created_at REAL NOT NULL,
         body TEXT NOT NULL, input_items TEXT NOT NULL, messages TEXT NOT NULL,
         state TEXT NOT NULL DEFAULT 'null');",
+    // 10: the eval run a run belongs to (`kiln eval`), for `kiln logs --eval ID`.
+    "ALTER TABLE runs ADD COLUMN eval_id TEXT;
+     CREATE INDEX runs_eval ON runs(eval_id, started_at) WHERE eval_id IS NOT NULL;",
 ];
 
 /// The newest schema version this build knows.
@@ -182,5 +185,43 @@ mod tests {
             )
             .expect("counts");
         assert_eq!(counts, (2, 2, 3));
+    }
+
+    #[test]
+    fn a_version_9_log_gains_an_eval_id_and_keeps_its_runs() {
+        let mut conn = rusqlite::Connection::open_in_memory().expect("open");
+        for sql in &super::MIGRATIONS[..9] {
+            conn.execute_batch(sql).expect("old schema");
+        }
+        conn.pragma_update(None, "user_version", 9)
+            .expect("version");
+        conn.execute_batch(
+            "INSERT INTO runs(id, agent, started_at, status) VALUES('old', 'a', 1.0, 'ok');",
+        )
+        .expect("old row");
+        assert_eq!(super::run(&mut conn).expect("migrate"), 9);
+        conn.execute_batch(
+            "INSERT INTO runs(id, agent, started_at, status, eval_id) VALUES('new', 'a', 2.0, 'ok', 'ev1');",
+        )
+        .expect("new row");
+        let tagged: Vec<(String, Option<String>)> = conn
+            .prepare("SELECT id, eval_id FROM runs ORDER BY started_at")
+            .expect("query")
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+            .expect("rows")
+            .collect::<Result<_, _>>()
+            .expect("read");
+        assert_eq!(
+            tagged,
+            [("old".to_string(), None), ("new".to_string(), Some("ev1".to_string()))]
+        );
+        let plan: String = conn
+            .query_row(
+                "EXPLAIN QUERY PLAN SELECT id FROM runs WHERE eval_id = 'ev1'",
+                [],
+                |r| r.get(3),
+            )
+            .expect("plan");
+        assert!(plan.contains("runs_eval"), "{plan}");
     }
 }

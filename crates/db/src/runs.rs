@@ -48,6 +48,8 @@ pub struct RunRow {
     pub owner: Option<String>,
     /// Its OpenTelemetry trace id (32 hex digits), when traces were exported.
     pub trace_id: Option<String>,
+    /// The eval run it belongs to (`kiln eval`), if any.
+    pub eval_id: Option<String>,
     /// Tool calls in order.
     pub tool_calls: Vec<ToolRow>,
     /// Model replies in order: who answered each (a fallback chain's may not be the run's own).
@@ -150,8 +152,40 @@ pub struct LogFilter {
     pub tool: Option<String>,
     /// Only runs started after this time (seconds since the epoch).
     pub since: Option<f64>,
+    /// Only runs of this eval run (`kiln eval`, `kiln logs --eval`).
+    pub eval: Option<String>,
+    /// Only the run with this id.
+    pub run: Option<String>,
     /// At most this many runs (newest first); 0 for all.
     pub limit: usize,
+}
+
+/// A row of `runs` as [`Db::runs`] selects it, without its calls.
+fn run_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<RunRow> {
+    Ok(RunRow {
+        id: r.get(0)?,
+        agent: r.get(1)?,
+        provider: r.get(2)?,
+        model: r.get(3)?,
+        session: r.get(4)?,
+        prompt: r.get(5)?,
+        answer: r.get(6)?,
+        status: r.get(7)?,
+        error: r.get(8)?,
+        started_at: r.get(9)?,
+        ended_at: r.get(10)?,
+        rounds: r.get(11)?,
+        input_tokens: r.get(12)?,
+        output_tokens: r.get(13)?,
+        actor: r.get(14)?,
+        cost_usd: r.get(15)?,
+        parent: r.get(16)?,
+        owner: r.get(17)?,
+        trace_id: r.get(18)?,
+        eval_id: r.get(19)?,
+        tool_calls: Vec::new(),
+        model_calls: Vec::new(),
+    })
 }
 
 /// Runs forgotten per transaction by [`Db::prune_runs`]: small enough that a run writing its
@@ -202,80 +236,84 @@ impl Db {
                  CASE WHEN ended_at IS NULL THEN (SELECT COUNT(*) FROM model_calls m WHERE m.run_id = runs.id) ELSE rounds END,
                  CASE WHEN ended_at IS NULL THEN (SELECT COALESCE(SUM(input_tokens), 0) FROM model_calls m WHERE m.run_id = runs.id) ELSE input_tokens END,
                  CASE WHEN ended_at IS NULL THEN (SELECT COALESCE(SUM(output_tokens), 0) FROM model_calls m WHERE m.run_id = runs.id) ELSE output_tokens END,
-                 actor, cost_usd, parent, owner, trace_id
+                 actor, cost_usd, parent, owner, trace_id, eval_id
                  FROM runs WHERE (?1 IS NULL OR agent = ?1) AND (?2 IS NULL OR started_at >= ?2)
                  AND (?3 IS NULL OR EXISTS (SELECT 1 FROM tool_calls t WHERE t.run_id = runs.id AND t.name = ?3))
+                 AND (?5 IS NULL OR eval_id = ?5) AND (?6 IS NULL OR id = ?6)
                  ORDER BY started_at DESC LIMIT ?4",
             )
             .map_err(|e| self.err(e))?;
+        let limit = if filter.limit == 0 {
+            -1
+        } else {
+            filter.limit as i64
+        };
         let rows = stmt
             .query_map(
                 params![
                     filter.agent,
                     filter.since,
                     filter.tool,
-                    if filter.limit == 0 {
-                        -1
-                    } else {
-                        filter.limit as i64
-                    }
+                    limit,
+                    filter.eval,
+                    filter.run
                 ],
-                |r| {
-                    Ok(RunRow {
-                        id: r.get(0)?,
-                        agent: r.get(1)?,
-                        provider: r.get(2)?,
-                        model: r.get(3)?,
-                        session: r.get(4)?,
-                        prompt: r.get(5)?,
-                        answer: r.get(6)?,
-                        status: r.get(7)?,
-                        error: r.get(8)?,
-                        started_at: r.get(9)?,
-                        ended_at: r.get(10)?,
-                        rounds: r.get(11)?,
-                        input_tokens: r.get(12)?,
-                        output_tokens: r.get(13)?,
-                        actor: r.get(14)?,
-                        cost_usd: r.get(15)?,
-                        parent: r.get(16)?,
-                        owner: r.get(17)?,
-                        trace_id: r.get(18)?,
-                        tool_calls: Vec::new(),
-                        model_calls: Vec::new(),
-                    })
-                },
+                run_row,
             )
             .map_err(|e| self.err(e))?;
         let mut runs: Vec<RunRow> = rows.collect::<Result<_, _>>().map_err(|e| self.err(e))?;
-        let mut calls = conn
-            .prepare("SELECT round, name, args, outcome, is_error, duration_ms, script_version, call_id FROM tool_calls WHERE run_id = ?1 ORDER BY step, part")
-            .map_err(|e| self.err(e))?;
         for run in runs.iter_mut() {
-            let rows = calls
-                .query_map(params![run.id], |r| {
-                    let json = |s: Option<String>| {
-                        s.and_then(|t| serde_json::from_str(&t).ok())
-                            .unwrap_or(Value::Null)
-                    };
-                    Ok(ToolRow {
-                        round: r.get(0)?,
-                        name: r.get(1)?,
-                        args: json(r.get(2)?),
-                        outcome: json(r.get(3)?),
-                        is_error: r.get(4)?,
-                        duration_ms: r.get::<_, Option<f64>>(5)?.unwrap_or(0.0),
-                        script_version: r.get(6)?,
-                        call_id: r.get(7)?,
-                    })
-                })
-                .map_err(|e| self.err(e))?;
-            run.tool_calls = rows.collect::<Result<_, _>>().map_err(|e| self.err(e))?;
-        }
-        for run in runs.iter_mut() {
+            run.tool_calls = self.tool_calls(&conn, &run.id)?;
             run.model_calls = self.model_calls(&conn, &run.id)?;
         }
         Ok(runs)
+    }
+
+    /// The run with this id, with its tool calls; `None` when none was logged.
+    pub fn run(&self, run_id: &str) -> Result<Option<RunRow>, DbError> {
+        let filter = LogFilter {
+            run: Some(run_id.to_string()),
+            ..LogFilter::default()
+        };
+        Ok(self.runs(&filter)?.pop())
+    }
+
+    /// The runs of one eval run (`kiln eval`), newest first, with their tool calls.
+    pub fn eval_runs(&self, eval_id: &str) -> Result<Vec<RunRow>, DbError> {
+        self.runs(&LogFilter {
+            eval: Some(eval_id.to_string()),
+            ..LogFilter::default()
+        })
+    }
+
+    /// A run's tool calls, in order.
+    fn tool_calls(
+        &self,
+        conn: &rusqlite::Connection,
+        run_id: &str,
+    ) -> Result<Vec<ToolRow>, DbError> {
+        let mut calls = conn
+            .prepare_cached("SELECT round, name, args, outcome, is_error, duration_ms, script_version, call_id FROM tool_calls WHERE run_id = ?1 ORDER BY step, part")
+            .map_err(|e| self.err(e))?;
+        let rows = calls
+            .query_map(params![run_id], |r| {
+                let json = |s: Option<String>| {
+                    s.and_then(|t| serde_json::from_str(&t).ok())
+                        .unwrap_or(Value::Null)
+                };
+                Ok(ToolRow {
+                    round: r.get(0)?,
+                    name: r.get(1)?,
+                    args: json(r.get(2)?),
+                    outcome: json(r.get(3)?),
+                    is_error: r.get(4)?,
+                    duration_ms: r.get::<_, Option<f64>>(5)?.unwrap_or(0.0),
+                    script_version: r.get(6)?,
+                    call_id: r.get(7)?,
+                })
+            })
+            .map_err(|e| self.err(e))?;
+        rows.collect::<Result<_, _>>().map_err(|e| self.err(e))
     }
 
     /// A run's model replies, by round.
@@ -364,5 +402,33 @@ mod tests {
         assert!(row(Value::Null).failure().is_none());
         let newer = json!({"error": {"kind": "from_the_future", "message": "?"}});
         assert!(row(newer).failure().is_none());
+    }
+
+    #[test]
+    fn the_eval_filter_finds_only_that_evals_runs_with_the_other_filters() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let db = Db::open(&dir.path().join("k.db")).expect("db");
+        db.write(|tx| {
+            tx.execute_batch(
+                "INSERT INTO runs(id, agent, started_at, status, eval_id) VALUES('r1', 'a', 1.0, 'ok', 'ev1');
+                 INSERT INTO runs(id, agent, started_at, status, eval_id) VALUES('r2', 'b', 2.0, 'ok', 'ev1');
+                 INSERT INTO runs(id, agent, started_at, status, eval_id) VALUES('r3', 'a', 3.0, 'ok', 'ev2');
+                 INSERT INTO runs(id, agent, started_at, status) VALUES('r4', 'a', 4.0, 'ok');",
+            )
+        })
+        .expect("rows");
+        let ids = |runs: Vec<RunRow>| runs.into_iter().map(|r| r.id).collect::<Vec<_>>();
+        assert_eq!(ids(db.eval_runs("ev1").expect("ev1")), ["r2", "r1"]);
+        let of_a = LogFilter {
+            eval: Some("ev1".into()),
+            agent: Some("a".into()),
+            ..LogFilter::default()
+        };
+        assert_eq!(ids(db.runs(&of_a).expect("ev1 of a")), ["r1"]);
+        assert!(db.eval_runs("nope").expect("none").is_empty());
+        let r3 = db.run("r3").expect("r3").expect("logged");
+        assert_eq!(r3.eval_id.as_deref(), Some("ev2"));
+        assert_eq!(db.run("r4").expect("r4").expect("logged").eval_id, None);
+        assert!(db.run("r9").expect("r9").is_none());
     }
 }

@@ -26,6 +26,9 @@ pub enum TestError {
     /// No run with this id was logged.
     #[error("no run \"{0}\" in the log (see `kiln logs`)")]
     UnknownRun(String),
+    /// A logged run without a user prompt (a direct tool call's) cannot be an eval case.
+    #[error("run \"{0}\" has no user prompt, so it cannot be an eval case (see `kiln logs {0}`)")]
+    NoPrompt(String),
     /// The watcher could not start.
     #[error("cannot watch {path}: {message}")]
     Watch {

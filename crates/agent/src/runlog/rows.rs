@@ -36,6 +36,7 @@ pub(super) struct StartRow {
     provider: Option<String>,
     model: Option<String>,
     trace_id: Option<String>,
+    eval_id: Option<String>,
 }
 
 impl StartRow {
@@ -55,6 +56,7 @@ impl StartRow {
             provider: (!report.provider.is_empty()).then(|| report.provider.clone()),
             model: (!report.model.is_empty()).then(|| report.model.clone()),
             trace_id: report.trace_id.clone(),
+            eval_id: report.eval_id.clone(),
         }
     }
 
@@ -63,12 +65,13 @@ impl StartRow {
         // steps: what the earlier attempt logged is replaced, not duplicated.
         tx.prepare_cached("DELETE FROM steps WHERE run_id = ?1")?
             .execute(params![self.run_id])?;
-        tx.prepare_cached("INSERT INTO runs(id, agent, session, prompt, started_at, actor, parent, provider, model, owner, trace_id)
-             VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)
+        tx.prepare_cached("INSERT INTO runs(id, agent, session, prompt, started_at, actor, parent, provider, model, owner, trace_id, eval_id)
+             VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)
              ON CONFLICT(id) DO UPDATE SET started_at = excluded.started_at, ended_at = NULL,
              status = 'running', error = NULL, answer = NULL, input_tokens = 0,
              output_tokens = 0, rounds = 0, cost_usd = NULL, provider = excluded.provider,
-             model = excluded.model, owner = excluded.owner, trace_id = excluded.trace_id")?
+             model = excluded.model, owner = excluded.owner, trace_id = excluded.trace_id,
+             eval_id = excluded.eval_id")?
             .execute(params![
                 self.run_id,
                 self.agent,
@@ -81,6 +84,7 @@ impl StartRow {
                 self.model,
                 kiln_db::runs::this_process(),
                 self.trace_id,
+                self.eval_id,
             ])?;
         if let Some(s) = &self.session {
             tx.prepare_cached("INSERT INTO sessions(name, agent, created_at, updated_at) VALUES(?1, ?2, ?3, ?3) ON CONFLICT(name) DO NOTHING")?
