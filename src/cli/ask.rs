@@ -419,7 +419,7 @@ fn exit_code(printed: CliResult<()>, error: Option<kiln::RunError>) -> CliResult
 
 /// Cancels `token` on Ctrl-C, from a thread of its own: the run's thread may be busy running a
 /// tool in place, and a cancel must still reach it (the tool sees the run's cancel flag).
-fn cancel_on_ctrl_c(token: &CancellationToken) {
+pub(super) fn cancel_on_ctrl_c(token: &CancellationToken) {
     let token = token.clone();
     let listening = tokio::runtime::Builder::new_current_thread()
         .enable_io()

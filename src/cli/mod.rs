@@ -5,6 +5,7 @@ mod ask;
 mod auth_cmd;
 mod db_cmd;
 mod defs_cmd;
+mod eval_cmd;
 mod extract_cmd;
 mod init_cmd;
 mod mcp_cmd;
@@ -157,6 +158,9 @@ pub enum Command {
     Watch,
     /// Run `*.test.rhai` tests: `test NAME ... ok|FAILED`, `N passed, M failed` (exit 1 on failure).
     Test(test_cmd::TestArgs),
+    /// Run an evaluation (`evaluation(NAME)` in a script) over its models, cases and repeats:
+    /// a table per model, --json/--junit/--html reports, baselines (exit 1 on a regression).
+    Eval(eval_cmd::EvalArgs),
     /// Start a project: scripts/ with a tool, an agent and a passing test, a commented kiln.toml,
     /// .gitignore, definitions.
     Init(init_cmd::InitArgs),
@@ -403,6 +407,7 @@ pub fn run(cli: Cli) -> CliResult<ExitCode> {
         Command::Mock(a) => mock_cmd::mock(a),
         Command::Watch => watch_cmd::watch(&cli.global),
         Command::Test(a) => test_cmd::test(&cli.global, a),
+        Command::Eval(a) => eval_cmd::eval(&cli.global, a),
         Command::Init(a) => init_cmd::init(&cli.global, a),
         Command::Serve(a) => serve_cmd::serve(&cli.global, a),
         Command::Logs(a) => db_cmd::logs(&cli.global, a),

@@ -10,6 +10,8 @@
 
 #![warn(missing_docs)]
 
+pub use kiln_registry::eval_spec;
+
 mod cache;
 pub mod compare;
 mod escape;
@@ -18,6 +20,7 @@ pub mod judge;
 pub mod junit;
 pub mod record;
 pub mod report;
+pub mod rescore;
 pub mod run;
 pub mod score;
 pub mod scoring;

@@ -356,11 +356,10 @@ fn chosen_cases(spec: &EvalSpec, only: &[String]) -> Result<Vec<Case>, EvalError
 }
 
 fn check_target(host: &Host, spec: &EvalSpec) -> Result<(), EvalError> {
-    let reg = host.registry();
     let found = match &spec.target {
-        EvalTarget::Agent(n) => reg.agent(n).is_some(),
-        EvalTarget::Tool(n) => reg.tool(n).is_some(),
-        EvalTarget::Pipeline(n) => reg.pipeline(n).is_some(),
+        EvalTarget::Agent(n) => host.agent(n).is_ok(),
+        EvalTarget::Tool(n) => host.tool(n).is_ok(),
+        EvalTarget::Pipeline(n) => host.registry().pipeline(n).is_some(),
     };
     match found {
         true => Ok(()),

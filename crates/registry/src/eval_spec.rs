@@ -131,7 +131,7 @@ pub enum Check {
     WithinCost(f64),
     /// No tool call failed.
     NoToolError,
-    /// A script's closure `|case, run| ...`.
+    /// A script's closure `|c, run| ...` (the case, the run).
     Custom(Arc<dyn CaseCheck>),
     /// A model grades the run against a rubric.
     Judge(JudgeSpec),

@@ -1,9 +1,10 @@
-//! `evaluation("name").agent("support").case(#{ input, expected }).cases("cases.jsonl")
+//! `evaluation("name").agent("support").add_case(#{ input, expected }).cases("cases.jsonl")
 //! .evaluator(answer_contains())...`: datasets and their evaluators in scripts.
 //!
 //! The built-in evaluators are values made by functions (`answer_contains()`,
 //! `called("lookup_order")`, `judge(#{ rubric, model })`...); a script's own is a closure
-//! `|case, run| ...` given with a name: `.evaluator("polite", |case, run| ...)`. What a closure
+//! `|case, run| ...` given with a name: `.evaluator("polite", |c, run| ...)` (`case` is a reserved word of
+//! Rhai, as `eval` is). What a closure
 //! returns says how the run did: `true`/`false`, a score in 0..1 (passing from 0.5), a label
 //! (a string: it informs, never fails), or `#{ pass, score, label, reason }`.
 
@@ -165,7 +166,7 @@ pub fn finish(d: EvalDraft, unit: &Arc<ScriptUnit>) -> Result<EvalSpec, Vec<Load
         fail(
             d.pos,
             format!(
-                "{what} has no cases: add .case(#{{ input, expected }}) or .cases(\"file.jsonl\")"
+                "{what} has no cases: add .add_case(#{{ input, expected }}) or .cases(\"file.jsonl\")"
             ),
         );
     }
@@ -304,7 +305,7 @@ fn evaluators(
             }),
             Some(n) => fail(
                 *pos,
-                format!("{what}: evaluator \"{name}\" takes {n} parameters; expected |case, run|"),
+                format!("{what}: evaluator \"{name}\" takes {n} parameters; expected |c, run| (the case, the run)"),
             ),
             None => fail(
                 *pos,
@@ -352,7 +353,7 @@ pub fn register(engine: &mut Engine) {
         );
     }
     engine.register_fn(
-        "case",
+        "add_case",
         |ctx: NativeCallContext, b: &mut EvalBuilder, case: Map| {
             let pos = ctx.call_position();
             b.with(|d| d.cases.push((case, pos)))

@@ -84,7 +84,7 @@ pub(super) const EVALUATION: &[Entry] = &[
     ),
     method(
         E,
-        "case(case: map)",
+        "add_case(case: map)",
         "A case: #{ name, input, expected, metadata } (name defaults to \"case N\").",
     ),
     method(
@@ -95,7 +95,7 @@ pub(super) const EVALUATION: &[Entry] = &[
     method(
         E,
         "evaluator(evaluator: Evaluator | string[, check: fn])",
-        "Scores every run: a built-in (answer_contains()...), or a name and |case, run| returning true/false, a score, a label or #{ pass, score, label, reason }.",
+        "Scores every run: a built-in (answer_contains()...), or a name and |c, run| (the case, the run) returning true/false, a score, a label or #{ pass, score, label, reason }.",
     ),
     method(
         E,

@@ -1,0 +1,317 @@
+//! `kiln eval [NAME]`: run an evaluation declared with `evaluation(NAME)` over its models,
+//! cases and repeats, with a live progress bar; print a table per model (or `--json`), write
+//! `--junit` and `--html` reports, keep the report (`.kiln/evals/ID.json`), save it as a
+//! baseline or compare with one (exit 1 on a regression), re-score a kept run without a model.
+
+use super::{CliResult, Global, output};
+use clap::Args;
+use kiln::project::Seconds;
+use kiln_eval::report::Report;
+use kiln_eval::run::{EvalOptions, Progress};
+use kiln_eval::{compare, html, junit, rescore, store, table};
+use std::io::{IsTerminal, Write};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+use tokio_util::sync::CancellationToken;
+
+/// `kiln eval` options.
+#[derive(Args, Debug)]
+pub struct EvalArgs {
+    /// The evaluation to run (`evaluation("NAME")` in a script); may be left out when the
+    /// scripts declare only one.
+    pub name: Option<String>,
+    /// List the evaluations the scripts declare and exit.
+    #[arg(long)]
+    pub list: bool,
+    /// Models to run every case on, instead of the script's `.models([...])`:
+    /// `provider:model`, comma-separated or repeated (`--model openai:gpt-5-mini,anthropic:claude-haiku-4-5`).
+    #[arg(long, value_name = "MODELS", value_delimiter = ',')]
+    pub model: Vec<String>,
+    /// Runs per case and model (pass@k and pass^k are over them); default: the script's, else 1.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1000))]
+    pub repeat: Option<u32>,
+    /// Runs at once (default: the script's, else 4).
+    #[arg(long, short = 'j', value_name = "N", value_parser = clap::value_parser!(u32).range(1..=256))]
+    pub concurrency: Option<u32>,
+    /// Only this case (repeatable).
+    #[arg(long, value_name = "NAME")]
+    pub case: Vec<String>,
+    /// Stop starting runs once this many dollars are spent (runs and judges); what finished is
+    /// reported.
+    #[arg(long, value_name = "USD")]
+    pub max_cost: Option<f64>,
+    /// Stop starting runs once this many tokens are spent (runs and judges).
+    #[arg(long, value_name = "TOKENS")]
+    pub max_tokens: Option<u64>,
+    /// Send the models' requests here (an OpenAI-compatible server, a local Ollama, kiln mock).
+    #[arg(long, value_name = "URL")]
+    pub base_url: Option<String>,
+    /// Deadline of each run (`90s`, `5m`; a bare number is seconds).
+    #[arg(long, value_name = "DURATION")]
+    pub timeout: Option<Seconds>,
+    /// Print the report as JSON (docs/eval-report.schema.json) instead of the table.
+    #[arg(long)]
+    pub json: bool,
+    /// Also write JUnit XML to FILE (a test suite per model, a test case per run).
+    #[arg(long, value_name = "FILE")]
+    pub junit: Option<PathBuf>,
+    /// Also write a self-contained HTML report to FILE (the matrix, charts, every run).
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<PathBuf>,
+    /// Save this report as baseline NAME (`.kiln/evals/baselines/NAME.json`).
+    #[arg(long, value_name = "NAME")]
+    pub save: Option<String>,
+    /// Compare with baseline NAME case by case; exit 1 when a case's pass rate fell by more
+    /// than --tolerance.
+    #[arg(long, value_name = "NAME")]
+    pub baseline: Option<String>,
+    /// The largest drop of a case's pass rate (0..1) that is not a regression.
+    #[arg(long, value_name = "RATE", default_value_t = 0.0)]
+    pub tolerance: f64,
+    /// Score the runs eval run ID recorded with the evaluators as they are now, without asking
+    /// the models again.
+    #[arg(long, value_name = "ID")]
+    pub rescore: Option<String>,
+    /// Replay a case's recorded answers from the last eval run when the agent still sends the
+    /// same requests (strict replay); only changed cases ask the model.
+    #[arg(long)]
+    pub cache: bool,
+    /// Re-run on every script change: an edit of the evaluation's own file re-scores the last
+    /// run, any other edit re-runs it (Ctrl-C to stop).
+    #[arg(long)]
+    pub watch: bool,
+    /// No progress bar.
+    #[arg(long, short = 'q')]
+    pub quiet: bool,
+}
+
+/// Runs `kiln eval`.
+pub fn eval(g: &Global, a: EvalArgs) -> CliResult<ExitCode> {
+    if !(0.0..=1.0).contains(&a.tolerance) {
+        return Err(format!("--tolerance {}: a pass rate difference in 0..1", a.tolerance).into());
+    }
+    let (host, _db) = g.host_with_db()?;
+    for e in &host.registry().errors {
+        output::error(&e.to_string());
+    }
+    if a.list {
+        return list(&host);
+    }
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
+    let cancel = CancellationToken::new();
+    super::ask::cancel_on_ctrl_c(&cancel);
+    if a.watch {
+        return watch(&host, &a, &runtime, &cancel);
+    }
+    let report = runtime.block_on(once(&host, &a, &cancel, None))?;
+    finish(&host, &a, report)
+}
+
+/// The evaluation to run: the one named, or the only one.
+pub(super) fn chosen(host: &kiln::Host, name: Option<&str>) -> CliResult<Arc<kiln_eval::eval_spec::EvalSpec>> {
+    let reg = host.registry();
+    let names: Vec<String> = reg.evals().map(|e| e.name.clone()).collect();
+    match name {
+        Some(n) => reg.eval(n).ok_or_else(|| {
+            let known = if names.is_empty() { "none".to_string() } else { names.join(", ") };
+            format!("no evaluation \"{n}\" (the scripts declare: {known})").into()
+        }),
+        None => match names.as_slice() {
+            [one] => reg.eval(one).ok_or_else(|| "the evaluation went away".into()),
+            [] => Err("the scripts declare no evaluation: add evaluation(\"NAME\")... (docs/eval.md)".into()),
+            many => Err(format!("name the evaluation to run: {}", many.join(", ")).into()),
+        },
+    }
+}
+
+fn list(host: &kiln::Host) -> CliResult<ExitCode> {
+    for e in host.registry().evals() {
+        let about = e.description.as_deref().unwrap_or("");
+        output::outln!(
+            "{}\t{} {}\t{} cases\t{}",
+            e.name,
+            e.target.kind(),
+            e.target.name(),
+            e.cases.len(),
+            about
+        )?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// One run (or re-score) of the evaluation, compared with the baseline; `last` is the
+/// previous report of a watch, re-scored instead of re-run when given.
+pub(super) async fn once(
+    host: &Arc<kiln::Host>,
+    a: &EvalArgs,
+    cancel: &CancellationToken,
+    last: Option<&Report>,
+) -> CliResult<Report> {
+    let spec = chosen(host, a.name.as_deref())?;
+    let workspace = host.config().workspace.clone();
+    let judges = kiln_eval::judge::JudgeSettings {
+        timeout: a.timeout.map(|s| s.0),
+        defaults: host.config().providers.clone(),
+        cancel: cancel.clone(),
+    };
+    let mut report = match (a.rescore.as_deref(), last) {
+        (_, Some(last)) => rescore::rescore(&spec, last, &judges).await,
+        (Some(id), None) => {
+            let recorded = store::load(&workspace, id)?;
+            if recorded.eval != spec.name {
+                let e = format!("eval run {id} is of evaluation \"{}\", not \"{}\"", recorded.eval, spec.name);
+                return Err(e.into());
+            }
+            rescore::rescore(&spec, &recorded, &judges).await
+        }
+        (None, None) => {
+            let opts = options(a, cancel.clone(), judges);
+            kiln_eval::run::run(host, &spec, opts).await?
+        }
+    };
+    if let Some(name) = &a.baseline {
+        let baseline = store::load_baseline(&workspace, name)?;
+        report.comparison = Some(compare::compare(&report, &baseline, name, a.tolerance));
+    }
+    store::keep(&workspace, &report)?;
+    Ok(report)
+}
+
+fn options(a: &EvalArgs, cancel: CancellationToken, judge: kiln_eval::judge::JudgeSettings) -> EvalOptions {
+    let live = std::io::stderr().is_terminal() && !a.quiet;
+    EvalOptions {
+        models: a.model.iter().map(|m| m.trim().to_string()).filter(|m| !m.is_empty()).collect(),
+        repeat: a.repeat,
+        concurrency: a.concurrency.map(|n| n as usize),
+        max_cost: a.max_cost,
+        max_tokens: a.max_tokens,
+        base_url: a.base_url.clone(),
+        timeout: a.timeout.map(|s| s.0),
+        cache: a.cache,
+        judge,
+        progress: live.then(|| Arc::new(draw_progress) as Arc<dyn Fn(&Progress) + Send + Sync>),
+        cancel,
+        only: a.case.clone(),
+    }
+}
+
+/// The live bar on stderr: `[#####.....] 12/60  ✓ 10  ✗ 2`.
+fn draw_progress(p: &Progress) {
+    const WIDTH: usize = 30;
+    let filled = (p.done * WIDTH).checked_div(p.total).unwrap_or(WIDTH);
+    let bar = format!("{}{}", "#".repeat(filled), ".".repeat(WIDTH - filled));
+    let failed = p.done - p.passed;
+    let mut err = std::io::stderr().lock();
+    let _ = write!(err, "\r[{bar}] {}/{}  ✓ {}  ✗ {failed}", p.done, p.total, p.passed);
+    if p.done == p.total {
+        let _ = writeln!(err);
+    }
+    let _ = err.flush();
+}
+
+/// Writes the outputs of `report` and says how the run ends: 1 on a regression.
+pub(super) fn finish(host: &kiln::Host, a: &EvalArgs, report: Report) -> CliResult<ExitCode> {
+    let workspace = &host.config().workspace;
+    if let Some(path) = &a.junit {
+        std::fs::write(path, junit::render(&report)).map_err(|e| format!("--junit {}: {e}", path.display()))?;
+    }
+    if let Some(path) = &a.html {
+        std::fs::write(path, html::render(&report)).map_err(|e| format!("--html {}: {e}", path.display()))?;
+    }
+    if let Some(name) = &a.save {
+        let path = store::save_baseline(workspace, name, &report)?;
+        output::errln!("saved as baseline \"{name}\" ({})", path.display());
+    }
+    if a.json {
+        output::outln!("{}", serde_json::to_string_pretty(&report)?)?;
+    } else {
+        output::outln!("{}", table::render(&report).trim_end())?;
+    }
+    output::errln!(
+        "eval run {} (kiln logs --eval {}; kiln eval --rescore {})",
+        report.id,
+        report.id,
+        report.id
+    );
+    let regressed = report.comparison.as_ref().is_some_and(compare::regressed);
+    Ok(if regressed { ExitCode::from(1) } else { ExitCode::SUCCESS })
+}
+
+/// `--watch`: runs once, then again on every reload until Ctrl-C. An edit of the evaluation's
+/// own file (its evaluators, when the target lives elsewhere) re-scores the last run; any other
+/// re-runs it. A broken script keeps its last good version and waits for the fix.
+fn watch(
+    host: &Arc<kiln::Host>,
+    a: &EvalArgs,
+    runtime: &tokio::runtime::Runtime,
+    cancel: &CancellationToken,
+) -> CliResult<ExitCode> {
+    let (tx, rx) = std::sync::mpsc::channel::<kiln::reload::ReloadReport>();
+    let _watcher = kiln::reload::watch(host.clone(), move |r| {
+        let _ = tx.send(r);
+    })?;
+    let mut last = runtime.block_on(once(host, a, cancel, None))?;
+    finish(host, a, last.clone())?;
+    output::errln!("watching the scripts (Ctrl-C to stop)");
+    while let Some(changed) = next_change(&rx, cancel) {
+        output::errln!("{changed}");
+        if !changed.errors.is_empty() {
+            output::errln!("kept the last good version; fix the file to go on");
+            continue;
+        }
+        let rescore = only_evaluators_changed(host, a, &changed.path);
+        let from = rescore.then_some(&last);
+        match runtime.block_on(once(host, a, cancel, from)) {
+            Ok(report) => {
+                finish(host, a, report.clone())?;
+                last = report;
+            }
+            Err(e) => output::error(&e.to_string()),
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The next reload (the last of a burst), or None once Ctrl-C was pressed.
+fn next_change(
+    rx: &std::sync::mpsc::Receiver<kiln::reload::ReloadReport>,
+    cancel: &CancellationToken,
+) -> Option<kiln::reload::ReloadReport> {
+    loop {
+        if cancel.is_cancelled() {
+            return None;
+        }
+        match rx.recv_timeout(std::time::Duration::from_millis(200)) {
+            Ok(mut r) => {
+                while let Ok(more) = rx.try_recv() {
+                    r = more;
+                }
+                return Some(r);
+            }
+            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => continue,
+            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => return None,
+        }
+    }
+}
+
+/// Whether the edit of `path` can only have changed the evaluators: the file declares the
+/// evaluation and not its target.
+fn only_evaluators_changed(host: &kiln::Host, a: &EvalArgs, path: &str) -> bool {
+    let Ok(spec) = chosen(host, a.name.as_deref()) else {
+        return false;
+    };
+    let same = |p: &str| {
+        let canon = |x: &str| std::fs::canonicalize(x).unwrap_or_else(|_| PathBuf::from(x));
+        canon(p) == canon(path)
+    };
+    let target_file = match &spec.target {
+        kiln_eval::eval_spec::EvalTarget::Agent(n) => host.agent(n).ok().map(|s| s.loc.path.clone()),
+        kiln_eval::eval_spec::EvalTarget::Tool(n) | kiln_eval::eval_spec::EvalTarget::Pipeline(n) => {
+            host.tool(n).ok().map(|t| t.loc.path.clone())
+        }
+    };
+    same(&spec.loc.path) && !target_file.is_some_and(|t| same(&t))
+}
