@@ -47,6 +47,7 @@ mod mcp_stateless;
 mod mcp_tasks;
 mod mcp_tool_output;
 mod memory;
+mod mock_filters;
 mod openresponses;
 mod partial_load;
 mod peers;

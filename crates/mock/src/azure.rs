@@ -2,12 +2,13 @@
 //! Completions at `/openai/deployments/{deployment}/chat/completions` and Responses at
 //! `/openai/responses`, each with an `api-version` query and an `api-key` header (or an Entra
 //! ID token as `Authorization: Bearer`). A route's own checks come first, with Azure's error
-//! shapes; the body is then checked and answered as OpenAI's.
+//! shapes; the body is then checked and answered as OpenAI's (a Chat Completions request
+//! names its deployment as a model too, for a turn's `model` filter).
 
 use super::check::Rejection;
 use super::{Shared, Wire, handle, json_response};
 use axum::body::Bytes;
-use axum::extract::{RawQuery, State};
+use axum::extract::{Path, RawQuery, State};
 use axum::http::HeaderMap;
 use axum::response::Response;
 use serde_json::json;
@@ -76,21 +77,23 @@ async fn route(
     body: Bytes,
     wire: Wire,
     path: &'static str,
+    deployment: Option<String>,
 ) -> Response {
     if let Err((status, err)) = check(&headers, query.as_deref(), shared.scenario.require_auth) {
         return json_response(status, err, &[("x-should-retry", "false".into())]);
     }
-    handle(shared, headers, body, wire, path).await
+    handle(shared, headers, body, wire, path, deployment).await
 }
 
 /// `POST /openai/deployments/{deployment}/chat/completions`.
 pub(crate) async fn chat(
     s: State<Arc<Shared>>,
+    Path(deployment): Path<String>,
     RawQuery(q): RawQuery,
     h: HeaderMap,
     b: Bytes,
 ) -> Response {
-    route(s, q, h, b, Wire::OpenAi, CHAT).await
+    route(s, q, h, b, Wire::OpenAi, CHAT, Some(deployment)).await
 }
 
 /// `POST /openai/responses`.
@@ -100,5 +103,5 @@ pub(crate) async fn responses(
     h: HeaderMap,
     b: Bytes,
 ) -> Response {
-    route(s, q, h, b, Wire::Responses, RESPONSES).await
+    route(s, q, h, b, Wire::Responses, RESPONSES, None).await
 }

@@ -87,7 +87,7 @@ pub(crate) async fn handle(
     if let Err(r) = check(&body, model) {
         return refuse(r);
     }
-    let (n, turn) = match next_turn(&shared, client_key(&headers), &body) {
+    let (n, turn) = match next_turn(&shared, client_key(&headers), &body, Some(model)) {
         Ok(t) => t,
         Err(served) => {
             return refuse(reject(

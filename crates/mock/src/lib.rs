@@ -11,6 +11,7 @@ pub mod check;
 #[cfg(test)]
 mod conformance;
 pub mod errors;
+pub mod fits;
 pub mod gemini;
 pub mod gemini_render;
 pub mod offered;
@@ -65,19 +66,19 @@ pub fn router(scenario: Scenario) -> Router {
         .route(
             "/v1/messages",
             post(|s: State<Arc<Shared>>, h: HeaderMap, b: Bytes| {
-                handle(s, h, b, Wire::Anthropic, "/v1/messages")
+                handle(s, h, b, Wire::Anthropic, "/v1/messages", None)
             }),
         )
         .route(
             "/v1/chat/completions",
             post(|s: State<Arc<Shared>>, h: HeaderMap, b: Bytes| {
-                handle(s, h, b, Wire::OpenAi, "/v1/chat/completions")
+                handle(s, h, b, Wire::OpenAi, "/v1/chat/completions", None)
             }),
         )
         .route(
             "/v1/responses",
             post(|s: State<Arc<Shared>>, h: HeaderMap, b: Bytes| {
-                handle(s, h, b, Wire::Responses, "/v1/responses")
+                handle(s, h, b, Wire::Responses, "/v1/responses", None)
             }),
         )
         .route(azure::CHAT, post(azure::chat))
@@ -85,7 +86,7 @@ pub fn router(scenario: Scenario) -> Router {
         .route(
             "/api/chat",
             post(|s: State<Arc<Shared>>, h: HeaderMap, b: Bytes| {
-                handle(s, h, b, Wire::Ollama, "/api/chat")
+                handle(s, h, b, Wire::Ollama, "/api/chat", None)
             }),
         )
         .route(
@@ -243,8 +244,16 @@ fn client_key(headers: &HeaderMap) -> u64 {
     0
 }
 
-/// The turn for a request: by the conversation's round (`by_round`), else the client's next.
-fn next_turn(shared: &Shared, client: u64, body: &Value) -> Result<(usize, Turn), usize> {
+/// The turn for a request: by the conversation's round (`by_round`), else the client's next;
+/// either way among the turns that fit it ([`fits::fits`]: their `model`, `user`, `offered`).
+/// `url_model`: the model the request's URL names (Gemini, Bedrock, Azure's deployment).
+fn next_turn(
+    shared: &Shared,
+    client: u64,
+    body: &Value,
+    url_model: Option<&str>,
+) -> Result<(usize, Turn), usize> {
+    let request = fits::Request::of(body, url_model);
     let turns = &shared.scenario.turns;
     if shared.scenario.by_round {
         let round = match body.get("input") {
@@ -258,14 +267,14 @@ fn next_turn(shared: &Shared, client: u64, body: &Value) -> Result<(usize, Turn)
                         .map_or(0, |c| c.iter().filter(|c| c["role"] == "model").count())
             }
         };
-        // The round-th of the turns that fit the request (a turn's `offered` tool).
-        let picked = offered::by_round(turns, round, shared.scenario.repeat, body);
+        // The round-th of the turns that fit the request.
+        let picked = fits::by_round(turns, round, shared.scenario.repeat, &request);
         return picked.map(|i| (round, turns[i].clone())).ok_or(round);
     }
     let mut cursors = shared.cursors.lock().unwrap_or_else(|e| e.into_inner());
     let cursor = cursors.entry(client).or_insert(0);
-    // The next turn that fits the request (a turn's `offered` tool), from the cursor on.
-    let Some(n) = offered::next(turns, *cursor, shared.scenario.repeat, body) else {
+    // The next turn that fits the request, from the cursor on.
+    let Some(n) = fits::next(turns, *cursor, shared.scenario.repeat, &request) else {
         return Err(*cursor);
     };
     *cursor = n + 1;
@@ -278,6 +287,7 @@ async fn handle(
     body: Bytes,
     wire: Wire,
     path: &'static str,
+    url_model: Option<String>,
 ) -> Response {
     let parsed: Result<Value, _> = serde_json::from_slice(&body);
     if shared.scenario.record {
@@ -307,7 +317,7 @@ async fn handle(
     if let Err((status, err)) = checked {
         return json_response(status, err, &[("x-should-retry", "false".into())]);
     }
-    let (n, turn) = match next_turn(&shared, client_key(&headers), &body) {
+    let (n, turn) = match next_turn(&shared, client_key(&headers), &body, url_model.as_deref()) {
         Ok(t) => t,
         Err(served) => {
             return json_response(
@@ -432,7 +442,7 @@ async fn handle_bedrock(
         }
         _ => client_key(&headers),
     };
-    let (n, turn) = match next_turn(&shared, client, &body) {
+    let (n, turn) = match next_turn(&shared, client, &body, Some(&model)) {
         Ok(t) => t,
         Err(served) => {
             let message = format!("kiln-mock: scenario exhausted after {served} turns");

@@ -81,6 +81,15 @@ pub struct Turn {
     /// turn without it fits every request. See [`crate::offered`].
     #[serde(default)]
     pub offered: Option<String>,
+    /// Serve this turn only to a request for this model, named as the request names it (its
+    /// body's `model`, or the model in its URL on Gemini, Bedrock and Azure). See
+    /// [`crate::fits`].
+    #[serde(default)]
+    pub model: Option<String>,
+    /// Serve this turn only when the conversation's first user message contains this text
+    /// (case-sensitive). See [`crate::fits`].
+    #[serde(default)]
+    pub user: Option<String>,
     /// Answer 200 with a body that is not valid JSON / SSE.
     #[serde(default)]
     pub malformed: bool,
