@@ -18,6 +18,8 @@ pub struct Request<'a> {
     pub models: Vec<&'a str>,
     /// The text of the conversation's first user message (its text parts joined by `\n`).
     pub user: Option<String>,
+    /// The request's system prompt (every system or developer text, joined by `\n`).
+    pub system: String,
     /// The function tools the request offers.
     pub tools: Vec<&'a str>,
 }
@@ -34,6 +36,7 @@ impl<'a> Request<'a> {
         Request {
             models,
             user: first_user_text(body),
+            system: system_text(body),
             tools: offered_tools(body),
         }
     }
@@ -61,6 +64,36 @@ pub fn first_user_text(body: &Value) -> Option<String> {
     ))
 }
 
+/// The system prompt, whatever the wire: Anthropic's `system` and Responses' `instructions`
+/// (a string or text blocks), Gemini's `systemInstruction` (or `system_instruction`) parts,
+/// Bedrock's `system` blocks, and `system`/`developer` messages (OpenAI Chat Completions,
+/// Ollama, Responses input items); joined by `\n`.
+pub fn system_text(body: &Value) -> String {
+    let mut texts = Vec::new();
+    for key in ["system", "instructions"] {
+        let t = text_of(&body[key]);
+        if !t.is_empty() {
+            texts.push(t);
+        }
+    }
+    for key in ["systemInstruction", "system_instruction"] {
+        let t = text_of(&body[key]["parts"]);
+        if !t.is_empty() {
+            texts.push(t);
+        }
+    }
+    let list = [&body["messages"], &body["input"]]
+        .into_iter()
+        .filter_map(Value::as_array)
+        .flatten();
+    for m in list {
+        if matches!(m["role"].as_str(), Some("system" | "developer")) {
+            texts.push(text_of(&m["content"]));
+        }
+    }
+    texts.join("\n")
+}
+
 /// A message's text: a string, or the `text` of each of its blocks (`text`, `input_text`,
 /// Bedrock's `{text}`, Gemini's parts), joined by `\n`.
 fn text_of(content: &Value) -> String {
@@ -81,7 +114,8 @@ pub fn fits(turn: &Turn, request: &Request) -> bool {
     let user = (turn.user.as_deref())
         .is_none_or(|text| request.user.as_deref().is_some_and(|u| u.contains(text)));
     let offered = (turn.offered.as_deref()).is_none_or(|name| request.tools.contains(&name));
-    model && user && offered
+    let system = (turn.system.as_deref()).is_none_or(|text| request.system.contains(text));
+    model && user && offered && system
 }
 
 /// The index of the turn answering a request in its conversation's `round` (`by_round`): the

@@ -210,3 +210,21 @@ fn turns_without_filters_fit_every_request_as_before() {
         assert_eq!(next(&t, 5, true, &r), Some(5));
     }
 }
+
+#[test]
+fn system_prompts_are_read_on_every_wire_and_filter_turns() {
+    let bodies = [
+        json!({"model": "m", "messages": [{"role": "system", "content": "be terse v2"}, {"role": "user", "content": "hi"}]}),
+        json!({"model": "m", "system": [{"type": "text", "text": "be terse v2"}], "messages": [{"role": "user", "content": "hi"}]}),
+        json!({"model": "m", "instructions": "be terse v2", "input": "hi"}),
+        json!({"systemInstruction": {"parts": [{"text": "be terse v2"}]}, "contents": [{"role": "user", "parts": [{"text": "hi"}]}]}),
+        json!({"system": [{"text": "be terse v2"}], "messages": [{"role": "user", "content": [{"text": "hi"}]}]}),
+    ];
+    let t = turns(json!([{"system": "v2", "text": "worse"}, {"text": "better"}]));
+    for body in &bodies {
+        assert_eq!(system_text(body), "be terse v2", "{body}");
+        assert_eq!(pick(&t, 0, body, None), Some(0), "{body}");
+    }
+    let v1 = json!({"model": "m", "messages": [{"role": "system", "content": "be terse v1"}, {"role": "user", "content": "hi"}]});
+    assert_eq!(pick(&t, 0, &v1, None), Some(1));
+}

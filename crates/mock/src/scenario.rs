@@ -90,6 +90,11 @@ pub struct Turn {
     /// (case-sensitive). See [`crate::fits`].
     #[serde(default)]
     pub user: Option<String>,
+    /// Serve this turn only when the request's system prompt contains this text
+    /// (case-sensitive): how a scenario answers one version of an agent's instructions
+    /// differently from another. See [`crate::fits`].
+    #[serde(default)]
+    pub system: Option<String>,
     /// Answer 200 with a body that is not valid JSON / SSE.
     #[serde(default)]
     pub malformed: bool,
