@@ -24,6 +24,7 @@ mod door_errors;
 mod dsl;
 mod durable;
 mod egress;
+mod eval_runlog;
 mod exec;
 mod fallback;
 mod gemini;
