@@ -59,7 +59,7 @@ fn kiln_logs_eval_lists_exactly_the_runs_tagged_with_that_eval() {
     let db = db_path.display().to_string();
     assert_eq!(
         listed(s.path(), &db, &["--eval", "ev_test"]),
-        [tagged.clone()]
+        std::slice::from_ref(&tagged)
     );
     assert_eq!(listed(s.path(), &db, &["--eval", "ev_other"]), [other]);
     let all = listed(s.path(), &db, &[]);
