@@ -124,7 +124,7 @@ fn two_models_ten_cases_three_repeats_report_what_the_scenario_implies() {
     assert!(reason.as_str().is_some_and(|s| s.contains("ANSWER-3") || s.contains("ANSWER-7")), "{reason}");
     // The run log holds the 60 runs under the eval run's id.
     let id = r["id"].as_str().expect("id");
-    let logs = crate::common::kiln(&["logs", "--eval", id, "--json", "--limit", "100"], dir.path());
+    let logs = crate::common::kiln(&["logs", "--eval", id, "--json", "--count", "100"], dir.path());
     let listed: Value = serde_json::from_str(&stdout(&logs)).unwrap_or(Value::Null);
     assert_eq!(listed.as_array().map(Vec::len), Some(60), "{}", stdout(&logs));
 }

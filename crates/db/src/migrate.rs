@@ -213,7 +213,10 @@ mod tests {
             .expect("read");
         assert_eq!(
             tagged,
-            [("old".to_string(), None), ("new".to_string(), Some("ev1".to_string()))]
+            [
+                ("old".to_string(), None),
+                ("new".to_string(), Some("ev1".to_string()))
+            ]
         );
         let plan: String = conn
             .query_row(

@@ -167,11 +167,7 @@ pub fn case_from_log(db: &Db, run_id: &str) -> Result<Case, TestError> {
 /// microseconds, shared by runs close together, and end with a counter).
 fn short_id(id: &str) -> &str {
     let id = id.strip_prefix("run_").unwrap_or(id);
-    let cut = id
-        .char_indices()
-        .rev()
-        .nth(7)
-        .map_or(0, |(i, _)| i);
+    let cut = id.char_indices().rev().nth(7).map_or(0, |(i, _)| i);
     &id[cut..]
 }
 
