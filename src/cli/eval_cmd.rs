@@ -89,7 +89,11 @@ pub struct EvalArgs {
 /// Runs `kiln eval`.
 pub fn eval(g: &Global, a: EvalArgs) -> CliResult<ExitCode> {
     if !(0.0..=1.0).contains(&a.tolerance) {
-        return Err(format!("--tolerance {}: a pass rate difference in 0..1", a.tolerance).into());
+        return Err(format!(
+            "--tolerance {}: a pass rate difference in 0..1",
+            a.tolerance
+        )
+        .into());
     }
     let (host, _db) = g.host_with_db()?;
     for e in &host.registry().errors {
@@ -111,17 +115,29 @@ pub fn eval(g: &Global, a: EvalArgs) -> CliResult<ExitCode> {
 }
 
 /// The evaluation to run: the one named, or the only one.
-pub(super) fn chosen(host: &kiln::Host, name: Option<&str>) -> CliResult<Arc<kiln_eval::eval_spec::EvalSpec>> {
+pub(super) fn chosen(
+    host: &kiln::Host,
+    name: Option<&str>,
+) -> CliResult<Arc<kiln_eval::eval_spec::EvalSpec>> {
     let reg = host.registry();
     let names: Vec<String> = reg.evals().map(|e| e.name.clone()).collect();
     match name {
         Some(n) => reg.eval(n).ok_or_else(|| {
-            let known = if names.is_empty() { "none".to_string() } else { names.join(", ") };
+            let known = if names.is_empty() {
+                "none".to_string()
+            } else {
+                names.join(", ")
+            };
             format!("no evaluation \"{n}\" (the scripts declare: {known})").into()
         }),
         None => match names.as_slice() {
-            [one] => reg.eval(one).ok_or_else(|| "the evaluation went away".into()),
-            [] => Err("the scripts declare no evaluation: add evaluation(\"NAME\")... (docs/eval.md)".into()),
+            [one] => reg
+                .eval(one)
+                .ok_or_else(|| "the evaluation went away".into()),
+            [] => Err(
+                "the scripts declare no evaluation: add evaluation(\"NAME\")... (docs/eval.md)"
+                    .into(),
+            ),
             many => Err(format!("name the evaluation to run: {}", many.join(", ")).into()),
         },
     }
@@ -162,7 +178,10 @@ pub(super) async fn once(
         (Some(id), None) => {
             let recorded = store::load(&workspace, id)?;
             if recorded.eval != spec.name {
-                let e = format!("eval run {id} is of evaluation \"{}\", not \"{}\"", recorded.eval, spec.name);
+                let e = format!(
+                    "eval run {id} is of evaluation \"{}\", not \"{}\"",
+                    recorded.eval, spec.name
+                );
                 return Err(e.into());
             }
             rescore::rescore(&spec, &recorded, &judges).await
@@ -180,10 +199,19 @@ pub(super) async fn once(
     Ok(report)
 }
 
-fn options(a: &EvalArgs, cancel: CancellationToken, judge: kiln_eval::judge::JudgeSettings) -> EvalOptions {
+fn options(
+    a: &EvalArgs,
+    cancel: CancellationToken,
+    judge: kiln_eval::judge::JudgeSettings,
+) -> EvalOptions {
     let live = std::io::stderr().is_terminal() && !a.quiet;
     EvalOptions {
-        models: a.model.iter().map(|m| m.trim().to_string()).filter(|m| !m.is_empty()).collect(),
+        models: a
+            .model
+            .iter()
+            .map(|m| m.trim().to_string())
+            .filter(|m| !m.is_empty())
+            .collect(),
         repeat: a.repeat,
         concurrency: a.concurrency.map(|n| n as usize),
         max_cost: a.max_cost,
@@ -205,7 +233,11 @@ fn draw_progress(p: &Progress) {
     let bar = format!("{}{}", "#".repeat(filled), ".".repeat(WIDTH - filled));
     let failed = p.done - p.passed;
     let mut err = std::io::stderr().lock();
-    let _ = write!(err, "\r[{bar}] {}/{}  ✓ {}  ✗ {failed}", p.done, p.total, p.passed);
+    let _ = write!(
+        err,
+        "\r[{bar}] {}/{}  ✓ {}  ✗ {failed}",
+        p.done, p.total, p.passed
+    );
     if p.done == p.total {
         let _ = writeln!(err);
     }
@@ -216,10 +248,12 @@ fn draw_progress(p: &Progress) {
 pub(super) fn finish(host: &kiln::Host, a: &EvalArgs, report: Report) -> CliResult<ExitCode> {
     let workspace = &host.config().workspace;
     if let Some(path) = &a.junit {
-        std::fs::write(path, junit::render(&report)).map_err(|e| format!("--junit {}: {e}", path.display()))?;
+        std::fs::write(path, junit::render(&report))
+            .map_err(|e| format!("--junit {}: {e}", path.display()))?;
     }
     if let Some(path) = &a.html {
-        std::fs::write(path, html::render(&report)).map_err(|e| format!("--html {}: {e}", path.display()))?;
+        std::fs::write(path, html::render(&report))
+            .map_err(|e| format!("--html {}: {e}", path.display()))?;
     }
     if let Some(name) = &a.save {
         let path = store::save_baseline(workspace, name, &report)?;
@@ -237,7 +271,11 @@ pub(super) fn finish(host: &kiln::Host, a: &EvalArgs, report: Report) -> CliResu
         report.id
     );
     let regressed = report.comparison.as_ref().is_some_and(compare::regressed);
-    Ok(if regressed { ExitCode::from(1) } else { ExitCode::SUCCESS })
+    Ok(if regressed {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
 }
 
 /// `--watch`: runs once, then again on every reload until Ctrl-C. An edit of the evaluation's
@@ -308,8 +346,11 @@ fn only_evaluators_changed(host: &kiln::Host, a: &EvalArgs, path: &str) -> bool 
         canon(p) == canon(path)
     };
     let target_file = match &spec.target {
-        kiln_eval::eval_spec::EvalTarget::Agent(n) => host.agent(n).ok().map(|s| s.loc.path.clone()),
-        kiln_eval::eval_spec::EvalTarget::Tool(n) | kiln_eval::eval_spec::EvalTarget::Pipeline(n) => {
+        kiln_eval::eval_spec::EvalTarget::Agent(n) => {
+            host.agent(n).ok().map(|s| s.loc.path.clone())
+        }
+        kiln_eval::eval_spec::EvalTarget::Tool(n)
+        | kiln_eval::eval_spec::EvalTarget::Pipeline(n) => {
             host.tool(n).ok().map(|t| t.loc.path.clone())
         }
     };

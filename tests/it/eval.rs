@@ -37,16 +37,22 @@ fn eval_script(extra: &str) -> String {
 fn scenario(weak_fails: &[usize], v2_fails: &[usize]) -> Value {
     let mut turns = Vec::new();
     for n in weak_fails {
-        turns.push(json!({"model": "weak", "user": format!("Case #{n}:"), "text": "I do not know.",
-            "usage": {"input_tokens": 20, "output_tokens": 5}}));
+        turns.push(
+            json!({"model": "weak", "user": format!("Case #{n}:"), "text": "I do not know.",
+            "usage": {"input_tokens": 20, "output_tokens": 5}}),
+        );
     }
     for n in v2_fails {
-        turns.push(json!({"system": "v2", "user": format!("Case #{n}:"), "text": "Please ask again.",
-            "usage": {"input_tokens": 20, "output_tokens": 5}}));
+        turns.push(
+            json!({"system": "v2", "user": format!("Case #{n}:"), "text": "Please ask again.",
+            "usage": {"input_tokens": 20, "output_tokens": 5}}),
+        );
     }
     for n in 1..=CASES {
-        turns.push(json!({"user": format!("Case #{n}:"), "text": format!("The answer is ANSWER-{n}."),
-            "usage": {"input_tokens": 10, "output_tokens": 4}}));
+        turns.push(
+            json!({"user": format!("Case #{n}:"), "text": format!("The answer is ANSWER-{n}."),
+            "usage": {"input_tokens": 10, "output_tokens": 4}}),
+        );
     }
     json!({"by_round": true, "require_auth": false, "turns": turns})
 }
@@ -72,7 +78,12 @@ fn eval(dir: &Path, mock: &Mock, args: &[&str]) -> Output {
 }
 
 fn report(out: &Output) -> Value {
-    assert!(out.status.success(), "kiln eval: {}\n{}", stderr(out), stdout(out));
+    assert!(
+        out.status.success(),
+        "kiln eval: {}\n{}",
+        stderr(out),
+        stdout(out)
+    );
     serde_json::from_str(&stdout(out)).unwrap_or_else(|e| panic!("{e}: {}", stdout(out)))
 }
 
@@ -95,20 +106,33 @@ fn two_models_ten_cases_three_repeats_report_what_the_scenario_implies() {
     let out = eval(
         dir.path(),
         &mock,
-        &["answers", "--model", "openai:good,openai:weak", "--repeat", "3", "--json"],
+        &[
+            "answers",
+            "--model",
+            "openai:good,openai:weak",
+            "--repeat",
+            "3",
+            "--json",
+        ],
     );
     let r = report(&out);
     assert_eq!(r["results"].as_array().map(Vec::len), Some(60));
     assert_eq!(mock.requests().len(), 60, "one request per run");
     let good = row(&r, "openai:good");
-    assert_eq!((good["runs"].as_u64(), good["passed"].as_u64()), (Some(30), Some(30)));
+    assert_eq!(
+        (good["runs"].as_u64(), good["passed"].as_u64()),
+        (Some(30), Some(30))
+    );
     assert!(close(&good["pass_rate"], 1.0) && close(&good["pass_at_k"], 1.0));
     assert_eq!(good["usage"]["input_tokens"], 300);
     assert_eq!(good["usage"]["output_tokens"], 120);
     // $1 per million input tokens, $2 per million output tokens.
     assert!(close(&good["usage"]["cost_usd"], 300e-6 + 240e-6), "{good}");
     let weak = row(&r, "openai:weak");
-    assert_eq!((weak["runs"].as_u64(), weak["passed"].as_u64()), (Some(30), Some(24)));
+    assert_eq!(
+        (weak["runs"].as_u64(), weak["passed"].as_u64()),
+        (Some(30), Some(24))
+    );
     assert!(close(&weak["pass_rate"], 0.8));
     assert!(close(&weak["pass_at_k"], 0.8) && close(&weak["pass_all_k"], 0.8));
     assert_eq!(weak["usage"]["input_tokens"], 24 * 10 + 6 * 20);
@@ -116,17 +140,44 @@ fn two_models_ten_cases_three_repeats_report_what_the_scenario_implies() {
     let failed: Vec<(&str, &str)> = (r["results"].as_array().expect("results"))
         .iter()
         .filter(|x| x["passed"] == false)
-        .map(|x| (x["model"].as_str().unwrap_or(""), x["case"].as_str().unwrap_or("")))
+        .map(|x| {
+            (
+                x["model"].as_str().unwrap_or(""),
+                x["case"].as_str().unwrap_or(""),
+            )
+        })
         .collect();
     assert_eq!(failed.len(), 6);
-    assert!(failed.iter().all(|(m, c)| *m == "openai:weak" && (*c == "q3" || *c == "q7")));
-    let reason = &r["results"].as_array().expect("results").iter().find(|x| x["passed"] == false).expect("a failure")["verdicts"][0]["reason"];
-    assert!(reason.as_str().is_some_and(|s| s.contains("ANSWER-3") || s.contains("ANSWER-7")), "{reason}");
+    assert!(
+        failed
+            .iter()
+            .all(|(m, c)| *m == "openai:weak" && (*c == "q3" || *c == "q7"))
+    );
+    let reason = &r["results"]
+        .as_array()
+        .expect("results")
+        .iter()
+        .find(|x| x["passed"] == false)
+        .expect("a failure")["verdicts"][0]["reason"];
+    assert!(
+        reason
+            .as_str()
+            .is_some_and(|s| s.contains("ANSWER-3") || s.contains("ANSWER-7")),
+        "{reason}"
+    );
     // The run log holds the 60 runs under the eval run's id.
     let id = r["id"].as_str().expect("id");
-    let logs = crate::common::kiln(&["logs", "--eval", id, "--json", "--count", "100"], dir.path());
+    let logs = crate::common::kiln(
+        &["logs", "--eval", id, "--json", "--count", "100"],
+        dir.path(),
+    );
     let listed: Value = serde_json::from_str(&stdout(&logs)).unwrap_or(Value::Null);
-    assert_eq!(listed.as_array().map(Vec::len), Some(60), "{}", stdout(&logs));
+    assert_eq!(
+        listed.as_array().map(Vec::len),
+        Some(60),
+        "{}",
+        stdout(&logs)
+    );
 }
 
 #[test]
@@ -134,10 +185,19 @@ fn the_table_shows_each_model_and_the_failing_cases_with_their_reasons() {
     let dir = tempfile::tempdir().expect("dir");
     write_scripts(dir.path(), "Be helpful.", "");
     let mock = Mock::start(&scenario(&[3], &[]));
-    let out = eval(dir.path(), &mock, &["--model", "openai:good,openai:weak", "--quiet"]);
+    let out = eval(
+        dir.path(),
+        &mock,
+        &["--model", "openai:good,openai:weak", "--quiet"],
+    );
     assert!(out.status.success(), "{}", stderr(&out));
     let text = stdout(&out);
-    let line = |m: &str| text.lines().find(|l| l.starts_with(m)).unwrap_or_default().to_string();
+    let line = |m: &str| {
+        text.lines()
+            .find(|l| l.starts_with(m))
+            .unwrap_or_default()
+            .to_string()
+    };
     assert!(line("openai:good").contains("100.0%"), "{text}");
     assert!(line("openai:weak").contains("90.0%"), "{text}");
     assert!(text.contains("q3 · openai:weak"), "{text}");
@@ -150,15 +210,32 @@ fn a_worse_system_prompt_is_two_regressions_and_rescoring_asks_no_model() {
     let dir = tempfile::tempdir().expect("dir");
     write_scripts(dir.path(), "Be helpful. v1", "");
     let mock = Mock::start(&scenario(&[], &[2, 5]));
-    let base = report(&eval(dir.path(), &mock, &["--repeat", "2", "--save", "main", "--json"]));
+    let base = report(&eval(
+        dir.path(),
+        &mock,
+        &["--repeat", "2", "--save", "main", "--json"],
+    ));
     assert!(close(&row(&base, "default")["pass_rate"], 1.0));
     // The new prompt: the mock answers two cases worse.
     write_scripts(dir.path(), "Be helpful. v2", "");
-    let out = eval(dir.path(), &mock, &["--repeat", "2", "--baseline", "main", "--json"]);
-    assert_eq!(out.status.code(), Some(1), "a regression fails: {}", stderr(&out));
+    let out = eval(
+        dir.path(),
+        &mock,
+        &["--repeat", "2", "--baseline", "main", "--json"],
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "a regression fails: {}",
+        stderr(&out)
+    );
     let now: Value = serde_json::from_str(&stdout(&out)).expect("json");
     let cmp = &now["comparison"];
-    assert_eq!((cmp["regressions"].as_u64(), cmp["fixes"].as_u64()), (Some(2), Some(0)), "{cmp}");
+    assert_eq!(
+        (cmp["regressions"].as_u64(), cmp["fixes"].as_u64()),
+        (Some(2), Some(0)),
+        "{cmp}"
+    );
     let regressed: Vec<&str> = (cmp["cases"].as_array().expect("cases"))
         .iter()
         .filter(|c| c["change"] == "regression")
@@ -166,11 +243,27 @@ fn a_worse_system_prompt_is_two_regressions_and_rescoring_asks_no_model() {
         .collect();
     assert_eq!(regressed, ["q2", "q5"]);
     // Within a tolerance of the whole drop, it is no regression.
-    let out = eval(dir.path(), &mock, &["--repeat", "2", "--baseline", "main", "--tolerance", "1", "--quiet"]);
+    let out = eval(
+        dir.path(),
+        &mock,
+        &[
+            "--repeat",
+            "2",
+            "--baseline",
+            "main",
+            "--tolerance",
+            "1",
+            "--quiet",
+        ],
+    );
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     // An evaluator edit, re-scored from the recorded runs: no model request.
     let asked = mock.requests().len();
-    write_scripts(dir.path(), "Be helpful. v2", "    .evaluator(\"polite\", |c, run| !run.answer.contains(\"again\"))");
+    write_scripts(
+        dir.path(),
+        "Be helpful. v2",
+        "    .evaluator(\"polite\", |c, run| !run.answer.contains(\"again\"))",
+    );
     let id = now["id"].as_str().expect("id");
     let again = report(&eval(dir.path(), &mock, &["--rescore", id, "--json"]));
     assert_eq!(mock.requests().len(), asked, "re-scoring asked a model");
@@ -192,12 +285,24 @@ fn a_cached_eval_replays_unchanged_cases_and_asks_only_for_changed_ones() {
     assert_eq!(mock.requests().len(), CASES);
     let cached = report(&eval(dir.path(), &mock, &["--cache", "--json"]));
     assert_eq!(mock.requests().len(), CASES, "every case replayed");
-    assert!(cached["results"].as_array().expect("results").iter().all(|x| x["cached"] == true && x["passed"] == true));
+    assert!(
+        cached["results"]
+            .as_array()
+            .expect("results")
+            .iter()
+            .all(|x| x["cached"] == true && x["passed"] == true)
+    );
     // A changed prompt changes every request: nothing replays.
     write_scripts(dir.path(), "Be brief.", "");
     let fresh = report(&eval(dir.path(), &mock, &["--cache", "--json"]));
     assert_eq!(mock.requests().len(), 2 * CASES);
-    assert!(fresh["results"].as_array().expect("results").iter().all(|x| x["cached"] == false));
+    assert!(
+        fresh["results"]
+            .as_array()
+            .expect("results")
+            .iter()
+            .all(|x| x["cached"] == false)
+    );
 }
 
 #[test]
@@ -232,7 +337,11 @@ fn a_judge_that_answers_malformed_is_repaired_and_its_usage_counted() {
 fn mistakes_in_an_evaluation_are_load_errors_at_their_place() {
     let dir = tempfile::tempdir().expect("dir");
     std::fs::write(dir.path().join("agent.rhai"), agent_script("x")).expect("agent");
-    std::fs::write(dir.path().join("cases.jsonl"), "{\"input\": \"ok\"}\n{\"input\": \"x\", \"expect\": 1}\n").expect("cases");
+    std::fs::write(
+        dir.path().join("cases.jsonl"),
+        "{\"input\": \"ok\"}\n{\"input\": \"x\", \"expect\": 1}\n",
+    )
+    .expect("cases");
     std::fs::write(
         dir.path().join("evals.rhai"),
         "evaluation(\"e\")\n    .agent(\"support\")\n    .cases(\"cases.jsonl\")\n    .evaluator(answer_matches(\"(\"));\n",
@@ -241,7 +350,13 @@ fn mistakes_in_an_evaluation_are_load_errors_at_their_place() {
     let out = crate::common::kiln(&["check", "--scripts", ".", "--no-stdlib"], dir.path());
     let err = format!("{}{}", stdout(&out), stderr(&out));
     assert!(!out.status.success(), "{err}");
-    assert!(err.contains("evals.rhai:3:6") && err.contains("cases.jsonl:2:"), "{err}");
+    assert!(
+        err.contains("evals.rhai:3:6") && err.contains("cases.jsonl:2:"),
+        "{err}"
+    );
     assert!(err.contains("unknown field `expect`"), "{err}");
-    assert!(err.contains("evals.rhai:4:6") && err.contains("not a regular expression"), "{err}");
+    assert!(
+        err.contains("evals.rhai:4:6") && err.contains("not a regular expression"),
+        "{err}"
+    );
 }

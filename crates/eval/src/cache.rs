@@ -17,7 +17,25 @@ use std::time::Instant;
 /// The recorded run of each (case, model, repeat) of the last eval run.
 #[derive(Default)]
 pub struct Replays {
-    runs: HashMap<(String, String, u32), String>,
+    runs: HashMap<(String, String, u32), (String, String)>,
+}
+
+/// A hash of what `agent` sends besides the conversation under `overrides`: its system prompt
+/// as sent, provider, model and its tools' schemas. A run recorded under another is never
+/// replayed (the conversation alone would not show an edited prompt or tool).
+pub fn agent_version(host: &Host, agent: &str, overrides: &ProviderOverrides) -> Option<String> {
+    let spec = host.agent(agent).ok()?;
+    let tools: Vec<Value> = (spec.tools.iter())
+        .map(|n| host.tool(n).map_or(Value::Null, |t| t.schema.clone()))
+        .collect();
+    let what = serde_json::json!({
+        "system": overrides.system(&spec),
+        "provider": overrides.provider.clone().unwrap_or_else(|| spec.provider.to_string()),
+        "model": overrides.model.clone().or_else(|| spec.model.clone()),
+        "tools": tools,
+        "tool_names": spec.tools,
+    });
+    Some(kiln_script::source_version(&what.to_string()))
 }
 
 impl Replays {
@@ -30,7 +48,10 @@ impl Replays {
             .results
             .into_iter()
             .filter(|r| r.run.error.is_none())
-            .filter_map(|r| Some(((r.case, r.model, r.repeat), r.run.run_id?)))
+            .filter_map(|r| {
+                let key = (r.case, r.model, r.repeat);
+                Some((key, (r.run.run_id?, r.run.agent_version?)))
+            })
             .collect();
         Replays { runs }
     }
@@ -46,7 +67,12 @@ impl Replays {
         mut opts: RunOptions,
     ) -> Option<RunRecord> {
         let (case, model, repeat) = key;
-        let run_id = self.runs.get(&(case.to_string(), model.to_string(), repeat))?;
+        let (run_id, version) = self
+            .runs
+            .get(&(case.to_string(), model.to_string(), repeat))?;
+        if agent_version(host, agent, &opts.overrides).as_ref() != Some(version) {
+            return None;
+        }
         let db = host.database()?;
         let scenario = kiln_testing::export::scenario_from_log(db, run_id).ok()?;
         let mut served: kiln_mock::scenario::Scenario =
@@ -66,7 +92,11 @@ impl Replays {
         server.abort();
         let report = result.ok()?;
         let fits = same_requests(&scenario, &report.messages);
-        fits.then(|| record::of_run(&report, None, started.elapsed().as_secs_f64() * 1000.0))
+        let ms = started.elapsed().as_secs_f64() * 1000.0;
+        fits.then(|| RunRecord {
+            agent_version: Some(version.clone()),
+            ..record::of_run(&report, None, ms)
+        })
     }
 }
 

@@ -12,7 +12,7 @@
 
 pub use kiln_registry::eval_spec;
 
-mod cache;
+pub mod cache;
 pub mod compare;
 mod escape;
 pub mod html;

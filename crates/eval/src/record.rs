@@ -25,6 +25,7 @@ pub fn of_run(report: &RunReport, error: Option<String>, duration_ms: f64) -> Ru
         duration_ms,
         error,
         trace_id: report.trace_id.clone(),
+        agent_version: None,
     }
 }
 
@@ -44,7 +45,11 @@ pub fn of_call(outcome: &ToolOutcome, duration_ms: f64) -> RunRecord {
     let call = CallOutcome::of(outcome);
     let (answer, output, error) = match (&outcome.result, call.error()) {
         (Ok(v), _) => (text_of(v), Some(v.clone()), None),
-        (Err(_), Some(e)) => (String::new(), None, Some(format!("{:?}: {}", e.kind, e.message))),
+        (Err(_), Some(e)) => (
+            String::new(),
+            None,
+            Some(format!("{:?}: {}", e.kind, e.message)),
+        ),
         (Err(f), None) => (String::new(), None, Some(f.to_string())),
     };
     RunRecord {

@@ -137,6 +137,10 @@ pub struct RunRecord {
     /// The run's trace id, when traced.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub trace_id: Option<String>,
+    /// A hash of what the agent sends besides the conversation (system prompt, provider,
+    /// model, its tools' schemas): `--cache` replays only a run of the same.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent_version: Option<String>,
 }
 
 /// One tool call of a run.

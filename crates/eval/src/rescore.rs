@@ -16,7 +16,11 @@ pub async fn rescore(spec: &EvalSpec, recorded: &Report, judges: &JudgeSettings)
         let passed = old.run.error.is_none() && scored.verdicts.iter().all(|v| v.verdict.passed);
         results.push(CaseRun {
             passed,
-            score: if old.run.error.is_some() { 0.0 } else { scored.mean },
+            score: if old.run.error.is_some() {
+                0.0
+            } else {
+                scored.mean
+            },
             verdicts: scored.verdicts,
             judge_usage: scored.judge_usage,
             ..old.clone()

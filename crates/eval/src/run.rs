@@ -106,7 +106,11 @@ struct Shared {
 }
 
 /// Runs `spec` on `host`, returning its report (not yet compared or saved).
-pub async fn run(host: &Arc<Host>, spec: &Arc<EvalSpec>, opts: EvalOptions) -> Result<Report, EvalError> {
+pub async fn run(
+    host: &Arc<Host>,
+    spec: &Arc<EvalSpec>,
+    opts: EvalOptions,
+) -> Result<Report, EvalError> {
     check_target(host, spec)?;
     let cases = chosen_cases(spec, &opts.only)?;
     let models = models_of(spec, &opts);
@@ -121,7 +125,11 @@ pub async fn run(host: &Arc<Host>, spec: &Arc<EvalSpec>, opts: EvalOptions) -> R
     for model in 0..models.len() {
         for case in 0..cases.len() {
             for r in 0..repeat {
-                jobs.push(Job { model, case, repeat: r });
+                jobs.push(Job {
+                    model,
+                    case,
+                    repeat: r,
+                });
             }
         }
     }
@@ -129,7 +137,10 @@ pub async fn run(host: &Arc<Host>, spec: &Arc<EvalSpec>, opts: EvalOptions) -> R
     let shared = Arc::new(Shared {
         host: host.clone(),
         spec: spec.clone(),
-        progress: Mutex::new(Progress { total: jobs.len(), ..Progress::default() }),
+        progress: Mutex::new(Progress {
+            total: jobs.len(),
+            ..Progress::default()
+        }),
         opts,
         id: id.clone(),
         models: models.clone(),
@@ -230,7 +241,11 @@ async fn run_job(shared: &Arc<Shared>, job: &Job) -> CaseRun {
         model: model.clone(),
         repeat: job.repeat,
         passed,
-        score: if run.error.is_some() { 0.0 } else { scored.mean },
+        score: if run.error.is_some() {
+            0.0
+        } else {
+            scored.mean
+        },
         run,
         verdicts: scored.verdicts,
         judge_usage: scored.judge_usage,
@@ -255,14 +270,22 @@ async fn target_run(shared: &Shared, case: &Case, model: &str, repeat: u32) -> (
             let prompt = prompt_of(&case.input);
             if let Some(run) = shared
                 .replays
-                .replay(&shared.host, agent, &prompt, (&case.name, model, repeat), run_options(shared, model))
+                .replay(
+                    &shared.host,
+                    agent,
+                    &prompt,
+                    (&case.name, model, repeat),
+                    run_options(shared, model),
+                )
                 .await
             {
                 return (run, true);
             }
             (agent_run(shared, agent, &prompt, model).await, false)
         }
-        EvalTarget::Tool(name) | EvalTarget::Pipeline(name) => (tool_run(shared, name, case).await, false),
+        EvalTarget::Tool(name) | EvalTarget::Pipeline(name) => {
+            (tool_run(shared, name, case).await, false)
+        }
     }
 }
 
@@ -287,12 +310,22 @@ fn run_options(shared: &Shared, model: &str) -> RunOptions {
 }
 
 async fn agent_run(shared: &Shared, agent: &str, prompt: &str, model: &str) -> RunRecord {
+    let opts = run_options(shared, model);
+    let version = cache::agent_version(&shared.host, agent, &opts.overrides);
     let started = Instant::now();
-    let result = shared.host.run(agent, prompt, run_options(shared, model)).await;
+    let result = shared.host.run(agent, prompt, opts).await;
     let ms = started.elapsed().as_secs_f64() * 1000.0;
-    match result {
+    let run = match result {
         Ok(report) => record::of_run(&report, None, ms),
-        Err(e) => record::of_run(&e.report, Some(format!("{}: {}", e.kind.name(), e.kind)), ms),
+        Err(e) => record::of_run(
+            &e.report,
+            Some(format!("{}: {}", e.kind.name(), e.kind)),
+            ms,
+        ),
+    };
+    RunRecord {
+        agent_version: version,
+        ..run
     }
 }
 
@@ -333,7 +366,11 @@ pub fn split_model(model: &str) -> (&str, Option<&str>) {
 }
 
 fn models_of(spec: &EvalSpec, opts: &EvalOptions) -> Vec<String> {
-    let chosen = if opts.models.is_empty() { &spec.models } else { &opts.models };
+    let chosen = if opts.models.is_empty() {
+        &spec.models
+    } else {
+        &opts.models
+    };
     match chosen.is_empty() || !matches!(spec.target, EvalTarget::Agent(_)) {
         true => vec![DEFAULT_MODEL.to_string()],
         false => chosen.clone(),
@@ -341,7 +378,10 @@ fn models_of(spec: &EvalSpec, opts: &EvalOptions) -> Vec<String> {
 }
 
 fn chosen_cases(spec: &EvalSpec, only: &[String]) -> Result<Vec<Case>, EvalError> {
-    if let Some(missing) = only.iter().find(|n| !spec.cases.iter().any(|c| &c.name == *n)) {
+    if let Some(missing) = only
+        .iter()
+        .find(|n| !spec.cases.iter().any(|c| &c.name == *n))
+    {
         return Err(EvalError::NoCase {
             eval: spec.name.clone(),
             case: missing.clone(),

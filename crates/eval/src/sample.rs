@@ -74,6 +74,7 @@ fn run(model: &str, case: &str, repeat: u32, passed: bool, ms: f64, priced: bool
             duration_ms: ms,
             error: None,
             trace_id: None,
+            agent_version: None,
         },
         verdicts: vec![
             verdict(

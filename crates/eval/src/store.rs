@@ -167,7 +167,10 @@ mod tests {
         save_baseline(ws.path(), "main", &report).unwrap();
         assert_eq!(load_baseline(ws.path(), "main").unwrap(), report);
         assert_eq!(latest(ws.path(), "e").unwrap().id, "ev_1");
-        assert!(matches!(load_baseline(ws.path(), "../x"), Err(StoreError::BadName(_))));
+        assert!(matches!(
+            load_baseline(ws.path(), "../x"),
+            Err(StoreError::BadName(_))
+        ));
         let e = load_baseline(ws.path(), "nope").unwrap_err().to_string();
         assert!(e.contains("kiln eval --save NAME"), "{e}");
     }

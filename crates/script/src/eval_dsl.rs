@@ -305,7 +305,9 @@ fn evaluators(
             }),
             Some(n) => fail(
                 *pos,
-                format!("{what}: evaluator \"{name}\" takes {n} parameters; expected |c, run| (the case, the run)"),
+                format!(
+                    "{what}: evaluator \"{name}\" takes {n} parameters; expected |c, run| (the case, the run)"
+                ),
             ),
             None => fail(
                 *pos,
