@@ -351,7 +351,10 @@ impl Registry {
                 Some(prev) => self.errors.push(LoadError::of(
                     LoadErrorKind::Registry,
                     e.loc.clone(),
-                    format!("duplicate eval \"{}\": already defined at {}", e.name, prev.loc),
+                    format!(
+                        "duplicate eval \"{}\": already defined at {}",
+                        e.name, prev.loc
+                    ),
                 )),
                 None => {
                     self.evals.insert(e.name.clone(), e.clone());
