@@ -1,7 +1,7 @@
 """Opens the HTML page of `kiln eval --html` in Chromium through Playwright with every request
 that is not file:// aborted, and checks what a person sees: the matrix (#matrix) is visible,
 at least one failing verdict (.fail) is visible with text, and no request left the file.
-Saves a full-page screenshot. Usage: html_check.py REPORT.html SCREENSHOT.png.
+Saves a screenshot of the page's top at laptop width. Usage: html_check.py REPORT.html SCREENSHOT.png.
 Uses the system's Chromium (KILN_CHROMIUM, default /usr/bin/chromium); it never downloads a
 browser. Exits 1 when a check fails, printing why; 0 otherwise."""
 
@@ -52,7 +52,9 @@ with sync_playwright() as p:
         scripts = page.locator("script").count()
         if scripts:
             problems.append(f"{scripts} <script> elements")
-        page.screenshot(path=shot, full_page=True)
+        # The screenshot a person sees on a laptop: the page's top, the matrix and the charts.
+        page.set_viewport_size({"width": 1280, "height": 1100})
+        page.screenshot(path=shot, full_page=False)
     finally:
         browser.close()
 if outside:
