@@ -220,7 +220,7 @@ fn options(
         timeout: a.timeout.map(|s| s.0),
         cache: a.cache,
         judge,
-        progress: live.then(|| Arc::new(draw_progress) as Arc<dyn Fn(&Progress) + Send + Sync>),
+        progress: live.then(|| Arc::new(draw_progress) as kiln_eval::run::ProgressFn),
         cancel,
         only: a.case.clone(),
     }

@@ -39,12 +39,15 @@ pub struct EvalOptions {
     /// How judges are reached.
     pub judge: super::judge::JudgeSettings,
     /// Told after each run.
-    pub progress: Option<Arc<dyn Fn(&Progress) + Send + Sync>>,
+    pub progress: Option<ProgressFn>,
     /// Stops the evaluation (Ctrl-C): runs under way are cancelled, none start.
     pub cancel: CancellationToken,
     /// Only these cases (by name), when given.
     pub only: Vec<String>,
 }
+
+/// What is told where an evaluation is, after each run (a progress bar).
+pub type ProgressFn = Arc<dyn Fn(&Progress) + Send + Sync>;
 
 /// Where an evaluation is, after each run.
 #[derive(Clone, Copy, Debug, Default)]
