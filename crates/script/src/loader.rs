@@ -84,46 +84,7 @@ pub fn load_source_with(
             Err(errs) => file.errors.extend(errs),
         }
     }
-    for draft in collected.take::<super::pipeline_dsl::PipelineDraft>() {
-        match super::pipeline_dsl::finish(draft, &unit) {
-            Ok(p) => file.pipelines.push(p),
-            Err(errs) => file.errors.extend(errs),
-        }
-    }
-    for draft in collected.take::<super::mcp_dsl::McpServerDraft>() {
-        match super::mcp_dsl::finish(draft, path) {
-            Ok(server) if file.mcp_servers.iter().any(|s| s.name == server.name) => {
-                let at = server.origin();
-                file.errors.push(LoadError::at(
-                    at,
-                    format!(
-                        "duplicate MCP server \"{}\": already declared in this file",
-                        server.name
-                    ),
-                ));
-            }
-            Ok(server) => file.mcp_servers.push(server),
-            Err(errs) => file.errors.extend(errs),
-        }
-    }
-    for draft in collected.take::<super::policy_dsl::PolicyDraft>() {
-        match super::policy_dsl::finish(draft, &unit) {
-            Ok(p) => file.policies.push(p),
-            Err(errs) => file.errors.extend(errs),
-        }
-    }
-    for draft in collected.take::<super::eval_dsl::EvalDraft>() {
-        match super::eval_dsl::finish(draft, &unit) {
-            Ok(e) => file.evals.push(Arc::new(e)),
-            Err(errs) => file.errors.extend(errs),
-        }
-    }
-    for draft in collected.take::<super::served_dsl::ServedDraft>() {
-        match super::served_dsl::finish(draft, &unit.path, |d| finish_tool(d, &unit)) {
-            Ok(item) => item.add_to(&mut file.served, &mut file.errors),
-            Err(errs) => file.errors.extend(errs),
-        }
-    }
+    finish_declarations(&mut collected, &unit, &mut file);
     for draft in collected.agents {
         let pos = draft.tools_pos;
         match super::agent_load::finish_agent(draft, &unit) {
@@ -210,6 +171,56 @@ fn top_level_message(e: &rhai::EvalAltResult, engine: &rhai::Engine) -> String {
     match text.rfind(" (line ") {
         Some(i) if text.ends_with(')') => text[..i].to_string(),
         _ => text,
+    }
+}
+
+/// The declarations other than tools and agents (pipelines, MCP servers, policies,
+/// evaluations, served resources and prompts), each checked into `file` or its errors.
+fn finish_declarations(
+    collected: &mut dsl::Collected,
+    unit: &Arc<ScriptUnit>,
+    file: &mut LoadedFile,
+) {
+    let path = unit.path.as_str();
+    for draft in collected.take::<super::pipeline_dsl::PipelineDraft>() {
+        match super::pipeline_dsl::finish(draft, unit) {
+            Ok(p) => file.pipelines.push(p),
+            Err(errs) => file.errors.extend(errs),
+        }
+    }
+    for draft in collected.take::<super::mcp_dsl::McpServerDraft>() {
+        match super::mcp_dsl::finish(draft, path) {
+            Ok(server) if file.mcp_servers.iter().any(|s| s.name == server.name) => {
+                let at = server.origin();
+                file.errors.push(LoadError::at(
+                    at,
+                    format!(
+                        "duplicate MCP server \"{}\": already declared in this file",
+                        server.name
+                    ),
+                ));
+            }
+            Ok(server) => file.mcp_servers.push(server),
+            Err(errs) => file.errors.extend(errs),
+        }
+    }
+    for draft in collected.take::<super::policy_dsl::PolicyDraft>() {
+        match super::policy_dsl::finish(draft, unit) {
+            Ok(p) => file.policies.push(p),
+            Err(errs) => file.errors.extend(errs),
+        }
+    }
+    for draft in collected.take::<super::eval_dsl::EvalDraft>() {
+        match super::eval_dsl::finish(draft, unit) {
+            Ok(e) => file.evals.push(Arc::new(e)),
+            Err(errs) => file.errors.extend(errs),
+        }
+    }
+    for draft in collected.take::<super::served_dsl::ServedDraft>() {
+        match super::served_dsl::finish(draft, path, |d| finish_tool(d, unit)) {
+            Ok(item) => item.add_to(&mut file.served, &mut file.errors),
+            Err(errs) => file.errors.extend(errs),
+        }
     }
 }
 
