@@ -148,6 +148,16 @@ fn two_models_ten_cases_three_repeats_report_what_the_scenario_implies() {
         })
         .collect();
     assert_eq!(failed.len(), 6);
+    let per_case = r["per_case"].as_array().expect("per_case");
+    assert_eq!(per_case.len(), 20, "a row per case and model");
+    let q3 = (per_case.iter())
+        .find(|c| c["case"] == "q3" && c["model"] == "openai:weak")
+        .expect("q3 on weak");
+    assert_eq!(
+        (q3["runs"].as_u64(), q3["passed"].as_u64()),
+        (Some(3), Some(0))
+    );
+    assert!(close(&q3["pass_at_k"], 0.0) && close(&q3["pass_all_k"], 0.0));
     assert!(
         failed
             .iter()
@@ -359,4 +369,25 @@ fn mistakes_in_an_evaluation_are_load_errors_at_their_place() {
         err.contains("evals.rhai:4:6") && err.contains("not a regular expression"),
         "{err}"
     );
+}
+
+#[test]
+fn a_token_budget_stops_the_eval_cleanly_with_what_finished() {
+    let dir = tempfile::tempdir().expect("dir");
+    write_scripts(dir.path(), "Be helpful.", "");
+    let mock = Mock::start(&scenario(&[], &[]));
+    // Each run spends 14 tokens; one at a time, the fourth reaches 50.
+    let r = report(&eval(
+        dir.path(),
+        &mock,
+        &["--max-tokens", "50", "-j", "1", "--json"],
+    ));
+    assert_eq!(r["results"].as_array().map(Vec::len), Some(4), "{r}");
+    assert_eq!(mock.requests().len(), 4);
+    let stopped = r["stopped"].as_str().unwrap_or_default();
+    assert!(
+        stopped.contains("--max-tokens 50") && stopped.contains("56 tokens"),
+        "{stopped}"
+    );
+    assert_eq!(row(&r, "default")["runs"], 4);
 }

@@ -38,6 +38,9 @@ pub struct Report {
     pub results: Vec<CaseRun>,
     /// One row per model.
     pub summary: Vec<ModelSummary>,
+    /// One row per case and model: its repeats' pass rate, pass@k and pass^k.
+    #[serde(default)]
+    pub per_case: Vec<CaseSummary>,
     /// Why the eval stopped before every run was made (a budget), if it did.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stopped: Option<String>,
@@ -186,6 +189,27 @@ pub struct ModelSummary {
     pub p50_ms: f64,
     /// 95th percentile run duration.
     pub p95_ms: f64,
+}
+
+/// One case on one model, over its repeats.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct CaseSummary {
+    /// The case.
+    pub case: String,
+    /// The model.
+    pub model: String,
+    /// Runs made.
+    pub runs: u32,
+    /// Runs that passed.
+    pub passed: u32,
+    /// `passed / runs`.
+    pub pass_rate: f64,
+    /// 1 when at least one run passed (pass@k, k = its runs), else 0.
+    pub pass_at_k: f64,
+    /// 1 when every run passed (pass^k), else 0.
+    pub pass_all_k: f64,
+    /// The mean score of its runs.
+    pub mean_score: f64,
 }
 
 /// A run compared with a baseline, case by case (per model and case, over its repeats).

@@ -34,6 +34,7 @@ pub async fn rescore(spec: &EvalSpec, recorded: &Report, judges: &JudgeSettings)
         started_at: kiln_script::math::now_iso(),
         finished_at: kiln_script::math::now_iso(),
         summary: stats::summarize(&recorded.models, recorded.repeat, &results),
+        per_case: stats::per_case(&recorded.models, &results),
         models: recorded.models.clone(),
         repeat: recorded.repeat,
         evaluators: spec.evaluators.iter().map(|e| e.name.clone()).collect(),

@@ -162,6 +162,7 @@ pub async fn run(
         started_at,
         finished_at: kiln_script::math::now_iso(),
         summary: stats::summarize(&models, repeat, &results),
+        per_case: stats::per_case(&models, &results),
         models,
         repeat,
         evaluators: spec.evaluators.iter().map(|e| e.name.clone()).collect(),

@@ -126,6 +126,7 @@ pub(crate) fn sample_report() -> Report {
         started_at: "2026-12-04T10:00:00Z".into(),
         finished_at: "2026-12-04T10:01:00Z".into(),
         summary: crate::stats::summarize(&models, 2, &results),
+        per_case: crate::stats::per_case(&models, &results),
         models,
         repeat: 2,
         evaluators: vec!["mentions_policy".into(), "judge".into()],

@@ -1,7 +1,7 @@
 //! The summary row of each model: pass rates (plain, pass@k, pass^k), mean score, tokens and
 //! dollars, and run-duration percentiles.
 
-use crate::report::{CaseRun, ModelSummary, Usage};
+use crate::report::{CaseRun, CaseSummary, ModelSummary, Usage};
 
 /// One row per model of `models`, in that order, from the runs of `results` on it.
 ///
@@ -16,6 +16,41 @@ pub fn summarize(models: &[String], _repeat: u32, results: &[CaseRun]) -> Vec<Mo
             summarize_one(model, &runs)
         })
         .collect()
+}
+
+/// One row per case and model, in the models' then the cases' order of the results.
+pub fn per_case(models: &[String], results: &[CaseRun]) -> Vec<CaseSummary> {
+    let mut out: Vec<CaseSummary> = Vec::new();
+    for model in models {
+        for r in results.iter().filter(|r| &r.model == model) {
+            let i = match out
+                .iter()
+                .position(|c| &c.model == model && c.case == r.case)
+            {
+                Some(i) => i,
+                None => {
+                    out.push(CaseSummary {
+                        case: r.case.clone(),
+                        model: model.clone(),
+                        ..CaseSummary::default()
+                    });
+                    out.len() - 1
+                }
+            };
+            let row = &mut out[i];
+            row.runs += 1;
+            row.passed += u32::from(r.passed);
+            row.mean_score += r.score;
+        }
+    }
+    for row in &mut out {
+        let runs = row.runs.max(1) as f64;
+        row.mean_score /= runs;
+        row.pass_rate = f64::from(row.passed) / runs;
+        row.pass_at_k = if row.passed > 0 { 1.0 } else { 0.0 };
+        row.pass_all_k = if row.passed == row.runs { 1.0 } else { 0.0 };
+    }
+    out
 }
 
 fn summarize_one(model: &str, runs: &[&CaseRun]) -> ModelSummary {
@@ -166,5 +201,36 @@ mod tests {
         assert_eq!(percentile(&[1.0, 2.0, 3.0, 4.0], 50.0), 2.0);
         assert_eq!(percentile(&[1.0, 2.0, 3.0, 4.0], 95.0), 4.0);
         assert_eq!(percentile(&[1.0, 2.0, 3.0, 4.0], 0.0), 1.0);
+    }
+}
+
+#[cfg(test)]
+mod per_case_tests {
+    use super::*;
+
+    fn run(case: &str, model: &str, passed: bool) -> CaseRun {
+        CaseRun {
+            case: case.into(),
+            model: model.into(),
+            passed,
+            score: if passed { 1.0 } else { 0.0 },
+            ..CaseRun::default()
+        }
+    }
+
+    #[test]
+    fn a_case_that_passed_some_repeats_has_pass_at_k_but_not_pass_all_k() {
+        let results = [
+            run("a", "m", true),
+            run("a", "m", false),
+            run("a", "m", true),
+            run("b", "m", true),
+        ];
+        let rows = per_case(&["m".into()], &results);
+        assert_eq!(rows.len(), 2);
+        assert_eq!((rows[0].runs, rows[0].passed), (3, 2));
+        assert!((rows[0].pass_rate - 2.0 / 3.0).abs() < 1e-12);
+        assert_eq!((rows[0].pass_at_k, rows[0].pass_all_k), (1.0, 0.0));
+        assert_eq!((rows[1].pass_at_k, rows[1].pass_all_k), (1.0, 1.0));
     }
 }

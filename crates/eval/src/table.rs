@@ -19,9 +19,31 @@ pub fn render(report: &Report) -> String {
     }
     out.push('\n');
     out.push_str(&summary_table(&report.summary));
+    out.push_str(&flaky(report));
     out.push_str(&failing(report));
     out.push_str(&comparison(report));
     out
+}
+
+/// The cases that passed some of their repeats but not all: where pass@k and pass^k part.
+fn flaky(report: &Report) -> String {
+    let rows: Vec<String> = (report.per_case.iter())
+        .filter(|c| c.pass_at_k > 0.0 && c.pass_all_k == 0.0)
+        .map(|c| {
+            format!(
+                "  {} · {}  {}/{} passed\n",
+                c.case, c.model, c.passed, c.runs
+            )
+        })
+        .collect();
+    match rows.is_empty() {
+        true => String::new(),
+        false => format!(
+            "\nflaky ({}): passed some repeats, not all\n{}",
+            rows.len(),
+            rows.concat()
+        ),
+    }
 }
 
 fn header(report: &Report) -> String {
