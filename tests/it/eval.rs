@@ -324,7 +324,7 @@ fn a_judge_that_answers_malformed_is_repaired_and_its_usage_counted() {
         {"model": "judge", "text": "{\"pass\": false, \"score\": 0.25, \"reason\": \"too curt\"}", "usage": {"input_tokens": 150, "output_tokens": 30}}
     ]}));
     let judge = format!(
-        "    .evaluator(judge(#{{ rubric: \"Polite and complete\", model: \"openai:judge\", base_url: \"{}/v1\" }}))",
+        "    .evaluator(judge(#{{ rubric: \"Polite and complete\", model: \"openai:judge\", base_url: \"{}/v1\", price: [2.0, 10.0] }}))",
         mock.url
     );
     std::fs::write(dir.path().join("agent.rhai"), agent_script("Be helpful.")).expect("agent");
@@ -339,6 +339,11 @@ fn a_judge_that_answers_malformed_is_repaired_and_its_usage_counted() {
     assert_eq!(run["passed"], false);
     assert_eq!(run["judge_usage"]["input_tokens"], 250);
     assert_eq!(run["judge_usage"]["output_tokens"], 50);
+    // $2 per million input tokens, $10 per million output tokens.
+    assert!(
+        close(&run["judge_usage"]["cost_usd"], 250.0 * 2e-6 + 50.0 * 10e-6),
+        "{run}"
+    );
     assert_eq!(row(&r, "default")["judge_usage"]["input_tokens"], 250);
     assert_eq!(mock.requests().len(), 3);
 }

@@ -163,7 +163,9 @@ pub async fn grade(
         usage.add(&Usage {
             input_tokens: reply.usage.input_tokens,
             output_tokens: reply.usage.output_tokens,
-            cost_usd: None,
+            cost_usd: spec
+                .price
+                .map(|p| p.cost(reply.usage.input_tokens, reply.usage.output_tokens)),
         });
         let violations = match contract.check(&reply.text) {
             Ok(value) => {

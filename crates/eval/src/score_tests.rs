@@ -310,6 +310,7 @@ fn a_judge_is_not_scored_here() {
         model: "openai:gpt-5-mini".into(),
         retries: 1,
         base_url: None,
+        price: None,
     });
     assert_eq!(
         check(&j, &case(None), &answer("")),

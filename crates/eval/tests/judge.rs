@@ -54,6 +54,7 @@ fn spec(addr: std::net::SocketAddr, retries: u32) -> JudgeSpec {
         model: "openai:gpt-5-mini".into(),
         retries,
         base_url: Some(format!("http://{addr}/v1")),
+        price: None,
     }
 }
 

@@ -148,6 +148,8 @@ pub struct JudgeSpec {
     pub retries: u32,
     /// Where the judge's requests go instead of the provider's default (tests, a proxy).
     pub base_url: Option<String>,
+    /// What the judge's tokens cost, so its spending counts in dollars too.
+    pub price: Option<crate::contract::Price>,
 }
 
 /// An evaluator written in a script: it is given the case and the run (as the report shows

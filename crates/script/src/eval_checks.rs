@@ -27,9 +27,12 @@ impl EvaluatorValue {
 /// A judge's settings from `judge(#{ rubric, model, retries, base_url })`.
 pub(crate) fn judge_of(m: &Map) -> Result<Check, String> {
     for key in m.keys() {
-        if !matches!(key.as_str(), "rubric" | "model" | "retries" | "base_url") {
+        if !matches!(
+            key.as_str(),
+            "rubric" | "model" | "retries" | "base_url" | "price"
+        ) {
             return Err(format!(
-                "unknown key \"{key}\" (rubric, model, retries, base_url)"
+                "unknown key \"{key}\" (rubric, model, retries, base_url, price)"
             ));
         }
     }
@@ -57,7 +60,28 @@ pub(crate) fn judge_of(m: &Map) -> Result<Check, String> {
         model,
         retries,
         base_url: text("base_url"),
+        price: judge_price(m.get("price"))?,
     }))
+}
+
+/// `price: [input, output]`, dollars per million tokens.
+fn judge_price(v: Option<&Dynamic>) -> Result<Option<kiln_registry::contract::Price>, String> {
+    let Some(v) = v else { return Ok(None) };
+    let number = |d: &Dynamic| {
+        d.as_float()
+            .ok()
+            .or_else(|| d.as_int().ok().map(|i| i as f64))
+    };
+    let pair = v.clone().try_cast::<Array>().filter(|a| a.len() == 2);
+    match pair.as_deref().map(|a| (number(&a[0]), number(&a[1]))) {
+        Some((Some(i), Some(o))) if i >= 0.0 && o >= 0.0 => {
+            Ok(Some(kiln_registry::contract::Price {
+                input_per_mtok: i,
+                output_per_mtok: o,
+            }))
+        }
+        _ => Err("price is [input, output]: dollars per million tokens, as numbers".into()),
+    }
 }
 
 fn json(v: &Dynamic) -> Result<Value, String> {

@@ -56,7 +56,7 @@ pub(super) const EVALUATORS: &[Entry] = &[
     ),
     function(
         "judge(settings: map) -> Evaluator",
-        "A model grades the run: #{ rubric, model: \"provider:model\", retries, base_url }; a malformed verdict is repaired, its usage counted.",
+        "A model grades the run: #{ rubric, model: \"provider:model\", retries, base_url, price: [in, out] }; a malformed verdict is repaired, its usage counted.",
     ),
 ];
 
