@@ -138,7 +138,7 @@ fn score_verdict(score: f64, label: Option<String>, reason: String) -> Result<Ve
 /// Turns a draft into an eval of `unit`, reading its cases files.
 pub fn finish(d: EvalDraft, unit: &Arc<ScriptUnit>) -> Result<EvalSpec, Vec<LoadError>> {
     let at = |pos: Position| super::loc(&unit.path, pos);
-    let what = format!("eval \"{}\"", d.name);
+    let what = format!("evaluation \"{}\"", d.name);
     let mut errors: Vec<LoadError> = d
         .errors
         .iter()
