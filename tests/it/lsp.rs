@@ -311,7 +311,7 @@ fn kiln_lsp_completes_and_hovers_the_evaluation_builders() {
         .as_str()
         .unwrap_or_default();
     assert!(
-        value.contains("judge(settings: map)") && value.contains("A model grades the run"),
+        value.contains("judge(settings)") && value.contains("A model grades the run"),
         "{hover}"
     );
     lsp.shut_down(5);
