@@ -251,6 +251,103 @@ fn a_kiln_toml_that_does_not_read_is_shown_on_the_file_and_the_server_goes_on() 
     lsp.shut_down(3);
 }
 
+/// The labels of the completions offered at `line`:`character` of `uri` (request `id`).
+fn completion_labels(
+    lsp: &mut Lsp,
+    id: u64,
+    uri: &str,
+    line: usize,
+    character: usize,
+) -> Vec<String> {
+    lsp.send(
+        json!({"jsonrpc": "2.0", "id": id, "method": "textDocument/completion", "params": {
+        "textDocument": {"uri": uri}, "position": {"line": line, "character": character}}}),
+    );
+    let items = lsp.until(|m| m["id"] == id);
+    let list = match items["result"].get("items") {
+        Some(list) => list.clone(),
+        None => items["result"].clone(),
+    };
+    (list.as_array().cloned().unwrap_or_default().iter())
+        .filter_map(|i| i["label"].as_str().map(str::to_string))
+        .collect()
+}
+
+#[test]
+fn kiln_lsp_completes_and_hovers_the_evaluation_builders() {
+    let s = Scripts::new(&[]);
+    std::fs::create_dir(s.path().join("scripts")).expect("a scripts folder");
+    let text =
+        "let grade = judge(#{ rubric: \"polite\" });\nlet check = answer_\nevaluation(\"e\").";
+    let file = s.path().join("scripts/e.rhai");
+    std::fs::write(&file, text).expect("a script");
+    let mut lsp = Lsp::start(s.path());
+    lsp.initialize(s.path());
+    let uri = lsp.open(&file, text);
+
+    let methods = completion_labels(&mut lsp, 2, &uri, 2, "evaluation(\"e\").".len());
+    for m in [
+        "agent",
+        "cases",
+        "add_case",
+        "evaluator",
+        "models",
+        "repeat",
+    ] {
+        assert!(methods.iter().any(|l| l == m), "no .{m} in {methods:?}");
+    }
+    let functions = completion_labels(&mut lsp, 3, &uri, 1, "let check = answer_".len());
+    for f in ["answer_contains", "answer_equals", "answer_matches"] {
+        assert!(functions.iter().any(|l| l == f), "no {f} in {functions:?}");
+    }
+
+    let at = "let grade = ju".len();
+    lsp.send(
+        json!({"jsonrpc": "2.0", "id": 4, "method": "textDocument/hover", "params": {
+        "textDocument": {"uri": uri}, "position": {"line": 0, "character": at}}}),
+    );
+    let hover = lsp.until(|m| m["id"] == 4);
+    let value = hover["result"]["contents"]["value"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(
+        value.contains("judge(settings)") && value.contains("A model grades the run"),
+        "{hover}"
+    );
+    lsp.shut_down(5);
+}
+
+#[test]
+fn kiln_lsp_reports_an_evaluation_without_cases_at_its_line() {
+    let s = Scripts::new(&[]);
+    std::fs::create_dir(s.path().join("scripts")).expect("a scripts folder");
+    let text = "agent(\"a\").provider(\"openai\").model(\"m\");\n\nevaluation(\"empty\")\n    .agent(\"a\")\n    .evaluator(answer_contains());\n";
+    let file = s.path().join("scripts/e.rhai");
+    std::fs::write(&file, text).expect("a script");
+    let told = stderr(&kiln(&["check"], s.path()));
+    assert!(told.contains("e.rhai:3:"), "{told}");
+
+    let mut lsp = Lsp::start(s.path());
+    lsp.initialize(s.path());
+    let uri = lsp.open(&file, text);
+    let published = lsp.published(&uri);
+    let all = published["params"]["diagnostics"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(all.len(), 1, "{published}");
+    let d = &all[0];
+    assert_eq!(d["range"]["start"]["line"], 2, "{published}");
+    assert_eq!(d["severity"], 1);
+    assert!(
+        d["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("has no cases")),
+        "{published}"
+    );
+    lsp.shut_down(2);
+}
+
 fn url(path: &std::path::Path) -> String {
     let path = path.canonicalize().expect("a real path");
     format!("file://{}", path.display())

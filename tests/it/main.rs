@@ -25,6 +25,7 @@ mod dsl;
 mod durable;
 mod egress;
 mod eval;
+mod eval_live;
 mod eval_reports;
 mod eval_runlog;
 mod exec;

@@ -230,7 +230,7 @@ async fn run_job(shared: &Arc<Shared>, job: &Job) -> CaseRun {
         eval.id = %shared.id,
         eval.case = %case.name,
         eval.model = %model,
-        eval.repeat = job.repeat,
+        eval.repeat = i64::from(job.repeat),
     );
     let (run, cached) = target_run(shared, case, model, job.repeat)
         .instrument(span)

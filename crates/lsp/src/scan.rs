@@ -13,6 +13,7 @@ pub const CONSTRUCTORS: &[(&str, &str)] = &[
     ("prompt", "PromptBuilder"),
     ("resource", "ResourceBuilder"),
     ("resource_template", "ResourceBuilder"),
+    ("evaluation", "EvalBuilder"),
 ];
 
 /// An open bracket the cursor is inside.
