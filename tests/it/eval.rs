@@ -396,3 +396,46 @@ fn a_token_budget_stops_the_eval_cleanly_with_what_finished() {
     );
     assert_eq!(row(&r, "default")["runs"], 4);
 }
+
+#[test]
+fn tools_and_pipelines_are_evaluated_on_their_arguments() {
+    let dir = tempfile::tempdir().expect("dir");
+    std::fs::write(
+        dir.path().join("t.rhai"),
+        r#"
+tool("add").description("Adds").param("a", "number").param("b", "number").handler(|args| args.a + args.b);
+pipeline("summed").description("Adds through a pipeline").input("a", "number").input("b", "number")
+    .compute("sum", ["a", "b"], "add").result("sum");
+evaluation("adding").tool("add")
+    .add_case(#{ name: "right", input: #{ a: 1, b: 2 }, expected: 3 })
+    .add_case(#{ name: "wrong", input: #{ a: 2, b: 2 }, expected: 5 })
+    .evaluator(output_equals());
+evaluation("piping").pipeline("summed")
+    .add_case(#{ input: #{ a: 1, b: 2 } })
+    .evaluator(answer_contains("3"));
+"#,
+    )
+    .expect("script");
+    let run = |name: &str| {
+        let out = crate::common::kiln(
+            &["eval", name, "--scripts", ".", "--no-stdlib", "--json"],
+            dir.path(),
+        );
+        report(&out)
+    };
+    let adding = run("adding");
+    assert_eq!(adding["target"], json!({"kind": "tool", "name": "add"}));
+    let passed: Vec<bool> = (adding["results"].as_array().expect("results"))
+        .iter()
+        .map(|r| r["passed"] == true)
+        .collect();
+    assert_eq!(passed, [true, false]);
+    assert!(
+        adding["results"][1]["verdicts"][0]["reason"]
+            .as_str()
+            .is_some_and(|r| r.contains("expected output 5, found 4"))
+    );
+    let piping = run("piping");
+    assert_eq!(piping["results"][0]["passed"], true, "{piping}");
+    assert_eq!(piping["results"][0]["case"], "case 1");
+}
