@@ -393,3 +393,64 @@ pub fn mcp_stdio(dir: &Path, args: &[&str], msgs: &[Value]) -> Vec<Value> {
     let _ = child.wait();
     seen
 }
+
+/// An OTLP/HTTP receiver on 127.0.0.1 that keeps every request body.
+pub struct Collector {
+    pub url: String,
+    bodies: std::sync::Arc<std::sync::Mutex<Vec<Vec<u8>>>>,
+}
+
+impl Collector {
+    pub fn start() -> Collector {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        let url = format!("http://{}/v1/traces", listener.local_addr().expect("addr"));
+        let bodies = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let kept = bodies.clone();
+        std::thread::spawn(move || {
+            for stream in listener.incoming().flatten() {
+                if let Some(body) = read_request(stream) {
+                    kept.lock().expect("bodies").push(body);
+                }
+            }
+        });
+        Collector { url, bodies }
+    }
+
+    /// Every request body so far.
+    pub fn bodies(&self) -> Vec<Vec<u8>> {
+        self.bodies.lock().expect("bodies").clone()
+    }
+}
+
+/// Reads one HTTP/1.1 request with a Content-Length body and answers 200.
+fn read_request(mut stream: std::net::TcpStream) -> Option<Vec<u8>> {
+    use std::io::{Read, Write};
+    let _ = stream.set_read_timeout(Some(std::time::Duration::from_secs(10)));
+    let mut buf = Vec::new();
+    let mut chunk = [0u8; 8192];
+    let (head_end, length) = loop {
+        let n = stream.read(&mut chunk).ok()?;
+        if n == 0 {
+            return None;
+        }
+        buf.extend_from_slice(&chunk[..n]);
+        if let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+            let head = String::from_utf8_lossy(&buf[..end]).to_ascii_lowercase();
+            let length = head
+                .lines()
+                .find_map(|l| l.strip_prefix("content-length:"))
+                .and_then(|v| v.trim().parse::<usize>().ok())
+                .unwrap_or(0);
+            break (end + 4, length);
+        }
+    };
+    while buf.len() < head_end + length {
+        let n = stream.read(&mut chunk).ok()?;
+        if n == 0 {
+            break;
+        }
+        buf.extend_from_slice(&chunk[..n]);
+    }
+    let _ = stream.write_all(b"HTTP/1.1 200 OK\r\ncontent-type: application/x-protobuf\r\ncontent-length: 0\r\nconnection: close\r\n\r\n");
+    Some(buf[head_end..].to_vec())
+}

@@ -4,8 +4,7 @@
 
 use crate::common::{Mock, TEST_KEY, kiln_bin, stderr, stdout};
 use serde_json::{Map, Value, json};
-use std::io::{Read, Write};
-use std::net::TcpListener;
+use std::io::Read;
 use std::path::Path;
 use std::process::{Child, Command, Output, Stdio};
 use std::sync::{Arc, Mutex};
@@ -399,60 +398,13 @@ fn spans(bodies: &[Vec<u8>]) -> Vec<Span> {
     out
 }
 
-/// An OTLP/HTTP receiver on 127.0.0.1 that keeps every request body.
-fn collector() -> (String, Arc<Mutex<Vec<Vec<u8>>>>) {
-    let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
-    let url = format!("http://{}/v1/traces", listener.local_addr().expect("addr"));
-    let bodies = Arc::new(Mutex::new(Vec::new()));
-    let kept = bodies.clone();
-    std::thread::spawn(move || {
-        for stream in listener.incoming().flatten() {
-            if let Some(body) = read_request(stream) {
-                kept.lock().expect("bodies").push(body);
-            }
-        }
-    });
-    (url, bodies)
-}
-
-/// Reads one HTTP/1.1 request with a Content-Length body and answers 200.
-fn read_request(mut stream: std::net::TcpStream) -> Option<Vec<u8>> {
-    let _ = stream.set_read_timeout(Some(Duration::from_secs(10)));
-    let mut buf = Vec::new();
-    let mut chunk = [0u8; 8192];
-    let (head_end, length) = loop {
-        let n = stream.read(&mut chunk).ok()?;
-        if n == 0 {
-            return None;
-        }
-        buf.extend_from_slice(&chunk[..n]);
-        if let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
-            let head = String::from_utf8_lossy(&buf[..end]).to_ascii_lowercase();
-            let length = head
-                .lines()
-                .find_map(|l| l.strip_prefix("content-length:"))
-                .and_then(|v| v.trim().parse::<usize>().ok())
-                .unwrap_or(0);
-            break (end + 4, length);
-        }
-    };
-    while buf.len() < head_end + length {
-        let n = stream.read(&mut chunk).ok()?;
-        if n == 0 {
-            break;
-        }
-        buf.extend_from_slice(&chunk[..n]);
-    }
-    let _ = stream.write_all(b"HTTP/1.1 200 OK\r\ncontent-type: application/x-protobuf\r\ncontent-length: 0\r\nconnection: close\r\n\r\n");
-    Some(buf[head_end..].to_vec())
-}
-
 #[test]
 fn each_invoke_agent_span_sits_under_an_eval_span_naming_the_run() {
     let dir = tempfile::tempdir().expect("dir");
     write_scripts(dir.path(), "Be helpful.", "");
     let mock = Mock::start(&scenario());
-    let (url, bodies) = collector();
+    let collector = crate::common::Collector::start();
+    let url = collector.url.clone();
     let out = eval_command(
         dir.path(),
         Some(&mock),
@@ -475,7 +427,7 @@ fn each_invoke_agent_span_sits_under_an_eval_span_naming_the_run() {
     let results = report["results"].as_array().expect("results");
     assert_eq!(results.len(), 2 * 2 * CASES);
 
-    let spans = spans(&bodies.lock().expect("bodies"));
+    let spans = spans(&collector.bodies());
     let runs: Vec<&Span> = spans
         .iter()
         .filter(|s| s.name.starts_with("invoke_agent"))

@@ -3,9 +3,6 @@
 
 use crate::common::*;
 use serde_json::{Value, json};
-use std::io::{Read, Write};
-use std::net::TcpListener;
-use std::sync::{Arc, Mutex};
 
 const SCRIPT: &str = r#"
 agent("fb").provider("anthropic").model("claude-first").system("Be brief.")
@@ -196,62 +193,4 @@ fn attribute_is(bodies: &[Vec<u8>], key: &str, value: &str) -> bool {
                 after.windows(value.len()).any(|w| w == value)
             })
     })
-}
-
-/// An OTLP/HTTP receiver on 127.0.0.1 that keeps every request body.
-struct Collector {
-    url: String,
-    bodies: Arc<Mutex<Vec<Vec<u8>>>>,
-}
-
-impl Collector {
-    fn start() -> Collector {
-        let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
-        let url = format!("http://{}/v1/traces", listener.local_addr().expect("addr"));
-        let bodies = Arc::new(Mutex::new(Vec::new()));
-        let kept = bodies.clone();
-        std::thread::spawn(move || {
-            for stream in listener.incoming().flatten() {
-                if let Some(body) = read_request(stream) {
-                    kept.lock().expect("bodies").push(body);
-                }
-            }
-        });
-        Collector { url, bodies }
-    }
-
-    fn bodies(&self) -> Vec<Vec<u8>> {
-        self.bodies.lock().expect("bodies").clone()
-    }
-}
-
-/// Reads one HTTP/1.1 request with a Content-Length body and answers 200.
-fn read_request(mut stream: std::net::TcpStream) -> Option<Vec<u8>> {
-    let mut buf = Vec::new();
-    let mut chunk = [0u8; 8192];
-    let (head_end, length) = loop {
-        let n = stream.read(&mut chunk).ok()?;
-        if n == 0 {
-            return None;
-        }
-        buf.extend_from_slice(&chunk[..n]);
-        if let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
-            let head = String::from_utf8_lossy(&buf[..end]).to_ascii_lowercase();
-            let length = head
-                .lines()
-                .find_map(|l| l.strip_prefix("content-length:"))
-                .and_then(|v| v.trim().parse::<usize>().ok())
-                .unwrap_or(0);
-            break (end + 4, length);
-        }
-    };
-    while buf.len() < head_end + length {
-        let n = stream.read(&mut chunk).ok()?;
-        if n == 0 {
-            break;
-        }
-        buf.extend_from_slice(&chunk[..n]);
-    }
-    let _ = stream.write_all(b"HTTP/1.1 200 OK\r\ncontent-type: application/x-protobuf\r\ncontent-length: 0\r\nconnection: close\r\n\r\n");
-    Some(buf[head_end..].to_vec())
 }

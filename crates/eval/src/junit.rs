@@ -1,8 +1,8 @@
 //! The report as JUnit XML for CI test views: one `<testsuite>` per model, one `<testcase>`
 //! per run, a `<failure>` naming each failed evaluator with its reason.
 
-use crate::escape::xml as escape;
 use crate::report::{CaseRun, Report};
+use kiln_testing::report::xml_escape as escape;
 use std::fmt::Write;
 
 /// The report as a JUnit XML document: `<testsuites>` holding `<testsuite name="EVAL ·

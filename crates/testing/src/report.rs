@@ -30,7 +30,12 @@ pub fn json(results: &[TestResult]) -> Value {
     json!({"passed": passed, "failed": results.len() - passed, "tests": tests})
 }
 
-fn escape(text: &str) -> String {
+/// Text safe in XML 1.0 content and attributes (JUnit reports): the five markup characters
+/// as entities, tab, newline and carriage return as character references (so attributes keep
+/// them), and the characters XML 1.0 cannot hold at all (other C0 controls, U+FFFE, U+FFFF)
+/// written out as `\u{..}` so the document still parses and the reader still sees them.
+pub fn xml_escape(text: &str) -> String {
+    use std::fmt::Write;
     let mut out = String::with_capacity(text.len());
     for c in text.chars() {
         match c {
@@ -39,9 +44,12 @@ fn escape(text: &str) -> String {
             '>' => out.push_str("&gt;"),
             '"' => out.push_str("&quot;"),
             '\'' => out.push_str("&apos;"),
-            '\n' | '\t' | '\r' => out.push(c),
-            // XML 1.0 forbids other control characters even escaped.
-            c if (c as u32) < 0x20 => out.push_str(&format!("\\u{{{:x}}}", c as u32)),
+            '\t' => out.push_str("&#9;"),
+            '\n' => out.push_str("&#10;"),
+            '\r' => out.push_str("&#13;"),
+            c if (c as u32) < 0x20 || c == '\u{FFFE}' || c == '\u{FFFF}' => {
+                let _ = write!(out, "\\u{{{:x}}}", c as u32);
+            }
             c => out.push(c),
         }
     }
@@ -68,7 +76,7 @@ pub fn junit(results: &[TestResult]) -> String {
     for (file, rs) in by_file {
         out.push_str(&format!(
             "  <testsuite name=\"{}\" tests=\"{}\" failures=\"{}\" errors=\"0\" skipped=\"0\" time=\"{:.3}\">\n",
-            escape(file),
+            xml_escape(file),
             rs.len(),
             failures(&rs),
             secs(&rs)
@@ -76,9 +84,9 @@ pub fn junit(results: &[TestResult]) -> String {
         for r in rs {
             out.push_str(&format!(
                 "    <testcase name=\"{}\" classname=\"{}\" file=\"{}\" line=\"{}\" time=\"{:.3}\"",
-                escape(&r.name),
-                escape(file.trim_end_matches(".test.rhai")),
-                escape(file),
+                xml_escape(&r.name),
+                xml_escape(file.trim_end_matches(".test.rhai")),
+                xml_escape(file),
                 r.line,
                 r.duration.as_secs_f64()
             ));
@@ -90,14 +98,14 @@ pub fn junit(results: &[TestResult]) -> String {
             if let Outcome::Failed(m) = &r.outcome {
                 out.push_str(&format!(
                     "      <failure message=\"{}\" type=\"failure\">{}</failure>\n",
-                    escape(m.lines().next().unwrap_or("")),
-                    escape(m)
+                    xml_escape(m.lines().next().unwrap_or("")),
+                    xml_escape(m)
                 ));
             }
             if !r.output.is_empty() {
                 out.push_str(&format!(
                     "      <system-out>{}</system-out>\n",
-                    escape(&r.output)
+                    xml_escape(&r.output)
                 ));
             }
             out.push_str("    </testcase>\n");
