@@ -8,9 +8,9 @@ use std::path::Path;
 use std::process::{Command, Output};
 
 /// Ten cases; the agent answers "The answer is ANSWER-N".
-const CASES: usize = 10;
+pub(crate) const CASES: usize = 10;
 
-fn agent_script(system: &str) -> String {
+pub(crate) fn agent_script(system: &str) -> String {
     format!(
         r#"
 agent("support")
@@ -23,7 +23,7 @@ agent("support")
     )
 }
 
-fn eval_script(extra: &str) -> String {
+pub(crate) fn eval_script(extra: &str) -> String {
     let cases: Vec<String> = (1..=CASES)
         .map(|n| format!("    .add_case(#{{ name: \"q{n}\", input: \"Case #{n}: what is it?\", expected: \"ANSWER-{n}\" }})"))
         .collect();
@@ -34,7 +34,7 @@ fn eval_script(extra: &str) -> String {
 }
 
 /// Every case answered right, except what `weak` gets wrong and what the `v2` prompt breaks.
-fn scenario(weak_fails: &[usize], v2_fails: &[usize]) -> Value {
+pub(crate) fn scenario(weak_fails: &[usize], v2_fails: &[usize]) -> Value {
     let mut turns = Vec::new();
     for n in weak_fails {
         turns.push(
@@ -57,7 +57,7 @@ fn scenario(weak_fails: &[usize], v2_fails: &[usize]) -> Value {
     json!({"by_round": true, "require_auth": false, "turns": turns})
 }
 
-fn write_scripts(dir: &Path, system: &str, extra: &str) {
+pub(crate) fn write_scripts(dir: &Path, system: &str, extra: &str) {
     std::fs::write(dir.join("agent.rhai"), agent_script(system)).expect("agent");
     std::fs::write(dir.join("evals.rhai"), eval_script(extra)).expect("evals");
 }

@@ -11,42 +11,12 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 /// Ten cases; the agent answers "The answer is ANSWER-N".
-const CASES: usize = 10;
-
-fn agent_script(system: &str) -> String {
-    format!(
-        "agent(\"support\")\n    .provider(\"openai\")\n    .model(\"good\")\n    .system(\"{system}\");\n"
-    )
-}
-
-fn eval_script(extra: &str) -> String {
-    let cases: Vec<String> = (1..=CASES)
-        .map(|n| format!("    .add_case(#{{ name: \"q{n}\", input: \"Case #{n}: what is it?\", expected: \"ANSWER-{n}\" }})"))
-        .collect();
-    format!(
-        "evaluation(\"answers\")\n    .agent(\"support\")\n{}\n    .evaluator(answer_contains())\n{extra};\n",
-        cases.join("\n")
-    )
-}
+use super::eval::{CASES, agent_script, eval_script, write_scripts};
 
 /// Every case answered right by `good`; `weak` does not know case 3; the `v2` prompt answers
 /// case 2 with "Please ask again.".
 fn scenario() -> Value {
-    let mut turns = vec![
-        json!({"model": "weak", "user": "Case #3:", "text": "I do not know."}),
-        json!({"system": "v2", "user": "Case #2:", "text": "Please ask again."}),
-    ];
-    for n in 1..=CASES {
-        turns.push(
-            json!({"user": format!("Case #{n}:"), "text": format!("The answer is ANSWER-{n}.")}),
-        );
-    }
-    json!({"by_round": true, "require_auth": false, "turns": turns})
-}
-
-fn write_scripts(dir: &Path, system: &str, extra: &str) {
-    std::fs::write(dir.join("agent.rhai"), agent_script(system)).expect("agent");
-    std::fs::write(dir.join("evals.rhai"), eval_script(extra)).expect("evals");
+    super::eval::scenario(&[3], &[2])
 }
 
 /// `kiln eval ARGS` in `dir` against `mock` (when given), not yet run.
