@@ -159,19 +159,42 @@ fn aligned(rows: &[Vec<String>]) -> String {
     out
 }
 
+/// The failing runs with their reasons; repeats of a case that failed alike are one entry
+/// (`repeats 0, 1, 2`), so a deterministic failure is not listed once per repeat.
 fn failing(report: &Report) -> String {
     let fails: Vec<_> = report.results.iter().filter(|r| !r.passed).collect();
     if fails.is_empty() {
         return String::new();
     }
-    let mut out = format!("\nfailing ({})\n", fails.len());
-    for r in fails {
-        let _ = writeln!(out, "  {} · {} · repeat {}", r.case, r.model, r.repeat);
+    // (case, model, reasons) in first-seen order, with the repeats that failed so.
+    let mut groups: Vec<(&str, &str, Vec<String>, Vec<u32>)> = Vec::new();
+    for r in &fails {
+        let mut reasons = Vec::new();
         if let Some(err) = &r.run.error {
-            let _ = writeln!(out, "    error: {}", one_line(err));
+            reasons.push(format!("error: {}", one_line(err)));
         }
         for v in r.verdicts.iter().filter(|v| !v.verdict.passed) {
-            let _ = writeln!(out, "    {}: {}", v.evaluator, one_line(&v.verdict.reason));
+            reasons.push(format!("{}: {}", v.evaluator, one_line(&v.verdict.reason)));
+        }
+        let same = |g: &&mut (&str, &str, Vec<String>, Vec<u32>)| {
+            g.0 == r.case && g.1 == r.model && g.2 == reasons
+        };
+        match groups.iter_mut().find(same) {
+            Some(g) => g.3.push(r.repeat),
+            None => groups.push((&r.case, &r.model, reasons, vec![r.repeat])),
+        }
+    }
+    let mut out = format!("\nfailing ({})\n", fails.len());
+    for (case, model, reasons, repeats) in groups {
+        let which: Vec<String> = repeats.iter().map(u32::to_string).collect();
+        let word = if repeats.len() == 1 {
+            "repeat"
+        } else {
+            "repeats"
+        };
+        let _ = writeln!(out, "  {case} · {model} · {word} {}", which.join(", "));
+        for reason in reasons {
+            let _ = writeln!(out, "    {reason}");
         }
     }
     out
@@ -263,7 +286,7 @@ mod tests {
             "\nfailing (3)\n  refund · openai:gpt-x · repeat 1\n    error: timeout: no answer \
              in 30s\n    mentions_policy: answer lacks \"policy\"\n"
         ));
-        assert!(text.contains("  greet · mock:free · repeat 0\n"));
+        assert!(text.contains("  greet · mock:free · repeats 0, 1\n"), "{text}");
         assert!(text.contains("\nagainst baseline main (ev_0), tolerance 10.0%\n"));
         assert!(text.contains(
             "  regression  refund · openai:gpt-x  100.0% → 50.0%  score -0.50  cost +$0.0050\n"
