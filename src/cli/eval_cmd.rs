@@ -110,7 +110,7 @@ pub fn eval(g: &Global, a: EvalArgs) -> CliResult<ExitCode> {
     if a.watch {
         return watch(&host, &a, &runtime, &cancel);
     }
-    let report = runtime.block_on(once(&host, &a, &cancel, None))?;
+    let report = runtime.block_on(once(&host, &a, &cancel, Pass::Fresh))?;
     finish(&host, &a, report)
 }
 
@@ -158,13 +158,25 @@ fn list(host: &kiln::Host) -> CliResult<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// How one pass of `kiln eval` goes.
+#[derive(Clone, Copy)]
+pub(super) enum Pass<'a> {
+    /// As the flags say.
+    Fresh,
+    /// A watch's re-run: the cases nothing changed for replay their recorded runs (as with
+    /// `--cache`), so only the cases an edit affects ask the model.
+    Replaying,
+    /// A watch's re-score of its last report (only the evaluators changed).
+    Rescore(&'a Report),
+}
+
 /// One run (or re-score) of the evaluation, compared with the baseline; `last` is the
 /// previous report of a watch, re-scored instead of re-run when given.
 pub(super) async fn once(
     host: &Arc<kiln::Host>,
     a: &EvalArgs,
     cancel: &CancellationToken,
-    last: Option<&Report>,
+    pass: Pass<'_>,
 ) -> CliResult<Report> {
     let spec = chosen(host, a.name.as_deref())?;
     let workspace = host.config().workspace.clone();
@@ -172,6 +184,10 @@ pub(super) async fn once(
         timeout: a.timeout.map(|s| s.0),
         defaults: host.config().providers.clone(),
         cancel: cancel.clone(),
+    };
+    let last = match pass {
+        Pass::Rescore(last) => Some(last),
+        _ => None,
     };
     let mut report = match (a.rescore.as_deref(), last) {
         (_, Some(last)) => rescore::rescore(&spec, last, &judges).await,
@@ -187,7 +203,8 @@ pub(super) async fn once(
             rescore::rescore(&spec, &recorded, &judges).await
         }
         (None, None) => {
-            let opts = options(a, cancel.clone(), judges);
+            let mut opts = options(a, cancel.clone(), judges);
+            opts.cache |= matches!(pass, Pass::Replaying);
             kiln_eval::run::run(host, &spec, opts).await?
         }
     };
@@ -280,7 +297,8 @@ pub(super) fn finish(host: &kiln::Host, a: &EvalArgs, report: Report) -> CliResu
 
 /// `--watch`: runs once, then again on every reload until Ctrl-C. An edit of the evaluation's
 /// own file (its evaluators, when the target lives elsewhere) re-scores the last run; any other
-/// re-runs it. A broken script keeps its last good version and waits for the fix.
+/// edit, or one of its cases files, re-runs it with the unaffected cases replayed from their
+/// recordings. A broken script keeps its last good version and waits for the fix.
 fn watch(
     host: &Arc<kiln::Host>,
     a: &EvalArgs,
@@ -291,33 +309,76 @@ fn watch(
     let _watcher = kiln::reload::watch(host.clone(), move |r| {
         let _ = tx.send(r);
     })?;
-    let mut last = runtime.block_on(once(host, a, cancel, None))?;
+    let mut last = runtime.block_on(once(host, a, cancel, Pass::Fresh))?;
     finish(host, a, last.clone())?;
-    output::errln!("watching the scripts (Ctrl-C to stop)");
-    while let Some(changed) = next_change(&rx, cancel) {
-        output::errln!("{changed}");
-        if !changed.errors.is_empty() {
-            output::errln!("kept the last good version; fix the file to go on");
-            continue;
-        }
-        let rescore = only_evaluators_changed(host, a, &changed.path);
-        let from = rescore.then_some(&last);
-        match runtime.block_on(once(host, a, cancel, from)) {
+    output::errln!("watching the scripts and cases files (Ctrl-C to stop)");
+    let mut stamps = case_file_stamps(host, a);
+    while let Some(change) = next_change(&rx, cancel, host, a, &mut stamps) {
+        let pass = match change {
+            Change::Reload(r) if !r.errors.is_empty() => {
+                output::errln!("{r}");
+                output::errln!("kept the last good version; fix the file to go on");
+                continue;
+            }
+            Change::Reload(r) => {
+                output::errln!("{r}");
+                match only_evaluators_changed(host, a, &r.path) {
+                    true => Pass::Rescore(&last),
+                    false => Pass::Replaying,
+                }
+            }
+            Change::Cases(path) => {
+                output::errln!("{} changed", path.display());
+                Pass::Replaying
+            }
+        };
+        match runtime.block_on(once(host, a, cancel, pass)) {
             Ok(report) => {
                 finish(host, a, report.clone())?;
                 last = report;
             }
             Err(e) => output::error(&e.to_string()),
         }
+        stamps = case_file_stamps(host, a);
     }
     Ok(ExitCode::SUCCESS)
 }
 
-/// The next reload (the last of a burst), or None once Ctrl-C was pressed.
+/// What a watch saw change.
+enum Change {
+    /// A script reloaded.
+    Reload(kiln::reload::ReloadReport),
+    /// A cases file of the evaluation, reloaded with its script.
+    Cases(PathBuf),
+}
+
+/// When each cases file of the evaluation was last written.
+fn case_file_stamps(
+    host: &kiln::Host,
+    a: &EvalArgs,
+) -> Vec<(PathBuf, Option<std::time::SystemTime>)> {
+    let files = chosen(host, a.name.as_deref())
+        .map(|s| s.case_files.clone())
+        .unwrap_or_default();
+    files
+        .into_iter()
+        .map(|p| {
+            let stamp = std::fs::metadata(&p).and_then(|m| m.modified()).ok();
+            (p, stamp)
+        })
+        .collect()
+}
+
+/// The next change (the last reload of a burst, or a cases file written), or None once
+/// Ctrl-C was pressed. A cases file is not a script, so the watcher does not see it: its
+/// write time is looked at here, and its script reloaded.
 fn next_change(
     rx: &std::sync::mpsc::Receiver<kiln::reload::ReloadReport>,
     cancel: &CancellationToken,
-) -> Option<kiln::reload::ReloadReport> {
+    host: &kiln::Host,
+    a: &EvalArgs,
+    stamps: &mut Vec<(PathBuf, Option<std::time::SystemTime>)>,
+) -> Option<Change> {
     loop {
         if cancel.is_cancelled() {
             return None;
@@ -327,10 +388,27 @@ fn next_change(
                 while let Ok(more) = rx.try_recv() {
                     r = more;
                 }
-                return Some(r);
+                return Some(Change::Reload(r));
             }
-            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => continue,
+            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
             Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => return None,
+        }
+        let now = case_file_stamps(host, a);
+        if let Some((path, _)) = now
+            .iter()
+            .zip(stamps.iter())
+            .find(|(n, o)| n.1 != o.1)
+            .map(|(n, _)| n.clone())
+        {
+            *stamps = now;
+            let script = chosen(host, a.name.as_deref()).map(|s| s.loc.path.clone());
+            if let Ok(script) = script {
+                let reports = host.reload_path(std::path::Path::new(&script));
+                if let Some(broken) = reports.into_iter().find(|r| !r.errors.is_empty()) {
+                    return Some(Change::Reload(broken));
+                }
+            }
+            return Some(Change::Cases(path));
         }
     }
 }

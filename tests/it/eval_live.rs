@@ -494,3 +494,58 @@ fn list_names_the_evaluations_and_a_missing_name_is_refused_naming_them() {
         assert!(help.contains(flag), "{flag} in: {help}");
     }
 }
+
+#[test]
+fn watch_reruns_only_the_cases_a_cases_file_edit_affects() {
+    let dir = tempfile::tempdir().expect("dir");
+    write_scripts(dir.path(), "Be helpful.", "");
+    let line = |n: usize| {
+        format!(
+            "{{\"name\": \"f{n}\", \"input\": \"Case #{n}: what is it?\", \"expected\": \"ANSWER-{n}\"}}\n"
+        )
+    };
+    std::fs::write(dir.path().join("cases.jsonl"), [line(1), line(2)].concat()).expect("cases");
+    std::fs::write(
+        dir.path().join("evals.rhai"),
+        "evaluation(\"filed\").agent(\"support\").cases(\"cases.jsonl\").evaluator(answer_contains());\n",
+    )
+    .expect("evals");
+    let mock = Mock::start(&scenario());
+    let w = Watching::start(eval_command(
+        dir.path(),
+        Some(&mock),
+        &["filed", "--watch", "--json", "--quiet"],
+    ));
+    assert_eq!(w.report(1)["results"].as_array().map(Vec::len), Some(2));
+    w.wait("the watcher", |w| {
+        w.stderr().contains("watching the scripts")
+    });
+    assert_eq!(mock.requests().len(), 2);
+    // A third case: only it asks the model; the two unchanged replay their recordings.
+    std::fs::write(
+        dir.path().join("cases.jsonl"),
+        [line(1), line(2), line(3)].concat(),
+    )
+    .expect("cases");
+    let second = w.report(2);
+    let results = second["results"].as_array().expect("results");
+    assert_eq!(results.len(), 3);
+    let cached: Vec<bool> = results.iter().map(|r| r["cached"] == true).collect();
+    assert_eq!(cached, [true, true, false], "{second}");
+    assert_eq!(
+        mock.requests().len(),
+        3,
+        "one new request, for the new case"
+    );
+    assert!(w.stderr().contains("cases.jsonl changed"), "{}", w.stderr());
+    // A broken cases file: the load error at its line, the last good version kept.
+    std::fs::write(
+        dir.path().join("cases.jsonl"),
+        line(1) + "{\"input\": 1, \"nope\": 2}\n",
+    )
+    .expect("cases");
+    w.wait("the load error", |w| {
+        w.stderr().contains("kept the last good version")
+    });
+    assert!(has_location(&w.stderr(), "cases.jsonl"), "{}", w.stderr());
+}

@@ -286,7 +286,10 @@ mod tests {
             "\nfailing (3)\n  refund · openai:gpt-x · repeat 1\n    error: timeout: no answer \
              in 30s\n    mentions_policy: answer lacks \"policy\"\n"
         ));
-        assert!(text.contains("  greet · mock:free · repeats 0, 1\n"), "{text}");
+        assert!(
+            text.contains("  greet · mock:free · repeats 0, 1\n"),
+            "{text}"
+        );
         assert!(text.contains("\nagainst baseline main (ev_0), tolerance 10.0%\n"));
         assert!(text.contains(
             "  regression  refund · openai:gpt-x  100.0% → 50.0%  score -0.50  cost +$0.0050\n"
