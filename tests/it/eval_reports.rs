@@ -97,3 +97,55 @@ fn junit_and_html_reports_are_read_by_a_junit_consumer_and_a_real_browser() {
         std::fs::copy(&shot, to).expect("copy the screenshot");
     }
 }
+
+#[test]
+fn a_terminal_shows_a_live_progress_bar_with_the_counts_and_quiet_hides_it() {
+    let dir = tempfile::tempdir().expect("dir");
+    let scripts = repo().join("examples/demo").display().to_string();
+    let run = |quiet: bool| {
+        let mut cmd = Command::new(crate::common::kiln_bin());
+        cmd.args([
+            "eval",
+            "percentages",
+            "--scripts",
+            &scripts,
+            "--repeat",
+            "2",
+        ])
+        .current_dir(dir.path())
+        .env("NO_COLOR", "1")
+        .env("TERM", "xterm");
+        if quiet {
+            cmd.arg("--quiet");
+        }
+        let mut p = rexpect::session::spawn_command(cmd, Some(30_000)).expect("spawn");
+        let all = p.exp_eof().expect("the eval ends");
+        all
+    };
+    let shown = run(false);
+    // The last redraw: every run done, 20 passed and 2 failed (the demo's words-only case).
+    // (The pseudo-terminal's reader decodes bytes as Latin-1, so the marks are compared as
+    // what they decode to.)
+    let last = shown
+        .rsplit('\r')
+        .find(|l| l.contains("22/22"))
+        .unwrap_or_default();
+    let words: Vec<&str> = last.split_whitespace().collect();
+    assert_eq!(
+        words.first(),
+        Some(&"[##############################]"),
+        "{last}"
+    );
+    assert_eq!(
+        (words.get(1), words.get(3), words.get(5)),
+        (Some(&"22/22"), Some(&"20"), Some(&"2")),
+        "{last}"
+    );
+    assert!(
+        shown.contains("] 1/22 "),
+        "the bar is drawn as runs finish: {shown}"
+    );
+    let quiet = run(true);
+    assert!(!quiet.contains("22/22"), "{quiet}");
+    assert!(quiet.contains("failing (2)"), "{quiet}");
+}
