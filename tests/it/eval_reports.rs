@@ -119,8 +119,7 @@ fn a_terminal_shows_a_live_progress_bar_with_the_counts_and_quiet_hides_it() {
             cmd.arg("--quiet");
         }
         let mut p = rexpect::session::spawn_command(cmd, Some(30_000)).expect("spawn");
-        let all = p.exp_eof().expect("the eval ends");
-        all
+        p.exp_eof().expect("the eval ends")
     };
     let shown = run(false);
     // The last redraw: every run done, 20 passed and 2 failed (the demo's words-only case).
