@@ -49,7 +49,7 @@ fn expected(i: usize) -> String {
 
 /// Whether "weak" answers case `i` wrong: every fifth case, 20% of them.
 fn weak_misses(i: usize) -> bool {
-    i % 5 == 0
+    i.is_multiple_of(5)
 }
 
 /// The mock's scenario: per case, weak's wrong answer (when it misses) before the right one.
@@ -58,9 +58,11 @@ fn scenario(cases: usize) -> Value {
     let mut turns = Vec::new();
     for i in 0..cases {
         if weak_misses(i) {
-            turns.push(json!({"model": "weak", "user": marker(i), "text": "I do not know.", "usage": usage}));
+            let wrong = "I do not know.";
+            turns.push(json!({"model": "weak", "user": marker(i), "text": wrong, "usage": usage}));
         }
-        turns.push(json!({"user": marker(i), "text": format!("The code is {}.", expected(i)), "usage": usage}));
+        let right = format!("The code is {}.", expected(i));
+        turns.push(json!({"user": marker(i), "text": right, "usage": usage}));
     }
     json!({"by_round": true, "require_auth": false, "record": false, "turns": turns})
 }
@@ -234,28 +236,45 @@ fn main() {
         .eval("bench")
         .expect("the evaluation is loaded");
     assert_eq!(spec.cases.len(), size.cases);
-    let (bare_t, eval_t, report) = runtime.block_on(async {
-        // Warm up: connections, the run log, the scripts' first calls.
-        bare(&host, &base, Size { repeat: 1, ..size }).await;
-        let (mut bare_t, mut eval_t, mut last) = (Vec::new(), Vec::new(), None);
-        for _ in 0..size.samples {
-            let (right, wall, cpu) = timed(bare(&host, &base, size)).await;
-            assert_eq!(right, right_answers(size));
-            bare_t.push((wall, cpu));
-            let (report, wall, cpu) = timed(eval(&host, &spec, &base, size)).await;
-            check(&report, size);
-            eval_t.push((wall, cpu));
-            last = Some(report);
-        }
-        (bare_t, eval_t, last.expect("a sample"))
-    });
+    let (bare_t, eval_t, report) = runtime.block_on(measure(&host, &spec, &base, size));
     let _ = mock.kill();
-    let med = |v: &[(Duration, Duration)]| {
+    print_eval(size, bare_t, eval_t);
+    rendering(&report, size);
+}
+
+/// Wall and CPU time, medians.
+type Times = (Duration, Duration);
+
+/// The baseline and the eval, interleaved, `size.samples` times each; their medians and the
+/// last eval's report.
+async fn measure(
+    host: &Arc<Host>,
+    spec: &Arc<EvalSpec>,
+    base: &str,
+    size: Size,
+) -> (Times, Times, Report) {
+    // Warm up: connections, the run log, the scripts' first calls.
+    bare(host, base, Size { repeat: 1, ..size }).await;
+    let (mut bare_t, mut eval_t, mut last) = (Vec::new(), Vec::new(), None);
+    for _ in 0..size.samples {
+        let (right, wall, cpu) = timed(bare(host, base, size)).await;
+        assert_eq!(right, right_answers(size));
+        bare_t.push((wall, cpu));
+        let (report, wall, cpu) = timed(eval(host, spec, base, size)).await;
+        check(&report, size);
+        eval_t.push((wall, cpu));
+        last = Some(report);
+    }
+    let med = |v: &[Times]| {
         let mut wall: Vec<Duration> = v.iter().map(|t| t.0).collect();
         let mut cpu: Vec<Duration> = v.iter().map(|t| t.1).collect();
         (median(&mut wall), median(&mut cpu))
     };
-    let (bare_t, eval_t) = (med(&bare_t), med(&eval_t));
+    (med(&bare_t), med(&eval_t), last.expect("a sample"))
+}
+
+/// The eval's table, against the baseline.
+fn print_eval(size: Size, bare_t: Times, eval_t: Times) {
     let per_run = |d: Duration| d / size.runs() as u32;
     let row = |name: &str, t: (Duration, Duration)| {
         vec![
@@ -269,7 +288,9 @@ fn main() {
     };
     table(
         &format!(
-            "Eval: {} cases × {} models × {} repeats = {} one-round agent runs against `kiln mock` (its own process, not counted), {CONCURRENCY} at once, SQLite run log on; CPU is this process's user + sys (getrusage), median of {}:",
+            "Eval: {} cases × {} models × {} repeats = {} one-round agent runs against \
+             `kiln mock` (its own process, not counted), {CONCURRENCY} at once, SQLite run log \
+             on; CPU is this process's user + sys (getrusage), median of {}:",
             size.cases,
             MODELS.len(),
             size.repeat,
@@ -293,7 +314,6 @@ fn main() {
         "\nThe eval layer: {} of CPU per run.",
         show(per_run(eval_t.1.saturating_sub(bare_t.1)))
     );
-    rendering(&report, size);
 }
 
 /// What rendering the report costs, against its JSON alone (`--json`).
