@@ -4,11 +4,12 @@
 # conversation on each wire format (agent_loop), validated call and script
 # loading (host), reload latency (reload), code mode against plain tool calling (code_mode),
 # an allocation through the memory budget's counting allocator against mimalloc (budget),
-# trace export off against on (traces), `kiln serve` against a bare proxy at 1, 100 and 1,000
-# concurrent runs (serve_load), durable steps against a bare Restate service (durable_steps),
-# whole-process loop cost and one-round `kiln ask`
-# against a bare Python loop and the Python frameworks (whole_process.py; the peers are
-# installed pinned into benches/peers/.venv by peers/setup.sh), and, with --build-time, the cold
+# trace export off against on (traces), an eval of 600 runs against the same runs without the
+# eval layer and its report's rendering against its JSON (eval), `kiln serve` against a bare
+# proxy at 1, 100 and 1,000 concurrent runs (serve_load), durable steps against a bare Restate
+# service (durable_steps), whole-process loop cost and one-round `kiln ask` against a bare
+# Python loop and the Python frameworks (whole_process.py; the peers are installed pinned into
+# benches/peers/.venv by peers/setup.sh), and, with --build-time, the cold
 # debug build of the README's first command (build_time.sh; about 10 minutes per build), and
 # with --soak, 1,000,000 runs through `kiln serve --log-retention` (soak; about 15 minutes).
 #
@@ -45,6 +46,8 @@ cargo bench --quiet --bench code_mode >>"$out"
 cargo bench --quiet --bench budget >>"$out"
 # What trace export costs a run (export off against on, to a collector on loopback).
 cargo bench --quiet --bench traces >>"$out"
+# What an eval costs kiln: 600 runs through `kiln_eval::run::run` against the same `Host::run`s.
+cargo bench --quiet --bench eval >>"$out"
 # `kiln serve` against a bare proxy on the same HTTP stack (the JSON summary line is left out).
 cargo bench --quiet --bench serve_load 2>/dev/null | grep -v '^serve_load: ' >>"$out"
 # Durable steps against local ones (needs KILN_RESTATE_SERVER; says "skipped" without it).
