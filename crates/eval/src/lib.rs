@@ -5,7 +5,7 @@
 //! verdicts; `stats` sums it up per model, `compare`
 //! sets it against a baseline, and `table`, `junit` and `html` (with `svg`'s charts) render it.
 //!
-//! May depend on: kiln-core, kiln-registry, kiln-providers, kiln-db, kiln-agent, kiln-host,
+//! May depend on: kiln-core, kiln-registry, kiln-providers, kiln-script, kiln-db, kiln-agent, kiln-host,
 //! kiln-testing, kiln-mock.
 
 #![warn(missing_docs)]
