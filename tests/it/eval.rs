@@ -439,3 +439,37 @@ evaluation("piping").pipeline("summed")
     assert_eq!(piping["results"][0]["passed"], true, "{piping}");
     assert_eq!(piping["results"][0]["case"], "case 1");
 }
+
+#[test]
+fn evaluators_keep_their_order_a_built_in_may_be_named_and_two_of_one_name_are_refused() {
+    let dir = tempfile::tempdir().expect("dir");
+    let script = |evaluators: &str| {
+        format!(
+            "tool(\"echo\").description(\"Echoes\").param(\"text\", \"string\").handler(|args| args.text);\n\
+             evaluation(\"e\").tool(\"echo\").add_case(#{{ input: #{{ text: \"hello world\" }}, expected: \"hello\" }})\n{evaluators};\n"
+        )
+    };
+    let write = |evaluators: &str| {
+        std::fs::write(dir.path().join("e.rhai"), script(evaluators)).expect("script")
+    };
+    write(
+        "    .evaluator(\"short\", |c, run| run.answer.len() < 20)\n    .evaluator(answer_contains())\n    .evaluator(\"says world\", answer_contains(\"world\"))",
+    );
+    let r = report(&crate::common::kiln(
+        &["eval", "--scripts", ".", "--no-stdlib", "--json"],
+        dir.path(),
+    ));
+    assert_eq!(
+        r["evaluators"],
+        json!(["short", "answer_contains", "says world"])
+    );
+    assert_eq!(r["results"][0]["passed"], true, "{r}");
+    write("    .evaluator(answer_contains())\n    .evaluator(answer_contains(\"world\"))");
+    let out = crate::common::kiln(&["check", "--scripts", ".", "--no-stdlib"], dir.path());
+    let err = format!("{}{}", stdout(&out), stderr(&out));
+    assert!(!out.status.success(), "{err}");
+    assert!(
+        err.contains("e.rhai:4:6") && err.contains("two evaluators are named \"answer_contains\""),
+        "{err}"
+    );
+}

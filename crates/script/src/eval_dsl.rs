@@ -30,12 +30,20 @@ pub struct EvalDraft {
     targets: Vec<(EvalTarget, Position)>,
     cases: Vec<(Map, Position)>,
     case_files: Vec<(String, Position)>,
-    evaluators: Vec<(EvaluatorValue, Position)>,
-    closures: Vec<(String, FnPtr, Position)>,
+    evaluators: Vec<(Given, Position)>,
     models: Vec<String>,
     repeat: Option<u32>,
     concurrency: Option<usize>,
     errors: Vec<(Position, String)>,
+}
+
+/// An evaluator as `.evaluator(...)` was given it, in declaration order.
+#[derive(Debug)]
+enum Given {
+    /// A built-in (`answer_contains()`), under its own name or the one given.
+    Value(EvaluatorValue),
+    /// A script's closure with its name.
+    Closure(String, FnPtr),
 }
 
 /// Handle to an eval draft.
@@ -171,7 +179,7 @@ pub fn finish(d: EvalDraft, unit: &Arc<ScriptUnit>) -> Result<EvalSpec, Vec<Load
         );
     }
     let evaluators = evaluators(&d, unit, &what, &mut fail);
-    if evaluators.is_empty() && d.evaluators.is_empty() && d.closures.is_empty() {
+    if evaluators.is_empty() && d.evaluators.is_empty() {
         fail(
             d.pos,
             format!("{what} has no evaluators: add .evaluator(answer_contains()) or another"),
@@ -276,49 +284,55 @@ fn case_of(map: &Map, n: usize, loc: SourceLoc) -> Result<Case, String> {
     })
 }
 
+/// The evaluators in declaration order; two of one name are an error at the second (reports
+/// and baselines tell verdicts apart by name).
 fn evaluators(
     d: &EvalDraft,
     unit: &Arc<ScriptUnit>,
     what: &str,
     fail: &mut impl FnMut(Position, String),
 ) -> Vec<Evaluator> {
-    let mut out = Vec::new();
-    for (e, pos) in &d.evaluators {
-        match &e.check {
-            Ok(check) => out.push(Evaluator {
-                name: e.name.clone(),
-                check: check.clone(),
-                loc: super::loc(&unit.path, *pos),
-            }),
-            Err(m) => fail(*pos, format!("{what}: {}: {m}", e.name)),
-        }
-    }
-    for (name, f, pos) in &d.closures {
-        match super::handler_arity(&unit.ast, f) {
-            Some(2) => out.push(Evaluator {
-                name: name.clone(),
-                check: Check::Custom(Arc::new(ScriptCheck {
-                    f: f.clone(),
-                    unit: unit.clone(),
-                })),
-                loc: super::loc(&unit.path, *pos),
-            }),
-            Some(n) => fail(
+    let mut out: Vec<Evaluator> = Vec::new();
+    for (given, pos) in &d.evaluators {
+        let made = match given {
+            Given::Value(e) => (e.check.clone())
+                .map(|check| (e.name.clone(), check))
+                .map_err(|m| format!("{}: {m}", e.name)),
+            Given::Closure(name, f) => closure(name, f, unit).map(|check| (name.clone(), check)),
+        };
+        match made {
+            Ok((name, _)) if out.iter().any(|e| e.name == name) => fail(
                 *pos,
                 format!(
-                    "{what}: evaluator \"{name}\" takes {n} parameters; expected |c, run| (the case, the run)"
+                    "{what}: two evaluators are named \"{name}\": name this one, .evaluator(\"NAME\", ...)"
                 ),
             ),
-            None => fail(
-                *pos,
-                format!(
-                    "{what}: evaluator \"{name}\": function \"{}\" is not defined in this file",
-                    f.fn_name()
-                ),
-            ),
+            Ok((name, check)) => out.push(Evaluator {
+                name,
+                check,
+                loc: super::loc(&unit.path, *pos),
+            }),
+            Err(m) => fail(*pos, format!("{what}: {m}")),
         }
     }
     out
+}
+
+/// A script's closure as an evaluator, if it takes the case and the run.
+fn closure(name: &str, f: &FnPtr, unit: &Arc<ScriptUnit>) -> Result<Check, String> {
+    match super::handler_arity(&unit.ast, f) {
+        Some(2) => Ok(Check::Custom(Arc::new(ScriptCheck {
+            f: f.clone(),
+            unit: unit.clone(),
+        }))),
+        Some(n) => Err(format!(
+            "evaluator \"{name}\" takes {n} parameters; expected |c, run| (the case, the run)"
+        )),
+        None => Err(format!(
+            "evaluator \"{name}\": function \"{}\" is not defined in this file",
+            f.fn_name()
+        )),
+    }
 }
 
 fn new_eval(ctx: NativeCallContext, name: &str) -> Result<EvalBuilder, Box<EvalAltResult>> {
@@ -390,14 +404,28 @@ pub fn register(engine: &mut Engine) {
         "evaluator",
         |ctx: NativeCallContext, b: &mut EvalBuilder, e: EvaluatorValue| {
             let pos = ctx.call_position();
-            b.with(|d| d.evaluators.push((e, pos)))
+            b.with(|d| d.evaluators.push((Given::Value(e), pos)))
         },
     );
     engine.register_fn(
         "evaluator",
         |ctx: NativeCallContext, b: &mut EvalBuilder, name: &str, f: FnPtr| {
             let pos = ctx.call_position();
-            b.with(|d| d.closures.push((name.to_string(), f, pos)))
+            b.with(|d| {
+                d.evaluators
+                    .push((Given::Closure(name.to_string(), f), pos))
+            })
+        },
+    );
+    engine.register_fn(
+        "evaluator",
+        |ctx: NativeCallContext, b: &mut EvalBuilder, name: &str, e: EvaluatorValue| {
+            let pos = ctx.call_position();
+            let named = EvaluatorValue {
+                name: name.to_string(),
+                ..e
+            };
+            b.with(|d| d.evaluators.push((Given::Value(named), pos)))
         },
     );
     super::eval_checks::register(engine);

@@ -94,8 +94,8 @@ pub(super) const EVALUATION: &[Entry] = &[
     ),
     method(
         E,
-        "evaluator(evaluator: Evaluator | string[, check: fn])",
-        "Scores every run: a built-in (answer_contains()...), or a name and |c, run| (the case, the run) returning true/false, a score, a label or #{ pass, score, label, reason }.",
+        "evaluator(evaluator: Evaluator | string[, check: fn | Evaluator])",
+        "Scores every run: a built-in (answer_contains()...), a name and a built-in (to tell two apart), or a name and |c, run| (the case, the run) returning true/false, a score, a label or #{ pass, score, label, reason }.",
     ),
     method(
         E,
