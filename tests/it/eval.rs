@@ -473,3 +473,40 @@ fn evaluators_keep_their_order_a_built_in_may_be_named_and_two_of_one_name_are_r
         "{err}"
     );
 }
+
+#[test]
+fn a_run_the_evaluated_agent_starts_is_tagged_with_the_eval_run_too() {
+    let dir = tempfile::tempdir().expect("dir");
+    let mock = Mock::start(&json!({"by_round": true, "require_auth": false, "turns": [
+        {"model": "good", "tool_calls": [{"name": "ask_helper", "args": {"prompt": "what is case 1?"}}]},
+        {"model": "helper", "text": "It is ANSWER-1."},
+        {"model": "good", "text": "The answer is ANSWER-1."}
+    ]}));
+    // --base-url reaches the evaluated agent only: the helper names the mock itself.
+    std::fs::write(
+        dir.path().join("agents.rhai"),
+        format!(
+            "agent(\"helper\").description(\"Helps\").provider(\"openai\").model(\"helper\").base_url(\"{}/v1\");\n\
+             agent(\"lead\").description(\"Leads\").provider(\"openai\").model(\"good\").tools([\"agent:helper\"]);\n\
+             evaluation(\"e\").agent(\"lead\").add_case(#{{ input: \"Case #1: what is it?\", expected: \"ANSWER-1\" }})\n\
+                 .evaluator(called(\"ask_helper\")).evaluator(no_tool_error()).evaluator(answer_contains());\n",
+            mock.url
+        ),
+    )
+    .expect("script");
+    let r = report(&eval(dir.path(), &mock, &["--json"]));
+    assert_eq!(r["results"][0]["passed"], true, "{r}");
+    let id = r["id"].as_str().expect("id");
+    let logs = crate::common::kiln(&["logs", "--eval", id, "--json"], dir.path());
+    let listed: Value = serde_json::from_str(&stdout(&logs)).unwrap_or(Value::Null);
+    let mut agents: Vec<&str> = (listed.as_array().expect("runs").iter())
+        .filter_map(|run| run["agent"].as_str())
+        .collect();
+    agents.sort();
+    assert_eq!(agents, ["helper", "lead"], "{listed}");
+    assert_eq!(
+        mock.requests().len(),
+        3,
+        "the helper asked the mock, nothing else"
+    );
+}

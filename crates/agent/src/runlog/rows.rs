@@ -61,12 +61,15 @@ impl StartRow {
     }
 
     pub(super) fn write(&self, tx: &Connection) -> rusqlite::Result<()> {
+        // A run another started (an agent called as a tool, a pipeline's agent) belongs to the
+        // eval run its parent belongs to, so `kiln logs --eval ID` lists it too.
         // A durable run resumed in this database starts again under its id and replays its
         // steps: what the earlier attempt logged is replaced, not duplicated.
         tx.prepare_cached("DELETE FROM steps WHERE run_id = ?1")?
             .execute(params![self.run_id])?;
         tx.prepare_cached("INSERT INTO runs(id, agent, session, prompt, started_at, actor, parent, provider, model, owner, trace_id, eval_id)
-             VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)
+             VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11,
+                    COALESCE(?12, (SELECT eval_id FROM runs WHERE id = ?7)))
              ON CONFLICT(id) DO UPDATE SET started_at = excluded.started_at, ended_at = NULL,
              status = 'running', error = NULL, answer = NULL, input_tokens = 0,
              output_tokens = 0, rounds = 0, cost_usd = NULL, provider = excluded.provider,
