@@ -302,10 +302,36 @@ fn a_cached_eval_replays_unchanged_cases_and_asks_only_for_changed_ones() {
             .iter()
             .all(|x| x["cached"] == true && x["passed"] == true)
     );
+    // An edited case misses before anything runs: one request, no replay left in the run log.
+    let edited = eval_script("").replace("Case #1: what is it?", "Case #1: what is it, really?");
+    std::fs::write(dir.path().join("evals.rhai"), edited).expect("edit a case");
+    let one = report(&eval(dir.path(), &mock, &["--cache", "--json"]));
+    assert_eq!(
+        mock.requests().len(),
+        CASES + 1,
+        "only the edited case asked"
+    );
+    let missed: Vec<&str> = (one["results"].as_array().expect("results").iter())
+        .filter(|x| x["cached"] == false)
+        .filter_map(|x| x["case"].as_str())
+        .collect();
+    assert_eq!(missed, ["q1"]);
+    let id = one["id"].as_str().expect("id");
+    let logs = crate::common::kiln(
+        &["logs", "--eval", id, "--json", "--count", "100"],
+        dir.path(),
+    );
+    let listed: Value = serde_json::from_str(&stdout(&logs)).unwrap_or(Value::Null);
+    assert_eq!(
+        listed.as_array().map(Vec::len),
+        Some(CASES),
+        "{}",
+        stdout(&logs)
+    );
     // A changed prompt changes every request: nothing replays.
     write_scripts(dir.path(), "Be brief.", "");
     let fresh = report(&eval(dir.path(), &mock, &["--cache", "--json"]));
-    assert_eq!(mock.requests().len(), 2 * CASES);
+    assert_eq!(mock.requests().len(), 2 * CASES + 1);
     assert!(
         fresh["results"]
             .as_array()

@@ -75,6 +75,10 @@ impl Replays {
         }
         let db = host.database()?;
         let scenario = kiln_testing::export::scenario_from_log(db, run_id).ok()?;
+        // An edited case (another prompt) misses before anything runs: no tool runs for it.
+        if !asks_first(&scenario, prompt) {
+            return None;
+        }
         let mut served: kiln_mock::scenario::Scenario =
             serde_json::from_value(scenario.clone()).ok()?;
         served.require_auth = false;
@@ -100,6 +104,16 @@ impl Replays {
     }
 }
 
+/// Whether the recording's first request asked `prompt`.
+fn asks_first(scenario: &Value, prompt: &str) -> bool {
+    let first = scenario["turns"][0]["expect"].as_array();
+    first.is_some_and(|messages| {
+        messages
+            .iter()
+            .any(|m| m["role"] == "user" && m["content"].as_str() == Some(prompt))
+    })
+}
+
 /// Whether a replay sent exactly the recorded requests, and no more.
 fn same_requests(scenario: &Value, messages: &[kiln_providers::Message]) -> bool {
     let messages: Vec<Value> = messages
@@ -116,4 +130,19 @@ fn same_requests(scenario: &Value, messages: &[kiln_providers::Message]) -> bool
                 .unwrap_or_default();
             &expected == sent
         })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_recording_fits_only_the_prompt_it_asked() {
+        let scenario = serde_json::json!({"turns": [
+            {"text": "hi", "expect": [{"role": "user", "content": "Case #1: what is it?"}]}
+        ]});
+        assert!(asks_first(&scenario, "Case #1: what is it?"));
+        assert!(!asks_first(&scenario, "Case #1: what is it now?"));
+        assert!(!asks_first(&serde_json::json!({"turns": []}), "x"));
+    }
 }
