@@ -87,6 +87,14 @@ fn report(out: &Output) -> Value {
     serde_json::from_str(&stdout(out)).unwrap_or_else(|e| panic!("{e}: {}", stdout(out)))
 }
 
+/// The runs `kiln logs --eval ID --json` lists.
+fn logged_runs(dir: &Path, id: &str) -> Vec<Value> {
+    let logs = crate::common::kiln(&["logs", "--eval", id, "--json", "--count", "1000"], dir);
+    assert!(logs.status.success(), "{}", stderr(&logs));
+    let listed: Value = serde_json::from_str(&stdout(&logs)).expect("logs json");
+    listed.as_array().cloned().unwrap_or_default()
+}
+
 fn row<'a>(report: &'a Value, model: &str) -> &'a Value {
     (report["summary"].as_array().expect("summary"))
         .iter()
@@ -177,17 +185,7 @@ fn two_models_ten_cases_three_repeats_report_what_the_scenario_implies() {
     );
     // The run log holds the 60 runs under the eval run's id.
     let id = r["id"].as_str().expect("id");
-    let logs = crate::common::kiln(
-        &["logs", "--eval", id, "--json", "--count", "100"],
-        dir.path(),
-    );
-    let listed: Value = serde_json::from_str(&stdout(&logs)).unwrap_or(Value::Null);
-    assert_eq!(
-        listed.as_array().map(Vec::len),
-        Some(60),
-        "{}",
-        stdout(&logs)
-    );
+    assert_eq!(logged_runs(dir.path(), id).len(), 60);
 }
 
 #[test]
@@ -317,17 +315,7 @@ fn a_cached_eval_replays_unchanged_cases_and_asks_only_for_changed_ones() {
         .collect();
     assert_eq!(missed, ["q1"]);
     let id = one["id"].as_str().expect("id");
-    let logs = crate::common::kiln(
-        &["logs", "--eval", id, "--json", "--count", "100"],
-        dir.path(),
-    );
-    let listed: Value = serde_json::from_str(&stdout(&logs)).unwrap_or(Value::Null);
-    assert_eq!(
-        listed.as_array().map(Vec::len),
-        Some(CASES),
-        "{}",
-        stdout(&logs)
-    );
+    assert_eq!(logged_runs(dir.path(), id).len(), CASES);
     // A changed prompt changes every request: nothing replays.
     write_scripts(dir.path(), "Be brief.", "");
     let fresh = report(&eval(dir.path(), &mock, &["--cache", "--json"]));
@@ -523,13 +511,12 @@ fn a_run_the_evaluated_agent_starts_is_tagged_with_the_eval_run_too() {
     let r = report(&eval(dir.path(), &mock, &["--json"]));
     assert_eq!(r["results"][0]["passed"], true, "{r}");
     let id = r["id"].as_str().expect("id");
-    let logs = crate::common::kiln(&["logs", "--eval", id, "--json"], dir.path());
-    let listed: Value = serde_json::from_str(&stdout(&logs)).unwrap_or(Value::Null);
-    let mut agents: Vec<&str> = (listed.as_array().expect("runs").iter())
+    let listed = logged_runs(dir.path(), id);
+    let mut agents: Vec<&str> = (listed.iter())
         .filter_map(|run| run["agent"].as_str())
         .collect();
     agents.sort();
-    assert_eq!(agents, ["helper", "lead"], "{listed}");
+    assert_eq!(agents, ["helper", "lead"], "{listed:?}");
     assert_eq!(
         mock.requests().len(),
         3,

@@ -99,30 +99,15 @@ fn slug_of<'a>(report: &Report, slugs: &'a [String], case: &str) -> Option<&'a s
     slugs.get(i).map(String::as_str)
 }
 
-/// `1 model`, `3 models`.
-fn count(n: usize, word: &str) -> String {
-    match n {
-        1 => format!("1 {word}"),
-        n => format!("{n} {word}s"),
-    }
-}
-
 fn header(report: &Report) -> String {
-    let target = report
-        .target
-        .as_ref()
-        .map(|t| format!("{} {}", t.kind(), t.name()))
-        .unwrap_or_else(|| "-".into());
     let mut out = format!(
-        "<h1>eval {}</h1>\n<p class=\"meta\">{} · {} · {} → {} · {} × {} × {}</p>\n",
+        "<h1>eval {}</h1>\n<p class=\"meta\">{} · {} · {} → {} · {}</p>\n",
         escape(&report.eval),
         escape(&report.id),
-        escape(&target),
+        escape(&report.target_label()),
         escape(&report.started_at),
         escape(&report.finished_at),
-        count(report.models.len(), "model"),
-        count(report.cases.len(), "case"),
-        count(report.repeat as usize, "repeat")
+        report.shape()
     );
     if let Some(why) = &report.stopped {
         let _ = writeln!(

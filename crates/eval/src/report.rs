@@ -52,6 +52,33 @@ pub struct Report {
     pub comparison: Option<Comparison>,
 }
 
+impl Report {
+    /// What it ran, as reports show it: `agent support`, or `-`.
+    pub fn target_label(&self) -> String {
+        (self.target.as_ref())
+            .map(|t| format!("{} {}", t.kind(), t.name()))
+            .unwrap_or_else(|| "-".into())
+    }
+
+    /// `2 models × 10 cases × 3 repeats`.
+    pub fn shape(&self) -> String {
+        format!(
+            "{} × {} × {}",
+            counted(self.models.len(), "model"),
+            counted(self.cases.len(), "case"),
+            counted(self.repeat as usize, "repeat")
+        )
+    }
+}
+
+/// `1 case`, `3 cases`.
+pub fn counted(n: usize, word: &str) -> String {
+    match n {
+        1 => format!("1 {word}"),
+        n => format!("{n} {word}s"),
+    }
+}
+
 /// One run of one case on one model.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct CaseRun {

@@ -2,7 +2,7 @@
 //! runs with their reasons, and the comparison with the baseline. No colour codes, so it
 //! reads the same in a pipe, a CI log and a file.
 
-use crate::report::{CaseDelta, Change, ModelSummary, Report, Usage};
+use crate::report::{CaseDelta, Change, ModelSummary, Report, Usage, counted};
 use std::fmt::Write;
 
 /// The whole report as text (lines end with `\n`). Repeats are numbered as in the JSON
@@ -47,28 +47,13 @@ fn flaky(report: &Report) -> String {
 }
 
 fn header(report: &Report) -> String {
-    let target = report
-        .target
-        .as_ref()
-        .map(|t| format!("{} {}", t.kind(), t.name()))
-        .unwrap_or_else(|| "-".into());
     format!(
-        "eval {} · {} · {} · {} × {} × {}",
+        "eval {} · {} · {} · {}",
         report.eval,
         report.id,
-        target,
-        plural(report.models.len(), "model"),
-        plural(report.cases.len(), "case"),
-        plural(report.repeat as usize, "repeat"),
+        report.target_label(),
+        report.shape()
     )
-}
-
-fn plural(n: usize, word: &str) -> String {
-    if n == 1 {
-        format!("{n} {word}")
-    } else {
-        format!("{n} {word}s")
-    }
 }
 
 /// `$0.0123`, or `-` when not priced.
@@ -226,7 +211,7 @@ fn comparison(report: &Report) -> String {
     let _ = writeln!(
         out,
         "{}, {}, {} same",
-        plural(c.regressions as usize, "regression"),
+        counted(c.regressions as usize, "regression"),
         if c.fixes == 1 {
             "1 fix".to_string()
         } else {
