@@ -136,16 +136,22 @@ pub fn load_baseline(workspace: &Path, name: &str) -> Result<Report, StoreError>
     read(&path)
 }
 
-/// The latest kept report of eval `name` that is not a re-score (for `--cache`).
+/// The latest kept report of eval `name` that is not a re-score (for `--cache`): files are
+/// read newest first and reading stops at the first that fits, so a workspace with many kept
+/// reports is not parsed whole on every run.
 pub fn latest(workspace: &Path, name: &str) -> Option<Report> {
     let entries = std::fs::read_dir(dir(workspace)).ok()?;
-    entries
+    let mut files: Vec<(std::time::SystemTime, PathBuf)> = entries
         .filter_map(Result::ok)
         .map(|e| e.path())
         .filter(|p| p.extension().is_some_and(|x| x == "json"))
-        .filter_map(|p| read(&p).ok())
-        .filter(|r| r.eval == name && r.rescored_from.is_none())
-        .max_by(|a, b| a.finished_at.cmp(&b.finished_at).then(a.id.cmp(&b.id)))
+        .filter_map(|p| Some((std::fs::metadata(&p).ok()?.modified().ok()?, p)))
+        .collect();
+    files.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| b.1.cmp(&a.1)));
+    files
+        .into_iter()
+        .filter_map(|(_, p)| read(&p).ok())
+        .find(|r| r.eval == name && r.rescored_from.is_none())
 }
 
 #[cfg(test)]

@@ -185,9 +185,13 @@ fn failing(report: &Report) -> String {
     out
 }
 
-/// A reason on one line (a model's words may hold newlines).
+/// A reason on one line (a model's words may hold newlines), its control characters shown as
+/// `�`, so a model's answer cannot send escape sequences to the terminal.
 fn one_line(s: &str) -> String {
-    s.split_whitespace().collect::<Vec<_>>().join(" ")
+    let words: Vec<&str> = s.split_whitespace().collect();
+    (words.join(" ").chars())
+        .map(|c| if c.is_control() { '\u{fffd}' } else { c })
+        .collect()
 }
 
 fn comparison(report: &Report) -> String {
@@ -281,6 +285,14 @@ mod tests {
         ));
         assert!(text.contains("  fix         refund · mock:free  0.0% → 100.0%  score +1.00\n"));
         assert!(text.ends_with("1 regression, 1 fix, 0 same\n"));
+    }
+
+    #[test]
+    fn a_models_escape_sequences_never_reach_the_terminal() {
+        assert_eq!(
+            one_line("red \u{1b}[31mtext\n next"),
+            "red \u{fffd}[31mtext next"
+        );
     }
 
     #[test]
