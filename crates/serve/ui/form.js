@@ -216,7 +216,7 @@ function arrayField(schema, name, required, path) {
     });
   };
   const addRow = (value) => {
-    const field = build(itemSchema, `${name} item`, true, `${current}/${rows.length}`, value);
+    const field = build(itemSchema, `item`, true, `${current}/${rows.length}`, value);
     const remove = el('button', { type: 'button', class: 'secondary small', testid: 'remove-row' }, 'Remove');
     const li = el('li', { class: 'row', testid: 'row' }, field.el, remove);
     const row = { field, remove, li };
