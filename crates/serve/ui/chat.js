@@ -77,6 +77,24 @@ function onApproval(view, run, d, announce) {
   announce(`The run asks: ${d.question ?? d.capability ?? 'approval'}`);
 }
 
+function showDecision(box, d) {
+  const result = box.querySelector('[data-testid="chat-approval-result"]');
+  if (result && !result.textContent && d) result.textContent = d.decision === 'approve' ? 'approved' : `denied${d.reason ? `: ${d.reason}` : ''}`;
+}
+
+/** After the run ended: how its approvals that someone else answered were decided. */
+async function fillDecisions(view, id) {
+  try {
+    const t = await api(`/v1/runs/${encodeURIComponent(id)}/timeline`);
+    for (const a of Array.isArray(t && t.approvals) ? t.approvals : []) {
+      const box = [...view.approvals.children].find((c) => c.dataset.approvalId === String(a.id));
+      if (box) showDecision(box, a.decision);
+    }
+  } catch (_) {
+    // The decisions stay unshown; the run's timeline has them.
+  }
+}
+
 /** The playground. Returns its cleanup. */
 export function renderChat(main, ctx) {
   const agent = el('select', { id: 'c-agent', name: 'agent', testid: 'chat-agent', required: true });
@@ -163,6 +181,7 @@ export function renderChat(main, ctx) {
       view.node.dataset.status = String(d.status ?? '');
       view.status.firstChild.textContent = `${d.status ?? 'ended'}${d.error ? `: ${typeof d.error === 'string' ? d.error : d.error.message ?? pretty(d.error)}` : ''}`;
       for (const box of view.approvals.querySelectorAll('.decide')) box.remove();
+      if ([...view.approvals.children].some((b) => !b.querySelector('[data-testid="chat-approval-result"]').textContent)) fillDecisions(view, id);
       ctx.announce(`Run ${d.status ?? 'ended'}`);
     }
   };
@@ -174,9 +193,7 @@ export function renderChat(main, ctx) {
     if (!box) return;
     const decide = box.querySelector('.decide');
     if (decide) decide.remove();
-    const d = ev.data.decision || {};
-    const result = box.querySelector('[data-testid="chat-approval-result"]');
-    if (result && !result.textContent) result.textContent = d.decision === 'approve' ? 'approved' : `denied${d.reason ? `: ${d.reason}` : ''}`;
+    showDecision(box, ev.data.decision || {});
   });
   agent.focus();
   return () => {

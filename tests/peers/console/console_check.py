@@ -149,7 +149,12 @@ def field(form, path):
 
 
 def go(page, route):
-    page.goto(f"{KILN}/ui/#/{route}")
+    """Opens a page of the console (afresh when it is the one shown)."""
+    target = f"{KILN}/ui/#/{route}"
+    if page.url == target:
+        page.reload()
+    else:
+        page.goto(target)
     page.wait_for_load_state("load")
 
 
@@ -234,12 +239,13 @@ def csp_headers():
     check("http://" not in page and "https://" not in page, "index.html names an outside URL")
 
 
-def playground_run(page, prompt):
-    """Starts a run from the playground; its turn element and run id."""
+def playground_run(page, prompt, session):
+    """Starts a run from the playground in a new session (the mock answers a conversation by its
+    first message); its turn element and run id."""
     go(page, "chat")
     expect(page.get_by_test_id("chat-agent").locator("option[value=writer]")).to_have_count(1, timeout=TIMEOUT)
     page.get_by_test_id("chat-agent").select_option("writer")
-    page.get_by_test_id("chat-session").fill("console-test")
+    page.get_by_test_id("chat-session").fill(session)
     page.get_by_test_id("chat-prompt").fill(prompt)
     page.get_by_test_id("chat-send").click()
     turn = page.get_by_test_id("chat-turn").last
@@ -287,7 +293,7 @@ def main_flow(browser, evil_port):
     sign_in(inbox, ALICE, "alice")
 
     step("(a) a playground run streams its tool calls")
-    turn, run1 = playground_run(chat, "write the note")
+    turn, run1 = playground_run(chat, "write the note", f"note-{time.time_ns()}")
     tool = turn.locator("[data-testid=chat-tool][data-tool=save_note]")
     expect(tool).to_have_attribute("data-state", "running", timeout=TIMEOUT)
     expect(turn.get_by_test_id("chat-approval")).to_be_visible(timeout=TIMEOUT)
@@ -307,11 +313,11 @@ def main_flow(browser, evil_port):
     expect(turn).to_have_attribute("data-status", "completed", timeout=TIMEOUT)
     expect(turn.get_by_test_id("chat-answer")).to_contain_text("Saved the note.")
     expect(turn.get_by_test_id("chat-approval-result")).to_contain_text("approved", timeout=TIMEOUT)
-    written = WORKSPACE / "notes" / "hello.txt"
+    written = WORKSPACE / "hello.txt"
     check(written.is_file() and written.read_text() == "hello from the console", f"{written} was not written as asked")
 
     step("a second run waits for its write (its arguments carry markup)")
-    turn2, run2 = playground_run(chat, "write a secret")
+    turn2, run2 = playground_run(chat, "write a secret", f"secret-{time.time_ns()}")
     expect(turn2.get_by_test_id("chat-approval")).to_be_visible(timeout=TIMEOUT)
     approval2 = wait_until(lambda: next((a["id"] for a in pending() if a["run"] == run2), None), "run 2's approval")
 
@@ -337,7 +343,7 @@ def main_flow(browser, evil_port):
     axe(inbox, "timeline")
     seen = urllib.request.urlopen(f"{MOCK}/_kiln/requests", timeout=10).read().decode()
     check(f"denied: {REASON}" in seen, "the model's next request did not carry the denial's reason")
-    check(not (WORKSPACE / "notes" / "secret.txt").exists(), "the denied write happened")
+    check(not (WORKSPACE / "secret.txt").exists(), "the denied write happened")
 
     step("the runs list and its filters")
     go(inbox, "runs")
@@ -357,7 +363,7 @@ def main_flow(browser, evil_port):
     inbox.screenshot(path=str(SHOTS / "console-runs.png"))
     go(inbox, f"runs/{run1}")
     expect(inbox.get_by_test_id("timeline")).to_have_attribute("data-status", "completed", timeout=TIMEOUT)
-    expect(inbox.get_by_test_id("call-result").first).to_contain_text("wrote notes/hello.txt")
+    expect(inbox.get_by_test_id("call-result").first).to_contain_text("wrote hello.txt")
     expect(inbox.get_by_test_id("approval-decision").first).to_have_text("approved")
     inbox.screenshot(path=str(SHOTS / "console-timeline.png"))
 
@@ -508,7 +514,7 @@ def main():
             args=[
                 "--no-sandbox",
                 # evil.test is another origin on this machine; every other name resolves nowhere.
-                "--host-resolver-rules=MAP evil.test 127.0.0.1, MAP * ~NOTFOUND, EXCLUDE localhost",
+                "--host-resolver-rules=MAP evil.test 127.0.0.1, MAP * ~NOTFOUND, EXCLUDE localhost, EXCLUDE 127.0.0.1",
             ],
         )
         try:
