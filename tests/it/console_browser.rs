@@ -39,7 +39,7 @@ tool("order").description("Places an order for a customer")
   .param("shipping", "string", #{"enum": ["standard", "express"], "default": "standard"})
   .param("note", "string", #{optional: true})
   .handler(|a| #{ordered: a.items.len(), customer: a.customer.name, shipping: a.shipping ?? "standard"});
-tool("wipe").description("Deletes notes").param("what", "string").handler(|a| `wiped ${a.what}`);
+tool("wipe").description("Deletes notes <b>for good</b>").param("what", "string").handler(|a| `wiped ${a.what}`);
 policy("careful").applies_to(["wipe"]).check(|c, ctx| needs_approval("wiping is permanent"));
 "#;
 
