@@ -91,9 +91,9 @@ function fileRow(f) {
   );
 }
 
-function loadError(e) {
+function loadError(e, testid = 'load-error') {
   const where = `${e.file ?? '?'}:${e.line ?? '?'}:${e.column ?? '?'}`;
-  return el('li', { class: 'load-error', testid: 'load-error' }, el('code', { testid: 'load-error-where' }, where), `: ${e.message ?? ''}`);
+  return el('li', { class: 'load-error', testid }, el('code', { testid: `${testid}-where` }, where), `: ${e.message ?? ''}`);
 }
 
 function reloadItem(r) {
@@ -106,7 +106,7 @@ function reloadItem(r) {
     r.at ? `${when(r.at)} · ` : '',
     el('span', { class: 'mono' }, String(r.path ?? '')),
     r.summary ? ` — ${r.summary}` : '',
-    errs.length ? el('ul', {}, errs.map(loadError)) : null,
+    errs.length ? el('ul', {}, errs.map((e) => loadError(e, 'reload-error'))) : null,
   );
 }
 
@@ -141,7 +141,7 @@ export function renderScripts(main, ctx) {
       const list = Array.isArray(data && data.files) ? data.files : [];
       const errs = Array.isArray(data && data.errors) ? data.errors : [];
       clear(files).append(...list.map(fileRow));
-      clear(errors).append(...(errs.length ? errs.map(loadError) : [el('li', { class: 'muted', testid: 'no-load-errors' }, 'None: every file loaded.')]));
+      clear(errors).append(...(errs.length ? errs.map((e) => loadError(e)) : [el('li', { class: 'muted', testid: 'no-load-errors' }, 'None: every file loaded.')]));
       const mounts = Array.isArray(data && data.mcp) ? data.mcp : [];
       clear(mcp).append(
         ...(mounts.length
