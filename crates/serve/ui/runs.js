@@ -110,11 +110,11 @@ function runRow(r) {
   );
 }
 
-function kv(pairs) {
-  const dl = el('dl', { class: 'kv' });
+function facts(pairs) {
+  const dl = el('dl', { class: 'facts', testid: 'timeline-facts' });
   for (const [k, v] of pairs) {
     if (v === null || v === undefined || v === '') continue;
-    dl.append(el('dt', {}, k), el('dd', {}, v));
+    dl.append(el('div', {}, el('dt', {}, k), el('dd', {}, v)));
   }
   return dl;
 }
@@ -130,10 +130,10 @@ function callItem(call) {
     'li',
     { class: failed ? 'call failed' : 'call', testid: 'tool-call', 'data-call-id': call.call_id, 'data-tool': call.name },
     el('div', { class: 'call-head' }, el('strong', { class: 'tool-name' }, String(call.name)), ' ', el('span', { class: 'muted' }, ms(call.duration_ms)), failed ? el('span', { class: 'badge status-failed' }, String(call.error.kind ?? 'error')) : null),
-    el('details', { class: 'args' }, el('summary', {}, 'arguments'), el('pre', { class: 'json', testid: 'call-args' }, pretty(call.args))),
+    el('details', { class: 'args', open: true }, el('summary', {}, 'arguments'), el('pre', { class: 'json', testid: 'call-args' }, pretty(call.args))),
   );
   if (failed) li.append(el('p', { class: 'error', testid: 'call-error' }, `${call.error.kind ?? 'error'}: ${call.error.message ?? ''}`));
-  else if (call.result !== null && call.result !== undefined) li.append(el('pre', { class: 'json result', testid: 'call-result' }, pretty(call.result)));
+  else if (call.result !== null && call.result !== undefined) li.append(el('p', { class: 'label' }, 'result'), el('pre', { class: 'json result', testid: 'call-result' }, pretty(call.result)));
   const nested = Array.isArray(call.nested) ? call.nested : [];
   if (nested.length) {
     li.append(el('ul', { class: 'nested', 'aria-label': `calls made by ${call.name}` }, nested.map(callItem)));
@@ -174,7 +174,7 @@ function timelineView(t) {
   const parts = [
     el('p', {}, el('a', { href: '#/runs' }, '← all runs')),
     el('h1', {}, `Run `, el('code', { testid: 'timeline-id' }, String(t.id)), ' ', statusBadge(t.status)),
-    kv([
+    facts([
       ['Agent', String(t.agent ?? '')],
       ['Actor', t.actor ?? null],
       ['Model', [t.provider, t.model].filter(Boolean).join(' · ')],

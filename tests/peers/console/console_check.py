@@ -276,7 +276,7 @@ def approve_by_keyboard(page, run):
 
 
 def main_flow(browser, evil_port):
-    context = browser.new_context(viewport={"width": 1280, "height": 800})
+    context = browser.new_context(viewport={"width": 1280, "height": 800}, locale="en-US", timezone_id="UTC")
     chat = context.new_page()
     watch(chat, "playground")
     inbox = context.new_page()
@@ -452,7 +452,7 @@ def scripts_health(page):
 
 def second_actor(browser, runs, run, approval):
     step("(f) bob sees none of alice's runs or approvals; forced calls get 403/404")
-    context = browser.new_context(viewport={"width": 1280, "height": 800})
+    context = browser.new_context(viewport={"width": 1280, "height": 800}, locale="en-US", timezone_id="UTC")
     page = context.new_page()
     watch(page, "bob")
     sign_in(page, BOB, "bob")
@@ -489,7 +489,7 @@ def second_actor(browser, runs, run, approval):
 
 def phone(browser):
     step("(i) 375 px wide: no page scrolls sideways")
-    context = browser.new_context(viewport={"width": 375, "height": 800}, is_mobile=True)
+    context = browser.new_context(viewport={"width": 375, "height": 800}, is_mobile=True, locale="en-US", timezone_id="UTC")
     page = context.new_page()
     watch(page, "phone")
     sign_in(page, ALICE, "alice")
