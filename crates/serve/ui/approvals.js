@@ -1,0 +1,1 @@
+/* placeholder: the console's approvals.js */

@@ -1,0 +1,1 @@
+/* placeholder: the console's tools.js */

@@ -1,0 +1,249 @@
+//! The web console's API on the real `kiln serve` (the browser suite drives the pages in
+//! console_browser.rs): the inbox shows exactly the approvals a token may decide, the feed
+//! and the run list keep actors apart, a run's timeline tells its story, tools are called
+//! through the same walls, load errors show at file:line:col, and the pages carry their
+//! Content-Security-Policy while a cross-site form changes nothing.
+
+use super::serve::Serve;
+use crate::common::*;
+use serde_json::{Value, json};
+use std::io::{BufRead, BufReader, Write};
+use std::time::{Duration, Instant};
+
+const ALICE: &str = "alice-console-token-0001";
+const BOB: &str = "bob-console-token-000002";
+const CAROL: &str = "carol-approver-token-003";
+
+fn tokens() -> String {
+    json!([
+        {"token": ALICE, "actor": "alice", "caps": ["store", "fs.write"]},
+        {"token": BOB, "actor": "bob", "caps": ["store"]},
+        {"token": CAROL, "actor": "carol", "caps": ["approve"]},
+    ])
+    .to_string()
+}
+
+fn scripts(mock: &Mock) -> Scripts {
+    Scripts::new(&[(
+        "a.rhai",
+        &format!(
+            r#"tool("remember").description("Keeps a note").param("text", "string").requires(["store"])
+    .handler(|a| {{ store_set("notes", "last", a.text); `kept ${{a.text}}` }});
+tool("order").description("Places an order")
+    .input_schema(#{{ type: "object", required: ["items"], properties: #{{
+        items: #{{ type: "array", items: #{{ type: "object", required: ["qty"], properties: #{{
+            qty: #{{ type: "integer", minimum: 1 }}, size: #{{ type: "string", enum: ["S", "M"] }} }} }} }} }} }})
+    .handler(|a| `ordered ${{a.items.len()}}`);
+agent("notes").provider("openai").model("m").base_url("{}/v1").tools(["remember"]).ask(["store"]);"#,
+            mock.url
+        ),
+    )])
+}
+
+/// A request with a bearer token: status and JSON body.
+fn as_token(method: &str, url: &str, token: &str, body: Option<&Value>) -> (u16, Value) {
+    let auth = format!("Bearer {token}");
+    let (status, _, text) = http(method, url, &[("authorization", &auth)], body);
+    (
+        status,
+        serde_json::from_str(&text).unwrap_or(Value::String(text)),
+    )
+}
+
+/// Polls `GET /v1/approvals` as `token` until it lists one.
+fn inbox_item(serve: &Serve, token: &str) -> Value {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while Instant::now() < deadline {
+        let (status, inbox) = as_token("GET", &format!("{}/v1/approvals", serve.url), token, None);
+        assert_eq!(status, 200, "{inbox}");
+        if let Some(first) = inbox["approvals"].get(0) {
+            return first.clone();
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    panic!("no approval reached the inbox");
+}
+
+/// Reads SSE events of `GET /v1/events` as `token` on a thread; their names and data.
+fn listen(serve: &Serve, token: &str) -> std::sync::mpsc::Receiver<(String, Value)> {
+    let host = serve.url.trim_start_matches("http://").to_string();
+    let mut s = std::net::TcpStream::connect(&host).expect("connect");
+    write!(
+        s,
+        "GET /v1/events HTTP/1.1\r\nHost: {host}\r\nAuthorization: Bearer {token}\r\n\r\n"
+    )
+    .expect("send");
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut name = String::new();
+        for line in BufReader::new(s).lines().map_while(Result::ok) {
+            if let Some(n) = line.strip_prefix("event: ") {
+                name = n.to_string();
+            } else if let Some(data) = line.strip_prefix("data: ") {
+                let data = serde_json::from_str(data).unwrap_or(Value::Null);
+                if tx.send((name.clone(), data)).is_err() {
+                    return;
+                }
+            }
+        }
+    });
+    rx
+}
+
+/// The events received within `wait`.
+fn drain(rx: &std::sync::mpsc::Receiver<(String, Value)>, wait: Duration) -> Vec<(String, Value)> {
+    let deadline = Instant::now() + wait;
+    let mut got = Vec::new();
+    while let Some(left) = deadline.checked_duration_since(Instant::now()) {
+        match rx.recv_timeout(left) {
+            Ok(ev) => got.push(ev),
+            Err(_) => break,
+        }
+    }
+    got
+}
+
+#[test]
+fn the_inbox_shows_a_token_exactly_the_approvals_it_may_decide_and_nothing_else() {
+    let call = json!({"tool_calls": [{"name": "remember", "args": {"text": "milk"}}]});
+    let mock = Mock::start(&json!({"require_auth": false, "turns": [call, {"text": "kept it"}]}));
+    let s = scripts(&mock);
+    let serve = Serve::start(
+        s.path(),
+        &s.path().join("k.db"),
+        &["--no-stdlib"],
+        &[("KILN_TOKENS", &tokens())],
+    );
+    let (alice_feed, bob_feed, carol_feed) = (
+        listen(&serve, ALICE),
+        listen(&serve, BOB),
+        listen(&serve, CAROL),
+    );
+    std::thread::sleep(Duration::from_millis(200));
+    let body = json!({"agent": "notes", "input": "remember milk", "wait": false});
+    let (status, run) = as_token(
+        "POST",
+        &format!("{}/v1/runs", serve.url),
+        ALICE,
+        Some(&body),
+    );
+    assert_eq!(status, 202, "{run}");
+    let id = run["id"].as_str().expect("id").to_string();
+
+    // Alice and Carol (granted `approve`) see the approval with its tool and arguments.
+    let mine = inbox_item(&serve, ALICE);
+    let theirs = inbox_item(&serve, CAROL);
+    assert_eq!(mine, theirs);
+    assert_eq!(
+        (
+            &mine["run"],
+            &mine["tool"],
+            &mine["args"],
+            &mine["capability"]
+        ),
+        (
+            &json!(id),
+            &json!("remember"),
+            &json!({"text": "milk"}),
+            &json!("store")
+        ),
+        "{mine}"
+    );
+    let waited =
+        mine["expires_at"].as_f64().unwrap_or(0.0) - mine["asked_at"].as_f64().unwrap_or(0.0);
+    assert!(waited > 1.0, "a deadline after the question: {mine}");
+    // Bob sees none of it; Carol sees nothing of the run but the approval.
+    let (_, bobs) = as_token("GET", &format!("{}/v1/approvals", serve.url), BOB, None);
+    assert_eq!(bobs, json!({"approvals": []}));
+    for token in [BOB, CAROL] {
+        for path in [format!("/v1/runs/{id}"), format!("/v1/runs/{id}/timeline")] {
+            let (status, body) = as_token("GET", &format!("{}{path}", serve.url), token, None);
+            assert_eq!(status, 404, "{path}: {body}");
+        }
+        let (_, runs) = as_token("GET", &format!("{}/v1/runs", serve.url), token, None);
+        assert_eq!(runs, json!({"runs": []}), "{token}");
+    }
+    let (_, runs) = as_token("GET", &format!("{}/v1/runs", serve.url), ALICE, None);
+    assert_eq!(runs["runs"][0]["status"], "awaiting_approval", "{runs}");
+    assert_eq!(runs["runs"][0]["waiting"], 1, "{runs}");
+
+    // Carol decides; the run finishes; Alice's timeline tells the story.
+    let decide = format!(
+        "{}/v1/runs/{id}/approvals/{}",
+        serve.url,
+        mine["id"].as_str().unwrap_or("")
+    );
+    let (status, body) = as_token(
+        "POST",
+        &decide,
+        CAROL,
+        Some(&json!({"decision": "approve"})),
+    );
+    assert_eq!(status, 200, "{body}");
+    let (_, done) = as_token(
+        "GET",
+        &format!("{}/v1/runs/{id}?wait=true", serve.url),
+        ALICE,
+        None,
+    );
+    assert_eq!(done["status"], "completed", "{done}");
+    let (status, story) = as_token(
+        "GET",
+        &format!("{}/v1/runs/{id}/timeline", serve.url),
+        ALICE,
+        None,
+    );
+    assert_eq!(status, 200, "{story}");
+    assert_eq!(story["status"], "completed", "{story}");
+    let first = &story["rounds"][0];
+    assert_eq!(
+        (first["round"].as_i64(), first["model"].as_str()),
+        (Some(1), Some("m")),
+        "{story}"
+    );
+    assert!(first["duration_ms"].as_f64().is_some(), "{story}");
+    let call = &first["tool_calls"][0];
+    assert_eq!(
+        (&call["name"], &call["args"], &call["result"]),
+        (
+            &json!("remember"),
+            &json!({"text": "milk"}),
+            &json!("kept milk")
+        ),
+        "{story}"
+    );
+    assert_eq!(
+        story["approvals"][0]["decision"],
+        json!({"decision": "approve"}),
+        "{story}"
+    );
+    assert_eq!(
+        story["approvals"][0]["args"],
+        json!({"text": "milk"}),
+        "{story}"
+    );
+    assert_eq!(story["answer"], "kept it", "{story}");
+
+    // The feed: Alice heard her run start, ask, get decided and end; Carol the approval
+    // only; Bob nothing.
+    let names = |evs: Vec<(String, Value)>| evs.into_iter().map(|(n, _)| n).collect::<Vec<_>>();
+    let alice_heard = names(drain(&alice_feed, Duration::from_millis(500)));
+    assert_eq!(
+        alice_heard,
+        [
+            "run_started",
+            "approval_requested",
+            "approval_decided",
+            "run_ended"
+        ],
+        "alice"
+    );
+    assert_eq!(
+        names(drain(&carol_feed, Duration::from_millis(100))),
+        ["approval_requested", "approval_decided"]
+    );
+    assert!(
+        drain(&bob_feed, Duration::from_millis(100)).is_empty(),
+        "bob heard of alice's run"
+    );
+}
