@@ -202,3 +202,48 @@ fn live_parts(shown: &mut Value, entry: &RunEntry) {
         });
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn call(id: &str, name: &str) -> ToolRow {
+        ToolRow {
+            round: 1,
+            name: name.into(),
+            args: json!({}),
+            outcome: json!({"success": true, "result": name}),
+            is_error: false,
+            duration_ms: 1.0,
+            script_version: None,
+            call_id: Some(id.into()),
+        }
+    }
+
+    #[test]
+    fn a_programs_calls_sit_under_it_at_any_depth() {
+        let calls = [
+            call("c1", "run_code"),
+            call("c1/1", "search"),
+            call("c1/1/1", "fetch"),
+            call("c1/2", "save"),
+            call("c2", "other"),
+            call("gone/1", "orphan"),
+        ];
+        let refs: Vec<&ToolRow> = calls.iter().collect();
+        let shown = nest(&refs);
+        let names = |v: &Value| -> Vec<String> {
+            v.as_array()
+                .map(|a| {
+                    a.iter()
+                        .map(|c| c["name"].as_str().unwrap_or("").to_string())
+                        .collect()
+                })
+                .unwrap_or_default()
+        };
+        assert_eq!(names(&json!(shown)), ["run_code", "other", "orphan"]);
+        assert_eq!(names(&shown[0]["nested"]), ["search", "save"]);
+        assert_eq!(names(&shown[0]["nested"][0]["nested"]), ["fetch"]);
+        assert_eq!(shown[0]["result"], "run_code");
+    }
+}
