@@ -34,7 +34,7 @@ tool("order").description("Places an order")
         items: #{{ type: "array", items: #{{ type: "object", required: ["qty"], properties: #{{
             qty: #{{ type: "integer", minimum: 1 }}, size: #{{ type: "string", enum: ["S", "M"] }} }} }} }} }} }})
     .handler(|a| `ordered ${{a.items.len()}}`);
-agent("notes").provider("openai").model("m").base_url("{}/v1").tools(["remember"]).ask(["store"]);"#,
+agent("notes").provider("openai").model("m").base_url("{}/v1").tools(["remember"]).needs_approval(["store"]);"#,
             mock.url
         ),
     )])
