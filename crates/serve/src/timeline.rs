@@ -169,6 +169,12 @@ pub async fn timeline(
         _ => None,
     };
     shown["trace_url"] = json!(trace_url);
+    // The agent's budget as loaded now (the run log keeps what was spent, not the limits).
+    let budget = shown["agent"]
+        .as_str()
+        .and_then(|a| state.host.agent(a).ok())
+        .map(|a| json!(a.contract.budget));
+    shown["budget"] = budget.unwrap_or(Value::Null);
     Ok(Json(shown))
 }
 
