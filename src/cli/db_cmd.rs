@@ -124,6 +124,7 @@ pub fn logs(g: &Global, a: LogsArgs) -> CliResult<ExitCode> {
         eval: a.eval,
         run: a.run_id.clone(),
         limit: if a.run_id.is_some() { 0 } else { a.count },
+        ..LogFilter::default()
     })?;
     if let Some(id) = &a.run_id
         && runs.is_empty()

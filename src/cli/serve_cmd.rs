@@ -116,6 +116,15 @@ pub struct ServeArgs {
     /// cancels them there). Needs --restate-ingress.
     #[arg(long, value_name = "URL", requires = "restate_ingress")]
     pub restate_admin: Option<String>,
+    /// Do not serve the web console at /ui (runs, approvals, tools, a playground; it uses the
+    /// same tokens as the API). See docs/console.md.
+    #[arg(long)]
+    pub no_console: bool,
+    /// A trace viewer's page for one trace, with {trace_id} where the id goes (for Phoenix,
+    /// http://127.0.0.1:6006/projects/PROJECT/traces/{trace_id}): the console links each run
+    /// to its trace.
+    #[arg(long, value_name = "URL")]
+    pub trace_url: Option<String>,
 }
 
 /// Fills what the flags left unset from the project file's `[serve]` and `[grants]`.
@@ -308,6 +317,8 @@ fn serve_options(g: &Global, a: &ServeArgs) -> CliResult<ServeOptions> {
             max_body: (a.max_body.saturating_mul(2))
                 .max(kiln::serve::http::HttpLimits::default().max_body),
         },
+        console: !a.no_console,
+        trace_url: a.trace_url.clone(),
     })
 }
 
@@ -339,6 +350,10 @@ async fn serve_until_signal(
     let _retention = retention.map(|keep| tokio::spawn(prune_forever(db.clone(), keep)));
     // The first stdout line: scripts and tests read the address from it.
     println!("kiln serve: listening on http://{addr}");
+    if !a.no_console {
+        // On stderr: stdout's lines are the addresses scripts read.
+        eprintln!("kiln serve: console at http://{addr}/ui");
+    }
     // Both servers stop on the one signal: fan it out.
     let stop = tokio_util::sync::CancellationToken::new();
     let mut worker_task = None;

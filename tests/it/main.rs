@@ -17,6 +17,7 @@ mod code_mode;
 mod commit_order;
 mod common;
 mod conformance;
+mod console;
 mod console_browser;
 mod contracts;
 mod db;

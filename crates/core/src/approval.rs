@@ -95,12 +95,13 @@ pub fn ask_person(
 ) -> Result<bool, String> {
     let span = crate::telemetry::approval_span(label, tool);
     let answer = span.in_scope(|| {
-        decide(
-            ctx.approval.approver.as_ref(),
-            &ctx.run.services,
+        let ask = crate::context::ApprovalAsk {
             label,
             question,
-        )
+            tool,
+            call_id: ctx.who.call_id.as_deref(),
+        };
+        decide(ctx.approval.approver.as_ref(), &ctx.run.services, &ask)
     });
     crate::telemetry::record_approval(&span, &answer);
     answer
@@ -110,15 +111,14 @@ pub fn ask_person(
 fn decide(
     approver: Option<&Arc<dyn Approver>>,
     services: &crate::services::Services,
-    label: &str,
-    question: &str,
+    ask: &crate::context::ApprovalAsk<'_>,
 ) -> Result<bool, String> {
     if services.assume_yes {
         return Ok(true);
     }
     match (approver, &services.approver) {
-        (Some(door), _) => door.approve(label, question),
-        (None, Some(terminal)) => Ok(terminal(label, question)),
+        (Some(door), _) => door.approve_call(ask),
+        (None, Some(terminal)) => Ok(terminal(ask.label, ask.question)),
         (None, None) => Err(NO_ONE_TO_ASK.to_string()),
     }
 }
@@ -152,9 +152,19 @@ pub struct Approved {
 
 impl Approver for Approved {
     fn approve(&self, cap: &str, question: &str) -> Result<bool, String> {
-        if self.labels.iter().any(|l| l == cap) {
+        let ask = crate::context::ApprovalAsk {
+            label: cap,
+            question,
+            tool: "",
+            call_id: None,
+        };
+        self.approve_call(&ask)
+    }
+
+    fn approve_call(&self, ask: &crate::context::ApprovalAsk<'_>) -> Result<bool, String> {
+        if self.labels.iter().any(|l| l == ask.label) {
             return Ok(true);
         }
-        decide(self.inner.as_ref(), &self.services, cap, question)
+        decide(self.inner.as_ref(), &self.services, ask)
     }
 }

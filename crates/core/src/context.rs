@@ -175,6 +175,25 @@ pub trait Approver: Send + Sync {
     /// answer; `Err` says why nobody could decide (the client cannot answer mid-call, the question
     /// failed to arrive).
     fn approve(&self, cap: &str, question: &str) -> Result<bool, String>;
+
+    /// [`Approver::approve`] told which call asks (a door that shows the call's tool and
+    /// arguments beside the question); by default the same as `approve`.
+    fn approve_call(&self, ask: &ApprovalAsk<'_>) -> Result<bool, String> {
+        self.approve(ask.label, ask.question)
+    }
+}
+
+/// One approval being asked: the capability (or `policy:NAME`), the question, the tool and
+/// the id the model gave the call (`None` outside agent runs).
+pub struct ApprovalAsk<'a> {
+    /// The capability or `policy:NAME`.
+    pub label: &'a str,
+    /// What the call wants, as a person reads it.
+    pub question: &'a str,
+    /// The tool asking.
+    pub tool: &'a str,
+    /// The model's id of the call.
+    pub call_id: Option<&'a str>,
 }
 
 /// The work of one call made inside another: it runs the call and returns how it ended.

@@ -73,6 +73,8 @@ pub struct ModelRow {
     pub reasoning_tokens: Option<i64>,
     /// Why it stopped.
     pub stop_reason: Option<String>,
+    /// How long the request took, in milliseconds.
+    pub duration_ms: Option<f64>,
 }
 
 /// A logged tool call.
@@ -156,6 +158,10 @@ pub struct LogFilter {
     pub eval: Option<String>,
     /// Only the run with this id.
     pub run: Option<String>,
+    /// Only runs acting for this actor.
+    pub actor: Option<String>,
+    /// Only runs with this status (`running`, `ok`, `error`, `cancelled`).
+    pub status: Option<String>,
     /// At most this many runs (newest first); 0 for all.
     pub limit: usize,
 }
@@ -228,6 +234,17 @@ impl Db {
 
     /// Runs matching `filter`, newest first, with their tool calls.
     pub fn runs(&self, filter: &LogFilter) -> Result<Vec<RunRow>, DbError> {
+        let mut runs = self.run_rows(filter)?;
+        let conn = self.conn();
+        for run in runs.iter_mut() {
+            run.tool_calls = self.tool_calls(&conn, &run.id)?;
+            run.model_calls = self.model_calls(&conn, &run.id)?;
+        }
+        Ok(runs)
+    }
+
+    /// Runs matching `filter`, newest first, without their calls (a list of runs).
+    pub fn run_rows(&self, filter: &LogFilter) -> Result<Vec<RunRow>, DbError> {
         let conn = self.conn();
         let mut stmt = conn
             .prepare(
@@ -240,6 +257,7 @@ impl Db {
                  FROM runs WHERE (?1 IS NULL OR agent = ?1) AND (?2 IS NULL OR started_at >= ?2)
                  AND (?3 IS NULL OR EXISTS (SELECT 1 FROM tool_calls t WHERE t.run_id = runs.id AND t.name = ?3))
                  AND (?5 IS NULL OR eval_id = ?5) AND (?6 IS NULL OR id = ?6)
+                 AND (?7 IS NULL OR actor = ?7) AND (?8 IS NULL OR status = ?8)
                  ORDER BY started_at DESC LIMIT ?4",
             )
             .map_err(|e| self.err(e))?;
@@ -256,17 +274,14 @@ impl Db {
                     filter.tool,
                     limit,
                     filter.eval,
-                    filter.run
+                    filter.run,
+                    filter.actor,
+                    filter.status
                 ],
                 run_row,
             )
             .map_err(|e| self.err(e))?;
-        let mut runs: Vec<RunRow> = rows.collect::<Result<_, _>>().map_err(|e| self.err(e))?;
-        for run in runs.iter_mut() {
-            run.tool_calls = self.tool_calls(&conn, &run.id)?;
-            run.model_calls = self.model_calls(&conn, &run.id)?;
-        }
-        Ok(runs)
+        rows.collect::<Result<_, _>>().map_err(|e| self.err(e))
     }
 
     /// The run with this id, with its tool calls; `None` when none was logged.
@@ -324,8 +339,8 @@ impl Db {
     ) -> Result<Vec<ModelRow>, DbError> {
         let mut stmt = conn
             .prepare_cached(
-                "SELECT round, provider, model, input_tokens, output_tokens, reasoning_tokens, stop_reason
-                 FROM model_calls WHERE run_id = ?1 ORDER BY round",
+                "SELECT round, provider, model, input_tokens, output_tokens, reasoning_tokens, stop_reason,
+                 duration_ms FROM model_calls WHERE run_id = ?1 ORDER BY round",
             )
             .map_err(|e| self.err(e))?;
         let rows = stmt
@@ -338,6 +353,7 @@ impl Db {
                     output_tokens: r.get(4)?,
                     reasoning_tokens: r.get(5)?,
                     stop_reason: r.get(6)?,
+                    duration_ms: r.get(7)?,
                 })
             })
             .map_err(|e| self.err(e))?;

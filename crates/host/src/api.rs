@@ -258,6 +258,9 @@ pub struct CallOptions {
     /// The call's key for outside APIs (`ctx.idempotency_key`): a durable engine's, so every
     /// attempt of the call sends the same; `None`: none.
     pub idempotency_key: Option<String>,
+    /// The run id the call is logged under (a door that shows the call as a run of its own);
+    /// `None`: a new one.
+    pub run_id: Option<String>,
 }
 
 impl CallOptions {
@@ -441,6 +444,9 @@ impl Host {
         ctx.approval.approver = opts.approver.clone();
         if opts.idempotency_key.is_some() {
             ctx.who.idempotency_key = opts.idempotency_key.clone();
+        }
+        if let Some(run_id) = &opts.run_id {
+            ctx.who.run_id = run_id.clone();
         }
         ctx.run.events = opts
             .observer

@@ -7,7 +7,7 @@
 
 use super::error::ApiError;
 use kiln_agent::Event;
-use kiln_core::context::Approver;
+use kiln_core::context::{ApprovalAsk, Approver};
 use serde_json::{Value, json};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -26,7 +26,39 @@ struct Pending {
     id: String,
     capability: String,
     question: String,
+    /// The tool asking and the model's id of its call, when known.
+    tool: Option<String>,
+    call_id: Option<String>,
+    /// When it was asked and when nobody deciding denies it (seconds since the epoch).
+    asked_at: f64,
+    expires_at: f64,
     answer: std::sync::mpsc::SyncSender<Decision>,
+}
+
+/// A waiting approval as the console's inbox shows it.
+#[derive(Debug, Clone)]
+pub struct Waiting {
+    /// The approval's id within its run.
+    pub id: String,
+    /// The capability (or `policy:NAME`).
+    pub capability: String,
+    /// What the call wants.
+    pub question: String,
+    /// The tool asking, when known.
+    pub tool: Option<String>,
+    /// The model's id of the call, when known.
+    pub call_id: Option<String>,
+    /// When it was asked (seconds since the epoch).
+    pub asked_at: f64,
+    /// When nobody deciding denies it (seconds since the epoch).
+    pub expires_at: f64,
+}
+
+/// Seconds since the epoch, now.
+pub fn now_secs() -> f64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_secs_f64())
 }
 
 /// The approvals of one run.
@@ -35,6 +67,8 @@ pub struct Approvals {
     /// The approvals that ended, with the decision that took effect (as the durable door
     /// shows it: `{"decision": "approve"}` or `{"decision": "deny", "reason": ...}`).
     closed: Mutex<Vec<(String, Value)>>,
+    /// Every approval asked, in order, waiting or not.
+    asked: Mutex<Vec<Waiting>>,
     next: AtomicU32,
     timeout: Duration,
     /// Where `approval_requested` events go (the run's event list, once it has one), and
@@ -42,10 +76,15 @@ pub struct Approvals {
     events: Mutex<Events>,
 }
 
+/// Told of each approval that ended: its id and the decision that took effect.
+type ClosedListener = Box<dyn Fn(&str, &Value) + Send + Sync>;
+
 #[derive(Default)]
 struct Events {
     sink: Option<Box<dyn Fn(Event) + Send + Sync>>,
     early: Vec<Event>,
+    /// Told of each approval that ended: its id and the decision that took effect.
+    closed: Option<ClosedListener>,
 }
 
 impl Approvals {
@@ -54,6 +93,7 @@ impl Approvals {
         Approvals {
             pending: Mutex::new(Vec::new()),
             closed: Mutex::new(Vec::new()),
+            asked: Mutex::new(Vec::new()),
             next: AtomicU32::new(0),
             timeout,
             events: Mutex::new(Events::default()),
@@ -68,6 +108,53 @@ impl Approvals {
             sink(ev);
         }
         events.sink = Some(Box::new(sink));
+    }
+
+    /// Told of each approval that ends (decided, or denied by the deadline).
+    pub fn on_closed(&self, f: impl Fn(&str, &Value) + Send + Sync + 'static) {
+        let mut events = self.events.lock().unwrap_or_else(|e| e.into_inner());
+        events.closed = Some(Box::new(f));
+    }
+
+    /// The approvals waiting, with the call asking and their times.
+    pub fn waiting_calls(&self) -> Vec<Waiting> {
+        let pending = self.pending.lock().unwrap_or_else(|e| e.into_inner());
+        pending
+            .iter()
+            .map(|p| Waiting {
+                id: p.id.clone(),
+                capability: p.capability.clone(),
+                question: p.question.clone(),
+                tool: p.tool.clone(),
+                call_id: p.call_id.clone(),
+                asked_at: p.asked_at,
+                expires_at: p.expires_at,
+            })
+            .collect()
+    }
+
+    /// Every approval asked, in order, with the decision that took effect (`None`: waiting).
+    pub fn history(&self) -> Vec<(Waiting, Option<Value>)> {
+        let closed = self.closed();
+        let asked = self.asked.lock().unwrap_or_else(|e| e.into_inner());
+        asked
+            .iter()
+            .map(|a| {
+                let won = closed
+                    .iter()
+                    .find(|(id, _)| *id == a.id)
+                    .map(|(_, w)| w.clone());
+                (a.clone(), won)
+            })
+            .collect()
+    }
+
+    /// The approvals that ended, with the decision that took effect.
+    pub fn closed(&self) -> Vec<(String, Value)> {
+        self.closed
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
     }
 
     /// The approvals waiting, as the run's status shows them.
@@ -91,6 +178,8 @@ impl Approvals {
         // Sent under the lock: a waiter that timed out finds it gone and reads it (`ask`).
         let _ = p.answer.try_send(decision.clone());
         self.close(id, &decision);
+        drop(pending);
+        self.tell_closed(id);
         Ok(())
     }
 
@@ -113,21 +202,64 @@ impl Approvals {
             Decision::Approve => json!({"decision": "approve"}),
             Decision::Deny(reason) => json!({"decision": "deny", "reason": reason}),
         };
-        let mut closed = self.closed.lock().unwrap_or_else(|e| e.into_inner());
-        closed.push((id.to_string(), won));
+        self.closed
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push((id.to_string(), won));
+    }
+
+    /// Tells the `on_closed` listener that approval `id` ended. Called with no other lock of
+    /// these approvals held (the listener may read them).
+    fn tell_closed(&self, id: &str) {
+        let won = self
+            .closed()
+            .into_iter()
+            .find(|(c, _)| c == id)
+            .map(|(_, won)| won);
+        let events = self.events.lock().unwrap_or_else(|e| e.into_inner());
+        if let (Some(tell), Some(won)) = (&events.closed, won) {
+            tell(id, &won);
+        }
     }
 }
 
 impl Approver for Approvals {
     fn approve(&self, cap: &str, question: &str) -> Result<bool, String> {
+        self.approve_call(&ApprovalAsk {
+            label: cap,
+            question,
+            tool: "",
+            call_id: None,
+        })
+    }
+
+    fn approve_call(&self, ask: &ApprovalAsk<'_>) -> Result<bool, String> {
+        let (cap, question) = (ask.label, ask.question);
         let id = format!("approval_{}", self.next.fetch_add(1, Ordering::Relaxed) + 1);
         let (answer, decided) = std::sync::mpsc::sync_channel(1);
         {
+            let asked_at = now_secs();
+            self.asked
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .push(Waiting {
+                    id: id.clone(),
+                    capability: cap.to_string(),
+                    question: question.to_string(),
+                    tool: (!ask.tool.is_empty()).then(|| ask.tool.to_string()),
+                    call_id: ask.call_id.map(str::to_string),
+                    asked_at,
+                    expires_at: asked_at + self.timeout.as_secs_f64(),
+                });
             let mut pending = self.pending.lock().unwrap_or_else(|e| e.into_inner());
             pending.push(Pending {
                 id: id.clone(),
                 capability: cap.to_string(),
                 question: question.to_string(),
+                tool: (!ask.tool.is_empty()).then(|| ask.tool.to_string()),
+                call_id: ask.call_id.map(str::to_string),
+                asked_at,
+                expires_at: asked_at + self.timeout.as_secs_f64(),
                 answer,
             });
         }
@@ -152,6 +284,8 @@ impl Approver for Approvals {
             if still_waiting {
                 let why = format!("nobody approved it within {} s", self.timeout.as_secs_f64());
                 self.close(&id, &Decision::Deny(why));
+                drop(pending);
+                self.tell_closed(&id);
                 return Err(());
             }
             decided.try_recv().map_err(|_| ())

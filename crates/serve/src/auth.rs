@@ -181,6 +181,9 @@ fn same_secret(a: &[u8], b: &[u8]) -> bool {
     a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
+/// The token capability that lets its holder decide the approvals of every run.
+pub const APPROVE: &str = "approve";
+
 /// Who a request acts for. A token always names its actor: no actor is the open server's one
 /// implicit caller (no tokens configured), never "every actor".
 #[derive(Debug, Clone, Default)]
@@ -198,6 +201,14 @@ impl Principal {
     /// The open server's one implicit caller (no tokens configured, loopback only).
     pub fn is_open(&self) -> bool {
         self.actor.is_none() && self.ceiling.is_none()
+    }
+
+    /// Whether this caller's token is granted `approve`: it may decide the approvals of every
+    /// actor's runs (and see exactly those approvals, nothing else of the runs).
+    pub fn may_decide_all(&self) -> bool {
+        self.ceiling.as_ref().is_some_and(|c| {
+            kiln_core::capability::Capability::parse(APPROVE).is_ok_and(|cap| c.covers(&cap))
+        })
     }
 
     /// Whether this caller may see a run `owner` started: its own (the open server's runs are

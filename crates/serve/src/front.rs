@@ -181,6 +181,42 @@ async fn running(front: &RestateClient, id: &str, inv: &Invocation) -> Value {
     }
 }
 
+/// Durable runs looked at for `GET /v1/approvals` at most.
+const INBOX_RUNS: usize = 200;
+
+/// The approvals durable runs wait for that `who` may decide (its own runs', or every run's
+/// for a token granted `approve`), as the inbox lists them; a run Restate cannot describe is
+/// left out.
+pub(super) async fn inbox(front: &RestateClient, who: &Principal) -> Result<Vec<Value>, ApiError> {
+    let runs = front
+        .unfinished_runs(INBOX_RUNS)
+        .await
+        .map_err(restate_error)?;
+    let now = now_ms();
+    let mut rows = Vec::new();
+    for (id, inv) in runs {
+        if !(who.may_decide_all() || who.sees_key(&inv.key)) {
+            continue;
+        }
+        let Ok(Value::Array(waiting)) = front.approvals(&inv).await else {
+            continue;
+        };
+        for a in waiting {
+            let expires = a["expires_at"].as_u64();
+            if expires.is_some_and(|at| at <= now) {
+                continue;
+            }
+            rows.push(json!({
+                "run": id, "id": a["id"], "capability": a["capability"],
+                "question": a["question"], "tool": a.get("tool"), "args": a.get("args"),
+                "asked_at": a["asked_at"].as_u64().map(|ms| ms as f64 / 1000.0),
+                "expires_at": expires.map(|ms| ms as f64 / 1000.0),
+            }));
+        }
+    }
+    Ok(rows)
+}
+
 /// The approvals whose deadline (`expires_at`, ms since the epoch) is after `now`, as
 /// `{id, capability, question}`: one past its deadline is denied even while no worker runs
 /// the run to say so.

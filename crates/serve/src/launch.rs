@@ -4,6 +4,7 @@
 
 use super::auth::{Principal, check_within};
 use super::error::ApiError;
+use super::feed::Audience;
 use super::metrics::Metrics;
 use super::state::{AppState, session_key};
 use super::table::{RunEntry, error_kind};
@@ -353,9 +354,10 @@ fn run_options(state: &AppState, who: &Principal, req: RunRequest, parts: RunPar
     }
 }
 
-/// The started run's entry, with the approvals' events going into it, put in the run table.
-fn register(
-    state: &AppState,
+/// The started run's entry, with the approvals' events going into it and the console's feed,
+/// put in the run table.
+pub(super) fn register(
+    state: &Arc<AppState>,
     who: &Principal,
     run_id: String,
     agent: String,
@@ -369,13 +371,42 @@ fn register(
         cancel,
         approvals.clone(),
     ));
-    let events = Arc::downgrade(&entry);
+    let (events, feed) = (Arc::downgrade(&entry), Arc::downgrade(state));
     approvals.attach(move |ev| {
-        if let Some(entry) = events.upgrade() {
-            entry.push(ev);
+        let Some(entry) = events.upgrade() else {
+            return;
+        };
+        let asked = match &ev {
+            Event::ApprovalRequested { id, .. } => Some(id.clone()),
+            _ => None,
+        };
+        entry.push(ev);
+        if let (Some(id), Some(state)) = (asked, feed.upgrade()) {
+            let owner = Audience::Deciders(entry.owner.clone());
+            for item in entry.inbox().into_iter().filter(|a| a["id"] == id.as_str()) {
+                state
+                    .feed
+                    .publish("approval_requested", owner.clone(), item);
+            }
+        }
+    });
+    let (run, owner, feed) = (entry.id.clone(), entry.owner.clone(), Arc::downgrade(state));
+    approvals.on_closed(move |id, decision| {
+        if let Some(state) = feed.upgrade() {
+            let data = serde_json::json!({"run": run, "id": id, "decision": decision});
+            let to = Audience::Deciders(owner.clone());
+            state.feed.publish("approval_decided", to, data);
         }
     });
     state.runs.insert(entry.clone());
+    state.feed.publish(
+        "run_started",
+        Audience::Owner(entry.owner.clone()),
+        serde_json::json!({
+            "id": entry.id, "agent": entry.agent, "actor": entry.owner,
+            "status": "running", "started_at": entry.started_at,
+        }),
+    );
     tracing::info!(run_id = %entry.id, agent = %entry.agent, actor = ?who.actor, "run started");
     entry
 }
@@ -399,8 +430,21 @@ fn drive<H: Send + 'static>(
             }
             entry.push(ev);
         }
+        announce_end(&state, &entry);
         state.runs.finished(&entry.id);
     });
+}
+
+/// Tells the console's feed that a run ended.
+pub(super) fn announce_end(state: &AppState, entry: &RunEntry) {
+    state.feed.publish(
+        "run_ended",
+        Audience::Owner(entry.owner.clone()),
+        serde_json::json!({
+            "id": entry.id, "agent": entry.agent, "actor": entry.owner,
+            "status": entry.status_word(),
+        }),
+    );
 }
 
 /// Counts and logs a run's end: `ok`, `cancelled`, `deadline` or `error`.

@@ -13,6 +13,10 @@
 //! - `table`: runs by id with their events; `auth`: tokens; `limits`: slots, queue, 429
 //! - `metrics`, `router` (health, logging), `body` (JSON bodies), `error` (OpenAI's shape)
 //! - `logfmt`: JSON log lines
+//! - the web console: `ui` (its pages at `/ui`, in the binary, with their security headers),
+//!   `feed` (`/v1/events`: runs, approvals, reloads as they happen), `listing` (`/v1/me`,
+//!   `/v1/runs`), `timeline` (a run's story), `inbox` (`/v1/approvals`), `tools_api`
+//!   (`/v1/tools`: list and call), `health` (`/v1/scripts`: files, errors, reloads)
 //! - `restate`: kiln calling Restate over plain HTTP (the front door's ingress client, worker
 //!   registration); the worker itself is kiln-durable
 //!
@@ -26,9 +30,13 @@ pub mod auth;
 mod body;
 mod chat;
 pub mod error;
+pub mod feed;
 mod front;
+mod health;
+mod inbox;
 mod launch;
 pub mod limits;
+mod listing;
 pub mod logfmt;
 pub mod metrics;
 mod responses;
@@ -42,6 +50,9 @@ mod router;
 mod runs;
 pub mod state;
 mod table;
+mod timeline;
+mod tools_api;
+mod ui;
 
 pub use auth::Tokens;
 pub use router::router;
@@ -127,11 +138,12 @@ pub fn watch_reloads(
         .host
         .watch()
         .map_err(|e| std::io::Error::other(e.to_string()))?;
-    let metrics = state.metrics.clone();
+    let state = state.clone();
     Ok(AbortOnDrop(Some(tokio::spawn(async move {
         while let Some(report) = reports.next().await {
-            metrics.reloaded();
+            state.metrics.reloaded();
             tracing::info!("{report}");
+            health::announce_reload(&state, &report);
             if let Some(mcp) = mcp.as_ref().filter(|_| !report.deferred) {
                 mcp.notify_tools_changed();
             }

@@ -3,7 +3,7 @@
 use super::auth::Principal;
 use super::error::ApiError;
 use super::state::AppState;
-use super::{chat, responses, runs};
+use super::{chat, health, inbox, listing, responses, runs, timeline, tools_api, ui};
 use axum::Router;
 use axum::extract::{DefaultBodyLimit, Request, State};
 use axum::http::{StatusCode, header};
@@ -45,8 +45,15 @@ pub fn router(state: Arc<AppState>, mcp: Option<Router>) -> Router {
             "/v1/responses/{id}/input_items",
             get(responses::input_items),
         )
-        .route("/v1/runs", post(runs::create))
+        .route("/v1/runs", post(runs::create).get(listing::runs))
         .route("/v1/runs/{id}", get(runs::get))
+        .route("/v1/runs/{id}/timeline", get(timeline::timeline))
+        .route("/v1/me", get(listing::me))
+        .route("/v1/events", get(listing::events))
+        .route("/v1/approvals", get(inbox::approvals))
+        .route("/v1/tools", get(tools_api::list))
+        .route("/v1/tools/{name}", post(tools_api::call))
+        .route("/v1/scripts", get(health::scripts))
         .route("/v1/runs/{id}/events", get(runs::events))
         .route("/v1/runs/{id}/cancel", post(runs::cancel))
         .route("/v1/runs/{id}/approvals/{approval}", post(runs::approve))
@@ -55,6 +62,16 @@ pub fn router(state: Arc<AppState>, mcp: Option<Router>) -> Router {
             get(runs::session).delete(runs::delete_session),
         )
         .route_layer(middleware::from_fn_with_state(state.clone(), same_site));
+    let api = match state.options.console {
+        true => api.merge(
+            Router::new()
+                .route("/ui", get(ui::index))
+                .route("/ui/", get(ui::index))
+                .route("/ui/{file}", get(ui::file))
+                .route_layer(middleware::from_fn_with_state(state.clone(), same_site)),
+        ),
+        false => api,
+    };
     let app = Router::new()
         .route("/healthz", get(healthz))
         .route("/readyz", get(readyz))

@@ -37,9 +37,6 @@ pub async fn create(
     Ok(Json(entry.status()).into_response())
 }
 
-/// The token capability that lets its holder decide the approvals of every run.
-const APPROVE: &str = "approve";
-
 /// `POST /v1/runs/{id}/approvals/{approval}`: approves or denies a call the run waits on; the
 /// run's actor may (anyone, without tokens), and so may a token granted `approve`.
 pub async fn approve(
@@ -50,9 +47,7 @@ pub async fn approve(
 ) -> Result<Json<Value>, ApiError> {
     let decision = super::approvals::decision(&body)?;
     // A token granted `approve` decides for any run; anyone else only for their own.
-    let approver = who.ceiling.as_ref().is_some_and(|c| {
-        kiln_core::capability::Capability::parse(APPROVE).is_ok_and(|cap| c.covers(&cap))
-    });
+    let approver = who.may_decide_all();
     let decider = Principal {
         every_run: approver,
         ..who.clone()

@@ -45,6 +45,11 @@ pub struct ServeOptions {
     pub queue_timeout: Duration,
     /// Header and body deadlines and the connection cap of the HTTP listener.
     pub http: kiln_http::HttpLimits,
+    /// Serve the web console at `/ui`.
+    pub console: bool,
+    /// A trace viewer's page for one trace, `{trace_id}` standing for its id (Phoenix's, a
+    /// Jaeger's), linked from a run's timeline.
+    pub trace_url: Option<String>,
 }
 
 impl Default for ServeOptions {
@@ -69,6 +74,8 @@ impl Default for ServeOptions {
                 max_connections: d::MAX_CONNECTIONS,
                 ..kiln_http::HttpLimits::default()
             },
+            console: true,
+            trace_url: None,
         }
     }
 }
@@ -93,6 +100,10 @@ pub struct AppState {
     pub front: Option<crate::restate::RestateClient>,
     /// The Responses door's running responses.
     pub(crate) responses: crate::responses_output::Running,
+    /// What the console's live feed sends (`GET /v1/events`).
+    pub feed: crate::feed::Feed,
+    /// The last script reloads, newest last, as the feed sent them.
+    pub(crate) reloads: Mutex<std::collections::VecDeque<serde_json::Value>>,
     draining: AtomicBool,
     sessions: Mutex<HashMap<String, Weak<tokio::sync::Mutex<()>>>>,
 }
@@ -111,6 +122,8 @@ impl AppState {
             stop_runs: CancellationToken::new(),
             front: None,
             responses: Default::default(),
+            feed: Default::default(),
+            reloads: Mutex::new(Default::default()),
             draining: AtomicBool::new(false),
             sessions: Mutex::new(HashMap::new()),
         }

@@ -28,6 +28,8 @@ pub struct RunEntry {
     pub cancel: CancellationToken,
     /// The calls waiting for a person's approval.
     pub approvals: Arc<super::approvals::Approvals>,
+    /// When it started (seconds since the epoch).
+    pub started_at: f64,
     events: Mutex<Vec<Arc<Event>>>,
     /// How many events there are; readers wait on changes.
     count: watch::Sender<usize>,
@@ -48,6 +50,7 @@ impl RunEntry {
             owner,
             cancel,
             approvals,
+            started_at: super::approvals::now_secs(),
             events: Mutex::new(Vec::new()),
             count: watch::Sender::new(0),
         }
@@ -109,6 +112,66 @@ impl RunEntry {
                 }
             },
         )
+    }
+
+    /// The arguments of the call the model named `call_id` in this run, from its
+    /// `tool_started` event.
+    pub fn call_args(&self, call_id: &str) -> Option<Value> {
+        let events = self.events.lock().unwrap_or_else(|e| e.into_inner());
+        events.iter().find_map(|ev| match &**ev {
+            Event::ToolStarted { id, args, .. } if id == call_id => Some(args.clone()),
+            _ => None,
+        })
+    }
+
+    /// The arguments of the call asking an approval: the call the model named `call_id`, else
+    /// the last call of `tool` this run started (a direct call has no model id).
+    pub fn asking_args(&self, call_id: Option<&str>, tool: Option<&str>) -> Option<Value> {
+        if let Some(id) = call_id {
+            return self.call_args(id);
+        }
+        let tool = tool?;
+        let events = self.events.lock().unwrap_or_else(|e| e.into_inner());
+        events.iter().rev().find_map(|ev| match &**ev {
+            Event::ToolStarted { name, args, .. } if name == tool => Some(args.clone()),
+            _ => None,
+        })
+    }
+
+    /// The approvals this run waits for, as the inbox lists them: the run, the question, the
+    /// tool and its arguments, when asked and the deadline.
+    pub fn inbox(&self) -> Vec<Value> {
+        self.approvals
+            .waiting_calls()
+            .into_iter()
+            .map(|w| {
+                let args = self.asking_args(w.call_id.as_deref(), w.tool.as_deref());
+                json!({
+                    "run": self.id, "id": w.id, "capability": w.capability,
+                    "question": w.question, "tool": w.tool, "args": args,
+                    "asked_at": w.asked_at, "expires_at": w.expires_at,
+                })
+            })
+            .collect()
+    }
+
+    /// The status word of [`RunEntry::status`] without building the report.
+    pub fn status_word(&self) -> &'static str {
+        let Some(end) = self.end() else {
+            return match self.approvals.waiting().is_empty() {
+                true => "running",
+                false => "awaiting_approval",
+            };
+        };
+        match &*end {
+            Event::Finished(result) => match &**result {
+                Ok(r) if r.error.is_some() => "failed",
+                Ok(_) => "completed",
+                Err(e) if matches!(e.kind, RunErrorKind::Cancelled) => "cancelled",
+                Err(_) => "failed",
+            },
+            _ => "running",
+        }
     }
 
     /// `{id, agent, status, ...}` with the report and error once it has ended.
@@ -238,6 +301,32 @@ impl RunTable {
         }
         // A run's events are freed here, after the table is open to other requests again.
         drop(forgotten);
+    }
+
+    /// The runs `who` may see (see [`Principal::sees`]), newest first.
+    pub fn visible(&self, who: &Principal) -> Vec<Arc<RunEntry>> {
+        let t = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        let mut runs: Vec<_> = t
+            .runs
+            .values()
+            .filter(|r| who.sees(r.owner.as_deref()))
+            .cloned()
+            .collect();
+        runs.sort_by(|a, b| b.started_at.total_cmp(&a.started_at));
+        runs
+    }
+
+    /// The runs waiting for an approval `who` may decide: its own, or every actor's for a
+    /// token granted `approve`.
+    pub fn awaiting(&self, who: &Principal) -> Vec<Arc<RunEntry>> {
+        let decides_all = who.may_decide_all();
+        let t = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        t.runs
+            .values()
+            .filter(|r| decides_all || who.sees(r.owner.as_deref()))
+            .filter(|r| !r.approvals.waiting().is_empty())
+            .cloned()
+            .collect()
     }
 
     /// The run `id` if `who` may see it (see [`Principal::sees`]: its owner only; a missing

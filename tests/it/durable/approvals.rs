@@ -49,6 +49,20 @@ fn a_run_waiting_for_approval_survives_its_worker_and_is_approved_through_anothe
         c.counter.counts("q").is_empty(),
         "nothing ran before the approval"
     );
+    // The console's inbox lists it, through any worker, for its actor only.
+    let inbox = ok_output("inbox", c.api(1, ALICE, "GET", "/v1/approvals", &[], None));
+    let listed = &inbox["approvals"][0];
+    assert_eq!(
+        (&listed["run"], &listed["id"], &listed["capability"]),
+        (&json!(id), &json!(approval_id), &json!("net")),
+        "{inbox}"
+    );
+    assert!(listed["expires_at"].as_f64().is_some(), "{inbox}");
+    let theirs = ok_output(
+        "bob's inbox",
+        c.api(1, BOB, "GET", "/v1/approvals", &[], None),
+    );
+    assert_eq!(theirs, json!({"approvals": []}));
 
     // The worker running it dies while it waits; the wait goes on in Restate.
     c.kill(0);

@@ -239,6 +239,42 @@ impl RestateClient {
         }))
     }
 
+    /// The runs (`KilnRun`, `KilnSession` invocations) that have not ended, with their ids,
+    /// at most `limit`: where durable approvals may wait.
+    pub async fn unfinished_runs(
+        &self,
+        limit: usize,
+    ) -> Result<Vec<(String, Invocation)>, DurableError> {
+        let query = format!(
+            "SELECT id, target_service_name, target_service_key, status, created_at FROM sys_invocation WHERE target_service_name IN ('KilnRun', 'KilnSession') AND status <> 'completed' ORDER BY created_at DESC LIMIT {limit}"
+        );
+        let url = format!("{}/query", self.admin);
+        let req = self
+            .http
+            .post(&url)
+            .header("accept", "application/json")
+            .json(&json!({ "query": query }));
+        let (status, body) = self.call(req, &url).await?;
+        if status != 200 {
+            return Err(Self::answered(&url, status, body));
+        }
+        let reply: Value = serde_json::from_str(&body).unwrap_or(Value::Null);
+        let rows = reply["rows"].as_array().cloned().unwrap_or_default();
+        Ok(rows
+            .iter()
+            .map(|row| {
+                let field = |k: &str| row[k].as_str().unwrap_or_default().to_string();
+                let inv = Invocation {
+                    service: field("target_service_name"),
+                    key: field("target_service_key"),
+                    status: field("status"),
+                    created_at: field("created_at"),
+                };
+                (field("id"), inv)
+            })
+            .collect())
+    }
+
     /// The approvals invocation `inv` (a run) waits for now: `[{id, capability, question}]`.
     pub async fn approvals(&self, inv: &Invocation) -> Result<Value, DurableError> {
         let url = format!(

@@ -1,0 +1,34 @@
+//! The approvals inbox (`GET /v1/approvals`): every approval the caller may decide, across
+//! runs, with its question, the tool and its arguments, when it was asked and its deadline.
+//! A token granted `approve` sees every actor's waiting approvals this way, and nothing else
+//! of those runs (`GET /v1/runs/{id}` stays 404 for it).
+
+use super::auth::Principal;
+use super::error::ApiError;
+use super::state::AppState;
+use axum::Json;
+use axum::extract::State;
+use serde_json::{Value, json};
+use std::sync::Arc;
+
+/// `GET /v1/approvals`: `{"approvals": [{run, id, capability, question, tool, args,
+/// asked_at, expires_at}]}`, oldest first; durable runs' too under `--restate-ingress`.
+pub async fn approvals(
+    State(state): State<Arc<AppState>>,
+    who: Principal,
+) -> Result<Json<Value>, ApiError> {
+    let mut rows: Vec<Value> = state
+        .runs
+        .awaiting(&who)
+        .iter()
+        .flat_map(|entry| entry.inbox())
+        .collect();
+    if let Some(front) = &state.front {
+        rows.extend(super::front::inbox(front, &who).await?);
+    }
+    rows.sort_by(|a, b| {
+        let at = |v: &Value| v["asked_at"].as_f64().unwrap_or(0.0);
+        at(a).total_cmp(&at(b))
+    });
+    Ok(Json(json!({ "approvals": rows })))
+}

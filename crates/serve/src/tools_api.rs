@@ -1,0 +1,185 @@
+//! Tools for people to try (`GET /v1/tools`, `POST /v1/tools/{name}`): every tool with its
+//! description, capabilities and schema, and a call under the caller's grants (the token's
+//! ceiling within the server's). A call goes through [`kiln_host::Host::call`]
+//! (validation, the guard, the sandbox, the run log) and is a run of `call:TOOL` in the run
+//! table, so an approval it needs waits in the inbox like any run's.
+
+use super::auth::Principal;
+use super::body::AnyJsonBody;
+use super::error::ApiError;
+use super::state::AppState;
+use super::table::RunEntry;
+use axum::Json;
+use axum::extract::{Path, State};
+use kiln_agent::{Event, RunReport, ToolCallRecord};
+use kiln_core::capability::Grants;
+use kiln_core::failure::FailureKind;
+use kiln_core::tool::{Tool, ToolOutcome};
+use serde_json::{Value, json};
+use std::sync::Arc;
+
+/// The model-style id the console's call has in its run.
+const CALL_ID: &str = "call_1";
+
+/// `GET /v1/tools`: `{"tools": [{name, description, capabilities, schema, available, file,
+/// line}]}`; `available` says whether the caller's grants cover the tool's capabilities.
+pub async fn list(State(state): State<Arc<AppState>>, who: Principal) -> Json<Value> {
+    let grants = grants_for(&state, &who);
+    let tools: Vec<Value> = state
+        .host
+        .tools()
+        .iter()
+        .map(|t| {
+            json!({
+                "name": t.name, "description": t.description,
+                "capabilities": t.requires.iter().map(ToString::to_string).collect::<Vec<_>>(),
+                "schema": t.schema,
+                "available": grants.missing(&t.requires).is_empty(),
+                "file": (!t.loc.path.is_empty()).then_some(&t.loc.path),
+                "line": (t.loc.line > 0).then_some(t.loc.line),
+            })
+        })
+        .collect();
+    Json(json!({ "tools": tools }))
+}
+
+/// What a direct call holds: the token's ceiling within the server's (`--caps`, with its
+/// `--needs-approval` marks); nothing on an open server started without `--caps`.
+fn grants_for(state: &AppState, who: &Principal) -> Grants {
+    Grants::effective(&[who.ceiling.as_ref(), state.options.ceiling.as_ref()])
+}
+
+/// `POST /v1/tools/{name}` with `{"arguments": {...}}`: `{"run", "result", "duration_ms"}`,
+/// or `{"run", "error": {kind, message}, "duration_ms"}` when the tool failed; arguments that
+/// break the schema are a 400 whose `fields` name each violation's path (`/` the whole).
+pub async fn call(
+    State(state): State<Arc<AppState>>,
+    who: Principal,
+    Path(name): Path<String>,
+    AnyJsonBody(body): AnyJsonBody,
+) -> Result<Json<Value>, ApiError> {
+    if state.draining() {
+        return Err(ApiError::unavailable("the server is shutting down"));
+    }
+    let tool = state.host.tool(&name).map_err(|_| {
+        ApiError::not_found(
+            "tool_not_found",
+            format!("no tool named \"{name}\" (GET /v1/tools lists them)"),
+        )
+    })?;
+    let args = match &body["arguments"] {
+        Value::Null => json!({}),
+        v @ Value::Object(_) => v.clone(),
+        _ => {
+            return Err(ApiError::bad_request(
+                "arguments",
+                "arguments must be a JSON object",
+            ));
+        }
+    };
+    let permit = state.limiter.acquire().await?;
+    let entry = start(&state, &who, &tool, &args);
+    let opts = kiln_host::CallOptions {
+        grants: Some(grants_for(&state, &who)),
+        actor_id: who.actor.clone(),
+        timeout: state.options.run_timeout,
+        cancel: Some(entry.cancel.clone()),
+        approver: Some(entry.approvals.clone()),
+        run_id: Some(entry.id.clone()),
+        ..Default::default()
+    };
+    let outcome = state.host.call_tool(&tool, args.clone(), opts).await;
+    let outcome = outcome.map_err(|e| ApiError::internal(e.to_string()))?;
+    finish(&state, &entry, &tool, args.clone(), &outcome);
+    drop(permit);
+    answer(&entry.id, &tool, &args, &outcome)
+}
+
+/// The call's run: in the table (its approvals in the inbox), its call started.
+fn start(state: &Arc<AppState>, who: &Principal, tool: &Tool, args: &Value) -> Arc<RunEntry> {
+    let approvals = Arc::new(super::approvals::Approvals::new(
+        state.options.approval_timeout,
+    ));
+    let entry = super::launch::register(
+        state,
+        who,
+        kiln_core::context::new_run_id(),
+        format!("call:{}", tool.name),
+        state.stop_runs.child_token(),
+        approvals,
+    );
+    entry.push(Event::ToolStarted {
+        round: 1,
+        id: CALL_ID.to_string(),
+        name: tool.name.clone(),
+        args: args.clone(),
+    });
+    entry
+}
+
+/// Ends the call's run with its one call recorded.
+fn finish(state: &AppState, entry: &RunEntry, tool: &Tool, args: Value, outcome: &ToolOutcome) {
+    let record = ToolCallRecord::new(
+        1,
+        CALL_ID,
+        &tool.name,
+        args.clone(),
+        outcome,
+        tool.version().to_string(),
+    );
+    let mut report = RunReport::new(
+        &entry.agent,
+        vec![kiln_providers::Message::user(args.to_string())],
+    );
+    report.run_id = entry.id.clone();
+    report.actor = entry.owner.clone();
+    report.tool_calls = vec![record.clone()];
+    match &outcome.result {
+        Ok(v) => report.answer = v.to_string(),
+        Err(f) => report.error = Some(f.message.clone()),
+    }
+    entry.push(Event::ToolFinished(record));
+    entry.push(Event::Finished(Box::new(Ok(report))));
+    super::launch::announce_end(state, entry);
+    state.runs.finished(&entry.id);
+}
+
+/// The caller's answer: the result, the failure, or the schema's violations by path.
+fn answer(
+    run: &str,
+    tool: &Tool,
+    args: &Value,
+    outcome: &ToolOutcome,
+) -> Result<Json<Value>, ApiError> {
+    let ms = outcome.duration.as_secs_f64() * 1000.0;
+    match &outcome.result {
+        Ok(result) => Ok(Json(
+            json!({"run": run, "result": result, "duration_ms": ms}),
+        )),
+        Err(f) if f.kind == FailureKind::InvalidArguments => {
+            let fields: Vec<Value> = tool
+                .violations(args)
+                .iter()
+                .map(|v| match v.split_once(": ") {
+                    Some((path, message)) => json!({"path": path, "message": message}),
+                    None => json!({"path": "/", "message": v}),
+                })
+                .collect();
+            let first = fields
+                .first()
+                .and_then(|f| f["path"].as_str())
+                .unwrap_or("/")
+                .to_string();
+            let mut e = ApiError::bad_request(&first, f.message.clone());
+            e.code = Some("invalid_arguments");
+            Err(e
+                .with_field("fields", json!(fields))
+                .with_field("run", json!(run)))
+        }
+        Err(f) => Ok(Json(json!({
+            "run": run,
+            "error": {"kind": f.kind.as_str(), "message": kiln_core::public_error::scrub(&f.message)},
+            "duration_ms": ms,
+        }))),
+    }
+}

@@ -1,0 +1,126 @@
+//! The web console's pages, served by kiln itself at `/ui`: a few static files compiled into
+//! the binary (no CDN, no network: it works on an air-gapped machine), each with a strict
+//! Content-Security-Policy (scripts and styles from this server only, no inline script, no
+//! framing). The pages hold no data and no secret: they call the same `/v1/*` API as any
+//! client, with the bearer token the person types (kept in the tab's session storage, never
+//! in a cookie, so no request carries ambient authority and a cross-site form can do nothing).
+
+use axum::extract::Path;
+use axum::http::{HeaderValue, header};
+use axum::response::{IntoResponse, Response};
+
+/// The console's Content-Security-Policy.
+pub const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'";
+
+/// One file of the console: its name under `/ui/`, its media type and its text.
+struct Asset {
+    name: &'static str,
+    media_type: &'static str,
+    text: &'static str,
+}
+
+macro_rules! asset {
+    ($name:literal, $media:expr) => {
+        Asset {
+            name: $name,
+            media_type: $media,
+            text: include_str!(concat!("../ui/", $name)),
+        }
+    };
+}
+
+const JS: &str = "text/javascript; charset=utf-8";
+
+/// Every file of the console, in the binary.
+const ASSETS: &[Asset] = &[
+    asset!("index.html", "text/html; charset=utf-8"),
+    asset!("console.css", "text/css; charset=utf-8"),
+    asset!("app.js", JS),
+    asset!("api.js", JS),
+    asset!("runs.js", JS),
+    asset!("approvals.js", JS),
+    asset!("tools.js", JS),
+    asset!("form.js", JS),
+    asset!("chat.js", JS),
+    asset!("scripts.js", JS),
+];
+
+/// The response for `asset`, with the console's security headers.
+fn serve(asset: &Asset) -> Response {
+    let mut resp = asset.text.into_response();
+    let headers = resp.headers_mut();
+    let fixed = |v: &'static str| HeaderValue::from_static(v);
+    headers.insert(header::CONTENT_TYPE, fixed(asset.media_type));
+    headers.insert(header::CONTENT_SECURITY_POLICY, fixed(CSP));
+    headers.insert(header::X_CONTENT_TYPE_OPTIONS, fixed("nosniff"));
+    headers.insert(header::X_FRAME_OPTIONS, fixed("DENY"));
+    headers.insert(header::REFERRER_POLICY, fixed("no-referrer"));
+    headers.insert(
+        header::HeaderName::from_static("cross-origin-opener-policy"),
+        fixed("same-origin"),
+    );
+    headers.insert(
+        header::HeaderName::from_static("cross-origin-resource-policy"),
+        fixed("same-origin"),
+    );
+    headers.insert(header::CACHE_CONTROL, fixed("no-cache"));
+    resp
+}
+
+/// `GET /ui` and `GET /ui/`: the console's page.
+pub async fn index() -> Response {
+    serve(&ASSETS[0])
+}
+
+/// `GET /ui/{file}`: one of the console's files, or 404.
+pub async fn file(Path(name): Path<String>) -> Response {
+    match ASSETS.iter().find(|a| a.name == name) {
+        Some(asset) => serve(asset),
+        None => super::error::ApiError::not_found("unknown_url", "no such file of the console")
+            .into_response(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn no_asset_loads_anything_from_elsewhere_or_runs_inline_script() {
+        for asset in ASSETS {
+            // No address of another server (the SVG namespace names no server), and no code
+            // made from text at run time.
+            let text = asset.text.replace("'http://www.w3.org/2000/svg'", "");
+            for banned in ["http://", "https://", "eval(", "new Function"] {
+                assert!(!text.contains(banned), "{} holds {banned}", asset.name);
+            }
+        }
+        let page = ASSETS[0].text;
+        for tag in page.split("<script").skip(1) {
+            let open = tag.split('>').next().unwrap_or_default();
+            assert!(
+                open.contains("src="),
+                "inline script in index.html: <script{open}>"
+            );
+        }
+        let attributes = page.split('<').flat_map(|t| t.split_whitespace().skip(1));
+        for attribute in attributes {
+            assert!(
+                !(attribute.starts_with("style=")
+                    || attribute.starts_with("on") && attribute.contains('=')),
+                "inline handler or style in index.html: {attribute}"
+            );
+        }
+    }
+
+    #[test]
+    fn every_asset_is_served_with_the_policy_and_an_unknown_one_is_not() {
+        for asset in ASSETS {
+            let resp = serve(asset);
+            assert_eq!(resp.headers()[header::CONTENT_SECURITY_POLICY], CSP);
+            assert_eq!(resp.headers()[header::CONTENT_TYPE], asset.media_type);
+        }
+        let missing = futures_util::FutureExt::now_or_never(file(Path("../Cargo.toml".into())));
+        assert_eq!(missing.map(|r| r.status().as_u16()), Some(404));
+    }
+}
