@@ -165,7 +165,7 @@ export function renderApprovals(main, ctx) {
     for (const c of cards.values()) c.tick();
   }, 1000);
   const off = ctx.subscribe((ev) => {
-    if (ev.event === 'approval_requested' || ev.event === 'approval_decided' || ev.event === 'run_ended') load();
+    if (['approval_requested', 'approval_decided', 'run_ended', 'lagged'].includes(ev.event)) load();
   });
   load();
   return () => {

@@ -83,7 +83,7 @@ export function renderRuns(main, ctx) {
   });
   const soon = debounce(load, 250);
   const off = ctx.subscribe((ev) => {
-    if (['run_started', 'run_ended', 'approval_requested', 'approval_decided'].includes(ev.event)) soon();
+    if (['run_started', 'run_ended', 'approval_requested', 'approval_decided', 'lagged'].includes(ev.event)) soon();
   });
   load();
   return () => {
@@ -168,6 +168,13 @@ function approvalItem(a) {
   );
 }
 
+/** The agent's budget limits that are set ("max_tokens 4000 · max_cost_usd 0.5"), or null. */
+function budgetText(budget) {
+  if (!budget || typeof budget !== 'object') return null;
+  const set = Object.entries(budget).filter(([, v]) => v !== null && v !== undefined && typeof v !== 'object');
+  return set.length ? set.map(([k, v]) => `${k.replace(/_/g, ' ')} ${v}`).join(' · ') : null;
+}
+
 function timelineView(t) {
   const traceUrl = safeUrl(t.trace_url);
   const took = t.ended_at && t.started_at ? ms((t.ended_at - t.started_at) * 1000) : '–';
@@ -182,6 +189,7 @@ function timelineView(t) {
       ['Took', took],
       ['Tokens', tokens(t.usage && t.usage.input_tokens, t.usage && t.usage.output_tokens)],
       ['Cost', cost(t.cost_usd)],
+      ['Budget', budgetText(t.budget)],
       ['Repairs', t.repairs ? String(t.repairs) : null],
       ['Trace', t.trace_id ? (traceUrl ? el('a', { href: traceUrl, rel: 'noopener noreferrer', target: '_blank', testid: 'trace-link' }, String(t.trace_id)) : String(t.trace_id)) : null],
     ]),
@@ -222,7 +230,7 @@ export function renderTimeline(main, ctx, id) {
   };
   const off = ctx.subscribe((ev) => {
     const d = ev.data || {};
-    if (d.id === id || d.run === id) load();
+    if (d.id === id || d.run === id || ev.event === 'lagged') load();
   });
   load();
   return () => {

@@ -145,7 +145,7 @@ export function renderScripts(main, ctx) {
       const mounts = Array.isArray(data && data.mcp) ? data.mcp : [];
       clear(mcp).append(
         ...(mounts.length
-          ? mounts.map((m) => el('li', { testid: 'mcp-mount' }, el('strong', {}, String(m.name ?? '')), ` — ${m.status ?? ''}`, Array.isArray(m.tools) ? ` (${m.tools.length} tools: ${m.tools.join(', ')})` : ''))
+          ? mounts.map((m) => el('li', { testid: 'mcp-mount' }, el('strong', {}, String(m.name ?? '')), ` — ${m.status ?? ''}`, m.origin ? ` (${m.origin})` : '', Array.isArray(m.tools) ? ` (${m.tools.length} tools: ${m.tools.join(', ')})` : ''))
           : [el('li', { class: 'muted' }, 'No MCP servers mounted.')]),
       );
       const history = Array.isArray(data && data.reloads) ? data.reloads : [];
@@ -174,7 +174,7 @@ export function renderScripts(main, ctx) {
   };
   const timer = setInterval(poll, 5000);
   const off = ctx.subscribe((ev) => {
-    if (ev.event === 'reload') load();
+    if (ev.event === 'reload' || ev.event === 'lagged') load();
   });
   load();
   poll();
