@@ -231,8 +231,9 @@ export function ms(value) {
 export function seconds(s) {
   const n = Math.max(0, Number(s) || 0);
   if (n < 60) return `${n < 10 ? n.toFixed(1) : Math.round(n)} s`;
-  const m = Math.floor(n / 60);
-  if (m < 60) return `${m} min ${Math.round(n % 60)} s`;
+  const whole = Math.round(n);
+  const m = Math.floor(whole / 60);
+  if (m < 60) return `${m} min ${whole % 60} s`;
   return `${Math.floor(m / 60)} h ${m % 60} min`;
 }
 
