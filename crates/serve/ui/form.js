@@ -207,7 +207,7 @@ function arrayField(schema, name, required, path) {
   const box = el('fieldset', { class: 'array', testid: 'array', 'aria-describedby': hint ? hint.id : null }, legend);
   const err = errorParts(box, hint ? hint.id : null);
   let current = path;
-  const add = el('button', { type: 'button', class: 'secondary', testid: 'add-row' }, `Add ${name}`);
+  const add = el('button', { type: 'button', class: 'secondary', testid: 'add-row' }, `Add to ${name}`);
   const renumber = () => {
     rows.forEach((r, i) => {
       r.field.setPath(`${current}/${i}`);

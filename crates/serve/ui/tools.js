@@ -10,6 +10,14 @@ function caps(list) {
   return el('ul', { class: 'chips', 'aria-label': 'capabilities' }, items.map((c) => el('li', { class: 'chip', testid: 'capability' }, String(c))));
 }
 
+/** Where a tool is defined: its file's name and line, the whole path on hover. */
+function where(t) {
+  if (!t.file) return '–';
+  const file = String(t.file);
+  const name = file.split('/').pop();
+  return el('span', { title: file }, `${name}${t.line ? `:${t.line}` : ''}`);
+}
+
 /** The tools list. */
 export function renderTools(main) {
   const note = el('p', { class: 'muted', role: 'status' }, 'Loading…');
@@ -37,7 +45,7 @@ export function renderTools(main) {
             el('td', {}, el('a', { href: `#/tools/${encodeURIComponent(t.name)}`, testid: 'tool-link' }, String(t.name))),
             el('td', {}, String(t.description ?? '')),
             el('td', {}, caps(t.capabilities)),
-            el('td', { class: 'mono' }, t.file ? `${t.file}${t.line ? `:${t.line}` : ''}` : '–'),
+            el('td', { class: 'mono' }, where(t)),
           ),
         );
       }
@@ -109,7 +117,7 @@ function toolPage(tool, ctx) {
   return [
     el('h1', { testid: 'tool-name' }, String(tool.name)),
     el('p', { testid: 'tool-description' }, String(tool.description ?? '')),
-    el('dl', { class: 'kv' }, el('dt', {}, 'Capabilities'), el('dd', {}, caps(tool.capabilities)), tool.file ? [el('dt', {}, 'Defined in'), el('dd', { class: 'mono' }, `${tool.file}${tool.line ? `:${tool.line}` : ''}`)] : null),
+    el('dl', { class: 'kv' }, el('dt', {}, 'Capabilities'), el('dd', {}, caps(tool.capabilities)), tool.file ? [el('dt', {}, 'Defined in'), el('dd', { class: 'mono' }, where(tool))] : null),
     el('section', { 'aria-labelledby': 'h-try' }, el('h2', { id: 'h-try' }, 'Try it'), form.form, outcome),
     el('details', { class: 'schema' }, el('summary', {}, 'JSON Schema'), el('pre', { class: 'json', testid: 'tool-schema' }, pretty(tool.schema))),
   ];

@@ -443,6 +443,7 @@ def tool_form(context):
     check(error.get_attribute("id") in described, f"the qty input is not described by its error: {described}")
     check(form.locator("[aria-invalid=true]").count() == 1, "other fields were marked invalid too")
     axe(page, "tool form with an error")
+    page.evaluate("() => window.scrollTo(0, 0)")
     page.screenshot(path=str(SHOTS / "console-tool-form.png"))
     qty.fill("2")
     page.get_by_test_id("form-submit").click()
