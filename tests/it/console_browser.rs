@@ -119,7 +119,9 @@ fn the_console_works_for_a_person_in_a_real_browser_and_keeps_actors_apart() {
         stdout(&out),
         stderr(&out)
     );
-    // What the suite said it did happened on the server too: the approved write is on disk,
+    assert!(stdout(&out).ends_with("0 problem(s)\n"), "{}", stdout(&out));
+    // The suite got to its end (every step ran), and what it did happened on the server too:
+    // the approved write is on disk,
     // the denied one is not.
     assert_eq!(
         std::fs::read_to_string(workspace.join("hello.txt"))
