@@ -3,7 +3,7 @@
 //! against a real `kiln serve --tokens` and `kiln mock` on 127.0.0.1. The project: an agent
 //! whose mock scenario writes a file through a tool that needs an approved `fs.write` grant, a
 //! tool with a nested object, an array of objects and an enum, and a tool a policy holds for
-//! approval. Two actors: alice (who may write) and bob.
+//! approval. Three actors: alice (who may write), bob, and carol, who may approve anyone's calls.
 
 use super::serve::Serve;
 use crate::common::{Mock, repo, stderr, stdout};
@@ -13,6 +13,7 @@ use std::process::Command;
 
 const ALICE: &str = "alice-console-token-7c1f0a9d2e";
 const BOB: &str = "bob-console-token-3b8e6d4a51";
+const CAROL: &str = "carol-console-token-9d2c47e0b6";
 
 /// Each conversation is answered by its first user message, round by round.
 fn scenario() -> Value {
@@ -25,9 +26,16 @@ fn scenario() -> Value {
          "usage": {"input_tokens": 160, "output_tokens": 6}},
         {"user": "write a secret", "tool_calls": save("secret.txt", "<img src=x onerror=alert(1)>")},
         {"user": "write a secret", "text": "The write was refused."},
+        {"user": "order twice", "code": PROGRAM},
+        {"user": "order twice", "text": "Ordered twice."},
         {"text": "Hello from the mock."}
     ]})
 }
+
+/// The program the code-mode agent's model sends: two calls, nested under it in the timeline.
+const PROGRAM: &str = r#"let a = order(#{customer: #{name: "Ada"}, items: [#{sku: "A-1", qty: 1}]});
+let b = order(#{customer: #{name: "Bo"}, items: [#{sku: "B-2", qty: 2}], shipping: "express"});
+a.ordered + b.ordered"#;
 
 const TOOLS: &str = r#"tool("save_note").description("Writes a note into the workspace")
   .param("path", "string", "a file name in the workspace").param("text", "string")
@@ -56,9 +64,11 @@ fn project(root: &Path, mock: &Mock) -> (PathBuf, PathBuf, PathBuf) {
     }
     let agent = format!(
         r#"agent("writer").description("Writes notes when asked").provider("openai").model("m")
-  .base_url("{}/v1").tools(["save_note", "order", "wipe"]).needs_approval(["fs.write"]);
+  .base_url("{url}/v1").tools(["save_note", "order", "wipe"]).needs_approval(["fs.write"]);
+agent("planner").description("Orders in code mode").provider("openai").model("m")
+  .base_url("{url}/v1").tools(["order"]).code_mode();
 "#,
-        mock.url
+        url = mock.url
     );
     for (name, text) in [
         ("tools.rhai", TOOLS),
@@ -71,6 +81,7 @@ fn project(root: &Path, mock: &Mock) -> (PathBuf, PathBuf, PathBuf) {
     let list = json!([
         {"token": ALICE, "actor": "alice", "caps": ["store", "fs.write"]},
         {"token": BOB, "actor": "bob", "caps": ["store"]},
+        {"token": CAROL, "actor": "carol", "caps": ["approve"]},
     ]);
     std::fs::write(&tokens, list.to_string()).expect("tokens");
     (scripts, workspace, tokens)
@@ -107,6 +118,7 @@ fn the_console_works_for_a_person_in_a_real_browser_and_keeps_actors_apart() {
         .env("KILN_MOCK_URL", &mock.url)
         .env("KILN_ALICE", ALICE)
         .env("KILN_BOB", BOB)
+        .env("KILN_CAROL", CAROL)
         .env("KILN_SCRIPTS", &scripts)
         .env("KILN_WORKSPACE", &workspace)
         .env("KILN_AXE", &axe)

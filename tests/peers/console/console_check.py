@@ -11,7 +11,7 @@ sees and what the server did:
   header is on /ui and its assets and no CSP violation happens; nothing is wider than a 375 px
   phone; axe-core finds no serious or critical violation on any page. Saves four screenshots.
 
-Environment: KILN_URL, KILN_MOCK_URL, KILN_ALICE, KILN_BOB (tokens), KILN_SCRIPTS (the scripts
+Environment: KILN_URL, KILN_MOCK_URL, KILN_ALICE, KILN_BOB, KILN_CAROL (tokens; carol may approve), KILN_SCRIPTS (the scripts
 folder), KILN_WORKSPACE, KILN_AXE (axe.min.js), KILN_SHOTS (folder for the screenshots),
 KILN_CHROMIUM (default /usr/bin/chromium; a browser is never downloaded).
 Exits 1 when a check fails, printing each failure; 0 otherwise."""
@@ -32,7 +32,7 @@ from playwright.sync_api import expect, sync_playwright
 
 KILN = os.environ["KILN_URL"].rstrip("/")
 MOCK = os.environ["KILN_MOCK_URL"].rstrip("/")
-ALICE, BOB = os.environ["KILN_ALICE"], os.environ["KILN_BOB"]
+ALICE, BOB, CAROL = os.environ["KILN_ALICE"], os.environ["KILN_BOB"], os.environ["KILN_CAROL"]
 SCRIPTS = pathlib.Path(os.environ["KILN_SCRIPTS"])
 WORKSPACE = pathlib.Path(os.environ["KILN_WORKSPACE"])
 AXE = pathlib.Path(os.environ["KILN_AXE"]).read_text()
@@ -323,6 +323,7 @@ def main_flow(browser, evil_port):
 
     csrf(browser, evil_port, run2, approval2)
     second_actor(browser, [run1, run2], run2, approval2)
+    approver(browser, [run1, run2], run2, approval2)
 
     step("the runs list while a run waits")
     for n in range(3):
@@ -403,10 +404,28 @@ def main_flow(browser, evil_port):
     expect(inbox.get_by_test_id("approval-decision").first).to_have_text("approved")
     inbox.screenshot(path=str(SHOTS / "console-timeline.png"))
 
+    nested_calls(inbox)
     tool_form(context)
     scripts_health(chat)
     context.close()
     return run1, run2
+
+
+def nested_calls(page):
+    step("code mode's calls nested under their program in the timeline")
+    status, _, run = call("POST", "/v1/runs", ALICE, {"agent": "planner", "input": "order twice", "session": f"plan-{time.time_ns()}", "wait": False})
+    check(status in (200, 202), f"POST /v1/runs (planner): {status} {run}")
+    go(page, f"runs/{run.get('id')}")
+    expect(page.get_by_test_id("timeline")).to_have_attribute("data-status", "completed", timeout=TIMEOUT)
+    program = page.locator("[data-testid=tool-call][data-tool=run_code]")
+    expect(program).to_have_count(1)
+    nested = program.locator(".nested > [data-testid=tool-call][data-tool=order]")
+    expect(nested).to_have_count(2)
+    expect(nested.nth(1).get_by_test_id("call-args")).to_contain_text("express")
+    indent = nested.first.evaluate("(n) => n.getBoundingClientRect().left")
+    outer = program.evaluate("(n) => n.getBoundingClientRect().left")
+    check(indent > outer + 10, f"nested calls are not indented under their program ({indent} vs {outer})")
+    axe(page, "a code-mode timeline")
 
 
 def tool_form(context):
@@ -509,6 +528,35 @@ def second_actor(browser, runs, run, approval):
         check(status in (403, 404), f"bob's forced {name} call got {status}")
     print(f"   bob's forced calls: {forced}", flush=True)
     check(approval in [a["id"] for a in pending() if a["run"] == run], "bob's forced calls decided alice's approval")
+    context.close()
+
+
+def approver(browser, runs, run, approval):
+    step("carol may approve others' calls: her inbox shows the approval, and nothing else of the run")
+    context = browser.new_context(viewport={"width": 1280, "height": 800}, locale="en-US", timezone_id="UTC")
+    page = context.new_page()
+    watch(page, "carol")
+    sign_in(page, CAROL, "carol")
+    go(page, "approvals")
+    card = page.locator(f'[data-testid=approval][data-run="{run}"]')
+    expect(card).to_be_visible(timeout=TIMEOUT)
+    expect(card.get_by_test_id("approval-question")).to_contain_text("save_note")
+    expect(card.get_by_test_id("approval-args")).to_contain_text("secret.txt")
+    go(page, "runs")
+    expect(page.get_by_test_id("runs-note")).to_have_text(re.compile(r".+"), timeout=TIMEOUT)
+    shown = page.locator("[data-testid=run-row]").evaluate_all("rows => rows.map(r => r.dataset.runId)")
+    check(not set(shown) & set(runs), f"carol's runs list shows alice's runs: {shown}")
+    forced = page.evaluate(
+        """async (run) => {
+            const auth = {Authorization: 'Bearer ' + sessionStorage.getItem('kiln.token')};
+            const go = (path) => fetch(path, {headers: auth}).then(r => r.status).catch(e => String(e));
+            return {run: await go(`/v1/runs/${run}`), timeline: await go(`/v1/runs/${run}/timeline`)};
+        }""",
+        run,
+    )
+    for name, status in forced.items():
+        check(status in (403, 404), f"carol's forced {name} call got {status}")
+    check(approval in [a["id"] for a in pending() if a["run"] == run], "carol's visit decided the approval")
     context.close()
 
 
