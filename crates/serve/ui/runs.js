@@ -228,8 +228,11 @@ export function renderTimeline(main, ctx, id) {
       holder.setAttribute('aria-busy', 'false');
     }
   };
+  const FINAL = ['completed', 'failed', 'cancelled', 'interrupted'];
   const off = ctx.subscribe((ev) => {
     const d = ev.data || {};
+    // A finished run shown already does not change: no need to draw it again.
+    if (FINAL.includes(holder.dataset.status) && ev.event !== 'lagged') return;
     if (d.id === id || d.run === id || ev.event === 'lagged') load();
   });
   load();
