@@ -15,7 +15,7 @@ export function decide(run, id, decision, reason) {
 function errorText(err) {
   if (err instanceof ApiError && err.status === 409) {
     const d = err.error && err.error.decision;
-    const how = d ? (d.decision === 'approve' ? ' (it was approved)' : `(it was denied${d.reason ? `: ${d.reason}` : ''})`) : '';
+    const how = d ? (d.decision === 'approve' ? '(it was approved)' : `(it was denied${d.reason ? `: ${d.reason}` : ''})`) : '';
     return `Already decided: ${err.message}${how ? ` ${how}` : ''}`;
   }
   return describe(err);

@@ -203,6 +203,15 @@ def main_flow(browser, evil_port):
     expect(tool.get_by_test_id("result")).to_contain_text("wiped old notes", timeout=TIMEOUT)
     tool.close()
 
+    # A second inbox that hears nothing live keeps showing the approval after it is decided.
+    stale = context.new_page()
+    watch(stale, "stale inbox")
+    stale.route("**/v1/events", lambda route: route.abort())
+    sign_in(stale, ALICE, "alice")
+    go(stale, "approvals")
+    stale_card = stale.locator(f'[data-testid=approval][data-run="{run2}"]')
+    expect(stale_card).to_be_visible(timeout=TIMEOUT)
+
     step("(c) deny with a reason; the model reads it")
     expect(card.get_by_test_id("approval-args")).to_contain_text("<img src=x onerror=alert(1)>")
     check(card.locator("img").count() == 0, "the approval's arguments became markup")
@@ -211,6 +220,11 @@ def main_flow(browser, evil_port):
     expect(card).to_have_count(0, timeout=TIMEOUT)
     expect(turn2).to_have_attribute("data-status", "completed", timeout=TIMEOUT)
     expect(turn2.get_by_test_id("chat-tool-error")).to_contain_text(f"denied: {REASON}", timeout=TIMEOUT)
+    step("a decision that comes too late shows the 409 and the decision that holds")
+    stale_card.get_by_test_id("approve-button").click()
+    expect(stale_card.get_by_test_id("approval-error")).to_contain_text("Already decided", timeout=TIMEOUT)
+    expect(stale_card.get_by_test_id("approval-error")).to_contain_text(f"denied: {REASON}")
+    stale.close()
     go(inbox, f"runs/{run2}")
     expect(inbox.get_by_test_id("timeline")).to_have_attribute("data-status", "completed", timeout=TIMEOUT)
     expect(inbox.get_by_test_id("call-error").first).to_contain_text(f"denied: {REASON}")
