@@ -168,6 +168,9 @@ def main_flow(browser, evil_port):
     turn2, run2 = playground_run(chat, "write a secret", f"secret-{time.time_ns()}")
     expect(turn2.get_by_test_id("chat-approval")).to_be_visible(timeout=TIMEOUT)
     approval2 = wait_until(lambda: next((a["id"] for a in pending() if a["run"] == run2), None), "run 2's approval")
+    # The open inbox tab heard it live and said so politely.
+    expect(inbox.get_by_test_id("live")).to_contain_text("New approval waiting", timeout=TIMEOUT)
+    expect(inbox.locator(f'[data-testid=approval][data-run="{run2}"]')).to_be_visible(timeout=TIMEOUT)
 
     csrf(browser, evil_port, run2, approval2)
     second_actor(browser, [run1, run2], run2, approval2)
