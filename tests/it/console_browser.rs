@@ -6,13 +6,15 @@
 //! approval. Three actors: alice (who may write), bob, and carol, who may approve anyone's calls.
 
 use super::serve::Serve;
-use crate::common::{Mock, repo, stderr, stdout};
+use crate::common::{Collector, Mock, repo, stderr, stdout};
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 const ALICE: &str = "alice-console-token-7c1f0a9d2e";
 const BOB: &str = "bob-console-token-3b8e6d4a51";
+/// Where the timeline links a run's trace (a Phoenix that is never reached).
+const TRACE_URL: &str = "http://127.0.0.1:6006/projects/kiln/traces/{trace_id}";
 const CAROL: &str = "carol-console-token-9d2c47e0b6";
 
 /// Each conversation is answered by its first user message, round by round.
@@ -97,6 +99,8 @@ fn the_console_works_for_a_person_in_a_real_browser_and_keeps_actors_apart() {
         axe.display()
     );
     let mock = Mock::start(&scenario());
+    // Traces go to a collector on 127.0.0.1, so runs have a trace id the timeline links to.
+    let collector = Collector::start();
     let root = tempfile::tempdir().expect("dir");
     let (scripts, workspace, tokens) = project(root.path(), &mock);
     let serve = Serve::start(
@@ -108,6 +112,10 @@ fn the_console_works_for_a_person_in_a_real_browser_and_keeps_actors_apart() {
             &workspace.display().to_string(),
             "--tokens",
             &tokens.display().to_string(),
+            "--otlp",
+            &collector.url,
+            "--trace-url",
+            TRACE_URL,
         ],
         &[],
     );
@@ -123,6 +131,7 @@ fn the_console_works_for_a_person_in_a_real_browser_and_keeps_actors_apart() {
         .env("KILN_WORKSPACE", &workspace)
         .env("KILN_AXE", &axe)
         .env("KILN_SHOTS", &shots)
+        .env("KILN_TRACE_URL", TRACE_URL)
         .output()
         .expect("run python3");
     assert!(

@@ -267,6 +267,14 @@ def main_flow(browser, evil_port):
     expect(inbox.get_by_test_id("timeline")).to_have_attribute("data-status", "completed", timeout=TIMEOUT)
     expect(inbox.get_by_test_id("call-result").first).to_contain_text("wrote hello.txt")
     expect(inbox.get_by_test_id("approval-decision").first).to_have_text("approved")
+    trace = os.environ.get("KILN_TRACE_URL")
+    if trace:
+        link = inbox.get_by_test_id("trace-link")
+        expect(link).to_have_count(1)
+        pattern = re.escape(trace).replace(re.escape("{trace_id}"), "([0-9a-f]{32})") + "$"
+        href = link.get_attribute("href") or ""
+        found = re.match(pattern, href)
+        check(found is not None and found.group(1) == link.inner_text(), f"the trace link is {href!r}")
     inbox.screenshot(path=str(SHOTS / "console-timeline.png"))
 
     nested_calls(inbox)
