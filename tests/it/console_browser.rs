@@ -66,7 +66,8 @@ fn project(root: &Path, mock: &Mock) -> (PathBuf, PathBuf, PathBuf) {
     }
     let agent = format!(
         r#"agent("writer").description("Writes notes when asked").provider("openai").model("m")
-  .base_url("{url}/v1").tools(["save_note", "order", "wipe"]).needs_approval(["fs.write"]);
+  .base_url("{url}/v1").tools(["save_note", "order", "wipe"]).needs_approval(["fs.write"])
+  .price(3.0, 15.0);
 agent("planner").description("Orders in code mode").provider("openai").model("m")
   .base_url("{url}/v1").tools(["order"]).code_mode();
 "#,

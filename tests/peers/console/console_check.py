@@ -266,6 +266,8 @@ def main_flow(browser, evil_port):
     go(inbox, f"runs/{run1}")
     expect(inbox.get_by_test_id("timeline")).to_have_attribute("data-status", "completed", timeout=TIMEOUT)
     expect(inbox.get_by_test_id("call-result").first).to_contain_text("wrote hello.txt")
+    # 280 input and 24 output tokens at $3 and $15 a million.
+    expect(inbox.get_by_test_id("timeline-facts")).to_contain_text("$0.0012")
     expect(inbox.get_by_test_id("approval-decision").first).to_have_text("approved")
     trace = os.environ.get("KILN_TRACE_URL")
     if trace:
