@@ -49,7 +49,7 @@ export function renderRuns(main, ctx) {
   const body = el('tbody', { testid: 'runs-body' });
   const table = el(
     'table',
-    { testid: 'runs-table' },
+    { testid: 'runs-table', class: 'nowrap' },
     el('caption', { class: 'sr-only' }, 'Runs, newest first'),
     el('thead', {}, el('tr', {}, ...['Run', 'Agent', 'Status', 'Actor', 'Started', 'Took', 'Rounds', 'Tokens', 'Cost', 'Waiting'].map((h) => el('th', { scope: 'col' }, h)))),
     body,
