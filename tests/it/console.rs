@@ -227,7 +227,14 @@ fn the_inbox_shows_a_token_exactly_the_approvals_it_may_decide_and_nothing_else(
     // The feed: Alice heard her run start, ask, get decided and end; Carol the approval
     // only; Bob nothing.
     let names = |evs: Vec<(String, Value)>| evs.into_iter().map(|(n, _)| n).collect::<Vec<_>>();
-    let alice_heard = names(drain(&alice_feed, Duration::from_millis(500)));
+    let alice_events = drain(&alice_feed, Duration::from_millis(500));
+    let asked = alice_events.iter().find(|(n, _)| n == "approval_requested");
+    assert_eq!(
+        asked.map(|(_, a)| (&a["tool"], &a["args"])),
+        Some((&json!("remember"), &json!({"text": "milk"}))),
+        "the feed's approval names its call: {alice_events:?}"
+    );
+    let alice_heard = names(alice_events);
     assert_eq!(
         alice_heard,
         [

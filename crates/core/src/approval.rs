@@ -90,6 +90,7 @@ pub const NO_ONE_TO_ASK: &str = "there is no one to ask (pass --yes to approve)"
 pub fn ask_person(
     ctx: &crate::context::CallContext,
     tool: &str,
+    args: Option<&serde_json::Value>,
     label: &str,
     question: &str,
 ) -> Result<bool, String> {
@@ -99,6 +100,7 @@ pub fn ask_person(
             label,
             question,
             tool,
+            args,
             call_id: ctx.who.call_id.as_deref(),
         };
         decide(ctx.approval.approver.as_ref(), &ctx.run.services, &ask)
@@ -156,6 +158,7 @@ impl Approver for Approved {
             label: cap,
             question,
             tool: "",
+            args: None,
             call_id: None,
         };
         self.approve_call(&ask)

@@ -192,6 +192,8 @@ pub struct ApprovalAsk<'a> {
     pub question: &'a str,
     /// The tool asking.
     pub tool: &'a str,
+    /// The call's arguments, when the ask comes before it runs (`None`: from inside it).
+    pub args: Option<&'a Value>,
     /// The model's id of the call.
     pub call_id: Option<&'a str>,
 }

@@ -68,7 +68,7 @@ pub fn apply<'a>(
                     crate::approval::shorten(&args.to_string())
                 );
                 let label = format!("policy:{}", policy.name());
-                let answer = crate::approval::ask_person(ctx, tool, &label, &question);
+                let answer = crate::approval::ask_person(ctx, tool, Some(&args), &label, &question);
                 match answer {
                     Ok(true) => {}
                     Ok(false) => return Err(denied(format!("{why} (not approved)"))),

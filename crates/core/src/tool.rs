@@ -386,7 +386,7 @@ impl Tool {
                 );
                 ToolFailure::visible(FailureKind::Denied, msg)
             };
-            match crate::approval::ask_person(ctx, &self.name, label, &question) {
+            match crate::approval::ask_person(ctx, &self.name, Some(args), label, &question) {
                 Ok(true) => approved.push(label.clone()),
                 Ok(false) => return Err(refused("it was not approved".into())),
                 Err(why) => return Err(refused(why)),

@@ -40,7 +40,7 @@ impl Handler for Counting {
                 .is_some_and(|g| g.mode == GrantMode::NeedsApproval);
             if ask
                 && !matches!(
-                    kiln_core::approval::ask_person(ctx, "vault_read", cap, "inside"),
+                    kiln_core::approval::ask_person(ctx, "vault_read", None, cap, "inside"),
                     Ok(true)
                 )
             {

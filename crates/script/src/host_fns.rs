@@ -185,7 +185,7 @@ pub fn gate_with(c: &Check) -> Result<(Arc<Services>, GrantScopes), Box<EvalAltR
             }
             Some(g) if g.mode == GrantMode::NeedsApproval && c.approve => {
                 let question = format!("tool \"{}\" wants {func}(\"{target}\") [{}]", top.tool, g.cap);
-                match kiln_core::approval::ask_person(&top.ctx, &top.tool, cap, &question) {
+                match kiln_core::approval::ask_person(&top.ctx, &top.tool, None, cap, &question) {
                     Ok(true) => Ok(used()),
                     Ok(false) => Err(denied(format!("{func}(\"{target}\") refused: \"{cap}\" needs approval and it was not approved"))),
                     Err(why) => Err(denied(format!("{func}(\"{target}\") refused: \"{cap}\" needs approval and {why}"))),

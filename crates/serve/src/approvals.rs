@@ -26,8 +26,9 @@ struct Pending {
     id: String,
     capability: String,
     question: String,
-    /// The tool asking and the model's id of its call, when known.
+    /// The tool asking, its arguments and the model's id of its call, when known.
     tool: Option<String>,
+    args: Option<Value>,
     call_id: Option<String>,
     /// When it was asked and when nobody deciding denies it (seconds since the epoch).
     asked_at: f64,
@@ -46,6 +47,8 @@ pub struct Waiting {
     pub question: String,
     /// The tool asking, when known.
     pub tool: Option<String>,
+    /// The call's arguments, when the ask came before the call ran.
+    pub args: Option<Value>,
     /// The model's id of the call, when known.
     pub call_id: Option<String>,
     /// When it was asked (seconds since the epoch).
@@ -126,6 +129,7 @@ impl Approvals {
                 capability: p.capability.clone(),
                 question: p.question.clone(),
                 tool: p.tool.clone(),
+                args: p.args.clone(),
                 call_id: p.call_id.clone(),
                 asked_at: p.asked_at,
                 expires_at: p.expires_at,
@@ -229,6 +233,7 @@ impl Approver for Approvals {
             label: cap,
             question,
             tool: "",
+            args: None,
             call_id: None,
         })
     }
@@ -247,6 +252,7 @@ impl Approver for Approvals {
                     capability: cap.to_string(),
                     question: question.to_string(),
                     tool: (!ask.tool.is_empty()).then(|| ask.tool.to_string()),
+                    args: ask.args.cloned(),
                     call_id: ask.call_id.map(str::to_string),
                     asked_at,
                     expires_at: asked_at + self.timeout.as_secs_f64(),
@@ -257,6 +263,7 @@ impl Approver for Approvals {
                 capability: cap.to_string(),
                 question: question.to_string(),
                 tool: (!ask.tool.is_empty()).then(|| ask.tool.to_string()),
+                args: ask.args.cloned(),
                 call_id: ask.call_id.map(str::to_string),
                 asked_at,
                 expires_at: asked_at + self.timeout.as_secs_f64(),

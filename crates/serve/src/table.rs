@@ -145,7 +145,9 @@ impl RunEntry {
             .waiting_calls()
             .into_iter()
             .map(|w| {
-                let args = self.asking_args(w.call_id.as_deref(), w.tool.as_deref());
+                let args = w
+                    .args
+                    .or_else(|| self.asking_args(w.call_id.as_deref(), w.tool.as_deref()));
                 json!({
                     "run": self.id, "id": w.id, "capability": w.capability,
                     "question": w.question, "tool": w.tool, "args": args,

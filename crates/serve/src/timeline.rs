@@ -102,7 +102,10 @@ fn approvals(entry: &RunEntry) -> Vec<Value> {
         .history()
         .into_iter()
         .map(|(asked, decision)| {
-            let args = entry.asking_args(asked.call_id.as_deref(), asked.tool.as_deref());
+            let args = asked
+                .args
+                .clone()
+                .or_else(|| entry.asking_args(asked.call_id.as_deref(), asked.tool.as_deref()));
             json!({
                 "id": asked.id, "capability": asked.capability, "question": asked.question,
                 "tool": asked.tool, "args": args, "asked_at": asked.asked_at,

@@ -135,7 +135,7 @@ export function renderChat(main, ctx) {
     send.disabled = true;
     const view = turnView(text);
     transcript.append(view.node);
-    const body = { agent: agent.value, prompt: text, input: text, wait: false, stream: true };
+    const body = { agent: agent.value, input: text, wait: false, stream: true };
     if (session) body.session = session;
     try {
       const run = await api('/v1/runs', { method: 'POST', body });
