@@ -2,7 +2,7 @@
 //! console_browser.rs): the inbox shows exactly the approvals a token may decide, the feed
 //! and the run list keep actors apart, a run's timeline tells its story, tools are called
 //! through the same walls, load errors show at file:line:col, and the pages carry their
-//! Content-Security-Policy while a cross-site form changes nothing.
+//! Content-Security-Policy while a cross-site form changes nothing (console_pages.rs).
 
 use super::serve::Serve;
 use crate::common::*;
@@ -10,11 +10,11 @@ use serde_json::{Value, json};
 use std::io::{BufRead, BufReader, Write};
 use std::time::{Duration, Instant};
 
-const ALICE: &str = "alice-console-token-0001";
+pub(crate) const ALICE: &str = "alice-console-token-0001";
 const BOB: &str = "bob-console-token-000002";
 const CAROL: &str = "carol-approver-token-003";
 
-fn tokens() -> String {
+pub(crate) fn tokens() -> String {
     json!([
         {"token": ALICE, "actor": "alice", "caps": ["store", "fs.write"]},
         {"token": BOB, "actor": "bob", "caps": ["store"]},
@@ -41,7 +41,7 @@ agent("notes").provider("openai").model("m").base_url("{}/v1").tools(["remember"
 }
 
 /// A request with a bearer token: status and JSON body.
-fn as_token(method: &str, url: &str, token: &str, body: Option<&Value>) -> (u16, Value) {
+pub(crate) fn as_token(method: &str, url: &str, token: &str, body: Option<&Value>) -> (u16, Value) {
     let auth = format!("Bearer {token}");
     let (status, _, text) = http(method, url, &[("authorization", &auth)], body);
     (
@@ -257,7 +257,7 @@ fn the_inbox_shows_a_token_exactly_the_approvals_it_may_decide_and_nothing_else(
 
 /// Scripts with a tool that writes a file (its `fs.write` asks a person when the server marks
 /// it so) and one with a nested schema.
-fn tool_scripts() -> Scripts {
+pub(crate) fn tool_scripts() -> Scripts {
     Scripts::new(&[(
         "tools.rhai",
         r#"tool("save").description("Saves a note to a file").param("path", "string").param("text", "string")
@@ -485,94 +485,4 @@ fn drain_until(rx: &std::sync::mpsc::Receiver<(String, Value)>, name: &str) -> V
         }
     }
     panic!("no {name} event came");
-}
-
-#[test]
-fn the_pages_carry_their_policy_and_a_cross_site_form_changes_nothing() {
-    let s = tool_scripts();
-    let serve = Serve::start(
-        s.path(),
-        &s.path().join("k.db"),
-        &["--no-stdlib"],
-        &[("KILN_TOKENS", &tokens())],
-    );
-    for (path, media) in [
-        ("/ui", "text/html"),
-        ("/ui/", "text/html"),
-        ("/ui/app.js", "text/javascript"),
-        ("/ui/console.css", "text/css"),
-    ] {
-        let (status, headers, _) = http("GET", &format!("{}{path}", serve.url), &[], None);
-        let header = |name: &str| {
-            headers
-                .iter()
-                .find(|(k, _)| k == name)
-                .map(|(_, v)| v.as_str())
-                .unwrap_or("")
-        };
-        assert_eq!(status, 200, "{path}");
-        assert!(
-            header("content-type").starts_with(media),
-            "{path}: {headers:?}"
-        );
-        let csp = header("content-security-policy");
-        for part in [
-            "default-src 'none'",
-            "script-src 'self'",
-            "frame-ancestors 'none'",
-            "connect-src 'self'",
-        ] {
-            assert!(csp.contains(part), "{path}: {csp}");
-        }
-        assert!(
-            !csp.contains("unsafe-inline") && !csp.contains("unsafe-eval"),
-            "{csp}"
-        );
-        assert_eq!(header("x-content-type-options"), "nosniff", "{path}");
-        assert!(
-            headers.iter().all(|(k, _)| k != "set-cookie"),
-            "{path} sets a cookie"
-        );
-    }
-    let (status, _, _) = http(
-        "GET",
-        &format!("{}/ui/..%2FCargo.toml", serve.url),
-        &[],
-        None,
-    );
-    assert_eq!(status, 404);
-
-    // A form on another site posts to the API: no token rides along (there is no cookie),
-    // and its Origin is refused before the body is read.
-    let form = "agent=notes&input=go";
-    let runs = format!("{}/v1/runs", serve.url);
-    let form_type = ("content-type", "application/x-www-form-urlencoded");
-    let (status, _, body) = http_raw(
-        "POST",
-        &runs,
-        &[form_type, ("origin", "http://evil.test")],
-        form,
-    );
-    assert_eq!(status, 403, "{body}");
-    let (status, _, body) = http_raw("POST", &runs, &[form_type], form);
-    assert_eq!(status, 401, "{body}");
-    let plain = ("content-type", "text/plain");
-    let (status, _, body) = http_raw(
-        "POST",
-        &format!("{}/v1/tools/order", serve.url),
-        &[plain, ("origin", "http://evil.test")],
-        r#"{"arguments": {"items": [{"qty": 1}]}}"#,
-    );
-    assert_eq!(status, 403, "{body}");
-    let (_, runs) = as_token("GET", &format!("{}/v1/runs", serve.url), ALICE, None);
-    assert_eq!(runs, json!({"runs": []}), "nothing ran");
-
-    let quiet = Serve::start(
-        s.path(),
-        &s.path().join("q.db"),
-        &["--no-stdlib", "--no-console"],
-        &[],
-    );
-    let (status, _, _) = http("GET", &format!("{}/ui", quiet.url), &[], None);
-    assert_eq!(status, 404, "--no-console serves no page");
 }

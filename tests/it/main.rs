@@ -19,6 +19,7 @@ mod common;
 mod conformance;
 mod console;
 mod console_browser;
+mod console_pages;
 mod contracts;
 mod db;
 mod docs;
