@@ -22,17 +22,9 @@ pub enum Decision {
     Deny(String),
 }
 
+/// An approval waiting, and where its decision goes.
 struct Pending {
-    id: String,
-    capability: String,
-    question: String,
-    /// The tool asking, its arguments and the model's id of its call, when known.
-    tool: Option<String>,
-    args: Option<Value>,
-    call_id: Option<String>,
-    /// When it was asked and when nobody deciding denies it (seconds since the epoch).
-    asked_at: f64,
-    expires_at: f64,
+    ask: Waiting,
     answer: std::sync::mpsc::SyncSender<Decision>,
 }
 
@@ -122,19 +114,7 @@ impl Approvals {
     /// The approvals waiting, with the call asking and their times.
     pub fn waiting_calls(&self) -> Vec<Waiting> {
         let pending = self.pending.lock().unwrap_or_else(|e| e.into_inner());
-        pending
-            .iter()
-            .map(|p| Waiting {
-                id: p.id.clone(),
-                capability: p.capability.clone(),
-                question: p.question.clone(),
-                tool: p.tool.clone(),
-                args: p.args.clone(),
-                call_id: p.call_id.clone(),
-                asked_at: p.asked_at,
-                expires_at: p.expires_at,
-            })
-            .collect()
+        pending.iter().map(|p| p.ask.clone()).collect()
     }
 
     /// Every approval asked, in order, with the decision that took effect (`None`: waiting).
@@ -166,7 +146,7 @@ impl Approvals {
         let pending = self.pending.lock().unwrap_or_else(|e| e.into_inner());
         pending
             .iter()
-            .map(|p| json!({"id": p.id, "capability": p.capability, "question": p.question}))
+            .map(|p| json!({"id": p.ask.id, "capability": p.ask.capability, "question": p.ask.question}))
             .collect()
     }
 
@@ -174,7 +154,7 @@ impl Approvals {
     /// effect, as under `--restate`.
     pub fn decide(&self, id: &str, decision: Decision) -> Result<(), ApiError> {
         let mut pending = self.pending.lock().unwrap_or_else(|e| e.into_inner());
-        let Some(i) = pending.iter().position(|p| p.id == id) else {
+        let Some(i) = pending.iter().position(|p| p.ask.id == id) else {
             drop(pending);
             return Err(self.not_waiting(id));
         };
@@ -244,21 +224,7 @@ impl Approver for Approvals {
         let (answer, decided) = std::sync::mpsc::sync_channel(1);
         {
             let asked_at = now_secs();
-            self.asked
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .push(Waiting {
-                    id: id.clone(),
-                    capability: cap.to_string(),
-                    question: question.to_string(),
-                    tool: (!ask.tool.is_empty()).then(|| ask.tool.to_string()),
-                    args: ask.args.cloned(),
-                    call_id: ask.call_id.map(str::to_string),
-                    asked_at,
-                    expires_at: asked_at + self.timeout.as_secs_f64(),
-                });
-            let mut pending = self.pending.lock().unwrap_or_else(|e| e.into_inner());
-            pending.push(Pending {
+            let waiting = Waiting {
                 id: id.clone(),
                 capability: cap.to_string(),
                 question: question.to_string(),
@@ -267,6 +233,14 @@ impl Approver for Approvals {
                 call_id: ask.call_id.map(str::to_string),
                 asked_at,
                 expires_at: asked_at + self.timeout.as_secs_f64(),
+            };
+            self.asked
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .push(waiting.clone());
+            let mut pending = self.pending.lock().unwrap_or_else(|e| e.into_inner());
+            pending.push(Pending {
+                ask: waiting,
                 answer,
             });
         }
@@ -286,8 +260,8 @@ impl Approver for Approvals {
             // Timed out: unless a decision took it off the list first (and sent it, under the
             // same lock), the deadline's denial is what takes effect.
             let mut pending = self.pending.lock().unwrap_or_else(|e| e.into_inner());
-            let still_waiting = pending.iter().any(|p| p.id == id);
-            pending.retain(|p| p.id != id);
+            let still_waiting = pending.iter().any(|p| p.ask.id == id);
+            pending.retain(|p| p.ask.id != id);
             if still_waiting {
                 let why = format!("nobody approved it within {} s", self.timeout.as_secs_f64());
                 self.close(&id, &Decision::Deny(why));

@@ -204,14 +204,9 @@ impl RestateClient {
         }
     }
 
-    /// Invocation `id` as the admin API knows it; `None` when it does not exist.
-    pub async fn lookup(&self, id: &str) -> Result<Option<Invocation>, DurableError> {
-        if !is_invocation_id(id) {
-            return Ok(None);
-        }
-        let query = format!(
-            "SELECT target_service_name, target_service_key, status, created_at FROM sys_invocation WHERE id = '{id}'"
-        );
+    /// The rows the admin API's SQL `query` selects over invocations: `None` when Restate
+    /// says the query names an invocation id it cannot decode.
+    async fn query_invocations(&self, query: &str) -> Result<Option<Vec<Value>>, DurableError> {
         let url = format!("{}/query", self.admin);
         let req = self
             .http
@@ -227,16 +222,30 @@ impl RestateClient {
             return Err(Self::answered(&url, status, body));
         }
         let reply: Value = serde_json::from_str(&body).unwrap_or(Value::Null);
-        let Some(row) = reply["rows"].as_array().and_then(|rows| rows.first()) else {
-            return Ok(None);
-        };
+        Ok(Some(reply["rows"].as_array().cloned().unwrap_or_default()))
+    }
+
+    /// An invocation as a row of `sys_invocation` describes it.
+    fn invocation(row: &Value) -> Invocation {
         let field = |k: &str| row[k].as_str().unwrap_or_default().to_string();
-        Ok(Some(Invocation {
+        Invocation {
             service: field("target_service_name"),
             key: field("target_service_key"),
             status: field("status"),
             created_at: field("created_at"),
-        }))
+        }
+    }
+
+    /// Invocation `id` as the admin API knows it; `None` when it does not exist.
+    pub async fn lookup(&self, id: &str) -> Result<Option<Invocation>, DurableError> {
+        if !is_invocation_id(id) {
+            return Ok(None);
+        }
+        let query = format!(
+            "SELECT target_service_name, target_service_key, status, created_at FROM sys_invocation WHERE id = '{id}'"
+        );
+        let rows = self.query_invocations(&query).await?.unwrap_or_default();
+        Ok(rows.first().map(Self::invocation))
     }
 
     /// The runs (`KilnRun`, `KilnSession` invocations) that have not ended, with their ids,
@@ -248,29 +257,12 @@ impl RestateClient {
         let query = format!(
             "SELECT id, target_service_name, target_service_key, status, created_at FROM sys_invocation WHERE target_service_name IN ('KilnRun', 'KilnSession') AND status <> 'completed' ORDER BY created_at DESC LIMIT {limit}"
         );
-        let url = format!("{}/query", self.admin);
-        let req = self
-            .http
-            .post(&url)
-            .header("accept", "application/json")
-            .json(&json!({ "query": query }));
-        let (status, body) = self.call(req, &url).await?;
-        if status != 200 {
-            return Err(Self::answered(&url, status, body));
-        }
-        let reply: Value = serde_json::from_str(&body).unwrap_or(Value::Null);
-        let rows = reply["rows"].as_array().cloned().unwrap_or_default();
+        let rows = self.query_invocations(&query).await?.unwrap_or_default();
         Ok(rows
             .iter()
             .map(|row| {
-                let field = |k: &str| row[k].as_str().unwrap_or_default().to_string();
-                let inv = Invocation {
-                    service: field("target_service_name"),
-                    key: field("target_service_key"),
-                    status: field("status"),
-                    created_at: field("created_at"),
-                };
-                (field("id"), inv)
+                let id = row["id"].as_str().unwrap_or_default().to_string();
+                (id, Self::invocation(row))
             })
             .collect())
     }
