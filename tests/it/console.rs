@@ -180,6 +180,11 @@ fn the_inbox_shows_a_token_exactly_the_approvals_it_may_decide_and_nothing_else(
         Some(&json!({"decision": "approve"})),
     );
     assert_eq!(status, 200, "{body}");
+    assert_eq!(
+        body,
+        json!({"id": id, "agent": null, "status": "running"}),
+        "an approver learns nothing of another actor's run"
+    );
     let (_, done) = as_token(
         "GET",
         &format!("{}/v1/runs/{id}?wait=true", serve.url),
@@ -396,6 +401,10 @@ fn a_tool_called_from_the_console_keeps_validation_the_guard_approvals_and_the_r
         .map(|r| r.iter().filter_map(|r| r["status"].as_str()).collect())
         .unwrap_or_default();
     assert_eq!(statuses, ["completed", "failed"], "{runs}");
+    let failed = format!("{}/v1/runs?status=failed&limit=1", serve.url);
+    let (_, only) = as_token("GET", &failed, ALICE, None);
+    assert_eq!(only["runs"][1], json!(null), "{only}");
+    assert_eq!(only["runs"][0]["id"], runs["runs"][1]["id"], "{only}");
     let run = runs["runs"][0]["id"].as_str().unwrap_or_default();
     let (_, story) = as_token(
         "GET",

@@ -181,24 +181,38 @@ async fn running(front: &RestateClient, id: &str, inv: &Invocation) -> Value {
     }
 }
 
-/// Durable runs looked at for `GET /v1/approvals` at most.
+/// Durable runs looked at for `GET /v1/approvals` at most, and asked at once.
 const INBOX_RUNS: usize = 200;
+const INBOX_AT_ONCE: usize = 8;
 
 /// The approvals durable runs wait for that `who` may decide (its own runs', or every run's
 /// for a token granted `approve`), as the inbox lists them; a run Restate cannot describe is
 /// left out.
 pub(super) async fn inbox(front: &RestateClient, who: &Principal) -> Result<Vec<Value>, ApiError> {
+    use futures_util::StreamExt;
+    let actor = match (who.may_decide_all(), &who.actor) {
+        (true, _) => None,
+        (false, Some(actor)) => Some(actor.as_str()),
+        // The open server's one caller: its runs are keyed without an actor.
+        (false, None) => None,
+    };
     let runs = front
-        .unfinished_runs(INBOX_RUNS)
+        .unfinished_runs(actor, INBOX_RUNS)
         .await
         .map_err(restate_error)?;
+    let runs: Vec<_> = runs
+        .into_iter()
+        .filter(|(_, inv)| who.may_decide_all() || who.sees_key(&inv.key))
+        .collect();
     let now = now_ms();
+    let asked = futures_util::stream::iter(runs)
+        .map(|(id, inv)| async move { (id, front.approvals(&inv).await) })
+        .buffer_unordered(INBOX_AT_ONCE)
+        .collect::<Vec<_>>()
+        .await;
     let mut rows = Vec::new();
-    for (id, inv) in runs {
-        if !(who.may_decide_all() || who.sees_key(&inv.key)) {
-            continue;
-        }
-        let Ok(Value::Array(waiting)) = front.approvals(&inv).await else {
+    for (id, waiting) in asked {
+        let Ok(Value::Array(waiting)) = waiting else {
             continue;
         };
         for a in waiting {

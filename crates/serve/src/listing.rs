@@ -17,6 +17,10 @@ use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use tokio::sync::broadcast;
 
+/// How long one `GET /v1/events` stream lasts before the client must connect (and show its
+/// token) again.
+const FEED_LIFETIME: std::time::Duration = std::time::Duration::from_secs(600);
+
 /// Runs listed when the request names no limit, and the most it may ask.
 const DEFAULT_LIMIT: usize = 100;
 const MAX_LIMIT: usize = 1000;
@@ -57,6 +61,17 @@ const STATUSES: [&str; 6] = [
     "cancelled",
     "interrupted",
 ];
+
+/// The run log's word for a listing's status: a run waiting for a person, or whose process
+/// is gone, is `running` there.
+fn logged_status(status: &str) -> &str {
+    match status {
+        "completed" => "ok",
+        "failed" => "error",
+        "awaiting_approval" | "interrupted" => "running",
+        other => other,
+    }
+}
 
 pub(super) fn api_status(logged: &str) -> &str {
     match logged {
@@ -124,6 +139,7 @@ pub async fn runs(
             } else {
                 who.actor.clone()
             },
+            status: q.status.as_deref().map(logged_status).map(str::to_string),
             limit,
             ..Default::default()
         };
@@ -170,6 +186,9 @@ pub async fn events(
             Err(broadcast::error::RecvError::Closed) => None,
         }
     })
+    // The stream ends after a while and the page connects again, so its token is checked
+    // again (an access token that expired or was revoked stops hearing).
+    .take_until(tokio::time::sleep(FEED_LIFETIME))
     .filter_map(move |item| {
         let shown = match item {
             Some(item) if super::feed::visible(&who, &item) => Some(

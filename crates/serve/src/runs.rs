@@ -60,6 +60,11 @@ pub async fn approve(
     let entry = find(&state, &id, &decider)?;
     entry.approvals.decide(&approval, decision)?;
     tracing::info!(run_id = %id, approval = %approval, actor = ?who.actor, "approval decided");
+    if !who.sees(entry.owner.as_deref()) {
+        // An approver deciding another actor's run learns nothing more of it (as at the
+        // durable door): not its report, even when the run ended meanwhile.
+        return Ok(Json(json!({"id": id, "agent": null, "status": "running"})));
+    }
     Ok(Json(entry.status()))
 }
 

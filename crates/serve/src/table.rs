@@ -115,10 +115,11 @@ impl RunEntry {
     }
 
     /// The arguments of the call the model named `call_id` in this run, from its
-    /// `tool_started` event.
+    /// `tool_started` event: the latest one (a provider that sends no ids has them made up per
+    /// round, so an id may repeat; the call asking is the one started last).
     pub fn call_args(&self, call_id: &str) -> Option<Value> {
         let events = self.events.lock().unwrap_or_else(|e| e.into_inner());
-        events.iter().find_map(|ev| match &**ev {
+        events.iter().rev().find_map(|ev| match &**ev {
             Event::ToolStarted { id, args, .. } if id == call_id => Some(args.clone()),
             _ => None,
         })
@@ -225,6 +226,13 @@ pub fn public_report(report: &RunReport) -> Value {
 /// kind and message without script paths, URLs or type paths (the log has them whole).
 pub fn result_json(result: &Result<RunReport, RunError>) -> Value {
     match result {
+        // A direct call (the console's) that failed: its run ends with the call's error.
+        Ok(report) if report.error.is_some() => json!({
+            "agent": report.agent,
+            "status": "failed",
+            "error": {"kind": "tool", "message": kiln_core::public_error::scrub(report.error.as_deref().unwrap_or_default())},
+            "report": public_report(report),
+        }),
         Ok(report) => {
             json!({"agent": report.agent, "status": "completed", "report": public_report(report)})
         }

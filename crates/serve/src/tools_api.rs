@@ -13,7 +13,7 @@ use axum::Json;
 use axum::extract::{Path, State};
 use kiln_agent::{Event, RunReport, ToolCallRecord};
 use kiln_core::capability::Grants;
-use kiln_core::failure::FailureKind;
+use kiln_core::failure::{FailureKind, ToolFailure};
 use kiln_core::tool::{Tool, ToolOutcome};
 use serde_json::{Value, json};
 use std::sync::Arc;
@@ -88,10 +88,28 @@ pub async fn call(
         run_id: Some(entry.id.clone()),
         ..Default::default()
     };
-    let outcome = state.host.call_tool(&tool, args.clone(), opts).await;
-    let outcome = outcome.map_err(|e| ApiError::internal(e.to_string()))?;
-    finish(&state, &entry, &tool, args.clone(), &outcome);
-    drop(permit);
+    // The call runs in a task of its own: a client that goes away does not leave its run
+    // unfinished (it ends, is logged and leaves the table like any run).
+    let call = {
+        let (state, entry, tool, args) = (state.clone(), entry.clone(), tool.clone(), args.clone());
+        tokio::spawn(async move {
+            let _slot = permit;
+            let called = state.host.call_tool(&tool, args.clone(), opts).await;
+            let outcome = match &called {
+                Ok(outcome) => outcome.clone(),
+                Err(e) => ToolOutcome::failed(
+                    ToolFailure::visible(FailureKind::Runtime, e.to_string()),
+                    std::time::Instant::now(),
+                ),
+            };
+            finish(&state, &entry, &tool, args, &outcome);
+            called
+        })
+    };
+    let outcome = call
+        .await
+        .map_err(|e| ApiError::internal(format!("the call stopped: {e}")))?
+        .map_err(|e| ApiError::internal(e.to_string()))?;
     answer(&entry.id, &tool, &args, &outcome)
 }
 

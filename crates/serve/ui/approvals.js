@@ -132,7 +132,7 @@ export function renderApprovals(main, ctx) {
     note.textContent = cards.size ? `${cards.size} waiting` : 'Nothing is waiting for you.';
   };
   if (!ctx.me.approver && !ctx.me.open) {
-    note.textContent = 'This token may not approve (it lacks the approve capability).';
+    note.textContent = "This token decides its own runs' approvals (the approve capability would let it decide every actor's).";
   }
   const load = async () => {
     try {

@@ -23,7 +23,8 @@ function turnView(prompt) {
 }
 
 function toolItem(view, d) {
-  const id = String(d.id ?? '');
+  // Keyed by round too: a provider that sends no call ids gets them made up per round.
+  const id = `${d.round ?? ''}:${d.id ?? ''}`;
   let li = [...view.tools.children].find((c) => c.dataset.callId === id);
   if (!li) {
     li = el('li', { class: 'call', testid: 'chat-tool', 'data-call-id': id, 'data-tool': String(d.name ?? '') });

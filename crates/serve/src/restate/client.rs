@@ -249,13 +249,24 @@ impl RestateClient {
     }
 
     /// The runs (`KilnRun`, `KilnSession` invocations) that have not ended, with their ids,
-    /// at most `limit`: where durable approvals may wait.
+    /// newest first, at most `limit`: where durable approvals may wait. With `actor`, only
+    /// that actor's (keys are scoped by its escaped name, see `front::scoped`).
     pub async fn unfinished_runs(
         &self,
+        actor: Option<&str>,
         limit: usize,
     ) -> Result<Vec<(String, Invocation)>, DurableError> {
+        // The escaped name holds letters, digits, `-_.~%` only: nothing to quote in SQL.
+        let of_actor = actor
+            .map(|a| {
+                format!(
+                    " AND starts_with(target_service_key, '{}/')",
+                    key_segment(a)
+                )
+            })
+            .unwrap_or_default();
         let query = format!(
-            "SELECT id, target_service_name, target_service_key, status, created_at FROM sys_invocation WHERE target_service_name IN ('KilnRun', 'KilnSession') AND status <> 'completed' ORDER BY created_at DESC LIMIT {limit}"
+            "SELECT id, target_service_name, target_service_key, status, created_at FROM sys_invocation WHERE target_service_name IN ('KilnRun', 'KilnSession') AND status <> 'completed'{of_actor} ORDER BY created_at DESC LIMIT {limit}"
         );
         let rows = self.query_invocations(&query).await?.unwrap_or_default();
         Ok(rows
