@@ -454,3 +454,14 @@ fn read_request(mut stream: std::net::TcpStream) -> Option<Vec<u8>> {
     let _ = stream.write_all(b"HTTP/1.1 200 OK\r\ncontent-type: application/x-protobuf\r\ncontent-length: 0\r\nconnection: close\r\n\r\n");
     Some(buf[head_end..].to_vec())
 }
+
+/// A request with a bearer token: status and JSON body (the text as a string when it is not
+/// JSON).
+pub fn with_token(method: &str, url: &str, token: &str, body: Option<&Value>) -> (u16, Value) {
+    let bearer = format!("Bearer {token}");
+    let (status, _, text) = http(method, url, &[("authorization", &bearer)], body);
+    (
+        status,
+        serde_json::from_str(&text).unwrap_or(Value::String(text)),
+    )
+}

@@ -40,21 +40,12 @@ agent("notes").provider("openai").model("m").base_url("{}/v1").tools(["remember"
     )])
 }
 
-/// A request with a bearer token: status and JSON body.
-pub(crate) fn as_token(method: &str, url: &str, token: &str, body: Option<&Value>) -> (u16, Value) {
-    let auth = format!("Bearer {token}");
-    let (status, _, text) = http(method, url, &[("authorization", &auth)], body);
-    (
-        status,
-        serde_json::from_str(&text).unwrap_or(Value::String(text)),
-    )
-}
-
 /// Polls `GET /v1/approvals` as `token` until it lists one.
 fn inbox_item(serve: &Serve, token: &str) -> Value {
     let deadline = Instant::now() + Duration::from_secs(20);
     while Instant::now() < deadline {
-        let (status, inbox) = as_token("GET", &format!("{}/v1/approvals", serve.url), token, None);
+        let (status, inbox) =
+            with_token("GET", &format!("{}/v1/approvals", serve.url), token, None);
         assert_eq!(status, 200, "{inbox}");
         if let Some(first) = inbox["approvals"].get(0) {
             return first.clone();
@@ -121,7 +112,7 @@ fn the_inbox_shows_a_token_exactly_the_approvals_it_may_decide_and_nothing_else(
     );
     std::thread::sleep(Duration::from_millis(200));
     let body = json!({"agent": "notes", "input": "remember milk", "wait": false});
-    let (status, run) = as_token(
+    let (status, run) = with_token(
         "POST",
         &format!("{}/v1/runs", serve.url),
         ALICE,
@@ -153,17 +144,17 @@ fn the_inbox_shows_a_token_exactly_the_approvals_it_may_decide_and_nothing_else(
         mine["expires_at"].as_f64().unwrap_or(0.0) - mine["asked_at"].as_f64().unwrap_or(0.0);
     assert!(waited > 1.0, "a deadline after the question: {mine}");
     // Bob sees none of it; Carol sees nothing of the run but the approval.
-    let (_, bobs) = as_token("GET", &format!("{}/v1/approvals", serve.url), BOB, None);
+    let (_, bobs) = with_token("GET", &format!("{}/v1/approvals", serve.url), BOB, None);
     assert_eq!(bobs, json!({"approvals": []}));
     for token in [BOB, CAROL] {
         for path in [format!("/v1/runs/{id}"), format!("/v1/runs/{id}/timeline")] {
-            let (status, body) = as_token("GET", &format!("{}{path}", serve.url), token, None);
+            let (status, body) = with_token("GET", &format!("{}{path}", serve.url), token, None);
             assert_eq!(status, 404, "{path}: {body}");
         }
-        let (_, runs) = as_token("GET", &format!("{}/v1/runs", serve.url), token, None);
+        let (_, runs) = with_token("GET", &format!("{}/v1/runs", serve.url), token, None);
         assert_eq!(runs, json!({"runs": []}), "{token}");
     }
-    let (_, runs) = as_token("GET", &format!("{}/v1/runs", serve.url), ALICE, None);
+    let (_, runs) = with_token("GET", &format!("{}/v1/runs", serve.url), ALICE, None);
     assert_eq!(runs["runs"][0]["status"], "awaiting_approval", "{runs}");
     assert_eq!(runs["runs"][0]["waiting"], 1, "{runs}");
 
@@ -173,7 +164,7 @@ fn the_inbox_shows_a_token_exactly_the_approvals_it_may_decide_and_nothing_else(
         serve.url,
         mine["id"].as_str().unwrap_or("")
     );
-    let (status, body) = as_token(
+    let (status, body) = with_token(
         "POST",
         &decide,
         CAROL,
@@ -185,14 +176,14 @@ fn the_inbox_shows_a_token_exactly_the_approvals_it_may_decide_and_nothing_else(
         json!({"id": id, "agent": null, "status": "running"}),
         "an approver learns nothing of another actor's run"
     );
-    let (_, done) = as_token(
+    let (_, done) = with_token(
         "GET",
         &format!("{}/v1/runs/{id}?wait=true", serve.url),
         ALICE,
         None,
     );
     assert_eq!(done["status"], "completed", "{done}");
-    let (status, story) = as_token(
+    let (status, story) = with_token(
         "GET",
         &format!("{}/v1/runs/{id}/timeline", serve.url),
         ALICE,
@@ -290,7 +281,7 @@ fn a_tool_called_from_the_console_keeps_validation_the_guard_approvals_and_the_r
         ],
         &[("KILN_TOKENS", &tokens())],
     );
-    let (status, list) = as_token("GET", &format!("{}/v1/tools", serve.url), BOB, None);
+    let (status, list) = with_token("GET", &format!("{}/v1/tools", serve.url), BOB, None);
     assert_eq!(status, 200, "{list}");
     let save = list["tools"]
         .as_array()
@@ -311,7 +302,7 @@ fn a_tool_called_from_the_console_keeps_validation_the_guard_approvals_and_the_r
     // A bad value is refused at its path, with every violation named.
     let order = format!("{}/v1/tools/order", serve.url);
     let bad = json!({"arguments": {"items": [{"qty": 2}, {"qty": 0, "size": "XL"}]}});
-    let (status, refused) = as_token("POST", &order, ALICE, Some(&bad));
+    let (status, refused) = with_token("POST", &order, ALICE, Some(&bad));
     assert_eq!(status, 400, "{refused}");
     assert_eq!(refused["error"]["code"], "invalid_arguments", "{refused}");
     let mut paths: Vec<&str> = refused["error"]["fields"]
@@ -321,7 +312,7 @@ fn a_tool_called_from_the_console_keeps_validation_the_guard_approvals_and_the_r
     paths.sort_unstable();
     assert_eq!(paths, ["/items/1/qty", "/items/1/size"], "{refused}");
     let good = json!({"arguments": {"items": [{"qty": 2, "size": "M"}]}});
-    let (status, done) = as_token("POST", &order, ALICE, Some(&good));
+    let (status, done) = with_token("POST", &order, ALICE, Some(&good));
     assert_eq!(
         (status, &done["result"]),
         (200, &json!("ordered 1")),
@@ -331,7 +322,7 @@ fn a_tool_called_from_the_console_keeps_validation_the_guard_approvals_and_the_r
     // Bob's token cannot write: the guard refuses before anything runs.
     let save_url = format!("{}/v1/tools/save", serve.url);
     let note = json!({"arguments": {"path": "note.txt", "text": "hi"}});
-    let (status, refused) = as_token("POST", &save_url, BOB, Some(&note));
+    let (status, refused) = with_token("POST", &save_url, BOB, Some(&note));
     assert_eq!(
         (status, &refused["error"]["kind"]),
         (200, &json!("capability")),
@@ -340,7 +331,7 @@ fn a_tool_called_from_the_console_keeps_validation_the_guard_approvals_and_the_r
 
     // Alice's write waits in the inbox; denied with a reason, nothing is written.
     let (url, token, denied_note) = (save_url.clone(), ALICE, note.clone());
-    let waiting = std::thread::spawn(move || as_token("POST", &url, token, Some(&denied_note)));
+    let waiting = std::thread::spawn(move || with_token("POST", &url, token, Some(&denied_note)));
     let asked = inbox_item(&serve, ALICE);
     assert_eq!(
         (&asked["tool"], &asked["args"], &asked["capability"]),
@@ -358,7 +349,7 @@ fn a_tool_called_from_the_console_keeps_validation_the_guard_approvals_and_the_r
         asked["id"].as_str().unwrap_or("")
     );
     let deny = json!({"decision": "deny", "reason": "not on Fridays"});
-    let (status, body) = as_token("POST", &decide, ALICE, Some(&deny));
+    let (status, body) = with_token("POST", &decide, ALICE, Some(&deny));
     assert_eq!(status, 200, "{body}");
     let (status, answer) = waiting.join().expect("the call answered");
     assert_eq!(status, 200, "{answer}");
@@ -368,7 +359,7 @@ fn a_tool_called_from_the_console_keeps_validation_the_guard_approvals_and_the_r
 
     // Approved, it writes; the run log has both calls, under alice.
     let (url, token) = (save_url.clone(), ALICE);
-    let waiting = std::thread::spawn(move || as_token("POST", &url, token, Some(&note)));
+    let waiting = std::thread::spawn(move || with_token("POST", &url, token, Some(&note)));
     let asked = inbox_item(&serve, ALICE);
     let decide = format!(
         "{}/v1/runs/{}/approvals/{}",
@@ -376,7 +367,7 @@ fn a_tool_called_from_the_console_keeps_validation_the_guard_approvals_and_the_r
         asked["run"].as_str().unwrap_or(""),
         asked["id"].as_str().unwrap_or("")
     );
-    as_token(
+    with_token(
         "POST",
         &decide,
         ALICE,
@@ -390,7 +381,7 @@ fn a_tool_called_from_the_console_keeps_validation_the_guard_approvals_and_the_r
             .as_deref(),
         Some("hi")
     );
-    let (_, runs) = as_token(
+    let (_, runs) = with_token(
         "GET",
         &format!("{}/v1/runs?agent=call:save", serve.url),
         ALICE,
@@ -402,11 +393,11 @@ fn a_tool_called_from_the_console_keeps_validation_the_guard_approvals_and_the_r
         .unwrap_or_default();
     assert_eq!(statuses, ["completed", "failed"], "{runs}");
     let failed = format!("{}/v1/runs?status=failed&limit=1", serve.url);
-    let (_, only) = as_token("GET", &failed, ALICE, None);
+    let (_, only) = with_token("GET", &failed, ALICE, None);
     assert_eq!(only["runs"][1], json!(null), "{only}");
     assert_eq!(only["runs"][0]["id"], runs["runs"][1]["id"], "{only}");
     let run = runs["runs"][0]["id"].as_str().unwrap_or_default();
-    let (_, story) = as_token(
+    let (_, story) = with_token(
         "GET",
         &format!("{}/v1/runs/{run}/timeline", serve.url),
         ALICE,
@@ -420,7 +411,7 @@ fn a_tool_called_from_the_console_keeps_validation_the_guard_approvals_and_the_r
         story["approvals"][0]["decision"]["decision"], "approve",
         "{story}"
     );
-    let (_, bobs) = as_token("GET", &format!("{}/v1/runs", serve.url), BOB, None);
+    let (_, bobs) = with_token("GET", &format!("{}/v1/runs", serve.url), BOB, None);
     let bob_saw: Vec<&str> = bobs["runs"]
         .as_array()
         .map(|r| r.iter().filter_map(|r| r["agent"].as_str()).collect())
@@ -432,8 +423,8 @@ fn a_tool_called_from_the_console_keeps_validation_the_guard_approvals_and_the_r
     );
 }
 
-#[test]
-fn a_broken_script_shows_its_error_at_file_line_and_column_until_it_is_fixed() {
+/// `kiln serve` over [`tool_scripts`] with the three tokens.
+pub(crate) fn tool_server() -> (Scripts, Serve) {
     let s = tool_scripts();
     let serve = Serve::start(
         s.path(),
@@ -441,9 +432,15 @@ fn a_broken_script_shows_its_error_at_file_line_and_column_until_it_is_fixed() {
         &["--no-stdlib"],
         &[("KILN_TOKENS", &tokens())],
     );
+    (s, serve)
+}
+
+#[test]
+fn a_broken_script_shows_its_error_at_file_line_and_column_until_it_is_fixed() {
+    let (s, serve) = tool_server();
     let feed = listen(&serve, BOB);
     let scripts_url = format!("{}/v1/scripts", serve.url);
-    let (status, health) = as_token("GET", &scripts_url, BOB, None);
+    let (status, health) = with_token("GET", &scripts_url, BOB, None);
     assert_eq!(status, 200, "{health}");
     let file = &health["files"][0];
     assert!(
@@ -472,14 +469,14 @@ fn a_broken_script_shows_its_error_at_file_line_and_column_until_it_is_fixed() {
     );
     assert_eq!(error["line"], broken_line, "{reload}");
     assert!(error["column"].as_u64().unwrap_or(0) > 0, "{reload}");
-    let (_, health) = as_token("GET", &scripts_url, BOB, None);
+    let (_, health) = with_token("GET", &scripts_url, BOB, None);
     assert_eq!(health["errors"][0]["line"], broken_line, "{health}");
     assert_eq!(health["reloads"][0]["ok"], false, "{health}");
 
     std::fs::write(&path, &good).expect("fix it");
     let reload = drain_until(&feed, "reload");
     assert_eq!(reload["ok"], true, "{reload}");
-    let (_, health) = as_token("GET", &scripts_url, BOB, None);
+    let (_, health) = with_token("GET", &scripts_url, BOB, None);
     assert_eq!(health["errors"], json!([]), "{health}");
 }
 

@@ -3,20 +3,14 @@
 //! loopback) needs no sign-in but refuses a Host that does not name it, and `--no-console`
 //! serves no page.
 
-use super::console::{ALICE, as_token, tokens, tool_scripts};
+use super::console::{ALICE, tool_scripts, tool_server};
 use super::serve::Serve;
 use crate::common::*;
 use serde_json::json;
 
 #[test]
 fn the_pages_carry_their_policy_and_a_cross_site_form_changes_nothing() {
-    let s = tool_scripts();
-    let serve = Serve::start(
-        s.path(),
-        &s.path().join("k.db"),
-        &["--no-stdlib"],
-        &[("KILN_TOKENS", &tokens())],
-    );
+    let (s, serve) = tool_server();
     for (path, media) in [
         ("/ui", "text/html"),
         ("/ui/", "text/html"),
@@ -85,7 +79,7 @@ fn the_pages_carry_their_policy_and_a_cross_site_form_changes_nothing() {
         r#"{"arguments": {"items": [{"qty": 1}]}}"#,
     );
     assert_eq!(status, 403, "{body}");
-    let (_, runs) = as_token("GET", &format!("{}/v1/runs", serve.url), ALICE, None);
+    let (_, runs) = with_token("GET", &format!("{}/v1/runs", serve.url), ALICE, None);
     assert_eq!(runs, json!({"runs": []}), "nothing ran");
 
     let quiet = Serve::start(

@@ -173,15 +173,6 @@ fn answer(
 }
 
 /// `METHOD URL` with `token` (and a JSON body): the status and the parsed answer.
-fn with_token(method: &str, url: &str, token: &str, body: Option<&Value>) -> (u16, Value) {
-    let bearer = format!("Bearer {token}");
-    let (status, _, text) = http(method, url, &[("authorization", &bearer)], body);
-    (
-        status,
-        serde_json::from_str(&text).unwrap_or(Value::String(text)),
-    )
-}
-
 fn scripts(mock: &Mock) -> Scripts {
     Scripts::new(&[(
         "a.rhai",
