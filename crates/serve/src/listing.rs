@@ -39,6 +39,8 @@ pub async fn me(State(state): State<Arc<AppState>>, who: Principal) -> Json<Valu
         "caps": caps,
         "approver": who.may_decide_all(),
         "trace_url": state.options.trace_url,
+        // Runs go through Restate (`--restate-ingress`): their approvals are not in the feed.
+        "durable": state.front.is_some(),
     }))
 }
 

@@ -156,6 +156,9 @@ export function renderApprovals(main, ctx) {
         }
       }
       count();
+      if (data && typeof data.durable_error === 'string') {
+        note.textContent += ` (durable runs could not be listed: ${data.durable_error})`;
+      }
     } catch (err) {
       if (!alive) return;
       note.textContent = `Could not list approvals: ${describe(err)}`;
@@ -167,10 +170,13 @@ export function renderApprovals(main, ctx) {
   const off = ctx.subscribe((ev) => {
     if (['approval_requested', 'approval_decided', 'run_ended', 'lagged'].includes(ev.event)) load();
   });
+  // Durable runs wait in Restate, whose approvals the feed does not carry: ask again now and then.
+  const poll = ctx.me && ctx.me.durable ? setInterval(load, 10000) : null;
   load();
   return () => {
     alive = false;
     clearInterval(clock);
+    if (poll) clearInterval(poll);
     off();
     clear(list);
   };
