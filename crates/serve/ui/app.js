@@ -37,6 +37,16 @@ function subscribe(fn) {
 
 function startFeed() {
   if (state.feed) state.feed.close();
+  let opened = false;
+  const tell = (ev) => {
+    for (const fn of state.listeners) {
+      try {
+        fn(ev);
+      } catch (err) {
+        console.error(err);
+      }
+    }
+  };
   state.feed = stream('/v1/events', {
     onEvent: (ev) => {
       if (ev.event === 'approval_requested' && ev.data) {
@@ -46,15 +56,15 @@ function startFeed() {
         const first = (ev.data.errors || [])[0];
         announce(first ? `Load error: ${first.file}:${first.line}:${first.column}: ${first.message}` : 'Scripts failed to load');
       }
-      for (const fn of state.listeners) {
-        try {
-          fn(ev);
-        } catch (err) {
-          console.error(err);
-        }
-      }
+      tell(ev);
     },
-    onOpen: () => setFeedStatus('live'),
+    onOpen: () => {
+      setFeedStatus('live');
+      // Back after a gap (the server ends a stream every 10 min): what happened meanwhile
+      // was not heard, so every view reloads as after a lag.
+      if (opened) tell({ event: 'lagged', data: {} });
+      opened = true;
+    },
     onError: () => setFeedStatus('reconnecting'),
   });
 }
