@@ -371,7 +371,47 @@ pub(super) fn register(
         cancel,
         approvals.clone(),
     ));
-    let (events, feed) = (Arc::downgrade(&entry), Arc::downgrade(state));
+    // The feed hears of the run's approvals only after its start: one asked before the entry
+    // existed is replayed into it by `attach`, and announced below, after `run_started`.
+    let announced = Arc::new(Mutex::new(false));
+    attach_approvals(state, &entry, &approvals, &announced);
+    state.runs.insert(entry.clone());
+    {
+        let mut said = announced.lock().unwrap_or_else(|e| e.into_inner());
+        state.feed.publish(
+            "run_started",
+            Audience::Owner(entry.owner.clone()),
+            serde_json::json!({
+                "id": entry.id, "agent": entry.agent, "actor": entry.owner,
+                "status": "running", "started_at": entry.started_at,
+            }),
+        );
+        let deciders = Audience::Deciders(entry.owner.clone());
+        for item in entry.inbox() {
+            state
+                .feed
+                .publish("approval_requested", deciders.clone(), item);
+        }
+        *said = true;
+    }
+    tracing::info!(run_id = %entry.id, agent = %entry.agent, actor = ?who.actor, "run started");
+    entry
+}
+
+/// Sends the run's approval events into its entry, and to the feed once `announced` (the
+/// run's start was). Lock order: the approvals' own, then `announced`, then their pending
+/// list (`inbox`); nothing takes them the other way.
+fn attach_approvals(
+    state: &Arc<AppState>,
+    entry: &Arc<RunEntry>,
+    approvals: &super::approvals::Approvals,
+    announced: &Arc<Mutex<bool>>,
+) {
+    let (events, feed, said) = (
+        Arc::downgrade(entry),
+        Arc::downgrade(state),
+        announced.clone(),
+    );
     approvals.attach(move |ev| {
         let Some(entry) = events.upgrade() else {
             return;
@@ -381,34 +421,27 @@ pub(super) fn register(
             _ => None,
         };
         entry.push(ev);
-        if let (Some(id), Some(state)) = (asked, feed.upgrade()) {
-            let owner = Audience::Deciders(entry.owner.clone());
+        let said = said.lock().unwrap_or_else(|e| e.into_inner());
+        if let (Some(id), Some(state), true) = (asked, feed.upgrade(), *said) {
+            let deciders = Audience::Deciders(entry.owner.clone());
             for item in entry.inbox().into_iter().filter(|a| a["id"] == id.as_str()) {
                 state
                     .feed
-                    .publish("approval_requested", owner.clone(), item);
+                    .publish("approval_requested", deciders.clone(), item);
             }
         }
     });
-    let (run, owner, feed) = (entry.id.clone(), entry.owner.clone(), Arc::downgrade(state));
+    let (run, owner) = (entry.id.clone(), entry.owner.clone());
+    let (feed, said) = (Arc::downgrade(state), announced.clone());
     approvals.on_closed(move |id, decision| {
+        // Not before the run's start was announced.
+        let _said = said.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(state) = feed.upgrade() {
             let data = serde_json::json!({"run": run, "id": id, "decision": decision});
             let to = Audience::Deciders(owner.clone());
             state.feed.publish("approval_decided", to, data);
         }
     });
-    state.runs.insert(entry.clone());
-    state.feed.publish(
-        "run_started",
-        Audience::Owner(entry.owner.clone()),
-        serde_json::json!({
-            "id": entry.id, "agent": entry.agent, "actor": entry.owner,
-            "status": "running", "started_at": entry.started_at,
-        }),
-    );
-    tracing::info!(run_id = %entry.id, agent = %entry.agent, actor = ?who.actor, "run started");
-    entry
 }
 
 /// The driver task: moves the run's events into its entry, records how it finished, and marks
