@@ -318,8 +318,20 @@ fn serve_options(g: &Global, a: &ServeArgs) -> CliResult<ServeOptions> {
                 .max(kiln::serve::http::HttpLimits::default().max_body),
         },
         console: !a.no_console,
-        trace_url: a.trace_url.clone(),
+        trace_url: a.trace_url.as_deref().map(trace_url).transpose()?,
     })
+}
+
+/// `--trace-url`: an http(s) address with `{trace_id}` where each run's trace id goes.
+fn trace_url(url: &str) -> CliResult<String> {
+    let web = url.starts_with("http://") || url.starts_with("https://");
+    if !web || !url.contains("{trace_id}") {
+        return Err(format!(
+            "--trace-url {url:?}: give an http(s) address with {{trace_id}} where the trace id goes, e.g. http://127.0.0.1:6006/projects/PROJECT/traces/{{trace_id}}"
+        )
+        .into());
+    }
+    Ok(url.to_string())
 }
 
 /// Serves the API (and the Restate worker, when there is one) until SIGTERM or Ctrl-C, then

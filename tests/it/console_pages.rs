@@ -128,3 +128,23 @@ fn as_host(url: &str, path: &str, host: &str) -> String {
     let _ = s.read_to_string(&mut reply);
     reply
 }
+
+#[test]
+fn a_trace_url_without_a_place_for_the_trace_id_is_refused_by_name() {
+    for bad in [
+        "javascript:alert(1)//{trace_id}",
+        "http://127.0.0.1:6006/traces",
+    ] {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let out = kiln(
+            &["serve", "--bind", "127.0.0.1:0", "--trace-url", bad],
+            dir.path(),
+        );
+        assert!(!out.status.success(), "{bad} was taken");
+        let err = stderr(&out);
+        assert!(
+            err.contains("--trace-url") && err.contains("{trace_id}"),
+            "{err}"
+        );
+    }
+}
