@@ -12,18 +12,18 @@ agent("clerk").provider("script").tools(["lookup"])
 "#;
 
 /// The runs `kiln logs --json` lists with `extra` filters, by id.
+/// `kiln logs ARGS --db DB --no-stdlib --scripts .` in `dir`.
+fn logs(dir: &std::path::Path, db: &str, args: &[&str]) -> std::process::Output {
+    let mut all = vec!["logs"];
+    all.extend_from_slice(args);
+    all.extend_from_slice(&["--db", db, "--no-stdlib", "--scripts", "."]);
+    kiln(&all, dir)
+}
+
 fn listed(dir: &std::path::Path, db: &str, extra: &[&str]) -> Vec<String> {
-    let mut args = vec![
-        "logs",
-        "--json",
-        "--db",
-        db,
-        "--no-stdlib",
-        "--scripts",
-        ".",
-    ];
+    let mut args = vec!["--json"];
     args.extend_from_slice(extra);
-    let out = kiln(&args, dir);
+    let out = logs(dir, db, &args);
     assert!(out.status.success(), "{}", stderr(&out));
     let runs: Value = serde_json::from_str(&stdout(&out)).expect("logs json");
     runs.as_array()
@@ -68,34 +68,10 @@ fn kiln_logs_eval_lists_exactly_the_runs_tagged_with_that_eval() {
     // Combined with the other filters as they combine.
     assert!(listed(s.path(), &db, &["--eval", "ev_test", "--agent", "nobody"]).is_empty());
     assert!(listed(s.path(), &db, &["--eval", "ev_nothing"]).is_empty());
-    let json = kiln(
-        &[
-            "logs",
-            &tagged,
-            "--json",
-            "--db",
-            &db,
-            "--no-stdlib",
-            "--scripts",
-            ".",
-        ],
-        s.path(),
-    );
+    let json = logs(s.path(), &db, &[&tagged, "--json"]);
     let runs: Value = serde_json::from_str(&stdout(&json)).expect("logs json");
     assert_eq!(runs[0]["eval_id"], "ev_test");
-    let text = stdout(&kiln(
-        &[
-            "logs",
-            "--eval",
-            "ev_test",
-            "--db",
-            &db,
-            "--no-stdlib",
-            "--scripts",
-            ".",
-        ],
-        s.path(),
-    ));
+    let text = stdout(&logs(s.path(), &db, &["--eval", "ev_test"]));
     assert!(text.starts_with(&format!("{tagged}  ")), "{text}");
     assert!(text.contains(", eval ev_test"), "{text}");
     assert!(!text.contains(&untagged), "{text}");

@@ -139,14 +139,20 @@ mod tests {
         assert_eq!(v as usize, super::MIGRATIONS.len());
     }
 
-    #[test]
-    fn a_version_2_log_keeps_its_runs_calls_and_messages_in_order() {
-        let mut conn = rusqlite::Connection::open_in_memory().expect("open");
-        for sql in &super::MIGRATIONS[..2] {
+    /// An in-memory database as kiln left it at schema `version`.
+    fn schema_at(version: usize) -> rusqlite::Connection {
+        let conn = rusqlite::Connection::open_in_memory().expect("open");
+        for sql in &super::MIGRATIONS[..version] {
             conn.execute_batch(sql).expect("old schema");
         }
-        conn.pragma_update(None, "user_version", 2)
+        conn.pragma_update(None, "user_version", version as i64)
             .expect("version");
+        conn
+    }
+
+    #[test]
+    fn a_version_2_log_keeps_its_runs_calls_and_messages_in_order() {
+        let mut conn = schema_at(2);
         conn.execute_batch(
             "INSERT INTO runs(id, agent, started_at, status, rounds) VALUES('r1', 'a', 1.0, 'ok', 2);
              INSERT INTO model_calls VALUES('r1', 1, 1.0, 5.0, 10, 2, 'tool_use');
@@ -189,12 +195,7 @@ mod tests {
 
     #[test]
     fn a_version_9_log_gains_an_eval_id_and_keeps_its_runs() {
-        let mut conn = rusqlite::Connection::open_in_memory().expect("open");
-        for sql in &super::MIGRATIONS[..9] {
-            conn.execute_batch(sql).expect("old schema");
-        }
-        conn.pragma_update(None, "user_version", 9)
-            .expect("version");
+        let mut conn = schema_at(9);
         conn.execute_batch(
             "INSERT INTO runs(id, agent, started_at, status) VALUES('old', 'a', 1.0, 'ok');",
         )
