@@ -7,9 +7,11 @@
 # trace export off against on (traces), an eval of 600 runs against the same runs without the
 # eval layer and its report's rendering against its JSON (eval), `kiln serve` against a bare
 # proxy at 1, 100 and 1,000 concurrent runs (serve_load), durable steps against a bare Restate
-# service (durable_steps), whole-process loop cost and one-round `kiln ask` against a bare
+# service (durable_steps), 10,000 runs waiting on a slow model (waiting), 100,000 stored
+# sessions (sessions), whole-process loop cost and one-round `kiln ask` against a bare
 # Python loop and the Python frameworks (whole_process.py; the peers are installed pinned into
-# benches/peers/.venv by peers/setup.sh), and, with --build-time, the cold
+# benches/peers/.venv by peers/setup.sh), kiln ask's CPU a round against an independent
+# provider with a delay (slow_server.py), and, with --build-time, the cold
 # debug build of the README's first command (build_time.sh; about 10 minutes per build), and
 # with --soak, 1,000,000 runs through `kiln serve --log-retention` (soak; about 15 minutes).
 #
@@ -52,8 +54,15 @@ cargo bench --quiet --bench eval >>"$out"
 cargo bench --quiet --bench serve_load 2>/dev/null | grep -v '^serve_load: ' >>"$out"
 # Durable steps against local ones (needs KILN_RESTATE_SERVER; says "skipped" without it).
 cargo bench --quiet --bench durable_steps >>"$out"
+# 10,000 runs waiting on a model that takes 2 s a reply, against the bare proxy.
+cargo bench --quiet --bench waiting 2>/dev/null | grep -v '^waiting: ' >>"$out"
+# 100,000 stored sessions against 100: list, read and delete.
+cargo bench --quiet --bench sessions >>"$out"
 echo >>"$out"
 python3 benches/whole_process.py target/release/kiln >>"$out"
+echo >>"$out"
+# kiln ask's CPU a round against an independent provider, fast and slow, early and late.
+python3 benches/slow_server.py target/release/kiln >>"$out"
 if [ "$soak" = 1 ]; then
     cargo bench --quiet --bench soak 2>/dev/null | grep -v '^soak: ' >>"$out"
 fi

@@ -52,8 +52,9 @@ pub fn run(mock: &str) {
             .expect("bind");
         let addr = listener.local_addr().expect("addr");
         println!("bare proxy listening on http://{addr}");
+        // As many connections as a bench opens (serve_load's 1,000, waiting's 10,000).
         let limits = kiln_http::HttpLimits {
-            max_connections: 4096,
+            max_connections: 1 << 16,
             ..kiln_http::HttpLimits::default()
         };
         let stop = tokio_util::sync::CancellationToken::new();

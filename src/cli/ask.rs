@@ -233,9 +233,7 @@ pub fn ask(g: &Global, a: AskArgs) -> CliResult<ExitCode> {
     // One thread: the loop, the connection and the run log's commits take turns on it without
     // cross-thread wake-ups (a streamed reply wakes the loop once per chunk); tool handlers
     // still run on the blocking pool, so a long call never stalls Ctrl-C or a deadline.
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()?;
+    let runtime = super::one_thread_runtime()?;
     cancel_on_ctrl_c(&cancel);
     let result = runtime.block_on(host.run(&a.agent, &prompt, opts));
     let (report, error) = match result {

@@ -23,9 +23,7 @@ pub fn extract(g: &Global, a: ExtractArgs) -> CliResult<ExitCode> {
     let (host, _db) = g.host_with_db()?;
     let ctx = host.context(g.mark_ask(parse_caps(&a.caps)?));
     let registry = host.registry();
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()?;
+    let runtime = super::one_thread_runtime()?;
     let results = runtime.block_on(extract::execute_from_text(&registry, &text, &ctx));
     if a.json {
         outln!("{}", output::json(&serde_json::to_value(&results)?))?;

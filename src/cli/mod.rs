@@ -7,6 +7,7 @@ mod db_cmd;
 mod defs_cmd;
 mod eval_cmd;
 mod extract_cmd;
+mod fds;
 mod init_cmd;
 mod mcp_cmd;
 mod mock_cmd;
@@ -339,6 +340,15 @@ pub struct ContextArgs {
     /// The actor the work is done for (ctx.actor_id).
     #[arg(long, value_name = "ID")]
     pub actor: Option<String>,
+}
+
+/// The runtime of a command that runs one agent or one call: one thread, so the loop, its
+/// connection and the run log's commits take turns on it with no wake-up crossing threads
+/// (tool handlers that may block still go to the blocking pool).
+pub fn one_thread_runtime() -> std::io::Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
 }
 
 /// Parses `--caps a,b` lists.

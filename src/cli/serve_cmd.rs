@@ -355,6 +355,11 @@ async fn serve_until_signal(
         None => None,
     };
     announce_tokens(&state.tokens);
+    // A connection, and a model connection for each run, plus the database, scripts and logs.
+    let wanted = (a.max_connections + a.max_runs) as u64 + 64;
+    if let Some(warning) = super::fds::raise_open_file_limit(wanted) {
+        tracing::warn!("{warning}");
+    }
     let mcp = mcp_endpoint(a, &state, addr);
     // Watching before the address is announced: an edit made from then on is seen.
     let _reloads = kiln::serve::watch_reloads(&state, mcp.as_ref().map(|m| m.server.clone()))?;

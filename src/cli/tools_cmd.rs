@@ -274,9 +274,7 @@ pub fn call(g: &Global, a: CallArgs) -> CliResult<ExitCode> {
         actor_id: a.run.actor,
         ..kiln::CallOptions::default()
     };
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()?;
+    let runtime = super::one_thread_runtime()?;
     // Through the host, as every door calls: validated, guarded and logged.
     let outcome = runtime.block_on(host.call(&a.tool, args, opts))?;
     outln!("{}", output::json(&outcome.to_json(true)))?;

@@ -11,6 +11,7 @@ mod approvals;
 mod architecture;
 mod attachments;
 mod bedrock;
+mod bench_scripts;
 mod claude_code;
 mod cli;
 mod code_mode;
