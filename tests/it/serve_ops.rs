@@ -398,3 +398,62 @@ fn health_metrics_and_json_logs() {
             .any(|l| l["message"] == "request" && l["path"] == "/metrics")
     );
 }
+
+/// `kiln serve` started under `prlimit --nofile=SOFT:HARD` (prlimit execs it: one pid): its
+/// open-file limits once it listens, and its stderr.
+fn serve_under_file_limit(soft: u32, hard: u32, extra: &[&str]) -> (String, String) {
+    use std::io::{BufRead, Read};
+    let scripts = Scripts::new(&[]);
+    let mut child = Command::new("prlimit")
+        .arg(format!("--nofile={soft}:{hard}"))
+        .arg(kiln_bin())
+        .args(["serve", "--bind", "127.0.0.1:0", "--no-stdlib", "--scripts"])
+        .arg(scripts.path())
+        .args(extra)
+        .env_remove("KILN_TOKENS")
+        .current_dir(scripts.path())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("prlimit kiln serve");
+    let mut line = String::new();
+    std::io::BufReader::new(child.stdout.take().expect("stdout"))
+        .read_line(&mut line)
+        .expect("the address line");
+    assert!(line.contains("listening on"), "{line}");
+    let limits = std::fs::read_to_string(format!("/proc/{}/limits", child.id())).expect("limits");
+    let _ = child.kill();
+    let _ = child.wait();
+    let mut err = String::new();
+    let _ = child
+        .stderr
+        .take()
+        .expect("stderr")
+        .read_to_string(&mut err);
+    let open_files = limits
+        .lines()
+        .find(|l| l.starts_with("Max open files"))
+        .expect("Max open files")
+        .to_string();
+    (open_files, err)
+}
+
+#[test]
+fn serve_raises_its_open_file_limit_and_says_when_the_hard_limit_is_too_low() {
+    // Raised to the hard limit, which is enough for the defaults: no warning.
+    let (limit, err) = serve_under_file_limit(256, 4096, &[]);
+    assert_eq!(
+        limit.split_whitespace().collect::<Vec<_>>()[3..5],
+        ["4096", "4096"],
+        "{limit}"
+    );
+    assert!(!err.contains("open-file limit"), "{err}");
+    // A hard limit below what --max-connections and --max-runs may need: said, with the fix.
+    let (limit, err) = serve_under_file_limit(256, 300, &["--max-connections", "1000"]);
+    assert!(limit.contains("300"), "{limit}");
+    assert!(
+        err.contains("the open-file limit is 300, below the 1128 that --max-connections and --max-runs may need")
+            && err.contains("ulimit -Hn"),
+        "{err}"
+    );
+}
