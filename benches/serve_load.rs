@@ -29,26 +29,6 @@ fn var(name: &str) -> Option<String> {
     std::env::var(name).ok().filter(|v| !v.is_empty())
 }
 
-fn percentile(sorted: &[f64], p: f64) -> f64 {
-    if sorted.is_empty() {
-        return f64::NAN;
-    }
-    let i = ((sorted.len() as f64 - 1.0) * p).round() as usize;
-    sorted[i.min(sorted.len() - 1)]
-}
-
-/// Peak resident set size of a process, from /proc (kB).
-fn peak_rss_kb(pid: u32) -> Option<u64> {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    status
-        .lines()
-        .find(|l| l.starts_with("VmHWM:"))?
-        .split_whitespace()
-        .nth(1)?
-        .parse()
-        .ok()
-}
-
 /// CPU time (user + system) a process has used, from /proc (clock ticks of 10 ms).
 fn cpu_secs(pid: u32) -> f64 {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
@@ -168,10 +148,10 @@ agent("load").provider("openai").model("m").base_url("{mock}/v1").tools(["step"]
             summary.push(json!({
                 "server": name, "concurrency": level, "runs": m.runs, "errors": m.errors,
                 "runs_per_s": m.runs as f64 / m.wall,
-                "added_ms_per_round_p50": percentile(&m.added_ms, 0.5),
-                "added_ms_per_round_p99": percentile(&m.added_ms, 0.99),
-                "run_ms_p50": percentile(&m.run_ms, 0.5),
-                "run_ms_p99": percentile(&m.run_ms, 0.99),
+                "added_ms_per_round_p50": support::percentile(&m.added_ms, 0.5),
+                "added_ms_per_round_p99": support::percentile(&m.added_ms, 0.99),
+                "run_ms_p50": support::percentile(&m.run_ms, 0.5),
+                "run_ms_p99": support::percentile(&m.run_ms, 0.99),
                 "cpu_ms_per_run": m.cpu * 1000.0 / m.runs as f64,
                 "peak_rss_mb": m.peak_kb as f64 / 1024.0,
             }));
@@ -209,8 +189,8 @@ agent("load").provider("openai").model("m").base_url("{mock}/v1").tools(["step"]
 fn row(level: usize, kiln: &Measured, floor: &Measured) -> Vec<String> {
     let rate = |m: &Measured| m.runs as f64 / m.wall;
     let pair = |a: f64, b: f64| format!("{a:.2} / {b:.2}");
-    let p = |m: &Measured, q| percentile(&m.added_ms, q);
-    let run = |m: &Measured, q| percentile(&m.run_ms, q);
+    let p = |m: &Measured, q| support::percentile(&m.added_ms, q);
+    let run = |m: &Measured, q| support::percentile(&m.run_ms, q);
     vec![
         level.to_string(),
         (kiln.runs + floor.runs).to_string(),
@@ -292,7 +272,7 @@ async fn one_pass(
     }
     into.wall += began.elapsed().as_secs_f64();
     into.cpu += cpu_secs(child.id()) - cpu_before;
-    into.peak_kb = into.peak_kb.max(peak_rss_kb(child.id()).unwrap_or(0));
+    into.peak_kb = into.peak_kb.max(support::proc_status(child.id(), "VmHWM:"));
     let _ = child.kill();
     let _ = child.wait();
 
@@ -332,28 +312,9 @@ async fn one_run(
     i: usize,
 ) -> (Option<Answer>, Duration) {
     let start = Instant::now();
-    let resp = client
-        .post(url)
-        .json(
-            &json!({"model": "load", "messages": [{"role": "user", "content": format!("go {i}")}]}),
-        )
-        .send()
-        .await;
-    let body: Option<Value> = match resp {
-        Ok(r) if r.status().is_success() => r.json().await.ok(),
-        Ok(r) => {
-            eprintln!(
-                "HTTP {}: {}",
-                r.status(),
-                r.text().await.unwrap_or_default()
-            );
-            None
-        }
-        Err(e) => {
-            eprintln!("request failed: {e}");
-            None
-        }
-    };
+    let request =
+        json!({"model": "load", "messages": [{"role": "user", "content": format!("go {i}")}]});
+    let body = support::post_json(client, url, &request).await;
     let answer = body
         .filter(|b| b["choices"][0]["message"]["content"] == "All done.")
         .and_then(|b| match server {
@@ -367,15 +328,7 @@ async fn one_run(
 
 /// The time a kiln run's model requests took, from its run log (ms).
 fn model_ms_of(conn: &rusqlite::Connection, id: &str, rounds: usize) -> f64 {
-    let (ms, count): (f64, i64) = conn
-        .prepare_cached(
-            "SELECT COALESCE(SUM(duration_ms), 0), COUNT(*) FROM model_calls WHERE run_id = ?1",
-        )
-        .and_then(|mut s| s.query_row([id], |r| Ok((r.get(0)?, r.get(1)?))))
-        .expect("model calls of a run");
-    assert_eq!(
-        count as usize, rounds,
-        "run {id} made {count} model requests"
-    );
+    let (ms, count) = support::model_ms_of(conn, id);
+    assert_eq!(count, rounds, "run {id} made {count} model requests");
     ms
 }

@@ -183,16 +183,8 @@ async fn measure(db: &Path, count: usize, reads: usize, cli_runs: usize) -> Time
 async fn over_http(db: &Path, count: usize, reads: usize, skip: usize) -> (Duration, Duration) {
     let scripts = db.with_extension("scripts");
     std::fs::create_dir_all(&scripts).expect("scripts");
-    let mut cmd = kiln(db);
-    cmd.args([
-        "serve",
-        "--bind",
-        "127.0.0.1:0",
-        "--no-stdlib",
-        "--no-console",
-        "--scripts",
-    ])
-    .arg(&scripts);
+    let mut cmd = support::kiln_serve(&scripts);
+    cmd.arg("--db").arg(db).env("KILN_LOG", "warn");
     let (child, base) = support::start_server(cmd);
     // Killed however this ends (a failed assertion included), so no server outlives the bench.
     let _server = KillOnDrop(child);

@@ -31,6 +31,8 @@ import tempfile
 import threading
 import time
 
+from mock_scenario import start_mock
+
 WIRES = ("openai", "anthropic", "ollama")
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -156,20 +158,6 @@ def serve(port):
     server.daemon_threads = True
     threading.Thread(target=server.serve_forever, daemon=True).start()
     return server, f"http://127.0.0.1:{server.server_address[1]}"
-
-
-def start_mock(kiln, rounds, tmp):
-    """kiln mock (OpenAI wire) with the same conversation: the fast baseline."""
-    turns = [{"tool_calls": [{"name": "calculator", "args": {"expression": f"{i} * 3 + 1"}}]}
-             for i in range(rounds - 1)]
-    turns.append({"text": "All done."})
-    path = os.path.join(tmp, f"scenario-{rounds}.json")
-    with open(path, "w") as f:
-        json.dump({"loop": True, "require_auth": False, "turns": turns}, f)
-    mock = subprocess.Popen([kiln, "mock", path, "--port", "0"], stdout=subprocess.PIPE, text=True)
-    url = mock.stdout.readline().strip().rsplit(" ", 1)[-1]
-    assert url.startswith("http://127.0.0.1:"), url
-    return mock, url
 
 
 def project(tmp, rounds):

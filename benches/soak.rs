@@ -23,21 +23,6 @@ fn var<T: std::str::FromStr>(name: &str, default: T) -> T {
         .unwrap_or(default)
 }
 
-/// A field of /proc/PID/status, in kB.
-fn status_kb(pid: u32, field: &str) -> u64 {
-    std::fs::read_to_string(format!("/proc/{pid}/status"))
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with(field))?
-                .split_whitespace()
-                .nth(1)?
-                .parse()
-                .ok()
-        })
-        .unwrap_or(0)
-}
-
 /// The run log's bytes on disk: the database, and its WAL with the shared memory.
 fn log_bytes(db: &std::path::Path) -> (u64, u64) {
     let size = |s: &str| {
@@ -129,7 +114,7 @@ agent("soak").provider("openai").model("m").base_url("{mock}/v1").tools(["step"]
     for w in workers {
         w.await.expect("client task");
     }
-    let peak_mb = status_kb(pid, "VmHWM:") as f64 / 1024.0;
+    let peak_mb = support::proc_status(pid, "VmHWM:") as f64 / 1024.0;
     let _ = serve.kill();
     let _ = serve.wait();
     let _ = mock_child.kill();
@@ -170,7 +155,10 @@ fn sample(n: usize, t: f64, rate: f64, pid: u32, db: &std::path::Path) -> Vec<St
         } else {
             format!("{rate:.0}")
         },
-        format!("{:.1} MB", status_kb(pid, "VmRSS:") as f64 / 1024.0),
+        format!(
+            "{:.1} MB",
+            support::proc_status(pid, "VmRSS:") as f64 / 1024.0
+        ),
         format!("{:.1} MB", log_bytes(db).0 as f64 / 1e6),
         format!("{:.1} MB", log_bytes(db).1 as f64 / 1e6),
     ]

@@ -304,7 +304,7 @@ agent("wait").provider("openai").model("m").base_url("{fake_url}/v1").tools(["st
         .iter()
         .map(|(name, m)| {
             json!({"pass": name, "runs": m.started, "kb_per_run": per_run_kb(m),
-                   "errors": m.errors, "added_ms_p99": percentile(&m.added_ms, 0.99)})
+                   "errors": m.errors, "added_ms_p99": support::percentile(&m.added_ms, 0.99)})
         })
         .collect();
     println!("\nwaiting: {}", Value::Array(summary));
@@ -326,33 +326,10 @@ fn row(name: &str, m: &Measured) -> Vec<String> {
         format!("{:.1} KB", per_run_kb(m)),
         format!("{} / {}", m.fds_idle, m.fds_waiting),
         m.threads.to_string(),
-        format!("{:.1} ms", percentile(&m.added_ms, 0.5)),
-        format!("{:.1} ms", percentile(&m.added_ms, 0.99)),
+        format!("{:.1} ms", support::percentile(&m.added_ms, 0.5)),
+        format!("{:.1} ms", support::percentile(&m.added_ms, 0.99)),
         format!("{:.2} ms", m.cpu * 1000.0 / m.runs.max(1) as f64),
     ]
-}
-
-fn percentile(sorted: &[f64], p: f64) -> f64 {
-    if sorted.is_empty() {
-        return f64::NAN;
-    }
-    let i = ((sorted.len() as f64 - 1.0) * p).round() as usize;
-    sorted[i.min(sorted.len() - 1)]
-}
-
-/// A number field of /proc/PID/status (kB for sizes).
-fn status_kb(pid: u32, field: &str) -> u64 {
-    std::fs::read_to_string(format!("/proc/{pid}/status"))
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with(field))?
-                .split_whitespace()
-                .nth(1)?
-                .parse()
-                .ok()
-        })
-        .unwrap_or(0)
 }
 
 fn open_fds(pid: u32) -> usize {
@@ -372,21 +349,12 @@ struct Pass<'a> {
 fn start(pass: &Pass, runs: usize) -> (std::process::Child, String) {
     let cmd = match pass.server {
         Server::Kiln | Server::KilnSubmitted => {
-            let mut cmd = Command::new(env!("CARGO_BIN_EXE_kiln"));
+            let mut cmd = support::kiln_serve(pass.scripts);
             let n = runs.to_string();
-            cmd.args([
-                "serve",
-                "--bind",
-                "127.0.0.1:0",
-                "--no-stdlib",
-                "--no-console",
-            ])
-            .arg("--scripts")
-            .arg(pass.scripts)
-            .arg("--db")
-            .arg(pass.db)
-            .args(["--max-runs", &n, "--queue", &n, "--run-timeout", "0"])
-            .args(["--max-connections", &(runs + 64).to_string()]);
+            cmd.arg("--db")
+                .arg(pass.db)
+                .args(["--max-runs", &n, "--queue", &n, "--run-timeout", "0"])
+                .args(["--max-connections", &(runs + 64).to_string()]);
             cmd
         }
         Server::Floor => {
@@ -412,7 +380,7 @@ async fn one_pass(pass: &Pass<'_>, load: Load) -> Measured {
     }
     let mut m = Measured {
         started: load.runs,
-        idle_kb: status_kb(pid, "VmRSS:"),
+        idle_kb: support::proc_status(pid, "VmRSS:"),
         fds_idle: open_fds(pid),
         ..Measured::default()
     };
@@ -437,9 +405,9 @@ async fn one_pass(pass: &Pass<'_>, load: Load) -> Measured {
     // while they all wait (before the first run can end).
     let reads_until = began + run_len * 9 / 10;
     while Instant::now() < reads_until {
-        m.waiting_kb = m.waiting_kb.max(status_kb(pid, "VmRSS:"));
+        m.waiting_kb = m.waiting_kb.max(support::proc_status(pid, "VmRSS:"));
         m.fds_waiting = m.fds_waiting.max(open_fds(pid));
-        m.threads = m.threads.max(status_kb(pid, "Threads:"));
+        m.threads = m.threads.max(support::proc_status(pid, "Threads:"));
         tokio::time::sleep(load.delay / 20).await;
     }
     let mut done = Vec::with_capacity(load.runs);
@@ -458,7 +426,7 @@ async fn one_pass(pass: &Pass<'_>, load: Load) -> Measured {
     for (answer, took) in done {
         let added = match (answer, &conn) {
             (Some(Answer::Kiln(id)), Some(conn)) => {
-                Some(took.as_secs_f64() * 1000.0 - model_ms_of(conn, &id))
+                Some(took.as_secs_f64() * 1000.0 - support::model_ms_of(conn, &id).0)
             }
             (Some(Answer::Submitted(id)), Some(conn)) => logged_added_ms(conn, &id),
             (Some(Answer::Floor(ms)), None) => Some(took.as_secs_f64() * 1000.0 - ms),
@@ -508,7 +476,7 @@ fn logged_added_ms(conn: &rusqlite::Connection, id: &str) -> Option<f64> {
         eprintln!("run {id}: {status}");
         return None;
     }
-    Some((ended? - started) * 1000.0 - model_ms_of(conn, id))
+    Some((ended? - started) * 1000.0 - support::model_ms_of(conn, id).0)
 }
 
 /// What a run answered that tells its model requests' time.
@@ -534,22 +502,7 @@ async fn one_run(
         }
         _ => json!({"model": "wait", "messages": [{"role": "user", "content": format!("go {i}")}]}),
     };
-    let resp = client.post(url).json(&body).send().await;
-    let body: Option<Value> = match resp {
-        Ok(r) if r.status().is_success() => r.json().await.ok(),
-        Ok(r) => {
-            eprintln!(
-                "HTTP {}: {}",
-                r.status(),
-                r.text().await.unwrap_or_default()
-            );
-            None
-        }
-        Err(e) => {
-            eprintln!("request failed: {e}");
-            None
-        }
-    };
+    let body = support::post_json(client, url, &body).await;
     let answer = body.and_then(|b| match server {
         Server::KilnSubmitted => b["id"].as_str().map(|id| Answer::Submitted(id.into())),
         _ if b["choices"][0]["message"]["content"] != "All done." => None,
@@ -559,11 +512,4 @@ async fn one_run(
         Server::Floor => b["bare"]["model_ms"].as_f64().map(Answer::Floor),
     });
     (answer, start.elapsed())
-}
-
-/// The time a kiln run's model requests took, from its run log (ms).
-fn model_ms_of(conn: &rusqlite::Connection, id: &str) -> f64 {
-    conn.prepare_cached("SELECT COALESCE(SUM(duration_ms), 0) FROM model_calls WHERE run_id = ?1")
-        .and_then(|mut s| s.query_row([id], |r| r.get(0)))
-        .expect("model calls of a run")
 }

@@ -11,7 +11,6 @@ Prints two markdown tables (per-round cost, one-round whole process).
 """
 
 import argparse
-import json
 import os
 import resource
 import statistics
@@ -20,22 +19,11 @@ import sys
 import tempfile
 import time
 
+from mock_scenario import start_mock
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 PEERS = os.path.join(HERE, "peers")
 VENV_PY = os.path.join(PEERS, ".venv", "bin", "python")
-
-
-def start_mock(kiln, rounds, tmp):
-    turns = [{"tool_calls": [{"name": "calculator", "args": {"expression": f"{i} * 3 + 1"}}]}
-             for i in range(rounds - 1)]
-    turns.append({"text": "All done."})
-    path = os.path.join(tmp, f"scenario-{rounds}.json")
-    with open(path, "w") as f:
-        json.dump({"loop": True, "require_auth": False, "turns": turns}, f)
-    mock = subprocess.Popen([kiln, "mock", path, "--port", "0"], stdout=subprocess.PIPE, text=True)
-    url = mock.stdout.readline().strip().rsplit(" ", 1)[-1]
-    assert url.startswith("http://127.0.0.1:"), url
-    return mock, url + "/v1"
 
 
 def contenders(kiln, tmp):
@@ -88,6 +76,8 @@ def main():
         a.rounds, a.samples = 3, 1
     with tempfile.TemporaryDirectory() as tmp:
         mocks = {r: start_mock(a.kiln, r, tmp) for r in (1, a.rounds)}
+        # The OpenAI wire's base URL.
+        mocks = {r: (m, url + "/v1") for r, (m, url) in mocks.items()}
         try:
             everyone = list(contenders(a.kiln, tmp))
             runs = {(name, r): [] for name, _ in everyone for r in mocks}

@@ -129,3 +129,77 @@ pub fn start_server(mut cmd: std::process::Command) -> (std::process::Child, Str
     );
     (child, url)
 }
+
+/// The `p` quantile (0..1) of `sorted`; NaN when empty.
+pub fn percentile(sorted: &[f64], p: f64) -> f64 {
+    if sorted.is_empty() {
+        return f64::NAN;
+    }
+    let i = ((sorted.len() as f64 - 1.0) * p).round() as usize;
+    sorted[i.min(sorted.len() - 1)]
+}
+
+/// A number field of /proc/PID/status (`VmRSS:`, `VmHWM:` in kB; `Threads:`); 0 if absent.
+pub fn proc_status(pid: u32, field: &str) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with(field))?
+                .split_whitespace()
+                .nth(1)?
+                .parse()
+                .ok()
+        })
+        .unwrap_or(0)
+}
+
+/// `kiln serve` (the real binary) on a loopback port with `scripts`, no stdlib and no console;
+/// the caller adds its limits.
+pub fn kiln_serve(scripts: &std::path::Path) -> std::process::Command {
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_kiln"));
+    cmd.args([
+        "serve",
+        "--bind",
+        "127.0.0.1:0",
+        "--no-stdlib",
+        "--no-console",
+    ])
+    .arg("--scripts")
+    .arg(scripts);
+    cmd
+}
+
+/// POSTs `body` as JSON; the reply's JSON when it succeeded, else `None` after saying why.
+pub async fn post_json(
+    client: &reqwest::Client,
+    url: &str,
+    body: &serde_json::Value,
+) -> Option<serde_json::Value> {
+    match client.post(url).json(body).send().await {
+        Ok(r) if r.status().is_success() => r.json().await.ok(),
+        Ok(r) => {
+            eprintln!(
+                "HTTP {}: {}",
+                r.status(),
+                r.text().await.unwrap_or_default()
+            );
+            None
+        }
+        Err(e) => {
+            eprintln!("request failed: {e}");
+            None
+        }
+    }
+}
+
+/// The time a kiln run's model requests took (ms) and how many there were, from its run log.
+pub fn model_ms_of(conn: &rusqlite::Connection, id: &str) -> (f64, usize) {
+    let (ms, count): (f64, i64) = conn
+        .prepare_cached(
+            "SELECT COALESCE(SUM(duration_ms), 0), COUNT(*) FROM model_calls WHERE run_id = ?1",
+        )
+        .and_then(|mut s| s.query_row([id], |r| Ok((r.get(0)?, r.get(1)?))))
+        .expect("model calls of a run");
+    (ms, count as usize)
+}
