@@ -9,9 +9,17 @@ use std::process::ExitCode;
 // `kiln serve`'s CPU (BENCHMARKS.md); the library leaves the choice to its embedder. Counted,
 // so a script that holds more than its memory budget stops with a `limit` error instead of
 // exhausting the process's memory (kiln_budget).
+#[cfg(not(feature = "system-allocator"))]
 #[global_allocator]
 static ALLOCATOR: kiln::budget::Counting<mimalloc::MiMalloc> =
     kiln::budget::Counting(mimalloc::MiMalloc);
+
+// The system's allocator, for heap profilers that see only malloc (DHAT, heaptrack):
+// `--features system-allocator`. Still counted, so the memory budget holds.
+#[cfg(feature = "system-allocator")]
+#[global_allocator]
+static ALLOCATOR: kiln::budget::Counting<std::alloc::System> =
+    kiln::budget::Counting(std::alloc::System);
 
 fn main() -> ExitCode {
     let matches = cli::Cli::command().get_matches();
