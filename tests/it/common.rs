@@ -465,3 +465,11 @@ pub fn with_token(method: &str, url: &str, token: &str, body: Option<&Value>) ->
         serde_json::from_str(&text).unwrap_or(Value::String(text)),
     )
 }
+
+/// Starts a run on `kiln serve` at `base` as `token`'s actor without waiting (`body` has
+/// `"wait": false`); its id.
+pub fn start_run_as(base: &str, token: &str, body: &Value) -> String {
+    let (status, run) = with_token("POST", &format!("{base}/v1/runs"), token, Some(body));
+    assert_eq!(status, 202, "{run}");
+    run["id"].as_str().expect("id").to_string()
+}

@@ -112,14 +112,7 @@ fn the_inbox_shows_a_token_exactly_the_approvals_it_may_decide_and_nothing_else(
     );
     std::thread::sleep(Duration::from_millis(200));
     let body = json!({"agent": "notes", "input": "remember milk", "wait": false});
-    let (status, run) = with_token(
-        "POST",
-        &format!("{}/v1/runs", serve.url),
-        ALICE,
-        Some(&body),
-    );
-    assert_eq!(status, 202, "{run}");
-    let id = run["id"].as_str().expect("id").to_string();
+    let id = start_run_as(&serve.url, ALICE, &body);
 
     // Alice and Carol (granted `approve`) see the approval with its tool and arguments.
     let mine = inbox_item(&serve, ALICE);

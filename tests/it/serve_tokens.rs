@@ -223,14 +223,7 @@ fn a_token_that_names_nobody_is_refused_and_no_token_sees_another_actors_runs() 
         &[("KILN_TOKENS", &tokens)],
     );
     let start = json!({"agent": "notes", "input": "go", "session": "notes", "wait": false});
-    let (status, run) = with_token(
-        "POST",
-        &format!("{}/v1/runs", serve.url),
-        ALICE,
-        Some(&start),
-    );
-    assert_eq!(status, 202, "{run}");
-    let id = run["id"].as_str().expect("id").to_string();
+    let id = start_run_as(&serve.url, ALICE, &start);
     let approval = pending_approval(&serve, &id);
 
     let nobody = issuer.token(json!({"scope": "kiln:store"}));
