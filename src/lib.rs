@@ -143,6 +143,17 @@ pub mod tool {
     pub use kiln_script::sandbox::Limits;
 }
 
+/// Code-mode programs in worker processes: install a pool once at startup (the `kiln` binary
+/// does), and have the binary answer [`WORKER_ARG`](programs::WORKER_ARG) by calling
+/// [`serve_worker`](programs::serve_worker) before anything else. Without a pool, programs
+/// run in the embedder's own process.
+pub mod programs {
+    pub use kiln_script::program::confine::WorkerLimits;
+    pub use kiln_script::program::pool::{PoolSettings, ProgramPool, install, installed};
+    pub use kiln_script::program::wire::Protections;
+    pub use kiln_script::program::worker::{WORKER_ARG, serve as serve_worker};
+}
+
 /// Runs as steps: the journal a durable engine replaces, the recorder a run log implements,
 /// the loop's events and tool-call records; with `restate`, the Restate worker.
 pub mod durable {

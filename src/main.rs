@@ -22,6 +22,11 @@ static ALLOCATOR: kiln::budget::Counting<std::alloc::System> =
     kiln::budget::Counting(std::alloc::System);
 
 fn main() -> ExitCode {
+    // A code-mode program's worker process (started by this binary's pool, never by hand).
+    let argv: Vec<String> = std::env::args().skip(1).collect();
+    if argv.first().map(String::as_str) == Some(kiln::programs::WORKER_ARG) {
+        return ExitCode::from(kiln::programs::serve_worker(&argv[1..]).clamp(0, 255) as u8);
+    }
     let matches = cli::Cli::command().get_matches();
     let mut args = cli::Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
     // kiln.toml fills what the flags left unset (before logging: it may set the log format).
@@ -33,6 +38,7 @@ fn main() -> ExitCode {
         }
     }
     let traces = cli::init_logging(&args);
+    cli::install_program_pool(&args.global);
     let outcome = cli::run(args);
     if let Some(exporter) = traces {
         exporter.shutdown();

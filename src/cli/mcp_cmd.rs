@@ -108,6 +108,10 @@ pub fn mcp(g: &Global, a: McpArgs) -> CliResult<ExitCode> {
     let server = McpServer::new(host.clone(), grants)
         .with_agents(a.agents)
         .with_code_mode(a.code_mode);
+    if a.code_mode {
+        // On stderr: stdout carries the protocol.
+        crate::cli::output::errln!("kiln mcp: {}", super::programs::describe_program_pool());
+    }
     // A mounted server's list_changed is a reload: pass it on to this server's clients.
     let notifier = server.clone();
     mount_reporting(g, &host, move |line| {

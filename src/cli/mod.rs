@@ -12,6 +12,8 @@ mod init_cmd;
 mod mcp_cmd;
 mod mock_cmd;
 pub mod output;
+mod programs;
+pub use programs::install_program_pool;
 pub mod project;
 mod run_cmd;
 mod serve_cmd;
@@ -119,6 +121,15 @@ pub struct Global {
     /// More log output on stderr (-v info, -vv debug). KILN_LOG overrides.
     #[arg(long, short = 'v', global = true, action = clap::ArgAction::Count)]
     pub verbose: u8,
+    /// Code-mode programs running at once, each in a worker process of its own; more wait
+    /// for a slot within their deadline. Default: the number of cores (kiln.toml
+    /// `[programs] max`).
+    #[arg(long, global = true, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
+    pub max_programs: Option<u16>,
+    /// Memory (address space) of each program's worker, in MiB: all programs together hold
+    /// at most --max-programs times this. Default: 512 (kiln.toml `[programs] memory_mib`).
+    #[arg(long, global = true, value_name = "MIB", value_parser = clap::value_parser!(u64).range(64..=1048576))]
+    pub program_memory: Option<u64>,
     /// The project file read, if any.
     #[arg(skip)]
     pub project: Option<Arc<kiln::project::Project>>,

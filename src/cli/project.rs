@@ -131,6 +131,10 @@ fn fill_global(g: &mut Global, project: &Project, given: &Given) {
     if !given.flag("workspace") {
         g.workspace = project.workspace();
     }
+    g.max_programs = g.max_programs.or(file.programs.max.filter(|n| *n > 0));
+    g.program_memory = g
+        .program_memory
+        .or(file.programs.memory_mib.map(|m| m.max(64)));
     if !given.flag("no_stdlib")
         && !given.flag("stdlib")
         && let Some(stdlib) = file.stdlib

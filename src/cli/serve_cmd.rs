@@ -371,6 +371,7 @@ async fn serve_until_signal(
         // On stderr: stdout's lines are the addresses scripts read.
         eprintln!("kiln serve: console at http://{addr}/ui");
     }
+    eprintln!("kiln serve: {}", super::programs::describe_program_pool());
     // Both servers stop on the one signal: fan it out.
     let stop = tokio_util::sync::CancellationToken::new();
     let mut worker_task = None;

@@ -38,6 +38,19 @@ pub struct Settings {
     /// `kiln mcp`'s options.
     #[serde(default)]
     pub mcp: McpSettings,
+    /// The worker processes code-mode programs run in.
+    #[serde(default)]
+    pub programs: ProgramSettings,
+}
+
+/// `[programs]`: `--max-programs` and `--program-memory`.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProgramSettings {
+    /// Programs running at once, each in a worker process.
+    pub max: Option<u16>,
+    /// Memory (address space) of each program's worker, in MiB.
+    pub memory_mib: Option<u64>,
 }
 
 /// `[grants]`.

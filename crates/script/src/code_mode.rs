@@ -5,27 +5,20 @@
 //! under the run's grants, within a budget of calls and the program's own deadline. A refused
 //! or failed call is an error the program can catch with `try`/`catch`.
 
-use crate::convert::{to_dynamic, to_json};
-use crate::imports::ModuleCache;
-use crate::program_error::{program_error, runtime_error};
-use crate::sandbox::{self, Limits, PrintSink};
+use crate::program::eval::{self, CallTool, ProgramSpec};
+use crate::program::pool;
 use kiln_core::context::CallContext;
-use kiln_core::tool::{FailureKind, Handler, Tool, ToolFailure};
+use kiln_core::tool::{Handler, Tool, ToolFailure};
 use kiln_core::tool_meta::Hints;
 use kiln_core::tool_parts::ToolParts;
 use kiln_registry::agent_spec::CodeMode;
-use rhai::{Dynamic, Engine, EvalAltResult, Map, Position};
 use serde_json::{Value, json};
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
-use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 /// The tool the model is offered in code mode.
 pub const RUN_CODE: &str = "run_code";
-
-/// Printed lines a program may hand back, and bytes of each.
-const MAX_PRINTS: usize = 100;
-const MAX_PRINT_BYTES: usize = 2_000;
 
 /// How Rhai differs from what models write by habit, said once in the tool's description.
 const PRIMER: &str = "The program is Rhai, not JavaScript: object maps are #{ key: value } \
@@ -191,14 +184,6 @@ struct CodeHandler {
     max_parallel: usize,
 }
 
-/// What a running program shares with its functions.
-struct Program {
-    calls: AtomicU32,
-    max_calls: u32,
-    finished: Mutex<Option<Dynamic>>,
-    printed: Mutex<Vec<String>>,
-}
-
 impl Handler for CodeHandler {
     fn records_nested(&self) -> bool {
         true
@@ -211,206 +196,78 @@ impl Handler for CodeHandler {
         ctx: &CallContext,
         deadline: Instant,
     ) -> Result<Value, ToolFailure> {
-        sandbox::dropping_captures(|| self.run_program(args, ctx, deadline))
-    }
-}
-
-impl CodeHandler {
-    /// One program: compiled, run under its deadline and budget, its value made JSON.
-    fn run_program(
-        &self,
-        args: &Value,
-        ctx: &CallContext,
-        deadline: Instant,
-    ) -> Result<Value, ToolFailure> {
-        let code = args["code"].as_str().unwrap_or_default();
-        let program = Arc::new(Program {
-            calls: AtomicU32::new(0),
+        let spec = ProgramSpec {
+            code: args["code"].as_str().unwrap_or_default().to_string(),
+            tools: self.tools.iter().map(|t| t.name.clone()).collect(),
+            // A durable run replays nested calls by their number, so they must be made in
+            // the same order on every attempt: parallel() runs its closures one at a time.
+            max_parallel: if ctx.run.steps.is_some() {
+                1
+            } else {
+                self.max_parallel
+            },
+            deadline,
+        };
+        let calls = Arc::new(ProgramCalls {
+            tools: self.tools.clone(),
+            ctx: ctx.clone(),
+            made: AtomicU32::new(0),
             max_calls: self.max_calls,
-            finished: Mutex::new(None),
-            printed: Mutex::new(Vec::new()),
         });
-        let mut engine = self.engine(&program, ctx);
-        let ast = engine.compile(code).map_err(|e| {
-            let pos = e.position();
-            program_error(code, pos, &e.err_type().to_string())
-        })?;
-        let ast = Arc::new(ast);
-        // A durable run replays nested calls by their number, so they must be made in the
-        // same order on every attempt: parallel() runs its closures one at a time there.
-        let max_parallel = if ctx.run.steps.is_some() {
-            1
-        } else {
-            self.max_parallel
-        };
-        register_parallel(&mut engine, ast.clone(), deadline, ctx, max_parallel);
-        // A script function shadows a registered one: a program redefining a tool would run
-        // its own version and never call the tool.
-        if let Some(f) = ast
-            .iter_functions()
-            .find(|f| self.tools.iter().any(|t| t.name == f.name))
-        {
-            return Err(program_error(
-                code,
-                Position::NONE,
-                &format!(
-                    "{} is a tool: call it as {}(#{{ ... }}), do not define it",
-                    f.name, f.name
-                ),
-            ));
-        }
+        let made = calls.clone();
+        let call: CallTool = Arc::new(move |name: &str, args: Value| made.call(name, args));
         let cancel = ctx.run.cancel.as_ref().map(|c| c.flag().clone());
-        let result =
-            sandbox::with_watch(Some(deadline), cancel, || engine.eval_ast::<Dynamic>(&ast));
-        let finished = program.finished.lock().ok().and_then(|mut f| f.take());
-        let value = match (result, finished) {
-            (_, Some(v)) => v,
-            (Ok(v), None) => v,
-            (Err(e), None) => return Err(runtime_error(code, &e)),
+        // In a worker process when the host keeps a pool (the kiln binary always does); in
+        // this process for an embedder that installed none.
+        let done = match pool::installed() {
+            Some(pool) => pool.run(&spec, cancel, call)?,
+            None => eval::evaluate(&spec, call, cancel)?,
         };
-        let result = to_json(&value).map_err(|e| {
-            ToolFailure::visible(FailureKind::ToolError, format!("the program's value: {e}"))
-        })?;
-        let printed = program
-            .printed
-            .lock()
-            .map(|p| p.clone())
-            .unwrap_or_default();
-        let calls = program.calls.load(Ordering::Relaxed);
-        Ok(match (result, printed.is_empty()) {
+        let calls = calls.made.load(Ordering::Relaxed).min(self.max_calls);
+        Ok(match (done.value, done.printed.is_empty()) {
             (Value::Null, _) => json!({
                 "result": null,
                 "calls": calls,
-                "printed": printed,
+                "printed": done.printed,
                 "note": "the program's last expression has no value: end it with the value, or call finish(value)"
             }),
             (v, true) => v,
-            (v, false) => json!({"result": v, "printed": printed}),
+            (v, false) => json!({"result": v, "printed": done.printed}),
         })
     }
+}
 
-    /// A sandboxed engine whose only functions besides pure Rhai are the tools and `finish`.
-    fn engine(&self, program: &Arc<Program>, ctx: &CallContext) -> Engine {
-        let sink: PrintSink = {
-            let program = program.clone();
-            Arc::new(move |line: &str| {
-                if let Ok(mut p) = program.printed.lock()
-                    && p.len() < MAX_PRINTS
-                {
-                    p.push(truncate(line));
-                }
-            })
+/// The calls of one program, made here in the host: each takes the tool's normal path
+/// within the program's and the run's budgets of calls.
+struct ProgramCalls {
+    tools: Vec<Arc<Tool>>,
+    ctx: CallContext,
+    made: AtomicU32,
+    max_calls: u32,
+}
+
+impl ProgramCalls {
+    /// One call of `name` with `args`: its value, or the error the program sees.
+    fn call(&self, name: &str, args: Value) -> Result<Value, String> {
+        let Some(tool) = self.tools.iter().find(|t| t.name == name).cloned() else {
+            return Err(format!("{name}(): no such tool in this program"));
         };
-        // No scripts folders: a program imports nothing.
-        let mut engine = sandbox::build_engine(
-            &Limits::default(),
-            Vec::new(),
-            ModuleCache::default(),
-            Some(sink),
-        );
-        let done = program.clone();
-        engine.register_fn(
-            "finish",
-            move |value: Dynamic| -> Result<(), Box<EvalAltResult>> {
-                if let Ok(mut f) = done.finished.lock() {
-                    *f = Some(value);
-                }
-                Err(EvalAltResult::ErrorTerminated("finish".into(), Position::NONE).into())
-            },
-        );
-        for tool in &self.tools {
-            let call = nested(tool.clone(), ctx.clone(), program.clone());
-            let bare = call.clone();
-            engine.register_fn(tool.name.as_str(), move |args: Map| {
-                call(Dynamic::from_map(args))
-            });
-            engine.register_fn(tool.name.as_str(), move || {
-                bare(Dynamic::from_map(Map::new()))
-            });
-        }
-        engine
-    }
-}
-
-/// `parallel([|| a(...), || b(...)])`: runs the closures at the same time (at most
-/// `max_parallel` at once, each under the program's deadline and cancellation) and returns
-/// their values in order; the first error fails the whole.
-fn register_parallel(
-    engine: &mut Engine,
-    ast: Arc<rhai::AST>,
-    deadline: Instant,
-    ctx: &CallContext,
-    max_parallel: usize,
-) {
-    let cancel = ctx.run.cancel.as_ref().map(|c| c.flag().clone());
-    engine.register_fn(
-        "parallel",
-        move |call: rhai::NativeCallContext, jobs: rhai::Array| -> Result<rhai::Array, Box<EvalAltResult>> {
-            let jobs: Vec<rhai::FnPtr> = jobs
-                .into_iter()
-                .map(|j| {
-                    j.try_cast::<rhai::FnPtr>()
-                        .ok_or_else(|| "parallel(): expects a list of closures, such as [|| f(#{ }), || g(#{ })]".to_string())
-                })
-                .collect::<Result<_, _>>()?;
-            let engine = call.engine();
-            let mut values = Vec::with_capacity(jobs.len());
-            for batch in jobs.chunks(max_parallel) {
-                // The closures share what is left of the program's memory budget, and the
-                // program's captured variables (emptied when the program ends).
-                let share = kiln_budget::remaining() / batch.len().max(1);
-                let cells = rhai::captured::Cells::current().unwrap_or_default();
-                let results: Vec<Result<Dynamic, Box<EvalAltResult>>> = std::thread::scope(|s| {
-                    let running: Vec<_> = batch
-                        .iter()
-                        .map(|job| {
-                            let (ast, cancel, cells) = (&ast, cancel.clone(), &cells);
-                            s.spawn(move || {
-                                cells.enter(|| sandbox::with_watch(Some(deadline), cancel, || {
-                                    kiln_budget::with_budget(share, || job.call::<Dynamic>(engine, ast, ()))
-                                }))
-                            })
-                        })
-                        .collect();
-                    running
-                        .into_iter()
-                        .map(|h| {
-                            h.join()
-                                .unwrap_or_else(|_| Err("parallel(): a closure panicked".into()))
-                        })
-                        .collect()
-                });
-                for r in results {
-                    values.push(r?);
-                }
-            }
-            Ok(values)
-        },
-    );
-}
-
-type NestedFn = Arc<dyn Fn(Dynamic) -> Result<Dynamic, Box<EvalAltResult>> + Send + Sync>;
-
-/// A tool as a function of the program: its normal path, within the program's call budget.
-fn nested(tool: Arc<Tool>, ctx: CallContext, program: Arc<Program>) -> NestedFn {
-    Arc::new(move |args: Dynamic| {
-        let n = program.calls.fetch_add(1, Ordering::Relaxed) + 1;
-        if n > program.max_calls {
+        let n = self.made.fetch_add(1, Ordering::Relaxed) + 1;
+        if n > self.max_calls {
             return Err(format!(
-                "{}(): the program's budget of {} tool calls is spent",
-                tool.name, program.max_calls
-            )
-            .into());
+                "{name}(): the program's budget of {} tool calls is spent",
+                self.max_calls
+            ));
         }
+        let ctx = &self.ctx;
         // The run's budget counts a program's calls too.
         if let Some(left) = &ctx.run.calls_left
             && left
                 .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
                 .is_err()
         {
-            return Err(format!("{}(): the run's budget of tool calls is spent", tool.name).into());
+            return Err(format!("{name}(): the run's budget of tool calls is spent"));
         }
-        let args = to_json(&args).map_err(|e| format!("{}(): arguments: {e}", tool.name))?;
         let mut inner = ctx.clone();
         inner.who.depth += 1;
         inner.run.nested = None;
@@ -423,12 +280,12 @@ fn nested(tool: Arc<Tool>, ctx: CallContext, program: Arc<Program>) -> NestedFn 
                 let (called, args) = (tool.clone(), args.clone());
                 steps
                     .step(n, Box::new(move || called.execute(&args, &inner)))
-                    .map_err(|e| format!("{}(): {e}", tool.name))?
+                    .map_err(|e| format!("{name}(): {e}"))?
             }
         };
         let answer = match &outcome.result {
-            Ok(v) => Ok(to_dynamic(v)),
-            Err(f) => Err(format!("{}(): {} ({})", tool.name, f.message, f.kind.as_str()).into()),
+            Ok(v) => Ok(v.clone()),
+            Err(f) => Err(format!("{name}(): {} ({})", f.message, f.kind.as_str())),
         };
         if let Some(log) = &ctx.run.nested
             && let Ok(mut log) = log.lock()
@@ -440,12 +297,5 @@ fn nested(tool: Arc<Tool>, ctx: CallContext, program: Arc<Program>) -> NestedFn 
             });
         }
         answer
-    })
-}
-
-fn truncate(line: &str) -> String {
-    match line.char_indices().nth(MAX_PRINT_BYTES) {
-        Some((i, _)) => format!("{}…", &line[..i]),
-        None => line.to_string(),
     }
 }

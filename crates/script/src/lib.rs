@@ -32,6 +32,7 @@ mod meta_dsl;
 mod model;
 pub mod pipeline_dsl;
 mod policy_dsl;
+pub mod program;
 mod program_error;
 #[cfg(test)]
 mod props;
