@@ -128,7 +128,7 @@ pub struct Global {
     pub max_programs: Option<u16>,
     /// Memory (address space) of each program's worker, in MiB: all programs together hold
     /// at most --max-programs times this. Default: 512 (kiln.toml `[programs] memory_mib`).
-    #[arg(long, global = true, value_name = "MIB", value_parser = clap::value_parser!(u64).range(64..=1048576))]
+    #[arg(long, global = true, value_name = "MIB", value_parser = clap::value_parser!(u64).range(128..=1048576))]
     pub program_memory: Option<u64>,
     /// The project file read, if any.
     #[arg(skip)]

@@ -134,7 +134,7 @@ fn fill_global(g: &mut Global, project: &Project, given: &Given) {
     g.max_programs = g.max_programs.or(file.programs.max.filter(|n| *n > 0));
     g.program_memory = g
         .program_memory
-        .or(file.programs.memory_mib.map(|m| m.max(64)));
+        .or(file.programs.memory_mib.map(|m| m.max(128)));
     if !given.flag("no_stdlib")
         && !given.flag("stdlib")
         && let Some(stdlib) = file.stdlib

@@ -67,6 +67,7 @@ mod pipeline;
 mod pipes;
 mod planner;
 mod policies;
+mod programs_apart;
 mod project;
 mod project_keys;
 mod ratelimit;

@@ -102,6 +102,10 @@ pub fn ask_person(
             tool,
             args,
             call_id: ctx.who.call_id.as_deref(),
+            ends: crate::context::WaitEnds {
+                cancel: ctx.run.cancel.as_ref().map(|c| c.flag().clone()),
+                deadline: ctx.run.deadline,
+            },
         };
         decide(ctx.approval.approver.as_ref(), &ctx.run.services, &ask)
     });
@@ -160,6 +164,7 @@ impl Approver for Approved {
             tool: "",
             args: None,
             call_id: None,
+            ends: Default::default(),
         };
         self.approve_call(&ask)
     }

@@ -196,6 +196,39 @@ pub struct ApprovalAsk<'a> {
     pub args: Option<&'a Value>,
     /// The model's id of the call.
     pub call_id: Option<&'a str>,
+    /// When the wait for a decision must end without one: the call's cancellation (its
+    /// run cancelled, its program stopped, its client gone) and its deadline.
+    pub ends: WaitEnds,
+}
+
+/// What ends a wait for a person's decision early.
+#[derive(Clone, Default)]
+pub struct WaitEnds {
+    /// Set when the call is cancelled.
+    pub cancel: Option<std::sync::Arc<std::sync::atomic::AtomicBool>>,
+    /// When the call's run must have ended.
+    pub deadline: Option<std::time::Instant>,
+}
+
+impl WaitEnds {
+    /// Why the wait ends now, if it does: "the run was cancelled" or "the run's deadline
+    /// passed".
+    pub fn ended(&self) -> Option<&'static str> {
+        if self
+            .cancel
+            .as_ref()
+            .is_some_and(|c| c.load(std::sync::atomic::Ordering::Relaxed))
+        {
+            return Some("the run was cancelled");
+        }
+        if self
+            .deadline
+            .is_some_and(|d| std::time::Instant::now() >= d)
+        {
+            return Some("the run's deadline passed");
+        }
+        None
+    }
 }
 
 /// The work of one call made inside another: it runs the call and returns how it ended.

@@ -7,6 +7,7 @@
 
 use crate::program::eval::{self, CallTool, ProgramSpec};
 use crate::program::pool;
+use kiln_core::cancel::Cancel;
 use kiln_core::context::CallContext;
 use kiln_core::tool::{Handler, Tool, ToolFailure};
 use kiln_core::tool_meta::Hints;
@@ -208,11 +209,20 @@ impl Handler for CodeHandler {
             },
             deadline,
         };
+        // The program's calls end with it: one still waiting (for a person's approval, a
+        // slow tool) when its program is stopped is cancelled, never left to run later.
+        let calls_cancel = match &ctx.run.cancel {
+            Some(run) => Cancel::linked(&run.token().child_token()),
+            None => Cancel::new(),
+        };
         let calls = Arc::new(ProgramCalls {
             tools: self.tools.clone(),
             ctx: ctx.clone(),
             made: AtomicU32::new(0),
+            in_flight: AtomicU32::new(0),
             max_calls: self.max_calls,
+            cancel: calls_cancel.clone(),
+            deadline,
         });
         let made = calls.clone();
         let call: CallTool = Arc::new(move |name: &str, args: Value| made.call(name, args));
@@ -220,9 +230,14 @@ impl Handler for CodeHandler {
         // In a worker process when the host keeps a pool (the kiln binary always does); in
         // this process for an embedder that installed none.
         let done = match pool::installed() {
-            Some(pool) => pool.run(&spec, cancel, call)?,
-            None => eval::evaluate(&spec, call, cancel)?,
+            Some(pool) => pool.run(&spec, cancel, call),
+            None => eval::evaluate(&spec, call, cancel),
         };
+        calls_cancel.cancel();
+        // A call the program left waiting (its worker stopped mid-call) ends before the
+        // program's does: its approval has left the inbox when the run goes on.
+        calls.wait_for_calls(Instant::now() + std::time::Duration::from_secs(2));
+        let done = done?;
         let calls = calls.made.load(Ordering::Relaxed).min(self.max_calls);
         Ok(match (done.value, done.printed.is_empty()) {
             (Value::Null, _) => json!({
@@ -243,12 +258,32 @@ struct ProgramCalls {
     tools: Vec<Arc<Tool>>,
     ctx: CallContext,
     made: AtomicU32,
+    /// Calls running now.
+    in_flight: AtomicU32,
     max_calls: u32,
+    /// Cancelled when the program ends, however it ends.
+    cancel: Cancel,
+    /// The program's deadline, which no call outlives.
+    deadline: Instant,
 }
 
 impl ProgramCalls {
+    /// Waits (until `until`) for the calls still running to end.
+    fn wait_for_calls(&self, until: Instant) {
+        while self.in_flight.load(Ordering::SeqCst) > 0 && Instant::now() < until {
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+    }
+
     /// One call of `name` with `args`: its value, or the error the program sees.
     fn call(&self, name: &str, args: Value) -> Result<Value, String> {
+        self.in_flight.fetch_add(1, Ordering::SeqCst);
+        let answer = self.call_counted(name, args);
+        self.in_flight.fetch_sub(1, Ordering::SeqCst);
+        answer
+    }
+
+    fn call_counted(&self, name: &str, args: Value) -> Result<Value, String> {
         let Some(tool) = self.tools.iter().find(|t| t.name == name).cloned() else {
             return Err(format!("{name}(): no such tool in this program"));
         };
@@ -272,6 +307,13 @@ impl ProgramCalls {
         inner.who.depth += 1;
         inner.run.nested = None;
         inner.run.steps = None;
+        inner.run.cancel = Some(self.cancel.clone());
+        inner.run.deadline = Some(
+            inner
+                .run
+                .deadline
+                .map_or(self.deadline, |d| d.min(self.deadline)),
+        );
         // Each nested call has its own key, stable across a durable run's retries.
         inner.who.idempotency_key = ctx.who.idempotency_key.as_ref().map(|k| format!("{k}/{n}"));
         let outcome = match &ctx.run.steps {

@@ -215,6 +215,7 @@ impl Approver for Approvals {
             tool: "",
             args: None,
             call_id: None,
+            ends: Default::default(),
         })
     }
 
@@ -256,30 +257,55 @@ impl Approver for Approvals {
                 None => events.early.push(ev),
             }
         }
-        let decided = decided.recv_timeout(self.timeout).or_else(|_| {
-            // Timed out: unless a decision took it off the list first (and sent it, under the
-            // same lock), the deadline's denial is what takes effect.
-            let mut pending = self.pending.lock().unwrap_or_else(|e| e.into_inner());
-            let still_waiting = pending.iter().any(|p| p.ask.id == id);
-            pending.retain(|p| p.ask.id != id);
-            if still_waiting {
-                let why = format!("nobody approved it within {} s", self.timeout.as_secs_f64());
-                self.close(&id, &Decision::Deny(why));
-                drop(pending);
-                self.tell_closed(&id);
-                return Err(());
-            }
-            decided.try_recv().map_err(|_| ())
-        });
+        let decided = self.wait(&id, &decided, &ask.ends);
         match decided {
             Ok(Decision::Approve) => Ok(true),
             Ok(Decision::Deny(reason)) if reason.is_empty() => Ok(false),
             Ok(Decision::Deny(reason)) => Err(format!("it was denied: {reason}")),
-            Err(_) => Err(format!(
-                "nobody approved it within {} s",
-                self.timeout.as_secs_f64()
-            )),
+            Err(why) => Err(why),
         }
+    }
+}
+
+impl Approvals {
+    /// Waits for the decision on approval `id` until its timeout, or until the call is
+    /// cancelled or its run's deadline passes: then the approval leaves the inbox, closed as
+    /// denied for that reason (a later decision gets 409 saying so), and the call never runs.
+    fn wait(
+        &self,
+        id: &str,
+        decided: &std::sync::mpsc::Receiver<Decision>,
+        ends: &kiln_core::context::WaitEnds,
+    ) -> Result<Decision, String> {
+        let until = std::time::Instant::now() + self.timeout;
+        let why = loop {
+            let now = std::time::Instant::now();
+            if now >= until {
+                break format!("nobody approved it within {} s", self.timeout.as_secs_f64());
+            }
+            if let Some(why) = ends.ended() {
+                break why.to_string();
+            }
+            match decided.recv_timeout((until - now).min(Duration::from_millis(20))) {
+                Ok(d) => return Ok(d),
+                Err(std::sync::mpsc::RecvTimeoutError::Timeout) => continue,
+                Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
+                    break "the approval was dropped".to_string();
+                }
+            }
+        };
+        // Unless a decision took it off the list first (and sent it, under the same lock),
+        // the reason the wait ended is the denial that takes effect.
+        let mut pending = self.pending.lock().unwrap_or_else(|e| e.into_inner());
+        let still_waiting = pending.iter().any(|p| p.ask.id == id);
+        pending.retain(|p| p.ask.id != id);
+        if still_waiting {
+            self.close(id, &Decision::Deny(why.clone()));
+            drop(pending);
+            self.tell_closed(id);
+            return Err(why);
+        }
+        decided.try_recv().map_err(|_| why)
     }
 }
 

@@ -18,8 +18,9 @@ pub const MAX_PRINTS: usize = 100;
 /// Characters of one printed line handed back.
 pub const MAX_PRINT_CHARS: usize = 2_000;
 /// Threads a program's `parallel` branches may hold at once, nested ones included; past it a
-/// batch runs its closures one after another on the thread that asked.
-pub const MAX_BRANCH_THREADS: usize = 32;
+/// batch runs its closures one after another on the thread that asked. (Each thread costs
+/// its stack and its allocator's heap in the worker's capped address space.)
+pub const MAX_BRANCH_THREADS: usize = 8;
 
 /// A tool call made by a program: the tool's name and its arguments, answered with the
 /// tool's value or the message the program sees as the error.
@@ -233,20 +234,27 @@ fn run_batch(
             .iter()
             .map(|job| {
                 let (cancel, cells) = (cancel.clone(), &cells);
-                s.spawn(move || {
+                let work = move || {
                     cells.enter(|| {
                         sandbox::with_watch(Some(deadline), cancel, || {
                             kiln_budget::with_budget(share, || job.call::<Dynamic>(engine, ast, ()))
                         })
                     })
-                })
+                };
+                // No thread to be had (the worker's memory cap): the closure runs when its
+                // turn comes, on this thread.
+                std::thread::Builder::new()
+                    .spawn_scoped(s, work)
+                    .map_err(|_| job)
             })
             .collect();
         running
             .into_iter()
-            .map(|h| {
-                h.join()
-                    .unwrap_or_else(|_| Err("parallel(): a closure panicked".into()))
+            .map(|h| match h {
+                Ok(h) => h
+                    .join()
+                    .unwrap_or_else(|_| Err("parallel(): a closure panicked".into())),
+                Err(job) => job.call::<Dynamic>(engine, ast, ()),
             })
             .collect()
     })

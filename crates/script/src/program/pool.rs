@@ -103,8 +103,7 @@ impl ProgramPool {
         call: CallTool,
     ) -> Result<Evaluated, ToolFailure> {
         let _slot = self.slot(spec.deadline, cancel.as_deref())?;
-        let warm = self.warm.lock().ok().and_then(|mut w| w.pop());
-        let worker = match warm {
+        let worker = match self.take_warm() {
             Some(w) => w,
             None => Worker::start(&self.settings)?,
         };
@@ -145,6 +144,17 @@ impl ProgramPool {
         }
         *running += 1;
         Ok(Slot(self))
+    }
+
+    /// A warm worker still alive (one may have been killed while it waited).
+    fn take_warm(&self) -> Option<Worker> {
+        let mut warm = self.warm.lock().ok()?;
+        while let Some(mut w) = warm.pop() {
+            if matches!(w.child.try_wait(), Ok(None)) {
+                return Some(w);
+            }
+        }
+        None
     }
 
     /// Starts workers in the background until as many are warm as programs may run.
