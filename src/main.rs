@@ -38,7 +38,7 @@ fn main() -> ExitCode {
         }
     }
     let traces = cli::init_logging(&args);
-    cli::install_program_pool(&args.global);
+    cli::programs::install_program_pool(&args.global);
     let outcome = cli::run(args);
     if let Some(exporter) = traces {
         exporter.shutdown();

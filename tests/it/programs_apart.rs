@@ -255,3 +255,44 @@ fn a_killed_worker_ends_its_run_with_a_clear_error_and_frees_its_slot() {
         assert_serving(&serve, when);
     }
 }
+
+/// Polls until the run waits for a person; its first pending approval's id.
+fn awaiting(serve: &Serve, id: &str) -> String {
+    let until = Instant::now() + Duration::from_secs(20);
+    while Instant::now() < until {
+        let (_, run) = get(&format!("{}/v1/runs/{id}", serve.url));
+        if run["status"] == "awaiting_approval" {
+            return run["approvals"][0]["id"]
+                .as_str()
+                .unwrap_or_default()
+                .to_string();
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    panic!("run {id} never waited for approval");
+}
+
+#[test]
+fn cancelling_a_run_that_waits_for_approval_ends_the_wait_and_the_tool_never_runs() {
+    let (_s, serve) = serve(&["--max-programs", "1"]);
+    let id = start(&serve, "careful", "charge(#{ cents: 500 })");
+    let approval = awaiting(&serve, &id);
+    let (status, _) = post(
+        &format!("{}/v1/runs/{id}/cancel", serve.url),
+        &json!({}),
+        &[],
+    );
+    assert!((200..300).contains(&status), "cancel: {status}");
+    let done = finished(&serve, &id);
+    assert_eq!(done["status"], "cancelled", "{done}");
+    let (_, pending) = get(&format!("{}/v1/approvals", serve.url));
+    assert_eq!(pending["approvals"], json!([]), "{pending}");
+    // A decision after the end is refused, saying how the approval ended.
+    let url = format!("{}/v1/runs/{id}/approvals/{approval}", serve.url);
+    let (status, said) = post(&url, &json!({"decision": "approve"}), &[]);
+    assert_eq!(status, 409, "{said}");
+    assert!(said.to_string().contains("cancelled"), "{said}");
+    // And the tool never ran: no call of it succeeded.
+    assert!(!done.to_string().contains("charged 500"), "{done}");
+    assert_serving(&serve, "a cancelled approval");
+}
