@@ -296,3 +296,64 @@ fn cancelling_a_run_that_waits_for_approval_ends_the_wait_and_the_tool_never_run
     assert!(!done.to_string().contains("charged 500"), "{done}");
     assert_serving(&serve, "a cancelled approval");
 }
+
+/// Value-building steps a generated program is made of: nesting, growth, cycles through
+/// closures (and every walk over them), `parallel`.
+const STEPS: &[&str] = &[
+    "x = [x, x];",
+    "x = #{ a: x, b: [x] };",
+    r#"let s = ""; s.pad(1000000, "z"); x = [x, s + 1, s + 2];"#,
+    "let f = || x; x = #{ f: f }; x.g = f;",
+    "let c = #{}; let k = || c; c.k = k; x = [x, c];",
+    "x = parallel([|| x, || [x], || #{ v: x }]);",
+    "x = x.to_json();",
+    "x = `${x}`;",
+    "x = x == x;",
+    "x = x.to_string().len();",
+    "let t = []; for i in 0..50 { t.push(x); } x = t;",
+    "x = parallel([|| parallel([|| x, || x]), || x]);",
+];
+
+fn program_from(steps: &[usize]) -> String {
+    let body: String = steps
+        .iter()
+        .map(|&i| STEPS[i])
+        .collect::<Vec<_>>()
+        .join(" ");
+    format!("let x = 1; {body} x")
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig { cases: 24, failure_persistence: None, ..Default::default() })]
+
+    /// Every generated program ends, with a value or a clear error, and the server goes on.
+    #[test]
+    fn any_generated_program_ends_and_the_server_answers_the_next_request(
+        steps in proptest::collection::vec(0..STEPS.len(), 1..6),
+    ) {
+        thread_local! {
+            static SERVER: std::cell::RefCell<Option<(Scripts, Serve)>> = const { std::cell::RefCell::new(None) };
+        }
+        let code = program_from(&steps);
+        SERVER.with(|server| {
+            let mut server = server.borrow_mut();
+            let (_, serve) = server.get_or_insert_with(|| {
+                let s = Scripts::new(&[("code.rhai", SCRIPTS)]);
+                let serve = Serve::start_limited(
+                    s.path(),
+                    &s.path().join("k.db"),
+                    &["--no-stdlib", "--max-programs", "2", "--program-memory", "256"],
+                    4 << 30,
+                );
+                (s, serve)
+            });
+            let outcome = run(serve, "quick", &code);
+            let ended = outcome.get("result").is_some()
+                || !error(&outcome).1.is_empty();
+            proptest::prop_assert!(ended, "{code}: {outcome}");
+            let (status, _, _) = http("GET", &format!("{}/healthz", serve.url), &[], None);
+            proptest::prop_assert_eq!(status, 200, "{}: the server stopped answering", code);
+            Ok(())
+        })?;
+    }
+}

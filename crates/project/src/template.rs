@@ -89,6 +89,12 @@ pub fn template() -> String {
 # max_sessions = {max_sessions}
 # session_idle = "{session_idle}"
 # max_connections = {max_connections}
+
+[programs]
+# Code-mode programs: each runs in a worker process of its own (--max-programs,
+# --program-memory); all of them together hold at most max x memory_mib.
+# e.g. max = 4   (default: the number of cores)
+# memory_mib = 512
 "#,
         scripts = d::SCRIPTS_DIR,
         workspace = d::WORKSPACE,

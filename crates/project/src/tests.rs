@@ -87,7 +87,15 @@ fn the_template_uncommented_states_the_defaults() {
 #[test]
 fn the_template_documents_every_key() {
     let text = template();
-    for table in ["", "grants", "network", "serve", "mcp", "providers.openai"] {
+    for table in [
+        "",
+        "grants",
+        "network",
+        "serve",
+        "mcp",
+        "programs",
+        "providers.openai",
+    ] {
         for key in keys_of(table) {
             assert!(
                 text.contains(&format!("# {key} = "))
