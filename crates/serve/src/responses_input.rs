@@ -155,6 +155,17 @@ pub(super) fn parse(body: &Value) -> Result<ResponsesRequest, ApiError> {
     let agent = body["model"]
         .as_str()
         .ok_or_else(|| ApiError::bad_request("model", "model (the agent's name) is required"))?;
+    // Asked for and silently not done would leave the client polling a response that is
+    // already finished: refused, by name.
+    match &body["background"] {
+        Value::Null | Value::Bool(false) => {}
+        _ => {
+            return Err(ApiError::bad_request(
+                "background",
+                "background responses are not supported: leave background out (or false) and stream instead",
+            ));
+        }
+    }
     let input_items = match &body["input"] {
         Value::String(s) => vec![json!({"type": "message", "role": "user", "content": s})],
         Value::Array(items) if !items.is_empty() => items.clone(),

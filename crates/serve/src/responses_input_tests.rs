@@ -73,4 +73,9 @@ fn the_request_reads_with_its_defaults_and_refuses_bad_fields() {
         .err()
         .unwrap();
     assert_eq!(e.body()["error"]["param"], "metadata");
+    let e = parse(&json!({"model": "helper", "input": "x", "background": true}))
+        .err()
+        .unwrap();
+    assert_eq!(e.body()["error"]["param"], "background");
+    assert!(parse(&json!({"model": "helper", "input": "x", "background": false})).is_ok());
 }
