@@ -403,12 +403,16 @@ async fn read_body(
         return Err(too_large(provider, limits, &start));
     }
     let deadline = Instant::now() + limits.stream_timeout;
+    // The idle clock restarts on data only: a server's keep-alive comments (`: ping`) do not
+    // keep a stream that sends nothing else alive past --idle-timeout.
+    let mut last_data = Instant::now();
+    let mut activity = SseActivity::default();
     let mut received = 0usize;
     let mut head = Vec::new();
     let head_len = super::error::QUOTE_CHARS * 4;
     loop {
         let next = if stream {
-            let wait_until = deadline.min(Instant::now() + limits.idle_timeout);
+            let wait_until = deadline.min(last_data + limits.idle_timeout);
             match tokio::time::timeout_at(wait_until, resp.chunk()).await {
                 Ok(next) => next,
                 Err(_) => {
@@ -434,6 +438,9 @@ async fn read_body(
                 if head.len() < head_len {
                     head.extend_from_slice(&bytes[..bytes.len().min(head_len - head.len())]);
                 }
+                if activity.carries_data(&bytes) {
+                    last_data = Instant::now();
+                }
                 received = received.saturating_add(bytes.len());
                 if received > limits.max_reply_bytes {
                     return Err(too_large(provider, limits, &head));
@@ -451,6 +458,47 @@ async fn read_body(
     }
 }
 
+/// Whether a stream's bytes carry anything but SSE comment lines (`: ping`) and blank lines,
+/// read across chunks (a line may be split between two).
+#[derive(Debug, Clone)]
+struct SseActivity {
+    at_line_start: bool,
+    in_comment: bool,
+}
+
+impl Default for SseActivity {
+    fn default() -> Self {
+        SseActivity {
+            at_line_start: true,
+            in_comment: false,
+        }
+    }
+}
+
+impl SseActivity {
+    /// True when `bytes` hold data: a byte outside a comment line that is not a line break.
+    fn carries_data(&mut self, bytes: &[u8]) -> bool {
+        let mut data = false;
+        for &b in bytes {
+            match b {
+                b'\n' | b'\r' => {
+                    self.at_line_start = true;
+                    self.in_comment = false;
+                }
+                b':' if self.at_line_start => {
+                    self.in_comment = true;
+                    self.at_line_start = false;
+                }
+                _ => {
+                    self.at_line_start = false;
+                    data |= !self.in_comment;
+                }
+            }
+        }
+        data
+    }
+}
+
 /// Reads an API key from the environment, or says which variable to set.
 pub fn api_key(provider: &'static str, var: &str) -> Result<String, ProviderError> {
     match std::env::var(var) {
@@ -465,6 +513,20 @@ pub fn api_key(provider: &'static str, var: &str) -> Result<String, ProviderErro
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn keep_alive_comments_are_not_data_and_data_is_split_anywhere() {
+        let mut a = SseActivity::default();
+        assert!(!a.carries_data(b": ping\n\n"));
+        assert!(!a.carries_data(b": pi"));
+        assert!(!a.carries_data(b"ng\n\r\n"));
+        assert!(a.carries_data(b"data: {\"a\":1}\n\n"));
+        assert!(!a.carries_data(b":"));
+        assert!(!a.carries_data(b" still a comment\n"));
+        assert!(a.carries_data(b"da"));
+        assert!(a.carries_data(b"ta: x\n"));
+        assert!(a.carries_data(b"{\"ndjson\": true}\n"));
+    }
 
     #[test]
     fn retry_headers_take_precedence_over_backoff() {
