@@ -23,7 +23,7 @@ agent("notes").provider("openai").model("m").base_url("{}/v1").tools(["remember"
 }
 
 /// Polls the run until its status is `awaiting_approval`; its first pending approval.
-fn awaiting(serve: &Serve, id: &str) -> Value {
+pub fn awaiting(serve: &Serve, id: &str) -> Value {
     awaiting_as(serve, id, &[])
 }
 
@@ -59,7 +59,7 @@ fn first_error(done: &Value) -> &str {
         .unwrap_or("")
 }
 
-fn finished(serve: &Serve, id: &str) -> Value {
+pub fn finished(serve: &Serve, id: &str) -> Value {
     get(&format!("{}/v1/runs/{id}?wait=true", serve.url)).1
 }
 

@@ -2,6 +2,7 @@
 //! overflows its stack, deadlocks, allocates past its cap or is killed ends with a clear
 //! error, its slot is freed, and the server (its memory too) is untouched.
 
+use super::approvals::finished;
 use super::serve::Serve;
 use crate::common::*;
 use serde_json::{Value, json};
@@ -62,10 +63,6 @@ fn start(serve: &Serve, agent: &str, program: &str) -> String {
     let (status, run) = post(&format!("{}/v1/runs", serve.url), &body, &[]);
     assert!((200..300).contains(&status), "{run}");
     run["id"].as_str().expect("id").to_string()
-}
-
-fn finished(serve: &Serve, id: &str) -> Value {
-    get(&format!("{}/v1/runs/{id}?wait=true", serve.url)).1
 }
 
 fn error(outcome: &Value) -> (String, String) {
@@ -232,8 +229,10 @@ fn a_killed_worker_ends_its_run_with_a_clear_error_and_frees_its_slot() {
     for (when, agent, program) in cases {
         // The pool keeps one worker warm: the next program takes it.
         let until = Instant::now() + Duration::from_secs(10);
+        // Exactly the one warm worker (the last program's has been reaped): it is the one
+        // the next program takes.
         let mut warm = workers_of(serve.child.id());
-        while warm.is_empty() && Instant::now() < until {
+        while warm.len() != 1 && Instant::now() < until {
             std::thread::sleep(Duration::from_millis(20));
             warm = workers_of(serve.child.id());
         }
@@ -256,27 +255,14 @@ fn a_killed_worker_ends_its_run_with_a_clear_error_and_frees_its_slot() {
     }
 }
 
-/// Polls until the run waits for a person; its first pending approval's id.
-fn awaiting(serve: &Serve, id: &str) -> String {
-    let until = Instant::now() + Duration::from_secs(20);
-    while Instant::now() < until {
-        let (_, run) = get(&format!("{}/v1/runs/{id}", serve.url));
-        if run["status"] == "awaiting_approval" {
-            return run["approvals"][0]["id"]
-                .as_str()
-                .unwrap_or_default()
-                .to_string();
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    panic!("run {id} never waited for approval");
-}
-
 #[test]
 fn cancelling_a_run_that_waits_for_approval_ends_the_wait_and_the_tool_never_runs() {
     let (_s, serve) = serve(&["--max-programs", "1"]);
     let id = start(&serve, "careful", "charge(#{ cents: 500 })");
-    let approval = awaiting(&serve, &id);
+    let approval = super::approvals::awaiting(&serve, &id)["id"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
     let (status, _) = post(
         &format!("{}/v1/runs/{id}/cancel", serve.url),
         &json!({}),
