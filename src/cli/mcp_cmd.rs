@@ -181,6 +181,7 @@ async fn serve_http(server: McpServer, addr: &str, a: &McpArgs) -> CliResult<()>
         token,
         allowed_origins: a.allow_origins.clone(),
         allowed_hosts: vec![local.ip().to_string()],
+        port: Some(local.port()),
         max_sessions: a.max_sessions,
         session_idle: Some(a.session_idle.0),
     };

@@ -84,7 +84,7 @@ pub struct ServeArgs {
     #[arg(long, value_name = "DURATION", default_value_t = Seconds(d::BODY_TIMEOUT))]
     pub body_timeout: Seconds,
     /// Also accept API requests from pages of this Origin (repeatable), e.g.
-    /// `https://app.example:*`; pages of this machine are always accepted.
+    /// `https://app.example:*`; only this server's own pages (its port) are accepted otherwise.
     #[arg(long = "allow-origin", value_name = "ORIGIN")]
     pub allow_origins: Vec<String>,
     /// Open connections at most; more are closed at once.
@@ -438,6 +438,7 @@ fn mcp_endpoint(
                 token: None,
                 allowed_origins: a.allow_origins.clone(),
                 allowed_hosts: vec![addr.ip().to_string()],
+                port: Some(addr.port()),
                 ..Default::default()
             },
         )

@@ -139,9 +139,15 @@ fn the_api_refuses_foreign_origins_and_hosts_as_mcp_does() {
             .contains("origin"),
         "{err}"
     );
-    // A page of this machine may.
-    let (status, _) = post(&url, &body, &[("origin", "http://localhost:3000")]);
+    // A page of this server may (another port of this machine is another site).
+    let own = format!(
+        "http://localhost:{}",
+        serve.url.rsplit(':').next().unwrap_or("")
+    );
+    let (status, _) = post(&url, &body, &[("origin", &own)]);
     assert_eq!(status, 200);
+    let (status, _) = post(&url, &body, &[("origin", "http://localhost:3000")]);
+    assert_eq!(status, 403);
     // DNS rebinding: a page of evil.example resolved to 127.0.0.1 sends its own Host.
     let raw = |host: &str| {
         let mut c = TcpStream::connect(addr(&serve)).expect("connect");

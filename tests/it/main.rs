@@ -77,6 +77,7 @@ mod repl;
 mod responses;
 mod responses_support;
 mod runlog_ops;
+mod same_site;
 mod sandbox;
 mod serve;
 mod serve_oauth;

@@ -57,7 +57,7 @@ impl Drop for McpHttp {
 }
 
 /// POSTs an `initialize` request with these extra headers; the status code.
-fn post_initialize(url: &str, headers: &[(&str, &str)]) -> u16 {
+pub(crate) fn post_initialize(url: &str, headers: &[(&str, &str)]) -> u16 {
     let rest = url.strip_prefix("http://").expect("http url");
     let (host, path) = rest.split_once('/').expect("path");
     let body = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
@@ -105,6 +105,9 @@ fn mcp_http_refuses_a_foreign_origin_with_403() {
         .unwrap_or("");
     let own = format!("http://127.0.0.1:{port}");
     assert_eq!(post_initialize(&server.url, &[("Origin", &own)]), 200);
+    // A page on another port of this machine is another site.
+    let other = format!("http://localhost:{}", port.parse::<u16>().unwrap_or(0) ^ 1);
+    assert_eq!(post_initialize(&server.url, &[("Origin", &other)]), 403);
     // CLI clients send no Origin at all.
     assert_eq!(post_initialize(&server.url, &[]), 200);
 }

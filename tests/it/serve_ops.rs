@@ -159,7 +159,7 @@ fn bodies_are_limited_runs_have_deadlines_and_bad_requests_say_where() {
         "{e}"
     );
     let (status, _, text) = http("POST", &chat, &[("content-type", "text/plain")], None);
-    assert_eq!(status, 400, "{text}");
+    assert_eq!(status, 415, "{text}");
     let began = std::time::Instant::now();
     let (status, e) = post(
         &chat,

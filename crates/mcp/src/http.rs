@@ -19,6 +19,9 @@ pub struct HttpOptions {
     pub allowed_origins: Vec<String>,
     /// Host names allowed in the `Host` header besides loopback ones.
     pub allowed_hosts: Vec<String>,
+    /// The port the endpoint listens on: a page of this machine is accepted only from it (a
+    /// page on another port is another site). `None`: from any port.
+    pub port: Option<u16>,
     /// Sessions open at once at most (0: the default, 256); one more `initialize` gets `503`.
     pub max_sessions: usize,
     /// A session with no request for this long is closed (`None`: the default, 5 minutes).
@@ -33,7 +36,8 @@ pub const DEFAULT_MAX_SESSIONS: usize = kiln_project::defaults::MAX_SESSIONS;
 /// How long an idle session lives when [`HttpOptions::session_idle`] is `None`.
 pub const DEFAULT_SESSION_IDLE: std::time::Duration = kiln_project::defaults::SESSION_IDLE;
 
-/// Origins of pages served from this machine; anything else is refused (DNS rebinding).
+/// Origins of pages served from this machine (on the endpoint's own port, when it is known);
+/// anything else is refused (DNS rebinding, another site on this machine).
 const LOOPBACK_ORIGINS: [&str; 6] = [
     "http://127.0.0.1:*",
     "http://localhost:*",
@@ -64,7 +68,13 @@ impl McpEndpoint {
 
 /// A router serving `server` at `/mcp` (mount it in a bigger app with `merge`).
 pub fn router(server: McpServer, opts: HttpOptions) -> axum::Router {
-    let mut origins: Vec<String> = LOOPBACK_ORIGINS.iter().map(|o| o.to_string()).collect();
+    let mut origins: Vec<String> = LOOPBACK_ORIGINS
+        .iter()
+        .map(|o| match opts.port {
+            Some(port) => o.replace(":*", &format!(":{port}")),
+            None => o.to_string(),
+        })
+        .collect();
     origins.extend(opts.allowed_origins.iter().cloned());
     let mut hosts: Vec<String> = ["localhost", "127.0.0.1", "::1"]
         .iter()

@@ -4,32 +4,25 @@
 use super::error::ApiError;
 use super::state::AppState;
 use axum::body::Bytes;
-use axum::extract::{FromRequest, Request};
-use axum::http::{StatusCode, header};
+use axum::extract::{FromRequest, FromRequestParts, Request};
+use axum::http::request::Parts;
+use axum::http::{HeaderMap, StatusCode, header};
 use serde_json::Value;
 use std::sync::Arc;
 
-/// A JSON object body.
+/// A JSON object body, sent as `application/json` (or a `+json` type): a browser sends
+/// `text/plain` and form bodies to another site without asking first, so no other type is
+/// taken (`415`).
 pub struct JsonBody(pub Value);
 
 impl FromRequest<Arc<AppState>> for JsonBody {
     type Rejection = ApiError;
 
     async fn from_request(req: Request, state: &Arc<AppState>) -> Result<Self, ApiError> {
-        let is_json = req
-            .headers()
-            .get(header::CONTENT_TYPE)
-            .and_then(|v| v.to_str().ok())
-            .is_some_and(|v| {
-                v.trim_start()
-                    .to_ascii_lowercase()
-                    .starts_with("application/json")
-            });
-        if !is_json {
-            return Err(ApiError::bad_request(
-                "",
-                "the body must be JSON (Content-Type: application/json)",
-            ));
+        match content_type(req.headers()) {
+            Some(t) if is_json(&t) => {}
+            Some(t) => return Err(not_json(&format!("Content-Type: {t}"))),
+            None => return Err(not_json("no Content-Type")),
         }
         let value = read_json(req, state).await?;
         if !value.is_object() {
@@ -39,20 +32,60 @@ impl FromRequest<Arc<AppState>> for JsonBody {
     }
 }
 
-/// A JSON object body, whatever its `Content-Type` (`POST .../approvals/{id}` takes one
-/// without): within the size limit, no key twice, refusals in OpenAI's shape.
-pub struct AnyJsonBody(pub Value);
+/// A `POST` that takes no body (a cancel): nothing, or a JSON body it ignores. A body of
+/// another type (or of none named) is refused with `415`, as [`JsonBody`] refuses it.
+pub struct NoBody;
 
-impl FromRequest<Arc<AppState>> for AnyJsonBody {
+impl<S: Send + Sync> FromRequestParts<S> for NoBody {
     type Rejection = ApiError;
 
-    async fn from_request(req: Request, state: &Arc<AppState>) -> Result<Self, ApiError> {
-        let value = read_json(req, state).await?;
-        if !value.is_object() {
-            return Err(ApiError::bad_request("", "the body must be a JSON object"));
+    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, ApiError> {
+        let headers = &parts.headers;
+        match content_type(headers) {
+            Some(t) if is_json(&t) => Ok(NoBody),
+            Some(t) => Err(not_json(&format!("Content-Type: {t}"))),
+            None if has_body(headers) => Err(not_json("a body with no Content-Type")),
+            None => Ok(NoBody),
         }
-        Ok(AnyJsonBody(value))
     }
+}
+
+/// The `Content-Type` header as text (`None` when absent).
+fn content_type(headers: &HeaderMap) -> Option<String> {
+    headers
+        .get(header::CONTENT_TYPE)
+        .map(|v| String::from_utf8_lossy(v.as_bytes()).trim().to_string())
+}
+
+/// `application/json` or `application/*+json`, with any parameters (`; charset=utf-8`).
+fn is_json(content_type: &str) -> bool {
+    let essence = content_type
+        .split(';')
+        .next()
+        .unwrap_or("")
+        .trim()
+        .to_ascii_lowercase();
+    essence == "application/json"
+        || essence
+            .strip_prefix("application/")
+            .is_some_and(|sub| sub.len() > 5 && sub.ends_with("+json"))
+}
+
+/// Whether the request says it carries a body (a length over 0, or chunks).
+fn has_body(headers: &HeaderMap) -> bool {
+    let length = headers
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().parse::<u64>().ok());
+    length.is_some_and(|n| n > 0) || headers.contains_key(header::TRANSFER_ENCODING)
+}
+
+/// `415`: the request's body is not JSON; `what` says what it was.
+fn not_json(what: &str) -> ApiError {
+    let shown: String = what.chars().take(120).collect();
+    ApiError::unsupported_media_type(format!(
+        "this endpoint takes JSON bodies only (Content-Type: application/json), not {shown}"
+    ))
 }
 
 /// The body as JSON: a body over the limit is a JSON `413` (axum's own is plain text), and an

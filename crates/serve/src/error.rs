@@ -107,6 +107,18 @@ impl ApiError {
         )
     }
 
+    /// 415: the body is not JSON (a browser's form or `text/plain` post, sent to another site
+    /// without asking first).
+    pub fn unsupported_media_type(message: impl Into<String>) -> Self {
+        let mut e = Self::new(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            "invalid_request_error",
+            message,
+        );
+        e.code = Some("unsupported_media_type");
+        e
+    }
+
     /// 429: every run slot and queue place is taken.
     pub fn busy(retry_after: u64) -> Self {
         let mut e = Self::new(

@@ -11,7 +11,8 @@
 //! - `responses_front`: `/v1/responses` through Restate's ingress, the same way
 //! - `launch`: a request -> grants within the token's ceiling, session, slot, the run
 //! - `table`: runs by id with their events; `auth`: tokens; `limits`: slots, queue, 429
-//! - `metrics`, `router` (health, logging), `body` (JSON bodies), `error` (OpenAI's shape)
+//! - `metrics`, `router` (health, logging), `guard` (the `Origin` and `Host` checks), `body`
+//!   (JSON bodies only), `error` (OpenAI's shape)
 //! - `logfmt`: JSON log lines
 //! - the web console: `ui` (its pages at `/ui`, in the binary, with their security headers),
 //!   `feed` (`/v1/events`: runs, approvals, reloads as they happen), `listing` (`/v1/me`,
@@ -32,6 +33,7 @@ mod chat;
 pub mod error;
 pub mod feed;
 mod front;
+mod guard;
 mod health;
 mod inbox;
 mod launch;
@@ -76,6 +78,9 @@ pub async fn serve(
     mcp: Option<kiln_mcp::McpEndpoint>,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
+    if let Ok(addr) = listener.local_addr() {
+        state.set_bound_port(addr.port());
+    }
     let stop_accepting = CancellationToken::new();
     let server = kiln_http::serve(
         listener,

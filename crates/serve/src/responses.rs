@@ -289,6 +289,7 @@ pub async fn cancel(
     State(state): State<Arc<AppState>>,
     who: Principal,
     Path(id): Path<String>,
+    _: super::body::NoBody,
 ) -> Result<Json<Value>, ApiError> {
     if let Some(front) = &state.front {
         return responses_front::cancel(front, &who, &id).await.map(Json);

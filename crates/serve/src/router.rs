@@ -2,6 +2,7 @@
 
 use super::auth::Principal;
 use super::error::ApiError;
+use super::guard::same_site;
 use super::state::AppState;
 use super::{chat, health, inbox, listing, responses, runs, timeline, tools_api, ui};
 use axum::Router;
@@ -149,90 +150,6 @@ async fn log_request(req: Request, next: Next) -> Response {
         "request"
     );
     resp
-}
-
-/// The API's guard against pages in a browser (DNS rebinding, cross-site requests), as `/mcp`
-/// has: an `Origin` must be this machine's or one allowed with `--allow-origin`; without
-/// tokens (an open server on loopback) the `Host` must name this machine too.
-async fn same_site(State(state): State<Arc<AppState>>, req: Request, next: Next) -> Response {
-    let opts = &state.options;
-    // Read before any await: a borrow of the request would make this future not `Send`.
-    let (origin, host) = {
-        let text = |name: header::HeaderName| {
-            req.headers()
-                .get(name)
-                .map(|v| v.to_str().unwrap_or("\u{fffd}").to_string())
-        };
-        (text(header::ORIGIN), text(header::HOST))
-    };
-    if let Some(origin) = origin
-        && !origin_allowed(&origin, &opts.allowed_origins)
-    {
-        return ApiError::forbidden(
-            "",
-            format!("requests from origin {origin} are not accepted (start kiln serve with --allow-origin {origin} to accept them)"),
-        )
-        .into_response();
-    }
-    if state.tokens.is_empty()
-        && let Some(host) = host
-        && !host_allowed(&host, &opts.allowed_hosts)
-    {
-        return ApiError::forbidden(
-            "",
-            format!("the Host header {host:?} does not name this server"),
-        )
-        .into_response();
-    }
-    next.run(req).await
-}
-
-/// `host[:port]` without the port, brackets kept off IPv6.
-fn host_part(authority: &str) -> &str {
-    if let Some(rest) = authority.strip_prefix('[') {
-        return rest.split(']').next().unwrap_or(rest);
-    }
-    match authority.rsplit_once(':') {
-        Some((h, port)) if port.chars().all(|c| c.is_ascii_digit()) => h,
-        _ => authority,
-    }
-}
-
-fn is_loopback_name(host: &str) -> bool {
-    host.eq_ignore_ascii_case("localhost")
-        || host
-            .parse::<std::net::IpAddr>()
-            .is_ok_and(|ip| ip.is_loopback())
-}
-
-/// A `Host` header naming this machine (loopback) or one of `allowed` (the bound address).
-pub(super) fn host_allowed(host: &str, allowed: &[String]) -> bool {
-    let h = host_part(host.trim());
-    is_loopback_name(h) || allowed.iter().any(|a| a.eq_ignore_ascii_case(h))
-}
-
-/// An `Origin` of a page on this machine, or one matching `allowed` (`scheme://host[:port]`,
-/// `:*` for any port).
-pub(super) fn origin_allowed(origin: &str, allowed: &[String]) -> bool {
-    let origin = origin.trim().trim_end_matches('/');
-    let Some((scheme, authority)) = origin.split_once("://") else {
-        return false;
-    };
-    if matches!(scheme, "http" | "https") && is_loopback_name(host_part(authority)) {
-        return true;
-    }
-    allowed
-        .iter()
-        .any(|pattern| match pattern.strip_suffix(":*") {
-            Some(base) => {
-                origin.eq_ignore_ascii_case(base) || {
-                    origin.rsplit_once(':').is_some_and(|(o, port)| {
-                        o.eq_ignore_ascii_case(base) && port.parse::<u16>().is_ok()
-                    })
-                }
-            }
-            None => origin.eq_ignore_ascii_case(pattern.trim_end_matches('/')),
-        })
 }
 
 async fn not_found() -> ApiError {

@@ -2,7 +2,7 @@
 //! waiting or not, their live events (SSE), cancellation, and sessions.
 
 use super::auth::Principal;
-use super::body::{AnyJsonBody, JsonBody, parse};
+use super::body::{JsonBody, NoBody, parse};
 use super::error::ApiError;
 use super::front;
 use super::launch::launch;
@@ -43,7 +43,7 @@ pub async fn approve(
     State(state): State<Arc<AppState>>,
     who: Principal,
     Path((id, approval)): Path<(String, String)>,
-    AnyJsonBody(body): AnyJsonBody,
+    JsonBody(body): JsonBody,
 ) -> Result<Json<Value>, ApiError> {
     let decision = super::approvals::decision(&body)?;
     // A token granted `approve` decides for any run; anyone else only for their own.
@@ -119,11 +119,13 @@ pub async fn events(
         .into_response())
 }
 
-/// `POST /v1/runs/{id}/cancel`: asks the run to stop; it ends with a `cancelled` error.
+/// `POST /v1/runs/{id}/cancel` (no body, or JSON): asks the run to stop; it ends with a
+/// `cancelled` error.
 pub async fn cancel(
     State(state): State<Arc<AppState>>,
     who: Principal,
     Path(id): Path<String>,
+    _: NoBody,
 ) -> Result<(StatusCode, Json<Value>), ApiError> {
     if let Some(front) = &state.front {
         return front::cancel(front, &who, &id).await;

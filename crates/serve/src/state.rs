@@ -105,6 +105,7 @@ pub struct AppState {
     /// The last script reloads, newest last, as the feed sent them.
     pub(crate) reloads: Mutex<std::collections::VecDeque<serde_json::Value>>,
     draining: AtomicBool,
+    bound_port: std::sync::OnceLock<u16>,
     sessions: Mutex<HashMap<String, Weak<tokio::sync::Mutex<()>>>>,
 }
 
@@ -125,6 +126,7 @@ impl AppState {
             feed: Default::default(),
             reloads: Mutex::new(Default::default()),
             draining: AtomicBool::new(false),
+            bound_port: std::sync::OnceLock::new(),
             sessions: Mutex::new(HashMap::new()),
         }
     }
@@ -143,6 +145,17 @@ impl AppState {
     /// Stops accepting runs.
     pub fn start_draining(&self) {
         self.draining.store(true, Ordering::SeqCst);
+    }
+
+    /// The port the server listens on, once [`crate::serve`] bound it: pages of this server
+    /// have it in their `Origin`.
+    pub fn bound_port(&self) -> Option<u16> {
+        self.bound_port.get().copied()
+    }
+
+    /// Records the port the server listens on (the first time only).
+    pub fn set_bound_port(&self, port: u16) {
+        let _ = self.bound_port.set(port);
     }
 
     /// The lock that keeps two runs from continuing one session at once.

@@ -5,7 +5,7 @@
 //! table, so an approval it needs waits in the inbox like any run's.
 
 use super::auth::Principal;
-use super::body::AnyJsonBody;
+use super::body::JsonBody;
 use super::error::ApiError;
 use super::state::AppState;
 use super::table::RunEntry;
@@ -56,7 +56,7 @@ pub async fn call(
     State(state): State<Arc<AppState>>,
     who: Principal,
     Path(name): Path<String>,
-    AnyJsonBody(body): AnyJsonBody,
+    JsonBody(body): JsonBody,
 ) -> Result<Json<Value>, ApiError> {
     if state.draining() {
         return Err(ApiError::unavailable("the server is shutting down"));
