@@ -347,3 +347,53 @@ proptest! {
         })?;
     }
 }
+
+/// Handlers run in the host's process: every walk over a value that refers to itself ends
+/// there (vendor/rhai/patches/0004), with an error for JSON, without waiting on a lock the
+/// call holds, and the process goes on.
+#[test]
+fn a_handler_walking_a_cycle_ends_with_an_error_not_an_abort() {
+    let cycle = "let a = #{}; let f = || a; a.f = f;";
+    let cases = [
+        ("json_of_holder", "#{x: f}.to_json()", Some("refers to itself")),
+        ("json_of_itself", "a.to_json()", Some("refers to itself")),
+        ("json_nested", "#{x: [[#{y: f}]]}.to_json()", Some("refers to itself")),
+        ("printed", "`${a} ${[f]}`", None),
+        ("switched", "switch a { 1 => 0, _ => 2 }", None),
+        ("returned", "a", Some("")),
+    ];
+    let files: Vec<(String, String)> = cases
+        .iter()
+        .map(|(name, expr, _)| {
+            let tool = format!(
+                "tool(\"{name}\").description(\"c\").timeout(5000).handler(|a| {{ {cycle} {expr} }});"
+            );
+            (format!("{name}.rhai"), tool)
+        })
+        .collect();
+    let refs: Vec<(&str, &str)> = files
+        .iter()
+        .map(|(n, t)| (n.as_str(), t.as_str()))
+        .collect();
+    let s = Scripts::new(&refs);
+    for (name, _, error) in cases {
+        let started = std::time::Instant::now();
+        let out = kiln(
+            &["--scripts", ".", "--no-stdlib", "call", name, "{}"],
+            s.path(),
+        );
+        assert_ne!(out.status.code(), Some(134), "{name}: aborted: {}", stderr(&out));
+        let said = stdout(&out);
+        let report: Value = serde_json::from_str(&said)
+            .unwrap_or_else(|_| panic!("{name}: no report: {said} {}", stderr(&out)));
+        match error {
+            Some(why) => {
+                assert_eq!(report["success"], false, "{name}: {report}");
+                let detail = report["error"]["detail"].as_str().unwrap_or_default();
+                assert!(detail.contains(why), "{name}: {report}");
+            }
+            None => assert_eq!(report["success"], true, "{name}: {report}"),
+        }
+        assert!(started.elapsed().as_secs() < 20, "{name} took {:?}", started.elapsed());
+    }
+}

@@ -175,7 +175,24 @@ pub fn format_map_as_json(map: &Map) -> String {
 }
 
 /// Format a [`Dynamic`] value as JSON.
+///
+/// (kiln) Containers and shared cells are walked within bounds: what is refused (a value that
+/// refers to itself, one nested too deep) is written as `null`.
 fn format_dynamic_as_json(result: &mut String, value: &Dynamic) {
+    let step = match value.0 {
+        #[cfg(not(feature = "no_index"))]
+        Union::Array(..) => Some(crate::types::walk::enter()),
+        Union::Map(..) | Union::FnPtr(..) => Some(crate::types::walk::enter()),
+        #[cfg(not(feature = "no_closure"))]
+        Union::Shared(ref cell, ..) => Some(crate::types::walk::enter_cell(
+            crate::Shared::as_ptr(cell),
+        )),
+        _ => None,
+    };
+    let _step = match step {
+        Some(Err(..)) => return *result += "null",
+        step => step,
+    };
     match value.0 {
         Union::Unit(..) => *result += "null",
         Union::FnPtr(ref f, _, _) if f.is_curried() => {
@@ -212,10 +229,10 @@ fn format_dynamic_as_json(result: &mut String, value: &Dynamic) {
             *result += "]";
         }
         #[cfg(not(feature = "no_closure"))]
-        Union::Shared(ref v, _, _) => {
-            let value = &*crate::func::locked_read(v).unwrap();
-            format_dynamic_as_json(result, value)
-        }
+        Union::Shared(ref v, _, _) => match crate::func::locked_read(v) {
+            Some(value) => format_dynamic_as_json(result, &value),
+            None => *result += "null",
+        },
         _ => write!(result, "{value:?}").unwrap(),
     }
 }

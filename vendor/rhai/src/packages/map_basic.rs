@@ -530,11 +530,16 @@ mod map_functions {
     ///
     /// print(m.to_json());     // prints {"a":1, "b":2, "c":3}
     /// ```
-    #[rhai_fn(pure)]
-    pub fn to_json(map: &mut Map) -> String {
+    ///
+    /// (kiln) A value that refers to itself, or nests too deep, is an error, not `"ERROR"`.
+    #[rhai_fn(pure, return_raw)]
+    pub fn to_json(map: &mut Map) -> RhaiResultOf<String> {
+        let refused = |e: serde_json::Error| -> crate::RhaiError {
+            crate::ERR::ErrorRuntime(e.to_string().into(), crate::Position::NONE).into()
+        };
         #[cfg(feature = "metadata")]
         #[cfg(feature = "compact_str")]
-        return serde_json::to_string(map).unwrap_or_else(|_| "ERROR".into());
+        return serde_json::to_string(map).map_err(refused);
         #[cfg(feature = "metadata")]
         #[cfg(not(feature = "compact_str"))]
         return serde_json::to_string(
@@ -542,8 +547,8 @@ mod map_functions {
                 .map(|(k, v)| (k.as_str(), v))
                 .collect::<std::collections::BTreeMap<_, _>>(),
         )
-        .unwrap_or_else(|_| "ERROR".into());
+        .map_err(refused);
         #[cfg(not(feature = "metadata"))]
-        return crate::format_map_as_json(map);
+        return Ok(crate::format_map_as_json(map));
     }
 }

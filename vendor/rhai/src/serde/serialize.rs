@@ -1,6 +1,7 @@
 //! Implementations of [`serde::Serialize`].
 
 use crate::types::dynamic::Union;
+use crate::types::walk;
 use crate::{Dynamic, ImmutableString, Scope};
 use serde::{ser::SerializeSeq, Serialize, Serializer};
 use std::iter::once;
@@ -15,6 +16,20 @@ use crate::types::dynamic::Variant;
 
 impl Serialize for Dynamic {
     fn serialize<S: Serializer>(&self, ser: S) -> Result<S::Ok, S::Error> {
+        // (kiln) Containers and shared cells are walked within bounds, a cycle is an error.
+        let refused = |e: walk::WalkRefused| <S::Error as serde::ser::Error>::custom(e);
+        let _step = match self.0 {
+            #[cfg(not(feature = "no_index"))]
+            Union::Array(..) => Some(walk::enter().map_err(refused)?),
+            #[cfg(not(feature = "no_object"))]
+            Union::Map(..) => Some(walk::enter().map_err(refused)?),
+            Union::FnPtr(ref f, ..) if f.is_curried() => Some(walk::enter().map_err(refused)?),
+            #[cfg(not(feature = "no_closure"))]
+            Union::Shared(ref cell, ..) => {
+                Some(walk::enter_cell(crate::Shared::as_ptr(cell)).map_err(refused)?)
+            }
+            _ => None,
+        };
         match self.0 {
             Union::Unit(..) => ser.serialize_unit(),
             Union::Bool(x, ..) => ser.serialize_bool(x),
@@ -74,15 +89,12 @@ impl Serialize for Dynamic {
 
             Union::Variant(ref v, ..) => ser.serialize_str((***v).type_name()),
 
+            // (kiln) Never waits for a lock: a cell locked for writing while it is walked is
+            // being changed by the call that walks it (`a.to_json()` reaching `a`).
             #[cfg(not(feature = "no_closure"))]
-            #[cfg(not(feature = "sync"))]
-            Union::Shared(ref cell, ..) => cell.borrow().serialize(ser),
-            #[cfg(not(feature = "no_closure"))]
-            #[cfg(feature = "sync")]
-            #[cfg(not(feature = "no_std"))]
-            Union::Shared(ref cell, ..) => cell.read().unwrap().serialize(ser),
-            #[cfg(feature = "no_std")]
-            Union::Shared(ref cell, ..) => cell.read().serialize(ser),
+            Union::Shared(ref cell, ..) => crate::func::locked_read(cell)
+                .ok_or_else(|| refused(walk::WalkRefused::Cycle))?
+                .serialize(ser),
         }
     }
 }

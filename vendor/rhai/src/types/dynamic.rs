@@ -388,10 +388,32 @@ impl Hash for Dynamic {
     ///
     /// Panics if the [`Dynamic`] value contains an unrecognized trait object.
     fn hash<H: Hasher>(&self, state: &mut H) {
+        // (kiln) Containers and shared cells are walked within bounds; what is refused (a
+        // cycle, a cell locked by the call that hashes it) hashes as a marker, never a panic.
+        let step = match self.0 {
+            #[cfg(not(feature = "no_index"))]
+            Union::Array(..) => Some(crate::types::walk::enter()),
+            #[cfg(not(feature = "no_object"))]
+            Union::Map(..) => Some(crate::types::walk::enter()),
+            Union::FnPtr(..) => Some(crate::types::walk::enter()),
+            #[cfg(not(feature = "no_closure"))]
+            Union::Shared(ref cell, ..) => Some(crate::types::walk::enter_cell(
+                crate::Shared::as_ptr(cell),
+            )),
+            _ => None,
+        };
+        let _step = match step {
+            Some(Err(..)) => return "<refused>".hash(state),
+            step => step,
+        };
+
         #[cfg(not(feature = "no_closure"))]
         match self.0 {
             Union::Shared(ref cell, ..) => {
-                return (*crate::func::locked_read(cell).unwrap()).hash(state)
+                return match crate::func::locked_read(cell) {
+                    Some(value) => (*value).hash(state),
+                    None => "<refused>".hash(state),
+                }
             }
             _ => (),
         }

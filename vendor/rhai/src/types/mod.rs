@@ -17,6 +17,7 @@ pub mod scope;
 pub mod token;
 pub mod var_def;
 pub mod variant;
+pub mod walk;
 
 pub use bloom_filter::BloomFilterU64;
 pub use custom_types::{CustomTypeInfo, CustomTypesCollection};
