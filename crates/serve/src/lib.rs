@@ -6,7 +6,8 @@
 //! - `responses`: the Responses API, `/v1/responses` (`responses_input` reads a request,
 //!   `responses_parts` its content parts, `responses_output` writes Response objects,
 //!   `responses_stream` the event stream)
-//! - `runs`: kiln's `/v1/runs` (events as SSE, cancel) and `/v1/sessions`
+//! - `runs`: kiln's `/v1/runs` (events as SSE, cancel) and `/v1/sessions`; `stored`: a run
+//!   the server does not hold (it restarted since) as the run log keeps it
 //! - `front`: `/v1/runs` through Restate's ingress (`--restate-ingress`), for a fleet
 //! - `responses_front`: `/v1/responses` through Restate's ingress, the same way
 //! - `launch`: a request -> grants within the token's ceiling, session, slot, the run
@@ -50,6 +51,7 @@ mod responses_stream;
 pub mod restate;
 mod router;
 mod runs;
+mod stored;
 pub mod state;
 mod table;
 mod timeline;

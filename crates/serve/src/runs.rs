@@ -69,10 +69,11 @@ pub async fn approve(
 }
 
 fn find(state: &AppState, id: &str, who: &Principal) -> Result<Arc<RunEntry>, ApiError> {
-    state
-        .runs
-        .get(id, who)
-        .ok_or_else(|| ApiError::not_found("run_not_found", format!("no run \"{id}\"")))
+    state.runs.get(id, who).ok_or_else(|| no_run(id))
+}
+
+fn no_run(id: &str) -> ApiError {
+    ApiError::not_found("run_not_found", format!("no run \"{id}\""))
 }
 
 /// `?wait=true`.
@@ -82,7 +83,8 @@ pub struct WaitQuery {
     wait: bool,
 }
 
-/// `GET /v1/runs/{id}`: the run's status, report and error (`?wait=true` waits for its end).
+/// `GET /v1/runs/{id}`: the run's status, report and error (`?wait=true` waits for its end);
+/// a run this server does not hold (it restarted since) as the run log keeps it.
 pub async fn get(
     State(state): State<Arc<AppState>>,
     who: Principal,
@@ -92,7 +94,11 @@ pub async fn get(
     if let Some(front) = &state.front {
         return front::get(front, &who, &id, q.wait).await.map(Json);
     }
-    let entry = find(&state, &id, &who)?;
+    let Some(entry) = state.runs.get(&id, &who) else {
+        // Not held here (a restart since, or forgotten): the run log's.
+        let row = super::stored::find(&state, &who, &id)?.ok_or_else(|| no_run(&id))?;
+        return Ok(Json(super::stored::status(&state, &row)));
+    };
     if q.wait {
         entry.wait().await;
     }
@@ -100,7 +106,8 @@ pub async fn get(
 }
 
 /// `GET /v1/runs/{id}/events`: every event of the run as SSE (`event: NAME`, JSON data),
-/// from its start, ending with `end`.
+/// from its start, ending with `end`; for a run this server does not hold, its stored steps
+/// and its end.
 pub async fn events(
     State(state): State<Arc<AppState>>,
     who: Principal,
@@ -109,11 +116,16 @@ pub async fn events(
     if let Some(front) = &state.front {
         return front::events(front, &who, &id).await;
     }
-    let entry = find(&state, &id, &who)?;
-    let stream = entry.events().map(|ev| {
-        let (name, data) = event_json(&ev);
+    let sse = |(name, data): (&'static str, Value)| {
         Ok::<_, std::convert::Infallible>(SseEvent::default().event(name).data(data.to_string()))
-    });
+    };
+    let Some(entry) = state.runs.get(&id, &who) else {
+        // Not held here (a restart since, or forgotten): the run log's steps, then its end.
+        let row = super::stored::find(&state, &who, &id)?.ok_or_else(|| no_run(&id))?;
+        let replay = futures_util::stream::iter(super::stored::events(&state, &row)).map(sse);
+        return Ok(Sse::new(replay).into_response());
+    };
+    let stream = entry.events().map(move |ev| sse(event_json(&ev)));
     Ok(Sse::new(stream)
         .keep_alive(KeepAlive::default())
         .into_response())
