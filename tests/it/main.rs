@@ -75,6 +75,7 @@ mod reload;
 mod renames;
 mod repl;
 mod responses;
+mod responses_deleted;
 mod restart_runs;
 mod responses_support;
 mod runlog_ops;

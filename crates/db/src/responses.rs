@@ -54,6 +54,28 @@ impl Db {
             .map_err(|e| self.err(e))
     }
 
+    /// Replaces a stored response with its whole version (its run ended), only while it is
+    /// still stored: one deleted meanwhile stays deleted. False when there was none.
+    pub fn finish_response(&self, r: &StoredResponse) -> Result<bool, DbError> {
+        self.conn()
+            .execute(
+                "UPDATE responses SET agent = ?3, created_at = ?4, body = ?5, input_items = ?6,
+                 messages = ?7, state = ?8 WHERE id = ?1 AND owner IS ?2",
+                params![
+                    r.id,
+                    r.owner,
+                    r.agent,
+                    r.created_at,
+                    text(&r.body),
+                    text(&r.input_items),
+                    text(&r.messages),
+                    text(&r.state),
+                ],
+            )
+            .map(|n| n > 0)
+            .map_err(|e| self.err(e))
+    }
+
     /// The response `id` if `owner` created it.
     pub fn response(
         &self,
@@ -152,6 +174,21 @@ mod tests {
         assert!(db.response(None, "resp_o").unwrap().is_some());
         assert!(!db.delete_response(Some("bob"), "resp_a").unwrap());
         assert!(db.delete_response(Some("alice"), "resp_a").unwrap());
+        assert!(db.response(Some("alice"), "resp_a").unwrap().is_none());
+    }
+
+    #[test]
+    fn a_deleted_response_is_not_finished_back() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = Db::open(&dir.path().join("k.db")).unwrap();
+        let mut r = stored("resp_a", Some("alice"));
+        db.save_response(&r).unwrap();
+        r.body = serde_json::json!({"id": "resp_a", "status": "incomplete"});
+        assert!(db.finish_response(&r).unwrap());
+        let got = db.response(Some("alice"), "resp_a").unwrap().unwrap();
+        assert_eq!(got.body["status"], "incomplete");
+        assert!(db.delete_response(Some("alice"), "resp_a").unwrap());
+        assert!(!db.finish_response(&r).unwrap());
         assert!(db.response(Some("alice"), "resp_a").unwrap().is_none());
     }
 }

@@ -57,20 +57,14 @@ fn stored(state: &AppState, who: &Principal, id: &str) -> Result<StoredResponse,
 
 /// The conversation a request continues: the previous response's transcript and state, and
 /// the request's items appended; the system and developer messages join the instructions.
-fn conversation(
+async fn conversation(
     state: &AppState,
     who: &Principal,
     req: &mut ResponsesRequest,
 ) -> Result<usize, ApiError> {
     let (mut messages, run_state) = match &req.previous {
         Some(prev) => {
-            let stored = stored(state, who, prev).map_err(|_| {
-                ApiError::not_found(
-                    "previous_response_not_found",
-                    format!("no stored response \"{prev}\" to continue (responses made with \"store\": false are not kept)"),
-                )
-                .with_field("param", json!("previous_response_id"))
-            })?;
+            let stored = previous(state, who, prev).await?;
             (stored.messages, stored.state)
         }
         None => (Vec::new(), json!({})),
@@ -91,6 +85,61 @@ fn conversation(
     Ok(from)
 }
 
+/// The stored response a request continues. One still in progress has no conversation yet,
+/// so continuing it would drop its context: `409`, unless its run just ended here (then its
+/// whole copy is waited for, briefly). One whose run was cut off (its server stopped) never
+/// will have one.
+async fn previous(
+    state: &AppState,
+    who: &Principal,
+    prev: &str,
+) -> Result<StoredResponse, ApiError> {
+    let run_id = prev.strip_prefix(PREFIX).unwrap_or(prev).to_string();
+    let mut stored_since = state.responses.on_stored();
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(5);
+    loop {
+        let found = stored(state, who, prev).map_err(|_| {
+            ApiError::not_found(
+                "previous_response_not_found",
+                format!("no stored response \"{prev}\" to continue (responses made with \"store\": false are not kept)"),
+            )
+            .with_field("param", json!("previous_response_id"))
+        })?;
+        if found.body["status"] != "in_progress" {
+            return Ok(found);
+        }
+        let ended_here = state
+            .runs
+            .get(&run_id, who)
+            .is_some_and(|e| e.end().is_some());
+        let waited = ended_here
+            && tokio::time::timeout_at(deadline, stored_since.changed())
+                .await
+                .is_ok_and(|r| r.is_ok());
+        if !waited {
+            return Err(in_progress(state, prev, &run_id));
+        }
+    }
+}
+
+/// The `409` for continuing `prev`, which has not ended (or never will).
+fn in_progress(state: &AppState, prev: &str, run_id: &str) -> ApiError {
+    let logged = db(state).and_then(|db| db.run(run_id).ok().flatten());
+    let cut_off = state.responses.get(run_id).is_none()
+        && logged.is_some_and(|r| r.shown_status() == "interrupted");
+    let message = if cut_off {
+        format!(
+            "response \"{prev}\" never finished (the server running it stopped first), so it has no conversation to continue; continue the response before it, or start anew"
+        )
+    } else {
+        format!(
+            "response \"{prev}\" is still in progress; continue it once it has ended (GET /v1/responses/{prev} shows its status)"
+        )
+    };
+    ApiError::conflict("previous_response_in_progress", message)
+        .with_field("param", json!("previous_response_id"))
+}
+
 /// `POST /v1/responses`.
 pub async fn create(
     State(state): State<Arc<AppState>>,
@@ -106,7 +155,7 @@ pub async fn create(
         // Nothing could be kept: the response is answered, not stored.
         req.store = false;
     }
-    let from = conversation(&state, &who, &mut req)?;
+    let from = conversation(&state, &who, &mut req).await?;
     check_tool_names(&state, &req)?;
     let run_state = req.run.state.clone();
     let (stream, store, previous, echo) = (req.run.stream, req.store, req.previous, req.echo);
@@ -194,6 +243,18 @@ impl Keep {
         }
     }
 
+    /// Stores the whole response over its in-progress copy, unless that was deleted meanwhile
+    /// (`DELETE` while it ran): deleted stays deleted.
+    fn finish(&self, row: &StoredResponse) -> Result<(), ApiError> {
+        let Some(db) = db(&self.state).filter(|_| self.shape.store) else {
+            return Ok(());
+        };
+        if !db.finish_response(row).map_err(internal)? {
+            tracing::info!(response = %self.shape.id, "deleted while it ran: not stored");
+        }
+        Ok(())
+    }
+
     /// The response is running: known to `cancel`, stored as in progress.
     fn started(&self) -> Result<(), ApiError> {
         self.state.responses.insert(&self.shape);
@@ -206,7 +267,8 @@ impl Keep {
         self.save(&self.row(self.shape.object(Vec::new(), &end), Vec::new()))
     }
 
-    /// The run ended: the response is stored whole (when it is kept at all).
+    /// The run ended: the response is stored whole (when it is kept at all, and was not
+    /// deleted while it ran).
     async fn ended(self, entry: &RunEntry) {
         let end = entry.wait().await;
         self.state.responses.remove(&self.shape.run_id);
@@ -220,9 +282,10 @@ impl Keep {
             self.shape.object(output, &ending(result)),
             report.messages.clone(),
         );
-        if let Err(e) = self.save(&row) {
+        if let Err(e) = self.finish(&row) {
             tracing::error!(response = %self.shape.id, "the response could not be stored: {}", e.body());
         }
+        self.state.responses.stored_one();
     }
 }
 

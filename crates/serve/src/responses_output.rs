@@ -278,9 +278,22 @@ pub(super) fn report_of(result: &Result<RunReport, RunError>) -> &RunReport {
 #[derive(Default)]
 pub(crate) struct Running {
     shapes: Mutex<std::collections::HashMap<String, Arc<Shape>>>,
+    /// Counts the ended responses stored whole: a request continuing one that just ended
+    /// waits on it for the stored copy.
+    stored: tokio::sync::watch::Sender<u64>,
 }
 
 impl Running {
+    /// Tells the waiters that an ended response was stored whole.
+    pub(super) fn stored_one(&self) {
+        self.stored.send_modify(|n| *n = n.wrapping_add(1));
+    }
+
+    /// Hears of each ended response stored from now on.
+    pub(super) fn on_stored(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.stored.subscribe()
+    }
+
     pub(super) fn insert(&self, shape: &Shape) {
         let mut m = self.shapes.lock().unwrap_or_else(|e| e.into_inner());
         m.insert(shape.run_id.clone(), Arc::new(shape.clone()));
