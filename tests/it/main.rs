@@ -5,6 +5,7 @@
 static ALLOCATOR: kiln::budget::Counting<std::alloc::System> =
     kiln::budget::Counting(std::alloc::System);
 
+mod actors_apart;
 mod adversarial;
 mod agent_loop;
 mod approvals;
@@ -76,8 +77,8 @@ mod renames;
 mod repl;
 mod responses;
 mod responses_deleted;
-mod restart_runs;
 mod responses_support;
+mod restart_runs;
 mod runlog_ops;
 mod same_site;
 mod sandbox;

@@ -163,7 +163,7 @@ fn tokens_of_a_real_authorization_server_run_agents_within_their_scopes() {
     let (status, done, _) = run(&serve, &store, json!({"agent": "keeper", "input": "milk"}));
     assert_eq!(status, 200, "{done}");
     assert_eq!(done["report"]["answer"], "tool said: kept milk", "{done}");
-    assert_eq!(done["report"]["actor"], "oauth:app", "{done}");
+    assert_eq!(done["report"]["actor"], "oauth-client:app", "{done}");
     // One whose scope does not: the run cannot use store, and asking for it is refused.
     let net = token(&p, "app", "app-secret-0123456789", AUDIENCE, "kiln:net");
     let (status, done, _) = run(&serve, &net, json!({"agent": "keeper", "input": "beer"}));

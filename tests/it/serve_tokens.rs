@@ -15,7 +15,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
-const AUDIENCE: &str = "http://kiln.test/";
+pub(crate) const AUDIENCE: &str = "http://kiln.test/";
 const KID: &str = "key-1";
 
 /// Base64url without padding, as JWTs use it.
@@ -47,8 +47,8 @@ struct Seen {
 }
 
 /// A fake authorization server on 127.0.0.1; its threads end with the test process.
-struct FakeIssuer {
-    url: String,
+pub(crate) struct FakeIssuer {
+    pub(crate) url: String,
     key: EcdsaKeyPair,
     rng: SystemRandom,
     seen: Arc<Seen>,
@@ -56,7 +56,7 @@ struct FakeIssuer {
 
 impl FakeIssuer {
     /// Serves metadata and JWKS, each answer `latency` late.
-    fn start(latency: Duration) -> FakeIssuer {
+    pub(crate) fn start(latency: Duration) -> FakeIssuer {
         let rng = SystemRandom::new();
         let pkcs8 =
             EcdsaKeyPair::generate_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, &rng).expect("key");
@@ -107,7 +107,7 @@ impl FakeIssuer {
         format!("{signed}.{}", b64url(sig.as_ref()))
     }
 
-    fn token(&self, claims: Value) -> String {
+    pub(crate) fn token(&self, claims: Value) -> String {
         self.token_with_kid(KID, claims)
     }
 

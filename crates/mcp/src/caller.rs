@@ -106,7 +106,8 @@ impl McpServer {
         if let Some(token) = verified(cx) {
             return Some(token.actor.clone());
         }
-        cx.client_info().map(|c| format!("mcp:{}", c.name))
+        cx.client_info()
+            .map(|c| format!("{}{}", crate::actor::MCP_CLIENT, c.name))
     }
 }
 

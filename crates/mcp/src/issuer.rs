@@ -22,8 +22,8 @@ const LEEWAY: u64 = 2;
 /// Who a good access token acts for, and what it may use at most.
 #[derive(Debug, Clone)]
 pub struct Verified {
-    /// `oauth:SUB` (or `oauth:CLIENT_ID` without a subject): always named, a token naming
-    /// neither is refused.
+    /// `oauth:SUB` (or `oauth-client:CLIENT_ID` without a subject): always named, a token
+    /// naming neither is refused.
     pub actor: String,
     /// Its scopes as capabilities.
     pub ceiling: Grants,
@@ -206,21 +206,24 @@ impl Issuer {
     }
 }
 
-/// Who a token's claims name: `oauth:SUB`, else `oauth:CLIENT_ID` (a client acting for itself).
-/// A token naming neither as text is refused: an actor nobody is named would be nobody's and
+/// Who a token's claims name: the user `oauth:SUB`, else the client acting for itself
+/// `oauth-client:CLIENT_ID` (apart, so a client named `ann` is not the user `ann`). A token
+/// naming neither as visible text is refused: an actor nobody is named would be nobody's and
 /// everybody's at once.
 fn actor(claims: &Value) -> Result<String, TokenRefused> {
     let named = |claim: &str| match &claims[claim] {
         Value::Null => Ok(None),
-        Value::String(s) if !s.trim().is_empty() && !s.chars().any(char::is_control) => {
-            Ok(Some(s.clone()))
-        }
+        Value::String(s) if !s.trim().is_empty() => match crate::actor::check_name(s) {
+            Ok(()) => Ok(Some(s.clone())),
+            Err(why) => Err(refused(&format!("its {claim} claim {why}"))),
+        },
         _ => Err(refused(&format!(
             "its {claim} claim is not a non-empty string without control characters"
         ))),
     };
     match (named("sub")?, named("client_id")?) {
-        (Some(who), _) | (None, Some(who)) => Ok(format!("oauth:{who}")),
+        (Some(user), _) => Ok(format!("{}{user}", crate::actor::USER)),
+        (None, Some(client)) => Ok(format!("{}{client}", crate::actor::CLIENT)),
         (None, None) => Err(refused(
             "it names no subject (neither a sub nor a client_id claim), so it acts for nobody",
         )),
@@ -288,7 +291,14 @@ mod tests {
     fn a_token_must_name_who_it_acts_for() {
         let actor = |claims: Value| super::actor(&claims);
         assert_eq!(actor(json!({"sub": "ann"})), Ok("oauth:ann".into()));
-        assert_eq!(actor(json!({"client_id": "app"})), Ok("oauth:app".into()));
+        assert_eq!(
+            actor(json!({"client_id": "app"})),
+            Ok("oauth-client:app".into())
+        );
+        assert_eq!(
+            actor(json!({"sub": "ann", "client_id": "app"})),
+            Ok("oauth:ann".into())
+        );
         for nobody in [
             json!({}),
             json!({"sub": 42}),
@@ -296,6 +306,8 @@ mod tests {
             json!({"sub": null, "client_id": " "}),
             json!({"client_id": ["app"]}),
             json!({"sub": "a\u{0}b"}),
+            json!({"sub": "\u{200b}"}),
+            json!({"client_id": "ann\u{200b}"}),
         ] {
             assert!(actor(nobody.clone()).is_err(), "{nobody}");
         }

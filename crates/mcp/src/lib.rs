@@ -11,6 +11,7 @@
 
 #![warn(missing_docs)]
 
+pub mod actor;
 mod ask;
 mod caller;
 pub mod durable_tasks;

@@ -73,9 +73,7 @@ impl Tokens {
                     "[{i}].token: tokens must be at least 16 characters"
                 )));
             }
-            if e.actor.trim().is_empty() {
-                return Err(parse_err(format!("[{i}].actor: must not be empty")));
-            }
+            check_actor(&e.actor).map_err(|why| parse_err(format!("[{i}].actor: {why}")))?;
             let ceiling =
                 Grants::parse(&e.caps).map_err(|err| parse_err(format!("[{i}].caps: {err}")))?;
             tokens.push(Token {
@@ -170,6 +168,23 @@ impl Tokens {
                 }),
             None => Err(ApiError::unauthorized("the bearer token is not valid")),
         }
+    }
+}
+
+/// A static token's actor: visible text (see [`kiln_mcp::actor::check_name`]), outside the
+/// namespaces kiln gives out (`oauth:` users, `oauth-client:` clients, `mcp:` clients), so no
+/// token file can make itself another door's actor.
+fn check_actor(actor: &str) -> Result<(), String> {
+    use kiln_mcp::actor;
+    actor::check_name(actor).map_err(|why| format!("{actor:?} {why}"))?;
+    match actor::reserved_prefix(actor) {
+        Some(prefix) => Err(format!(
+            "{actor:?} is in the namespace {prefix} that kiln gives out ({} OAuth users, {} OAuth clients, {} MCP clients); name a static token's actor without it",
+            actor::USER,
+            actor::CLIENT,
+            actor::MCP_CLIENT
+        )),
+        None => Ok(()),
     }
 }
 
