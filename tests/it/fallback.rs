@@ -179,6 +179,72 @@ fn an_unknown_fallback_provider_is_a_load_error_with_the_nearest_name() {
     assert!(text.contains("did you mean \"openai\""), "{text}");
 }
 
+#[test]
+fn a_call_id_one_wire_wrote_reaches_the_next_wire_as_an_id_it_takes() {
+    // OpenAI first, writing a call id Anthropic's API refuses (`^[a-zA-Z0-9_-]+$`); then busy,
+    // so the next round falls back to Anthropic with the call and its result in the transcript.
+    let s = Scripts::new(&[(
+        "fb.rhai",
+        r#"
+tool("look").description("Looks").param("q", "string").handler(|args| "seen " + args.q);
+agent("fb").provider("openai").model("gpt-first").tools(["look"])
+    .fallback(["anthropic:claude-second"]);
+"#,
+    )]);
+    let weird = "weird id/../\u{0}";
+    let mock = Mock::start(&json!({"turns": [
+        {"tool_calls": [{"name": "look", "args": {"q": "x"}, "id": weird}]},
+        busy(),
+        {"text": "done"}
+    ]}));
+    let mut cmd = ask_command(
+        &[
+            "fb",
+            "hi",
+            "--json",
+            "--scripts",
+            ".",
+            "--no-stdlib",
+            "--retries",
+            "0",
+        ],
+        s.path(),
+    );
+    cmd.env("OPENAI_BASE_URL", format!("{}/v1", mock.url))
+        .env("ANTHROPIC_BASE_URL", &mock.url);
+    let out = cmd.output().expect("run kiln ask");
+    let report = report(&out);
+    assert_eq!(report["answer"], "done");
+    assert_eq!(
+        report["answered_by"],
+        json!([{"provider": "openai", "model": "gpt-first"},
+               {"provider": "anthropic", "model": "claude-second"}])
+    );
+    let requests = mock.requests();
+    let anthropic = requests
+        .iter()
+        .find(|r| r["path"] == "/v1/messages")
+        .expect("a request on the Anthropic wire");
+    let messages = &anthropic["body"]["messages"];
+    let (call, result) = (
+        &messages[1]["content"][0]["id"],
+        &messages[2]["content"][0]["tool_use_id"],
+    );
+    let id = call.as_str().expect("the call's id");
+    assert!(
+        !id.is_empty()
+            && id
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-'),
+        "{id:?} is not ^[a-zA-Z0-9_-]+$"
+    );
+    assert_eq!(call, result, "the result answers the call by the same id");
+    // The transcript and the tool saw the original id: the run log keeps it as written.
+    let run_id = report["run_id"].as_str().expect("run id");
+    let logs = stdout(&kiln(&["logs", run_id, "--json"], s.path()));
+    assert!(logs.contains("weird id/../\\u0000"), "{logs}");
+}
+
 /// Whether an exported span holds attribute `key` with string value `value`. OTLP/HTTP sends
 /// protobuf: a `KeyValue` is the key's bytes, then the `AnyValue` with the string's bytes a
 /// few framing bytes later.

@@ -162,6 +162,18 @@ pub fn anthropic(headers: &HeaderMap, body: &Value, require_auth: bool) -> Resul
                     &pending.iter().collect::<Vec<_>>(),
                 ));
             }
+            if let Some(j) = content
+                .iter()
+                .position(|b| b["type"] == "tool_use" && !id_pattern(&b["id"]))
+            {
+                return Err(anthropic_error(
+                    400,
+                    "invalid_request_error",
+                    format!(
+                        "messages.{i}.content.{j}.tool_use.id: String should match pattern '^[a-zA-Z0-9_-]+$'"
+                    ),
+                ));
+            }
             pending = content
                 .iter()
                 .filter(|b| b["type"] == "tool_use")
@@ -170,6 +182,16 @@ pub fn anthropic(headers: &HeaderMap, body: &Value, require_auth: bool) -> Resul
         }
     }
     Ok(())
+}
+
+/// Whether a `tool_use` block's id is one the Messages API takes: `^[a-zA-Z0-9_-]+$`.
+fn id_pattern(id: &Value) -> bool {
+    id.as_str().is_some_and(|id| {
+        !id.is_empty()
+            && id
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+    })
 }
 
 fn tool_use_without_result(i: usize, ids: &[&String]) -> Rejection {
@@ -353,5 +375,25 @@ mod tests {
             json!({"model": "m", "max_tokens": 10, "messages": [{"role": "tool", "content": "x"}]});
         let (_, err) = anthropic(&headers(), &odd, true).expect_err("tool role");
         assert!(err.to_string().contains("messages.0.role"), "{err}");
+    }
+
+    #[test]
+    fn a_tool_use_id_outside_the_apis_pattern_is_refused() {
+        let body = |id: &str| {
+            json!({"model": "m", "max_tokens": 10, "messages": [
+                {"role": "user", "content": "hi"},
+                {"role": "assistant", "content": [{"type": "tool_use", "id": id, "name": "t", "input": {}}]},
+                {"role": "user", "content": [{"type": "tool_result", "tool_use_id": id, "content": "5"}]}
+            ]})
+        };
+        assert!(anthropic(&headers(), &body("toolu_01-x"), true).is_ok());
+        let (status, err) =
+            anthropic(&headers(), &body("weird id/../\u{0}"), true).expect_err("weird id");
+        assert_eq!(status, 400);
+        assert!(
+            err.to_string()
+                .contains("messages.1.content.0.tool_use.id: String should match pattern"),
+            "{err}"
+        );
     }
 }

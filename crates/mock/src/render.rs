@@ -33,11 +33,16 @@ fn cut(mut chunks: Vec<String>, turn: &Turn) -> Vec<String> {
     chunks
 }
 
+/// The id the scenario gives call `i` of `turn` ([`super::scenario::MockCall::id`]), if any.
+fn own_id(turn: &Turn, i: usize) -> Option<String> {
+    turn.calls().get(i).and_then(|c| c.id.clone())
+}
+
 /// Anthropic Messages reply for turn number `n`.
 pub fn anthropic(turn: &Turn, n: usize, model: &str, stream: bool) -> Reply {
     let usage = turn.usage();
     let id = format!("msg_mock_{n}");
-    let call_id = |i: usize| format!("toolu_mock_{n}_{i}");
+    let call_id = |i: usize| own_id(turn, i).unwrap_or_else(|| format!("toolu_mock_{n}_{i}"));
     let stop = if turn.truncate {
         "max_tokens"
     } else if turn.calls().is_empty() {
@@ -129,7 +134,7 @@ pub fn anthropic(turn: &Turn, n: usize, model: &str, stream: bool) -> Reply {
 pub fn openai(turn: &Turn, n: usize, model: &str, stream: bool, include_usage: bool) -> Reply {
     let usage = turn.usage();
     let id = format!("chatcmpl-mock{n}");
-    let call_id = |i: usize| format!("call_mock_{n}_{i}");
+    let call_id = |i: usize| own_id(turn, i).unwrap_or_else(|| format!("call_mock_{n}_{i}"));
     let finish = if turn.truncate {
         "length"
     } else if turn.calls().is_empty() {

@@ -131,6 +131,7 @@ impl Turn {
                     name: "run_code".into(),
                     args: serde_json::json!({ "code": code }),
                     raw_arguments: None,
+                    id: None,
                 });
                 std::borrow::Cow::Owned(calls)
             }
@@ -150,6 +151,10 @@ pub struct MockCall {
     /// Arguments text sent verbatim (OpenAI), e.g. invalid JSON.
     #[serde(default)]
     pub raw_arguments: Option<String>,
+    /// The call's id as the service sends it, however odd (Anthropic and OpenAI Chat
+    /// Completions); by default the mock's own (`toolu_mock_N_I`, `call_mock_N_I`).
+    #[serde(default)]
+    pub id: Option<String>,
 }
 
 impl MockCall {

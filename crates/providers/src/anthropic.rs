@@ -12,6 +12,9 @@ use super::{rendered, sse};
 use reqwest::header::{HeaderMap, HeaderValue};
 use serde_json::{Value, json};
 
+/// The tool-call ids this wire takes: every call's and result's id is sent through it.
+const ID: super::call_ids::IdRule = super::call_ids::IdRule::ANTHROPIC;
+
 /// The API version header kiln speaks.
 pub const API_VERSION: &str = "2023-06-01";
 /// Default base URL.
@@ -131,7 +134,7 @@ fn blocks(m: &Message) -> (&'static str, Vec<Value>) {
                     _ => json!({}),
                 };
                 blocks
-                    .push(json!({"type": "tool_use", "id": c.id, "name": c.name, "input": input}));
+                    .push(json!({"type": "tool_use", "id": ID.wire_id(&c.id), "name": c.name, "input": input}));
             }
             ("assistant", blocks)
         }
@@ -139,7 +142,7 @@ fn blocks(m: &Message) -> (&'static str, Vec<Value>) {
             let blocks = results
                 .iter()
                 .map(|r| {
-                    let mut b = json!({"type": "tool_result", "tool_use_id": r.call_id, "content": r.content});
+                    let mut b = json!({"type": "tool_result", "tool_use_id": ID.wire_id(&r.call_id), "content": r.content});
                     if r.is_error {
                         b["is_error"] = json!(true);
                     }

@@ -14,6 +14,9 @@ use super::{
 use serde_json::{Value, json};
 use std::borrow::Cow;
 
+/// The tool-call ids this wire takes: every call's and result's id is sent through it.
+const ID: super::call_ids::IdRule = super::call_ids::IdRule::BEDROCK;
+
 /// The region when neither `AWS_REGION` nor `AWS_DEFAULT_REGION` says.
 pub const DEFAULT_REGION: &str = "us-east-1";
 /// The variable that moves the endpoint, as the AWS SDKs read it.
@@ -179,7 +182,7 @@ fn blocks(m: &Message) -> (&'static str, Vec<Value>) {
                     _ => json!({}),
                 };
                 blocks
-                    .push(json!({"toolUse": {"toolUseId": c.id, "name": c.name, "input": input}}));
+                    .push(json!({"toolUse": {"toolUseId": ID.wire_id(&c.id), "name": c.name, "input": input}}));
             }
             ("assistant", blocks)
         }
@@ -191,7 +194,7 @@ fn blocks(m: &Message) -> (&'static str, Vec<Value>) {
                         Some(t) => t,
                         None => json!({"text": "(no output)"}),
                     };
-                    let mut b = json!({"toolUseId": r.call_id, "content": [content]});
+                    let mut b = json!({"toolUseId": ID.wire_id(&r.call_id), "content": [content]});
                     if r.is_error {
                         b["status"] = json!("error");
                     }

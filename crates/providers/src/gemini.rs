@@ -17,6 +17,9 @@ use super::{rendered, sse};
 use reqwest::header::{HeaderMap, HeaderValue};
 use serde_json::{Value, json};
 
+/// The tool-call ids this wire takes: every call's and result's id is sent through it.
+const ID: super::call_ids::IdRule = super::call_ids::IdRule::GEMINI;
+
 /// Default base URL.
 pub const DEFAULT_BASE_URL: &str = "https://generativelanguage.googleapis.com";
 /// The API version in the path.
@@ -124,7 +127,7 @@ fn parts(m: &Message) -> (&'static str, Vec<Value>) {
                 .map(|r| {
                     let mut f = json!({"name": r.name, "response": response_object(&r.content, r.is_error)});
                     if !r.call_id.starts_with(MADE_UP_ID) {
-                        f["id"] = json!(r.call_id);
+                        f["id"] = json!(ID.wire_id(&r.call_id));
                     }
                     json!({ "functionResponse": f })
                 })
@@ -170,7 +173,7 @@ fn model_parts(content: &str, calls: &[super::ToolCall], replay: &Option<Replay>
         };
         let mut f = json!({"name": c.name, "args": args});
         if !c.id.starts_with(MADE_UP_ID) {
-            f["id"] = json!(c.id);
+            f["id"] = json!(ID.wire_id(&c.id));
         }
         let mut p = json!({ "functionCall": f });
         let sig = match kept {

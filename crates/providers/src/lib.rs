@@ -18,6 +18,9 @@ pub mod azure;
 pub mod bedrock;
 mod bedrock_auth;
 pub mod bedrock_reply;
+pub mod call_ids;
+#[cfg(test)]
+mod call_ids_tests;
 pub mod chain;
 pub mod gemini;
 mod gemini_reply;

@@ -12,6 +12,9 @@ use reqwest::header::HeaderMap;
 use serde_json::{Value, json};
 use std::borrow::Cow;
 
+/// The tool-call ids this wire takes: every call's and result's id is sent through it.
+const ID: super::call_ids::IdRule = super::call_ids::IdRule::OLLAMA;
+
 const NAME: &str = "ollama";
 /// Default base URL.
 pub const DEFAULT_BASE_URL: &str = "http://127.0.0.1:11434";
@@ -91,7 +94,7 @@ fn wire_messages(m: &Message, msgs: &mut Vec<Value>) {
                         };
                         let mut call = json!({"function": {"name": c.name, "arguments": args}});
                         if !c.id.starts_with(SYNTHETIC_ID) {
-                            call["id"] = json!(c.id);
+                            call["id"] = json!(ID.wire_id(&c.id));
                         }
                         call
                     })
@@ -104,7 +107,7 @@ fn wire_messages(m: &Message, msgs: &mut Vec<Value>) {
             for r in results {
                 let mut t = json!({"role": "tool", "tool_name": r.name, "content": r.content});
                 if !r.call_id.starts_with(SYNTHETIC_ID) {
-                    t["tool_call_id"] = json!(r.call_id);
+                    t["tool_call_id"] = json!(ID.wire_id(&r.call_id));
                 }
                 msgs.push(t);
             }

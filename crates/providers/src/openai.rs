@@ -10,6 +10,9 @@ use super::{rendered, sse};
 use reqwest::header::{AUTHORIZATION, HeaderMap, HeaderValue};
 use serde_json::{Value, json};
 
+/// The tool-call ids this wire takes: every call's and result's id is sent through it.
+const ID: super::call_ids::IdRule = super::call_ids::IdRule::OPENAI;
+
 /// Default base URL (the `/v1` prefix is part of it, as with every compatible server).
 pub const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
 
@@ -111,7 +114,7 @@ fn wire_messages(m: &Message, msgs: &mut Vec<Value>) {
             if !tool_calls.is_empty() {
                 let calls: Vec<Value> = tool_calls
                     .iter()
-                    .map(|c| json!({"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.args.to_text()}}))
+                    .map(|c| json!({"id": ID.wire_id(&c.id), "type": "function", "function": {"name": c.name, "arguments": c.args.to_text()}}))
                     .collect();
                 a["tool_calls"] = Value::Array(calls);
             }
@@ -119,7 +122,7 @@ fn wire_messages(m: &Message, msgs: &mut Vec<Value>) {
         }
         Message::Tool { results } => {
             for r in results {
-                msgs.push(json!({"role": "tool", "tool_call_id": r.call_id, "content": r.content}));
+                msgs.push(json!({"role": "tool", "tool_call_id": ID.wire_id(&r.call_id), "content": r.content}));
             }
         }
     }

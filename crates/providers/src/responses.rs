@@ -12,6 +12,9 @@ use super::{Replay, ToolChoice, http, rendered, sse};
 use reqwest::header::HeaderMap;
 use serde_json::{Value, json};
 
+/// The tool-call ids this wire takes: every call's and result's id is sent through it.
+const ID: super::call_ids::IdRule = super::call_ids::IdRule::RESPONSES;
+
 /// Default base URL (with `/v1`, like the Chat Completions provider's).
 pub const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
 
@@ -154,7 +157,7 @@ fn input_items(m: &Message, items: &mut Vec<Value>) {
         } => assistant_items(content, tool_calls, replay, items),
         Message::Tool { results } => {
             for r in results {
-                items.push(json!({"type": "function_call_output", "call_id": r.call_id, "output": r.content}));
+                items.push(json!({"type": "function_call_output", "call_id": ID.wire_id(&r.call_id), "output": r.content}));
             }
         }
     }
@@ -180,6 +183,7 @@ fn assistant_items(
                     continue;
                 };
                 let mut item = item.clone();
+                item["call_id"] = json!(ID.wire_id(&calls[i].id));
                 item["name"] = json!(calls[i].name);
                 item["arguments"] = json!(calls[i].args.to_text());
                 sent[i] = true;
@@ -197,7 +201,7 @@ fn assistant_items(
     }
     for (c, _) in calls.iter().zip(sent).filter(|(_, sent)| !sent) {
         items.push(
-            json!({"type": "function_call", "call_id": c.id, "name": c.name,
+            json!({"type": "function_call", "call_id": ID.wire_id(&c.id), "name": c.name,
                           "arguments": c.args.to_text()}),
         );
     }
