@@ -148,3 +148,46 @@ fn a_terminal_shows_a_live_progress_bar_with_the_counts_and_quiet_hides_it() {
     assert!(!quiet.contains("22/22"), "{quiet}");
     assert!(quiet.contains("failing (2)"), "{quiet}");
 }
+
+#[test]
+fn a_nul_in_a_models_answer_is_escaped_in_the_html_report() {
+    let dir = tempfile::tempdir().expect("dir");
+    std::fs::write(
+        dir.path().join("agent.rhai"),
+        crate::eval::agent_script("Be brief."),
+    )
+    .expect("agent");
+    std::fs::write(
+        dir.path().join("evals.rhai"),
+        "evaluation(\"nul\").agent(\"support\")\n    \
+         .add_case(#{ name: \"q\", input: \"hi\", expected: \"x\" })\n    \
+         .evaluator(answer_contains());\n",
+    )
+    .expect("evals");
+    let mock = crate::common::Mock::start(&serde_json::json!({"require_auth": false, "turns": [
+        {"text": "before\u{0}after <b>"}
+    ]}));
+    let out = Command::new(crate::common::kiln_bin())
+        .args(["eval", "nul", "--scripts", ".", "--no-stdlib", "--quiet"])
+        .args(["--html", "r.html", "--base-url"])
+        .arg(format!("{}/v1", mock.url))
+        .current_dir(dir.path())
+        .env("NO_COLOR", "1")
+        .env("OPENAI_API_KEY", crate::common::TEST_KEY)
+        .env_remove("OPENAI_BASE_URL")
+        .env_remove("KILN_LOG")
+        .output()
+        .expect("run kiln eval");
+    // The case fails (its answer lacks "x"): the report is written all the same.
+    let page = std::fs::read(dir.path().join("r.html")).expect("the HTML report");
+    assert!(
+        !page.contains(&0),
+        "a raw NUL in the page; {}",
+        stderr(&out)
+    );
+    let page = String::from_utf8_lossy(&page);
+    assert!(
+        page.contains("before\\u0000after &lt;b&gt;"),
+        "no escaped answer in the page: {page}"
+    );
+}
