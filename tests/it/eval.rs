@@ -390,6 +390,41 @@ fn mistakes_in_an_evaluation_are_load_errors_at_their_place() {
     );
 }
 
+#[cfg(unix)]
+#[test]
+fn a_cases_file_linking_out_of_the_scripts_folder_is_refused_naming_it() {
+    let outside = tempfile::tempdir().expect("outside");
+    let secret = outside.path().join("secret.jsonl");
+    std::fs::write(&secret, "{\"input\": \"the secret\"}\n").expect("secret");
+    let dir = tempfile::tempdir().expect("dir");
+    std::fs::write(dir.path().join("agent.rhai"), agent_script("x")).expect("agent");
+    std::os::unix::fs::symlink(&secret, dir.path().join("cases.jsonl")).expect("symlink");
+    std::fs::write(
+        dir.path().join("evals.rhai"),
+        "evaluation(\"e\")\n    .agent(\"support\")\n    .cases(\"cases.jsonl\")\n    .evaluator(answer_contains());\n",
+    )
+    .expect("evals");
+    let mock = Mock::start(&scenario(&[], &[]));
+    for out in [
+        crate::common::kiln(&["check", "--scripts", ".", "--no-stdlib"], dir.path()),
+        eval(dir.path(), &mock, &["e"]),
+    ] {
+        let err = format!("{}{}", stdout(&out), stderr(&out));
+        assert!(!out.status.success(), "{err}");
+        assert!(
+            err.contains("evals.rhai:3:6")
+                && err
+                    .contains("cases file \"cases.jsonl\" is a symlink out of the script's folder"),
+            "{err}"
+        );
+        assert!(!err.contains("the secret"), "{err}");
+    }
+    assert!(
+        mock.requests().is_empty(),
+        "no case of the linked file was run"
+    );
+}
+
 #[test]
 fn a_token_budget_stops_the_eval_cleanly_with_what_finished() {
     let dir = tempfile::tempdir().expect("dir");

@@ -66,7 +66,9 @@ impl CasesError {
     }
 }
 
-/// Where `file` (as the script names it) is: beside the script, never outside its folder.
+/// Where `file` (as the script names it) is: beside the script, never outside its folder, not
+/// even through a symlink (the file, or a folder on its way, linking out is refused). A file
+/// that does not exist is left to [`read`] to say so.
 pub fn resolve(script: &str, file: &str) -> Result<PathBuf, CasesError> {
     let rel = Path::new(file);
     let escapes = rel.is_absolute()
@@ -78,8 +80,22 @@ pub fn resolve(script: &str, file: &str) -> Result<PathBuf, CasesError> {
             "cases file \"{file}\" must be a path inside the script's folder (no `..`, not absolute)"
         )));
     }
-    let dir = Path::new(script).parent().unwrap_or(Path::new("."));
-    Ok(dir.join(rel))
+    let dir = match Path::new(script).parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    let path = dir.join(rel);
+    if let (Ok(real), Ok(root)) = (path.canonicalize(), dir.canonicalize())
+        && !real.starts_with(&root)
+    {
+        return Err(CasesError::here(format!(
+            "cases file \"{file}\" is a symlink out of the script's folder {} (to {}); \
+             copy the file into the folder instead",
+            root.display(),
+            real.display()
+        )));
+    }
+    Ok(path)
 }
 
 /// Reads the cases of `path` (its extension says the format).
@@ -237,6 +253,41 @@ fn csv_error(path: &str, e: &csv::Error) -> CasesError {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[cfg(unix)]
+    #[test]
+    fn a_symlink_out_of_the_scripts_folder_is_refused_and_one_inside_is_read() {
+        let outside = tempfile::tempdir().unwrap();
+        let target = write(outside.path(), "secret.jsonl", "{\"input\":\"x\"}\n");
+        let dir = tempfile::tempdir().unwrap();
+        let script = dir.path().join("evals.rhai").display().to_string();
+        std::os::unix::fs::symlink(&target, dir.path().join("cases.jsonl")).unwrap();
+        let err = resolve(&script, "cases.jsonl").unwrap_err();
+        assert!(
+            err.message
+                .contains("cases file \"cases.jsonl\" is a symlink out of"),
+            "{}",
+            err.message
+        );
+        std::fs::create_dir(dir.path().join("data")).unwrap();
+        std::os::unix::fs::symlink(outside.path(), dir.path().join("data/out")).unwrap();
+        assert!(
+            resolve(&script, "data/out/secret.jsonl").is_err(),
+            "a folder linking out"
+        );
+        let inside = write(dir.path(), "real.jsonl", "{\"input\":\"y\"}\n");
+        std::os::unix::fs::symlink(&inside, dir.path().join("data/alias.jsonl")).unwrap();
+        let p = resolve(&script, "data/alias.jsonl").unwrap();
+        assert_eq!(
+            read(&p).unwrap().len(),
+            1,
+            "a link inside the folder is read"
+        );
+        assert!(
+            resolve(&script, "missing.jsonl").is_ok(),
+            "left to read to report"
+        );
+    }
 
     fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
         let p = dir.join(name);
