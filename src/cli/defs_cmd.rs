@@ -16,7 +16,7 @@ pub struct DefsArgs {
 
 /// Writes the definitions file.
 pub fn definitions(g: &Global, a: DefsArgs) -> CliResult<ExitCode> {
-    let host = g.host()?;
+    let host = g.reading_host("kiln definitions")?;
     write(&host, &a.out)?;
     output::outln!("wrote {}", a.out.display())?;
     Ok(ExitCode::SUCCESS)

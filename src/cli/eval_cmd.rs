@@ -95,12 +95,16 @@ pub fn eval(g: &Global, a: EvalArgs) -> CliResult<ExitCode> {
         )
         .into());
     }
+    if a.list {
+        let host = g.reading_host("kiln eval --list")?;
+        for e in &host.registry().errors {
+            output::error(&e.to_string());
+        }
+        return list(&host);
+    }
     let (host, _db) = g.host_with_db()?;
     for e in &host.registry().errors {
         output::error(&e.to_string());
-    }
-    if a.list {
-        return list(&host);
     }
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()

@@ -11,6 +11,7 @@ mod fds;
 mod init_cmd;
 mod mcp_cmd;
 mod mock_cmd;
+mod mounts;
 pub mod output;
 pub mod programs;
 pub mod project;
@@ -108,6 +109,10 @@ pub struct Global {
     /// [client_metadata_url=URL]" (then `kiln auth login NAME`)
     #[arg(long = "mcp", global = true, value_name = "NAME=SERVER")]
     pub mcp: Vec<String>,
+    /// Whether `mcp` came from kiln.toml's `[mounts]` rather than the command line (commands
+    /// that only read the project start the ones given on the command line only).
+    #[arg(skip)]
+    pub mounts_from_project: bool,
     /// Send traces (OpenTelemetry GenAI spans: runs, model requests, tool calls, pipelines)
     /// to this OTLP/HTTP collector, e.g. http://127.0.0.1:6006 (Phoenix) or :4318. Default:
     /// OTEL_EXPORTER_OTLP_TRACES_ENDPOINT or OTEL_EXPORTER_OTLP_ENDPOINT, else no export.
@@ -262,14 +267,22 @@ impl Global {
         }
     }
 
-    /// Builds the host, refusing explicitly named folders that do not exist.
+    /// Builds the host, refusing explicitly named folders that do not exist; the MCP servers
+    /// the project names start, and a line on stderr says so.
     pub fn host(&self) -> CliResult<Arc<Host>> {
         let host = self.builder()?.build()?;
+        mounts::report_started(self, &host);
         mcp_cmd::mount(self, &host)?;
         Ok(host)
     }
 
-    fn builder(&self) -> CliResult<kiln::HostBuilder> {
+    /// A host for a command that only reads the project: no MCP server starts
+    /// ([`mounts::reading_host`]).
+    pub fn reading_host(&self, command: &str) -> CliResult<Arc<Host>> {
+        mounts::reading_host(self, command)
+    }
+
+    pub(crate) fn builder(&self) -> CliResult<kiln::HostBuilder> {
         for dir in &self.scripts {
             if !dir.is_dir() {
                 let named_by = (self.project.as_deref())
@@ -315,6 +328,7 @@ impl Global {
     /// A host whose `store_*` persist in the database, and the database (for the run log).
     pub fn host_with_db(&self) -> CliResult<(Arc<Host>, Arc<kiln_db::Db>)> {
         let host = self.builder()?.database(self.db_path()).build()?;
+        mounts::report_started(self, &host);
         mcp_cmd::mount(self, &host)?;
         let db = host
             .database()

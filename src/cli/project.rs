@@ -169,6 +169,7 @@ fn fill_global(g: &mut Global, project: &Project, given: &Given) {
         g.mcp = (file.mounts.iter())
             .map(|(name, server)| format!("{name}={server}"))
             .collect();
+        g.mounts_from_project = true;
     }
 }
 

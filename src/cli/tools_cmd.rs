@@ -89,7 +89,7 @@ pub fn check(g: &Global, a: CheckArgs) -> CliResult<ExitCode> {
             }
         }
     }
-    let host = g.host()?;
+    let host = g.reading_host("kiln check")?;
     let reg = host.registry();
     for e in &reg.errors {
         output::error(&e.to_string());
@@ -128,7 +128,7 @@ pub fn check(g: &Global, a: CheckArgs) -> CliResult<ExitCode> {
 
 /// `kiln tools`.
 pub fn tools(g: &Global, a: ToolsArgs) -> CliResult<ExitCode> {
-    let host = g.host()?;
+    let host = g.reading_host("kiln tools")?;
     let reg = host.registry();
     report_load_problems(&reg);
     let list = if a.caps.is_empty() {
@@ -228,7 +228,7 @@ fn print_table<const N: usize>(header: &[&str; N], rows: &[[String; N]]) -> CliR
 
 /// `kiln schema`.
 pub fn schema(g: &Global, a: SchemaArgs) -> CliResult<ExitCode> {
-    let host = g.host()?;
+    let host = g.reading_host("kiln schema")?;
     let tool = host.tool(&a.tool)?;
     let (defs, warnings) = Registry::schemas(&[tool], format(&a.format)?);
     warnings.iter().for_each(|w| output::warning(w));
@@ -287,7 +287,7 @@ pub fn call(g: &Global, a: CallArgs) -> CliResult<ExitCode> {
 
 /// `kiln agents`.
 pub fn agents(g: &Global) -> CliResult<ExitCode> {
-    let host = g.host()?;
+    let host = g.reading_host("kiln agents")?;
     let reg = host.registry();
     report_load_problems(&reg);
     let rows: Vec<[String; 4]> = reg

@@ -355,9 +355,17 @@ proptest! {
 fn a_handler_walking_a_cycle_ends_with_an_error_not_an_abort() {
     let cycle = "let a = #{}; let f = || a; a.f = f;";
     let cases = [
-        ("json_of_holder", "#{x: f}.to_json()", Some("refers to itself")),
+        (
+            "json_of_holder",
+            "#{x: f}.to_json()",
+            Some("refers to itself"),
+        ),
         ("json_of_itself", "a.to_json()", Some("refers to itself")),
-        ("json_nested", "#{x: [[#{y: f}]]}.to_json()", Some("refers to itself")),
+        (
+            "json_nested",
+            "#{x: [[#{y: f}]]}.to_json()",
+            Some("refers to itself"),
+        ),
         ("printed", "`${a} ${[f]}`", None),
         ("switched", "switch a { 1 => 0, _ => 2 }", None),
         ("returned", "a", Some("")),
@@ -382,7 +390,12 @@ fn a_handler_walking_a_cycle_ends_with_an_error_not_an_abort() {
             &["--scripts", ".", "--no-stdlib", "call", name, "{}"],
             s.path(),
         );
-        assert_ne!(out.status.code(), Some(134), "{name}: aborted: {}", stderr(&out));
+        assert_ne!(
+            out.status.code(),
+            Some(134),
+            "{name}: aborted: {}",
+            stderr(&out)
+        );
         let said = stdout(&out);
         let report: Value = serde_json::from_str(&said)
             .unwrap_or_else(|_| panic!("{name}: no report: {said} {}", stderr(&out)));
@@ -394,6 +407,10 @@ fn a_handler_walking_a_cycle_ends_with_an_error_not_an_abort() {
             }
             None => assert_eq!(report["success"], true, "{name}: {report}"),
         }
-        assert!(started.elapsed().as_secs() < 20, "{name} took {:?}", started.elapsed());
+        assert!(
+            started.elapsed().as_secs() < 20,
+            "{name} took {:?}",
+            started.elapsed()
+        );
     }
 }

@@ -72,6 +72,7 @@ mod programs_apart;
 mod project;
 mod project_keys;
 mod ratelimit;
+mod read_only_mounts;
 mod reload;
 mod renames;
 mod repl;

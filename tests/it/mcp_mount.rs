@@ -367,9 +367,16 @@ fn mcp_a_server_declared_in_a_script_runs_in_an_agent_listing_server_star() {
         .lines()
         .find(|l| l.starts_with("srv "))
         .unwrap_or_else(|| panic!("a server row in {listing}"));
+    // `kiln tools` only reads: it started nothing, and lists what `kiln ask` recorded.
     assert!(
-        row.contains("agent.rhai:1:1") && row.ends_with("running (2 tools)"),
+        row.contains("agent.rhai:1:1") && row.ends_with("not started (2 tools as last recorded)"),
         "{row}"
+    );
+    assert!(
+        stderr(&tools).contains("mcp_server(\"srv\") declared at ./agent.rhai:1")
+            && stderr(&tools).contains("was not started: `kiln tools` only reads the project"),
+        "{}",
+        stderr(&tools)
     );
 }
 
@@ -426,9 +433,12 @@ fn mcp_two_servers_of_one_name_and_a_failing_server_are_reported() {
         .lines()
         .find(|l| l.starts_with("gone "))
         .unwrap_or_else(|| panic!("a server row in {listing}"));
+    // `kiln check` only reads the project: it starts no server, so none fails to start.
+    assert!(row.ends_with("not started"), "{row}");
+    assert!(!err.contains("cannot start"), "{err}");
     assert!(
-        row.contains("failed: MCP server \"gone\": cannot start `/nonexistent/mcp-server`"),
-        "{row}"
+        err.contains("its tools are not listed: it has not been started here yet"),
+        "{err}"
     );
 }
 
@@ -598,13 +608,17 @@ fn mcp_a_declared_servers_tool_colliding_with_a_script_tool_is_a_load_error() {
         ),
         ("srv.rhai", &declared_server(server.path())),
     ]);
+    let duplicate =
+        "srv.rhai:1:1: duplicate tool \"srv__add\": already defined at ./a_tool.rhai:1:1";
+    // A command that runs tools starts the server and finds the collision ...
+    let out = kiln(
+        &["call", "--no-stdlib", "--scripts", ".", "srv__add", "{}"],
+        dir.path(),
+    );
+    assert!(stderr(&out).contains(duplicate), "{}", stderr(&out));
+    // ... and `kiln check`, which starts nothing, finds it in what that start recorded.
     let out = kiln(&["check", "--no-stdlib", "--scripts", "."], dir.path());
     assert!(!out.status.success());
     let err = stderr(&out);
-    assert!(
-        err.contains(
-            "srv.rhai:1:1: duplicate tool \"srv__add\": already defined at ./a_tool.rhai:1:1"
-        ),
-        "{err}"
-    );
+    assert!(err.contains(duplicate), "{err}");
 }

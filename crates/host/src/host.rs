@@ -322,6 +322,13 @@ impl Host {
         crate::mcp::Mounts::start(&sink, specs, report)
     }
 
+    /// Lists a server without starting it (commands that only read the project): its tools
+    /// as its last start recorded them, if one did; how many.
+    #[cfg(feature = "mcp")]
+    pub fn show_unstarted(self: &Arc<Self>, spec: crate::mcp::MountSpec) -> Option<usize> {
+        crate::mcp::unstarted::show_unstarted(self.as_ref(), spec)
+    }
+
     /// Reloads the script at `path` after a change and swaps in the registry it makes. A file
     /// that had loaded keeps its old version while its new one has errors (they are kept as the
     /// file's breakage); a file gone is dropped with its tools.

@@ -10,10 +10,12 @@ mod error;
 pub mod mount;
 pub mod oauth;
 mod proxy;
+mod recorded;
 mod served_proxy;
 mod servers;
 mod sink;
 mod state;
+pub mod unstarted;
 
 pub use error::McpError;
 pub use kiln_registry::mount_spec::{MountSpec, SEPARATOR, Target};

@@ -32,6 +32,7 @@ pub(super) async fn install(
                 message: format!("tools/list failed: {e}"),
             },
         })?;
+    super::recorded::save(&host.workspace(), spec, &tools);
     let natives: Vec<NativeTool> = tools.iter().map(|t| proxy(spec, slot, t)).collect();
     let count = natives.len();
     let mut file = native_source(natives);
@@ -51,7 +52,7 @@ pub(super) async fn install(
 
 /// A registry tool forwarding validated arguments to the server's tool, through whichever
 /// connection is live when it is called.
-fn proxy(spec: &MountSpec, slot: &Slot, tool: &rmcp::model::Tool) -> NativeTool {
+pub(super) fn proxy(spec: &MountSpec, slot: &Slot, tool: &rmcp::model::Tool) -> NativeTool {
     let remote = tool.name.to_string();
     let (server, slot) = (spec.name.clone(), slot.clone());
     let forward = remote.clone();

@@ -26,6 +26,12 @@ pub enum ServerState {
         /// Why it could not start.
         reason: String,
     },
+    /// Not started: the command only reads the project. Its tools are listed as its last
+    /// start recorded them, when one did.
+    NotStarted {
+        /// How many tools the last start listed, if one is recorded.
+        recorded: Option<usize>,
+    },
 }
 
 impl std::fmt::Display for ServerState {
@@ -35,6 +41,10 @@ impl std::fmt::Display for ServerState {
             ServerState::Running { tools } => write!(f, "running ({tools} tools)"),
             ServerState::Restarting { reason } => write!(f, "restarting ({reason})"),
             ServerState::Failed { reason } => write!(f, "failed: {reason} (retrying)"),
+            ServerState::NotStarted { recorded: Some(n) } => {
+                write!(f, "not started ({n} tools as last recorded)")
+            }
+            ServerState::NotStarted { recorded: None } => write!(f, "not started"),
         }
     }
 }
