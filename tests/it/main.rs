@@ -8,6 +8,7 @@ static ALLOCATOR: kiln::budget::Counting<std::alloc::System> =
 mod actors_apart;
 mod adversarial;
 mod agent_loop;
+mod approval_ends;
 mod approvals;
 mod architecture;
 mod attachments;
