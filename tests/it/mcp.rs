@@ -461,8 +461,10 @@ fn mcp_ask_grants_are_refused_without_yes_when_the_client_cannot_ask() {
         .as_str()
         .unwrap_or("");
     assert!(
-        text.contains("[store] is granted with --ask and this MCP client cannot ask")
-            && text.contains("grant it with --caps instead of --ask, or pass --yes"),
+        text.contains("[store] needs a person's approval and this MCP client cannot ask")
+            && text.contains("the server's operator may grant it without asking")
+            && !text.contains("--yes")
+            && !text.contains("--caps"),
         "{text}"
     );
     let yes = ["--caps", "store", "--ask", "store", "--yes"];

@@ -66,7 +66,7 @@ try { b = remember(#{ text: "two" }); } catch (e) { b = `caught: ${e}`; }
     assert!(
         text.contains("remember(): Tool \"remember\" was not run: \"store\" needs approval")
             && text.contains("answers approvals only in a retried request")
-            && text.contains("grant it with --caps instead of --ask"),
+            && text.contains("the server's operator may grant it without asking"),
         "{text}"
     );
 }

@@ -63,7 +63,7 @@ fn kiln_call_meets_each_verdict() {
     assert_ne!(code, Some(0), "{said}");
     assert!(
         said.contains(
-            "deleting users; it needs approval and there is no one to ask (pass --yes to approve)"
+            "deleting users; it needs approval and there is no one to ask (no person can approve it here, and approving every call without asking is off)"
         ),
         "{said}"
     );

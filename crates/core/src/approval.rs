@@ -77,8 +77,10 @@ impl Approver for BlockingApprover {
     }
 }
 
-/// Why nobody could be asked: no terminal, no client that answers, no approver, no `--yes`.
-pub const NO_ONE_TO_ASK: &str = "there is no one to ask (pass --yes to approve)";
+/// Why nobody could be asked: no terminal, no client that answers, no approver, and approving
+/// every call was not turned on (`kiln --yes` at the command line). Door-neutral: an HTTP
+/// client reads it too, so it names no flag.
+pub const NO_ONE_TO_ASK: &str = "there is no one to ask (no person can approve it here, and approving every call without asking is off)";
 
 /// The one rule for a person's yes: every `ask` (a grant a tool relies on, a gated host
 /// function's grant, a call policy's verdict) goes through here, at every door.

@@ -31,6 +31,9 @@ pub struct AgentCall {
     /// The run that asked for this one (an agent's run calling it as a tool, a pipeline's
     /// run): the run log shows the new run as its child.
     pub parent: Option<String>,
+    /// Who approves the run's calls that need a person: the caller's approver (the door's
+    /// person, as for the caller's own calls); `None`: the host's terminal, or nobody.
+    pub approver: Option<std::sync::Arc<dyn crate::context::Approver>>,
 }
 
 /// What [`AgentRunner::run_agent`] returns: the agent's answer, or the caller's failure.

@@ -82,6 +82,8 @@ impl AgentRunner for Host {
                 cancel,
                 depth: call.depth,
                 parent: call.parent,
+                // The door's person decides the nested run's approvals, as the caller's.
+                approver: call.approver,
                 ..RunOptions::default()
             };
             let result = self.run(&call.agent, &call.prompt, opts).await;

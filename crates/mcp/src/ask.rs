@@ -153,16 +153,13 @@ impl ClientApprover {
         let cannot = match (can_elicit, stateless) {
             (true, false) => None,
             _ if terminal => return None,
-            (true, true) => Some(
+            (true, true) => Some(format!(
                 "this MCP client answers approvals only in a retried request, which a running \
-                 program cannot wait for; grant it with --caps instead of --ask, or pass --yes"
-                    .to_string(),
-            ),
-            (false, _) => Some(
-                "this MCP client cannot ask (it does not support elicitation); grant it with \
-                 --caps instead of --ask, or pass --yes to approve every use"
-                    .to_string(),
-            ),
+                 program cannot wait for; {OPERATOR_MAY}"
+            )),
+            (false, _) => Some(format!(
+                "this MCP client cannot ask (it does not support elicitation); {OPERATOR_MAY}"
+            )),
         };
         Some(ClientApprover {
             peer: cx.peer.clone(),
@@ -175,6 +172,9 @@ impl ClientApprover {
 impl kiln_core::context::Approver for ClientApprover {
     fn approve(&self, _cap: &str, question: &str) -> Result<bool, String> {
         if let Some(why) = &self.cannot {
+            tracing::warn!(
+                "a program's call needs approval and the MCP client cannot answer it: grant the capability with --caps instead of --ask, or pass --yes"
+            );
             return Err(why.clone());
         }
         let request = ServerRequest::ElicitRequest(ElicitRequest::new(form(format!(
@@ -234,10 +234,19 @@ fn form(message: String) -> ElicitRequestParams {
     }
 }
 
+/// What the server's operator may do about a use nobody can approve, door-neutral (an MCP
+/// client over HTTP reads it): the flags are in docs/mcp.md and the server's log.
+const OPERATOR_MAY: &str =
+    "the server's operator may grant it without asking, or approve every use";
+
 fn cannot_ask(tool: &str, caps: &[Capability]) -> String {
     let caps = kiln_core::capability::list(caps);
+    tracing::warn!(
+        tool,
+        "{caps} is granted with --ask and the MCP client cannot ask: grant it with --caps instead of --ask, or pass --yes to approve every use"
+    );
     format!(
-        "tool \"{tool}\" was refused: {caps} is granted with --ask and this MCP client cannot ask (it does not support elicitation); grant it with --caps instead of --ask, or pass --yes to approve every use"
+        "tool \"{tool}\" was refused: {caps} needs a person's approval and this MCP client cannot ask (it does not support elicitation); {OPERATOR_MAY}"
     )
 }
 

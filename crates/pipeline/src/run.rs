@@ -320,6 +320,7 @@ async fn call_agent(
         cancel: ctx.run.cancel.clone(),
         depth: ctx.who.depth,
         parent: (!ctx.who.run_id.is_empty()).then(|| ctx.who.run_id.clone()),
+        approver: ctx.approval.approver.clone(),
     };
     let result = runner.run_agent(call).await.map(Value::String);
     (args, result)

@@ -43,6 +43,7 @@ pub fn agent_tool(agent: &AgentSpec) -> Option<Arc<Tool>> {
             cancel: ctx.run.cancel.clone(),
             depth: ctx.who.depth + 1,
             parent: (!ctx.who.run_id.is_empty()).then(|| ctx.who.run_id.clone()),
+            approver: ctx.approval.approver.clone(),
         };
         let name = name.clone();
         async move {

@@ -39,9 +39,11 @@ pub(super) async fn same_site(
             hosts: &opts.allowed_hosts,
         };
         if !origin_allowed(&origin, &own, &opts.allowed_origins) {
+            // The operator reads how to accept it; the page reads no flag.
+            tracing::info!(%origin, "refused a request from another site (--allow-origin accepts it)");
             return ApiError::forbidden(
                 "",
-                format!("requests from origin {origin} are not accepted: only pages of this server ({}) may call it (start kiln serve with --allow-origin {origin} to accept them)", own.describe()),
+                format!("requests from origin {origin} are not accepted: only pages of this server ({}) and the origins its operator allows may call it", own.describe()),
             )
             .into_response();
         }

@@ -463,6 +463,6 @@ pub(super) async fn delete(front: &RestateClient, who: &Principal, id: &str) -> 
     }
     ApiError::bad_request(
         "response_id",
-        "responses run through Restate (--restate-ingress) cannot be deleted: Restate keeps each one until its invocation retention ends",
+        "responses run through Restate cannot be deleted: Restate keeps each one until its invocation retention ends",
     )
 }

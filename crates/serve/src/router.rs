@@ -20,11 +20,8 @@ use std::time::Instant;
 async fn resource_metadata(State(state): State<Arc<AppState>>) -> Response {
     match state.tokens.issuer() {
         Some(issuer) => axum::Json(issuer.metadata()).into_response(),
-        None => ApiError::not_found(
-            "not_found",
-            "this server takes no OAuth access tokens (start it with --auth-issuer)",
-        )
-        .into_response(),
+        None => ApiError::not_found("not_found", "this server takes no OAuth access tokens")
+            .into_response(),
     }
 }
 
