@@ -75,6 +75,7 @@ mod programs_apart;
 mod project;
 mod project_keys;
 mod ratelimit;
+mod reach_hints;
 mod read_only_mounts;
 mod reload;
 mod renames;

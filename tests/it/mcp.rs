@@ -155,7 +155,7 @@ fn mcp_token_env_that_is_unset_is_a_clear_error() {
 }
 
 /// Talks JSON-RPC to `kiln mcp` over stdio; returns every stdout line (each must be JSON).
-fn stdio_session(dir: &std::path::Path, caps: &[&str], requests: &[Value]) -> Vec<Value> {
+pub fn stdio_session(dir: &std::path::Path, caps: &[&str], requests: &[Value]) -> Vec<Value> {
     let mut child = Command::new(kiln_bin())
         .args(["mcp", "--no-stdlib", "--scripts", ".", "-v"])
         .args(caps)
@@ -190,7 +190,7 @@ fn stdio_session(dir: &std::path::Path, caps: &[&str], requests: &[Value]) -> Ve
     replies
 }
 
-fn handshake(then: &[Value]) -> Vec<Value> {
+pub fn handshake(then: &[Value]) -> Vec<Value> {
     let mut reqs = vec![
         json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
             "protocolVersion": "2025-11-25", "capabilities": {},

@@ -429,7 +429,10 @@ pub(super) fn pin_turn(
             .iter()
             .filter_map(|t| kiln_registry::agent_tool::named_agent(t))
             .filter_map(|name| snapshot.agent(name))
-            .filter_map(|other| kiln_registry::agent_tool::agent_tool(&other)),
+            .filter_map(|other| {
+                let reaches = snapshot.agent_reach_hints(&other.name);
+                kiln_registry::agent_tool::agent_tool(&other, reaches)
+            }),
     );
     // The agents it may hand the conversation to.
     available.extend(

@@ -172,11 +172,19 @@ impl Tool {
     /// (destructive); a tool needing nothing beyond `fs.read` and `env` only reads, and a
     /// read-only tool is idempotent.
     pub fn hints(&self) -> ResolvedHints {
+        Self::resolve_hints(self.meta.hints, &self.requires)
+    }
+
+    /// The hints a tool needing `requires` has when it sets none.
+    pub fn hints_of_requires(requires: &[Capability]) -> ResolvedHints {
+        Self::resolve_hints(Hints::default(), requires)
+    }
+
+    fn resolve_hints(set: Hints, requires: &[Capability]) -> ResolvedHints {
         use crate::capability::HostCap;
-        let needs = |cap: HostCap| self.requires.iter().any(|c| cap.is(&c.name));
-        let set = self.meta.hints;
+        let needs = |cap: HostCap| requires.iter().any(|c| cap.is(&c.name));
         let read_only = set.read_only.unwrap_or_else(|| {
-            self.requires
+            requires
                 .iter()
                 .all(|c| matches!(HostCap::of(&c.name), Some(HostCap::FsRead | HostCap::Env)))
         });

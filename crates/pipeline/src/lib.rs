@@ -30,7 +30,16 @@ impl Pipeline {
     /// Wraps a checked definition with the tool that runs it; `Err` when its inputs do not
     /// form a valid schema.
     pub fn new(spec: PipelineSpec) -> Result<Pipeline, String> {
-        let spec = Arc::new(spec);
+        Self::build(Arc::new(spec), Default::default())
+    }
+
+    /// The same pipeline offered with `hints` (what it reaches, known once everything it
+    /// calls is loaded).
+    pub fn with_hints(&self, hints: kiln_core::tool::Hints) -> Result<Pipeline, String> {
+        Self::build(self.spec.clone(), hints)
+    }
+
+    fn build(spec: Arc<PipelineSpec>, hints: kiln_core::tool::Hints) -> Result<Pipeline, String> {
         let parts = ToolParts {
             name: spec.name.clone(),
             description: spec.description.clone(),
@@ -43,7 +52,7 @@ impl Pipeline {
             rate_limit: None,
             loc: spec.loc.clone(),
             title: None,
-            hints: Default::default(),
+            hints,
             task: None,
             handler: Arc::new(PipelineHandler(spec.clone())),
         };

@@ -22,8 +22,9 @@ pub fn tool_name(agent: &str) -> String {
     format!("ask_{agent}")
 }
 
-/// The tool running `agent`.
-pub fn agent_tool(agent: &AgentSpec) -> Option<Arc<Tool>> {
+/// The tool running `agent`, with `reaches`: the hints of everything its tools reach
+/// ([`crate::registry::Registry::agent_reach_hints`]).
+pub fn agent_tool(agent: &AgentSpec, reaches: kiln_core::tool::ResolvedHints) -> Option<Arc<Tool>> {
     let name = agent.name.clone();
     let description = match agent.description.as_str() {
         "" => format!("Ask the agent \"{name}\"; its answer is the result"),
@@ -78,6 +79,7 @@ pub fn agent_tool(agent: &AgentSpec) -> Option<Arc<Tool>> {
         "string",
         json!({"desc": "what to ask the agent"}),
     )
+    .hints(crate::reach::explicit(reaches))
     .located(agent.loc.clone())
     .into_tool()
     .ok()

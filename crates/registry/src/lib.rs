@@ -22,6 +22,7 @@ pub mod gemini_schema;
 pub mod mount_spec;
 pub mod native;
 pub mod provider_kind;
+pub mod reach;
 pub mod registry;
 pub mod served;
 

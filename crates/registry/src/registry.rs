@@ -252,6 +252,7 @@ impl Registry {
             }
         }
         reg.link_pipelines();
+        reg.settle_pipeline_hints();
         reg
     }
 
@@ -366,6 +367,28 @@ impl Registry {
     /// A pipeline by name.
     pub fn pipeline(&self, name: &str) -> Option<kiln_pipeline::spec::Pipeline> {
         self.pipelines.get(name).cloned()
+    }
+
+    /// A pipeline's definition by name.
+    pub(crate) fn pipeline_spec(&self, name: &str) -> Option<&kiln_pipeline::spec::PipelineSpec> {
+        self.pipelines.get(name).map(|p| p.spec.as_ref())
+    }
+
+    pub(crate) fn pipeline_names(&self) -> Vec<String> {
+        self.pipelines.keys().cloned().collect()
+    }
+
+    /// Offers pipeline `name` with `hints` (its tool rebuilt; the definition is the same).
+    pub(crate) fn replace_pipeline_tool(&mut self, name: &str, hints: kiln_core::tool::Hints) {
+        let Some(rebuilt) = self
+            .pipelines
+            .get(name)
+            .and_then(|p| p.with_hints(hints).ok())
+        else {
+            return;
+        };
+        self.tools.insert(name.to_string(), rebuilt.tool.clone());
+        self.pipelines.insert(name.to_string(), rebuilt);
     }
 
     fn agent_problems(&self, agent: &AgentSpec, known_agents: &[&str]) -> Vec<String> {
