@@ -3,6 +3,10 @@
 //! sequential model does (21 model rounds); code mode answers with one program (2 rounds).
 //! Model rounds, bytes sent to the model, and wall time of the whole run, side by side.
 //!
+//! Then the same code-mode run again with programs in worker processes, as the `kiln` binary
+//! runs them (issue 56): the pool is process-wide, so those samples follow the in-process ones
+//! rather than interleave with them.
+//!
 //! `cargo bench --bench code_mode` measures (median of 21 runs each, interleaved); under
 //! `cargo test` it runs each once as a smoke test. The mock answers at once: a real model
 //! adds its own latency to every round, 21 times against 2.
@@ -117,6 +121,23 @@ fn main() {
             }
         }
         let [p, c] = times.map(|mut t| median(&mut t));
+
+        // The same program in a worker process, from a pool kept warm as `kiln` keeps it.
+        kiln::programs::install(kiln::programs::PoolSettings {
+            command: env!("CARGO_BIN_EXE_kiln").into(),
+            args: vec![kiln::programs::WORKER_ARG.to_string()],
+            max_programs: 2,
+            limits: kiln::programs::WorkerLimits::default(),
+        });
+        let report = code.run().await;
+        assert_eq!(report.answer, "The total is 30.");
+        let mut in_worker = Vec::new();
+        for _ in 0..samples {
+            let t = Instant::now();
+            std::hint::black_box(code.run().await);
+            in_worker.push(t.elapsed());
+        }
+        let w = median(&mut in_worker);
         let row = |name: &str, (rounds, bytes): (u32, usize), wall: Duration| {
             vec![
                 name.to_string(),
@@ -131,7 +152,8 @@ fn main() {
             &["variant", "model rounds", "bytes sent to the model", "wall time per run", "vs plain"],
             &[
                 row("plain tool calling, one call a round", shape[0], p),
-                row("code mode, one program", shape[1], c),
+                row("code mode, one program in this process", shape[1], c),
+                row("code mode, one program in a worker process", shape[1], w),
             ],
         );
     });
