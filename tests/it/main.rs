@@ -84,6 +84,7 @@ mod responses;
 mod responses_deleted;
 mod responses_support;
 mod restart_runs;
+mod run_table_bytes;
 mod runlog_ops;
 mod same_site;
 mod sandbox;

@@ -82,7 +82,7 @@ fn assert_serving(serve: &Serve, after: &str) {
 }
 
 /// The peak resident memory of a process, in bytes.
-fn peak_memory(pid: u32) -> u64 {
+pub fn peak_memory(pid: u32) -> u64 {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
     status
         .lines()

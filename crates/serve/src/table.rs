@@ -13,8 +13,13 @@ use std::sync::{Arc, Mutex};
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
-/// Finished runs kept for `GET /v1/runs/{id}` (the run log keeps them all).
+/// Finished runs kept for `GET /v1/runs/{id}` at most (the run log keeps them all).
 const KEEP_FINISHED: usize = 1000;
+
+/// The bytes finished runs kept for `GET /v1/runs/{id}` may hold together, as
+/// [`RunEntry::size`] estimates them: past it the oldest are forgotten (the run log answers
+/// for them). The newest is kept whatever its size.
+pub const KEEP_FINISHED_BYTES: usize = 64 << 20;
 
 /// One run started by the server.
 pub struct RunEntry {
@@ -64,6 +69,20 @@ impl RunEntry {
             events.len()
         };
         self.count.send_replace(n);
+    }
+
+    /// About how many bytes the entry holds: its events as JSON would take (the report's
+    /// messages and calls, streamed text, each call's arguments) and a fixed part for each.
+    pub fn size(&self) -> usize {
+        let events = self
+            .events
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
+        let approvals: usize = (self.approvals.history().iter())
+            .map(|(w, _)| w.question.len() + w.args.as_ref().map_or(0, json_size) + 128)
+            .sum();
+        ENTRY_BYTES + approvals + events.iter().map(|e| event_size(e)).sum::<usize>()
     }
 
     fn get(&self, i: usize) -> Option<Arc<Event>> {
@@ -278,6 +297,54 @@ pub fn event_json(ev: &Event) -> (&'static str, Value) {
     }
 }
 
+/// What an entry holds besides its events and approvals, about.
+const ENTRY_BYTES: usize = 1024;
+
+/// What an event holds besides its text and values, about.
+const EVENT_BYTES: usize = 64;
+
+/// About how many bytes one event holds (see [`RunEntry::size`]).
+fn event_size(ev: &Event) -> usize {
+    EVENT_BYTES
+        + match ev {
+            Event::Text(t) => t.len(),
+            Event::ToolStarted { id, name, args, .. } => id.len() + name.len() + json_size(args),
+            Event::ToolFinished(record) => json_size(record),
+            Event::ApprovalRequested {
+                id,
+                capability,
+                question,
+            } => id.len() + capability.len() + question.len(),
+            Event::Finished(result) => match result.as_ref() {
+                Ok(report) => json_size(report),
+                Err(e) => json_size(&e.report) + e.to_string().len(),
+            },
+            _ => 0,
+        }
+}
+
+/// The length of `value` as JSON, counted without writing it anywhere.
+fn json_size(value: &impl serde::Serialize) -> usize {
+    let mut counted = Counted(0);
+    // Writing to a counter fails only where the value cannot be JSON at all.
+    let _ = serde_json::to_writer(&mut counted, value);
+    counted.0
+}
+
+/// A writer that only counts what it is given.
+struct Counted(usize);
+
+impl std::io::Write for Counted {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0 += buf.len();
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
 /// Runs by id, running and recently finished.
 #[derive(Default)]
 pub struct RunTable {
@@ -287,7 +354,10 @@ pub struct RunTable {
 #[derive(Default)]
 struct Tables {
     runs: HashMap<String, Arc<RunEntry>>,
-    finished: VecDeque<String>,
+    /// The finished runs in the order they ended, with their estimated sizes.
+    finished: VecDeque<(String, usize)>,
+    /// The sum of those sizes.
+    finished_bytes: usize,
 }
 
 impl RunTable {
@@ -297,14 +367,25 @@ impl RunTable {
         t.runs.insert(entry.id.clone(), entry);
     }
 
-    /// Notes that a run ended, forgetting the oldest finished runs beyond the limit.
+    /// Notes that a run ended, forgetting the oldest finished runs beyond the limits: more
+    /// than [`KEEP_FINISHED`] runs, or more than [`KEEP_FINISHED_BYTES`] together.
     pub fn finished(&self, id: &str) {
+        let entry = {
+            let t = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+            t.runs.get(id).cloned()
+        };
+        // Measured outside the table's lock: a large run's events take a while to walk.
+        let size = entry.map_or(0, |e| e.size());
         let mut forgotten = Vec::new();
         {
             let mut t = self.inner.lock().unwrap_or_else(|e| e.into_inner());
-            t.finished.push_back(id.to_string());
-            while t.finished.len() > KEEP_FINISHED {
-                if let Some(old) = t.finished.pop_front() {
+            t.finished.push_back((id.to_string(), size));
+            t.finished_bytes += size;
+            while t.finished.len() > KEEP_FINISHED
+                || (t.finished_bytes > KEEP_FINISHED_BYTES && t.finished.len() > 1)
+            {
+                if let Some((old, size)) = t.finished.pop_front() {
+                    t.finished_bytes -= size;
                     forgotten.extend(t.runs.remove(&old));
                 }
             }
