@@ -105,6 +105,9 @@ pub fn mcp(g: &Global, a: McpArgs) -> CliResult<ExitCode> {
     }
     let grants = g.mark_ask(parse_caps(&a.caps)?);
     let host = g.builder()?.database(g.db_path()).build()?;
+    if let Some(db) = host.database() {
+        super::db_cmd::DbCheck::Always.run(db)?;
+    }
     let server = McpServer::new(host.clone(), grants)
         .with_agents(a.agents)
         .with_code_mode(a.code_mode);

@@ -325,15 +325,26 @@ impl Global {
         Ok(Arc::new(kiln_db::Db::open(&self.db_path())?))
     }
 
-    /// A host whose `store_*` persist in the database, and the database (for the run log).
+    /// A host whose `store_*` persist in the database, and the database (for the run log),
+    /// checked as [`db_cmd::DbCheck::IfSmall`] says.
     pub fn host_with_db(&self) -> CliResult<(Arc<Host>, Arc<kiln_db::Db>)> {
+        self.host_with_checked_db(db_cmd::DbCheck::IfSmall)
+    }
+
+    /// [`Global::host_with_db`], the database's pages checked as `check` says before any
+    /// server is mounted or anything runs.
+    pub fn host_with_checked_db(
+        &self,
+        check: db_cmd::DbCheck,
+    ) -> CliResult<(Arc<Host>, Arc<kiln_db::Db>)> {
         let host = self.builder()?.database(self.db_path()).build()?;
-        mounts::report_started(self, &host);
-        mcp_cmd::mount(self, &host)?;
         let db = host
             .database()
             .cloned()
             .ok_or("the database did not open")?;
+        check.run(&db)?;
+        mounts::report_started(self, &host);
+        mcp_cmd::mount(self, &host)?;
         Ok((host, db))
     }
 
@@ -458,7 +469,7 @@ pub fn run(cli: Cli) -> CliResult<ExitCode> {
 }
 
 fn repl(g: &Global, caps: &[String]) -> CliResult<ExitCode> {
-    let (host, db) = g.host_with_db()?;
+    let (host, db) = g.host_with_checked_db(db_cmd::DbCheck::Always)?;
     // `--needs-approval` marks the REPL's grants as it does every other door's.
     kiln_repl::run_repl(host, g.mark_ask(parse_caps(caps)?), Some(db))?;
     Ok(ExitCode::SUCCESS)

@@ -259,7 +259,7 @@ pub fn serve(g: &Global, a: ServeArgs) -> CliResult<ExitCode> {
         (Some(ingress), Some(admin)) => Some(kiln::durable::RestateClient::new(ingress, admin)?),
         _ => None,
     };
-    let (host, db) = g.host_with_db()?;
+    let (host, db) = g.host_with_checked_db(super::db_cmd::DbCheck::Always)?;
     for e in host.load_errors() {
         tracing::error!("{e}");
     }

@@ -58,7 +58,7 @@ pub fn worker(g: &Global, a: WorkerArgs) -> CliResult<ExitCode> {
     if !a.restate {
         return Err("kiln worker needs --restate (the durable engine it serves)".into());
     }
-    let (host, _db) = g.host_with_db()?;
+    let (host, _db) = g.host_with_checked_db(super::db_cmd::DbCheck::Always)?;
     for e in &host.registry().errors {
         output::error(&e.to_string());
     }

@@ -311,19 +311,34 @@ impl Caller {
     }
 }
 
-/// A short unique id for a run (time + counter; no randomness needed).
+/// A unique id for a run: the clock (microseconds, so ids sort by start), this process's tag
+/// and a counter. The tag is drawn at random once per process (mixed with its id), so two
+/// processes sharing a database that start runs in the same microsecond still differ.
 pub fn new_run_id() -> String {
     use std::sync::atomic::{AtomicU64, Ordering};
     static COUNTER: AtomicU64 = AtomicU64::new(0);
-    let nanos = std::time::SystemTime::now()
+    let micros = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_micros())
         .unwrap_or(0);
-    format!(
-        "run_{:x}{:04x}",
-        nanos,
-        COUNTER.fetch_add(1, Ordering::Relaxed) & 0xffff
-    )
+    let count = COUNTER.fetch_add(1, Ordering::Relaxed);
+    run_id_of(micros, process_tag(), count)
+}
+
+/// The run id of a start at `micros` by the process tagged `tag`, its `count`th.
+fn run_id_of(micros: u128, tag: u32, count: u64) -> String {
+    format!("run_{micros:x}{tag:08x}{:04x}", count & 0xffff)
+}
+
+/// This process's tag: random (the OS-seeded keys of std's `RandomState`) and its pid, hashed.
+fn process_tag() -> u32 {
+    use std::hash::{BuildHasher as _, Hasher as _};
+    static TAG: std::sync::OnceLock<u32> = std::sync::OnceLock::new();
+    *TAG.get_or_init(|| {
+        let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+        h.write_u32(std::process::id());
+        (h.finish() >> 32) as u32
+    })
 }
 
 /// A tool as a nested call (`call_tool`, a pipeline's tool node) reaches it: what it requires

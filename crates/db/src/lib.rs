@@ -61,6 +61,16 @@ pub enum DbError {
     /// A stored row this kiln cannot read.
     #[error("database row unreadable: {0}")]
     Corrupt(String),
+    /// The file is damaged (`PRAGMA quick_check` found a fault, or SQLite read a malformed page).
+    #[error(
+        "database {path} is damaged ({detail}): stop kiln and restore the file from a backup, or move it aside (kiln then starts an empty log) and save what is readable with `sqlite3 {path} .recover | sqlite3 recovered.db`"
+    )]
+    Damaged {
+        /// The database file.
+        path: String,
+        /// What SQLite found.
+        detail: String,
+    },
     /// Whoever was committing a queued job panicked: its outcome is unknown.
     #[error("the database's committer stopped before committing")]
     CommitterPanicked,
@@ -79,6 +89,27 @@ pub fn now() -> f64 {
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_secs_f64())
         .unwrap_or(0.0)
+}
+
+/// Whether SQLite says the file is damaged rather than busy or full.
+fn is_damage(e: &rusqlite::Error) -> bool {
+    matches!(
+        e.sqlite_error_code(),
+        Some(rusqlite::ErrorCode::DatabaseCorrupt | rusqlite::ErrorCode::NotADatabase)
+    )
+}
+
+/// An SQLite error on the file at `path`: [`DbError::Damaged`] when it says the file is damaged.
+fn sqlite_error(path: &Path, source: rusqlite::Error) -> DbError {
+    let path = path.display().to_string();
+    if is_damage(&source) {
+        DbError::Damaged {
+            path,
+            detail: source.to_string(),
+        }
+    } else {
+        DbError::Sqlite { path, source }
+    }
 }
 
 fn is_busy(e: &rusqlite::Error) -> bool {
@@ -160,10 +191,6 @@ impl Db {
             })?;
         }
         let shown = path.display().to_string();
-        let err = |source| DbError::Sqlite {
-            path: shown.clone(),
-            source,
-        };
         // Switching a new file to WAL takes a lock the busy handler does not wait for, so
         // several processes opening it at once retry for a while.
         let mut attempt = 0;
@@ -181,7 +208,7 @@ impl Db {
                     attempt += 1;
                     std::thread::sleep(std::time::Duration::from_millis(20));
                 }
-                Err(e) => return Err(err(e)),
+                Err(e) => return Err(sqlite_error(path, e)),
             }
         };
         Ok(Db {
@@ -271,11 +298,29 @@ impl Db {
         }
     }
 
-    /// Wraps an SQLite error with the path.
+    /// Wraps an SQLite error with the path ([`DbError::Damaged`] when the file is damaged).
     pub fn err(&self, source: rusqlite::Error) -> DbError {
-        DbError::Sqlite {
-            path: self.path.display().to_string(),
-            source,
+        sqlite_error(&self.path, source)
+    }
+
+    /// Checks every page of the file (`PRAGMA quick_check`): a page damaged in the middle is
+    /// found here, at a command's start, instead of by the run that first reads it. Its cost
+    /// grows with the file: about 0.3 s for 300 MB (100,000 runs) from the page cache.
+    pub fn quick_check(&self) -> Result<(), DbError> {
+        let conn = self.conn();
+        let found: Vec<String> = conn
+            .prepare("PRAGMA quick_check(5)")
+            .and_then(|mut s| {
+                s.query_map([], |r| r.get::<_, String>(0))?
+                    .collect::<rusqlite::Result<_>>()
+            })
+            .map_err(|e| self.err(e))?;
+        match found.as_slice() {
+            [ok] if ok == "ok" => Ok(()),
+            faults => Err(DbError::Damaged {
+                path: self.path.display().to_string(),
+                detail: faults.join("; "),
+            }),
         }
     }
 }
@@ -313,5 +358,52 @@ mod tests {
             "{err}"
         );
         assert!(err.contains("upgrade kiln"), "{err}");
+    }
+
+    /// A database of many pages, closed (its WAL folded in), with one page in the middle
+    /// overwritten by garbage.
+    pub(crate) fn damaged_database(path: &std::path::Path) {
+        let db = super::Db::open(path).expect("create");
+        db.write(|c| {
+            for i in 0..2000 {
+                c.execute(
+                    "INSERT INTO kv(workspace, ns, key, value, updated_at) VALUES('w', 'n', ?1, ?2, 0)",
+                    rusqlite::params![format!("k{i}"), "v".repeat(200)],
+                )?;
+            }
+            Ok(())
+        })
+        .expect("fill");
+        drop(db);
+        let len = std::fs::metadata(path).expect("size").len();
+        let middle = (len / 2 / 4096) * 4096 + 100;
+        use std::io::{Seek as _, Write as _};
+        let mut f = std::fs::OpenOptions::new()
+            .write(true)
+            .open(path)
+            .expect("open");
+        f.seek(std::io::SeekFrom::Start(middle)).expect("seek");
+        f.write_all(&[0xA5; 2000]).expect("garbage");
+    }
+
+    #[test]
+    fn a_page_damaged_in_the_middle_is_found_by_quick_check_naming_the_file() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("hurt.db");
+        damaged_database(&path);
+        let db = super::Db::open(&path).expect("the header is intact: it opens");
+        let err = db.quick_check().err().expect("damage found");
+        assert!(matches!(err, super::DbError::Damaged { .. }), "{err:?}");
+        let text = err.to_string();
+        assert!(
+            text.contains("hurt.db") && text.contains("is damaged"),
+            "{text}"
+        );
+        assert!(
+            text.contains("restore") && text.contains(".recover"),
+            "{text}"
+        );
+        let fine = super::Db::open(&dir.path().join("fine.db")).expect("create");
+        fine.quick_check().expect("an intact file passes");
     }
 }
