@@ -152,7 +152,8 @@ fn capability_guard_runs_before_the_handler() {
         failure(&o),
         (
             "capability".into(),
-            "Tool \"send_email\" requires capabilities [email_send] but agent only has []".into()
+            "Tool \"send_email\" requires capabilities [email_send] but the caller only has []"
+                .into()
         )
     );
     assert_eq!(o.attempts, 0);

@@ -345,6 +345,6 @@ and {"tool": "nope", "args": {}} plus {"tool": "storage", "parameters": {"operat
     assert_eq!(out.status.code(), Some(1), "some calls failed");
     assert_eq!(
         stdout(&out),
-        "Tool Results:\n✓ calculator: 15.0\n✓ string_manipulation: HI\n✗ calculator: division by zero\n✗ nope: Unknown tool: nope. Available tools: calculator, http_fetch, read_file, list_dir, write_file, storage, string_manipulation, current_time\n✗ storage: Tool \"storage\" requires capabilities [store] but agent only has []\n"
+        "Tool Results:\n✓ calculator: 15.0\n✓ string_manipulation: HI\n✗ calculator: division by zero\n✗ nope: Unknown tool: nope. Available tools: calculator, http_fetch, read_file, list_dir, write_file, storage, string_manipulation, current_time\n✗ storage: Tool \"storage\" requires capabilities [store] but the caller only has []\n"
     );
 }

@@ -13,6 +13,7 @@
 #![warn(missing_docs)]
 
 pub mod approval;
+mod approver;
 pub mod call_events;
 pub mod cancel;
 pub mod capability;

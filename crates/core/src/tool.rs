@@ -408,13 +408,14 @@ impl Tool {
         !ctx.run.services.assume_yes && !ctx.granted.grants.asking_for(&self.requires).is_empty()
     }
 
-    /// The message of a capability refusal, in the seeds' words.
+    /// The message of a capability refusal, in the seeds' words; a direct call (no agent or
+    /// pipeline asking) names `the caller`, never an agent.
     pub fn capability_message(&self, ctx: &CallContext) -> String {
         format!(
             "Tool \"{}\" requires capabilities {} but {} only has {}",
             self.name,
             capability::list(&self.requires),
-            ctx.who.caller.describe("agent"),
+            ctx.who.caller.describe("the caller"),
             ctx.granted.grants.list()
         )
     }

@@ -103,7 +103,7 @@ async fn call(
         let message = kiln_core::public_error::scrub(&f.message)
             .replace(&format!("Tool \"{}\"", tool.name), what)
             .replace(&format!("tool \"{}\"", tool.name), what)
-            .replace("but agent only has", "but the server was granted only");
+            .replace("but the caller only has", "but the server was granted only");
         match f.kind {
             kiln_core::tool::FailureKind::InvalidArguments => {
                 ErrorData::invalid_params(message, None)

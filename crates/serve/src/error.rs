@@ -189,9 +189,28 @@ impl IntoResponse for ApiError {
 pub fn from_run_error(e: &kiln_agent::RunError) -> ApiError {
     use kiln_agent::RunErrorKind;
     let message = kiln_core::public_error::scrub(&e.to_string());
-    match &e.kind {
+    let mut error = match &e.kind {
         RunErrorKind::Deadline => ApiError::timeout(message),
         RunErrorKind::Cancelled => ApiError::unavailable("the run was cancelled"),
+        // A call the run's grants do not allow: the request's (or its token's) doing, not the
+        // server's failure.
+        RunErrorKind::Capability(_) => ApiError {
+            param: None,
+            ..ApiError::forbidden("", message)
+        },
         _ => ApiError::internal(message),
+    };
+    // The kind, as the run's `error.kind` says it elsewhere (`capability`, `tool_loop`, ...).
+    error.code = Some(error_kind(e));
+    error
+}
+
+/// A short name for how a run failed (`cancelled`, `deadline`, `provider`, ...).
+pub fn error_kind(e: &kiln_agent::RunError) -> &'static str {
+    match &e.kind {
+        kiln_agent::RunErrorKind::JsonParse(_)
+        | kiln_agent::RunErrorKind::InvalidPlan(_)
+        | kiln_agent::RunErrorKind::MaxSteps(_) => "planner",
+        other => other.name(),
     }
 }

@@ -4,10 +4,11 @@
 
 use super::auth::{Principal, check_within};
 use super::error::ApiError;
+use super::error::error_kind;
 use super::feed::Audience;
 use super::metrics::Metrics;
 use super::state::{AppState, session_key};
-use super::table::{RunEntry, error_kind};
+use super::table::RunEntry;
 use futures_util::StreamExt;
 use kiln_agent::Event;
 use kiln_agent::connect::ProviderOverrides;
@@ -119,14 +120,16 @@ impl Recorder for Tap {
         let tx = self.started.lock().ok().and_then(|mut s| s.take());
         let (agent, run_id) = (report.agent.clone(), report.run_id.clone());
         Box::pin(async move {
-            if let Some(logged) = logged {
-                logged.await?;
-            }
+            let logged = match logged {
+                Some(logged) => logged.await,
+                None => Ok(()),
+            };
             metrics.run_started(&agent);
+            // Known by its own id even when its start could not be logged (it lands later).
             if let Some(tx) = tx {
                 let _ = tx.send(run_id);
             }
-            Ok(())
+            logged
         })
     }
 
@@ -154,6 +157,10 @@ impl Recorder for Tap {
             Some(l) => l.commit_ended(report),
             None => committed(Ok(())),
         }
+    }
+
+    fn failing(&self) -> bool {
+        self.log.as_ref().is_some_and(|l| l.failing())
     }
 }
 

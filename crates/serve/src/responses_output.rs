@@ -3,7 +3,7 @@
 //! `kiln`, the client's function calls as `function_call` items), its usage and status, and
 //! every field the request set, repeated.
 
-use super::table::error_kind;
+use super::error::error_kind;
 use kiln_agent::{RunError, RunErrorKind, RunReport, ToolCallRecord};
 use kiln_providers::{Message, StopReason, ToolCall, Usage};
 use serde_json::{Value, json};

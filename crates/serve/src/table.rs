@@ -2,6 +2,7 @@
 //! `/v1/runs/{id}/events` sees them all), its end, and the token that cancels it.
 
 use super::auth::Principal;
+use super::error::error_kind;
 use futures_util::Stream;
 use kiln_agent::Event;
 use kiln_agent::RunError;
@@ -214,16 +215,6 @@ impl RunEntry {
                 }),
             },
         }
-    }
-}
-
-/// A short name for how a run failed (`cancelled`, `deadline`, `provider`, ...).
-pub fn error_kind(e: &RunError) -> &'static str {
-    match &e.kind {
-        RunErrorKind::JsonParse(_) | RunErrorKind::InvalidPlan(_) | RunErrorKind::MaxSteps(_) => {
-            "planner"
-        }
-        other => other.name(),
     }
 }
 
