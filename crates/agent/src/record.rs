@@ -75,6 +75,12 @@ pub trait Recorder: Send + Sync {
     fn commit_ended(&self, report: &RunReport) -> Commit {
         committed(self.ended(report))
     }
+
+    /// Whether its last write failed (a full disk): a run's start is then committed before
+    /// anything runs, and the run refused if it cannot be. The default: never.
+    fn failing(&self) -> bool {
+        false
+    }
 }
 
 /// What a run has handed to its recorder but not committed yet: at most one commit, which runs

@@ -58,8 +58,14 @@ impl Run {
     }
 
     /// Tells the recorder the run began (committed during the first model request).
+    /// After a failed write (a full disk) the start is committed now instead, so a run that
+    /// cannot be logged is refused, saying why, before anything runs.
     pub(super) async fn started(&mut self) -> Result<(), RecordError> {
-        self.defer(Pending::Started).await
+        self.defer(Pending::Started).await?;
+        if self.recorder.as_ref().is_some_and(|r| r.failing()) {
+            self.durable().await?;
+        }
+        Ok(())
     }
 
     /// Tells the recorder the run ended (after [`Run::durable`]: every step before is

@@ -11,6 +11,7 @@ use rows::{EndRow, Reply, StartRow, Step, StepRows, Totals, json_text};
 use rusqlite::Connection;
 use serde_json::Value;
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -26,6 +27,9 @@ pub struct RunLogger {
     /// Each running run's totals so far, written when it ends (counting its rows at the end
     /// cost more than all its steps' inserts together).
     tallies: Mutex<HashMap<String, Tally>>,
+    /// Set once a write of this logger is owed ([`Db::owe`]): the later ones are owed behind
+    /// it, so they land in order.
+    owing: Arc<AtomicBool>,
 }
 
 /// A run's model replies and their tokens, as recorded, and how far its messages are written.
@@ -49,33 +53,60 @@ impl RunLogger {
             session,
             pending: Mutex::new(Vec::new()),
             tallies: Mutex::new(HashMap::new()),
+            owing: Arc::new(AtomicBool::new(false)),
         }
     }
 
-    /// Runs `f` in one transaction on this thread; a failure is the caller's error.
-    fn write(
+    /// Writes `row` in one transaction on this thread; a failure is the caller's error, and
+    /// the write is owed ([`Db::owe`]) when it may land later.
+    fn write<R: Send + Sync + 'static>(
         &self,
         what: &'static str,
-        f: impl FnOnce(&Connection) -> rusqlite::Result<()>,
+        row: R,
+        w: fn(&R, &Connection) -> rusqlite::Result<()>,
     ) -> Result<(), RecordError> {
-        self.db.write(f).map_err(|e| RecordError {
+        let row = Arc::new(row);
+        if let Some(e) = self.behind(what, job(&row, w)) {
+            return Err(e);
+        }
+        self.db
+            .write(|tx| w(&row, tx))
+            .map_err(|e| owe(&self.db, &self.owing, what, e, job(&row, w)))
+    }
+
+    /// Owes `job` without trying it when an earlier write is owed: the error saying so.
+    fn behind(&self, what: &'static str, job: kiln_db::Job) -> Option<RecordError> {
+        if !self.owing.load(Ordering::Relaxed) {
+            return None;
+        }
+        self.db.owe(job);
+        Some(RecordError {
             what,
-            message: e.to_string(),
+            message: format!(
+                "{}: it waits for room behind an earlier write that failed",
+                self.db.path().display()
+            ),
         })
     }
 
-    /// Hands `f` to the group committer; the commit resolves once it has landed.
-    fn submit(
+    /// Hands `row` to the group committer; the commit resolves once it has landed (a failed
+    /// one is owed, as in [`RunLogger::write`]).
+    fn submit<R: Send + Sync + 'static>(
         &self,
         what: &'static str,
-        f: impl Fn(&Connection) -> rusqlite::Result<()> + Send + 'static,
+        row: R,
+        w: fn(&R, &Connection) -> rusqlite::Result<()>,
     ) -> Commit {
-        let committed = self.db.submit(Box::new(f));
+        let row = Arc::new(row);
+        if let Some(e) = self.behind(what, job(&row, w)) {
+            return Box::pin(std::future::ready(Err(e)));
+        }
+        let committed = self.db.submit(job(&row, w));
+        let (db, owing) = (self.db.clone(), self.owing.clone());
         Box::pin(async move {
-            committed.await.map_err(|e| RecordError {
-                what,
-                message: e.to_string(),
-            })
+            committed
+                .await
+                .map_err(|e| owe(&db, &owing, what, e, job(&row, w)))
         })
     }
 
@@ -137,6 +168,35 @@ impl RunLogger {
     }
 }
 
+/// A job writing `row` with `w`, for the committer (or again, when owed).
+fn job<R: Send + Sync + 'static>(
+    row: &Arc<R>,
+    w: fn(&R, &Connection) -> rusqlite::Result<()>,
+) -> kiln_db::Job {
+    let row = row.clone();
+    Box::new(move |tx| w(&row, tx))
+}
+
+/// The error of a failed write of the run's `what`; a write that may land later (a full
+/// disk) is owed to `db`, so the run's start, steps and end land, in order, once there is
+/// room, and the log ends the run as it ended.
+fn owe(
+    db: &Db,
+    owing: &AtomicBool,
+    what: &'static str,
+    e: kiln_db::DbError,
+    again: kiln_db::Job,
+) -> RecordError {
+    if e.may_land_later() {
+        owing.store(true, Ordering::Relaxed);
+        db.owe(again);
+    }
+    RecordError {
+        what,
+        message: e.to_string(),
+    }
+}
+
 /// Logs a run that is already over in one go: a direct tool call (`Host::call`, `kiln call`,
 /// MCP `tools/call`) or a pipeline, whose calls are its tool calls.
 pub fn log_finished(db: &Arc<Db>, report: &RunReport) -> Result<(), RecordError> {
@@ -155,12 +215,12 @@ pub fn log_finished(db: &Arc<Db>, report: &RunReport) -> Result<(), RecordError>
 impl Recorder for RunLogger {
     fn started(&self, report: &RunReport) -> Result<(), RecordError> {
         let row = self.start_row(report);
-        self.write("start", |tx| row.write(tx))
+        self.write("start", row, StartRow::write)
     }
 
     fn commit_started(&self, report: &RunReport) -> Commit {
         let row = self.start_row(report);
-        self.submit("start", move |tx| row.write(tx))
+        self.submit("start", row, StartRow::write)
     }
 
     fn model_reply(
@@ -203,7 +263,7 @@ impl Recorder for RunLogger {
         state: &Value,
     ) -> Result<(), RecordError> {
         let rows = self.step_rows(run_id, first_seq, messages, calls, state);
-        self.write("step", |tx| rows.write(tx))
+        self.write("step", rows, StepRows::write)
     }
 
     fn commit_step(
@@ -215,17 +275,21 @@ impl Recorder for RunLogger {
         state: &Value,
     ) -> Commit {
         let rows = self.step_rows(run_id, first_seq, messages, calls, state);
-        self.submit("step", move |tx| rows.write(tx))
+        self.submit("step", rows, StepRows::write)
     }
 
     fn ended(&self, report: &RunReport) -> Result<(), RecordError> {
         let row = self.end_row(report);
-        self.write("end", |tx| row.write(tx))
+        self.write("end", row, EndRow::write)
     }
 
     fn commit_ended(&self, report: &RunReport) -> Commit {
         let row = self.end_row(report);
-        self.submit("end", move |tx| row.write(tx))
+        self.submit("end", row, EndRow::write)
+    }
+
+    fn failing(&self) -> bool {
+        self.db.failing()
     }
 }
 

@@ -20,6 +20,7 @@ use std::future::Future;
 use std::ops::{Deref, DerefMut};
 use std::path::{Path, PathBuf};
 use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, MutexGuard};
 use std::task::{Context, Poll};
 use tokio::sync::oneshot;
@@ -74,6 +75,32 @@ pub enum DbError {
     /// Whoever was committing a queued job panicked: its outcome is unknown.
     #[error("the database's committer stopped before committing")]
     CommitterPanicked,
+}
+
+/// Writes kept to commit again at most ([`Db::owe`]).
+pub const MAX_OWED: usize = 10_000;
+
+impl DbError {
+    /// Whether the same write may land later: the disk was full, the file read-only, busy or
+    /// failing to write (not a damaged file or a write this kiln got wrong).
+    pub fn may_land_later(&self) -> bool {
+        use rusqlite::ErrorCode as C;
+        let DbError::Sqlite { source, .. } = self else {
+            return false;
+        };
+        matches!(
+            source.sqlite_error_code(),
+            Some(
+                C::DiskFull
+                    | C::SystemIoFailure
+                    | C::ReadOnly
+                    | C::DatabaseBusy
+                    | C::DatabaseLocked
+                    | C::CannotOpen
+                    | C::OutOfMemory
+            )
+        )
+    }
 }
 
 /// The default database path of a workspace.
@@ -152,6 +179,11 @@ pub struct Db {
     path: PathBuf,
     /// Jobs waiting for a commit: whoever next holds the connection commits them.
     queue: Mutex<VecDeque<Queued>>,
+    /// Writes that failed and must still land (a run's end, after a full disk): tried again,
+    /// oldest first, whenever the connection is next let go.
+    owed: Mutex<Vec<Job>>,
+    /// Whether the last write failed (cleared by the next that lands).
+    failing: AtomicBool,
 }
 
 /// The connection, held for one unit of work; letting go commits the jobs queued meanwhile.
@@ -215,6 +247,8 @@ impl Db {
             conn: Mutex::new(conn),
             path: path.to_path_buf(),
             queue: Mutex::new(VecDeque::new()),
+            owed: Mutex::new(Vec::new()),
+            failing: AtomicBool::new(false),
         })
     }
 
@@ -252,7 +286,56 @@ impl Db {
         &self,
         f: impl FnOnce(&Connection) -> rusqlite::Result<()>,
     ) -> Result<(), DbError> {
-        commit::transaction(&self.conn(), f).map_err(|e| self.err(e))
+        let done = commit::transaction(&self.conn(), f);
+        self.failing.store(done.is_err(), Ordering::Relaxed);
+        done.map_err(|e| self.err(e))
+    }
+
+    /// Keeps `job`, whose commit failed, to commit again when the connection is next let go
+    /// (by any write or read of this process), until it lands: a run's end written after the
+    /// disk filled lands once there is room, so the log and the run agree.
+    /// At most [`MAX_OWED`] writes are kept; past that the newest is dropped (its run shows
+    /// `interrupted` once its process is gone).
+    pub fn owe(&self, job: Job) {
+        let mut owed = lock(&self.owed);
+        if owed.len() < MAX_OWED {
+            owed.push(job);
+        } else {
+            tracing::error!(
+                "{}: {MAX_OWED} writes wait for room already; one more is dropped",
+                self.path.display()
+            );
+        }
+    }
+
+    /// Whether the last write failed (a full disk, a read-only file): a run's start should
+    /// then be committed, and the run refused if it cannot be, before anything runs.
+    pub fn failing(&self) -> bool {
+        self.failing.load(Ordering::Relaxed)
+    }
+
+    /// Writes still owed ([`Db::owe`]).
+    pub fn owed(&self) -> usize {
+        lock(&self.owed).len()
+    }
+
+    /// Commits the owed writes that land now, in order, each alone; the first that still
+    /// fails and those after it stay owed (a run's end never lands before its start).
+    fn settle_owed(&self, conn: &Connection) {
+        let mut owed = lock(&self.owed);
+        if owed.is_empty() {
+            return;
+        }
+        let mut landed = 0;
+        for job in owed.iter() {
+            if let Err(e) = commit::transaction(conn, job) {
+                tracing::debug!("an owed write to {} failed again: {e}", self.path.display());
+                break;
+            }
+            landed += 1;
+        }
+        owed.drain(..landed);
+        self.failing.store(!owed.is_empty(), Ordering::Relaxed);
     }
 
     /// Queues `job` for a group commit and, if the connection is free, commits the queue now
@@ -274,6 +357,7 @@ impl Db {
                 Err(std::sync::TryLockError::Poisoned(e)) => e.into_inner(),
                 Err(std::sync::TryLockError::WouldBlock) => return,
             };
+            self.settle_owed(&conn);
             let batch: Vec<Queued> = {
                 let mut queue = lock(&self.queue);
                 let n = queue.len().min(commit::MAX_BATCH);
@@ -292,6 +376,8 @@ impl Db {
                 batch.into_iter().map(|q| (q.job, q.done)).unzip();
             let results = commit::commit_batch(&conn, &jobs);
             drop(conn);
+            let failed = results.iter().any(Result::is_err);
+            self.failing.store(failed, Ordering::Relaxed);
             for (done, r) in dones.into_iter().zip(results) {
                 let _ = done.send(r.map_err(|e| self.err(e)));
             }

@@ -85,3 +85,43 @@ async fn jobs_queued_while_a_reader_holds_the_connection_commit_together_when_it
     assert!(ran[..=20].iter().all(|&n| n == 2), "{ran:?}");
     assert!(ran[21..].iter().all(|&n| n == 1), "{ran:?}");
 }
+
+#[test]
+fn owed_writes_land_in_order_once_they_can_and_none_jumps_the_queue() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = kiln_db::Db::open(&dir.path().join("k.db")).expect("db");
+    let room = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let insert = |key: &'static str,
+                  room: Option<std::sync::Arc<std::sync::atomic::AtomicBool>>|
+     -> kiln_db::Job {
+        Box::new(move |c| {
+            if room
+                .as_ref()
+                .is_some_and(|r| !r.load(std::sync::atomic::Ordering::Relaxed))
+            {
+                return Err(rusqlite::Error::SqliteFailure(
+                    rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_FULL),
+                    None,
+                ));
+            }
+            c.execute(
+                "INSERT INTO kv(workspace, ns, key, value, updated_at) VALUES('w', 'n', ?1, 'v', 0)",
+                [key],
+            )
+            .map(drop)
+        })
+    };
+    db.owe(insert("first", Some(room.clone())));
+    db.owe(insert("second", None));
+    drop(db.conn());
+    assert_eq!(db.owed(), 2, "the second waits behind the first");
+    room.store(true, std::sync::atomic::Ordering::Relaxed);
+    drop(db.conn());
+    assert_eq!(db.owed(), 0);
+    let keys: Vec<String> = db
+        .conn()
+        .prepare("SELECT key FROM kv ORDER BY rowid")
+        .and_then(|mut s| s.query_map([], |r| r.get(0))?.collect())
+        .expect("keys");
+    assert_eq!(keys, ["first", "second"]);
+}
