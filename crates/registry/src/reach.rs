@@ -5,7 +5,7 @@
 //! it is, idempotent only when read-only and all of it is. `run_code` takes its hints from the
 //! tools it calls, so it gets the union through them.
 
-use crate::agent_tool::named_agent;
+use crate::agent_spec::named_agent;
 use crate::registry::Registry;
 use kiln_core::tool::{Hints, ResolvedHints};
 use kiln_pipeline::spec::Target;
