@@ -123,6 +123,11 @@ pub struct ProviderArgs {
     /// Largest line of a streamed reply, in bytes (default 4M, or `.max_line_bytes`).
     #[arg(long, value_name = "BYTES", value_parser = parse_size)]
     pub max_line_bytes: Option<usize>,
+    /// Largest model request a run sends, in bytes: its transcript as the wire renders it,
+    /// reasoning items included (`K`, `M`, `G` suffixes; default 16M). A run past it ends
+    /// with a `limit` error.
+    #[arg(long, value_name = "BYTES", value_parser = parse_size)]
+    pub max_transcript_bytes: Option<usize>,
     /// Retries of a failed model request (429, 5xx, timeouts).
     #[arg(long, value_name = "N", default_value_t = d::MAX_RETRIES)]
     pub retries: u32,
@@ -175,6 +180,7 @@ impl ProviderArgs {
             max_retries: Some(self.retries),
             max_reply_bytes: self.max_reply_bytes,
             max_line_bytes: self.max_line_bytes,
+            max_transcript_bytes: self.max_transcript_bytes,
             idle_timeout: self.idle_timeout.nonzero(),
             stream_timeout: self.stream_timeout.nonzero(),
             fallback: self.fallback.clone().map(|f| f.0),

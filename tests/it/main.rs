@@ -104,3 +104,4 @@ mod tool_asks_http;
 mod tool_choice;
 mod tool_meta;
 mod traces;
+mod transcript_cap;

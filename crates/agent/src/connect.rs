@@ -41,6 +41,9 @@ pub struct ProviderOverrides {
     pub max_line_bytes: Option<usize>,
     /// Longest silence within a streamed reply.
     pub idle_timeout: Option<Duration>,
+    /// Bytes of one model request, the run's transcript rendered (`--max-transcript-bytes`;
+    /// default [`crate::run::DEFAULT_MAX_TRANSCRIPT_BYTES`]).
+    pub max_transcript_bytes: Option<usize>,
     /// Longest streamed reply.
     pub stream_timeout: Option<Duration>,
     /// Instructions added after the agent's own system prompt (a caller's system messages).

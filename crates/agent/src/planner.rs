@@ -109,12 +109,14 @@ pub(super) async fn drive(
             parallel_tool_calls: None,
         };
         run.report.rounds = step;
+        let prepared = provider.prepare(&request);
+        super::run::check_transcript(&prepared, opts)?;
         let reply = run
             // Plans run their tools in place, so their model requests are not journaled either.
             .ask_model(
                 &super::journal::Local,
                 provider,
-                provider.prepare(&request),
+                prepared,
                 &sink,
                 opts,
                 deadline,

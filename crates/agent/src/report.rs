@@ -210,6 +210,10 @@ pub enum RunErrorKind {
         /// Every violation of the last one.
         violations: Vec<String>,
     },
+    /// A run's limit was reached: its transcript grew past `--max-transcript-bytes` (which
+    /// limit, what it allows, what the run reached).
+    #[error("LimitError: {0}")]
+    Limit(String),
     /// A limit of the run's budget was reached (which, what it allows, what was spent).
     #[error("BudgetError: {0}")]
     Budget(String),
@@ -233,6 +237,7 @@ impl RunErrorKind {
             RunErrorKind::Journal(_) => "journal",
             RunErrorKind::Output { .. } => "output",
             RunErrorKind::Budget(_) => "budget",
+            RunErrorKind::Limit(_) => "limit",
         }
     }
 }

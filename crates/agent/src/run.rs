@@ -16,6 +16,10 @@ use tracing::Instrument;
 
 /// Default output token limit per model request.
 pub const DEFAULT_MAX_TOKENS: u32 = 1024;
+/// Default cap on one model request's bytes: the run's transcript as its wire renders it
+/// (reasoning items a provider asks to have sent back included). A run whose next request
+/// would be larger ends with a `limit` error instead of sending it.
+pub const DEFAULT_MAX_TRANSCRIPT_BYTES: usize = 16 << 20;
 /// Invalid-argument replies a tool tolerates beyond its `.retries(n)` before the run gives up.
 pub const INVALID_ARGS_GRACE: u32 = 2;
 
@@ -229,6 +233,19 @@ pub(super) struct Setup<'a> {
     pub deadline: Option<Instant>,
     /// Tool rounds before `ToolLoop`.
     pub max_rounds: u32,
+}
+
+/// Refuses `request` when it is over the run's cap on a transcript's bytes
+/// (`--max-transcript-bytes`, default [`DEFAULT_MAX_TRANSCRIPT_BYTES`]).
+pub(super) fn check_transcript(request: &Prepared, opts: &RunOptions) -> Result<(), RunErrorKind> {
+    let cap = (opts.overrides.max_transcript_bytes).unwrap_or(DEFAULT_MAX_TRANSCRIPT_BYTES);
+    let size = request.body_bytes();
+    if size <= cap {
+        return Ok(());
+    }
+    Err(RunErrorKind::Limit(format!(
+        "the run's transcript is {size} bytes as its next model request, over the cap of {cap} bytes (--max-transcript-bytes)"
+    )))
 }
 
 /// Sleeps until the deadline, or forever without one.

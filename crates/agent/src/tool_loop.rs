@@ -110,6 +110,7 @@ impl<'s, 'a> Rounds<'s, 'a> {
         // The caller's own tools are offered after the agent's.
         asked.tools.extend(setup.opts.client_tools.iter().cloned());
         let request = setup.provider.prepare(&asked);
+        super::run::check_transcript(&request, setup.opts)?;
         self.sent = run.report.messages.len();
         run.report.rounds += 1;
         let (journal, provider, opts) = (setup.journal, &setup.provider, setup.opts);

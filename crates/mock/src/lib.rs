@@ -121,8 +121,13 @@ pub fn router(scenario: Scenario) -> Router {
                 ))
             }),
         )
+        // The services take requests far past axum's 2 MB default (a long run's transcript).
+        .layer(axum::extract::DefaultBodyLimit::max(MAX_REQUEST_BYTES))
         .with_state(shared)
 }
+
+/// The largest request body the mock reads.
+pub const MAX_REQUEST_BYTES: usize = 64 << 20;
 
 /// Binds `addr` (port 0 picks one) and returns the bound address and the server future.
 pub async fn bind(

@@ -277,6 +277,14 @@ pub struct Prepared {
     members: Vec<Prepared>,
 }
 
+impl Prepared {
+    /// The bytes of the request body (a fallback chain's: its largest member's), which grows
+    /// with the transcript a run sends each round.
+    pub fn body_bytes(&self) -> usize {
+        (self.members.iter().map(Prepared::body_bytes)).fold(self.body.len(), usize::max)
+    }
+}
+
 /// Gives every call of one reply its own id: an empty id becomes `call_N` and a repeated one
 /// `ID_2`, `ID_3`, ... (never an id already in the reply). The renamed id is what the
 /// transcript records and what the next request answers, so the two always agree.
