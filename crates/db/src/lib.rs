@@ -478,7 +478,7 @@ mod tests {
         let path = dir.path().join("hurt.db");
         damaged_database(&path);
         let db = super::Db::open(&path).expect("the header is intact: it opens");
-        let err = db.quick_check().err().expect("damage found");
+        let err = db.quick_check().expect_err("damage found");
         assert!(matches!(err, super::DbError::Damaged { .. }), "{err:?}");
         let text = err.to_string();
         assert!(
