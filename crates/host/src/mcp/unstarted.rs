@@ -1,5 +1,5 @@
 //! A server listed without being started (commands that only read the project): its tools as
-//! its last start recorded them ([`super::recorded`]), each failing if called.
+//! its last start recorded them (`super::recorded`), each failing if called.
 
 use super::proxy::proxy;
 use super::recorded::load;
