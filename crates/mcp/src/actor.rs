@@ -1,5 +1,5 @@
 //! Actor names: who a request acts for, in namespaces that never meet. An OAuth user is
-//! `oauth:SUB`, an OAuth client acting for itself (no `sub`) `oauth-client:CLIENT_ID`, an MCP
+//! `oauth:SUB`, an OAuth client acting for itself (no `sub`, or its `client_id` as `sub`) `oauth-client:CLIENT_ID`, an MCP
 //! client known only by the name it introduced itself with `mcp:NAME`; a static token's actor
 //! takes none of these prefixes. Every name is visible text: none empty, none with control or
 //! invisible characters (a zero-width space would make a second `ann` that looks like the

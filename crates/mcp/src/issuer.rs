@@ -208,7 +208,9 @@ impl Issuer {
 
 /// Who a token's claims name: the user `oauth:SUB`, else the client acting for itself
 /// `oauth-client:CLIENT_ID` (apart, so a client named `ann` is not the user `ann`). A token
-/// naming neither as visible text is refused: an actor nobody is named would be nobody's and
+/// whose `sub` is its `client_id` is the client's own (RFC 9068 §2.2: a client-credentials
+/// token's subject identifies the client), so it is the client, not a user. A token naming
+/// neither as visible text is refused: an actor nobody is named would be nobody's and
 /// everybody's at once.
 fn actor(claims: &Value) -> Result<String, TokenRefused> {
     let named = |claim: &str| match &claims[claim] {
@@ -222,6 +224,9 @@ fn actor(claims: &Value) -> Result<String, TokenRefused> {
         ))),
     };
     match (named("sub")?, named("client_id")?) {
+        (Some(user), Some(client)) if user == client => {
+            Ok(format!("{}{client}", crate::actor::CLIENT))
+        }
         (Some(user), _) => Ok(format!("{}{user}", crate::actor::USER)),
         (None, Some(client)) => Ok(format!("{}{client}", crate::actor::CLIENT)),
         (None, None) => Err(refused(
@@ -298,6 +303,11 @@ mod tests {
         assert_eq!(
             actor(json!({"sub": "ann", "client_id": "app"})),
             Ok("oauth:ann".into())
+        );
+        // A client-credentials token: its subject is the client.
+        assert_eq!(
+            actor(json!({"sub": "app", "client_id": "app"})),
+            Ok("oauth-client:app".into())
         );
         for nobody in [
             json!({}),
