@@ -1,8 +1,13 @@
 //! Turns an agent's settings (plus command-line overrides and the environment) into a provider.
 
 use kiln_core::model::text_calls::TextCallFormat;
-use kiln_providers::{Endpoint, Limits, Provider, ProviderError, anthropic, http, ollama, openai};
-use kiln_providers::{azure, bedrock, chain, gemini, responses};
+use kiln_providers::{
+    Endpoint, Limits, Provider, ProviderError, anthropic, http, ollama, openai::chat,
+};
+use kiln_providers::{
+    bedrock, chain, gemini,
+    openai::{azure, responses},
+};
 use kiln_registry::agent_spec::{AgentSpec, ProviderKind};
 use kiln_registry::fallback::FallbackModel;
 use std::collections::BTreeMap;
@@ -225,9 +230,9 @@ fn build(kind: ProviderKind, agent: &AgentSpec, t: &Target) -> Result<Provider, 
                 endpoint: t.endpoint(t.url(anthropic::DEFAULT_BASE_URL), Some(key), var),
             })
         }
-        ProviderKind::OpenAi => Provider::OpenAi(openai::OpenAi {
+        ProviderKind::OpenAi => Provider::OpenAi(chat::OpenAi {
             rendered: Default::default(),
-            endpoint: t.endpoint(t.url(openai::DEFAULT_BASE_URL), t.key("openai")?, var),
+            endpoint: t.endpoint(t.url(chat::DEFAULT_BASE_URL), t.key("openai")?, var),
         }),
         ProviderKind::OpenAiResponses => {
             let key = t.key("openai-responses")?;

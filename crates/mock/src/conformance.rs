@@ -34,7 +34,7 @@ fn recorded_openai_responses_and_streams_parse_into_neutral_turns() {
     let fixtures = read_json("openai/fixtures/chat-completions-tool-call-responses.json");
     let mut names = Vec::new();
     for item in fixtures["items"].as_array().expect("items") {
-        let r = kiln_providers::openai::parse_response(&item["response"]).expect("parses");
+        let r = kiln_providers::openai::chat::parse_response(&item["response"]).expect("parses");
         assert_eq!(r.stop, StopReason::ToolUse);
         for c in &r.tool_calls {
             assert!(
@@ -58,7 +58,7 @@ fn recorded_openai_responses_and_streams_parse_into_neutral_turns() {
         let text =
             std::fs::read_to_string(specs_dir().join("openai/fixtures").join(file)).expect("sse");
         let (sink, _) = collecting_sink();
-        let r = kiln_providers::openai::parse_sse(&text, &sink)
+        let r = kiln_providers::openai::chat::parse_sse(&text, &sink)
             .unwrap_or_else(|e| panic!("{file}: {e}"));
         assert_eq!(r.tool_calls.len(), calls, "{file}");
         assert_eq!(r.stop, StopReason::ToolUse, "{file}");

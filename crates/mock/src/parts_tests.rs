@@ -4,7 +4,10 @@
 
 use crate::{bedrock, check, gemini, responses_check};
 use axum::http::HeaderMap;
-use kiln_providers::{Attachment, Message, ModelRequest, anthropic, ollama, openai, responses};
+use kiln_providers::{
+    Attachment, Message, ModelRequest, anthropic, ollama,
+    openai::{chat, responses},
+};
 use serde_json::{Value, json};
 
 fn headers() -> HeaderMap {
@@ -47,9 +50,9 @@ fn request(messages: &[Message]) -> ModelRequest<'_> {
 
 /// What kiln's Chat Completions wire sends for `req` to OpenAI.
 fn chat_body(req: &ModelRequest<'_>) -> Value {
-    let provider = openai::OpenAi {
+    let provider = chat::OpenAi {
         endpoint: kiln_providers::Endpoint {
-            base_url: openai::DEFAULT_BASE_URL.into(),
+            base_url: chat::DEFAULT_BASE_URL.into(),
             api_key: None,
             key_var: None,
             timeout: std::time::Duration::from_secs(1),

@@ -7,7 +7,7 @@ use super::responses_check::{assistant_turns, check};
 use super::responses_render::{Asked, encrypted, render};
 use super::scenario::Turn;
 use axum::http::HeaderMap;
-use kiln_providers::responses::{parse_response, parse_sse, request_body};
+use kiln_providers::openai::responses::{parse_response, parse_sse, request_body};
 use kiln_providers::{Message, ModelRequest, ProviderError, StopReason, TextSink, ToolResult};
 use serde_json::{Value, json};
 

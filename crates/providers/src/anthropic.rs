@@ -1,14 +1,16 @@
 //! Anthropic Messages API: the endpoint and the request's wire conversion; replies and streams
-//! are read in `anthropic_reply`.
+//! are read in `reply`.
 
-use super::anthropic_reply::{NAME, malformed};
-pub use super::anthropic_reply::{StreamState, parse_response, parse_sse};
+mod reply;
+
 use super::attach;
 use super::{
     CallArgs, Endpoint, Message, ModelRequest, ModelResponse, ProviderError, TextSink, ToolChoice,
     http,
 };
 use super::{rendered, sse};
+use reply::{NAME, malformed};
+pub use reply::{StreamState, parse_response, parse_sse};
 use reqwest::header::{HeaderMap, HeaderValue};
 use serde_json::{Value, json};
 

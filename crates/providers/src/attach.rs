@@ -221,5 +221,4 @@ fn bedrock_name(a: &Attachment) -> String {
 }
 
 #[cfg(test)]
-#[path = "attach_tests.rs"]
 pub(crate) mod tests;

@@ -1,16 +1,19 @@
 //! AWS Bedrock Converse (`POST /model/{modelId}/converse` and `/converse-stream`): the
 //! endpoint, the request's wire conversion (rendered incrementally) and sending it signed
 //! ([`bedrock_auth`](AwsAuth)); replies and the binary event stream are read in
-//! `bedrock_reply`. A typed final answer is asked for in the prompt only: Converse's
+//! `reply`. A typed final answer is asked for in the prompt only: Converse's
 //! `outputConfig.textFormat` shapes every text block of every turn, tool-using ones too.
 
+mod auth;
+pub mod reply;
+
 use super::attach;
-pub use super::bedrock_auth::AwsAuth;
-use super::bedrock_reply::{NAME, parse_response, read_event_stream};
 use super::{
     CallArgs, Endpoint, Message, ModelRequest, ModelResponse, ProviderError, TextSink, ToolChoice,
     ToolDef, http, rendered, sse,
 };
+pub use auth::AwsAuth;
+use reply::{NAME, parse_response, read_event_stream};
 use serde_json::{Value, json};
 use std::borrow::Cow;
 
@@ -362,5 +365,4 @@ impl Bedrock {
 }
 
 #[cfg(test)]
-#[path = "bedrock_tests.rs"]
 mod tests;

@@ -13,6 +13,9 @@
 //! transcript, the run log and the tools keep the original ids: a mapped id lives only in
 //! the request body, and a reply's calls carry the ids the wire itself wrote.
 
+#[cfg(test)]
+mod wire_tests;
+
 use sha2::{Digest, Sha256};
 use std::borrow::Cow;
 

@@ -97,5 +97,4 @@ impl Chain {
 }
 
 #[cfg(test)]
-#[path = "chain_tests.rs"]
 mod tests;

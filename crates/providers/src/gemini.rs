@@ -1,19 +1,21 @@
 //! Google Gemini (`generateContent`, `streamGenerateContent?alt=sse`): the endpoint and the
-//! request's wire conversion; replies and streams are read in `gemini_reply`.
+//! request's wire conversion; replies and streams are read in `reply`.
 //!
 //! Tools go as `functionDeclarations` with `parametersJsonSchema` (the API takes JSON Schema
 //! there, so no conversion to its OpenAPI subset is needed). A model turn is sent back with the
 //! `thoughtSignature`s it came with (kept in the assistant message's [`Replay`]), on the same
 //! parts: Gemini 3 refuses a function-calling turn without them.
 
+mod reply;
+
 use super::attach;
-use super::gemini_reply::{MADE_UP_ID, malformed};
-pub use super::gemini_reply::{NAME, StreamState, WIRE, parse_response, parse_sse};
 use super::{
     CallArgs, Endpoint, Message, ModelRequest, ModelResponse, ProviderError, Replay, TextSink,
     ToolChoice, ToolDef, http,
 };
 use super::{rendered, sse};
+use reply::{MADE_UP_ID, malformed};
+pub use reply::{NAME, StreamState, WIRE, parse_response, parse_sse};
 use reqwest::header::{HeaderMap, HeaderValue};
 use serde_json::{Value, json};
 
@@ -289,5 +291,4 @@ impl Gemini {
 }
 
 #[cfg(test)]
-#[path = "gemini_tests.rs"]
 mod tests;

@@ -1,7 +1,7 @@
-//! kiln's model providers: each wire format in its own module with its wire types and
-//! conversion (`anthropic`, `openai`, `ollama`, `responses`, `gemini`; `azure` routes the OpenAI
-//! ones), request bodies rendered incrementally round
-//! after round ([`rendered`]), the shared HTTP transport with retries and
+//! kiln's model providers: one module (and folder) per wire, each with its request, reply and
+//! stream conversion and their tests (`anthropic`, `bedrock`, `gemini`, `ollama`, and `openai`
+//! with `chat`, `responses` and `azure`, which routes the other two), request bodies rendered
+//! incrementally round after round ([`rendered`]), the shared HTTP transport with retries and
 //! bounded reads ([`http`]), incremental SSE ([`sse`]), key redaction ([`redact`]), and the
 //! [`Provider`] an agent talks to. The neutral types they convert are kiln-core's
 //! ([`kiln_core::model`], re-exported here); a model in this process is a
@@ -12,28 +12,16 @@
 #![warn(missing_docs)]
 
 pub mod anthropic;
-mod anthropic_reply;
 pub mod attach;
-pub mod azure;
 pub mod bedrock;
-mod bedrock_auth;
-pub mod bedrock_reply;
 pub mod call_ids;
-#[cfg(test)]
-mod call_ids_tests;
 pub mod chain;
 pub mod gemini;
-mod gemini_reply;
 pub mod http;
 pub mod ollama;
 pub mod openai;
-mod openai_reply;
-mod openai_stream;
 pub mod redact;
 pub mod rendered;
-pub mod responses;
-mod responses_reply;
-mod responses_stream;
 pub mod sse;
 
 pub use kiln_core::model::{
@@ -111,13 +99,13 @@ pub enum Provider {
     /// Anthropic Messages API.
     Anthropic(anthropic::Anthropic),
     /// OpenAI Chat Completions (and compatible servers).
-    OpenAi(openai::OpenAi),
+    OpenAi(openai::chat::OpenAi),
     /// Ollama's native `/api/chat`.
     Ollama(ollama::Ollama),
     /// OpenAI's Responses API.
-    OpenAiResponses(responses::Responses),
+    OpenAiResponses(openai::responses::Responses),
     /// Azure OpenAI (Chat Completions or Responses).
-    Azure(azure::Azure),
+    Azure(openai::azure::Azure),
     /// Google Gemini's `generateContent`.
     Gemini(gemini::Gemini),
     /// AWS Bedrock Converse.
@@ -176,8 +164,8 @@ impl Provider {
             Provider::Ollama(_) => Takes::OLLAMA,
             Provider::OpenAiResponses(_) => Takes::RESPONSES,
             Provider::Azure(p) => match p.api {
-                azure::Api::Chat(_) => Takes::OPENAI,
-                azure::Api::Responses(_) => Takes::RESPONSES,
+                openai::azure::Api::Chat(_) => Takes::OPENAI,
+                openai::azure::Api::Responses(_) => Takes::RESPONSES,
             },
             Provider::Gemini(_) => Takes::GEMINI,
             Provider::Bedrock(_) => Takes::BEDROCK,

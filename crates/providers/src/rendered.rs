@@ -219,5 +219,4 @@ pub fn joined(values: &[serde_json::Value]) -> String {
 }
 
 #[cfg(test)]
-#[path = "rendered_tests.rs"]
 mod tests;

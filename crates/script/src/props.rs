@@ -3,7 +3,7 @@
 //! schema: values meeting the constraints validate, values breaking one are rejected at their
 //! path, and every export format carries the schema.
 
-use kiln_providers::{TextSink, anthropic, ollama, openai};
+use kiln_providers::{TextSink, anthropic, ollama, openai::chat};
 use proptest::prelude::*;
 use serde_json::{Map, Value, json};
 use std::sync::{Arc, OnceLock};
@@ -367,7 +367,7 @@ proptest! {
     #[test]
     fn reply_parsers_never_panic_on_arbitrary_json(v in json_value()) {
         let _ = anthropic::parse_response(&v);
-        let _ = openai::parse_response(&v);
+        let _ = chat::parse_response(&v);
         let mut state = ollama::ChatState::default();
         let _ = state.apply(&v.to_string(), &sink());
         let _ = state.finish();
@@ -381,7 +381,7 @@ proptest! {
         }
         text.push_str(&junk);
         let _ = anthropic::parse_sse(&text, &sink());
-        let _ = openai::parse_sse(&text, &sink());
+        let _ = chat::parse_sse(&text, &sink());
         let mut state = ollama::ChatState::default();
         for line in text.lines() {
             if state.apply(line, &sink()).is_err() {

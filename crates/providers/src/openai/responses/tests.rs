@@ -56,7 +56,7 @@ fn tool_choice_and_parallel_calls_render_flat_on_responses_and_on_azure() {
     let bare = request_body(&bare);
     assert!(bare.get("tool_choice").is_none() && bare.get("parallel_tool_calls").is_none());
     // The cached rendering sends the whole render's fields; Azure's two routes send OpenAI's.
-    let azure = |api| crate::azure::Azure {
+    let azure = |api| crate::openai::azure::Azure {
         endpoint: crate::Endpoint {
             base_url: "https://res.openai.azure.com".into(),
             api_key: Some("k".into()),
@@ -65,14 +65,14 @@ fn tool_choice_and_parallel_calls_render_flat_on_responses_and_on_azure() {
             max_retries: 0,
             limits: crate::Limits::default(),
         },
-        auth: crate::azure::Auth::ApiKey,
+        auth: crate::openai::azure::Auth::ApiKey,
         api_version: "v".into(),
         deployment: "d".into(),
         api,
     };
     let (chat, resp) = (
-        azure(crate::azure::Api::Chat(Default::default())),
-        azure(crate::azure::Api::Responses(Default::default())),
+        azure(crate::openai::azure::Api::Chat(Default::default())),
+        azure(crate::openai::azure::Api::Responses(Default::default())),
     );
     let rendered = Rendered::default();
     for choice in [
@@ -86,7 +86,7 @@ fn tool_choice_and_parallel_calls_render_flat_on_responses_and_on_azure() {
         let sent: Value = serde_json::from_slice(&resp.request_bytes(&req)).expect("json");
         assert_eq!(sent, request_body(&req));
         let sent: Value = serde_json::from_slice(&chat.request_bytes(&req)).expect("json");
-        assert_eq!(sent, crate::openai::request_body(&req, true));
+        assert_eq!(sent, crate::openai::chat::request_body(&req, true));
     }
     let sent: Value =
         serde_json::from_slice(&chat.request_bytes(&req(ToolChoice::Tool("calc".into()), None)))
@@ -408,7 +408,7 @@ fn stream_errors_cuts_and_garbage_are_errors_naming_the_wire() {
 
 #[test]
 fn azure_routes_follow_the_sdk_and_the_bodies_are_openais() {
-    use crate::azure::{Api, Auth, Azure};
+    use crate::openai::azure::{Api, Auth, Azure};
     let endpoint = crate::Endpoint {
         base_url: "https://res.openai.azure.com/".into(),
         api_key: Some("k".into()),
@@ -431,7 +431,10 @@ fn azure_routes_follow_the_sdk_and_the_bodies_are_openais() {
     let messages = [Message::user("hi")];
     let sent: Value =
         serde_json::from_slice(&chat.request_bytes(&request(&messages))).expect("json");
-    assert_eq!(sent, crate::openai::request_body(&request(&messages), true));
+    assert_eq!(
+        sent,
+        crate::openai::chat::request_body(&request(&messages), true)
+    );
     let resp = Azure {
         endpoint,
         auth: Auth::Bearer,

@@ -2,9 +2,9 @@
 //! one reply: text (thought parts kept apart), whole function calls, the thought signatures
 //! of each part (into the reply's [`Replay`]), the finish reason, blocks and usage.
 
-use super::error::quote;
-use super::{CallArgs, ModelResponse, ProviderError, Replay, StopReason, TextSink, ToolCall};
-use super::{Usage, sse};
+use crate::error::quote;
+use crate::{CallArgs, ModelResponse, ProviderError, Replay, StopReason, TextSink, ToolCall};
+use crate::{Usage, sse};
 use serde_json::{Map, Value, json};
 
 /// The prefix of the ids kiln gives calls Gemini sent without one; such ids stay off the wire.
@@ -15,7 +15,7 @@ pub const NAME: &str = "gemini";
 /// The wire name of the [`Replay`] a Gemini reply carries.
 pub const WIRE: &str = "gemini";
 
-pub(super) fn malformed(message: impl Into<String>) -> ProviderError {
+pub(crate) fn malformed(message: impl Into<String>) -> ProviderError {
     ProviderError::Malformed {
         provider: NAME,
         message: message.into(),

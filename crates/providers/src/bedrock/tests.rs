@@ -2,7 +2,7 @@
 //! event stream assembly, frame decoding (CRCs) and signing.
 
 use super::*;
-use crate::bedrock_reply::{FrameReader, StreamState, parse_event_stream};
+use crate::bedrock::reply::{FrameReader, StreamState, parse_event_stream};
 use crate::{StopReason, ToolCall, ToolResult};
 use aws_smithy_eventstream::frame::write_message_to;
 use aws_smithy_types::event_stream::{Header, HeaderValue, Message as Frame};
@@ -217,7 +217,7 @@ fn whole_replies_parse_text_tool_uses_stop_reason_and_usage() {
         "usage": {"inputTokens": 30, "outputTokens": 9, "totalTokens": 39},
         "metrics": {"latencyMs": 120}
     });
-    let reply = crate::bedrock_reply::parse_response(&v).expect("reply");
+    let reply = crate::bedrock::reply::parse_response(&v).expect("reply");
     assert_eq!(reply.text, "Looking.");
     assert_eq!(reply.stop, StopReason::ToolUse);
     assert_eq!(reply.usage, crate::Usage::new(30, 9));
@@ -241,13 +241,13 @@ fn whole_replies_parse_text_tool_uses_stop_reason_and_usage() {
     ] {
         let v = json!({"output": {"message": {"content": [{"text": "x"}]}}, "stopReason": stop});
         assert_eq!(
-            crate::bedrock_reply::parse_response(&v).expect(stop).stop,
+            crate::bedrock::reply::parse_response(&v).expect(stop).stop,
             want
         );
     }
     let cut = json!({"output": {"message": {"content": [{"toolUse": {"toolUseId": "t", "name": "lookup", "input": {}}}]}}, "stopReason": "max_tokens"});
     assert!(matches!(
-        crate::bedrock_reply::parse_response(&cut),
+        crate::bedrock::reply::parse_response(&cut),
         Err(ProviderError::Truncated { .. })
     ));
     for bad in [
@@ -255,7 +255,7 @@ fn whole_replies_parse_text_tool_uses_stop_reason_and_usage() {
         json!({"output": {"message": {"content": [{"toolUse": {"name": "x"}}]}}}),
         json!({"output": {"message": {"content": [{"text": 5}]}}}),
     ] {
-        let err = crate::bedrock_reply::parse_response(&bad)
+        let err = crate::bedrock::reply::parse_response(&bad)
             .expect_err("malformed")
             .to_string();
         assert!(err.starts_with("bedrock: malformed reply"), "{err}");
@@ -392,13 +392,13 @@ fn bad_frames_exceptions_and_cut_streams_are_clear_errors() {
 #[test]
 fn the_event_stream_test_vectors_decode_or_are_refused_by_their_crcs() {
     // aws-smithy-eventstream's test vectors (testdata/eventstream/README.md).
-    let valid = include_bytes!("../testdata/eventstream/valid_with_all_headers_and_payload");
+    let valid = include_bytes!("../../testdata/eventstream/valid_with_all_headers_and_payload");
     let frames = FrameReader::new(1 << 20).push(valid).expect("valid frame");
     assert_eq!(frames.len(), 1);
     assert!(!frames[0].payload().is_empty());
     for bad in [
-        &include_bytes!("../testdata/eventstream/invalid_prelude_checksum")[..],
-        &include_bytes!("../testdata/eventstream/invalid_message_checksum")[..],
+        &include_bytes!("../../testdata/eventstream/invalid_prelude_checksum")[..],
+        &include_bytes!("../../testdata/eventstream/invalid_message_checksum")[..],
     ] {
         let err = FrameReader::new(1 << 20).push(bad).expect_err("refused");
         assert!(err.to_string().contains("checksum"), "{err}");

@@ -1,20 +1,20 @@
 //! OpenAI Chat Completions replies: a whole JSON reply parsed (typed first, `Value` when odd),
 //! and what both the whole and the streamed reply end in (stop reason, usage, truncation).
 
-use super::error::quote;
-use super::{CallArgs, ModelResponse, ProviderError, StopReason, ToolCall, Usage, http};
+use crate::error::quote;
+use crate::{CallArgs, ModelResponse, ProviderError, StopReason, ToolCall, Usage, http};
 use serde_json::{Value, json};
 
-pub(super) const NAME: &str = "openai";
+pub(crate) const NAME: &str = "openai";
 
-pub(super) fn malformed(message: impl Into<String>) -> ProviderError {
+pub(crate) fn malformed(message: impl Into<String>) -> ProviderError {
     ProviderError::Malformed {
         provider: NAME,
         message: message.into(),
     }
 }
 
-pub(super) fn stop_reason(s: Option<&str>, has_calls: bool) -> StopReason {
+pub(crate) fn stop_reason(s: Option<&str>, has_calls: bool) -> StopReason {
     match s {
         Some("tool_calls") | Some("function_call") => StopReason::ToolUse,
         Some("length") => StopReason::MaxTokens,
@@ -24,7 +24,7 @@ pub(super) fn stop_reason(s: Option<&str>, has_calls: bool) -> StopReason {
     }
 }
 
-pub(super) fn usage(u: &Value) -> Usage {
+pub(crate) fn usage(u: &Value) -> Usage {
     Usage {
         reasoning_tokens: 0,
         input_tokens: u["prompt_tokens"].as_u64().unwrap_or(0),
@@ -32,7 +32,7 @@ pub(super) fn usage(u: &Value) -> Usage {
     }
 }
 
-pub(super) fn finish(
+pub(crate) fn finish(
     text: String,
     calls: Vec<ToolCall>,
     finish_reason: Option<&str>,
@@ -108,7 +108,7 @@ pub fn parse_response(v: &Value) -> Result<ModelResponse, ProviderError> {
 /// A whole reply of the usual shape, read without building a `Value` tree; `None` for anything
 /// else (an error, a missing or odd field), which [`parse_response`] reads leniently and
 /// names what is wrong.
-pub(super) fn typed_reply(bytes: &[u8]) -> Option<ModelResponse> {
+pub(crate) fn typed_reply(bytes: &[u8]) -> Option<ModelResponse> {
     #[derive(serde::Deserialize)]
     struct Reply {
         #[serde(default)]

@@ -4,7 +4,7 @@
 
 use crate::{
     CallArgs, Endpoint, Limits, Message, ModelRequest, Provider, ToolCall, ToolDef, ToolResult,
-    anthropic, gemini, ollama, openai,
+    anthropic, gemini, ollama, openai::chat,
 };
 use serde_json::json;
 use std::time::Duration;
@@ -24,18 +24,18 @@ fn providers() -> Vec<(Provider, Whole)> {
     };
     vec![
         (
-            Provider::OpenAi(openai::OpenAi {
+            Provider::OpenAi(chat::OpenAi {
                 endpoint: endpoint("http://127.0.0.1:1/v1"),
                 rendered: Default::default(),
             }),
-            |req| openai::request_body(req, false).to_string(),
+            |req| chat::request_body(req, false).to_string(),
         ),
         (
-            Provider::OpenAi(openai::OpenAi {
-                endpoint: endpoint(openai::DEFAULT_BASE_URL),
+            Provider::OpenAi(chat::OpenAi {
+                endpoint: endpoint(chat::DEFAULT_BASE_URL),
                 rendered: Default::default(),
             }),
-            |req| openai::request_body(req, true).to_string(),
+            |req| chat::request_body(req, true).to_string(),
         ),
         (
             Provider::Anthropic(anthropic::Anthropic {

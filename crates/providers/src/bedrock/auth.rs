@@ -2,9 +2,9 @@
 //! `aws-sigv4` crate (kiln signs nothing by hand). The credentials are secrets: their `Debug`
 //! shows none of them, and [`AwsAuth::secrets`] lists every one for redaction.
 
-use super::ProviderError;
-use super::error::quote;
-use super::redact::Secrets;
+use crate::ProviderError;
+use crate::error::quote;
+use crate::redact::Secrets;
 use aws_credential_types::Credentials;
 use aws_sigv4::http_request::{SignableBody, SignableRequest, SigningSettings, sign};
 use aws_sigv4::sign::v4;
@@ -72,7 +72,7 @@ impl AwsAuth {
             return Ok(AwsAuth::Bearer(token));
         }
         let missing = |var: &str| ProviderError::MissingKey {
-            provider: super::bedrock_reply::NAME,
+            provider: crate::bedrock::reply::NAME,
             var: var.to_string(),
         };
         match (var(ACCESS_KEY_VAR), var(SECRET_KEY_VAR)) {
@@ -200,7 +200,7 @@ fn sensitive(text: &str) -> Result<HeaderValue, ProviderError> {
 fn signing_error(message: String) -> ProviderError {
     // The crate's messages name what was wrong with the request, never a credential's value.
     ProviderError::Malformed {
-        provider: super::bedrock_reply::NAME,
+        provider: crate::bedrock::reply::NAME,
         message: format!("cannot sign the request (SigV4): {}", quote(&message)),
     }
 }

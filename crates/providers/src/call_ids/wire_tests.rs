@@ -5,7 +5,8 @@
 use crate::call_ids::IdRule;
 use crate::{
     CallArgs, Message, ModelRequest, Replay, ToolCall, ToolResult, anthropic, bedrock, gemini,
-    ollama, openai, responses,
+    ollama,
+    openai::{chat, responses},
 };
 use serde_json::{Value, json};
 
@@ -111,7 +112,7 @@ fn bedrock_sends_tool_use_ids_its_pattern_takes() {
 
 #[test]
 fn openai_chat_sends_ids_without_control_characters_in_forty() {
-    let body = openai::request_body(&request(&transcript(None)), true);
+    let body = chat::request_body(&request(&transcript(None)), true);
     let ids = at(
         &body,
         &[
@@ -131,7 +132,7 @@ fn openai_chat_sends_ids_without_control_characters_in_forty() {
     if let Message::Tool { results } = &mut messages[2] {
         results[1].call_id.clone_from(&long);
     }
-    let body = openai::request_body(&request(&messages), true);
+    let body = chat::request_body(&request(&messages), true);
     let ids = at(
         &body,
         &["/messages/1/tool_calls/1/id", "/messages/3/tool_call_id"],

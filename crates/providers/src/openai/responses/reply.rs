@@ -2,8 +2,8 @@
 //! `response.completed` carries) read into a neutral reply: the `output` items' text and
 //! function calls, the items to send back ([`Replay`]), the stop reason and usage.
 
-use super::error::quote;
-use super::{CallArgs, ModelResponse, ProviderError, Replay, StopReason, ToolCall, Usage, http};
+use crate::error::quote;
+use crate::{CallArgs, ModelResponse, ProviderError, Replay, StopReason, ToolCall, Usage, http};
 use serde_json::{Value, json};
 
 /// The wire's name in errors.
@@ -12,7 +12,7 @@ pub const NAME: &str = "openai-responses";
 /// The wire's name on a [`Replay`] (OpenAI's and Azure's Responses routes alike).
 pub const WIRE: &str = "openai-responses";
 
-pub(super) fn malformed(message: impl Into<String>) -> ProviderError {
+pub(crate) fn malformed(message: impl Into<String>) -> ProviderError {
     ProviderError::Malformed {
         provider: NAME,
         message: message.into(),
@@ -20,7 +20,7 @@ pub(super) fn malformed(message: impl Into<String>) -> ProviderError {
 }
 
 /// Token usage: `input_tokens`, `output_tokens` and, of those, `reasoning_tokens`.
-pub(super) fn usage(u: &Value) -> Usage {
+pub(crate) fn usage(u: &Value) -> Usage {
     Usage {
         input_tokens: u["input_tokens"].as_u64().unwrap_or(0),
         output_tokens: u["output_tokens"].as_u64().unwrap_or(0),
@@ -31,7 +31,7 @@ pub(super) fn usage(u: &Value) -> Usage {
 }
 
 /// The error a `response` with a non-null `error` (or `status: failed`) is.
-pub(super) fn failed(response: &Value) -> ProviderError {
+pub(crate) fn failed(response: &Value) -> ProviderError {
     let e = &response["error"];
     let message = match (e["code"].as_str(), e["message"].as_str()) {
         (Some(code), Some(m)) => format!("{code}: {m}"),
@@ -63,7 +63,7 @@ pub fn parse_response(v: &Value) -> Result<ModelResponse, ProviderError> {
 }
 
 /// A `response` object read: its status, output items and usage.
-pub(super) fn read_response(v: &Value) -> Result<ModelResponse, ProviderError> {
+pub(crate) fn read_response(v: &Value) -> Result<ModelResponse, ProviderError> {
     if v["status"] == "failed" || v.get("error").is_some_and(|e| !e.is_null()) {
         return Err(failed(v));
     }
@@ -143,7 +143,7 @@ fn read_output(output: &[Value]) -> Result<(String, Vec<ToolCall>), ProviderErro
 }
 
 /// A `function_call` item as a call: its `call_id` is the id its output answers.
-pub(super) fn function_call(i: usize, item: &Value) -> Result<ToolCall, ProviderError> {
+pub(crate) fn function_call(i: usize, item: &Value) -> Result<ToolCall, ProviderError> {
     let name = item["name"]
         .as_str()
         .ok_or_else(|| malformed(format!("function call {i} has no `name`")))?;

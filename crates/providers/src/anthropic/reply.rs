@@ -1,13 +1,13 @@
 //! Anthropic Messages replies: a whole JSON reply, and an SSE stream folded into one (its
 //! events of the usual shapes read typed, anything else as a `Value`).
 
-use super::error::quote;
-use super::{CallArgs, ModelResponse, ProviderError, StopReason, TextSink, ToolCall, Usage};
-use super::{http, sse};
+use crate::error::quote;
+use crate::{CallArgs, ModelResponse, ProviderError, StopReason, TextSink, ToolCall, Usage};
+use crate::{http, sse};
 use serde_json::{Value, json};
 use std::borrow::Cow;
 
-pub(super) const NAME: &str = "anthropic";
+pub(crate) const NAME: &str = "anthropic";
 
 fn stop_reason(s: Option<&str>) -> StopReason {
     match s {
@@ -19,7 +19,7 @@ fn stop_reason(s: Option<&str>) -> StopReason {
     }
 }
 
-pub(super) fn malformed(message: impl Into<String>) -> ProviderError {
+pub(crate) fn malformed(message: impl Into<String>) -> ProviderError {
     ProviderError::Malformed {
         provider: NAME,
         message: message.into(),

@@ -2,19 +2,19 @@
 //! binary stream of ConverseStream decoded frame by frame (by `aws-smithy-eventstream`, which
 //! checks each frame's CRCs) and assembled like the other wires' streams.
 
-use super::error::quote;
-use super::{CallArgs, Limits, ModelResponse, ProviderError, StopReason, TextSink, ToolCall};
-use super::{Usage, http};
+use crate::error::quote;
+use crate::{CallArgs, Limits, ModelResponse, ProviderError, StopReason, TextSink, ToolCall};
+use crate::{Usage, http};
 use aws_smithy_eventstream::frame::read_message_from;
 use aws_smithy_types::event_stream::{HeaderValue, Message};
 use serde_json::Value;
 
-pub(super) const NAME: &str = "bedrock";
+pub(crate) const NAME: &str = "bedrock";
 
 /// The media type of ConverseStream's reply.
 pub const EVENT_STREAM: &str = "application/vnd.amazon.eventstream";
 
-pub(super) fn malformed(message: impl Into<String>) -> ProviderError {
+pub(crate) fn malformed(message: impl Into<String>) -> ProviderError {
     ProviderError::Malformed {
         provider: NAME,
         message: message.into(),
@@ -321,7 +321,7 @@ impl FrameReader {
                     what: "one event stream frame",
                     limit: self.max_frame,
                     setting: "--max-line-bytes or .max_line_bytes(n)",
-                    start: super::error::quote_bytes(&self.buf[..self.buf.len().min(64)]),
+                    start: crate::error::quote_bytes(&self.buf[..self.buf.len().min(64)]),
                 });
             }
             if total < 16 {

@@ -3,9 +3,9 @@
 //! `response.output_item.done`, `response.completed`, `response.incomplete`,
 //! `response.failed`, `error`) folded into one reply.
 
-use super::error::quote;
-use super::responses_reply::{NAME, failed, malformed, read_response};
-use super::{ModelResponse, ProviderError, TextSink, sse};
+use crate::error::quote;
+use crate::openai::responses::reply::{NAME, failed, malformed, read_response};
+use crate::{ModelResponse, ProviderError, TextSink, sse};
 use serde_json::{Value, json};
 
 /// A function call being streamed: its item, arguments growing.

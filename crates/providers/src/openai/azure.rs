@@ -5,7 +5,8 @@
 //! (the deployment in the body's `model`); an `api-key` header, or a Microsoft Entra ID token
 //! as `Authorization: Bearer`. The bodies are the OpenAI wires' own.
 
-use super::{Endpoint, ModelRequest, ModelResponse, ProviderError, TextSink, openai, responses};
+use crate::openai::{chat, responses};
+use crate::{Endpoint, ModelRequest, ModelResponse, ProviderError, TextSink};
 use reqwest::header::{HeaderMap, HeaderValue};
 
 /// The `api-version` of Chat Completions requests when `OPENAI_API_VERSION` names none (GA).
@@ -39,7 +40,7 @@ pub enum Auth {
 /// Which OpenAI wire a deployment is spoken to on, with its conversation as sent so far.
 pub enum Api {
     /// Chat Completions.
-    Chat(openai::Rendered),
+    Chat(chat::Rendered),
     /// Responses.
     Responses(responses::Rendered),
 }
@@ -70,7 +71,7 @@ impl Azure {
     /// The request body as sent (the OpenAI wire's, messages rendered once).
     pub fn request_bytes(&self, req: &ModelRequest<'_>) -> Vec<u8> {
         match &self.api {
-            Api::Chat(r) => openai::request_bytes(req, true, r),
+            Api::Chat(r) => chat::request_bytes(req, true, r),
             Api::Responses(r) => responses::request_bytes(req, r),
         }
     }
@@ -94,7 +95,7 @@ impl Azure {
         let key = self.endpoint.api_key.as_deref();
         let name = self.name();
         match (self.auth, key) {
-            (Auth::Bearer, key) => openai::bearer(name, key),
+            (Auth::Bearer, key) => chat::bearer(name, key),
             (Auth::ApiKey, None) => Ok(HeaderMap::new()),
             (Auth::ApiKey, Some(key)) => {
                 let mut v = HeaderValue::from_str(key).map_err(|_| ProviderError::Malformed {
@@ -126,9 +127,7 @@ impl Azure {
     ) -> Result<ModelResponse, ProviderError> {
         let (headers, url) = (self.headers()?, self.url());
         match &self.api {
-            Api::Chat(_) => {
-                openai::exchange(&self.endpoint, &url, headers, body, stream, sink).await
-            }
+            Api::Chat(_) => chat::exchange(&self.endpoint, &url, headers, body, stream, sink).await,
             Api::Responses(_) => {
                 responses::exchange(&self.endpoint, &url, headers, body, stream, sink).await
             }

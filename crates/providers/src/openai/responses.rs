@@ -4,16 +4,19 @@
 //! items (reasoning items and their `encrypted_content`) carried in each assistant message's
 //! [`Replay`] and sent back where they were, so reasoning carries across rounds.
 
-use super::attach;
-pub use super::responses_reply::{NAME, WIRE, parse_response};
-pub use super::responses_stream::{StreamState, parse_sse};
-use super::{Endpoint, Message, ModelRequest, ModelResponse, ProviderError, TextSink, ToolCall};
-use super::{Replay, ToolChoice, http, rendered, sse};
+mod reply;
+mod stream;
+
+use crate::attach;
+use crate::{Endpoint, Message, ModelRequest, ModelResponse, ProviderError, TextSink, ToolCall};
+use crate::{Replay, ToolChoice, http, rendered, sse};
+pub use reply::{NAME, WIRE, parse_response};
 use reqwest::header::HeaderMap;
 use serde_json::{Value, json};
+pub use stream::{StreamState, parse_sse};
 
 /// The tool-call ids this wire takes: every call's and result's id is sent through it.
-const ID: super::call_ids::IdRule = super::call_ids::IdRule::RESPONSES;
+const ID: crate::call_ids::IdRule = crate::call_ids::IdRule::RESPONSES;
 
 /// Default base URL (with `/v1`, like the Chat Completions provider's).
 pub const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
@@ -69,7 +72,7 @@ impl rendered::Wire for Request<'_, '_> {
         rendered::write_items(out, run);
     }
 
-    fn tools(&self, tools: &[super::ToolDef]) -> Value {
+    fn tools(&self, tools: &[crate::ToolDef]) -> Value {
         tool_definitions(tools)
     }
 
@@ -84,7 +87,7 @@ impl rendered::Wire for Request<'_, '_> {
 
 /// Function tools as the Responses API takes them: flat, not strict (kiln validates the
 /// arguments itself, and strict mode would reject schemas it cannot enforce).
-fn tool_definitions(tools: &[super::ToolDef]) -> Value {
+fn tool_definitions(tools: &[crate::ToolDef]) -> Value {
     let defs = tools.iter().map(|t| {
         json!({"type": "function", "name": t.name, "description": t.description,
                "parameters": t.schema, "strict": false})
@@ -221,7 +224,7 @@ impl Responses {
         stream: bool,
         sink: &TextSink,
     ) -> Result<ModelResponse, ProviderError> {
-        let headers = super::openai::bearer(NAME, self.endpoint.api_key.as_deref())?;
+        let headers = crate::openai::chat::bearer(NAME, self.endpoint.api_key.as_deref())?;
         let base = self.endpoint.base_url.trim_end_matches('/');
         let url = format!("{base}/responses");
         exchange(&self.endpoint, &url, headers, body, stream, sink).await
@@ -248,5 +251,4 @@ pub(crate) async fn exchange(
 }
 
 #[cfg(test)]
-#[path = "responses_tests.rs"]
 mod tests;

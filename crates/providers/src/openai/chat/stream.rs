@@ -1,10 +1,10 @@
 //! OpenAI Chat Completions streams: the SSE chunks (typed first, `Value` when odd) folded into
 //! one reply, tool-call arguments assembled from their pieces.
 
-use super::error::quote;
-use super::openai_reply::{NAME, finish, malformed, usage};
-use super::sse;
-use super::{CallArgs, ModelResponse, ProviderError, TextSink, ToolCall, Usage, http};
+use crate::error::quote;
+use crate::openai::chat::reply::{NAME, finish, malformed, usage};
+use crate::sse;
+use crate::{CallArgs, ModelResponse, ProviderError, TextSink, ToolCall, Usage, http};
 use serde_json::Value;
 
 #[derive(Default)]
@@ -73,7 +73,7 @@ struct ChunkFunction {
 
 impl StreamState {
     /// Applies a chunk of the usual shape; false (nothing applied) for anything else.
-    pub(super) fn apply_typed(&mut self, data: &str, sink: &TextSink) -> bool {
+    pub(crate) fn apply_typed(&mut self, data: &str, sink: &TextSink) -> bool {
         if !data.starts_with('{') {
             return false;
         }
@@ -108,7 +108,7 @@ impl StreamState {
     }
 
     /// Applies any chunk, read as a `Value` tree.
-    pub(super) fn apply_value(&mut self, data: &str, sink: &TextSink) -> Result<(), ProviderError> {
+    pub(crate) fn apply_value(&mut self, data: &str, sink: &TextSink) -> Result<(), ProviderError> {
         let chunk: Value = serde_json::from_str(data)
             .map_err(|e| malformed(format!("bad stream chunk ({e}): {}", quote(data))))?;
         if chunk.get("error").is_some_and(|e| !e.is_null()) {
