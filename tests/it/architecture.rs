@@ -148,8 +148,8 @@ fn inside(doc: &str, head: &str) -> Option<String> {
 }
 
 /// Whether `text` names the file `stem` (a path under `src/` without `.rs`) as an item of a
-/// list: `stem.rs`, or `stem` as a whole word after the start of a line, `, `, `(` or `+ ` and
-/// before `,`, ` (`, `)`, `:` or the end of a line (`run` is not named by `runner`, nor by
+/// list: `stem.rs`, or `stem` as a whole word after the start of a line, `, `, `; `, `: `, `(`
+/// or `+ ` and before `,`, `;`, ` (`, `/ (`, `)`, `:` or the end of a line (`run` is not named by `runner`, nor by
 /// "what a run is", nor `reply` by `chat/reply`).
 fn names(text: &str, stem: &str) -> bool {
     let word = |c: char| c.is_alphanumeric() || c == '_';
@@ -162,9 +162,10 @@ fn names(text: &str, stem: &str) -> bool {
                     && !rest.starts_with(word);
             }
             let starts = before.is_empty() || before.ends_with('(');
-            let starts = starts || before.ends_with(", ") || before.ends_with("+ ");
-            let ends =
-                after.is_empty() || after.starts_with([',', ')', ':']) || after.starts_with(" (");
+            let starts = starts || [", ", "+ ", ": ", "; "].iter().any(|s| before.ends_with(s));
+            // A folder is named as `name/ (` its files `)`.
+            let ends = after.is_empty() || after.starts_with([',', ')', ':', ';']);
+            let ends = ends || after.starts_with(" (") || after.starts_with("/ (");
             starts && ends
         })
     })
@@ -226,6 +227,8 @@ fn the_reading_of_the_table_can_fail() {
     assert!(!names("a loop, what a run is, b", "run"));
     assert!(!names("a (the run, b)", "run") && !names("a, run and b", "run"));
     assert!(!names("prerun.rs, run_x.rs", "run"));
+    assert!(names("doors/ (doors/chat, x)", "doors") && names("a: doors/chat; b", "doors/chat"));
+    assert!(!names("openai/chat/reply, x", "chat/reply") && !names("chat/replying", "chat/reply"));
 }
 
 /// The `.rs` files under `src`, by path relative to it (`/`-separated), with their text.

@@ -43,7 +43,7 @@ impl ToolCall {
             .map_err(|e| TerminalError::new_with_code(400, format!("caps: {e}")))?;
         asked.mark_ask(&req.ask);
         let ceiling = self.0.ceiling.clone().unwrap_or_default();
-        kiln_serve::auth::check_within(&asked, &ceiling, "caps")
+        kiln_serve::walls::auth::check_within(&asked, &ceiling, "caps")
             .map_err(|e| TerminalError::new_with_code(403, e.message))?;
         Ok(Grants::effective(&[Some(&ceiling), Some(&asked)]))
     }

@@ -26,7 +26,7 @@ pub struct Worker {
     pub host: Arc<Host>,
     pub overrides: ProviderOverrides,
     pub ceiling: Option<Grants>,
-    pub slots: Option<kiln_serve::limits::Limiter>,
+    pub slots: Option<kiln_serve::walls::limits::Limiter>,
     pub run_timeout: Option<std::time::Duration>,
     pub approval_timeout: std::time::Duration,
 }
@@ -231,7 +231,7 @@ impl Worker {
                 // Restate's ingress knows no kiln tokens: without `--caps`, the agent's own
                 // grants are the most a caller can ask for.
                 let ceiling = self.ceiling.as_ref().unwrap_or(agent);
-                kiln_serve::auth::check_within(&asked, ceiling, "caps")
+                kiln_serve::walls::auth::check_within(&asked, ceiling, "caps")
                     .map_err(|e| TerminalError::new_with_code(403, e.message))?;
                 Some(asked)
             }

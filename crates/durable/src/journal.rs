@@ -39,7 +39,7 @@ pub struct Waiting {
     /// decides, taken again after.
     pub slot: tokio::sync::Mutex<Option<tokio::sync::OwnedSemaphorePermit>>,
     /// The worker's slots.
-    pub slots: Option<kiln_serve::limits::Limiter>,
+    pub slots: Option<kiln_serve::walls::limits::Limiter>,
     pending: Mutex<Vec<Value>>,
 }
 
@@ -48,7 +48,7 @@ impl Waiting {
     pub fn new(
         timeout: Duration,
         slot: Option<tokio::sync::OwnedSemaphorePermit>,
-        slots: Option<kiln_serve::limits::Limiter>,
+        slots: Option<kiln_serve::walls::limits::Limiter>,
     ) -> Self {
         Waiting {
             timeout,

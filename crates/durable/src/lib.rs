@@ -47,7 +47,7 @@ pub struct WorkerOptions {
     pub ceiling: Option<Grants>,
     /// The run slots of the process (`kiln serve --max-runs/--queue`); a run finding none
     /// free fails its attempt and Restate retries it later (on this or another worker).
-    pub slots: Option<kiln_serve::limits::Limiter>,
+    pub slots: Option<kiln_serve::walls::limits::Limiter>,
     /// Deadline of each run, counted from the start of each attempt (a resumed run's journaled
     /// steps come back at once, so it bounds the work done live).
     pub run_timeout: Option<Duration>,

@@ -1,8 +1,8 @@
 //! Request bodies: JSON only (which also keeps browsers' simple cross-site posts out), within
 //! the size limit, with errors in OpenAI's shape.
 
-use super::error::ApiError;
-use super::state::AppState;
+use crate::error::ApiError;
+use crate::state::AppState;
 use axum::body::Bytes;
 use axum::extract::{FromRequest, FromRequestParts, Request};
 use axum::http::request::Parts;
@@ -224,7 +224,7 @@ fn string_field(body: &Value, field: &str, required: bool) -> Result<Option<Stri
 }
 
 /// The run a `POST /v1/runs` body asks for, and whether to wait for its end.
-pub(super) fn parse(body: &Value) -> Result<(super::launch::RunRequest, bool), ApiError> {
+pub(crate) fn parse(body: &Value) -> Result<(crate::launch::RunRequest, bool), ApiError> {
     let caps = string_list(&body["caps"], "caps")?;
     let context = object(&body["context"], "context")?;
     let wait = match &body["wait"] {
@@ -232,7 +232,7 @@ pub(super) fn parse(body: &Value) -> Result<(super::launch::RunRequest, bool), A
         Value::Bool(b) => *b,
         _ => return Err(ApiError::bad_request("wait", "wait must be true or false")),
     };
-    let req = super::launch::RunRequest {
+    let req = crate::launch::RunRequest {
         agent: string_field(body, "agent", true)?.unwrap_or_default(),
         prompt: string_field(body, "input", true)?.unwrap_or_default(),
         caps,
@@ -242,13 +242,13 @@ pub(super) fn parse(body: &Value) -> Result<(super::launch::RunRequest, bool), A
         session: string_field(body, "session", false)?,
         stream: true,
         budget: budget(&body["budget"])?,
-        ..super::launch::RunRequest::default()
+        ..crate::launch::RunRequest::default()
     };
     Ok((req, wait))
 }
 
 /// The run's `budget` (`{"tool_calls": 5, "cost_usd": 0.5, ...}`), within the agent's own.
-pub(super) fn budget(v: &Value) -> Result<Option<kiln_registry::contract::Budget>, ApiError> {
+pub(crate) fn budget(v: &Value) -> Result<Option<kiln_registry::contract::Budget>, ApiError> {
     if v.is_null() {
         return Ok(None);
     }
@@ -269,7 +269,7 @@ pub(super) fn budget(v: &Value) -> Result<Option<kiln_registry::contract::Budget
 }
 
 /// `body[field]` as a number, if given.
-pub(super) fn number(body: &Value, field: &str) -> Result<Option<f64>, ApiError> {
+pub(crate) fn number(body: &Value, field: &str) -> Result<Option<f64>, ApiError> {
     match &body[field] {
         Value::Null => Ok(None),
         v => v
@@ -280,7 +280,7 @@ pub(super) fn number(body: &Value, field: &str) -> Result<Option<f64>, ApiError>
 }
 
 /// `body[field]` as a positive integer (a token limit), if given.
-pub(super) fn positive(body: &Value, field: &str) -> Result<Option<u32>, ApiError> {
+pub(crate) fn positive(body: &Value, field: &str) -> Result<Option<u32>, ApiError> {
     number(body, field)?
         .map(|n| {
             (n >= 1.0 && n.fract() == 0.0 && n <= f64::from(u32::MAX))

@@ -2,7 +2,7 @@
 //! approvals asked and decided, scripts reloaded. Each item names who may see it, and a
 //! listener gets only what its token may: its own runs, the approvals it may decide, reloads.
 
-use super::auth::Principal;
+use crate::walls::auth::Principal;
 use serde_json::Value;
 use std::sync::Arc;
 use tokio::sync::broadcast;

@@ -4,8 +4,8 @@
 //! (an open server on loopback) the `Host` must name this machine too. A page on another port
 //! of this machine is another site.
 
-use super::error::ApiError;
-use super::state::AppState;
+use crate::error::ApiError;
+use crate::state::AppState;
 use axum::extract::{Request, State};
 use axum::http::header;
 use axum::middleware::Next;
@@ -14,7 +14,7 @@ use std::sync::Arc;
 
 /// The middleware on every `/v1/*` and `/ui` route: refuses a foreign `Origin` and, on an open
 /// server, a `Host` that does not name this machine.
-pub(super) async fn same_site(
+pub(crate) async fn same_site(
     State(state): State<Arc<AppState>>,
     req: Request,
     next: Next,
@@ -90,14 +90,14 @@ fn is_loopback_name(host: &str) -> bool {
 }
 
 /// A `Host` header naming this machine (loopback) or one of `allowed` (the bound address).
-pub(super) fn host_allowed(host: &str, allowed: &[String]) -> bool {
+pub(crate) fn host_allowed(host: &str, allowed: &[String]) -> bool {
     let h = host_part(host.trim());
     is_loopback_name(h) || allowed.iter().any(|a| a.eq_ignore_ascii_case(h))
 }
 
 /// What this server's own pages look like: `http://`, a name of this machine or one of
 /// `hosts` (the bound address), and `port`.
-pub(super) struct Own<'a> {
+pub(crate) struct Own<'a> {
     /// The port the server listens on (`None`: unknown, so no origin is its own).
     pub port: Option<u16>,
     /// Host names besides loopback ones that name the server.
@@ -130,7 +130,7 @@ impl Own<'_> {
 
 /// An `Origin` of this server's own pages (`own`), or one matching `allowed`
 /// (`scheme://host[:port]`, `:*` for any port).
-pub(super) fn origin_allowed(origin: &str, own: &Own, allowed: &[String]) -> bool {
+pub(crate) fn origin_allowed(origin: &str, own: &Own, allowed: &[String]) -> bool {
     let origin = origin.trim().trim_end_matches('/');
     let Some((scheme, authority)) = origin.split_once("://") else {
         return false;

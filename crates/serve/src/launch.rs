@@ -2,13 +2,13 @@
 //! run slot, then [`Host::run_stream`](kiln_host::Host::run_stream) with the same run log `kiln ask`
 //! writes. A driver task collects the run's events into its [`RunEntry`].
 
-use super::auth::{Principal, check_within};
 use super::error::ApiError;
 use super::error::error_kind;
-use super::feed::Audience;
 use super::metrics::Metrics;
 use super::state::{AppState, session_key};
 use super::table::RunEntry;
+use crate::feed::Audience;
+use crate::walls::auth::{Principal, check_within};
 use futures_util::StreamExt;
 use kiln_agent::Event;
 use kiln_agent::connect::ProviderOverrides;

@@ -2,23 +2,22 @@
 //! becomes a [`Host::run_stream`](kiln_host::Host::run_stream), so validation, the capability
 //! guard, the sandbox and the run log apply exactly as for `kiln ask`.
 //!
-//! - `chat`: OpenAI-compatible `/v1/models` and `/v1/chat/completions` (whole or SSE chunks)
-//! - `responses`: the Responses API, `/v1/responses` (`responses_input` reads a request,
-//!   `responses_parts` its content parts, `responses_output` writes Response objects,
-//!   `responses_stream` the event stream)
-//! - `runs`: kiln's `/v1/runs` (events as SSE, cancel) and `/v1/sessions`; `stored`: a run
-//!   the server does not hold (it restarted since) as the run log keeps it
-//! - `front`: `/v1/runs` through Restate's ingress (`--restate-ingress`), for a fleet
-//! - `responses_front`: `/v1/responses` through Restate's ingress, the same way
+//! - `doors`: one folder per door. `doors::chat`: OpenAI-compatible `/v1/models` and
+//!   `/v1/chat/completions` (whole or SSE chunks); `doors::responses`: the Responses API,
+//!   `/v1/responses` (`input` reads a request, `parts` its content parts, `output` writes
+//!   Response objects, `stream` the event stream, `front` the same through Restate's
+//!   ingress); `doors::runs`: kiln's `/v1/runs` (events as SSE, cancel) and `/v1/sessions`
+//!   (`stored`: a run the server does not hold, as the run log keeps it; `front`: `/v1/runs`
+//!   through Restate's ingress, `--restate-ingress`, for a fleet)
+//! - `walls`: what every door passes through: `auth` (tokens), `guard` (the `Origin` and
+//!   `Host` checks), `body` (JSON bodies only), `limits` (slots, queue, 429)
 //! - `launch`: a request -> grants within the token's ceiling, session, slot, the run
-//! - `table`: runs by id with their events; `auth`: tokens; `limits`: slots, queue, 429
-//! - `metrics`, `router` (health, logging), `guard` (the `Origin` and `Host` checks), `body`
-//!   (JSON bodies only), `error` (OpenAI's shape)
-//! - `logfmt`: JSON log lines
-//! - the web console: `ui` (its pages at `/ui`, in the binary, with their security headers),
-//!   `feed` (`/v1/events`: runs, approvals, reloads as they happen), `listing` (`/v1/me`,
-//!   `/v1/runs`), `timeline` (a run's story), `inbox` (`/v1/approvals`), `tools_api`
-//!   (`/v1/tools`: list and call), `health` (`/v1/scripts`: files, errors, reloads)
+//! - `table`: runs by id with their events; `approvals`: calls waiting for a person
+//! - `metrics`, `router` (health, logging), `error` (OpenAI's shape), `logfmt` (JSON log lines)
+//! - `console`: the web console: `ui` (its pages at `/ui`, in the binary, with their security
+//!   headers), `feed` (`/v1/events`: runs, approvals, reloads as they happen), `listing`
+//!   (`/v1/me`, `/v1/runs`), `timeline` (a run's story), `inbox` (`/v1/approvals`),
+//!   `tools_api` (`/v1/tools`: list and call), `health` (`/v1/scripts`: files, errors, reloads)
 //! - `restate`: kiln calling Restate over plain HTTP (the front door's ingress client, worker
 //!   registration); the worker itself is kiln-durable
 //!
@@ -28,39 +27,25 @@
 #![warn(missing_docs)]
 
 mod approvals;
-pub mod auth;
 mod body;
-mod chat;
+pub mod console;
+mod doors;
 pub mod error;
 pub mod feed;
-mod front;
 mod guard;
-mod health;
-mod inbox;
 mod launch;
-pub mod limits;
-mod listing;
 pub mod logfmt;
 pub mod metrics;
-mod responses;
-mod responses_front;
-mod responses_input;
-mod responses_output;
-mod responses_parts;
-mod responses_stream;
 pub mod restate;
 mod router;
-mod runs;
+mod running;
 pub mod state;
-mod stored;
 mod table;
-mod timeline;
-mod tools_api;
-mod ui;
+pub mod walls;
 
-pub use auth::Tokens;
 pub use router::router;
 pub use state::{AppState, ServeOptions};
+pub use walls::auth::Tokens;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -150,7 +135,7 @@ pub fn watch_reloads(
         while let Some(report) = reports.next().await {
             state.metrics.reloaded();
             tracing::info!("{report}");
-            health::announce_reload(&state, &report);
+            console::health::announce_reload(&state, &report);
             if let Some(mcp) = mcp.as_ref().filter(|_| !report.deferred) {
                 mcp.notify_tools_changed();
             }

@@ -1,10 +1,13 @@
 //! The routes, the body limit, request logging, health and metrics endpoints.
 
-use super::auth::Principal;
 use super::error::ApiError;
-use super::guard::same_site;
 use super::state::AppState;
-use super::{chat, health, inbox, listing, responses, runs, timeline, tools_api, ui};
+use crate::guard::same_site;
+use crate::walls::auth::Principal;
+use crate::{
+    console::health, console::inbox, console::listing, console::timeline, console::tools_api,
+    console::ui, doors::chat, doors::responses, doors::runs,
+};
 use axum::Router;
 use axum::extract::{DefaultBodyLimit, Request, State};
 use axum::http::{StatusCode, header};

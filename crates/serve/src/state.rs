@@ -1,10 +1,10 @@
 //! What every handler shares: the host, tokens, limits, the runs, metrics and the shutdown state.
 
-use super::auth::{Principal, Tokens};
 use super::error::ApiError;
-use super::limits::Limiter;
 use super::metrics::Metrics;
 use super::table::RunTable;
+use crate::walls::auth::{Principal, Tokens};
+use crate::walls::limits::Limiter;
 use axum::extract::FromRequestParts;
 use axum::http::request::Parts;
 use kiln_core::capability::Grants;
@@ -99,7 +99,7 @@ pub struct AppState {
     /// The durable engine `/v1/runs` submits to (`--restate-ingress`); `None`: runs run here.
     pub front: Option<crate::restate::RestateClient>,
     /// The Responses door's running responses.
-    pub(crate) responses: crate::responses_output::Running,
+    pub(crate) responses: crate::running::Running,
     /// What the console's live feed sends (`GET /v1/events`).
     pub feed: crate::feed::Feed,
     /// The last script reloads, newest last, as the feed sent them.

@@ -1,8 +1,8 @@
 //! The runs the server knows: each run's events as they happened (so a late reader of
 //! `/v1/runs/{id}/events` sees them all), its end, and the token that cancels it.
 
-use super::auth::Principal;
 use super::error::error_kind;
+use crate::walls::auth::Principal;
 use futures_util::Stream;
 use kiln_agent::Event;
 use kiln_agent::RunError;
@@ -419,5 +419,14 @@ impl RunTable {
             .get(id)
             .filter(|r| who.sees(r.owner.as_deref()))
             .cloned()
+    }
+}
+
+/// A run's status as the API names it (`completed`, `failed`), from the run log's word.
+pub(crate) fn api_status(logged: &str) -> &str {
+    match logged {
+        "ok" => "completed",
+        "error" => "failed",
+        other => other,
     }
 }

@@ -10,11 +10,11 @@
 //! which is also how a run's owner is told from another's. `/v1/sessions/{name}` reads and
 //! clears the session's Virtual Object.
 
-use super::auth::Principal;
-use super::error::ApiError;
-use super::launch::{find_agent, grants_for};
-use super::state::AppState;
+use crate::error::ApiError;
+use crate::launch::{find_agent, grants_for};
 use crate::restate::{DurableError, Invocation, Outcome, RestateClient, Target, key_segment};
+use crate::state::AppState;
+use crate::walls::auth::Principal;
 use axum::Json;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
@@ -28,7 +28,7 @@ const IDEMPOTENCY_KEY: &str = "idempotency-key";
 /// Longest idempotency key taken from a client.
 const MAX_KEY: usize = 256;
 
-pub(super) fn restate_error(e: DurableError) -> ApiError {
+pub(crate) fn restate_error(e: DurableError) -> ApiError {
     match e {
         DurableError::Unreachable { .. } => ApiError::unavailable(e.to_string()),
         _ => ApiError::upstream(e.to_string()),
@@ -36,7 +36,7 @@ pub(super) fn restate_error(e: DurableError) -> ApiError {
 }
 
 /// `text` under the actor's prefix: actors cannot reach each other's runs or sessions.
-pub(super) fn scoped(who: &Principal, text: &str) -> String {
+pub(crate) fn scoped(who: &Principal, text: &str) -> String {
     match &who.actor {
         Some(actor) => format!("{}/{text}", key_segment(actor)),
         None => text.to_string(),
@@ -44,7 +44,7 @@ pub(super) fn scoped(who: &Principal, text: &str) -> String {
 }
 
 /// The client's `Idempotency-Key`, or a new one.
-pub(super) fn idempotency_key(headers: &HeaderMap) -> Result<String, ApiError> {
+pub(crate) fn idempotency_key(headers: &HeaderMap) -> Result<String, ApiError> {
     let Some(v) = headers.get(IDEMPOTENCY_KEY) else {
         return Ok(uuid::Uuid::new_v4().to_string());
     };
@@ -58,14 +58,14 @@ pub(super) fn idempotency_key(headers: &HeaderMap) -> Result<String, ApiError> {
 }
 
 /// `POST /v1/runs` through Restate: the same body and answers as a local run.
-pub(super) async fn create(
+pub(crate) async fn create(
     state: &Arc<AppState>,
     front: &RestateClient,
     who: &Principal,
     headers: &HeaderMap,
     body: &Value,
 ) -> Result<Response, ApiError> {
-    let (req, wait) = super::body::parse(body)?;
+    let (req, wait) = crate::body::parse(body)?;
     if state.draining() {
         return Err(ApiError::unavailable("the server is shutting down"));
     }
@@ -97,7 +97,7 @@ pub(super) async fn create(
     let key = idempotency_key(headers)?;
     let (target, target_key) = match &req.session {
         Some(session) => {
-            super::state::check_session_name(session)?;
+            crate::state::check_session_name(session)?;
             (Target::Session, scoped(who, session))
         }
         None => (Target::Run, scoped(who, &key)),
@@ -153,7 +153,7 @@ async fn find(front: &RestateClient, who: &Principal, id: &str) -> Result<Invoca
 }
 
 /// `GET /v1/runs/{id}` through Restate: any worker answers for any run.
-pub(super) async fn get(
+pub(crate) async fn get(
     front: &RestateClient,
     who: &Principal,
     id: &str,
@@ -188,7 +188,7 @@ const INBOX_AT_ONCE: usize = 8;
 /// The approvals durable runs wait for that `who` may decide (its own runs', or every run's
 /// for a token granted `approve`), as the inbox lists them; a run Restate cannot describe is
 /// left out.
-pub(super) async fn inbox(front: &RestateClient, who: &Principal) -> Result<Vec<Value>, ApiError> {
+pub(crate) async fn inbox(front: &RestateClient, who: &Principal) -> Result<Vec<Value>, ApiError> {
     use futures_util::StreamExt;
     let actor = match (who.may_decide_all(), &who.actor) {
         (true, _) => None,
@@ -258,17 +258,17 @@ fn now_ms() -> u64 {
 /// approval's one writer in Restate (from whichever worker), which takes the first decision
 /// made before the deadline and resolves the durable promise the run waits on. A decision
 /// that came too late is a `409` with the decision that won (`error.decision`).
-pub(super) async fn decide(
+pub(crate) async fn decide(
     front: &RestateClient,
     who: &Principal,
     id: &str,
     approval: &str,
-    decision: &super::approvals::Decision,
+    decision: &crate::approvals::Decision,
 ) -> Result<Value, ApiError> {
     find(front, who, id).await?;
     let value = match decision {
-        super::approvals::Decision::Approve => json!({"decision": "approve"}),
-        super::approvals::Decision::Deny(reason) => json!({"decision": "deny", "reason": reason}),
+        crate::approvals::Decision::Approve => json!({"decision": "approve"}),
+        crate::approvals::Decision::Deny(reason) => json!({"decision": "deny", "reason": reason}),
     };
     let answer = front
         .decide(id, approval, &value)
@@ -282,14 +282,14 @@ pub(super) async fn decide(
         ));
     }
     if answer["taken"] != true {
-        return Err(super::approvals::decided_already(approval, won));
+        return Err(crate::approvals::decided_already(approval, won));
     }
     Ok(json!({"id": id, "agent": null, "status": "running"}))
 }
 
 /// `POST /v1/runs/{id}/cancel` through Restate: the invocation is cancelled there, and the run
 /// ends as cancelled at its next step on whichever worker runs it.
-pub(super) async fn cancel(
+pub(crate) async fn cancel(
     front: &RestateClient,
     who: &Principal,
     id: &str,
@@ -308,7 +308,7 @@ pub(super) async fn cancel(
 
 /// `GET /v1/runs/{id}/events` through Restate: the run's steps happen on other workers, so
 /// the stream has its end only (as `end`, when the run ends).
-pub(super) async fn events(
+pub(crate) async fn events(
     front: &RestateClient,
     who: &Principal,
     id: &str,
@@ -331,7 +331,7 @@ pub(super) async fn events(
 
 /// The session `name` of `who` as Restate keeps it, or the `404` naming it.
 async fn session_of(front: &RestateClient, who: &Principal, name: &str) -> Result<Value, ApiError> {
-    super::state::check_session_name(name)?;
+    crate::state::check_session_name(name)?;
     let key = scoped(who, name);
     let session = front
         .session(&key, "describe")
@@ -347,7 +347,7 @@ async fn session_of(front: &RestateClient, who: &Principal, name: &str) -> Resul
 }
 
 /// `GET /v1/sessions/{name}` through Restate: the session's agent, messages and state.
-pub(super) async fn session(
+pub(crate) async fn session(
     front: &RestateClient,
     who: &Principal,
     name: &str,
@@ -358,7 +358,7 @@ pub(super) async fn session(
 }
 
 /// `DELETE /v1/sessions/{name}` through Restate (after the turn running now, if any).
-pub(super) async fn delete_session(
+pub(crate) async fn delete_session(
     front: &RestateClient,
     who: &Principal,
     name: &str,

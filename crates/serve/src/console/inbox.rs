@@ -3,9 +3,9 @@
 //! A token granted `approve` sees every actor's waiting approvals this way, and nothing else
 //! of those runs (`GET /v1/runs/{id}` stays 404 for it).
 
-use super::auth::Principal;
-use super::error::ApiError;
-use super::state::AppState;
+use crate::error::ApiError;
+use crate::state::AppState;
+use crate::walls::auth::Principal;
 use axum::Json;
 use axum::extract::State;
 use serde_json::{Value, json};
@@ -26,7 +26,7 @@ pub async fn approvals(
     // Restate out of reach leaves this server's own approvals listed (and says so).
     let mut durable_error = None;
     if let Some(front) = &state.front {
-        match super::front::inbox(front, &who).await {
+        match crate::doors::runs::front::inbox(front, &who).await {
             Ok(durable) => rows.extend(durable),
             Err(e) => durable_error = Some(e.message),
         }

@@ -5,10 +5,10 @@
 //! what only the live run knows (its approvals, its typed output) added when the server holds
 //! it. The caller sees what `GET /v1/runs/{id}` would show it: its own runs only.
 
-use super::auth::Principal;
-use super::error::ApiError;
-use super::state::AppState;
-use super::table::RunEntry;
+use crate::error::ApiError;
+use crate::state::AppState;
+use crate::table::RunEntry;
+use crate::walls::auth::Principal;
 use axum::Json;
 use axum::extract::{Path, State};
 use kiln_agent::Event;
@@ -154,7 +154,7 @@ pub async fn timeline(
     let mut shown = match &row {
         Some(row) => json!({
             "id": row.id, "agent": row.agent, "actor": row.actor,
-            "status": super::listing::api_status(row.shown_status()),
+            "status": crate::table::api_status(row.shown_status()),
             "provider": row.provider, "model": row.model, "prompt": row.prompt,
             "answer": row.answer, "output": null,
             "error": row.error.as_deref().map(kiln_core::public_error::scrub),

@@ -3,16 +3,16 @@
 //! (`interrupted` for one whose process is gone), and `/v1/runs/{id}/events` replays its
 //! stored rounds and calls and ends with that status.
 
-use super::auth::Principal;
-use super::error::ApiError;
-use super::listing::api_status;
-use super::state::AppState;
+use crate::error::ApiError;
+use crate::state::AppState;
+use crate::table::api_status;
+use crate::walls::auth::Principal;
 use kiln_db::runs::{RunRow, ToolRow};
 use serde_json::{Value, json};
 
 /// The logged run `id`, when the caller may see it: its own (the open server's one caller sees
 /// the whole log, as `GET /v1/runs` lists it).
-pub(super) fn find(
+pub(crate) fn find(
     state: &AppState,
     who: &Principal,
     id: &str,
@@ -91,7 +91,7 @@ fn error_json(row: &RunRow, status: &str) -> Option<Value> {
 /// `{id, agent, status, report, error?}` of a logged run, as `GET /v1/runs/{id}` shows a
 /// finished one, with `"stored": true` (what the run log keeps: no typed output or planner
 /// steps).
-pub(super) fn status(state: &AppState, row: &RunRow) -> Value {
+pub(crate) fn status(state: &AppState, row: &RunRow) -> Value {
     let status = api_status(row.shown_status());
     let messages = state
         .host
@@ -118,7 +118,7 @@ pub(super) fn status(state: &AppState, row: &RunRow) -> Value {
 
 /// The events of a logged run, as its live stream sent them: each round's model request and
 /// reply and the calls it made, the answer, and `end` with the stored status.
-pub(super) fn events(state: &AppState, row: &RunRow) -> Vec<(&'static str, Value)> {
+pub(crate) fn events(state: &AppState, row: &RunRow) -> Vec<(&'static str, Value)> {
     let mut rounds: Vec<i64> = row.model_calls.iter().map(|m| m.round).collect();
     rounds.extend(row.tool_calls.iter().map(|c| c.round));
     rounds.sort_unstable();

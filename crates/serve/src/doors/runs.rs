@@ -1,13 +1,15 @@
 //! kiln's own API for what Chat Completions cannot say: runs with sessions, context and caps,
 //! waiting or not, their live events (SSE), cancellation, and sessions.
 
-use super::auth::Principal;
-use super::body::{JsonBody, NoBody, parse};
-use super::error::ApiError;
-use super::front;
-use super::launch::launch;
-use super::state::{AppState, session_key};
-use super::table::{RunEntry, event_json};
+pub(crate) mod front;
+pub(crate) mod stored;
+
+use crate::body::{JsonBody, NoBody, parse};
+use crate::error::ApiError;
+use crate::launch::launch;
+use crate::state::{AppState, session_key};
+use crate::table::{RunEntry, event_json};
+use crate::walls::auth::Principal;
 use axum::Json;
 use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, StatusCode};
@@ -45,7 +47,7 @@ pub async fn approve(
     Path((id, approval)): Path<(String, String)>,
     JsonBody(body): JsonBody,
 ) -> Result<Json<Value>, ApiError> {
-    let decision = super::approvals::decision(&body)?;
+    let decision = crate::approvals::decision(&body)?;
     // A token granted `approve` decides for any run; anyone else only for their own.
     let approver = who.may_decide_all();
     let decider = Principal {
@@ -96,8 +98,8 @@ pub async fn get(
     }
     let Some(entry) = state.runs.get(&id, &who) else {
         // Not held here (a restart since, or forgotten): the run log's.
-        let row = super::stored::find(&state, &who, &id)?.ok_or_else(|| no_run(&id))?;
-        return Ok(Json(super::stored::status(&state, &row)));
+        let row = stored::find(&state, &who, &id)?.ok_or_else(|| no_run(&id))?;
+        return Ok(Json(stored::status(&state, &row)));
     };
     if q.wait {
         entry.wait().await;
@@ -121,8 +123,8 @@ pub async fn events(
     };
     let Some(entry) = state.runs.get(&id, &who) else {
         // Not held here (a restart since, or forgotten): the run log's steps, then its end.
-        let row = super::stored::find(&state, &who, &id)?.ok_or_else(|| no_run(&id))?;
-        let replay = futures_util::stream::iter(super::stored::events(&state, &row)).map(sse);
+        let row = stored::find(&state, &who, &id)?.ok_or_else(|| no_run(&id))?;
+        let replay = futures_util::stream::iter(stored::events(&state, &row)).map(sse);
         return Ok(Sse::new(replay).into_response());
     };
     let stream = entry.events().map(move |ev| sse(event_json(&ev)));

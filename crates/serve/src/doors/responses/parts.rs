@@ -2,13 +2,13 @@
 //! (`input_file`) as attachments the agent's model is sent. What cannot be read is refused at
 //! its part's path; what the agent's model cannot take is refused when the run starts.
 
-use super::error::ApiError;
+use crate::error::ApiError;
 use kiln_providers::{Attachment, AttachmentKind};
 use serde_json::Value;
 
 /// A message's content: its text and attachments.
 #[derive(Debug, Default)]
-pub(super) struct Content {
+pub(crate) struct Content {
     /// The text parts, joined.
     pub text: String,
     /// Images and files, in order.
@@ -16,7 +16,7 @@ pub(super) struct Content {
 }
 
 /// Reads `content`: a string, or an array of parts.
-pub(super) fn content(v: &Value, at: &str) -> Result<Content, ApiError> {
+pub(crate) fn content(v: &Value, at: &str) -> Result<Content, ApiError> {
     let parts = match v {
         Value::String(s) => {
             return Ok(Content {

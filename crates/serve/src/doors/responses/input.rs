@@ -3,18 +3,18 @@
 //! sent back) appended to the conversation it continues, the client's function tools, and
 //! what the Response object echoes. Every refusal names the JSON path it is about.
 
-use super::body::{budget, number, object, positive, string_list};
-use super::error::ApiError;
-use super::launch::{RunRequest, find_agent};
-use super::responses_output::Echo;
-use super::responses_parts::{Content, content};
-use super::state::AppState;
+use crate::body::{budget, number, object, positive, string_list};
+use crate::doors::responses::parts::{Content, content};
+use crate::error::ApiError;
+use crate::launch::{RunRequest, find_agent};
+use crate::running::Echo;
+use crate::state::AppState;
 use kiln_agent::connect::ProviderOverrides;
 use kiln_providers::{Attachment, Message, ToolCall, ToolChoice, ToolDef, ToolResult};
 use serde_json::{Value, json};
 
 /// The parts of a Responses request kiln uses.
-pub(super) struct ResponsesRequest {
+pub(crate) struct ResponsesRequest {
     /// The run: agent, overrides, caps, context, budget (`history` and `prompt` are set once
     /// the conversation it continues is known).
     pub run: RunRequest,
@@ -141,7 +141,7 @@ fn tool_choice(v: &Value) -> Result<Value, ApiError> {
 }
 
 /// A checked `tool_choice` as the model request takes it.
-pub(super) fn choice_of(v: &Value) -> ToolChoice {
+pub(crate) fn choice_of(v: &Value) -> ToolChoice {
     match (v.as_str(), v["name"].as_str()) {
         (Some("none"), _) => ToolChoice::None,
         (Some("required"), _) => ToolChoice::Required,
@@ -151,7 +151,7 @@ pub(super) fn choice_of(v: &Value) -> ToolChoice {
 }
 
 /// Reads a `POST /v1/responses` body.
-pub(super) fn parse(body: &Value) -> Result<ResponsesRequest, ApiError> {
+pub(crate) fn parse(body: &Value) -> Result<ResponsesRequest, ApiError> {
     let agent = body["model"]
         .as_str()
         .ok_or_else(|| ApiError::bad_request("model", "model (the agent's name) is required"))?;
@@ -247,7 +247,7 @@ pub(super) fn parse(body: &Value) -> Result<ResponsesRequest, ApiError> {
 
 /// The conversation with `items` appended (their system and developer messages go to
 /// `system`), checked: every function call answered before the conversation goes on.
-pub(super) fn append_items(
+pub(crate) fn append_items(
     messages: &mut Vec<Message>,
     items: &[Value],
     system: &mut Vec<String>,
@@ -502,7 +502,7 @@ fn message(
 /// The conversation split into what came before and the run's prompt (the last user
 /// message, with its attachments), or no prompt when it ends with the client's function
 /// outputs (the run goes on from them).
-pub(super) fn split_prompt(
+pub(crate) fn split_prompt(
     mut messages: Vec<Message>,
 ) -> Result<(Vec<Message>, String, Vec<Attachment>), ApiError> {
     match messages.last() {
@@ -522,7 +522,7 @@ pub(super) fn split_prompt(
 }
 
 /// The client's tools must not shadow the agent's own, and a forced tool must be offered.
-pub(super) fn check_tool_names(state: &AppState, req: &ResponsesRequest) -> Result<(), ApiError> {
+pub(crate) fn check_tool_names(state: &AppState, req: &ResponsesRequest) -> Result<(), ApiError> {
     let agent = find_agent(state, &req.run.agent)?;
     if let Some(forced) = req.echo.tool_choice["name"].as_str() {
         let offered = req.run.client_tools.iter().any(|t| t.name == forced)
@@ -552,7 +552,7 @@ pub(super) fn check_tool_names(state: &AppState, req: &ResponsesRequest) -> Resu
 }
 
 /// Input items with ids, as `input_items` lists them.
-pub(super) fn with_ids(items: Vec<Value>) -> Vec<Value> {
+pub(crate) fn with_ids(items: Vec<Value>) -> Vec<Value> {
     items
         .into_iter()
         .enumerate()
@@ -575,7 +575,7 @@ pub(super) fn with_ids(items: Vec<Value>) -> Vec<Value> {
                 && let Some(text) = item["content"].as_str().map(str::to_string)
             {
                 let part = if item["role"] == "assistant" {
-                    super::responses_output::text_part(&text)
+                    crate::doors::responses::output::text_part(&text)
                 } else {
                     json!({"type": "input_text", "text": text})
                 };
@@ -587,5 +587,5 @@ pub(super) fn with_ids(items: Vec<Value>) -> Vec<Value> {
 }
 
 #[cfg(test)]
-#[path = "responses_input_tests.rs"]
+#[path = "input_tests.rs"]
 mod tests;

@@ -1,7 +1,7 @@
 //! Concurrency limits: at most `max_runs` runs at once, a bounded queue of runs waiting for a
 //! slot, and `429` with `Retry-After` beyond that.
 
-use super::error::ApiError;
+use crate::error::ApiError;
 use std::future::Future;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};

@@ -3,52 +3,17 @@
 //! `kiln`, the client's function calls as `function_call` items), its usage and status, and
 //! every field the request set, repeated.
 
-use super::error::error_kind;
+use crate::error::error_kind;
+use crate::running::Shape;
 use kiln_agent::{RunError, RunErrorKind, RunReport, ToolCallRecord};
 use kiln_providers::{Message, StopReason, ToolCall, Usage};
 use serde_json::{Value, json};
-use std::sync::{Arc, Mutex};
-
-/// The request's settings a Response object repeats.
-#[derive(Clone, Debug, Default)]
-pub(super) struct Echo {
-    pub instructions: Option<String>,
-    pub tools: Vec<Value>,
-    pub tool_choice: Value,
-    pub parallel_tool_calls: bool,
-    pub temperature: Option<f64>,
-    pub top_p: Option<f64>,
-    pub max_output_tokens: Option<u32>,
-    pub metadata: Value,
-    pub user: Option<String>,
-}
 
 /// The `server_label` of kiln's own tools in `mcp_call` items.
-pub(super) const SERVER_LABEL: &str = "kiln";
-
-/// What every Response object of one request repeats.
-#[derive(Clone, Debug)]
-pub(super) struct Shape {
-    /// `resp_<run id>`.
-    pub id: String,
-    /// The run behind it.
-    pub run_id: String,
-    /// The agent (the request's `model`).
-    pub agent: String,
-    /// Seconds since the epoch.
-    pub created_at: u64,
-    /// `previous_response_id`.
-    pub previous: Option<String>,
-    /// `store`.
-    pub store: bool,
-    /// The request's settings.
-    pub echo: Echo,
-    /// Where this response's messages start in its run's transcript.
-    pub from: usize,
-}
+pub(crate) const SERVER_LABEL: &str = "kiln";
 
 /// How a response ended.
-pub(super) struct Ending<'a> {
+pub(crate) struct Ending<'a> {
     /// `completed`, `incomplete`, `failed`, `cancelled`, `in_progress`.
     pub status: &'static str,
     /// Tokens, once known.
@@ -60,7 +25,7 @@ pub(super) struct Ending<'a> {
 }
 
 /// Seconds since the epoch.
-pub(super) fn now() -> u64 {
+pub(crate) fn now() -> u64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs())
@@ -119,7 +84,7 @@ impl Shape {
 }
 
 /// Usage in the Responses shape.
-pub(super) fn usage_json(u: &Usage) -> Value {
+pub(crate) fn usage_json(u: &Usage) -> Value {
     json!({
         "input_tokens": u.input_tokens,
         "input_tokens_details": {"cached_tokens": 0, "cache_write_tokens": 0},
@@ -130,7 +95,7 @@ pub(super) fn usage_json(u: &Usage) -> Value {
 }
 
 /// An assistant `message` item.
-pub(super) fn message_item(id: &str, text: &str, status: &str) -> Value {
+pub(crate) fn message_item(id: &str, text: &str, status: &str) -> Value {
     let content = if status == "in_progress" {
         json!([])
     } else {
@@ -140,12 +105,12 @@ pub(super) fn message_item(id: &str, text: &str, status: &str) -> Value {
 }
 
 /// An `output_text` content part.
-pub(super) fn text_part(text: &str) -> Value {
+pub(crate) fn text_part(text: &str) -> Value {
     json!({"type": "output_text", "text": text, "annotations": [], "logprobs": []})
 }
 
 /// A client's function call (`arguments` as JSON text).
-pub(super) fn function_call_item(call: &ToolCall, status: &str, arguments: &str) -> Value {
+pub(crate) fn function_call_item(call: &ToolCall, status: &str, arguments: &str) -> Value {
     json!({
         "type": "function_call",
         "id": format!("fc_{}", call.id),
@@ -157,12 +122,12 @@ pub(super) fn function_call_item(call: &ToolCall, status: &str, arguments: &str)
 }
 
 /// A call's arguments as JSON text.
-pub(super) fn arguments_text(call: &ToolCall) -> String {
+pub(crate) fn arguments_text(call: &ToolCall) -> String {
     call.args.to_value().to_string()
 }
 
 /// kiln's own call that ran: its output, or its error as the caller may see it.
-pub(super) fn mcp_item(record: &ToolCallRecord) -> Value {
+pub(crate) fn mcp_item(record: &ToolCallRecord) -> Value {
     let (output, error, status) = match (record.outcome.result(), record.outcome.error()) {
         (Some(Value::String(s)), _) => (Some(s.clone()), Value::Null, "completed"),
         (Some(v), _) => (Some(v.to_string()), Value::Null, "completed"),
@@ -190,7 +155,7 @@ pub(super) fn mcp_item(record: &ToolCallRecord) -> Value {
 }
 
 /// kiln's own call as it starts.
-pub(super) fn mcp_started(id: &str, name: &str, args: &Value) -> Value {
+pub(crate) fn mcp_started(id: &str, name: &str, args: &Value) -> Value {
     json!({
         "type": "mcp_call",
         "id": format!("mcp_{id}"),
@@ -205,7 +170,7 @@ pub(super) fn mcp_started(id: &str, name: &str, args: &Value) -> Value {
 }
 
 /// The output items of the response's messages in its run's transcript.
-pub(super) fn items(shape: &Shape, report: &RunReport) -> Vec<Value> {
+pub(crate) fn items(shape: &Shape, report: &RunReport) -> Vec<Value> {
     let mut out = Vec::new();
     let mut round = 0;
     for m in report.messages.iter().skip(shape.from) {
@@ -233,7 +198,7 @@ pub(super) fn items(shape: &Shape, report: &RunReport) -> Vec<Value> {
 }
 
 /// How a run's end reads in a Response: status, error and why it is incomplete.
-pub(super) fn ending(result: &Result<RunReport, RunError>) -> Ending<'_> {
+pub(crate) fn ending(result: &Result<RunReport, RunError>) -> Ending<'_> {
     match result {
         Ok(report) => Ending {
             status: if report.stop_reason == Some(StopReason::MaxTokens) {
@@ -267,45 +232,9 @@ pub(super) fn ending(result: &Result<RunReport, RunError>) -> Ending<'_> {
 }
 
 /// The report of a run's end, whichever way it ended.
-pub(super) fn report_of(result: &Result<RunReport, RunError>) -> &RunReport {
+pub(crate) fn report_of(result: &Result<RunReport, RunError>) -> &RunReport {
     match result {
         Ok(r) => r,
         Err(e) => &e.report,
-    }
-}
-
-/// The responses running here, by run id: what `cancel` answers them with.
-#[derive(Default)]
-pub(crate) struct Running {
-    shapes: Mutex<std::collections::HashMap<String, Arc<Shape>>>,
-    /// Counts the ended responses stored whole: a request continuing one that just ended
-    /// waits on it for the stored copy.
-    stored: tokio::sync::watch::Sender<u64>,
-}
-
-impl Running {
-    /// Tells the waiters that an ended response was stored whole.
-    pub(super) fn stored_one(&self) {
-        self.stored.send_modify(|n| *n = n.wrapping_add(1));
-    }
-
-    /// Hears of each ended response stored from now on.
-    pub(super) fn on_stored(&self) -> tokio::sync::watch::Receiver<u64> {
-        self.stored.subscribe()
-    }
-
-    pub(super) fn insert(&self, shape: &Shape) {
-        let mut m = self.shapes.lock().unwrap_or_else(|e| e.into_inner());
-        m.insert(shape.run_id.clone(), Arc::new(shape.clone()));
-    }
-
-    pub(super) fn get(&self, run_id: &str) -> Option<Arc<Shape>> {
-        let m = self.shapes.lock().unwrap_or_else(|e| e.into_inner());
-        m.get(run_id).cloned()
-    }
-
-    pub(super) fn remove(&self, run_id: &str) {
-        let mut m = self.shapes.lock().unwrap_or_else(|e| e.into_inner());
-        m.remove(run_id);
     }
 }

@@ -2,10 +2,10 @@
 //! server holds, live, and the run log's, newest first), and the live feed of what it may
 //! see (`GET /v1/events`).
 
-use super::auth::Principal;
-use super::error::ApiError;
-use super::state::AppState;
-use super::table::RunEntry;
+use crate::error::ApiError;
+use crate::state::AppState;
+use crate::table::{RunEntry, api_status};
+use crate::walls::auth::Principal;
 use axum::Json;
 use axum::extract::{Query, State};
 use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
@@ -71,14 +71,6 @@ fn logged_status(status: &str) -> &str {
         "completed" => "ok",
         "failed" => "error",
         "awaiting_approval" | "interrupted" => "running",
-        other => other,
-    }
-}
-
-pub(super) fn api_status(logged: &str) -> &str {
-    match logged {
-        "ok" => "completed",
-        "error" => "failed",
         other => other,
     }
 }
@@ -193,7 +185,7 @@ pub async fn events(
     .take_until(tokio::time::sleep(FEED_LIFETIME))
     .filter_map(move |item| {
         let shown = match item {
-            Some(item) if super::feed::visible(&who, &item) => Some(
+            Some(item) if crate::feed::visible(&who, &item) => Some(
                 SseEvent::default()
                     .event(item.event)
                     .data(item.data.to_string()),

@@ -1,12 +1,12 @@
 //! OpenAI-compatible endpoints: `GET /v1/models` lists the agents, `POST /v1/chat/completions`
 //! runs one (`model` = agent name), whole or as SSE chunks ending with `[DONE]`.
 
-use super::auth::Principal;
-use super::body::{JsonBody, number, object, positive, string_list};
-use super::error::{ApiError, from_run_error};
-use super::launch::{RunRequest, launch};
-use super::state::AppState;
-use super::table::RunEntry;
+use crate::body::{JsonBody, number, object, positive, string_list};
+use crate::error::{ApiError, from_run_error};
+use crate::launch::{RunRequest, launch};
+use crate::state::AppState;
+use crate::table::RunEntry;
+use crate::walls::auth::Principal;
 use axum::Json;
 use axum::extract::{Path, State};
 use axum::response::sse::{Event as SseEvent, Sse};
@@ -155,7 +155,7 @@ fn parse(body: &Value) -> Result<ChatRequest, ApiError> {
             actor: body["user"].as_str().map(str::to_string),
             session: None,
             stream: body["stream"] == true,
-            budget: super::body::budget(&kiln["budget"])?,
+            budget: crate::body::budget(&kiln["budget"])?,
             ..RunRequest::default()
         },
         include_usage: body["stream_options"]["include_usage"] == true,
@@ -192,7 +192,7 @@ fn run_error(state: &AppState, e: &RunError) -> ApiError {
 }
 
 /// Cancels the run if the client goes away before its end.
-pub(super) struct CancelOnDrop(pub(super) Option<CancellationToken>);
+pub(crate) struct CancelOnDrop(pub(crate) Option<CancellationToken>);
 
 impl Drop for CancelOnDrop {
     fn drop(&mut self) {
@@ -240,7 +240,7 @@ pub async fn completions(
         "kiln": {"run_id": entry.id},
     });
     if include_calls {
-        reply["kiln"]["tool_calls"] = super::table::public_report(report)["tool_calls"].take();
+        reply["kiln"]["tool_calls"] = crate::table::public_report(report)["tool_calls"].take();
     }
     Ok(Json(reply).into_response())
 }

@@ -7,16 +7,17 @@
 //! continues the previous invocation's messages (the actor's own only). `DELETE` is refused:
 //! Restate keeps invocations until its retention ends, and kiln cannot purge one early.
 
-use super::auth::Principal;
-use super::error::ApiError;
-use super::front::{idempotency_key, restate_error, scoped};
-use super::launch::{find_agent, grants_for};
-use super::responses_input::{ResponsesRequest, append_items, parse, split_prompt};
-use super::responses_output::Echo;
-use super::responses_output::{Ending, Shape, ending, items, now};
-use super::responses_stream::{StreamEvent, Streamer};
-use super::state::AppState;
+use crate::doors::responses::input::{ResponsesRequest, append_items, parse, split_prompt};
+use crate::doors::responses::output::{Ending, ending, items, now};
+use crate::doors::responses::stream::{StreamEvent, Streamer};
+use crate::doors::runs::front::{idempotency_key, restate_error, scoped};
+use crate::error::ApiError;
+use crate::launch::{find_agent, grants_for};
 use crate::restate::{Invocation, Outcome, RestateClient, Target};
+use crate::running::Echo;
+use crate::running::Shape;
+use crate::state::AppState;
+use crate::walls::auth::Principal;
 use axum::Json;
 use axum::http::HeaderMap;
 use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
@@ -202,7 +203,7 @@ fn result_of(outcome: Outcome) -> (Result<RunReport, RunError>, Value) {
 /// The Response object of a run that ended.
 fn rendered(shape: &Shape, outcome: Outcome) -> Value {
     let (result, error) = result_of(outcome);
-    let report = super::responses_output::report_of(&result);
+    let report = crate::doors::responses::output::report_of(&result);
     let output = items(shape, report);
     let mut end = ending(&result);
     if !error.is_null() && end.status != "cancelled" {
@@ -300,7 +301,7 @@ fn run_input(
 }
 
 /// `POST /v1/responses` through Restate: the same body and answers as a local response.
-pub(super) async fn create(
+pub(crate) async fn create(
     state: &Arc<AppState>,
     front: &RestateClient,
     who: &Principal,
@@ -312,8 +313,9 @@ pub(super) async fn create(
         return Err(ApiError::unavailable("the server is shutting down"));
     }
     let from = conversation(front, who, &mut req).await?;
-    super::responses_input::check_tool_names(state, &req)?;
-    let input_items = super::responses_input::with_ids(std::mem::take(&mut req.input_items));
+    crate::doors::responses::input::check_tool_names(state, &req)?;
+    let input_items =
+        crate::doors::responses::input::with_ids(std::mem::take(&mut req.input_items));
     let mut shape = Shape {
         id: String::new(),
         run_id: String::new(),
@@ -371,7 +373,7 @@ fn streamed(front: RestateClient, id: String, shape: Shape) -> Response {
 /// The stream events of a run that ended, as if its events had been seen as they happened.
 fn replayed(streamer: &mut Streamer, shape: &Shape, outcome: Outcome) -> Vec<StreamEvent> {
     let (result, error) = result_of(outcome);
-    let report = super::responses_output::report_of(&result);
+    let report = crate::doors::responses::output::report_of(&result);
     let mut events = Vec::new();
     let mut round = 0;
     for m in report.messages.iter().skip(shape.from) {
@@ -407,7 +409,7 @@ fn replayed(streamer: &mut Streamer, shape: &Shape, outcome: Outcome) -> Vec<Str
 }
 
 /// `GET /v1/responses/{id}` through Restate: any worker answers for any response.
-pub(super) async fn get(
+pub(crate) async fn get(
     front: &RestateClient,
     who: &Principal,
     id: &str,
@@ -429,7 +431,7 @@ pub(super) async fn get(
 
 /// `POST /v1/responses/{id}/cancel` through Restate: the invocation is cancelled there, and
 /// the response is answered as it ended.
-pub(super) async fn cancel(
+pub(crate) async fn cancel(
     front: &RestateClient,
     who: &Principal,
     id: &str,
@@ -443,7 +445,7 @@ pub(super) async fn cancel(
 }
 
 /// The input items response `id` was asked with.
-pub(super) async fn input_items(
+pub(crate) async fn input_items(
     front: &RestateClient,
     who: &Principal,
     id: &str,
@@ -457,7 +459,7 @@ pub(super) async fn input_items(
 
 /// `DELETE /v1/responses/{id}` through Restate: refused (`400`); the response lives in
 /// Restate's invocation store until its retention ends.
-pub(super) async fn delete(front: &RestateClient, who: &Principal, id: &str) -> ApiError {
+pub(crate) async fn delete(front: &RestateClient, who: &Principal, id: &str) -> ApiError {
     if let Err(e) = find(front, who, id).await {
         return e;
     }

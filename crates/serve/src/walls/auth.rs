@@ -1,7 +1,7 @@
 //! Bearer tokens: each names the actor it acts for and the capabilities it may use at most (its
 //! ceiling). A request can narrow the grants it runs with, never widen them.
 
-use super::error::ApiError;
+use crate::error::ApiError;
 use axum::http::HeaderMap;
 use kiln_core::capability::Grants;
 use serde::Deserialize;

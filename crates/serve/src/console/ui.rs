@@ -24,7 +24,7 @@ macro_rules! asset {
         Asset {
             name: $name,
             media_type: $media,
-            text: include_str!(concat!("../ui/", $name)),
+            text: include_str!(concat!("../../ui/", $name)),
         }
     };
 }
@@ -76,7 +76,7 @@ pub async fn index() -> Response {
 pub async fn file(Path(name): Path<String>) -> Response {
     match ASSETS.iter().find(|a| a.name == name) {
         Some(asset) => serve(asset),
-        None => super::error::ApiError::not_found("unknown_url", "no such file of the console")
+        None => crate::error::ApiError::not_found("unknown_url", "no such file of the console")
             .into_response(),
     }
 }

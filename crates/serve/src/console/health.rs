@@ -2,9 +2,9 @@
 //! declares, load errors at `file:line:col`, MCP mounts, and the last reloads (which the feed
 //! also sends as they happen).
 
-use super::auth::Principal;
-use super::feed::Audience;
-use super::state::AppState;
+use crate::feed::Audience;
+use crate::state::AppState;
+use crate::walls::auth::Principal;
 use axum::Json;
 use axum::extract::State;
 use kiln_core::error::LoadError;
@@ -23,13 +23,13 @@ fn error_json(e: &LoadError) -> Value {
 }
 
 /// Sends a reload to the feed and keeps it for `GET /v1/scripts`.
-pub(super) fn announce_reload(state: &AppState, report: &ReloadReport) {
+pub(crate) fn announce_reload(state: &AppState, report: &ReloadReport) {
     let data = json!({
         "path": report.path,
         "ok": report.ok(),
         "errors": report.errors.iter().map(error_json).collect::<Vec<_>>(),
         "summary": report.to_string(),
-        "at": super::approvals::now_secs(),
+        "at": crate::approvals::now_secs(),
     });
     {
         let mut kept = state.reloads.lock().unwrap_or_else(|e| e.into_inner());

@@ -4,11 +4,11 @@
 //! (validation, the guard, the sandbox, the run log) and is a run of `call:TOOL` in the run
 //! table, so an approval it needs waits in the inbox like any run's.
 
-use super::auth::Principal;
-use super::body::JsonBody;
-use super::error::ApiError;
-use super::state::AppState;
-use super::table::RunEntry;
+use crate::body::JsonBody;
+use crate::error::ApiError;
+use crate::state::AppState;
+use crate::table::RunEntry;
+use crate::walls::auth::Principal;
 use axum::Json;
 use axum::extract::{Path, State};
 use kiln_agent::{Event, RunReport, ToolCallRecord};
@@ -115,10 +115,10 @@ pub async fn call(
 
 /// The call's run: in the table (its approvals in the inbox), its call started.
 fn start(state: &Arc<AppState>, who: &Principal, tool: &Tool, args: &Value) -> Arc<RunEntry> {
-    let approvals = Arc::new(super::approvals::Approvals::new(
+    let approvals = Arc::new(crate::approvals::Approvals::new(
         state.options.approval_timeout,
     ));
-    let entry = super::launch::register(
+    let entry = crate::launch::register(
         state,
         who,
         kiln_core::context::new_run_id(),
@@ -158,7 +158,7 @@ fn finish(state: &AppState, entry: &RunEntry, tool: &Tool, args: Value, outcome:
     }
     entry.push(Event::ToolFinished(record));
     entry.push(Event::Finished(Box::new(Ok(report))));
-    super::launch::announce_end(state, entry);
+    crate::launch::announce_end(state, entry);
     state.runs.finished(&entry.id);
 }
 

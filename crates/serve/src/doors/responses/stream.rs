@@ -3,10 +3,11 @@
 //! (or `.incomplete`, `.failed`), each event with its `sequence_number`. The items streamed are
 //! the ones the Response object holds, under the same ids.
 
-use super::responses_output::{
-    Ending, SERVER_LABEL, Shape, arguments_text, ending, function_call_item, mcp_item, mcp_started,
+use crate::doors::responses::output::{
+    Ending, SERVER_LABEL, arguments_text, ending, function_call_item, mcp_item, mcp_started,
     message_item, report_of, text_part,
 };
+use crate::running::Shape;
 use kiln_agent::Event;
 use serde_json::{Value, json};
 
@@ -18,7 +19,7 @@ struct OpenMessage {
 }
 
 /// Turns a run's events into the Responses stream's events, in order.
-pub(super) struct Streamer {
+pub(crate) struct Streamer {
     shape: Shape,
     seq: u64,
     /// The items so far, as they are now.
@@ -30,7 +31,7 @@ pub(super) struct Streamer {
 }
 
 /// One stream event: its type and data.
-pub(super) type StreamEvent = (&'static str, Value);
+pub(crate) type StreamEvent = (&'static str, Value);
 
 impl Streamer {
     /// A stream for the response `shape`.

@@ -6,31 +6,35 @@
 //! Every run is a [`launch`]ed one: the token's ceiling, limits, approvals, the run log and
 //! traces hold here as on `/v1/runs`.
 
-use super::auth::Principal;
-use super::body::JsonBody;
-use super::chat::CancelOnDrop;
-use super::error::{ApiError, from_run_error};
-use super::launch::launch;
-use super::responses_front;
-use super::responses_input::{
-    ResponsesRequest, append_items, check_tool_names, parse, split_prompt, with_ids,
-};
-use super::responses_output::{Shape, ending, items, now, report_of};
-use super::responses_stream::Streamer;
-use super::state::AppState;
-use super::table::RunEntry;
+pub(crate) mod front;
+pub(crate) mod input;
+pub(crate) mod output;
+pub(crate) mod parts;
+pub(crate) mod stream;
+
+use crate::body::JsonBody;
+use crate::doors::chat::CancelOnDrop;
+use crate::error::{ApiError, from_run_error};
+use crate::launch::launch;
+use crate::running::Shape;
+use crate::state::AppState;
+use crate::table::RunEntry;
+use crate::walls::auth::Principal;
 use axum::Json;
 use axum::extract::{Path, Query, State};
 use axum::http::HeaderMap;
 use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use futures_util::StreamExt;
+use input::{ResponsesRequest, append_items, check_tool_names, parse, split_prompt, with_ids};
 use kiln_agent::{Event, RunErrorKind};
 use kiln_db::responses::StoredResponse;
 use kiln_providers::ProviderError;
+use output::{ending, items, now, report_of};
 use serde::Deserialize;
 use serde_json::{Value, json};
 use std::sync::{Arc, Mutex};
+use stream::Streamer;
 
 /// The prefix of a response id; the rest is the run's id.
 const PREFIX: &str = "resp_";
@@ -148,7 +152,7 @@ pub async fn create(
     JsonBody(body): JsonBody,
 ) -> Result<Response, ApiError> {
     if let Some(front) = &state.front {
-        return responses_front::create(&state, front, &who, &headers, &body).await;
+        return front::create(&state, front, &who, &headers, &body).await;
     }
     let mut req = parse(&body)?;
     if req.store && db(&state).is_none() {
@@ -258,7 +262,7 @@ impl Keep {
     /// The response is running: known to `cancel`, stored as in progress.
     fn started(&self) -> Result<(), ApiError> {
         self.state.responses.insert(&self.shape);
-        let end = super::responses_output::Ending {
+        let end = output::Ending {
             status: "in_progress",
             usage: None,
             error: Value::Null,
@@ -320,7 +324,7 @@ pub async fn get(
     Path(id): Path<String>,
 ) -> Result<Json<Value>, ApiError> {
     if let Some(front) = &state.front {
-        return responses_front::get(front, &who, &id).await.map(Json);
+        return front::get(front, &who, &id).await.map(Json);
     }
     Ok(Json(stored(&state, &who, &id)?.body))
 }
@@ -332,7 +336,7 @@ pub async fn delete(
     Path(id): Path<String>,
 ) -> Result<Json<Value>, ApiError> {
     if let Some(front) = &state.front {
-        return Err(responses_front::delete(front, &who, &id).await);
+        return Err(front::delete(front, &who, &id).await);
     }
     let db = db(&state).ok_or_else(|| not_found(&id))?;
     if !db
@@ -352,10 +356,10 @@ pub async fn cancel(
     State(state): State<Arc<AppState>>,
     who: Principal,
     Path(id): Path<String>,
-    _: super::body::NoBody,
+    _: crate::body::NoBody,
 ) -> Result<Json<Value>, ApiError> {
     if let Some(front) = &state.front {
-        return responses_front::cancel(front, &who, &id).await.map(Json);
+        return front::cancel(front, &who, &id).await.map(Json);
     }
     let run_id = id.strip_prefix(PREFIX).ok_or_else(|| not_found(&id))?;
     let running = state
@@ -395,7 +399,7 @@ pub async fn input_items(
         return Err(ApiError::bad_request("limit", "limit must be 1 to 100"));
     }
     let mut list = match &state.front {
-        Some(front) => responses_front::input_items(front, &who, &id).await?,
+        Some(front) => front::input_items(front, &who, &id).await?,
         None => stored(&state, &who, &id)?.input_items,
     };
     match q.order.as_deref() {

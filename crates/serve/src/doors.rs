@@ -1,0 +1,6 @@
+//! The doors: one module per API a client speaks, each turning its requests into runs through
+//! `launch` and the walls every door shares (`crate::walls`).
+
+pub(crate) mod chat;
+pub(crate) mod responses;
+pub(crate) mod runs;
