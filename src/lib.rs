@@ -5,8 +5,10 @@
 //! functions the application adds in Rust. Every call, from a model or from the application,
 //! takes one path: the arguments are validated against the tool's JSON Schema, the capability
 //! guard checks the caller's [`Grants`], and the handler runs in the sandbox under a deadline.
-//! Agents run against Anthropic, OpenAI(-compatible) or Ollama models, or offline against a
-//! Rhai planner (the `script` provider).
+//! Agents run against the model APIs of Anthropic, OpenAI (Chat Completions and Responses, and
+//! Azure OpenAI's of both), Google Gemini, AWS Bedrock and Ollama (the providers `anthropic`,
+//! `openai`, `openai-responses`, `azure`, `azure-responses`, `gemini`, `bedrock`, `ollama`), or
+//! offline against a Rhai planner (the `script` provider).
 //!
 //! # Quick start
 //!

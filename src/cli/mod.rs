@@ -37,7 +37,7 @@ pub type CliResult<T> = Result<T, Box<dyn std::error::Error>>;
     name = "kiln",
     version,
     about,
-    long_about = "kiln loads tools and agents from Rhai scripts (the folders kiln.toml names, else ./scripts, plus the built-in stdlib), validates every argument against the tools' JSON Schemas, enforces capabilities, and runs agents against Anthropic, OpenAI-compatible and Ollama models or an offline Rhai planner. A project's settings live in kiln.toml, found from the current folder upward; a flag overrides it, and so does an environment variable a flag reads (KILN_DB...), with a note on stderr (docs/project.md)."
+    long_about = "kiln loads tools and agents from Rhai scripts (the folders kiln.toml names, else ./scripts, plus the built-in stdlib), validates every argument against the tools' JSON Schemas, enforces capabilities, and runs agents against the model APIs people use (providers anthropic, openai, openai-responses, azure, azure-responses, gemini, bedrock and ollama) or an offline Rhai planner (script). A project's settings live in kiln.toml, found from the current folder upward; a flag overrides it, and so does an environment variable a flag reads (KILN_DB...), with a note on stderr (docs/project.md)."
 )]
 pub struct Cli {
     #[command(flatten)]
@@ -157,7 +157,11 @@ pub enum Command {
     Ask(ask::AskArgs),
     /// Run a pipeline: nodes on stderr, outputs on stdout (everything as JSON with --json).
     Run(run_cmd::RunArgs),
-    /// Serve a fake Anthropic/OpenAI/Ollama provider on 127.0.0.1 from a scenario file.
+    /// Serve a fake model provider on 127.0.0.1 from a scenario file.
+    ///
+    /// It speaks every wire kiln's agents use (anthropic, openai, openai-responses, azure,
+    /// azure-responses, gemini, bedrock, ollama), checks each request as the service would and
+    /// answers the scenario's turns (docs/testing.md).
     Mock(mock_cmd::MockArgs),
     /// Run the tool calls written in free text on stdin ({"tool": ..., "parameters": ...}).
     Extract(extract_cmd::ExtractArgs),

@@ -336,3 +336,125 @@ fn kiln_core_stays_under_6000_lines() {
         "kiln-core's sources hold {lines} lines (fewer than 6,000 wanted)"
     );
 }
+
+/// The provider names (`ProviderKind::ALL`'s) that `text` does not name as a whole word
+/// (`openai` is not named by `openai-responses`).
+fn providers_missing(text: &str, leave_out: &[&str]) -> Vec<&'static str> {
+    let words: BTreeSet<&str> = text
+        .split(|c: char| !(c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-'))
+        .collect();
+    kiln::model::ProviderKind::ALL
+        .iter()
+        .map(|k| k.name())
+        .filter(|name| !leave_out.contains(name) && !words.contains(name))
+        .collect()
+}
+
+#[test]
+fn every_list_of_providers_names_them_all() {
+    let help = |args: &[&str]| {
+        let out = std::process::Command::new(crate::common::kiln_bin())
+            .args(args)
+            .output()
+            .expect("kiln runs");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let read = |rel: &str| std::fs::read_to_string(repo().join(rel)).expect(rel);
+    // `script` is no service: the mock and kiln.toml's [providers] tables leave it out.
+    let places = [
+        ("README.md", read("README.md"), &[][..]),
+        ("src/lib.rs", read("src/lib.rs"), &[]),
+        ("kiln --help", help(&["--help"]), &[]),
+        ("kiln mock --help", help(&["mock", "--help"]), &["script"]),
+        (
+            "kiln init's hello.rhai",
+            read("src/cli/init/hello.rhai"),
+            &[],
+        ),
+        (
+            "kiln init's kiln.toml",
+            read("crates/project/src/template.rs"),
+            &["script"],
+        ),
+    ];
+    let drifted: Vec<String> = places
+        .iter()
+        .filter_map(|(place, text, leave_out)| {
+            let missing = providers_missing(text, leave_out);
+            (!missing.is_empty()).then(|| format!("{place} does not name {missing:?}"))
+        })
+        .collect();
+    assert!(drifted.is_empty(), "{}", drifted.join("\n"));
+}
+
+#[test]
+fn a_list_of_providers_that_drifted_is_found() {
+    let old = "// anthropic | openai | ollama | script";
+    assert_eq!(
+        providers_missing(old, &[]),
+        [
+            "openai-responses",
+            "azure",
+            "azure-responses",
+            "gemini",
+            "bedrock"
+        ]
+    );
+    // A name inside a longer one does not count.
+    assert!(providers_missing("openai-responses azure-responses", &[]).contains(&"openai"));
+}
+
+/// The kiln crates a README's "May depend on:" paragraph names (notes in parentheses left
+/// out: "(the run slots it shares with the server)"), or None when it has no such line.
+fn readme_may_depend_on(readme: &str) -> Option<BTreeSet<String>> {
+    let at = readme.find("May depend on:")?;
+    let paragraph = readme[at..].split("\n\n").next().unwrap_or_default();
+    let mut text = paragraph.to_string();
+    while let (Some(open), Some(close)) = (text.find('('), text.find(')')) {
+        if close < open {
+            break;
+        }
+        text.replace_range(open..=close, "");
+    }
+    Some(
+        text.split(|c: char| !(c.is_ascii_alphanumeric() || c == '-'))
+            .filter(|w| w.starts_with("kiln-"))
+            .map(String::from)
+            .collect(),
+    )
+}
+
+#[test]
+fn every_crate_readme_says_what_the_crate_depends_on() {
+    let mut wrong = Vec::new();
+    for (folder, (name, deps)) in crates() {
+        let path = repo().join("crates").join(&folder).join("README.md");
+        let Ok(readme) = std::fs::read_to_string(&path) else {
+            wrong.push(format!("{name} has no README.md"));
+            continue;
+        };
+        match readme_may_depend_on(&readme) {
+            None => wrong.push(format!(
+                "crates/{folder}/README.md has no \"May depend on:\" line"
+            )),
+            Some(said) if said != deps => wrong.push(format!(
+                "crates/{folder}/README.md says {said:?}; Cargo.toml has {deps:?}"
+            )),
+            Some(_) => {}
+        }
+    }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}
+
+#[test]
+fn a_readme_dependency_line_that_drifted_is_found() {
+    let readme = "# kiln-x\n\nMay depend on: kiln-core, kiln-registry (and rmcp with\n`mcp`, not kiln-db).\n\nMore.";
+    let said = readme_may_depend_on(readme).expect("a line");
+    let said: Vec<&str> = said.iter().map(String::as_str).collect();
+    assert_eq!(said, ["kiln-core", "kiln-registry"]);
+    assert_eq!(
+        readme_may_depend_on("May depend on: nothing of kiln."),
+        Some(BTreeSet::new())
+    );
+    assert_eq!(readme_may_depend_on("# no line"), None);
+}
