@@ -94,7 +94,7 @@ fn main() {
         max_calls: 1_000_000,
         ..Default::default()
     };
-    let run_code = kiln_script::code_mode::code_tools(&host.tools(), &mode)
+    let run_code = kiln_script::program::code_mode::code_tools(&host.tools(), &mode)
         .into_iter()
         .next()
         .expect("run_code");

@@ -293,7 +293,7 @@ fn past_twenty_tools_run_code_names_them_and_search_tools_gives_their_signatures
         .expect("host");
     let tools: Vec<_> = host.registry().all().cloned().collect();
     assert_eq!(tools.len(), 100);
-    let code = kiln_script::code_mode::code_tools(&tools, &Default::default());
+    let code = kiln_script::program::code_mode::code_tools(&tools, &Default::default());
     let names: Vec<&str> = code.iter().map(|t| t.name.as_str()).collect();
     assert_eq!(names, ["run_code", "search_tools"]);
     // What a request carries: each tool's name, description and schema.

@@ -100,7 +100,7 @@ impl Host {
             None,
         );
         for f in &extras.host_fns {
-            script::host_fns::register_app(&mut engine, f);
+            script::host::register_app(&mut engine, f);
         }
         let host = Host {
             engine: Arc::new(engine),

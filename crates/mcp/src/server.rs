@@ -108,12 +108,12 @@ impl McpServer {
             return tools;
         }
         let mode = kiln_registry::agent_spec::CodeMode::default();
-        let mut code = kiln_script::code_mode::code_tools(&tools, &mode);
+        let mut code = kiln_script::program::code_mode::code_tools(&tools, &mode);
         if code
             .iter()
-            .all(|t| t.name != kiln_script::code_mode::SEARCH_TOOLS)
+            .all(|t| t.name != kiln_script::program::code_mode::SEARCH_TOOLS)
         {
-            code.extend(kiln_script::code_mode::search_tool(&tools));
+            code.extend(kiln_script::program::code_mode::search_tool(&tools));
         }
         code
     }

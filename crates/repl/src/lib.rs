@@ -14,7 +14,7 @@ use kiln_core::schema::Format;
 use kiln_host::Host;
 use kiln_providers::Message;
 use kiln_registry::Registry;
-use kiln_script::{host_fns, sandbox};
+use kiln_script::{host, sandbox};
 use rhai::{AST, Dynamic, Scope};
 use rustyline::error::ReadlineError;
 use rustyline::history::DefaultHistory;
@@ -555,7 +555,7 @@ impl Repl {
         let stop = cancel.clone();
         let task = self.runtime.spawn_blocking(move || {
             let deadline = Some(Instant::now() + EVAL_DEADLINE);
-            let result = host_fns::with_grants(&ctx, || {
+            let result = host::with_grants(&ctx, || {
                 sandbox::with_watch(deadline, Some(cancel.flag().clone()), || {
                     engine.eval_ast_with_scope::<Dynamic>(&mut scope, &combined)
                 })

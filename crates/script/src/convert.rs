@@ -1,7 +1,8 @@
-//! Rhai values <-> JSON.
+//! Rhai values <-> JSON, and durations as scripts write them (`timeout`).
 
 use rhai::Dynamic;
 use serde_json::Value;
+use std::time::Duration;
 
 /// The most JSON text a script value may render to. Rhai limits each string and list, not
 /// how often one value is shared, so a map holding one 4 MiB string 100,000 times is small in
@@ -81,4 +82,28 @@ fn to_json_unbounded(value: &Dynamic) -> Result<Value, String> {
 /// Converts JSON to a script value.
 pub fn to_dynamic(value: &Value) -> Dynamic {
     rhai::serde::to_dynamic(value).unwrap_or(Dynamic::UNIT)
+}
+
+/// A `timeout` as a script writes it: a positive number of milliseconds, or a duration with
+/// its unit (`"30s"`, `"500ms"`, `"2m"`).
+pub(crate) fn timeout(value: &Dynamic) -> Result<Duration, String> {
+    use kiln_core::duration::{BareUnit, parse_duration};
+    let wrong = || {
+        format!(
+            "timeout must be a positive number of milliseconds or a duration such as \"30s\", not {value}"
+        )
+    };
+    let time = if let Ok(ms) = value.as_int() {
+        u64::try_from(ms).map(Duration::from_millis).ok()
+    } else if let Some(text) = value.read_lock::<rhai::ImmutableString>() {
+        Some(parse_duration(&text, BareUnit::Millis).map_err(|e| format!("timeout: {e}"))?)
+    } else {
+        None
+    };
+    time.filter(|t| !t.is_zero()).ok_or_else(wrong)
+}
+
+/// [`timeout`] in whole milliseconds (at least one).
+pub(crate) fn timeout_ms(value: &Dynamic) -> Result<u64, String> {
+    timeout(value).map(|t| u64::try_from(t.as_millis()).unwrap_or(u64::MAX).max(1))
 }

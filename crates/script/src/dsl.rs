@@ -4,6 +4,17 @@
 //! of one file once its top level has run. Mistakes are recorded with the position of the
 //! offending call instead of aborting, so one bad tool does not hide the others.
 
+pub(crate) mod agent;
+pub(crate) mod contract;
+pub(crate) mod eval;
+pub(crate) mod mcp;
+pub(crate) mod meta;
+pub mod pipeline;
+pub(crate) mod policy;
+pub(crate) mod rate_limit;
+pub(crate) mod served;
+
+use crate::convert::timeout_ms;
 use kiln_core::schema::{self, Param};
 use rhai::{Array, Dynamic, Engine, EvalAltResult, FnPtr, INT, Map, NativeCallContext, Position};
 use serde_json::Value;
@@ -11,7 +22,6 @@ use std::any::{Any, TypeId};
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::Duration;
 
 /// What a script said about one tool, before it is checked and compiled.
 #[derive(Debug, Default)]
@@ -449,30 +459,6 @@ fn set_timeout(b: &mut ToolBuilder, pos: Position, value: Dynamic) -> ToolBuilde
         Ok(ms) => d.timeout_ms = Some(ms),
         Err(e) => d.errors.push((pos, e)),
     })
-}
-
-/// A `timeout` as a script writes it: a positive number of milliseconds, or a duration with
-/// its unit (`"30s"`, `"500ms"`, `"2m"`).
-pub(super) fn timeout(value: &Dynamic) -> Result<Duration, String> {
-    use kiln_core::duration::{BareUnit, parse_duration};
-    let wrong = || {
-        format!(
-            "timeout must be a positive number of milliseconds or a duration such as \"30s\", not {value}"
-        )
-    };
-    let time = if let Ok(ms) = value.as_int() {
-        u64::try_from(ms).map(Duration::from_millis).ok()
-    } else if let Some(text) = value.read_lock::<rhai::ImmutableString>() {
-        Some(parse_duration(&text, BareUnit::Millis).map_err(|e| format!("timeout: {e}"))?)
-    } else {
-        None
-    };
-    time.filter(|t| !t.is_zero()).ok_or_else(wrong)
-}
-
-/// [`timeout`] in whole milliseconds (at least one).
-pub(super) fn timeout_ms(value: &Dynamic) -> Result<u64, String> {
-    timeout(value).map(|t| u64::try_from(t.as_millis()).unwrap_or(u64::MAX).max(1))
 }
 
 /// The tool methods that say how it runs: `.requires`, `.exclusive`, `.timeout`, `.retries`,

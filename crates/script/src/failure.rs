@@ -1,6 +1,6 @@
 //! Rhai errors sorted into tool failure kinds, and told as text for a person.
 
-use super::{host_fns, sandbox};
+use crate::{host, sandbox};
 use kiln_core::tool::{FailureKind, ToolFailure};
 use rhai::EvalAltResult;
 
@@ -31,11 +31,11 @@ pub fn classify(err: &EvalAltResult, path: &str) -> ToolFailure {
                 }
             }
         }
-        E::ErrorRuntime(value, _) if value.is::<host_fns::ToolErrorValue>() => {
-            let msg = value.clone_cast::<host_fns::ToolErrorValue>().0;
+        E::ErrorRuntime(value, _) if value.is::<host::ToolErrorValue>() => {
+            let msg = value.clone_cast::<host::ToolErrorValue>().0;
             ToolFailure::visible(FailureKind::ToolError, msg)
         }
-        E::ErrorTerminated(token, _) if token.to_string() == super::host_ask::INPUT_TOKEN => {
+        E::ErrorTerminated(token, _) if token.to_string() == crate::host::ask::INPUT_TOKEN => {
             ToolFailure::visible(
                 FailureKind::InputRequired,
                 "the call asked its caller for input: it runs again when the caller answers",
@@ -44,9 +44,9 @@ pub fn classify(err: &EvalAltResult, path: &str) -> ToolFailure {
         E::ErrorTerminated(token, _)
             if token
                 .to_string()
-                .starts_with(super::host_ask::MISSING_TOKEN) =>
+                .starts_with(crate::host::ask::MISSING_TOKEN) =>
         {
-            let cap = token.to_string()[super::host_ask::MISSING_TOKEN.len()..].to_string();
+            let cap = token.to_string()[crate::host::ask::MISSING_TOKEN.len()..].to_string();
             ToolFailure::visible(
                 FailureKind::Denied,
                 format!(
@@ -69,13 +69,15 @@ pub fn classify(err: &EvalAltResult, path: &str) -> ToolFailure {
             };
             ToolFailure::sanitized(kind, format!("{path}: {err}"))
         }
-        E::ErrorRuntime(value, _) if value.is::<super::host_out::BadContent>() => ToolFailure {
+        E::ErrorRuntime(value, _) if value.is::<crate::host::out::BadContent>() => ToolFailure {
             detail: Some(format!("{path}: {err}")),
-            ..super::host_out::invalid_output(&value.clone_cast::<super::host_out::BadContent>().0)
+            ..crate::host::out::invalid_output(
+                &value.clone_cast::<crate::host::out::BadContent>().0,
+            )
         },
-        E::ErrorRuntime(value, _) if value.is::<host_fns::DeniedValue>() => ToolFailure::visible(
+        E::ErrorRuntime(value, _) if value.is::<host::DeniedValue>() => ToolFailure::visible(
             FailureKind::Denied,
-            value.clone_cast::<host_fns::DeniedValue>().0,
+            value.clone_cast::<host::DeniedValue>().0,
         ),
         E::ErrorTooManyOperations(_)
         | E::ErrorStackOverflow(_)

@@ -4,7 +4,7 @@
 
 use super::failure::classify;
 use super::model::ScriptModel;
-use super::{ScriptUnit, host_fns, sandbox};
+use crate::{ScriptUnit, host, sandbox};
 use kiln_core::context::CallContext;
 use kiln_core::model::LocalModel;
 use kiln_core::tool::{FailureKind, Handler, Tool, ToolFailure};
@@ -79,7 +79,7 @@ impl ScriptHandler {
         // Only a handler that takes `ctx` can reach the state: the others skip the
         // JSON -> Rhai -> JSON round trip of it.
         let state = (self.arity != 1).then(|| state_dynamic(ctx));
-        let result = host_fns::with_call(tool, ctx, || {
+        let result = host::with_call(tool, ctx, || {
             sandbox::with_watch(
                 Some(deadline),
                 ctx.run.cancel.as_ref().map(|c| c.flag().clone()),
@@ -99,7 +99,7 @@ impl ScriptHandler {
             store_state(ctx, state);
         }
         match result {
-            Ok(value) => super::host_out::result_json(&value),
+            Ok(value) => crate::host::out::result_json(&value),
             Err(err) => Err(classify(&err, &tool.loc.path)),
         }
     }
@@ -146,7 +146,7 @@ impl AgentScript for ScriptAgent {
         tools: &[Arc<kiln_core::tool::Tool>],
         mode: &kiln_registry::agent_spec::CodeMode,
     ) -> Vec<Arc<kiln_core::tool::Tool>> {
-        crate::code_mode::code_tools(tools, mode)
+        crate::program::code_mode::code_tools(tools, mode)
     }
 }
 

@@ -7,43 +7,23 @@
 
 #![warn(missing_docs)]
 
-mod agent_dsl;
-mod agent_load;
-mod bounded;
-pub mod code_mode;
-mod contract_dsl;
 pub mod convert;
 pub mod dsl;
-mod eval_cases;
-mod eval_checks;
-mod eval_dsl;
 pub mod failure;
 pub(crate) mod handler;
-pub mod host_ask;
-pub mod host_fns;
-pub mod host_io;
-pub mod host_net;
-pub mod host_out;
+pub mod host;
 pub mod imports;
 pub mod loader;
 pub mod math;
-mod mcp_dsl;
-mod meta_dsl;
 mod model;
-pub mod pipeline_dsl;
-mod policy_dsl;
 pub mod program;
-mod program_error;
 #[cfg(test)]
 mod props;
-mod rate_limit_dsl;
 pub mod reference;
 pub mod renames;
 pub mod sandbox;
 pub mod scan;
-mod served_dsl;
 pub mod stdlib;
-mod unknown_fn;
 
 use rhai::{AST, Engine};
 use std::path::PathBuf;
@@ -96,22 +76,22 @@ pub fn engine_with_modules(
     print: Option<sandbox::PrintSink>,
 ) -> Engine {
     let mut engine = sandbox::build_engine(limits, roots, modules, print);
-    bounded::register(&mut engine);
+    sandbox::bounded::register(&mut engine);
     // The builders, each registered by its own file (none of them registers another).
     dsl::register(&mut engine);
-    agent_dsl::register(&mut engine);
-    rate_limit_dsl::register(&mut engine);
-    meta_dsl::register(&mut engine);
-    mcp_dsl::register(&mut engine);
-    pipeline_dsl::register(&mut engine);
-    served_dsl::register(&mut engine);
-    policy_dsl::register(&mut engine);
-    eval_dsl::register(&mut engine);
-    host_fns::register(&mut engine);
-    host_io::register(&mut engine);
-    host_net::register(&mut engine);
-    host_out::register(&mut engine);
-    host_ask::register(&mut engine);
+    dsl::agent::register(&mut engine);
+    dsl::rate_limit::register(&mut engine);
+    dsl::meta::register(&mut engine);
+    dsl::mcp::register(&mut engine);
+    dsl::pipeline::register(&mut engine);
+    dsl::served::register(&mut engine);
+    dsl::policy::register(&mut engine);
+    dsl::eval::register(&mut engine);
+    host::register(&mut engine);
+    host::io::register(&mut engine);
+    host::net::register(&mut engine);
+    host::out::register(&mut engine);
+    host::ask::register(&mut engine);
     engine
 }
 

@@ -2,6 +2,8 @@
 //! compile each tool and agent. Every problem becomes a `path:line:col: message` error and the
 //! rest of the file still loads.
 
+pub(crate) mod agent;
+
 use super::dsl::{self, ToolDraft};
 use super::handler::ScriptHandler;
 use super::{ScriptUnit, sandbox};
@@ -87,7 +89,7 @@ pub fn load_source_with(
     finish_declarations(&mut collected, &unit, &mut file);
     for draft in collected.agents {
         let pos = draft.tools_pos;
-        match super::agent_load::finish_agent(draft, &unit) {
+        match agent::finish_agent(draft, &unit) {
             Ok(agent) => file.agents.push((Arc::new(agent), super::loc(path, pos))),
             Err(errs) => file.errors.extend(errs),
         }
@@ -102,7 +104,7 @@ fn fail_closed(file: &mut LoadedFile, source: &str) {
     if file.errors.is_empty() || !source.contains("policy(") {
         return;
     }
-    file.policies = vec![Arc::new(super::policy_dsl::FailClosed::new(
+    file.policies = vec![Arc::new(crate::dsl::policy::FailClosed::new(
         &file.path,
         &file.errors[0],
     ))];
@@ -163,7 +165,7 @@ fn run_top_level(engine: &Engine, ast: &rhai::AST, whole: bool) -> Vec<rhai::Eva
 }
 
 fn top_level_message(e: &rhai::EvalAltResult, engine: &rhai::Engine) -> String {
-    if let Some(told) = super::unknown_fn::explain(e, engine) {
+    if let Some(told) = crate::reference::unknown_fn::explain(e, engine) {
         return told;
     }
     let text = e.to_string();
@@ -182,14 +184,14 @@ fn finish_declarations(
     file: &mut LoadedFile,
 ) {
     let path = unit.path.as_str();
-    for draft in collected.take::<super::pipeline_dsl::PipelineDraft>() {
-        match super::pipeline_dsl::finish(draft, unit) {
+    for draft in collected.take::<crate::dsl::pipeline::PipelineDraft>() {
+        match crate::dsl::pipeline::finish(draft, unit) {
             Ok(p) => file.pipelines.push(p),
             Err(errs) => file.errors.extend(errs),
         }
     }
-    for draft in collected.take::<super::mcp_dsl::McpServerDraft>() {
-        match super::mcp_dsl::finish(draft, path) {
+    for draft in collected.take::<crate::dsl::mcp::McpServerDraft>() {
+        match crate::dsl::mcp::finish(draft, path) {
             Ok(server) if file.mcp_servers.iter().any(|s| s.name == server.name) => {
                 let at = server.origin();
                 file.errors.push(LoadError::at(
@@ -204,20 +206,20 @@ fn finish_declarations(
             Err(errs) => file.errors.extend(errs),
         }
     }
-    for draft in collected.take::<super::policy_dsl::PolicyDraft>() {
-        match super::policy_dsl::finish(draft, unit) {
+    for draft in collected.take::<crate::dsl::policy::PolicyDraft>() {
+        match crate::dsl::policy::finish(draft, unit) {
             Ok(p) => file.policies.push(p),
             Err(errs) => file.errors.extend(errs),
         }
     }
-    for draft in collected.take::<super::eval_dsl::EvalDraft>() {
-        match super::eval_dsl::finish(draft, unit) {
+    for draft in collected.take::<crate::dsl::eval::EvalDraft>() {
+        match crate::dsl::eval::finish(draft, unit) {
             Ok(e) => file.evals.push(Arc::new(e)),
             Err(errs) => file.errors.extend(errs),
         }
     }
-    for draft in collected.take::<super::served_dsl::ServedDraft>() {
-        match super::served_dsl::finish(draft, path, |d| finish_tool(d, unit)) {
+    for draft in collected.take::<crate::dsl::served::ServedDraft>() {
+        match crate::dsl::served::finish(draft, path, |d| finish_tool(d, unit)) {
             Ok(item) => item.add_to(&mut file.served, &mut file.errors),
             Err(errs) => file.errors.extend(errs),
         }

@@ -5,6 +5,8 @@
 //! the REPL), imports resolved only inside the scripts folders, and a per-call deadline and
 //! cancellation flag checked from `on_progress`.
 
+pub(crate) mod bounded;
+
 use rhai::packages::{Package, StandardPackage};
 use rhai::{Dynamic, Engine, EvalAltResult, Position};
 use std::cell::RefCell;

@@ -4,7 +4,7 @@
 
 use crate::convert::{to_dynamic, to_json};
 use crate::imports::ModuleCache;
-use crate::program_error::{program_error, runtime_error};
+use crate::program::error::{program_error, runtime_error};
 use crate::sandbox::{self, Limits, PrintSink};
 use kiln_core::tool::{FailureKind, ToolFailure};
 use rhai::{Dynamic, Engine, EvalAltResult, Map, Position};

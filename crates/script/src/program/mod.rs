@@ -10,7 +10,9 @@
 //! programs in its own process); `pool` is the host's side; `worker` the worker's; `wire`
 //! what they say; `confine` the walls a worker puts up.
 
+pub mod code_mode;
 pub mod confine;
+pub(crate) mod error;
 pub mod eval;
 pub mod pool;
 pub mod wire;

@@ -172,7 +172,7 @@ fn refusal(err: &rhai::EvalAltResult) -> Option<String> {
     match err {
         rhai::EvalAltResult::ErrorRuntime(value, _) => value
             .clone()
-            .try_cast::<crate::host_fns::DeniedValue>()
+            .try_cast::<crate::host::DeniedValue>()
             .map(|d| d.0),
         rhai::EvalAltResult::ErrorInFunctionCall(_, _, inner, _) => refusal(inner),
         _ => None,
@@ -196,7 +196,7 @@ fn each_gated_function_is_refused_for_the_capability_the_table_names() {
             .map(|p| sample_argument(&p.name, &p.ty))
             .collect();
         let call = format!("{}({})", e.name, args.join(", "));
-        let err = crate::host_fns::with_grants(&ctx, || engine.run(&call))
+        let err = crate::host::with_grants(&ctx, || engine.run(&call))
             .expect_err(&format!("{call} runs with no grant"));
         let told = refusal(&err).unwrap_or_else(|| panic!("{call}: not a refusal: {err}"));
         let cap = e.capability.unwrap_or_default();

@@ -17,6 +17,7 @@ pub mod signature;
 mod table;
 mod testing;
 mod tool;
+pub(crate) mod unknown_fn;
 
 pub use entry::Entry;
 pub use render::{

@@ -8,9 +8,12 @@
 //! returns says how the run did: `true`/`false`, a score in 0..1 (passing from 0.5), a label
 //! (a string: it informs, never fails), or `#{ pass, score, label, reason }`.
 
-use super::dsl::{collect_draft, lock, strings};
-use super::eval_checks::EvaluatorValue;
-use super::{ScriptUnit, convert, eval_cases, sandbox};
+pub(crate) mod cases;
+pub(crate) mod checks;
+
+use crate::dsl::{collect_draft, lock, strings};
+use crate::{ScriptUnit, convert, sandbox};
+use checks::EvaluatorValue;
 use kiln_core::error::{LoadError, SourceLoc};
 use kiln_registry::eval_spec::{Case, CaseCheck, Check, EvalSpec, EvalTarget, Evaluator, Verdict};
 use rhai::{Array, Dynamic, Engine, EvalAltResult, FnPtr, Map, NativeCallContext, Position};
@@ -77,7 +80,7 @@ impl CaseCheck for ScriptCheck {
         let out = sandbox::with_watch(deadline, None, || {
             self.f.call::<Dynamic>(&unit.engine, &unit.ast, (case, run))
         })
-        .map_err(|e| super::failure::describe(&e, &unit.path))?;
+        .map_err(|e| crate::failure::describe(&e, &unit.path))?;
         verdict_of(out)
     }
 }
@@ -145,7 +148,7 @@ fn score_verdict(score: f64, label: Option<String>, reason: String) -> Result<Ve
 
 /// Turns a draft into an eval of `unit`, reading its cases files.
 pub fn finish(d: EvalDraft, unit: &Arc<ScriptUnit>) -> Result<EvalSpec, Vec<LoadError>> {
-    let at = |pos: Position| super::loc(&unit.path, pos);
+    let at = |pos: Position| crate::loc(&unit.path, pos);
     let what = format!("evaluation \"{}\"", d.name);
     let mut errors: Vec<LoadError> = d
         .errors
@@ -211,16 +214,16 @@ fn cases(
 ) -> (Vec<Case>, Vec<std::path::PathBuf>) {
     let mut out: Vec<Case> = Vec::new();
     for (i, (map, pos)) in d.cases.iter().enumerate() {
-        match case_of(map, i + 1, super::loc(&unit.path, *pos)) {
+        match case_of(map, i + 1, crate::loc(&unit.path, *pos)) {
             Ok(c) => out.push(c),
             Err(e) => fail(*pos, format!("{what}: case: {e}")),
         }
     }
     let mut files = Vec::new();
     for (file, pos) in &d.case_files {
-        let read = eval_cases::resolve(&unit.path, file).and_then(|p| {
+        let read = cases::resolve(&unit.path, file).and_then(|p| {
             files.push(std::fs::canonicalize(&p).unwrap_or_else(|_| p.clone()));
-            eval_cases::read(&p)
+            cases::read(&p)
         });
         match read {
             Ok(cases) => out.extend(cases),
@@ -310,7 +313,7 @@ fn evaluators(
             Ok((name, check)) => out.push(Evaluator {
                 name,
                 check,
-                loc: super::loc(&unit.path, *pos),
+                loc: crate::loc(&unit.path, *pos),
             }),
             Err(m) => fail(*pos, format!("{what}: {m}")),
         }
@@ -320,7 +323,7 @@ fn evaluators(
 
 /// A script's closure as an evaluator, if it takes the case and the run.
 fn closure(name: &str, f: &FnPtr, unit: &Arc<ScriptUnit>) -> Result<Check, String> {
-    match super::handler_arity(&unit.ast, f) {
+    match crate::handler_arity(&unit.ast, f) {
         Some(2) => Ok(Check::Custom(Arc::new(ScriptCheck {
             f: f.clone(),
             unit: unit.clone(),
@@ -428,7 +431,7 @@ pub fn register(engine: &mut Engine) {
             b.with(|d| d.evaluators.push((Given::Value(named), pos)))
         },
     );
-    super::eval_checks::register(engine);
+    checks::register(engine);
 }
 
 fn register_settings(engine: &mut Engine) {

@@ -3,8 +3,8 @@
 //! `.url("http://...")` with `.bearer_env("VAR")`; `.pass_env(["VAR"])` passes variables kiln
 //! would otherwise withhold (`.env([...])` is its deprecated spelling); `.rate_limit(...)` applies to each of its tools.
 
-use super::dsl::{lock, strings};
-use super::rate_limit_dsl::{limit, limit_per};
+use crate::dsl::rate_limit::{limit, limit_per};
+use crate::dsl::{lock, strings};
 use kiln_core::error::LoadError;
 use kiln_core::ratelimit::RateLimit;
 use kiln_registry::mount_spec::{MountSpec, Target};
@@ -72,12 +72,12 @@ fn new_server(ctx: NativeCallContext, name: &str) -> Result<McpServerBuilder, Bo
         pos: ctx.call_position(),
         ..McpServerDraft::default()
     }));
-    super::dsl::collect_draft(&draft, "mcp_server", ctx.call_position())?;
+    crate::dsl::collect_draft(&draft, "mcp_server", ctx.call_position())?;
     Ok(McpServerBuilder(draft))
 }
 
 /// Registers `mcp_server(...)` and its builder methods.
-pub(super) fn register(engine: &mut rhai::Engine) {
+pub(crate) fn register(engine: &mut rhai::Engine) {
     engine.register_type_with_name::<McpServerBuilder>("McpServerBuilder");
     engine.register_fn("mcp_server", new_server);
     engine.register_fn(
@@ -214,8 +214,8 @@ fn register_rate_limits(engine: &mut rhai::Engine) {
 }
 
 /// Checks a draft and turns it into the server to mount, or the located errors.
-pub(super) fn finish(d: McpServerDraft, path: &str) -> Result<MountSpec, Vec<LoadError>> {
-    let at = |pos: Position| super::loc(path, pos);
+pub(crate) fn finish(d: McpServerDraft, path: &str) -> Result<MountSpec, Vec<LoadError>> {
+    let at = |pos: Position| crate::loc(path, pos);
     let name = d.name.clone();
     let err =
         |pos: Position, m: String| LoadError::at(at(pos), format!("mcp_server \"{name}\": {m}"));

@@ -1,8 +1,9 @@
 //! `pipeline(name)` and its builder methods, the closures of `.compute(...)` as
 //! [`NodeMapper`]s, and turning a file's pipeline drafts into checked [`Pipeline`]s.
 
-use super::dsl::{collect_draft, lock, push_param, strings, timeout_ms, to_json};
-use super::{ScriptUnit, sandbox};
+use crate::convert::timeout_ms;
+use crate::dsl::{collect_draft, lock, push_param, strings, to_json};
+use crate::{ScriptUnit, sandbox};
 use kiln_core::capability::Capability;
 use kiln_core::error::LoadError;
 use kiln_core::schema::Param;
@@ -94,7 +95,7 @@ fn with_desc(desc: &str, opts: Map) -> Result<Value, String> {
 }
 
 /// Registers `pipeline(...)` and its builder methods.
-pub(super) fn register(engine: &mut Engine) {
+pub(crate) fn register(engine: &mut Engine) {
     type B = PipelineBuilder;
     engine.register_type_with_name::<PipelineBuilder>("PipelineBuilder");
     engine.register_fn("pipeline", new_pipeline);
@@ -209,14 +210,14 @@ impl NodeMapper for ScriptMapper {
                     format!("closure result is not JSON: {e}"),
                 )
             }),
-            Err(e) => Err(super::failure::classify(&e, &unit.path)),
+            Err(e) => Err(crate::failure::classify(&e, &unit.path)),
         }
     }
 }
 
 /// Checks a draft and builds its pipeline, or every problem found, located.
-pub(super) fn finish(d: PipelineDraft, unit: &Arc<ScriptUnit>) -> Result<Pipeline, Vec<LoadError>> {
-    let at = |pos: Position| super::loc(&unit.path, pos);
+pub(crate) fn finish(d: PipelineDraft, unit: &Arc<ScriptUnit>) -> Result<Pipeline, Vec<LoadError>> {
+    let at = |pos: Position| crate::loc(&unit.path, pos);
     let named = |m: String| format!("pipeline \"{}\": {m}", d.name);
     let mut errors: Vec<LoadError> = d
         .errors
@@ -255,7 +256,7 @@ pub(super) fn finish(d: PipelineDraft, unit: &Arc<ScriptUnit>) -> Result<Pipelin
         };
         let mapper = match n.mapper {
             None => None,
-            Some(f) => match super::handler_arity(&unit.ast, &f) {
+            Some(f) => match crate::handler_arity(&unit.ast, &f) {
                 Some(1) => Some(Arc::new(ScriptMapper {
                     f,
                     unit: unit.clone(),

@@ -2,9 +2,9 @@
 //! `.text_tool_calls(...)` and contract. Every problem becomes an error at the call that made
 //! it, and all of them are reported at once.
 
-use super::ScriptUnit;
-use super::dsl::{AgentDraft, AgentSettings, ContractDraft};
-use super::handler::ScriptAgent;
+use crate::ScriptUnit;
+use crate::dsl::{AgentDraft, AgentSettings, ContractDraft};
+use crate::handler::ScriptAgent;
 use kiln_core::capability::{Capability, GrantMode, Grants};
 use kiln_core::error::{LoadError, SourceLoc};
 use kiln_core::model::text_calls::TextCallFormat;
@@ -18,7 +18,7 @@ pub(crate) fn finish_agent(
     mut d: AgentDraft,
     unit: &Arc<ScriptUnit>,
 ) -> Result<AgentSpec, Vec<LoadError>> {
-    let at = |pos: Position| super::loc(&unit.path, pos);
+    let at = |pos: Position| crate::loc(&unit.path, pos);
     let settings = std::mem::take(&mut d.settings);
     let contract = std::mem::take(&mut d.contract);
     let mut errors = AgentErrors {

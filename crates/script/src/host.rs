@@ -2,6 +2,11 @@
 //! the running tool must declare the capability and the caller must hold a grant whose scope
 //! covers the call's target.
 
+pub mod ask;
+pub mod io;
+pub mod net;
+pub mod out;
+
 use kiln_core::capability::{Capability, GrantMode, HostCap};
 use kiln_core::context::CallContext;
 use kiln_core::services::Services;

@@ -3,7 +3,8 @@
 //! from its `.handler`, `.requires` and `.timeout`), and each `.complete(arg, |prefix| [...])`
 //! is a tool taking `{"value": prefix}`; [`finish`] turns a draft into them.
 
-use super::dsl::{ToolDraft, collect_draft, lock, required, timeout_ms};
+use crate::convert::timeout_ms;
+use crate::dsl::{ToolDraft, collect_draft, lock, required};
 use kiln_core::error::{LoadError, SourceLoc};
 use kiln_core::schema::Param;
 use kiln_core::tool::Tool;
@@ -198,7 +199,7 @@ struct Building<'a, B> {
 impl<B: Fn(ToolDraft) -> Result<Tool, Vec<LoadError>>> Building<'_, B> {
     /// Where `pos` is in the file.
     fn at(&self, pos: Position) -> SourceLoc {
-        super::loc(self.path, pos)
+        crate::loc(self.path, pos)
     }
 
     /// Builds one tool; its errors name the resource or prompt, not the tool made for it, which

@@ -5,7 +5,7 @@
 //! the handler here; the door sends the questions, and the retried call runs the handler again
 //! from the top with the answers, so the same questions come back answered.
 
-use super::{host_fns, sandbox};
+use crate::{host, sandbox};
 use kiln_core::call_events::{Answer, AskError, ClientAsk, FormRequest, SampleRequest};
 use rhai::{Dynamic, Engine, EvalAltResult, Map, Position};
 use serde_json::{Value, json};
@@ -23,7 +23,7 @@ const ASK_WAIT: Duration = Duration::from_secs(120);
 const REQUEST_KEY: &str = "$ask";
 
 fn refused(func: &str, what: &str, why: &str) -> Box<EvalAltResult> {
-    host_fns::denied(format!("{func}(\"{what}\") refused: {why}"))
+    host::denied(format!("{func}(\"{what}\") refused: {why}"))
 }
 
 /// What a function asks for, as its refusals name it.
@@ -43,7 +43,7 @@ fn ask(
     lenient: bool,
 ) -> Result<Vec<Value>, Box<EvalAltResult>> {
     let what = asked_for(func);
-    let events = host_fns::current_events().ok_or_else(|| {
+    let events = host::current_events().ok_or_else(|| {
         let can = match func {
             "sample" => "an MCP client that supports sampling can ask its model",
             "elicit" => "an MCP client that supports elicitation can show a form",
@@ -80,7 +80,7 @@ fn ask(
 }
 
 fn gate(func: &str, ask: &ClientAsk) -> Result<(), Box<EvalAltResult>> {
-    host_fns::gate(func, ask.capability(), asked_for(func), |_| true).map(|_| ())
+    host::gate(func, ask.capability(), asked_for(func), |_| true).map(|_| ())
 }
 
 /// `sample(prompt[, #{ system, max_tokens }])`: the caller's model's answer, as text.
@@ -246,7 +246,7 @@ fn ask_client(requests: Map) -> Result<Map, Box<EvalAltResult>> {
 /// calling a tool declared `.task(..., #{ start: "background" })`) gets one now, and the rest
 /// of the handler runs in it; false where the call just goes on.
 fn background() -> bool {
-    host_fns::current_events().is_some_and(|events| events.background())
+    host::current_events().is_some_and(|events| events.background())
 }
 
 /// Registers the asking functions.

@@ -1,12 +1,12 @@
 //! `.rate_limit(calls, per[, #{ wait: true }])` on the tool builder: `per` is a number of
 //! seconds or a duration with its unit (`"1m"`, `"500ms"`).
 
-use super::dsl::ToolBuilder;
+use crate::dsl::ToolBuilder;
 use kiln_core::ratelimit::RateLimit;
 use rhai::{Engine, FLOAT, INT, Map, NativeCallContext, Position};
 use std::time::Duration;
 
-pub(super) fn limit(calls: INT, per_seconds: FLOAT, opts: &Map) -> Result<RateLimit, String> {
+pub(crate) fn limit(calls: INT, per_seconds: FLOAT, opts: &Map) -> Result<RateLimit, String> {
     let calls = u32::try_from(calls)
         .ok()
         .filter(|c| *c > 0)
@@ -32,7 +32,7 @@ pub(super) fn limit(calls: INT, per_seconds: FLOAT, opts: &Map) -> Result<RateLi
 }
 
 /// [`limit`] with the period written as text: a duration with its unit, or bare seconds.
-pub(super) fn limit_per(calls: INT, per: &str, opts: &Map) -> Result<RateLimit, String> {
+pub(crate) fn limit_per(calls: INT, per: &str, opts: &Map) -> Result<RateLimit, String> {
     use kiln_core::duration::{BareUnit, parse_duration};
     let per = parse_duration(per, BareUnit::Seconds).map_err(|e| format!("rate_limit: {e}"))?;
     limit(calls, per.as_secs_f64(), opts)
@@ -47,7 +47,7 @@ fn set(b: &mut ToolBuilder, pos: Position, built: Result<RateLimit, String>) -> 
 
 /// Registers the `rate_limit` overloads (integer or fractional seconds, or a duration with its
 /// unit; with or without options).
-pub(super) fn register(engine: &mut Engine) {
+pub(crate) fn register(engine: &mut Engine) {
     engine.register_fn(
         "rate_limit",
         |ctx: NativeCallContext, b: &mut ToolBuilder, calls: INT, per: &str| {

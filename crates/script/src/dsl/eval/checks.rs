@@ -1,7 +1,7 @@
 //! The built-in evaluators an `evaluation(...)` takes: functions returning an evaluator value,
 //! checked when made (a bad regex or schema is a load error where it is given).
 
-use super::convert;
+use crate::convert;
 use kiln_core::duration::{BareUnit, parse_duration};
 use kiln_registry::eval_spec::{Check, JudgeSpec};
 use rhai::{Array, Dynamic, Engine, Map};
@@ -178,7 +178,7 @@ pub(crate) fn register(engine: &mut Engine) {
         made("called", called_check(tool, Some(&args)))
     });
     engine.register_fn("called_in_order", |tools: Array| {
-        let check = super::dsl::strings(&tools).and_then(|l| match l.is_empty() {
+        let check = crate::dsl::strings(&tools).and_then(|l| match l.is_empty() {
             true => Err("name the tools, in order".to_string()),
             false => Ok(Check::CalledInOrder(l)),
         });

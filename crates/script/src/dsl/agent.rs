@@ -72,7 +72,7 @@ pub fn register(engine: &mut Engine) {
             })
         },
     );
-    crate::contract_dsl::register(engine);
+    crate::dsl::contract::register(engine);
     engine.register_fn("planner", |b: &mut AgentBuilder, f: FnPtr| {
         b.with(|d| d.planner = Some(f))
     });
@@ -178,7 +178,7 @@ fn code_mode(opts: Map) -> Result<CodeMode, String> {
                 Ok(n) if (1..=10_000).contains(&n) => mode.max_calls = n as u32,
                 _ => return Err("max_calls must be an integer from 1 to 10000".into()),
             },
-            "timeout" => mode.timeout = crate::dsl::timeout(&value)?,
+            "timeout" => mode.timeout = crate::convert::timeout(&value)?,
             other => {
                 return Err(format!(
                     "unknown option \"{other}\" (expected except, max_calls, timeout)"

@@ -2,7 +2,7 @@
 //! (`.returns(...)` is its deprecated spelling),
 //! `.annotations(#{ read_only, destructive, idempotent, open_world })` and `.task(mode)`.
 
-use super::dsl::{ToolBuilder, to_json};
+use crate::dsl::{ToolBuilder, to_json};
 use kiln_core::schema;
 use rhai::{Dynamic, Engine, Map, NativeCallContext, Position};
 use serde_json::Value;
@@ -66,7 +66,7 @@ fn task(b: &mut ToolBuilder, pos: Position, mode: &str, opts: Map) -> ToolBuilde
 
 /// Registers `.title`, `.output` (and `.output`), `.annotations` and `.task` on the tool
 /// builder.
-pub(super) fn register(engine: &mut Engine) {
+pub(crate) fn register(engine: &mut Engine) {
     engine.register_fn(
         "task",
         |ctx: NativeCallContext, b: &mut ToolBuilder, mode: &str| {

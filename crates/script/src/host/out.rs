@@ -4,7 +4,7 @@
 //! by [`kiln_core::call_events`]), and `sample(prompt)`, which asks the calling MCP client's model
 //! and needs capability `sampling`.
 
-use super::host_fns;
+use crate::host;
 use kiln_core::call_events::{self, LogLevel};
 use kiln_core::content::{self, Content};
 use kiln_core::tool::{FailureKind, ToolFailure};
@@ -124,7 +124,7 @@ fn progress(
 ) -> Result<(), Box<EvalAltResult>> {
     let done = number("done", done)?;
     let total = total.map(|t| number("total", t)).transpose()?;
-    let events = host_fns::current_events();
+    let events = host::current_events();
     call_events::progress(events.as_deref(), done, total, msg).map_err(|e| e.into())
 }
 
@@ -136,7 +136,7 @@ fn log(level: &str, msg: &str) -> Result<(), Box<EvalAltResult>> {
             names.join(", ")
         )
     })?;
-    let events = host_fns::current_events();
+    let events = host::current_events();
     call_events::log(events.as_deref(), level, msg);
     Ok(())
 }

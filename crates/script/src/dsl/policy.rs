@@ -3,9 +3,9 @@
 //! is its deprecated spelling), or a map of rewritten arguments. A check that throws, runs past its second or returns anything else
 //! denies.
 
-use super::dsl::{collect_draft, lock, strings};
-use super::handler::ctx_map;
-use super::{ScriptUnit, sandbox};
+use crate::dsl::{collect_draft, lock, strings};
+use crate::handler::ctx_map;
+use crate::{ScriptUnit, sandbox};
 use kiln_core::context::CallContext;
 use kiln_core::error::{LoadError, SourceLoc};
 use kiln_core::policy::{Policy, Verdict, glob};
@@ -63,7 +63,7 @@ impl Policy for ScriptPolicy {
         let mut call = Map::new();
         call.insert("name".into(), tool.into());
         call.insert("args".into(), crate::convert::to_dynamic(args));
-        let state = super::handler::state_dynamic(ctx);
+        let state = crate::handler::state_dynamic(ctx);
         let deadline = Some(Instant::now() + CHECK_DEADLINE);
         let unit = &self.unit;
         let result = sandbox::with_watch(deadline, None, || {
@@ -74,7 +74,7 @@ impl Policy for ScriptPolicy {
             Ok(v) => verdict(v),
             Err(e) => Verdict::Deny(format!(
                 "the policy failed: {}",
-                scrub(&super::failure::describe(&e, &shown(&self.loc.path)))
+                scrub(&crate::failure::describe(&e, &shown(&self.loc.path)))
             )),
         }
     }
@@ -113,7 +113,7 @@ fn marker(kind: &str, reason: &str) -> Map {
 
 /// Turns a draft into a policy of `unit`.
 pub fn finish(d: PolicyDraft, unit: &Arc<ScriptUnit>) -> Result<Arc<dyn Policy>, Vec<LoadError>> {
-    let at = |pos: Position| super::loc(&unit.path, pos);
+    let at = |pos: Position| crate::loc(&unit.path, pos);
     let what = format!("policy \"{}\"", d.name);
     let mut errors: Vec<LoadError> = d
         .errors
@@ -134,7 +134,7 @@ pub fn finish(d: PolicyDraft, unit: &Arc<ScriptUnit>) -> Result<Arc<dyn Policy>,
             ));
             None
         }
-        Some((f, pos)) => match super::handler_arity(&unit.ast, &f) {
+        Some((f, pos)) => match crate::handler_arity(&unit.ast, &f) {
             Some(2) => Some(f),
             Some(n) => {
                 errors.push(LoadError::at(

@@ -1,9 +1,9 @@
 //! Host functions that reach the files of the workspace and the environment (the network ones
 //! live in `host_net`).
-//! Each is gated at every call (see `host_fns::gate`): declared by the running tool, granted to
+//! Each is gated at every call (see `host::gate`): declared by the running tool, granted to
 //! the caller, and the call's host, path or name inside the grant's scope.
 
-use super::host_fns::{Check, denied, gate, gate_with};
+use crate::host::{Check, denied, gate, gate_with};
 use kiln_core::capability::{HostCap, fs_scope_allows, is_secret_var};
 use rhai::{Array, Dynamic, Engine, EvalAltResult, Map};
 use std::path::{Component, Path, PathBuf};
@@ -12,10 +12,10 @@ use std::path::{Component, Path, PathBuf};
 const MAX_READ_BYTES: u64 = 4 * 1024 * 1024;
 
 /// What a host function returns to the script.
-pub(super) type RhaiResult<T> = Result<T, Box<EvalAltResult>>;
+pub(crate) type RhaiResult<T> = Result<T, Box<EvalAltResult>>;
 
 /// A failure the script sees (not a refusal).
-pub(super) fn fail(msg: String) -> Box<EvalAltResult> {
+pub(crate) fn fail(msg: String) -> Box<EvalAltResult> {
     msg.into()
 }
 
@@ -81,7 +81,7 @@ fn lexical_inside(path: &str) -> String {
 }
 
 fn fs_gate(func: &str, cap: &str, path: &str, must_exist: bool) -> RhaiResult<PathBuf> {
-    let workspace = super::host_fns::workspace().ok_or_else(|| {
+    let workspace = crate::host::workspace().ok_or_else(|| {
         denied(format!(
             "{func}(\"{path}\") refused: host functions can only be called while a tool runs"
         ))
@@ -146,7 +146,7 @@ fn list_dir(path: &str) -> RhaiResult<Array> {
 /// reload would run it with the powers scripts have: declaring agents' capabilities, starting
 /// MCP servers) or anything in `.kiln/` (the store and the run log).
 fn refuse_control_files(path: &str, real: &Path) -> RhaiResult<()> {
-    let services = super::host_fns::services();
+    let services = crate::host::services();
     let workspace = services
         .as_ref()
         .map(|s| s.workspace.join(kiln_core::defaults::STATE_DIR));
@@ -193,7 +193,7 @@ fn write_file(path: &str, text: &str) -> RhaiResult<()> {
 fn env(name: &str) -> RhaiResult<Dynamic> {
     let secret = is_secret_var(name);
     // A secret is readable only through a grant that names it; an unscoped grant does not do.
-    let named = super::host_fns::scopes_for(HostCap::Env.name())
+    let named = crate::host::scopes_for(HostCap::Env.name())
         .iter()
         .any(|s| s.as_deref() == Some(name));
     if secret && !named {

@@ -3,9 +3,9 @@
 //! client dials only addresses its resolver checked at connect time, uses no proxy unless the
 //! operator opted in, and every wait observes the call's deadline and cancel flag.
 
-use super::host_fns::{Check, declared_scopes, denied, gate_with, scopes_for};
-use super::host_io::{RhaiResult, fail};
 use crate::convert;
+use crate::host::io::{RhaiResult, fail};
+use crate::host::{Check, declared_scopes, denied, gate_with, scopes_for};
 use crate::sandbox;
 use kiln_core::capability::HostCap;
 use kiln_core::services::Services;
@@ -97,7 +97,7 @@ fn http_opts(func: &str, opts: &Map) -> RhaiResult<HttpOpts> {
         })
         .unwrap_or_default();
     let asked = match opts.get("timeout") {
-        Some(value) => crate::dsl::timeout(value).map_err(|e| fail(format!("{func}: {e}")))?,
+        Some(value) => crate::convert::timeout(value).map_err(|e| fail(format!("{func}: {e}")))?,
         None => int("timeout_ms").map_or(DEFAULT_TIMEOUT, |ms| Duration::from_millis(ms as u64)),
     };
     let timeout = sandbox::remaining().map_or(asked, |left| asked.min(left));
@@ -137,7 +137,7 @@ enum HopError {
 }
 
 /// `http_get(url, opts)` and `http_post(url, body, opts)`.
-pub(super) fn http(
+pub(crate) fn http(
     func: &'static str,
     given: &str,
     body: Option<Dynamic>,
@@ -224,7 +224,7 @@ fn fake_for(
     shown: &str,
     url: &reqwest::Url,
 ) -> RhaiResult<Option<kiln_core::services::HttpFake>> {
-    let Some(fake) = crate::host_fns::services().and_then(|s| s.http_fake.clone()) else {
+    let Some(fake) = crate::host::services().and_then(|s| s.http_fake.clone()) else {
         return Ok(None);
     };
     let target = Target::of_url(url)
@@ -328,8 +328,8 @@ fn redirect_refusal(
     e: Box<rhai::EvalAltResult>,
 ) -> Box<rhai::EvalAltResult> {
     match &*e {
-        rhai::EvalAltResult::ErrorRuntime(v, _) if v.is::<super::host_fns::DeniedValue>() => {
-            let inner = v.clone_cast::<super::host_fns::DeniedValue>().0;
+        rhai::EvalAltResult::ErrorRuntime(v, _) if v.is::<crate::host::DeniedValue>() => {
+            let inner = v.clone_cast::<crate::host::DeniedValue>().0;
             denied(format!(
                 "{func}(\"{given}\") refused: it redirected outside the net grant: {inner}"
             ))
