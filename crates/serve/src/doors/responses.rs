@@ -98,17 +98,29 @@ async fn previous(
     who: &Principal,
     prev: &str,
 ) -> Result<StoredResponse, ApiError> {
-    let run_id = prev.strip_prefix(PREFIX).unwrap_or(prev).to_string();
+    let found = settled(state, who, prev).await.map_err(|_| {
+        ApiError::not_found(
+            "previous_response_not_found",
+            format!("no stored response \"{prev}\" to continue (responses made with \"store\": false are not kept)"),
+        )
+        .with_field("param", json!("previous_response_id"))
+    })?;
+    if found.body["status"] == "in_progress" {
+        let run_id = prev.strip_prefix(PREFIX).unwrap_or(prev);
+        return Err(in_progress(state, prev, run_id));
+    }
+    Ok(found)
+}
+
+/// The stored copy of response `id`. When its run has just ended here its whole copy is
+/// waited for, briefly: a stream's last event goes out before the copy is stored, and what
+/// was streamed is what a `GET` right after it reads.
+async fn settled(state: &AppState, who: &Principal, id: &str) -> Result<StoredResponse, ApiError> {
+    let run_id = id.strip_prefix(PREFIX).unwrap_or(id).to_string();
     let mut stored_since = state.responses.on_stored();
     let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(5);
     loop {
-        let found = stored(state, who, prev).map_err(|_| {
-            ApiError::not_found(
-                "previous_response_not_found",
-                format!("no stored response \"{prev}\" to continue (responses made with \"store\": false are not kept)"),
-            )
-            .with_field("param", json!("previous_response_id"))
-        })?;
+        let found = stored(state, who, id)?;
         if found.body["status"] != "in_progress" {
             return Ok(found);
         }
@@ -121,7 +133,7 @@ async fn previous(
                 .await
                 .is_ok_and(|r| r.is_ok());
         if !waited {
-            return Err(in_progress(state, prev, &run_id));
+            return Ok(found);
         }
     }
 }
@@ -326,7 +338,7 @@ pub async fn get(
     if let Some(front) = &state.front {
         return front::get(front, &who, &id).await.map(Json);
     }
-    Ok(Json(stored(&state, &who, &id)?.body))
+    Ok(Json(settled(&state, &who, &id).await?.body))
 }
 
 /// `DELETE /v1/responses/{id}`.
