@@ -15,7 +15,7 @@
 
 use kiln_mock::render::{self, Reply};
 use kiln_mock::scenario::Turn;
-use kiln_mock::{gemini_render, responses_render};
+use kiln_mock::{gemini, responses};
 use serde_json::json;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
@@ -144,15 +144,15 @@ fn answer(path: &str, body: &str) -> Vec<u8> {
             "application/x-ndjson",
         ),
         "v1/responses" => {
-            let asked = responses_render::Asked {
+            let asked = responses::render::Asked {
                 stream,
                 encrypted_reasoning: true,
             };
-            let reply = responses_render::render(&turn, n, "m", &asked);
+            let reply = responses::render::render(&turn, n, "m", &asked);
             (reply, "text/event-stream")
         }
         w if w.starts_with("v1beta/") => (
-            gemini_render::reply(&turn, n, "m", stream),
+            gemini::render::reply(&turn, n, "m", stream),
             "text/event-stream",
         ),
         _ => (

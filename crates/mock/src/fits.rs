@@ -148,5 +148,4 @@ pub fn next(turns: &[Turn], cursor: usize, repeat: bool, request: &Request) -> O
 }
 
 #[cfg(test)]
-#[path = "fits_tests.rs"]
 mod tests;

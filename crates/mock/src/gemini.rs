@@ -3,8 +3,9 @@
 //! (fields read in either protobuf-JSON spelling, `functionCall` / `function_call`), the turn
 //! rendered by `gemini_render`, errors in Google's shape `{error: {code, message, status}}`.
 
+pub mod render;
+
 use super::{Shared, Wire, client_key, fault_response, json_response, next_turn, redact};
-use crate::gemini_render;
 use crate::render::Reply;
 use axum::body::{Body, Bytes};
 use axum::extract::{Path, State};
@@ -102,7 +103,7 @@ pub(crate) async fn handle(
     if let Some(f) = &turn.fault {
         return fault_response(Wire::Gemini, f);
     }
-    match gemini_render::reply(&turn, n, model, stream) {
+    match render::reply(&turn, n, model, stream) {
         Reply::Json(v) => json_response(200, v, &[]),
         Reply::Raw(text) => (
             [(axum::http::header::CONTENT_TYPE, "application/json")],

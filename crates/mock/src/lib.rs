@@ -13,14 +13,10 @@ mod conformance;
 pub mod errors;
 pub mod fits;
 pub mod gemini;
-pub mod gemini_render;
 pub mod offered;
 pub mod parts;
 pub mod render;
-pub mod responses_check;
-#[cfg(test)]
-mod responses_conformance;
-pub mod responses_render;
+pub mod responses;
 pub mod scenario;
 pub mod sigv4;
 pub mod tool_choice;
@@ -262,7 +258,7 @@ fn next_turn(
     let turns = &shared.scenario.turns;
     if shared.scenario.by_round {
         let round = match body.get("input") {
-            Some(input) => responses_check::assistant_turns(input),
+            Some(input) => responses::check::assistant_turns(input),
             None => {
                 body["messages"]
                     .as_array()
@@ -315,7 +311,7 @@ async fn handle(
     let checked = match wire {
         Wire::Anthropic => check::anthropic(&headers, &body, shared.scenario.require_auth),
         Wire::OpenAi => check::openai(&headers, &body, auth && !azure::is_azure(path)),
-        Wire::Responses => responses_check::check(&headers, &body, auth && !azure::is_azure(path)),
+        Wire::Responses => responses::check::check(&headers, &body, auth && !azure::is_azure(path)),
         Wire::Ollama => check::ollama(&body),
         Wire::Gemini => gemini::check(&body, body["model"].as_str().unwrap_or("")),
     };
@@ -357,9 +353,9 @@ async fn handle(
         ),
         Wire::Ollama => render::ollama(&turn, n, &model, stream, shared.scenario.ollama_ids),
         Wire::Responses => {
-            responses_render::render(&turn, n, &model, &responses_render::Asked::of(&body))
+            responses::render::render(&turn, n, &model, &responses::render::Asked::of(&body))
         }
-        Wire::Gemini => gemini_render::reply(&turn, n, &model, stream),
+        Wire::Gemini => gemini::render::reply(&turn, n, &model, stream),
     };
     match reply {
         Reply::Json(v) => json_response(200, v, &[]),

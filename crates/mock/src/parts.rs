@@ -318,5 +318,4 @@ fn quote(s: &str) -> String {
 }
 
 #[cfg(test)]
-#[path = "parts_tests.rs"]
 mod tests;

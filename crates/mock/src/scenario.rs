@@ -32,7 +32,7 @@ pub struct Scenario {
     /// The credentials Bedrock requests must be signed with (`kiln mock --aws-*`, never in
     /// the file): none accepts any.
     #[serde(skip)]
-    pub aws: Option<super::sigv4::AwsKeys>,
+    pub aws: Option<crate::sigv4::AwsKeys>,
 }
 
 fn yes() -> bool {

@@ -230,5 +230,4 @@ pub fn bedrock(body: &Value) -> Result<(), Refusal> {
 }
 
 #[cfg(test)]
-#[path = "tool_choice_tests.rs"]
 mod tests;

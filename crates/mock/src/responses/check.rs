@@ -3,7 +3,7 @@
 //! left without its output, and reasoning items sent back without what `store: false` needs
 //! (their `encrypted_content`) or without the item that followed them.
 
-use super::check::{Rejection, openai_error as error, valid_name};
+use crate::check::{Rejection, openai_error as error, valid_name};
 use axum::http::HeaderMap;
 use serde_json::{Value, json};
 
@@ -50,7 +50,7 @@ pub fn check(headers: &HeaderMap, body: &Value, require_auth: bool) -> Result<()
         ));
     }
     tools(&body["tools"])?;
-    super::tool_choice::responses(body)?;
+    crate::tool_choice::responses(body)?;
     let items = match &body["input"] {
         Value::String(_) => return Ok(()),
         Value::Array(items) => items,
@@ -107,7 +107,7 @@ pub fn check(headers: &HeaderMap, body: &Value, require_auth: bool) -> Result<()
                         Some("invalid_value"),
                     ));
                 }
-                super::parts::responses(i, &item["content"])?;
+                crate::parts::responses(i, &item["content"])?;
             }
         }
     }

@@ -2,10 +2,10 @@
 //! and the mock against kiln's own parser and requests: what the mock renders, kiln reads;
 //! what kiln sends back (reasoning items included), the mock's checks accept.
 
-use super::render::Reply;
-use super::responses_check::{assistant_turns, check};
-use super::responses_render::{Asked, encrypted, render};
-use super::scenario::Turn;
+use crate::render::Reply;
+use crate::responses::check::{assistant_turns, check};
+use crate::responses::render::{Asked, encrypted, render};
+use crate::scenario::Turn;
 use axum::http::HeaderMap;
 use kiln_providers::openai::responses::{parse_response, parse_sse, request_body};
 use kiln_providers::{Message, ModelRequest, ProviderError, StopReason, TextSink, ToolResult};

@@ -2,7 +2,7 @@
 //! a part the API would refuse (bad base64, a media type it does not take, an unknown part)
 //! is refused with the service's error shape.
 
-use crate::{bedrock, check, gemini, responses_check};
+use crate::{bedrock, check, gemini};
 use axum::http::HeaderMap;
 use kiln_providers::{
     Attachment, Message, ModelRequest, anthropic, ollama,
@@ -69,7 +69,8 @@ fn what_kiln_renders_with_images_and_files_every_checker_accepts() {
     let both = attached(true);
     let req = request(&both);
     check::openai(&headers(), &chat_body(&req), true).expect("chat");
-    responses_check::check(&headers(), &responses::request_body(&req), true).expect("responses");
+    crate::responses::check::check(&headers(), &responses::request_body(&req), true)
+        .expect("responses");
     check::anthropic(&headers(), &anthropic::request_body(&req), true).expect("anthropic");
     gemini::check(
         &kiln_providers::gemini::request_body(&req),
@@ -134,7 +135,8 @@ fn malformed_parts_are_refused_as_each_api_refuses_them() {
         &["content"],
         json!({"type": "input_file", "file_data": "JVBERi0="}),
     );
-    let (_, e) = responses_check::check(&headers(), &bad, true).expect_err("not a data URL");
+    let (_, e) =
+        crate::responses::check::check(&headers(), &bad, true).expect_err("not a data URL");
     assert_eq!(e["error"]["param"], "input[0].content[2].file_data");
 
     let anth = anthropic::request_body(&req);

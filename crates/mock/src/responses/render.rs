@@ -2,8 +2,8 @@
 //! (`response.created` ... `response.completed`). A turn's `reasoning` is a reasoning item
 //! first, with an `encrypted_content` when the request asked for it (`include`).
 
-use super::render::{Reply, pieces};
-use super::scenario::{MockCall, Turn};
+use crate::render::{Reply, pieces};
+use crate::scenario::{MockCall, Turn};
 use serde_json::{Value, json};
 
 /// What a request asked for that shapes its reply.
