@@ -115,8 +115,8 @@ pub mod content {
 pub mod model {
     pub use kiln_agent::connect::{ProviderDefault, ProviderDefaults, ProviderOverrides};
     /// Tool calls written in free text (`{"tool": ..., "parameters": ...}`), found and run.
-    pub use kiln_agent::extract;
-    pub use kiln_agent::extract::JsonParseError;
+    pub use kiln_agent::text_calls::extract;
+    pub use kiln_agent::text_calls::extract::JsonParseError;
     pub use kiln_core::model::attachment::media_type_of;
     pub use kiln_core::model::text_calls::TextCallFormat;
     pub use kiln_core::model::{

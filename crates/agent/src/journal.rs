@@ -3,6 +3,9 @@
 //! [`Recorder`](super::Recorder)); a durable engine journals each step, so a run resumed on
 //! another worker gets a completed step's result back without running it again.
 
+pub(crate) mod approvals;
+pub(crate) mod nested_steps;
+
 use super::report::RunErrorKind;
 use serde_json::Value;
 use std::any::Any;

@@ -8,33 +8,26 @@
 
 #![warn(missing_docs)]
 
-mod approvals;
-mod call_outcome;
 pub mod connect;
-mod contract;
 mod event;
-pub mod extract;
 mod host;
 pub mod journal;
-mod nested_steps;
 mod options;
 mod planner;
 pub mod record;
 pub mod report;
 mod round;
 pub mod run;
-pub mod runlog;
 mod spans;
 mod start;
-mod text_calls;
-mod text_parse;
+pub mod text_calls;
 mod tool_loop;
 
-pub use call_outcome::{CallError, CallOutcome};
 pub use event::{Event, Observer};
 pub use host::RunHost;
 pub use journal::{Journaled, Local, Recalled, StepFuture, StepJournal, StepValue, StepWork};
 pub use options::RunOptions;
 pub use record::Recorder;
+pub use report::call_outcome::{CallError, CallOutcome};
 pub use report::{RecordError, RunError, RunErrorKind, RunReport, ToolCallRecord};
 pub use start::{run, run_journaled};

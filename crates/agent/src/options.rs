@@ -1,8 +1,8 @@
 //! How to run an agent: what the caller sets for one run (overrides, grants, context,
 //! deadline, cancellation, history, state, recorder, session, run id).
 
-use super::connect::ProviderOverrides;
-use super::event::Observer;
+use crate::connect::ProviderOverrides;
+use crate::event::Observer;
 use kiln_core::capability::Grants;
 use kiln_core::context::CallerScope;
 use kiln_providers::Message;
@@ -40,7 +40,7 @@ pub struct RunOptions {
     /// Per-run state to continue from.
     pub state: Option<Arc<Mutex<Value>>>,
     /// Where progress is recorded (run log, session), step by step.
-    pub recorder: Option<Arc<dyn super::Recorder>>,
+    pub recorder: Option<Arc<dyn crate::Recorder>>,
     /// The session the run log saves this run under, when the host has a database and no
     /// `recorder` is given (continue it by passing its messages as `history` and its `state`).
     pub session: Option<String>,

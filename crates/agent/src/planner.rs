@@ -3,9 +3,9 @@
 //! `{"tool": NAME, "args": {...}}`; the loop ends when a tool returns `status: "done"`.
 
 use super::event::Event;
-use super::extract;
 use super::report::RunErrorKind;
 use super::run::Run;
+use crate::text_calls::extract;
 use kiln_core::context::CallContext;
 use kiln_core::tool::{FailureKind, Tool, ToolFailure, ToolOutcome};
 use kiln_providers::{Message, ModelRequest, TextSink};

@@ -9,6 +9,8 @@
 //! thread (the run log's group committer, which commits concurrent runs' steps together): the
 //! loop then waits for the returned [`Commit`] where it would have waited for the call.
 
+pub mod runlog;
+
 use super::{RecordError, RunReport, ToolCallRecord};
 use futures_util::future::BoxFuture;
 use kiln_providers::{AnsweredBy, Message, StopReason, Usage};

@@ -1,5 +1,9 @@
 //! What a run did: messages, tool calls with their results, usage and how it ended.
 
+pub(crate) mod contract;
+
+pub(crate) mod call_outcome;
+
 use kiln_providers::{AnsweredBy, Message, ProviderError, StopReason, Usage};
 use serde::Serialize;
 use serde_json::Value;
@@ -183,7 +187,7 @@ pub enum RunErrorKind {
     },
     /// Planner mode: the model's reply held no single JSON object.
     #[error(transparent)]
-    JsonParse(#[from] super::extract::JsonParseError),
+    JsonParse(#[from] crate::text_calls::extract::JsonParseError),
     /// Planner mode: the plan named an unknown tool or was not a plan.
     #[error("InvalidPlanError: {0}")]
     InvalidPlan(String),

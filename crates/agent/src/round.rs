@@ -91,19 +91,21 @@ async fn step_call(
             &call.args,
         )
     {
-        let questions = super::approvals::questions(tool, args, &ctx);
+        let questions = crate::journal::approvals::questions(tool, args, &ctx);
         if !questions.is_empty() {
-            ctx.approval.approver = Some(super::approvals::decide(round.journal, questions).await?);
+            ctx.approval.approver =
+                Some(crate::journal::approvals::decide(round.journal, questions).await?);
         }
     }
     let state = round.ctx.run.state.clone();
     let exclusive = round.exclusive.clone();
     let recalled = if round.journal.keeps_steps() && records_nested(round.offered, call) {
-        let (bridge, requests) = super::nested_steps::Bridge::new(step.clone());
+        let (bridge, requests) = crate::journal::nested_steps::Bridge::new(step.clone());
         ctx.run.steps = Some(Arc::new(bridge));
         let work = execute_call(call.clone(), round.offered, ctx, permits, exclusive, false);
         let value =
-            super::nested_steps::serve(round.journal, work, requests, state.clone()).await?;
+            crate::journal::nested_steps::serve(round.journal, work, requests, state.clone())
+                .await?;
         let ready: journal::StepWork = Box::pin(std::future::ready(Ok(value)));
         round.journal.step(step.clone(), ready).await?
     } else {

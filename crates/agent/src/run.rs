@@ -3,11 +3,11 @@
 
 use super::event::{Event, Observer};
 use super::journal::{self, StepJournal, StepValue};
-use super::options::RunOptions;
 use super::record::Pending;
 use super::report::RecordError;
 use super::report::{RunError, RunErrorKind, RunReport};
 use crate::RunHost;
+use crate::options::RunOptions;
 use kiln_providers::{AnsweredBy, Message, ModelResponse, Prepared, Provider, TextSink};
 use serde_json::Value;
 use std::sync::{Arc, Mutex};

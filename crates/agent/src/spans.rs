@@ -3,8 +3,8 @@
 //! `execute_tool` spans are kiln-core's). Attributes that are known only later are declared
 //! empty and recorded when known.
 
-use super::options::RunOptions;
 use super::report::{RunErrorKind, RunReport};
+use crate::options::RunOptions;
 use kiln_providers::{ModelResponse, StopReason};
 use tracing::field::Empty;
 

@@ -3,10 +3,13 @@
 //! found become the reply's own, so they are journaled, validated, guarded and answered like
 //! any other; a tagged call that cannot be read becomes what the model is told next.
 
-use super::text_parse::{Found, recover};
+pub mod extract;
+pub(crate) mod parse;
+
 use kiln_core::model::text_calls::TextCallFormat;
 use kiln_core::tool::Tool;
 use kiln_providers::{ModelResponse, StopReason, ToolCall};
+use parse::{Found, recover};
 use std::sync::Arc;
 
 /// Recovers the calls `reply` wrote as text, when `format` allows and it has no structured

@@ -65,7 +65,7 @@ struct Rounds<'s, 'a> {
     setup: &'s Setup<'a>,
     /// Where streamed text goes (the observer).
     sink: TextSink,
-    contract: super::contract::RunContract,
+    contract: crate::report::contract::RunContract,
     /// Invalid-argument replies per tool, against its budget.
     invalid_counts: HashMap<String, u32>,
     /// Held for writing by an exclusive tool, for reading by the others.
@@ -88,7 +88,10 @@ impl<'s, 'a> Rounds<'s, 'a> {
         Rounds {
             setup,
             sink,
-            contract: super::contract::RunContract::new(&setup.agent, setup.opts.budget.as_ref()),
+            contract: crate::report::contract::RunContract::new(
+                &setup.agent,
+                setup.opts.budget.as_ref(),
+            ),
             invalid_counts: HashMap::new(),
             exclusive: Arc::new(RwLock::new(())),
             sent: 0,
@@ -138,7 +141,7 @@ impl<'s, 'a> Rounds<'s, 'a> {
         ctx: &CallContext,
         text: String,
     ) -> Result<Next, RunErrorKind> {
-        use super::contract::Verdict;
+        use crate::report::contract::Verdict;
         run.report.answer = text;
         let verdict = self.contract.answered(&mut run.report);
         if let Ok(Verdict::Repair { replace, message }) = &verdict {

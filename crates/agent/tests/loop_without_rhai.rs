@@ -279,7 +279,7 @@ fn concurrent_runs_sharing_group_commits_never_run_a_tool_on_an_uncommitted_step
         add,
     );
     let logger: Arc<dyn kiln_agent::Recorder> =
-        Arc::new(kiln_agent::runlog::RunLogger::new(db.clone(), None));
+        Arc::new(kiln_agent::record::runlog::RunLogger::new(db.clone(), None));
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()

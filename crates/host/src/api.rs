@@ -426,7 +426,7 @@ impl Host {
             Ok(v) => report.answer = v.to_string(),
             Err(f) => report.error = Some(f.message.clone()),
         }
-        kiln_agent::runlog::log_finished(db, &report).map_err(|e| HostError::Database {
+        kiln_agent::record::runlog::log_finished(db, &report).map_err(|e| HostError::Database {
             path: db.path().display().to_string(),
             message: e.to_string(),
         })
@@ -477,7 +477,7 @@ impl Host {
         mut opts: RunOptions,
     ) -> Result<RunReport, RunError> {
         if let (None, Some(db)) = (&opts.recorder, &self.db) {
-            opts.recorder = Some(Arc::new(kiln_agent::runlog::RunLogger::new(
+            opts.recorder = Some(Arc::new(kiln_agent::record::runlog::RunLogger::new(
                 db.clone(),
                 opts.session.clone(),
             )));

@@ -3,7 +3,7 @@
 //! nodes, its run log) and [`RunHost`] (what the loop needs).
 
 use crate::{CallOptions, Host, RunOptions};
-use kiln_agent::{RunErrorKind, RunHost, runlog};
+use kiln_agent::{RunErrorKind, RunHost, record::runlog};
 use kiln_core::capability::Grants;
 use kiln_core::context::CallContext;
 use kiln_core::error::HostError;

@@ -517,8 +517,10 @@ impl Repl {
             stream: true,
             cancel: token.clone(),
             recorder: self.db.clone().map(|db| {
-                Arc::new(kiln_agent::runlog::RunLogger::new(db, self.session.clone()))
-                    as Arc<dyn kiln_agent::Recorder>
+                Arc::new(kiln_agent::record::runlog::RunLogger::new(
+                    db,
+                    self.session.clone(),
+                )) as Arc<dyn kiln_agent::Recorder>
             }),
             ..RunOptions::default()
         };

@@ -13,19 +13,19 @@ use rusqlite::{Connection, params};
 const MODEL_PART: i64 = 1 << 32;
 
 /// A model reply, written with the step it belongs to.
-pub(super) struct Reply {
-    pub(super) run_id: String,
-    pub(super) round: u32,
-    pub(super) at: f64,
-    pub(super) took_ms: f64,
-    pub(super) usage: Usage,
-    pub(super) stop: Option<String>,
+pub(crate) struct Reply {
+    pub(crate) run_id: String,
+    pub(crate) round: u32,
+    pub(crate) at: f64,
+    pub(crate) took_ms: f64,
+    pub(crate) usage: Usage,
+    pub(crate) stop: Option<String>,
     /// The provider and model that answered.
-    pub(super) by: AnsweredBy,
+    pub(crate) by: AnsweredBy,
 }
 
 /// A run's start: its row, and its earlier attempt's rows cleared.
-pub(super) struct StartRow {
+pub(crate) struct StartRow {
     run_id: String,
     agent: String,
     session: Option<String>,
@@ -40,7 +40,7 @@ pub(super) struct StartRow {
 }
 
 impl StartRow {
-    pub(super) fn of(report: &RunReport, session: Option<&String>) -> StartRow {
+    pub(crate) fn of(report: &RunReport, session: Option<&String>) -> StartRow {
         let prompt = match report.messages.last() {
             Some(Message::User { content, .. }) => content.clone(),
             _ => String::new(),
@@ -60,7 +60,7 @@ impl StartRow {
         }
     }
 
-    pub(super) fn write(&self, tx: &Connection) -> rusqlite::Result<()> {
+    pub(crate) fn write(&self, tx: &Connection) -> rusqlite::Result<()> {
         // A run another started (an agent called as a tool, a pipeline's agent) belongs to the
         // eval run its parent belongs to, so `kiln logs --eval ID` lists it too.
         // A durable run resumed in this database starts again under its id and replays its
@@ -119,7 +119,7 @@ struct CallRow {
 
 /// One step's rows: its messages, the replies that rode on none of them, its tool calls and,
 /// with a session, the session's state after it.
-pub(super) struct StepRows {
+pub(crate) struct StepRows {
     run_id: String,
     step: i64,
     /// False when the step rewrites earlier rows (after a repair dropped messages).
@@ -132,17 +132,17 @@ pub(super) struct StepRows {
 }
 
 /// What [`StepRows::of`] is built from.
-pub(super) struct Step<'a> {
-    pub(super) run_id: &'a str,
-    pub(super) first_seq: usize,
-    pub(super) messages: &'a [Message],
-    pub(super) calls: &'a [ToolCallRecord],
+pub(crate) struct Step<'a> {
+    pub(crate) run_id: &'a str,
+    pub(crate) first_seq: usize,
+    pub(crate) messages: &'a [Message],
+    pub(crate) calls: &'a [ToolCallRecord],
     /// The session and its state after the step, as JSON text.
-    pub(super) session: Option<(String, String)>,
+    pub(crate) session: Option<(String, String)>,
     /// Whether no message of the step was written before.
-    pub(super) fresh: bool,
+    pub(crate) fresh: bool,
     /// The run's replies not written yet, oldest first.
-    pub(super) replies: Vec<Reply>,
+    pub(crate) replies: Vec<Reply>,
 }
 
 fn role(m: &Message) -> &'static str {
@@ -154,12 +154,12 @@ fn role(m: &Message) -> &'static str {
 }
 
 /// A value as JSON text: written straight into bytes, not through `Display`'s formatter.
-pub(super) fn json_text(v: &impl serde::Serialize) -> String {
+pub(crate) fn json_text(v: &impl serde::Serialize) -> String {
     serde_json::to_string(v).unwrap_or_default()
 }
 
 impl StepRows {
-    pub(super) fn of(s: Step<'_>) -> StepRows {
+    pub(crate) fn of(s: Step<'_>) -> StepRows {
         let mut replies = s.replies.into_iter();
         let messages = s
             .messages
@@ -204,7 +204,7 @@ impl StepRows {
         }
     }
 
-    pub(super) fn write(&self, tx: &Connection) -> rusqlite::Result<()> {
+    pub(crate) fn write(&self, tx: &Connection) -> rusqlite::Result<()> {
         let (run_id, step) = (&self.run_id, self.step);
         if !self.fresh {
             // The replies riding on the rows about to be replaced get rows of their own.
@@ -277,7 +277,7 @@ impl StepRows {
 }
 
 /// A run's end: its status and totals, and the replies no step took.
-pub(super) struct EndRow {
+pub(crate) struct EndRow {
     run_id: String,
     /// Past every step's key: where replies no step took go.
     step: i64,
@@ -295,14 +295,14 @@ pub(super) struct EndRow {
 
 /// A run's model replies and their tokens, as recorded.
 #[derive(Default, Clone, Copy)]
-pub(super) struct Totals {
-    pub(super) replies: i64,
-    pub(super) input_tokens: i64,
-    pub(super) output_tokens: i64,
+pub(crate) struct Totals {
+    pub(crate) replies: i64,
+    pub(crate) input_tokens: i64,
+    pub(crate) output_tokens: i64,
 }
 
 impl EndRow {
-    pub(super) fn of(report: &RunReport, totals: Totals, replies: Vec<Reply>) -> EndRow {
+    pub(crate) fn of(report: &RunReport, totals: Totals, replies: Vec<Reply>) -> EndRow {
         let status = match (&report.error, report.cancelled) {
             (_, true) => "cancelled",
             (Some(_), false) => "error",
@@ -324,7 +324,7 @@ impl EndRow {
         }
     }
 
-    pub(super) fn write(&self, tx: &Connection) -> rusqlite::Result<()> {
+    pub(crate) fn write(&self, tx: &Connection) -> rusqlite::Result<()> {
         insert_replies(tx, &self.run_id, self.step, &self.replies)?;
         tx.prepare_cached("UPDATE runs SET ended_at = ?2, status = ?3, error = ?4, answer = ?5, provider = ?6, model = ?7, cost_usd = ?8,
              rounds = ?9, input_tokens = ?10, output_tokens = ?11 WHERE id = ?1")?

@@ -4,8 +4,8 @@
 //! waited for as a durable promise of the journal, and the step then runs with the decisions
 //! already made.
 
-use super::journal::{Decided, StepJournal};
-use super::report::RunErrorKind;
+use crate::journal::{Decided, StepJournal};
+use crate::report::RunErrorKind;
 use kiln_core::approval::grant_question;
 use kiln_core::context::{Approver, CallContext};
 use kiln_core::tool::Tool;
@@ -14,7 +14,7 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
 /// What the call will ask, as `(label, question)`: a capability name or `policy:NAME`.
-pub(super) fn questions(tool: &Tool, args: &Value, ctx: &CallContext) -> Vec<(String, String)> {
+pub(crate) fn questions(tool: &Tool, args: &Value, ctx: &CallContext) -> Vec<(String, String)> {
     if ctx.run.services.assume_yes || !tool.violations(args).is_empty() {
         return Vec::new();
     }
@@ -40,7 +40,7 @@ pub(super) fn questions(tool: &Tool, args: &Value, ctx: &CallContext) -> Vec<(St
 }
 
 /// Waits for each decision; the approver the call's step then runs with.
-pub(super) async fn decide(
+pub(crate) async fn decide(
     journal: &dyn StepJournal,
     questions: Vec<(String, String)>,
 ) -> Result<Arc<dyn Approver>, RunErrorKind> {

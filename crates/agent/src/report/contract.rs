@@ -3,11 +3,11 @@
 //! answer so the repair never grows the context) and the budget (checked before each model
 //! request and each round of tool calls).
 
-use super::report::{RunErrorKind, RunReport};
+use crate::report::{RunErrorKind, RunReport};
 use kiln_registry::contract::{Budget, OutputContract, Price, Spend};
 
 /// The contract of one run.
-pub(super) struct RunContract {
+pub(crate) struct RunContract {
     output: Option<OutputContract>,
     budget: Budget,
     price: Option<Price>,
@@ -19,7 +19,7 @@ pub(super) struct RunContract {
 
 impl RunContract {
     /// The agent's contract, its budget narrowed by the request's.
-    pub(super) fn new(
+    pub(crate) fn new(
         agent: &kiln_registry::agent_spec::AgentSpec,
         request: Option<&Budget>,
     ) -> Self {
@@ -34,7 +34,7 @@ impl RunContract {
     }
 
     /// What the run has spent so far.
-    pub(super) fn spend(&self, report: &RunReport) -> Spend {
+    pub(crate) fn spend(&self, report: &RunReport) -> Spend {
         let (input, output) = (report.usage.input_tokens, report.usage.output_tokens);
         Spend {
             input_tokens: input,
@@ -49,7 +49,7 @@ impl RunContract {
     }
 
     /// `Err` when the run may not make another model request, or `calls` more tool calls.
-    pub(super) fn check(&self, report: &RunReport, calls: u64) -> Result<(), RunErrorKind> {
+    pub(crate) fn check(&self, report: &RunReport, calls: u64) -> Result<(), RunErrorKind> {
         if self.budget.is_empty() {
             return Ok(());
         }
@@ -60,7 +60,7 @@ impl RunContract {
     }
 
     /// How many tool calls are left in the budget, if it limits them.
-    pub(super) fn calls_left(&self, report: &RunReport) -> Option<u64> {
+    pub(crate) fn calls_left(&self, report: &RunReport) -> Option<u64> {
         let allowed = self.budget.tool_calls?;
         Some(allowed.saturating_sub(self.spend(report).tool_calls))
     }
@@ -68,7 +68,7 @@ impl RunContract {
     /// What to do with the answer the model just gave (`report.answer`, the transcript's last
     /// message): `Done` when there is no contract or it matched (`report.output` is set),
     /// `Repair` to send it back, `Err` when the repairs are spent.
-    pub(super) fn answered(&mut self, report: &mut RunReport) -> Result<Verdict, RunErrorKind> {
+    pub(crate) fn answered(&mut self, report: &mut RunReport) -> Result<Verdict, RunErrorKind> {
         let Some(output) = &self.output else {
             return Ok(Verdict::Done);
         };
@@ -98,7 +98,7 @@ impl RunContract {
 }
 
 /// What the loop does with an answer.
-pub(super) enum Verdict {
+pub(crate) enum Verdict {
     /// The run is done.
     Done,
     /// Drop the messages of `replace` (the previous bad answer and its repair), then send

@@ -5,8 +5,8 @@
 //! loop's side, journaled there (run now, or recalled when a resumed attempt runs the program
 //! again from the top) and its outcome handed back to the waiting program.
 
-use super::journal::{self, StepJournal, StepValue, StepWork};
-use super::report::RunErrorKind;
+use crate::journal::{self, StepJournal, StepValue, StepWork};
+use crate::report::RunErrorKind;
 use kiln_core::context::{NestedSteps, NestedWork};
 use kiln_core::tool::{FailureKind, ToolFailure, ToolOutcome};
 use serde_json::Value;

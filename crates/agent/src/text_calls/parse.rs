@@ -257,5 +257,5 @@ fn malformed(problem: &str, example: &str) -> Found {
 }
 
 #[cfg(test)]
-#[path = "text_parse_tests.rs"]
+#[path = "parse_tests.rs"]
 mod tests;
