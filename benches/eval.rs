@@ -322,11 +322,13 @@ fn rendering(report: &Report, size: Size) {
     let json = || serde_json::to_string_pretty(report).expect("json").len();
     let outputs: [(&str, &dyn Fn() -> usize); 4] = [
         ("JSON (`--json`, baseline)", &json),
-        ("table", &|| kiln_eval::table::render(report).len()),
+        ("table", &|| kiln_eval::render::table::render(report).len()),
         ("JUnit (`--junit`)", &|| {
-            kiln_eval::junit::render(report).len()
+            kiln_eval::render::junit::render(report).len()
         }),
-        ("HTML (`--html`)", &|| kiln_eval::html::render(report).len()),
+        ("HTML (`--html`)", &|| {
+            kiln_eval::render::html::render(report).len()
+        }),
     ];
     let all = || outputs.iter().map(|(_, f)| f()).sum::<usize>();
     let mut measured = Vec::new();

@@ -6,9 +6,10 @@
 use super::{CliResult, Global, output};
 use clap::Args;
 use kiln::project::Seconds;
+use kiln_eval::render::{html, junit, table};
 use kiln_eval::report::Report;
 use kiln_eval::run::{EvalOptions, Progress};
-use kiln_eval::{compare, html, junit, rescore, store, table};
+use kiln_eval::{compare, rescore, store};
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -184,7 +185,7 @@ pub(super) async fn once(
 ) -> CliResult<Report> {
     let spec = chosen(host, a.name.as_deref())?;
     let workspace = host.config().workspace.clone();
-    let judges = kiln_eval::judge::JudgeSettings {
+    let judges = kiln_eval::score::judge::JudgeSettings {
         timeout: a.timeout.map(|s| s.0),
         defaults: host.config().providers.clone(),
         cancel: cancel.clone(),
@@ -223,7 +224,7 @@ pub(super) async fn once(
 fn options(
     a: &EvalArgs,
     cancel: CancellationToken,
-    judge: kiln_eval::judge::JudgeSettings,
+    judge: kiln_eval::score::judge::JudgeSettings,
 ) -> EvalOptions {
     let live = std::io::stderr().is_terminal() && !a.quiet;
     EvalOptions {

@@ -14,11 +14,8 @@ pub use kiln_registry::eval_spec;
 
 pub mod cache;
 pub mod compare;
-mod escape;
-pub mod html;
-pub mod judge;
-pub mod junit;
 pub mod record;
+pub mod render;
 pub mod report;
 pub mod rescore;
 pub mod run;
@@ -26,8 +23,6 @@ pub mod score;
 pub mod scoring;
 pub mod stats;
 pub mod store;
-mod svg;
-pub mod table;
 
 #[cfg(test)]
 mod sample;

@@ -2,9 +2,9 @@
 //! ID recorded, asking no model for the runs (a judge among the evaluators is still asked:
 //! it is an evaluator).
 
-use super::judge::JudgeSettings;
 use super::report::{CaseRun, Report, SCHEMA_VERSION};
 use super::{run, scoring, stats};
+use crate::score::judge::JudgeSettings;
 use kiln_registry::eval_spec::{Case, EvalSpec};
 
 /// A new report scoring `recorded`'s runs with `spec`'s evaluators.

@@ -37,7 +37,7 @@ pub struct EvalOptions {
     /// Replay an unchanged request's recorded answer instead of asking the model.
     pub cache: bool,
     /// How judges are reached.
-    pub judge: super::judge::JudgeSettings,
+    pub judge: crate::score::judge::JudgeSettings,
     /// Told after each run.
     pub progress: Option<ProgressFn>,
     /// Stops the evaluation (Ctrl-C): runs under way are cancelled, none start.

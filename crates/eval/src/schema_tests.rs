@@ -88,8 +88,8 @@ fn sample_files() {
     let report = sample_report();
     type Output = (&'static str, fn(&Report) -> String);
     let outputs: [Output; 3] = [
-        ("KILN_EVAL_SAMPLE_HTML", crate::html::render),
-        ("KILN_EVAL_SAMPLE_XML", crate::junit::render),
+        ("KILN_EVAL_SAMPLE_HTML", crate::render::html::render),
+        ("KILN_EVAL_SAMPLE_XML", crate::render::junit::render),
         ("KILN_EVAL_SAMPLE_JSON", |r| {
             serde_json::to_string_pretty(r).unwrap_or_default()
         }),

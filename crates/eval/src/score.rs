@@ -1,6 +1,8 @@
 //! Scoring one run of one case with one built-in or scripted evaluator. Model-graded
 //! evaluators (`Check::Judge`) need a model and are scored by `judge::grade`.
 
+pub mod judge;
+
 use crate::report::{CallRecord, RunRecord};
 use kiln_registry::eval_spec::{Case, Check, Verdict};
 use serde_json::Value;
@@ -340,5 +342,4 @@ fn custom(c: &dyn kiln_registry::eval_spec::CaseCheck, case: &Case, run: &RunRec
 }
 
 #[cfg(test)]
-#[path = "score_tests.rs"]
 mod tests;

@@ -2,9 +2,9 @@
 //! blocking pool: a closure runs Rhai) and the judges (a model request each), with what the
 //! judges spent.
 
-use super::judge::{self, JudgeSettings};
 use super::report::{NamedVerdict, RunRecord, Usage};
 use super::score;
+use crate::score::judge::{self, JudgeSettings};
 use kiln_registry::eval_spec::{Case, Check, EvalSpec, Verdict};
 
 /// The verdicts of one run.

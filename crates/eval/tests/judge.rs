@@ -1,8 +1,8 @@
 //! A judge against `kiln mock` on 127.0.0.1 (OpenAI's wire): a malformed verdict is repaired,
 //! every attempt's tokens are counted, and a judge that never answers well fails with them.
 
-use kiln_eval::judge::{JudgeError, JudgeSettings, grade};
 use kiln_eval::report::{CallRecord, RunRecord};
+use kiln_eval::score::judge::{JudgeError, JudgeSettings, grade};
 use kiln_mock::scenario::{MockUsage, Scenario, Turn};
 use kiln_registry::eval_spec::{Case, JudgeSpec};
 use serde_json::{Value, json};

@@ -6,10 +6,10 @@
 //! `#case-<slug>`, each model's block in it `#case-<slug>-m<i>` (i: the model's index);
 //! failed verdicts and run errors have the class `fail`.
 
-use crate::escape::html as escape;
+use crate::render::escape::html as escape;
+use crate::render::svg;
+use crate::render::table::{dollars, percent};
 use crate::report::{CallRecord, CaseRun, Change, Comparison, Report};
-use crate::svg;
-use crate::table::{dollars, percent};
 use std::fmt::Write;
 
 const STYLE: &str = "\

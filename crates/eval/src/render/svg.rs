@@ -2,7 +2,7 @@
 //! rates and strip plots of run durations and costs, one row per model. Each scales to the
 //! page's width through its `viewBox`.
 
-use crate::escape::html as escape;
+use crate::render::escape::html as escape;
 use crate::report::{ModelSummary, Report};
 use crate::stats::percentile;
 use std::fmt::Write;
