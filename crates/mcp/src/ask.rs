@@ -8,6 +8,9 @@
 //! The answer is only as trustworthy as the client, as with any elicitation: the client is the
 //! one that shows the question to a person.
 
+pub(crate) mod questions;
+pub(crate) mod rounds;
+
 use kiln_core::capability::{Capability, GrantMode, Grants};
 use kiln_core::tool::Tool;
 use rmcp::RoleServer;

@@ -4,8 +4,8 @@
 //! both allow.
 
 use crate::ask::{self, Approval};
-use crate::durable_tasks::TaskOwner;
 use crate::server::{AGENT_PREFIX, McpServer};
+use crate::tasks::durable::TaskOwner;
 use kiln_agent::RunOptions;
 use kiln_core::capability::Grants;
 use kiln_host::api::CallOptions;

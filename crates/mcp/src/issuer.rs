@@ -7,9 +7,11 @@
 //! where to get a token from the protected resource metadata (RFC 9728) and the 401's
 //! `WWW-Authenticate` header.
 
-use crate::jwks::{KeyCache, KeyError};
+pub(crate) mod jwks;
+
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use jwks::{KeyCache, KeyError};
 use kiln_core::capability::Grants;
 use serde_json::{Value, json};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -159,7 +161,7 @@ impl Issuer {
     }
 
     /// The issuer's key `kid` (or its only key), fetching the keys when they are stale or the
-    /// id is new to them (see [`crate::jwks`]).
+    /// id is new to them (see [`crate::issuer::jwks`]).
     async fn key(&self, kid: Option<&str>) -> Result<Value, TokenRefused> {
         let fetch = || async {
             self.fetch_keys().await.inspect_err(|e| {

@@ -14,19 +14,15 @@
 pub mod actor;
 mod ask;
 mod caller;
-pub mod durable_tasks;
 pub mod frames;
 pub mod http;
 pub mod issuer;
-mod jwks;
 mod listen;
 mod notify;
-mod questions;
-mod rounds;
 mod served;
 mod server;
 mod task_call;
-mod tasks;
+pub mod tasks;
 mod trace;
 
 pub use http::{HttpOptions, McpEndpoint, router};

@@ -6,8 +6,8 @@
 
 #![allow(deprecated)] // MCP logging is deprecated by the 2026 revision but still served.
 
-use crate::questions::{self, Askable, Question};
-use crate::rounds::Rounds;
+use crate::ask::questions::{self, Askable, Question};
+use crate::ask::rounds::Rounds;
 use crate::tasks::TaskSlot;
 use kiln_core::call_events::{Answer, AskError, CallObserver, ClientAsk, LogLevel};
 use rmcp::RoleServer;

@@ -1,9 +1,9 @@
 //! The MCP server: the registry's tools, as the grants allow, listed and called through
 //! [`Host::call`]; a reload is announced to every client that asked (both revisions).
 
+use crate::ask::rounds::Rounds;
 use crate::listen::{changed, notify_listener};
 use crate::notify::{self, CallNotifier};
-use crate::rounds::Rounds;
 use crate::served;
 use crate::task_call::{Ran, TaskCall};
 use kiln_core::call_events::LogLevel;
@@ -59,7 +59,7 @@ impl McpServer {
             changed,
             log_level: Arc::default(),
             subscribed: Arc::default(),
-            codec: Arc::new(crate::rounds::codec()),
+            codec: Arc::new(crate::ask::rounds::codec()),
             tasks: crate::tasks::Tasks::default(),
             session: crate::tasks::new_session_id(),
         }
@@ -87,7 +87,7 @@ impl McpServer {
     /// engine answers for them.
     pub fn with_durable_tasks(
         mut self,
-        engine: Arc<dyn crate::durable_tasks::DurableTasks>,
+        engine: Arc<dyn crate::tasks::durable::DurableTasks>,
     ) -> Self {
         self.tasks = crate::tasks::Tasks::durable(engine);
         self
@@ -177,7 +177,7 @@ impl McpServer {
         if !stateless {
             return Ok(None);
         }
-        let askable = crate::questions::Askable::of(cx);
+        let askable = crate::ask::questions::Askable::of(cx);
         Rounds::open(&self.codec, state, responses, binding, askable).map(|r| Some(Arc::new(r)))
     }
 

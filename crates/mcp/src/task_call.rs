@@ -3,9 +3,9 @@
 //! request as any call until its handler calls `background()`, and becomes a task there, so
 //! it can gather its answers through input-required rounds first.
 
-use crate::durable_tasks::{DurableCall, TaskOwner};
+use crate::ask::questions::Askable;
 use crate::notify::CallNotifier;
-use crate::questions::Askable;
+use crate::tasks::durable::{DurableCall, TaskOwner};
 use crate::tasks::{Running, Tasks};
 use kiln_core::capability::GrantMode;
 use kiln_core::error::HostError;

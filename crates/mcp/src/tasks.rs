@@ -7,9 +7,11 @@
 // Sampling and roots are deprecated by SEP-2577 (after 2026-07-28), which still asks for them.
 #![allow(deprecated)]
 
-use crate::durable_tasks::{DurableCall, DurableState, DurableTask, DurableTasks, TaskOwner};
-use crate::questions::Askable;
-use crate::rounds;
+pub mod durable;
+
+use crate::ask::questions::Askable;
+use crate::ask::rounds;
+use durable::{DurableCall, DurableState, DurableTask, DurableTasks, TaskOwner};
 use kiln_core::call_events::{Answer, AskError, ClientAsk};
 use kiln_core::error::HostError;
 use kiln_core::tool::{FailureKind, ToolOutcome};

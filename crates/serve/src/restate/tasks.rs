@@ -5,7 +5,7 @@
 //! client is kept from another's tasks.
 
 use super::{Outcome, RestateClient, Target, key_segment};
-use kiln_mcp::durable_tasks::{
+use kiln_mcp::tasks::durable::{
     DurableCall, DurableFuture, DurableState, DurableTask, DurableTasks, TaskOwner,
 };
 use serde_json::json;

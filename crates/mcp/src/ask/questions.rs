@@ -2,7 +2,7 @@
 //! call runs (from the call's own task, so they travel with it): its model
 //! (`sampling/createMessage`), the person behind it (`elicitation/create`) and its roots
 //! (`roots/list`). A 2026-07-28 client is asked through an input-required result instead
-//! ([`crate::rounds`]).
+//! ([`crate::ask::rounds`]).
 
 // Sampling and roots are deprecated by SEP-2577 (after 2026-07-28), which still asks for them.
 #![allow(deprecated)]

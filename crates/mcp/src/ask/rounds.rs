@@ -9,7 +9,7 @@
 // Sampling and roots are deprecated by SEP-2577 (after 2026-07-28), which still asks for them.
 #![allow(deprecated)]
 
-use crate::questions::{self, Askable};
+use crate::ask::questions::{self, Askable};
 use kiln_core::call_events::{Answer, AskError, ClientAsk};
 use rmcp::ErrorData;
 use rmcp::model::{
