@@ -107,7 +107,7 @@ pub use tokio_util::sync::CancellationToken;
 /// Content blocks a tool may return (text, image, audio, resource) and the
 /// `{"$content": [...]}` result they travel in.
 pub mod content {
-    pub use kiln_core::content::*;
+    pub use kiln_core::model::content::*;
 }
 
 /// The neutral model types (messages, tool calls and results, usage, stop reasons), provider
@@ -132,8 +132,8 @@ pub mod model {
 /// Tools as the host holds them: the tool, its meta and hints, capabilities, the registry
 /// snapshot, rate limits, sandbox limits, call events, and where a definition came from.
 pub mod tool {
-    pub use kiln_core::call_events::{CallObserver, LogLevel, SampleRequest};
     pub use kiln_core::capability::{Capability, Grant, GrantMode, HostCap, declare_secret_var};
+    pub use kiln_core::context::call_events::{CallObserver, LogLevel, SampleRequest};
     pub use kiln_core::error::SourceLoc;
     pub use kiln_core::ratelimit::RateLimit;
     pub use kiln_core::tool::{Handler, Hints, OutputSchema, ResolvedHints, Tool, ToolMeta};
@@ -169,7 +169,7 @@ pub mod durable {
 
 /// Pipelines: tools, agents and pipelines wired as a dependency graph.
 pub mod pipeline {
-    pub use kiln_core::runner::{
+    pub use kiln_core::context::runner::{
         AgentAnswer, AgentCall, AgentRunner, FinishedCall, FinishedRun, RunKind,
     };
     pub use kiln_pipeline::{

@@ -1,7 +1,7 @@
 //! kiln's agent layer: provider setup from an agent's spec ([`connect`]), the tool-calling loop
-//! ([`mod@run`]) and the planner mode, free-text extraction ([`extract`]), the step journal a
+//! ([`mod@run`]) and the planner mode, free-text extraction ([`text_calls::extract`]), the step journal a
 //! durable run replaces ([`journal`]), the recorder seam and the run report ([`record`],
-//! [`report`]), and the run log writer over kiln-db ([`runlog`]). The loop reaches the host
+//! [`report`]), and the run log writer over kiln-db ([`record::runlog`]). The loop reaches the host
 //! only through [`RunHost`].
 //!
 //! May depend on: kiln-core, kiln-registry, kiln-providers, kiln-db, kiln-otel (trace context only).

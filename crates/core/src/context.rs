@@ -1,5 +1,9 @@
 //! The run context handed to handlers as `ctx`, kept apart from the model's `args`.
 
+pub(crate) mod approver;
+pub mod call_events;
+pub mod runner;
+
 use crate::capability::Grants;
 use crate::services::Services;
 use serde_json::Value;
@@ -88,10 +92,10 @@ pub struct RunScope {
     /// program gets the results of the calls it completed back instead of making them again.
     pub steps: Option<Arc<dyn NestedSteps>>,
     /// Where the call's progress and log messages go besides tracing (the door's observer).
-    pub events: Option<Arc<crate::call_events::CallEvents>>,
+    pub events: Option<Arc<call_events::CallEvents>>,
     /// What runs agents the call reaches (an agent as a tool, a pipeline's agent nodes) and
     /// logs the runs that end inside it (the host, when there is one).
-    pub agents: Option<std::sync::Weak<dyn crate::runner::AgentRunner>>,
+    pub agents: Option<std::sync::Weak<dyn runner::AgentRunner>>,
 }
 
 /// Who approves the call's needs-approval grants.
@@ -145,13 +149,13 @@ impl CallContext {
         total: Option<f64>,
         message: Option<&str>,
     ) -> Result<(), String> {
-        crate::call_events::progress(self.run.events.as_deref(), done, total, message)
+        call_events::progress(self.run.events.as_deref(), done, total, message)
     }
 
     /// Logs a message, as `log(level, message)` does in scripts: to tracing (stderr), and to
     /// the caller when it listens (an MCP client, at the level it chose).
-    pub fn log(&self, level: crate::call_events::LogLevel, message: &str) {
-        crate::call_events::log(self.run.events.as_deref(), level, message);
+    pub fn log(&self, level: call_events::LogLevel, message: &str) {
+        call_events::log(self.run.events.as_deref(), level, message);
     }
 }
 
@@ -169,7 +173,7 @@ pub struct NestedCall {
     pub outcome: crate::failure::ToolOutcome,
 }
 
-pub use crate::approver::{ApprovalAsk, Approver, WaitEnds};
+pub use approver::{ApprovalAsk, Approver, WaitEnds};
 
 /// The work of one call made inside another: it runs the call and returns how it ended.
 pub type NestedWork = Box<dyn FnOnce() -> crate::failure::ToolOutcome + Send>;
@@ -235,9 +239,7 @@ impl Caller {
             Caller::Direct => None,
             Caller::Agent(name) => Some(name.clone()),
             // The run log's name of a pipeline run: one spelling for both.
-            Caller::Pipeline(name) => {
-                Some(crate::runner::RunKind::Pipeline(name.clone()).to_string())
-            }
+            Caller::Pipeline(name) => Some(runner::RunKind::Pipeline(name.clone()).to_string()),
         }
     }
 
@@ -329,7 +331,7 @@ pub trait Tools: Send + Sync {
 #[cfg(test)]
 mod tests {
     use super::Caller;
-    use crate::runner::RunKind;
+    use super::runner::RunKind;
 
     #[test]
     fn a_pipeline_caller_is_labelled_as_the_run_log_names_its_run() {

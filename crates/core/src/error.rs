@@ -1,5 +1,8 @@
 //! Typed errors of the library. They are rendered once, at the edge (the CLI).
 
+pub mod public;
+pub mod suggest;
+
 use std::fmt;
 
 /// Where something was defined: a script path and a 1-based line and column.

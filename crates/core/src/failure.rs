@@ -174,12 +174,12 @@ impl ToolOutcome {
     }
 
     /// The text a model receives as the tool result (content blocks as
-    /// [`crate::content::render_text`] renders them).
+    /// [`crate::model::content::render_text`] renders them).
     pub fn model_text(&self) -> String {
         match &self.result {
             Ok(Value::String(s)) => s.clone(),
-            Ok(v) if let Some(Ok(blocks)) = crate::content::from_result(v) => {
-                crate::content::render_text(&blocks)
+            Ok(v) if let Some(Ok(blocks)) = crate::model::content::from_result(v) => {
+                crate::model::content::render_text(&blocks)
             }
             Ok(v) => v.to_string(),
             Err(f) => f.message.clone(),

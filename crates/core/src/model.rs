@@ -2,6 +2,7 @@
 //! run in this process, attachments and provider errors; wire formats convert them per API.
 
 pub mod attachment;
+pub mod content;
 pub mod error;
 pub mod local;
 pub mod message;

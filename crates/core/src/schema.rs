@@ -1,5 +1,7 @@
 //! DSL params -> JSON Schema 2020-12, and the provider export formats.
 
+pub mod validate;
+
 use serde_json::{Map, Value, json};
 
 /// The option keys a `.param(...)` map may hold.
@@ -91,7 +93,7 @@ pub fn build_param(
             other => {
                 return Err(format!(
                     "param \"{path}\": unknown option key `{other}`{} (expected one of: {})",
-                    crate::suggest::hint(other, PARAM_KEYS.iter().copied()),
+                    crate::error::suggest::hint(other, PARAM_KEYS.iter().copied()),
                     PARAM_KEYS.join(", ")
                 ));
             }

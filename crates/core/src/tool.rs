@@ -1,5 +1,10 @@
 //! A loaded tool: its schema and compiled validator, and `execute()` -> [`ToolOutcome`].
 
+pub mod meta;
+pub mod parts;
+pub mod policy;
+pub mod running;
+
 use crate::capability::{self, Capability};
 use crate::context::CallContext;
 use crate::error::SourceLoc;
@@ -9,8 +14,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 pub use crate::failure::{FailureKind, ToolFailure, ToolOutcome};
-pub use crate::tool_meta::{Hints, OutputSchema, ResolvedHints, TaskMode, ToolMeta};
-pub use crate::validate::{compile_schema, violations};
+pub use crate::schema::validate::{compile_schema, violations};
+pub use meta::{Hints, OutputSchema, ResolvedHints, TaskMode, ToolMeta};
 
 /// Largest arguments accepted from a model (serialized JSON).
 pub const MAX_ARGS_BYTES: usize = 1024 * 1024;
@@ -274,7 +279,7 @@ impl Tool {
         };
         // The call policies: every door's calls come through here.
         let validate = |v: &Value| self.violations(v);
-        let args = match crate::policy::apply(&self.name, &validate, args, ctx) {
+        let args = match policy::apply(&self.name, &validate, args, ctx) {
             Ok(args) => args,
             Err(f) => return ToolOutcome::failed(f, started),
         };
@@ -458,7 +463,7 @@ impl Tool {
                 {
                     // The worker's other tasks wait this long at most once: a call that was
                     // slow goes back to `block_in_place` the next time.
-                    crate::running::in_place(|| self.execute(&args, &ctx))
+                    running::in_place(|| self.execute(&args, &ctx))
                 } else {
                     tokio::task::block_in_place(|| self.execute(&args, &ctx))
                 };
@@ -469,7 +474,7 @@ impl Tool {
             Ok(RuntimeFlavor::CurrentThread)
                 if self.rate_limit.is_none() && self.handler.runs_in_place() =>
             {
-                crate::running::in_place(|| self.execute(&args, &ctx))
+                running::in_place(|| self.execute(&args, &ctx))
             }
             _ => self.execute_async(args, ctx).await,
         }
@@ -485,7 +490,7 @@ impl Tool {
 /// A content result (`{"$content": [...]}`) must hold well-formed blocks: one that does not
 /// is an `invalid_output` failure naming the block and what is wrong.
 fn check_content(value: Value) -> Result<Value, ToolFailure> {
-    match crate::content::from_result(&value) {
+    match crate::model::content::from_result(&value) {
         Some(Err(e)) => Err(ToolFailure::invalid_output(&e)),
         _ => Ok(value),
     }

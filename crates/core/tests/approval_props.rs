@@ -9,8 +9,8 @@ use kiln_core::context::{Approver, CallContext, Policy, Reachable, Tools, Verdic
 use kiln_core::error::SourceLoc;
 use kiln_core::failure::{FailureKind, ToolFailure};
 use kiln_core::services::Services;
+use kiln_core::tool::parts::ToolParts;
 use kiln_core::tool::{Handler, Tool};
-use kiln_core::tool_parts::ToolParts;
 use proptest::prelude::*;
 use serde_json::{Value, json};
 use std::sync::atomic::{AtomicUsize, Ordering};

@@ -380,7 +380,7 @@ impl AgentRun {
             Err(e) => {
                 let error = serde_json::json!({
                     "code": e.kind.name(),
-                    "message": kiln_core::public_error::scrub(&e.to_string()),
+                    "message": kiln_core::error::public::scrub(&e.to_string()),
                 });
                 (*e.report, error)
             }

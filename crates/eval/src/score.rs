@@ -199,7 +199,7 @@ fn output_equals(want: Option<&Value>, run: &RunRecord) -> Verdict {
 }
 
 fn output_matches(schema: &Value, run: &RunRecord) -> Verdict {
-    let validator = match kiln_core::validate::compile_schema(schema) {
+    let validator = match kiln_core::schema::validate::compile_schema(schema) {
         Ok(v) => v,
         Err(e) => return Verdict::of(false, format!("invalid JSON Schema: {e}")),
     };
@@ -209,7 +209,7 @@ fn output_matches(schema: &Value, run: &RunRecord) -> Verdict {
             "the run has no typed output to check against the schema",
         );
     };
-    let violations = kiln_core::validate::violations(&validator, output);
+    let violations = kiln_core::schema::validate::violations(&validator, output);
     if violations.is_empty() {
         return Verdict::of(true, "the output matches the schema");
     }
@@ -240,7 +240,9 @@ pub fn args_match(pattern: &Value, args: &Value) -> bool {
         (Value::Object(want), Value::Object(have)) => want
             .iter()
             .all(|(k, w)| have.get(k).is_some_and(|h| args_match(w, h))),
-        (Value::String(p), Value::String(s)) if p.contains('*') => kiln_core::policy::glob(p, s),
+        (Value::String(p), Value::String(s)) if p.contains('*') => {
+            kiln_core::tool::policy::glob(p, s)
+        }
         (p, a) => p == a,
     }
 }

@@ -247,8 +247,8 @@ pub struct CallOptions {
     pub timeout: Option<Duration>,
     /// Cancels the call.
     pub cancel: Option<CancellationToken>,
-    /// Receives the call's progress and log messages (bounded: see [`kiln_core::call_events::CallObserver`]).
-    pub observer: Option<Arc<dyn kiln_core::call_events::CallObserver>>,
+    /// Receives the call's progress and log messages (bounded: see [`kiln_core::context::call_events::CallObserver`]).
+    pub observer: Option<Arc<dyn kiln_core::context::call_events::CallObserver>>,
     /// The `ctx.state` the call shares with the caller (the REPL's session state); `None`: a
     /// fresh one.
     pub state: Option<Arc<std::sync::Mutex<Value>>>,
@@ -399,7 +399,7 @@ impl Host {
         let Some(db) = &self.db else {
             return Ok(());
         };
-        let kind = kiln_core::runner::RunKind::Call(tool.name.clone());
+        let kind = kiln_core::context::runner::RunKind::Call(tool.name.clone());
         let mut report = RunReport::new(
             &kind.to_string(),
             vec![kiln_providers::Message::user(args.to_string())],
@@ -451,7 +451,7 @@ impl Host {
         ctx.run.events = opts
             .observer
             .clone()
-            .map(|o| Arc::new(kiln_core::call_events::CallEvents::new(o)));
+            .map(|o| Arc::new(kiln_core::context::call_events::CallEvents::new(o)));
         ctx
     }
 

@@ -424,7 +424,7 @@ impl Host {
         ctx.run.agents = self
             .this
             .get()
-            .map(|w| w.clone() as std::sync::Weak<dyn kiln_core::runner::AgentRunner>);
+            .map(|w| w.clone() as std::sync::Weak<dyn kiln_core::context::runner::AgentRunner>);
         ctx
     }
 

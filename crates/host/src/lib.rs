@@ -3,7 +3,7 @@
 //! ([`reload`]), the run log and store over kiln-db, and — with the `mcp` feature — the MCP
 //! servers scripts declare or `--mcp` mounts ([`mcp`]), which reach the host only through
 //! [`mcp::SourceSink`]. The host implements the lower layers' seams: the loop's
-//! [`kiln_agent::RunHost`] and the pipeline's [`kiln_core::runner::AgentRunner`].
+//! [`kiln_agent::RunHost`] and the pipeline's [`kiln_core::context::runner::AgentRunner`].
 //!
 //! May depend on: kiln-core, kiln-egress, kiln-pipeline, kiln-registry, kiln-project, kiln-providers, kiln-script, kiln-db, kiln-agent (and rmcp with
 //! `mcp`).

@@ -39,7 +39,7 @@ impl McpServer {
                 tracing::warn!(agent, "the MCP run failed: {e}");
                 CallToolResult::error(vec![ContentBlock::text(format!(
                     "agent \"{agent}\" failed: {}",
-                    kiln_core::public_error::scrub(&e.to_string())
+                    kiln_core::error::public::scrub(&e.to_string())
                 ))])
             }
         }

@@ -9,7 +9,7 @@
 use crate::ask::questions::{self, Askable, Question};
 use crate::ask::rounds::Rounds;
 use crate::tasks::TaskSlot;
-use kiln_core::call_events::{Answer, AskError, CallObserver, ClientAsk, LogLevel};
+use kiln_core::context::call_events::{Answer, AskError, CallObserver, ClientAsk, LogLevel};
 use rmcp::RoleServer;
 use rmcp::model::{
     LoggingLevel, LoggingMessageNotificationParam, ProgressNotificationParam, ProgressToken,

@@ -2,7 +2,7 @@
 //! registry, read by calling their reader tool through [`Host::call_tool`] (so the guard, the
 //! sandbox, deadlines and the run log apply), and the reader's value turned into MCP's shapes.
 
-use kiln_core::content::CONTENT_KEY;
+use kiln_core::model::content::CONTENT_KEY;
 use kiln_core::tool::{Tool, ToolOutcome};
 use kiln_host::Host;
 use kiln_host::api::CallOptions;
@@ -100,7 +100,7 @@ async fn call(
         .await
         .map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
     outcome.result.map_err(|f| {
-        let message = kiln_core::public_error::scrub(&f.message)
+        let message = kiln_core::error::public::scrub(&f.message)
             .replace(&format!("Tool \"{}\"", tool.name), what)
             .replace(&format!("tool \"{}\"", tool.name), what)
             .replace("but the caller only has", "but the server was granted only");

@@ -12,7 +12,7 @@ pub mod durable;
 use crate::ask::questions::Askable;
 use crate::ask::rounds;
 use durable::{DurableCall, DurableState, DurableTask, DurableTasks, TaskOwner};
-use kiln_core::call_events::{Answer, AskError, ClientAsk};
+use kiln_core::context::call_events::{Answer, AskError, ClientAsk};
 use kiln_core::error::HostError;
 use kiln_core::tool::{FailureKind, ToolOutcome};
 use kiln_host::mcp::convert::outcome_to_mcp;
@@ -233,7 +233,7 @@ async fn settle(running: Running, ctx: TaskContext) -> Result<CallToolResult, Ta
     let outcome = match done {
         Ok(Ok(outcome)) => outcome,
         Ok(Err(e)) => {
-            let message = kiln_core::public_error::scrub(&e.to_string());
+            let message = kiln_core::error::public::scrub(&e.to_string());
             return Err(TaskExit::Error(ErrorData::internal_error(message, None)));
         }
         Err(_) => {

@@ -4,7 +4,7 @@
 //!
 //! spec.rs: the model; check.rs: load-time checks; run.rs: the runner; report.rs: its report;
 //! telemetry.rs: its spans. Agent nodes and the run log are reached through the core's
-//! [`kiln_core::runner::AgentRunner`], which the host implements.
+//! [`kiln_core::context::runner::AgentRunner`], which the host implements.
 //!
 //! May depend on: kiln-core.
 
@@ -20,8 +20,8 @@ pub use report::{NodeReport, NodeStatus, PipelineReport};
 pub use spec::{Node, NodeMapper, Output, Pipeline, PipelineSpec, Target};
 
 use kiln_core::context::CallContext;
+use kiln_core::tool::parts::ToolParts;
 use kiln_core::tool::{Handler, Tool, ToolFailure};
-use kiln_core::tool_parts::ToolParts;
 use serde_json::Value;
 use std::sync::Arc;
 use std::time::Instant;
@@ -72,7 +72,7 @@ impl Pipeline {
 }
 
 /// Runs a pipeline as a tool's handler (an agent's call, `call_tool`, a `pipeline:` node);
-/// the host's [`kiln_core::runner::AgentRunner`] logs the run, as it logs one the application starts.
+/// the host's [`kiln_core::context::runner::AgentRunner`] logs the run, as it logs one the application starts.
 struct PipelineHandler(Arc<PipelineSpec>);
 
 impl Handler for PipelineHandler {
@@ -97,6 +97,6 @@ impl Handler for PipelineHandler {
             }
             report.result()
         });
-        kiln_core::running::drive(future, deadline, ctx, &tool.name)
+        kiln_core::tool::running::drive(future, deadline, ctx, &tool.name)
     }
 }

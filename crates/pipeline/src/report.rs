@@ -1,8 +1,8 @@
 //! What a pipeline run reports: each node's status, value or failure and timing, the outputs,
 //! and the run's result as a tool returns it.
 
+use kiln_core::context::runner::{FinishedCall, FinishedRun, RunKind};
 use kiln_core::failure::{FailureKind, ToolFailure, ToolOutcome};
-use kiln_core::runner::{FinishedCall, FinishedRun, RunKind};
 use serde::Serialize;
 use serde_json::{Map, Value};
 

@@ -87,7 +87,7 @@ pub(crate) fn locate(path: PathBuf, text: &str, e: &toml::de::Error) -> ProjectE
         let quoted = backticked(rest);
         let key = quoted.first().cloned().unwrap_or_default();
         let valid: Vec<&str> = quoted.iter().skip(1).map(String::as_str).collect();
-        let hint = match kiln_core::suggest::nearest(&key, valid.iter().copied()) {
+        let hint = match kiln_core::error::suggest::nearest(&key, valid.iter().copied()) {
             Some(near) => format!("; did you mean `{near}`?"),
             None if valid.is_empty() => String::new(),
             None => format!(" (valid keys: {})", valid.join(", ")),

@@ -6,7 +6,7 @@
 use crate::agent_spec::AgentSpec;
 use crate::native::NativeTool;
 use kiln_core::context::CallContext;
-use kiln_core::runner::AgentCall;
+use kiln_core::context::runner::AgentCall;
 use kiln_core::tool::{FailureKind, MAX_CALL_DEPTH, Tool, ToolFailure};
 use serde_json::{Value, json};
 use std::sync::Arc;

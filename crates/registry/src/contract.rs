@@ -30,7 +30,7 @@ impl std::fmt::Debug for OutputContract {
 impl OutputContract {
     /// A contract over `schema`; `Err` says why the schema does not compile.
     pub fn new(schema: Value, retries: u32) -> Result<Self, String> {
-        let validator = kiln_core::validate::compile_schema(&schema)
+        let validator = kiln_core::schema::validate::compile_schema(&schema)
             .map_err(|e| format!("invalid output schema: {e}"))?;
         Ok(OutputContract {
             schema,
@@ -48,7 +48,7 @@ impl OutputContract {
                 "/: the answer is not JSON ({e}); answer with the JSON value only"
             )]
         })?;
-        match kiln_core::validate::violations(&self.validator, &value) {
+        match kiln_core::schema::validate::violations(&self.validator, &value) {
             v if v.is_empty() => Ok(value),
             v => Err(v),
         }

@@ -23,7 +23,7 @@ impl FallbackModel {
         let provider = ProviderKind::parse(name).ok_or_else(|| {
             format!(
                 "unknown provider \"{name}\" in fallback \"{entry}\"{} (expected one of: {})",
-                kiln_core::suggest::hint(name, ProviderKind::names().split(", ")),
+                kiln_core::error::suggest::hint(name, ProviderKind::names().split(", ")),
                 ProviderKind::names()
             )
         })?;

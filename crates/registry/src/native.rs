@@ -4,11 +4,11 @@
 use crate::registry::LoadedFile;
 use kiln_core::context::CallContext;
 use kiln_core::error::{LoadError, SourceLoc};
-pub use kiln_core::running::HandlerFuture;
-use kiln_core::running::drive;
 use kiln_core::schema::{self, Param};
+use kiln_core::tool::parts::{Part, ToolParts};
+pub use kiln_core::tool::running::HandlerFuture;
+use kiln_core::tool::running::drive;
 use kiln_core::tool::{self, DEFAULT_TIMEOUT, Handler, Tool, ToolFailure};
-use kiln_core::tool_parts::{Part, ToolParts};
 use serde_json::Value;
 use std::future::Future;
 use std::sync::Arc;

@@ -51,7 +51,7 @@ pub struct LoadedFile {
     /// Resources, resource templates and prompts it declares.
     pub served: crate::served::Served,
     /// Call policies it declares, in definition order.
-    pub policies: Vec<Arc<dyn kiln_core::policy::Policy>>,
+    pub policies: Vec<Arc<dyn kiln_core::tool::policy::Policy>>,
     /// Evals it declares, in definition order.
     pub evals: Vec<Arc<crate::eval_spec::EvalSpec>>,
     /// Whether its definitions stand or fall together: a script file does (one error and it
@@ -67,7 +67,7 @@ pub struct Registry {
     pipelines: IndexMap<String, kiln_pipeline::spec::Pipeline>,
     mcp_servers: IndexMap<String, crate::mount_spec::MountSpec>,
     served: crate::served::Served,
-    policies: Vec<Arc<dyn kiln_core::policy::Policy>>,
+    policies: Vec<Arc<dyn kiln_core::tool::policy::Policy>>,
     evals: IndexMap<String, Arc<crate::eval_spec::EvalSpec>>,
     /// Load errors across all files.
     pub errors: Vec<LoadError>,
@@ -400,7 +400,7 @@ impl Registry {
                 out.push(format!(
                     "agent \"{}\" hands off to \"{name}\" but there is no such agent{} (loaded: {})",
                     agent.name,
-                    kiln_core::suggest::hint(name, known_agents.iter().copied()),
+                    kiln_core::error::suggest::hint(name, known_agents.iter().copied()),
                     known_agents.join(", ")
                 ));
             }
@@ -426,7 +426,10 @@ impl Registry {
                 None => out.push(format!(
                     "agent \"{}\" lists tool \"{name}\" which does not exist{} (loaded: {})",
                     agent.name,
-                    kiln_core::suggest::hint(name, self.tool_names().iter().map(|n| n.as_ref())),
+                    kiln_core::error::suggest::hint(
+                        name,
+                        self.tool_names().iter().map(|n| n.as_ref())
+                    ),
                     self.tool_names().join(", ")
                 )),
                 Some(tool) => {
@@ -562,7 +565,7 @@ impl kiln_core::context::Tools for Registry {
             .map(|t| Arc::new(t) as Arc<dyn kiln_core::context::Reachable>)
     }
 
-    fn policies(&self) -> Vec<Arc<dyn kiln_core::policy::Policy>> {
+    fn policies(&self) -> Vec<Arc<dyn kiln_core::tool::policy::Policy>> {
         self.policies.clone()
     }
 }

@@ -100,7 +100,7 @@ pub fn current_context() -> Option<CallContext> {
 }
 
 /// Where the running call's progress and log messages go, if its door listens.
-pub fn current_events() -> Option<Arc<kiln_core::call_events::CallEvents>> {
+pub fn current_events() -> Option<Arc<kiln_core::context::call_events::CallEvents>> {
     FRAMES.with(|s| s.borrow().last().and_then(|f| f.ctx.run.events.clone()))
 }
 

@@ -188,7 +188,7 @@ impl IntoResponse for ApiError {
 /// The status and error of a failed run, as Chat Completions reports it.
 pub fn from_run_error(e: &kiln_agent::RunError) -> ApiError {
     use kiln_agent::RunErrorKind;
-    let message = kiln_core::public_error::scrub(&e.to_string());
+    let message = kiln_core::error::public::scrub(&e.to_string());
     let mut error = match &e.kind {
         RunErrorKind::Deadline => ApiError::timeout(message),
         RunErrorKind::Cancelled => ApiError::unavailable("the run was cancelled"),

@@ -227,9 +227,9 @@ fn public_call(mut call: Value) -> Value {
     call
 }
 
-/// A report as a caller sees it (see [`kiln_core::public_error::report`]).
+/// A report as a caller sees it (see [`kiln_core::error::public::report`]).
 pub fn public_report(report: &RunReport) -> Value {
-    kiln_core::public_error::report(serde_json::to_value(report).unwrap_or_default())
+    kiln_core::error::public::report(serde_json::to_value(report).unwrap_or_default())
 }
 
 /// `{status, agent, report, error?}` of a finished run, as its caller may see it: the error's
@@ -240,7 +240,7 @@ pub fn result_json(result: &Result<RunReport, RunError>) -> Value {
         Ok(report) if report.error.is_some() => json!({
             "agent": report.agent,
             "status": "failed",
-            "error": {"kind": "tool", "message": kiln_core::public_error::scrub(report.error.as_deref().unwrap_or_default())},
+            "error": {"kind": "tool", "message": kiln_core::error::public::scrub(report.error.as_deref().unwrap_or_default())},
             "report": public_report(report),
         }),
         Ok(report) => {
@@ -249,7 +249,7 @@ pub fn result_json(result: &Result<RunReport, RunError>) -> Value {
         Err(e) => json!({
             "agent": e.report.agent,
             "status": if matches!(e.kind, RunErrorKind::Cancelled) { "cancelled" } else { "failed" },
-            "error": {"kind": error_kind(e), "message": kiln_core::public_error::scrub(&e.to_string())},
+            "error": {"kind": error_kind(e), "message": kiln_core::error::public::scrub(&e.to_string())},
             "report": public_report(&e.report),
         }),
     }

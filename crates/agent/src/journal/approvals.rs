@@ -34,7 +34,7 @@ pub(crate) fn questions(tool: &Tool, args: &Value, ctx: &CallContext) -> Vec<(St
     let mut dry = ctx.clone();
     dry.approval.approver = Some(recording.clone());
     let validate = |v: &Value| tool.violations(v);
-    let _ = kiln_core::policy::apply(&tool.name, &validate, args, &dry);
+    let _ = kiln_core::tool::policy::apply(&tool.name, &validate, args, &dry);
     asked.extend(recording.take());
     asked
 }

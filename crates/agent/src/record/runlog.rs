@@ -4,7 +4,7 @@ mod rows;
 
 use crate::record::Commit;
 use crate::{RecordError, Recorder, RunReport, ToolCallRecord};
-use kiln_core::runner::{FinishedRun, RunKind};
+use kiln_core::context::runner::{FinishedRun, RunKind};
 use kiln_db::{Db, now};
 use kiln_providers::{AnsweredBy, Message, StopReason, Usage};
 use rows::{EndRow, Reply, StartRow, Step, StepRows, Totals, json_text};

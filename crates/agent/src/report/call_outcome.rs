@@ -102,7 +102,7 @@ impl std::fmt::Display for CallOutcome {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use crate::report::call_outcome::*;
     use kiln_core::failure::ToolFailure;
     use std::time::Duration;
 

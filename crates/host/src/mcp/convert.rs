@@ -1,6 +1,6 @@
 //! Conversions between kiln's tools and results and MCP's, in both directions.
 
-use kiln_core::content::{self, Content, Resource};
+use kiln_core::model::content::{self, Content, Resource};
 use kiln_core::tool::{Tool, ToolFailure, ToolOutcome};
 use rmcp::model::{CallToolResult, ContentBlock, ResourceContents, ToolAnnotations};
 use serde_json::{Value, json};

@@ -257,7 +257,7 @@ fn reader(
                     .into_iter()
                     .map(|resource| json!({"type": "resource", "resource": resource}))
                     .collect();
-                Ok(json!({ kiln_core::content::CONTENT_KEY: blocks }))
+                Ok(json!({ kiln_core::model::content::CONTENT_KEY: blocks }))
             }
         },
     )

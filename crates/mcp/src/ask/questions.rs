@@ -7,7 +7,7 @@
 // Sampling and roots are deprecated by SEP-2577 (after 2026-07-28), which still asks for them.
 #![allow(deprecated)]
 
-use kiln_core::call_events::{Answer, AskError, ClientAsk, FormRequest, SampleRequest};
+use kiln_core::context::call_events::{Answer, AskError, ClientAsk, FormRequest, SampleRequest};
 use rmcp::RoleServer;
 use rmcp::model::{
     ClientResult, CreateMessageRequestParams, ElicitRequest, ElicitRequestParams,

@@ -10,7 +10,7 @@
 #![allow(deprecated)]
 
 use crate::ask::questions::{self, Askable};
-use kiln_core::call_events::{Answer, AskError, ClientAsk};
+use kiln_core::context::call_events::{Answer, AskError, ClientAsk};
 use rmcp::ErrorData;
 use rmcp::model::{
     CreateMessageRequest, ElicitRequest, InputRequest, InputRequests, InputRequiredResult,
@@ -202,7 +202,7 @@ pub(crate) fn input_request(ask: &ClientAsk) -> Result<InputRequest, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use kiln_core::call_events::FormRequest;
+    use kiln_core::context::call_events::FormRequest;
     use serde_json::json;
 
     fn name_form() -> ClientAsk {

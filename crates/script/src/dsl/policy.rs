@@ -7,9 +7,9 @@ use crate::dsl::{collect_draft, lock, strings};
 use crate::handler::ctx_map;
 use crate::{ScriptUnit, sandbox};
 use kiln_core::context::CallContext;
+use kiln_core::error::public::scrub;
 use kiln_core::error::{LoadError, SourceLoc};
-use kiln_core::policy::{Policy, Verdict, glob};
-use kiln_core::public_error::scrub;
+use kiln_core::tool::policy::{Policy, Verdict, glob};
 use rhai::{Array, Dynamic, Engine, EvalAltResult, FnPtr, Map, NativeCallContext, Position};
 use serde_json::Value;
 use std::sync::{Arc, Mutex};
@@ -227,7 +227,7 @@ impl FailClosed {
 }
 
 /// A script's path as a policy's callers see it: its file name (as every error callers see
-/// shows script paths, see [`kiln_core::public_error`]).
+/// shows script paths, see [`kiln_core::error::public`]).
 fn shown(path: &str) -> String {
     std::path::Path::new(path)
         .file_name()

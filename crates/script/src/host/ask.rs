@@ -6,7 +6,7 @@
 //! from the top with the answers, so the same questions come back answered.
 
 use crate::{host, sandbox};
-use kiln_core::call_events::{Answer, AskError, ClientAsk, FormRequest, SampleRequest};
+use kiln_core::context::call_events::{Answer, AskError, ClientAsk, FormRequest, SampleRequest};
 use rhai::{Dynamic, Engine, EvalAltResult, Map, Position};
 use serde_json::{Value, json};
 use std::time::Duration;

@@ -1,12 +1,12 @@
 //! What a script exchanges with its caller besides arguments and a plain value: content blocks
 //! (`image`, `audio`, `resource_block`, `resource_blob_block`, returned alone or in a list with text),
 //! `progress(...)` and `log(level, msg)` (no capability: none reaches outside the tool; bounded
-//! by [`kiln_core::call_events`]), and `sample(prompt)`, which asks the calling MCP client's model
+//! by [`kiln_core::context::call_events`]), and `sample(prompt)`, which asks the calling MCP client's model
 //! and needs capability `sampling`.
 
 use crate::host;
-use kiln_core::call_events::{self, LogLevel};
-use kiln_core::content::{self, Content};
+use kiln_core::context::call_events::{self, LogLevel};
+use kiln_core::model::content::{self, Content};
 use kiln_core::tool::{FailureKind, ToolFailure};
 use rhai::{Dynamic, Engine, EvalAltResult, Position};
 use serde_json::Value;

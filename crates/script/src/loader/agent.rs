@@ -104,7 +104,7 @@ fn provider(d: &AgentDraft, settings: &AgentSettings, errors: &mut AgentErrors) 
             format!(
                 "agent \"{}\": unknown provider \"{name}\"{} (expected one of: {})",
                 d.name,
-                kiln_core::suggest::hint(&name, ProviderKind::names().split(", ")),
+                kiln_core::error::suggest::hint(&name, ProviderKind::names().split(", ")),
                 ProviderKind::names()
             ),
         );
@@ -161,7 +161,7 @@ fn text_tool_calls(settings: &AgentSettings, errors: &mut AgentErrors) -> TextCa
             *pos,
             format!(
                 "agent \"{agent}\": unknown text_tool_calls \"{name}\"{} (expected one of: {})",
-                kiln_core::suggest::hint(name, TextCallFormat::names().split(", ")),
+                kiln_core::error::suggest::hint(name, TextCallFormat::names().split(", ")),
                 TextCallFormat::names()
             ),
         );

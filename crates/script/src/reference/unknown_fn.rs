@@ -27,7 +27,7 @@ pub fn explain(err: &EvalAltResult, engine: &Engine) -> Option<String> {
             .iter()
             .filter(|(n, first)| first == receiver && !reference::is_deprecated(receiver, n))
             .map(|(n, _)| n.as_str());
-        let hint = match kiln_core::suggest::nearest(name, methods) {
+        let hint = match kiln_core::error::suggest::nearest(name, methods) {
             Some(m) => match reference::find(receiver, m) {
                 Some(entry) => format!("; did you mean .{}?", entry.call()),
                 None => format!("; did you mean .{m}(...)?"),
@@ -40,7 +40,7 @@ pub fn explain(err: &EvalAltResult, engine: &Engine) -> Option<String> {
         .iter()
         .filter(|(n, _)| !reference::is_deprecated("", n))
         .map(|(n, _)| n.as_str());
-    let hint = match kiln_core::suggest::nearest(name, current) {
+    let hint = match kiln_core::error::suggest::nearest(name, current) {
         Some(f) => match reference::find("", f) {
             Some(entry) => format!("; did you mean {}?", entry.call()),
             None => format!("; did you mean {f}(...)?"),

@@ -90,7 +90,7 @@ fn logged_row(row: &kiln_db::runs::RunRow) -> Value {
         "actor": row.actor, "started_at": row.started_at, "ended_at": row.ended_at,
         "rounds": row.rounds, "input_tokens": row.input_tokens,
         "output_tokens": row.output_tokens, "cost_usd": row.cost_usd,
-        "error": row.error.as_deref().map(kiln_core::public_error::scrub), "waiting": 0,
+        "error": row.error.as_deref().map(kiln_core::error::public::scrub), "waiting": 0,
     })
 }
 

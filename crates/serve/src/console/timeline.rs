@@ -20,7 +20,7 @@ use std::sync::Arc;
 /// stay in the server's log), nested calls empty until placed.
 fn call_json(call: &ToolRow) -> Value {
     let error = call.outcome.get("error").map(|e| {
-        json!({"kind": e["kind"], "message": kiln_core::public_error::scrub(e["message"].as_str().unwrap_or(""))})
+        json!({"kind": e["kind"], "message": kiln_core::error::public::scrub(e["message"].as_str().unwrap_or(""))})
     });
     json!({
         "call_id": call.call_id, "name": call.name, "args": call.args,
@@ -157,7 +157,7 @@ pub async fn timeline(
             "status": crate::table::api_status(row.shown_status()),
             "provider": row.provider, "model": row.model, "prompt": row.prompt,
             "answer": row.answer, "output": null,
-            "error": row.error.as_deref().map(kiln_core::public_error::scrub),
+            "error": row.error.as_deref().map(kiln_core::error::public::scrub),
             "started_at": row.started_at, "ended_at": row.ended_at, "cost_usd": row.cost_usd,
             "usage": {"input_tokens": row.input_tokens, "output_tokens": row.output_tokens},
             "trace_id": row.trace_id, "rounds": rounds(row), "approvals": [],

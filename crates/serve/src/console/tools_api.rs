@@ -196,7 +196,7 @@ fn answer(
         }
         Err(f) => Ok(Json(json!({
             "run": run,
-            "error": {"kind": f.kind.as_str(), "message": kiln_core::public_error::scrub(&f.message)},
+            "error": {"kind": f.kind.as_str(), "message": kiln_core::error::public::scrub(&f.message)},
             "duration_ms": ms,
         }))),
     }

@@ -72,7 +72,7 @@ impl DurableTasks for RestateTasks {
                     }
                     Outcome::Failed { code: 409, .. } => DurableState::Cancelled,
                     Outcome::Failed { message, .. } => {
-                        DurableState::Failed(kiln_core::public_error::scrub(&message))
+                        DurableState::Failed(kiln_core::error::public::scrub(&message))
                     }
                 }
             };

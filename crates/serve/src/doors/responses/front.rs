@@ -178,7 +178,7 @@ fn result_of(outcome: Outcome) -> (Result<RunReport, RunError>, Value) {
         // The run could not start (the worker refused it).
         Outcome::Failed { code, message } => {
             let kind = if code == 409 { "cancelled" } else { "error" };
-            let message = kiln_core::public_error::scrub(&message);
+            let message = kiln_core::error::public::scrub(&message);
             (
                 RunReport::new("", Vec::new()),
                 json!({"code": kind, "message": message}),

@@ -135,7 +135,7 @@ pub(crate) fn mcp_item(record: &ToolCallRecord) -> Value {
             None,
             json!({
                 "type": "tool_execution_error",
-                "message": kiln_core::public_error::scrub(&e.message),
+                "message": kiln_core::error::public::scrub(&e.message),
             }),
             "failed",
         ),
@@ -223,7 +223,7 @@ pub(crate) fn ending(result: &Result<RunReport, RunError>) -> Ending<'_> {
             } else {
                 json!({
                     "code": error_kind(e),
-                    "message": kiln_core::public_error::scrub(&e.to_string()),
+                    "message": kiln_core::error::public::scrub(&e.to_string()),
                 })
             },
             incomplete: None,

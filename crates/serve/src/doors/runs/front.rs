@@ -122,7 +122,7 @@ fn ended(id: &str, agent: Option<&str>, outcome: Outcome) -> Value {
             "id": id,
             "agent": report.get("agent").cloned().unwrap_or(json!(agent)),
             "status": "completed",
-            "report": kiln_core::public_error::report(report),
+            "report": kiln_core::error::public::report(report),
         }),
         Outcome::Failed { code, message } => {
             let (status, kind) = match code {
@@ -136,7 +136,7 @@ fn ended(id: &str, agent: Option<&str>, outcome: Outcome) -> Value {
                 "id": id,
                 "agent": agent,
                 "status": status,
-                "error": {"kind": kind, "message": kiln_core::public_error::scrub(&message)},
+                "error": {"kind": kind, "message": kiln_core::error::public::scrub(&message)},
             })
         }
     }

@@ -72,7 +72,7 @@ fn calls(row: &RunRow) -> Vec<Value> {
 /// Why a stored run did not complete, as the API says it (`None` for a completed or still
 /// running one).
 fn error_json(row: &RunRow, status: &str) -> Option<Value> {
-    let message = row.error.as_deref().map(kiln_core::public_error::scrub);
+    let message = row.error.as_deref().map(kiln_core::error::public::scrub);
     match status {
         "interrupted" => Some(json!({
             "kind": "interrupted",
@@ -108,7 +108,7 @@ pub(crate) fn status(state: &AppState, row: &RunRow) -> Value {
     let mut shown = json!({
         "id": row.id, "agent": row.agent, "status": status, "stored": true,
         "started_at": row.started_at, "ended_at": row.ended_at,
-        "report": kiln_core::public_error::report(report),
+        "report": kiln_core::error::public::report(report),
     });
     if let Some(error) = error_json(row, status) {
         shown["error"] = error;

@@ -1,7 +1,7 @@
 //! What a tool tells its callers beyond its arguments: a title, the schema its results must
 //! match (`.output`), and behaviour hints (`.annotations`, MCP's tool annotations).
 
-use crate::validate::{compile_schema, violations};
+use crate::schema::validate::{compile_schema, violations};
 use serde::Serialize;
 use serde_json::Value;
 

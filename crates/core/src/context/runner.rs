@@ -33,7 +33,7 @@ pub struct AgentCall {
     pub parent: Option<String>,
     /// Who approves the run's calls that need a person: the caller's approver (the door's
     /// person, as for the caller's own calls); `None`: the host's terminal, or nobody.
-    pub approver: Option<std::sync::Arc<dyn crate::approver::Approver>>,
+    pub approver: Option<std::sync::Arc<dyn crate::context::approver::Approver>>,
 }
 
 /// What [`AgentRunner::run_agent`] returns: the agent's answer, or the caller's failure.
