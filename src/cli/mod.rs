@@ -3,23 +3,16 @@
 mod approve;
 mod ask;
 mod auth_cmd;
+mod authoring;
 mod db_cmd;
-mod defs_cmd;
-mod eval_cmd;
 mod extract_cmd;
-mod fds;
-mod init_cmd;
 mod mcp_cmd;
-mod mock_cmd;
-mod mounts;
 pub mod output;
 pub mod programs;
 pub mod project;
 mod run_cmd;
 mod serve_cmd;
-mod test_cmd;
 mod tools_cmd;
-mod watch_cmd;
 mod worker_cmd;
 
 use clap::{Args, Parser, Subcommand};
@@ -162,11 +155,11 @@ pub enum Command {
     /// It speaks every wire kiln's agents use (anthropic, openai, openai-responses, azure,
     /// azure-responses, gemini, bedrock, ollama), checks each request as the service would and
     /// answers the scenario's turns (docs/testing.md).
-    Mock(mock_cmd::MockArgs),
+    Mock(authoring::mock_cmd::MockArgs),
     /// Run the tool calls written in free text on stdin ({"tool": ..., "parameters": ...}).
     Extract(extract_cmd::ExtractArgs),
     /// Write a .d.rhai file describing the DSL and host functions (for editor support).
-    Definitions(defs_cmd::DefsArgs),
+    Definitions(authoring::defs_cmd::DefsArgs),
     /// Language Server over stdio for editors: diagnostics as `kiln check` reports them,
     /// completion, hover, go to definition, document symbols (docs/editors.md).
     Lsp,
@@ -177,13 +170,13 @@ pub enum Command {
     /// Watch the scripts folders and print one line per reload.
     Watch,
     /// Run `*.test.rhai` tests: `test NAME ... ok|FAILED`, `N passed, M failed` (exit 1 on failure).
-    Test(test_cmd::TestArgs),
+    Test(authoring::test_cmd::TestArgs),
     /// Run an evaluation (`evaluation(NAME)` in a script) over its models, cases and repeats:
     /// a table per model, --json/--junit/--html reports, baselines (exit 1 on a regression).
-    Eval(eval_cmd::EvalArgs),
+    Eval(authoring::eval_cmd::EvalArgs),
     /// Start a project: scripts/ with a tool, an agent and a passing test, a commented kiln.toml,
     /// .gitignore, definitions.
-    Init(init_cmd::InitArgs),
+    Init(authoring::init_cmd::InitArgs),
     /// Serve the tools to MCP clients (Claude Code, Cursor...) over stdio, or HTTP with --http.
     Mcp(mcp_cmd::McpArgs),
     /// Serve agents as a durable Restate worker (`--restate --bind ADDR`); see docs/scaling.md.
@@ -275,15 +268,15 @@ impl Global {
     /// the project names start, and a line on stderr says so.
     pub fn host(&self) -> CliResult<Arc<Host>> {
         let host = self.builder()?.build()?;
-        mounts::report_started(self, &host);
+        project::mounts::report_started(self, &host);
         mcp_cmd::mount(self, &host)?;
         Ok(host)
     }
 
     /// A host for a command that only reads the project: no MCP server starts
-    /// ([`mounts::reading_host`]).
+    /// ([`project::mounts::reading_host`]).
     pub fn reading_host(&self, command: &str) -> CliResult<Arc<Host>> {
-        mounts::reading_host(self, command)
+        project::mounts::reading_host(self, command)
     }
 
     pub(crate) fn builder(&self) -> CliResult<kiln::HostBuilder> {
@@ -347,7 +340,7 @@ impl Global {
             .cloned()
             .ok_or("the database did not open")?;
         check.run(&db)?;
-        mounts::report_started(self, &host);
+        project::mounts::report_started(self, &host);
         mcp_cmd::mount(self, &host)?;
         Ok((host, db))
     }
@@ -453,15 +446,15 @@ pub fn run(cli: Cli) -> CliResult<ExitCode> {
         Command::Agents => tools_cmd::agents(&cli.global),
         Command::Ask(a) => ask::ask(&cli.global, a),
         Command::Run(a) => run_cmd::run(&cli.global, a),
-        Command::Mock(a) => mock_cmd::mock(a),
-        Command::Watch => watch_cmd::watch(&cli.global),
-        Command::Test(a) => test_cmd::test(&cli.global, a),
-        Command::Eval(a) => eval_cmd::eval(&cli.global, a),
-        Command::Init(a) => init_cmd::init(&cli.global, a),
+        Command::Mock(a) => authoring::mock_cmd::mock(a),
+        Command::Watch => authoring::watch_cmd::watch(&cli.global),
+        Command::Test(a) => authoring::test_cmd::test(&cli.global, a),
+        Command::Eval(a) => authoring::eval_cmd::eval(&cli.global, a),
+        Command::Init(a) => authoring::init_cmd::init(&cli.global, a),
         Command::Serve(a) => serve_cmd::serve(&cli.global, a),
         Command::Logs(a) => db_cmd::logs(&cli.global, a),
-        Command::Definitions(a) => defs_cmd::definitions(&cli.global, a),
-        Command::Lsp => defs_cmd::lsp(&cli.global),
+        Command::Definitions(a) => authoring::defs_cmd::definitions(&cli.global, a),
+        Command::Lsp => authoring::defs_cmd::lsp(&cli.global),
         Command::Sessions(a) => db_cmd::sessions(&cli.global, a),
         Command::Extract(a) => extract_cmd::extract(&cli.global, a),
         Command::Mcp(a) => mcp_cmd::mcp(&cli.global, a),

@@ -9,6 +9,8 @@
 //!
 //! A list given on the command line replaces the file's list (it does not add to it).
 
+pub(crate) mod mounts;
+
 use super::{CliResult, Global};
 use clap::ArgMatches;
 use clap::parser::ValueSource;

@@ -1,5 +1,7 @@
 //! `kiln serve`: the agents over HTTP until SIGTERM or Ctrl-C, then a graceful drain.
 
+mod fds;
+
 use super::project::{Given, fill, note_env_override};
 use super::{CliResult, Global, parse_caps};
 use clap::{Args, ValueEnum};
@@ -357,7 +359,7 @@ async fn serve_until_signal(
     announce_tokens(&state.tokens);
     // A connection, and a model connection for each run, plus the database, scripts and logs.
     let wanted = (a.max_connections + a.max_runs) as u64 + 64;
-    if let Some(warning) = super::fds::raise_open_file_limit(wanted) {
+    if let Some(warning) = super::serve_cmd::fds::raise_open_file_limit(wanted) {
         tracing::warn!("{warning}");
     }
     let mcp = mcp_endpoint(a, &state, addr);

@@ -257,7 +257,7 @@ fn every_example_and_the_stdlib_use_the_new_names() {
     let roots = [
         "examples",
         "crates/script/stdlib",
-        "src/cli/init",
+        "src/cli/authoring/init",
         "scripts",
     ];
     for root in roots {

@@ -1,7 +1,7 @@
 //! `kiln test`: run `*.test.rhai` files, print `test NAME ... ok|FAILED`, the failures and
 //! `N passed, M failed`; `--json`, `--junit FILE`, `--watch`.
 
-use super::{CliResult, Global, output};
+use crate::cli::{CliResult, Global, output};
 use clap::Args;
 use kiln::project::Seconds;
 use kiln_testing::runner::{TestFile, discover};

@@ -3,7 +3,7 @@
 //! `--junit` and `--html` reports, keep the report (`.kiln/evals/ID.json`), save it as a
 //! baseline or compare with one (exit 1 on a regression), re-score a kept run without a model.
 
-use super::{CliResult, Global, output};
+use crate::cli::{CliResult, Global, output};
 use clap::Args;
 use kiln::project::Seconds;
 use kiln_eval::render::{html, junit, table};
@@ -111,7 +111,7 @@ pub fn eval(g: &Global, a: EvalArgs) -> CliResult<ExitCode> {
         .enable_all()
         .build()?;
     let cancel = CancellationToken::new();
-    super::ask::cancel_on_ctrl_c(&cancel);
+    crate::cli::ask::cancel_on_ctrl_c(&cancel);
     if a.watch {
         return watch(&host, &a, &runtime, &cancel);
     }
@@ -120,7 +120,7 @@ pub fn eval(g: &Global, a: EvalArgs) -> CliResult<ExitCode> {
 }
 
 /// The evaluation to run: the one named, or the only one.
-pub(super) fn chosen(
+pub(crate) fn chosen(
     host: &kiln::Host,
     name: Option<&str>,
 ) -> CliResult<Arc<kiln_eval::eval_spec::EvalSpec>> {
@@ -165,7 +165,7 @@ fn list(host: &kiln::Host) -> CliResult<ExitCode> {
 
 /// How one pass of `kiln eval` goes.
 #[derive(Clone, Copy)]
-pub(super) enum Pass<'a> {
+pub(crate) enum Pass<'a> {
     /// As the flags say.
     Fresh,
     /// A watch's re-run: the cases nothing changed for replay their recorded runs (as with
@@ -177,7 +177,7 @@ pub(super) enum Pass<'a> {
 
 /// One run (or re-score) of the evaluation, compared with the baseline; `last` is the
 /// previous report of a watch, re-scored instead of re-run when given.
-pub(super) async fn once(
+pub(crate) async fn once(
     host: &Arc<kiln::Host>,
     a: &EvalArgs,
     cancel: &CancellationToken,
@@ -267,7 +267,7 @@ fn draw_progress(p: &Progress) {
 }
 
 /// Writes the outputs of `report` and says how the run ends: 1 on a regression.
-pub(super) fn finish(host: &kiln::Host, a: &EvalArgs, report: Report) -> CliResult<ExitCode> {
+pub(crate) fn finish(host: &kiln::Host, a: &EvalArgs, report: Report) -> CliResult<ExitCode> {
     let workspace = &host.config().workspace;
     if let Some(path) = &a.junit {
         std::fs::write(path, junit::render(&report))

@@ -1,7 +1,7 @@
 //! What editors get: `kiln definitions` (a `.d.rhai` file describing the DSL and host
 //! functions) and `kiln lsp` (a language server).
 
-use super::{CliResult, Global, output};
+use crate::cli::{CliResult, Global, output};
 use clap::Args;
 use std::path::PathBuf;
 use std::process::ExitCode;

@@ -7,8 +7,8 @@
 //! tools start them and say so once on stderr. Servers given with `--mcp` on the command line
 //! are started by every command: the person typing the command named them.
 
-use super::output::errln;
-use super::{CliResult, Global, mcp_cmd};
+use crate::cli::output::errln;
+use crate::cli::{CliResult, Global, mcp_cmd};
 use kiln::Host;
 use kiln::mcp::{MountSpec, Target};
 use std::sync::Arc;

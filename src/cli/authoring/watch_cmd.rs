@@ -1,7 +1,7 @@
 //! `kiln watch`: print one line per reload, for editors and CI logs.
 
-use super::output::{self, outln};
-use super::{CliResult, Global};
+use crate::cli::output::{self, outln};
+use crate::cli::{CliResult, Global};
 use std::process::ExitCode;
 
 /// Runs `kiln watch` until Ctrl-C.

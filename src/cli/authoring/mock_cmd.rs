@@ -1,6 +1,6 @@
 //! `kiln mock SCENARIO`: serve the fake provider.
 
-use super::CliResult;
+use crate::cli::CliResult;
 use clap::Args;
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -62,7 +62,7 @@ pub fn mock(a: MockArgs) -> CliResult<ExitCode> {
     runtime.block_on(async {
         let (addr, server) =
             kiln_mock::bind(scenario, SocketAddr::from(([127, 0, 0, 1], a.port))).await?;
-        super::output::outln!("kiln mock listening on http://{addr}")?;
+        crate::cli::output::outln!("kiln mock listening on http://{addr}")?;
         tokio::select! {
             r = server => r?,
             _ = tokio::signal::ctrl_c() => {}

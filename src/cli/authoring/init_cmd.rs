@@ -2,7 +2,7 @@
 //! a commented `kiln.toml` stating every key's default, `.gitignore` for `.kiln/`, and the
 //! `kiln definitions` file for editors.
 
-use super::{CliResult, Global, output};
+use crate::cli::{CliResult, Global, output};
 use clap::Args;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -57,7 +57,7 @@ pub fn init(g: &Global, a: InitArgs) -> CliResult<ExitCode> {
         .stdlib(!g.no_stdlib)
         .build()?;
     let defs = a.dir.join("kiln.d.rhai");
-    super::defs_cmd::write(&host, &defs)?;
+    crate::cli::authoring::defs_cmd::write(&host, &defs)?;
     output::outln!("created  {}", defs.display())?;
     output::outln!(
         "\nnext: cd {} && kiln test   (then kiln ask greeter Ada)",
