@@ -229,6 +229,26 @@ pub mod reload {
     pub use kiln_host::reload::{ReloadReport, watch};
 }
 
+/// The run log as `kiln logs` reads it, and the database it lives in: open it
+/// ([`Db::open`](log::Db::open) at [`default_path`](log::default_path)), list runs with a
+/// [`LogFilter`](log::LogFilter), read a run's rows ([`RunRow`](log::RunRow): its messages,
+/// tool calls and model calls), sessions, and pruning old runs.
+pub mod log {
+    pub use kiln_db::runs::{LogFilter, RunRow};
+    pub use kiln_db::sessions::Resumed;
+    pub use kiln_db::{Db, DbError, default_path, now};
+}
+
+/// Evaluations as `kiln eval` runs them (feature `eval`): an evaluation declared in a script
+/// ([`eval_spec`](eval::eval_spec)) run over models x cases x repeats ([`run`](eval::run)),
+/// scored ([`score`](eval::score)), reported ([`report`](eval::report), [`render`](eval::render):
+/// table, JUnit, HTML), kept and compared with a baseline ([`store`](eval::store),
+/// [`compare`](eval::compare)), and recorded runs re-scored ([`rescore`](eval::rescore)).
+#[cfg(feature = "eval")]
+pub mod eval {
+    pub use kiln_eval::{compare, eval_spec, render, report, rescore, run, score, store};
+}
+
 /// What traces carry: whether tool arguments and results go into them.
 pub mod traces {
     pub use kiln_core::telemetry::set_capture_content;

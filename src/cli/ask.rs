@@ -336,7 +336,7 @@ struct RunInputs<'a> {
     /// Prints the run as it goes.
     observer: kiln::durable::Observer,
     /// The session's messages and state (empty without `--session`).
-    resumed: kiln_db::sessions::Resumed,
+    resumed: kiln::log::Resumed,
     /// `--attach`'s files.
     attachments: Vec<Attachment>,
 }

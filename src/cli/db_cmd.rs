@@ -4,7 +4,7 @@ use super::output::{self, outln};
 use super::{CliResult, Global};
 use clap::{Args, Subcommand};
 use kiln::FailureKind;
-use kiln_db::runs::LogFilter;
+use kiln::log::LogFilter;
 use std::process::ExitCode;
 
 /// `kiln logs` options.
@@ -116,7 +116,7 @@ pub fn logs(g: &Global, a: LogsArgs) -> CliResult<ExitCode> {
         .as_deref()
         .map(|s| seconds(s).map_err(|e| format!("--since {e}")))
         .transpose()?
-        .map(|s| kiln_db::now() - s);
+        .map(|s| kiln::log::now() - s);
     let runs = db.runs(&LogFilter {
         agent: a.agent,
         tool: a.tool,
@@ -144,18 +144,18 @@ pub fn logs(g: &Global, a: LogsArgs) -> CliResult<ExitCode> {
 }
 
 /// `kiln logs prune --older-than D`: forgets the runs that ended longer ago than `D`.
-fn prune(db: &kiln_db::Db, older_than: Option<&str>) -> CliResult<ExitCode> {
+fn prune(db: &kiln::log::Db, older_than: Option<&str>) -> CliResult<ExitCode> {
     let Some(age) = older_than else {
         return Err("kiln logs prune needs --older-than DURATION (e.g. 30d)".into());
     };
     let gone =
-        db.prune_runs(kiln_db::now() - seconds(age).map_err(|e| format!("--older-than {e}"))?)?;
+        db.prune_runs(kiln::log::now() - seconds(age).map_err(|e| format!("--older-than {e}"))?)?;
     outln!("forgot {gone} run(s) that ended more than {age} ago")?;
     Ok(ExitCode::SUCCESS)
 }
 
 /// `kiln logs --json`: the runs as one JSON array, each with its shown status and messages.
-fn print_json(db: &kiln_db::Db, runs: Vec<kiln_db::runs::RunRow>) -> CliResult<ExitCode> {
+fn print_json(db: &kiln::log::Db, runs: Vec<kiln::log::RunRow>) -> CliResult<ExitCode> {
     let mut out = Vec::new();
     for r in runs {
         let mut v = serde_json::to_value(&r)?;
@@ -169,7 +169,7 @@ fn print_json(db: &kiln_db::Db, runs: Vec<kiln_db::runs::RunRow>) -> CliResult<E
 
 /// One run as text: its summary line, prompt, model calls (`alone`: every round), tool calls
 /// and how it ended.
-fn show_run(r: &kiln_db::runs::RunRow, alone: bool) -> CliResult<()> {
+fn show_run(r: &kiln::log::RunRow, alone: bool) -> CliResult<()> {
     let session = r
         .session
         .as_deref()
@@ -224,7 +224,7 @@ fn show_run(r: &kiln_db::runs::RunRow, alone: bool) -> CliResult<()> {
 
 /// A run's tool calls, one line each: a program's calls indented under it, a rate-limited
 /// call marked with the wait the model was told.
-fn show_tool_calls(r: &kiln_db::runs::RunRow) -> CliResult<()> {
+fn show_tool_calls(r: &kiln::log::RunRow) -> CliResult<()> {
     for c in &r.tool_calls {
         let mark = if c.is_error { "✗" } else { "→" };
         // A limited call never ran: say so, with the wait the model was told.
@@ -248,7 +248,7 @@ fn show_tool_calls(r: &kiln_db::runs::RunRow) -> CliResult<()> {
 
 /// Who answered each round: every round of one run shown alone, else the rounds a fallback
 /// model answered.
-fn show_model_calls(r: &kiln_db::runs::RunRow, all: bool) -> CliResult<()> {
+fn show_model_calls(r: &kiln::log::RunRow, all: bool) -> CliResult<()> {
     for m in &r.model_calls {
         let (Some(provider), Some(model)) = (&m.provider, &m.model) else {
             continue;
@@ -293,7 +293,7 @@ pub fn sessions(g: &Global, a: SessionsArgs) -> CliResult<ExitCode> {
         }
         SessionAction::Show { name } => match db.session(&name)? {
             Some(s) => outln!("{}", output::json(&serde_json::to_value(&s)?))?,
-            None => return Err(kiln_db::DbError::NoSession(name).into()),
+            None => return Err(kiln::log::DbError::NoSession(name).into()),
         },
         SessionAction::Delete { name } => {
             db.delete_session(&name)?;
@@ -320,7 +320,7 @@ impl DbCheck {
     pub const SMALL: u64 = 64 << 20;
 
     /// Checks `db` if this says so.
-    pub fn run(self, db: &kiln_db::Db) -> CliResult<()> {
+    pub fn run(self, db: &kiln::log::Db) -> CliResult<()> {
         let small = || std::fs::metadata(db.path()).is_ok_and(|m| m.len() <= Self::SMALL);
         if matches!(self, DbCheck::Always) || small() {
             db.quick_check()?;

@@ -314,17 +314,17 @@ impl Global {
     pub fn db_path(&self) -> PathBuf {
         self.db
             .clone()
-            .unwrap_or_else(|| kiln_db::default_path(&self.workspace))
+            .unwrap_or_else(|| kiln::log::default_path(&self.workspace))
     }
 
     /// Opens the database.
-    pub fn open_db(&self) -> CliResult<Arc<kiln_db::Db>> {
-        Ok(Arc::new(kiln_db::Db::open(&self.db_path())?))
+    pub fn open_db(&self) -> CliResult<Arc<kiln::log::Db>> {
+        Ok(Arc::new(kiln::log::Db::open(&self.db_path())?))
     }
 
     /// A host whose `store_*` persist in the database, and the database (for the run log),
     /// checked as [`db_cmd::DbCheck::IfSmall`] says.
-    pub fn host_with_db(&self) -> CliResult<(Arc<Host>, Arc<kiln_db::Db>)> {
+    pub fn host_with_db(&self) -> CliResult<(Arc<Host>, Arc<kiln::log::Db>)> {
         self.host_with_checked_db(db_cmd::DbCheck::IfSmall)
     }
 
@@ -333,7 +333,7 @@ impl Global {
     pub fn host_with_checked_db(
         &self,
         check: db_cmd::DbCheck,
-    ) -> CliResult<(Arc<Host>, Arc<kiln_db::Db>)> {
+    ) -> CliResult<(Arc<Host>, Arc<kiln::log::Db>)> {
         let host = self.builder()?.database(self.db_path()).build()?;
         let db = host
             .database()

@@ -237,12 +237,12 @@ fn restate_worker(
 /// Forgets runs older than `keep` seconds now and then every tenth of `keep` (an hour at
 /// most, a second at least), so the log holds at most about 1.1 times the retention's worth of
 /// runs. On the blocking pool: SQLite.
-async fn prune_forever(db: std::sync::Arc<kiln_db::Db>, keep: f64) {
+async fn prune_forever(db: std::sync::Arc<kiln::log::Db>, keep: f64) {
     let every = Duration::from_secs_f64((keep / 10.0).clamp(1.0, 3600.0));
     loop {
         let db2 = db.clone();
         let pruned =
-            tokio::task::spawn_blocking(move || db2.prune_runs(kiln_db::now() - keep)).await;
+            tokio::task::spawn_blocking(move || db2.prune_runs(kiln::log::now() - keep)).await;
         match pruned {
             Ok(Ok(0)) => {}
             Ok(Ok(n)) => tracing::info!(runs = n, "log retention: forgot old runs"),
@@ -342,7 +342,7 @@ async fn serve_until_signal(
     a: &ServeArgs,
     state: Arc<AppState>,
     endpoint: Option<restate_sdk::endpoint::Endpoint>,
-    db: Arc<kiln_db::Db>,
+    db: Arc<kiln::log::Db>,
 ) -> CliResult<()> {
     let listener = tokio::net::TcpListener::bind(a.bind)
         .await

@@ -463,3 +463,54 @@ fn a_readme_dependency_line_that_drifted_is_found() {
     );
     assert_eq!(readme_may_depend_on("# no line"), None);
 }
+
+/// The kiln crates `text` names in code (`kiln_db::...`, `use kiln_eval;`; not in `//`
+/// comments), of `crates`.
+fn crates_named(text: &str, crates: &BTreeSet<String>) -> BTreeSet<String> {
+    let code: String = text
+        .lines()
+        .map(|l| l.split("//").next().unwrap_or_default())
+        .collect::<Vec<_>>()
+        .join("\n");
+    code.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+        .filter(|word| crates.contains(*word))
+        .map(String::from)
+        .collect()
+}
+
+/// The command-only crates the binary may reach around the facade: they serve commands and
+/// are not in an embedder's facade (ARCHITECTURE.md says so too).
+const COMMAND_ONLY: [&str; 5] = [
+    "kiln_lsp",
+    "kiln_mock",
+    "kiln_otel",
+    "kiln_repl",
+    "kiln_testing",
+];
+
+#[test]
+fn the_binary_reaches_the_library_through_the_facade() {
+    let kiln_crates: BTreeSet<String> = crates()
+        .values()
+        .map(|(name, _)| name.replace('-', "_"))
+        .collect();
+    let mut around = Vec::new();
+    let cli = repo().join("src/cli");
+    let mut files: Vec<(String, String)> = read_src(&cli)
+        .into_iter()
+        .map(|(rel, text)| (format!("src/cli/{rel}"), text))
+        .collect();
+    let main = std::fs::read_to_string(repo().join("src/main.rs")).expect("main.rs");
+    files.push(("src/main.rs".into(), main));
+    for (path, text) in files {
+        for name in crates_named(&text, &kiln_crates) {
+            if !COMMAND_ONLY.contains(&name.as_str()) {
+                around.push(format!("{path} names {name}: reach it through `kiln::`"));
+            }
+        }
+    }
+    assert!(around.is_empty(), "{}", around.join("\n"));
+    // The check can fail: a line reaching the run log around the facade is found.
+    let found = crates_named("let db = kiln_db::Db::open(p)?;", &kiln_crates);
+    assert!(found.contains("kiln_db"), "{found:?}");
+}

@@ -5,11 +5,11 @@
 
 use crate::cli::{CliResult, Global, output};
 use clap::Args;
+use kiln::eval::render::{html, junit, table};
+use kiln::eval::report::Report;
+use kiln::eval::run::{EvalOptions, Progress};
+use kiln::eval::{compare, rescore, store};
 use kiln::project::Seconds;
-use kiln_eval::render::{html, junit, table};
-use kiln_eval::report::Report;
-use kiln_eval::run::{EvalOptions, Progress};
-use kiln_eval::{compare, rescore, store};
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -123,7 +123,7 @@ pub fn eval(g: &Global, a: EvalArgs) -> CliResult<ExitCode> {
 pub(crate) fn chosen(
     host: &kiln::Host,
     name: Option<&str>,
-) -> CliResult<Arc<kiln_eval::eval_spec::EvalSpec>> {
+) -> CliResult<Arc<kiln::eval::eval_spec::EvalSpec>> {
     let reg = host.registry();
     let names: Vec<String> = reg.evals().map(|e| e.name.clone()).collect();
     match name {
@@ -185,7 +185,7 @@ pub(crate) async fn once(
 ) -> CliResult<Report> {
     let spec = chosen(host, a.name.as_deref())?;
     let workspace = host.config().workspace.clone();
-    let judges = kiln_eval::score::judge::JudgeSettings {
+    let judges = kiln::eval::score::judge::JudgeSettings {
         timeout: a.timeout.map(|s| s.0),
         defaults: host.config().providers.clone(),
         cancel: cancel.clone(),
@@ -210,7 +210,7 @@ pub(crate) async fn once(
         (None, None) => {
             let mut opts = options(a, cancel.clone(), judges);
             opts.cache |= matches!(pass, Pass::Replaying);
-            kiln_eval::run::run(host, &spec, opts).await?
+            kiln::eval::run::run(host, &spec, opts).await?
         }
     };
     if let Some(name) = &a.baseline {
@@ -224,7 +224,7 @@ pub(crate) async fn once(
 fn options(
     a: &EvalArgs,
     cancel: CancellationToken,
-    judge: kiln_eval::score::judge::JudgeSettings,
+    judge: kiln::eval::score::judge::JudgeSettings,
 ) -> EvalOptions {
     let live = std::io::stderr().is_terminal() && !a.quiet;
     EvalOptions {
@@ -242,7 +242,7 @@ fn options(
         timeout: a.timeout.map(|s| s.0),
         cache: a.cache,
         judge,
-        progress: live.then(|| Arc::new(draw_progress) as kiln_eval::run::ProgressFn),
+        progress: live.then(|| Arc::new(draw_progress) as kiln::eval::run::ProgressFn),
         cancel,
         only: a.case.clone(),
     }
@@ -429,11 +429,11 @@ fn only_evaluators_changed(host: &kiln::Host, a: &EvalArgs, path: &str) -> bool 
         canon(p) == canon(path)
     };
     let target_file = match &spec.target {
-        kiln_eval::eval_spec::EvalTarget::Agent(n) => {
+        kiln::eval::eval_spec::EvalTarget::Agent(n) => {
             host.agent(n).ok().map(|s| s.loc.path.clone())
         }
-        kiln_eval::eval_spec::EvalTarget::Tool(n)
-        | kiln_eval::eval_spec::EvalTarget::Pipeline(n) => {
+        kiln::eval::eval_spec::EvalTarget::Tool(n)
+        | kiln::eval::eval_spec::EvalTarget::Pipeline(n) => {
             host.tool(n).ok().map(|t| t.loc.path.clone())
         }
     };
