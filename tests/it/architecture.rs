@@ -514,3 +514,62 @@ fn the_binary_reaches_the_library_through_the_facade() {
     let found = crates_named("let db = kiln_db::Db::open(p)?;", &kiln_crates);
     assert!(found.contains("kiln_db"), "{found:?}");
 }
+
+/// The repository paths a page names in backticks: `crates/x/src/y.rs`, `benches/`,
+/// `Cargo.toml` (a word with a `/`, or a file name with an extension kiln's tree uses).
+fn paths_named(page: &str) -> Vec<String> {
+    let file = |w: &str| {
+        [".rs", ".md", ".toml", ".sh", ".py", ".rhai", ".json"]
+            .iter()
+            .any(|e| w.ends_with(e))
+    };
+    page.split('`')
+        .skip(1)
+        .step_by(2)
+        .filter(|w| !w.contains(' ') && !w.contains("::") && !w.starts_with('-'))
+        .filter(|w| (w.contains('/') && !w.contains("://")) || file(w))
+        .map(|w| w.trim_start_matches("./").to_string())
+        .collect()
+}
+
+#[test]
+fn every_path_a_recipe_names_exists() {
+    let page = std::fs::read_to_string(repo().join("CONTRIBUTING.md")).expect("CONTRIBUTING.md");
+    for recipe in [
+        "## Add a provider",
+        "## Add a DSL method",
+        "## Add a host function",
+        "## Add a door",
+        "## Add a CLI command",
+        "## Add a bar to BENCHMARKS.md",
+    ] {
+        assert!(
+            page.contains(recipe),
+            "CONTRIBUTING.md has no recipe \"{recipe}\""
+        );
+    }
+    let paths = paths_named(&page);
+    assert!(paths.len() > 40, "too few paths read: {paths:?}");
+    let missing: Vec<&String> = paths
+        .iter()
+        .filter(|p| {
+            // `../shared/...` is beside the repository, as the brief keeps it.
+            !p.starts_with("../") && !repo().join(p.as_str()).exists()
+        })
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "CONTRIBUTING.md names paths that do not exist: {missing:?}"
+    );
+}
+
+#[test]
+fn a_recipe_path_that_drifted_is_found() {
+    let page = "1. `crates/providers/src/openai_reply.rs`: the reply; `kiln::log`, `--help`.";
+    let paths = paths_named(page);
+    assert_eq!(paths, ["crates/providers/src/openai_reply.rs"]);
+    assert!(
+        !repo().join(&paths[0]).exists(),
+        "moved to openai/chat/reply.rs"
+    );
+}
