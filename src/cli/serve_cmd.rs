@@ -431,7 +431,7 @@ fn mcp_endpoint(
         let mut server = kiln::mcp::McpServer::new(state.host.clone(), grants);
         // Behind Restate, a task is a durable invocation any worker answers for.
         if let Some(front) = &state.front {
-            let engine = kiln::serve::restate::RestateTasks::new(front.clone());
+            let engine = kiln::serve::RestateTasks::new(front.clone());
             server = server.with_durable_tasks(std::sync::Arc::new(engine));
         }
         kiln::mcp::McpEndpoint::new(

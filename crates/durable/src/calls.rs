@@ -43,8 +43,8 @@ impl ToolCall {
             .map_err(|e| TerminalError::new_with_code(400, format!("caps: {e}")))?;
         asked.mark_ask(&req.ask);
         let ceiling = self.0.ceiling.clone().unwrap_or_default();
-        kiln_serve::walls::auth::check_within(&asked, &ceiling, "caps")
-            .map_err(|e| TerminalError::new_with_code(403, e.message))?;
+        kiln_host::admission::check_within(&asked, &ceiling, "caps")
+            .map_err(|e| TerminalError::new_with_code(403, e.to_string()))?;
         Ok(Grants::effective(&[Some(&ceiling), Some(&asked)]))
     }
 }

@@ -96,7 +96,7 @@ fn record(ctx: &ObjectContext<'_>, awakeable: &str, decision: &Value) {
 }
 
 /// The decisions of durable approvals, one object per run and approval
-/// (`kiln_serve::restate::approval_key`).
+/// (`kiln_restate::approval_key`).
 pub struct Approval;
 
 #[restate_sdk::object(name = "KilnApproval")]

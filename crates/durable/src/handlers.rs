@@ -26,7 +26,7 @@ pub struct Worker {
     pub host: Arc<Host>,
     pub overrides: ProviderOverrides,
     pub ceiling: Option<Grants>,
-    pub slots: Option<kiln_serve::walls::limits::Limiter>,
+    pub slots: Option<kiln_host::admission::Limiter>,
     pub run_timeout: Option<std::time::Duration>,
     pub approval_timeout: std::time::Duration,
 }
@@ -206,7 +206,7 @@ impl Worker {
             Some(slots) => Some(slots.acquire().await.map_err(|e| {
                 HandlerError::from(std::io::Error::other(format!(
                     "no run slot free on this worker: {}",
-                    e.message
+                    e
                 )))
             })?),
             None => None,
@@ -231,8 +231,8 @@ impl Worker {
                 // Restate's ingress knows no kiln tokens: without `--caps`, the agent's own
                 // grants are the most a caller can ask for.
                 let ceiling = self.ceiling.as_ref().unwrap_or(agent);
-                kiln_serve::walls::auth::check_within(&asked, ceiling, "caps")
-                    .map_err(|e| TerminalError::new_with_code(403, e.message))?;
+                kiln_host::admission::check_within(&asked, ceiling, "caps")
+                    .map_err(|e| TerminalError::new_with_code(403, e.to_string()))?;
                 Some(asked)
             }
         };

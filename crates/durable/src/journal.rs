@@ -4,7 +4,7 @@
 use super::decision::{ApprovalClient, decided, normalized};
 use kiln_agent::RunErrorKind;
 use kiln_agent::journal::{ApprovalFuture, Recalled, StepFuture, StepJournal, StepValue, StepWork};
-use kiln_serve::restate::approval_key;
+use kiln_restate::approval_key;
 use restate_sdk::prelude::*;
 use serde_json::{Value, json};
 use std::sync::{Arc, Mutex};
@@ -39,7 +39,7 @@ pub struct Waiting {
     /// decides, taken again after.
     pub slot: tokio::sync::Mutex<Option<tokio::sync::OwnedSemaphorePermit>>,
     /// The worker's slots.
-    pub slots: Option<kiln_serve::walls::limits::Limiter>,
+    pub slots: Option<kiln_host::admission::Limiter>,
     pending: Mutex<Vec<Value>>,
 }
 
@@ -48,7 +48,7 @@ impl Waiting {
     pub fn new(
         timeout: Duration,
         slot: Option<tokio::sync::OwnedSemaphorePermit>,
-        slots: Option<kiln_serve::walls::limits::Limiter>,
+        slots: Option<kiln_host::admission::Limiter>,
     ) -> Self {
         Waiting {
             timeout,

@@ -10,10 +10,11 @@
 //! - `coalesce`: its responses, a quick step's start sent with its result
 //!
 //! The other direction, kiln calling Restate (registering a worker, the front door of
-//! `kiln serve`), is plain HTTP and lives in kiln-serve's `restate` module, re-exported here.
+//! `kiln serve`), is plain HTTP and lives in kiln-restate, re-exported here. The run slots and
+//! the token ceiling it shares with the server are kiln-host's (`kiln_host::admission`).
 //!
-//! May depend on: kiln-core, kiln-registry, kiln-agent, kiln-host, kiln-serve (the run slots and the token
-//! ceiling it shares with the server), restate-sdk.
+//! May depend on: kiln-core, kiln-registry, kiln-providers, kiln-agent, kiln-host,
+//! kiln-restate, restate-sdk.
 
 #![warn(missing_docs)]
 
@@ -24,7 +25,7 @@ mod handlers;
 mod journal;
 mod server;
 
-pub use kiln_serve::restate::{
+pub use kiln_restate::{
     DurableError, Invocation, Outcome, RestateClient, Target, key_segment, register,
 };
 
@@ -47,7 +48,7 @@ pub struct WorkerOptions {
     pub ceiling: Option<Grants>,
     /// The run slots of the process (`kiln serve --max-runs/--queue`); a run finding none
     /// free fails its attempt and Restate retries it later (on this or another worker).
-    pub slots: Option<kiln_serve::walls::limits::Limiter>,
+    pub slots: Option<kiln_host::admission::Limiter>,
     /// Deadline of each run, counted from the start of each attempt (a resumed run's journaled
     /// steps come back at once, so it bounds the work done live).
     pub run_timeout: Option<Duration>,

@@ -10,6 +10,7 @@
 
 #![warn(missing_docs)]
 
+pub mod admission;
 pub mod api;
 mod host;
 #[cfg(feature = "mcp")]

@@ -2,5 +2,6 @@
 //! `launch` and the walls every door shares (`crate::walls`).
 
 pub(crate) mod chat;
+pub(crate) mod mcp_tasks;
 pub(crate) mod responses;
 pub(crate) mod runs;

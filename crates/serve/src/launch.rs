@@ -8,7 +8,7 @@ use super::metrics::Metrics;
 use super::state::{AppState, session_key};
 use super::table::RunEntry;
 use crate::feed::Audience;
-use crate::walls::auth::{Principal, check_within};
+use crate::walls::auth::Principal;
 use futures_util::StreamExt;
 use kiln_agent::Event;
 use kiln_agent::connect::ProviderOverrides;
@@ -17,6 +17,7 @@ use kiln_agent::record::{Commit, committed};
 use kiln_agent::{RecordError, Recorder, RunOptions, RunReport, ToolCallRecord};
 use kiln_core::capability::Grants;
 use kiln_db::sessions::ResumeError;
+use kiln_host::admission::check_within;
 use kiln_providers::{AnsweredBy, Message, StopReason, Usage};
 use serde_json::Value;
 use std::sync::{Arc, Mutex};
@@ -243,7 +244,7 @@ pub async fn launch(
         started: Mutex::new(Some(started_tx)),
     };
     let cancel = state.stop_runs.child_token();
-    let approvals = Arc::new(super::approvals::Approvals::new(
+    let approvals = Arc::new(crate::table::approvals::Approvals::new(
         state.options.approval_timeout,
     ));
     let agent_name = std::mem::take(&mut req.agent);
@@ -334,7 +335,7 @@ struct RunParts {
     grants: Grants,
     tap: Tap,
     cancel: tokio_util::sync::CancellationToken,
-    approvals: Arc<super::approvals::Approvals>,
+    approvals: Arc<crate::table::approvals::Approvals>,
 }
 
 /// The run's options: the request's (its agent and prompt already taken out) within the
@@ -369,7 +370,7 @@ pub(super) fn register(
     run_id: String,
     agent: String,
     cancel: tokio_util::sync::CancellationToken,
-    approvals: Arc<super::approvals::Approvals>,
+    approvals: Arc<crate::table::approvals::Approvals>,
 ) -> Arc<RunEntry> {
     let entry = Arc::new(RunEntry::new(
         run_id,
@@ -411,7 +412,7 @@ pub(super) fn register(
 fn attach_approvals(
     state: &Arc<AppState>,
     entry: &Arc<RunEntry>,
-    approvals: &super::approvals::Approvals,
+    approvals: &crate::table::approvals::Approvals,
     announced: &Arc<Mutex<bool>>,
 ) {
     let (events, feed, said) = (

@@ -8,25 +8,27 @@
 //!   Response objects, `stream` the event stream, `front` the same through Restate's
 //!   ingress); `doors::runs`: kiln's `/v1/runs` (events as SSE, cancel) and `/v1/sessions`
 //!   (`stored`: a run the server does not hold, as the run log keeps it; `front`: `/v1/runs`
-//!   through Restate's ingress, `--restate-ingress`, for a fleet)
-//! - `walls`: what every door passes through: `auth` (tokens), `guard` (the `Origin` and
-//!   `Host` checks), `body` (JSON bodies only), `limits` (slots, queue, 429)
+//!   through Restate's ingress, `--restate-ingress`, for a fleet); `doors::mcp_tasks`: MCP
+//!   tasks as Restate invocations ([`RestateTasks`])
+//! - `walls`: `auth` (tokens, their actors and ceilings) and `admission` (kiln-host's run
+//!   slots and ceiling check answered as 429, 503 and 403); beside them `guard` (the `Origin`
+//!   and `Host` checks) and `body` (JSON bodies only)
 //! - `launch`: a request -> grants within the token's ceiling, session, slot, the run
-//! - `table`: runs by id with their events; `approvals`: calls waiting for a person
+//! - `table`: runs by id with their events (+ `approvals`: calls waiting for a person)
 //! - `metrics`, `router` (health, logging), `error` (OpenAI's shape), `logfmt` (JSON log lines)
 //! - `console`: the web console: `ui` (its pages at `/ui`, in the binary, with their security
 //!   headers), `feed` (`/v1/events`: runs, approvals, reloads as they happen), `listing`
 //!   (`/v1/me`, `/v1/runs`), `timeline` (a run's story), `inbox` (`/v1/approvals`),
 //!   `tools_api` (`/v1/tools`: list and call), `health` (`/v1/scripts`: files, errors, reloads)
-//! - `restate`: kiln calling Restate over plain HTTP (the front door's ingress client, worker
-//!   registration); the worker itself is kiln-durable
 //!
-//! May depend on: kiln-core, kiln-egress, kiln-registry, kiln-project, kiln-providers, kiln-db, kiln-agent, kiln-host, kiln-http,
-//! kiln-mcp (the `/mcp` mount point).
+//! kiln calling Restate over plain HTTP is kiln-restate; the worker itself is kiln-durable.
+//!
+//! May depend on: kiln-core, kiln-otel, kiln-egress, kiln-registry, kiln-project,
+//! kiln-providers, kiln-db, kiln-agent, kiln-host, kiln-http, kiln-mcp (the `/mcp` mount
+//! point), kiln-restate.
 
 #![warn(missing_docs)]
 
-mod approvals;
 mod body;
 pub mod console;
 mod doors;
@@ -36,13 +38,13 @@ mod guard;
 mod launch;
 pub mod logfmt;
 pub mod metrics;
-pub mod restate;
 mod router;
 mod running;
 pub mod state;
 mod table;
 pub mod walls;
 
+pub use doors::mcp_tasks::RestateTasks;
 pub use router::router;
 pub use state::{AppState, ServeOptions};
 pub use walls::auth::Tokens;

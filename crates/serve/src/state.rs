@@ -4,11 +4,11 @@ use super::error::ApiError;
 use super::metrics::Metrics;
 use super::table::RunTable;
 use crate::walls::auth::{Principal, Tokens};
-use crate::walls::limits::Limiter;
 use axum::extract::FromRequestParts;
 use axum::http::request::Parts;
 use kiln_core::capability::Grants;
 use kiln_host::Host;
+use kiln_host::admission::Limiter;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, Weak};
@@ -97,7 +97,7 @@ pub struct AppState {
     /// Cancels every run (the grace period ran out).
     pub stop_runs: CancellationToken,
     /// The durable engine `/v1/runs` submits to (`--restate-ingress`); `None`: runs run here.
-    pub front: Option<crate::restate::RestateClient>,
+    pub front: Option<kiln_restate::RestateClient>,
     /// The Responses door's running responses.
     pub(crate) responses: crate::running::Running,
     /// What the console's live feed sends (`GET /v1/events`).
@@ -132,7 +132,7 @@ impl AppState {
     }
 
     /// Sends `/v1/runs` to Restate through `front` instead of running them here.
-    pub fn with_front(mut self, front: crate::restate::RestateClient) -> Self {
+    pub fn with_front(mut self, front: kiln_restate::RestateClient) -> Self {
         self.front = Some(front);
         self
     }

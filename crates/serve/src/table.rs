@@ -1,6 +1,8 @@
 //! The runs the server knows: each run's events as they happened (so a late reader of
 //! `/v1/runs/{id}/events` sees them all), its end, and the token that cancels it.
 
+pub(crate) mod approvals;
+
 use super::error::error_kind;
 use crate::walls::auth::Principal;
 use futures_util::Stream;
@@ -33,7 +35,7 @@ pub struct RunEntry {
     /// Cancels this run only.
     pub cancel: CancellationToken,
     /// The calls waiting for a person's approval.
-    pub approvals: Arc<super::approvals::Approvals>,
+    pub approvals: Arc<approvals::Approvals>,
     /// When it started (seconds since the epoch).
     pub started_at: f64,
     events: Mutex<Vec<Arc<Event>>>,
@@ -48,7 +50,7 @@ impl RunEntry {
         agent: String,
         owner: Option<String>,
         cancel: CancellationToken,
-        approvals: Arc<super::approvals::Approvals>,
+        approvals: Arc<approvals::Approvals>,
     ) -> Self {
         RunEntry {
             id,
@@ -56,7 +58,7 @@ impl RunEntry {
             owner,
             cancel,
             approvals,
-            started_at: super::approvals::now_secs(),
+            started_at: approvals::now_secs(),
             events: Mutex::new(Vec::new()),
             count: watch::Sender::new(0),
         }

@@ -29,7 +29,7 @@ pub(crate) fn announce_reload(state: &AppState, report: &ReloadReport) {
         "ok": report.ok(),
         "errors": report.errors.iter().map(error_json).collect::<Vec<_>>(),
         "summary": report.to_string(),
-        "at": crate::approvals::now_secs(),
+        "at": crate::table::approvals::now_secs(),
     });
     {
         let mut kept = state.reloads.lock().unwrap_or_else(|e| e.into_inner());

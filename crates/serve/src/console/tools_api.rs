@@ -115,7 +115,7 @@ pub async fn call(
 
 /// The call's run: in the table (its approvals in the inbox), its call started.
 fn start(state: &Arc<AppState>, who: &Principal, tool: &Tool, args: &Value) -> Arc<RunEntry> {
-    let approvals = Arc::new(crate::approvals::Approvals::new(
+    let approvals = Arc::new(crate::table::approvals::Approvals::new(
         state.options.approval_timeout,
     ));
     let entry = crate::launch::register(

@@ -47,7 +47,7 @@ pub async fn approve(
     Path((id, approval)): Path<(String, String)>,
     JsonBody(body): JsonBody,
 ) -> Result<Json<Value>, ApiError> {
-    let decision = crate::approvals::decision(&body)?;
+    let decision = crate::table::approvals::decision(&body)?;
     // A token granted `approve` decides for any run; anyone else only for their own.
     let approver = who.may_decide_all();
     let decider = Principal {

@@ -13,7 +13,6 @@ use crate::doors::responses::stream::{StreamEvent, Streamer};
 use crate::doors::runs::front::{idempotency_key, restate_error, scoped};
 use crate::error::ApiError;
 use crate::launch::{find_agent, grants_for};
-use crate::restate::{Invocation, Outcome, RestateClient, Target};
 use crate::running::Echo;
 use crate::running::Shape;
 use crate::state::AppState;
@@ -28,6 +27,7 @@ use kiln_agent::{
 };
 use kiln_core::capability::GrantMode;
 use kiln_providers::Message;
+use kiln_restate::{Invocation, Outcome, RestateClient, Target};
 use serde_json::{Value, json};
 use std::sync::Arc;
 

@@ -12,7 +12,6 @@
 
 use crate::error::ApiError;
 use crate::launch::{find_agent, grants_for};
-use crate::restate::{DurableError, Invocation, Outcome, RestateClient, Target, key_segment};
 use crate::state::AppState;
 use crate::walls::auth::Principal;
 use axum::Json;
@@ -20,6 +19,7 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use kiln_core::capability::GrantMode;
+use kiln_restate::{DurableError, Invocation, Outcome, RestateClient, Target, key_segment};
 use serde_json::{Value, json};
 use std::sync::Arc;
 
@@ -263,12 +263,14 @@ pub(crate) async fn decide(
     who: &Principal,
     id: &str,
     approval: &str,
-    decision: &crate::approvals::Decision,
+    decision: &crate::table::approvals::Decision,
 ) -> Result<Value, ApiError> {
     find(front, who, id).await?;
     let value = match decision {
-        crate::approvals::Decision::Approve => json!({"decision": "approve"}),
-        crate::approvals::Decision::Deny(reason) => json!({"decision": "deny", "reason": reason}),
+        crate::table::approvals::Decision::Approve => json!({"decision": "approve"}),
+        crate::table::approvals::Decision::Deny(reason) => {
+            json!({"decision": "deny", "reason": reason})
+        }
     };
     let answer = front
         .decide(id, approval, &value)
@@ -282,7 +284,7 @@ pub(crate) async fn decide(
         ));
     }
     if answer["taken"] != true {
-        return Err(crate::approvals::decided_already(approval, won));
+        return Err(crate::table::approvals::decided_already(approval, won));
     }
     Ok(json!({"id": id, "agent": null, "status": "running"}))
 }

@@ -5,7 +5,7 @@
 //! `{"decision": "deny", "reason": "..."}` resumes it. Nobody deciding within the deadline
 //! denies. The call's thread waits; the run holds its slot meanwhile.
 
-use super::error::ApiError;
+use crate::error::ApiError;
 use kiln_agent::Event;
 use kiln_core::context::{ApprovalAsk, Approver};
 use serde_json::{Value, json};

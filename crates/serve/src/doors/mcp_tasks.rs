@@ -4,10 +4,10 @@
 //! under its owner's prefix (the actor, and the session that started it), which is how one
 //! client is kept from another's tasks.
 
-use super::{Outcome, RestateClient, Target, key_segment};
 use kiln_mcp::tasks::durable::{
     DurableCall, DurableFuture, DurableState, DurableTask, DurableTasks, TaskOwner,
 };
+use kiln_restate::{Outcome, RestateClient, Target, key_segment};
 use serde_json::json;
 
 /// The Restate engine of a fleet's MCP tasks.
@@ -96,6 +96,6 @@ impl DurableTasks for RestateTasks {
     }
 
     fn owns(&self, id: &str) -> bool {
-        super::client::is_invocation_id(id)
+        kiln_restate::is_invocation_id(id)
     }
 }
