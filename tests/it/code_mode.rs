@@ -12,7 +12,7 @@ tool("secret").description("Reads HOME").param("q", "string").requires("env")
 tool("hidden").description("Not offered to the agent").handler(|a| "hidden");
 
 agent("coder").provider("script").tools(["lookup", "secret"]).ask(["env"])
-    .code_mode(#{ max_calls: 25, timeout: 1500 })
+    .code_mode(#{ max_calls: 25, timeout: "1500ms" })
     .planner(|messages, tools| {
         let last = messages[messages.len() - 1];
         if last.role == "user" {
@@ -26,7 +26,7 @@ agent("coder").provider("script").tools(["lookup", "secret"]).ask(["env"])
 // The same agent with a deadline far off, so a busy loop meets the operation limit first
 // however loaded the machine is.
 agent("patient").provider("script").tools(["lookup"])
-    .code_mode(#{ max_calls: 25, timeout: 120000 })
+    .code_mode(#{ max_calls: 25, timeout: "2m" })
     .planner(|messages, tools| {
         let last = messages[messages.len() - 1];
         if last.role == "user" {

@@ -21,7 +21,7 @@ tool("every_option")
     .param("flag", "boolean", #{ optional: true })
     .requires(["database_read", "store"])
     .exclusive()
-    .timeout(1500)
+    .timeout("1500ms")
     .retries(2)
     .handler(|args, ctx| args);
 

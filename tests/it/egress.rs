@@ -16,13 +16,13 @@ tool("fetch").param("u", "string").requires("net").handler(|a| {
     let r = http_get(a.u);
     #{ status: r.status, body: r.body }
 });
-tool("slow").param("u", "string").requires("net").timeout(400)
+tool("slow").param("u", "string").requires("net").timeout("400ms")
     .handler(|a| http_get(a.u, #{ timeout_ms: 600000 }).status);
-tool("wait").param("u", "string").param("t", "string").requires("net").timeout(60000)
+tool("wait").param("u", "string").param("t", "string").requires("net").timeout("1m")
     .handler(|a| http_get(a.u, #{ timeout: a.t }).status);
-tool("wait_n").param("u", "string").requires("net").timeout(60000)
-    .handler(|a| http_get(a.u, #{ timeout: 300 }).status);
-tool("wait_ms").param("u", "string").requires("net").timeout(60000)
+tool("wait_n").param("u", "string").requires("net").timeout("1m")
+    .handler(|a| http_get(a.u, #{ timeout: "300ms" }).status);
+tool("wait_ms").param("u", "string").requires("net").timeout("1m")
     .handler(|a| http_get(a.u, #{ timeout_ms: 300 }).status);
 tool("w").param("text", "string").requires("fs.write")
     .handler(|a| { write_file("out.txt", a.text); "ok" });

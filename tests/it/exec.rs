@@ -267,7 +267,7 @@ tool("recovers").retries(3).requires("store").handler(|a| { if runs("recovers") 
 tool("tool_error").retries(3).requires("store").handler(|a| { runs("tool_error"); throw tool_error("no such order"); });
 tool("denied").retries(3).requires("store").handler(|a| { runs("denied"); env("KILN_UNDECLARED") });
 tool("approval").retries(3).requires("store").requires("fs.write").handler(|a| { runs("approval"); write_file("x.txt", "x"); "written" });
-tool("deadline").retries(3).timeout(50).requires("store").handler(|a| { runs("deadline"); loop {} });
+tool("deadline").retries(3).timeout("50ms").requires("store").handler(|a| { runs("deadline"); loop {} });
 tool("limit").retries(3).requires("store").handler(|a| { runs("limit"); deep(0) });
 tool("invalid").retries(3).param("n", "integer").requires("store").handler(|a| { runs("invalid"); a.n });
 tool("cancelled").retries(3).requires("store").handler(|a| { runs("cancelled"); loop {} });

@@ -277,7 +277,7 @@ fn kiln_serve_under_a_memory_limit_survives_code_mode_programs_and_answers_healt
         &format!(
             r#"tool("echo").description("Says it back").param("text", "string").handler(|a| a.text);
 agent("coder").provider("openai").model("m").base_url("{}/v1").tools(["echo"])
-    .code_mode(#{{ max_calls: 5, timeout: 20000 }});"#,
+    .code_mode(#{{ max_calls: 5, timeout: "20s" }});"#,
             mock.url
         ),
     )]);
@@ -374,7 +374,7 @@ fn a_handler_walking_a_cycle_ends_with_an_error_not_an_abort() {
         .iter()
         .map(|(name, expr, _)| {
             let tool = format!(
-                "tool(\"{name}\").description(\"c\").timeout(5000).handler(|a| {{ {cycle} {expr} }});"
+                "tool(\"{name}\").description(\"c\").timeout(\"5s\").handler(|a| {{ {cycle} {expr} }});"
             );
             (format!("{name}.rhai"), tool)
         })

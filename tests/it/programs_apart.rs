@@ -17,21 +17,21 @@ tool("slow").description("Takes its time").handler(|a| { sleep(3); "slept" });
 tool("charge").description("Charges a card").param("cents", "integer").requires("payments")
     .handler(|a| `charged ${a.cents}`);
 agent("quick").provider("script").tools(["lookup"])
-    .code_mode(#{ max_calls: 25, timeout: 1500 })
+    .code_mode(#{ max_calls: 25, timeout: "1500ms" })
     .planner(|messages, tools| {
         let last = messages[messages.len() - 1];
         if last.role == "user" { return #{ tool_calls: [#{ name: "run_code", args: #{ code: last.content } }] }; }
         #{ text: `${last.is_error}: ${last.content}` }
     });
 agent("patient").provider("script").tools(["lookup", "slow"])
-    .code_mode(#{ max_calls: 25, timeout: 60000 })
+    .code_mode(#{ max_calls: 25, timeout: "1m" })
     .planner(|messages, tools| {
         let last = messages[messages.len() - 1];
         if last.role == "user" { return #{ tool_calls: [#{ name: "run_code", args: #{ code: last.content } }] }; }
         #{ text: `${last.is_error}: ${last.content}` }
     });
 agent("careful").provider("script").tools(["lookup", "charge"]).capabilities(["payments"])
-    .needs_approval(["payments"]).code_mode(#{ max_calls: 25, timeout: 60000 })
+    .needs_approval(["payments"]).code_mode(#{ max_calls: 25, timeout: "1m" })
     .planner(|messages, tools| {
         let last = messages[messages.len() - 1];
         if last.role == "user" { return #{ tool_calls: [#{ name: "run_code", args: #{ code: last.content } }] }; }

@@ -194,7 +194,7 @@ fn native_tools_take_the_same_rate_limit() {
 fn waiting_is_bounded_by_the_tools_deadline() {
     let s = Scripts::new(&[(
         "t.rhai",
-        "tool(\"patient\").timeout(200).rate_limit(1, 60, #{ wait: true }).handler(|args| \"ok\");",
+        "tool(\"patient\").timeout(\"200ms\").rate_limit(1, 60, #{ wait: true }).handler(|args| \"ok\");",
     )]);
     let host = host(&s);
     let first = host

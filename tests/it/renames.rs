@@ -173,11 +173,11 @@ pipeline(\"p\").input(\"x\", \"string\").compute(\"y\", [\"x\"], \"t\").output(\
         },
         // An options key: `timeout` reads a bare number as milliseconds, as `timeout_ms` did.
         Case {
-            script: "tool(\"t\").param(\"u\", \"string\").requires(\"net\").timeout(60000).handler(|a| http_get(a.u, #{ timeout_ms: 300 }).status);\n",
+            script: "tool(\"t\").param(\"u\", \"string\").requires(\"net\").timeout(\"60s\").handler(|a| http_get(a.u, #{ timeout_ms: 300 }).status);\n",
             old: "timeout_ms: 300",
-            new: "timeout: 300",
+            new: "timeout: \"300ms\"",
             at: (3, 92),
-            says: "`http_get(...)`'s option `timeout_ms` is deprecated: write `timeout` (a duration: \"5s\", or milliseconds)",
+            says: "`http_get(...)`'s option `timeout_ms` is deprecated: write `timeout` (a duration with its unit: \"5s\")",
             same: |a, b| {
                 // A listener nobody accepts on: each fetch ends at its own 300 ms timeout.
                 let silent = std::net::TcpListener::bind("127.0.0.1:0").expect("bind loopback");
@@ -338,7 +338,7 @@ fn a_timeout_that_is_not_a_duration_is_a_load_error_at_its_call() {
     );
     assert!(
         errors.iter().any(|e| e.starts_with("DIR/t.rhai:2:11: ")
-            && e.contains("timeout must be a positive number of milliseconds")),
+            && e.contains("timeout must be a duration with its unit")),
         "{errors:?}"
     );
 }
@@ -374,4 +374,84 @@ mcp_server("m").command("true").rate_limit(5, "10s");
         .expect_err("a bad duration");
     let detail = bad.detail.unwrap_or_default();
     assert!(detail.contains("unknown unit"), "{detail}");
+}
+
+/// A script in the spellings of the release before (bare milliseconds where a duration goes):
+/// `kiln check` warns at each number, `kiln check --fix` writes each with its unit, and the
+/// fixed script loads with the same deadlines and no warning.
+#[test]
+fn bare_milliseconds_are_warned_and_written_with_their_unit_by_kiln_check_fix() {
+    let today = r#"tool("slow").param("u", "string").requires("net").timeout(5000)
+    .handler(|a| http_get(a.u, #{ timeout: 1500 }).status);
+tool("quick").timeout(250).handler(|a| 1);
+agent("coder").provider("script").planner(|m, t| "hi").tools(["quick"]).code_mode(#{ timeout: 120000 });
+pipeline("p").input("x", "string").compute("y", ["x"], "quick").result("y").timeout(90000);
+"#;
+    let s = Scripts::new(&[("t.rhai", today)]);
+    let before = host(s.path());
+    assert!(s.errors(&before).is_empty(), "{:?}", s.errors(&before));
+    let check = kiln(&["check", "--no-stdlib", "--scripts", "."], s.path());
+    assert!(check.status.success(), "{}", stderr(&check));
+    for (at, says) in [
+        (
+            "t.rhai:1:59: ",
+            "`.timeout(5000)` is deprecated: write `.timeout(\"5s\")`",
+        ),
+        (
+            "t.rhai:2:44: ",
+            "`http_get(...)`'s option `timeout: 1500` is deprecated: write `timeout: \"1500ms\"`",
+        ),
+        (
+            "t.rhai:3:23: ",
+            "`.timeout(250)` is deprecated: write `.timeout(\"250ms\")`",
+        ),
+        (
+            "t.rhai:4:95: ",
+            "`.code_mode(...)`'s option `timeout: 120000` is deprecated: write `timeout: \"2m\"`",
+        ),
+        (
+            "t.rhai:5:85: ",
+            "`.timeout(90000)` is deprecated: write `.timeout(\"90s\")`",
+        ),
+    ] {
+        let line = format!("{at}{says}");
+        let err = stderr(&check);
+        assert!(
+            err.lines().any(|l| l.contains(at) && l.contains(says)),
+            "{line}\n{err}"
+        );
+    }
+    let fixed = kiln(
+        &["check", "--fix", "--no-stdlib", "--scripts", "."],
+        s.path(),
+    );
+    assert!(fixed.status.success(), "{}", stderr(&fixed));
+    let text = std::fs::read_to_string(s.path().join("t.rhai")).expect("the script");
+    let want = today
+        .replacen(".timeout(5000)", ".timeout(\"5s\")", 1)
+        .replacen("timeout: 1500", "timeout: \"1500ms\"", 1)
+        .replacen(".timeout(250)", ".timeout(\"250ms\")", 1)
+        .replacen("timeout: 120000", "timeout: \"2m\"", 1)
+        .replacen(".timeout(90000)", ".timeout(\"90s\")", 1);
+    assert_eq!(text, want);
+    let again = kiln(&["check", "--no-stdlib", "--scripts", "."], s.path());
+    assert!(!stderr(&again).contains("warning"), "{}", stderr(&again));
+    // The same deadlines, read from the unit now written.
+    let after = host(s.path());
+    let (old, new) = (before.registry(), after.registry());
+    for tool in ["slow", "quick"] {
+        let t = |r: &kiln::tool::Registry| r.find(tool).expect(tool).timeout;
+        assert_eq!(t(&old), t(&new), "{tool}");
+    }
+    assert_eq!(
+        new.find("quick").expect("quick").timeout,
+        Duration::from_millis(250)
+    );
+    let mode = |r: &kiln::tool::Registry| r.agent("coder").expect("coder").code_mode.clone();
+    assert_eq!(
+        mode(&new).expect("code mode").timeout,
+        Duration::from_secs(120)
+    );
+    let pipeline = new.pipelines().find(|p| p.name == "p").expect("p").timeout;
+    assert_eq!(pipeline, Duration::from_secs(90));
 }

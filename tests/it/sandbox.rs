@@ -5,13 +5,13 @@ use serde_json::json;
 use std::time::{Duration, Instant};
 
 const BOMBS: &str = r#"
-tool("spin").timeout(300).handler(|args| { loop { } });
-tool("sleepy").timeout(200).handler(|args| { sleep(30); 1 });
-tool("recurse").timeout(600000).handler(|args| down(0));
+tool("spin").timeout("300ms").handler(|args| { loop { } });
+tool("sleepy").timeout("200ms").handler(|args| { sleep(30); 1 });
+tool("recurse").timeout("10m").handler(|args| down(0));
 fn down(n) { down(n + 1) }
-tool("strings").timeout(600000).handler(|args| { let s = "x"; loop { s += s; } });
-tool("arrays").timeout(600000).handler(|args| { let a = [1]; loop { a += a; } });
-tool("maps").timeout(600000).handler(|args| { let m = #{}; let i = 0; loop { m[`k${i}`] = i; i += 1; } });
+tool("strings").timeout("10m").handler(|args| { let s = "x"; loop { s += s; } });
+tool("arrays").timeout("10m").handler(|args| { let a = [1]; loop { a += a; } });
+tool("maps").timeout("10m").handler(|args| { let m = #{}; let i = 0; loop { m[`k${i}`] = i; i += 1; } });
 tool("ok").handler(|args| "still here");
 tool("printer").handler(|args| { for i in 0..1000 { print(`spam ${i}`); debug(i); } "printed" });
 tool("sneaky_store").handler(|args| store_get("x", "y"));

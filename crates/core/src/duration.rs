@@ -1,6 +1,8 @@
 //! Durations written with their unit (`"30s"`, `"500ms"`, `"2m"`), read the same way by
-//! scripts, flags and the project file. A bare number keeps the unit its place always had
-//! (milliseconds in a script's `.timeout(n)`, seconds in a `--...-timeout` flag).
+//! scripts, flags and the project file. A bare number means seconds, except where a script
+//! wrote milliseconds before (a `.timeout(n)`, `within_duration(n)`, a `timeout` option):
+//! there it still does, deprecated (kiln-script's renames warn and `kiln check --fix` writes
+//! the unit).
 
 use std::time::Duration;
 

@@ -84,13 +84,13 @@ pub fn to_dynamic(value: &Value) -> Dynamic {
     rhai::serde::to_dynamic(value).unwrap_or(Dynamic::UNIT)
 }
 
-/// A `timeout` as a script writes it: a positive number of milliseconds, or a duration with
-/// its unit (`"30s"`, `"500ms"`, `"2m"`).
+/// A `timeout` as a script writes it: a duration with its unit (`"30s"`, `"500ms"`, `"2m"`), or
+/// (deprecated: `kiln check` warns and `--fix` rewrites it) a positive number of milliseconds.
 pub(crate) fn timeout(value: &Dynamic) -> Result<Duration, String> {
     use kiln_core::duration::{BareUnit, parse_duration};
     let wrong = || {
         format!(
-            "timeout must be a positive number of milliseconds or a duration such as \"30s\", not {value}"
+            "timeout must be a duration with its unit such as \"30s\" or \"500ms\" (or, deprecated, a positive number of milliseconds), not {value}"
         )
     };
     let time = if let Ok(ms) = value.as_int() {

@@ -3,7 +3,10 @@
 //! (from the script's syntax tree, so strings and comments are never taken for calls) and
 //! [`fix`] rewrites those calls, and nothing else, to the new names. A renamed key of a host
 //! function's options map ([`KEY_RENAMES`]: `http_get`'s `timeout_ms`) is found and rewritten
-//! the same way where the map is written out as the call's options argument.
+//! the same way where the map is written out as the call's options argument. A bare number of
+//! milliseconds where a duration goes (`.timeout(5000)`, `within_duration(2000)`, a `timeout`
+//! option) is found as well and rewritten as a duration with its unit (`"5s"`): a duration
+//! says its unit, and a bare number is to mean seconds everywhere, as on the command line.
 
 use kiln_core::error::{LoadError, SourceLoc};
 use rhai::{ASTNode, Engine, Expr, FnCallExpr, OptimizationLevel, Stmt};
@@ -98,7 +101,7 @@ pub const KEY_RENAMES: &[KeyRename] = &[KeyRename {
     functions: &[("http_get", 2), ("http_post", 3)],
     old: "timeout_ms",
     new: "timeout",
-    advice: "`timeout` (a duration: \"5s\", or milliseconds)",
+    advice: "`timeout` (a duration with its unit: \"5s\")",
 }];
 
 /// How many arguments (the receiver not counted) a call of `r`'s old spelling has when it
@@ -127,6 +130,33 @@ pub struct Deprecation {
     /// Whether [`fix`] rewrites it: an options key is left when the map also holds the new key,
     /// or when its value is a literal the new key reads otherwise (a string, zero...).
     pub fixable: bool,
+    /// For a bare number of milliseconds where a duration goes: the number as written and the
+    /// duration to write instead (`rename` is then empty).
+    pub millis: Option<BareMillis>,
+}
+
+/// A bare number of milliseconds written where a duration goes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BareMillis {
+    /// Whose option it is (`http_get(...)`), for a `timeout` option.
+    pub option_of: Option<String>,
+    /// What is written before the number (`.timeout(`, `within_duration(`, `timeout: `).
+    pub before: &'static str,
+    /// What is written after it (`)`, or nothing for an option).
+    pub after: &'static str,
+    /// The number as the script writes it (`5000`, `5_000`).
+    pub written: String,
+    /// The same duration with its unit (`5s`, `1500ms`).
+    pub duration: String,
+}
+
+/// `ms` milliseconds as a duration with its unit, in the largest unit that says it exactly.
+pub fn with_unit(ms: i64) -> String {
+    match ms {
+        ms if ms % 60_000 == 0 => format!("{}m", ms / 60_000),
+        ms if ms % 1_000 == 0 => format!("{}s", ms / 1_000),
+        ms => format!("{ms}ms"),
+    }
 }
 
 /// What every deprecation's message says between the old spelling and the new.
@@ -135,6 +165,15 @@ const DEPRECATED: &str = "` is deprecated: write `";
 impl Deprecation {
     /// What `kiln check` and the language server say about it.
     pub fn message(&self) -> String {
+        if let Some(m) = &self.millis {
+            let whose =
+                (m.option_of.as_deref()).map_or_else(String::new, |f| format!("`{f}`'s option "));
+            let (before, after) = (m.before, m.after);
+            return format!(
+                "{whose}`{before}{}{after}{DEPRECATED}{before}\"{}\"{after}`: a bare number here is milliseconds; a duration says its unit, and a bare number is to mean seconds, as on the command line (`kiln check --fix` rewrites it)",
+                m.written, m.duration
+            );
+        }
         let Rename { on, old, new } = self.rename;
         let dot = if on.is_empty() { "" } else { "." };
         let fixed = match self.fixable {
@@ -258,11 +297,78 @@ fn renamed_keys(call: &FnCallExpr, method: bool) -> Vec<Deprecation> {
                     },
                     option_of: Some(func),
                     fixable: keeps_meaning && !has_new,
+                    millis: None,
                 });
             }
         }
     }
     out
+}
+
+/// Where a call writes a bare number of milliseconds for a duration: `.timeout(n)` (a tool's,
+/// a pipeline's, a resource's or a prompt's deadline), `within_duration(n)`, and the `timeout`
+/// of `http_get`'s and `http_post`'s options and of `.code_mode(#{...})`. Only a positive
+/// integer written as such is found: a name or an expression may hold anything.
+fn bare_millis(source: &str, call: &FnCallExpr, method: bool) -> Vec<Deprecation> {
+    if call.is_qualified() {
+        return Vec::new();
+    }
+    let name = call.name.as_str();
+    let passed = call.args.len() + usize::from(method);
+    let mut numbers: Vec<(Option<String>, &'static str, &'static str, &Expr)> = Vec::new();
+    match (name, method, call.args.len()) {
+        ("timeout", true, 1) => numbers.push((None, ".timeout(", ")", &call.args[0])),
+        ("within_duration", false, 1) => {
+            numbers.push((None, "within_duration(", ")", &call.args[0]))
+        }
+        _ => {}
+    }
+    let takes_options = matches!(
+        (name, method, passed),
+        ("http_get", false, 2) | ("http_post", false, 3) | ("code_mode", true, 2)
+    );
+    if takes_options && let Some(Expr::Map(map, _)) = call.args.last() {
+        let shown = if method {
+            format!(".{name}(...)")
+        } else {
+            format!("{name}(...)")
+        };
+        for (_, value) in map.0.iter().filter(|(key, _)| key.name == "timeout") {
+            numbers.push((Some(shown.clone()), "timeout: ", "", value));
+        }
+    }
+    numbers
+        .into_iter()
+        .filter_map(|(option_of, before, after, value)| {
+            let Expr::IntegerConstant(ms, pos) = value else {
+                return None;
+            };
+            let (line, column) = (pos.line()?, pos.position()?);
+            let at = offset(source, line, column)?;
+            let written: String = source[at..]
+                .chars()
+                .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                .collect();
+            (*ms > 0).then(|| Deprecation {
+                line,
+                column,
+                rename: Rename {
+                    on: "",
+                    old: "",
+                    new: "",
+                },
+                option_of: None,
+                fixable: true,
+                millis: Some(BareMillis {
+                    option_of,
+                    before,
+                    after,
+                    written,
+                    duration: with_unit(*ms),
+                }),
+            })
+        })
+        .collect()
 }
 
 /// Every use of a deprecated spelling in `source`, in the order they appear. A script that
@@ -292,12 +398,14 @@ pub fn deprecations(source: &str) -> Vec<Deprecation> {
                 rename,
                 option_of: None,
                 fixable: true,
+                millis: None,
             });
         }
         if let Some((call, method, _)) = call
             && !own.contains(call.name.as_str())
         {
             found.extend(renamed_keys(call, method));
+            found.extend(bare_millis(source, call, method));
         }
         true
     });
@@ -329,8 +437,25 @@ fn offset(source: &str, line: usize, column: usize) -> Option<usize> {
 }
 
 /// `source` with every deprecated spelling replaced by its new name, and what was replaced.
-/// Only the names change: every other byte of the file stays as it was.
+/// Only the names (and bare numbers of milliseconds) change: every other byte of the file stays
+/// as it was. A rewrite that brings out another (`timeout_ms: 500` becomes `timeout: 500`,
+/// then `timeout: "500ms"`) is made in the same call.
 pub fn fix(source: &str) -> (String, Vec<Deprecation>) {
+    let mut text = source.to_string();
+    let mut all = Vec::new();
+    for _ in 0..3 {
+        let (next, done) = fix_once(&text);
+        if done.is_empty() {
+            break;
+        }
+        text = next;
+        all.extend(done);
+    }
+    (text, all)
+}
+
+/// One pass of [`fix`].
+fn fix_once(source: &str) -> (String, Vec<Deprecation>) {
     let mut out = source.to_string();
     let mut done = Vec::new();
     // From the end, so each offset still holds when it is reached.
@@ -338,6 +463,14 @@ pub fn fix(source: &str) -> (String, Vec<Deprecation>) {
         let Some(mut at) = offset(source, d.line, d.column) else {
             continue;
         };
+        if let Some(m) = &d.millis {
+            let end = at + m.written.len();
+            if source.get(at..end) == Some(m.written.as_str()) {
+                out.replace_range(at..end, &format!("\"{}\"", m.duration));
+                done.push(d);
+            }
+            continue;
+        }
         // A key may be written quoted: `#{ "timeout_ms": 500 }`.
         if d.option_of.is_some() && source[at..].starts_with('"') {
             at += 1;

@@ -135,6 +135,6 @@ pub(super) const AGENT: &[Entry] = &[
     method(
         A,
         "code_mode([options: map])",
-        "The model writes one Rhai program calling the tools instead of tool calls; #{ except, max_calls, timeout }.",
+        "The model writes one Rhai program calling the tools instead of tool calls; #{ except, max_calls, timeout: \"30s\" }.",
     ),
 ];

@@ -42,7 +42,7 @@ pub(super) const PIPELINE: &[Entry] = &[
     method(
         P,
         "timeout(duration: int | string)",
-        "The whole run's deadline: milliseconds, or a duration with its unit (\"5m\").",
+        "The whole run's deadline, a duration with its unit (\"5m\"); a bare number of milliseconds is deprecated (kiln check --fix rewrites it).",
     ),
     method(P, "max_parallel(n: int)", "How many steps run at once."),
 ];
@@ -85,7 +85,7 @@ pub(super) const MCP_SERVER: &[Entry] = &[
     method(
         M,
         "rate_limit(calls: int, per: number | string[, options: map])",
-        "At most so many calls per period to each of its tools; #{ wait: true } waits.",
+        "At most so many calls per period (seconds, or a duration with its unit) to each of its tools; #{ wait: true } waits.",
     ),
 ];
 
@@ -110,7 +110,7 @@ const fn common(on: &'static str) -> [Entry; 5] {
         method(
             on,
             "timeout(duration: int | string)",
-            "The handler's deadline: milliseconds, or a duration with its unit (\"2s\").",
+            "The handler's deadline, a duration with its unit (\"2s\"); a bare number of milliseconds is deprecated (kiln check --fix rewrites it).",
         ),
         method(
             on,

@@ -40,7 +40,7 @@ pub(super) const EVALUATORS: &[Entry] = &[
     ),
     function(
         "within_duration(duration: int | string) -> Evaluator",
-        "Passes when the run took at most this long: milliseconds, or a duration with its unit (\"20s\").",
+        "Passes when the run took at most this long, a duration with its unit (\"20s\"); a bare number of milliseconds is deprecated (kiln check --fix rewrites it).",
     ),
     function(
         "within_tokens(tokens: int) -> Evaluator",

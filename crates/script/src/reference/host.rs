@@ -8,7 +8,7 @@ pub(super) const GATED: &[Entry] = &[
     gated(
         "http_get(url: string[, options: map])",
         "net",
-        "GET a URL, scoped to its host; #{ headers, timeout: \"5s\" | ms, max_bytes } (timeout_ms, a number of milliseconds, is timeout's former spelling).",
+        "GET a URL, scoped to its host; #{ headers, timeout: \"5s\", max_bytes } (a timeout in bare milliseconds, or timeout_ms, is deprecated: kiln check --fix rewrites it).",
     ),
     gated(
         "http_post(url: string, body: any[, options: map])",

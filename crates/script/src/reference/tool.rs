@@ -62,7 +62,7 @@ pub(super) const TOOL: &[Entry] = &[
     method(
         T,
         "timeout(duration: int | string)",
-        "The call's deadline: milliseconds, or a duration with its unit (\"30s\", \"500ms\", \"2m\").",
+        "The call's deadline, a duration with its unit (\"30s\", \"500ms\", \"2m\"); a bare number of milliseconds is deprecated (kiln check --fix rewrites it).",
     ),
     method(
         T,
@@ -77,7 +77,7 @@ pub(super) const TOOL: &[Entry] = &[
     method(
         T,
         "rate_limit(calls: int, per: number | string[, options: map])",
-        "At most so many calls per period; #{ wait: true } waits instead of refusing.",
+        "At most so many calls per period (seconds, or a duration with its unit: \"1m\"); #{ wait: true } waits instead of refusing.",
     ),
     method(
         T,

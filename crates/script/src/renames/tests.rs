@@ -141,15 +141,65 @@ let d = other(\"u\", #{ timeout_ms: 5 });\nlet e = #{ timeout_ms: 5 };\n";
     let found = deprecations(src);
     assert_eq!(
         found[0].message(),
-        "`http_get(...)`'s option `timeout_ms` is deprecated: write `timeout` (a duration: \"5s\", or milliseconds) (`kiln check --fix` rewrites it)"
+        "`http_get(...)`'s option `timeout_ms` is deprecated: write `timeout` (a duration with its unit: \"5s\") (`kiln check --fix` rewrites it)"
     );
     assert!(found.iter().all(|d| d.fixable));
     let (fixed, done) = fix(src);
-    assert_eq!(done.len(), 3);
+    // Three keys renamed, then the two numbers they held written with their unit.
+    assert_eq!(done.len(), 5);
     let want = src
-        .replacen("#{ timeout_ms: 500", "#{ timeout: 500", 1)
-        .replacen("#{ \"timeout_ms\": 2", "#{ \"timeout\": 2", 1)
+        .replacen("#{ timeout_ms: 500", "#{ timeout: \"500ms\"", 1)
+        .replacen("#{ \"timeout_ms\": 2", "#{ \"timeout\": \"2ms\"", 1)
         .replacen("timeout_ms: t", "timeout: t", 1);
+    assert_eq!(fixed, want);
+    assert!(deprecations(&fixed).is_empty());
+}
+
+#[test]
+fn a_bare_number_of_milliseconds_is_flagged_and_written_with_its_unit() {
+    let src = "tool(\"t\").timeout(5000).handler(|a| http_get(a.u, #{ timeout: 1_500 }));\n\
+evaluation(\"e\").check(within_duration(120000));\n\
+agent(\"a\").code_mode(#{ timeout: 250 });\n\
+pipeline(\"p\").timeout(\"5m\");\nlet t = 9; tool(\"u\").timeout(t);\n\
+// .timeout(5000) in a comment\n";
+    let found = deprecations(src);
+    let seen: Vec<(usize, usize, String)> = found
+        .iter()
+        .map(|d| {
+            (
+                d.line,
+                d.column,
+                d.millis.as_ref().expect("millis").duration.clone(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        seen,
+        vec![
+            (1, 19, "5s".to_string()),
+            (1, 63, "1500ms".to_string()),
+            (2, 39, "2m".to_string()),
+            (3, 34, "250ms".to_string()),
+        ]
+    );
+    assert_eq!(
+        found[0].message(),
+        "`.timeout(5000)` is deprecated: write `.timeout(\"5s\")`: a bare number here is milliseconds; a duration says its unit, and a bare number is to mean seconds, as on the command line (`kiln check --fix` rewrites it)"
+    );
+    assert!(
+        found[1].message().starts_with(
+            "`http_get(...)`'s option `timeout: 1_500` is deprecated: write `timeout: \"1500ms\"`"
+        ),
+        "{}",
+        found[1].message()
+    );
+    let (fixed, done) = fix(src);
+    assert_eq!(done.len(), 4);
+    let want = src
+        .replacen(".timeout(5000)", ".timeout(\"5s\")", 1)
+        .replacen("timeout: 1_500", "timeout: \"1500ms\"", 1)
+        .replacen("within_duration(120000)", "within_duration(\"2m\")", 1)
+        .replacen("timeout: 250", "timeout: \"250ms\"", 1);
     assert_eq!(fixed, want);
     assert!(deprecations(&fixed).is_empty());
 }
