@@ -50,7 +50,7 @@ tool("order").description("Places an order for a customer")
   .param("note", "string", #{optional: true})
   .handler(|a| #{ordered: a.items.len(), customer: a.customer.name, shipping: a.shipping ?? "standard"});
 tool("wipe").description("Deletes notes <b>for good</b>").param("what", "string").handler(|a| `wiped ${a.what}`);
-policy("careful").applies_to(["wipe"]).check(|c, ctx| needs_approval("wiping is permanent"));
+policy("careful").applies_to(["wipe"]).check(|c, ctx| require_approval("wiping is permanent"));
 "#;
 
 const EXTRA: &str = r#"tool("extra").description("An extra tool the suite breaks and fixes")

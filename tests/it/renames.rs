@@ -88,9 +88,25 @@ fn cases() -> Vec<Case> {
         Case {
             script: "tool(\"t\").handler(|a| 1);\npolicy(\"p\").applies_to([\"t\"]).check(|c, ctx| ask(\"it matters\"));\n",
             old: "ask(\"it",
-            new: "needs_approval(\"it",
+            new: "require_approval(\"it",
             at: (4, 46),
-            says: "`ask(...)` is deprecated: write `needs_approval(...)`",
+            says: "`ask(...)` is deprecated: write `require_approval(...)`",
+            same: |a, b| {
+                assert!(
+                    outcome(a, "t").contains("it matters"),
+                    "{}",
+                    outcome(a, "t")
+                );
+                assert_eq!(outcome(a, "t"), outcome(b, "t"));
+            },
+        },
+        // The policy verdict, apart from an agent's `.needs_approval([...])`.
+        Case {
+            script: "tool(\"t\").handler(|a| 1);\npolicy(\"p\").applies_to([\"t\"]).check(|c, ctx| needs_approval(\"it matters\"));\n",
+            old: "needs_approval(\"it",
+            new: "require_approval(\"it",
+            at: (4, 46),
+            says: "`needs_approval(...)` is deprecated: write `require_approval(...)`",
             same: |a, b| {
                 assert!(
                     outcome(a, "t").contains("it matters"),

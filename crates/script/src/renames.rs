@@ -53,7 +53,13 @@ pub const RENAMES: &[Rename] = &[
     Rename {
         on: "",
         old: "ask",
-        new: "needs_approval",
+        new: "require_approval",
+    },
+    // A policy's verdict, apart from an agent's grants that need approval.
+    Rename {
+        on: "",
+        old: "needs_approval",
+        new: "require_approval",
     },
     // One word for an output schema, as agents say it.
     Rename {

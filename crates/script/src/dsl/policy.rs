@@ -1,5 +1,5 @@
 //! `policy(name).applies_to(["db_*"]).check(|c, ctx| ...)`: call policies in scripts, and
-//! the verdicts a check returns: `allow()`, `deny(reason)`, `needs_approval(reason)` (`ask(reason)`
+//! the verdicts a check returns: `allow()`, `deny(reason)`, `require_approval(reason)` (`ask(reason)`
 //! is its deprecated spelling), or a map of rewritten arguments. A check that throws, runs past its second or returns anything else
 //! denies.
 
@@ -88,7 +88,7 @@ impl Policy for ScriptPolicy {
 fn verdict(v: Dynamic) -> Verdict {
     let Some(m) = v.clone().try_cast::<Map>() else {
         return Verdict::Deny(format!(
-            "the policy returned a {}; expected allow(), deny(reason), needs_approval(reason) or a map of arguments",
+            "the policy returned a {}; expected allow(), deny(reason), require_approval(reason) or a map of arguments",
             v.type_name()
         ));
     };
@@ -201,6 +201,9 @@ pub fn register(engine: &mut Engine) {
     );
     engine.register_fn("allow", || marker("allow", ""));
     engine.register_fn("deny", |reason: &str| marker("deny", reason));
+    engine.register_fn("require_approval", |reason: &str| marker("ask", reason));
+    // Deprecated: `.needs_approval([...])` is an agent's grants, so the verdict has a name of
+    // its own (renames.rs warns and `kiln check --fix` rewrites it).
     engine.register_fn("needs_approval", |reason: &str| marker("ask", reason));
     engine.register_fn("ask", |reason: &str| marker("ask", reason));
 }

@@ -177,6 +177,6 @@ pub(super) const POLICY: &[Entry] = &[
     method(
         "PolicyBuilder",
         "check(function: fn)",
-        "|call, ctx| verdict: allow(), deny(reason), needs_approval(reason), or a map of rewritten arguments.",
+        "|call, ctx| verdict: allow(), deny(reason), require_approval(reason), or a map of rewritten arguments.",
     ),
 ];

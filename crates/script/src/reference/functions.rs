@@ -43,15 +43,22 @@ pub(super) const DECLARATIONS: &[Entry] = &[
         "A policy check's verdict: the call is refused with this reason.",
     ),
     function(
-        "needs_approval(reason: string)",
+        "require_approval(reason: string)",
         "A policy check's verdict: a person approves the call first.",
     ),
     replaced(
         function(
-            "ask(reason: string)",
-            "A policy check's verdict; the old spelling of needs_approval.",
+            "needs_approval(reason: string)",
+            "A policy check's verdict; its name before require_approval (.needs_approval(grants) is an agent's).",
         ),
-        "needs_approval",
+        "require_approval",
+    ),
+    replaced(
+        function(
+            "ask(reason: string)",
+            "A policy check's verdict; the old spelling of require_approval.",
+        ),
+        "require_approval",
     ),
 ];
 
