@@ -84,7 +84,10 @@ pub fn check(g: &Global, a: CheckArgs) -> CliResult<ExitCode> {
             let done =
                 kiln::renames::fix_file(path).map_err(|e| format!("cannot fix {shown}: {e}"))?;
             for d in done {
-                let (old, new) = (d.rename.old, d.rename.new);
+                let (old, new) = match &d.millis {
+                    Some(m) => (m.written.clone(), format!("\"{}\"", m.duration)),
+                    None => (d.rename.old.to_string(), d.rename.new.to_string()),
+                };
                 outln!("fixed {shown}:{}:{}: {old} -> {new}", d.line, d.column)?;
             }
         }

@@ -442,6 +442,12 @@ pipeline("p").input("x", "string").compute("y", ["x"], "quick").result("y").time
         s.path(),
     );
     assert!(fixed.status.success(), "{}", stderr(&fixed));
+    // Each rewrite is told with the number as written and the duration written for it.
+    assert!(
+        stdout(&fixed).contains("t.rhai:1:59: 5000 -> \"5s\""),
+        "{}",
+        stdout(&fixed)
+    );
     let text = std::fs::read_to_string(s.path().join("t.rhai")).expect("the script");
     let want = today
         .replacen(".timeout(5000)", ".timeout(\"5s\")", 1)
