@@ -59,10 +59,10 @@ cargo bench --quiet --bench waiting 2>/dev/null | grep -v '^waiting: ' >>"$out"
 # 100,000 stored sessions against 100: list, read and delete.
 cargo bench --quiet --bench sessions >>"$out"
 echo >>"$out"
-python3 benches/whole_process.py target/release/kiln >>"$out"
+python3 benches/peers/whole_process.py target/release/kiln >>"$out"
 echo >>"$out"
 # kiln ask's CPU a round against an independent provider, fast and slow, early and late.
-python3 benches/slow_server.py target/release/kiln >>"$out"
+python3 benches/peers/slow_server.py target/release/kiln >>"$out"
 if [ "$soak" = 1 ]; then
     cargo bench --quiet --bench soak 2>/dev/null | grep -v '^soak: ' >>"$out"
 fi

@@ -2,8 +2,13 @@
 //! pauses (`awaiting_approval`, an `approval_requested` event), a second request approves or
 //! denies it, and nobody deciding in time denies; a policy's `ask` waits the same way.
 
-use super::serve::Serve;
+pub(crate) mod approval_ends;
+pub(crate) mod nested_approvals;
+pub(crate) mod tool_asks;
+pub(crate) mod tool_asks_http;
+
 use crate::common::*;
+use crate::doors::serve::Serve;
 use serde_json::{Value, json};
 use std::time::{Duration, Instant};
 

@@ -307,7 +307,7 @@ fn the_search_for_circles_can_fail() {
         ),
         (
             "model/local.rs",
-            "use super::Message;\npub struct Local(Message);",
+            "use crate::Message;\npub struct Local(Message);",
         ),
     ]);
     let found = circles::report(&circles::edges(&parent));
@@ -339,11 +339,11 @@ fn the_search_for_circles_can_fail() {
         ),
         (
             "model/message.rs",
-            "pub enum Message { User }\n// use super::local::Local;",
+            "pub enum Message { User }\n// use crate::local::Local;",
         ),
         (
             "model/local.rs",
-            "use super::Message;\npub struct Local(Message);",
+            "use crate::Message;\npub struct Local(Message);",
         ),
         (
             "b.rs",
@@ -594,4 +594,52 @@ fn a_recipe_path_that_drifted_is_found() {
         !repo().join(&paths[0]).exists(),
         "moved to openai/chat/reply.rs"
     );
+}
+
+/// The folders under `root` (kiln's own: not `target`, `vendor`, `node_modules` or dot
+/// folders) holding more than `most` source files (`.rs`, `.py`, `.sh`, `.js`) side by side.
+fn crowded_folders(root: &Path, most: usize) -> Vec<String> {
+    let mut crowded = Vec::new();
+    let mut dirs = vec![root.to_path_buf()];
+    while let Some(dir) = dirs.pop() {
+        let mut sources = 0;
+        for entry in std::fs::read_dir(&dir).expect("a folder").flatten() {
+            let path = entry.path();
+            let name = entry.file_name().to_string_lossy().to_string();
+            if path.is_dir() {
+                if !name.starts_with('.')
+                    && !["target", "vendor", "node_modules"].contains(&name.as_str())
+                {
+                    dirs.push(path);
+                }
+            } else if ["rs", "py", "sh", "js"]
+                .iter()
+                .any(|e| name.ends_with(&format!(".{e}")))
+            {
+                sources += 1;
+            }
+        }
+        if sources > most {
+            let shown = dir.strip_prefix(root).unwrap_or(&dir).display().to_string();
+            crowded.push(format!("{shown}: {sources} source files"));
+        }
+    }
+    crowded.sort();
+    crowded
+}
+
+#[test]
+fn no_folder_holds_more_than_fifteen_source_files_side_by_side() {
+    let crowded = crowded_folders(&repo(), 15);
+    assert!(
+        crowded.is_empty(),
+        "group these by concern (CONTRIBUTING.md, ARCHITECTURE.md):\n{}",
+        crowded.join("\n")
+    );
+    // The count can fail: a folder of sixteen files is found.
+    let dir = tempfile::tempdir().expect("dir");
+    for i in 0..16 {
+        std::fs::write(dir.path().join(format!("f{i}.rs")), "").expect("write");
+    }
+    assert_eq!(crowded_folders(dir.path(), 15).len(), 1);
 }

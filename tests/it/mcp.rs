@@ -1,6 +1,19 @@
 //! `kiln mcp` on the wire without an SDK: stdout carries only JSON-RPC, grants filter the list,
 //! and the HTTP endpoint refuses foreign origins (403) and missing bearer tokens (401).
 
+pub(crate) mod claude_code;
+pub(crate) mod mcp_conformance;
+pub(crate) mod mcp_mount;
+pub(crate) mod mcp_oauth;
+pub(crate) mod mcp_output_peers;
+pub(crate) mod mcp_peers;
+pub(crate) mod mcp_sampling;
+pub(crate) mod mcp_served_peers;
+pub(crate) mod mcp_stateless;
+pub(crate) mod mcp_tasks;
+pub(crate) mod mcp_tool_output;
+pub(crate) mod served;
+
 use crate::common::*;
 use serde_json::{Value, json};
 use std::io::{BufRead, BufReader, Read, Write};

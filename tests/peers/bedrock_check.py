@@ -1,6 +1,6 @@
 """boto3's bedrock-runtime client against `kiln mock`: real SigV4 from botocore, real event
 stream framing. Usage: bedrock_check.py MOCK_URL ACCESS_KEY SECRET_KEY SESSION_TOKEN MODEL_ID.
-Prints one JSON object of what the SDK read (tests/it/peers_bedrock.rs checks it)."""
+Prints one JSON object of what the SDK read (tests/it/wires/peers_bedrock.rs checks it)."""
 
 import json
 import sys

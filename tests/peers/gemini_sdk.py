@@ -1,7 +1,7 @@
 """Google's own google-genai SDK against `kiln mock` answering as Gemini: generate_content with a
 function declaration and a function call round trip (the model turn sent back as the SDK got
 it, thought signature included), then generate_content_stream the same way. Prints what the
-SDK parsed, as JSON, for tests/it/peers_gemini.rs to check.
+SDK parsed, as JSON, for tests/it/wires/peers_gemini.rs to check.
 
 usage: python3 gemini_sdk.py MOCK_URL MODEL
 """

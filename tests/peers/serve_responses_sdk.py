@@ -1,6 +1,6 @@
 """Drive `kiln serve`'s `POST /v1/responses` with the official OpenAI Python SDK.
 
-Usage: serve_responses_sdk.py BASE_URL. The server's agents (tests/it/responses_support.rs):
+Usage: serve_responses_sdk.py BASE_URL. The server's agents (tests/it/wires/responses_support.rs):
 `greeter` answers, `shop` runs its kiln tool `lookup` then answers, `clerk` calls the client's
 function `discount` then answers, `slow` answers after 4 s. The SDK parses every reply and
 event with its own typed models. Prints one JSON object with what each SDK call saw.

@@ -14,8 +14,8 @@ fn mcp(c: &Cluster, i: usize, method: &str, _name: &str, params: Value) -> Value
 /// [`mcp`] from the client called `client`.
 fn mcp_as(c: &Cluster, i: usize, client: &str, method: &str, _name: &str, params: Value) -> Value {
     let url = format!("{}/mcp", c.apis[i]);
-    let caps = crate::mcp_stateless::with_tasks();
-    let answer = crate::mcp_stateless::request(&url, client, caps, "", method, params);
+    let caps = crate::mcp::mcp_stateless::with_tasks();
+    let answer = crate::mcp::mcp_stateless::request(&url, client, caps, "", method, params);
     assert_eq!(answer.status, 200, "{method}: {}", answer.message);
     answer.message
 }

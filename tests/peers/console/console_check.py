@@ -1,5 +1,5 @@
 """Drives kiln's web console (/ui) in Debian's Chromium through Playwright against a real
-`kiln serve` and `kiln mock` that tests/it/console_browser.rs started, and checks what a person
+`kiln serve` and `kiln mock` that tests/it/console/console_browser.rs started, and checks what a person
 sees and what the server did:
 
   a playground run streams its tool calls; an approval answered from the inbox (by keyboard)

@@ -1,6 +1,6 @@
 """pytest-lsp (a real LSP client) drives `kiln lsp` over stdio.
 
-Run from tests/it/lsp.rs with KILN_BIN (the built binary) and KILN_REPO (the checkout):
+Run from tests/it/commands/lsp.rs with KILN_BIN (the built binary) and KILN_REPO (the checkout):
     KILN_BIN=target/debug/kiln KILN_REPO=. python3 -m pytest tests/peers/lsp -q
 """
 

@@ -1,0 +1,6 @@
+//! The run log: what a run commits and when, its queries and operations, the step journal.
+
+pub(crate) mod commit_order;
+pub(crate) mod db;
+pub(crate) mod journal;
+pub(crate) mod runlog_ops;
