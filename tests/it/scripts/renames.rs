@@ -36,6 +36,16 @@ fn host(dir: &std::path::Path) -> Arc<Host> {
         .expect("host")
 }
 
+/// Both hosts' policies hold tool `t` for a person with the same reason ("it matters").
+fn same_verdict(a: &Host, b: &Host) {
+    assert!(
+        outcome(a, "t").contains("it matters"),
+        "{}",
+        outcome(a, "t")
+    );
+    assert_eq!(outcome(a, "t"), outcome(b, "t"));
+}
+
 fn outcome(h: &Host, tool: &str) -> String {
     format!("{:?}", call(h, tool, json!({}), &["elicitation"]).result)
 }
@@ -91,14 +101,7 @@ fn cases() -> Vec<Case> {
             new: "require_approval(\"it",
             at: (4, 46),
             says: "`ask(...)` is deprecated: write `require_approval(...)`",
-            same: |a, b| {
-                assert!(
-                    outcome(a, "t").contains("it matters"),
-                    "{}",
-                    outcome(a, "t")
-                );
-                assert_eq!(outcome(a, "t"), outcome(b, "t"));
-            },
+            same: same_verdict,
         },
         // The policy verdict, apart from an agent's `.needs_approval([...])`.
         Case {
@@ -107,14 +110,7 @@ fn cases() -> Vec<Case> {
             new: "require_approval(\"it",
             at: (4, 46),
             says: "`needs_approval(...)` is deprecated: write `require_approval(...)`",
-            same: |a, b| {
-                assert!(
-                    outcome(a, "t").contains("it matters"),
-                    "{}",
-                    outcome(a, "t")
-                );
-                assert_eq!(outcome(a, "t"), outcome(b, "t"));
-            },
+            same: same_verdict,
         },
         Case {
             script: "tool(\"t\").handler(|a| resource(\"notes://a\", \"hello\", \"text/plain\"));\n",
