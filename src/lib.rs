@@ -269,7 +269,7 @@ pub mod time {
 /// `line:col`), and the rewrite of those names, and nothing else, to the new ones
 /// (`kiln check --fix`).
 pub mod renames {
-    pub use kiln_host::script_files;
+    pub use kiln_host::{script_files, test_files};
     pub use kiln_script::renames::{
         Deprecation, RENAMES, Rename, deprecations, fix, fix_file, is_deprecation, warnings,
     };

@@ -77,7 +77,11 @@ pub fn check(g: &Global, a: CheckArgs) -> CliResult<ExitCode> {
     let scripts = (g.config().scripts.iter())
         .map(|dir| kiln::renames::script_files(dir))
         .collect::<Result<Vec<_>, _>>()?;
-    let scripts: Vec<std::path::PathBuf> = scripts.into_iter().flatten().collect();
+    let mut scripts: Vec<std::path::PathBuf> = scripts.into_iter().flatten().collect();
+    // Test files too: their renames (`call_tool` -> `try_call_tool`) are warned and fixed here.
+    for dir in &g.config().scripts {
+        scripts.extend(kiln::renames::test_files(dir)?);
+    }
     if a.fix {
         for path in &scripts {
             let shown = path.to_string_lossy();

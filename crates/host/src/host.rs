@@ -520,6 +520,16 @@ fn ordered_files(files: &BTreeMap<String, Arc<LoadedFile>>) -> Vec<Arc<LoadedFil
 
 /// The `*.rhai` files of a folder (recursively), sorted; a missing default folder is empty.
 pub fn script_files(dir: &Path) -> Result<Vec<PathBuf>, HostError> {
+    rhai_files(dir, |p| !script::is_test_file(p))
+}
+
+/// The test files (`*.test.rhai`) of a folder (recursively), sorted.
+pub fn test_files(dir: &Path) -> Result<Vec<PathBuf>, HostError> {
+    rhai_files(dir, script::is_test_file)
+}
+
+/// The `*.rhai` files of `dir` (recursively) that `keep` keeps, sorted.
+fn rhai_files(dir: &Path, keep: fn(&Path) -> bool) -> Result<Vec<PathBuf>, HostError> {
     let mut out = Vec::new();
     if !dir.exists() {
         return Ok(out);
@@ -534,7 +544,7 @@ pub fn script_files(dir: &Path) -> Result<Vec<PathBuf>, HostError> {
             let p = entry.path();
             if p.is_dir() {
                 stack.push(p);
-            } else if p.extension().is_some_and(|e| e == "rhai") && !script::is_test_file(&p) {
+            } else if p.extension().is_some_and(|e| e == "rhai") && keep(&p) {
                 out.push(p);
             }
         }

@@ -19,7 +19,7 @@ mod pipelines;
 pub mod reload;
 
 pub use api::{CallOptions, HostBuilder, RunStream, WatchHandle};
-pub use host::{Host, HostConfig, script_files};
+pub use host::{Host, HostConfig, script_files, test_files};
 pub use kiln_agent::Event;
 pub use kiln_agent::RunOptions;
 

@@ -87,6 +87,15 @@ pub const RENAMES: &[Rename] = &[
     },
 ];
 
+/// Names renamed in test files (`*.test.rhai`) only: there `call_tool` returned a record
+/// (`#{ success, result | error }`) where a script's `call_tool` returns the value, so the
+/// test files' function has a name of its own.
+pub const TEST_RENAMES: &[Rename] = &[Rename {
+    on: "",
+    old: "call_tool",
+    new: "try_call_tool",
+}];
+
 /// A renamed key of the options map a host function takes as its last argument.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct KeyRename {
@@ -116,6 +125,7 @@ fn arguments(r: &Rename) -> &'static [usize] {
     match (r.on, r.old) {
         ("", "resource" | "resource_blob") => &[3],
         ("", "form_request") => &[2],
+        ("", "call_tool") => &[2, 3],
         ("ToolBuilder", "returns") => &[1, 2],
         ("PipelineBuilder", "output") => &[1],
         _ => &[1],
@@ -225,12 +235,14 @@ fn reader() -> Engine {
 /// method in a chain that starts at `pipeline(...)`. A rename on a receiver whose methods other
 /// builders share (`PipelineBuilder`'s `output`, a tool's or agent's output schema) is found
 /// only there: a warning missed is better than one given wrongly.
-fn renamed(call: &FnCallExpr, method: bool, in_pipeline: bool) -> Option<Rename> {
+fn renamed(call: &FnCallExpr, method: bool, in_pipeline: bool, test_file: bool) -> Option<Rename> {
     if call.is_qualified() {
         return None;
     }
+    let tests: &[Rename] = if test_file { TEST_RENAMES } else { &[] };
     RENAMES
         .iter()
+        .chain(tests)
         .find(|r| {
             r.old == call.name.as_str()
                 && r.on.is_empty() != method
@@ -381,6 +393,16 @@ fn bare_millis(source: &str, call: &FnCallExpr, method: bool) -> Vec<Deprecation
 /// does not parse has none (its parse error is reported as such); a name the script defines
 /// as a function of its own is its own, not the DSL's.
 pub fn deprecations(source: &str) -> Vec<Deprecation> {
+    deprecations_in(source, false)
+}
+
+/// [`deprecations`] of a test file (`*.test.rhai`): [`TEST_RENAMES`] too.
+pub fn test_deprecations(source: &str) -> Vec<Deprecation> {
+    deprecations_in(source, true)
+}
+
+/// The deprecations of `source`, a test file's when `test_file`.
+fn deprecations_in(source: &str, test_file: bool) -> Vec<Deprecation> {
     let Ok(ast) = reader().compile(source) else {
         return Vec::new();
     };
@@ -395,7 +417,12 @@ pub fn deprecations(source: &str) -> Vec<Deprecation> {
         };
         if let Some((call, method, pos)) = call
             && !own.contains(call.name.as_str())
-            && let Some(rename) = renamed(call, method, method && in_pipeline_chain(path, &own))
+            && let Some(rename) = renamed(
+                call,
+                method,
+                method && in_pipeline_chain(path, &own),
+                test_file,
+            )
             && let (Some(line), Some(column)) = (pos.line(), pos.position())
         {
             found.push(Deprecation {
@@ -420,9 +447,10 @@ pub fn deprecations(source: &str) -> Vec<Deprecation> {
     found
 }
 
-/// [`deprecations`] as warnings located in `path`.
+/// [`deprecations`] as warnings located in `path` (a test file's, [`test_deprecations`], when
+/// `path` is a `*.test.rhai`).
 pub fn warnings(path: &str, source: &str) -> Vec<LoadError> {
-    (deprecations(source).iter())
+    (deprecations_in(source, crate::is_test_file(std::path::Path::new(path))).iter())
         .map(|d| d.warning(path))
         .collect()
 }
@@ -447,10 +475,20 @@ fn offset(source: &str, line: usize, column: usize) -> Option<usize> {
 /// as it was. A rewrite that brings out another (`timeout_ms: 500` becomes `timeout: 500`,
 /// then `timeout: "500ms"`) is made in the same call.
 pub fn fix(source: &str) -> (String, Vec<Deprecation>) {
+    fix_in(source, false)
+}
+
+/// [`fix`] of a test file (`*.test.rhai`): [`TEST_RENAMES`] too.
+pub fn fix_test(source: &str) -> (String, Vec<Deprecation>) {
+    fix_in(source, true)
+}
+
+/// [`fix`], a test file's when `test_file`.
+fn fix_in(source: &str, test_file: bool) -> (String, Vec<Deprecation>) {
     let mut text = source.to_string();
     let mut all = Vec::new();
     for _ in 0..3 {
-        let (next, done) = fix_once(&text);
+        let (next, done) = fix_once(&text, test_file);
         if done.is_empty() {
             break;
         }
@@ -461,11 +499,15 @@ pub fn fix(source: &str) -> (String, Vec<Deprecation>) {
 }
 
 /// One pass of [`fix`].
-fn fix_once(source: &str) -> (String, Vec<Deprecation>) {
+fn fix_once(source: &str, test_file: bool) -> (String, Vec<Deprecation>) {
     let mut out = source.to_string();
     let mut done = Vec::new();
     // From the end, so each offset still holds when it is reached.
-    for d in deprecations(source).into_iter().rev().filter(|d| d.fixable) {
+    for d in deprecations_in(source, test_file)
+        .into_iter()
+        .rev()
+        .filter(|d| d.fixable)
+    {
         let Some(mut at) = offset(source, d.line, d.column) else {
             continue;
         };
@@ -496,7 +538,7 @@ fn fix_once(source: &str) -> (String, Vec<Deprecation>) {
 /// was replaced.
 pub fn fix_file(path: &std::path::Path) -> std::io::Result<Vec<Deprecation>> {
     let source = std::fs::read_to_string(path)?;
-    let (fixed, done) = fix(&source);
+    let (fixed, done) = fix_in(&source, crate::is_test_file(path));
     if !done.is_empty() {
         std::fs::write(path, fixed)?;
     }

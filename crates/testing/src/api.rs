@@ -270,6 +270,12 @@ pub fn register(engine: &mut Engine) {
     });
     engine.register_fn("assert_match", assert_match);
     engine.register_fn("assert_err", assert_err);
+    engine.register_fn("try_call_tool", call_tool);
+    engine.register_fn("try_call_tool", |name: &str, args: Dynamic| {
+        call_tool(name, args, Map::new())
+    });
+    // Deprecated in test files: a script's `call_tool` returns the value (renames.rs warns and
+    // `kiln check --fix` rewrites it).
     engine.register_fn("call_tool", call_tool);
     engine.register_fn("call_tool", |name: &str, args: Dynamic| {
         call_tool(name, args, Map::new())

@@ -473,3 +473,55 @@ pipeline("p").input("x", "string").compute("y", ["x"], "quick").result("y").time
     let pipeline = new.pipelines().find(|p| p.name == "p").expect("p").timeout;
     assert_eq!(pipeline, Duration::from_secs(90));
 }
+
+/// A test file's `call_tool` (which returns `#{ success, result | error }`) is warned by
+/// `kiln check` and rewritten to `try_call_tool` by `kiln check --fix`; a script's `call_tool`
+/// (which returns the value) is left alone; `kiln test` passes before and after.
+#[test]
+fn a_test_files_call_tool_is_warned_and_fixed_to_try_call_tool() {
+    let tool = "tool(\"add\").param(\"a\", \"int\").handler(|x| x.a + 1);\n\
+                tool(\"twice\").param(\"a\", \"int\").handler(|x| call_tool(\"add\", #{ a: x.a }) * 2);\n";
+    let test = "test(\"add\", || {\n    let r = call_tool(\"add\", #{ a: 1 });\n    assert_eq(r.result, 2);\n    assert_eq(try_call_tool(\"twice\", #{ a: 1 }).result, 4);\n});\n";
+    let s = Scripts::new(&[("t.rhai", tool), ("t.test.rhai", test)]);
+    let before = kiln(&["test", "--no-stdlib", "--scripts", ".", "."], s.path());
+    assert!(
+        before.status.success(),
+        "{}{}",
+        stdout(&before),
+        stderr(&before)
+    );
+    let check = kiln(&["check", "--no-stdlib", "--scripts", "."], s.path());
+    let err = stderr(&check);
+    assert!(
+        err.contains(
+            "t.test.rhai:2:13: `call_tool(...)` is deprecated: write `try_call_tool(...)`"
+        ),
+        "{err}"
+    );
+    assert_eq!(
+        err.matches("deprecated").count(),
+        1,
+        "the script's call_tool is its own: {err}"
+    );
+    let fixed = kiln(
+        &["check", "--fix", "--no-stdlib", "--scripts", "."],
+        s.path(),
+    );
+    assert!(fixed.status.success(), "{}", stderr(&fixed));
+    let text = std::fs::read_to_string(s.path().join("t.test.rhai")).expect("the test file");
+    assert_eq!(
+        text,
+        test.replacen("call_tool(\"add\"", "try_call_tool(\"add\"", 1)
+    );
+    let script = std::fs::read_to_string(s.path().join("t.rhai")).expect("the script");
+    assert_eq!(script, tool);
+    let after = kiln(&["test", "--no-stdlib", "--scripts", ".", "."], s.path());
+    assert!(
+        after.status.success(),
+        "{}{}",
+        stdout(&after),
+        stderr(&after)
+    );
+    let again = kiln(&["check", "--no-stdlib", "--scripts", "."], s.path());
+    assert!(!stderr(&again).contains("warning"), "{}", stderr(&again));
+}

@@ -2,7 +2,7 @@
 //! (this crate cannot see that engine), and a test there keeps this part equal to what it
 //! registers.
 
-use super::entry::{Entry, function};
+use super::entry::{Entry, function, replaced};
 
 /// The functions of test files (`*_test.rhai`, run by `kiln test`).
 pub(super) const TEST_FILES: &[Entry] = &[
@@ -24,11 +24,18 @@ pub(super) const TEST_FILES: &[Entry] = &[
     ),
     function(
         "assert_err(result: any, kind: string)",
-        "Fails the test unless a call_tool or run_agent result failed with this kind of error.",
+        "Fails the test unless a try_call_tool or run_agent result failed with this kind of error.",
     ),
     function(
-        "call_tool(name: string, args: any[, options: map])",
+        "try_call_tool(name: string, args: any[, options: map])",
         "Runs a tool as kiln call does, under the grants of #{ caps } only (context, actor); #{ success, result | error }.",
+    ),
+    replaced(
+        function(
+            "call_tool(name: string, args: any[, options: map])",
+            "Runs a tool and returns its #{ success, result | error }; in a test file the old spelling of try_call_tool (a script's call_tool returns the value).",
+        ),
+        "try_call_tool",
     ),
     function(
         "run_agent(name: string, prompt: string[, options: map])",

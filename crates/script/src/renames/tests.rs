@@ -74,7 +74,7 @@ fn a_script_that_does_not_parse_has_none() {
 
 #[test]
 fn the_table_marks_every_rename_and_nothing_else() {
-    for r in RENAMES {
+    for r in RENAMES.iter().chain(TEST_RENAMES) {
         assert!(
             crate::reference::find_all(r.on, r.old).any(|e| e.replaced_by == Some(r.new)),
             "the table lacks {} {} replaced by {}",
@@ -85,12 +85,13 @@ fn the_table_marks_every_rename_and_nothing_else() {
     }
     for e in crate::reference::entries() {
         if let Some(new) = e.replaced_by {
+            let rename = Rename {
+                on: e.on,
+                old: e.name,
+                new,
+            };
             assert!(
-                RENAMES.contains(&Rename {
-                    on: e.on,
-                    old: e.name,
-                    new
-                }),
+                RENAMES.contains(&rename) || TEST_RENAMES.contains(&rename),
                 "renames.rs lacks {} {} -> {new}",
                 e.on,
                 e.name
@@ -218,4 +219,18 @@ http_get(\"u\", #{ timeout: \"1s\", timeout_ms: 500 });\n";
     let (fixed, done) = fix(src);
     assert!(done.is_empty());
     assert_eq!(fixed, src);
+}
+
+#[test]
+fn call_tool_is_renamed_in_test_files_only() {
+    let src = "test(\"t\", || { let r = call_tool(\"add\", #{ a: 1 }, #{ caps: [] }); });\n";
+    assert!(deprecations(src).is_empty(), "a script's call_tool is its own");
+    let found = test_deprecations(src);
+    assert_eq!(found.len(), 1);
+    assert_eq!((found[0].line, found[0].column), (1, 24));
+    assert_eq!(found[0].rename.new, "try_call_tool");
+    let (fixed, _) = fix_test(src);
+    assert_eq!(fixed, src.replacen("call_tool(", "try_call_tool(", 1));
+    assert!(test_deprecations(&fixed).is_empty());
+    assert_eq!(fix(src).0, src);
 }
