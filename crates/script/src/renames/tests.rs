@@ -224,7 +224,10 @@ http_get(\"u\", #{ timeout: \"1s\", timeout_ms: 500 });\n";
 #[test]
 fn call_tool_is_renamed_in_test_files_only() {
     let src = "test(\"t\", || { let r = call_tool(\"add\", #{ a: 1 }, #{ caps: [] }); });\n";
-    assert!(deprecations(src).is_empty(), "a script's call_tool is its own");
+    assert!(
+        deprecations(src).is_empty(),
+        "a script's call_tool is its own"
+    );
     let found = test_deprecations(src);
     assert_eq!(found.len(), 1);
     assert_eq!((found[0].line, found[0].column), (1, 24));
