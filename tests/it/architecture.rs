@@ -1,7 +1,8 @@
 //! ARCHITECTURE.md stays true to the code: every crate is in its table, above every crate
 //! that depends on it, with what it depends on stated; every source file of a crate is named in
 //! its README's "Inside" section (the root crate's `src/` in ARCHITECTURE.md's); no crate has an
-//! import circle between its files or top-level modules (circles.rs); kiln-core stays small; the docs and the layout cannot drift (drift.rs).
+//! import circle between its files or top-level modules (circles.rs); kiln-core stays small;
+//! the docs and the layout cannot drift (drift.rs).
 
 mod circles;
 mod drift;
