@@ -89,6 +89,7 @@ pub use kiln_budget as budget;
 pub use kiln_core::approval::{ApprovalFuture, AsyncApprover, BlockingApprover};
 pub use kiln_core::capability::Grants;
 pub use kiln_core::context::CallContext;
+pub use kiln_core::context::call_events::{CallObserver, LogLevel, ToolNote};
 pub use kiln_core::error::{ErrorKind, HostError, LoadError};
 pub use kiln_core::failure::{FailureKind, ToolFailure, ToolOutcome};
 /// Asks a person at the terminal whether a call needing approval may go on (blocking).

@@ -282,7 +282,25 @@ fn observer(
     progress: bool,
     printed: Arc<AtomicBool>,
 ) -> kiln::durable::Observer {
+    let bars = if progress {
+        super::output::tool_bars::ToolBars::on_terminal()
+    } else {
+        None
+    };
     Arc::new(move |ev: &Event| match ev {
+        Event::ToolNote { id, name, note, .. } => {
+            if let Some(bars) = &bars {
+                bars.note(id, name, note);
+            }
+        }
+        Event::ToolFinished(r) => {
+            if let Some(bars) = &bars {
+                bars.finish(&r.id);
+            }
+            if !quiet {
+                print_tool_call(r);
+            }
+        }
         Event::Text(t) if !json => {
             if progress {
                 let _ = write!(std::io::stderr(), "\r\x1b[K");
@@ -301,7 +319,6 @@ fn observer(
         Event::ModelReply { .. } if progress => {
             let _ = write!(std::io::stderr(), "\r\x1b[K");
         }
-        Event::ToolFinished(r) if !quiet => print_tool_call(r),
         _ => {}
     })
 }
@@ -381,6 +398,7 @@ fn run_options(g: &Global, a: &AskArgs, run: RunInputs<'_>) -> CliResult<RunOpti
         parent: None,
         client_tools: Vec::new(),
         eval_id: None,
+        tool_events: None,
     })
 }
 

@@ -242,6 +242,40 @@ fn show_tool_calls(r: &kiln::log::RunRow) -> CliResult<()> {
             output::truncate(&c.args.to_string(), 80),
             c.duration_ms
         )?;
+        show_notes(indent, &c.notes)?;
+    }
+    Ok(())
+}
+
+/// What a call told its caller while it ran: its events, one line each, and its last
+/// progress.
+fn show_notes(indent: &str, notes: &serde_json::Value) -> CliResult<()> {
+    let notes = notes.as_array().map(Vec::as_slice).unwrap_or_default();
+    let last_progress = notes.iter().rposition(|n| n["kind"] == "progress");
+    for (i, n) in notes.iter().enumerate() {
+        match n["kind"].as_str() {
+            Some("emit") => outln!(
+                "  {indent}    · {} {}",
+                n["name"].as_str().unwrap_or("?"),
+                output::truncate(&n["value"].to_string(), 100)
+            )?,
+            Some("progress") if Some(i) == last_progress => {
+                let total = n["total"]
+                    .as_f64()
+                    .map(|t| format!("/{t}"))
+                    .unwrap_or_default();
+                let message = n["message"]
+                    .as_str()
+                    .map(|m| format!(" {m}"))
+                    .unwrap_or_default();
+                outln!(
+                    "  {indent}    · progress {}{total}{}",
+                    n["done"],
+                    output::truncate(&message, 100)
+                )?
+            }
+            _ => {}
+        }
     }
     Ok(())
 }

@@ -1,6 +1,8 @@
 //! Terminal output: colours that honour NO_COLOR and plain text when not a terminal; stdout
 //! written through a writer so a closed pipe (`kiln logs | head`) ends a command quietly.
 
+pub mod tool_bars;
+
 use std::io::{IsTerminal, Write};
 
 /// Stdout's reader is gone (`kiln logs | head`): the command stops and kiln exits 0, as a

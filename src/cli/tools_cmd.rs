@@ -275,15 +275,25 @@ pub fn call(g: &Global, a: CallArgs) -> CliResult<ExitCode> {
     let args = parse_args_json(a.args.as_deref())?;
     let (host, _db) = g.host_with_db()?;
     report_load_problems(&host.registry());
+    let bars = super::output::tool_bars::ToolBars::on_terminal();
+    let observer = bars.clone().map(|bars| {
+        let tool = a.tool.clone();
+        std::sync::Arc::new(super::output::tool_bars::OneCall { bars, tool })
+            as std::sync::Arc<dyn kiln::CallObserver>
+    });
     let opts = kiln::CallOptions {
         grants: Some(g.mark_ask(parse_caps(&a.run.caps)?)),
         context: parse_context(&a.run.context)?,
         actor_id: a.run.actor,
+        observer,
         ..kiln::CallOptions::default()
     };
     let runtime = super::one_thread_runtime()?;
     // Through the host, as every door calls: validated, guarded and logged.
     let outcome = runtime.block_on(host.call(&a.tool, args, opts))?;
+    if let Some(bars) = bars {
+        bars.finish("call");
+    }
     outln!("{}", output::json(&outcome.to_json(true)))?;
     Ok(if outcome.is_ok() {
         ExitCode::SUCCESS

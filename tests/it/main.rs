@@ -14,6 +14,7 @@ mod docs;
 mod doors;
 mod durable;
 mod evals;
+mod frontends;
 mod mcp;
 mod runlog;
 mod scripts;

@@ -32,6 +32,17 @@ pub enum Event {
         /// The arguments as the model sent them.
         args: Value,
     },
+    /// A running tool call told its caller something: progress or an event it emitted.
+    ToolNote {
+        /// The round.
+        round: u32,
+        /// The call id.
+        id: String,
+        /// The tool.
+        name: String,
+        /// What it said.
+        note: kiln_core::context::call_events::ToolNote,
+    },
     /// A tool call finished (or was refused).
     ToolFinished(ToolCallRecord),
     /// A call waits for a person to approve it (a door that can ask over its own channel,

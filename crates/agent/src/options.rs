@@ -63,6 +63,9 @@ pub struct RunOptions {
     /// [`RunReport::pending_calls`](crate::RunReport::pending_calls). The caller continues the
     /// conversation with their results as the history's last message and an empty prompt.
     pub client_tools: Vec<kiln_providers::ToolDef>,
+    /// The events of the tool call this run is nested in (an agent called as a tool): its own
+    /// tools' progress and events also go there, so they reach the outer caller's door.
+    pub tool_events: Option<Arc<kiln_core::context::call_events::CallEvents>>,
     /// The eval run this run belongs to (`kiln eval`): the run log tags it, `kiln logs --eval
     /// ID` lists it.
     pub eval_id: Option<String>,

@@ -31,6 +31,10 @@ pub struct ToolCallRecord {
     /// The calls it made, in order (a code-mode program's); their ids are `ID/1`, `ID/2`, ...
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub nested: Vec<ToolCallRecord>,
+    /// What it told its caller while it ran: progress and emitted events (the first 64, the
+    /// latest last).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<kiln_core::context::call_events::ToolNote>,
 }
 
 impl ToolCallRecord {
@@ -53,7 +57,14 @@ impl ToolCallRecord {
             duration_ms: outcome.duration.as_secs_f64() * 1000.0,
             script_version,
             nested: Vec::new(),
+            notes: Vec::new(),
         }
+    }
+
+    /// The record with what the tool told its caller while it ran.
+    pub fn with_notes(mut self, notes: Vec<kiln_core::context::call_events::ToolNote>) -> Self {
+        self.notes = notes;
+        self
     }
 
     /// The record with the calls the tool made inside it (a code-mode program's), numbered

@@ -2,6 +2,8 @@
 //! order, each as one journaled step (and, in a durable run, a code-mode program's own calls
 //! as steps of their own first, and the call's approvals waited for before its step).
 
+pub(crate) mod notes;
+
 use super::journal::{self, StepJournal, StepValue};
 use super::report::RunErrorKind;
 use kiln_core::context::CallContext;
@@ -20,6 +22,8 @@ pub(super) struct RoundContext<'a> {
     pub(super) ctx: &'a CallContext,
     pub(super) exclusive: &'a Arc<RwLock<()>>,
     pub(super) max_parallel: usize,
+    /// Who hears the calls' progress and events as they come.
+    pub(super) observer: Option<crate::Observer>,
 }
 
 /// One tool call as its step remembers it: the outcome, which version of the tool ran it and
@@ -33,6 +37,9 @@ pub(super) struct Executed {
     pub(super) nested: Vec<kiln_core::context::NestedCall>,
     #[serde(default)]
     pub(super) state: Value,
+    /// What the call told its caller while it ran (bounded).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub(super) notes: Vec<kiln_core::context::call_events::ToolNote>,
 }
 
 /// Runs one round's calls concurrently (bounded), exclusive tools alone, results in call order;
@@ -85,6 +92,18 @@ async fn step_call(
     let mut ctx = round.ctx.clone();
     ctx.who.idempotency_key = Some(journal::idempotency_key(&ctx.who.run_id, &step));
     ctx.who.call_id = Some(call.id.clone());
+    let notes = Arc::new(notes::CallNotes::new(
+        round.round,
+        &call.id,
+        &call.name,
+        round.observer.clone(),
+        round.ctx.run.events.clone(),
+    ));
+    let events = Arc::new(kiln_core::context::call_events::CallEvents::new(
+        notes.clone(),
+    ));
+    ctx.run.events = Some(events.clone());
+    let heard = Heard { notes, events };
     if round.journal.waits_for_approvals()
         && let (Some(tool), kiln_providers::CallArgs::Parsed(args)) = (
             round.offered.iter().find(|t| t.name == call.name),
@@ -99,18 +118,31 @@ async fn step_call(
     }
     let state = round.ctx.run.state.clone();
     let exclusive = round.exclusive.clone();
-    let recalled = if round.journal.keeps_steps() && records_nested(round.offered, call) {
+    let nested = round.journal.keeps_steps() && records_nested(round.offered, call);
+    let requests = nested.then(|| {
         let (bridge, requests) = crate::journal::nested_steps::Bridge::new(step.clone());
         ctx.run.steps = Some(Arc::new(bridge));
-        let work = execute_call(call.clone(), round.offered, ctx, permits, exclusive, false);
-        let value =
-            crate::journal::nested_steps::serve(round.journal, work, requests, state.clone())
-                .await?;
-        let ready: journal::StepWork = Box::pin(std::future::ready(Ok(value)));
-        round.journal.step(step.clone(), ready).await?
-    } else {
-        let work = execute_call(call.clone(), round.offered, ctx, permits, exclusive, alone);
-        round.journal.step(step.clone(), work).await?
+        requests
+    });
+    let in_place = alone && !nested;
+    let work = execute_call(
+        call.clone(),
+        round.offered,
+        ctx,
+        permits,
+        exclusive,
+        in_place,
+        heard,
+    );
+    let recalled = match requests {
+        Some(requests) => {
+            let value =
+                crate::journal::nested_steps::serve(round.journal, work, requests, state.clone())
+                    .await?;
+            let ready: journal::StepWork = Box::pin(std::future::ready(Ok(value)));
+            round.journal.step(step.clone(), ready).await?
+        }
+        None => round.journal.step(step.clone(), work).await?,
     };
     let mut executed = journal::decode::<Executed>(&step, recalled.value)?;
     if recalled.replayed
@@ -122,6 +154,20 @@ async fn step_call(
     Ok(executed)
 }
 
+/// Who hears one call's progress and events, and the events it sends them through.
+struct Heard {
+    notes: Arc<notes::CallNotes>,
+    events: Arc<kiln_core::context::call_events::CallEvents>,
+}
+
+impl Heard {
+    /// The call is over: what waited past the rate is passed on, and the notes kept.
+    fn kept(&self) -> Vec<kiln_core::context::call_events::ToolNote> {
+        self.events.flush();
+        self.notes.kept()
+    }
+}
+
 /// The work of one tool call's step.
 fn execute_call(
     call: ToolCall,
@@ -130,6 +176,7 @@ fn execute_call(
     permits: Arc<Semaphore>,
     exclusive: Arc<RwLock<()>>,
     alone: bool,
+    heard: Heard,
 ) -> journal::StepWork {
     let tool = offered.iter().find(|t| t.name == call.name).cloned();
     // The list of offered tools is only spelled out for a call to an unknown one.
@@ -189,6 +236,7 @@ fn execute_call(
                 .map(|n| std::mem::take(&mut *n.lock().unwrap_or_else(|e| e.into_inner())))
                 .unwrap_or_default(),
             state: state.lock().map(|s| s.clone()).unwrap_or(Value::Null),
+            notes: heard.kept(),
         })))
     })
 }

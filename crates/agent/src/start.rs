@@ -115,6 +115,7 @@ async fn setup_and_drive(
     ctx.who.caller = kiln_core::context::Caller::Agent(agent.name.clone());
     ctx.apply(opts.scope());
     ctx.approval.approver = opts.approver.clone();
+    ctx.run.events = opts.tool_events.clone();
     ctx.who.depth = opts.depth;
     ctx.run.restored = opts.state.is_some() && !opts.history.is_empty();
     let deadline = ctx.run.deadline;

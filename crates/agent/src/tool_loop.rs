@@ -242,6 +242,7 @@ impl<'s, 'a> Rounds<'s, 'a> {
             ctx,
             exclusive: &self.exclusive,
             max_parallel: setup.agent.max_parallel,
+            observer: run.observer.clone(),
         };
         let executed = execute_round(&calls, &round_ctx).await?;
         let mut round_end = RoundEnd {
@@ -349,6 +350,7 @@ impl RoundEnd<'_> {
             outcome,
             version,
             nested,
+            notes,
             ..
         } = executed;
         let record = ToolCallRecord::new(
@@ -359,7 +361,8 @@ impl RoundEnd<'_> {
             &outcome,
             version,
         )
-        .with_nested(nested);
+        .with_nested(nested)
+        .with_notes(notes);
         run.emit(|| Event::ToolFinished(record.clone()));
         run.report.tool_calls.push(record);
         if let Err(f) = &outcome.result

@@ -101,6 +101,12 @@ const MIGRATIONS: &[&str] = &[
     // 10: the eval run a run belongs to (`kiln eval`), for `kiln logs --eval ID`.
     "ALTER TABLE runs ADD COLUMN eval_id TEXT;
      CREATE INDEX runs_eval ON runs(eval_id, started_at) WHERE eval_id IS NOT NULL;",
+    // 11: what a tool call told its caller while it ran (progress, emitted events), as JSON.
+    "ALTER TABLE steps ADD COLUMN notes TEXT;
+     DROP VIEW tool_calls;
+     CREATE VIEW tool_calls AS
+        SELECT run_id, step, part, round, call_id, name, args, outcome, is_error, duration_ms,
+        script_version, at, notes FROM steps WHERE kind = 'tool';",
 ];
 
 /// The newest schema version this build knows.

@@ -96,6 +96,8 @@ pub struct ToolRow {
     pub script_version: Option<String>,
     /// The call id (`ID/N` for a call made inside call `ID`, such as a code-mode program's).
     pub call_id: Option<String>,
+    /// What it told its caller while it ran: progress and emitted events (`[]`: nothing).
+    pub notes: Value,
 }
 
 impl ToolRow {
@@ -308,7 +310,7 @@ impl Db {
         run_id: &str,
     ) -> Result<Vec<ToolRow>, DbError> {
         let mut calls = conn
-            .prepare_cached("SELECT round, name, args, outcome, is_error, duration_ms, script_version, call_id FROM tool_calls WHERE run_id = ?1 ORDER BY step, part")
+            .prepare_cached("SELECT round, name, args, outcome, is_error, duration_ms, script_version, call_id, notes FROM tool_calls WHERE run_id = ?1 ORDER BY step, part")
             .map_err(|e| self.err(e))?;
         let rows = calls
             .query_map(params![run_id], |r| {
@@ -325,6 +327,10 @@ impl Db {
                     duration_ms: r.get::<_, Option<f64>>(5)?.unwrap_or(0.0),
                     script_version: r.get(6)?,
                     call_id: r.get(7)?,
+                    notes: match json(r.get(8)?) {
+                        Value::Null => Value::Array(Vec::new()),
+                        notes => notes,
+                    },
                 })
             })
             .map_err(|e| self.err(e))?;
@@ -392,6 +398,7 @@ mod tests {
             duration_ms: 1.0,
             script_version: None,
             call_id: None,
+            notes: json!([]),
         }
     }
 

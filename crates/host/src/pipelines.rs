@@ -84,6 +84,7 @@ impl AgentRunner for Host {
                 parent: call.parent,
                 // The door's person decides the nested run's approvals, as the caller's.
                 approver: call.approver,
+                tool_events: call.events,
                 ..RunOptions::default()
             };
             let result = self.run(&call.agent, &call.prompt, opts).await;

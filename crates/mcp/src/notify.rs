@@ -230,4 +230,15 @@ impl CallObserver for McpObserver {
             self.queue(Note::Log(m));
         }
     }
+
+    /// An event goes out as a log message at `info`, its data `{"event": NAME, "value": ...}`
+    /// from logger `TOOL` (MCP has no custom notification a client is bound to read).
+    fn emit(&self, name: &str, value: serde_json::Value) {
+        if self.level.is_some_and(|min| LogLevel::Info >= min) {
+            let data = serde_json::json!({"event": name, "value": value});
+            let m = LoggingMessageNotificationParam::new(to_mcp(LogLevel::Info), data)
+                .with_logger(self.tool.clone());
+            self.queue(Note::Log(m));
+        }
+    }
 }

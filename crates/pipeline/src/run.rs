@@ -321,6 +321,7 @@ async fn call_agent(
         depth: ctx.who.depth,
         parent: (!ctx.who.run_id.is_empty()).then(|| ctx.who.run_id.clone()),
         approver: ctx.approval.approver.clone(),
+        events: ctx.run.events.clone(),
     };
     let result = runner.run_agent(call).await.map(Value::String);
     (args, result)

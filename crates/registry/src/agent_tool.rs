@@ -45,6 +45,7 @@ pub fn agent_tool(agent: &AgentSpec, reaches: kiln_core::tool::ResolvedHints) ->
             depth: ctx.who.depth + 1,
             parent: (!ctx.who.run_id.is_empty()).then(|| ctx.who.run_id.clone()),
             approver: ctx.approval.approver.clone(),
+            events: ctx.run.events.clone(),
         };
         let name = name.clone();
         async move {

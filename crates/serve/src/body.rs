@@ -199,6 +199,18 @@ pub fn string_list(v: &Value, param: &str) -> Result<Option<Vec<String>>, ApiErr
     }
 }
 
+/// An optional flag at `param` (`kiln.events`); false when absent.
+pub fn flag(v: &Value, param: &str) -> Result<bool, ApiError> {
+    match v {
+        Value::Null => Ok(false),
+        Value::Bool(b) => Ok(*b),
+        _ => Err(ApiError::bad_request(
+            param,
+            format!("{param} must be true or false"),
+        )),
+    }
+}
+
 /// An optional object at `param` (`context`); empty when absent.
 pub fn object(v: &Value, param: &str) -> Result<serde_json::Map<String, Value>, ApiError> {
     match v {

@@ -89,6 +89,18 @@ impl ApiError {
         e
     }
 
+    /// This error with its field path (`param`, and where the message names it) rewritten by
+    /// `rename`: a door that reads its body through another door's reader names its own
+    /// fields.
+    pub fn renamed(mut self, rename: impl Fn(&str) -> String) -> Self {
+        if let Some(param) = &self.param {
+            let new = rename(param);
+            self.message = self.message.replace(param.as_str(), &new);
+            self.param = Some(new);
+        }
+        self
+    }
+
     /// This error with one more field in its error object.
     pub fn with_field(mut self, name: &str, value: serde_json::Value) -> Self {
         self.more

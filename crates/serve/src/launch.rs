@@ -45,6 +45,10 @@ pub struct RunRequest {
     pub actor: Option<String>,
     /// A session to continue.
     pub session: Option<String>,
+    /// The client sends the whole conversation each time (AG-UI, the AI SDK's `useChat`): the
+    /// session serializes its runs and keeps them in the run log, and its stored history
+    /// does not replace the client's (nor its state one the client sent).
+    pub keep_history: bool,
     /// Stream the model's replies (text events as they arrive).
     pub stream: bool,
     /// This run's budget, within the agent's.
@@ -313,6 +317,11 @@ async fn join_session(
     };
     let name = req.session.as_deref().unwrap_or_default();
     match db.resume_session(k, name, &req.agent) {
+        Ok(resumed) if resumed.state.is_some() && req.keep_history => {
+            if req.state.is_none() {
+                req.state = resumed.state;
+            }
+        }
         Ok(resumed) if resumed.state.is_some() => {
             req.history = resumed.messages;
             req.state = resumed.state;

@@ -102,6 +102,8 @@ pub struct AppState {
     pub(crate) responses: crate::running::Running,
     /// What the console's live feed sends (`GET /v1/events`).
     pub feed: crate::feed::Feed,
+    /// The `ctx.state` of the runs the front-end doors started (AG-UI's state deltas).
+    pub(crate) run_states: crate::table::states::RunStates,
     /// The last script reloads, newest last, as the feed sent them.
     pub(crate) reloads: Mutex<std::collections::VecDeque<serde_json::Value>>,
     draining: AtomicBool,
@@ -124,6 +126,7 @@ impl AppState {
             front: None,
             responses: Default::default(),
             feed: Default::default(),
+            run_states: Default::default(),
             reloads: Mutex::new(Default::default()),
             draining: AtomicBool::new(false),
             bound_port: std::sync::OnceLock::new(),

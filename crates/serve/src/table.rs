@@ -2,6 +2,7 @@
 //! `/v1/runs/{id}/events` sees them all), its end, and the token that cancels it.
 
 pub(crate) mod approvals;
+pub(crate) mod states;
 
 use super::error::error_kind;
 use crate::walls::auth::Principal;
@@ -10,6 +11,7 @@ use kiln_agent::Event;
 use kiln_agent::RunError;
 use kiln_agent::RunErrorKind;
 use kiln_agent::RunReport;
+use kiln_core::context::call_events::ToolNote;
 use serde_json::{Value, json};
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
@@ -277,6 +279,12 @@ pub fn event_json(ev: &Event) -> (&'static str, Value) {
             public_call(serde_json::to_value(record).unwrap_or_default()),
         ),
         Event::Finished(result) => ("end", result_json(result)),
+        Event::ToolNote {
+            round,
+            id,
+            name,
+            note,
+        } => note_json(*round, id, name, note),
         Event::ApprovalRequested {
             id,
             capability,
@@ -287,6 +295,25 @@ pub fn event_json(ev: &Event) -> (&'static str, Value) {
         ),
         // An event kind newer than this door: named, without data it cannot describe.
         _ => ("event", Value::Null),
+    }
+}
+
+/// A tool's progress (`tool_progress`) or emitted event (`tool_event`) as an SSE event name
+/// and JSON data: the call it came from, and what it said.
+pub fn note_json(round: u32, id: &str, tool: &str, note: &ToolNote) -> (&'static str, Value) {
+    match note {
+        ToolNote::Progress {
+            done,
+            total,
+            message,
+        } => (
+            "tool_progress",
+            json!({"round": round, "id": id, "name": tool, "done": done, "total": total, "message": message}),
+        ),
+        ToolNote::Emit { name, value } => (
+            "tool_event",
+            json!({"round": round, "id": id, "name": tool, "event": name, "value": value}),
+        ),
     }
 }
 
@@ -303,6 +330,7 @@ fn event_size(ev: &Event) -> usize {
             Event::Text(t) => t.len(),
             Event::ToolStarted { id, name, args, .. } => id.len() + name.len() + json_size(args),
             Event::ToolFinished(record) => json_size(record),
+            Event::ToolNote { id, name, note, .. } => id.len() + name.len() + json_size(note),
             Event::ApprovalRequested {
                 id,
                 capability,

@@ -261,3 +261,33 @@ export function describe(err) {
   if (err instanceof ApiError) return `${err.status}: ${err.message}`;
   return err && err.message ? err.message : String(err);
 }
+
+/**
+ * What a tool told its caller while it ran (progress, emitted events) as a block for its call:
+ * a progress bar for the latest progress and one line per event. `notes` are the run log's
+ * (`{kind: 'progress'|'emit', ...}`); `prefix` names the test ids (`chat-`, '').
+ */
+export function notesView(notes, prefix = '') {
+  const list = Array.isArray(notes) ? notes : [];
+  const box = el('div', { class: 'notes', testid: `${prefix}tool-notes` });
+  const last = [...list].reverse().find((n) => n && n.kind === 'progress');
+  if (last) box.append(progressBar(last, prefix));
+  const events = list.filter((n) => n && n.kind === 'emit');
+  if (events.length) {
+    box.append(el('ul', { class: 'events', 'aria-label': 'events the tool sent' }, events.map((n) => eventItem(n.name, n.value, prefix))));
+  }
+  return box;
+}
+
+/** A progress bar for `{done, total, message}`. */
+export function progressBar(p, prefix = '') {
+  const attrs = { value: String(p.done ?? 0), testid: `${prefix}tool-progress` };
+  if (typeof p.total === 'number' && p.total > 0) attrs.max = String(p.total);
+  const label = `${p.done ?? 0}${typeof p.total === 'number' ? ` / ${p.total}` : ''}${p.message ? ` ${p.message}` : ''}`;
+  return el('div', { class: 'progress' }, el('progress', { ...attrs, 'aria-label': label }), el('span', { class: 'muted' }, label));
+}
+
+/** One emitted event: its name and value. */
+export function eventItem(name, value, prefix = '') {
+  return el('li', { testid: `${prefix}tool-event`, 'data-event': String(name ?? '') }, el('strong', {}, String(name ?? '')), ' ', el('code', {}, typeof value === 'string' ? value : JSON.stringify(value)));
+}

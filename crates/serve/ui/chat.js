@@ -2,7 +2,7 @@
 // its event stream shows the answer as it comes, tool calls as they start and finish, and
 // approvals answerable inline.
 
-import { api, clear, describe, el, ms, pretty, stream } from './api.js';
+import { api, clear, describe, el, eventItem, ms, notesView, pretty, progressBar, stream } from './api.js';
 import { decisionControls } from './approvals.js';
 
 let session = 'console';
@@ -42,6 +42,29 @@ function onStarted(view, d) {
   );
 }
 
+/** A running call's progress or event, shown live under it. */
+function onNote(view, d, kind) {
+  const li = toolItem(view, d);
+  let notes = li.querySelector('.notes');
+  if (!notes) {
+    notes = el('div', { class: 'notes', testid: 'chat-tool-notes' });
+    li.append(notes);
+  }
+  if (kind === 'progress') {
+    const bar = progressBar(d, 'chat-');
+    const old = notes.querySelector('.progress');
+    if (old) old.replaceWith(bar);
+    else notes.prepend(bar);
+    return;
+  }
+  let events = notes.querySelector('ul.events');
+  if (!events) {
+    events = el('ul', { class: 'events', 'aria-label': 'events the tool sent' });
+    notes.append(events);
+  }
+  events.append(eventItem(d.event, d.value, 'chat-'));
+}
+
 function onFinished(view, d) {
   const li = toolItem(view, d);
   const outcome = d.outcome || {};
@@ -55,6 +78,7 @@ function onFinished(view, d) {
       ? el('p', { class: 'error', testid: 'chat-tool-error' }, `${outcome.error.kind ?? 'error'}: ${outcome.error.message ?? ''}`)
       : el('pre', { class: 'json result', testid: 'chat-tool-result' }, pretty(outcome.result)),
   );
+  if (Array.isArray(d.notes) && d.notes.length) li.append(notesView(d.notes, 'chat-'));
 }
 
 function onApproval(view, run, d, announce) {
@@ -174,6 +198,8 @@ export function renderChat(main, ctx) {
     if (ev.event === 'text') view.answer.append(String(d.text ?? ''));
     else if (ev.event === 'tool_started') onStarted(view, d);
     else if (ev.event === 'tool_finished') onFinished(view, d);
+    else if (ev.event === 'tool_progress') onNote(view, d, 'progress');
+    else if (ev.event === 'tool_event') onNote(view, d, 'event');
     else if (ev.event === 'approval_requested') onApproval(view, id, d, ctx.announce);
     else if (ev.event === 'model_request') view.status.firstChild.textContent = `round ${d.round ?? ''}: asking the model…`;
     else if (ev.event === 'end') {

@@ -1,7 +1,7 @@
 // Runs: the live list (filters agent/status/actor, refreshed from the live feed) and one run's
 // timeline (rounds, tool calls with nested calls, approvals, output, cost, trace link).
 
-import { api, clear, describe, el, ms, pretty, safeUrl, when } from './api.js';
+import { api, clear, describe, el, ms, notesView, pretty, safeUrl, when } from './api.js';
 
 const STATUSES = ['running', 'awaiting_approval', 'completed', 'failed', 'cancelled', 'interrupted'];
 
@@ -134,6 +134,7 @@ function callItem(call) {
   );
   if (failed) li.append(el('p', { class: 'error', testid: 'call-error' }, `${call.error.kind ?? 'error'}: ${call.error.message ?? ''}`));
   else if (call.result !== null && call.result !== undefined) li.append(el('p', { class: 'label' }, 'result'), el('pre', { class: 'json result', testid: 'call-result' }, pretty(call.result)));
+  if (Array.isArray(call.notes) && call.notes.length) li.append(notesView(call.notes));
   const nested = Array.isArray(call.nested) ? call.nested : [];
   if (nested.length) {
     li.append(el('ul', { class: 'nested', 'aria-label': `calls made by ${call.name}` }, nested.map(callItem)));

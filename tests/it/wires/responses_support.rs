@@ -224,7 +224,8 @@ pub fn assert_item_list(list: &Value) {
     );
 }
 
-/// The events of an SSE body: `(event name, data as JSON)`, in order.
+/// The events of an SSE body: `(event name, data as JSON)`, in order (a closing `[DONE]`
+/// left out).
 pub fn sse_events(body: &str) -> Vec<(String, Value)> {
     let mut out = Vec::new();
     for block in body.replace("\r\n", "\n").split("\n\n") {
@@ -237,7 +238,8 @@ pub fn sse_events(body: &str) -> Vec<(String, Value)> {
                 data.push_str(d.strip_prefix(' ').unwrap_or(d));
             }
         }
-        if !data.is_empty() {
+        // `[DONE]` ends a chat completions stream: not an event.
+        if !data.is_empty() && data != "[DONE]" {
             let v = serde_json::from_str(&data).unwrap_or_else(|e| panic!("{e}: {data}"));
             out.push((name, v));
         }

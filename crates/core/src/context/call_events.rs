@@ -1,9 +1,12 @@
-//! What a running tool tells its caller before it returns: progress (`progress(done, total)`)
-//! and log messages (`log(level, msg)`). The door that started the call may observe them (MCP
-//! sends them to its client); kiln bounds what reaches an observer, so a script cannot flood
-//! a client: messages are cut to [`MAX_MESSAGE_CHARS`], at most [`BURST`] pass at once and
-//! [`PER_SECOND`] a second after that (the rest are dropped), and progress that does not
-//! increase is dropped (MCP requires it to increase).
+//! What a running tool tells its caller before it returns: progress (`progress(done, total)`),
+//! named events (`emit(name, value)`) and log messages (`log(level, msg)`). The door that
+//! started the call may observe them (MCP sends them to its client, `kiln serve` to the run's
+//! streams); kiln bounds what reaches an observer, so a script cannot flood a client: messages
+//! are cut to [`MAX_MESSAGE_CHARS`], an event's value may hold [`MAX_EMIT_BYTES`] of JSON, at
+//! most [`BURST`] pass at once and [`PER_SECOND`] a second after that, and progress that does
+//! not increase is dropped (MCP requires it to increase). Progress and events past the rate
+//! are coalesced, not lost: the latest of each name waits and is passed on with the next one
+//! admitted, or when the call ends. Nothing here blocks the tool.
 
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -14,6 +17,38 @@ pub const MAX_MESSAGE_CHARS: usize = 2000;
 pub const BURST: f64 = 32.0;
 /// Notifications a call may send a second, beyond the burst.
 pub const PER_SECOND: f64 = 16.0;
+
+/// Most bytes of JSON one `emit(name, value)` may carry.
+pub const MAX_EMIT_BYTES: usize = 16 * 1024;
+/// Longest name of an emitted event.
+pub const MAX_EMIT_NAME: usize = 64;
+/// Names whose latest value may wait at once while a call sends too fast (the rest drop).
+const MAX_PENDING_NAMES: usize = 16;
+
+/// What a running tool told its caller: progress or a named event. Doors show it live; the run
+/// log keeps it with the call.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum ToolNote {
+    /// `progress(done, total, message)`.
+    Progress {
+        /// How much is done.
+        done: f64,
+        /// Out of how much, when known.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        total: Option<f64>,
+        /// What is happening now.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        message: Option<String>,
+    },
+    /// `emit(name, value)`.
+    Emit {
+        /// The event's name.
+        name: String,
+        /// Its value.
+        value: serde_json::Value,
+    },
+}
 
 /// Questions a call may put to its caller's model (`sample(...)`).
 pub const MAX_SAMPLES: u32 = 8;
@@ -161,6 +196,8 @@ pub trait CallObserver: Send + Sync {
     fn progress(&self, progress: f64, total: Option<f64>, message: Option<String>);
     /// A log message of the tool.
     fn log(&self, level: LogLevel, message: String);
+    /// A named event of the tool (`emit(name, value)`); by default not passed on.
+    fn emit(&self, _name: &str, _value: serde_json::Value) {}
     /// Asks the caller each question (keyed: a retried request answers by key) and waits up to
     /// `timeout` for the answers, in order. With `lenient`, a kind the caller does not offer is
     /// answered [`Answer::Unsupported`]; without, the call cannot go on without it. Blocking (the tool waits). By default the caller
@@ -193,6 +230,10 @@ struct Bounds {
     last_progress: Option<f64>,
     dropped: u64,
     samples: u32,
+    /// Progress past the rate, passed on later (the latest only).
+    pending_progress: Option<(f64, Option<f64>, Option<String>)>,
+    /// Events past the rate, the latest of each name, in the order the names came.
+    pending_emits: Vec<(String, serde_json::Value)>,
 }
 
 impl CallEvents {
@@ -206,21 +247,72 @@ impl CallEvents {
                 last_progress: None,
                 dropped: 0,
                 samples: 0,
+                pending_progress: None,
+                pending_emits: Vec::new(),
             }),
         }
     }
 
-    /// Passes progress on, unless it does not increase or the call sent too much.
+    /// Passes progress on, unless it does not increase; past the rate it waits (the latest).
     fn progress(&self, done: f64, total: Option<f64>, message: Option<&str>) {
         let Ok(mut b) = self.bounds.lock() else {
             return;
         };
-        if b.last_progress.is_some_and(|last| done <= last) || !b.take() {
+        if b.last_progress.is_some_and(|last| done <= last) {
             return;
         }
         b.last_progress = Some(done);
+        if !b.take() {
+            b.pending_progress = Some((done, total, message.map(cut)));
+            return;
+        }
+        let waiting = b.drain_pending();
         drop(b);
+        self.deliver(waiting);
         self.observer.progress(done, total, message.map(cut));
+    }
+
+    /// Passes a named event on; past the rate its value waits, replacing an older one of
+    /// the same name.
+    fn emit(&self, name: &str, value: serde_json::Value) {
+        let Ok(mut b) = self.bounds.lock() else {
+            return;
+        };
+        if !b.take() {
+            let pending = &mut b.pending_emits;
+            match pending.iter().position(|(n, _)| n == name) {
+                Some(at) => pending[at].1 = value,
+                None if pending.len() < MAX_PENDING_NAMES => {
+                    pending.push((name.to_string(), value))
+                }
+                None => {}
+            }
+            return;
+        }
+        let waiting = b.drain_pending();
+        drop(b);
+        self.deliver(waiting);
+        self.observer.emit(name, value);
+    }
+
+    /// Passes on what waited (called outside the lock).
+    fn deliver(&self, waiting: Pending) {
+        let (progress, emits) = waiting;
+        if let Some((done, total, message)) = progress {
+            self.observer.progress(done, total, message);
+        }
+        for (name, value) in emits {
+            self.observer.emit(&name, value);
+        }
+    }
+
+    /// Passes on what waited past the rate: the call is over (or wants it seen now).
+    pub fn flush(&self) {
+        let waiting = match self.bounds.lock() {
+            Ok(mut b) => b.drain_pending(),
+            Err(_) => return,
+        };
+        self.deliver(waiting);
     }
 
     /// Asks the caller, at most [`MAX_SAMPLES`] questions a call; a question without a key
@@ -271,7 +363,27 @@ impl CallEvents {
     }
 }
 
+impl Drop for CallEvents {
+    fn drop(&mut self) {
+        // The call is over: the latest of what waited is not lost.
+        self.flush();
+    }
+}
+
+/// Progress and events that waited past the rate.
+type Pending = (
+    Option<(f64, Option<f64>, Option<String>)>,
+    Vec<(String, serde_json::Value)>,
+);
+
 impl Bounds {
+    fn drain_pending(&mut self) -> Pending {
+        (
+            self.pending_progress.take(),
+            std::mem::take(&mut self.pending_emits),
+        )
+    }
+
     /// Takes one notification's token: a bucket of [`BURST`] refilled at [`PER_SECOND`].
     fn take(&mut self) -> bool {
         let now = Instant::now();
@@ -328,6 +440,69 @@ pub fn progress(
     Ok(())
 }
 
+/// Sends a tool's named event (`emit(name, value)`) to the call's observer (bounded,
+/// coalesced). `Err` says what is wrong with the name or why the value is too big.
+pub fn emit(
+    events: Option<&CallEvents>,
+    name: &str,
+    value: serde_json::Value,
+) -> Result<(), String> {
+    check_emit_name(name)?;
+    // Measured even when nobody listens, so a tool fails the same way at every door.
+    let size = serde_json::to_vec(&value).map(|v| v.len()).unwrap_or(0);
+    if size > MAX_EMIT_BYTES {
+        return Err(format!(
+            "emit(\"{name}\"): the value is {size} bytes of JSON, over the {MAX_EMIT_BYTES} allowed (send less, or a reference to it)"
+        ));
+    }
+    tracing::debug!(target: "kiln::script", name, "emit");
+    if let Some(events) = events {
+        events.emit(name, value);
+    }
+    Ok(())
+}
+
+/// An event's name: 1 to [`MAX_EMIT_NAME`] letters, digits, `_`, `-`, `.` or `:` (front ends
+/// use it in part and event names, such as the AI SDK's `data-NAME`).
+pub fn check_emit_name(name: &str) -> Result<(), String> {
+    let fine = !name.is_empty()
+        && name.len() <= MAX_EMIT_NAME
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.' | ':'));
+    if fine {
+        Ok(())
+    } else {
+        Err(format!(
+            "emit(): the name \"{}\" must be 1 to {MAX_EMIT_NAME} letters, digits, _, -, . or :",
+            cut(name).chars().take(80).collect::<String>()
+        ))
+    }
+}
+
+/// Passes on a note that came from elsewhere (a program's worker, a nested run): progress or
+/// an event, within this call's bounds. An event whose name is not plain or whose value is
+/// too big is dropped (the one who made it was told).
+pub fn note(events: Option<&CallEvents>, note: ToolNote) {
+    let Some(events) = events else {
+        return;
+    };
+    match note {
+        ToolNote::Progress {
+            done,
+            total,
+            message,
+        } if done.is_finite() => events.progress(done, total, message.as_deref()),
+        ToolNote::Emit { name, value } => {
+            let size = serde_json::to_vec(&value).map_or(usize::MAX, |v| v.len());
+            if check_emit_name(&name).is_ok() && size <= MAX_EMIT_BYTES {
+                events.emit(&name, value)
+            }
+        }
+        _ => {}
+    }
+}
+
 /// Logs a tool's message: to tracing (stderr) always, and to the call's observer (bounded).
 pub fn log(events: Option<&CallEvents>, level: LogLevel, message: &str) {
     match level {
@@ -338,66 +513,5 @@ pub fn log(events: Option<&CallEvents>, level: LogLevel, message: &str) {
     }
     if let Some(events) = events {
         events.log(level, message);
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[derive(Default)]
-    struct Seen(Mutex<Vec<String>>);
-
-    impl CallObserver for Seen {
-        fn progress(&self, progress: f64, total: Option<f64>, message: Option<String>) {
-            let line = format!("{progress}/{total:?} {message:?}");
-            self.0.lock().expect("seen").push(line);
-        }
-        fn log(&self, level: LogLevel, message: String) {
-            let line = format!("{}: {message}", level.as_str());
-            self.0.lock().expect("seen").push(line);
-        }
-    }
-
-    #[test]
-    fn progress_must_increase_and_be_a_count() {
-        let seen = Arc::new(Seen::default());
-        let events = CallEvents::new(seen.clone());
-        progress(Some(&events), 1.0, Some(10.0), Some("one")).expect("ok");
-        progress(Some(&events), 1.0, Some(10.0), None).expect("not increasing: dropped");
-        progress(Some(&events), 2.0, None, None).expect("ok");
-        assert!(progress(Some(&events), f64::NAN, None, None).is_err());
-        assert!(progress(Some(&events), -1.0, None, None).is_err());
-        assert!(progress(Some(&events), 3.0, Some(0.0), None).is_err());
-        let seen = seen.0.lock().expect("seen").clone();
-        assert_eq!(seen, ["1/Some(10.0) Some(\"one\")", "2/None None"]);
-    }
-
-    #[test]
-    fn a_flood_is_cut_off_and_long_messages_are_cut() {
-        let seen = Arc::new(Seen::default());
-        let events = CallEvents::new(seen.clone());
-        for i in 0..1000 {
-            log(Some(&events), LogLevel::Debug, &format!("line {i}"));
-        }
-        log(Some(&events), LogLevel::Error, &"x".repeat(5000));
-        let seen = seen.0.lock().expect("seen").clone();
-        assert!(
-            (BURST as usize..BURST as usize + 4).contains(&seen.len()),
-            "{} passed",
-            seen.len()
-        );
-        assert_eq!(seen[0], "debug: line 0");
-        let long = cut(&"é".repeat(MAX_MESSAGE_CHARS + 1));
-        assert!(long.starts_with(&"é".repeat(MAX_MESSAGE_CHARS)));
-        assert!(long.ends_with("… (2 more bytes not shown)"), "{long}");
-    }
-
-    #[test]
-    fn levels_parse_by_mcp_name() {
-        assert_eq!(LogLevel::parse("warn"), Some(LogLevel::Warning));
-        assert_eq!(LogLevel::parse("emergency"), Some(LogLevel::Emergency));
-        assert_eq!(LogLevel::parse("loud"), None);
-        assert!(LogLevel::Debug < LogLevel::Error);
     }
 }

@@ -34,6 +34,9 @@ pub struct AgentCall {
     /// Who approves the run's calls that need a person: the caller's approver (the door's
     /// person, as for the caller's own calls); `None`: the host's terminal, or nobody.
     pub approver: Option<std::sync::Arc<dyn crate::context::approver::Approver>>,
+    /// The calling tool's events: the run's tools' progress and events reach the caller's
+    /// door through them too.
+    pub events: Option<std::sync::Arc<crate::context::call_events::CallEvents>>,
 }
 
 /// What [`AgentRunner::run_agent`] returns: the agent's answer, or the caller's failure.

@@ -1,15 +1,16 @@
 //! What a script exchanges with its caller besides arguments and a plain value: content blocks
 //! (`image`, `audio`, `resource_block`, `resource_blob_block`, returned alone or in a list with text),
-//! `progress(...)` and `log(level, msg)` (no capability: none reaches outside the tool; bounded
+//! `progress(...)`, `emit(name, value)` and `log(level, msg)` (no capability: none reaches outside the tool; bounded
 //! by [`kiln_core::context::call_events`]), and `sample(prompt)`, which asks the calling MCP client's model
 //! and needs capability `sampling`.
 
 use crate::host;
-use kiln_core::context::call_events::{self, LogLevel};
+use kiln_core::context::call_events::{self, CallEvents, LogLevel};
 use kiln_core::model::content::{self, Content};
 use kiln_core::tool::{FailureKind, ToolFailure};
 use rhai::{Dynamic, Engine, EvalAltResult, Position};
 use serde_json::Value;
+use std::sync::Arc;
 
 /// The value thrown by a content constructor given something it cannot use.
 #[derive(Debug, Clone)]
@@ -117,15 +118,59 @@ fn number(name: &str, value: &Dynamic) -> Result<f64, Box<EvalAltResult>> {
         .map_err(|t| format!("progress(): {name} must be a number, not {t}").into())
 }
 
+/// Where `progress` and `emit` send: the running call's events, looked up at each call (a
+/// handler's come with its call; a program's are its worker's pipe).
+pub(crate) type EventsSource = Arc<dyn Fn() -> Option<Arc<CallEvents>> + Send + Sync>;
+
 fn progress(
+    events: Option<&CallEvents>,
     done: &Dynamic,
     total: Option<&Dynamic>,
     msg: Option<&str>,
 ) -> Result<(), Box<EvalAltResult>> {
     let done = number("done", done)?;
     let total = total.map(|t| number("total", t)).transpose()?;
-    let events = host::current_events();
-    call_events::progress(events.as_deref(), done, total, msg).map_err(|e| e.into())
+    call_events::progress(events, done, total, msg).map_err(|e| e.into())
+}
+
+/// `emit(name, value)`: a named JSON value for the caller (bounded, coalesced, never waits).
+fn emit(
+    events: Option<&CallEvents>,
+    name: &str,
+    value: &Dynamic,
+) -> Result<(), Box<EvalAltResult>> {
+    // Refused before it is built when it would be far over the bound (checked exactly below).
+    let bound = 2 * call_events::MAX_EMIT_BYTES;
+    let value = crate::convert::to_json_within(value, bound).map_err(|e| match e {
+        crate::convert::JsonError::TooLarge(_) => format!(
+            "emit(\"{name}\"): the value is over the {} bytes of JSON allowed (send less, or a reference to it)",
+            call_events::MAX_EMIT_BYTES
+        ),
+        other => format!("emit(\"{name}\"): {other}"),
+    })?;
+    call_events::emit(events, name, value).map_err(|e| e.into())
+}
+
+/// Registers `progress` (three arities) and `emit`, sending where `source` says.
+pub(crate) fn register_notes(engine: &mut Engine, source: EventsSource) {
+    let from = source.clone();
+    engine.register_fn("progress", move |done: Dynamic| {
+        progress(from().as_deref(), &done, None, None)
+    });
+    let from = source.clone();
+    engine.register_fn("progress", move |done: Dynamic, total: Dynamic| {
+        progress(from().as_deref(), &done, Some(&total), None)
+    });
+    let from = source.clone();
+    engine.register_fn(
+        "progress",
+        move |done: Dynamic, total: Dynamic, msg: &str| {
+            progress(from().as_deref(), &done, Some(&total), Some(msg))
+        },
+    );
+    engine.register_fn("emit", move |name: &str, value: Dynamic| {
+        emit(source().as_deref(), name, &value)
+    });
 }
 
 fn log(level: &str, msg: &str) -> Result<(), Box<EvalAltResult>> {
@@ -141,7 +186,7 @@ fn log(level: &str, msg: &str) -> Result<(), Box<EvalAltResult>> {
     Ok(())
 }
 
-/// Registers the content constructors, `progress` and `log`.
+/// Registers the content constructors, `progress`, `emit` and `log`.
 pub fn register(engine: &mut Engine) {
     engine.register_type_with_name::<Block>("Content");
     engine.register_fn("to_string", |c: &mut Block| {
@@ -152,13 +197,7 @@ pub fn register(engine: &mut Engine) {
     engine.register_fn("to_string", |e: &mut BadContent| e.0.clone());
 
     register_blocks(engine);
-    engine.register_fn("progress", |done: Dynamic| progress(&done, None, None));
-    engine.register_fn("progress", |done: Dynamic, total: Dynamic| {
-        progress(&done, Some(&total), None)
-    });
-    engine.register_fn("progress", |done: Dynamic, total: Dynamic, msg: &str| {
-        progress(&done, Some(&total), Some(msg))
-    });
+    register_notes(engine, Arc::new(host::current_events));
     engine.register_fn("log", log);
     engine.register_fn("log", |level: &str, msg: Dynamic| {
         log(level, &msg.to_string())

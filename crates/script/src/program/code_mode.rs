@@ -230,8 +230,8 @@ impl Handler for CodeHandler {
         // In a worker process when the host keeps a pool (the kiln binary always does); in
         // this process for an embedder that installed none.
         let done = match pool::installed() {
-            Some(pool) => pool.run(&spec, cancel, call),
-            None => eval::evaluate(&spec, call, cancel),
+            Some(pool) => pool.run(&spec, cancel, call, ctx.run.events.clone()),
+            None => eval::evaluate(&spec, call, ctx.run.events.clone(), cancel),
         };
         calls_cancel.cancel();
         // A call the program left waiting (its worker stopped mid-call) ends before the

@@ -6,6 +6,7 @@ use crate::convert::{to_dynamic, to_json};
 use crate::imports::ModuleCache;
 use crate::program::error::{program_error, runtime_error};
 use crate::sandbox::{self, Limits, PrintSink};
+use kiln_core::context::call_events::CallEvents;
 use kiln_core::tool::{FailureKind, ToolFailure};
 use rhai::{Dynamic, Engine, EvalAltResult, Map, Position};
 use serde_json::Value;
@@ -55,19 +56,25 @@ struct Running {
     branch_threads: AtomicUsize,
 }
 
-/// Evaluates `spec`, each tool call going to `call`, stopping at the deadline or when
-/// `cancel` is set.
+/// Where a program's `progress(...)` and `emit(...)` go: the calling tool's events (in the
+/// host), or the pipe to the host (in a worker).
+pub type Notes = Option<Arc<CallEvents>>;
+
+/// Evaluates `spec`, each tool call going to `call` and its progress and events to `notes`,
+/// stopping at the deadline or when `cancel` is set.
 pub fn evaluate(
     spec: &ProgramSpec,
     call: CallTool,
+    notes: Notes,
     cancel: Option<Arc<AtomicBool>>,
 ) -> Result<Evaluated, ToolFailure> {
-    sandbox::dropping_captures(|| evaluate_collected(spec, call, cancel))
+    sandbox::dropping_captures(|| evaluate_collected(spec, call, notes, cancel))
 }
 
 fn evaluate_collected(
     spec: &ProgramSpec,
     call: CallTool,
+    notes: Notes,
     cancel: Option<Arc<AtomicBool>>,
 ) -> Result<Evaluated, ToolFailure> {
     let code = spec.code.as_str();
@@ -77,6 +84,7 @@ fn evaluate_collected(
         branch_threads: AtomicUsize::new(0),
     });
     let mut engine = engine(&running, &spec.tools, call);
+    crate::host::out::register_notes(&mut engine, Arc::new(move || notes.clone()));
     let ast = engine.compile(code).map_err(|e| {
         let pos = e.position();
         program_error(code, pos, &e.err_type().to_string())
@@ -118,7 +126,8 @@ fn evaluate_collected(
     Ok(Evaluated { value, printed })
 }
 
-/// A sandboxed engine whose only functions besides pure Rhai are the tools and `finish`.
+/// A sandboxed engine whose only functions besides pure Rhai are the tools, `finish`,
+/// `parallel`, `progress` and `emit`.
 fn engine(running: &Arc<Running>, tools: &[String], call: CallTool) -> Engine {
     let sink: PrintSink = {
         let running = running.clone();

@@ -4,7 +4,9 @@
 //! at the deadline, on cancellation, or when it breaks a wall.
 
 use super::confine::WorkerLimits;
-use super::eval::{CallTool, Evaluated, MAX_BRANCH_THREADS, MAX_PRINTS, ProgramSpec, truncate};
+use super::eval::{
+    CallTool, Evaluated, MAX_BRANCH_THREADS, MAX_PRINTS, Notes, ProgramSpec, truncate,
+};
 use super::wire::{self, FromWorker, MAX_LINE_BYTES, Protections, ReadError, ToWorker};
 use kiln_core::tool::{FailureKind, ToolFailure};
 use std::io::{BufReader, Read};
@@ -101,6 +103,7 @@ impl ProgramPool {
         spec: &ProgramSpec,
         cancel: Option<Arc<AtomicBool>>,
         call: CallTool,
+        notes: Notes,
     ) -> Result<Evaluated, ToolFailure> {
         let _slot = self.slot(spec.deadline, cancel.as_deref())?;
         let worker = match self.take_warm() {
@@ -108,7 +111,7 @@ impl ProgramPool {
             None => Worker::start(&self.settings)?,
         };
         self.refill();
-        worker.run(spec, cancel.as_deref(), call)
+        worker.run(spec, cancel.as_deref(), call, notes)
     }
 
     /// Waits for a free slot until the deadline (or cancellation).
@@ -260,6 +263,7 @@ impl Worker {
         spec: &ProgramSpec,
         cancel: Option<&AtomicBool>,
         call: CallTool,
+        notes: Notes,
     ) -> Result<Evaluated, ToolFailure> {
         let left = spec.deadline.saturating_duration_since(Instant::now());
         let start = ToWorker::Run {
@@ -292,6 +296,10 @@ impl Worker {
             match message {
                 Ok(FromWorker::Call { id, tool, args }) => {
                     self.answer(id, tool, args, &in_flight, &call);
+                }
+                Ok(FromWorker::Note(note)) => {
+                    // Bounded again here: a worker is code kiln does not trust.
+                    kiln_core::context::call_events::note(notes.as_deref(), note);
                 }
                 Ok(FromWorker::Done { value, printed }) => {
                     let printed = printed

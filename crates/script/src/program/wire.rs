@@ -88,6 +88,8 @@ pub enum FromWorker {
         /// Its arguments.
         args: Value,
     },
+    /// The program reported progress or emitted an event (no answer).
+    Note(kiln_core::context::call_events::ToolNote),
     /// The program ended with a value.
     Done {
         /// Its value.

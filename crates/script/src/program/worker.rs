@@ -6,6 +6,7 @@
 use super::confine::{self, WorkerLimits};
 use super::eval::{self, CallTool, ProgramSpec};
 use super::wire::{self, FromWorker, MAX_LINE_BYTES, ToWorker};
+use kiln_core::context::call_events::{CallEvents, CallObserver, LogLevel, ToolNote};
 use serde_json::Value;
 use std::collections::HashMap;
 use std::io::{BufReader, Stdout, Write};
@@ -59,7 +60,13 @@ pub fn serve(args: &[String]) -> i32 {
         max_parallel,
         deadline: Instant::now() + Duration::from_millis(deadline_ms),
     };
-    let ended = match eval::evaluate(&spec, calls_to_host(out.clone(), waiting), None) {
+    // Bounded here, so a tight loop sends the host a few lines, not one per call.
+    let notes = Arc::new(CallEvents::new(Arc::new(NotesToHost(out.clone()))));
+    let calls = calls_to_host(out.clone(), waiting);
+    let ended = eval::evaluate(&spec, calls, Some(notes.clone()), None);
+    // What waited past the rate goes before the program's end.
+    notes.flush();
+    let ended = match ended {
         Ok(done) => FromWorker::Done {
             value: done.value,
             printed: done.printed,
@@ -90,6 +97,28 @@ fn calls_to_host(out: Arc<Mutex<Stdout>>, waiting: Waiting) -> CallTool {
         rx.recv()
             .map_err(|_| format!("{tool}(): the host went away"))?
     })
+}
+
+/// A program's progress and events, each a line to the host (no answer awaited).
+struct NotesToHost(Arc<Mutex<Stdout>>);
+
+impl CallObserver for NotesToHost {
+    fn progress(&self, done: f64, total: Option<f64>, message: Option<String>) {
+        let note = ToolNote::Progress {
+            done,
+            total,
+            message,
+        };
+        let _ = say(&self.0, &FromWorker::Note(note));
+    }
+    fn log(&self, _level: LogLevel, _message: String) {}
+    fn emit(&self, name: &str, value: Value) {
+        let note = ToolNote::Emit {
+            name: name.to_string(),
+            value,
+        };
+        let _ = say(&self.0, &FromWorker::Note(note));
+    }
 }
 
 fn say(out: &Mutex<Stdout>, message: &FromWorker) -> std::io::Result<()> {

@@ -244,6 +244,7 @@ fn a_return_type_in_the_table_is_what_a_call_returns() {
         "progress(1)",
         "progress(1, 2)",
         "progress(1, 2, \"x\")",
+        "emit(\"x\", 1)",
         "log(\"info\", \"x\")",
         "log(\"info\", 1)",
         "elicit_request(\"m\", #{})",

@@ -108,7 +108,11 @@ pub(super) const VALUES: &[Entry] = &[
     ),
     function(
         "progress(done: number[, total: number[, message: string]]) -> ()",
-        "Reports progress to the caller (an MCP client that sent a progress token); values must increase.",
+        "Reports progress to the caller, live at every door (run events, streams that ask for them, the console, MCP progress, a terminal's bar); values must increase.",
+    ),
+    function(
+        "emit(name: string, value: any) -> ()",
+        "Sends a named JSON value (at most 16 KiB) to the caller, live at every door; past 16 a second the latest of each name waits. Never waits.",
     ),
     function(
         "log(level: string, message: any) -> ()",

@@ -26,6 +26,7 @@ fn call_json(call: &ToolRow) -> Value {
         "call_id": call.call_id, "name": call.name, "args": call.args,
         "result": if call.is_error { Value::Null } else { call.outcome["result"].clone() },
         "error": error, "duration_ms": call.duration_ms, "nested": [],
+        "notes": call.notes,
     })
 }
 
@@ -226,6 +227,7 @@ mod tests {
             duration_ms: 1.0,
             script_version: None,
             call_id: Some(id.into()),
+            notes: json!([]),
         }
     }
 

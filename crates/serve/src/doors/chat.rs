@@ -78,6 +78,8 @@ struct ChatRequest {
     run: RunRequest,
     include_usage: bool,
     include_tool_calls: bool,
+    /// `kiln.events`: the tools' progress and events, as chunks with a `kiln.event`.
+    tool_notes: bool,
 }
 
 fn parse(body: &Value) -> Result<ChatRequest, ApiError> {
@@ -160,6 +162,7 @@ fn parse(body: &Value) -> Result<ChatRequest, ApiError> {
         },
         include_usage: body["stream_options"]["include_usage"] == true,
         include_tool_calls: kiln["include_tool_calls"] == true,
+        tool_notes: crate::body::flag(&kiln["events"], "kiln.events")?,
     })
 }
 
@@ -209,12 +212,17 @@ pub async fn completions(
     JsonBody(body): JsonBody,
 ) -> Result<Response, ApiError> {
     let req = parse(&body)?;
-    let (include_usage, include_calls, stream) =
-        (req.include_usage, req.include_tool_calls, req.run.stream);
+    let extras = Extras {
+        usage: req.include_usage,
+        calls: req.include_tool_calls,
+        notes: req.tool_notes,
+    };
+    let stream = req.run.stream;
     let entry = launch(&state, &who, req.run).await?;
     if stream {
-        return Ok(streamed(state, entry, include_usage, include_calls).into_response());
+        return Ok(streamed(state, entry, extras).into_response());
     }
+    let include_calls = extras.calls;
     let mut guard = CancelOnDrop(Some(entry.cancel.clone()));
     let end = entry.wait().await;
     guard.0 = None;
@@ -277,12 +285,18 @@ fn closing(
     }
 }
 
-fn streamed(
-    state: Arc<AppState>,
-    entry: Arc<RunEntry>,
-    include_usage: bool,
-    include_calls: bool,
-) -> impl IntoResponse {
+/// What a stream carries besides the answer, as the request asked.
+#[derive(Clone, Copy)]
+struct Extras {
+    /// The usage chunk (`stream_options.include_usage`).
+    usage: bool,
+    /// kiln's tool calls (`kiln.include_tool_calls`).
+    calls: bool,
+    /// The tools' progress and events (`kiln.events`).
+    notes: bool,
+}
+
+fn streamed(state: Arc<AppState>, entry: Arc<RunEntry>, extras: Extras) -> impl IntoResponse {
     let guard = Arc::new(std::sync::Mutex::new(CancelOnDrop(Some(
         entry.cancel.clone(),
     ))));
@@ -290,17 +304,31 @@ fn streamed(
     let events = entry.events().flat_map(move |ev| {
         let out: Vec<Value> = match &*ev {
             Event::Text(t) => vec![chunk(&entry, json!({"content": t}), None)],
-            Event::ToolFinished(r) if include_calls => {
+            Event::ToolFinished(r) if extras.calls => {
                 let mut c = chunk(&entry, json!({}), None);
                 c["choices"] = json!([]);
                 c["kiln"] = json!({"tool_call": r});
+                vec![c]
+            }
+            Event::ToolNote {
+                round,
+                id,
+                name,
+                note,
+            } if extras.notes => {
+                // A chunk with no choices, as the usage chunk: the OpenAI SDKs pass it over.
+                let (kind, mut data) = crate::table::note_json(*round, id, name, note);
+                data["type"] = json!(kind);
+                let mut c = chunk(&entry, json!({}), None);
+                c["choices"] = json!([]);
+                c["kiln"] = json!({"event": data});
                 vec![c]
             }
             Event::Finished(result) => {
                 if let Ok(mut g) = guard.lock() {
                     g.0 = None;
                 }
-                closing(&state, &entry, result, include_usage)
+                closing(&state, &entry, result, extras.usage)
             }
             _ => Vec::new(),
         };

@@ -175,6 +175,7 @@ pub async fn create(
     check_tool_names(&state, &req)?;
     let run_state = req.run.state.clone();
     let (stream, store, previous, echo) = (req.run.stream, req.store, req.previous, req.echo);
+    let tool_notes = req.tool_notes;
     let input_items = with_ids(req.input_items);
     let entry = launch(&state, &who, req.run).await?;
     let shape = Shape {
@@ -198,7 +199,7 @@ pub async fn create(
     let ended = entry.clone();
     let kept = tokio::spawn(async move { keep.ended(&ended).await });
     if stream {
-        return Ok(streamed(entry, shape).into_response());
+        return Ok(streamed(entry, shape, tool_notes).into_response());
     }
     let mut guard = CancelOnDrop(Some(entry.cancel.clone()));
     let end = entry.wait().await;
@@ -305,9 +306,9 @@ impl Keep {
     }
 }
 
-fn streamed(entry: Arc<RunEntry>, shape: Shape) -> impl IntoResponse {
+fn streamed(entry: Arc<RunEntry>, shape: Shape, tool_notes: bool) -> impl IntoResponse {
     let guard = Arc::new(Mutex::new(CancelOnDrop(Some(entry.cancel.clone()))));
-    let streamer = Arc::new(Mutex::new(Streamer::new(shape)));
+    let streamer = Arc::new(Mutex::new(Streamer::new(shape).with_tool_notes(tool_notes)));
     let first = streamer.lock().map(|mut s| s.start()).unwrap_or_default();
     let events = entry.events().flat_map(move |ev| {
         if matches!(&*ev, Event::Finished(_))

@@ -115,6 +115,8 @@ struct CallRow {
     is_error: bool,
     duration_ms: f64,
     script_version: String,
+    /// What it told its caller while it ran, as JSON (`None`: nothing).
+    notes: Option<String>,
 }
 
 /// One step's rows: its messages, the replies that rode on none of them, its tool calls and,
@@ -190,6 +192,7 @@ impl StepRows {
                 is_error: c.is_error,
                 duration_ms: c.duration_ms,
                 script_version: c.script_version.clone(),
+                notes: (!c.notes.is_empty()).then(|| json_text(&c.notes)),
             })
             .collect();
         StepRows {
@@ -248,8 +251,8 @@ impl StepRows {
         }
         insert_replies(tx, run_id, step, &self.replies)?;
         let mut insert_call = tx.prepare_cached(
-            "INSERT OR REPLACE INTO steps(run_id, step, part, kind, at, round, call_id, name, args, outcome, is_error, duration_ms, script_version)
-             VALUES(?1, ?2, ?3, 'tool', ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
+            "INSERT OR REPLACE INTO steps(run_id, step, part, kind, at, round, call_id, name, args, outcome, is_error, duration_ms, script_version, notes)
+             VALUES(?1, ?2, ?3, 'tool', ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
         )?;
         for (i, c) in self.calls.iter().enumerate() {
             let part = (self.messages.len() + i) as i64;
@@ -265,7 +268,8 @@ impl StepRows {
                 c.outcome,
                 c.is_error,
                 c.duration_ms,
-                c.script_version
+                c.script_version,
+                c.notes
             ])?;
         }
         if let Some((s, state)) = &self.session {

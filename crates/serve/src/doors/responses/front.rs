@@ -151,6 +151,7 @@ fn record_of(v: &Value) -> ToolCallRecord {
         duration_ms,
         script_version: String::new(),
         nested: Vec::new(),
+        notes: serde_json::from_value(v["notes"].clone()).unwrap_or_default(),
     }
 }
 

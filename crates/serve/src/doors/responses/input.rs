@@ -26,6 +26,9 @@ pub(crate) struct ResponsesRequest {
     pub store: bool,
     /// What the Response object repeats from the request.
     pub echo: Echo,
+    /// `kiln.events`: the tools' progress and events in the stream, as `kiln:tool_progress`
+    /// and `kiln:tool_event` events.
+    pub tool_notes: bool,
 }
 
 /// `metadata`: at most 16 string values (as OpenAI's API takes it).
@@ -41,7 +44,7 @@ fn metadata(v: &Value) -> Result<Value, ApiError> {
 }
 
 /// The client's function tools: `{"type": "function", "name", "description", "parameters"}`.
-fn client_tools(v: &Value) -> Result<(Vec<ToolDef>, Vec<Value>), ApiError> {
+pub(crate) fn client_tools(v: &Value) -> Result<(Vec<ToolDef>, Vec<Value>), ApiError> {
     let Some(list) = v.as_array() else {
         return match v {
             Value::Null => Ok((Vec::new(), Vec::new())),
@@ -242,6 +245,7 @@ pub(crate) fn parse(body: &Value) -> Result<ResponsesRequest, ApiError> {
         previous,
         store: bool_field("store", true)?,
         echo,
+        tool_notes: crate::body::flag(&kiln["events"], "kiln.events")?,
     })
 }
 

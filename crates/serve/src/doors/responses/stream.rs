@@ -28,6 +28,8 @@ pub(crate) struct Streamer {
     round: u32,
     /// The text of the last message item streamed.
     last_text: String,
+    /// Tools' progress and events go out as `kiln:tool_progress` / `kiln:tool_event`.
+    tool_notes: bool,
 }
 
 /// One stream event: its type and data.
@@ -43,7 +45,15 @@ impl Streamer {
             open: None,
             round: 0,
             last_text: String::new(),
+            tool_notes: false,
         }
+    }
+
+    /// The stream with the tools' progress and events (`"kiln": {"events": true}`), as
+    /// events named with kiln's prefix, which the Responses clients pass over.
+    pub fn with_tool_notes(mut self, on: bool) -> Self {
+        self.tool_notes = on;
+        self
     }
 
     fn emit(&mut self, out: &mut Vec<StreamEvent>, kind: &'static str, mut data: Value) {
@@ -114,6 +124,19 @@ impl Streamer {
                 self.done_item(&mut out, index, item);
             }
             Event::Finished(result) => self.finish(&mut out, result),
+            Event::ToolNote {
+                round,
+                id,
+                name,
+                note,
+            } if self.tool_notes => {
+                let (kind, data) = crate::table::note_json(*round, id, name, note);
+                let kind = match kind {
+                    "tool_progress" => "kiln:tool_progress",
+                    _ => "kiln:tool_event",
+                };
+                self.emit(&mut out, kind, data);
+            }
             _ => {}
         }
         out

@@ -1,0 +1,160 @@
+//! `POST /v1/ag-ui/{agent}`: an agent as an AG-UI agent, for CopilotKit and any front end on
+//! `@ag-ui/client`. The request is AG-UI's `RunAgentInput` (see `input`); the answer is AG-UI
+//! events as SSE (see `events`). `threadId` is the kiln session (the actor's own: another
+//! actor's thread is another session), the front end's `tools` run in the browser (the run
+//! finishes with their calls pending, and the next input carries their results), and a call
+//! that needs a person's approval finishes the AG-UI run with an interrupt while the kiln run
+//! waits: the next input's `resume` decides it and streams the rest of the run. Through the
+//! same walls as every door: tokens, the actor's ceiling, body limits, the run log.
+
+pub(crate) mod events;
+pub(crate) mod input;
+
+use crate::body::JsonBody;
+use crate::doors::chat::CancelOnDrop;
+use crate::error::ApiError;
+use crate::launch::{RunRequest, launch};
+use crate::state::AppState;
+use crate::table::RunEntry;
+use crate::walls::auth::Principal;
+use axum::extract::{Path, State};
+use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
+use events::AgUiStream;
+use futures_util::StreamExt;
+use kiln_agent::Event;
+use kiln_agent::connect::ProviderOverrides;
+use serde_json::json;
+use std::sync::{Arc, Mutex};
+
+/// `POST /v1/ag-ui/{agent}`.
+pub async fn run(
+    State(state): State<Arc<AppState>>,
+    who: Principal,
+    Path(agent): Path<String>,
+    JsonBody(body): JsonBody,
+) -> Result<Response, ApiError> {
+    if state.front.is_some() {
+        return Err(ApiError::bad_request(
+            "",
+            "the AG-UI door runs agents on this server: it is not served with --restate-ingress yet",
+        ));
+    }
+    let input = input::parse(&body)?;
+    if !input.resume.is_empty() {
+        return resume(&state, &who, input).await;
+    }
+    let run_state = Arc::new(Mutex::new(input.state.clone().unwrap_or_else(|| json!({}))));
+    let system = input.system.join("\n\n");
+    let req = RunRequest {
+        agent,
+        prompt: input.prompt,
+        history: input.history,
+        overrides: ProviderOverrides {
+            extra_system: (!system.is_empty()).then_some(system),
+            ..ProviderOverrides::default()
+        },
+        caps_param: "caps",
+        session: Some(input.thread_id.clone()),
+        keep_history: true,
+        stream: true,
+        client_tools: input.client_tools,
+        state: Some(run_state.clone()),
+        attachments: input.attachments,
+        ..RunRequest::default()
+    };
+    let entry = launch(&state, &who, req).await.map_err(|e| {
+        e.renamed(|p| {
+            if p == "session" {
+                "threadId".into()
+            } else {
+                p.into()
+            }
+        })
+    })?;
+    state.run_states.keep(&entry.id, &run_state);
+    let ag = AgUiStream::new(&input.thread_id, &input.run_id, &entry.id, run_state);
+    Ok(stream(entry, ag, None))
+}
+
+/// A `resume`: each interrupt decided on the actor's own run, then the rest of that run.
+async fn resume(
+    state: &Arc<AppState>,
+    who: &Principal,
+    input: input::AgUiInput,
+) -> Result<Response, ApiError> {
+    let mut run = None;
+    for (i, (interrupt, decision)) in input.resume.iter().enumerate() {
+        let not_found = || {
+            ApiError::not_found(
+                "interrupt_not_found",
+                format!(
+                    "resume[{i}]: no interrupt \"{interrupt}\" is waiting on this server for you"
+                ),
+            )
+            .renamed(|p| p.into())
+        };
+        let (kiln_run, approval) = interrupt.split_once('/').ok_or_else(not_found)?;
+        let entry = state.runs.get(kiln_run, who).ok_or_else(not_found)?;
+        entry.approvals.decide(approval, decision.clone())?;
+        tracing::info!(run_id = %kiln_run, approval = %approval, actor = ?who.actor, "approval decided (AG-UI resume)");
+        run = Some((entry, approval.to_string()));
+    }
+    let Some((entry, approval)) = run else {
+        return Err(ApiError::bad_request("resume", "resume is empty"));
+    };
+    let run_state = state
+        .run_states
+        .get(&entry.id)
+        .unwrap_or_else(|| Arc::new(Mutex::new(json!({}))));
+    let ag = AgUiStream::new(&input.thread_id, &input.run_id, &entry.id, run_state);
+    Ok(stream(entry, ag, Some(approval)))
+}
+
+/// The run's events as AG-UI SSE, from its start (or from just after approval `after` was
+/// asked), until the AG-UI run ends. A client that goes away before then cancels the run; after
+/// an interrupt, the run waits for its decision.
+fn stream(entry: Arc<RunEntry>, mut ag: AgUiStream, after: Option<String>) -> Response {
+    let guard = Arc::new(Mutex::new(CancelOnDrop(Some(entry.cancel.clone()))));
+    let first = ag.start();
+    let mut skipping = after;
+    let events = entry
+        .events()
+        .filter(move |ev| {
+            let keep = match (&skipping, &**ev) {
+                (None, _) => true,
+                (Some(id), Event::ApprovalRequested { id: asked, .. }) if asked == id => {
+                    skipping = None;
+                    false
+                }
+                (Some(_), _) => false,
+            };
+            std::future::ready(keep)
+        })
+        .boxed();
+    // Ends right after the AG-UI run's last event: an interrupted run waits without events.
+    let events = futures_util::stream::unfold(
+        (events, ag, guard),
+        |(mut events, mut ag, guard)| async move {
+            if ag.ended {
+                return None;
+            }
+            let ev = events.next().await?;
+            let out = ag.on(&ev);
+            if ag.ended
+                && let Ok(mut g) = guard.lock()
+            {
+                // Finished or interrupted: the client going away now cancels nothing.
+                g.0 = None;
+            }
+            Some((futures_util::stream::iter(out), (events, ag, guard)))
+        },
+    )
+    .flatten();
+    let all = futures_util::stream::iter(first)
+        .chain(events)
+        .map(|v| Ok::<_, std::convert::Infallible>(SseEvent::default().data(v.to_string())));
+    Sse::new(all)
+        .keep_alive(KeepAlive::default())
+        .into_response()
+}
