@@ -3,3 +3,4 @@
 
 pub(crate) mod ag_ui;
 pub(crate) mod tool_notes;
+pub(crate) mod ui_chat;

@@ -54,6 +54,13 @@ pub enum Event {
         capability: String,
         /// What the person is asked.
         question: String,
+        /// The model's id of the call that asks, when known (an approval is asked before
+        /// its call's `ToolStarted`).
+        call_id: Option<String>,
+        /// The tool that asks, when known.
+        tool: Option<String>,
+        /// The call's arguments, when known.
+        args: Option<Value>,
     },
     /// The run ended: its report, or the error with the report so far. Always last.
     Finished(Box<Result<RunReport, RunError>>),

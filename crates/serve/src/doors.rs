@@ -3,6 +3,8 @@
 
 pub(crate) mod ag_ui;
 pub(crate) mod chat;
+pub(crate) mod live;
 pub(crate) mod mcp_tasks;
 pub(crate) mod responses;
 pub(crate) mod runs;
+pub(crate) mod ui_chat;

@@ -6,7 +6,7 @@ use crate::guard::same_site;
 use crate::walls::auth::Principal;
 use crate::{
     console::health, console::inbox, console::listing, console::timeline, console::tools_api,
-    console::ui, doors::ag_ui, doors::chat, doors::responses, doors::runs,
+    console::ui, doors::ag_ui, doors::chat, doors::responses, doors::runs, doors::ui_chat,
 };
 use axum::Router;
 use axum::extract::{DefaultBodyLimit, Request, State};
@@ -38,6 +38,7 @@ pub fn router(state: Arc<AppState>, mcp: Option<Router>) -> Router {
         .route("/v1/chat/completions", post(chat::completions))
         .route("/v1/responses", post(responses::create))
         .route("/v1/ag-ui/{agent}", post(ag_ui::run))
+        .route("/v1/ui-chat/{agent}", post(ui_chat::chat))
         .route(
             "/v1/responses/{id}",
             get(responses::get).delete(responses::delete),

@@ -289,6 +289,7 @@ pub fn event_json(ev: &Event) -> (&'static str, Value) {
             id,
             capability,
             question,
+            ..
         } => (
             "approval_requested",
             json!({"id": id, "capability": capability, "question": question}),
@@ -335,6 +336,7 @@ fn event_size(ev: &Event) -> usize {
                 id,
                 capability,
                 question,
+                ..
             } => id.len() + capability.len() + question.len(),
             Event::Finished(result) => match result.as_ref() {
                 Ok(report) => json_size(report),

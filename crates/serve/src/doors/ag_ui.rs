@@ -11,7 +11,6 @@ pub(crate) mod events;
 pub(crate) mod input;
 
 use crate::body::JsonBody;
-use crate::doors::chat::CancelOnDrop;
 use crate::error::ApiError;
 use crate::launch::{RunRequest, launch};
 use crate::state::AppState;
@@ -22,7 +21,6 @@ use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use events::AgUiStream;
 use futures_util::StreamExt;
-use kiln_agent::Event;
 use kiln_agent::connect::ProviderOverrides;
 use serde_json::json;
 use std::sync::{Arc, Mutex};
@@ -111,48 +109,11 @@ async fn resume(
     Ok(stream(entry, ag, Some(approval)))
 }
 
-/// The run's events as AG-UI SSE, from its start (or from just after approval `after` was
-/// asked), until the AG-UI run ends. A client that goes away before then cancels the run; after
-/// an interrupt, the run waits for its decision.
+/// The run's events as AG-UI SSE (see [`crate::doors::live`]).
 fn stream(entry: Arc<RunEntry>, mut ag: AgUiStream, after: Option<String>) -> Response {
-    let guard = Arc::new(Mutex::new(CancelOnDrop(Some(entry.cancel.clone()))));
     let first = ag.start();
-    let mut skipping = after;
-    let events = entry
-        .events()
-        .filter(move |ev| {
-            let keep = match (&skipping, &**ev) {
-                (None, _) => true,
-                (Some(id), Event::ApprovalRequested { id: asked, .. }) if asked == id => {
-                    skipping = None;
-                    false
-                }
-                (Some(_), _) => false,
-            };
-            std::future::ready(keep)
-        })
-        .boxed();
-    // Ends right after the AG-UI run's last event: an interrupted run waits without events.
-    let events = futures_util::stream::unfold(
-        (events, ag, guard),
-        |(mut events, mut ag, guard)| async move {
-            if ag.ended {
-                return None;
-            }
-            let ev = events.next().await?;
-            let out = ag.on(&ev);
-            if ag.ended
-                && let Ok(mut g) = guard.lock()
-            {
-                // Finished or interrupted: the client going away now cancels nothing.
-                g.0 = None;
-            }
-            Some((futures_util::stream::iter(out), (events, ag, guard)))
-        },
-    )
-    .flatten();
     let all = futures_util::stream::iter(first)
-        .chain(events)
+        .chain(crate::doors::live::events(entry, ag, after))
         .map(|v| Ok::<_, std::convert::Infallible>(SseEvent::default().data(v.to_string())));
     Sse::new(all)
         .keep_alive(KeepAlive::default())

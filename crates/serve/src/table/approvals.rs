@@ -250,6 +250,9 @@ impl Approver for Approvals {
                 id: id.clone(),
                 capability: cap.to_string(),
                 question: question.to_string(),
+                call_id: ask.call_id.map(str::to_string),
+                tool: (!ask.tool.is_empty()).then(|| ask.tool.to_string()),
+                args: ask.args.cloned(),
             };
             let mut events = self.events.lock().unwrap_or_else(|e| e.into_inner());
             match &events.sink {

@@ -27,7 +27,7 @@ pub(crate) struct AgUiStream {
     state: Arc<Mutex<Value>>,
     sent_state: Value,
     /// The AG-UI run has ended (finished, interrupted or failed): nothing follows.
-    pub ended: bool,
+    ended: bool,
 }
 
 impl AgUiStream {
@@ -58,9 +58,15 @@ impl AgUiStream {
             json!({"type": "STATE_SNAPSHOT", "snapshot": self.sent_state}),
         ]
     }
+}
+
+impl crate::doors::live::Translate for AgUiStream {
+    fn ended(&self) -> bool {
+        self.ended
+    }
 
     /// The AG-UI events of one kiln event.
-    pub fn on(&mut self, ev: &Event) -> Vec<Value> {
+    fn on(&mut self, ev: &Event) -> Vec<Value> {
         let mut out = Vec::new();
         if self.ended {
             return out;
@@ -113,6 +119,7 @@ impl AgUiStream {
                 id,
                 capability,
                 question,
+                ..
             } => {
                 self.close(&mut out);
                 let interrupt = json!({"id": format!("{}/{id}", self.kiln_run), "reason": "approval",
@@ -124,7 +131,9 @@ impl AgUiStream {
         }
         out
     }
+}
 
+impl AgUiStream {
     fn end(&mut self, out: &mut Vec<Value>, result: &Result<RunReport, RunError>) {
         match result {
             Ok(report) => {

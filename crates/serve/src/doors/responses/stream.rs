@@ -112,6 +112,7 @@ impl Streamer {
                 id,
                 capability,
                 question,
+                ..
             } => {
                 let item = json!({
                     "type": "mcp_approval_request",
