@@ -89,6 +89,10 @@ pub struct ServeArgs {
     /// `https://app.example:*`; only this server's own pages (its port) are accepted otherwise.
     #[arg(long = "allow-origin", value_name = "ORIGIN")]
     pub allow_origins: Vec<String>,
+    /// Serve this folder's pages at /app/ (a project's own front end, such as a chat page on
+    /// the AI SDK), with the console's security headers.
+    #[arg(long = "static", value_name = "DIR")]
+    pub static_dir: Option<std::path::PathBuf>,
     /// Open connections at most; more are closed at once.
     #[arg(long, value_name = "N", default_value_t = d::MAX_CONNECTIONS)]
     pub max_connections: usize,
@@ -294,6 +298,11 @@ fn refuse_open_bind(a: &ServeArgs, tokens: &Tokens) -> CliResult<()> {
 
 /// The API's limits and timeouts from the flags; `--caps` becomes the ceiling of every request.
 fn serve_options(g: &Global, a: &ServeArgs) -> CliResult<ServeOptions> {
+    if let Some(dir) = &a.static_dir
+        && !dir.is_dir()
+    {
+        return Err(format!("--static {}: no such folder", dir.display()).into());
+    }
     Ok(ServeOptions {
         max_runs: a.max_runs,
         queue: a.queue,
@@ -320,6 +329,7 @@ fn serve_options(g: &Global, a: &ServeArgs) -> CliResult<ServeOptions> {
                 .max(kiln::serve::http::HttpLimits::default().max_body),
         },
         console: !a.no_console,
+        static_dir: a.static_dir.clone(),
         trace_url: a.trace_url.as_deref().map(trace_url).transpose()?,
     })
 }
@@ -372,6 +382,9 @@ async fn serve_until_signal(
     if !a.no_console {
         // On stderr: stdout's lines are the addresses scripts read.
         eprintln!("kiln serve: console at http://{addr}/ui");
+    }
+    if let Some(dir) = &a.static_dir {
+        eprintln!("kiln serve: {} at http://{addr}/app/", dir.display());
     }
     eprintln!("kiln serve: {}", super::programs::describe_program_pool());
     // Both servers stop on the one signal: fan it out.

@@ -2,5 +2,6 @@
 //! AG-UI door and the AI SDK's UI message stream door, driven by their official clients.
 
 pub(crate) mod ag_ui;
+pub(crate) mod example_page;
 pub(crate) mod tool_notes;
 pub(crate) mod ui_chat;

@@ -5,8 +5,9 @@ use super::state::AppState;
 use crate::guard::same_site;
 use crate::walls::auth::Principal;
 use crate::{
-    console::health, console::inbox, console::listing, console::timeline, console::tools_api,
-    console::ui, doors::ag_ui, doors::chat, doors::responses, doors::runs, doors::ui_chat,
+    console::health, console::inbox, console::listing, console::site, console::timeline,
+    console::tools_api, console::ui, doors::ag_ui, doors::chat, doors::responses, doors::runs,
+    doors::ui_chat,
 };
 use axum::Router;
 use axum::extract::{DefaultBodyLimit, Request, State};
@@ -71,6 +72,15 @@ pub fn router(state: Arc<AppState>, mcp: Option<Router>) -> Router {
                 .route("/ui", get(ui::index))
                 .route("/ui/", get(ui::index))
                 .route("/ui/{file}", get(ui::file))
+                .route_layer(middleware::from_fn_with_state(state.clone(), same_site)),
+        ),
+        false => api,
+    };
+    let api = match state.options.static_dir.is_some() {
+        true => api.merge(
+            Router::new()
+                .route("/app/", get(site::index))
+                .route("/app/{*path}", get(site::file))
                 .route_layer(middleware::from_fn_with_state(state.clone(), same_site)),
         ),
         false => api,

@@ -47,6 +47,8 @@ pub struct ServeOptions {
     pub http: kiln_http::HttpLimits,
     /// Serve the web console at `/ui`.
     pub console: bool,
+    /// A folder of pages to serve at `/app/` (`--static DIR`): a project's own front end.
+    pub static_dir: Option<std::path::PathBuf>,
     /// A trace viewer's page for one trace, `{trace_id}` standing for its id (Phoenix's, a
     /// Jaeger's), linked from a run's timeline.
     pub trace_url: Option<String>,
@@ -75,6 +77,7 @@ impl Default for ServeOptions {
                 ..kiln_http::HttpLimits::default()
             },
             console: true,
+            static_dir: None,
             trace_url: None,
         }
     }

@@ -356,7 +356,13 @@ impl CallEvents {
     }
 
     fn log(&self, level: LogLevel, message: &str) {
-        let admitted = self.bounds.lock().is_ok_and(|mut b| b.take());
+        let admitted = self.bounds.lock().is_ok_and(|mut b| {
+            let admitted = b.take();
+            if !admitted {
+                b.dropped_log();
+            }
+            admitted
+        });
         if admitted {
             self.observer.log(level, cut(message));
         }
@@ -394,14 +400,18 @@ impl Bounds {
             self.tokens -= 1.0;
             return true;
         }
+        false
+    }
+
+    /// Counts a log message dropped past the rate, saying so now and then.
+    fn dropped_log(&mut self) {
         self.dropped += 1;
         if self.dropped.is_power_of_two() {
             tracing::warn!(
                 dropped = self.dropped,
-                "a tool sends progress or log messages faster than {PER_SECOND}/s: some are not passed on"
+                "a tool logs faster than {PER_SECOND} messages a second: some are not passed on"
             );
         }
-        false
     }
 }
 
