@@ -84,13 +84,23 @@ fn an_event_needs_a_plain_name_and_a_small_value() {
     let events = CallEvents::new(seen.clone());
     assert!(emit(Some(&events), "", serde_json::json!(1)).is_err());
     assert!(emit(Some(&events), "a b", serde_json::json!(1)).is_err());
+    // Just within when written plainly, though not surely within by the quick count.
+    let near = serde_json::json!("x".repeat(MAX_EMIT_BYTES - 2));
+    emit(Some(&events), "near", near).expect("exactly the bound");
+    let escaped = serde_json::json!("\"".repeat(MAX_EMIT_BYTES / 2));
+    assert!(
+        emit(Some(&events), "quotes", escaped).is_err(),
+        "escapes count"
+    );
     let big = serde_json::json!("x".repeat(MAX_EMIT_BYTES));
     let e = emit(Some(&events), "big", big).expect_err("too big");
     assert!(e.contains("over the 16384 allowed"), "{e}");
     emit(Some(&events), "step:fetch", serde_json::json!({"n": 1})).expect("ok");
     let big = serde_json::json!("x".repeat(MAX_EMIT_BYTES));
     assert!(emit(None, "nobody", big).is_err(), "the same at every door");
-    assert_eq!(*seen.0.lock().expect("seen"), ["step:fetch={\"n\":1}"]);
+    let seen = seen.0.lock().expect("seen");
+    assert_eq!(seen.len(), 2, "{seen:?}");
+    assert_eq!(seen[1], "step:fetch={\"n\":1}");
 }
 
 #[test]

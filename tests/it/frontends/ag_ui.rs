@@ -131,20 +131,9 @@ fn frontends_the_ag_ui_client_runs_an_agent_through_a_front_end_tool_and_an_inte
 fn the_ag_ui_door_keeps_the_walls() {
     let mock = Mock::start(&scenario());
     let dir = scripts(&mock);
-    let tokens = json!([
-        {"token": "tok-ann-0123456789abcdef", "actor": "ann", "caps": ["store"]},
-        {"token": "tok-bob-0123456789abcdef", "actor": "bob", "caps": ["store"]}
-    ])
-    .to_string();
-    let serve = Serve::start(
-        dir.path(),
-        &dir.path().join("k.db"),
-        &["--max-body", "4096"],
-        &[("KILN_TOKENS", &tokens)],
-    );
+    let serve = crate::frontends::serve_two_actors(dir.path());
     let url = |agent: &str| format!("{}/v1/ag-ui/{agent}", serve.url);
-    let ann = [("authorization", "Bearer tok-ann-0123456789abcdef")];
-    let bob = [("authorization", "Bearer tok-bob-0123456789abcdef")];
+    let (ann, bob) = (crate::frontends::ANN, crate::frontends::BOB);
     let input = |run: &str| {
         json!({"threadId": "t", "runId": run, "state": {}, "tools": [], "context": [],
         "messages": [{"id": "u1", "role": "user", "content": "go"}]})

@@ -126,6 +126,33 @@ fn a_handlers_progress_and_events_reach_the_run_stream_the_report_and_the_log() 
 }
 
 #[test]
+fn a_call_from_the_consoles_tools_page_streams_them_too() {
+    let mock = Mock::start(&scenario("crunch", json!({"n": 2})));
+    let dir = scripts(&mock);
+    let serve = Serve::start(dir.path(), &dir.path().join("k.db"), &[], &[]);
+    let (status, called) = post(
+        &format!("{}/v1/tools/crunch", serve.url),
+        &json!({"arguments": {"n": 2}}),
+        &[],
+    );
+    assert_eq!(status, 200, "{called}");
+    let run = called["run"].as_str().expect("run id");
+    let events = sse(&http_get(&format!("{}/v1/runs/{run}/events", serve.url)));
+    let notes: Vec<&str> = events
+        .iter()
+        .map(|(n, _)| n.as_str())
+        .filter(|n| *n == "tool_progress" || *n == "tool_event")
+        .collect();
+    assert_eq!(notes.len(), 5, "{events:?}");
+    let finished = named(&events, "tool_finished");
+    assert_eq!(
+        finished[0]["notes"].as_array().map(Vec::len),
+        Some(5),
+        "{events:?}"
+    );
+}
+
+#[test]
 fn the_openai_streams_carry_them_only_when_asked() {
     let mock = Mock::start(&scenario("crunch", json!({"n": 2})));
     let dir = scripts(&mock);

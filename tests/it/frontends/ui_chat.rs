@@ -111,20 +111,9 @@ fn frontends_the_ai_sdk_reads_kilns_ui_message_stream_like_its_own() {
 fn the_ui_chat_door_streams_with_its_header_and_keeps_the_walls() {
     let (c, h) = (cruncher(), helper());
     let dir = scripts(&c, &h);
-    let tokens = json!([
-        {"token": "tok-ann-0123456789abcdef", "actor": "ann", "caps": ["store"]},
-        {"token": "tok-bob-0123456789abcdef", "actor": "bob", "caps": ["store"]}
-    ])
-    .to_string();
-    let serve = Serve::start(
-        dir.path(),
-        &dir.path().join("k.db"),
-        &["--max-body", "4096"],
-        &[("KILN_TOKENS", &tokens)],
-    );
+    let serve = crate::frontends::serve_two_actors(dir.path());
     let url = |agent: &str| format!("{}/v1/ui-chat/{agent}", serve.url);
-    let ann = [("authorization", "Bearer tok-ann-0123456789abcdef")];
-    let bob = [("authorization", "Bearer tok-bob-0123456789abcdef")];
+    let (ann, bob) = (crate::frontends::ANN, crate::frontends::BOB);
     let turn = json!({"id": "chat-1", "trigger": "submit-message",
         "messages": [{"id": "u1", "role": "user", "parts": [{"type": "text", "text": "go"}]}]});
     let (status, headers, body) = http("POST", &url("cruncher"), &ann, Some(&turn));

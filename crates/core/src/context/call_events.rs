@@ -458,18 +458,47 @@ pub fn emit(
     value: serde_json::Value,
 ) -> Result<(), String> {
     check_emit_name(name)?;
-    // Measured even when nobody listens, so a tool fails the same way at every door.
-    let size = serde_json::to_vec(&value).map(|v| v.len()).unwrap_or(0);
-    if size > MAX_EMIT_BYTES {
-        return Err(format!(
-            "emit(\"{name}\"): the value is {size} bytes of JSON, over the {MAX_EMIT_BYTES} allowed (send less, or a reference to it)"
-        ));
+    // Measured even when nobody listens, so a tool fails the same way at every door; a value
+    // that is small however it renders is not written out to be measured.
+    if !surely_within(&value, MAX_EMIT_BYTES) {
+        let size = serde_json::to_vec(&value).map_or(usize::MAX, |v| v.len());
+        if size > MAX_EMIT_BYTES {
+            return Err(format!(
+                "emit(\"{name}\"): the value is {size} bytes of JSON, over the {MAX_EMIT_BYTES} allowed (send less, or a reference to it)"
+            ));
+        }
     }
-    tracing::debug!(target: "kiln::script", name, "emit");
     if let Some(events) = events {
         events.emit(name, value);
     }
     Ok(())
+}
+
+/// Whether `value` renders to at most `limit` bytes of JSON however it is written: each string
+/// counted as if every character were escaped (`\uXXXX`), each number at its longest. A walk
+/// that stops as soon as the budget is spent (false: measure it).
+fn surely_within(value: &serde_json::Value, limit: usize) -> bool {
+    fn walk(v: &serde_json::Value, budget: &mut usize) -> bool {
+        use serde_json::Value;
+        let cost = match v {
+            Value::Null | Value::Bool(_) => 5,
+            Value::Number(_) => 24,
+            Value::String(s) => s.len() * 6 + 2,
+            Value::Array(items) => 2 + items.len(),
+            Value::Object(m) => 2 + m.keys().map(|k| k.len() * 6 + 4).sum::<usize>(),
+        };
+        if cost > *budget {
+            return false;
+        }
+        *budget -= cost;
+        match v {
+            Value::Array(items) => items.iter().all(|i| walk(i, budget)),
+            Value::Object(m) => m.values().all(|i| walk(i, budget)),
+            _ => true,
+        }
+    }
+    let mut budget = limit;
+    walk(value, &mut budget)
 }
 
 /// An event's name: 1 to [`MAX_EMIT_NAME`] letters, digits, `_`, `-`, `.` or `:` (front ends

@@ -13,6 +13,7 @@ use axum::Json;
 use axum::extract::{Path, State};
 use kiln_agent::{Event, RunReport, ToolCallRecord};
 use kiln_core::capability::Grants;
+use kiln_core::context::call_events::{CallObserver, LogLevel, ToolNote};
 use kiln_core::failure::{FailureKind, ToolFailure};
 use kiln_core::tool::{Tool, ToolOutcome};
 use serde_json::{Value, json};
@@ -79,7 +80,13 @@ pub async fn call(
     };
     let permit = state.limiter.acquire().await?;
     let entry = start(&state, &who, &tool, &args);
+    let notes = Arc::new(EntryNotes {
+        entry: entry.clone(),
+        tool: tool.name.clone(),
+        kept: Default::default(),
+    });
     let opts = kiln_host::CallOptions {
+        observer: Some(notes.clone()),
         grants: Some(grants_for(&state, &who)),
         actor_id: who.actor.clone(),
         timeout: state.options.run_timeout,
@@ -102,7 +109,7 @@ pub async fn call(
                     std::time::Instant::now(),
                 ),
             };
-            finish(&state, &entry, &tool, args, &outcome);
+            finish(&state, &entry, &tool, args, &outcome, notes.kept());
             called
         })
     };
@@ -135,8 +142,67 @@ fn start(state: &Arc<AppState>, who: &Principal, tool: &Tool, args: &Value) -> A
     entry
 }
 
+/// What the tool tells its caller while it runs, live on its run's events and kept (the
+/// first 64, the latest last) for its record.
+struct EntryNotes {
+    entry: Arc<RunEntry>,
+    tool: String,
+    kept: std::sync::Mutex<Vec<ToolNote>>,
+}
+
+impl EntryNotes {
+    fn heard(&self, note: ToolNote) {
+        if let Ok(mut kept) = self.kept.lock() {
+            match kept.len() < 64 {
+                true => kept.push(note.clone()),
+                false => {
+                    if let Some(last) = kept.last_mut() {
+                        *last = note.clone();
+                    }
+                }
+            }
+        }
+        self.entry.push(Event::ToolNote {
+            round: 1,
+            id: CALL_ID.to_string(),
+            name: self.tool.clone(),
+            note,
+        });
+    }
+
+    fn kept(&self) -> Vec<ToolNote> {
+        self.kept.lock().map(|k| k.clone()).unwrap_or_default()
+    }
+}
+
+impl CallObserver for EntryNotes {
+    fn progress(&self, done: f64, total: Option<f64>, message: Option<String>) {
+        self.heard(ToolNote::Progress {
+            done,
+            total,
+            message,
+        });
+    }
+
+    fn log(&self, _level: LogLevel, _message: String) {}
+
+    fn emit(&self, name: &str, value: Value) {
+        self.heard(ToolNote::Emit {
+            name: name.to_string(),
+            value,
+        });
+    }
+}
+
 /// Ends the call's run with its one call recorded.
-fn finish(state: &AppState, entry: &RunEntry, tool: &Tool, args: Value, outcome: &ToolOutcome) {
+fn finish(
+    state: &AppState,
+    entry: &RunEntry,
+    tool: &Tool,
+    args: Value,
+    outcome: &ToolOutcome,
+    notes: Vec<ToolNote>,
+) {
     let record = ToolCallRecord::new(
         1,
         CALL_ID,
@@ -144,7 +210,8 @@ fn finish(state: &AppState, entry: &RunEntry, tool: &Tool, args: Value, outcome:
         args.clone(),
         outcome,
         tool.version().to_string(),
-    );
+    )
+    .with_notes(notes);
     let mut report = RunReport::new(
         &entry.agent,
         vec![kiln_providers::Message::user(args.to_string())],

@@ -11,8 +11,8 @@ pub(crate) mod events;
 pub(crate) mod input;
 
 use crate::body::JsonBody;
+use crate::doors::live;
 use crate::error::ApiError;
-use crate::launch::{RunRequest, launch};
 use crate::state::AppState;
 use crate::table::RunEntry;
 use crate::walls::auth::Principal;
@@ -21,7 +21,6 @@ use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use events::AgUiStream;
 use futures_util::StreamExt;
-use kiln_agent::connect::ProviderOverrides;
 use serde_json::json;
 use std::sync::{Arc, Mutex};
 
@@ -32,44 +31,23 @@ pub async fn run(
     Path(agent): Path<String>,
     JsonBody(body): JsonBody,
 ) -> Result<Response, ApiError> {
-    if state.front.is_some() {
-        return Err(ApiError::bad_request(
-            "",
-            "the AG-UI door runs agents on this server: it is not served with --restate-ingress yet",
-        ));
-    }
+    live::here_only(&state, "AG-UI")?;
     let input = input::parse(&body)?;
     if !input.resume.is_empty() {
         return resume(&state, &who, input).await;
     }
     let run_state = Arc::new(Mutex::new(input.state.clone().unwrap_or_else(|| json!({}))));
-    let system = input.system.join("\n\n");
-    let req = RunRequest {
+    let run = live::FrontRun {
         agent,
         prompt: input.prompt,
         history: input.history,
-        overrides: ProviderOverrides {
-            extra_system: (!system.is_empty()).then_some(system),
-            ..ProviderOverrides::default()
-        },
-        caps_param: "caps",
-        session: Some(input.thread_id.clone()),
-        keep_history: true,
-        stream: true,
+        system: input.system,
+        session: (input.thread_id.clone(), "threadId"),
         client_tools: input.client_tools,
         state: Some(run_state.clone()),
         attachments: input.attachments,
-        ..RunRequest::default()
     };
-    let entry = launch(&state, &who, req).await.map_err(|e| {
-        e.renamed(|p| {
-            if p == "session" {
-                "threadId".into()
-            } else {
-                p.into()
-            }
-        })
-    })?;
+    let entry = live::start(&state, &who, run).await?;
     state.run_states.keep(&entry.id, &run_state);
     let ag = AgUiStream::new(&input.thread_id, &input.run_id, &entry.id, run_state);
     Ok(stream(entry, ag, None))
@@ -90,13 +68,14 @@ async fn resume(
                     "resume[{i}]: no interrupt \"{interrupt}\" is waiting on this server for you"
                 ),
             )
-            .renamed(|p| p.into())
         };
-        let (kiln_run, approval) = interrupt.split_once('/').ok_or_else(not_found)?;
-        let entry = state.runs.get(kiln_run, who).ok_or_else(not_found)?;
-        entry.approvals.decide(approval, decision.clone())?;
-        tracing::info!(run_id = %kiln_run, approval = %approval, actor = ?who.actor, "approval decided (AG-UI resume)");
-        run = Some((entry, approval.to_string()));
+        run = Some(live::decide(
+            state,
+            who,
+            interrupt,
+            decision.clone(),
+            not_found,
+        )?);
     }
     let Some((entry, approval)) = run else {
         return Err(ApiError::bad_request("resume", "resume is empty"));

@@ -11,8 +11,8 @@ pub(crate) mod chunks;
 pub(crate) mod input;
 
 use crate::body::JsonBody;
+use crate::doors::live;
 use crate::error::ApiError;
-use crate::launch::{RunRequest, launch};
 use crate::state::AppState;
 use crate::table::RunEntry;
 use crate::walls::auth::Principal;
@@ -22,7 +22,6 @@ use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use chunks::UiStream;
 use futures_util::StreamExt;
-use kiln_agent::connect::ProviderOverrides;
 use std::sync::Arc;
 
 /// `POST /v1/ui-chat/{agent}`.
@@ -32,42 +31,22 @@ pub async fn chat(
     Path(agent): Path<String>,
     JsonBody(body): JsonBody,
 ) -> Result<Response, ApiError> {
-    if state.front.is_some() {
-        return Err(ApiError::bad_request(
-            "",
-            "the UI message stream door runs agents on this server: it is not served with --restate-ingress yet",
-        ));
-    }
+    live::here_only(&state, "UI message stream")?;
     let input = input::parse(&body)?;
     if !input.approvals.is_empty() {
         return resume(&state, &who, input);
     }
-    let system = input.system.join("\n\n");
-    let req = RunRequest {
+    let run = live::FrontRun {
         agent,
         prompt: input.prompt,
         history: input.history,
-        overrides: ProviderOverrides {
-            extra_system: (!system.is_empty()).then_some(system),
-            ..ProviderOverrides::default()
-        },
-        caps_param: "caps",
-        session: Some(input.chat_id.clone()),
-        keep_history: true,
-        stream: true,
+        system: input.system,
+        session: (input.chat_id.clone(), "id"),
         client_tools: client_tools(&body["kiln"]["client_tools"])?,
+        state: None,
         attachments: input.attachments,
-        ..RunRequest::default()
     };
-    let entry = launch(&state, &who, req).await.map_err(|e| {
-        e.renamed(|p| {
-            if p == "session" {
-                "id".into()
-            } else {
-                p.into()
-            }
-        })
-    })?;
+    let entry = live::start(&state, &who, run).await?;
     // A continuation (the front end's tool outputs) streams into the message it continues.
     let message = input
         .last_assistant
@@ -99,11 +78,13 @@ fn resume(
                 format!("no approval \"{approval}\" waits on this server for you"),
             )
         };
-        let (kiln_run, id) = approval.split_once('/').ok_or_else(not_found)?;
-        let entry = state.runs.get(kiln_run, who).ok_or_else(not_found)?;
-        entry.approvals.decide(id, decision.clone())?;
-        tracing::info!(run_id = %kiln_run, approval = %id, actor = ?who.actor, "approval decided (UI message stream)");
-        run = Some((entry, id.to_string()));
+        run = Some(live::decide(
+            state,
+            who,
+            approval,
+            decision.clone(),
+            not_found,
+        )?);
     }
     let Some((entry, approval)) = run else {
         return Err(ApiError::bad_request("messages", "no answered approval"));
