@@ -134,6 +134,39 @@ pub fn run(conn: &mut Connection) -> rusqlite::Result<usize> {
 
 #[cfg(test)]
 mod tests {
+    /// Another process migrated the file after this connection read its schema: this one's
+    /// cached schema is stale, and a migration must not be prepared against it.
+    #[test]
+    fn a_connection_whose_schema_another_process_changed_migrates_what_is_left() {
+        let dir = tempfile::tempdir().expect("dir");
+        let path = dir.path().join("k.db");
+        let mut late = rusqlite::Connection::open(&path).expect("open");
+        for sql in &super::MIGRATIONS[..3] {
+            late.execute_batch(sql).expect("old schema");
+        }
+        late.pragma_update(None, "user_version", 3i64)
+            .expect("version");
+        // `late` has read the schema as it was at version 3 (model_calls a table).
+        let tables: i64 = late
+            .query_row("SELECT count(*) FROM model_calls", [], |r| r.get(0))
+            .expect("read");
+        assert_eq!(tables, 0);
+        // Another process takes it to version 7 (model_calls a view since 3)...
+        let early = rusqlite::Connection::open(&path).expect("open");
+        for sql in &super::MIGRATIONS[3..7] {
+            early.execute_batch(sql).expect("migrated elsewhere");
+        }
+        early
+            .pragma_update(None, "user_version", 7i64)
+            .expect("version");
+        // ... and `late` applies the rest against the schema as it is now.
+        assert_eq!(super::run(&mut late).expect("the rest"), 7);
+        let version: i64 = late
+            .pragma_query_value(None, "user_version", |r| r.get(0))
+            .expect("version");
+        assert_eq!(version as usize, super::KNOWN);
+    }
+
     #[test]
     fn migrations_apply_once_and_are_idempotent() {
         let mut conn = rusqlite::Connection::open_in_memory().expect("open");

@@ -90,6 +90,21 @@ fn frontends_the_ag_ui_client_runs_an_agent_through_a_front_end_tool_and_an_inte
     let second = &runs[1];
     assert_eq!(second["outcome"], "interrupt", "{second:#}");
     assert_eq!(second["interrupts"][0]["reason"], "approval");
+    // The call that asks is shown with its question, and not shown again when resumed.
+    let second_types: Vec<&str> = second["types"]
+        .as_array()
+        .expect("types")
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    assert!(
+        second_types.contains(&"TOOL_CALL_START"),
+        "{second_types:?}"
+    );
+    assert!(
+        second["interrupts"][0]["toolCallId"].is_string(),
+        "{second:#}"
+    );
     assert!(
         v["refused"]
             .as_str()
@@ -183,4 +198,32 @@ fn the_ag_ui_door_keeps_the_walls() {
     let (status, _, text) = http("POST", &url("helper"), &bob, Some(&resume));
     assert_eq!(status, 404, "{text}");
     assert!(text.contains("resume[0]"), "{text}");
+    // Carl's ceiling has no `store`: the call that needs it is refused, nobody is asked.
+    let (status, _, body) = http(
+        "POST",
+        &url("helper"),
+        &crate::frontends::CARL,
+        Some(&input("r3")),
+    );
+    assert_eq!(status, 200, "{body}");
+    let events: Vec<Value> = body
+        .split("\n\n")
+        .filter_map(|b| b.strip_prefix("data: "))
+        .filter_map(|d| serde_json::from_str(d).ok())
+        .collect();
+    let last = events.last().cloned().unwrap_or_default();
+    assert_eq!(
+        last["type"], "RUN_ERROR",
+        "refused, not an interrupt: {body}"
+    );
+    assert_eq!(last["code"], "capability", "{body}");
+    let refused = events
+        .iter()
+        .filter(|e| e["type"] == "TOOL_CALL_RESULT")
+        .any(|e| {
+            e["content"]
+                .as_str()
+                .is_some_and(|c| c.contains("requires capabilities [store]"))
+        });
+    assert!(refused, "{body}");
 }

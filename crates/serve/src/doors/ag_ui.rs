@@ -84,7 +84,15 @@ async fn resume(
         .run_states
         .get(&entry.id)
         .unwrap_or_else(|| Arc::new(Mutex::new(json!({}))));
-    let ag = AgUiStream::new(&input.thread_id, &input.run_id, &entry.id, run_state);
+    // The call that asked was shown with its interrupt.
+    let asked_call = entry
+        .approvals
+        .history()
+        .into_iter()
+        .find(|(w, _)| w.id == approval)
+        .and_then(|(w, _)| w.call_id);
+    let ag = AgUiStream::new(&input.thread_id, &input.run_id, &entry.id, run_state)
+        .with_announced(asked_call);
     Ok(stream(entry, ag, Some(approval)))
 }
 

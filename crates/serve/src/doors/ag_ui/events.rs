@@ -28,6 +28,8 @@ pub(crate) struct AgUiStream {
     sent_state: Value,
     /// The AG-UI run has ended (finished, interrupted or failed): nothing follows.
     ended: bool,
+    /// Calls the front end has been shown (here, or with an interrupt before a resume).
+    announced: std::collections::HashSet<String>,
 }
 
 impl AgUiStream {
@@ -47,7 +49,15 @@ impl AgUiStream {
             state,
             sent_state,
             ended: false,
+            announced: Default::default(),
         }
+    }
+
+    /// The stream with call `id` already shown to the front end (with the interrupt a resume
+    /// answers): it is not announced again.
+    pub fn with_announced(mut self, id: Option<String>) -> Self {
+        self.announced.extend(id);
+        self
     }
 
     /// The first events: the run started, and the state it starts from.
@@ -98,8 +108,10 @@ impl crate::doors::live::Translate for AgUiStream {
             Event::ModelReply { .. } => self.close_text(&mut out),
             Event::ToolStarted { id, name, args, .. } => {
                 self.close_text(&mut out);
-                let parent = self.reply_id();
-                call_events(&mut out, id, name, &args.to_string(), &parent);
+                if self.announced.insert(id.clone()) {
+                    let parent = self.reply_id();
+                    call_events(&mut out, id, name, &args.to_string(), &parent);
+                }
             }
             Event::ToolNote { id, name, note, .. } => out.push(custom(id, name, note)),
             Event::ToolFinished(record) => {
@@ -119,11 +131,29 @@ impl crate::doors::live::Translate for AgUiStream {
                 id,
                 capability,
                 question,
-                ..
+                call_id,
+                tool,
+                args,
             } => {
-                self.close(&mut out);
-                let interrupt = json!({"id": format!("{}/{id}", self.kiln_run), "reason": "approval",
+                self.close_text(&mut out);
+                let mut interrupt = json!({"id": format!("{}/{id}", self.kiln_run), "reason": "approval",
                     "message": question, "metadata": {"capability": capability}});
+                if let Some(call) = call_id {
+                    // Asked before its call started: the call is shown with the question.
+                    if self.announced.insert(call.clone()) {
+                        let parent = self.reply_id();
+                        let args = args.as_ref().map_or_else(|| "{}".into(), Value::to_string);
+                        call_events(
+                            &mut out,
+                            call,
+                            tool.as_deref().unwrap_or("tool"),
+                            &args,
+                            &parent,
+                        );
+                    }
+                    interrupt["toolCallId"] = json!(call);
+                }
+                self.close(&mut out);
                 out.push(self.finished(json!({"type": "interrupt", "interrupts": [interrupt]})));
             }
             Event::Finished(result) => self.end(&mut out, result),

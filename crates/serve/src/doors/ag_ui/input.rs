@@ -46,15 +46,16 @@ pub(crate) fn parse(body: &Value) -> Result<AgUiInput, ApiError> {
     };
     let (thread_id, run_id) = (text("threadId")?, text("runId")?);
     let mut system = context_lines(&body["context"])?;
-    let (items, from) = items(&body["messages"])?;
-    let mut messages = Vec::new();
-    append_items(&mut messages, &items, &mut system)
-        .map_err(|e| e.renamed(|p| message_path(p, &from)))?;
     let resume = resume(&body["resume"])?;
-    // A resumed run goes on where it waits: the messages the front end sends are its copy.
+    // A resumed run goes on where it waits: the messages the front end sends are its copy
+    // (its call waiting for the decision has no result yet).
     let (history, prompt, attachments) = if !resume.is_empty() {
         (Vec::new(), String::new(), Vec::new())
     } else {
+        let (items, from) = items(&body["messages"])?;
+        let mut messages = Vec::new();
+        append_items(&mut messages, &items, &mut system)
+            .map_err(|e| e.renamed(|p| message_path(p, &from)))?;
         split_prompt(messages).map_err(|_| {
             ApiError::bad_request(
                 "messages",
