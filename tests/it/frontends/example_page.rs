@@ -7,6 +7,15 @@ use crate::doors::serve::Serve;
 use serde_json::{Value, json};
 use std::path::Path;
 
+/// The example's scripts, copied into `tmp` (a server writes beside its scripts).
+fn example_scripts(tmp: &Path) -> std::path::PathBuf {
+    let scripts = tmp.join("scripts");
+    std::fs::create_dir_all(&scripts).expect("scripts");
+    let from = repo().join("examples/chat_page/scripts/importer.rhai");
+    std::fs::copy(from, scripts.join("importer.rhai")).expect("copy");
+    scripts
+}
+
 /// The page's files in `site`: its HTML and CSS, and `dist/app.js` bundled from `web/app.js`
 /// with the front-end peers' esbuild and `ai`.
 fn build_page(modules: &Path, site: &Path) {
@@ -32,7 +41,7 @@ fn frontends_the_example_chat_page_shows_progress_and_takes_an_approval_in_chrom
     let tmp = tempfile::tempdir().expect("tmp");
     let site = tmp.path().join("site");
     build_page(Path::new(&modules), &site);
-    let scripts = repo().join("examples/chat_page/scripts");
+    let scripts = example_scripts(tmp.path());
     let db = tmp.path().join("k.db");
     let site_arg = site.display().to_string();
     let serve = Serve::start(&scripts, &db, &["--static", &site_arg], &[]);
@@ -54,6 +63,28 @@ fn frontends_the_example_chat_page_shows_progress_and_takes_an_approval_in_chrom
         "a checkpoint every 10 rows: {v:#}"
     );
     assert_eq!(v["messages"], 2, "{v:#}");
+}
+
+#[test]
+#[ignore = "needs Playwright (PyPI) and Debian's chromium (run by .ci/run)"]
+fn frontends_the_console_shows_a_tools_progress_live_and_in_its_timeline() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let scripts = example_scripts(tmp.path());
+    let serve = Serve::start(&scripts, &tmp.path().join("k.db"), &[], &[]);
+    let out = std::process::Command::new("python3")
+        .arg(repo().join("tests/peers/frontends/console_notes_check.py"))
+        .arg(&serve.url)
+        .output()
+        .expect("python3");
+    assert!(out.status.success(), "{}\n{}", stdout(&out), stderr(&out));
+    let v: Value = serde_json::from_str(stdout(&out).trim()).expect("one JSON object");
+    assert_eq!(v["errors"], json!([]), "{v:#}");
+    assert_eq!(
+        v["live_events"], 4,
+        "a checkpoint every 10 rows, live: {v:#}"
+    );
+    assert_eq!(v["timeline_events"], 4, "{v:#}");
+    assert_eq!(v["timeline_progress"], json!(["40", "40"]), "{v:#}");
 }
 
 #[test]
