@@ -77,23 +77,18 @@ async fn resume(
             not_found,
         )?);
     }
-    let Some((entry, approval)) = run else {
+    let Some(decided) = run else {
         return Err(ApiError::bad_request("resume", "resume is empty"));
     };
+    let entry = decided.entry;
     let run_state = state
         .run_states
         .get(&entry.id)
         .unwrap_or_else(|| Arc::new(Mutex::new(json!({}))));
     // The call that asked was shown with its interrupt.
-    let asked_call = entry
-        .approvals
-        .history()
-        .into_iter()
-        .find(|(w, _)| w.id == approval)
-        .and_then(|(w, _)| w.call_id);
     let ag = AgUiStream::new(&input.thread_id, &input.run_id, &entry.id, run_state)
-        .with_announced(asked_call);
-    Ok(stream(entry, ag, Some(approval)))
+        .with_announced(decided.call);
+    Ok(stream(entry, ag, Some(decided.approval)))
 }
 
 /// The run's events as AG-UI SSE (see [`crate::doors::live`]).

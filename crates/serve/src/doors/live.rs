@@ -87,21 +87,41 @@ pub(crate) async fn start(
     })
 }
 
+/// An approval a front end decided: its run, its id in the run, and the call that asked (shown
+/// to the front end with the question, so not shown again when the run goes on).
+pub(crate) struct Decided {
+    /// The run that waited.
+    pub entry: Arc<RunEntry>,
+    /// The approval's id in the run.
+    pub approval: String,
+    /// The model's id of the call that asked, when known.
+    pub call: Option<String>,
+}
+
 /// Decides approval `asked` (`RUN/ID`, as the front-end doors name it) on the caller's own
-/// run; the run, and the approval's id in it. Another actor's, or one not waiting here, is
-/// `not_found`.
+/// run. Another actor's, or one not waiting here, is `not_found`.
 pub(crate) fn decide(
     state: &AppState,
     who: &Principal,
     asked: &str,
     decision: Decision,
     not_found: impl Fn() -> ApiError,
-) -> Result<(Arc<RunEntry>, String), ApiError> {
+) -> Result<Decided, ApiError> {
     let (run, id) = asked.split_once('/').ok_or_else(&not_found)?;
     let entry = state.runs.get(run, who).ok_or_else(&not_found)?;
     entry.approvals.decide(id, decision)?;
     tracing::info!(run_id = %run, approval = %id, actor = ?who.actor, "approval decided (front-end door)");
-    Ok((entry, id.to_string()))
+    let call = entry
+        .approvals
+        .history()
+        .into_iter()
+        .find(|(w, _)| w.id == id)
+        .and_then(|(w, _)| w.call_id);
+    Ok(Decided {
+        entry,
+        approval: id.to_string(),
+        call,
+    })
 }
 
 /// Turns a run's events into a door's.

@@ -86,21 +86,16 @@ fn resume(
             not_found,
         )?);
     }
-    let Some((entry, approval)) = run else {
+    let Some(decided) = run else {
         return Err(ApiError::bad_request("messages", "no answered approval"));
     };
+    let entry = decided.entry;
     let message = input
         .last_assistant
         .unwrap_or_else(|| format!("{}-msg", entry.id));
     // The call that asked is in the front end's message already.
-    let asked_call = entry
-        .approvals
-        .history()
-        .into_iter()
-        .find(|(w, _)| w.id == approval)
-        .and_then(|(w, _)| w.call_id);
-    let ui = UiStream::new(&entry.id, &message).with_announced(asked_call);
-    Ok(stream(entry, ui, Some(approval)))
+    let ui = UiStream::new(&entry.id, &message).with_announced(decided.call);
+    Ok(stream(entry, ui, Some(decided.approval)))
 }
 
 /// The run's chunks as the UI message stream (see [`crate::doors::live`]), ending `[DONE]`.
