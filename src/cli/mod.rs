@@ -163,6 +163,12 @@ pub enum Command {
     /// Language Server over stdio for editors: diagnostics as `kiln check` reports them,
     /// completion, hover, go to definition, document symbols (docs/editors.md).
     Lsp,
+    /// Serve an agent to an editor over stdio as an Agent Client Protocol (ACP) agent (Zed,
+    /// JetBrains, Neovim): sessions kept in the database and loaded back, answers and tool
+    /// calls streamed, approvals asked in the editor, cancel (docs/editors.md).
+    ///
+    /// stdout carries the protocol only (newline-delimited JSON-RPC); logs go to stderr.
+    Acp(authoring::acp_cmd::AcpArgs),
     /// Show the run log: runs, tool calls, usage (newest first).
     Logs(db_cmd::LogsArgs),
     /// List, show or delete saved sessions.
@@ -408,6 +414,7 @@ pub fn apply_project(cli: &mut Cli, matches: &clap::ArgMatches) -> CliResult<()>
         Some(Command::Extract(a)) => project::fill_caps(&mut a.caps, caps),
         Some(Command::Call(a)) => project::fill_caps(&mut a.run.caps, caps),
         Some(Command::Ask(a)) => project::fill_caps(&mut a.run.caps, caps),
+        Some(Command::Acp(a)) => project::fill_caps(&mut a.run.caps, caps),
         Some(Command::Run(a)) => project::fill_caps(&mut a.run.caps, caps),
         Some(Command::Repl { caps: mine }) => project::fill_caps(mine, caps),
         _ => {}
@@ -455,6 +462,7 @@ pub fn run(cli: Cli) -> CliResult<ExitCode> {
         Command::Logs(a) => db_cmd::logs(&cli.global, a),
         Command::Definitions(a) => authoring::defs_cmd::definitions(&cli.global, a),
         Command::Lsp => authoring::defs_cmd::lsp(&cli.global),
+        Command::Acp(a) => authoring::acp_cmd::acp(&cli.global, a),
         Command::Sessions(a) => db_cmd::sessions(&cli.global, a),
         Command::Extract(a) => extract_cmd::extract(&cli.global, a),
         Command::Mcp(a) => mcp_cmd::mcp(&cli.global, a),

@@ -5,6 +5,7 @@
 static ALLOCATOR: kiln::budget::Counting<std::alloc::System> =
     kiln::budget::Counting(std::alloc::System);
 
+mod acp;
 mod approvals;
 mod architecture;
 mod commands;

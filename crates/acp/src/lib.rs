@@ -1,0 +1,22 @@
+//! `kiln acp AGENT`: a kiln agent as an [Agent Client Protocol](https://agentclientprotocol.com)
+//! (ACP, version 1) agent over stdio, so editors (Zed, JetBrains, Neovim) run it. Sessions are
+//! kiln's (kept in its database, loaded back with their conversation replayed); a prompt's run
+//! streams as `session/update`s; kiln's approvals become `session/request_permission`;
+//! `session/cancel` cancels the run.
+
+mod content;
+pub mod error;
+mod methods;
+mod params;
+mod permission;
+mod prompt;
+mod serve;
+mod session;
+mod state;
+mod updates;
+mod wire;
+
+pub use error::{AcpError, RpcError};
+pub use methods::PROTOCOL_VERSION;
+pub use serve::{MAX_LINE, serve, serve_stdio};
+pub use state::Options;
