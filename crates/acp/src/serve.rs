@@ -22,8 +22,8 @@ pub async fn serve_stdio(host: Arc<kiln_host::Host>, options: Options) -> Result
     serve(host, options, tokio::io::stdin(), tokio::io::stdout()).await
 }
 
-/// Serves `options.agent` of `host` over `input` and `output` until `input` ends; then
-/// cancels what still runs and lets it end (so its run log is committed).
+/// Serves `options.agent` of `host` over `input` and `output` until `input` ends and the
+/// prompts still running have answered.
 pub async fn serve<R, W>(
     host: Arc<kiln_host::Host>,
     options: Options,
@@ -244,17 +244,13 @@ fn notification(door: &Door, method: &str, params: Option<&Value>) {
     }
 }
 
-/// The client is gone: cancels every running prompt and waits (up to 10 s) for them to end.
+/// stdin closed: the prompts still running finish (their answers written, their runs logged;
+/// kiln's requests to the client end unanswered, so a question refuses its call), then the
+/// connection ends. An editor that quits stops the process itself.
 async fn stop(door: &Door) {
     door.outbox.close();
     let sessions: Vec<Arc<Session>> = door.sessions.all();
-    for s in &sessions {
-        s.cancel();
-    }
-    for _ in 0..500 {
-        if !sessions.iter().any(|s| s.is_running()) {
-            return;
-        }
+    while sessions.iter().any(|s| s.is_running()) {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
 }

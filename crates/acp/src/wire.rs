@@ -5,7 +5,7 @@
 use crate::error::RpcError;
 use serde_json::{Value, json};
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, mpsc as sync_mpsc};
 use std::time::Duration;
 use tokio::io::{AsyncWrite, AsyncWriteExt};
@@ -22,6 +22,8 @@ pub struct Outbox {
     pending: Mutex<HashMap<u64, sync_mpsc::Sender<Answer>>>,
     /// The next request's id.
     next: AtomicU64,
+    /// stdin closed: no answer will come.
+    closed: AtomicBool,
 }
 
 impl Outbox {
@@ -46,6 +48,7 @@ impl Outbox {
             tx,
             pending: Mutex::new(HashMap::new()),
             next: AtomicU64::new(1),
+            closed: AtomicBool::new(false),
         };
         (Arc::new(outbox), writer)
     }
@@ -70,7 +73,8 @@ impl Outbox {
     pub fn request(self: &Arc<Self>, method: &str, params: Value) -> Waiting {
         let id = self.next.fetch_add(1, Ordering::Relaxed);
         let (tx, rx) = sync_mpsc::channel();
-        if let Ok(mut p) = self.pending.lock() {
+        // Once the client is gone the sender is dropped here: the wait ends at once.
+        if let (false, Ok(mut p)) = (self.closed.load(Ordering::Acquire), self.pending.lock()) {
             p.insert(id, tx);
         }
         let _ = self
@@ -94,6 +98,7 @@ impl Outbox {
     /// The client is gone: every request waiting for an answer ends without one.
     pub fn close(&self) {
         if let Ok(mut p) = self.pending.lock() {
+            self.closed.store(true, Ordering::Release);
             p.clear();
         }
     }
