@@ -183,6 +183,7 @@ pub mod pipeline {
 /// `--resolve`'s overrides over it), the one TLS stack.
 pub mod egress {
     pub use kiln_core::services::Egress;
+    pub use kiln_egress::NetScope;
     pub use kiln_egress::resolver::{
         Lookup, NameResolver, Overrides as ResolveOverrides, SystemResolver,
     };

@@ -131,6 +131,19 @@ pub struct ServeArgs {
     /// to its trace.
     #[arg(long, value_name = "URL")]
     pub trace_url: Option<String>,
+    /// How long an A2A SendMessage waits for its task's turn to end before it answers the
+    /// task as it is (working; the client polls or subscribes from there).
+    #[arg(long, value_name = "DURATION", default_value_t = Seconds(Duration::from_secs(60)))]
+    pub a2a_wait: Seconds,
+    /// Offer A2A push notifications to webhooks this `net` scope reaches (repeatable), e.g.
+    /// net:hooks.example.com or net:localhost:8888; `net` alone: any public address. Each
+    /// webhook's addresses are checked as a script's `net` request's are (--resolve applies).
+    #[arg(long = "a2a-push", value_name = "NET_SCOPE")]
+    pub a2a_push: Vec<String>,
+    /// Also serve this agent's A2A card and HTTP+JSON binding at the root
+    /// (/.well-known/agent-card.json, /message:send, /tasks/...), where A2A clients look first.
+    #[arg(long, value_name = "AGENT")]
+    pub a2a_root: Option<String>,
 }
 
 /// Fills what the flags left unset from the project file's `[serve]` and `[grants]`.
@@ -331,7 +344,28 @@ fn serve_options(g: &Global, a: &ServeArgs) -> CliResult<ServeOptions> {
         console: !a.no_console,
         static_dir: a.static_dir.clone(),
         trace_url: a.trace_url.as_deref().map(trace_url).transpose()?,
+        a2a: kiln::serve::A2aOptions {
+            wait: a.a2a_wait.0,
+            push: a
+                .a2a_push
+                .iter()
+                .map(|s| push_scope(s))
+                .collect::<CliResult<_>>()?,
+            root: a.a2a_root.clone(),
+        },
     })
+}
+
+/// A `--a2a-push` scope: `net` (public addresses) or `net:SCOPE`, checked as grants are.
+fn push_scope(text: &str) -> CliResult<Option<String>> {
+    let scope = match text.strip_prefix("net:") {
+        None if text == "net" => return Ok(None),
+        None => text,
+        Some(scope) => scope,
+    };
+    kiln::egress::NetScope::parse(scope)
+        .map(|_| Some(scope.to_string()))
+        .map_err(|e| format!("--a2a-push {text}: {e}").into())
 }
 
 /// `--trace-url`: an http(s) address with `{trace_id}` where each run's trace id goes.

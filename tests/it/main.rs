@@ -5,6 +5,7 @@
 static ALLOCATOR: kiln::budget::Counting<std::alloc::System> =
     kiln::budget::Counting(std::alloc::System);
 
+mod a2a;
 mod acp;
 mod approvals;
 mod architecture;

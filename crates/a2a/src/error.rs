@@ -165,7 +165,7 @@ impl A2aError {
 
     /// No task `id` (for this caller).
     pub fn task_not_found(id: &str) -> A2aError {
-        A2aError::new(ErrorKind::TaskNotFound, format!("no task \"{id}\""))
+        A2aError::new(ErrorKind::TaskNotFound, format!("Task not found: \"{id}\""))
             .with("taskId", json!(id))
     }
 

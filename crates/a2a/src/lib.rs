@@ -11,7 +11,8 @@ pub mod types;
 pub use card::{AgentCapabilities, AgentCard, AgentInterface, AgentSkill};
 pub use error::A2aError;
 pub use types::{
-    Artifact, Message, Part, PushConfig, Role, StreamResponse, Task, TaskState, TaskStatus,
+    Artifact, ArtifactUpdate, AuthenticationInfo, Message, Part, PushConfig, Role, StatusUpdate,
+    StreamResponse, Task, TaskState, TaskStatus,
 };
 
 /// The protocol version kiln speaks (the `A2A-Version` header's value, the interfaces').

@@ -10,6 +10,9 @@
 //!   (`stored`: a run the server does not hold, as the run log keeps it; `front`: `/v1/runs`
 //!   through Restate's ingress, `--restate-ingress`, for a fleet); `doors::mcp_tasks`: MCP
 //!   tasks as Restate invocations ([`RestateTasks`])
+//!   `doors::a2a`: each agent as an A2A 1.0 agent at `/a2a/{agent}` (its card, the JSON-RPC
+//!   and HTTP+JSON bindings, tasks as runs in a session, push notifications through the
+//!   egress policy)
 //! - `walls`: `auth` (tokens, their actors and ceilings) and `admission` (kiln-host's run
 //!   slots and ceiling check answered as 429, 503 and 403); beside them `guard` (the `Origin`
 //!   and `Host` checks) and `body` (JSON bodies only)
@@ -25,7 +28,7 @@
 //!
 //! May depend on: kiln-core, kiln-otel, kiln-egress, kiln-registry, kiln-project,
 //! kiln-providers, kiln-db, kiln-agent, kiln-host, kiln-http, kiln-mcp (the `/mcp` mount
-//! point), kiln-restate.
+//! point), kiln-restate, kiln-a2a (the A2A door's messages).
 
 #![warn(missing_docs)]
 
@@ -46,7 +49,7 @@ pub mod walls;
 
 pub use doors::mcp_tasks::RestateTasks;
 pub use router::router;
-pub use state::{AppState, ServeOptions};
+pub use state::{A2aOptions, AppState, ServeOptions};
 pub use walls::auth::Tokens;
 
 use std::sync::Arc;

@@ -98,6 +98,7 @@ pub fn router(state: Arc<AppState>, mcp: Option<Router>) -> Router {
             get(resource_metadata),
         )
         .merge(api)
+        .merge(crate::doors::a2a::routes(&state))
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(DefaultBodyLimit::max(max_body))

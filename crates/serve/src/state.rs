@@ -52,6 +52,8 @@ pub struct ServeOptions {
     /// A trace viewer's page for one trace, `{trace_id}` standing for its id (Phoenix's, a
     /// Jaeger's), linked from a run's timeline.
     pub trace_url: Option<String>,
+    /// The A2A door's wait, webhooks and root agent.
+    pub a2a: A2aOptions,
 }
 
 impl Default for ServeOptions {
@@ -79,6 +81,30 @@ impl Default for ServeOptions {
             console: true,
             static_dir: None,
             trace_url: None,
+            a2a: Default::default(),
+        }
+    }
+}
+
+/// How the A2A door serves (`kiln serve --a2a-*`).
+#[derive(Debug, Clone)]
+pub struct A2aOptions {
+    /// How long a blocking `SendMessage` waits for the task's turn to end before it answers
+    /// the task as it is (still working): the client polls or subscribes from there.
+    pub wait: Duration,
+    /// The `net` scopes webhooks may reach (`None`: unscoped, public addresses only); none:
+    /// push notifications are not offered.
+    pub push: Vec<Option<String>>,
+    /// The agent also served at the origin's root.
+    pub root: Option<String>,
+}
+
+impl Default for A2aOptions {
+    fn default() -> Self {
+        A2aOptions {
+            wait: Duration::from_secs(60),
+            push: Vec::new(),
+            root: None,
         }
     }
 }
@@ -107,6 +133,8 @@ pub struct AppState {
     pub feed: crate::feed::Feed,
     /// The `ctx.state` of the runs the front-end doors started (AG-UI's state deltas).
     pub(crate) run_states: crate::table::states::RunStates,
+    /// The A2A door's tasks.
+    pub(crate) a2a: crate::table::tasks::TaskTable,
     /// The last script reloads, newest last, as the feed sent them.
     pub(crate) reloads: Mutex<std::collections::VecDeque<serde_json::Value>>,
     draining: AtomicBool,
@@ -130,6 +158,7 @@ impl AppState {
             responses: Default::default(),
             feed: Default::default(),
             run_states: Default::default(),
+            a2a: Default::default(),
             reloads: Mutex::new(Default::default()),
             draining: AtomicBool::new(false),
             bound_port: std::sync::OnceLock::new(),

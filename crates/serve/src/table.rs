@@ -3,6 +3,7 @@
 
 pub(crate) mod approvals;
 pub(crate) mod states;
+pub(crate) mod tasks;
 
 use super::error::error_kind;
 use crate::walls::auth::Principal;

@@ -1,0 +1,154 @@
+//! A task's turns: each message it was sent, in order, becomes a kiln run in the task's context
+//! (its session), through `launch` and every wall a door keeps. A run asking a person's
+//! approval puts the task in `input-required` (the question as the agent's message); the run's
+//! answer becomes an artifact (its text, and its typed `.output` as data); the task completes
+//! when its last queued message was answered, fails with its run, and a cancel ends it.
+
+use crate::launch::{RunRequest, launch};
+use crate::state::AppState;
+use crate::table::RunEntry;
+use crate::table::tasks::A2aTask;
+use crate::walls::auth::Principal;
+use futures_util::StreamExt;
+use kiln_a2a::{Artifact, Message, Part, TaskState};
+use kiln_agent::{Event, RunError, RunReport};
+use serde_json::{Value, json};
+use std::sync::Arc;
+
+/// Runs `task`'s queued messages in their own tokio task (started once, when the task is
+/// created).
+pub(crate) fn start(state: Arc<AppState>, who: Principal, task: Arc<A2aTask>) {
+    tokio::spawn(async move { drive(state, who, task).await });
+}
+
+async fn drive(state: Arc<AppState>, who: Principal, task: Arc<A2aTask>) {
+    let mut last: Option<Message> = None;
+    while let Some(message) = task.next_or_complete(last.take()) {
+        task.set_state(TaskState::Working, None);
+        let req = RunRequest {
+            agent: task.agent.clone(),
+            prompt: prompt_of(&message),
+            session: Some(task.context_id.clone()),
+            stream: true,
+            caps_param: "params.metadata.caps",
+            ..RunRequest::default()
+        };
+        let launched = tokio::select! {
+            launched = launch(&state, &who, req) => launched,
+            () = task.cancel.cancelled() => return,
+        };
+        let entry = match launched {
+            Ok(entry) => entry,
+            Err(e) => {
+                let why = Message::agent_text(uuid(), e.message);
+                task.set_state(TaskState::Failed, Some(why));
+                return;
+            }
+        };
+        task.set_run(Some(entry.clone()));
+        let answered = follow(&task, &entry).await;
+        task.set_run(None);
+        match answered {
+            Some(answer) => last = Some(answer),
+            None => return,
+        }
+    }
+}
+
+/// The text a run gets for a message: its text parts, and its data parts as JSON.
+pub(crate) fn prompt_of(message: &Message) -> String {
+    let texts: Vec<String> = message
+        .parts
+        .iter()
+        .filter_map(|p| match (&p.text, &p.data, &p.url) {
+            (Some(t), _, _) => Some(t.clone()),
+            (_, Some(d), _) => Some(d.to_string()),
+            (_, _, Some(u)) => Some(format!("[file: {u}]")),
+            _ => None,
+        })
+        .collect();
+    texts.join("\n\n")
+}
+
+/// Follows one run to its end; its answer, or `None` when the task ended with it.
+async fn follow(task: &A2aTask, entry: &Arc<RunEntry>) -> Option<Message> {
+    let mut events = std::pin::pin!(entry.events());
+    while let Some(ev) = events.next().await {
+        match &*ev {
+            Event::ApprovalRequested {
+                id,
+                capability,
+                question,
+                tool,
+                args,
+                ..
+            } => {
+                task.set_asking(Some(id.clone()));
+                let mut m = Message::agent_text(uuid(), question.clone());
+                m.parts.push(Part::data(json!({
+                    "approval": id, "capability": capability, "tool": tool, "args": args,
+                    "answer": "reply yes or no, or send a data part {\"approved\": true|false, \"reason\": \"...\"}",
+                })));
+                task.record(m.clone());
+                task.set_state(TaskState::InputRequired, Some(m));
+            }
+            Event::ToolFinished(_) | Event::ModelRequest { .. }
+                if task.asking().is_some() && entry.approvals.waiting().is_empty() =>
+            {
+                task.set_asking(None);
+                task.set_state(TaskState::Working, None);
+            }
+            Event::Finished(result) => return finished(task, result),
+            _ => {}
+        }
+    }
+    None
+}
+
+fn finished(task: &A2aTask, result: &Result<RunReport, RunError>) -> Option<Message> {
+    task.set_asking(None);
+    match result {
+        Ok(report) if report.error.is_none() => {
+            let mut parts = vec![Part::text(report.answer.clone())];
+            if let Some(output) = &report.output {
+                parts.push(Part::data(output.clone()));
+            }
+            task.add_artifact(Artifact {
+                artifact_id: report.run_id.clone(),
+                name: Some("answer".into()),
+                description: None,
+                parts: parts.clone(),
+                metadata: Some(run_meta(&report.run_id)),
+            });
+            let mut answer = Message::agent_text(uuid(), report.answer.clone());
+            answer.parts = parts;
+            task.record(answer.clone());
+            Some(answer)
+        }
+        Ok(report) => {
+            let why = kiln_core::error::public::scrub(report.error.as_deref().unwrap_or_default());
+            task.set_state(TaskState::Failed, Some(Message::agent_text(uuid(), why)));
+            None
+        }
+        Err(e) if matches!(e.kind, kiln_agent::RunErrorKind::Cancelled) => {
+            task.set_state(TaskState::Canceled, None);
+            None
+        }
+        Err(e) => {
+            let why = kiln_core::error::public::scrub(&e.to_string());
+            task.set_state(TaskState::Failed, Some(Message::agent_text(uuid(), why)));
+            None
+        }
+    }
+}
+
+fn run_meta(run: &str) -> serde_json::Map<String, Value> {
+    let mut m = serde_json::Map::new();
+    m.insert("kilnRun".into(), json!(run));
+    m
+}
+
+/// A fresh id for a message or a task.
+pub(crate) fn uuid() -> String {
+    uuid::Uuid::new_v4().to_string()
+}
