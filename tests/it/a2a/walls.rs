@@ -372,3 +372,49 @@ fn a2a_bad_requests_get_the_protocols_errors() {
         "{ok}"
     );
 }
+
+#[test]
+fn a2a_a_streamed_answer_arrives_in_pieces_then_whole() {
+    let a = A2a::start(&[], &[]);
+    let body = json!({"message": {"messageId": uuid(), "role": "ROLE_USER",
+        "parts": [{"text": "Stream test message"}]}});
+    let url = format!("{}/a2a/helper/message:stream", a.serve.url);
+    let (status, headers, text) = http("POST", &url, &[("A2A-Version", "1.0")], Some(&body));
+    assert_eq!(status, 200, "{text}");
+    assert!(
+        headers
+            .iter()
+            .any(|(k, v)| k == "content-type" && v.starts_with("text/event-stream"))
+    );
+    let events: Vec<Value> = text
+        .lines()
+        .filter_map(|l| l.strip_prefix("data: "))
+        .map(|d| serde_json::from_str(d).expect("each event is JSON"))
+        .collect();
+    assert!(
+        events[0]["task"]["id"].is_string(),
+        "the stream starts with the task: {events:?}"
+    );
+    let pieces: String = events
+        .iter()
+        .filter(|e| e["artifactUpdate"].is_object() && e["artifactUpdate"]["lastChunk"] != true)
+        .filter_map(|e| e["artifactUpdate"]["artifact"]["parts"][0]["text"].as_str())
+        .collect();
+    assert_eq!(
+        pieces, "Streaming works.",
+        "the pieces, appended: {events:?}"
+    );
+    let whole = events
+        .iter()
+        .find(|e| e["artifactUpdate"]["lastChunk"] == true)
+        .expect("the whole answer");
+    assert_eq!(
+        whole["artifactUpdate"]["artifact"]["parts"][0]["text"],
+        "Streaming works."
+    );
+    let last = events.last().expect("events");
+    assert_eq!(
+        last["statusUpdate"]["status"]["state"], "TASK_STATE_COMPLETED",
+        "{last}"
+    );
+}

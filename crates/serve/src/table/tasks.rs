@@ -163,10 +163,14 @@ impl A2aTask {
             inner.updated = now();
             inner.status.clone()
         };
+        self.announce_status(st);
+    }
+
+    fn announce_status(&self, status: TaskStatus) {
         self.announce(StreamResponse::StatusUpdate(StatusUpdate {
             task_id: self.id.clone(),
             context_id: self.context_id.clone(),
-            status: st,
+            status,
             metadata: None,
         }));
     }
@@ -226,12 +230,7 @@ impl A2aTask {
             inner.updated = now();
             inner.status.clone()
         };
-        self.announce(StreamResponse::StatusUpdate(StatusUpdate {
-            task_id: self.id.clone(),
-            context_id: self.context_id.clone(),
-            status: st,
-            metadata: None,
-        }));
+        self.announce_status(st);
         None
     }
 
@@ -244,6 +243,26 @@ impl A2aTask {
             artifact,
             append: false,
             last_chunk: true,
+            metadata: None,
+        }));
+    }
+
+    /// A piece of the answer `run` is writing, as it streams: an artifact chunk for the
+    /// watchers (appended to the earlier ones), not kept; the whole answer replaces them when
+    /// the run ends.
+    pub fn stream_text(&self, run: &str, text: &str, first: bool) {
+        self.announce(StreamResponse::ArtifactUpdate(kiln_a2a::ArtifactUpdate {
+            task_id: self.id.clone(),
+            context_id: self.context_id.clone(),
+            artifact: Artifact {
+                artifact_id: run.to_string(),
+                name: Some("answer".into()),
+                description: None,
+                parts: vec![kiln_a2a::Part::text(text)],
+                metadata: None,
+            },
+            append: !first,
+            last_chunk: false,
             metadata: None,
         }));
     }

@@ -129,6 +129,10 @@ pub(crate) fn forward(state: Arc<AppState>, task: Arc<A2aTask>) {
                 Err(_) => return,
             };
             let end = ev.state().is_some_and(|s| s.is_terminal());
+            // A streamed piece of the answer is not pushed: the whole answer is, at the end.
+            if matches!(&ev, StreamResponse::ArtifactUpdate(u) if !u.last_chunk) {
+                continue;
+            }
             deliver(&state, &task, &ev).await;
             if end {
                 return;

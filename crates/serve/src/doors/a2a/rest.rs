@@ -261,56 +261,49 @@ pub(crate) async fn push_create(
         .await
 }
 
-/// `GET .../tasks/{id}/pushNotificationConfigs`.
-pub(crate) async fn push_list(
-    State(state): State<Arc<AppState>>,
-    who: Principal,
-    Path(path): PathParams,
-    headers: HeaderMap,
-    uri: Uri,
-) -> Response {
-    let req = request!(state, who, path, headers, uri);
-    let params = json!({"taskId": req.id()});
-    req.run("ListTaskPushNotificationConfigs", params).await
+/// A handler for an operation whose params are its path's alone: the task (`{id}`, as
+/// `taskId`) and the push config (`{cid}`, as `id`) when the path names one.
+macro_rules! by_path {
+    ($(#[$doc:meta])* $name:ident, $method:literal) => {
+        $(#[$doc])*
+        pub(crate) async fn $name(
+            State(state): State<Arc<AppState>>,
+            who: Principal,
+            Path(path): PathParams,
+            headers: HeaderMap,
+            uri: Uri,
+        ) -> Response {
+            let mut params = Map::new();
+            if let Some(id) = path.get("id") {
+                params.insert("taskId".into(), json!(id));
+            }
+            if let Some(cid) = path.get("cid") {
+                params.insert("id".into(), json!(cid));
+            }
+            request!(state, who, path, headers, uri)
+                .run($method, Value::Object(params))
+                .await
+        }
+    };
 }
 
-/// `GET .../tasks/{id}/pushNotificationConfigs/{cid}`.
-pub(crate) async fn push_get(
-    State(state): State<Arc<AppState>>,
-    who: Principal,
-    Path(path): PathParams,
-    headers: HeaderMap,
-    uri: Uri,
-) -> Response {
-    let cid = path.get("cid").cloned().unwrap_or_default();
-    let req = request!(state, who, path, headers, uri);
-    let params = json!({"taskId": req.id(), "id": cid});
-    req.run("GetTaskPushNotificationConfig", params).await
-}
-
-/// `DELETE .../tasks/{id}/pushNotificationConfigs/{cid}`.
-pub(crate) async fn push_delete(
-    State(state): State<Arc<AppState>>,
-    who: Principal,
-    Path(path): PathParams,
-    headers: HeaderMap,
-    uri: Uri,
-) -> Response {
-    let cid = path.get("cid").cloned().unwrap_or_default();
-    let req = request!(state, who, path, headers, uri);
-    let params = json!({"taskId": req.id(), "id": cid});
-    req.run("DeleteTaskPushNotificationConfig", params).await
-}
-
-/// `GET .../extendedAgentCard`.
-pub(crate) async fn extended_card(
-    State(state): State<Arc<AppState>>,
-    who: Principal,
-    Path(path): PathParams,
-    headers: HeaderMap,
-    uri: Uri,
-) -> Response {
-    request!(state, who, path, headers, uri)
-        .run("GetExtendedAgentCard", json!({}))
-        .await
-}
+by_path!(
+    /// `GET .../tasks/{id}/pushNotificationConfigs`.
+    push_list,
+    "ListTaskPushNotificationConfigs"
+);
+by_path!(
+    /// `GET .../tasks/{id}/pushNotificationConfigs/{cid}`.
+    push_get,
+    "GetTaskPushNotificationConfig"
+);
+by_path!(
+    /// `DELETE .../tasks/{id}/pushNotificationConfigs/{cid}`.
+    push_delete,
+    "DeleteTaskPushNotificationConfig"
+);
+by_path!(
+    /// `GET .../extendedAgentCard`.
+    extended_card,
+    "GetExtendedAgentCard"
+);

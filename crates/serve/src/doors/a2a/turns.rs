@@ -1,7 +1,8 @@
 //! A task's turns: each message it was sent, in order, becomes a kiln run in the task's context
 //! (its session), through `launch` and every wall a door keeps. A run asking a person's
-//! approval puts the task in `input-required` (the question as the agent's message); the run's
-//! answer becomes an artifact (its text, and its typed `.output` as data); the task completes
+//! approval puts the task in `input-required` (the question as the agent's message); the answer
+//! streams to the task's watchers as artifact chunks, each tool call shows as a status update,
+//! and the run's whole answer becomes an artifact (its text, and its typed `.output` as data); the task completes
 //! when its last queued message was answered, fails with its run, and a cancel ends it.
 
 use crate::launch::{RunRequest, launch};
@@ -73,8 +74,21 @@ pub(crate) fn prompt_of(message: &Message) -> String {
 /// Follows one run to its end; its answer, or `None` when the task ended with it.
 async fn follow(task: &A2aTask, entry: &Arc<RunEntry>) -> Option<Message> {
     let mut events = std::pin::pin!(entry.events());
+    let mut streamed = false;
     while let Some(ev) = events.next().await {
         match &*ev {
+            Event::Text(text) if !text.is_empty() => {
+                task.stream_text(&entry.id, text, !streamed);
+                streamed = true;
+            }
+            Event::ToolStarted { name, args, .. } if task.asking().is_none() => {
+                // The watchers see each call as it starts (the run log keeps its outcome); a
+                // call waiting for a person's approval leaves the task asking.
+                let mut m = Message::agent_text(uuid(), format!("Calling {name}"));
+                m.parts
+                    .push(Part::data(json!({"tool": name, "args": args})));
+                task.set_state(TaskState::Working, Some(m));
+            }
             Event::ApprovalRequested {
                 id,
                 capability,
@@ -92,7 +106,7 @@ async fn follow(task: &A2aTask, entry: &Arc<RunEntry>) -> Option<Message> {
                 task.record(m.clone());
                 task.set_state(TaskState::InputRequired, Some(m));
             }
-            Event::ToolFinished(_) | Event::ModelRequest { .. }
+            Event::ToolFinished(_) | Event::ModelRequest { .. } | Event::ToolNote { .. }
                 if task.asking().is_some() && entry.approvals.waiting().is_empty() =>
             {
                 task.set_asking(None);
