@@ -132,7 +132,8 @@ pub fn load_session(door: &Door, params: Option<&Value>) -> Result<Value, RpcErr
         door.sessions
             .insert(Arc::new(Session::new(id.to_string(), cwd)));
     }
-    for update in updates::replay(&messages) {
+    let calls = updates::Calls::for_tools(&door.host.tools());
+    for update in updates::replay(&messages, &calls) {
         door.update(id, update);
     }
     Ok(json!({}))

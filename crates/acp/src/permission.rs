@@ -42,7 +42,7 @@ impl Permission {
         };
         let args = ask.args.cloned().unwrap_or(Value::Null);
         if self.calls.announce(&id) {
-            let update = tool_call(&id, ask.tool, &args, "pending");
+            let update = tool_call(&id, ask.tool, self.calls.kind(ask.tool), &args, "pending");
             self.outbox.notify(
                 "session/update",
                 json!({"sessionId": self.session.id, "update": update}),
@@ -51,6 +51,7 @@ impl Permission {
         json!({
             "toolCallId": id,
             "title": ask.tool,
+            "kind": self.calls.kind(ask.tool),
             "status": "pending",
             "rawInput": args,
             "content": text_content(ask.question),

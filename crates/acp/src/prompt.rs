@@ -42,7 +42,7 @@ pub async fn prompt(door: &Arc<Door>, params: Option<&Value>) -> Result<Value, R
     })?;
     let _running = Running(session.clone());
     let opts = run_options(door, &session, cancel.clone(), prompt.attachments)?;
-    let calls = Arc::new(Calls::default());
+    let calls = Arc::new(Calls::for_tools(&door.host.tools()));
     let opts = RunOptions {
         approver: Some(Arc::new(Permission {
             outbox: door.outbox.clone(),
@@ -57,7 +57,11 @@ pub async fn prompt(door: &Arc<Door>, params: Option<&Value>) -> Result<Value, R
         .host
         .run_stream(&door.options.agent, &prompt.text, opts);
     let mut texted = false;
+    let mut plan = updates::Plan::default();
     while let Some(ev) = stream.next().await {
+        if let Some(p) = plan.on(&ev) {
+            door.update(id, p);
+        }
         if let Event::Finished(result) = &ev {
             let result = (**result).as_ref().map_err(|e| &e.kind);
             return finish(door, id, &cancel, result, texted);

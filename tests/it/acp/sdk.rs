@@ -76,6 +76,11 @@ fn acp_sdk_a_prompt_streams_a_tool_call_and_its_update() {
         Some(json!("5"))
     );
     assert_eq!(text(ups), "The sum is 5.");
+    // The loop's plan, as the SDK's client read it.
+    let plan = of(ups, "plan");
+    let last = plan.last().expect("a plan update");
+    assert_eq!(last["entries"][1]["content"], "Call add", "{last}");
+    assert_eq!(last["entries"][1]["status"], "completed", "{last}");
 }
 
 #[test]

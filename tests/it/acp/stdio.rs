@@ -51,7 +51,33 @@ fn acp_initialize_then_a_prompt_streams_its_tool_call_and_answer() {
         .find(|u| u["sessionUpdate"] == "tool_call")
         .expect("a tool_call");
     assert_eq!(call["title"], "add", "{call}");
+    assert_eq!(call["kind"], "other", "add needs no capability: {call}");
     assert_eq!(call["rawInput"], json!({"a": 2, "b": 3}), "{call}");
+    // The loop's rounds and calls as the editor's plan, all done at the end.
+    let plan = ups
+        .iter()
+        .rfind(|u| u["sessionUpdate"] == "plan")
+        .expect("a plan");
+    let entries: Vec<(&str, &str)> = plan["entries"]
+        .as_array()
+        .expect("entries")
+        .iter()
+        .map(|e| {
+            (
+                e["content"].as_str().unwrap_or(""),
+                e["status"].as_str().unwrap_or(""),
+            )
+        })
+        .collect();
+    assert_eq!(
+        entries,
+        [
+            ("Round 1: ask the model", "completed"),
+            ("Call add", "completed"),
+            ("Round 2: ask the model", "completed")
+        ],
+        "{plan}"
+    );
     let done = ups
         .iter()
         .find(|u| u["sessionUpdate"] == "tool_call_update" && u["status"] == "completed")
