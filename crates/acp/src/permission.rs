@@ -86,14 +86,7 @@ pub fn decision(answer: &Value) -> Result<&str, String> {
 
 impl Approver for Permission {
     fn approve(&self, cap: &str, question: &str) -> Result<bool, String> {
-        self.approve_call(&ApprovalAsk {
-            label: cap,
-            question,
-            tool: "",
-            args: None,
-            call_id: None,
-            ends: Default::default(),
-        })
+        self.approve_call(&ApprovalAsk::plain(cap, question))
     }
 
     fn approve_call(&self, ask: &ApprovalAsk<'_>) -> Result<bool, String> {

@@ -160,15 +160,7 @@ pub struct Approved {
 
 impl Approver for Approved {
     fn approve(&self, cap: &str, question: &str) -> Result<bool, String> {
-        let ask = crate::context::ApprovalAsk {
-            label: cap,
-            question,
-            tool: "",
-            args: None,
-            call_id: None,
-            ends: Default::default(),
-        };
-        self.approve_call(&ask)
+        self.approve_call(&crate::context::ApprovalAsk::plain(cap, question))
     }
 
     fn approve_call(&self, ask: &crate::context::ApprovalAsk<'_>) -> Result<bool, String> {

@@ -36,6 +36,20 @@ pub struct ApprovalAsk<'a> {
     pub ends: WaitEnds,
 }
 
+impl<'a> ApprovalAsk<'a> {
+    /// An ask of `label` with `question` alone, from no known call.
+    pub fn plain(label: &'a str, question: &'a str) -> Self {
+        ApprovalAsk {
+            label,
+            question,
+            tool: "",
+            args: None,
+            call_id: None,
+            ends: WaitEnds::default(),
+        }
+    }
+}
+
 /// What ends a wait for a person's decision early.
 #[derive(Clone, Default)]
 pub struct WaitEnds {
