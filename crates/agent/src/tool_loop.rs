@@ -441,6 +441,15 @@ pub(super) fn pin_turn(
                 kiln_registry::agent_tool::agent_tool(&other, reaches)
             }),
     );
+    // Remote A2A agents it lists (`a2a:NAME`) as tools that ask them.
+    available.extend(
+        agent
+            .tools
+            .iter()
+            .filter_map(|t| kiln_registry::a2a_agent::named(t))
+            .filter_map(|name| snapshot.a2a_agent(name))
+            .filter_map(kiln_registry::a2a_agent::a2a_tool),
+    );
     // The agents it may hand the conversation to.
     available.extend(
         agent

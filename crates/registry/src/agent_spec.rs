@@ -184,3 +184,26 @@ impl std::fmt::Debug for AgentSpec {
             .finish()
     }
 }
+
+/// How `.tools([...])` names a remote agent.
+pub const A2A_PREFIX: &str = "a2a:";
+
+/// A remote A2A agent a script declared (`a2a_agent(...)`; its tool is in `a2a_agent`).
+#[derive(Debug, Clone)]
+pub struct A2aAgentSpec {
+    /// Its name in kiln (`a2a:NAME`).
+    pub name: String,
+    /// Its A2A URL: its card is at `URL/.well-known/agent-card.json`.
+    pub url: String,
+    /// The environment variable holding its bearer token.
+    pub bearer_env: Option<String>,
+    /// What it is for, told to the model (default: its card's description).
+    pub description: Option<String>,
+    /// Where it was declared.
+    pub loc: SourceLoc,
+}
+
+/// The remote agent an entry of `.tools([...])` names (`a2a:NAME`).
+pub fn named_a2a_agent(entry: &str) -> Option<&str> {
+    entry.strip_prefix(A2A_PREFIX)
+}

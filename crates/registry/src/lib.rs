@@ -12,6 +12,7 @@
 
 #![warn(missing_docs)]
 
+pub mod a2a_agent;
 pub mod agent_spec;
 pub mod agent_tool;
 pub mod contract;

@@ -48,6 +48,8 @@ pub struct LoadedFile {
     pub imports: Vec<std::path::PathBuf>,
     /// MCP servers declared with `mcp_server(...)`, in definition order.
     pub mcp_servers: Vec<crate::mount_spec::MountSpec>,
+    /// Remote A2A agents declared with `a2a_agent(...)`, in definition order.
+    pub a2a_agents: Vec<crate::agent_spec::A2aAgentSpec>,
     /// Resources, resource templates and prompts it declares.
     pub served: crate::served::Served,
     /// Call policies it declares, in definition order.
@@ -66,6 +68,7 @@ pub struct Registry {
     agents: IndexMap<String, Arc<AgentSpec>>,
     pipelines: IndexMap<String, kiln_pipeline::spec::Pipeline>,
     mcp_servers: IndexMap<String, crate::mount_spec::MountSpec>,
+    a2a_agents: IndexMap<String, crate::agent_spec::A2aAgentSpec>,
     served: crate::served::Served,
     policies: Vec<Arc<dyn kiln_core::tool::policy::Policy>>,
     evals: IndexMap<String, Arc<crate::eval_spec::EvalSpec>>,
@@ -206,6 +209,21 @@ impl Registry {
             for server in &file.mcp_servers {
                 reg.add_mcp_server(server);
             }
+            for remote in &file.a2a_agents {
+                match reg.a2a_agents.get(&remote.name) {
+                    Some(prev) => reg.errors.push(LoadError::of(
+                        LoadErrorKind::Registry,
+                        remote.loc.clone(),
+                        format!(
+                            "duplicate a2a_agent \"{}\": already declared at {}",
+                            remote.name, prev.loc
+                        ),
+                    )),
+                    None => {
+                        reg.a2a_agents.insert(remote.name.clone(), remote.clone());
+                    }
+                }
+            }
             reg.served.add(&file.served, &mut reg.errors);
             for p in &file.policies {
                 match reg.policies.iter().find(|q| q.name() == p.name()) {
@@ -278,6 +296,11 @@ impl Registry {
     /// The resources, resource templates and prompts scripts declare.
     pub fn served(&self) -> &crate::served::Served {
         &self.served
+    }
+
+    /// The remote A2A agent `name` scripts declare.
+    pub fn a2a_agent(&self, name: &str) -> Option<&crate::agent_spec::A2aAgentSpec> {
+        self.a2a_agents.get(name)
     }
 
     /// The MCP servers scripts declare, in load order.
@@ -410,6 +433,10 @@ impl Registry {
                 out.extend(self.wildcard_problem(agent, name, server));
                 continue;
             }
+            if let Some(remote) = crate::agent_spec::named_a2a_agent(name) {
+                out.extend(self.a2a_problem(agent, name, remote));
+                continue;
+            }
             if let Some(other) = crate::agent_spec::named_agent(name) {
                 if other == agent.name {
                     out.push(format!("agent \"{other}\" lists itself as a tool"));
@@ -447,6 +474,25 @@ impl Registry {
             }
         }
         out
+    }
+
+    /// What is wrong with an agent listing `a2a:NAME`: no such remote agent, or no grant of it.
+    fn a2a_problem(&self, agent: &AgentSpec, entry: &str, remote: &str) -> Option<String> {
+        if !self.a2a_agents.contains_key(remote) {
+            return Some(format!(
+                "agent \"{}\" lists \"{entry}\" but no a2a_agent(\"{remote}\") is declared",
+                agent.name
+            ));
+        }
+        let needed = capability::Capability::parse(entry).ok()?;
+        let missing = agent.grants.missing(std::slice::from_ref(&needed));
+        (!missing.is_empty()).then(|| {
+            format!(
+                "agent \"{}\" lists \"{entry}\" which requires [{entry}] but the agent grants only {}",
+                agent.name,
+                agent.grants.list()
+            )
+        })
     }
 
     /// What is wrong with an agent listing `SERVER__*`: no such server, or no grant of

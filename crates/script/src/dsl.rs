@@ -4,6 +4,7 @@
 //! of one file once its top level has run. Mistakes are recorded with the position of the
 //! offending call instead of aborting, so one bad tool does not hide the others.
 
+pub(crate) mod a2a;
 pub(crate) mod agent;
 pub(crate) mod contract;
 pub(crate) mod eval;

@@ -83,6 +83,7 @@ pub fn engine_with_modules(
     dsl::rate_limit::register(&mut engine);
     dsl::meta::register(&mut engine);
     dsl::mcp::register(&mut engine);
+    dsl::a2a::register(&mut engine);
     dsl::pipeline::register(&mut engine);
     dsl::served::register(&mut engine);
     dsl::policy::register(&mut engine);

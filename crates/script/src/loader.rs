@@ -206,6 +206,12 @@ fn finish_declarations(
             Err(errs) => file.errors.extend(errs),
         }
     }
+    for draft in collected.take::<crate::dsl::a2a::A2aAgentDraft>() {
+        match crate::dsl::a2a::finish(draft, path) {
+            Ok(remote) => file.a2a_agents.push(remote),
+            Err(errs) => file.errors.extend(errs),
+        }
+    }
     for draft in collected.take::<crate::dsl::policy::PolicyDraft>() {
         match crate::dsl::policy::finish(draft, unit) {
             Ok(p) => file.policies.push(p),

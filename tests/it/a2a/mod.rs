@@ -1,7 +1,9 @@
 //! kiln's agents over A2A 1.0 (`kiln serve`'s `/a2a/{agent}`): the A2A TCK (`tck`), the
 //! official SDKs as clients (`sdk`), and the walls every door keeps (`walls`), all against the
-//! agents of tests/fixtures/a2a on `kiln mock`.
+//! agents of tests/fixtures/a2a on `kiln mock`; and kiln as an A2A client (`client`:
+//! `a2a_agent(...)` tools asking kiln's door and a server on the official SDK).
 
+pub(crate) mod client;
 pub(crate) mod sdk;
 pub(crate) mod tck;
 pub(crate) mod walls;

@@ -1,10 +1,12 @@
-//! The methods of the other builders: `pipeline(name)`, `mcp_server(name)`, `resource(uri)` and
+//! The methods of the other builders: `pipeline(name)`, `mcp_server(name)`, `a2a_agent(name)`,
+//! `resource(uri)` and
 //! `resource_template(uri_template)`, `prompt(name)` and `policy(name)`.
 
 use super::entry::{Entry, method, replaced};
 
 const P: &str = "PipelineBuilder";
 const M: &str = "McpServerBuilder";
+const A: &str = "A2aAgentBuilder";
 const R: &str = "ResourceBuilder";
 const Q: &str = "PromptBuilder";
 
@@ -86,6 +88,25 @@ pub(super) const MCP_SERVER: &[Entry] = &[
         M,
         "rate_limit(calls: int, per: number | string[, options: map])",
         "At most so many calls per period (seconds, or a duration with its unit) to each of its tools; #{ wait: true } waits.",
+    ),
+];
+
+/// `a2a_agent(...)`'s methods.
+pub(super) const A2A_AGENT: &[Entry] = &[
+    method(
+        A,
+        "url(url: string)",
+        "Where the remote agent is: its agent card is at URL/.well-known/agent-card.json.",
+    ),
+    method(
+        A,
+        "bearer_env(name: string)",
+        "The environment variable holding a bearer token sent to the agent.",
+    ),
+    method(
+        A,
+        "description(text: string)",
+        "What the model is told the agent is for (default: a line naming it).",
     ),
 ];
 

@@ -21,6 +21,10 @@ pub(super) const DECLARATIONS: &[Entry] = &[
         "Declares an MCP server whose tools become kiln tools.",
     ),
     function(
+        "a2a_agent(name: string)",
+        "Declares a remote A2A agent an agent may ask as a tool (`.tools([\"a2a:NAME\"])`, capability a2a:NAME).",
+    ),
+    function(
         "evaluation(name: string)",
         "Declares an evaluation (`kiln eval NAME`): what it runs, its cases and evaluators (`eval` is Rhai's reserved word).",
     ),
