@@ -134,43 +134,49 @@ macro_rules! request {
     };
 }
 
-/// `POST .../message:send`.
-pub(crate) async fn send(
-    State(state): State<Arc<AppState>>,
-    who: Principal,
-    Path(path): PathParams,
-    headers: HeaderMap,
-    uri: Uri,
-    body: Body,
-) -> Response {
-    match body_of(&state, body).await {
-        Ok(b) => {
+/// A handler for an operation whose params are its JSON body, with the path's task (`{id}`,
+/// as `taskId`) when the path names one.
+macro_rules! by_body {
+    ($(#[$doc:meta])* $name:ident, $method:literal) => {
+        $(#[$doc])*
+        pub(crate) async fn $name(
+            State(state): State<Arc<AppState>>,
+            who: Principal,
+            Path(path): PathParams,
+            headers: HeaderMap,
+            uri: Uri,
+            body: Body,
+        ) -> Response {
+            let mut params = match body_of(&state, body).await {
+                Ok(b) => b,
+                Err(e) => return problem(&e),
+            };
+            if let Some(id) = path.get("id") {
+                params.remove("task_id");
+                params.insert("taskId".into(), json!(id));
+            }
             request!(state, who, path, headers, uri)
-                .run("SendMessage", Value::Object(b))
+                .run($method, Value::Object(params))
                 .await
         }
-        Err(e) => problem(&e),
-    }
+    };
 }
 
-/// `POST .../message:stream`.
-pub(crate) async fn stream(
-    State(state): State<Arc<AppState>>,
-    who: Principal,
-    Path(path): PathParams,
-    headers: HeaderMap,
-    uri: Uri,
-    body: Body,
-) -> Response {
-    match body_of(&state, body).await {
-        Ok(b) => {
-            request!(state, who, path, headers, uri)
-                .run("SendStreamingMessage", Value::Object(b))
-                .await
-        }
-        Err(e) => problem(&e),
-    }
-}
+by_body!(
+    /// `POST .../message:send`.
+    send,
+    "SendMessage"
+);
+by_body!(
+    /// `POST .../message:stream`.
+    stream,
+    "SendStreamingMessage"
+);
+by_body!(
+    /// `POST .../tasks/{id}/pushNotificationConfigs`.
+    push_create,
+    "CreateTaskPushNotificationConfig"
+);
 
 /// `GET .../tasks`.
 pub(crate) async fn list(
@@ -239,26 +245,6 @@ pub(crate) async fn act(
     };
     params.insert("id".into(), json!(task));
     req.run(method, Value::Object(params)).await
-}
-
-/// `POST .../tasks/{id}/pushNotificationConfigs`.
-pub(crate) async fn push_create(
-    State(state): State<Arc<AppState>>,
-    who: Principal,
-    Path(path): PathParams,
-    headers: HeaderMap,
-    uri: Uri,
-    body: Body,
-) -> Response {
-    let mut params = match body_of(&state, body).await {
-        Ok(b) => b,
-        Err(e) => return problem(&e),
-    };
-    let req = request!(state, who, path, headers, uri);
-    params.insert("taskId".into(), json!(req.id()));
-    params.remove("task_id");
-    req.run("CreateTaskPushNotificationConfig", Value::Object(params))
-        .await
 }
 
 /// A handler for an operation whose params are its path's alone: the task (`{id}`, as
