@@ -3,7 +3,8 @@
 //! needing capability `a2a:billing`. A call sends the model's message to the remote agent
 //! (A2A 1.0, JSON-RPC binding; its card read first, once), follows the task until it ends or
 //! asks something, and answers the task's state, its answer (the artifacts' text and data)
-//! and its question; the model continues a task by passing its `task_id`. Every connection
+//! and its question; the model continues a task by passing its `task_id`. Each change of the
+//! remote task's status is the call's progress, as every door shows a tool's. Every connection
 //! goes through the host's resolver and is checked against the declared host (never a
 //! link-local or metadata address), without redirects.
 
@@ -46,11 +47,23 @@ pub fn a2a_tool(spec: &A2aAgentSpec) -> Option<Arc<Tool>> {
         move |args: Value, ctx: &CallContext| {
             let remote = remote.clone();
             let resolver = ctx.run.services.egress.resolver.clone();
+            let events = ctx.run.events.clone();
             let deadline = ctx
                 .run
                 .deadline
                 .unwrap_or_else(|| Instant::now() + CALL_TIMEOUT);
-            async move { remote.ask(&args, resolver, deadline).await }
+            async move {
+                let progress = |n: f64, line: &str| {
+                    // A note the caller's door shows as the call's progress; none is lost by it.
+                    let _ = kiln_core::context::call_events::progress(
+                        events.as_deref(),
+                        n,
+                        None,
+                        Some(line),
+                    );
+                };
+                remote.ask(&args, resolver, deadline, progress).await
+            }
         },
     )
     .description(description)
@@ -89,6 +102,7 @@ impl Remote {
         args: &Value,
         resolver: Arc<dyn kiln_egress::resolver::NameResolver>,
         deadline: Instant,
+        progress: impl Fn(f64, &str),
     ) -> Result<Value, ToolFailure> {
         let name = &self.spec.name;
         let token = match &self.spec.bearer_env {
@@ -121,7 +135,15 @@ impl Remote {
             .rpc(&endpoint, "SendMessage", send, &resolver, token.as_deref())
             .await?;
         task = task.get("task").cloned().unwrap_or(task);
+        // Each change of the remote task's status is the call's progress.
+        let (mut shown, mut changes) = (String::new(), 0.0);
         loop {
+            let line = status_line(&task);
+            if line != shown {
+                changes += 1.0;
+                progress(changes, &line);
+                shown = line;
+            }
             let state = task["status"]["state"]
                 .as_str()
                 .unwrap_or_default()
@@ -245,6 +267,24 @@ impl Remote {
                 "a2a agent \"{name}\": {url} did not answer JSON: {e}"
             ))
         })
+    }
+}
+
+/// A task's status as one line: its state, and the agent's status message.
+fn status_line(task: &Value) -> String {
+    let state = task["status"]["state"]
+        .as_str()
+        .unwrap_or("TASK_STATE_UNSPECIFIED");
+    let state = state.trim_start_matches("TASK_STATE_").to_lowercase();
+    let said: Vec<&str> = (task["status"]["message"]["parts"]
+        .as_array()
+        .into_iter()
+        .flatten())
+    .filter_map(|p| p["text"].as_str())
+    .collect();
+    match said.is_empty() {
+        true => state,
+        false => format!("{state}: {}", said.join(" ")),
     }
 }
 

@@ -79,6 +79,9 @@ fn a2a_agent_asks_a_kiln_agent_and_answers_its_question_on_the_same_task() {
             .is_some_and(|m| m.contains("refund")),
         "{first}"
     );
+    // The remote task's status as the call's progress.
+    let notes = calls[0]["notes"].to_string();
+    assert!(notes.contains("input_required: tool"), "{notes}");
     // The answer went to the same remote task.
     assert_eq!(calls[1]["args"]["task_id"], first["task_id"]);
     assert_eq!(calls[1]["outcome"]["result"]["task_id"], first["task_id"]);
