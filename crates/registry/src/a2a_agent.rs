@@ -45,25 +45,18 @@ pub fn a2a_tool(spec: &A2aAgentSpec) -> Option<Arc<Tool>> {
     NativeTool::new(
         tool_name(&spec.name),
         move |args: Value, ctx: &CallContext| {
-            let remote = remote.clone();
-            let resolver = ctx.run.services.egress.resolver.clone();
-            let events = ctx.run.events.clone();
-            let deadline = ctx
-                .run
-                .deadline
-                .unwrap_or_else(|| Instant::now() + CALL_TIMEOUT);
-            async move {
-                let progress = |n: f64, line: &str| {
-                    // A note the caller's door shows as the call's progress; none is lost by it.
-                    let _ = kiln_core::context::call_events::progress(
-                        events.as_deref(),
-                        n,
-                        None,
-                        Some(line),
-                    );
-                };
-                remote.ask(&args, resolver, deadline, progress).await
-            }
+            let call = Call {
+                remote: remote.clone(),
+                resolver: ctx.run.services.egress.resolver.clone(),
+                events: ctx.run.events.clone(),
+                approver: ctx.approval.approver.clone(),
+                call_id: ctx.who.call_id.clone(),
+                deadline: ctx
+                    .run
+                    .deadline
+                    .unwrap_or_else(|| Instant::now() + CALL_TIMEOUT),
+            };
+            async move { call.ask(&args).await }
         },
     )
     .description(description)
@@ -91,21 +84,29 @@ struct Remote {
     endpoint: OnceLock<String>,
 }
 
+/// One call of the tool: the remote agent, and what the caller's context lends it.
+struct Call {
+    remote: Arc<Remote>,
+    resolver: Arc<dyn kiln_egress::resolver::NameResolver>,
+    /// Where the call's progress goes (its door shows it).
+    events: Option<Arc<kiln_core::context::call_events::CallEvents>>,
+    /// The person behind the caller's door, who answers a remote kiln agent's approval.
+    approver: Option<Arc<dyn kiln_core::context::Approver>>,
+    call_id: Option<String>,
+    deadline: Instant,
+}
+
 fn failed(message: String) -> ToolFailure {
     ToolFailure::visible(FailureKind::ToolError, message)
 }
 
-impl Remote {
-    /// One call: the message sent, the task followed, its state and answer.
-    async fn ask(
-        &self,
-        args: &Value,
-        resolver: Arc<dyn kiln_egress::resolver::NameResolver>,
-        deadline: Instant,
-        progress: impl Fn(f64, &str),
-    ) -> Result<Value, ToolFailure> {
-        let name = &self.spec.name;
-        let token = match &self.spec.bearer_env {
+impl Call {
+    /// The message sent, the task followed (its status changes as progress, a remote kiln
+    /// agent's approval asked of the person behind the caller's door), its state and answer.
+    async fn ask(&self, args: &Value) -> Result<Value, ToolFailure> {
+        let remote = &self.remote;
+        let name = &remote.spec.name;
+        let token = match &remote.spec.bearer_env {
             Some(var) => Some(std::env::var(var).map_err(|_| {
                 failed(format!(
                     "a2a agent \"{name}\": set {var} to its bearer token"
@@ -113,27 +114,28 @@ impl Remote {
             })?),
             None => None,
         };
-        let endpoint = match self.endpoint.get() {
-            Some(e) => e.clone(),
-            None => {
-                let card_url = format!(
-                    "{}/.well-known/agent-card.json",
-                    self.spec.url.trim_end_matches('/')
-                );
-                let card = self.http(&card_url, None, &resolver, None).await?;
-                let e = jsonrpc_url(&card).unwrap_or_else(|| self.spec.url.clone());
-                self.endpoint.get_or_init(|| e).clone()
+        let rpc = |method: &'static str, params: Value| {
+            let token = token.clone();
+            async move {
+                let endpoint = remote.endpoint(&self.resolver).await?;
+                remote
+                    .rpc(&endpoint, method, params, &self.resolver, token.as_deref())
+                    .await
             }
         };
-        let mut message = json!({"messageId": uuid(), "role": "ROLE_USER",
-            "parts": [{"text": args["message"].as_str().unwrap_or_default()}]});
-        if let Some(task) = args["task_id"].as_str() {
-            message["taskId"] = json!(task);
-        }
-        let send = json!({"message": message, "configuration": {"returnImmediately": true}});
-        let mut task = self
-            .rpc(&endpoint, "SendMessage", send, &resolver, token.as_deref())
-            .await?;
+        let send = |text: &str, task: Option<&str>| {
+            let mut message =
+                json!({"messageId": uuid(), "role": "ROLE_USER", "parts": [{"text": text}]});
+            if let Some(t) = task {
+                message["taskId"] = json!(t);
+            }
+            json!({"message": message, "configuration": {"returnImmediately": true}})
+        };
+        let first = send(
+            args["message"].as_str().unwrap_or_default(),
+            args["task_id"].as_str(),
+        );
+        let mut task = rpc("SendMessage", first).await?;
         task = task.get("task").cloned().unwrap_or(task);
         // Each change of the remote task's status is the call's progress.
         let (mut shown, mut changes) = (String::new(), 0.0);
@@ -141,32 +143,81 @@ impl Remote {
             let line = status_line(&task);
             if line != shown {
                 changes += 1.0;
-                progress(changes, &line);
+                let events = self.events.as_deref();
+                let _ =
+                    kiln_core::context::call_events::progress(events, changes, None, Some(&line));
                 shown = line;
             }
-            let state = task["status"]["state"]
-                .as_str()
-                .unwrap_or_default()
-                .to_string();
-            let settled = !matches!(
-                state.as_str(),
-                "TASK_STATE_SUBMITTED" | "TASK_STATE_WORKING"
-            );
-            if settled || Instant::now() >= deadline {
+            let state = task["status"]["state"].as_str().unwrap_or_default();
+            let next = match state {
+                "TASK_STATE_SUBMITTED" | "TASK_STATE_WORKING" => {
+                    tokio::time::sleep(Duration::from_millis(200)).await;
+                    rpc("GetTask", json!({"id": task["id"]})).await?
+                }
+                "TASK_STATE_INPUT_REQUIRED" => match self.decide(&task, args) {
+                    Some(reply) => {
+                        let id = task["id"].as_str().map(str::to_string);
+                        let sent = rpc("SendMessage", send(reply, id.as_deref())).await?;
+                        sent.get("task").cloned().unwrap_or(sent)
+                    }
+                    None => return Ok(answer(&task)),
+                },
+                _ => return Ok(answer(&task)),
+            };
+            if Instant::now() >= self.deadline {
                 return Ok(answer(&task));
             }
-            tokio::time::sleep(Duration::from_millis(200)).await;
-            let id = task["id"].clone();
-            task = self
-                .rpc(
-                    &endpoint,
-                    "GetTask",
-                    json!({"id": id}),
-                    &resolver,
-                    token.as_deref(),
-                )
-                .await?;
+            task = next;
         }
+    }
+
+    /// A remote kiln agent's approval (its question carries `{"approval": ...}`), asked of the
+    /// person behind the caller's door: "yes" or "no" to send back; `None` leaves the
+    /// question to the model (another agent's question, or no person to ask).
+    fn decide(&self, task: &Value, args: &Value) -> Option<&'static str> {
+        let approver = self.approver.as_ref()?;
+        let parts = task["status"]["message"]["parts"].as_array()?;
+        parts.iter().find(|p| p["data"]["approval"].is_string())?;
+        let name = &self.remote.spec.name;
+        let said: Vec<&str> = parts.iter().filter_map(|p| p["text"].as_str()).collect();
+        let question = format!("the agent \"{name}\" asks: {}", said.join(" "));
+        let label = format!("{PREFIX}{name}");
+        let tool = tool_name(name);
+        let ask = kiln_core::context::ApprovalAsk {
+            label: &label,
+            question: &question,
+            tool: &tool,
+            args: Some(args),
+            call_id: self.call_id.as_deref(),
+            ends: kiln_core::context::WaitEnds {
+                deadline: Some(self.deadline),
+                ..Default::default()
+            },
+        };
+        match approver.approve_call(&ask) {
+            Ok(true) => Some("yes"),
+            Ok(false) => Some("no"),
+            Err(_) => None,
+        }
+    }
+}
+
+impl Remote {
+    /// Its JSON-RPC endpoint: from its card, read once.
+    async fn endpoint(
+        &self,
+        resolver: &Arc<dyn kiln_egress::resolver::NameResolver>,
+    ) -> Result<String, ToolFailure> {
+        if let Some(e) = self.endpoint.get() {
+            return Ok(e.clone());
+        }
+        let card_url = format!(
+            "{}/.well-known/agent-card.json",
+            self.spec.url.trim_end_matches('/')
+        );
+        let card = self.http(&card_url, None, resolver, None).await?;
+        let e = jsonrpc_url(&card).unwrap_or_else(|| self.spec.url.clone());
+        Ok(self.endpoint.get_or_init(|| e).clone())
     }
 
     /// A JSON-RPC call's result, or the remote error as the tool's.

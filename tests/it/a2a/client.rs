@@ -172,3 +172,48 @@ fn a2a_agent_asks_a_server_built_on_the_official_sdk() {
         "{asked:#}"
     );
 }
+
+#[test]
+fn a_remote_kiln_agents_approval_is_asked_at_the_callers_door() {
+    let a = A2a::start(&[], &[]);
+    let dir = caller(&format!("{}/a2a/clerk", a.serve.url), None);
+    let door = crate::doors::serve::Serve::start(dir.path(), &dir.path().join("k.db"), &[], &[]);
+    let body = json!({"agent": "caller", "input": "Refund order A-1", "wait": false});
+    let (status, run) = post(&format!("{}/v1/runs", door.url), &body, &[]);
+    assert_eq!(status, 202, "{run}");
+    let id = run["id"].as_str().expect("run id").to_string();
+    let seen = |want: &str| -> Value {
+        for _ in 0..200 {
+            let (_, v) = get(&format!("{}/v1/runs/{id}", door.url));
+            if v["status"] == want {
+                return v;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        panic!("run {id} never {want}");
+    };
+    // The remote clerk's approval waits in the caller's inbox, with the remote's question.
+    let waiting = seen("awaiting_approval");
+    let ask = &waiting["approvals"][0];
+    assert_eq!(ask["capability"], "a2a:remote", "{waiting}");
+    let question = ask["question"].as_str().unwrap_or_default();
+    assert!(
+        question.starts_with("the agent \"remote\" asks: tool \"refund\""),
+        "{question}"
+    );
+    let approval = ask["id"].as_str().expect("approval id");
+    let decide = format!("{}/v1/runs/{id}/approvals/{approval}", door.url);
+    let (status, _) = post(&decide, &json!({"decision": "approve"}), &[]);
+    assert_eq!(status, 200);
+    let done = seen("completed");
+    assert_eq!(
+        done["report"]["answer"], "completed: Done: the refund of A-1 is settled.",
+        "{done:#}"
+    );
+    // One call: the person answered, not the model.
+    assert_eq!(
+        done["report"]["tool_calls"].as_array().map(Vec::len),
+        Some(1),
+        "{done:#}"
+    );
+}
