@@ -157,13 +157,19 @@ fn a2a_another_actors_task_is_not_found_and_no_token_is_refused_before_anything(
     );
     assert_eq!(status, 404, "{body}");
     // Without a token: 401 before the body is read (it is not even JSON).
-    let (status, _, _) = http_raw(
+    let (status, headers, _) = http_raw(
         "POST",
         &format!("{}/a2a/helper", a.serve.url),
         &[],
         "{not json",
     );
     assert_eq!(status, 401);
+    assert!(
+        headers
+            .iter()
+            .any(|(k, v)| k == "www-authenticate" && v.starts_with("Bearer realm=\"kiln\"")),
+        "a 401 says how to authenticate: {headers:?}"
+    );
     // Ann's own task: cancelled once, then not cancelable.
     let (_, cancelled) = a.rpc(
         "helper",

@@ -124,9 +124,11 @@ impl Tokens {
         if self.is_empty() {
             return Ok(Principal::default());
         }
+        // Every 401 says how to authenticate (RFC 6750 §3): where to get a token when an
+        // authorization server issues them, else kiln's own bearer tokens.
         let challenge = |e: ApiError| match &self.issuer {
             Some(issuer) => e.with_challenge(issuer.challenge()),
-            None => e,
+            None => e.with_challenge(STATIC_CHALLENGE.into()),
         };
         let presented = headers
             .get(axum::http::header::AUTHORIZATION)
@@ -166,7 +168,8 @@ impl Tokens {
                         _ => ApiError::unauthorized(e.to_string()),
                     })
                 }),
-            None => Err(ApiError::unauthorized("the bearer token is not valid")),
+            None => Err(ApiError::unauthorized("the bearer token is not valid")
+                .with_challenge(format!("{STATIC_CHALLENGE}, error=\"invalid_token\""))),
         }
     }
 }
@@ -198,6 +201,9 @@ fn same_secret(a: &[u8], b: &[u8]) -> bool {
 
 /// The token capability that lets its holder decide the approvals of every run.
 pub const APPROVE: &str = "approve";
+
+/// The `WWW-Authenticate` of a 401 on a server taking only its own bearer tokens.
+const STATIC_CHALLENGE: &str = "Bearer realm=\"kiln\"";
 
 /// Who a request acts for. A token always names its actor: no actor is the open server's one
 /// implicit caller (no tokens configured), never "every actor".
