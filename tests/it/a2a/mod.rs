@@ -24,7 +24,7 @@ fn fixture() -> PathBuf {
 /// scenario.
 pub(crate) struct A2a {
     pub serve: Serve,
-    _mock: Mock,
+    pub mock: Mock,
     /// `http://localhost:PORT`: the origin clients use (the TCK refuses `127.0.0.1` in cards).
     pub base: String,
     _dir: tempfile::TempDir,
@@ -48,7 +48,7 @@ impl A2a {
         let base = serve.url.replace("127.0.0.1", "localhost");
         A2a {
             serve,
-            _mock: mock,
+            mock,
             base,
             _dir: dir,
         }

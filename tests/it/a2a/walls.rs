@@ -424,3 +424,37 @@ fn a2a_a_streamed_answer_arrives_in_pieces_then_whole() {
         "{last}"
     );
 }
+
+#[test]
+fn a2a_files_reach_the_model_as_attachments() {
+    let a = A2a::start(&["--a2a-wait", "10"], &[]);
+    // A 1x1 PNG.
+    let png = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==";
+    let parts = json!([{"text": "Quick question"},
+        {"raw": png, "mediaType": "image/png", "filename": "dot.png"}]);
+    let message = json!({"messageId": uuid(), "role": "ROLE_USER", "parts": parts});
+    let (_, reply) = a.rpc("helper", "SendMessage", json!({"message": message}), &[]);
+    assert_eq!(
+        reply["result"]["task"]["status"]["state"], "TASK_STATE_COMPLETED",
+        "{reply}"
+    );
+    let sent = a
+        .mock
+        .requests()
+        .last()
+        .cloned()
+        .expect("the model was asked");
+    assert!(
+        sent.to_string()
+            .contains(&format!("data:image/png;base64,{png}")),
+        "the image reached the model: {sent}"
+    );
+    // A raw part without its media type is refused, naming it.
+    let parts = json!([{"text": "Quick question"}, {"raw": png}]);
+    let message = json!({"messageId": uuid(), "role": "ROLE_USER", "parts": parts});
+    let (_, refused) = a.rpc("helper", "SendMessage", json!({"message": message}), &[]);
+    assert_eq!(
+        refused["error"]["data"]["field"], "params.message.parts[1]",
+        "{refused}"
+    );
+}

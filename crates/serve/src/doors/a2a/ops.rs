@@ -53,6 +53,7 @@ async fn send(c: &Caller<'_>, params: &Value, streaming: bool) -> Result<Reply, 
         .get("message")
         .ok_or_else(|| A2aError::invalid_params("params.message", "params.message is required"))?;
     let message = params::message(message, "params.message")?;
+    params::attachments(&message, "params.message")?;
     let opts = params::send_options(map)?;
     let push_target = match &opts.push {
         Some(p) => Some(checked_push(

@@ -233,6 +233,37 @@ pub(crate) fn message(v: &Value, path: &str) -> Result<Message, A2aError> {
     serde_json::from_value(m).map_err(|e| A2aError::invalid_params(path, format!("{path}: {e}")))
 }
 
+/// The files a message carries, as the model's attachments: a `raw` part (base64, with its
+/// `mediaType`) and a `url` part of a type the model takes (by its extension); another URL
+/// stays in the prompt as text.
+pub(crate) fn attachments(
+    message: &Message,
+    path: &str,
+) -> Result<Vec<kiln_providers::Attachment>, A2aError> {
+    let mut out = Vec::new();
+    for (i, p) in message.parts.iter().enumerate() {
+        let at = format!("{path}.parts[{i}]");
+        let found = match (&p.raw, &p.url) {
+            (Some(raw), _) => {
+                let media = p.media_type.as_deref().ok_or_else(|| {
+                    A2aError::invalid_params(&at, format!("{at}: a raw part needs its mediaType"))
+                })?;
+                let url = format!("data:{media};base64,{raw}");
+                let a = kiln_providers::Attachment::from_data_url(&url)
+                    .map_err(|e| A2aError::invalid_params(&at, format!("{at}: {e}")))?;
+                Some(a)
+            }
+            (None, Some(url)) => kiln_providers::Attachment::from_url(url),
+            (None, None) => None,
+        };
+        if let Some(mut a) = found {
+            a.filename = p.filename.clone();
+            out.push(a);
+        }
+    }
+    Ok(out)
+}
+
 /// What a send asks besides its message (`params.configuration`).
 #[derive(Default)]
 pub(crate) struct SendOptions {

@@ -29,6 +29,8 @@ async fn drive(state: Arc<AppState>, who: Principal, task: Arc<A2aTask>) {
         let req = RunRequest {
             agent: task.agent.clone(),
             prompt: prompt_of(&message),
+            // Checked when the message came.
+            attachments: super::params::attachments(&message, "").unwrap_or_default(),
             session: Some(task.context_id.clone()),
             stream: true,
             caps_param: "params.metadata.caps",
@@ -56,7 +58,8 @@ async fn drive(state: Arc<AppState>, who: Principal, task: Arc<A2aTask>) {
     }
 }
 
-/// The text a run gets for a message: its text parts, and its data parts as JSON.
+/// The text a run gets for a message: its text parts, its data parts as JSON, and a file URL
+/// of a type the model does not take as an attachment (the others are attachments).
 pub(crate) fn prompt_of(message: &Message) -> String {
     let texts: Vec<String> = message
         .parts
@@ -64,7 +67,9 @@ pub(crate) fn prompt_of(message: &Message) -> String {
         .filter_map(|p| match (&p.text, &p.data, &p.url) {
             (Some(t), _, _) => Some(t.clone()),
             (_, Some(d), _) => Some(d.to_string()),
-            (_, _, Some(u)) => Some(format!("[file: {u}]")),
+            (_, _, Some(u)) if kiln_providers::Attachment::from_url(u).is_none() => {
+                Some(format!("[file: {u}]"))
+            }
             _ => None,
         })
         .collect();
