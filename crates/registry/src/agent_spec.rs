@@ -207,3 +207,28 @@ pub struct A2aAgentSpec {
 pub fn named_a2a_agent(entry: &str) -> Option<&str> {
     entry.strip_prefix(A2A_PREFIX)
 }
+
+/// What is wrong with an agent listing `entry`, which needs capability `cap`: `unknown` says
+/// what is not declared (when it is not), else the grant the agent lacks.
+pub(crate) fn entry_problem(
+    agent: &AgentSpec,
+    entry: &str,
+    cap: &str,
+    unknown: Option<String>,
+) -> Option<String> {
+    if let Some(what) = unknown {
+        return Some(format!(
+            "agent \"{}\" lists \"{entry}\" but {what}",
+            agent.name
+        ));
+    }
+    let needed = kiln_core::capability::Capability::parse(cap).ok()?;
+    let missing = agent.grants.missing(std::slice::from_ref(&needed));
+    (!missing.is_empty()).then(|| {
+        format!(
+            "agent \"{}\" lists \"{entry}\" which requires [{cap}] but the agent grants only {}",
+            agent.name,
+            agent.grants.list()
+        )
+    })
+}

@@ -210,19 +210,7 @@ impl Registry {
                 reg.add_mcp_server(server);
             }
             for remote in &file.a2a_agents {
-                match reg.a2a_agents.get(&remote.name) {
-                    Some(prev) => reg.errors.push(LoadError::of(
-                        LoadErrorKind::Registry,
-                        remote.loc.clone(),
-                        format!(
-                            "duplicate a2a_agent \"{}\": already declared at {}",
-                            remote.name, prev.loc
-                        ),
-                    )),
-                    None => {
-                        reg.a2a_agents.insert(remote.name.clone(), remote.clone());
-                    }
-                }
+                reg.add_a2a_agent(remote);
             }
             reg.served.add(&file.served, &mut reg.errors);
             for p in &file.policies {
@@ -272,6 +260,23 @@ impl Registry {
         reg.link_pipelines();
         reg.settle_pipeline_hints();
         reg
+    }
+
+    /// A declared remote A2A agent; a second one of the same name is an error naming both.
+    fn add_a2a_agent(&mut self, remote: &crate::agent_spec::A2aAgentSpec) {
+        match self.a2a_agents.get(&remote.name) {
+            Some(prev) => self.errors.push(LoadError::of(
+                LoadErrorKind::Registry,
+                remote.loc.clone(),
+                format!(
+                    "duplicate a2a_agent \"{}\": already declared at {}",
+                    remote.name, prev.loc
+                ),
+            )),
+            None => {
+                self.a2a_agents.insert(remote.name.clone(), remote.clone());
+            }
+        }
     }
 
     /// A declared MCP server; a second one of the same name is an error naming both places.
@@ -430,11 +435,19 @@ impl Registry {
         }
         for name in &agent.tools {
             if let Some(server) = mcp_wildcard(name) {
-                out.extend(self.wildcard_problem(agent, name, server));
+                let prefix = format!("{server}{}", crate::mount_spec::SEPARATOR);
+                let known = self.mcp_servers.contains_key(server)
+                    || self.tools.keys().any(|t| t.starts_with(&prefix));
+                let unknown =
+                    (!known).then(|| format!("no MCP server \"{server}\" is declared or mounted"));
+                let cap = format!("{}:{server}", HostCap::Mcp);
+                out.extend(crate::agent_spec::entry_problem(agent, name, &cap, unknown));
                 continue;
             }
             if let Some(remote) = crate::agent_spec::named_a2a_agent(name) {
-                out.extend(self.a2a_problem(agent, name, remote));
+                let unknown = (!self.a2a_agents.contains_key(remote))
+                    .then(|| format!("no a2a_agent(\"{remote}\") is declared"));
+                out.extend(crate::agent_spec::entry_problem(agent, name, name, unknown));
                 continue;
             }
             if let Some(other) = crate::agent_spec::named_agent(name) {
@@ -474,48 +487,6 @@ impl Registry {
             }
         }
         out
-    }
-
-    /// What is wrong with an agent listing `a2a:NAME`: no such remote agent, or no grant of it.
-    fn a2a_problem(&self, agent: &AgentSpec, entry: &str, remote: &str) -> Option<String> {
-        if !self.a2a_agents.contains_key(remote) {
-            return Some(format!(
-                "agent \"{}\" lists \"{entry}\" but no a2a_agent(\"{remote}\") is declared",
-                agent.name
-            ));
-        }
-        let needed = capability::Capability::parse(entry).ok()?;
-        let missing = agent.grants.missing(std::slice::from_ref(&needed));
-        (!missing.is_empty()).then(|| {
-            format!(
-                "agent \"{}\" lists \"{entry}\" which requires [{entry}] but the agent grants only {}",
-                agent.name,
-                agent.grants.list()
-            )
-        })
-    }
-
-    /// What is wrong with an agent listing `SERVER__*`: no such server, or no grant of
-    /// `mcp:SERVER`.
-    fn wildcard_problem(&self, agent: &AgentSpec, name: &str, server: &str) -> Option<String> {
-        let prefix = format!("{server}{}", crate::mount_spec::SEPARATOR);
-        let known = self.mcp_servers.contains_key(server)
-            || self.tools.keys().any(|t| t.starts_with(&prefix));
-        if !known {
-            return Some(format!(
-                "agent \"{}\" lists \"{name}\" but no MCP server \"{server}\" is declared or mounted",
-                agent.name
-            ));
-        }
-        let needed = capability::Capability::parse(&format!("{}:{server}", HostCap::Mcp)).ok()?;
-        let missing = agent.grants.missing(std::slice::from_ref(&needed));
-        (!missing.is_empty()).then(|| {
-            format!(
-                "agent \"{}\" lists \"{name}\" which requires [mcp:{server}] but the agent grants only {}",
-                agent.name,
-                agent.grants.list()
-            )
-        })
     }
 
     /// Every tool in load order.
