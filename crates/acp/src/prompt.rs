@@ -4,6 +4,7 @@
 
 use crate::content;
 use crate::error::{RpcError, code};
+use crate::files::ClientFiles;
 use crate::params;
 use crate::permission::Permission;
 use crate::session::Session;
@@ -11,6 +12,7 @@ use crate::state::Door;
 use crate::updates::{self, Calls};
 use futures_util::StreamExt;
 use kiln_agent::{Event, RunErrorKind, RunOptions, RunReport};
+use kiln_core::context::call_events::CallEvents;
 use serde_json::{Value, json};
 use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
@@ -43,7 +45,14 @@ pub async fn prompt(door: &Arc<Door>, params: Option<&Value>) -> Result<Value, R
     let _running = Running(session.clone());
     let opts = run_options(door, &session, cancel.clone(), prompt.attachments)?;
     let calls = Arc::new(Calls::for_tools(&door.host.tools()));
+    let files = ClientFiles {
+        outbox: door.outbox.clone(),
+        session: id.to_string(),
+        caps: door.client_caps(),
+        cancel: cancel.clone(),
+    };
     let opts = RunOptions {
+        tool_events: Some(Arc::new(CallEvents::new(Arc::new(files)))),
         approver: Some(Arc::new(Permission {
             outbox: door.outbox.clone(),
             session: session.clone(),

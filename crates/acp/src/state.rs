@@ -43,7 +43,6 @@ pub struct Door {
 
 impl Door {
     /// The client's capabilities.
-    #[allow(dead_code)] // read by the client's file system, next
     pub fn client_caps(&self) -> ClientCaps {
         self.client.lock().map(|c| *c).unwrap_or_default()
     }

@@ -2,6 +2,7 @@
 //! with JSON lines (`stdio`) and by the official `@agentclientprotocol/sdk` client (`sdk`,
 //! #[ignore]d without KILN_ACP, the npm prefix it is installed in).
 
+pub(crate) mod files;
 pub(crate) mod sdk;
 pub(crate) mod stdio;
 
@@ -13,7 +14,8 @@ use std::sync::mpsc;
 use std::time::Duration;
 
 /// `add` adds; `clean_up` needs `store`, which `helper` holds only with a person's approval;
-/// `slow` works (with progress) until cancelled.
+/// `slow` works (with progress) until cancelled; `edit_notes` reads and writes `notes.txt` (the
+/// one file `helper`'s grants reach), `peek` tries `secret.txt`.
 pub(crate) fn scripts(mock: &Mock) -> Scripts {
     Scripts::new(&[(
         "helper.rhai",
@@ -24,7 +26,13 @@ tool("slow").description("Works a long time").handler(|a| {{
     for i in 0..600 {{ progress(i + 1, 600, "working"); sleep(0.05); }}
     "finished"
 }});
-agent("helper").provider("openai").model("m").base_url("{}/v1").tools(["add", "clean_up", "slow"]).needs_approval(["store"]);"#,
+tool("edit_notes").description("Edits the notes").requires(["fs.read", "fs.write"]).handler(|a| {{
+    let text = read_file("notes.txt");
+    write_file("notes.txt", text.to_upper());
+    `edited: ${{text}}`
+}});
+tool("peek").description("Reads another file").requires(["fs.read"]).handler(|a| read_file("secret.txt"));
+agent("helper").provider("openai").model("m").base_url("{}/v1").tools(["add", "clean_up", "slow", "edit_notes", "peek"]).capabilities(["fs.read:notes.txt", "fs.write:notes.txt"]).needs_approval(["store"]);"#,
             mock.url
         ),
     )])
@@ -41,7 +49,11 @@ pub(crate) fn scenario() -> Value {
         {"user": "clean", "tool_calls": [{"name": "clean_up", "args": {}}]},
         {"user": "clean", "text": "Done cleaning."},
         {"user": "slow", "tool_calls": [{"name": "slow", "args": {}}]},
-        {"user": "slow", "text": "never"}
+        {"user": "slow", "text": "never"},
+        {"user": "notes", "tool_calls": [{"name": "edit_notes", "args": {}}]},
+        {"user": "notes", "text": "Edited."},
+        {"user": "peek", "tool_calls": [{"name": "peek", "args": {}}]},
+        {"user": "peek", "text": "Peeked."}
     ]})
 }
 
@@ -115,6 +127,22 @@ impl Acp {
         params: Value,
         option: &str,
     ) -> (Vec<Value>, Value) {
+        self.request_answering(id, method, params, |v| {
+            (v["method"] == "session/request_permission")
+                .then(|| json!({"outcome": {"outcome": "selected", "optionId": option}}))
+        })
+    }
+
+    /// Sends request `id` and reads up to its answer, answering each request of kiln's with
+    /// what `answer` returns for it (`None`: left unanswered); returns the messages before the
+    /// answer, and the answer.
+    pub(crate) fn request_answering(
+        &mut self,
+        id: u64,
+        method: &str,
+        params: Value,
+        mut answer: impl FnMut(&Value) -> Option<Value>,
+    ) -> (Vec<Value>, Value) {
         self.send_raw(
             &json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}).to_string(),
         );
@@ -124,10 +152,11 @@ impl Acp {
             if v["id"] == json!(id) && v.get("method").is_none() {
                 return (seen, v);
             }
-            if v["method"] == "session/request_permission" {
-                let answer = json!({"outcome": {"outcome": "selected", "optionId": option}});
+            if v.get("id").is_some()
+                && let Some(result) = answer(&v)
+            {
                 self.send_raw(
-                    &json!({"jsonrpc": "2.0", "id": v["id"], "result": answer}).to_string(),
+                    &json!({"jsonrpc": "2.0", "id": v["id"], "result": result}).to_string(),
                 );
             }
             seen.push(v);

@@ -187,3 +187,33 @@ fn acp_sdk_a_session_is_loaded_back_and_continued() {
     assert_eq!(v["turn"]["stopReason"], "end_turn", "{v:#}");
     assert_eq!(text(&v["turn"]["updates"]), "Still 5.", "{v:#}");
 }
+
+#[test]
+#[ignore = "needs @agentclientprotocol/sdk from npm in KILN_ACP (run by .ci/run)"]
+fn acp_sdk_tools_read_and_write_through_the_clients_file_system() {
+    let mock = Mock::start(&scenario());
+    let dir = scripts(&mock);
+    std::fs::write(dir.path().join("notes.txt"), "saved text").expect("notes");
+    let v = client(dir.path(), "files");
+    let files = v["files"].as_array().expect("files");
+    assert_eq!(files.len(), 2, "{v:#}");
+    assert!(
+        files[0]["read"]["path"]
+            .as_str()
+            .is_some_and(|p| p.starts_with('/') && p.ends_with("/notes.txt")),
+        "{v:#}"
+    );
+    assert_eq!(files[1]["write"]["content"], "UNSAVED DRAFT", "{v:#}");
+    let done = of(&v["turn"]["updates"], "tool_call_update");
+    assert_eq!(
+        done.last()
+            .map(|u| u["content"][0]["content"]["text"].clone()),
+        Some(json!("edited: unsaved draft")),
+        "{v:#}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("notes.txt")).expect("notes"),
+        "saved text",
+        "the client's buffer was written, not the disk"
+    );
+}

@@ -1,6 +1,6 @@
 // The official ACP client (@agentclientprotocol/sdk, from the npm prefix in KILN_ACP) driving
 // the real `kiln acp` over its stdio. Usage: node client.mjs SCENARIO KILN ARGS...
-// SCENARIO: tool | permission | cancel | load:SESSION_OR_NEW. Prints one JSON object.
+// SCENARIO: tool | permission | cancel | files | load:SESSION_OR_NEW. Prints one JSON object.
 import { spawn } from "node:child_process";
 import { createRequire } from "node:module";
 import { Readable, Writable } from "node:stream";
@@ -20,6 +20,8 @@ const stream = acp.ndJsonStream(Writable.toWeb(child.stdin), Readable.toWeb(chil
 
 const updates = [];
 const permissions = [];
+const files = [];
+const lendsFiles = scenario === "files";
 let option = "allow_once";
 let onUpdate = () => {};
 const app = acp
@@ -31,6 +33,14 @@ const app = acp
   .onRequest(acp.methods.client.session.requestPermission, ({ params }) => {
     permissions.push({ params, answered: option });
     return { outcome: { outcome: "selected", optionId: option } };
+  })
+  .onRequest(acp.methods.client.fs.readTextFile, ({ params }) => {
+    files.push({ read: params });
+    return { content: "unsaved draft" };
+  })
+  .onRequest(acp.methods.client.fs.writeTextFile, ({ params }) => {
+    files.push({ write: params });
+    return {};
   });
 
 /** The updates of session `id` since `from`. */
@@ -39,7 +49,7 @@ const since = (from, id) => updates.slice(from).filter((n) => n.sessionId === id
 const out = await app.connectWith(stream, async (ctx) => {
   const init = await ctx.request(acp.methods.agent.initialize, {
     protocolVersion: acp.PROTOCOL_VERSION,
-    clientCapabilities: { fs: { readTextFile: false, writeTextFile: false } },
+    clientCapabilities: { fs: { readTextFile: lendsFiles, writeTextFile: lendsFiles } },
     clientInfo: { name: "kiln-acp-test", version: "1.0.0" },
   });
   const newSession = async () =>
@@ -55,6 +65,10 @@ const out = await app.connectWith(stream, async (ctx) => {
   if (scenario === "tool") {
     const id = await newSession();
     return { init, sessionId: id, turn: await prompt(id, "add 2 and 3") };
+  }
+  if (scenario === "files") {
+    const id = await newSession();
+    return { sessionId: id, turn: await prompt(id, "notes please"), files };
   }
   if (scenario === "permission") {
     const a = await newSession();

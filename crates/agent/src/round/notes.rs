@@ -4,9 +4,13 @@
 //! bounded, for the call's record in the run log.
 
 use crate::event::{Event, Observer};
-use kiln_core::context::call_events::{self, CallEvents, CallObserver, LogLevel, ToolNote};
+use kiln_core::context::call_events::{
+    self, Answer, AskError, CallEvents, CallObserver, ClientAsk, LogLevel, ToolNote,
+};
 use serde_json::Value;
+use std::path::Path;
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 /// Notes the record of one call keeps: the first ones, the latest in the last place.
 pub const MAX_KEPT_NOTES: usize = 64;
@@ -91,6 +95,27 @@ impl CallObserver for CallNotes {
             name: name.to_string(),
             value,
         });
+    }
+
+    /// The run's tools ask whoever the run answers to: the tool call it is nested in, or the
+    /// door that started it (a form for its person, as input-required on an A2A task).
+    fn ask(
+        &self,
+        asks: &[(String, ClientAsk)],
+        lenient: bool,
+        timeout: Duration,
+    ) -> Result<Vec<Answer>, AskError> {
+        let Some(outer) = &self.outer else {
+            return Err(AskError::Refused(
+                "this run's door cannot ask the person behind it".into(),
+            ));
+        };
+        let keyed = asks.iter().map(|(k, a)| (Some(k.clone()), a.clone()));
+        outer.ask(keyed.collect(), lenient, timeout)
+    }
+
+    fn file(&self, path: &Path, write: Option<&str>) -> Option<Result<String, String>> {
+        self.outer.as_ref()?.file(path, write)
     }
 }
 

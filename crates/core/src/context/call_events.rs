@@ -210,6 +210,16 @@ pub trait CallObserver: Send + Sync {
     ) -> Result<Vec<Answer>, AskError> {
         Err(AskError::Refused("the caller cannot be asked".into()))
     }
+    /// The caller's own copy of text file `path` (absolute), read (`write` is `None`) or
+    /// written: `Some` where the caller lends its files (an editor's unsaved buffers, ACP),
+    /// `None` where the tool uses the disk. Blocking; by default no caller lends them.
+    fn file(
+        &self,
+        _path: &std::path::Path,
+        _write: Option<&str>,
+    ) -> Option<Result<String, String>> {
+        None
+    }
     /// The handler asks to go on in the background (`background()`): a caller that can poll
     /// a task gets one now and the call goes on in it; true when it did. By default no
     /// caller can, and the call simply goes on.
@@ -348,6 +358,15 @@ impl CallEvents {
             })
             .collect();
         self.observer.ask(&keyed, lenient, timeout)
+    }
+
+    /// The caller's copy of a text file, read or written (see [`CallObserver::file`]).
+    pub fn file(
+        &self,
+        path: &std::path::Path,
+        write: Option<&str>,
+    ) -> Option<Result<String, String>> {
+        self.observer.file(path, write)
     }
 
     /// Asks the caller to take the rest of the call as a task; true when it did.

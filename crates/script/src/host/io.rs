@@ -105,6 +105,18 @@ fn fs_gate(func: &str, cap: &str, path: &str, must_exist: bool) -> RhaiResult<Pa
 
 fn read_file(path: &str) -> RhaiResult<String> {
     let real = fs_gate("read_file", HostCap::FsRead.name(), path, true)?;
+    // A caller that lends its files (an editor over ACP) has the text as the person sees it,
+    // unsaved changes included.
+    if let Some(read) = crate::host::current_events().and_then(|e| e.file(&real, None)) {
+        let text = read.map_err(|e| fail(format!("read_file(\"{path}\"): {e}")))?;
+        if text.len() as u64 > MAX_READ_BYTES {
+            return Err(fail(format!(
+                "read_file(\"{path}\"): the file is {} bytes; the limit is {MAX_READ_BYTES}",
+                text.len()
+            )));
+        }
+        return Ok(text);
+    }
     let meta = std::fs::metadata(&real).map_err(|e| fail(format!("read_file(\"{path}\"): {e}")))?;
     if meta.len() > MAX_READ_BYTES {
         return Err(fail(format!(
@@ -171,6 +183,11 @@ fn refuse_control_files(path: &str, real: &Path) -> RhaiResult<()> {
 fn write_file(path: &str, text: &str) -> RhaiResult<()> {
     let real = fs_gate("write_file", HostCap::FsWrite.name(), path, false)?;
     refuse_control_files(path, &real)?;
+    if let Some(written) = crate::host::current_events().and_then(|e| e.file(&real, Some(text))) {
+        return written
+            .map(|_| ())
+            .map_err(|e| fail(format!("write_file(\"{path}\"): {e}")));
+    }
     let dir = real
         .parent()
         .ok_or_else(|| fail(format!("write_file(\"{path}\"): no folder")))?;

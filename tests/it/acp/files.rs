@@ -1,0 +1,124 @@
+//! The client's files over ACP: when the client offers `fs.readTextFile`/`fs.writeTextFile`, a
+//! tool's `read_file`/`write_file` go through `fs/read_text_file`/`fs/write_text_file` (the
+//! editor's unsaved text, its buffer written), still only where the agent's grants reach (a
+//! path outside them is refused before the client is asked); without the offer, the disk.
+
+use super::*;
+use std::path::Path;
+
+/// The `rawOutput`-free text of the last tool call update's content.
+fn tool_result(msgs: &[Value]) -> String {
+    updates(msgs)
+        .iter()
+        .rev()
+        .find(|u| u["sessionUpdate"] == "tool_call_update" && u["content"].is_array())
+        .and_then(|u| {
+            u["content"][0]["content"]["text"]
+                .as_str()
+                .map(str::to_string)
+        })
+        .unwrap_or_default()
+}
+
+/// `initialize` offering the file system (or not), then `session/new`: the session's id.
+fn session(acp: &mut Acp, offer: bool) -> String {
+    let caps = json!({"fs": {"readTextFile": offer, "writeTextFile": offer}});
+    let (_, init) = acp.request(
+        1,
+        "initialize",
+        json!({"protocolVersion": 1, "clientCapabilities": caps}),
+        "",
+    );
+    assert_eq!(init["result"]["protocolVersion"], 1, "{init}");
+    let (_, new) = acp.request(
+        2,
+        "session/new",
+        json!({"cwd": "/tmp", "mcpServers": []}),
+        "",
+    );
+    new["result"]["sessionId"]
+        .as_str()
+        .expect("sessionId")
+        .to_string()
+}
+
+fn disk(dir: &Path, name: &str) -> String {
+    std::fs::read_to_string(dir.join(name)).expect("the file")
+}
+
+#[test]
+fn acp_tools_read_and_write_the_editors_files_within_their_grants() {
+    let mock = Mock::start(&scenario());
+    let dir = scripts(&mock);
+    std::fs::write(dir.path().join("notes.txt"), "saved text").expect("notes");
+    std::fs::write(dir.path().join("secret.txt"), "do not read").expect("secret");
+    let mut acp = Acp::start(dir.path());
+    let id = session(&mut acp, true);
+    let mut asked = Vec::new();
+    let (msgs, answer) =
+        acp.request_answering(3, "session/prompt", prompt(&id, "notes please"), |v| {
+            asked.push(v.clone());
+            match v["method"].as_str() {
+                Some("fs/read_text_file") => Some(json!({"content": "unsaved draft"})),
+                Some("fs/write_text_file") => Some(Value::Null),
+                _ => None,
+            }
+        });
+    assert_eq!(answer["result"]["stopReason"], "end_turn", "{answer}");
+    let methods: Vec<&str> = asked.iter().filter_map(|v| v["method"].as_str()).collect();
+    assert_eq!(
+        methods,
+        ["fs/read_text_file", "fs/write_text_file"],
+        "{asked:#?}"
+    );
+    let notes = dir.path().canonicalize().expect("dir").join("notes.txt");
+    for v in &asked {
+        assert_eq!(v["params"]["sessionId"], json!(id), "{v}");
+        assert_eq!(
+            v["params"]["path"],
+            json!(notes.display().to_string()),
+            "an absolute path: {v}"
+        );
+    }
+    assert_eq!(asked[1]["params"]["content"], "UNSAVED DRAFT");
+    assert_eq!(tool_result(&msgs), "edited: unsaved draft", "{msgs:#?}");
+    assert_eq!(
+        disk(dir.path(), "notes.txt"),
+        "saved text",
+        "the editor's buffer was written, not the disk"
+    );
+
+    // Outside the grants: refused before the client is asked.
+    let (_, new) = acp.request(
+        4,
+        "session/new",
+        json!({"cwd": "/tmp", "mcpServers": []}),
+        "",
+    );
+    let other = new["result"]["sessionId"].as_str().expect("sessionId");
+    let mut asked_again = 0;
+    let (msgs, _) = acp.request_answering(5, "session/prompt", prompt(other, "peek at it"), |v| {
+        asked_again += usize::from(v["method"] == "fs/read_text_file");
+        None
+    });
+    assert_eq!(asked_again, 0);
+    assert!(tool_result(&msgs).contains("refused"), "{msgs:#?}");
+    assert!(acp.close().success());
+}
+
+#[test]
+fn acp_without_the_clients_file_system_tools_use_the_disk() {
+    let mock = Mock::start(&scenario());
+    let dir = scripts(&mock);
+    std::fs::write(dir.path().join("notes.txt"), "saved text").expect("notes");
+    let mut acp = Acp::start(dir.path());
+    let id = session(&mut acp, false);
+    let (msgs, answer) =
+        acp.request_answering(3, "session/prompt", prompt(&id, "notes please"), |v| {
+            panic!("kiln asked the client {v} though it offered no file system")
+        });
+    assert_eq!(answer["result"]["stopReason"], "end_turn", "{answer}");
+    assert_eq!(tool_result(&msgs), "edited: saved text", "{msgs:#?}");
+    assert_eq!(disk(dir.path(), "notes.txt"), "SAVED TEXT");
+    assert!(acp.close().success());
+}
