@@ -60,6 +60,9 @@ pub struct RunRequest {
     pub state: Option<Arc<Mutex<Value>>>,
     /// Images and files on the prompt.
     pub attachments: Vec<kiln_providers::Attachment>,
+    /// The person behind the door, as the run's tools may ask them (a form, `elicit`) or reach
+    /// their files; `None`: the tools cannot ask.
+    pub person: Option<Arc<dyn kiln_core::context::call_events::CallObserver>>,
 }
 
 /// The run log, plus the run id as soon as the run starts and the server's metrics.
@@ -367,6 +370,9 @@ fn run_options(state: &AppState, who: &Principal, req: RunRequest, parts: RunPar
         approver: Some(parts.approvals),
         client_tools: req.client_tools,
         attachments: req.attachments,
+        tool_events: req
+            .person
+            .map(|p| Arc::new(kiln_core::context::call_events::CallEvents::new(p))),
         ..RunOptions::default()
     }
 }

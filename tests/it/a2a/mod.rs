@@ -4,6 +4,7 @@
 //! `a2a_agent(...)` tools asking kiln's door and a server on the official SDK).
 
 pub(crate) mod client;
+pub(crate) mod forms;
 pub(crate) mod sdk;
 pub(crate) mod tck;
 pub(crate) mod walls;

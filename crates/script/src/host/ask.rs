@@ -46,7 +46,9 @@ fn ask(
     let events = host::current_events().ok_or_else(|| {
         let can = match func {
             "sample" => "an MCP client that supports sampling can ask its model",
-            "elicit" => "an MCP client that supports elicitation can show a form",
+            "elicit" => {
+                "an MCP client that supports elicitation, or an A2A task's client, can show a form"
+            }
             _ => "an MCP client can ask it",
         };
         refused(

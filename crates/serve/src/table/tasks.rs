@@ -68,7 +68,18 @@ struct Inner {
     runs: Vec<String>,
     /// The approval the task waits for (`input-required`), by its id in the run.
     asking: Option<String>,
+    /// A tool's form the task waits on (`input-required`).
+    form: Option<FormWait>,
     push: Vec<(PushConfig, PushTarget)>,
+}
+
+/// A tool's form a task waits on: the fields' schema, and where the answer goes (the tool's
+/// thread waits on the other end).
+pub struct FormWait {
+    /// The restricted JSON Schema of the form's fields.
+    pub schema: serde_json::Value,
+    /// Takes `{"action", "content"}`.
+    pub answer: std::sync::mpsc::SyncSender<serde_json::Value>,
 }
 
 impl A2aTask {
@@ -91,6 +102,7 @@ impl A2aTask {
                 run: None,
                 runs: Vec::new(),
                 asking: None,
+                form: None,
                 push: Vec::new(),
             }),
             changed: watch::Sender::new(0),
@@ -160,6 +172,22 @@ impl A2aTask {
                 return;
             }
             inner.status = status(state, message.map(|m| self.stamped(m)));
+            inner.updated = now();
+            inner.status.clone()
+        };
+        self.announce_status(st);
+    }
+
+    /// Shows what the task works on now (`message`), unless it waits for a person: the
+    /// check and the change under one lock, as a tool may ask at the same moment.
+    pub fn working_on(&self, message: Message) {
+        let st = {
+            let mut inner = self.lock();
+            let s = inner.status.state;
+            if s.is_terminal() || s == TaskState::InputRequired || inner.form.is_some() {
+                return;
+            }
+            inner.status = status(TaskState::Working, Some(self.stamped(message)));
             inner.updated = now();
             inner.status.clone()
         };
@@ -289,6 +317,24 @@ impl A2aTask {
     /// Sets (or clears) the approval the task waits for.
     pub fn set_asking(&self, id: Option<String>) {
         self.lock().asking = id;
+    }
+
+    /// Sets (or clears) the tool's form the task waits on.
+    pub fn set_form(&self, form: Option<FormWait>) {
+        self.lock().form = form;
+    }
+
+    /// The schema of the form the task waits on, if it waits on one.
+    pub fn form_schema(&self) -> Option<serde_json::Value> {
+        self.lock().form.as_ref().map(|f| f.schema.clone())
+    }
+
+    /// Hands the answer to the waiting tool; false when no form waits (or its tool gave up).
+    pub fn answer_form(&self, answer: serde_json::Value) -> bool {
+        self.lock()
+            .form
+            .take()
+            .is_some_and(|f| f.answer.try_send(answer).is_ok())
     }
 
     /// Cancels the task: its run and its queue. An ended task cannot be.

@@ -43,3 +43,8 @@ pub(crate) enum Reply {
 pub(crate) fn to_json<T: serde::Serialize>(v: &T) -> Value {
     serde_json::to_value(v).unwrap_or(Value::Null)
 }
+
+/// A fresh id for a message or a task.
+pub(crate) fn uuid() -> String {
+    uuid::Uuid::new_v4().to_string()
+}

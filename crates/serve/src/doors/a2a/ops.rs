@@ -2,11 +2,11 @@
 //! JSON-RPC `params`, or what the HTTP+JSON binding read from its path, query and body) and
 //! answers a result or a stream of events, or an [`A2aError`] the binding renders.
 
+use super::caller::uuid;
 use super::caller::{Caller, Reply, to_json};
 use super::params::{self, normalize, object};
 use super::push;
-use super::turns::{self, uuid};
-use crate::table::approvals::Decision;
+use super::turns;
 use crate::table::tasks::{A2aTask, PushTarget};
 use futures_util::StreamExt;
 use futures_util::stream::BoxStream;
@@ -16,9 +16,15 @@ use serde_json::{Map, Value, json};
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
-/// The operations, by their JSON-RPC method names.
+/// The operations, by their JSON-RPC method names: here, or through Restate on a fleet's
+/// front door (`front`).
 pub(crate) async fn call(c: &Caller<'_>, method: &str, params: &Value) -> Result<Reply, A2aError> {
     let params = normalize(params);
+    if let Some(front) = &c.state.front
+        && let Some(reply) = super::front::call(c, front, method, &params).await
+    {
+        return reply;
+    }
     let json = |v: Value| Ok(Reply::Json(v));
     match method {
         "SendMessage" => send(c, &params, false).await,
@@ -102,8 +108,6 @@ async fn send(c: &Caller<'_>, params: &Value, streaming: bool) -> Result<Reply, 
 
 /// A new task in the message's context (or a new one), owned by the caller.
 fn new_task(c: &Caller<'_>, message: &Message) -> Result<Arc<A2aTask>, A2aError> {
-    crate::doors::live::here_only(c.state, "A2A")
-        .map_err(|e| A2aError::new(ErrorKind::UnsupportedOperation, e.message))?;
     let context = message.context_id.clone().unwrap_or_else(uuid);
     crate::state::check_session_name(&context)
         .map_err(|e| A2aError::invalid_params("params.message.contextId", e.message))?;
@@ -132,13 +136,26 @@ fn continue_task(c: &Caller<'_>, task: &A2aTask, message: Message) -> Result<(),
             ),
         ));
     }
+    if let Some(schema) = task.form_schema() {
+        let answer = super::forms::answer(&message, &schema)?;
+        if !task.answer_form(answer) {
+            return Err(A2aError::new(
+                ErrorKind::UnsupportedOperation,
+                "the form's tool stopped waiting for its answer",
+            ));
+        }
+        tracing::info!(task = %task.id, actor = ?c.who.actor, "form answered (A2A)");
+        task.record(message);
+        task.set_state(TaskState::Working, None);
+        return Ok(());
+    }
     let asking = task
         .asking()
         .filter(|_| task.state() == TaskState::InputRequired);
     let (Some(approval), Some(run)) = (asking, task.run()) else {
         return task.enqueue(message);
     };
-    let decision = decision(&message)?;
+    let decision = params::decision(&message)?;
     run.approvals
         .decide(&approval, decision)
         .map_err(|e| A2aError::new(ErrorKind::UnsupportedOperation, e.message))?;
@@ -147,38 +164,6 @@ fn continue_task(c: &Caller<'_>, task: &A2aTask, message: Message) -> Result<(),
     task.set_asking(None);
     task.set_state(TaskState::Working, None);
     Ok(())
-}
-
-/// A person's answer to an approval: a data part `{"approved": bool, "reason"?}`, or text
-/// that says yes or no.
-fn decision(message: &Message) -> Result<Decision, A2aError> {
-    for p in &message.parts {
-        if let Some(approved) = p.data.as_ref().and_then(|d| d["approved"].as_bool()) {
-            let reason = p
-                .data
-                .as_ref()
-                .and_then(|d| d["reason"].as_str())
-                .unwrap_or("");
-            return Ok(match approved {
-                true => Decision::Approve,
-                false => Decision::Deny(reason.to_string()),
-            });
-        }
-    }
-    let text = message.text();
-    let word = text.trim().to_lowercase();
-    let first = word
-        .split(|c: char| !c.is_alphanumeric())
-        .next()
-        .unwrap_or("");
-    match first {
-        "yes" | "y" | "approve" | "approved" | "allow" | "ok" => Ok(Decision::Approve),
-        "no" | "n" | "deny" | "denied" | "reject" => Ok(Decision::Deny(text.trim().to_string())),
-        _ => Err(A2aError::invalid_params(
-            "params.message.parts",
-            "the task waits for a person's approval: answer yes or no, or send a data part {\"approved\": true|false, \"reason\": \"...\"}",
-        )),
-    }
 }
 
 /// The task's events from now on, after its snapshot, until it ends or waits for input.

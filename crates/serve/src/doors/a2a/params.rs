@@ -3,6 +3,7 @@
 //! strings from a query) and strictness where it matters (every error names the argument's
 //! path, e.g. `params.message.parts[0]`).
 
+use crate::table::approvals::Decision;
 use kiln_a2a::error::ErrorKind;
 use kiln_a2a::{A2aError, Message, Part, PushConfig, TaskState};
 use serde_json::{Map, Value};
@@ -322,6 +323,38 @@ pub(crate) fn push_config(v: &Value, path: &str) -> Result<PushConfig, A2aError>
     required(map, "url", path)?;
     serde_json::from_value(v.clone())
         .map_err(|e| A2aError::invalid_params(path, format!("{path}: {e}")))
+}
+
+/// A person's answer to an approval: a data part `{"approved": bool, "reason"?}`, or text
+/// that says yes or no.
+pub(crate) fn decision(message: &Message) -> Result<Decision, A2aError> {
+    for p in &message.parts {
+        if let Some(approved) = p.data.as_ref().and_then(|d| d["approved"].as_bool()) {
+            let reason = p
+                .data
+                .as_ref()
+                .and_then(|d| d["reason"].as_str())
+                .unwrap_or("");
+            return Ok(match approved {
+                true => Decision::Approve,
+                false => Decision::Deny(reason.to_string()),
+            });
+        }
+    }
+    let text = message.text();
+    let word = text.trim().to_lowercase();
+    let first = word
+        .split(|c: char| !c.is_alphanumeric())
+        .next()
+        .unwrap_or("");
+    match first {
+        "yes" | "y" | "approve" | "approved" | "allow" | "ok" => Ok(Decision::Approve),
+        "no" | "n" | "deny" | "denied" | "reject" => Ok(Decision::Deny(text.trim().to_string())),
+        _ => Err(A2aError::invalid_params(
+            "params.message.parts",
+            "the task waits for a person's approval: answer yes or no, or send a data part {\"approved\": true|false, \"reason\": \"...\"}",
+        )),
+    }
 }
 
 #[cfg(test)]

@@ -1,10 +1,12 @@
 //! A task's turns: each message it was sent, in order, becomes a kiln run in the task's context
 //! (its session), through `launch` and every wall a door keeps. A run asking a person's
-//! approval puts the task in `input-required` (the question as the agent's message); the answer
+//! approval puts the task in `input-required` (the question as the agent's message), as a
+//! tool's form does (`forms`); the answer
 //! streams to the task's watchers as artifact chunks, each tool call shows as a status update,
 //! and the run's whole answer becomes an artifact (its text, and its typed `.output` as data); the task completes
 //! when its last queued message was answered, fails with its run, and a cancel ends it.
 
+use super::caller::uuid;
 use crate::launch::{RunRequest, launch};
 use crate::state::AppState;
 use crate::table::RunEntry;
@@ -34,6 +36,7 @@ async fn drive(state: Arc<AppState>, who: Principal, task: Arc<A2aTask>) {
             session: Some(task.context_id.clone()),
             stream: true,
             caps_param: "params.metadata.caps",
+            person: Some(Arc::new(super::forms::TaskPerson(task.clone()))),
             ..RunRequest::default()
         };
         let launched = tokio::select! {
@@ -86,13 +89,13 @@ async fn follow(task: &A2aTask, entry: &Arc<RunEntry>) -> Option<Message> {
                 task.stream_text(&entry.id, text, !streamed);
                 streamed = true;
             }
-            Event::ToolStarted { name, args, .. } if task.asking().is_none() => {
+            Event::ToolStarted { name, args, .. } => {
                 // The watchers see each call as it starts (the run log keeps its outcome); a
-                // call waiting for a person's approval leaves the task asking.
+                // call waiting for a person's approval or form leaves the task asking.
                 let mut m = Message::agent_text(uuid(), format!("Calling {name}"));
                 m.parts
                     .push(Part::data(json!({"tool": name, "args": args})));
-                task.set_state(TaskState::Working, Some(m));
+                task.working_on(m);
             }
             Event::ApprovalRequested {
                 id,
@@ -111,11 +114,20 @@ async fn follow(task: &A2aTask, entry: &Arc<RunEntry>) -> Option<Message> {
                 task.record(m.clone());
                 task.set_state(TaskState::InputRequired, Some(m));
             }
-            Event::ToolFinished(_) | Event::ModelRequest { .. } | Event::ToolNote { .. }
+            Event::ModelRequest { .. } | Event::ToolNote { .. }
                 if task.asking().is_some() && entry.approvals.waiting().is_empty() =>
             {
                 task.set_asking(None);
                 task.set_state(TaskState::Working, None);
+            }
+            Event::ToolFinished(record) => {
+                if let Some(files) = file_artifact(&entry.id, record) {
+                    task.add_artifact(files);
+                }
+                if task.asking().is_some() && entry.approvals.waiting().is_empty() {
+                    task.set_asking(None);
+                    task.set_state(TaskState::Working, None);
+                }
             }
             Event::Finished(result) => return finished(task, result),
             _ => {}
@@ -161,13 +173,49 @@ fn finished(task: &A2aTask, result: &Result<RunReport, RunError>) -> Option<Mess
     }
 }
 
+/// The files a tool call returned (its `$content` images, audio and resources) as an
+/// artifact of their own: bytes as `raw` parts, text resources as text, each with its media
+/// type and, for a resource, its name (the last part of its URI).
+fn file_artifact(run: &str, record: &kiln_agent::ToolCallRecord) -> Option<Artifact> {
+    use kiln_core::model::content::{Content, from_result};
+    let kiln_agent::CallOutcome::Ok { result, .. } = &record.outcome else {
+        return None;
+    };
+    let blocks = from_result(result)?.ok()?;
+    let parts: Vec<Part> = blocks
+        .into_iter()
+        .filter_map(|block| match block {
+            Content::Image { data, mime_type } | Content::Audio { data, mime_type } => Some(Part {
+                raw: Some(data),
+                media_type: Some(mime_type),
+                ..Part::default()
+            }),
+            Content::Resource { resource: r } => Some(Part {
+                filename: r
+                    .uri
+                    .rsplit('/')
+                    .next()
+                    .filter(|n| !n.is_empty())
+                    .map(str::to_string),
+                media_type: r.mime_type,
+                raw: r.blob,
+                text: r.text,
+                ..Part::default()
+            }),
+            _ => None,
+        })
+        .collect();
+    (!parts.is_empty()).then(|| Artifact {
+        artifact_id: format!("{run}-{}", record.id),
+        name: Some(format!("files from {}", record.name)),
+        description: None,
+        parts,
+        metadata: Some(run_meta(run)),
+    })
+}
+
 fn run_meta(run: &str) -> serde_json::Map<String, Value> {
     let mut m = serde_json::Map::new();
     m.insert("kilnRun".into(), json!(run));
     m
-}
-
-/// A fresh id for a message or a task.
-pub(crate) fn uuid() -> String {
-    uuid::Uuid::new_v4().to_string()
 }
