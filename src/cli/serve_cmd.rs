@@ -436,7 +436,7 @@ async fn serve_until_signal(
     }
     if state.front.is_some() {
         crate::cli::output::errln!(
-            "kiln serve: /v1/runs go through Restate's ingress at {}",
+            "kiln serve: /v1/runs, /v1/responses and A2A tasks go through Restate's ingress at {}",
             a.restate_ingress.as_deref().unwrap_or_default()
         );
     }

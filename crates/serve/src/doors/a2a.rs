@@ -10,10 +10,13 @@
 //! `/v1/runs` see them. The walls are every door's: the token's actor owns its tasks (another
 //! actor's task is not found), its ceiling narrows the runs' grants, bodies are bounded and
 //! keys appear once, approvals are a person's (`input-required`), and webhooks go through the
-//! egress policy (see `push`).
+//! egress policy (see `push`). On a fleet's front door (`--restate-ingress`) tasks are
+//! durable turns run by any worker (see `front`).
 
 pub(crate) mod caller;
 pub(crate) mod card;
+mod forms;
+mod front;
 mod jsonrpc;
 mod listing;
 mod ops;

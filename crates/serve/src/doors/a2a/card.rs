@@ -73,7 +73,7 @@ pub(crate) fn card(
         documentation_url: None,
         capabilities: AgentCapabilities {
             streaming: Some(true),
-            push_notifications: Some(!state.options.a2a.push.is_empty()),
+            push_notifications: Some(state.front.is_none() && !state.options.a2a.push.is_empty()),
             extended_agent_card: Some(!open),
             extensions: Vec::new(),
         },

@@ -170,14 +170,20 @@ pub(crate) async fn get(
 /// A running run's status: `awaiting_approval` with the approvals it waits for, else
 /// `running`.
 async fn running(front: &RestateClient, id: &str, inv: &Invocation) -> Value {
+    match open_approvals(front, inv).await {
+        waiting if waiting.is_empty() => json!({"id": id, "agent": null, "status": "running"}),
+        waiting => json!({
+            "id": id, "agent": null, "status": "awaiting_approval", "approvals": waiting,
+        }),
+    }
+}
+
+/// The approvals run `inv` waits for now, past-deadline ones left out (none where Restate
+/// cannot say).
+pub(crate) async fn open_approvals(front: &RestateClient, inv: &Invocation) -> Vec<Value> {
     match front.approvals(inv).await {
-        Ok(Value::Array(waiting)) => match open(waiting, now_ms()) {
-            waiting if waiting.is_empty() => json!({"id": id, "agent": null, "status": "running"}),
-            waiting => json!({
-                "id": id, "agent": null, "status": "awaiting_approval", "approvals": waiting,
-            }),
-        },
-        _ => json!({"id": id, "agent": null, "status": "running"}),
+        Ok(Value::Array(waiting)) => open(waiting, now_ms()),
+        _ => Vec::new(),
     }
 }
 
