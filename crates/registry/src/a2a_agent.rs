@@ -3,27 +3,32 @@
 //! needing capability `a2a:billing`. A call sends the model's message to the remote agent
 //! (A2A 1.0, JSON-RPC binding; its card read first, once), follows the task until it ends or
 //! asks something, and answers the task's state, its answer (the artifacts' text and data)
-//! and its question; the model continues a task by passing its `task_id`. Each change of the
-//! remote task's status is the call's progress, as every door shows a tool's. Every connection
-//! goes through the host's resolver and is checked against the declared host (never a
-//! link-local or metadata address), without redirects.
+//! and its question; the model continues a task by passing its `task_id`. An agent whose card
+//! says it streams is followed through `SendStreamingMessage`, others by polling `GetTask`;
+//! each change of the remote task's status is the call's progress, as every door shows a
+//! tool's. A question the remote task asks (`input-required`) goes to the person behind the
+//! caller's door first: a remote kiln agent's approval to its approver, any other question
+//! (or a remote kiln tool's form, with its fields) as a form; where nobody can be asked, the
+//! model reads it and answers with `task_id`. Every connection goes through the host's
+//! resolver and is checked against the declared host (never a link-local or metadata
+//! address), without redirects (`remote`).
+
+mod oauth;
+mod remote;
 
 pub use crate::agent_spec::{A2A_PREFIX as PREFIX, A2aAgentSpec, named_a2a_agent as named};
 use crate::native::NativeTool;
 use kiln_core::context::CallContext;
-use kiln_core::failure::{FailureKind, ToolFailure};
+use kiln_core::context::call_events::{Answer, CallEvents, ClientAsk, FormRequest};
+use kiln_core::failure::ToolFailure;
 use kiln_core::tool::Tool;
-use kiln_egress::resolver::CheckedResolver;
-use kiln_egress::{NetRule, Target};
+use remote::{Reach, Remote, failed};
 use serde_json::{Value, json};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 /// How long one call follows the remote task at most, when the run sets no deadline.
 const CALL_TIMEOUT: Duration = Duration::from_secs(120);
-
-/// The largest answer read from the remote agent.
-const MAX_REPLY: usize = 4 << 20;
 
 /// The tool name the model sees for remote agent `name`.
 pub fn tool_name(name: &str) -> String {
@@ -34,7 +39,8 @@ pub fn tool_name(name: &str) -> String {
 pub fn a2a_tool(spec: &A2aAgentSpec) -> Option<Arc<Tool>> {
     let remote = Arc::new(Remote {
         spec: spec.clone(),
-        endpoint: OnceLock::new(),
+        card: OnceLock::new(),
+        kept: Default::default(),
     });
     let description = spec.description.clone().unwrap_or_else(|| {
         format!(
@@ -78,106 +84,156 @@ pub fn a2a_tool(spec: &A2aAgentSpec) -> Option<Arc<Tool>> {
     .map(Arc::new)
 }
 
-/// A declared remote agent and, once read from its card, its JSON-RPC endpoint.
-struct Remote {
-    spec: A2aAgentSpec,
-    endpoint: OnceLock<String>,
-}
-
 /// One call of the tool: the remote agent, and what the caller's context lends it.
 struct Call {
     remote: Arc<Remote>,
     resolver: Arc<dyn kiln_egress::resolver::NameResolver>,
-    /// Where the call's progress goes (its door shows it).
-    events: Option<Arc<kiln_core::context::call_events::CallEvents>>,
+    /// Where the call's progress goes (its door shows it), and who a form is put to.
+    events: Option<Arc<CallEvents>>,
     /// The person behind the caller's door, who answers a remote kiln agent's approval.
     approver: Option<Arc<dyn kiln_core::context::Approver>>,
     call_id: Option<String>,
     deadline: Instant,
 }
 
-fn failed(message: String) -> ToolFailure {
-    ToolFailure::visible(FailureKind::ToolError, message)
+/// A message to the remote agent: `parts`, on `task` when it goes on with one.
+fn send_params(parts: Value, task: Option<&str>, streaming: bool) -> Value {
+    let mut message = json!({"messageId": uuid(), "role": "ROLE_USER", "parts": parts});
+    if let Some(t) = task {
+        message["taskId"] = json!(t);
+    }
+    match streaming {
+        true => json!({"message": message}),
+        false => json!({"message": message, "configuration": {"returnImmediately": true}}),
+    }
 }
 
 impl Call {
-    /// The message sent, the task followed (its status changes as progress, a remote kiln
-    /// agent's approval asked of the person behind the caller's door), its state and answer.
+    /// The message sent, the task followed (streamed or polled, its status changes as
+    /// progress, its questions put to the caller's person), its state and answer.
     async fn ask(&self, args: &Value) -> Result<Value, ToolFailure> {
-        let remote = &self.remote;
-        let name = &remote.spec.name;
-        let token = match &remote.spec.bearer_env {
-            Some(var) => Some(std::env::var(var).map_err(|_| {
+        let name = &self.remote.spec.name;
+        let token = match (&self.remote.spec.bearer_env, &self.remote.spec.oauth) {
+            (Some(var), _) => Some(std::env::var(var).map_err(|_| {
                 failed(format!(
                     "a2a agent \"{name}\": set {var} to its bearer token"
                 ))
             })?),
-            None => None,
+            (None, Some(oauth)) => Some(self.remote.oauth_token(oauth, &self.resolver).await?),
+            (None, None) => None,
         };
-        let rpc = |method: &'static str, params: Value| {
-            let token = token.clone();
-            async move {
-                let endpoint = remote.endpoint(&self.resolver).await?;
-                remote
-                    .rpc(&endpoint, method, params, &self.resolver, token.as_deref())
-                    .await
-            }
+        let reach = Reach {
+            resolver: &self.resolver,
+            token: token.as_deref(),
         };
-        let send = |text: &str, task: Option<&str>| {
-            let mut message =
-                json!({"messageId": uuid(), "role": "ROLE_USER", "parts": [{"text": text}]});
-            if let Some(t) = task {
-                message["taskId"] = json!(t);
-            }
-            json!({"message": message, "configuration": {"returnImmediately": true}})
-        };
-        let first = send(
-            args["message"].as_str().unwrap_or_default(),
-            args["task_id"].as_str(),
-        );
-        let mut task = rpc("SendMessage", first).await?;
-        task = task.get("task").cloned().unwrap_or(task);
-        // Each change of the remote task's status is the call's progress.
-        let (mut shown, mut changes) = (String::new(), 0.0);
+        let mut shown = Shown::default();
+        let text = args["message"].as_str().unwrap_or_default();
+        let parts = json!([{"text": text}]);
+        let mut task = self
+            .exchange(parts, args["task_id"].as_str(), &reach, &mut shown)
+            .await?;
         loop {
-            let line = status_line(&task);
-            if line != shown {
-                changes += 1.0;
-                let events = self.events.as_deref();
-                let _ =
-                    kiln_core::context::call_events::progress(events, changes, None, Some(&line));
-                shown = line;
+            shown.show(self.events.as_deref(), &task);
+            if Instant::now() >= self.deadline {
+                return Ok(answer(&task));
             }
             let state = task["status"]["state"].as_str().unwrap_or_default();
-            let next = match state {
+            task = match state {
                 "TASK_STATE_SUBMITTED" | "TASK_STATE_WORKING" => {
                     tokio::time::sleep(Duration::from_millis(200)).await;
-                    rpc("GetTask", json!({"id": task["id"]})).await?
+                    let got = self
+                        .remote
+                        .rpc("GetTask", json!({"id": task["id"]}), &reach);
+                    got.await?
                 }
-                "TASK_STATE_INPUT_REQUIRED" => match self.decide(&task, args) {
-                    Some(reply) => {
+                "TASK_STATE_INPUT_REQUIRED" => match self.reply(&task, args).await {
+                    Some(parts) => {
                         let id = task["id"].as_str().map(str::to_string);
-                        let sent = rpc("SendMessage", send(reply, id.as_deref())).await?;
-                        sent.get("task").cloned().unwrap_or(sent)
+                        self.exchange(parts, id.as_deref(), &reach, &mut shown)
+                            .await?
                     }
                     None => return Ok(answer(&task)),
                 },
                 _ => return Ok(answer(&task)),
             };
-            if Instant::now() >= self.deadline {
-                return Ok(answer(&task));
-            }
-            task = next;
         }
     }
 
-    /// A remote kiln agent's approval (its question carries `{"approval": ...}`), asked of the
-    /// person behind the caller's door: "yes" or "no" to send back; `None` leaves the
-    /// question to the model (another agent's question, or no person to ask).
-    fn decide(&self, task: &Value, args: &Value) -> Option<&'static str> {
-        let approver = self.approver.as_ref()?;
+    /// Sends `parts` (on `task`) and follows the answer: streamed to its end or question
+    /// where the agent streams, else the task as the send answered it.
+    async fn exchange(
+        &self,
+        parts: Value,
+        task: Option<&str>,
+        reach: &Reach<'_>,
+        shown: &mut Shown,
+    ) -> Result<Value, ToolFailure> {
+        let streaming = self.remote.card(reach).await?.streaming;
+        let params = send_params(parts, task, streaming);
+        let mut known = Value::Null;
+        if !streaming {
+            let sent = self.remote.rpc("SendMessage", params, reach).await?;
+            fold(&mut known, sent);
+            return Ok(known);
+        }
+        let events = self.events.as_deref();
+        let each = |ev: Value| {
+            fold(&mut known, ev);
+            shown.show(events, &known);
+            !settled(&known)
+        };
+        self.remote.stream(params, reach, each).await?;
+        Ok(known)
+    }
+
+    /// The answer to the task's question from the person behind the caller's door: a remote
+    /// kiln agent's approval decided by the approver, any other question (a remote kiln
+    /// tool's form with its fields) as a form. `None`: nobody could answer it; the model
+    /// reads the question.
+    async fn reply(&self, task: &Value, args: &Value) -> Option<Value> {
         let parts = task["status"]["message"]["parts"].as_array()?;
-        parts.iter().find(|p| p["data"]["approval"].is_string())?;
+        if parts.iter().any(|p| p["data"]["approval"].is_string()) {
+            return self.decide(parts, args).map(|word| json!([{"text": word}]));
+        }
+        let events = self.events.clone()?;
+        let said: Vec<&str> = parts.iter().filter_map(|p| p["text"].as_str()).collect();
+        let remote_form = parts
+            .iter()
+            .find_map(|p| p["data"]["form"]["requestedSchema"].as_object())
+            .map(|s| Value::Object(s.clone()));
+        let schema = remote_form.clone().unwrap_or_else(|| {
+            json!({"type": "object", "properties": {"reply": {"type": "string",
+                "description": "your answer"}}, "required": ["reply"]})
+        });
+        let form = FormRequest {
+            message: format!(
+                "The agent \"{}\" asks: {}",
+                self.remote.spec.name,
+                said.join(" ")
+            ),
+            schema,
+        };
+        let wait = self.deadline.saturating_duration_since(Instant::now());
+        let asked = tokio::task::spawn_blocking(move || {
+            events.ask(vec![(None, ClientAsk::Form(form))], true, wait)
+        });
+        let answer = match asked.await.ok()?.ok()?.pop()? {
+            Answer::Value(v) => v,
+            Answer::Unsupported(_) => return None,
+        };
+        let action = answer["action"].as_str().unwrap_or_default();
+        match (action, remote_form.is_some()) {
+            ("accept", true) => Some(json!([{"data": answer["content"]}])),
+            ("accept", false) => Some(json!([{"text": answer["content"]["reply"].as_str()?}])),
+            (_, true) => Some(json!([{"data": {"action": action}}])),
+            _ => None,
+        }
+    }
+
+    /// A remote kiln agent's approval asked of the person behind the caller's door: "yes" or
+    /// "no" to send back; `None` leaves the question to the model.
+    fn decide(&self, parts: &[Value], args: &Value) -> Option<&'static str> {
+        let approver = self.approver.as_ref()?;
         let name = &self.remote.spec.name;
         let said: Vec<&str> = parts.iter().filter_map(|p| p["text"].as_str()).collect();
         let question = format!("the agent \"{name}\" asks: {}", said.join(" "));
@@ -202,122 +258,86 @@ impl Call {
     }
 }
 
-impl Remote {
-    /// Its JSON-RPC endpoint: from its card, read once.
-    async fn endpoint(
-        &self,
-        resolver: &Arc<dyn kiln_egress::resolver::NameResolver>,
-    ) -> Result<String, ToolFailure> {
-        if let Some(e) = self.endpoint.get() {
-            return Ok(e.clone());
-        }
-        let card_url = format!(
-            "{}/.well-known/agent-card.json",
-            self.spec.url.trim_end_matches('/')
-        );
-        let card = self.http(&card_url, None, resolver, None).await?;
-        let e = jsonrpc_url(&card).unwrap_or_else(|| self.spec.url.clone());
-        Ok(self.endpoint.get_or_init(|| e).clone())
-    }
+/// The status lines shown so far: each new one is the call's progress.
+#[derive(Default)]
+struct Shown {
+    line: String,
+    changes: f64,
+}
 
-    /// A JSON-RPC call's result, or the remote error as the tool's.
-    async fn rpc(
-        &self,
-        endpoint: &str,
-        method: &str,
-        params: Value,
-        resolver: &Arc<dyn kiln_egress::resolver::NameResolver>,
-        token: Option<&str>,
-    ) -> Result<Value, ToolFailure> {
-        let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
-        let reply = self.http(endpoint, Some(&body), resolver, token).await?;
-        if let Some(e) = reply.get("error") {
-            return Err(failed(format!(
-                "a2a agent \"{}\" refused {method}: {} ({})",
-                self.spec.name,
-                e["message"].as_str().unwrap_or("no message"),
-                e["code"]
-            )));
+impl Shown {
+    fn show(&mut self, events: Option<&CallEvents>, task: &Value) {
+        if task.is_null() {
+            return;
         }
-        Ok(reply["result"].clone())
+        let line = status_line(task);
+        if line != self.line {
+            self.changes += 1.0;
+            let _ =
+                kiln_core::context::call_events::progress(events, self.changes, None, Some(&line));
+            self.line = line;
+        }
     }
+}
 
-    /// GET (no body) or POST `url`, through the host's resolver checked against the URL's host.
-    async fn http(
-        &self,
-        url: &str,
-        body: Option<&Value>,
-        resolver: &Arc<dyn kiln_egress::resolver::NameResolver>,
-        token: Option<&str>,
-    ) -> Result<Value, ToolFailure> {
-        let name = &self.spec.name;
-        let parsed = reqwest::Url::parse(url)
-            .map_err(|e| failed(format!("a2a agent \"{name}\": {url} is not a URL: {e}")))?;
-        let target = Target::of_url(&parsed)
-            .ok_or_else(|| failed(format!("a2a agent \"{name}\": {url} has no host")))?;
-        let scope = match &target.host {
-            kiln_egress::NetHost::Name(n) => n.clone(),
-            kiln_egress::NetHost::Ip(ip) => ip.to_string(),
-        };
-        let checked = CheckedResolver {
-            target,
-            rule: NetRule {
-                declared: vec![None],
-                granted: vec![Some(scope)],
-            },
-            resolver: resolver.clone(),
-        };
-        let tls = match parsed.scheme() {
-            "http" => kiln_egress::tls::plain_client_builder(),
-            _ => kiln_egress::tls::client_builder(),
-        };
-        let client = tls
-            .redirect(reqwest::redirect::Policy::none())
-            .timeout(CALL_TIMEOUT)
-            .dns_resolver(Arc::new(checked))
-            .no_proxy()
-            .build()
-            .map_err(|e| failed(format!("a2a agent \"{name}\": {e}")))?;
-        let mut req = match body {
-            Some(b) => client.post(parsed).json(b),
-            None => client.get(parsed),
+/// Whether the task waits for nobody but the remote agent no more: ended, or asking.
+fn settled(task: &Value) -> bool {
+    !matches!(
+        task["status"]["state"].as_str(),
+        None | Some("TASK_STATE_SUBMITTED" | "TASK_STATE_WORKING")
+    )
+}
+
+/// Adds a streamed piece to an artifact's parts: text that goes on the text before it.
+fn append_part(parts: &mut Vec<Value>, part: Value) {
+    if let (Some(last), Some(more)) = (parts.last_mut(), part["text"].as_str())
+        && let Some(text) = last["text"].as_str()
+    {
+        last["text"] = json!(format!("{text}{more}"));
+        return;
+    }
+    parts.push(part);
+}
+
+/// Folds a send's result or one streamed event into the task as this call knows it: a whole
+/// task, a status update, an artifact (or a piece of one), or a direct message (the answer of
+/// an agent that keeps no task).
+fn fold(task: &mut Value, ev: Value) {
+    if let Some(t) = ev.get("task") {
+        *task = t.clone();
+    } else if let Some(u) = ev.get("statusUpdate") {
+        task["id"] = u["taskId"].clone();
+        task["contextId"] = u["contextId"].clone();
+        task["status"] = u["status"].clone();
+    } else if let Some(u) = ev.get("artifactUpdate") {
+        task["id"] = u["taskId"].clone();
+        let artifact = &u["artifact"];
+        if !task["artifacts"].is_array() {
+            task["artifacts"] = json!([]);
         }
-        .header("A2A-Version", "1.0");
-        if let Some(t) = token {
-            req = req.bearer_auth(t);
-        }
-        let mut resp = req.send().await.map_err(|e| {
-            failed(format!(
-                "a2a agent \"{name}\": {}",
-                kiln_egress::describe(&e, url)
-            ))
-        })?;
-        let status = resp.status();
-        let mut bytes = Vec::new();
-        while let Some(chunk) = resp
-            .chunk()
-            .await
-            .map_err(|e| failed(format!("a2a agent \"{name}\": {e}")))?
-        {
-            if bytes.len() + chunk.len() > MAX_REPLY {
-                return Err(failed(format!(
-                    "a2a agent \"{name}\": its answer is over {MAX_REPLY} bytes"
-                )));
+        let Some(list) = task["artifacts"].as_array_mut() else {
+            return;
+        };
+        let same = list
+            .iter_mut()
+            .find(|a| a["artifactId"] == artifact["artifactId"]);
+        match (same, u["append"] == true) {
+            (Some(a), true) => {
+                let more = artifact["parts"].as_array().cloned().unwrap_or_default();
+                if let Some(parts) = a["parts"].as_array_mut() {
+                    for part in more {
+                        append_part(parts, part);
+                    }
+                }
             }
-            bytes.extend_from_slice(&chunk);
+            (Some(a), false) => *a = artifact.clone(),
+            (None, _) => list.push(artifact.clone()),
         }
-        if !status.is_success() {
-            let text = String::from_utf8_lossy(&bytes);
-            let short: String = text.chars().take(300).collect();
-            return Err(failed(format!(
-                "a2a agent \"{name}\": {url} answered {status}: {short}"
-            )));
-        }
-        serde_json::from_slice(&bytes).map_err(|e| {
-            failed(format!(
-                "a2a agent \"{name}\": {url} did not answer JSON: {e}"
-            ))
-        })
+    } else if let Some(m) = ev.get("message") {
+        *task = json!({"id": m["taskId"], "status": {"state": "TASK_STATE_COMPLETED"},
+            "artifacts": [{"artifactId": "message", "parts": m["parts"]}]});
+    } else if ev.get("id").is_some() && ev.get("status").is_some() {
+        *task = ev;
     }
 }
 
@@ -337,20 +357,6 @@ fn status_line(task: &Value) -> String {
         true => state,
         false => format!("{state}: {}", said.join(" ")),
     }
-}
-
-/// The JSON-RPC interface's URL on a card.
-fn jsonrpc_url(card: &Value) -> Option<String> {
-    card["supportedInterfaces"]
-        .as_array()?
-        .iter()
-        .find(|i| {
-            i["protocolBinding"]
-                .as_str()
-                .is_some_and(|b| b.eq_ignore_ascii_case("JSONRPC"))
-        })
-        .and_then(|i| i["url"].as_str())
-        .map(str::to_string)
 }
 
 /// What the model reads of a task: its id, state, answer (the artifacts' text and data) and
@@ -411,10 +417,37 @@ mod tests {
             answer(&task),
             json!({"task_id": "t1", "state": "input_required", "answer": "partial\n{\"n\":1}", "message": "Refund A-1?"})
         );
-        let card = json!({"supportedInterfaces": [{"protocolBinding": "HTTP+JSON", "url": "r"},
-            {"protocolBinding": "JSONRPC", "url": "j"}]});
-        assert_eq!(jsonrpc_url(&card).as_deref(), Some("j"));
         assert_eq!(named("a2a:billing"), Some("billing"));
         assert_eq!(tool_name("billing"), "a2a__billing");
+    }
+
+    #[test]
+    fn streamed_events_fold_into_the_task() {
+        let mut task = Value::Null;
+        fold(
+            &mut task,
+            json!({"task": {"id": "t", "status": {"state": "TASK_STATE_SUBMITTED"}}}),
+        );
+        assert!(!settled(&task));
+        let piece = |text: &str, append: bool| {
+            json!({"artifactUpdate": {"taskId": "t",
+            "append": append, "artifact": {"artifactId": "a", "parts": [{"text": text}]}}})
+        };
+        fold(&mut task, piece("Hel", false));
+        fold(&mut task, piece("lo", true));
+        fold(
+            &mut task,
+            json!({"statusUpdate": {"taskId": "t", "contextId": "c",
+            "status": {"state": "TASK_STATE_COMPLETED"}}}),
+        );
+        assert!(settled(&task));
+        assert_eq!(answer(&task)["answer"], "Hello");
+        assert_eq!(answer(&task)["state"], "completed");
+        let mut direct = Value::Null;
+        fold(
+            &mut direct,
+            json!({"message": {"role": "ROLE_AGENT", "parts": [{"text": "Hi"}]}}),
+        );
+        assert_eq!(answer(&direct)["answer"], "Hi");
     }
 }

@@ -197,6 +197,9 @@ pub struct A2aAgentSpec {
     pub url: String,
     /// The environment variable holding its bearer token.
     pub bearer_env: Option<String>,
+    /// A machine's OAuth client (`.oauth(#{ grant: "client_credentials", ... })`): its token
+    /// asked of the authorization server the remote agent names.
+    pub oauth: Option<crate::mount_spec::OAuth>,
     /// What it is for, told to the model (default: its card's description).
     pub description: Option<String>,
     /// Where it was declared.

@@ -12,7 +12,7 @@ use std::process::{Child, Command, Stdio};
 
 /// A caller that sends the user's words to `remote`, answers "yes" to a question on the same
 /// task, and ends with what the remote agent answered.
-fn caller(url: &str, bearer: Option<&str>) -> Scripts {
+pub(super) fn caller(url: &str, bearer: Option<&str>) -> Scripts {
     let auth = bearer.map_or(String::new(), |v| format!(".bearer_env(\"{v}\")"));
     Scripts::new(&[(
         "caller.rhai",
@@ -215,5 +215,62 @@ fn a_remote_kiln_agents_approval_is_asked_at_the_callers_door() {
         done["report"]["tool_calls"].as_array().map(Vec::len),
         Some(1),
         "{done:#}"
+    );
+}
+
+#[test]
+#[ignore = "needs Node 22 and oidc-provider: run by .ci/run"]
+fn a2a_agent_gets_its_token_from_the_remote_agents_authorization_server() {
+    let p = crate::doors::serve_oauth::provider();
+    let audience = "http://kiln.test/";
+    let a = A2a::start(
+        &["--auth-issuer", &p.issuer, "--auth-audience", audience],
+        &[],
+    );
+    let url = format!("{}/a2a/helper", a.serve.url);
+    let dir = Scripts::new(&[(
+        "caller.rhai",
+        &format!(
+            r#"a2a_agent("remote").url("{url}")
+    .oauth(#{{ grant: "client_credentials", client_id: "app", client_secret_env: "APP_SECRET", scopes: ["kiln:net"] }});
+agent("caller").provider("script").tools(["a2a:remote"]).capabilities(["a2a:remote"])
+    .planner(|messages, tools| {{
+        let last = messages[messages.len() - 1];
+        if last.role == "user" {{
+            return #{{ tool_calls: [#{{ name: "a2a__remote", args: #{{ message: last.content }} }}] }};
+        }}
+        if last.is_error {{ return #{{ text: `failed: ${{last.content}}` }}; }}
+        #{{ text: `${{last.content.state}}: ${{last.content.answer}}` }}
+    }});"#
+        ),
+    )]);
+    // The token URL and the resource from the agent's protected resource metadata, then the
+    // provider's discovery; the client authenticates with its secret from the environment.
+    let done = ask_caller(
+        &dir,
+        "Quick question",
+        &[("APP_SECRET", "app-secret-0123456789")],
+    );
+    assert_eq!(done["answer"], "completed: A quick answer.", "{done:#}");
+    let wrong = ask_caller(
+        &dir,
+        "Quick question",
+        &[("APP_SECRET", "not-the-secret-000000")],
+    );
+    let why = wrong["answer"].as_str().unwrap_or_default();
+    assert!(
+        why.starts_with("failed: ") && why.contains("token request answered HTTP 401"),
+        "{wrong:#}"
+    );
+    assert!(
+        !wrong.to_string().contains("not-the-secret"),
+        "the secret is never shown"
+    );
+    let unset = ask_caller(&dir, "Quick question", &[]);
+    assert!(
+        unset["answer"]
+            .as_str()
+            .is_some_and(|a| a.contains("set APP_SECRET")),
+        "{unset:#}"
     );
 }

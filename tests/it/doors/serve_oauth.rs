@@ -16,8 +16,8 @@ use std::process::{Child, Command, Stdio};
 const AUDIENCE: &str = "http://kiln.test/";
 
 /// A running provider; killed on drop.
-struct Provider {
-    issuer: String,
+pub(crate) struct Provider {
+    pub(crate) issuer: String,
     child: Child,
 }
 
@@ -28,7 +28,7 @@ impl Drop for Provider {
     }
 }
 
-fn provider() -> Provider {
+pub(crate) fn provider() -> Provider {
     let node = std::env::var("KILN_NODE").expect("KILN_NODE: Node 22, installed by .ci/run");
     let dir = std::env::var("KILN_OIDC_PROVIDER")
         .expect("KILN_OIDC_PROVIDER: the folder oidc-provider is installed in, by .ci/run");

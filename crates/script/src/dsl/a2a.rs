@@ -1,12 +1,13 @@
 //! `a2a_agent("name")`: a remote A2A agent an agent may ask as a tool, listed as
 //! `.tools(["a2a:name"])` and granted as capability `a2a:name`: `.url("https://…/a2a/x")`
-//! (where its card is), `.bearer_env("VAR")` (its token, from the environment) and
-//! `.description("...")` (what the model is told it is for).
+//! (where its card is), `.bearer_env("VAR")` (its token, from the environment) or
+//! `.oauth(#{ grant: "client_credentials", client_id, client_secret_env, scopes })` (a
+//! machine's OAuth client), and `.description("...")` (what the model is told it is for).
 
 use crate::dsl::lock;
 use kiln_core::error::LoadError;
 use kiln_registry::a2a_agent::A2aAgentSpec;
-use rhai::{EvalAltResult, NativeCallContext, Position};
+use rhai::{EvalAltResult, Map, NativeCallContext, Position};
 use std::sync::{Arc, Mutex};
 
 /// What a script said about one remote agent.
@@ -16,6 +17,9 @@ pub struct A2aAgentDraft {
     pos: Position,
     url: Option<String>,
     bearer_env: Option<String>,
+    oauth: Option<kiln_registry::mount_spec::OAuth>,
+    /// What `.oauth(...)` was given wrong.
+    problems: Vec<String>,
     description: Option<String>,
 }
 
@@ -52,6 +56,13 @@ pub(crate) fn register(engine: &mut rhai::Engine) {
         kiln_core::capability::declare_secret_var(var);
         b.with(|d| d.bearer_env = Some(var.to_string()))
     });
+    engine.register_fn("oauth", |b: &mut A2aAgentBuilder, opts: Map| {
+        let (oauth, problems) = crate::dsl::mcp::oauth_options(opts);
+        b.with(|d| {
+            d.problems.extend(problems);
+            d.oauth = Some(oauth);
+        })
+    });
     engine.register_fn("description", |b: &mut A2aAgentBuilder, text: &str| {
         b.with(|d| d.description = Some(text.to_string()))
     });
@@ -75,6 +86,17 @@ pub(crate) fn finish(d: A2aAgentDraft, path: &str) -> Result<A2aAgentSpec, Vec<L
             }
         }
     }
+    errors.extend(d.problems.iter().map(|p| err(p.clone())));
+    if let Some(o) = &d.oauth {
+        if d.bearer_env.is_some() {
+            errors.push(err("takes .bearer_env(...) or .oauth(...), not both".into()));
+        }
+        if !o.client_credentials || o.client_id.is_none() || o.client_secret_env.is_none() {
+            errors.push(err(
+                "oauth: a remote agent takes a machine's client: grant: \"client_credentials\", client_id and client_secret_env".into(),
+            ));
+        }
+    }
     if !errors.is_empty() {
         return Err(errors);
     }
@@ -82,6 +104,7 @@ pub(crate) fn finish(d: A2aAgentDraft, path: &str) -> Result<A2aAgentSpec, Vec<L
         name: d.name,
         url: d.url.unwrap_or_default(),
         bearer_env: d.bearer_env,
+        oauth: d.oauth,
         description: d.description,
         loc: at,
     })

@@ -134,6 +134,28 @@ pub(crate) fn register(engine: &mut rhai::Engine) {
     register_rate_limits(engine);
 }
 
+/// `.oauth(#{ ... })`'s options as OAuth settings, and what is wrong with them.
+pub(crate) fn oauth_options(opts: Map) -> (kiln_registry::mount_spec::OAuth, Vec<String>) {
+    let mut oauth = kiln_registry::mount_spec::OAuth::default();
+    let mut problems = Vec::new();
+    for (key, value) in opts {
+        let text = match value.clone().into_array() {
+            Ok(items) => Ok(items
+                .iter()
+                .map(|i| i.to_string())
+                .collect::<Vec<_>>()
+                .join(",")),
+            Err(_) => value.into_string().map_err(|t| {
+                format!("oauth: {key} must be a string (or a list of scopes), not {t}")
+            }),
+        };
+        if let Err(e) = text.and_then(|t| oauth.set(&key, &t)) {
+            problems.push(e);
+        }
+    }
+    (oauth, problems)
+}
+
 /// `.oauth([options])`: log in to a URL server with OAuth.
 fn register_oauth(engine: &mut rhai::Engine) {
     engine.register_fn(
@@ -147,23 +169,7 @@ fn register_oauth(engine: &mut rhai::Engine) {
         "oauth",
         |ctx: NativeCallContext, b: &mut McpServerBuilder, opts: Map| {
             let pos = ctx.call_position();
-            let mut oauth = kiln_registry::mount_spec::OAuth::default();
-            let mut problems = Vec::new();
-            for (key, value) in opts {
-                let text = match value.clone().into_array() {
-                    Ok(items) => Ok(items
-                        .iter()
-                        .map(|i| i.to_string())
-                        .collect::<Vec<_>>()
-                        .join(",")),
-                    Err(_) => value.into_string().map_err(|t| {
-                        format!("oauth: {key} must be a string (or a list of scopes), not {t}")
-                    }),
-                };
-                if let Err(e) = text.and_then(|t| oauth.set(&key, &t)) {
-                    problems.push(e);
-                }
-            }
+            let (oauth, problems) = oauth_options(opts);
             b.with(|d| {
                 d.errors.extend(problems.into_iter().map(|e| (pos, e)));
                 d.oauth = Some((oauth, pos));

@@ -105,6 +105,11 @@ pub(super) const A2A_AGENT: &[Entry] = &[
     ),
     method(
         A,
+        "oauth(options: map)",
+        "A machine's OAuth client instead of a bearer token: #{ grant: \"client_credentials\", client_id, client_secret_env, scopes }; the token URL from the agent's card or its authorization server's metadata.",
+    ),
+    method(
+        A,
         "description(text: string)",
         "What the model is told the agent is for (default: a line naming it).",
     ),
