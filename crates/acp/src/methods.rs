@@ -40,6 +40,11 @@ pub fn initialize(door: &Door, params: Option<&Value>) -> Result<Value, RpcError
     let caps = ClientCaps {
         read_text_file: fs.get("readTextFile").and_then(Value::as_bool) == Some(true),
         write_text_file: fs.get("writeTextFile").and_then(Value::as_bool) == Some(true),
+        terminal: p
+            .get("clientCapabilities")
+            .and_then(|c| c.get("terminal"))
+            .and_then(Value::as_bool)
+            == Some(true),
     };
     if let Ok(mut c) = door.client.lock() {
         *c = caps;

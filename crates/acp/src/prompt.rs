@@ -4,7 +4,7 @@
 
 use crate::content;
 use crate::error::{RpcError, code};
-use crate::files::ClientFiles;
+use crate::lent::Lent;
 use crate::params;
 use crate::permission::Permission;
 use crate::session::Session;
@@ -45,14 +45,14 @@ pub async fn prompt(door: &Arc<Door>, params: Option<&Value>) -> Result<Value, R
     let _running = Running(session.clone());
     let opts = run_options(door, &session, cancel.clone(), prompt.attachments)?;
     let calls = Arc::new(Calls::for_tools(&door.host.tools()));
-    let files = ClientFiles {
+    let lent = Lent {
         outbox: door.outbox.clone(),
         session: id.to_string(),
         caps: door.client_caps(),
         cancel: cancel.clone(),
     };
     let opts = RunOptions {
-        tool_events: Some(Arc::new(CallEvents::new(Arc::new(files)))),
+        tool_events: Some(Arc::new(CallEvents::new(Arc::new(lent)))),
         approver: Some(Arc::new(Permission {
             outbox: door.outbox.clone(),
             session: session.clone(),

@@ -23,6 +23,8 @@ pub struct ClientCaps {
     pub read_text_file: bool,
     /// `fs.writeTextFile`.
     pub write_text_file: bool,
+    /// `terminal`.
+    pub terminal: bool,
 }
 
 /// The connection's state, shared by its request handlers.

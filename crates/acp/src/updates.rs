@@ -48,14 +48,15 @@ impl Calls {
 }
 
 /// The ACP tool kind a tool's capabilities say: it writes files (`edit`), reads them
-/// (`read`), reaches the network (`fetch`), runs a program (`execute`, code mode), else
-/// `other`; the strongest wins.
+/// (`read`), reaches the network (`fetch`), runs a command (`execute`: the client's terminal),
+/// else `other`; the strongest wins.
 pub fn kind_of(caps: &[String]) -> &'static str {
     let has = |name: &str| {
         caps.iter()
             .any(|c| c == name || c.starts_with(&format!("{name}:")))
     };
     match () {
+        _ if has("terminal") => "execute",
         _ if has("fs.write") => "edit",
         _ if has("fs.read") => "read",
         _ if has("net") => "fetch",
@@ -266,6 +267,7 @@ mod tests {
         assert_eq!(kind_of(&caps(&["fs.read"])), "read");
         assert_eq!(kind_of(&caps(&["net:api.example.com"])), "fetch");
         assert_eq!(kind_of(&caps(&["store", "network"])), "other");
+        assert_eq!(kind_of(&caps(&["terminal:cargo", "fs.write"])), "execute");
     }
 
     #[test]

@@ -6,6 +6,7 @@ pub mod ask;
 pub mod io;
 pub mod net;
 pub mod out;
+pub mod terminal;
 
 use kiln_core::capability::{Capability, GrantMode, HostCap};
 use kiln_core::context::CallContext;

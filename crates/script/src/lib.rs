@@ -93,6 +93,7 @@ pub fn engine_with_modules(
     host::net::register(&mut engine);
     host::out::register(&mut engine);
     host::ask::register(&mut engine);
+    host::terminal::register(&mut engine);
     engine
 }
 

@@ -1,7 +1,8 @@
-//! The client's files over ACP: when the client offers `fs.readTextFile`/`fs.writeTextFile`, a
+//! What the client lends over ACP: when it offers `fs.readTextFile`/`fs.writeTextFile`, a
 //! tool's `read_file`/`write_file` go through `fs/read_text_file`/`fs/write_text_file` (the
-//! editor's unsaved text, its buffer written), still only where the agent's grants reach (a
-//! path outside them is refused before the client is asked); without the offer, the disk.
+//! editor's unsaved text, its buffer written); when it offers `terminal`, `run_in_terminal`
+//! runs there. Still only where the agent's grants reach (a path or command outside them is
+//! refused before the client is asked); without the offer, the disk, and no command.
 
 use super::*;
 use std::path::Path;
@@ -120,5 +121,117 @@ fn acp_without_the_clients_file_system_tools_use_the_disk() {
     assert_eq!(answer["result"]["stopReason"], "end_turn", "{answer}");
     assert_eq!(tool_result(&msgs), "edited: saved text", "{msgs:#?}");
     assert_eq!(disk(dir.path(), "notes.txt"), "SAVED TEXT");
+    assert!(acp.close().success());
+}
+
+/// `initialize` offering a terminal (or not), then `session/new`.
+fn terminal_session(acp: &mut Acp, offer: bool) -> String {
+    let (_, init) = acp.request(
+        1,
+        "initialize",
+        json!({"protocolVersion": 1, "clientCapabilities": {"terminal": offer}}),
+        "",
+    );
+    assert_eq!(init["result"]["protocolVersion"], 1, "{init}");
+    let (_, new) = acp.request(
+        2,
+        "session/new",
+        json!({"cwd": "/tmp", "mcpServers": []}),
+        "",
+    );
+    new["result"]["sessionId"]
+        .as_str()
+        .expect("sessionId")
+        .to_string()
+}
+
+#[test]
+fn acp_a_tool_runs_a_command_in_the_editors_terminal_within_its_grant() {
+    let mock = Mock::start(&scenario());
+    let dir = scripts(&mock);
+    let mut acp = Acp::start(dir.path());
+    let id = terminal_session(&mut acp, true);
+    let mut asked = Vec::new();
+    let (msgs, answer) =
+        acp.request_answering(3, "session/prompt", prompt(&id, "run the tests"), |v| {
+            asked.push(v.clone());
+            match v["method"].as_str() {
+                Some("terminal/create") => Some(json!({"terminalId": "term-1"})),
+                Some("terminal/wait_for_exit") => Some(json!({"exitCode": 0, "signal": null})),
+                Some("terminal/output") => {
+                    Some(json!({"output": "test result: ok", "truncated": false}))
+                }
+                Some("terminal/release") => Some(Value::Null),
+                _ => None,
+            }
+        });
+    assert_eq!(answer["result"]["stopReason"], "end_turn", "{answer}");
+    let methods: Vec<&str> = asked.iter().filter_map(|v| v["method"].as_str()).collect();
+    assert_eq!(
+        methods,
+        [
+            "terminal/create",
+            "terminal/wait_for_exit",
+            "terminal/output",
+            "terminal/release"
+        ],
+        "{asked:#?}"
+    );
+    let created = &asked[0]["params"];
+    assert_eq!(
+        (&created["command"], &created["args"]),
+        (&json!("cargo"), &json!(["test", "--quiet"]))
+    );
+    assert_eq!(created["sessionId"], json!(id));
+    assert!(
+        created["cwd"].as_str().is_some_and(|c| c.starts_with('/')),
+        "{created}"
+    );
+    for v in &asked[1..] {
+        assert_eq!(v["params"]["terminalId"], "term-1", "{v}");
+    }
+    assert_eq!(tool_result(&msgs), "exit 0: test result: ok", "{msgs:#?}");
+    let ups = updates(&msgs);
+    let kinds: Vec<&Value> = ups
+        .iter()
+        .filter(|u| u["sessionUpdate"] == "tool_call")
+        .map(|u| &u["kind"])
+        .collect();
+    assert_eq!(kinds, [&json!("execute")], "{msgs:#?}");
+
+    // A command the grant does not name is refused before the editor is asked.
+    let (_, new) = acp.request(
+        4,
+        "session/new",
+        json!({"cwd": "/tmp", "mcpServers": []}),
+        "",
+    );
+    let other = new["result"]["sessionId"].as_str().expect("sessionId");
+    let mut asked_again = 0;
+    let (msgs, _) = acp.request_answering(5, "session/prompt", prompt(other, "wipe it all"), |v| {
+        asked_again += usize::from(v["method"] == "terminal/create");
+        None
+    });
+    assert_eq!(asked_again, 0);
+    assert!(tool_result(&msgs).contains("refused"), "{msgs:#?}");
+    assert!(acp.close().success());
+}
+
+#[test]
+fn acp_without_the_editors_terminal_no_command_runs() {
+    let mock = Mock::start(&scenario());
+    let dir = scripts(&mock);
+    let mut acp = Acp::start(dir.path());
+    let id = terminal_session(&mut acp, false);
+    let (msgs, answer) =
+        acp.request_answering(3, "session/prompt", prompt(&id, "run the tests"), |v| {
+            panic!("kiln asked the client {v} though it offered no terminal")
+        });
+    assert_eq!(answer["result"]["stopReason"], "end_turn", "{answer}");
+    let said = tool_result(&msgs);
+    assert!(
+        said.contains("refused") && said.contains("lends its terminal"),
+        "{msgs:#?}"
+    );
     assert!(acp.close().success());
 }

@@ -15,7 +15,8 @@ use std::time::Duration;
 
 /// `add` adds; `clean_up` needs `store`, which `helper` holds only with a person's approval;
 /// `slow` works (with progress) until cancelled; `edit_notes` reads and writes `notes.txt` (the
-/// one file `helper`'s grants reach), `peek` tries `secret.txt`.
+/// one file `helper`'s grants reach), `peek` tries `secret.txt`; `check` runs `cargo test` in
+/// the client's terminal (`helper` grants `terminal:cargo`), `wipe` tries `rm`.
 pub(crate) fn scripts(mock: &Mock) -> Scripts {
     Scripts::new(&[(
         "helper.rhai",
@@ -32,7 +33,12 @@ tool("edit_notes").description("Edits the notes").requires(["fs.read", "fs.write
     `edited: ${{text}}`
 }});
 tool("peek").description("Reads another file").requires(["fs.read"]).handler(|a| read_file("secret.txt"));
-agent("helper").provider("openai").model("m").base_url("{}/v1").tools(["add", "clean_up", "slow", "edit_notes", "peek"]).capabilities(["fs.read:notes.txt", "fs.write:notes.txt"]).needs_approval(["store"]);"#,
+tool("check").description("Runs the tests").requires(["terminal"]).handler(|a| {{
+    let r = run_in_terminal("cargo", ["test", "--quiet"]);
+    `exit ${{r.exit_code}}: ${{r.output}}`
+}});
+tool("wipe").description("Wipes the disk").requires(["terminal"]).handler(|a| run_in_terminal("rm", ["-rf", "/"]));
+agent("helper").provider("openai").model("m").base_url("{}/v1").tools(["add", "clean_up", "slow", "edit_notes", "peek", "check", "wipe"]).capabilities(["fs.read:notes.txt", "fs.write:notes.txt", "terminal:cargo"]).needs_approval(["store"]);"#,
             mock.url
         ),
     )])
@@ -53,7 +59,11 @@ pub(crate) fn scenario() -> Value {
         {"user": "notes", "tool_calls": [{"name": "edit_notes", "args": {}}]},
         {"user": "notes", "text": "Edited."},
         {"user": "peek", "tool_calls": [{"name": "peek", "args": {}}]},
-        {"user": "peek", "text": "Peeked."}
+        {"user": "peek", "text": "Peeked."},
+        {"user": "run the tests", "tool_calls": [{"name": "check", "args": {}}]},
+        {"user": "run the tests", "text": "Tests ran."},
+        {"user": "wipe", "tool_calls": [{"name": "wipe", "args": {}}]},
+        {"user": "wipe", "text": "Not wiped."}
     ]})
 }
 

@@ -217,3 +217,36 @@ fn acp_sdk_tools_read_and_write_through_the_clients_file_system() {
         "the client's buffer was written, not the disk"
     );
 }
+
+#[test]
+#[ignore = "needs @agentclientprotocol/sdk from npm in KILN_ACP (run by .ci/run)"]
+fn acp_sdk_a_tool_runs_a_command_in_the_clients_terminal() {
+    let mock = Mock::start(&scenario());
+    let dir = scripts(&mock);
+    let v = client(dir.path(), "terminal");
+    let asked: Vec<&str> = v["terminals"]
+        .as_array()
+        .expect("terminals")
+        .iter()
+        .filter_map(|t| {
+            t.as_object()
+                .and_then(|o| o.keys().next())
+                .map(String::as_str)
+        })
+        .collect();
+    assert_eq!(
+        asked,
+        ["create", "waitForExit", "output", "release"],
+        "{v:#}"
+    );
+    assert_eq!(v["terminals"][0]["create"]["command"], "cargo", "{v:#}");
+    let call = of(&v["turn"]["updates"], "tool_call");
+    assert_eq!(call[0]["kind"], "execute", "{v:#}");
+    let done = of(&v["turn"]["updates"], "tool_call_update");
+    assert_eq!(
+        done.last()
+            .map(|u| u["content"][0]["content"]["text"].clone()),
+        Some(json!("exit 0: test result: ok")),
+        "{v:#}"
+    );
+}

@@ -1,6 +1,6 @@
 // The official ACP client (@agentclientprotocol/sdk, from the npm prefix in KILN_ACP) driving
 // the real `kiln acp` over its stdio. Usage: node client.mjs SCENARIO KILN ARGS...
-// SCENARIO: tool | permission | cancel | files | load:SESSION_OR_NEW. Prints one JSON object.
+// SCENARIO: tool | permission | cancel | files | terminal | load:SESSION_OR_NEW. Prints one JSON object.
 import { spawn } from "node:child_process";
 import { createRequire } from "node:module";
 import { Readable, Writable } from "node:stream";
@@ -21,6 +21,7 @@ const stream = acp.ndJsonStream(Writable.toWeb(child.stdin), Readable.toWeb(chil
 const updates = [];
 const permissions = [];
 const files = [];
+const terminals = [];
 const lendsFiles = scenario === "files";
 let option = "allow_once";
 let onUpdate = () => {};
@@ -41,6 +42,22 @@ const app = acp
   .onRequest(acp.methods.client.fs.writeTextFile, ({ params }) => {
     files.push({ write: params });
     return {};
+  })
+  .onRequest(acp.methods.client.terminal.create, ({ params }) => {
+    terminals.push({ create: params });
+    return { terminalId: "term-1" };
+  })
+  .onRequest(acp.methods.client.terminal.waitForExit, ({ params }) => {
+    terminals.push({ waitForExit: params });
+    return { exitCode: 0, signal: null };
+  })
+  .onRequest(acp.methods.client.terminal.output, ({ params }) => {
+    terminals.push({ output: params });
+    return { output: "test result: ok", truncated: false, exitStatus: { exitCode: 0, signal: null } };
+  })
+  .onRequest(acp.methods.client.terminal.release, ({ params }) => {
+    terminals.push({ release: params });
+    return {};
   });
 
 /** The updates of session `id` since `from`. */
@@ -49,7 +66,10 @@ const since = (from, id) => updates.slice(from).filter((n) => n.sessionId === id
 const out = await app.connectWith(stream, async (ctx) => {
   const init = await ctx.request(acp.methods.agent.initialize, {
     protocolVersion: acp.PROTOCOL_VERSION,
-    clientCapabilities: { fs: { readTextFile: lendsFiles, writeTextFile: lendsFiles } },
+    clientCapabilities: {
+      fs: { readTextFile: lendsFiles, writeTextFile: lendsFiles },
+      terminal: scenario === "terminal",
+    },
     clientInfo: { name: "kiln-acp-test", version: "1.0.0" },
   });
   const newSession = async () =>
@@ -69,6 +89,10 @@ const out = await app.connectWith(stream, async (ctx) => {
   if (scenario === "files") {
     const id = await newSession();
     return { sessionId: id, turn: await prompt(id, "notes please"), files };
+  }
+  if (scenario === "terminal") {
+    const id = await newSession();
+    return { sessionId: id, turn: await prompt(id, "run the tests"), terminals };
   }
   if (scenario === "permission") {
     const a = await newSession();

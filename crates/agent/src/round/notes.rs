@@ -8,7 +8,6 @@ use kiln_core::context::call_events::{
     self, Answer, AskError, CallEvents, CallObserver, ClientAsk, LogLevel, ToolNote,
 };
 use serde_json::Value;
-use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -114,8 +113,8 @@ impl CallObserver for CallNotes {
         outer.ask(keyed.collect(), lenient, timeout)
     }
 
-    fn file(&self, path: &Path, write: Option<&str>) -> Option<Result<String, String>> {
-        self.outer.as_ref()?.file(path, write)
+    fn lend(&self, request: &str, params: Value) -> Option<Result<Value, String>> {
+        self.outer.as_ref()?.lend(request, params)
     }
 }
 

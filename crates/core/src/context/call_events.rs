@@ -8,6 +8,7 @@
 //! are coalesced, not lost: the latest of each name waits and is passed on with the next one
 //! admitted, or when the call ends. Nothing here blocks the tool.
 
+use serde_json::Value;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -210,14 +211,11 @@ pub trait CallObserver: Send + Sync {
     ) -> Result<Vec<Answer>, AskError> {
         Err(AskError::Refused("the caller cannot be asked".into()))
     }
-    /// The caller's own copy of text file `path` (absolute), read (`write` is `None`) or
-    /// written: `Some` where the caller lends its files (an editor's unsaved buffers, ACP),
-    /// `None` where the tool uses the disk. Blocking; by default no caller lends them.
-    fn file(
-        &self,
-        _path: &std::path::Path,
-        _write: Option<&str>,
-    ) -> Option<Result<String, String>> {
+    /// What the caller lends a tool, as ACP names its requests: its files
+    /// (`fs/read_text_file`, `fs/write_text_file`: an editor's unsaved buffers) and its
+    /// terminal (`terminal/run`). `None` where it lends none (the tool uses the disk, runs
+    /// nothing). Blocking; by default no caller lends anything.
+    fn lend(&self, _request: &str, _params: Value) -> Option<Result<Value, String>> {
         None
     }
     /// The handler asks to go on in the background (`background()`): a caller that can poll
@@ -360,13 +358,9 @@ impl CallEvents {
         self.observer.ask(&keyed, lenient, timeout)
     }
 
-    /// The caller's copy of a text file, read or written (see [`CallObserver::file`]).
-    pub fn file(
-        &self,
-        path: &std::path::Path,
-        write: Option<&str>,
-    ) -> Option<Result<String, String>> {
-        self.observer.file(path, write)
+    /// What the caller lends the tool (see [`CallObserver::lend`]).
+    pub fn lend(&self, request: &str, params: Value) -> Option<Result<Value, String>> {
+        self.observer.lend(request, params)
     }
 
     /// Asks the caller to take the rest of the call as a task; true when it did.

@@ -8,6 +8,11 @@ use kiln_core::capability::{HostCap, fs_scope_allows, is_secret_var};
 use rhai::{Array, Dynamic, Engine, EvalAltResult, Map};
 use std::path::{Component, Path, PathBuf};
 
+/// What a caller lending its files is asked: ACP's requests.
+const READ_REQUEST: &str = "fs/read_text_file";
+/// The same, to write a file.
+const WRITE_REQUEST: &str = "fs/write_text_file";
+
 /// Largest file `read_file` returns.
 const MAX_READ_BYTES: u64 = 4 * 1024 * 1024;
 
@@ -107,15 +112,21 @@ fn read_file(path: &str) -> RhaiResult<String> {
     let real = fs_gate("read_file", HostCap::FsRead.name(), path, true)?;
     // A caller that lends its files (an editor over ACP) has the text as the person sees it,
     // unsaved changes included.
-    if let Some(read) = crate::host::current_events().and_then(|e| e.file(&real, None)) {
-        let text = read.map_err(|e| fail(format!("read_file(\"{path}\"): {e}")))?;
+    let params = serde_json::json!({ "path": real.to_string_lossy() });
+    if let Some(read) = crate::host::current_events().and_then(|e| e.lend(READ_REQUEST, params)) {
+        let answer = read.map_err(|e| fail(format!("read_file(\"{path}\"): {e}")))?;
+        let text = answer["content"].as_str().ok_or_else(|| {
+            fail(format!(
+                "read_file(\"{path}\"): the client's answer has no content"
+            ))
+        })?;
         if text.len() as u64 > MAX_READ_BYTES {
             return Err(fail(format!(
                 "read_file(\"{path}\"): the file is {} bytes; the limit is {MAX_READ_BYTES}",
                 text.len()
             )));
         }
-        return Ok(text);
+        return Ok(text.to_string());
     }
     let meta = std::fs::metadata(&real).map_err(|e| fail(format!("read_file(\"{path}\"): {e}")))?;
     if meta.len() > MAX_READ_BYTES {
@@ -183,7 +194,9 @@ fn refuse_control_files(path: &str, real: &Path) -> RhaiResult<()> {
 fn write_file(path: &str, text: &str) -> RhaiResult<()> {
     let real = fs_gate("write_file", HostCap::FsWrite.name(), path, false)?;
     refuse_control_files(path, &real)?;
-    if let Some(written) = crate::host::current_events().and_then(|e| e.file(&real, Some(text))) {
+    let params = serde_json::json!({ "path": real.to_string_lossy(), "content": text });
+    if let Some(written) = crate::host::current_events().and_then(|e| e.lend(WRITE_REQUEST, params))
+    {
         return written
             .map(|_| ())
             .map_err(|e| fail(format!("write_file(\"{path}\"): {e}")));

@@ -31,6 +31,11 @@ pub(super) const GATED: &[Entry] = &[
         "Writes a workspace file atomically.",
     ),
     gated(
+        "run_in_terminal(command: string, args: array) -> map",
+        "terminal",
+        "Runs a command in the terminal the caller lends (an editor over kiln acp), scoped by the command's name (terminal:cargo); kiln runs none itself. #{ output, exit_code, signal, truncated }.",
+    ),
+    gated(
         "env(name: string)",
         "env",
         "An environment variable; secrets only through a grant naming them.",
