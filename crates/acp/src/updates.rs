@@ -99,6 +99,7 @@ pub fn on_event(ev: &Event, calls: &Calls) -> Vec<Value> {
                 ]
             }
         }
+        Event::Thought { text, .. } => vec![chunk("agent_thought_chunk", text)],
         Event::ToolNote { id, note, .. } => vec![json!({
             "sessionUpdate": "tool_call_update",
             "toolCallId": id,

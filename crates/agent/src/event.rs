@@ -21,6 +21,14 @@ pub enum Event {
         /// The round.
         round: u32,
     },
+    /// The model's reasoning in its reply, as text, where its wire gives it (OpenAI Responses'
+    /// reasoning summaries, Gemini's thoughts); after its `ModelReply`. Never the answer.
+    Thought {
+        /// The round.
+        round: u32,
+        /// The reasoning.
+        text: String,
+    },
     /// A tool call was dispatched.
     ToolStarted {
         /// The round.

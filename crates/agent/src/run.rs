@@ -199,6 +199,11 @@ impl Run {
         let ModelStep { reply, took_ms } = journal::decode(&name, asked?.value)?;
         let took = Duration::from_secs_f64(took_ms.max(0.0) / 1000.0);
         self.emit(|| Event::ModelReply { round });
+        if self.observer.is_some()
+            && let Some(text) = kiln_providers::thought::thought_of(&reply)
+        {
+            self.emit(|| Event::Thought { round, text });
+        }
         // A fallback chain names the member that answered; else the run's own model did.
         let by = reply.answered_by.clone().unwrap_or_else(|| AnsweredBy {
             provider: self.report.provider.clone(),

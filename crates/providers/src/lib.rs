@@ -23,6 +23,7 @@ pub mod openai;
 pub mod redact;
 pub mod rendered;
 pub mod sse;
+pub mod thought;
 
 pub use kiln_core::model::{
     AnsweredBy, Attachment, AttachmentError, AttachmentKind, AttachmentSource, CallArgs,

@@ -16,7 +16,8 @@ use std::time::Duration;
 /// `add` adds; `clean_up` needs `store`, which `helper` holds only with a person's approval;
 /// `slow` works (with progress) until cancelled; `edit_notes` reads and writes `notes.txt` (the
 /// one file `helper`'s grants reach), `peek` tries `secret.txt`; `check` runs `cargo test` in
-/// the client's terminal (`helper` grants `terminal:cargo`), `wipe` tries `rm`.
+/// the client's terminal (`helper` grants `terminal:cargo`), `wipe` tries `rm`. `thinker` is on
+/// the Responses wire, whose replies carry the model's reasoning.
 pub(crate) fn scripts(mock: &Mock) -> Scripts {
     Scripts::new(&[(
         "helper.rhai",
@@ -38,8 +39,9 @@ tool("check").description("Runs the tests").requires(["terminal"]).handler(|a| {
     `exit ${{r.exit_code}}: ${{r.output}}`
 }});
 tool("wipe").description("Wipes the disk").requires(["terminal"]).handler(|a| run_in_terminal("rm", ["-rf", "/"]));
+agent("thinker").provider("openai-responses").model("m").base_url("{}/v1");
 agent("helper").provider("openai").model("m").base_url("{}/v1").tools(["add", "clean_up", "slow", "edit_notes", "peek", "check", "wipe"]).capabilities(["fs.read:notes.txt", "fs.write:notes.txt", "terminal:cargo"]).needs_approval(["store"]);"#,
-            mock.url
+            mock.url, mock.url
         ),
     )])
 }
@@ -63,7 +65,8 @@ pub(crate) fn scenario() -> Value {
         {"user": "run the tests", "tool_calls": [{"name": "check", "args": {}}]},
         {"user": "run the tests", "text": "Tests ran."},
         {"user": "wipe", "tool_calls": [{"name": "wipe", "args": {}}]},
-        {"user": "wipe", "text": "Not wiped."}
+        {"user": "wipe", "text": "Not wiped."},
+        {"user": "think", "reasoning": "Two and three make five.", "text": "Five."}
     ]})
 }
 
@@ -77,10 +80,15 @@ pub(crate) struct Acp {
 impl Acp {
     /// Starts `kiln acp helper` on `dir`'s scripts and database.
     pub(crate) fn start(dir: &std::path::Path) -> Acp {
+        Acp::start_agent(dir, "helper")
+    }
+
+    /// Starts `kiln acp AGENT` on `dir`'s scripts and database.
+    pub(crate) fn start_agent(dir: &std::path::Path, agent: &str) -> Acp {
         let mut child = Command::new(kiln_bin())
             .args(["--scripts", &dir.display().to_string()])
             .args(["--db", &dir.join("k.db").display().to_string()])
-            .args(["acp", "helper"])
+            .args(["acp", agent])
             .current_dir(dir)
             .env("OPENAI_API_KEY", "sk-test")
             .env_remove("KILN_LOG")

@@ -361,3 +361,32 @@ fn acp_a_session_is_loaded_back_replayed_and_continued() {
         "the history went with it: {last}"
     );
 }
+
+#[test]
+fn acp_the_models_reasoning_is_a_thought_chunk() {
+    let mock = Mock::start(&scenario());
+    let dir = scripts(&mock);
+    let mut acp = Acp::start_agent(dir.path(), "thinker");
+    let id = acp.new_session();
+    let (seen, answer) = acp.request(3, "session/prompt", prompt(&id, "think: 2 + 3?"), "");
+    assert_eq!(answer["result"]["stopReason"], "end_turn", "{answer}");
+    let ups = updates(&seen);
+    let kinds: Vec<&str> = ups
+        .iter()
+        .filter_map(|u| u["sessionUpdate"].as_str())
+        .filter(|k| k.ends_with("_chunk"))
+        .collect();
+    // The reasoning is read from the whole reply, so it follows the text streamed with it.
+    assert_eq!(
+        kinds,
+        ["agent_message_chunk", "agent_thought_chunk"],
+        "{ups:#?}"
+    );
+    assert_eq!(
+        ups.iter()
+            .find(|u| u["sessionUpdate"] == "agent_thought_chunk")
+            .map(|u| u["content"].clone()),
+        Some(json!({"type": "text", "text": "Two and three make five."}))
+    );
+    assert!(acp.close().success());
+}

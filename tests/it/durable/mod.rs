@@ -6,7 +6,7 @@
 //! `@restatedev/restate-server@1.7.12` from npm and runs them with `KILN_RESTATE_SERVER` set
 //! (without it they fail saying so).
 
-mod a2a;
+mod a2a_fleet;
 mod approvals;
 mod code_mode;
 mod decisions;
