@@ -23,24 +23,20 @@ fn tool_result(msgs: &[Value]) -> String {
 
 /// `initialize` offering the file system (or not), then `session/new`: the session's id.
 fn session(acp: &mut Acp, offer: bool) -> String {
-    let caps = json!({"fs": {"readTextFile": offer, "writeTextFile": offer}});
-    let (_, init) = acp.request(
-        1,
-        "initialize",
-        json!({"protocolVersion": 1, "clientCapabilities": caps}),
-        "",
-    );
-    assert_eq!(init["result"]["protocolVersion"], 1, "{init}");
-    let (_, new) = acp.request(
-        2,
-        "session/new",
-        json!({"cwd": "/tmp", "mcpServers": []}),
-        "",
-    );
-    new["result"]["sessionId"]
-        .as_str()
-        .expect("sessionId")
-        .to_string()
+    acp.new_session_offering(json!({"fs": {"readTextFile": offer, "writeTextFile": offer}}))
+}
+
+/// A prompt (request 5, in a new session) whose tool reaches past its grant: refused, and the
+/// client never asked `method`.
+fn refused_before_the_client_is_asked(acp: &mut Acp, text: &str, method: &str) {
+    let other = acp.another_session(4);
+    let mut asked = 0;
+    let (msgs, _) = acp.request_answering(5, "session/prompt", prompt(&other, text), |v| {
+        asked += usize::from(v["method"] == method);
+        None
+    });
+    assert_eq!(asked, 0, "kiln asked the client {method}");
+    assert!(tool_result(&msgs).contains("refused"), "{msgs:#?}");
 }
 
 fn disk(dir: &Path, name: &str) -> String {
@@ -90,20 +86,7 @@ fn acp_tools_read_and_write_the_editors_files_within_their_grants() {
     );
 
     // Outside the grants: refused before the client is asked.
-    let (_, new) = acp.request(
-        4,
-        "session/new",
-        json!({"cwd": "/tmp", "mcpServers": []}),
-        "",
-    );
-    let other = new["result"]["sessionId"].as_str().expect("sessionId");
-    let mut asked_again = 0;
-    let (msgs, _) = acp.request_answering(5, "session/prompt", prompt(other, "peek at it"), |v| {
-        asked_again += usize::from(v["method"] == "fs/read_text_file");
-        None
-    });
-    assert_eq!(asked_again, 0);
-    assert!(tool_result(&msgs).contains("refused"), "{msgs:#?}");
+    refused_before_the_client_is_asked(&mut acp, "peek at it", "fs/read_text_file");
     assert!(acp.close().success());
 }
 
@@ -126,23 +109,7 @@ fn acp_without_the_clients_file_system_tools_use_the_disk() {
 
 /// `initialize` offering a terminal (or not), then `session/new`.
 fn terminal_session(acp: &mut Acp, offer: bool) -> String {
-    let (_, init) = acp.request(
-        1,
-        "initialize",
-        json!({"protocolVersion": 1, "clientCapabilities": {"terminal": offer}}),
-        "",
-    );
-    assert_eq!(init["result"]["protocolVersion"], 1, "{init}");
-    let (_, new) = acp.request(
-        2,
-        "session/new",
-        json!({"cwd": "/tmp", "mcpServers": []}),
-        "",
-    );
-    new["result"]["sessionId"]
-        .as_str()
-        .expect("sessionId")
-        .to_string()
+    acp.new_session_offering(json!({"terminal": offer}))
 }
 
 #[test]
@@ -200,20 +167,7 @@ fn acp_a_tool_runs_a_command_in_the_editors_terminal_within_its_grant() {
     assert_eq!(kinds, [&json!("execute")], "{msgs:#?}");
 
     // A command the grant does not name is refused before the editor is asked.
-    let (_, new) = acp.request(
-        4,
-        "session/new",
-        json!({"cwd": "/tmp", "mcpServers": []}),
-        "",
-    );
-    let other = new["result"]["sessionId"].as_str().expect("sessionId");
-    let mut asked_again = 0;
-    let (msgs, _) = acp.request_answering(5, "session/prompt", prompt(other, "wipe it all"), |v| {
-        asked_again += usize::from(v["method"] == "terminal/create");
-        None
-    });
-    assert_eq!(asked_again, 0);
-    assert!(tool_result(&msgs).contains("refused"), "{msgs:#?}");
+    refused_before_the_client_is_asked(&mut acp, "wipe it all", "terminal/create");
     assert!(acp.close().success());
 }
 

@@ -183,10 +183,22 @@ impl Acp {
 
     /// `initialize` then `session/new`: the session's id.
     pub(crate) fn new_session(&mut self) -> String {
-        let (_, init) = self.request(1, "initialize", json!({"protocolVersion": 1}), "");
+        self.new_session_offering(json!({}))
+    }
+
+    /// `initialize` with the client's capabilities `caps`, then `session/new` (request ids 1
+    /// and 2): the session's id.
+    pub(crate) fn new_session_offering(&mut self, caps: Value) -> String {
+        let init = json!({"protocolVersion": 1, "clientCapabilities": caps});
+        let (_, init) = self.request(1, "initialize", init, "");
         assert_eq!(init["result"]["protocolVersion"], 1, "{init}");
+        self.another_session(2)
+    }
+
+    /// `session/new` as request `id`: the session's id.
+    pub(crate) fn another_session(&mut self, id: u64) -> String {
         let (_, new) = self.request(
-            2,
+            id,
             "session/new",
             json!({"cwd": "/tmp", "mcpServers": []}),
             "",

@@ -48,7 +48,11 @@ fn when(c: &Cluster, i: usize, agent: &str, id: &Value, state: &str) -> Value {
 #[test]
 #[ignore = "needs restate-server: run by .ci/run with KILN_RESTATE_SERVER set"]
 fn durable_a2a_task_survives_its_worker_and_any_worker_answers_for_it() {
-    let mut c = Cluster::start(&[("a2acount", three_steps("t"))]);
+    let mut scenario = three_steps("t");
+    if let Some(turns) = scenario["turns"].as_array_mut() {
+        turns.push(json!({"text": "counted again"}));
+    }
+    let mut c = Cluster::start(&[("a2acount", scenario)]);
     // Through worker B's door; Restate runs it on A (the proxy's first choice): hold the
     // second tool step there and kill A.
     c.counter.hold("tb");
@@ -86,6 +90,41 @@ fn durable_a2a_task_survives_its_worker_and_any_worker_answers_for_it() {
     assert_eq!(counts["ta"].len(), 1, "{counts:?}");
     assert_eq!(counts["tb"].len(), 2, "{counts:?}");
     assert_eq!(counts["tb"][0], counts["tb"][1]);
+
+    // A streamed send in the same context: the task, then its changes, to its end.
+    let mut next = message("count again", None);
+    next["contextId"] = task["contextId"].clone();
+    let body = json!({"jsonrpc": "2.0", "id": 2, "method": "SendStreamingMessage",
+        "params": {"message": next}});
+    let (status, streamed) = c.api(
+        1,
+        ALICE,
+        "POST",
+        "/a2a/a2acount",
+        &[("a2a-version", "1.0")],
+        Some(&body),
+    );
+    assert_eq!(status, 200, "{streamed}");
+    let events: Vec<Value> = streamed
+        .as_str()
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| l.strip_prefix("data:"))
+        .filter_map(|d| serde_json::from_str(d.trim()).ok())
+        .collect();
+    assert!(
+        events
+            .first()
+            .is_some_and(|e| e["result"]["task"]["status"]["state"] == "TASK_STATE_SUBMITTED"),
+        "{streamed}"
+    );
+    assert_eq!(
+        events
+            .last()
+            .map(|e| e["result"]["task"]["status"]["state"].clone()),
+        Some(json!("TASK_STATE_COMPLETED")),
+        "{streamed}"
+    );
 
     // Another actor does not find it; what needs one process is refused, saying why.
     let theirs = rpc(&c, 1, BOB, "a2acount", "GetTask", json!({"id": id}));

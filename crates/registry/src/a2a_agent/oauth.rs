@@ -89,6 +89,25 @@ impl Remote {
         Ok(token)
     }
 
+    /// The first of `urls` answering 200 with a JSON object holding `key` (else `null`).
+    async fn first_with(
+        &self,
+        resolver: &Arc<dyn NameResolver>,
+        urls: [String; 2],
+        key: &str,
+    ) -> Result<Value, ToolFailure> {
+        let name = &self.spec.name;
+        for url in urls {
+            let (client, parsed) = checked_client(name, &url, resolver)?;
+            if let (200, found) = json_of(name, "OAuth discovery", client.get(parsed)).await?
+                && !found[key].is_null()
+            {
+                return Ok(found);
+            }
+        }
+        Ok(Value::Null)
+    }
+
     /// Where the token is asked for.
     async fn endpoint(&self, resolver: &Arc<dyn NameResolver>) -> Result<Endpoint, ToolFailure> {
         let name = &self.spec.name;
@@ -104,44 +123,30 @@ impl Remote {
                 resource,
             });
         }
-        let get = |url: String| async move {
-            let (client, parsed) = checked_client(name, &url, resolver)?;
-            json_of(name, "OAuth discovery", client.get(parsed)).await
-        };
         let agent = reqwest::Url::parse(&self.spec.url)
             .map_err(|e| failed(format!("a2a agent \"{name}\": {e}")))?;
         let origin = agent.origin().ascii_serialization();
         let path = agent.path().trim_end_matches('/');
-        let mut metadata = Value::Null;
-        for url in [
+        let resource_urls = [
             format!("{origin}/.well-known/oauth-protected-resource{path}"),
             format!("{origin}/.well-known/oauth-protected-resource"),
-        ] {
-            if let (200, m) = get(url).await?
-                && m["authorization_servers"].is_array()
-            {
-                metadata = m;
-                break;
-            }
-        }
+        ];
+        let metadata = self
+            .first_with(resolver, resource_urls, "authorization_servers")
+            .await?;
         let Some(server) = metadata["authorization_servers"][0].as_str() else {
             return Err(failed(format!(
                 "a2a agent \"{name}\": OAuth: neither its card nor {origin}/.well-known/oauth-protected-resource names an authorization server"
             )));
         };
         let server = server.trim_end_matches('/');
-        let mut found = Value::Null;
-        for url in [
+        let server_urls = [
             format!("{server}/.well-known/oauth-authorization-server"),
             format!("{server}/.well-known/openid-configuration"),
-        ] {
-            if let (200, m) = get(url).await?
-                && m["token_endpoint"].is_string()
-            {
-                found = m;
-                break;
-            }
-        }
+        ];
+        let found = self
+            .first_with(resolver, server_urls, "token_endpoint")
+            .await?;
         let token_url = found["token_endpoint"].as_str().ok_or_else(|| {
             failed(format!(
                 "a2a agent \"{name}\": OAuth: {server} publishes no token endpoint"

@@ -187,21 +187,7 @@ impl Remote {
     }
 
     async fn bytes(&self, resp: &mut reqwest::Response) -> Result<Vec<u8>, ToolFailure> {
-        let name = &self.spec.name;
-        let mut bytes = Vec::new();
-        while let Some(chunk) = resp
-            .chunk()
-            .await
-            .map_err(|e| failed(format!("a2a agent \"{name}\": {e}")))?
-        {
-            if bytes.len() + chunk.len() > MAX_REPLY {
-                return Err(failed(format!(
-                    "a2a agent \"{name}\": its answer is over {MAX_REPLY} bytes"
-                )));
-            }
-            bytes.extend_from_slice(&chunk);
-        }
-        Ok(bytes)
+        read_bounded(&self.spec.name, "its answer", resp).await
     }
 
     async fn json(&self, url: &str, resp: &mut reqwest::Response) -> Result<Value, ToolFailure> {
@@ -263,6 +249,19 @@ pub(super) async fn json_of(
         .await
         .map_err(|e| failed(format!("a2a agent \"{name}\": {what}: {e}")))?;
     let status = resp.status().as_u16();
+    let bytes = read_bounded(name, what, &mut resp).await?;
+    Ok((
+        status,
+        serde_json::from_slice(&bytes).unwrap_or(Value::Null),
+    ))
+}
+
+/// The body of `resp`, refused past [`MAX_REPLY`] bytes.
+async fn read_bounded(
+    name: &str,
+    what: &str,
+    resp: &mut reqwest::Response,
+) -> Result<Vec<u8>, ToolFailure> {
     let mut bytes = Vec::new();
     while let Some(chunk) = resp
         .chunk()
@@ -271,15 +270,12 @@ pub(super) async fn json_of(
     {
         if bytes.len() + chunk.len() > MAX_REPLY {
             return Err(failed(format!(
-                "a2a agent \"{name}\": {what}: the answer is over {MAX_REPLY} bytes"
+                "a2a agent \"{name}\": {what} is over {MAX_REPLY} bytes"
             )));
         }
         bytes.extend_from_slice(&chunk);
     }
-    Ok((
-        status,
-        serde_json::from_slice(&bytes).unwrap_or(Value::Null),
-    ))
+    Ok(bytes)
 }
 
 /// Where the first event in `buf` ends: its length, and where the next begins (after the

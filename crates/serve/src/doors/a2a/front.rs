@@ -86,7 +86,7 @@ async fn task_call(
             }
             front.cancel(&task.id).await.map_err(upstream)?;
             json(to_json(
-                &settle(c, front, &task.id, Duration::from_secs(5)).await?,
+                &settle(c, front, &task.id, Duration::from_secs(5), None).await?,
             ))
         }
         "SubscribeToTask" => {
@@ -94,7 +94,7 @@ async fn task_call(
             if task.status.state.is_terminal() {
                 return Err(unsupported(&format!("task {} has ended", task.id)));
             }
-            Ok(Reply::Stream(watch(c, front, task)))
+            Ok(Reply::Stream(watch(c, front, task, None)))
         }
         _ => Err(unsupported("tasks are listed by the server that ran them")),
     }
@@ -116,16 +116,19 @@ async fn send(
     if opts.push.is_some() {
         return Err(unsupported("push notifications need the task's own server"));
     }
-    let task = match &message.task_id {
+    let (task, decided) = match &message.task_id {
         Some(id) => answer(c, front, id, &message).await?,
-        None => submit(c, front, &message, attachments).await?,
+        None => (submit(c, front, &message, attachments).await?, None),
     };
     if streaming {
-        return Ok(Reply::Stream(watch(c, front, task)));
+        return Ok(Reply::Stream(watch(c, front, task, decided)));
     }
     let task = match opts.return_immediately {
         true => task,
-        false => settle(c, front, &task.id, c.state.options.a2a.wait).await?,
+        false => {
+            let wait = c.state.options.a2a.wait;
+            settle(c, front, &task.id, wait, decided.as_deref()).await?
+        }
     };
     Ok(Reply::Json(json!({"task": to_json(&task)})))
 }
@@ -163,23 +166,17 @@ async fn submit(
         .await
         .map_err(upstream)?;
     tracing::info!(task = %id, context = %context, agent = %c.agent, actor = ?c.who.actor, "A2A task submitted to Restate");
-    Ok(Task {
-        id,
-        context_id: context,
-        status: status(TaskState::Submitted, None),
-        artifacts: Vec::new(),
-        history: Vec::new(),
-        metadata: None,
-    })
+    Ok(task(&id, context, TaskState::Submitted))
 }
 
-/// A message on task `id`: the answer to the approval it waits for.
+/// A message on task `id`: the answer to the approval it waits for (the task, and the
+/// approval decided).
 async fn answer(
     c: &Caller<'_>,
     front: &RestateClient,
     id: &str,
     message: &Message,
-) -> Result<Task, A2aError> {
+) -> Result<(Task, Option<String>), A2aError> {
     let (inv, context) = find(c, front, id).await?;
     if inv.completed() {
         return Err(unsupported(&format!(
@@ -206,14 +203,10 @@ async fn answer(
         )));
     }
     tracing::info!(task = %id, approval = %approval, actor = ?c.who.actor, "approval decided (A2A, fleet)");
-    Ok(Task {
-        id: id.to_string(),
-        context_id: context,
-        status: status(TaskState::Working, None),
-        artifacts: Vec::new(),
-        history: Vec::new(),
-        metadata: None,
-    })
+    Ok((
+        task(id, context, TaskState::Working),
+        Some(approval.to_string()),
+    ))
 }
 
 /// The invocation of task `id` and its context, if the caller may see it.
@@ -239,14 +232,7 @@ async fn find(
 /// Task `id` as Restate knows it now.
 async fn render(c: &Caller<'_>, front: &RestateClient, id: &str) -> Result<Task, A2aError> {
     let (inv, context) = find(c, front, id).await?;
-    let mut task = Task {
-        id: id.to_string(),
-        context_id: context,
-        status: status(TaskState::Working, None),
-        artifacts: Vec::new(),
-        history: Vec::new(),
-        metadata: Some(run_meta(id)),
-    };
+    let mut task = task(id, context, TaskState::Working);
     if !inv.completed() {
         if let Some(a) = open_approvals(front, &inv).await.first() {
             task.status = status(TaskState::InputRequired, Some(asking(a)));
@@ -290,22 +276,39 @@ fn asking(a: &Value) -> Message {
     m
 }
 
-/// Task `id` once it ends or asks, or as it is after `wait`.
+/// Task `id` once it ends or asks, or as it is after `wait`. Restate may list an approval
+/// for a moment after it was decided: asking `decided` again is not asking.
 async fn settle(
     c: &Caller<'_>,
     front: &RestateClient,
     id: &str,
     wait: Duration,
+    decided: Option<&str>,
 ) -> Result<Task, A2aError> {
     let until = Instant::now() + wait;
     loop {
         let task = render(c, front, id).await?;
-        let s = task.status.state;
-        if s.is_terminal() || s.is_interrupted() || Instant::now() >= until {
+        if settled(&task, decided) || Instant::now() >= until {
             return Ok(task);
         }
         tokio::time::sleep(POLL).await;
     }
+}
+
+/// Whether `task` ended or asks something other than the approval just `decided`.
+fn settled(task: &Task, decided: Option<&str>) -> bool {
+    let s = task.status.state;
+    s.is_terminal() || (s.is_interrupted() && !asks_again(task, decided))
+}
+
+/// Whether `task` asks the approval just `decided` (Restate lists it a moment longer).
+fn asks_again(task: &Task, decided: Option<&str>) -> bool {
+    let asked = task.status.message.as_ref().and_then(|m| {
+        m.parts
+            .iter()
+            .find_map(|p| p.data.as_ref().and_then(|d| d["approval"].as_str()))
+    });
+    decided.is_some() && asked == decided
 }
 
 /// The task, then each change of its status, until it ends or asks.
@@ -313,6 +316,7 @@ fn watch(
     c: &Caller<'_>,
     front: &RestateClient,
     first: Task,
+    decided: Option<String>,
 ) -> futures_util::stream::BoxStream<'static, StreamResponse> {
     let caller = (
         c.state.clone(),
@@ -327,6 +331,7 @@ fn watch(
     let rest = futures_util::stream::unfold(Some(first), move |last| {
         let (state, who, agent, origin) = caller.clone();
         let front = front.clone();
+        let decided = decided.clone();
         async move {
             let last = last?;
             let s = last.status.state;
@@ -352,7 +357,7 @@ fn watch(
                         return Some((update(&failed), None));
                     }
                 };
-                if now.status.state != s {
+                if now.status.state != s && !asks_again(&now, decided.as_deref()) {
                     let event = match now.status.state {
                         TaskState::Completed => StreamResponse::Task(now.clone()),
                         _ => update(&now),
@@ -372,6 +377,18 @@ fn update(task: &Task) -> StreamResponse {
         status: task.status.clone(),
         metadata: None,
     })
+}
+
+/// Task `id` of `context` in `state`, naming its run (the invocation).
+fn task(id: &str, context: String, state: TaskState) -> Task {
+    Task {
+        id: id.to_string(),
+        context_id: context,
+        status: status(state, None),
+        artifacts: Vec::new(),
+        history: Vec::new(),
+        metadata: Some(run_meta(id)),
+    }
 }
 
 fn status(state: TaskState, message: Option<Message>) -> TaskStatus {
