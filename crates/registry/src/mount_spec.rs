@@ -50,6 +50,9 @@ pub struct OAuth {
     /// `grant=client_credentials`: a machine's own credentials (`client_id` and
     /// `client_secret_env`) get the token when the server is mounted; no login.
     pub client_credentials: bool,
+    /// `token_url=URL`: where a machine's client (`client_credentials`) sends its secret,
+    /// pinned: the server's (or remote agent's) metadata does not decide it then.
+    pub token_url: Option<String>,
 }
 
 impl OAuth {
@@ -70,6 +73,10 @@ impl OAuth {
                 self.client_secret_env = Some(value.to_string());
             }
             "client_metadata_url" => self.client_metadata_url = Some(value.to_string()),
+            "token_url" => {
+                check_url(value).map_err(|e| format!("token_url: {e}"))?;
+                self.token_url = Some(value.to_string());
+            }
             "grant" if value == "client_credentials" => self.client_credentials = true,
             "grant" if value == "authorization_code" => self.client_credentials = false,
             "grant" => {
@@ -79,7 +86,7 @@ impl OAuth {
             }
             other => {
                 return Err(format!(
-                    "unknown OAuth option \"{other}\" (scopes, client_id, client_secret_env, client_metadata_url, grant)"
+                    "unknown OAuth option \"{other}\" (scopes, client_id, client_secret_env, client_metadata_url, grant, token_url)"
                 ));
             }
         }
@@ -310,6 +317,16 @@ mod tests {
             oauth.as_ref().map(|o| o.scopes.clone()),
             Some(vec!["repo".to_string(), "read:org".to_string()])
         );
+        let mut pinned = OAuth::default();
+        pinned
+            .set("token_url", "https://login.example.test/token")
+            .expect("a URL");
+        assert_eq!(
+            pinned.token_url.as_deref(),
+            Some("https://login.example.test/token")
+        );
+        let bad = pinned.set("token_url", "not a url").expect_err("refused");
+        assert!(bad.starts_with("token_url: "), "{bad}");
         for bad in [
             "noequals",
             "=cmd",

@@ -273,4 +273,20 @@ agent("caller").provider("script").tools(["a2a:remote"]).capabilities(["a2a:remo
             .is_some_and(|a| a.contains("set APP_SECRET")),
         "{unset:#}"
     );
+
+    // Pinned, the secret goes where the script says, not where the agent's metadata points.
+    let caller = std::fs::read_to_string(dir.path().join("caller.rhai")).expect("caller");
+    let pin = |to: &str| caller.replace("scopes: [", &format!("token_url: \"{to}\", scopes: ["));
+    let secret = [("APP_SECRET", "app-secret-0123456789")];
+    let pinned = Scripts::new(&[("caller.rhai", &pin(&format!("{}/token", p.issuer)))]);
+    let done = ask_caller(&pinned, "Quick question", &secret);
+    assert_eq!(done["answer"], "completed: A quick answer.", "{done:#}");
+    let elsewhere = Scripts::new(&[("caller.rhai", &pin(&format!("{}/elsewhere", p.issuer)))]);
+    let missed = ask_caller(&elsewhere, "Quick question", &secret);
+    assert!(
+        missed["answer"]
+            .as_str()
+            .is_some_and(|a| a.contains("token request answered HTTP 404")),
+        "{missed:#}"
+    );
 }

@@ -235,7 +235,12 @@ pub async fn machine_token(spec: &MountSpec) -> Result<String, McpError> {
         .collect::<Vec<_>>()
         .join("&");
     let mut request = http
-        .post(&metadata.token_endpoint)
+        .post(
+            oauth
+                .token_url
+                .as_deref()
+                .unwrap_or(&metadata.token_endpoint),
+        )
         .header("content-type", "application/x-www-form-urlencoded")
         .body(body);
     if basic {

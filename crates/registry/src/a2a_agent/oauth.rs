@@ -4,7 +4,9 @@
 //! resource metadata (RFC 9728, which also names the `resource` the token is for), then its
 //! authorization server's metadata (RFC 8414, or OpenID discovery). The client authenticates
 //! with HTTP Basic unless the server takes only the body. The token is kept until shortly
-//! before it expires; the secret comes from the environment and is never shown.
+//! before it expires; the secret comes from the environment and is never shown. Found that way,
+//! the place the secret goes is what the remote agent names, as MCP clients trust a server's
+//! metadata; `token_url` pins it instead.
 
 use super::remote::{Reach, Remote, checked_client, failed, json_of};
 use crate::mount_spec::OAuth;
@@ -48,7 +50,7 @@ impl Remote {
             .ok()
             .filter(|s| !s.is_empty())
             .ok_or_else(|| bad(&format!("set {var} to the client's secret")))?;
-        let at = self.endpoint(resolver).await?;
+        let at = self.endpoint(resolver, oauth.token_url.as_deref()).await?;
         let mut form = vec![("grant_type", "client_credentials".to_string())];
         form.push(("resource", at.resource.clone()));
         if !oauth.scopes.is_empty() {
@@ -108,21 +110,15 @@ impl Remote {
         Ok(Value::Null)
     }
 
-    /// Where the token is asked for.
-    async fn endpoint(&self, resolver: &Arc<dyn NameResolver>) -> Result<Endpoint, ToolFailure> {
+    /// Where the token is asked for: `pinned`, else the card's token URL, else the
+    /// authorization server the agent's protected resource metadata names; the resource is the
+    /// one that metadata names (the audience the agent takes), else the agent's URL.
+    async fn endpoint(
+        &self,
+        resolver: &Arc<dyn NameResolver>,
+        pinned: Option<&str>,
+    ) -> Result<Endpoint, ToolFailure> {
         let name = &self.spec.name;
-        let reach = Reach {
-            resolver,
-            token: None,
-        };
-        if let Some(token_url) = self.card(&reach).await?.token_url {
-            let resource = self.spec.url.clone();
-            return Ok(Endpoint {
-                token_url,
-                basic: true,
-                resource,
-            });
-        }
         let agent = reqwest::Url::parse(&self.spec.url)
             .map_err(|e| failed(format!("a2a agent \"{name}\": {e}")))?;
         let origin = agent.origin().ascii_serialization();
@@ -131,9 +127,26 @@ impl Remote {
             format!("{origin}/.well-known/oauth-protected-resource{path}"),
             format!("{origin}/.well-known/oauth-protected-resource"),
         ];
-        let metadata = self
-            .first_with(resolver, resource_urls, "authorization_servers")
-            .await?;
+        let metadata = self.first_with(resolver, resource_urls, "resource").await?;
+        let resource = metadata["resource"]
+            .as_str()
+            .unwrap_or(&self.spec.url)
+            .to_string();
+        let reach = Reach {
+            resolver,
+            token: None,
+        };
+        let named = match pinned {
+            Some(url) => Some(url.to_string()),
+            None => self.card(&reach).await?.token_url,
+        };
+        if let Some(token_url) = named {
+            return Ok(Endpoint {
+                token_url,
+                basic: true,
+                resource,
+            });
+        }
         let Some(server) = metadata["authorization_servers"][0].as_str() else {
             return Err(failed(format!(
                 "a2a agent \"{name}\": OAuth: neither its card nor {origin}/.well-known/oauth-protected-resource names an authorization server"
@@ -159,10 +172,7 @@ impl Remote {
         Ok(Endpoint {
             token_url: token_url.to_string(),
             basic: methods.is_empty() || methods.contains(&"client_secret_basic"),
-            resource: metadata["resource"]
-                .as_str()
-                .unwrap_or(&self.spec.url)
-                .to_string(),
+            resource,
         })
     }
 }

@@ -106,7 +106,7 @@ pub(super) const A2A_AGENT: &[Entry] = &[
     method(
         A,
         "oauth(options: map)",
-        "A machine's OAuth client instead of a bearer token: #{ grant: \"client_credentials\", client_id, client_secret_env, scopes }; the token URL from the agent's card or its authorization server's metadata.",
+        "A machine's OAuth client instead of a bearer token: #{ grant: \"client_credentials\", client_id, client_secret_env, scopes, token_url }; the token URL pinned, else from the agent's card or its authorization server's metadata.",
     ),
     method(
         A,
