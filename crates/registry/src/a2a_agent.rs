@@ -359,8 +359,8 @@ fn status_line(task: &Value) -> String {
     }
 }
 
-/// What the model reads of a task: its id, state, answer (the artifacts' text and data) and
-/// the agent's status message (its question, when it asks one).
+/// What the model reads of a task: its id, state, answer (the artifacts' text and data), the
+/// agent's status message (its question, when it asks one) and the artifacts' files.
 fn answer(task: &Value) -> Value {
     let texts = |parts: &Value| -> Vec<String> {
         parts
@@ -392,7 +392,40 @@ fn answer(task: &Value) -> Value {
     if !said.is_empty() {
         out["message"] = json!(said);
     }
+    let files: Vec<Value> = task["artifacts"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .flat_map(|a| a["parts"].as_array().into_iter().flatten())
+        .filter_map(file_of)
+        .collect();
+    if !files.is_empty() {
+        out["files"] = json!(files);
+    }
     out
+}
+
+/// A file part as the model reads of it: its name, media type and URL, or its size (its bytes
+/// stay out of the model's context).
+fn file_of(part: &Value) -> Option<Value> {
+    let mut file = serde_json::Map::new();
+    match (&part["url"], &part["raw"]) {
+        (Value::String(url), _) => file.insert("url".into(), json!(url)),
+        (_, Value::String(raw)) => {
+            let pad = raw.bytes().rev().take_while(|b| *b == b'=').count();
+            file.insert(
+                "bytes".into(),
+                json!((raw.len() / 4 * 3).saturating_sub(pad)),
+            )
+        }
+        _ => return None,
+    };
+    for (from, to) in [("filename", "name"), ("mediaType", "media_type")] {
+        if let Some(v) = part[from].as_str() {
+            file.insert(to.into(), json!(v));
+        }
+    }
+    Some(Value::Object(file))
 }
 
 fn uuid() -> String {
@@ -443,6 +476,15 @@ mod tests {
         assert!(settled(&task));
         assert_eq!(answer(&task)["answer"], "Hello");
         assert_eq!(answer(&task)["state"], "completed");
+        let files = json!({"id": "t", "status": {"state": "TASK_STATE_COMPLETED"},
+            "artifacts": [{"artifactId": "f", "parts": [
+                {"raw": "iVBORw0KGgo=", "mediaType": "image/png", "filename": "a.png"},
+                {"url": "https://files.example.test/r.pdf", "mediaType": "application/pdf"}]}]});
+        assert_eq!(
+            answer(&files)["files"],
+            json!([{"bytes": 8, "name": "a.png", "media_type": "image/png"},
+                {"url": "https://files.example.test/r.pdf", "media_type": "application/pdf"}])
+        );
         let mut direct = Value::Null;
         fold(
             &mut direct,

@@ -290,3 +290,20 @@ agent("caller").provider("script").tools(["a2a:remote"]).capabilities(["a2a:remo
         "{missed:#}"
     );
 }
+
+#[test]
+fn a2a_agent_reads_the_remote_artifacts_files_by_name_type_and_size() {
+    let a = A2a::start(&[], &[]);
+    let dir = caller(&format!("{}/a2a/painter", a.serve.url), None);
+    let report = ask_caller(&dir, "Draw a square", &[]);
+    assert_eq!(
+        report["answer"], "completed: <svg/>\nHere is your square.",
+        "{report:#}"
+    );
+    let result = &report["tool_calls"][0]["outcome"]["result"];
+    assert_eq!(
+        result["files"],
+        json!([{"bytes": 8, "media_type": "image/png"}]),
+        "the bytes stay out of the model's context: {result}"
+    );
+}
