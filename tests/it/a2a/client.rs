@@ -307,3 +307,53 @@ fn a2a_agent_reads_the_remote_artifacts_files_by_name_type_and_size() {
         "the bytes stay out of the model's context: {result}"
     );
 }
+
+/// An A2A agent on 127.0.0.1 whose card says it streams and whose stream never ends: status
+/// updates of 256 KiB each, until the reader hangs up. Its URL.
+fn endless_streamer() -> String {
+    use std::io::{Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let url = format!(
+        "http://127.0.0.1:{}/a2a/endless",
+        listener.local_addr().expect("addr").port()
+    );
+    let card = json!({"name": "endless", "capabilities": {"streaming": true},
+        "supportedInterfaces": [{"url": url, "protocolBinding": "JSONRPC", "protocolVersion": "1.0"}]});
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut s) = stream else { return };
+            let mut head = [0u8; 8192];
+            let n = s.read(&mut head).unwrap_or(0);
+            if head[..n].starts_with(b"GET") {
+                let body = card.to_string();
+                let _ = write!(
+                    s,
+                    "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                    body.len()
+                );
+                continue;
+            }
+            let _ = s.write_all(
+                b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n",
+            );
+            let filler = "x".repeat(256 << 10);
+            let event = json!({"jsonrpc": "2.0", "id": 1, "result": {"statusUpdate": {"taskId": "t",
+                "contextId": "c", "status": {"state": "TASK_STATE_WORKING",
+                "message": {"messageId": "m", "role": "ROLE_AGENT", "parts": [{"text": filler}]}}}}});
+            let frame = format!("data: {event}\n\n");
+            while s.write_all(frame.as_bytes()).is_ok() {}
+        }
+    });
+    url
+}
+
+#[test]
+fn a2a_agent_stops_reading_a_remote_stream_past_its_bound() {
+    let dir = caller(&endless_streamer(), None);
+    let report = ask_caller(&dir, "hello", &[]);
+    let why = report["answer"].as_str().unwrap_or_default();
+    assert!(
+        why.starts_with("failed: ") && why.contains("its stream is over 16777216 bytes"),
+        "{why}"
+    );
+}
