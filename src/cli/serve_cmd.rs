@@ -126,6 +126,10 @@ pub struct ServeArgs {
     /// same tokens as the API). See docs/console.md.
     #[arg(long)]
     pub no_console: bool,
+    /// The port of the console's sandbox origin, where tools' pages (MCP Apps) run apart from
+    /// the console, on the --bind address (default: a free port; GET /v1/apps names it).
+    #[arg(long, value_name = "PORT", default_value_t = 0)]
+    pub app_sandbox_port: u16,
     /// A trace viewer's page for one trace, with {trace_id} where the id goes (for Phoenix,
     /// http://127.0.0.1:6006/projects/PROJECT/traces/{trace_id}): the console links each run
     /// to its trace.
@@ -342,6 +346,7 @@ fn serve_options(g: &Global, a: &ServeArgs) -> CliResult<ServeOptions> {
                 .max(kiln::serve::http::HttpLimits::default().max_body),
         },
         console: !a.no_console,
+        app_sandbox_port: a.app_sandbox_port,
         static_dir: a.static_dir.clone(),
         trace_url: a.trace_url.as_deref().map(trace_url).transpose()?,
         a2a: kiln::serve::A2aOptions {

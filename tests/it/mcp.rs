@@ -1,6 +1,7 @@
 //! `kiln mcp` on the wire without an SDK: stdout carries only JSON-RPC, grants filter the list,
 //! and the HTTP endpoint refuses foreign origins (403) and missing bearer tokens (401).
 
+pub(crate) mod apps;
 pub(crate) mod claude_code;
 pub(crate) mod mcp_conformance;
 pub(crate) mod mcp_mount;

@@ -429,6 +429,8 @@ pub(super) fn pin_turn(
     let snapshot = host.registry();
     ctx.run.registry = Some(snapshot.clone());
     let mut available = snapshot.available(Some(&agent.tools), ctx);
+    // A tool only its page may call (MCP Apps' `visibility: ["app"]`) is no tool of the model's.
+    available.retain(|t| kiln_registry::served::apps::visible_to_model(t));
     // Other agents it lists (`agent:NAME`) as tools that run them.
     available.extend(
         agent

@@ -589,4 +589,22 @@ impl reload::Reload for Host {
     fn reload_path_settling(&self, path: &Path) -> Vec<reload::ReloadReport> {
         Host::reload_path_settling(self, path)
     }
+
+    fn reload_readers(&self, path: &Path) -> Vec<reload::ReloadReport> {
+        let readers = match self.files.lock() {
+            Ok(files) => reload::importers(&files, path),
+            Err(_) => return Vec::new(),
+        };
+        let reports: Vec<reload::ReloadReport> = readers
+            .into_iter()
+            .map(|(reader, via)| reload::ReloadReport {
+                via,
+                ..self.reload_file(Path::new(&reader), false)
+            })
+            .collect();
+        if !reports.is_empty() {
+            self.modules.clear();
+        }
+        reports
+    }
 }

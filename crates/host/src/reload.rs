@@ -204,6 +204,11 @@ pub trait Reload: Send + Sync {
     /// As [`Reload::reload_path`], but a file found empty is deferred (an editor may be
     /// writing it) rather than dropped.
     fn reload_path_settling(&self, path: &Path) -> Vec<ReloadReport>;
+    /// Reloads the scripts that read `path` at load (a tool's page, `.ui(#{ file })`), not
+    /// itself: it is no script.
+    fn reload_readers(&self, _path: &Path) -> Vec<ReloadReport> {
+        Vec::new()
+    }
 }
 
 /// Watches the host's scripts folders and reloads changed files, reporting each reload.
@@ -223,7 +228,7 @@ pub fn watch(
     let handler = move |result: DebounceEventResult| {
         let Ok(events) = result else { return };
         let Some(host) = host.upgrade() else { return };
-        let mut paths = BTreeSet::new();
+        let (mut paths, mut read) = (BTreeSet::new(), BTreeSet::new());
         // Reading a file raises access events; only changes count (or a reload would loop).
         for ev in events
             .iter()
@@ -232,8 +237,15 @@ pub fn watch(
             for p in &ev.paths {
                 if p.extension().is_some_and(|e| e == "rhai") && !kiln_script::is_test_file(p) {
                     paths.insert(shown_path(&roots, p));
+                } else if p.is_file() {
+                    read.insert(p.clone());
                 }
             }
+        }
+        for p in read {
+            host.reload_readers(&p)
+                .into_iter()
+                .for_each(|r| on_report(r));
         }
         for p in paths {
             let reports = host.reload_path_settling(&p);

@@ -18,6 +18,7 @@ pub mod frames;
 pub mod http;
 pub mod issuer;
 mod listen;
+mod listing;
 mod notify;
 mod served;
 mod server;

@@ -11,7 +11,8 @@ use kiln_core::context::call_events::LogLevel;
 use kiln_host::Host;
 use kiln_host::api::CallOptions;
 use kiln_host::mcp::McpError;
-use kiln_host::mcp::convert::{agent_to_mcp, outcome_to_mcp, tool_to_mcp};
+use kiln_host::mcp::convert::outcome_to_mcp;
+use kiln_registry::served::apps::visible_to_model;
 use rmcp::model::{
     CacheScope, CallToolRequestParams, CallToolResponse, Implementation, ListToolsResult,
     PaginatedRequestParams, ServerCapabilities, ServerConfig, SubscriptionFilter, Tool,
@@ -30,9 +31,9 @@ pub(crate) const AGENT_PREFIX: &str = "ask_";
 pub struct McpServer {
     pub(crate) host: Arc<Host>,
     pub(crate) grants: Grants,
-    agents: bool,
+    pub(crate) agents: bool,
     /// Offer `run_code` and `search_tools` over the tools instead of the tools themselves.
-    code_mode: bool,
+    pub(crate) code_mode: bool,
     changed: broadcast::Sender<()>,
     /// The level this session's client set with `logging/setLevel` (one per session).
     log_level: Arc<Mutex<Option<LogLevel>>>,
@@ -98,40 +99,6 @@ impl McpServer {
     pub fn with_code_mode(mut self, on: bool) -> Self {
         self.code_mode = on;
         self
-    }
-
-    /// What `tools/list` offers for the tools: themselves, or in code mode the two tools
-    /// that program them.
-    fn offered(&self, grants: &Grants) -> Vec<Arc<kiln_core::tool::Tool>> {
-        let tools = self.tools_for(grants);
-        if !self.code_mode {
-            return tools;
-        }
-        let mode = kiln_registry::agent_spec::CodeMode::default();
-        let mut code = kiln_script::program::code_mode::code_tools(&tools, &mode);
-        if code
-            .iter()
-            .all(|t| t.name != kiln_script::program::code_mode::SEARCH_TOOLS)
-        {
-            code.extend(kiln_script::program::code_mode::search_tool(&tools));
-        }
-        code
-    }
-
-    /// Everything listed: the tools, then (with agents on) `ask_AGENT` for each agent whose
-    /// name does not collide with a tool.
-    fn listing(&self, grants: &Grants) -> Vec<Tool> {
-        let tools = self.offered(grants);
-        let mut out: Vec<Tool> = tools.iter().map(|t| tool_to_mcp(t)).collect();
-        if self.agents {
-            for agent in self.host.registry().agents() {
-                let name = format!("{AGENT_PREFIX}{}", agent.name);
-                if out.iter().all(|t| t.name != name) {
-                    out.push(agent_to_mcp(&name, &agent.name, &agent.description));
-                }
-            }
-        }
-        out
     }
 
     /// The agent an `ask_AGENT` name stands for, when agents are offered and no tool has it.
@@ -256,7 +223,7 @@ impl McpServer {
         self.tools_for(&self.grants)
     }
 
-    fn tools_for(&self, grants: &Grants) -> Vec<Arc<kiln_core::tool::Tool>> {
+    pub(crate) fn tools_for(&self, grants: &Grants) -> Vec<Arc<kiln_core::tool::Tool>> {
         let ctx = self.host.context(grants.clone());
         self.host.registry().available(None, &ctx)
     }
@@ -296,6 +263,7 @@ impl McpServer {
                 .find(|t| t.name == name),
             false => self.host.registry().find(&name),
         };
+        let found = found.filter(|t| Self::shows_apps(&cx) || visible_to_model(t));
         let Some(tool) = found else {
             // invalid_params, not method_not_found: the latter becomes an HTTP 404 on 2026.
             return Err(ErrorData::invalid_params(
@@ -370,6 +338,7 @@ impl ServerHandler for McpServer {
     #[allow(deprecated)]
     fn get_info(&self) -> ServerConfig {
         let caps = ServerCapabilities::builder()
+            .enable_extensions_with(Self::apps_extension())
             .enable_completions()
             .enable_logging()
             .enable_prompts()
@@ -390,7 +359,7 @@ impl ServerHandler for McpServer {
         _page: Option<PaginatedRequestParams>,
         _cx: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        let tools = self.listing(&self.grants_for(&_cx));
+        let tools = self.listing(&self.grants_for(&_cx), Self::shows_apps(&_cx));
         // ttl 0: caching clients refetch after a reload instead of serving a stale list.
         Ok(ListToolsResult::with_all_items(tools)
             .with_ttl_ms(0)
@@ -398,7 +367,7 @@ impl ServerHandler for McpServer {
     }
 
     fn get_tool(&self, name: &str) -> Option<Tool> {
-        self.listing(&self.grants)
+        self.listing(&self.grants, true)
             .into_iter()
             .find(|t| t.name == name)
     }

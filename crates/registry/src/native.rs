@@ -92,6 +92,12 @@ impl NativeTool {
         self
     }
 
+    /// More `_meta` MCP clients see on the tool (MCP Apps' `ui`: its page and visibility).
+    pub fn meta_entry(mut self, key: &str, value: Value) -> Self {
+        self.meta.extra.insert(key.into(), value);
+        self
+    }
+
     /// The description the model reads.
     pub fn description(mut self, text: impl Into<String>) -> Self {
         self.description = text.into();

@@ -179,6 +179,7 @@ impl Registry {
         let mut pending_agents = Vec::new();
         let mut pending_pipelines = Vec::new();
         let mut from_stdlib = std::collections::HashSet::new();
+        let mut pending_pages = Vec::new();
         for file in files {
             reg.errors.extend(file.errors.iter().cloned());
             reg.warnings.extend(file.warnings.iter().cloned());
@@ -213,6 +214,9 @@ impl Registry {
                 reg.add_a2a_agent(remote);
             }
             reg.served.add(&file.served, &mut reg.errors);
+            if file.origin == Origin::Script {
+                pending_pages.extend(file.tools.iter().cloned());
+            }
             for p in &file.policies {
                 match reg.policies.iter().find(|q| q.name() == p.name()) {
                     Some(prev) => reg.errors.push(LoadError::of(
@@ -232,6 +236,8 @@ impl Registry {
             pending_pipelines.extend(file.pipelines.iter().cloned());
         }
         reg.add_pipelines(pending_pipelines);
+        let pages = crate::served::apps::unserved_pages(&pending_pages, &reg.served);
+        reg.errors.extend(pages);
         let names: Vec<String> = pending_agents.iter().map(|(a, _)| a.name.clone()).collect();
         let known_agents: Vec<&str> = names.iter().map(String::as_str).collect();
         for (agent, at) in pending_agents {

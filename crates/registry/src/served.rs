@@ -6,6 +6,8 @@
 //! log as a tool call does. Completions of a prompt's arguments or a template's parameters are
 //! tools too, taking `{"value": prefix}`.
 
+pub mod apps;
+
 use indexmap::IndexMap;
 use kiln_core::error::{LoadError, LoadErrorKind, SourceLoc};
 use kiln_core::tool::Tool;

@@ -14,6 +14,7 @@ pub mod pipeline;
 pub(crate) mod policy;
 pub(crate) mod rate_limit;
 pub(crate) mod served;
+pub mod ui;
 
 use crate::convert::timeout_ms;
 use kiln_core::schema::{self, Param};
@@ -63,6 +64,8 @@ pub struct ToolDraft {
     pub task: Option<kiln_core::tool::TaskMode>,
     /// Hands the handler this field of the arguments instead of the whole map.
     pub first: Option<&'static str>,
+    /// `.ui(uri, #{...})`: the tool's app (MCP Apps).
+    pub ui: Option<ui::UiDraft>,
     /// Problems found while building, with the position of the call.
     pub errors: Vec<(Position, String)>,
 }

@@ -82,6 +82,7 @@ pub fn engine_with_modules(
     dsl::agent::register(&mut engine);
     dsl::rate_limit::register(&mut engine);
     dsl::meta::register(&mut engine);
+    dsl::ui::register(&mut engine);
     dsl::mcp::register(&mut engine);
     dsl::a2a::register(&mut engine);
     dsl::pipeline::register(&mut engine);

@@ -3,6 +3,7 @@
 //! rest of the file still loads.
 
 pub(crate) mod agent;
+mod ui;
 
 use super::dsl::{self, ToolDraft};
 use super::handler::ScriptHandler;
@@ -74,10 +75,14 @@ pub fn load_source_with(
         path: path.to_string(),
         version: super::source_version(source),
     });
-    for draft in std::mem::take(&mut collected.tools) {
+    for mut draft in std::mem::take(&mut collected.tools) {
         let handler_name = draft.handler.as_ref().map(|(f, _)| f.fn_name().to_string());
+        let page = draft.ui.take();
         match finish_tool(draft, &unit) {
-            Ok(tool) => {
+            Ok(mut tool) => {
+                if let Some(page) = page {
+                    ui::attach(page, &mut tool, &unit, &mut file);
+                }
                 let handler_name = handler_name.unwrap_or_default();
                 file.warnings
                     .extend(undeclared_calls(&tool, &handler_name, &unit, app));

@@ -74,6 +74,7 @@ pub async fn serve(
         state.set_bound_port(addr.port());
     }
     let stop_accepting = CancellationToken::new();
+    let _sandbox = serve_sandbox(&state, &listener, &stop_accepting).await?;
     let server = kiln_http::serve(
         listener,
         router(state.clone(), mcp.map(|m| m.router)),
@@ -108,6 +109,39 @@ pub async fn serve(
         Ok(done) => done.unwrap_or_else(|e| Err(std::io::Error::other(e))),
         Err(_) => Ok(()),
     }
+}
+
+/// With the console on, listens for its apps' sandbox origin beside `listener` (the same
+/// address, `app_sandbox_port`) and serves the sandbox proxy there until the server stops.
+async fn serve_sandbox(
+    state: &AppState,
+    listener: &tokio::net::TcpListener,
+    stop: &CancellationToken,
+) -> std::io::Result<Option<AbortOnDrop>> {
+    let Some(ip) = listener.local_addr().ok().map(|a| a.ip()) else {
+        return Ok(None);
+    };
+    if !state.options.console {
+        return Ok(None);
+    }
+    let at = std::net::SocketAddr::new(ip, state.options.app_sandbox_port);
+    let sandbox = tokio::net::TcpListener::bind(at).await.map_err(|e| {
+        std::io::Error::new(
+            e.kind(),
+            format!("cannot listen for the apps' sandbox at {at} (--app-sandbox-port): {e}"),
+        )
+    })?;
+    if let Ok(bound) = sandbox.local_addr() {
+        state.set_sandbox_port(bound.port());
+    }
+    let (limits, stop) = (state.options.http, stop.clone());
+    let router = console::sandbox::router();
+    let task = tokio::spawn(async move {
+        if let Err(e) = kiln_http::serve(sandbox, router, limits, stop).await {
+            tracing::warn!(error = %e, "the apps' sandbox stopped");
+        }
+    });
+    Ok(Some(AbortOnDrop(Some(task))))
 }
 
 /// Stops a background task when dropped (when the server stops).

@@ -5,9 +5,9 @@ use super::state::AppState;
 use crate::guard::same_site;
 use crate::walls::auth::Principal;
 use crate::{
-    console::health, console::inbox, console::listing, console::site, console::timeline,
-    console::tools_api, console::ui, doors::ag_ui, doors::chat, doors::responses, doors::runs,
-    doors::ui_chat,
+    console::apps_api, console::health, console::inbox, console::listing, console::site,
+    console::timeline, console::tools_api, console::ui, doors::ag_ui, doors::chat,
+    doors::responses, doors::runs, doors::ui_chat,
 };
 use axum::Router;
 use axum::extract::{DefaultBodyLimit, Request, State};
@@ -57,6 +57,9 @@ pub fn router(state: Arc<AppState>, mcp: Option<Router>) -> Router {
         .route("/v1/approvals", get(inbox::approvals))
         .route("/v1/tools", get(tools_api::list))
         .route("/v1/tools/{name}", post(tools_api::call))
+        .route("/v1/apps", get(apps_api::list))
+        .route("/v1/apps/{tool}", get(apps_api::page))
+        .route("/v1/apps/{tool}/call", post(apps_api::call))
         .route("/v1/scripts", get(health::scripts))
         .route("/v1/runs/{id}/events", get(runs::events))
         .route("/v1/runs/{id}/cancel", post(runs::cancel))

@@ -47,6 +47,9 @@ pub struct ServeOptions {
     pub http: kiln_http::HttpLimits,
     /// Serve the web console at `/ui`.
     pub console: bool,
+    /// The port of the console's sandbox origin for apps' pages (MCP Apps), on the same
+    /// address as the server; 0 picks a free one.
+    pub app_sandbox_port: u16,
     /// A folder of pages to serve at `/app/` (`--static DIR`): a project's own front end.
     pub static_dir: Option<std::path::PathBuf>,
     /// A trace viewer's page for one trace, `{trace_id}` standing for its id (Phoenix's, a
@@ -79,6 +82,7 @@ impl Default for ServeOptions {
                 ..kiln_http::HttpLimits::default()
             },
             console: true,
+            app_sandbox_port: 0,
             static_dir: None,
             trace_url: None,
             a2a: Default::default(),
@@ -139,6 +143,8 @@ pub struct AppState {
     pub(crate) reloads: Mutex<std::collections::VecDeque<serde_json::Value>>,
     draining: AtomicBool,
     bound_port: std::sync::OnceLock<u16>,
+    /// The port of the apps' sandbox origin (the console's MCP Apps host), once bound.
+    sandbox_port: std::sync::OnceLock<u16>,
     sessions: Mutex<HashMap<String, Weak<tokio::sync::Mutex<()>>>>,
 }
 
@@ -162,6 +168,7 @@ impl AppState {
             reloads: Mutex::new(Default::default()),
             draining: AtomicBool::new(false),
             bound_port: std::sync::OnceLock::new(),
+            sandbox_port: std::sync::OnceLock::new(),
             sessions: Mutex::new(HashMap::new()),
         }
     }
@@ -191,6 +198,16 @@ impl AppState {
     /// Records the port the server listens on (the first time only).
     pub fn set_bound_port(&self, port: u16) {
         let _ = self.bound_port.set(port);
+    }
+
+    /// The port of the apps' sandbox origin, once [`crate::serve`] bound it.
+    pub fn sandbox_port(&self) -> Option<u16> {
+        self.sandbox_port.get().copied()
+    }
+
+    /// Records the port of the apps' sandbox origin (the first time only).
+    pub fn set_sandbox_port(&self, port: u16) {
+        let _ = self.sandbox_port.set(port);
     }
 
     /// The lock that keeps two runs from continuing one session at once.

@@ -1,6 +1,6 @@
 //! `kiln init [DIR]`: a new project — `scripts/` with a tool, an agent and a passing test,
 //! a commented `kiln.toml` stating every key's default, `.gitignore` for `.kiln/`, and the
-//! `kiln definitions` file for editors.
+//! `kiln definitions` file for editors; `--app` adds a tool with a page (MCP Apps).
 
 use crate::cli::{CliResult, Global, output};
 use clap::Args;
@@ -13,10 +13,16 @@ pub struct InitArgs {
     /// The project folder (created if missing).
     #[arg(default_value = ".")]
     pub dir: PathBuf,
+    /// Also write a tool with a face (MCP Apps): scripts/stats.rhai and the page it shows,
+    /// scripts/stats.html, which MCP hosts and kiln's console render beside the conversation.
+    #[arg(long)]
+    pub app: bool,
 }
 
 const TOOL: &str = include_str!("init/hello.rhai");
 const TEST: &str = include_str!("init/hello.test.rhai");
+const APP_TOOL: &str = include_str!("init/stats.rhai");
+const APP_PAGE: &str = include_str!("init/stats.html");
 
 /// Writes `text` to `path` unless the file exists (an existing project is never overwritten).
 fn create(path: &Path, text: &str) -> CliResult<()> {
@@ -36,6 +42,10 @@ pub fn init(g: &Global, a: InitArgs) -> CliResult<ExitCode> {
         .map_err(|e| format!("cannot create {}: {e}", scripts.display()))?;
     create(&scripts.join("hello.rhai"), TOOL)?;
     create(&scripts.join("hello.test.rhai"), TEST)?;
+    if a.app {
+        create(&scripts.join("stats.rhai"), APP_TOOL)?;
+        create(&scripts.join("stats.html"), APP_PAGE)?;
+    }
     let project = a.dir.join(kiln::project::defaults::FILE_NAME);
     create(&project, &kiln::project::template())?;
     let ignore = a.dir.join(".gitignore");

@@ -57,6 +57,9 @@ pub struct Resource {
     /// Its bytes, base64, for a binary resource.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub blob: Option<String>,
+    /// MCP's `_meta` of the contents (MCP Apps' `ui`: a page's CSP and permissions).
+    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    pub meta: Option<Value>,
 }
 
 impl Content {
@@ -108,6 +111,7 @@ impl Content {
                 mime_type: Some(mime.to_string()),
                 text: Some(text.into()),
                 blob: None,
+                meta: None,
             },
         }
     }
@@ -120,6 +124,7 @@ impl Content {
                 mime_type: Some(mime.to_string()),
                 text: None,
                 blob: Some(blob.into()),
+                meta: None,
             },
         }
     }

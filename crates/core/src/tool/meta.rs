@@ -5,8 +5,7 @@ use crate::schema::validate::{compile_schema, violations};
 use serde::Serialize;
 use serde_json::Value;
 
-/// What a tool declares for its callers beyond its arguments: `.title`, `.output`,
-/// `.annotations`.
+/// What a tool declares beyond its arguments: `.title`, `.output`, `.annotations`, `.ui`.
 #[derive(Default)]
 pub struct ToolMeta {
     /// `.title("...")`: a human-readable name.
@@ -17,6 +16,8 @@ pub struct ToolMeta {
     pub hints: Hints,
     /// `.task(...)`: a call may run as an MCP task (the tasks extension), polled by its client.
     pub task: Option<TaskMode>,
+    /// More `_meta` an MCP client sees on the tool (MCP Apps' `ui`: its page and visibility).
+    pub extra: serde_json::Map<String, Value>,
 }
 
 /// How a tool runs as an MCP task, for a client that declared the tasks extension (other

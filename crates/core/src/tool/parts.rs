@@ -109,6 +109,7 @@ impl ToolParts {
                     output,
                     hints: self.hints,
                     task: self.task,
+                    extra: Default::default(),
                 },
                 validator,
                 handler: self.handler,

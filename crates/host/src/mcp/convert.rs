@@ -7,7 +7,7 @@ use serde_json::{Value, json};
 use std::sync::Arc;
 
 /// A kiln tool as MCP lists it: its title, the compiled input schema, the `.output` schema
-/// as `outputSchema`, and its hints as annotations.
+/// as `outputSchema`, its hints as annotations, and its `_meta` (MCP Apps' `ui`).
 ///
 /// An output schema whose root is not an object is served as is: the 2026-07-28 revision
 /// allows any schema (SEP-2106), and rmcp drops it for peers on older revisions, which
@@ -22,6 +22,9 @@ pub fn tool_to_mcp(tool: &Tool) -> rmcp::model::Tool {
     out.title = tool.meta.title.clone();
     if let Some(returns) = &tool.meta.output {
         out = out.with_raw_output_schema(Arc::new(object(&returns.schema)));
+    }
+    if !tool.meta.extra.is_empty() {
+        out.meta = Some(rmcp::model::MetaObject(tool.meta.extra.clone()));
     }
     out
 }
@@ -171,6 +174,7 @@ fn block_from_mcp(block: &ContentBlock) -> Content {
                 mime_type: mime_type.clone(),
                 text: Some(text.clone()),
                 blob: None,
+                meta: contents_meta(&e.resource),
             },
             ResourceContents::BlobResourceContents {
                 uri,
@@ -182,6 +186,7 @@ fn block_from_mcp(block: &ContentBlock) -> Content {
                 mime_type: mime_type.clone(),
                 text: None,
                 blob: Some(blob.clone()),
+                meta: contents_meta(&e.resource),
             },
             _ => return described(block),
         };
@@ -193,4 +198,14 @@ fn block_from_mcp(block: &ContentBlock) -> Content {
 /// A resource link (or a block this version does not know), as JSON text.
 fn described(block: &ContentBlock) -> Content {
     Content::text(serde_json::to_string(block).unwrap_or_default())
+}
+
+/// The `_meta` of resource contents (MCP Apps' `ui` of a page), kept through kiln.
+fn contents_meta(contents: &ResourceContents) -> Option<Value> {
+    let meta = match contents {
+        ResourceContents::TextResourceContents { meta, .. }
+        | ResourceContents::BlobResourceContents { meta, .. } => meta.as_ref()?,
+        _ => return None,
+    };
+    serde_json::to_value(meta).ok()
 }

@@ -61,9 +61,15 @@ impl ClientHandler for Listener {
     }
 
     fn get_info(&self) -> ClientConfig {
-        // Forms only: kiln fills them with their defaults when a person approves.
+        // Forms: kiln fills them with their defaults when a person approves.
         let mut caps = ClientCapabilities::default();
         caps.elicitation = Some(rmcp::model::ElicitationCapability::default());
+        // MCP Apps: a server may offer its pages (kiln's console shows them) and its page-only
+        // tools (kiln's agents keep those from the model).
+        let apps = kiln_registry::served::apps::EXTENSION.to_string();
+        let mime = serde_json::json!({ "mimeTypes": [kiln_registry::served::apps::MIME] });
+        let settings = serde_json::from_value(mime).unwrap_or_default();
+        caps.extensions = Some([(apps, settings)].into_iter().collect());
         ClientConfig::new(caps, Implementation::new("kiln", env!("CARGO_PKG_VERSION")))
             .with_protocol_version(ProtocolVersion::LATEST_WITH_INITIALIZE)
     }

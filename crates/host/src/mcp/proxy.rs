@@ -110,10 +110,21 @@ pub(super) fn proxy(spec: &MountSpec, slot: &Slot, tool: &rmcp::model::Tool) -> 
         Some(title) => native.title(title.clone()),
         None => native,
     };
-    match spec.rate_limit {
+    let native = match spec.rate_limit {
         Some(limit) => native.rate_limit(limit),
         None => native,
-    }
+    };
+    apps_meta(tool).fold(native, |n, (key, value)| n.meta_entry(key, value.clone()))
+}
+
+/// The server's MCP Apps keys of `_meta` (its page and who may call it), kept on the proxy so
+/// kiln's console shows the page and its agents keep a page-only tool from the model.
+fn apps_meta(tool: &rmcp::model::Tool) -> impl Iterator<Item = (&str, &Value)> {
+    tool.meta
+        .iter()
+        .flat_map(|m| m.0.iter())
+        .filter(|(key, _)| matches!(key.as_str(), "ui" | "ui/resourceUri"))
+        .map(|(key, value)| (key.as_str(), value))
 }
 
 /// How many input-required rounds a call may take before kiln gives up on it.

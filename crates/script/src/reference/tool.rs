@@ -84,4 +84,9 @@ pub(super) const TOOL: &[Entry] = &[
         "task(mode: string[, options: map])",
         "MCP tasks: \"optional\" or \"required\"; #{ start: \"background\" }.",
     ),
+    method(
+        T,
+        "ui(uri: string[, options: map])",
+        "A page hosts show beside the conversation (MCP Apps): a ui:// URI and #{ file | html, visibility: [\"model\", \"app\"], csp: #{ connect_domains, resource_domains, frame_domains, base_uri_domains }, permissions, prefers_border, domain }.",
+    ),
 ];

@@ -46,7 +46,7 @@ pub async fn list(State(state): State<Arc<AppState>>, who: Principal) -> Json<Va
 
 /// What a direct call holds: the token's ceiling within the server's (`--caps`, with its
 /// `--needs-approval` marks); nothing on an open server started without `--caps`.
-fn grants_for(state: &AppState, who: &Principal) -> Grants {
+pub(crate) fn grants_for(state: &AppState, who: &Principal) -> Grants {
     Grants::effective(&[who.ceiling.as_ref(), state.options.ceiling.as_ref()])
 }
 
@@ -59,9 +59,6 @@ pub async fn call(
     Path(name): Path<String>,
     JsonBody(body): JsonBody,
 ) -> Result<Json<Value>, ApiError> {
-    if state.draining() {
-        return Err(ApiError::unavailable("the server is shutting down"));
-    }
     let tool = state.host.tool(&name).map_err(|_| {
         ApiError::not_found(
             "tool_not_found",
@@ -78,8 +75,23 @@ pub async fn call(
             ));
         }
     };
+    let (run, outcome) = run_call(&state, &who, tool.clone(), args.clone()).await?;
+    answer(&run, &tool, &args, &outcome)
+}
+
+/// Calls `tool` for `who` as the console does: a run of `call:TOOL` in the table (an approval
+/// it needs waits in the inbox), under the caller's grants, logged; its run id and outcome.
+pub(crate) async fn run_call(
+    state: &Arc<AppState>,
+    who: &Principal,
+    tool: Arc<Tool>,
+    args: Value,
+) -> Result<(String, ToolOutcome), ApiError> {
+    if state.draining() {
+        return Err(ApiError::unavailable("the server is shutting down"));
+    }
     let permit = state.limiter.acquire().await?;
-    let entry = start(&state, &who, &tool, &args);
+    let entry = start(state, who, &tool, &args);
     let notes = Arc::new(EntryNotes {
         entry: entry.clone(),
         tool: tool.name.clone(),
@@ -87,7 +99,7 @@ pub async fn call(
     });
     let opts = kiln_host::CallOptions {
         observer: Some(notes.clone()),
-        grants: Some(grants_for(&state, &who)),
+        grants: Some(grants_for(state, who)),
         actor_id: who.actor.clone(),
         timeout: state.options.run_timeout,
         cancel: Some(entry.cancel.clone()),
@@ -117,7 +129,7 @@ pub async fn call(
         .await
         .map_err(|e| ApiError::internal(format!("the call stopped: {e}")))?
         .map_err(|e| ApiError::internal(e.to_string()))?;
-    answer(&entry.id, &tool, &args, &outcome)
+    Ok((entry.id.clone(), outcome))
 }
 
 /// The call's run: in the table (its approvals in the inbox), its call started.

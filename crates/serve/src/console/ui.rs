@@ -5,9 +5,11 @@
 //! client, with the bearer token the person types (kept in the tab's session storage, never
 //! in a cookie, so no request carries ambient authority and a cross-site form can do nothing).
 
-use axum::extract::Path;
-use axum::http::{HeaderValue, header};
+use crate::state::AppState;
+use axum::extract::{Path, State};
+use axum::http::{HeaderMap, HeaderValue, header};
 use axum::response::{IntoResponse, Response};
+use std::sync::Arc;
 
 /// The console's Content-Security-Policy.
 pub const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'";
@@ -43,15 +45,21 @@ const ASSETS: &[Asset] = &[
     asset!("form.js", JS),
     asset!("chat.js", JS),
     asset!("scripts.js", JS),
+    asset!("apps.js", JS),
 ];
 
 /// The response for `asset`, with the console's security headers.
 fn serve(asset: &Asset) -> Response {
+    serve_with(asset, HeaderValue::from_static(CSP))
+}
+
+/// [`serve`] under `csp`.
+fn serve_with(asset: &Asset, csp: HeaderValue) -> Response {
     let mut resp = asset.text.into_response();
     let headers = resp.headers_mut();
     let fixed = |v: &'static str| HeaderValue::from_static(v);
     headers.insert(header::CONTENT_TYPE, fixed(asset.media_type));
-    headers.insert(header::CONTENT_SECURITY_POLICY, fixed(CSP));
+    headers.insert(header::CONTENT_SECURITY_POLICY, csp);
     headers.insert(header::X_CONTENT_TYPE_OPTIONS, fixed("nosniff"));
     headers.insert(header::X_FRAME_OPTIONS, fixed("DENY"));
     headers.insert(header::REFERRER_POLICY, fixed("no-referrer"));
@@ -67,9 +75,28 @@ fn serve(asset: &Asset) -> Response {
     resp
 }
 
-/// `GET /ui` and `GET /ui/`: the console's page.
-pub async fn index() -> Response {
-    serve(&ASSETS[0])
+/// `GET /ui` and `GET /ui/`: the console's page, which may frame the apps' sandbox origin
+/// (the host name it was reached by, the sandbox's port) and nothing else.
+pub async fn index(State(state): State<Arc<AppState>>, headers: HeaderMap) -> Response {
+    let host = headers
+        .get(header::HOST)
+        .and_then(|h| h.to_str().ok())
+        .map(|h| {
+            h.rsplit_once(':')
+                .filter(|(_, p)| p.parse::<u16>().is_ok())
+                .map_or(h, |(n, _)| n)
+        })
+        .filter(|h| {
+            h.chars()
+                .all(|c| c.is_ascii_alphanumeric() || "-.[]:".contains(c))
+        });
+    let csp = match (host, state.sandbox_port()) {
+        (Some(host), Some(port)) => {
+            HeaderValue::from_str(&format!("{CSP}; frame-src http://{host}:{port}")).ok()
+        }
+        _ => None,
+    };
+    serve_with(&ASSETS[0], csp.unwrap_or(HeaderValue::from_static(CSP)))
 }
 
 /// `GET /ui/{file}`: one of the console's files, or 404.
