@@ -7,6 +7,7 @@ import { renderApprovals } from './approvals.js';
 import { renderTools, renderTool } from './tools.js';
 import { renderChat } from './chat.js';
 import { renderScripts } from './scripts.js';
+import { forgetApps } from './apps.js';
 
 const ROUTES = [
   ['runs', 'Runs'],
@@ -158,6 +159,8 @@ function render() {
     }
   }
   state.cleanup = null;
+  // Who may see which page changes with the signed-in actor and a reload: ask again.
+  forgetApps();
   clear(main);
   const [name, arg] = parts;
   for (const a of document.querySelectorAll('#nav a')) {

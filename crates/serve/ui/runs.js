@@ -2,6 +2,11 @@
 // timeline (rounds, tool calls with nested calls, approvals, output, cost, trace link).
 
 import { api, clear, describe, el, ms, notesView, pretty, safeUrl, when } from './api.js';
+import { appsIndex, asCallResult, mountApp } from './apps.js';
+
+// The tools with a page (MCP Apps) while a timeline shows, and the apps it opened.
+let pages = {};
+const openApps = new Set();
 
 const STATUSES = ['running', 'awaiting_approval', 'completed', 'failed', 'cancelled', 'interrupted'];
 
@@ -135,11 +140,24 @@ function callItem(call) {
   if (failed) li.append(el('p', { class: 'error', testid: 'call-error' }, `${call.error.kind ?? 'error'}: ${call.error.message ?? ''}`));
   else if (call.result !== null && call.result !== undefined) li.append(el('p', { class: 'label' }, 'result'), el('pre', { class: 'json result', testid: 'call-result' }, pretty(call.result)));
   if (Array.isArray(call.notes) && call.notes.length) li.append(notesView(call.notes));
+  if (pages[call.name] && (failed || (call.result !== null && call.result !== undefined))) li.append(appButton(call, failed));
   const nested = Array.isArray(call.nested) ? call.nested : [];
   if (nested.length) {
     li.append(el('ul', { class: 'nested', 'aria-label': `calls made by ${call.name}` }, nested.map(callItem)));
   }
   return li;
+}
+
+/** The button that shows a finished call in its tool's page (MCP Apps). */
+function appButton(call, failed) {
+  const button = el('button', { type: 'button', class: 'secondary', testid: 'show-app' }, `Show ${call.name}'s app`);
+  button.addEventListener('click', () => {
+    const result = asCallResult(call.result, failed ? `${call.error.kind ?? 'error'}: ${call.error.message ?? ''}` : null);
+    const app = mountApp(call.name, call.args, Promise.resolve(result));
+    openApps.add(app);
+    button.replaceWith(app.node);
+  });
+  return button;
 }
 
 function roundSection(r) {
@@ -217,8 +235,10 @@ export function renderTimeline(main, ctx, id) {
   const load = async () => {
     clearTimeout(timer);
     try {
-      const t = await api(`/v1/runs/${encodeURIComponent(id)}/timeline`);
+      const [t, info] = await Promise.all([api(`/v1/runs/${encodeURIComponent(id)}/timeline`), appsIndex().catch(() => null)]);
       if (!alive) return;
+      pages = (info && info.tools) || {};
+      closeApps();
       clear(holder).append(...timelineView(t));
       holder.setAttribute('aria-busy', 'false');
       holder.dataset.status = t.status;
@@ -241,5 +261,11 @@ export function renderTimeline(main, ctx, id) {
     alive = false;
     clearTimeout(timer);
     off();
+    closeApps();
   };
+}
+
+function closeApps() {
+  for (const app of openApps) app.close();
+  openApps.clear();
 }

@@ -3,6 +3,7 @@
 
 import { api, ApiError, clear, describe, el, ms, pretty } from './api.js';
 import { renderResult, schemaForm } from './form.js';
+import { appsIndex, asCallResult, mountApp } from './apps.js';
 
 function caps(list) {
   const items = Array.isArray(list) ? list : [];
@@ -63,6 +64,7 @@ export function renderTool(main, ctx, name) {
   const holder = el('div', { testid: 'tool-page' }, el('p', {}, 'Loading…'));
   main.append(el('p', {}, el('a', { href: '#/tools' }, '← all tools')), holder);
   let alive = true;
+  let closeApp = () => {};
   api('/v1/tools')
     .then((data) => {
       if (!alive) return;
@@ -73,20 +75,39 @@ export function renderTool(main, ctx, name) {
         holder.append(el('h1', {}, 'No such tool'), el('p', { class: 'error', role: 'alert' }, `kiln has no tool named ${name} for you.`));
         return;
       }
-      holder.append(...toolPage(tool, ctx));
+      const page = toolPage(tool, ctx);
+      closeApp = page.closeApp;
+      holder.append(...page.nodes);
     })
     .catch((err) => {
       if (alive) clear(holder).append(el('h1', {}, String(name)), el('p', { class: 'error', role: 'alert' }, describe(err)));
     });
   return () => {
     alive = false;
+    closeApp();
   };
+}
+
+/** The tool's page (MCP Apps) for the call just made, when the tool has one. */
+async function showApp(tool, args, res, outcome) {
+  const info = await appsIndex().catch(() => null);
+  if (!info || !info.tools || !info.tools[tool.name]) return null;
+  const result = asCallResult(res ? res.result : null, res && res.error ? `${res.error.kind ?? 'error'}: ${res.error.message ?? ''}` : null);
+  const app = mountApp(tool.name, args, Promise.resolve(result));
+  outcome.append(el('h2', {}, 'App'), app.node);
+  return app;
 }
 
 function toolPage(tool, ctx) {
   const outcome = el('div', { class: 'outcome', testid: 'tool-outcome', 'aria-live': 'polite' });
   let form = null;
+  let app = null;
+  const closeApp = () => {
+    if (app) app.close();
+    app = null;
+  };
   const call = async (args) => {
+    closeApp();
     clear(outcome);
     form.button.disabled = true;
     outcome.append(el('p', { class: 'muted', testid: 'tool-pending' }, 'Calling… (a call that needs approval waits in the approvals inbox)'));
@@ -100,6 +121,7 @@ function toolPage(tool, ctx) {
         outcome.append(el('h2', {}, 'Result'), renderResult(res ? res.result : null), took);
         ctx.announce(`${tool.name} answered`);
       }
+      app = await showApp(tool, args, res, outcome);
     } catch (err) {
       clear(outcome);
       if (err instanceof ApiError && err.status === 400 && (err.fields.length || err.param)) {
@@ -114,11 +136,12 @@ function toolPage(tool, ctx) {
     }
   };
   form = schemaForm(tool.schema, call, `Call ${tool.name}`);
-  return [
+  const nodes = [
     el('h1', { testid: 'tool-name' }, String(tool.name)),
     el('p', { testid: 'tool-description' }, String(tool.description ?? '')),
     el('dl', { class: 'kv' }, el('dt', {}, 'Capabilities'), el('dd', {}, caps(tool.capabilities)), tool.file ? [el('dt', {}, 'Defined in'), el('dd', { class: 'mono' }, where(tool))] : null),
     el('section', { 'aria-labelledby': 'h-try' }, el('h2', { id: 'h-try' }, 'Try it'), form.form, outcome),
     el('details', { class: 'schema' }, el('summary', {}, 'JSON Schema'), el('pre', { class: 'json', testid: 'tool-schema' }, pretty(tool.schema))),
   ];
+  return { nodes, closeApp };
 }

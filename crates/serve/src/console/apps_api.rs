@@ -2,7 +2,8 @@
 //! path as any read (`GET /v1/apps/{tool}`), and the calls a page makes back
 //! (`POST /v1/apps/{tool}/call`), which are the console's own calls (the caller's grants,
 //! approvals in the inbox, policies, the run log) limited as the extension says: only tools
-//! the page may call (`visibility` holds "app") of the page's own server.
+//! the page may call (tools showing a page whose `visibility` holds "app") of the page's own
+//! server.
 
 use crate::body::JsonBody;
 use crate::console::tools_api::{grants_for, run_call};
@@ -168,9 +169,12 @@ pub async fn call(
         }
     };
     let target = usable(&state, &who, name)?;
-    if !visible_to(&target, "app") {
-        let said =
-            format!("tool \"{name}\" is not for apps to call (its visibility leaves out \"app\")");
+    // A tool with no page says nothing of apps: only tools that show a page and do not leave
+    // apps out of their visibility are an app's to call.
+    if page_of(&target).is_none() || !visible_to(&target, "app") {
+        let said = format!(
+            "tool \"{name}\" is not for apps to call (it shows no page, or its visibility leaves out \"app\")"
+        );
         return Err(ApiError::forbidden("name", said));
     }
     if server_of(&target) != server_of(&owner) {
