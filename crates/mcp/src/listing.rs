@@ -37,6 +37,20 @@ impl McpServer {
         }
     }
 
+    /// `result` linked to `tool`'s page in its `_meta.ui.resourceUri` too (as ChatGPT's Apps SDK
+    /// reads it from a result), when the tool shows one.
+    pub(crate) fn link_page(
+        tool: &kiln_core::tool::Tool,
+        mut result: rmcp::model::CallToolResult,
+    ) -> rmcp::model::CallToolResult {
+        if let Some(uri) = kiln_registry::served::apps::page_of(tool) {
+            let meta = result.meta.get_or_insert_with(Default::default);
+            meta.0
+                .insert("ui".into(), serde_json::json!({ "resourceUri": uri }));
+        }
+        result
+    }
+
     /// What `tools/list` offers for the tools: themselves, or in code mode the two tools
     /// that program them (over what the model may call).
     pub(crate) fn offered(&self, grants: &Grants) -> Vec<Arc<kiln_core::tool::Tool>> {

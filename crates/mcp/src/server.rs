@@ -328,7 +328,8 @@ impl McpServer {
         if let Err(f) = &outcome.result {
             tracing::info!(tool = %name, kind = f.kind.as_str(), detail = ?f.detail, "MCP call failed");
         }
-        Ok(outcome_to_mcp(&outcome, tool.meta.output.is_some()).into())
+        let result = outcome_to_mcp(&outcome, tool.meta.output.is_some());
+        Ok(Self::link_page(&tool, result).into())
     }
 }
 

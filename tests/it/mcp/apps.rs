@@ -73,6 +73,17 @@ fn mcp_apps_a_tool_links_its_page_and_kiln_serves_it() {
         json!({"name": "order_status", "arguments": {"item": "kiln"}}),
     );
     assert_eq!(called["result"]["structuredContent"]["status"], "packed");
+    let placed = mcp.rpc(
+        5,
+        "tools/call",
+        json!({"name": "place_order", "arguments": {"item": "kiln", "qty": 2}}),
+    );
+    assert_eq!(placed["result"]["structuredContent"]["ordered"], 2);
+    // As ChatGPT's Apps SDK reads it: the result names its page too.
+    assert_eq!(
+        placed["result"]["_meta"]["ui"]["resourceUri"], "ui://orders/form",
+        "{placed}"
+    );
 }
 
 #[test]
@@ -298,4 +309,106 @@ fn mcp_apps_a_kiln_page_runs_in_the_sdk_host() {
     assert!(out.status.success(), "{said}");
     assert!(said.trim_end().ends_with("ok"), "{said}");
     assert!(said.contains("bridge in  tools/call"), "{said}");
+}
+
+fn header<'a>(headers: &'a [(String, String)], name: &str) -> &'a str {
+    headers
+        .iter()
+        .find(|(k, _)| k == name)
+        .map_or("", |(_, v)| v.as_str())
+}
+
+/// The console's side of MCP Apps over HTTP (the browser suite drives it in Chromium): the
+/// pages a caller may see, a page read through the call path, a page's calls kept to tools that
+/// show a page and let apps call them, and the sandbox origin that serves nothing but the proxy,
+/// under the page's CSP and framed only by the console that asked.
+#[test]
+fn mcp_apps_the_console_keeps_a_page_to_its_own_calls_and_origin() {
+    use crate::common::{get, http, post};
+    let scripts = orders();
+    std::fs::write(
+        scripts.path().join("wipe.rhai"),
+        r#"tool("wipe").description("Wipes").param("what", "string").handler(|a| `wiped ${a.what}`);"#,
+    )
+    .expect("wipe");
+    let db = scripts.path().join("k.db");
+    let serve = crate::doors::serve::Serve::start(scripts.path(), &db, &["--no-stdlib"], &[]);
+    let url = &serve.url;
+    let (status, apps) = get(&format!("{url}/v1/apps"));
+    assert_eq!(status, 200, "{apps}");
+    let port = apps["sandbox_port"].as_u64().expect("a sandbox port");
+    assert_eq!(apps["tools"]["order_status"]["app_only"], true, "{apps}");
+    assert!(apps["tools"].get("wipe").is_none(), "{apps}");
+
+    let (status, page) = get(&format!("{url}/v1/apps/place_order"));
+    assert_eq!(status, 200, "{page}");
+    assert_eq!(page["html"], fixture("order_form.html"));
+    assert_eq!(page["meta"]["prefersBorder"], true, "{page}");
+    assert_eq!(
+        page["tool"]["_meta"]["ui"]["resourceUri"],
+        "ui://orders/form"
+    );
+    let (status, none) = get(&format!("{url}/v1/apps/wipe"));
+    assert_eq!(status, 404, "{none}");
+
+    let call = |name: &str, args: Value| {
+        post(
+            &format!("{url}/v1/apps/place_order/call"),
+            &json!({"name": name, "arguments": args}),
+            &[],
+        )
+    };
+    let (status, ok) = call("order_status", json!({"item": "kiln"}));
+    assert_eq!(status, 200, "{ok}");
+    assert_eq!(ok["structuredContent"]["status"], "packed", "{ok}");
+    assert!(
+        ok["_meta"]["kiln/run"].is_string(),
+        "the call is a run: {ok}"
+    );
+    let (status, refused) = call("wipe", json!({"what": "everything"}));
+    assert_eq!(status, 403, "a tool with no page is no app's: {refused}");
+    let (status, bad) = call("order_status", json!({"item": 3}));
+    assert_eq!(status, 200, "{bad}");
+    assert_eq!(bad["isError"], true, "arguments are validated: {bad}");
+    let (_, runs) = get(&format!("{url}/v1/runs"));
+    assert!(!runs.to_string().contains("call:wipe"), "{runs}");
+
+    let (_, headers, _) = http("GET", &format!("{url}/ui"), &[], None);
+    let console_csp = header(&headers, "content-security-policy");
+    assert!(
+        console_csp.ends_with(&format!("; frame-src http://127.0.0.1:{port}")),
+        "{console_csp}"
+    );
+    let sandbox = format!("http://127.0.0.1:{port}");
+    let host = url.trim_end_matches('/');
+    let csp = r#"{"connectDomains":["https://api.example.com"]}"#;
+    let proxy = format!(
+        "{sandbox}/sandbox?host={}&csp={}",
+        host.replace(':', "%3A").replace('/', "%2F"),
+        csp.replace('"', "%22")
+            .replace(':', "%3A")
+            .replace('/', "%2F")
+    );
+    let (status, headers, body) = http("GET", &proxy, &[], None);
+    assert_eq!(status, 200, "{body}");
+    let page_csp = header(&headers, "content-security-policy");
+    assert!(
+        page_csp.contains("connect-src https://api.example.com;"),
+        "{page_csp}"
+    );
+    assert!(page_csp.contains("frame-src 'none'"), "{page_csp}");
+    assert!(
+        page_csp.ends_with(&format!("frame-ancestors {host}")),
+        "{page_csp}"
+    );
+    assert!(body.contains("/sandbox.js"), "{body}");
+    let (status, _, _) = http(
+        "GET",
+        &format!("{sandbox}/sandbox?host=javascript%3Aalert(1)"),
+        &[],
+        None,
+    );
+    assert_eq!(status, 400);
+    let (status, _, _) = http("GET", &format!("{sandbox}/v1/runs"), &[], None);
+    assert_eq!(status, 404, "the sandbox origin serves no API");
 }
