@@ -399,6 +399,8 @@ fn run_options(g: &Global, a: &AskArgs, run: RunInputs<'_>) -> CliResult<RunOpti
         client_tools: Vec::new(),
         eval_id: None,
         tool_events: None,
+        // The terminal's input is the approvals' (y/n): a run is steered from a door.
+        steering: None,
     })
 }
 

@@ -29,6 +29,14 @@ pub enum Event {
         /// The reasoning.
         text: String,
     },
+    /// A person's message added to the run while it ran ([`crate::steer`]), carried by the
+    /// request of this round.
+    Steered {
+        /// The round whose request carries it.
+        round: u32,
+        /// What the person said.
+        text: String,
+    },
     /// A tool call was dispatched.
     ToolStarted {
         /// The round.

@@ -20,6 +20,7 @@ mod round;
 pub mod run;
 mod spans;
 mod start;
+pub mod steer;
 pub mod text_calls;
 mod tool_loop;
 

@@ -66,6 +66,9 @@ pub struct RunOptions {
     /// The events of the tool call this run is nested in (an agent called as a tool): its own
     /// tools' progress and events also go there, so they reach the outer caller's door.
     pub tool_events: Option<Arc<kiln_core::context::call_events::CallEvents>>,
+    /// What a person adds to the run while it runs: delivered before its next model request
+    /// ([`crate::steer`]); closed when the run ends.
+    pub steering: Option<Arc<crate::steer::Steering>>,
     /// The eval run this run belongs to (`kiln eval`): the run log tags it, `kiln logs --eval
     /// ID` lists it.
     pub eval_id: Option<String>,

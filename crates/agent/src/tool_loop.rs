@@ -34,22 +34,65 @@ pub(super) async fn drive(
     ctx: &mut CallContext,
 ) -> Result<(), RunErrorKind> {
     let mut rounds = Rounds::new(setup);
-    loop {
-        let (offered, reply) = rounds.ask(run, ctx).await?;
-        let (calls, theirs) = rounds.split_client_calls(reply.tool_calls);
-        let next = if let Some(problem) = rounds.misread.take() {
-            rounds.misread(run, ctx, problem).await?
-        } else if !theirs.is_empty() {
-            rounds.hand_back(run, ctx, &offered, calls, theirs).await?
-        } else if calls.is_empty() {
-            rounds.answered(run, ctx, reply.text).await?
-        } else {
-            rounds.run_tools(run, ctx, &offered, calls).await?
-        };
-        if let Next::Stop = next {
-            return Ok(());
+    let driven = async {
+        loop {
+            let (offered, reply) = rounds.ask(run, ctx).await?;
+            let (calls, theirs) = rounds.split_client_calls(reply.tool_calls);
+            let steered = setup.opts.steering.as_ref().is_some_and(|s| s.waiting());
+            let next = if let Some(problem) = rounds.misread.take() {
+                rounds.misread(run, ctx, problem).await?
+            } else if !theirs.is_empty() {
+                rounds.hand_back(run, ctx, &offered, calls, theirs).await?
+            } else if calls.is_empty() && steered {
+                // A person spoke while the model answered: it hears them before the run ends.
+                Next::Again
+            } else if calls.is_empty() {
+                rounds.answered(run, ctx, reply.text).await?
+            } else {
+                rounds.run_tools(run, ctx, &offered, calls).await?
+            };
+            if let Next::Stop = next {
+                return Ok(());
+            }
         }
+    };
+    let ended = driven.await;
+    // However the run ends (answered, failed, cancelled), nothing queued runs after it.
+    if let Some(steering) = &setup.opts.steering {
+        steering.close();
     }
+    ended
+}
+
+/// Carries what a person added since the last request into this round's transcript, as a
+/// journaled step (a replay reads the same messages back).
+async fn deliver_steering(
+    setup: &Setup<'_>,
+    run: &mut Run,
+    round: u32,
+) -> Result<(), RunErrorKind> {
+    let Some(steering) = &setup.opts.steering else {
+        return Ok(());
+    };
+    let taken = steering.take();
+    if taken.is_empty() {
+        return Ok(());
+    }
+    let step = crate::steer::steer_step(round);
+    let work: crate::journal::StepWork =
+        Box::pin(async move { Ok(crate::journal::StepValue::Typed(Box::new(taken))) });
+    let recalled = setup.journal.step(step.clone(), work).await?;
+    let said = crate::journal::decode::<Vec<String>>(&step, recalled.value)?;
+    for text in said {
+        if let Some(observer) = &setup.opts.observer {
+            observer(&Event::Steered {
+                round,
+                text: text.clone(),
+            });
+        }
+        run.report.messages.push(Message::user(text));
+    }
+    Ok(())
 }
 
 /// Whether the loop goes on after a round.
@@ -108,6 +151,7 @@ impl<'s, 'a> Rounds<'s, 'a> {
     ) -> Result<(Vec<Arc<Tool>>, ModelResponse), RunErrorKind> {
         let setup = self.setup;
         self.contract.check(&run.report, 0)?;
+        deliver_steering(setup, run, run.report.rounds + 1).await?;
         let offered = pin_turn(setup.host, &setup.agent, ctx);
         let mut asked = model_request(setup, run, &offered, self.sent);
         // The caller's own tools are offered after the agent's.

@@ -256,11 +256,13 @@ pub async fn launch(
     ));
     let agent_name = std::mem::take(&mut req.agent);
     let prompt = std::mem::take(&mut req.prompt);
+    let steering = Arc::new(kiln_agent::steer::Steering::default());
     let parts = RunParts {
         grants,
         tap,
         cancel: cancel.clone(),
         approvals: approvals.clone(),
+        steering: steering.clone(),
     };
     let opts = run_options(state, who, req, parts);
     let began = Instant::now();
@@ -268,7 +270,8 @@ pub async fn launch(
     let run_id = started_rx
         .await
         .unwrap_or_else(|_| kiln_core::context::new_run_id());
-    let entry = register(state, who, run_id, agent_name, cancel, approvals);
+    let run = (run_id, agent_name);
+    let entry = register(state, who, run, cancel, approvals, steering);
     let held = (permit, session.guard);
     drive(state.clone(), entry.clone(), stream, held, began);
     Ok(entry)
@@ -348,6 +351,7 @@ struct RunParts {
     tap: Tap,
     cancel: tokio_util::sync::CancellationToken,
     approvals: Arc<crate::table::approvals::Approvals>,
+    steering: Arc<kiln_agent::steer::Steering>,
 }
 
 /// The run's options: the request's (its agent and prompt already taken out) within the
@@ -368,6 +372,7 @@ fn run_options(state: &AppState, who: &Principal, req: RunRequest, parts: RunPar
         recorder: Some(Arc::new(parts.tap)),
         budget: req.budget,
         approver: Some(parts.approvals),
+        steering: Some(parts.steering),
         client_tools: req.client_tools,
         attachments: req.attachments,
         tool_events: req
@@ -382,18 +387,15 @@ fn run_options(state: &AppState, who: &Principal, req: RunRequest, parts: RunPar
 pub(super) fn register(
     state: &Arc<AppState>,
     who: &Principal,
-    run_id: String,
-    agent: String,
+    (run_id, agent): (String, String),
     cancel: tokio_util::sync::CancellationToken,
     approvals: Arc<crate::table::approvals::Approvals>,
+    steering: Arc<kiln_agent::steer::Steering>,
 ) -> Arc<RunEntry> {
-    let entry = Arc::new(RunEntry::new(
-        run_id,
-        agent,
-        who.actor.clone(),
-        cancel,
-        approvals.clone(),
-    ));
+    let mut entry = RunEntry::new(run_id, agent, who.actor.clone(), cancel, approvals.clone());
+    // What a person adds reaches the run through its own queue.
+    entry.steering = steering;
+    let entry = Arc::new(entry);
     // The feed hears of the run's approvals only after its start: one asked before the entry
     // existed is replayed into it by `attach`, and announced below, after `run_started`.
     let announced = Arc::new(Mutex::new(false));

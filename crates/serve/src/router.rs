@@ -63,6 +63,7 @@ pub fn router(state: Arc<AppState>, mcp: Option<Router>) -> Router {
         .route("/v1/scripts", get(health::scripts))
         .route("/v1/runs/{id}/events", get(runs::events))
         .route("/v1/runs/{id}/cancel", post(runs::cancel))
+        .route("/v1/runs/{id}/input", post(runs::input))
         .route("/v1/runs/{id}/approvals/{approval}", post(runs::approve))
         .route(
             "/v1/sessions/{name}",

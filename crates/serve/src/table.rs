@@ -41,6 +41,8 @@ pub struct RunEntry {
     pub approvals: Arc<approvals::Approvals>,
     /// When it started (seconds since the epoch).
     pub started_at: f64,
+    /// What a person adds to it while it runs (`POST /v1/runs/{id}/input`).
+    pub steering: Arc<kiln_agent::steer::Steering>,
     events: Mutex<Vec<Arc<Event>>>,
     /// How many events there are; readers wait on changes.
     count: watch::Sender<usize>,
@@ -62,6 +64,7 @@ impl RunEntry {
             cancel,
             approvals,
             started_at: approvals::now_secs(),
+            steering: Arc::default(),
             events: Mutex::new(Vec::new()),
             count: watch::Sender::new(0),
         }
@@ -295,6 +298,7 @@ pub fn event_json(ev: &Event) -> (&'static str, Value) {
             "approval_requested",
             json!({"id": id, "capability": capability, "question": question}),
         ),
+        Event::Steered { round, text } => ("input", json!({"round": round, "text": text})),
         // An event kind newer than this door: named, without data it cannot describe.
         _ => ("event", Value::Null),
     }

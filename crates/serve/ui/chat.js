@@ -192,6 +192,28 @@ export function renderChat(main, ctx) {
       done: (ev) => ev.event === 'end',
     });
     streams.add(s);
+    view.steer = steerForm(id);
+    view.node.append(view.steer);
+  };
+  // While a run runs, a person may add to it: the message reaches its next model request.
+  const steerForm = (id) => {
+    const field = `steer-${id}`;
+    const input = el('input', { id: field, type: 'text', testid: 'chat-steer-text', autocomplete: 'off' });
+    const said = el('span', { class: 'muted', role: 'status', testid: 'chat-steer-note' });
+    const box = el('form', { class: 'steer', testid: 'chat-steer' }, el('label', { for: field }, 'Add to this run'), ' ', input, ' ', el('button', { type: 'submit', class: 'secondary' }, 'Add'), ' ', said);
+    box.addEventListener('submit', async (e) => {
+      e.preventDefault();
+      const text = input.value.trim();
+      if (!text) return;
+      try {
+        await api(`/v1/runs/${encodeURIComponent(id)}/input`, { method: 'POST', body: { text } });
+        input.value = '';
+        said.textContent = 'added: the run reads it before it next asks the model';
+      } catch (err) {
+        said.textContent = describe(err);
+      }
+    });
+    return box;
   };
   const handle = (view, id, ev) => {
     const d = ev.data && typeof ev.data === 'object' ? ev.data : {};
@@ -201,6 +223,7 @@ export function renderChat(main, ctx) {
     else if (ev.event === 'tool_progress') onNote(view, d, 'progress');
     else if (ev.event === 'tool_event') onNote(view, d, 'event');
     else if (ev.event === 'approval_requested') onApproval(view, id, d, ctx.announce);
+    else if (ev.event === 'input') view.tools.append(el('li', { class: 'steered', testid: 'chat-steered' }, `you added: ${String(d.text ?? '')}`));
     else if (ev.event === 'model_request') view.status.firstChild.textContent = `round ${d.round ?? ''}: asking the model…`;
     else if (ev.event === 'end') {
       const report = d.report || {};
@@ -208,6 +231,7 @@ export function renderChat(main, ctx) {
       view.node.dataset.status = String(d.status ?? '');
       view.status.firstChild.textContent = `${d.status ?? 'ended'}${d.error ? `: ${typeof d.error === 'string' ? d.error : d.error.message ?? pretty(d.error)}` : ''}`;
       for (const box of view.approvals.querySelectorAll('.decide')) box.remove();
+      if (view.steer) view.steer.remove();
       if ([...view.approvals.children].some((b) => !b.querySelector('[data-testid="chat-approval-result"]').textContent)) fillDecisions(view, id);
       ctx.announce(`Run ${d.status ?? 'ended'}`);
     }

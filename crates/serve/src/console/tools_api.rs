@@ -137,13 +137,20 @@ fn start(state: &Arc<AppState>, who: &Principal, tool: &Tool, args: &Value) -> A
     let approvals = Arc::new(crate::table::approvals::Approvals::new(
         state.options.approval_timeout,
     ));
+    // A call has no model to tell anything: its queue is closed from the start.
+    let steering = Arc::new(kiln_agent::steer::Steering::default());
+    steering.close();
+    let run = (
+        kiln_core::context::new_run_id(),
+        format!("call:{}", tool.name),
+    );
     let entry = crate::launch::register(
         state,
         who,
-        kiln_core::context::new_run_id(),
-        format!("call:{}", tool.name),
+        run,
         state.stop_runs.child_token(),
         approvals,
+        steering,
     );
     entry.push(Event::ToolStarted {
         round: 1,

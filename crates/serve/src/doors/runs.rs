@@ -149,6 +149,41 @@ pub async fn cancel(
     Ok((StatusCode::ACCEPTED, Json(entry.status())))
 }
 
+/// `POST /v1/runs/{id}/input` with `{"text": "..."}`: adds a person's message to the running
+/// run, delivered before its next model request (202, with how many wait); 409 once the run
+/// has ended or was cancelled.
+pub async fn input(
+    State(state): State<Arc<AppState>>,
+    who: Principal,
+    Path(id): Path<String>,
+    JsonBody(body): JsonBody,
+) -> Result<(StatusCode, Json<Value>), ApiError> {
+    if state.front.is_some() {
+        return Err(ApiError::conflict(
+            "steering_unsupported",
+            "a run through Restate cannot take input while it runs yet; start another turn",
+        ));
+    }
+    let Some(text) = body["text"].as_str() else {
+        return Err(ApiError::bad_request(
+            "text",
+            "text must be the message to add",
+        ));
+    };
+    let entry = find(&state, &id, &who)?;
+    match entry.steering.add(text) {
+        Ok(waiting) => Ok((
+            StatusCode::ACCEPTED,
+            Json(json!({"run": id, "waiting": waiting})),
+        )),
+        Err(kiln_agent::steer::SteerError::Ended) => Err(ApiError::conflict(
+            "run_ended",
+            "the run has ended: nothing more reaches it",
+        )),
+        Err(e) => Err(ApiError::bad_request("text", e.to_string())),
+    }
+}
+
 fn db(state: &AppState) -> Result<&Arc<kiln_db::Db>, ApiError> {
     state
         .host

@@ -1,0 +1,133 @@
+//! Steering a run while it runs (`POST /v1/runs/{id}/input`) on `kiln serve` against
+//! `kiln mock`: a message added while a tool works reaches the next model request (what the
+//! mock received), shows on the run's events, and an ended run refuses more.
+
+use crate::common::{Mock, Scripts, get, http, post};
+use crate::doors::serve::Serve;
+use serde_json::{Value, json};
+use std::time::{Duration, Instant};
+
+fn kitchen(mock: &Mock) -> Scripts {
+    Scripts::new(&[(
+        "kitchen.rhai",
+        &format!(
+            r#"tool("simmer").description("Simmers the soup a while").param("minutes", "integer")
+  .handler(|a| {{ sleep(1.5); `simmered ${{a.minutes}} minutes` }});
+agent("chef").provider("openai").model("mock-model").base_url("{}/v1").tools(["simmer"]);"#,
+            mock.url
+        ),
+    )])
+}
+
+fn scenario() -> Value {
+    json!({"by_round": true, "turns": [
+        {"tool_calls": [{"name": "simmer", "args": {"minutes": 10}}]},
+        {"text": "Soup's ready, with basil."}
+    ]})
+}
+
+/// Every user message's text of a request the mock received.
+fn user_texts(request: &Value) -> Vec<String> {
+    let messages = request["body"]["messages"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    messages
+        .iter()
+        .filter(|m| m["role"] == "user")
+        .map(|m| match &m["content"] {
+            Value::String(s) => s.clone(),
+            other => other.to_string(),
+        })
+        .collect()
+}
+
+#[test]
+fn a_message_added_mid_run_reaches_the_next_model_request() {
+    let mock = Mock::start(&scenario());
+    let scripts = kitchen(&mock);
+    let serve = Serve::start(
+        scripts.path(),
+        &scripts.path().join("k.db"),
+        &["--no-stdlib"],
+        &[],
+    );
+    let url = &serve.url;
+    let (status, started) = post(
+        &format!("{url}/v1/runs"),
+        &json!({"agent": "chef", "input": "make soup", "wait": false}),
+        &[],
+    );
+    assert_eq!(status, 202, "{started}");
+    let id = started["id"].as_str().expect("run id").to_string();
+    mock.wait_for_requests(1);
+    // The first round's tool simmers for 1.5 s: the message waits for the next request.
+    let input = format!("{url}/v1/runs/{id}/input");
+    let (status, queued) = post(&input, &json!({"text": "add basil, please"}), &[]);
+    assert_eq!(status, 202, "{queued}");
+    assert_eq!(queued["waiting"], 1, "{queued}");
+    let (status, bad) = post(&input, &json!({"text": ""}), &[]);
+    assert_eq!(status, 400, "{bad}");
+
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let mut done = Value::Null;
+    while Instant::now() < deadline {
+        let (_, run) = get(&format!("{url}/v1/runs/{id}"));
+        if run["status"] != "running" {
+            done = run;
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert_eq!(done["status"], "completed", "{done}");
+    let requests = mock.requests();
+    assert_eq!(requests.len(), 2, "{requests:?}");
+    assert_eq!(user_texts(&requests[0]), ["make soup"]);
+    assert_eq!(
+        user_texts(&requests[1]),
+        ["make soup", "add basil, please"],
+        "the second request carries the message after the tool's result"
+    );
+    let (_, _, events) = http("GET", &format!("{url}/v1/runs/{id}/events"), &[], None);
+    assert!(
+        events.contains("event: input") && events.contains("add basil, please"),
+        "{events}"
+    );
+    let (status, ended) = post(&input, &json!({"text": "too late"}), &[]);
+    assert_eq!(status, 409, "{ended}");
+}
+
+#[test]
+fn a_cancelled_run_ends_at_its_round_and_what_waited_never_runs() {
+    let mock = Mock::start(&scenario());
+    let scripts = kitchen(&mock);
+    let serve = Serve::start(
+        scripts.path(),
+        &scripts.path().join("k.db"),
+        &["--no-stdlib"],
+        &[],
+    );
+    let url = &serve.url;
+    let (_, started) = post(
+        &format!("{url}/v1/runs"),
+        &json!({"agent": "chef", "input": "make soup", "wait": false}),
+        &[],
+    );
+    let id = started["id"].as_str().expect("run id").to_string();
+    mock.wait_for_requests(1);
+    let input = format!("{url}/v1/runs/{id}/input");
+    let (status, _) = post(&input, &json!({"text": "add basil"}), &[]);
+    assert_eq!(status, 202);
+    let (status, _, _) = http("POST", &format!("{url}/v1/runs/{id}/cancel"), &[], None);
+    assert_eq!(status, 202);
+    let (_, run) = get(&format!("{url}/v1/runs/{id}?wait=true"));
+    assert_eq!(run["status"], "cancelled", "{run}");
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(
+        mock.requests().len(),
+        1,
+        "nothing queued ran after the cancel"
+    );
+    let (status, ended) = post(&input, &json!({"text": "too late"}), &[]);
+    assert_eq!(status, 409, "{ended}");
+}
