@@ -119,7 +119,6 @@ pub mod model {
     pub use kiln_agent::text_calls::extract;
     pub use kiln_agent::text_calls::extract::JsonParseError;
     pub use kiln_core::model::attachment::media_type_of;
-    pub use kiln_core::model::text_calls::TextCallFormat;
     pub use kiln_core::model::{
         AnsweredBy, CallArgs, LocalModel, LocalReply, Message, ModelRequest, ModelResponse,
         ProviderError, StopReason, TextSink, ToolCall, ToolChoice, ToolDef, ToolResult, Usage,
@@ -127,6 +126,7 @@ pub mod model {
     pub use kiln_core::model::{Attachment, AttachmentError, AttachmentKind, AttachmentSource};
     pub use kiln_core::schema::Format;
     pub use kiln_registry::agent_spec::ProviderKind;
+    pub use kiln_registry::agent_spec::TextCallFormat;
     pub use kiln_registry::fallback::FallbackModel;
 }
 

@@ -136,7 +136,7 @@ pub struct ProviderArgs {
     /// `.fallback`. Each reaches its provider by its own environment (`OPENAI_BASE_URL`...).
     #[arg(long, value_name = "LIST", value_parser = parse_fallback)]
     pub fallback: Option<FallbackList>,
-    /// Recover tool calls the model writes as text (off, auto, hermes, mistral, llama),
+    /// Recover tool calls the model writes as text (off, auto, hermes, qwen, mistral, llama, deepseek, gemma, json),
     /// instead of the agent's `.text_tool_calls`.
     #[arg(long, value_name = "FORMAT", value_parser = parse_text_calls)]
     pub text_tool_calls: Option<kiln::model::TextCallFormat>,

@@ -14,5 +14,4 @@ pub(crate) mod serve_refusals;
 pub(crate) mod serve_responses;
 pub(crate) mod serve_responses_schema;
 pub(crate) mod serve_tokens;
-pub(crate) mod steer;
 pub(crate) mod transcript_cap;

@@ -1,6 +1,5 @@
 //! Turns an agent's settings (plus command-line overrides and the environment) into a provider.
 
-use kiln_core::model::text_calls::TextCallFormat;
 use kiln_providers::{
     Endpoint, Limits, Provider, ProviderError, anthropic, http, ollama, openai::chat,
 };
@@ -8,6 +7,7 @@ use kiln_providers::{
     bedrock, chain, gemini,
     openai::{azure, responses},
 };
+use kiln_registry::agent_spec::TextCallFormat;
 use kiln_registry::agent_spec::{AgentSpec, ProviderKind};
 use kiln_registry::fallback::FallbackModel;
 use std::collections::BTreeMap;

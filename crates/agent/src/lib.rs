@@ -20,14 +20,13 @@ mod round;
 pub mod run;
 mod spans;
 mod start;
-pub mod steer;
 pub mod text_calls;
 mod tool_loop;
 
 pub use event::{Event, Observer};
 pub use host::RunHost;
 pub use journal::{Journaled, Local, Recalled, StepFuture, StepJournal, StepValue, StepWork};
-pub use options::RunOptions;
+pub use options::{RunOptions, steer};
 pub use record::Recorder;
 pub use report::call_outcome::{CallError, CallOutcome};
 pub use report::{RecordError, RunError, RunErrorKind, RunReport, ToolCallRecord};

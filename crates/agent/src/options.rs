@@ -1,6 +1,8 @@
 //! How to run an agent: what the caller sets for one run (overrides, grants, context,
 //! deadline, cancellation, history, state, recorder, session, run id).
 
+pub mod steer;
+
 use crate::connect::ProviderOverrides;
 use crate::event::Observer;
 use kiln_core::capability::Grants;

@@ -6,7 +6,6 @@ pub mod content;
 pub mod error;
 pub mod local;
 pub mod message;
-pub mod text_calls;
 
 pub use attachment::{Attachment, AttachmentError, AttachmentKind, AttachmentSource};
 pub use error::ProviderError;

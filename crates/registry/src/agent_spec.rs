@@ -8,6 +8,10 @@ use serde_json::Value;
 use std::sync::Arc;
 
 pub use crate::provider_kind::ProviderKind;
+pub use text_calls::TextCallFormat;
+
+pub mod skills;
+pub mod text_calls;
 
 /// How an agent talks to its model.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
@@ -113,7 +117,7 @@ pub struct AgentSpec {
     /// Models tried in order when its own is busy or unreachable (`.fallback([...])`).
     pub fallback: Vec<crate::fallback::FallbackModel>,
     /// Which tool calls written as text are recovered (`.text_tool_calls(...)`).
-    pub text_tool_calls: kiln_core::model::text_calls::TextCallFormat,
+    pub text_tool_calls: TextCallFormat,
 }
 
 /// An agent's contract: its typed final answer, its budget and its model's prices.

@@ -13,11 +13,12 @@ for p in ["openai", "ollama"] {
     agent(`off_${p}`).provider(p).model("local-model").tools(["lookup"]);
 }
 agent("hermes_only").provider("openai").model("local-model").tools(["lookup"]).text_tool_calls("hermes");
+agent("json_only").provider("openai").model("local-model").tools(["lookup"]).text_tool_calls("json");
 "#;
 
-/// The three formats, each asking for `lookup(SKU-1)`, with text around the call where the
-/// format allows it.
-const FORMATS: [(&str, &str, &str); 3] = [
+/// The shapes local chat templates write, each asking for `lookup(SKU-1)`, with the text left
+/// around the call where the shape allows it.
+const FORMATS: [(&str, &str, &str); 12] = [
     (
         "hermes",
         "Let me check.\n<tool_call>\n{\"name\": \"lookup\", \"arguments\": {\"sku\": \"SKU-1\"}}\n</tool_call>",
@@ -33,10 +34,53 @@ const FORMATS: [(&str, &str, &str); 3] = [
         "<|python_tag|>{\"name\": \"lookup\", \"parameters\": {\"sku\": \"SKU-1\"}}",
         "",
     ),
+    // Issue 61: Qwen2.5-Coder behind llama.cpp's server, the call in a ```json fence.
+    (
+        "qwen2.5-coder fence",
+        "I'll look it up.\n```json\n{\"name\": \"lookup\", \"arguments\": {\"sku\": \"SKU-1\"}}\n```",
+        "I'll look it up.",
+    ),
+    // Issue 61 too: one call per line.
+    (
+        "json lines",
+        "{\"name\": \"lookup\", \"arguments\": {\"sku\": \"SKU-1\"}}\n{\"name\": \"lookup\", \"arguments\": {\"sku\": \"SKU-2\"}}",
+        "",
+    ),
+    (
+        "qwen3-coder",
+        "<tool_call>\n<function=lookup>\n<parameter=sku>\nSKU-1\n</parameter>\n</function>\n</tool_call>",
+        "",
+    ),
+    (
+        "deepseek v3",
+        "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>lookup\n```json\n{\"sku\": \"SKU-1\"}\n```<｜tool▁call▁end｜><｜tool▁calls▁end｜>",
+        "",
+    ),
+    (
+        "deepseek v3.1",
+        "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>lookup<｜tool▁sep｜>{\"sku\": \"SKU-1\"}<｜tool▁call▁end｜><｜tool▁calls▁end｜>",
+        "",
+    ),
+    ("gemma 3", "[lookup(sku=\"SKU-1\")]", ""),
+    (
+        "gemma tool_code",
+        "```tool_code\nlookup(sku=\"SKU-1\")\n```",
+        "",
+    ),
+    (
+        "gemma 4",
+        "<|tool_call>call:lookup{sku:<|\"|>SKU-1<|\"|>}<tool_call|>",
+        "",
+    ),
+    (
+        "functiongemma",
+        "<start_function_call>call:lookup{sku:<escape>SKU-1<escape>}<end_function_call>",
+        "",
+    ),
 ];
 
 fn run(s: &Scripts, mock: &Mock, agent: &str, extra: &[&str]) -> (Option<i32>, Value) {
-    let base = if agent.ends_with("openai") || agent == "hermes_only" {
+    let base = if agent.ends_with("openai") || agent.ends_with("_only") {
         format!("{}/v1", mock.url)
     } else {
         mock.url.clone()
@@ -71,6 +115,12 @@ fn each_text_format_becomes_a_validated_call_on_an_agent_that_opts_in() {
             assert_eq!(call["name"], "lookup", "{case}");
             assert_eq!(call["args"], json!({"sku": "SKU-1"}), "{case}");
             assert_eq!(call["is_error"], false, "{case}");
+            let written = if format == "json lines" { 2 } else { 1 };
+            assert_eq!(
+                report["tool_calls"].as_array().map(Vec::len),
+                Some(written),
+                "{case}"
+            );
             // The transcript holds the call as a call, the text around it as text.
             let assistant = &report["messages"][1];
             assert_eq!(assistant["content"], kept, "{case}");
@@ -94,10 +144,15 @@ fn text_stays_the_answer_on_an_agent_that_does_not_opt_in() {
         assert_eq!(mock.requests().len(), 1, "{format}");
     }
     // One format named: the others stay text.
-    let mistral = FORMATS[1].1;
-    let mock = Mock::start(&json!({"turns": [{"text": mistral}, {"text": "never"}]}));
-    let (_, report) = run(&s, &mock, "hermes_only", &[]);
-    assert_eq!(report["answer"], mistral);
+    for (agent, other) in [("hermes_only", FORMATS[1].1), ("json_only", FORMATS[6].1)] {
+        let mock = Mock::start(&json!({"turns": [{"text": other}, {"text": "never"}]}));
+        let (_, report) = run(&s, &mock, agent, &[]);
+        assert_eq!(report["answer"], other, "{agent}");
+    }
+    let fenced = FORMATS[3].1;
+    let mock = Mock::start(&json!({"turns": [{"text": fenced}, {"text": "done"}]}));
+    let (_, report) = run(&s, &mock, "json_only", &[]);
+    assert_eq!(report["answer"], "done", "{report}");
     // The flag turns it on for an agent that did not.
     let hermes = FORMATS[0].1;
     let mock = Mock::start(&json!({"turns": [{"text": hermes}, {"text": "done"}]}));
@@ -144,4 +199,26 @@ fn a_malformed_or_invalid_text_call_is_an_error_the_model_reads() {
         "{second}"
     );
     assert!(second.contains("nope"), "{second}");
+    // With no markup around it: a broken JSON call in a fence is told to the model too, on
+    // Ollama's wire; a Gemma 4 call the schema refuses gets the usual error result.
+    let broken = "```json\n{\"name\": \"lookup\", \"arguments\": {\"sku\": }\n```";
+    let mock = Mock::start(&json!({"turns": [{"text": broken}, {"text": "sorry"}]}));
+    let (code, report) = run(&s, &mock, "on_ollama", &[]);
+    assert_eq!(code, Some(0), "{report}");
+    assert_eq!(report["answer"], "sorry");
+    assert_eq!(report["tool_calls"], json!([]));
+    let requests = mock.requests();
+    assert_eq!(requests.len(), 2, "asked again, not taken as the answer");
+    let said = requests[1]["body"]["messages"].to_string();
+    assert!(said.contains("the JSON call is not valid"), "{said}");
+    let refused = "<|tool_call>call:lookup{sku:<|\"|>brick<|\"|>}<tool_call|>";
+    let mock = Mock::start(&json!({"turns": [{"text": refused}, {"text": "sorry"}]}));
+    let (code, report) = run(&s, &mock, "on_ollama", &[]);
+    assert_eq!(code, Some(0), "{report}");
+    assert_eq!(report["tool_calls"][0]["is_error"], true, "{report}");
+    let second = mock.requests()[1]["body"].to_string();
+    assert!(
+        second.contains("pattern") || second.contains("SKU"),
+        "{second}"
+    );
 }

@@ -1,26 +1,49 @@
-use super::{Found, TextCall, recover};
+use super::super::call::TextCall;
+use super::{Found, Offered, recover};
 use kiln_core::model::CallArgs;
-use kiln_core::model::text_calls::TextCallFormat;
-use serde_json::json;
+use kiln_registry::agent_spec::TextCallFormat;
+use serde_json::{Value, json};
+use std::sync::LazyLock;
 
-const TOOLS: &[&str] = &["lookup", "calculator"];
+/// The schemas of the tools the tests offer: `lookup(sku: string)`, `calculator(expr)`.
+static SCHEMAS: LazyLock<[Value; 2]> = LazyLock::new(|| {
+    [
+        json!({"type": "object", "properties": {"sku": {"type": "string"}}}),
+        json!({"type": "object", "properties": {"expr": {"type": "string"}}}),
+    ]
+});
 
-fn call(name: &str, args: serde_json::Value) -> TextCall {
+/// `recover` with `lookup` and `calculator` offered.
+pub(super) fn recover_in(text: &str, format: TextCallFormat) -> Found {
+    let tools = [
+        Offered {
+            name: "lookup",
+            schema: &SCHEMAS[0],
+        },
+        Offered {
+            name: "calculator",
+            schema: &SCHEMAS[1],
+        },
+    ];
+    recover(text, format, &tools)
+}
+
+pub(super) fn call(name: &str, args: serde_json::Value) -> TextCall {
     TextCall {
         name: name.into(),
         args: CallArgs::Parsed(args),
     }
 }
 
-fn calls(text: &str, format: TextCallFormat) -> (String, Vec<TextCall>) {
-    match recover(text, format, TOOLS) {
+pub(super) fn calls(text: &str, format: TextCallFormat) -> (String, Vec<TextCall>) {
+    match recover_in(text, format) {
         Found::Calls { text, calls } => (text, calls),
         other => panic!("expected calls in {text:?}, got {other:?}"),
     }
 }
 
-fn problem(text: &str) -> String {
-    match recover(text, TextCallFormat::Auto, TOOLS) {
+pub(super) fn problem(text: &str) -> String {
+    match recover_in(text, TextCallFormat::Auto) {
         Found::Malformed(p) => p,
         other => panic!("expected a malformed call in {text:?}, got {other:?}"),
     }
@@ -40,7 +63,7 @@ fn hermes_blocks_become_calls_and_the_text_around_them_stays() {
     );
     assert_eq!(calls(text, TextCallFormat::Hermes).1.len(), 2);
     assert_eq!(
-        recover(text, TextCallFormat::Mistral, TOOLS),
+        recover_in(text, TextCallFormat::Mistral),
         Found::Nothing,
         "only the formats asked for"
     );
@@ -104,13 +127,13 @@ fn plain_text_and_json_answers_stay_text() {
         "",
     ] {
         assert_eq!(
-            recover(text, TextCallFormat::Auto, TOOLS),
+            recover_in(text, TextCallFormat::Auto),
             Found::Nothing,
             "{text}"
         );
     }
     let tagged = "<tool_call>{\"name\": \"lookup\", \"arguments\": {}}</tool_call>";
-    assert_eq!(recover(tagged, TextCallFormat::Off, TOOLS), Found::Nothing);
+    assert_eq!(recover_in(tagged, TextCallFormat::Off), Found::Nothing);
 }
 
 #[test]
@@ -146,6 +169,13 @@ fn settings_parse_by_name() {
     for f in TextCallFormat::ALL {
         assert_eq!(TextCallFormat::parse(f.name()), Some(f));
     }
-    assert_eq!(TextCallFormat::parse("qwen"), None);
-    assert_eq!(TextCallFormat::names(), "off, auto, hermes, mistral, llama");
+    assert_eq!(TextCallFormat::parse("qwen3"), None);
+    assert_eq!(
+        TextCallFormat::names(),
+        "off, auto, hermes, qwen, mistral, llama, deepseek, gemma, json"
+    );
+    assert!(TextCallFormat::Qwen.covers(TextCallFormat::Hermes));
+    assert!(TextCallFormat::Qwen.covers(TextCallFormat::Json));
+    assert!(!TextCallFormat::Qwen.covers(TextCallFormat::Gemma));
+    assert!(!TextCallFormat::Off.covers(TextCallFormat::Off));
 }

@@ -25,7 +25,7 @@ pub(super) const AGENT: &[Entry] = &[
     method(
         A,
         "text_tool_calls(format: string)",
-        "Recover tool calls a model writes as text: \"off\" (default), \"auto\", \"hermes\", \"mistral\" or \"llama\".",
+        "Recover tool calls a model writes as text: \"off\" (default), \"auto\", \"hermes\", \"qwen\", \"mistral\", \"llama\", \"deepseek\", \"gemma\" or \"json\".",
     ),
     method(A, "system(text: string)", "The system prompt."),
     method(

@@ -83,7 +83,7 @@ pub fn steer_step(round: u32) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use crate::steer::{MAX_MESSAGE_BYTES, MAX_QUEUED, SteerError, Steering};
 
     #[test]
     fn messages_wait_in_order_until_taken_and_none_after_the_end() {
