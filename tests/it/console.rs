@@ -2,6 +2,7 @@
 //! exports, read back from Phoenix.
 
 pub(crate) mod api;
+pub(crate) mod console_apps;
 pub(crate) mod console_browser;
 pub(crate) mod console_pages;
 pub(crate) mod traces;

@@ -196,8 +196,13 @@ impl NativeTool {
             task: self.meta.task,
             handler: Arc::new(NativeHandler(self.handler)),
         };
+        let extra = self.meta.extra;
         match parts.build() {
-            Ok(tool) if errors.is_empty() => Ok(tool),
+            Ok(mut tool) if errors.is_empty() => {
+                // MCP's further `_meta` (a page, who may call the tool) is no part of the build.
+                tool.meta.extra = extra;
+                Ok(tool)
+            }
             Ok(_) => Err(errors),
             Err(problems) => {
                 errors.extend(problems.into_iter().map(|(part, m)| match part {

@@ -14,6 +14,7 @@ use axum::Json;
 use axum::extract::{Path, State};
 use base64::Engine as _;
 use kiln_core::tool::Tool;
+use kiln_registry::mount_spec::SEPARATOR;
 use kiln_registry::served::apps::{MAX_PAGE_BYTES, MIME, page_of, visible_to};
 use serde_json::{Value, json};
 use std::sync::Arc;
@@ -81,6 +82,14 @@ pub async fn page(
     let opts = kiln_host::CallOptions {
         grants: Some(grants_for(&state, &who)),
         actor_id: who.actor.clone(),
+        approver: Some(Arc::new(PageRead(
+            found
+                .reader
+                .requires
+                .iter()
+                .map(ToString::to_string)
+                .collect(),
+        ))),
         ..Default::default()
     };
     let read = state
@@ -100,6 +109,21 @@ pub async fn page(
         "tool": kiln_host::mcp::convert::tool_to_mcp(&tool),
         "sandbox_port": state.sandbox_port(),
     })))
+}
+
+/// Approves the capabilities a page's reader needs and nothing else: the caller holds them
+/// (the grants are checked as for any read), and showing the page of a call a person approved
+/// asks no one again; a policy's question is no page's to answer, so it is refused.
+struct PageRead(Vec<String>);
+
+impl kiln_core::context::Approver for PageRead {
+    fn approve(&self, cap: &str, _question: &str) -> Result<bool, String> {
+        // The label is the capability's name (`mcp`), or the whole grant (`mcp:clock`).
+        Ok(self
+            .0
+            .iter()
+            .any(|c| c == cap || c.split(':').next() == Some(cap)))
+    }
 }
 
 /// The HTML of a page's contents: its text (or its base64 blob), if it is the extension's
@@ -168,6 +192,15 @@ pub async fn call(
             ));
         }
     };
+    // A mounted server's page calls its tools by the server's names (`get-time`); kiln names
+    // them `SERVER__get-time`.
+    let name = match server_of(&owner) {
+        Some(server) if !name.starts_with(&format!("{server}{SEPARATOR}")) => {
+            format!("{server}{SEPARATOR}{name}")
+        }
+        _ => name.to_string(),
+    };
+    let name = name.as_str();
     let target = usable(&state, &who, name)?;
     // A tool with no page says nothing of apps: only tools that show a page and do not leave
     // apps out of their visibility are an app's to call.
