@@ -4,7 +4,6 @@
 
 pub(crate) mod approval_ends;
 pub(crate) mod nested_approvals;
-pub(crate) mod steer;
 pub(crate) mod tool_asks;
 pub(crate) mod tool_asks_http;
 

@@ -7,6 +7,7 @@ static ALLOCATOR: kiln::budget::Counting<std::alloc::System> =
 
 mod a2a;
 mod acp;
+mod agents;
 mod approvals;
 mod architecture;
 mod commands;
@@ -20,5 +21,6 @@ mod frontends;
 mod mcp;
 mod runlog;
 mod scripts;
+
 mod walls;
 mod wires;

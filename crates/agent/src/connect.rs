@@ -75,6 +75,14 @@ impl ProviderOverrides {
             (Some(own), Some(extra)) => Some(format!("{own}\n\n{extra}")),
             (own, extra) => own.clone().or_else(|| extra.clone()),
         };
+        // Its skills are listed by name and description; the model loads one when it needs it.
+        let base = match (agent.skills.is_empty(), base) {
+            (true, base) => base,
+            (false, base) => {
+                let listing = kiln_registry::agent_spec::skills::listing(&agent.skills);
+                Some(base.map_or(listing.clone(), |b| format!("{b}\n\n{listing}")))
+            }
+        };
         // A typed final answer is asked for on every turn; only the answering one is checked.
         match (&agent.contract.output, base) {
             (Some(output), Some(base)) => Some(format!("{base}\n\n{}", output.instruction())),

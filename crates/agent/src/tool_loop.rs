@@ -2,6 +2,8 @@
 //! concurrently and in call order), send the results back, until it answers or a limit hits.
 //! Each round is one function of [`Rounds`]; [`Run`] keeps the commits in order.
 
+mod skills;
+
 use super::event::Event;
 use super::report::{RunErrorKind, ToolCallRecord};
 use super::round::{Executed, RoundContext, execute_round};
@@ -475,6 +477,12 @@ pub(super) fn pin_turn(
     let mut available = snapshot.available(Some(&agent.tools), ctx);
     // A tool only its page may call (MCP Apps' `visibility: ["app"]`) is no tool of the model's.
     available.retain(|t| kiln_registry::served::apps::visible_to_model(t));
+    // Its skills' two tools, unless a tool of the same name is offered already.
+    for tool in skills::tools(&agent.skills) {
+        if available.iter().all(|t| t.name != tool.name) {
+            available.push(tool);
+        }
+    }
     // Other agents it lists (`agent:NAME`) as tools that run them.
     available.extend(
         agent

@@ -138,6 +138,7 @@ fn host_with(
         handoffs: Vec::new(),
         fallback: Vec::new(),
         text_tool_calls: Default::default(),
+        skills: Vec::new(),
         script: Some(Arc::new(Script(Arc::new(FunctionModel(Box::new(model)))))),
     };
     FakeHost {

@@ -118,6 +118,8 @@ pub struct AgentSpec {
     pub fallback: Vec<crate::fallback::FallbackModel>,
     /// Which tool calls written as text are recovered (`.text_tool_calls(...)`).
     pub text_tool_calls: TextCallFormat,
+    /// `.skills([...])`: the Agent Skills listed to its model and loaded on demand.
+    pub skills: Vec<Arc<skills::Skill>>,
 }
 
 /// An agent's contract: its typed final answer, its budget and its model's prices.

@@ -99,6 +99,8 @@ pub struct AgentDraft {
     pub contract: ContractDraft,
     /// `.handoffs([...])`.
     pub handoffs: Vec<String>,
+    /// `.skills([...])`: folders of Agent Skills, each with where it was written.
+    pub skills: Vec<(String, Position)>,
     /// `.fallback([...])`, each entry checked where it was written.
     pub fallback: Vec<kiln_registry::fallback::FallbackModel>,
     /// Problems found while building.

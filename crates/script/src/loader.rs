@@ -3,6 +3,7 @@
 //! rest of the file still loads.
 
 pub(crate) mod agent;
+mod skills;
 mod ui;
 
 use super::dsl::{self, ToolDraft};
@@ -92,10 +93,20 @@ pub fn load_source_with(
         }
     }
     finish_declarations(&mut collected, &unit, &mut file);
-    for draft in collected.agents {
+    for mut draft in collected.agents {
         let pos = draft.tools_pos;
+        let folders: Vec<_> = std::mem::take(&mut draft.skills)
+            .into_iter()
+            .map(|(folder, at)| (folder, super::loc(path, at)))
+            .collect();
+        let found = skills::load(path, &folders);
+        file.imports.extend(found.watched);
+        file.errors.extend(found.errors);
         match agent::finish_agent(draft, &unit) {
-            Ok(agent) => file.agents.push((Arc::new(agent), super::loc(path, pos))),
+            Ok(mut agent) => {
+                agent.skills = found.skills;
+                file.agents.push((Arc::new(agent), super::loc(path, pos)));
+            }
             Err(errs) => file.errors.extend(errs),
         }
     }

@@ -257,6 +257,7 @@ fn judge_agent(provider: ProviderKind) -> AgentSpec {
         handoffs: Vec::new(),
         fallback: Vec::new(),
         text_tool_calls: Default::default(),
+        skills: Vec::new(),
         script: None,
     }
 }

@@ -81,7 +81,8 @@ pub fn register(engine: &mut Engine) {
     });
 }
 
-/// The methods taking a list: `.tools`, `.capabilities`, `.handoffs`, `.needs_approval`.
+/// The methods taking a list: `.tools`, `.capabilities`, `.skills`, `.handoffs`,
+/// `.needs_approval`.
 fn register_lists(engine: &mut Engine) {
     engine.register_fn(
         "tools",
@@ -106,6 +107,16 @@ fn register_lists(engine: &mut Engine) {
                     d.caps_pos = pos;
                 }
                 Err(e) => d.errors.push((pos, format!("capabilities: {e}"))),
+            })
+        },
+    );
+    engine.register_fn(
+        "skills",
+        |ctx: NativeCallContext, b: &mut AgentBuilder, list: Array| {
+            let pos = ctx.call_position();
+            b.with(|d| match strings(&list) {
+                Ok(l) => d.skills = l.into_iter().map(|f| (f, pos)).collect(),
+                Err(e) => d.errors.push((pos, format!("skills: {e}"))),
             })
         },
     );

@@ -225,6 +225,8 @@ fn agent_spec(
         handoffs: d.handoffs,
         fallback: d.fallback,
         text_tool_calls: checked.text_tool_calls,
+        // The loader reads the skills' folders (`loader::skills`).
+        skills: Vec::new(),
         // A program's parallel([...]) is bounded like the agent's concurrent calls.
         code_mode: d.code_mode.map(|mode| agent_spec::CodeMode {
             max_parallel,

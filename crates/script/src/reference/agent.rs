@@ -53,6 +53,11 @@ pub(super) const AGENT: &[Entry] = &[
     ),
     method(
         A,
+        "skills(folders: array)",
+        "Agent Skills (folders with a SKILL.md, or folders of them) listed to the model by name and description and loaded on demand with load_skill and read_skill_file.",
+    ),
+    method(
+        A,
         "handoffs(agents: array)",
         "Agents it may hand the conversation to.",
     ),
