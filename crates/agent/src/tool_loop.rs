@@ -2,6 +2,7 @@
 //! concurrently and in call order), send the results back, until it answers or a limit hits.
 //! Each round is one function of [`Rounds`]; [`Run`] keeps the commits in order.
 
+mod compact;
 mod skills;
 
 use super::event::Event;
@@ -120,6 +121,9 @@ struct Rounds<'s, 'a> {
     sent: usize,
     /// What was wrong with a tool call the last reply wrote as text, for the model.
     misread: Option<String>,
+    /// The provider's count of the last request's tokens, while it still describes the
+    /// transcript (none after a compaction).
+    counted: Option<u64>,
 }
 
 impl<'s, 'a> Rounds<'s, 'a> {
@@ -141,6 +145,7 @@ impl<'s, 'a> Rounds<'s, 'a> {
             exclusive: Arc::new(RwLock::new(())),
             sent: 0,
             misread: None,
+            counted: None,
         }
     }
 
@@ -154,13 +159,22 @@ impl<'s, 'a> Rounds<'s, 'a> {
         let setup = self.setup;
         self.contract.check(&run.report, 0)?;
         deliver_steering(setup, run, run.report.rounds + 1).await?;
+        let round = run.report.rounds + 1;
+        let view = compact::view(setup, &run.report.messages, round, self.counted).await?;
         let offered = pin_turn(setup.host, &setup.agent, ctx);
         let mut asked = model_request(setup, run, &offered, self.sent);
+        let viewed = view.is_some();
+        if let Some(view) = view {
+            // The request sends the compacted transcript; the run keeps the whole one.
+            asked.messages = view.into();
+            asked.unchanged_prefix = 0;
+        }
         // The caller's own tools are offered after the agent's.
         asked.tools.extend(setup.opts.client_tools.iter().cloned());
         let request = setup.provider.prepare(&asked);
         super::run::check_transcript(&request, setup.opts)?;
-        self.sent = run.report.messages.len();
+        // A compacted request shares no prefix with the run's transcript.
+        self.sent = if viewed { 0 } else { run.report.messages.len() };
         run.report.rounds += 1;
         let (journal, provider, opts) = (setup.journal, &setup.provider, setup.opts);
         let mut reply = run
@@ -169,6 +183,7 @@ impl<'s, 'a> Rounds<'s, 'a> {
         let text_calls = (opts.overrides.text_tool_calls).unwrap_or(setup.agent.text_tool_calls);
         let round = run.report.rounds;
         self.misread = super::text_calls::recover_calls(&mut reply, text_calls, &offered, round);
+        self.counted = (reply.usage.input_tokens > 0).then_some(reply.usage.input_tokens);
         run.report.stop_reason = Some(reply.stop.clone());
         run.report.cost_usd = self.contract.spend(&run.report).cost_usd;
         run.report.messages.push(Message::Assistant {

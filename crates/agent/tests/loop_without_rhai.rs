@@ -139,6 +139,7 @@ fn host_with(
         fallback: Vec::new(),
         text_tool_calls: Default::default(),
         skills: Vec::new(),
+        compaction: None,
         script: Some(Arc::new(Script(Arc::new(FunctionModel(Box::new(model)))))),
     };
     FakeHost {

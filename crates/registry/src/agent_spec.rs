@@ -10,6 +10,7 @@ use std::sync::Arc;
 pub use crate::provider_kind::ProviderKind;
 pub use text_calls::TextCallFormat;
 
+pub mod compact;
 pub mod skills;
 pub mod text_calls;
 
@@ -118,6 +119,8 @@ pub struct AgentSpec {
     pub fallback: Vec<crate::fallback::FallbackModel>,
     /// Which tool calls written as text are recovered (`.text_tool_calls(...)`).
     pub text_tool_calls: TextCallFormat,
+    /// `.compact(#{...})`: when and how a long transcript is compacted.
+    pub compaction: Option<compact::Compaction>,
     /// `.skills([...])`: the Agent Skills listed to its model and loaded on demand.
     pub skills: Vec<Arc<skills::Skill>>,
 }

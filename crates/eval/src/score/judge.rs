@@ -258,6 +258,7 @@ fn judge_agent(provider: ProviderKind) -> AgentSpec {
         fallback: Vec::new(),
         text_tool_calls: Default::default(),
         skills: Vec::new(),
+        compaction: None,
         script: None,
     }
 }

@@ -7,6 +7,7 @@
 
 use crate::dsl::{AgentBuilder, AgentSettings, strings};
 use kiln_registry::agent_spec::CodeMode;
+use kiln_registry::agent_spec::compact::{CompactWith, Compaction};
 use kiln_registry::fallback::FallbackModel;
 use rhai::{Array, Engine, FnPtr, INT, Map, NativeCallContext};
 
@@ -166,12 +167,52 @@ fn register_model_choice(engine: &mut Engine) {
         },
     );
     engine.register_fn(
+        "compact",
+        |ctx: NativeCallContext, b: &mut AgentBuilder, opts: Map| {
+            let pos = ctx.call_position();
+            let read = compaction(opts);
+            b.with(|d| match read {
+                Ok(c) => d.compaction = Some(c),
+                Err(e) => d.errors.push((pos, format!("compact: {e}"))),
+            })
+        },
+    );
+    engine.register_fn(
         "text_tool_calls",
         |ctx: NativeCallContext, b: &mut AgentBuilder, format: &str| {
             let pos = ctx.call_position();
             b.with(|d| d.settings.text_tool_calls = Some((format.to_string(), pos)))
         },
     );
+}
+
+/// `#{ at: tokens, keep_last: n, how: "summary" | "trim" }`, every key optional (`with` is a
+/// word Rhai keeps for itself).
+fn compaction(opts: Map) -> Result<Compaction, String> {
+    let mut c = Compaction::default();
+    for (key, value) in opts {
+        match key.as_str() {
+            "at" => match value.as_int() {
+                Ok(n) if n >= 1_000 => c.at = n as u64,
+                _ => return Err("at must be a number of tokens, at least 1000".into()),
+            },
+            "keep_last" => match value.as_int() {
+                Ok(n) if (1..=1_000).contains(&n) => c.keep_last = n as usize,
+                _ => return Err("keep_last must be an integer from 1 to 1000".into()),
+            },
+            "how" => match value.into_string().as_deref() {
+                Ok("summary") => c.with = CompactWith::Summary,
+                Ok("trim") => c.with = CompactWith::Trim,
+                _ => return Err("how must be \"summary\" or \"trim\"".into()),
+            },
+            other => {
+                return Err(format!(
+                    "unknown option \"{other}\" (expected at, keep_last, how)"
+                ));
+            }
+        }
+    }
+    Ok(c)
 }
 
 /// `#{ except: [...], max_calls: n, timeout: ms | "30s" }`, every key optional.

@@ -225,6 +225,7 @@ fn agent_spec(
         handoffs: d.handoffs,
         fallback: d.fallback,
         text_tool_calls: checked.text_tool_calls,
+        compaction: d.compaction,
         // The loader reads the skills' folders (`loader::skills`).
         skills: Vec::new(),
         // A program's parallel([...]) is bounded like the agent's concurrent calls.

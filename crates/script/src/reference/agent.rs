@@ -53,6 +53,11 @@ pub(super) const AGENT: &[Entry] = &[
     ),
     method(
         A,
+        "compact(options: map)",
+        "Keeps a long transcript within a budget: #{ at: tokens (100000), keep_last: messages (8), how: \"summary\" | \"trim\" }.",
+    ),
+    method(
+        A,
         "skills(folders: array)",
         "Agent Skills (folders with a SKILL.md, or folders of them) listed to the model by name and description and loaded on demand with load_skill and read_skill_file.",
     ),

@@ -1,0 +1,276 @@
+//! Compaction in the loop (`.compact(...)`, kiln-registry's `agent_spec::compact`): a request
+//! whose transcript passes the budget sends, instead of the part before its last `keep_last`
+//! messages (the cut moved back to a person's message, so a tool call keeps its results), a
+//! summary of it or its trimmed form. The new beginning is a journaled step (`compact-ROUND`):
+//! a replay reads it back instead of asking again. The run, its log and a session keep the
+//! whole transcript; the beginning is remembered (`cache`) so later turns reuse it.
+
+mod cache;
+
+use crate::journal::{StepValue, StepWork, decode};
+use crate::report::RunErrorKind;
+use crate::run::Setup;
+use kiln_core::model::{Message, ModelRequest};
+use kiln_registry::agent_spec::compact::{
+    CompactWith, Compaction, SUMMARY_PROMPT, estimate_tokens,
+};
+
+/// How long a tool result stays when a transcript is trimmed.
+const TRIMMED_RESULT_CHARS: usize = 200;
+
+/// The step name of round `round`'s compaction.
+pub(super) fn compact_step(round: u32) -> String {
+    format!("compact-{round}")
+}
+
+/// The bytes of a transcript as text (what its size is estimated from).
+fn bytes_of(messages: &[Message]) -> usize {
+    messages
+        .iter()
+        .map(|m| match m {
+            Message::User { content, .. } => content.len(),
+            Message::Assistant {
+                content,
+                tool_calls,
+                ..
+            } => {
+                content.len()
+                    + tool_calls
+                        .iter()
+                        .map(|c| c.name.len() + c.args.to_value().to_string().len())
+                        .sum::<usize>()
+            }
+            Message::Tool { results } => results.iter().map(|r| r.content.len()).sum(),
+        })
+        .sum()
+}
+
+/// Where the older part ends: `keep_last` from the end, moved back to a person's message (a
+/// tool call is never parted from its results); 0 when nothing can go.
+fn cut_point(messages: &[Message], keep_last: usize) -> usize {
+    let mut cut = messages.len().saturating_sub(keep_last.max(1));
+    while cut > 0 && !matches!(messages[cut], Message::User { .. }) {
+        cut -= 1;
+    }
+    cut
+}
+
+/// What a request sends instead of `messages` when they pass the budget: the compacted
+/// beginning and the rest, or `None` when they fit. `counted` is the provider's count of the
+/// last request. The largest beginning compacted before (in this process) is reused, so a long
+/// session asks for a summary only when what follows the last one outgrows the budget.
+pub(super) async fn view(
+    setup: &Setup<'_>,
+    messages: &[Message],
+    round: u32,
+    counted: Option<u64>,
+) -> Result<Option<Vec<Message>>, RunErrorKind> {
+    let Some(c) = setup.agent.compaction.clone() else {
+        return Ok(None);
+    };
+    // The system prompt goes with every request: it counts against the budget too.
+    let system = setup
+        .opts
+        .overrides
+        .system(&setup.agent)
+        .map_or(0, |s| s.len());
+    let over = |m: &[Message], counted: Option<u64>| {
+        estimate_tokens(system + bytes_of(m)).max(counted.unwrap_or(0)) > c.at
+    };
+    let known = cache::longest(&setup.agent.name, messages);
+    let mut view: Vec<Message> = match &known {
+        Some((len, head)) => head
+            .iter()
+            .cloned()
+            .chain(messages[*len..].iter().cloned())
+            .collect(),
+        None => messages.to_vec(),
+    };
+    // The provider's count describes the whole transcript only when nothing was compacted.
+    if !over(&view, counted.filter(|_| known.is_none())) {
+        return Ok(known.map(|_| view));
+    }
+    let cut = cut_point(&view, c.keep_last);
+    if cut == 0 {
+        return Ok(known.map(|_| view));
+    }
+    let head_len = known.as_ref().map_or(0, |(_, head)| head.len());
+    // How much of the run's own transcript the new beginning stands for.
+    let covered = known.as_ref().map_or(0, |(len, _)| *len) + cut.saturating_sub(head_len);
+    let older: Vec<Message> = view.drain(..cut).collect();
+    let step = compact_step(round);
+    let work: StepWork = match c.with {
+        CompactWith::Trim => {
+            let head = trim(older, &c, system + bytes_of(&view));
+            Box::pin(async move { Ok(StepValue::Typed(Box::new(head))) })
+        }
+        CompactWith::Summary => summary_work(setup, older, &c),
+    };
+    let recalled = setup.journal.step(step.clone(), work).await?;
+    let head = decode::<Vec<Message>>(&step, recalled.value)?;
+    tracing::info!(round, covered, "compacted the transcript");
+    cache::remember(&setup.agent.name, &messages[..covered], head.clone());
+    Ok(Some(head.into_iter().chain(view).collect()))
+}
+
+/// The older part trimmed: tool results shortened first; if the transcript (with `rest` bytes
+/// after it) is still over the budget, the older part goes, with a note saying so.
+fn trim(mut older: Vec<Message>, c: &Compaction, rest: usize) -> Vec<Message> {
+    for m in &mut older {
+        if let Message::Tool { results } = m {
+            for r in results {
+                if r.content.chars().count() > TRIMMED_RESULT_CHARS {
+                    let kept: String = r.content.chars().take(TRIMMED_RESULT_CHARS).collect();
+                    r.content = format!("{kept}… [shortened to keep within the context budget]");
+                }
+            }
+        }
+    }
+    if estimate_tokens(bytes_of(&older) + rest) <= c.at {
+        return older;
+    }
+    vec![Message::user(format!(
+        "[{} earlier messages of this conversation were dropped to keep within the context budget.]",
+        older.len()
+    ))]
+}
+
+/// The older part as one summary: a request to the agent's model with [`SUMMARY_PROMPT`],
+/// the older messages as text, no tools.
+fn summary_work(setup: &Setup<'_>, older: Vec<Message>, c: &Compaction) -> StepWork {
+    let text = render(&older, (c.at as usize).saturating_mul(8));
+    let (provider, cancel) = (setup.provider.clone(), setup.opts.cancel.clone());
+    let request = ModelRequest {
+        model: setup.model.clone(),
+        system: Some(SUMMARY_PROMPT.to_string()),
+        messages: vec![Message::user(text)].into(),
+        tools: Vec::new(),
+        temperature: None,
+        max_tokens: 2_000,
+        stream: false,
+        unchanged_prefix: 0,
+        output: None,
+        tool_choice: kiln_core::model::ToolChoice::Auto,
+        parallel_tool_calls: None,
+    };
+    let prepared = provider.prepare(&request);
+    Box::pin(async move {
+        let sink: kiln_core::model::TextSink = std::sync::Arc::new(|_: &str| {});
+        let reply = tokio::select! {
+            r = provider.send(prepared, &sink) => r.map_err(RunErrorKind::from)?,
+            _ = cancel.cancelled() => return Err(RunErrorKind::Cancelled),
+        };
+        let summary = Message::user(format!(
+            "Summary of the earlier conversation (compacted to keep within the context budget):\n{}",
+            reply.text.trim()
+        ));
+        Ok(StepValue::Typed(Box::new(vec![summary])))
+    })
+}
+
+/// Messages as plain text, one paragraph each, for the summary request: at most `limit`
+/// bytes, the latest kept (a history compacted in another process is summarized from its end).
+fn render(messages: &[Message], limit: usize) -> String {
+    let mut out = String::new();
+    for m in messages {
+        match m {
+            Message::User { content, .. } => out.push_str(&format!("\nUser: {content}\n")),
+            Message::Assistant {
+                content,
+                tool_calls,
+                ..
+            } => {
+                if !content.is_empty() {
+                    out.push_str(&format!("\nAssistant: {content}\n"));
+                }
+                for call in tool_calls {
+                    out.push_str(&format!(
+                        "\nAssistant called {}({})\n",
+                        call.name,
+                        call.args.to_value()
+                    ));
+                }
+            }
+            Message::Tool { results } => {
+                for r in results {
+                    out.push_str(&format!("\nResult of {}: {}\n", r.name, r.content));
+                }
+            }
+        }
+    }
+    if out.len() > limit {
+        let mut from = out.len() - limit;
+        while !out.is_char_boundary(from) {
+            from += 1;
+        }
+        out = format!("[the oldest part is left out]\n{}", &out[from..]);
+    }
+    format!("The conversation so far:\n{out}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kiln_core::model::{ToolCall, ToolResult};
+
+    fn turn(n: usize) -> Vec<Message> {
+        vec![
+            Message::user(format!("question {n}")),
+            Message::Assistant {
+                content: String::new(),
+                tool_calls: vec![ToolCall {
+                    id: format!("c{n}"),
+                    name: "lookup".into(),
+                    args: kiln_core::model::CallArgs::Parsed(serde_json::json!({"n": n})),
+                }],
+                replay: None,
+            },
+            Message::Tool {
+                results: vec![ToolResult {
+                    call_id: format!("c{n}"),
+                    name: "lookup".into(),
+                    content: "x".repeat(1000),
+                    is_error: false,
+                }],
+            },
+            Message::Assistant {
+                content: format!("answer {n}"),
+                tool_calls: Vec::new(),
+                replay: None,
+            },
+        ]
+    }
+
+    #[test]
+    fn the_cut_falls_before_a_persons_message_never_inside_a_call() {
+        let messages: Vec<Message> = (0..5).flat_map(turn).collect();
+        for keep in 1..=20 {
+            let cut = cut_point(&messages, keep);
+            assert!(
+                cut == 0 || matches!(messages[cut], Message::User { .. }),
+                "keep {keep}: {cut}"
+            );
+            assert!(messages.len() - cut >= keep.min(messages.len()) || cut == 0);
+        }
+        assert_eq!(cut_point(&turn(0), 2), 0, "one turn: nothing to compact");
+    }
+
+    #[test]
+    fn trimming_shortens_tool_results_first_then_drops_the_oldest() {
+        let older: Vec<Message> = (0..3).flat_map(turn).collect();
+        let roomy = Compaction {
+            at: 1_000,
+            keep_last: 4,
+            with: CompactWith::Trim,
+        };
+        let kept = trim(older.clone(), &roomy, 0);
+        assert_eq!(kept.len(), older.len(), "shortened is enough");
+        assert!(bytes_of(&kept) < bytes_of(&older) / 3);
+        let tight = Compaction { at: 50, ..roomy };
+        let dropped = trim(older, &tight, 0);
+        assert_eq!(dropped.len(), 1);
+        assert!(
+            matches!(&dropped[0], Message::User { content, .. } if content.contains("12 earlier messages"))
+        );
+    }
+}
