@@ -3,6 +3,7 @@
 //! Each round is one function of [`Rounds`]; [`Run`] keeps the commits in order.
 
 mod compact;
+mod defer;
 mod skills;
 
 use super::event::Event;
@@ -124,6 +125,8 @@ struct Rounds<'s, 'a> {
     /// The provider's count of the last request's tokens, while it still describes the
     /// transcript (none after a compaction).
     counted: Option<u64>,
+    /// The deferred tools this run's searches found.
+    found: defer::Found,
 }
 
 impl<'s, 'a> Rounds<'s, 'a> {
@@ -146,6 +149,7 @@ impl<'s, 'a> Rounds<'s, 'a> {
             sent: 0,
             misread: None,
             counted: None,
+            found: defer::Found::default(),
         }
     }
 
@@ -162,6 +166,7 @@ impl<'s, 'a> Rounds<'s, 'a> {
         let round = run.report.rounds + 1;
         let view = compact::view(setup, &run.report.messages, round, self.counted).await?;
         let offered = pin_turn(setup.host, &setup.agent, ctx);
+        let offered = defer::offer(&setup.agent.defer_loading, offered, &self.found);
         let mut asked = model_request(setup, run, &offered, self.sent);
         let viewed = view.is_some();
         if let Some(view) = view {

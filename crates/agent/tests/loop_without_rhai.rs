@@ -140,6 +140,7 @@ fn host_with(
         text_tool_calls: Default::default(),
         skills: Vec::new(),
         compaction: None,
+        defer_loading: Vec::new(),
         script: Some(Arc::new(Script(Arc::new(FunctionModel(Box::new(model)))))),
     };
     FakeHost {

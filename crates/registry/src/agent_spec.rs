@@ -119,6 +119,9 @@ pub struct AgentSpec {
     pub fallback: Vec<crate::fallback::FallbackModel>,
     /// Which tool calls written as text are recovered (`.text_tool_calls(...)`).
     pub text_tool_calls: TextCallFormat,
+    /// `.defer_loading([...])`: tools (names, or prefixes ending in `*`) offered only once a
+    /// search found them.
+    pub defer_loading: Vec<String>,
     /// `.compact(#{...})`: when and how a long transcript is compacted.
     pub compaction: Option<compact::Compaction>,
     /// `.skills([...])`: the Agent Skills listed to its model and loaded on demand.

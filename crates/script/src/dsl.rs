@@ -99,6 +99,8 @@ pub struct AgentDraft {
     pub contract: ContractDraft,
     /// `.handoffs([...])`.
     pub handoffs: Vec<String>,
+    /// `.defer_loading([...])`: tools offered only once a search found them.
+    pub defer_loading: Vec<String>,
     /// `.compact(#{...})`: when and how the transcript is compacted.
     pub compaction: Option<kiln_registry::agent_spec::compact::Compaction>,
     /// `.skills([...])`: folders of Agent Skills, each with where it was written.

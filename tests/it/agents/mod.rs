@@ -2,5 +2,6 @@
 //! person steers while they run.
 
 pub(crate) mod compact;
+pub(crate) mod defer;
 pub(crate) mod skills;
 pub(crate) mod steer;

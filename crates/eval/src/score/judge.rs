@@ -259,6 +259,7 @@ fn judge_agent(provider: ProviderKind) -> AgentSpec {
         text_tool_calls: Default::default(),
         skills: Vec::new(),
         compaction: None,
+        defer_loading: Vec::new(),
         script: None,
     }
 }

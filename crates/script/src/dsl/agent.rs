@@ -112,6 +112,16 @@ fn register_lists(engine: &mut Engine) {
         },
     );
     engine.register_fn(
+        "defer_loading",
+        |ctx: NativeCallContext, b: &mut AgentBuilder, list: Array| {
+            let pos = ctx.call_position();
+            b.with(|d| match strings(&list) {
+                Ok(l) => d.defer_loading = l,
+                Err(e) => d.errors.push((pos, format!("defer_loading: {e}"))),
+            })
+        },
+    );
+    engine.register_fn(
         "skills",
         |ctx: NativeCallContext, b: &mut AgentBuilder, list: Array| {
             let pos = ctx.call_position();

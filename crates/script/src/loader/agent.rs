@@ -226,6 +226,7 @@ fn agent_spec(
         fallback: d.fallback,
         text_tool_calls: checked.text_tool_calls,
         compaction: d.compaction,
+        defer_loading: d.defer_loading,
         // The loader reads the skills' folders (`loader::skills`).
         skills: Vec::new(),
         // A program's parallel([...]) is bounded like the agent's concurrent calls.

@@ -53,6 +53,11 @@ pub(super) const AGENT: &[Entry] = &[
     ),
     method(
         A,
+        "defer_loading(tools: array)",
+        "Tools (names, or prefixes ending in *) the model gets only once its search_tools found them, instead of every schema on every request.",
+    ),
+    method(
+        A,
         "compact(options: map)",
         "Keeps a long transcript within a budget: #{ at: tokens (100000), keep_last: messages (8), how: \"summary\" | \"trim\" }.",
     ),
