@@ -105,15 +105,11 @@ fn an_agent_lists_its_skills_and_loads_one_when_it_needs_it() {
     assert!(!read[2].contains("safe's code"), "{read:?}");
 }
 
-#[test]
-fn kiln_check_reports_a_malformed_skill_at_its_line() {
-    let mock = Mock::start(&scenario());
-    let scripts = project(&mock);
-    let md = scripts.path().join("skills/brewing/SKILL.md");
-    std::fs::write(&md, "---\nname: brewing\ndescription: [never closed\n---\n").expect("SKILL.md");
+/// What `kiln check` says of the project in `dir`, which must fail.
+fn check(dir: &std::path::Path) -> String {
     let out = Command::new(kiln_bin())
         .args(["check", "--no-stdlib", "--scripts", "."])
-        .current_dir(scripts.path())
+        .current_dir(dir)
         .output()
         .expect("kiln check");
     let said = format!(
@@ -122,18 +118,19 @@ fn kiln_check_reports_a_malformed_skill_at_its_line() {
         String::from_utf8_lossy(&out.stderr)
     );
     assert!(!out.status.success(), "{said}");
+    said
+}
+
+#[test]
+fn kiln_check_reports_a_malformed_skill_at_its_line() {
+    let mock = Mock::start(&scenario());
+    let scripts = project(&mock);
+    let md = scripts.path().join("skills/brewing/SKILL.md");
+    std::fs::write(&md, "---\nname: brewing\ndescription: [never closed\n---\n").expect("SKILL.md");
+    let said = check(scripts.path());
     assert!(said.contains("skills/brewing/SKILL.md:3:"), "{said}");
     std::fs::write(&md, "---\nname: Brewing\ndescription: x\n---\n").expect("SKILL.md");
-    let out = Command::new(kiln_bin())
-        .args(["check", "--no-stdlib", "--scripts", "."])
-        .current_dir(scripts.path())
-        .output()
-        .expect("kiln check");
-    let said = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let said = check(scripts.path());
     assert!(
         said.contains("SKILL.md:2:1") && said.contains("lowercase"),
         "{said}"

@@ -42,8 +42,9 @@ fn user_texts(request: &Value) -> Vec<String> {
         .collect()
 }
 
-#[test]
-fn a_message_added_mid_run_reaches_the_next_model_request() {
+/// The chef's run started (not waited for) on a `kiln serve` against its mock: the mock, the
+/// project, the server and the run's id.
+fn start_soup() -> (Mock, Scripts, Serve, String) {
     let mock = Mock::start(&scenario());
     let scripts = kitchen(&mock);
     let serve = Serve::start(
@@ -52,14 +53,20 @@ fn a_message_added_mid_run_reaches_the_next_model_request() {
         &["--no-stdlib"],
         &[],
     );
-    let url = &serve.url;
     let (status, started) = post(
-        &format!("{url}/v1/runs"),
+        &format!("{}/v1/runs", serve.url),
         &json!({"agent": "chef", "input": "make soup", "wait": false}),
         &[],
     );
     assert_eq!(status, 202, "{started}");
     let id = started["id"].as_str().expect("run id").to_string();
+    (mock, scripts, serve, id)
+}
+
+#[test]
+fn a_message_added_mid_run_reaches_the_next_model_request() {
+    let (mock, _scripts, serve, id) = start_soup();
+    let url = &serve.url;
     mock.wait_for_requests(1);
     // The first round's tool simmers for 1.5 s: the message waits for the next request.
     let input = format!("{url}/v1/runs/{id}/input");
@@ -99,21 +106,8 @@ fn a_message_added_mid_run_reaches_the_next_model_request() {
 
 #[test]
 fn a_cancelled_run_ends_at_its_round_and_what_waited_never_runs() {
-    let mock = Mock::start(&scenario());
-    let scripts = kitchen(&mock);
-    let serve = Serve::start(
-        scripts.path(),
-        &scripts.path().join("k.db"),
-        &["--no-stdlib"],
-        &[],
-    );
+    let (mock, _scripts, serve, id) = start_soup();
     let url = &serve.url;
-    let (_, started) = post(
-        &format!("{url}/v1/runs"),
-        &json!({"agent": "chef", "input": "make soup", "wait": false}),
-        &[],
-    );
-    let id = started["id"].as_str().expect("run id").to_string();
     mock.wait_for_requests(1);
     let input = format!("{url}/v1/runs/{id}/input");
     let (status, _) = post(&input, &json!({"text": "add basil"}), &[]);

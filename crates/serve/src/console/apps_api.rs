@@ -6,7 +6,7 @@
 //! server.
 
 use crate::body::JsonBody;
-use crate::console::tools_api::{grants_for, run_call};
+use crate::console::tools_api::{arguments, grants_for, run_call};
 use crate::error::ApiError;
 use crate::state::AppState;
 use crate::walls::auth::Principal;
@@ -182,16 +182,7 @@ pub async fn call(
             "name must be the tool to call",
         ));
     };
-    let args = match &body["arguments"] {
-        Value::Null => json!({}),
-        v @ Value::Object(_) => v.clone(),
-        _ => {
-            return Err(ApiError::bad_request(
-                "arguments",
-                "arguments must be a JSON object",
-            ));
-        }
-    };
+    let args = arguments(&body)?;
     // A mounted server's page calls its tools by the server's names (`get-time`); kiln names
     // them `SERVER__get-time`.
     let name = match server_of(&owner) {

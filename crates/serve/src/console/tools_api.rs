@@ -65,18 +65,21 @@ pub async fn call(
             format!("no tool named \"{name}\" (GET /v1/tools lists them)"),
         )
     })?;
-    let args = match &body["arguments"] {
-        Value::Null => json!({}),
-        v @ Value::Object(_) => v.clone(),
-        _ => {
-            return Err(ApiError::bad_request(
-                "arguments",
-                "arguments must be a JSON object",
-            ));
-        }
-    };
+    let args = arguments(&body)?;
     let (run, outcome) = run_call(&state, &who, tool.clone(), args.clone()).await?;
     answer(&run, &tool, &args, &outcome)
+}
+
+/// A call's `arguments`: a JSON object, none meaning `{}`.
+pub(crate) fn arguments(body: &Value) -> Result<Value, ApiError> {
+    match &body["arguments"] {
+        Value::Null => Ok(json!({})),
+        v @ Value::Object(_) => Ok(v.clone()),
+        _ => Err(ApiError::bad_request(
+            "arguments",
+            "arguments must be a JSON object",
+        )),
+    }
 }
 
 /// Calls `tool` for `who` as the console does: a run of `call:TOOL` in the table (an approval
