@@ -398,7 +398,7 @@ pub(super) fn register(
     let entry = Arc::new(entry);
     // The feed hears of the run's approvals only after its start: one asked before the entry
     // existed is replayed into it by `attach`, and announced below, after `run_started`.
-    let announced = Arc::new(Mutex::new(false));
+    let announced = Arc::new(Mutex::new(Announced::default()));
     attach_approvals(state, &entry, &approvals, &announced);
     state.runs.insert(entry.clone());
     {
@@ -413,14 +413,25 @@ pub(super) fn register(
         );
         let deciders = Audience::Deciders(entry.owner.clone());
         for item in entry.inbox() {
-            state
-                .feed
-                .publish("approval_requested", deciders.clone(), item);
+            let id = item["id"].as_str().unwrap_or_default().to_string();
+            if said.sent.insert(id) {
+                state
+                    .feed
+                    .publish("approval_requested", deciders.clone(), item);
+            }
         }
-        *said = true;
+        said.started = true;
     }
     tracing::info!(run_id = %entry.id, agent = %entry.agent, actor = ?who.actor, "run started");
     entry
+}
+
+/// What the feed was told of a run: its start, and the approvals announced (each once, though
+/// `register`'s replay and the live event may both see it).
+#[derive(Default)]
+struct Announced {
+    started: bool,
+    sent: std::collections::HashSet<String>,
 }
 
 /// Sends the run's approval events into its entry, and to the feed once `announced` (the
@@ -430,7 +441,7 @@ fn attach_approvals(
     state: &Arc<AppState>,
     entry: &Arc<RunEntry>,
     approvals: &crate::table::approvals::Approvals,
-    announced: &Arc<Mutex<bool>>,
+    announced: &Arc<Mutex<Announced>>,
 ) {
     let (events, feed, said) = (
         Arc::downgrade(entry),
@@ -446,8 +457,11 @@ fn attach_approvals(
             _ => None,
         };
         entry.push(ev);
-        let said = said.lock().unwrap_or_else(|e| e.into_inner());
-        if let (Some(id), Some(state), true) = (asked, feed.upgrade(), *said) {
+        let mut said = said.lock().unwrap_or_else(|e| e.into_inner());
+        let started = said.started;
+        // An approval asked while `register` announced the run was announced there already.
+        let fresh = asked.filter(|id| started && said.sent.insert(id.clone()));
+        if let (Some(id), Some(state)) = (fresh, feed.upgrade()) {
             let deciders = Audience::Deciders(entry.owner.clone());
             for item in entry.inbox().into_iter().filter(|a| a["id"] == id.as_str()) {
                 state
