@@ -175,7 +175,7 @@ impl Host {
         }
         files.insert(self.natives.path.clone(), self.natives.clone());
         for dir in &self.config.scripts {
-            for path in script_files(dir)? {
+            for path in reload::script_files(dir)? {
                 let shown = path.to_string_lossy().to_string();
                 let loaded = match read(&path) {
                     Ok(src) => self.load_source(&shown, &src),
@@ -516,41 +516,6 @@ fn ordered_files(files: &BTreeMap<String, Arc<LoadedFile>>) -> Vec<Arc<LoadedFil
     // Scripts and mounted servers keep their path order among themselves.
     ordered.sort_by_key(|f| f.origin.min(Origin::Script));
     ordered
-}
-
-/// The `*.rhai` files of a folder (recursively), sorted; a missing default folder is empty.
-pub fn script_files(dir: &Path) -> Result<Vec<PathBuf>, HostError> {
-    rhai_files(dir, |p| !script::is_test_file(p))
-}
-
-/// The test files (`*.test.rhai`) of a folder (recursively), sorted.
-pub fn test_files(dir: &Path) -> Result<Vec<PathBuf>, HostError> {
-    rhai_files(dir, script::is_test_file)
-}
-
-/// The `*.rhai` files of `dir` (recursively) that `keep` keeps, sorted.
-fn rhai_files(dir: &Path, keep: fn(&Path) -> bool) -> Result<Vec<PathBuf>, HostError> {
-    let mut out = Vec::new();
-    if !dir.exists() {
-        return Ok(out);
-    }
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        let entries = std::fs::read_dir(&d).map_err(|e| HostError::ScriptsFolder {
-            path: d.display().to_string(),
-            source: e,
-        })?;
-        for entry in entries.flatten() {
-            let p = entry.path();
-            if p.is_dir() {
-                stack.push(p);
-            } else if p.extension().is_some_and(|e| e == "rhai") && keep(&p) {
-                out.push(p);
-            }
-        }
-    }
-    out.sort();
-    Ok(out)
 }
 
 #[cfg(feature = "mcp")]

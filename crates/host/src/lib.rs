@@ -19,9 +19,10 @@ mod pipelines;
 pub mod reload;
 
 pub use api::{CallOptions, HostBuilder, RunStream, WatchHandle};
-pub use host::{Host, HostConfig, script_files, test_files};
+pub use host::{Host, HostConfig};
 pub use kiln_agent::Event;
 pub use kiln_agent::RunOptions;
+pub use reload::{script_files, test_files};
 
 #[cfg(test)]
 mod handler_tests;

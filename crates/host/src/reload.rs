@@ -1,7 +1,7 @@
 //! Hot reload: watch the scripts folders, recompile changed `*.rhai` files and swap the registry
 //! atomically. Folders are watched (not files) so editors that save by rename work.
 
-use kiln_core::error::LoadError;
+use kiln_core::error::{HostError, LoadError};
 use kiln_script::imports::canonical;
 use kiln_script::loader::LoadedFile;
 use notify::RecursiveMode;
@@ -272,4 +272,39 @@ pub fn watch(
     Ok(Watcher {
         _debouncer: Box::new(debouncer),
     })
+}
+
+/// The `*.rhai` files of a folder (recursively), sorted; a missing default folder is empty.
+pub fn script_files(dir: &Path) -> Result<Vec<PathBuf>, HostError> {
+    rhai_files(dir, |p| !kiln_script::is_test_file(p))
+}
+
+/// The test files (`*.test.rhai`) of a folder (recursively), sorted.
+pub fn test_files(dir: &Path) -> Result<Vec<PathBuf>, HostError> {
+    rhai_files(dir, kiln_script::is_test_file)
+}
+
+/// The `*.rhai` files of `dir` (recursively) that `keep` keeps, sorted.
+fn rhai_files(dir: &Path, keep: fn(&Path) -> bool) -> Result<Vec<PathBuf>, HostError> {
+    let mut out = Vec::new();
+    if !dir.exists() {
+        return Ok(out);
+    }
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        let entries = std::fs::read_dir(&d).map_err(|e| HostError::ScriptsFolder {
+            path: d.display().to_string(),
+            source: e,
+        })?;
+        for entry in entries.flatten() {
+            let p = entry.path();
+            if p.is_dir() {
+                stack.push(p);
+            } else if p.extension().is_some_and(|e| e == "rhai") && keep(&p) {
+                out.push(p);
+            }
+        }
+    }
+    out.sort();
+    Ok(out)
 }
