@@ -47,9 +47,13 @@ pub async fn run(
         state: Some(run_state.clone()),
         attachments: input.attachments,
     };
+    // The snapshot is the state the run starts from: the run may change it before the stream
+    // below exists, and that change is a delta the client must see.
+    let snapshot = input.state.clone().unwrap_or_else(|| json!({}));
     let entry = live::start(&state, &who, run).await?;
     state.run_states.keep(&entry.id, &run_state);
-    let ag = AgUiStream::new(&input.thread_id, &input.run_id, &entry.id, run_state);
+    let ag = AgUiStream::new(&input.thread_id, &input.run_id, &entry.id, run_state)
+        .with_snapshot(snapshot);
     Ok(stream(entry, ag, None))
 }
 

@@ -205,6 +205,12 @@ impl AgUiStream {
         json!({"type": "RUN_FINISHED", "threadId": self.thread_id, "runId": self.run_id, "outcome": outcome})
     }
 
+    /// Starts from `snapshot` (the state the run began with) instead of the state as it is now.
+    pub fn with_snapshot(mut self, snapshot: Value) -> Self {
+        self.sent_state = snapshot;
+        self
+    }
+
     /// A `STATE_DELTA` when `ctx.state` changed since it was last sent.
     fn state_delta(&mut self, out: &mut Vec<Value>) {
         let now = self.state.lock().map(|s| s.clone()).unwrap_or(Value::Null);
