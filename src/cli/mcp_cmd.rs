@@ -49,6 +49,10 @@ pub struct McpArgs {
     #[arg(long, value_name = "BOOL", num_args = 0..=1, require_equals = true, default_value = "false",
         default_missing_value = "true", value_parser = clap::builder::BoolishValueParser::new())]
     pub code_mode: bool,
+    /// List these tools (a name, or a prefix ending in `*`: `github__*`; repeatable) only once
+    /// a session's `search_tools` finds them; they stay callable by name.
+    #[arg(long, value_name = "PATTERN", conflicts_with = "code_mode")]
+    pub defer: Vec<String>,
     /// HTTP only: also accept requests from this Origin (repeatable), e.g. `https://app.example:*`
     #[arg(long = "allow-origin", value_name = "ORIGIN")]
     pub allow_origins: Vec<String>,
@@ -78,10 +82,14 @@ pub fn apply(
     caps: Option<Vec<String>>,
 ) -> CliResult<()> {
     let file = &project.settings.mcp;
-    fill!(given, a, file; http, token_env, auth_issuer, auth_audience, agents, code_mode,
+    fill!(given, a, file; http, token_env, auth_issuer, auth_audience, agents, code_mode, defer,
         allow_origins, header_timeout, body_timeout, max_sessions, session_idle, max_connections);
     if a.stdio {
         a.http = None;
+    }
+    if a.code_mode && !a.defer.is_empty() {
+        let path = project.path.display();
+        return Err(format!("{path}: [mcp] defer and code_mode do not go together: code mode's search_tools already covers every tool").into());
     }
     if let Some(caps) = caps {
         a.caps = caps;
@@ -110,7 +118,8 @@ pub fn mcp(g: &Global, a: McpArgs) -> CliResult<ExitCode> {
     }
     let server = McpServer::new(host.clone(), grants)
         .with_agents(a.agents)
-        .with_code_mode(a.code_mode);
+        .with_code_mode(a.code_mode)
+        .with_defer(a.defer.clone());
     if a.code_mode {
         // On stderr: stdout carries the protocol.
         crate::cli::output::errln!("kiln mcp: {}", super::programs::describe_program_pool());

@@ -3,6 +3,7 @@
 
 pub(crate) mod apps;
 pub(crate) mod claude_code;
+pub(crate) mod deferred;
 pub(crate) mod mcp_conformance;
 pub(crate) mod mcp_mount;
 pub(crate) mod mcp_oauth;

@@ -2,11 +2,14 @@
 
 use crate::catalog::{CAPABILITIES, Catalog, Entry, providers};
 use crate::scan::{self, Context};
+use crate::skills;
 use kiln_core::schema::{PARAM_KEYS, PARAM_TYPES};
 use kiln_registry::Registry;
 use lsp_types::{
-    CompletionItem, CompletionItemKind, CompletionItemTag, Documentation, MarkupContent, MarkupKind,
+    CompletionItem, CompletionItemKind, CompletionItemTag, CompletionTextEdit, Documentation,
+    MarkupContent, MarkupKind, TextEdit,
 };
+use std::path::Path;
 
 /// The calls whose string arguments name capabilities.
 const CAPABILITY_CALLS: &[&str] = &[
@@ -17,13 +20,30 @@ const CAPABILITY_CALLS: &[&str] = &[
     "grants",
 ];
 
-/// Completion items at byte offset `at` of `text`.
-pub fn items(text: &str, at: usize, cat: &Catalog, regs: &[&Registry]) -> Vec<CompletionItem> {
+/// Completion items at byte offset `at` of `text`, a script in folder `dir` (where its
+/// `.skills([...])` folders are).
+pub fn items(
+    text: &str,
+    at: usize,
+    cat: &Catalog,
+    regs: &[&Registry],
+    dir: Option<&Path>,
+) -> Vec<CompletionItem> {
     let cx = scan::context(text, at);
     if cx.comment {
         return Vec::new();
     }
-    if cx.string.is_some() {
+    if let Some((_, start)) = &cx.string {
+        if skills::names_a_skill(text, *start) {
+            return skill_names(regs, dir);
+        }
+        if cx.call() == Some(("skills", 0)) {
+            let Some(dir) = dir else {
+                return Vec::new();
+            };
+            let replace = crate::position::range(text, *start..at);
+            return skill_folders(dir, replace);
+        }
         return in_string(&cx, regs);
     }
     if cx.in_map_of("param", 2) {
@@ -70,6 +90,46 @@ fn in_string(cx: &Context, regs: &[&Registry]) -> Vec<CompletionItem> {
         ),
         _ => Vec::new(),
     }
+}
+
+/// The folders `.skills([...])` may name, each replacing the string typed so far
+/// (`replace`): a skill's folder, or a folder of skills.
+fn skill_folders(dir: &Path, replace: lsp_types::Range) -> Vec<CompletionItem> {
+    skills::folders(dir)
+        .into_iter()
+        .map(|f| {
+            let (detail, doc) = match f.is_skill {
+                true => ("skill".to_string(), describe(&f.skills[..1])),
+                false => (
+                    format!("folder of {} skills", f.skills.len()),
+                    describe(&f.skills),
+                ),
+            };
+            let mut it = item(&f.path, CompletionItemKind::FOLDER, &detail, &doc);
+            it.text_edit = Some(CompletionTextEdit::Edit(TextEdit::new(
+                replace,
+                f.path.clone(),
+            )));
+            it
+        })
+        .collect()
+}
+
+/// Skills as a Markdown list: `- **name**: description`.
+fn describe(skills: &[skills::Skill]) -> String {
+    let lines: Vec<String> = skills
+        .iter()
+        .map(|s| format!("- **{}**: {}", s.name, s.description))
+        .collect();
+    lines.join("\n")
+}
+
+/// The names a scripted `load_skill` call may give, each with its description.
+fn skill_names(regs: &[&Registry], dir: Option<&Path>) -> Vec<CompletionItem> {
+    skills::known(regs, dir)
+        .into_iter()
+        .map(|s| item(&s.name, CompletionItemKind::MODULE, "skill", &s.description))
+        .collect()
 }
 
 /// The items with a label not seen before (a name in both registries is offered once).
@@ -144,7 +204,7 @@ mod tests {
             &BTreeMap::new(),
         );
         let reg = Registry::default();
-        items(text, text.len(), &cat, &[&reg])
+        items(text, text.len(), &cat, &[&reg], None)
             .into_iter()
             .map(|i| i.label)
             .collect()

@@ -13,6 +13,7 @@ mod position;
 mod project;
 pub mod scan;
 mod server;
+mod skills;
 
 use std::path::PathBuf;
 

@@ -10,11 +10,20 @@ use lsp_types::{
 };
 use std::path::{Path, PathBuf};
 
-/// What the name at byte offset `at` is, in Markdown.
-pub fn hover(text: &str, at: usize, cat: &Catalog, regs: &[&Registry]) -> Option<Hover> {
+/// What the name at byte offset `at` of `text` (a script in folder `dir`) is, in Markdown.
+pub fn hover(
+    text: &str,
+    at: usize,
+    cat: &Catalog,
+    regs: &[&Registry],
+    dir: Option<&Path>,
+) -> Option<Hover> {
     let (token, range, string) = scan::token_at(text, at)?;
     let value = if string {
-        regs.iter().find_map(|reg| describe_name(&token, reg))?
+        match crate::skills::hover(text, range.start, &token, regs, dir) {
+            Some(skills) => skills,
+            None => regs.iter().find_map(|reg| describe_name(&token, reg))?,
+        }
     } else {
         let cx = scan::context(text, range.start);
         let on = match (cx.after_dot, cx.builder) {

@@ -228,14 +228,16 @@ impl State {
                 .at::<lsp_types::CompletionParams>(r, |p| &p.text_document_position)
                 .map(|(s, i, path, at)| {
                     let regs = s.projects[i].registries();
-                    let items = complete::items(&s.buffers[&path], at, s.catalog(), &regs);
+                    let dir = path.parent();
+                    let items = complete::items(&s.buffers[&path], at, s.catalog(), &regs, dir);
                     serde_json::to_value(CompletionResponse::Array(items))
                 }),
             req::HoverRequest::METHOD => self
                 .at::<lsp_types::HoverParams>(r, |p| &p.text_document_position_params)
                 .map(|(s, i, path, at)| {
                     let regs = s.projects[i].registries();
-                    let hover = navigate::hover(&s.buffers[&path], at, s.catalog(), &regs);
+                    let dir = path.parent();
+                    let hover = navigate::hover(&s.buffers[&path], at, s.catalog(), &regs, dir);
                     serde_json::to_value(hover)
                 }),
             req::GotoDefinition::METHOD => self

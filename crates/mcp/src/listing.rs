@@ -1,7 +1,10 @@
 //! What `tools/list` offers a client: the tools its grants cover (or, in code mode, the two
 //! tools that program them), the agents as `ask_AGENT`, and MCP Apps' visibility: a tool only
 //! its page may call (`visibility: ["app"]`) is listed only to a client that shows pages, whose
-//! host keeps it from its model.
+//! host keeps it from its model; deferred tools (`--defer`, [`deferred`]) only once a
+//! session's search finds them.
+
+pub(crate) mod deferred;
 
 use crate::server::{AGENT_PREFIX, McpServer};
 use kiln_core::capability::Grants;
@@ -51,12 +54,13 @@ impl McpServer {
         result
     }
 
-    /// What `tools/list` offers for the tools: themselves, or in code mode the two tools
-    /// that program them (over what the model may call).
+    /// What `tools/list` offers for the tools: themselves (the deferred ones once found, and
+    /// `search_tools`), or in code mode the two tools that program them (over what the model
+    /// may call).
     pub(crate) fn offered(&self, grants: &Grants) -> Vec<Arc<kiln_core::tool::Tool>> {
         let tools = self.tools_for(grants);
         if !self.code_mode {
-            return tools;
+            return self.undeferred(tools);
         }
         let tools: Vec<_> = tools.into_iter().filter(|t| visible_to_model(t)).collect();
         let mode = kiln_registry::agent_spec::CodeMode::default();

@@ -46,6 +46,10 @@ pub struct McpServer {
     /// This session's id (a new one per session; unused by stateless requests, which have
     /// none): a task started in a session is seen in that session only.
     pub(crate) session: Arc<str>,
+    /// `--defer`: tools (names, or prefixes ending in `*`) listed only once a search finds them.
+    pub(crate) defer: Arc<[String]>,
+    /// The deferred tools this session's searches found.
+    pub(crate) found: Arc<Mutex<std::collections::BTreeSet<String>>>,
 }
 
 impl McpServer {
@@ -63,6 +67,8 @@ impl McpServer {
             codec: Arc::new(crate::ask::rounds::codec()),
             tasks: crate::tasks::Tasks::default(),
             session: crate::tasks::new_session_id(),
+            defer: Arc::new([]),
+            found: Arc::default(),
         }
     }
 
@@ -72,6 +78,7 @@ impl McpServer {
             log_level: Arc::default(),
             subscribed: Arc::default(),
             session: crate::tasks::new_session_id(),
+            found: Arc::default(),
             ..self.clone()
         }
     }
@@ -98,6 +105,13 @@ impl McpServer {
     /// included) instead of the tools: a client scripts them in one call.
     pub fn with_code_mode(mut self, on: bool) -> Self {
         self.code_mode = on;
+        self
+    }
+
+    /// Lists the tools `patterns` name (a tool's name, or a prefix ending in `*`) only once a
+    /// session's `search_tools` finds them; they stay callable by name under the grants.
+    pub fn with_defer(mut self, patterns: Vec<String>) -> Self {
+        self.defer = patterns.into();
         self
     }
 
@@ -261,7 +275,11 @@ impl McpServer {
                 .offered(&self.grants_for(&cx))
                 .into_iter()
                 .find(|t| t.name == name),
-            false => self.host.registry().find(&name),
+            false => self
+                .host
+                .registry()
+                .find(&name)
+                .or_else(|| self.search_tool_for(&name, &self.grants_for(&cx), &cx)),
         };
         let found = found.filter(|t| Self::shows_apps(&cx) || visible_to_model(t));
         let Some(tool) = found else {
@@ -292,6 +310,7 @@ impl McpServer {
             opts.approver = crate::ask::ClientApprover::new(&cx, terminal)
                 .map(|a| Arc::new(a) as Arc<dyn kiln_core::context::Approver>);
         }
+        let found_before = self.found_count();
         let outcome = match self.task_mode(&tool, &cx)? {
             Some(mode) => {
                 let call = TaskCall {
@@ -321,6 +340,7 @@ impl McpServer {
             }
         };
         notifier.finish().await;
+        self.announce_found(found_before, &cx).await;
         if let Some(questions) = self.answer_rounds(rounds.as_deref())? {
             return Ok(questions.into());
         }
@@ -371,6 +391,7 @@ impl ServerHandler for McpServer {
         self.listing(&self.grants, true)
             .into_iter()
             .find(|t| t.name == name)
+            .or_else(|| self.deferred_tool(name))
     }
 
     async fn call_tool(

@@ -199,6 +199,9 @@ pub struct McpSettings {
     pub agents: Option<bool>,
     /// Offer run_code and search_tools instead of every tool.
     pub code_mode: Option<bool>,
+    /// Tools (names, or prefixes ending in `*`) listed only once a session's search_tools
+    /// finds them.
+    pub defer: Option<Vec<String>>,
     /// Origins whose pages may also call the API.
     pub allow_origins: Option<Vec<String>>,
     /// How long a client may take to send a request's headers.

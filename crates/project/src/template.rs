@@ -83,6 +83,7 @@ pub fn template() -> String {
 # e.g. auth_audience = "https://kiln.example/mcp"
 # agents = false
 # code_mode = false
+# e.g. defer = ["github__*"]   (listed once search_tools finds them)
 # allow_origins = []
 # header_timeout = "{header_timeout}"
 # body_timeout = "{body_timeout}"

@@ -26,5 +26,6 @@ pub mod provider_kind;
 pub mod reach;
 pub mod registry;
 pub mod served;
+pub mod tool_search;
 
 pub use registry::{LoadedFile, Origin, Registry};

@@ -318,6 +318,79 @@ fn kiln_lsp_completes_and_hovers_the_evaluation_builders() {
 }
 
 #[test]
+fn kiln_lsp_completes_skill_folders_and_the_skills_load_skill_names() {
+    let s = Scripts::new(&[]);
+    let skill = |name: &str, says: &str| {
+        let dir = s.path().join("scripts/skills").join(name);
+        std::fs::create_dir_all(&dir).expect("a skill folder");
+        let md = format!("---\nname: {name}\ndescription: {says}\n---\nSteps.\n");
+        std::fs::write(dir.join("SKILL.md"), md).expect("SKILL.md");
+    };
+    skill("pdf-forms", "Fills PDF forms field by field");
+    skill("ratios", "Reads financial ratios from statements");
+    std::fs::create_dir_all(s.path().join("scripts/data")).expect("a folder without skills");
+    let text = "agent(\"a\").skills([\"sk\"]);\nlet reply = #{ tool_calls: [#{ name: \"load_skill\", args: #{ name: \"\" } }] };\nagent(\"b\").skills([\"skills/\"]);\n";
+    let file = s.path().join("scripts/a.rhai");
+    std::fs::write(&file, text).expect("a script");
+    let mut lsp = Lsp::start(s.path());
+    lsp.initialize(s.path());
+    let uri = lsp.open(&file, text);
+
+    let col = "agent(\"a\").skills([\"sk".len();
+    lsp.send(
+        json!({"jsonrpc": "2.0", "id": 2, "method": "textDocument/completion", "params": {
+        "textDocument": {"uri": uri}, "position": {"line": 0, "character": col}}}),
+    );
+    let answer = lsp.until(|m| m["id"] == 2);
+    let items = answer["result"].as_array().cloned().unwrap_or_default();
+    let labels: Vec<&str> = items.iter().filter_map(|i| i["label"].as_str()).collect();
+    assert_eq!(
+        labels,
+        ["skills", "skills/pdf-forms", "skills/ratios"],
+        "{answer}"
+    );
+    assert_eq!(items[0]["detail"], "folder of 2 skills");
+    let pdf = &items[1];
+    assert_eq!(pdf["detail"], "skill");
+    let doc = pdf["documentation"]["value"].as_str().unwrap_or_default();
+    assert!(doc.contains("Fills PDF forms field by field"), "{pdf}");
+    // The whole string typed so far is replaced: `sk` becomes the folder's path.
+    let start = "agent(\"a\").skills([\"".len();
+    assert_eq!(pdf["textEdit"]["newText"], "skills/pdf-forms");
+    assert_eq!(
+        pdf["textEdit"]["range"]["start"],
+        json!({"line": 0, "character": start})
+    );
+    assert_eq!(
+        pdf["textEdit"]["range"]["end"],
+        json!({"line": 0, "character": col})
+    );
+
+    // The skills' names where a scripted model calls load_skill.
+    let line = text.lines().nth(1).unwrap_or_default();
+    let at = line.rfind("\"\"").unwrap_or_default() + 1;
+    let names = completion_labels(&mut lsp, 3, &uri, 1, at);
+    assert_eq!(names, ["pdf-forms", "ratios"], "{names:?}");
+
+    // Hovering a folder shows the skills it gives.
+    let at = "agent(\"b\").skills([\"ski".len();
+    lsp.send(
+        json!({"jsonrpc": "2.0", "id": 4, "method": "textDocument/hover", "params": {
+        "textDocument": {"uri": uri}, "position": {"line": 2, "character": at}}}),
+    );
+    let hover = lsp.until(|m| m["id"] == 4);
+    let value = hover["result"]["contents"]["value"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(
+        value.starts_with("**folder of 2 skills**")
+            && value.contains("- **ratios**: Reads financial ratios from statements"),
+        "{hover}"
+    );
+    lsp.shut_down(5);
+}
+
+#[test]
 fn kiln_lsp_reports_an_evaluation_without_cases_at_its_line() {
     let s = Scripts::new(&[]);
     std::fs::create_dir(s.path().join("scripts")).expect("a scripts folder");
