@@ -105,7 +105,19 @@ pub trait StepJournal: Send + Sync {
             "this run cannot wait for approvals".into(),
         ))))
     }
+
+    /// Moves the messages a person added through the journal's own store into `steering`
+    /// (a durable run's come through its workflow, each read journaled, so a replay moves the
+    /// same ones at the same place). The local journal has none: `POST /v1/runs/{id}/input`
+    /// adds to the run's [`Steering`](crate::steer::Steering) itself.
+    fn gather_steering<'a>(&'a self, steering: &'a crate::steer::Steering) -> GatherFuture<'a> {
+        let _ = steering;
+        Box::pin(std::future::ready(Ok(())))
+    }
 }
+
+/// [`StepJournal::gather_steering`] as the loop awaits it.
+pub type GatherFuture<'a> = Pin<Box<dyn Future<Output = Result<(), RunErrorKind>> + Send + 'a>>;
 
 /// What a person decided about an approval.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]

@@ -4,7 +4,9 @@
 //! `kiln ask`, with each step journaled through [`RestateJournal`].
 
 use super::journal::{APPROVALS, CANCELLED, DEADLINE, RestateJournal, Waiting};
+use super::steer;
 use kiln_agent::connect::ProviderOverrides;
+use kiln_agent::steer::Steering;
 use kiln_agent::{RunError, RunErrorKind, RunOptions, StepJournal};
 use kiln_core::capability::Grants;
 use kiln_host::Host;
@@ -20,6 +22,9 @@ const STATE: &str = "state";
 const AGENT: &str = "agent";
 /// State key of a `KilnRun` workflow: the Responses door's `response` it was sent with.
 const RESPONSE: &str = "response";
+
+/// What a session turn continues: its name, messages and `ctx.state`.
+type Continued = (String, Vec<Message>, Arc<Mutex<Value>>);
 
 /// What a worker runs agents with.
 pub struct Worker {
@@ -111,9 +116,10 @@ impl Worker {
         journal: &dyn StepJournal,
         invocation: &str,
         req: RunRequest,
-        session: Option<(String, Vec<Message>, Arc<Mutex<Value>>)>,
+        session: Option<Continued>,
+        steering: Option<Arc<Steering>>,
     ) -> Result<kiln_agent::RunReport, HandlerError> {
-        self.start(journal, invocation, req, session)
+        self.start(journal, invocation, req, session, steering)
             .await?
             .map_err(|e| failed(e).into())
     }
@@ -125,8 +131,9 @@ impl Worker {
         journal: &dyn StepJournal,
         invocation: &str,
         req: RunRequest,
+        steering: Option<Arc<Steering>>,
     ) -> Result<Result<kiln_agent::RunReport, RunError>, HandlerError> {
-        self.start(journal, invocation, req, None).await
+        self.start(journal, invocation, req, None, steering).await
     }
 
     async fn start(
@@ -134,7 +141,8 @@ impl Worker {
         journal: &dyn StepJournal,
         invocation: &str,
         req: RunRequest,
-        session: Option<(String, Vec<Message>, Arc<Mutex<Value>>)>,
+        session: Option<Continued>,
+        steering: Option<Arc<Steering>>,
     ) -> Result<Result<kiln_agent::RunReport, RunError>, HandlerError> {
         let agent = self
             .host
@@ -164,6 +172,7 @@ impl Worker {
                 name: t.name,
                 description: t.description,
                 schema: t.schema,
+                deferred: false,
             })
             .collect();
         let mut opts = RunOptions {
@@ -176,6 +185,7 @@ impl Worker {
             history: req.history,
             client_tools,
             attachments: req.attachments,
+            steering,
             ..RunOptions::default()
         };
         if let Some((name, history, state)) = session {
@@ -301,7 +311,7 @@ impl Session {
         let journal = RestateJournal::new(&ctx, self.0.waiting().await?);
         let report = self
             .0
-            .run(&journal, &invocation, req, Some(session))
+            .run(&journal, &invocation, req, Some(session), None)
             .await?;
         ctx.set(AGENT, agent);
         ctx.set(MESSAGES, Json(report.messages.clone()));
@@ -367,15 +377,23 @@ impl AgentRun {
         let mut req = parse(input)?;
         let invocation = ctx.invocation_id().to_string();
         let journal = RestateJournal::new(&ctx, self.0.waiting().await?);
+        // A person's messages come through `input` (see `steer`).
+        let steering = Some(Arc::new(Steering::default()));
         let Some(response) = req.response.take() else {
-            let report = self.0.run(&journal, &invocation, req, None).await?;
-            return Ok(report_json(&report)?);
+            let report = self.0.run(&journal, &invocation, req, None, steering).await;
+            steer::close(&ctx, journal.steered()).await;
+            return Ok(report_json(&report?)?);
         };
         // Readable while the run runs (`response`), so a door answers for it in progress.
         ctx.set(RESPONSE, Json(response.clone()));
         // A Responses door's run: a failed or cancelled one is a Response too, so its end is
         // the output, with the report so far and the error.
-        let (report, error) = match self.0.run_to_end(&journal, &invocation, req).await? {
+        let ended = self
+            .0
+            .run_to_end(&journal, &invocation, req, steering)
+            .await;
+        steer::close(&ctx, journal.steered()).await;
+        let (report, error) = match ended? {
             Ok(report) => (report, Value::Null),
             Err(e) => {
                 let error = serde_json::json!({
@@ -398,6 +416,18 @@ impl AgentRun {
     async fn approvals(&self, ctx: SharedWorkflowContext<'_>) -> HandlerResult<Json<Value>> {
         let pending = ctx.get::<Json<Value>>(APPROVALS).await?;
         Ok(pending.unwrap_or(Json(Value::Array(Vec::new()))))
+    }
+
+    /// Adds a person's message (`{"text"}`) to the running run, taken before its next model
+    /// request: `{"waiting": n}`; refused once the run has ended (409) or after
+    /// `steer::PROMISES` messages (429).
+    #[handler]
+    async fn input(
+        &self,
+        ctx: SharedWorkflowContext<'_>,
+        input: Json<Value>,
+    ) -> HandlerResult<Json<Value>> {
+        Ok(Json(steer::add(&ctx, input.into_inner()).await?))
     }
 
     /// The Responses door's `response` the run was sent with (null for a `/v1/runs` run).

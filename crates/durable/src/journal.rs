@@ -2,8 +2,12 @@
 //! invocation's journal and a retry on any worker gets it back without running it again.
 
 use super::decision::{ApprovalClient, decided, normalized};
+use super::steer::{TAKEN, gather};
 use kiln_agent::RunErrorKind;
-use kiln_agent::journal::{ApprovalFuture, Recalled, StepFuture, StepJournal, StepValue, StepWork};
+use kiln_agent::journal::{
+    ApprovalFuture, GatherFuture, Recalled, StepFuture, StepJournal, StepValue, StepWork,
+};
+use kiln_agent::steer::Steering;
 use kiln_restate::approval_key;
 use restate_sdk::prelude::*;
 use serde_json::{Value, json};
@@ -28,6 +32,8 @@ pub struct RestateJournal<'c, C> {
     ctx: &'c C,
     one_at_a_time: tokio::sync::Mutex<()>,
     waiting: Waiting,
+    /// The first of the run's message promises it has not taken yet (see `steer`).
+    steered: Mutex<usize>,
 }
 
 /// How a run waits for approvals: how long, which run slot it gives back meanwhile, and the
@@ -72,7 +78,13 @@ impl<'c, C> RestateJournal<'c, C> {
             ctx,
             one_at_a_time: tokio::sync::Mutex::new(()),
             waiting,
+            steered: Mutex::new(0),
         }
+    }
+
+    /// The first of the run's message promises it has not taken yet.
+    pub fn steered(&self) -> usize {
+        *self.steered.lock().unwrap_or_else(|e| e.into_inner())
     }
 }
 
@@ -146,6 +158,21 @@ macro_rules! restate_journal_for {
 
             fn waits_for_approvals(&self) -> bool {
                 true
+            }
+
+            fn gather_steering<'a>(&'a self, steering: &'a Steering) -> GatherFuture<'a> {
+                Box::pin(async move {
+                    let _turn = self.one_at_a_time.lock().await;
+                    let from = self.steered();
+                    let next = gather(self.ctx, from, steering)
+                        .await
+                        .map_err(|e| recalled_failure("steer", &e))?;
+                    if next > from {
+                        *self.steered.lock().unwrap_or_else(|e| e.into_inner()) = next;
+                        self.ctx.set(TAKEN, next as u64);
+                    }
+                    Ok(())
+                })
             }
 
             fn approval<'a>(&'a self, label: String, question: String) -> ApprovalFuture<'a> {

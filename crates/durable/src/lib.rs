@@ -8,6 +8,7 @@
 //! - `calls`: the `KilnCall` workflow, one tool call (an MCP task under `kiln serve --restate`)
 //! - `server`: the HTTP/2 server Restate calls
 //! - `coalesce`: its responses, a quick step's start sent with its result
+//! - `steer`: a person's messages to a running `KilnRun` (its `input` handler's promises)
 //!
 //! The other direction, kiln calling Restate (registering a worker, the front door of
 //! `kiln serve`), is plain HTTP and lives in kiln-restate, re-exported here. The run slots and
@@ -24,6 +25,7 @@ mod decision;
 mod handlers;
 mod journal;
 mod server;
+mod steer;
 
 pub use kiln_restate::{
     DurableError, Invocation, Outcome, RestateClient, Target, key_segment, register,

@@ -309,6 +309,26 @@ impl RestateClient {
         Ok(serde_json::from_str(&body).unwrap_or(Value::Null))
     }
 
+    /// Adds a person's message `text` to run `inv` (a `KilnRun`) through its `input` handler:
+    /// `{"waiting": n}`, or Restate's answer (409: the run has ended; 429: too many messages).
+    pub async fn input(&self, inv: &Invocation, text: &str) -> Result<Value, DurableError> {
+        let url = format!(
+            "{}/{}/{}/input",
+            self.ingress,
+            key_segment(&inv.service),
+            key_segment(&inv.key)
+        );
+        let req = self
+            .http
+            .post(&url)
+            .json(&serde_json::json!({"text": text}));
+        let (status, body) = self.call(req, &url).await?;
+        if !(200..300).contains(&status) {
+            return Err(Self::answered(&url, status, body));
+        }
+        serde_json::from_str(&body).map_err(|_| Self::answered(&url, status, body))
+    }
+
     /// Decides approval `approval` of run `run` (`{"decision": "approve"}` or
     /// `{"decision": "deny", "reason"}`) through its one writer, which takes only the first
     /// decision made before the deadline: `{"taken": bool, "decision": the one that holds}`

@@ -291,7 +291,12 @@ pub struct CounterState {
     pub hits: Vec<(String, String, Instant)>,
     hold: Option<String>,
     pub holding: bool,
-    released: bool,
+    /// Holds begun and releases made: a held execution waits for its own release (so a step
+    /// may be held again before the last one is let go).
+    held: u64,
+    releases: u64,
+    /// Whether the held execution is answered once released (else its worker is dead).
+    answer: bool,
 }
 
 #[derive(Clone, Default)]
@@ -346,12 +351,17 @@ impl Counter {
         if s.hold.as_deref() == Some(step.as_str()) {
             s.hold = None;
             s.holding = true;
+            s.held += 1;
+            let (mine, answer) = (s.held, s.answer);
             cv.notify_all();
-            let _held = cv
-                .wait_timeout_while(s, WAIT, |s| !s.released)
+            let held = cv
+                .wait_timeout_while(s, WAIT, |s| s.releases < mine)
                 .expect("counter");
-            // The worker that sent this is dead by now: nobody reads the answer.
-            return;
+            if !answer {
+                // The worker that sent this is dead by now: nobody reads the answer.
+                return;
+            }
+            s = held.0;
         }
         cv.notify_all();
         drop(s);
@@ -362,10 +372,19 @@ impl Counter {
     }
 
     pub fn hold(&self, step: &str) {
+        self.hold_with(step, false);
+    }
+
+    /// Holds the next execution of `step` and answers it once released (its worker lives on).
+    pub fn hold_answering(&self, step: &str) {
+        self.hold_with(step, true);
+    }
+
+    fn hold_with(&self, step: &str, answer: bool) {
         let mut s = self.0.0.lock().expect("counter");
         s.hold = Some(step.to_string());
         s.holding = false;
-        s.released = false;
+        s.answer = answer;
     }
 
     pub fn wait_until(&self, what: &str, f: impl Fn(&CounterState) -> bool) {
@@ -377,7 +396,7 @@ impl Counter {
 
     pub fn release(&self) {
         let (lock, cv) = &*self.0;
-        lock.lock().expect("counter").released = true;
+        lock.lock().expect("counter").releases += 1;
         cv.notify_all();
     }
 
@@ -408,7 +427,7 @@ pub fn three_steps(p: &str) -> Value {
 /// The script: a `count` tool (it reports at the counter with its idempotency key and keeps a
 /// tally in ctx.state), a `vault_read` tool needing a capability of its own (`vault`), one agent
 /// per mock (in code mode when its name starts with `code`, asking before each use of `net` when
-/// it starts with `ask`, calling `vault_read` under `.ask(["vault"])` when it starts with
+/// it starts with `ask`, compacting past 1,000 tokens when it starts with `compact`, calling `vault_read` under `.ask(["vault"])` when it starts with
 /// `vault`), and a json_planner agent `plan`.
 pub fn script(counter: &str, agents: &[(&str, &str)]) -> String {
     let mut src = format!(
@@ -453,6 +472,9 @@ tool("vault_read").description("Read a secret").param("key", "string").requires(
         }
         let mode = if name.starts_with("code") {
             ".code_mode()"
+        } else if name.starts_with("compact") {
+            // The smallest budget: a 4,000-byte transcript is over it.
+            ".compact(#{ at: 1000, keep_last: 1, how: \"summary\" })"
         } else if name.starts_with("ask") {
             ".ask([\"net\"])"
         } else {

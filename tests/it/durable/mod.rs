@@ -9,11 +9,13 @@
 mod a2a_fleet;
 mod approvals;
 mod code_mode;
+mod compact;
 mod decisions;
 mod fixtures;
 mod front;
 mod gemini;
 mod responses;
+mod steer;
 mod tasks;
 
 use fixtures::{ALICE, Cluster, ok_output, three_steps};

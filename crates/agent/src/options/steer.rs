@@ -2,7 +2,11 @@
 //! message waits here until the run's next model request, which carries it as a user message
 //! (a journaled step, an [`Event::Steered`](crate::Event::Steered) on the run's events); a run
 //! that was about to answer asks the model again instead. When the run ends, or is cancelled,
-//! the queue closes: what is still in it never runs, and later messages are refused.
+//! the queue closes: what is still in it never runs, and later messages are refused. A durable
+//! run's messages come through its Restate workflow instead (kiln-durable): its journal moves
+//! them here before each request, journaled ([`StepJournal::gather_steering`]).
+//!
+//! [`StepJournal::gather_steering`]: crate::StepJournal::gather_steering
 
 use std::collections::VecDeque;
 use std::sync::Mutex;
@@ -68,6 +72,12 @@ impl Steering {
         !q.ended && !q.waiting.is_empty()
     }
 
+    /// Whether another message may be queued now (not ended, not full).
+    pub fn has_room(&self) -> bool {
+        let q = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        !q.ended && q.waiting.len() < MAX_QUEUED
+    }
+
     /// Ends the queue: what waits is dropped, later messages are refused.
     pub fn close(&self) {
         let mut q = self.state.lock().unwrap_or_else(|e| e.into_inner());
@@ -102,7 +112,11 @@ mod tests {
             assert!(s.add(&format!("m{i}")).is_ok());
         }
         assert_eq!(s.add("one more"), Err(SteerError::Full));
+        assert!(!s.has_room());
+        s.take();
+        assert!(s.has_room());
         s.close();
+        assert!(!s.has_room());
         assert!(s.take().is_empty(), "what waited never runs");
         assert_eq!(s.add("late"), Err(SteerError::Ended));
     }

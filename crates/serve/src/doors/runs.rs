@@ -151,25 +151,23 @@ pub async fn cancel(
 
 /// `POST /v1/runs/{id}/input` with `{"text": "..."}`: adds a person's message to the running
 /// run, delivered before its next model request (202, with how many wait); 409 once the run
-/// has ended or was cancelled.
+/// has ended or was cancelled. Through Restate, the run's workflow takes it (a session turn
+/// takes none: 409 `steering_unsupported`).
 pub async fn input(
     State(state): State<Arc<AppState>>,
     who: Principal,
     Path(id): Path<String>,
     JsonBody(body): JsonBody,
 ) -> Result<(StatusCode, Json<Value>), ApiError> {
-    if state.front.is_some() {
-        return Err(ApiError::conflict(
-            "steering_unsupported",
-            "a run through Restate cannot take input while it runs yet; start another turn",
-        ));
-    }
     let Some(text) = body["text"].as_str() else {
         return Err(ApiError::bad_request(
             "text",
             "text must be the message to add",
         ));
     };
+    if let Some(front) = &state.front {
+        return front::input(front, &who, &id, text).await;
+    }
     let entry = find(&state, &id, &who)?;
     match entry.steering.add(text) {
         Ok(waiting) => Ok((

@@ -314,6 +314,46 @@ pub(crate) async fn cancel(
     Ok((StatusCode::ACCEPTED, Json(status)))
 }
 
+/// `POST /v1/runs/{id}/input` through Restate: the message goes to the run's workflow (its
+/// `input` handler), whichever worker runs it; a session turn takes none yet.
+pub(crate) async fn input(
+    front: &RestateClient,
+    who: &Principal,
+    id: &str,
+    text: &str,
+) -> Result<(StatusCode, Json<Value>), ApiError> {
+    let inv = find(front, who, id).await?;
+    if inv.service != "KilnRun" {
+        return Err(ApiError::conflict(
+            "steering_unsupported",
+            "a session turn through Restate cannot take input while it runs yet; start another turn",
+        ));
+    }
+    let ended = || ApiError::conflict("run_ended", "the run has ended: nothing more reaches it");
+    if inv.completed() {
+        return Err(ended());
+    }
+    match front.input(&inv, text).await {
+        Ok(answer) => Ok((
+            StatusCode::ACCEPTED,
+            Json(json!({"run": id, "waiting": answer["waiting"]})),
+        )),
+        Err(DurableError::Answered { status: 409, .. }) => Err(ended()),
+        Err(DurableError::Answered { status: 429, .. }) => Err(ApiError::bad_request(
+            "text",
+            "a run through Restate takes at most 16 messages",
+        )),
+        Err(DurableError::Answered { status: 400, .. }) => Err(ApiError::bad_request(
+            "text",
+            format!(
+                "a message holds 1 to {} bytes",
+                kiln_agent::steer::MAX_MESSAGE_BYTES
+            ),
+        )),
+        Err(e) => Err(restate_error(e)),
+    }
+}
+
 /// `GET /v1/runs/{id}/events` through Restate: the run's steps happen on other workers, so
 /// the stream has its end only (as `end`, when the run ends).
 pub(crate) async fn events(
