@@ -141,6 +141,7 @@ fn host_with(
         skills: Vec::new(),
         compaction: None,
         defer_loading: Vec::new(),
+        defer_with_kiln: false,
         script: Some(Arc::new(Script(Arc::new(FunctionModel(Box::new(model)))))),
     };
     FakeHost {

@@ -38,7 +38,9 @@ pub fn anthropic(headers: &HeaderMap, body: &Value, require_auth: bool) -> Resul
             ));
         }
     }
-    for (i, t) in body["tools"].as_array().into_iter().flatten().enumerate() {
+    super::offered::search::check_anthropic(body)?;
+    let tools = body["tools"].as_array().into_iter().flatten().enumerate();
+    for (i, t) in tools.filter(|(_, t)| !super::offered::search::anthropic_server_tool(t)) {
         if !t["name"].as_str().is_some_and(valid_name) {
             return Err(anthropic_error(
                 400,

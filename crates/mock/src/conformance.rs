@@ -109,6 +109,7 @@ fn replay_anthropic(file: &str) {
             name: t["name"].as_str().unwrap_or("").into(),
             description: t["description"].as_str().unwrap_or("").into(),
             schema: t["input_schema"].clone(),
+            deferred: false,
         })
         .collect();
     let req = ModelRequest {
@@ -295,4 +296,123 @@ fn ollama_shapes_follow_the_api_docs() {
         "no made-up tool_call_id"
     );
     assert!(crate::check::ollama(&body).is_ok());
+}
+
+/// kiln's request with deferred tools, through the mock's check, search and reply (whole
+/// and streamed), read back by kiln, and kiln's next request (the search sent back)
+/// through the check again: on both wires that search.
+#[test]
+fn kilns_requests_and_the_mocks_searches_agree_on_both_wires() {
+    let tools: Vec<ToolDef> = ["weather_lookup", "unit_convert", "now"]
+        .iter()
+        .map(|n| ToolDef {
+            name: n.to_string(),
+            description: format!("{n} of a city"),
+            schema: json!({"type": "object", "properties": {}}),
+            deferred: *n != "now",
+        })
+        .collect();
+    let request = |messages: &[Message], anthropic: bool| {
+        let req = ModelRequest {
+            model: "m".into(),
+            system: None,
+            messages: messages.into(),
+            tools: tools.clone(),
+            temperature: None,
+            max_tokens: 100,
+            stream: false,
+            unchanged_prefix: 0,
+            output: None,
+            tool_choice: Default::default(),
+            parallel_tool_calls: None,
+        };
+        match anthropic {
+            true => kiln_providers::anthropic::request_body(&req),
+            false => kiln_providers::openai::responses::request_body(&req),
+        }
+    };
+    let mut headers = axum::http::HeaderMap::new();
+    headers.insert("anthropic-version", "2023-06-01".parse().expect("header"));
+    headers.insert("x-api-key", "k".parse().expect("header"));
+    headers.insert("authorization", "Bearer k".parse().expect("header"));
+    let check = |body: &Value, anthropic: bool| match anthropic {
+        true => crate::check::anthropic(&headers, body, true),
+        false => crate::responses::check::check(&headers, body, true),
+    };
+    let sink: kiln_providers::TextSink = std::sync::Arc::new(|_: &str| {});
+    for (anthropic, stream) in [(true, false), (true, true), (false, false), (false, true)] {
+        let first = [Message::user("weather?")];
+        let body = request(&first, anthropic);
+        check(&body, anthropic).expect("the first request is accepted");
+        let mut turn: crate::scenario::Turn = serde_json::from_value(json!({
+            "tool_search": "weather", "tool_calls": [{"name": "weather_lookup", "args": {"city": "Paris"}}]}))
+        .expect("turn");
+        turn.searched = Some(
+            match anthropic {
+                true => crate::offered::search::anthropic(&body, "weather"),
+                false => crate::offered::search::responses(&body, "weather"),
+            }
+            .expect("searched"),
+        );
+        let reply = match anthropic {
+            true => crate::render::anthropic(&turn, 0, "m", stream),
+            false => {
+                let asked = crate::responses::render::Asked::of(&json!({"stream": stream}));
+                crate::responses::render::render(&turn, 0, "m", &asked)
+            }
+        };
+        let read = match (reply, anthropic) {
+            (crate::render::Reply::Json(v), true) => kiln_providers::anthropic::parse_response(&v),
+            (crate::render::Reply::Json(v), false) => {
+                kiln_providers::openai::responses::parse_response(&v)
+            }
+            (crate::render::Reply::Stream(c), true) => {
+                kiln_providers::anthropic::parse_sse(&c.concat(), &sink)
+            }
+            (crate::render::Reply::Stream(c), false) => {
+                kiln_providers::openai::responses::parse_sse(&c.concat(), &sink)
+            }
+            (crate::render::Reply::Raw(_), _) => panic!("a raw reply"),
+        }
+        .expect("kiln reads the reply");
+        assert_eq!(
+            read.tool_calls[0].args,
+            CallArgs::Parsed(json!({"city": "Paris"}))
+        );
+        let replay = read.replay.clone().expect("the search is replayed");
+        let messages = [
+            first[0].clone(),
+            Message::Assistant {
+                content: read.text.clone(),
+                tool_calls: read.tool_calls.clone(),
+                replay: Some(replay),
+            },
+            Message::Tool {
+                results: vec![ToolResult {
+                    call_id: read.tool_calls[0].id.clone(),
+                    name: "weather_lookup".into(),
+                    content: "21".into(),
+                    is_error: false,
+                }],
+            },
+        ];
+        let next = request(&messages, anthropic);
+        check(&next, anthropic).expect("the search sent back is accepted");
+        let text = next.to_string();
+        let sent_back = [
+            "srvtoolu_mock_0",
+            "tool_search_tool_result",
+            "tsc_mock_0",
+            "tool_search_output",
+        ];
+        let expected = if anthropic {
+            &sent_back[..2]
+        } else {
+            &sent_back[2..]
+        };
+        assert!(
+            expected.iter().all(|s| text.contains(s)),
+            "{anthropic} {stream}: {text}"
+        );
+    }
 }

@@ -40,8 +40,9 @@ pub(crate) async fn handle(
             Err(_) => json!(String::from_utf8_lossy(&body)),
         };
         let path = format!("/{version}/models/{call}");
+        let entry = json!({"path": path, "headers": redact(&headers), "body": recorded});
         if let Ok(mut r) = shared.requests.lock() {
-            r.push(json!({"path": path, "headers": redact(&headers), "body": recorded}));
+            r.push(super::counted(&shared.scenario, entry));
         }
     }
     let refuse = |(status, body): Rejection| {
@@ -88,7 +89,7 @@ pub(crate) async fn handle(
     if let Err(r) = check(&body, model) {
         return refuse(r);
     }
-    let (n, turn) = match next_turn(&shared, client_key(&headers), &body, Some(model)) {
+    let (n, mut turn) = match next_turn(&shared, client_key(&headers), &body, Some(model)) {
         Ok(t) => t,
         Err(served) => {
             return refuse(reject(
@@ -103,6 +104,7 @@ pub(crate) async fn handle(
     if let Some(f) = &turn.fault {
         return fault_response(Wire::Gemini, f);
     }
+    super::count_usage(&shared.scenario, &mut turn, &body);
     match render::reply(&turn, n, model, stream) {
         Reply::Json(v) => json_response(200, v, &[]),
         Reply::Raw(text) => (

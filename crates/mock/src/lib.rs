@@ -296,8 +296,9 @@ async fn handle(
             Ok(v) => v.clone(),
             Err(_) => json!(String::from_utf8_lossy(&body)),
         };
+        let entry = json!({"path": path, "headers": redact(&headers), "body": recorded});
         if let Ok(mut r) = shared.requests.lock() {
-            r.push(json!({"path": path, "headers": redact(&headers), "body": recorded}));
+            r.push(counted(&shared.scenario, entry));
         }
     }
     let Ok(body) = parsed else {
@@ -318,7 +319,8 @@ async fn handle(
     if let Err((status, err)) = checked {
         return json_response(status, err, &[("x-should-retry", "false".into())]);
     }
-    let (n, turn) = match next_turn(&shared, client_key(&headers), &body, url_model.as_deref()) {
+    let (n, mut turn) = match next_turn(&shared, client_key(&headers), &body, url_model.as_deref())
+    {
         Ok(t) => t,
         Err(served) => {
             return json_response(
@@ -338,6 +340,11 @@ async fn handle(
     if let Some(f) = &turn.fault {
         return fault_response(wire, f);
     }
+    if let Err(message) = search_tools(&mut turn, wire, &body) {
+        let refusal = error_body(wire, 400, &message);
+        return json_response(400, refusal, &[("x-should-retry", "false".into())]);
+    }
+    count_usage(&shared.scenario, &mut turn, &body);
     let model = body["model"].as_str().unwrap_or("mock-model").to_string();
     let stream = body["stream"]
         .as_bool()
@@ -388,6 +395,48 @@ async fn handle(
     }
 }
 
+/// A recorded request `entry`, with the input tokens counted from its body under
+/// `count_usage`.
+fn counted(scenario: &Scenario, mut entry: Value) -> Value {
+    if scenario.count_usage {
+        entry["input_tokens"] = json!(render::count::input_tokens(&entry["body"]));
+    }
+    entry
+}
+
+/// With `count_usage`, the turn reports the request's input tokens as counted
+/// ([`render::count`]); its output tokens stay the turn's.
+fn count_usage(scenario: &Scenario, turn: &mut Turn, body: &Value) {
+    if scenario.count_usage {
+        let usage = turn.usage();
+        let input_tokens = render::count::input_tokens(body);
+        turn.usage = Some(scenario::MockUsage {
+            input_tokens,
+            ..usage
+        });
+    }
+}
+
+/// Runs the service's own tool search a turn asks for (`tool_search`) over the request's
+/// deferred tools, for the reply to render; a wire without one, or a request without its
+/// search tool, cannot search.
+fn search_tools(turn: &mut Turn, wire: Wire, body: &Value) -> Result<(), String> {
+    use crate::offered::search;
+    let Some(query) = &turn.tool_search else {
+        return Ok(());
+    };
+    turn.searched =
+        Some(match wire {
+            Wire::Anthropic => search::anthropic(body, query)?,
+            Wire::Responses => search::responses(body, query)?,
+            _ => return Err(
+                "kiln-mock: tool_search is served on the anthropic and openai-responses wires only"
+                    .into(),
+            ),
+        });
+    Ok(())
+}
+
 /// A Bedrock Converse request (`/model/{id}/converse`, or `converse-stream` when `stream`):
 /// its credentials verified (the SigV4 signature against the mock's key pair), its body
 /// checked, the next turn rendered.
@@ -411,7 +460,8 @@ async fn handle_bedrock(
         } else {
             "converse"
         };
-        r.push(json!({"path": uri.path(), "route": route, "model": model, "headers": redact(&headers), "body": recorded}));
+        let entry = json!({"path": uri.path(), "route": route, "model": model, "headers": redact(&headers), "body": recorded});
+        r.push(counted(&shared.scenario, entry));
     }
     let scenario = &shared.scenario;
     let verified = sigv4::verify(
@@ -443,7 +493,7 @@ async fn handle_bedrock(
         }
         _ => client_key(&headers),
     };
-    let (n, turn) = match next_turn(&shared, client, &body, Some(&model)) {
+    let (n, mut turn) = match next_turn(&shared, client, &body, Some(&model)) {
         Ok(t) => t,
         Err(served) => {
             let message = format!("kiln-mock: scenario exhausted after {served} turns");
@@ -453,6 +503,7 @@ async fn handle_bedrock(
     if let Some(ms) = turn.delay_ms {
         tokio::time::sleep(Duration::from_millis(ms)).await;
     }
+    count_usage(scenario, &mut turn, &body);
     match (&turn.fault, stream) {
         (Some(f), _) => bedrock::fault_response(f),
         (None, false) => bedrock::whole(&turn, n),

@@ -1,5 +1,8 @@
 //! Turns served only to requests that offer a given tool (`"offered": "get_weather"`): which
-//! tools a request offers, on every wire. Which turn fits a request is [`crate::fits`].
+//! tools a request offers, on every wire (and those it defers to the service's own tool
+//! search, [`search`]). Which turn fits a request is [`crate::fits`].
+
+pub mod search;
 
 use super::gemini::field;
 use serde_json::Value;

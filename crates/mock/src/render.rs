@@ -1,4 +1,7 @@
-//! Renders a scenario turn in each wire format, whole or as a stream of chunks.
+//! Renders a scenario turn in each wire format, whole or as a stream of chunks; the input
+//! tokens a reply reports may be counted from its request ([`count`]).
+
+pub mod count;
 
 use super::scenario::Turn;
 use serde_json::{Value, json};
@@ -45,6 +48,8 @@ pub fn anthropic(turn: &Turn, n: usize, model: &str, stream: bool) -> Reply {
     let call_id = |i: usize| own_id(turn, i).unwrap_or_else(|| format!("toolu_mock_{n}_{i}"));
     let stop = if turn.truncate {
         "max_tokens"
+    } else if turn.pause {
+        "pause_turn"
     } else if turn.calls().is_empty() {
         "end_turn"
     } else {
@@ -67,6 +72,9 @@ pub fn anthropic(turn: &Turn, n: usize, model: &str, stream: bool) -> Reply {
             );
         }
         let mut content = Vec::new();
+        if let Some(s) = &turn.searched {
+            content.extend(super::offered::search::anthropic_blocks(s, n));
+        }
         if let Some(t) = &turn.text {
             content.push(json!({"type": "text", "text": t}));
         }
@@ -93,6 +101,9 @@ pub fn anthropic(turn: &Turn, n: usize, model: &str, stream: bool) -> Reply {
         return Reply::Stream(out);
     }
     let mut index = 0;
+    if let Some(s) = &turn.searched {
+        out.extend(searched_events(s, n, &mut index));
+    }
     if let Some(t) = &turn.text {
         out.push(sse("content_block_start", &json!({"type": "content_block_start", "index": index, "content_block": {"type": "text", "text": ""}})));
         out.push(sse("ping", &json!({"type": "ping"})));
@@ -128,6 +139,36 @@ pub fn anthropic(turn: &Turn, n: usize, model: &str, stream: bool) -> Reply {
     out.push(sse("message_delta", &json!({"type": "message_delta", "delta": {"stop_reason": stop, "stop_sequence": null}, "usage": {"output_tokens": usage.output_tokens}})));
     out.push(sse("message_stop", &json!({"type": "message_stop"})));
     Reply::Stream(cut(out, turn))
+}
+
+/// The stream events of a search's server blocks from block `index` on: the
+/// `server_tool_use` with its input streamed as JSON, then its result whole.
+fn searched_events(s: &super::scenario::Searched, n: usize, index: &mut usize) -> Vec<String> {
+    let [used, result] = super::offered::search::anthropic_blocks(s, n);
+    let mut started = used.clone();
+    started["input"] = json!({});
+    let mut out = vec![sse(
+        "content_block_start",
+        &json!({"type": "content_block_start", "index": *index, "content_block": started}),
+    )];
+    for f in pieces(&used["input"].to_string(), 6) {
+        out.push(sse("content_block_delta", &json!({"type": "content_block_delta", "index": *index, "delta": {"type": "input_json_delta", "partial_json": f}})));
+    }
+    out.push(sse(
+        "content_block_stop",
+        &json!({"type": "content_block_stop", "index": *index}),
+    ));
+    *index += 1;
+    out.push(sse(
+        "content_block_start",
+        &json!({"type": "content_block_start", "index": *index, "content_block": result}),
+    ));
+    out.push(sse(
+        "content_block_stop",
+        &json!({"type": "content_block_stop", "index": *index}),
+    ));
+    *index += 1;
+    out
 }
 
 /// OpenAI Chat Completions reply for turn number `n`.

@@ -25,6 +25,11 @@ pub struct Scenario {
     /// instead of one shared cursor, so concurrent conversations each get the whole scenario.
     #[serde(default)]
     pub by_round: bool,
+    /// Report input tokens counted from each request ([`crate::render::count`]: the prompt
+    /// the model reads, deferred tools not yet found left out, at four bytes a token) instead
+    /// of the turn's; the recorded request holds the count too (`input_tokens`).
+    #[serde(default)]
+    pub count_usage: bool,
     /// Keep every request for `GET /_kiln/requests` (default true); a long soak turns it off so
     /// the mock's memory stays flat.
     #[serde(default = "yes")]
@@ -48,6 +53,7 @@ impl Default for Scenario {
             ollama_ids: false,
             chunk_delay_ms: 0,
             by_round: false,
+            count_usage: false,
             record: true,
             aws: None,
         }
@@ -68,6 +74,18 @@ pub struct Turn {
     /// `encrypted_content` when asked for).
     #[serde(default)]
     pub reasoning: Option<String>,
+    /// The service's own tool search first (Anthropic, OpenAI Responses): the model searches
+    /// the request's deferred tools for these words, and the reply holds the search's blocks
+    /// or items before its calls. See [`crate::offered::search`].
+    #[serde(default)]
+    pub tool_search: Option<String>,
+    /// Anthropic: the reply stops with `pause_turn` (a long server-tool turn the client sends
+    /// back as it is for the model to go on).
+    #[serde(default)]
+    pub pause: bool,
+    /// What `tool_search` found in the request being answered (the server fills it).
+    #[serde(skip)]
+    pub searched: Option<Searched>,
     /// A program for a code-mode agent: a call of `run_code` with it (after `tool_calls`).
     #[serde(default)]
     pub code: Option<String>,
@@ -136,6 +154,27 @@ impl Turn {
                 std::borrow::Cow::Owned(calls)
             }
         }
+    }
+}
+
+/// What a turn's `tool_search` found in the request it answers; the server fills it before
+/// rendering ([`crate::offered::search`]).
+#[derive(Debug, Clone, Default)]
+pub struct Searched {
+    /// The search tool's name (Anthropic: the one the request offers).
+    pub tool: String,
+    /// The search's input as the model writes it (`{"query"}`, `{"pattern"}`, `{"paths"}`).
+    pub input: Value,
+    /// The deferred tools found, as the request defines them.
+    pub found: Vec<Value>,
+}
+
+impl Searched {
+    /// The names of the tools found.
+    pub fn names(&self) -> Vec<&str> {
+        (self.found.iter())
+            .filter_map(|t| t["name"].as_str())
+            .collect()
     }
 }
 

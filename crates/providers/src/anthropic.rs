@@ -1,12 +1,13 @@
 //! Anthropic Messages API: the endpoint and the request's wire conversion; replies and streams
-//! are read in `reply`.
+//! are read in `reply`, the service's own tool search (deferred tools, the server blocks sent
+//! back) is `search`.
 
 mod reply;
+pub mod search;
 
 use super::attach;
 use super::{
-    CallArgs, Endpoint, Message, ModelRequest, ModelResponse, ProviderError, TextSink, ToolChoice,
-    http,
+    Endpoint, Message, ModelRequest, ModelResponse, ProviderError, TextSink, ToolChoice, http,
 };
 use super::{rendered, sse};
 use reply::{NAME, malformed};
@@ -79,8 +80,10 @@ fn tool_choice(req: &ModelRequest<'_>) -> Option<Value> {
     Some(choice)
 }
 
+/// The tools as this wire takes them: the deferred ones flagged, with the tool search tool.
 fn tool_definitions(tools: &[super::ToolDef]) -> Value {
-    super::tool_definitions(tools, kiln_core::schema::Format::Anthropic)
+    let defs = super::tool_definitions(tools, kiln_core::schema::Format::Anthropic);
+    search::with_search(defs, tools)
 }
 
 /// Neutral messages -> Anthropic messages. Tool results go first in the next user message;
@@ -124,22 +127,11 @@ fn blocks(m: &Message) -> (&'static str, Vec<Value>) {
         Message::Assistant {
             content,
             tool_calls,
-            ..
-        } => {
-            let mut blocks = Vec::new();
-            if !content.is_empty() {
-                blocks.push(json!({"type": "text", "text": content}));
-            }
-            for c in tool_calls {
-                let input = match &c.args {
-                    CallArgs::Parsed(v @ Value::Object(_)) => v.clone(),
-                    _ => json!({}),
-                };
-                blocks
-                    .push(json!({"type": "tool_use", "id": ID.wire_id(&c.id), "name": c.name, "input": input}));
-            }
-            ("assistant", blocks)
-        }
+            replay,
+        } => (
+            "assistant",
+            search::assistant_blocks(content, tool_calls, replay),
+        ),
         Message::Tool { results } => {
             let blocks = results
                 .iter()

@@ -184,6 +184,18 @@ impl Provider {
         }
     }
 
+    /// Whether this provider's wire searches deferred tools itself (Anthropic's tool search
+    /// tool, OpenAI Responses' `tool_search`): a request then sends every tool, the deferred
+    /// ones flagged ([`ToolDef::deferred`]), and the wire's search tool; elsewhere (a chain:
+    /// unless every member does) kiln offers its own `search_tools`.
+    pub fn searches_tools(&self) -> bool {
+        match self {
+            Provider::Anthropic(_) | Provider::OpenAiResponses(_) => true,
+            Provider::Chain(c) => c.members().iter().all(|m| m.provider.searches_tools()),
+            _ => false,
+        }
+    }
+
     /// [`Provider::accepts`] for every attachment of `messages`.
     pub fn accepts_all(&self, messages: &[Message]) -> Result<(), ProviderError> {
         attach::attachments(messages).try_for_each(|a| self.accepts(a))

@@ -122,6 +122,9 @@ pub struct AgentSpec {
     /// `.defer_loading([...])`: tools (names, or prefixes ending in `*`) offered only once a
     /// search found them.
     pub defer_loading: Vec<String>,
+    /// `.defer_loading([...], #{ search: "kiln" })`: kiln's own `search_tools` even where the
+    /// provider searches deferred tools itself (a model too old for the provider's search).
+    pub defer_with_kiln: bool,
     /// `.compact(#{...})`: when and how a long transcript is compacted.
     pub compaction: Option<compact::Compaction>,
     /// `.skills([...])`: the Agent Skills listed to its model and loaded on demand.

@@ -101,6 +101,8 @@ pub struct AgentDraft {
     pub handoffs: Vec<String>,
     /// `.defer_loading([...])`: tools offered only once a search found them.
     pub defer_loading: Vec<String>,
+    /// `#{ search: "kiln" }` given to `.defer_loading`: kiln's search on every wire.
+    pub defer_with_kiln: bool,
     /// `.compact(#{...})`: when and how the transcript is compacted.
     pub compaction: Option<kiln_registry::agent_spec::compact::Compaction>,
     /// `.skills([...])`: folders of Agent Skills, each with where it was written.

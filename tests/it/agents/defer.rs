@@ -6,30 +6,35 @@
 use crate::common::{Mock, Scripts, ask};
 use serde_json::{Value, json};
 
-fn project(mock: &Mock) -> Scripts {
-    Scripts::new(&[(
-        "many.rhai",
-        &format!(
-            r#"let names = [];
-for i in 0..120 {{
-    let name = `inventory_tool_${{i}}`;
-    tool(name).description(`Looks up shelf ${{i}} of the warehouse inventory by aisle and bin`)
+/// 122 tools in `names`: 120 inventory tools, `weather_lookup` and `unit_convert` (the task
+/// needs those two).
+pub(crate) const TOOLS: &str = r#"let names = [];
+for i in 0..120 {
+    let name = `inventory_tool_${i}`;
+    tool(name).description(`Looks up shelf ${i} of the warehouse inventory by aisle and bin`)
       .param("aisle", "string", "the aisle").param("bin", "integer", "the bin")
       .handler(|a| `shelf contents`);
     names.push(name);
-}}
+}
 tool("weather_lookup").description("Current weather of a city").param("city", "string")
-  .handler(|a| #{{ city: a.city, celsius: 21 }});
+  .handler(|a| #{ city: a.city, celsius: 21 });
 tool("unit_convert").description("Converts a temperature to fahrenheit").param("celsius", "number")
-  .handler(|a| #{{ fahrenheit: a.celsius * 1.8 + 32.0 }});
+  .handler(|a| #{ fahrenheit: a.celsius * 1.8 + 32.0 });
 names.push("weather_lookup");
 names.push("unit_convert");
-agent("full").provider("openai").model("full-model").base_url("{url}/v1").tools(names);
-agent("lean").provider("openai").model("lean-model").base_url("{url}/v1").tools(names)
-  .defer_loading(["inventory_tool_*", "weather_lookup", "unit_convert"]);"#,
-            url = mock.url
-        ),
-    )])
+"#;
+
+/// What `.defer_loading` names: every one of [`TOOLS`].
+pub(crate) const DEFERRED: &str =
+    r#".defer_loading(["inventory_tool_*", "weather_lookup", "unit_convert"])"#;
+
+fn project(mock: &Mock) -> Scripts {
+    let url = &mock.url;
+    let agents = format!(
+        r#"agent("full").provider("openai").model("full-model").base_url("{url}/v1").tools(names);
+agent("lean").provider("openai").model("lean-model").base_url("{url}/v1").tools(names){DEFERRED};"#
+    );
+    Scripts::new(&[("many.rhai", &format!("{TOOLS}{agents}"))])
 }
 
 fn scenario() -> Value {

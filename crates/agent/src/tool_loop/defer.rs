@@ -3,8 +3,10 @@
 //! far in this run, instead of every schema on every request. A tool found is called like any
 //! other: under the agent's grants, validated, guarded, logged.
 
+use kiln_core::model::ToolDef;
 use kiln_core::tool::Tool;
 use kiln_registry::native::NativeTool;
+use kiln_registry::tool_search::{self, deferred};
 use serde_json::{Value, json};
 use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex};
@@ -18,19 +20,17 @@ const MAX_FOUND: usize = 5;
 /// The deferred tools a run's searches found.
 pub(super) type Found = Arc<Mutex<BTreeSet<String>>>;
 
-/// Whether `name` matches a `.defer_loading` entry: a tool's name, or a prefix ending in `*`
-/// (`github__*`: a mounted server's tools).
-fn deferred(patterns: &[String], name: &str) -> bool {
-    patterns.iter().any(|p| match p.strip_suffix('*') {
-        Some(prefix) => name.starts_with(prefix),
-        None => p == name,
-    })
-}
-
 /// What this round offers: the tools not deferred, the deferred ones found so far, and the
-/// search tool while any deferred tool is left to find.
-pub(super) fn offer(patterns: &[String], tools: Vec<Arc<Tool>>, found: &Found) -> Vec<Arc<Tool>> {
-    if patterns.is_empty() {
+/// search tool while any deferred tool is left to find. `native`: the provider searches
+/// itself ([`kiln_providers::Provider::searches_tools`]), so every tool is offered and
+/// [`flag`] marks the deferred ones in the request.
+pub(super) fn offer(
+    patterns: &[String],
+    tools: Vec<Arc<Tool>>,
+    found: &Found,
+    native: bool,
+) -> Vec<Arc<Tool>> {
+    if patterns.is_empty() || native {
         return tools;
     }
     let known = found.lock().map(|f| f.clone()).unwrap_or_default();
@@ -43,23 +43,14 @@ pub(super) fn offer(patterns: &[String], tools: Vec<Arc<Tool>>, found: &Found) -
     now
 }
 
-/// How well `tool` answers `words`: its name counts most, then its description and its
-/// parameters' names.
-fn score(tool: &Tool, words: &[String]) -> usize {
-    let name = tool.name.to_lowercase();
-    let description = tool.description.to_lowercase();
-    let params: Vec<String> = tool.schema["properties"]
-        .as_object()
-        .map(|p| p.keys().map(|k| k.to_lowercase()).collect())
-        .unwrap_or_default();
-    words
-        .iter()
-        .map(|w| {
-            3 * usize::from(name.contains(w.as_str()))
-                + usize::from(description.contains(w.as_str()))
-                + usize::from(params.iter().any(|p| p.contains(w.as_str())))
-        })
-        .sum()
+/// Marks the request's deferred tools for a provider that searches them itself (`native`);
+/// the caller's own tools are never deferred (they are added after).
+pub(super) fn flag(patterns: &[String], tools: &mut [ToolDef], native: bool) {
+    if native {
+        for t in tools.iter_mut() {
+            t.deferred = deferred(patterns, &t.name);
+        }
+    }
 }
 
 /// The search over `deferred`: up to five matching tools' definitions, which the next
@@ -67,24 +58,11 @@ fn score(tool: &Tool, words: &[String]) -> usize {
 fn search_tool(deferred: Vec<Arc<Tool>>, found: Found) -> Option<Arc<Tool>> {
     let count = deferred.len();
     let search = NativeTool::new(SEARCH_TOOLS, move |args: Value, _ctx: &kiln_core::context::CallContext| {
-        let words: Vec<String> = args["query"]
-            .as_str()
-            .unwrap_or_default()
-            .to_lowercase()
-            .split(|c: char| !c.is_alphanumeric())
-            .filter(|w| w.len() > 1)
-            .map(str::to_string)
-            .collect();
-        let mut ranked: Vec<(usize, &Arc<Tool>)> = deferred
-            .iter()
-            .map(|t| (score(t, &words), t))
-            .filter(|(s, _)| *s > 0)
-            .collect();
-        ranked.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.name.cmp(&b.1.name)));
+        let query = args["query"].as_str().unwrap_or_default();
+        let ranked = tool_search::rank(&deferred, query, MAX_FOUND);
         let hits: Vec<Value> = ranked
             .iter()
-            .take(MAX_FOUND)
-            .map(|(_, t)| json!({"name": t.name, "description": t.description, "parameters": t.schema}))
+            .map(|t| json!({"name": t.name, "description": t.description, "parameters": t.schema}))
             .collect();
         if let Ok(mut f) = found.lock() {
             f.extend(hits.iter().filter_map(|h| h["name"].as_str().map(str::to_string)));
@@ -104,11 +82,22 @@ mod tests {
     use super::*;
 
     #[test]
-    fn patterns_name_a_tool_or_a_prefix() {
-        let p = vec!["github__*".to_string(), "big".to_string()];
-        assert!(deferred(&p, "github__create_issue"));
-        assert!(deferred(&p, "big"));
-        assert!(!deferred(&p, "bigger"));
-        assert!(!deferred(&p, "gitlab__x"));
+    fn a_provider_that_searches_gets_every_tool_with_the_deferred_flagged() {
+        let def = |name: &str| ToolDef {
+            name: name.into(),
+            description: String::new(),
+            schema: json!({"type": "object"}),
+            deferred: false,
+        };
+        let p = vec!["big_*".to_string()];
+        let mut tools = vec![def("big_a"), def("small")];
+        flag(&p, &mut tools, false);
+        assert!(
+            tools.iter().all(|t| !t.deferred),
+            "kiln's own search flags nothing"
+        );
+        flag(&p, &mut tools, true);
+        let flagged: Vec<bool> = tools.iter().map(|t| t.deferred).collect();
+        assert_eq!(flagged, [true, false]);
     }
 }

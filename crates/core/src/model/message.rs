@@ -195,6 +195,9 @@ pub struct ToolDef {
     pub description: String,
     /// JSON Schema of the arguments.
     pub schema: Value,
+    /// Found by the provider's own tool search, not loaded up front (`.defer_loading`).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub deferred: bool,
 }
 
 /// The tools of a request in a wire format (the same definitions `kiln tools --format` prints).

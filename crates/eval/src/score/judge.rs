@@ -260,6 +260,7 @@ fn judge_agent(provider: ProviderKind) -> AgentSpec {
         skills: Vec::new(),
         compaction: None,
         defer_loading: Vec::new(),
+        defer_with_kiln: false,
         script: None,
     }
 }

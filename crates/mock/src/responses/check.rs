@@ -10,8 +10,10 @@ use serde_json::{Value, json};
 /// Whether an input item is a model's output sent back (a reasoning item, a function call, an
 /// assistant message).
 fn is_output(item: &Value) -> bool {
-    matches!(item["type"].as_str(), Some("reasoning" | "function_call"))
-        || item["role"] == "assistant"
+    matches!(
+        item["type"].as_str(),
+        Some("reasoning" | "function_call" | "tool_search_call" | "tool_search_output")
+    ) || item["role"] == "assistant"
 }
 
 /// The assistant turns in a request's `input`: each run of output items is one.
@@ -50,6 +52,7 @@ pub fn check(headers: &HeaderMap, body: &Value, require_auth: bool) -> Result<()
         ));
     }
     tools(&body["tools"])?;
+    crate::offered::search::check_responses(body)?;
     crate::tool_choice::responses(body)?;
     let items = match &body["input"] {
         Value::String(_) => return Ok(()),
@@ -95,6 +98,7 @@ pub fn check(headers: &HeaderMap, body: &Value, require_auth: bool) -> Result<()
                 answered.push(id);
             }
             Some("reasoning") => reasoning(i, item, items.get(i + 1), stored)?,
+            Some("tool_search_call" | "tool_search_output") => {}
             _ => {
                 let role = item["role"].as_str().unwrap_or("");
                 if !matches!(role, "user" | "assistant" | "system" | "developer") {

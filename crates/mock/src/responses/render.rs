@@ -34,6 +34,9 @@ pub fn encrypted(n: usize, text: &str) -> String {
 /// The output items of turn `n`, complete (`done`) or as first announced.
 fn items(turn: &Turn, n: usize, asked: &Asked, done: bool) -> Vec<Value> {
     let mut out = Vec::new();
+    if let Some(s) = &turn.searched {
+        out.extend(crate::offered::search::responses_items(s, n));
+    }
     if let Some(r) = &turn.reasoning {
         let mut item = json!({"id": format!("rs_mock_{n}"), "type": "reasoning", "summary": [], "encrypted_content": null});
         if done {

@@ -71,7 +71,7 @@ pub fn parse_response(v: &Value) -> Result<ModelResponse, ProviderError> {
         output_tokens: v["usage"]["output_tokens"].as_u64().unwrap_or(0),
     };
     Ok(ModelResponse {
-        replay: None,
+        replay: super::search::replay(blocks),
         answered_by: None,
         text,
         tool_calls: calls,
@@ -81,7 +81,14 @@ pub fn parse_response(v: &Value) -> Result<ModelResponse, ProviderError> {
 }
 
 enum Block {
-    Text,
+    /// Text, from this byte of the reply's text on (blocks stream one after another).
+    Text(usize),
+    /// A block the service ran itself ([`super::search::server_block`]), kept for the
+    /// replay; a `server_tool_use`'s input streams as JSON.
+    Server {
+        block: Value,
+        json: String,
+    },
     Tool {
         id: String,
         name: String,
@@ -198,6 +205,11 @@ impl StreamState {
                 let u = tokens(m.usage);
                 self.message_start(u.input_tokens, u.output_tokens);
             }
+            ("content_block_start", _, Some(Object(b)), _)
+                if b.kind.as_deref().is_some_and(super::search::server_block) =>
+            {
+                return false;
+            }
             ("content_block_start", _, Some(Object(b)), _) => self.block_start(
                 index,
                 b.kind.as_deref(),
@@ -265,6 +277,14 @@ impl StreamState {
                 let u = &ev["message"]["usage"];
                 self.message_start(u["input_tokens"].as_u64(), u["output_tokens"].as_u64());
             }
+            "content_block_start"
+                if ev["content_block"]["type"]
+                    .as_str()
+                    .is_some_and(super::search::server_block) =>
+            {
+                let (block, json) = (ev["content_block"].clone(), String::new());
+                self.order.push((index, Block::Server { block, json }));
+            }
             "content_block_start" => {
                 let b = &ev["content_block"];
                 self.block_start(
@@ -320,12 +340,13 @@ impl StreamState {
     ) {
         let block = match kind {
             Some("text") => {
+                let start = self.text.len();
                 let t = text.unwrap_or_default();
                 if !t.is_empty() {
                     self.text.push_str(t);
                     sink(t);
                 }
-                Block::Text
+                Block::Text(start)
             }
             Some("tool_use") => Block::Tool {
                 id: id.unwrap_or_default().to_string(),
@@ -338,10 +359,10 @@ impl StreamState {
         self.order.push((index, block));
     }
 
-    /// The arguments so far of the tool-use block `index`, if it is one.
+    /// The arguments so far of the tool-use (or server tool-use) block `index`, if it is one.
     fn tool_json(&mut self, index: u64) -> Option<&mut String> {
         match self.order.iter_mut().rev().find(|(i, _)| *i == index) {
-            Some((_, Block::Tool { json, .. })) => Some(json),
+            Some((_, Block::Tool { json, .. } | Block::Server { json, .. })) => Some(json),
             _ => None,
         }
     }
@@ -391,6 +412,48 @@ impl StreamState {
     }
 }
 
+impl StreamState {
+    /// The replay of a streamed reply that holds server blocks: every block as a whole reply
+    /// would have held it ([`super::search::replay`]).
+    fn replay(&self) -> Option<crate::Replay> {
+        if !self
+            .order
+            .iter()
+            .any(|(_, b)| matches!(b, Block::Server { .. }))
+        {
+            return None;
+        }
+        let starts = self.order.iter().filter_map(|(_, b)| match b {
+            Block::Text(start) => Some(*start),
+            _ => None,
+        });
+        let mut ends: Vec<usize> = starts.skip(1).collect();
+        ends.push(self.text.len());
+        let mut ends = ends.into_iter();
+        let mut blocks = Vec::new();
+        for (_, b) in &self.order {
+            blocks.push(match b {
+                Block::Text(start) => {
+                    let end = ends.next().unwrap_or(self.text.len());
+                    json!({"type": "text", "text": self.text.get(*start..end).unwrap_or_default()})
+                }
+                Block::Server { block, json } => {
+                    let mut block = block.clone();
+                    if !json.trim().is_empty() {
+                        block["input"] = CallArgs::from_text(json).to_value();
+                    }
+                    block
+                }
+                Block::Tool { id, name, json, .. } => {
+                    json!({"type": "tool_use", "id": id, "name": name, "input": CallArgs::from_text(json).to_value()})
+                }
+                Block::Other => continue,
+            });
+        }
+        super::search::replay(&blocks)
+    }
+}
+
 impl sse::StreamState for StreamState {
     /// Applies one event's data (read typed when it has the usual shape); streamed text goes
     /// to `sink`.
@@ -408,6 +471,7 @@ impl sse::StreamState for StreamState {
             return Err(malformed("the stream has no message_start"));
         }
         let stop = stop_reason(self.stop.as_deref());
+        let replay = self.replay();
         let mut calls = Vec::new();
         for (_, b) in self.order {
             if let Block::Tool {
@@ -437,7 +501,7 @@ impl sse::StreamState for StreamState {
             });
         }
         Ok(ModelResponse {
-            replay: None,
+            replay,
             answered_by: None,
             text: self.text,
             tool_calls: calls,

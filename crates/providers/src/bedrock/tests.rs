@@ -68,6 +68,7 @@ fn lookup() -> ToolDef {
         name: "lookup".into(),
         description: "Find a product".into(),
         schema: json!({"type": "object", "properties": {"sku": {"type": "string"}}, "required": ["sku"]}),
+        deferred: false,
     }
 }
 

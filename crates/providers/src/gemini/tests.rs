@@ -13,6 +13,7 @@ fn request(messages: &[Message]) -> ModelRequest<'_> {
             name: "calc".into(),
             description: "adds".into(),
             schema: json!({"type": "object", "properties": {"x": {"type": "integer", "minimum": 0}}, "required": ["x"]}),
+            deferred: false,
         }],
         temperature: Some(0.5),
         max_tokens: 100,

@@ -86,14 +86,30 @@ impl rendered::Wire for Request<'_, '_> {
 }
 
 /// Function tools as the Responses API takes them: flat, not strict (kiln validates the
-/// arguments itself, and strict mode would reject schemas it cannot enforce).
+/// arguments itself, and strict mode would reject schemas it cannot enforce). Deferred tools
+/// ([`crate::ToolDef::deferred`]) go with `defer_loading: true` and the hosted `tool_search`
+/// tool after them: the service searches and loads them itself (its `tool_search_call` and
+/// `tool_search_output` items come back in the reply's [`Replay`], sent back in later rounds).
 fn tool_definitions(tools: &[crate::ToolDef]) -> Value {
-    let defs = tools.iter().map(|t| {
-        json!({"type": "function", "name": t.name, "description": t.description,
-               "parameters": t.schema, "strict": false})
-    });
-    Value::Array(defs.collect())
+    let mut defs: Vec<Value> = tools
+        .iter()
+        .map(|t| {
+            let mut d = json!({"type": "function", "name": t.name, "description": t.description,
+                   "parameters": t.schema, "strict": false});
+            if t.deferred {
+                d["defer_loading"] = json!(true);
+            }
+            d
+        })
+        .collect();
+    if tools.iter().any(|t| t.deferred) {
+        defs.push(json!({"type": TOOL_SEARCH}));
+    }
+    Value::Array(defs)
 }
+
+/// The hosted tool search tool's type.
+pub const TOOL_SEARCH: &str = "tool_search";
 
 /// The body around an empty `input` list, with `tools` as the definitions (none: no tools
 /// offered). `model` and `input` come first (the rendered list is spliced in at `input`).

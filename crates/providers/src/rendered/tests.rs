@@ -73,6 +73,7 @@ fn tools() -> Vec<ToolDef> {
         name: "calc".into(),
         description: "adds \"x\"".into(),
         schema: json!({"type": "object", "properties": {"x": {"type": "integer"}}}),
+        deferred: false,
     }]
 }
 

@@ -122,6 +122,20 @@ fn register_lists(engine: &mut Engine) {
         },
     );
     engine.register_fn(
+        "defer_loading",
+        |ctx: NativeCallContext, b: &mut AgentBuilder, list: Array, opts: Map| {
+            let pos = ctx.call_position();
+            let search = defer_search(opts);
+            b.with(|d| match (strings(&list), search) {
+                (Ok(l), Ok(kiln)) => {
+                    d.defer_loading = l;
+                    d.defer_with_kiln = kiln;
+                }
+                (Err(e), _) | (_, Err(e)) => d.errors.push((pos, format!("defer_loading: {e}"))),
+            })
+        },
+    );
+    engine.register_fn(
         "skills",
         |ctx: NativeCallContext, b: &mut AgentBuilder, list: Array| {
             let pos = ctx.call_position();
@@ -194,6 +208,20 @@ fn register_model_choice(engine: &mut Engine) {
             b.with(|d| d.settings.text_tool_calls = Some((format.to_string(), pos)))
         },
     );
+}
+
+/// `#{ search: "provider" | "kiln" }`: whether kiln's own search is used on every wire.
+fn defer_search(opts: Map) -> Result<bool, String> {
+    let mut kiln = false;
+    for (key, value) in opts {
+        match (key.as_str(), value.into_string().as_deref()) {
+            ("search", Ok("provider")) => kiln = false,
+            ("search", Ok("kiln")) => kiln = true,
+            ("search", _) => return Err("search must be \"provider\" or \"kiln\"".into()),
+            (other, _) => return Err(format!("unknown option \"{other}\" (expected search)")),
+        }
+    }
+    Ok(kiln)
 }
 
 /// `#{ at: tokens, keep_last: n, how: "summary" | "trim" }`, every key optional (`with` is a

@@ -227,6 +227,7 @@ fn agent_spec(
         text_tool_calls: checked.text_tool_calls,
         compaction: d.compaction,
         defer_loading: d.defer_loading,
+        defer_with_kiln: d.defer_with_kiln,
         // The loader reads the skills' folders (`loader::skills`).
         skills: Vec::new(),
         // A program's parallel([...]) is bounded like the agent's concurrent calls.

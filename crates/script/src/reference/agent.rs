@@ -54,7 +54,12 @@ pub(super) const AGENT: &[Entry] = &[
     method(
         A,
         "defer_loading(tools: array)",
-        "Tools (names, or prefixes ending in *) the model gets only once its search_tools found them, instead of every schema on every request.",
+        "Tools (names, or prefixes ending in *) the model gets only once a search found them, instead of every schema on every request: the provider's own tool search where it has one (Anthropic, OpenAI Responses), else kiln's search_tools.",
+    ),
+    method(
+        A,
+        "defer_loading(tools: array, options: map)",
+        "The same, with #{ search: \"provider\" | \"kiln\" }: \"kiln\" uses kiln's search_tools on every wire (a model too old for its provider's tool search).",
     ),
     method(
         A,

@@ -14,6 +14,7 @@ fn request(messages: &[Message]) -> ModelRequest<'_> {
             name: "calc".into(),
             description: "adds".into(),
             schema: json!({"type": "object", "properties": {"x": {"type": "integer"}}}),
+            deferred: false,
         }],
         temperature: Some(0.5),
         max_tokens: 10,
@@ -475,4 +476,68 @@ fn attachments_are_input_image_and_input_file_parts_after_the_text() {
     );
     let none = request_body(&plain(&[user("look", vec![])]));
     assert_eq!(none["input"][0], json!({"role": "user", "content": "look"}));
+}
+
+#[test]
+fn deferred_tools_go_flagged_with_tool_search_and_its_items_go_back_in_place() {
+    let messages = [Message::user("weather?")];
+    let mut req = request(&messages);
+    req.tools[0].deferred = true;
+    req.tools.push(ToolDef {
+        name: "now".into(),
+        deferred: false,
+        ..req.tools[0].clone()
+    });
+    let body = request_body(&req);
+    assert_eq!(body["tools"][0]["defer_loading"], true);
+    assert!(body["tools"][1].get("defer_loading").is_none());
+    assert_eq!(body["tools"][2], json!({"type": "tool_search"}));
+    let found = json!({"type": "function", "name": "calc", "description": "adds",
+        "parameters": {"type": "object"}, "strict": false, "defer_loading": true});
+    let reply = parse_response(
+        &json!({"id": "resp_1", "object": "response", "status": "completed",
+        "output": [
+            {"id": "tsc_1", "type": "tool_search_call", "status": "completed", "call_id": null,
+             "execution": "server", "arguments": {"paths": ["calc"]}},
+            {"id": "tso_1", "type": "tool_search_output", "status": "completed", "call_id": null,
+             "execution": "server", "tools": [found]},
+            {"id": "fc_1", "type": "function_call", "status": "completed", "call_id": "call_1",
+             "name": "calc", "arguments": "{\"x\":1}"}],
+        "usage": {"input_tokens": 9, "output_tokens": 4}}),
+    )
+    .expect("parses");
+    assert_eq!(reply.tool_calls.len(), 1);
+    let messages = [
+        Message::user("weather?"),
+        Message::Assistant {
+            replay: reply.replay.clone(),
+            content: reply.text.clone(),
+            tool_calls: reply.tool_calls.clone(),
+        },
+        Message::Tool {
+            results: vec![ToolResult {
+                call_id: "call_1".into(),
+                name: "calc".into(),
+                content: "2".into(),
+                is_error: false,
+            }],
+        },
+    ];
+    let mut req = request(&messages);
+    req.tools[0].deferred = true;
+    let input = &request_body(&req)["input"];
+    let types: Vec<&str> = (input.as_array().expect("list").iter())
+        .map(|i| i["type"].as_str().unwrap_or("user"))
+        .collect();
+    let order = [
+        "user",
+        "tool_search_call",
+        "tool_search_output",
+        "function_call",
+    ];
+    assert_eq!(types, [&order[..], &["function_call_output"]].concat());
+    assert_eq!(input[2]["tools"][0], found);
+    let sent: Value =
+        serde_json::from_slice(&request_bytes(&req, &Rendered::default())).expect("valid JSON");
+    assert_eq!(sent, request_body(&req));
 }
