@@ -82,6 +82,8 @@
 
 #![warn(missing_docs)]
 
+pub use kiln_agent::compaction;
+pub use kiln_agent::steer;
 pub use kiln_agent::{RunError, RunErrorKind, RunReport};
 /// The memory budget scripts run under: install [`budget::Counting`] as the global allocator
 /// for budgets to be enforced (the `kiln` binary does).
@@ -127,6 +129,7 @@ pub mod model {
     pub use kiln_core::schema::Format;
     pub use kiln_registry::agent_spec::ProviderKind;
     pub use kiln_registry::agent_spec::TextCallFormat;
+    pub use kiln_registry::agent_spec::compact::CompactWith;
     pub use kiln_registry::fallback::FallbackModel;
 }
 
@@ -236,6 +239,7 @@ pub mod reload {
 /// [`LogFilter`](log::LogFilter), read a run's rows ([`RunRow`](log::RunRow): its messages,
 /// tool calls and model calls), sessions, and pruning old runs.
 pub mod log {
+    pub use kiln_agent::record::runlog::log_finished;
     pub use kiln_db::runs::{LogFilter, RunRow};
     pub use kiln_db::sessions::Resumed;
     pub use kiln_db::{Db, DbError, default_path, now};

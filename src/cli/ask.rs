@@ -228,12 +228,14 @@ pub fn ask(g: &Global, a: AskArgs) -> CliResult<ExitCode> {
         Some(name) => db.resume_session(name, name, &a.agent)?,
         None => Default::default(),
     };
+    let steering = steered_from_terminal(&a);
     let run = RunInputs {
         agent_grants: &agent.grants,
         cancel: cancel.clone(),
         observer,
         resumed,
         attachments,
+        steering: steering.clone(),
     };
     let opts = run_options(g, &a, run)?;
     // One thread: the loop, the connection and the run log's commits take turns on it without
@@ -242,6 +244,8 @@ pub fn ask(g: &Global, a: AskArgs) -> CliResult<ExitCode> {
     let runtime = super::one_thread_runtime()?;
     cancel_on_ctrl_c(&cancel);
     let result = runtime.block_on(host.run(&a.agent, &prompt, opts));
+    // Lines typed from now on reach no run.
+    steering.inspect(|s| s.close());
     let (report, error) = match result {
         Ok(r) => (r, None),
         Err(e) => (*e.report.clone(), Some(e)),
@@ -251,6 +255,22 @@ pub fn ask(g: &Global, a: AskArgs) -> CliResult<ExitCode> {
     let printed = print_report(json, printed_text.load(Ordering::Relaxed), &report.answer);
     runtime.shutdown_timeout(Duration::from_millis(100));
     exit_code(printed, error)
+}
+
+/// Steering from the terminal, when stdin is one (not the prompt's pipe): a line typed while
+/// the run runs, answering no approval, is added to it before its next model request.
+fn steered_from_terminal(a: &AskArgs) -> Option<Arc<kiln::steer::Steering>> {
+    if a.prompt == "-" || !std::io::stdin().is_terminal() {
+        return None;
+    }
+    let steering = Arc::new(kiln::steer::Steering::default());
+    if !super::approve::steer_from_terminal(steering.clone()) {
+        return None;
+    }
+    if std::io::stderr().is_terminal() && !a.quiet && !a.json {
+        output::hint("type a line and Enter to add it to the run while it runs");
+    }
+    Some(steering)
 }
 
 /// The prompt: the argument itself, or stdin when it is `-` (for long or piped prompts).
@@ -356,6 +376,8 @@ struct RunInputs<'a> {
     resumed: kiln::log::Resumed,
     /// `--attach`'s files.
     attachments: Vec<Attachment>,
+    /// Lines typed at the terminal while the run runs (stdin a terminal).
+    steering: Option<Arc<kiln::steer::Steering>>,
 }
 
 /// The run's options from the flags: provider overrides, grants, context and limits.
@@ -399,8 +421,8 @@ fn run_options(g: &Global, a: &AskArgs, run: RunInputs<'_>) -> CliResult<RunOpti
         client_tools: Vec::new(),
         eval_id: None,
         tool_events: None,
-        // The terminal's input is the approvals' (y/n): a run is steered from a door.
-        steering: None,
+        // Lines typed that answer no approval's question reach the run.
+        steering: run.steering,
     })
 }
 

@@ -66,6 +66,24 @@ pub enum SessionAction {
         /// The session.
         name: String,
     },
+    /// Compact a session: its older messages become one summary written by its agent's model
+    /// (or are trimmed, with --trim), its latest kept as they are. The run log keeps every
+    /// original message.
+    Compact {
+        /// The session.
+        name: String,
+        /// How many of the latest messages stay as they are (default: the agent's
+        /// `.compact` keep_last, else 8); the cut moves back to a person's message.
+        #[arg(long, value_name = "N")]
+        keep_last: Option<usize>,
+        /// Trim instead of summarizing: tool results shortened, then the oldest dropped; no
+        /// model request.
+        #[arg(long)]
+        trim: bool,
+        /// Print the outcome as JSON.
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 /// Seconds in `30s`, `10m`, `2h`, `7d` (a bare number is seconds).
@@ -333,8 +351,83 @@ pub fn sessions(g: &Global, a: SessionsArgs) -> CliResult<ExitCode> {
             db.delete_session(&name)?;
             outln!("deleted session {name}")?;
         }
+        SessionAction::Compact {
+            name,
+            keep_last,
+            trim,
+            json,
+        } => compact_session(g, &name, keep_last, trim, json)?,
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// `kiln sessions compact NAME`: the session's transcript compacted by its agent, written
+/// back unless a run went on meanwhile.
+fn compact_session(
+    g: &Global,
+    name: &str,
+    keep_last: Option<usize>,
+    trim: bool,
+    json: bool,
+) -> CliResult<()> {
+    use kiln::compaction::{CompactRequest, compact_transcript};
+    let (host, db) = g.host_with_db()?;
+    let session = db
+        .session(name)?
+        .ok_or_else(|| kiln::log::DbError::NoSession(name.to_string()))?;
+    let agent = host.agent(&session.agent)?;
+    let request = CompactRequest {
+        keep_last,
+        with: trim.then_some(kiln::model::CompactWith::Trim),
+    };
+    let cancel = kiln::CancellationToken::new();
+    super::ask::cancel_on_ctrl_c(&cancel);
+    let runtime = super::one_thread_runtime()?;
+    let compacted = runtime
+        .block_on(compact_transcript(
+            &agent,
+            &Default::default(),
+            &host.config().providers,
+            &session.messages,
+            &request,
+            &cancel,
+        ))
+        .map_err(|e| format!("compacting session \"{name}\": {e}"))?;
+    // The compaction is a run in the run log, as the door's is.
+    kiln::log::log_finished(&db, &compacted.report(&agent, None))?;
+    let before = session.messages.len();
+    let after = compacted.messages();
+    if !compacted.head.is_empty() {
+        db.replace_session_messages(name, session.updated_at, &after)?;
+    }
+    let u = compacted.usage;
+    if json {
+        let out = serde_json::json!({
+            "session": name, "agent": session.agent, "messages_before": before,
+            "messages_after": after.len(), "compacted": compacted.covered,
+            "summary": compacted.summary(), "model": compacted.model,
+            "usage": {"input_tokens": u.input_tokens, "output_tokens": u.output_tokens},
+        });
+        return Ok(outln!("{}", output::json(&out))?);
+    }
+    if compacted.head.is_empty() {
+        return Ok(outln!(
+            "session {name}: {before} messages, nothing to compact (the latest are kept as they are)"
+        )?);
+    }
+    let how = match compacted.summary() {
+        Some(_) => format!(
+            "a summary by {} ({}+{} tokens)",
+            compacted.model, u.input_tokens, u.output_tokens
+        ),
+        None => "trimmed".to_string(),
+    };
+    outln!(
+        "compacted session {name}: {before} messages → {} ({} replaced by {how}); the run log keeps the originals",
+        after.len(),
+        compacted.covered
+    )?;
+    Ok(())
 }
 
 /// When a command checks its database's pages (`PRAGMA quick_check`) at its start. The check

@@ -83,6 +83,11 @@ pub fn warning(msg: &str) {
     let _ = writeln!(std::io::stderr(), "{} {msg}", paint("1;33", "warning:"));
 }
 
+/// Prints a hint, dimmed, on stderr.
+pub fn hint(msg: &str) {
+    let _ = writeln!(std::io::stderr(), "{}", paint("2", &format!("kiln: {msg}")));
+}
+
 /// Pretty JSON, never failing.
 pub fn json(v: &serde_json::Value) -> String {
     serde_json::to_string_pretty(v).unwrap_or_else(|_| v.to_string())

@@ -112,6 +112,18 @@ out["cancel"] = {"status": cancel.status if cancel else None, "after": after, "e
                  "seconds": round(time.monotonic() - t0, 2),
                  "retrieved": oa.responses.retrieve(cancel.id).status if cancel else None}
 
+# 9: a long conversation compacted, then continued from the compacted output
+convo = []
+for n in range(6):
+    convo += [{"role": "user", "content": f"Question {n}"},
+              {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": f"Answer {n}"}]}]
+compacted = oa.responses.compact(model="greeter", input=convo)
+carried = [o.model_dump(exclude_none=True) for o in compacted.output]
+then = oa.responses.create(model="greeter", input=carried + [{"role": "user", "content": "And now?"}])
+out["compact"] = {"object": compacted.object, "types": [o.type for o in compacted.output],
+                  "usage": [compacted.usage.input_tokens, compacted.usage.output_tokens],
+                  "then": then.output_text}
+
 # 8: errors the SDK maps to its own exceptions
 out["unknown_model"] = error_of(lambda: oa.responses.create(model="nope", input="hi"))
 out["unknown_id"] = error_of(lambda: oa.responses.retrieve("resp_nope"))

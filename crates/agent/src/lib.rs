@@ -21,7 +21,7 @@ pub mod run;
 mod spans;
 mod start;
 pub mod text_calls;
-mod tool_loop;
+pub(crate) mod tool_loop;
 
 pub use event::{Event, Observer};
 pub use host::RunHost;
@@ -31,3 +31,5 @@ pub use record::Recorder;
 pub use report::call_outcome::{CallError, CallOutcome};
 pub use report::{RecordError, RunError, RunErrorKind, RunReport, ToolCallRecord};
 pub use start::{run, run_journaled};
+/// Compaction asked for outside a run (`kiln sessions compact`, `POST /v1/responses/compact`).
+pub use tool_loop::compact::on_request as compaction;

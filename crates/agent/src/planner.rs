@@ -84,7 +84,8 @@ pub(super) async fn drive(
     };
     let sink: TextSink = Arc::new(|_: &str| {});
     for step in 1..=agent.max_steps {
-        let offered = super::tool_loop::pin_turn(host, agent, &mut ctx);
+        // A plan names its calls up front: every skill's tools are offered.
+        let offered = super::tool_loop::pin_turn(host, agent, &mut ctx, None);
         let request = ModelRequest {
             model: model.to_string(),
             system: opts.overrides.system(agent),

@@ -218,6 +218,25 @@ impl Run {
         Ok(reply)
     }
 
+    /// A model request the loop made besides the round's own (a compaction's summary): its
+    /// tokens count in the run's usage and, as a reply of `round`, in the run log.
+    pub(super) fn side_request(
+        &mut self,
+        round: u32,
+        usage: kiln_core::model::Usage,
+        took: Duration,
+    ) {
+        let by = AnsweredBy {
+            provider: self.report.provider.clone(),
+            model: self.report.model.clone(),
+        };
+        if let Some(r) = &self.recorder {
+            let stop = kiln_core::model::StopReason::EndTurn;
+            r.model_reply(&self.report.run_id, round, usage, &stop, &by, took);
+        }
+        self.report.usage += usage;
+    }
+
     /// Tells the observer, if any; the event is only built for one.
     pub(super) fn emit(&self, ev: impl FnOnce() -> Event) {
         if let Some(o) = &self.observer {

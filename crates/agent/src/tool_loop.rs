@@ -2,7 +2,7 @@
 //! concurrently and in call order), send the results back, until it answers or a limit hits.
 //! Each round is one function of [`Rounds`]; [`Run`] keeps the commits in order.
 
-mod compact;
+pub(crate) mod compact;
 mod defer;
 mod skills;
 
@@ -42,13 +42,23 @@ pub(super) async fn drive(
         loop {
             let (offered, reply) = rounds.ask(run, ctx).await?;
             let (calls, theirs) = rounds.split_client_calls(reply.tool_calls);
-            let steered = setup.opts.steering.as_ref().is_some_and(|s| s.waiting());
+            let steered = match &setup.opts.steering {
+                // Only an answer waits for a message that came meanwhile (a durable run's are
+                // gathered from its journal here).
+                Some(s) if calls.is_empty() => {
+                    setup.journal.gather_steering(s).await?;
+                    s.waiting()
+                }
+                _ => false,
+            };
             let next = if let Some(problem) = rounds.misread.take() {
                 rounds.misread(run, ctx, problem).await?
             } else if !theirs.is_empty() {
                 rounds.hand_back(run, ctx, &offered, calls, theirs).await?
-            } else if calls.is_empty() && steered {
+            } else if calls.is_empty() && (steered || paused(&reply.stop)) {
                 // A person spoke while the model answered: it hears them before the run ends.
+                // Or the service paused a long turn of its own tools (Anthropic's
+                // `pause_turn`): the reply goes back as it is, for the model to go on.
                 Next::Again
             } else if calls.is_empty() {
                 rounds.answered(run, ctx, reply.text).await?
@@ -68,6 +78,12 @@ pub(super) async fn drive(
     ended
 }
 
+/// Whether the service paused the model's turn for the client to send it back (Anthropic's
+/// `pause_turn`, after its own tools ran long).
+fn paused(stop: &kiln_core::model::StopReason) -> bool {
+    matches!(stop, kiln_core::model::StopReason::Other(s) if s == "pause_turn")
+}
+
 /// Carries what a person added since the last request into this round's transcript, as a
 /// journaled step (a replay reads the same messages back).
 async fn deliver_steering(
@@ -78,6 +94,7 @@ async fn deliver_steering(
     let Some(steering) = &setup.opts.steering else {
         return Ok(());
     };
+    setup.journal.gather_steering(steering).await?;
     let taken = steering.take();
     if taken.is_empty() {
         return Ok(());
@@ -165,21 +182,33 @@ impl<'s, 'a> Rounds<'s, 'a> {
         deliver_steering(setup, run, run.report.rounds + 1).await?;
         let round = run.report.rounds + 1;
         let view = compact::view(setup, &run.report.messages, round, self.counted).await?;
-        let offered = pin_turn(setup.host, &setup.agent, ctx);
-        let offered = defer::offer(&setup.agent.defer_loading, offered, &self.found);
+        let loaded = skills::loaded(&run.report.messages);
+        let offered = pin_turn(setup.host, &setup.agent, ctx, Some(&loaded));
+        let (deferred, native) = (
+            &setup.agent.defer_loading,
+            setup.provider.searches_tools() && !setup.agent.defer_with_kiln,
+        );
+        let offered = defer::offer(deferred, offered, &self.found, native);
         let mut asked = model_request(setup, run, &offered, self.sent);
+        defer::flag(deferred, &mut asked.tools, native);
         let viewed = view.is_some();
+        let mut summary_request = None;
         if let Some(view) = view {
             // The request sends the compacted transcript; the run keeps the whole one.
-            asked.messages = view.into();
+            asked.messages = view.messages.into();
             asked.unchanged_prefix = 0;
+            summary_request = view.asked;
         }
         // The caller's own tools are offered after the agent's.
         asked.tools.extend(setup.opts.client_tools.iter().cloned());
         let request = setup.provider.prepare(&asked);
         super::run::check_transcript(&request, setup.opts)?;
-        // A compacted request shares no prefix with the run's transcript.
+        // A compacted request shares no prefix with the run's transcript; its summary request
+        // counts in the run's usage.
         self.sent = if viewed { 0 } else { run.report.messages.len() };
+        if let Some((usage, took)) = summary_request {
+            run.side_request(round, usage, took);
+        }
         run.report.rounds += 1;
         let (journal, provider, opts) = (setup.journal, &setup.provider, setup.opts);
         let mut reply = run
@@ -375,6 +404,7 @@ fn model_request<'r>(
                 name: t.name.clone(),
                 description: t.description.clone(),
                 schema: t.schema.clone(),
+                deferred: false,
             })
             .collect(),
         temperature: opts.overrides.temperature.or(agent.temperature),
@@ -486,19 +516,32 @@ fn handoff(
 }
 
 /// Pins this turn's registry snapshot in `ctx` and returns the agent's tools offered from it:
-/// the schemas the model sees are the code that runs.
+/// the schemas the model sees are the code that runs. The tools its skills' folders declare
+/// come once their skill is `loaded` (`None`: every skill's).
 pub(super) fn pin_turn(
     host: &dyn RunHost,
     agent: &kiln_registry::agent_spec::AgentSpec,
     ctx: &mut CallContext,
+    loaded: Option<&[String]>,
 ) -> Vec<Arc<kiln_core::tool::Tool>> {
     let snapshot = host.registry();
     ctx.run.registry = Some(snapshot.clone());
     let mut available = snapshot.available(Some(&agent.tools), ctx);
     // A tool only its page may call (MCP Apps' `visibility: ["app"]`) is no tool of the model's.
     available.retain(|t| kiln_registry::served::apps::visible_to_model(t));
-    // Its skills' two tools, unless a tool of the same name is offered already.
-    for tool in skills::tools(&agent.skills) {
+    // Its skills' two tools and, of a skill loaded, the tools its folder declares (within
+    // the run's grants), unless a tool of the same name is offered already.
+    let declared = skills::declared_tools(&snapshot, &agent.skills, ctx);
+    let withheld = skills::withheld(&declared, loaded);
+    available.retain(|t| !withheld.contains(&t.name));
+    let from_skills = declared
+        .iter()
+        .filter(|(_, t)| !withheld.contains(&t.name))
+        .map(|(_, t)| t.clone());
+    for tool in skills::tools(&agent.skills, &declared)
+        .into_iter()
+        .chain(from_skills)
+    {
         if available.iter().all(|t| t.name != tool.name) {
             available.push(tool);
         }

@@ -47,6 +47,11 @@ pub enum DbError {
     /// No such session.
     #[error("no session named \"{0}\"")]
     NoSession(String),
+    /// The session went on (a run added to it) while it was being compacted.
+    #[error(
+        "session \"{0}\" changed while it was being compacted (a run added to it): nothing was replaced; compact it again"
+    )]
+    SessionChanged(String),
     /// A newer kiln wrote the database; this one does not know its tables.
     #[error(
         "database {path} has schema version {found}, newer than this kiln knows ({known}): upgrade kiln, or pass --db to use another file"

@@ -151,6 +151,42 @@ impl Db {
         rows.collect::<Result<_, _>>().map_err(|e| self.err(e))
     }
 
+    /// Replaces session `name`'s messages by `messages` (a compacted transcript), unless the
+    /// session changed since it was read (its `updated_at` is no longer `read_at`): a run
+    /// that went on meanwhile is never overwritten.
+    pub fn replace_session_messages(
+        &self,
+        name: &str,
+        read_at: f64,
+        messages: &[Message],
+    ) -> Result<(), DbError> {
+        let mut conn = self.conn();
+        let tx = conn.transaction().map_err(|e| self.err(e))?;
+        let changed = tx
+            .execute(
+                "UPDATE sessions SET updated_at = ?3 WHERE name = ?1 AND updated_at = ?2",
+                params![name, read_at, super::now().max(read_at + 1e-3)],
+            )
+            .map_err(|e| self.err(e))?;
+        if changed == 0 {
+            return Err(DbError::SessionChanged(name.to_string()));
+        }
+        tx.execute(
+            "DELETE FROM session_messages WHERE session = ?1",
+            params![name],
+        )
+        .map_err(|e| self.err(e))?;
+        for (seq, m) in messages.iter().enumerate() {
+            let body = serde_json::to_string(m).map_err(|e| DbError::Corrupt(e.to_string()))?;
+            tx.execute(
+                "INSERT INTO session_messages(session, seq, body) VALUES(?1, ?2, ?3)",
+                params![name, seq as i64, body],
+            )
+            .map_err(|e| self.err(e))?;
+        }
+        tx.commit().map_err(|e| self.err(e))
+    }
+
     /// Deletes a session and its messages.
     pub fn delete_session(&self, name: &str) -> Result<(), DbError> {
         let mut conn = self.conn();

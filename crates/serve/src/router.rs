@@ -38,6 +38,7 @@ pub fn router(state: Arc<AppState>, mcp: Option<Router>) -> Router {
         .route("/v1/models/{name}", get(chat::model))
         .route("/v1/chat/completions", post(chat::completions))
         .route("/v1/responses", post(responses::create))
+        .route("/v1/responses/compact", post(responses::compact::compact))
         .route("/v1/ag-ui/{agent}", post(ag_ui::run))
         .route("/v1/ui-chat/{agent}", post(ui_chat::chat))
         .route(

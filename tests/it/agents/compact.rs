@@ -11,7 +11,8 @@ const BUDGET: u64 = 2_000;
 
 fn scenario() -> Value {
     json!({"loop": true, "turns": [
-        {"system": "You compact a conversation", "text": "The customer asked about brick orders; every question was answered."},
+        {"system": "You compact a conversation", "text": "The customer asked about brick orders; every question was answered.",
+         "usage": {"input_tokens": 500, "output_tokens": 50}},
         {"system": "You sell bricks", "text": "Noted."}
     ]})
 }
@@ -57,6 +58,7 @@ fn a_thousand_turn_session_stays_within_its_budget_every_turn() {
         &[],
     );
     let turns = 1_000;
+    let mut compacting_runs = 0;
     for n in 0..turns {
         let question = format!(
             "Question {n}: how many bricks for wall {n}? {}",
@@ -68,6 +70,9 @@ fn a_thousand_turn_session_stays_within_its_budget_every_turn() {
             &[],
         );
         assert_eq!(status, 200, "turn {n}: {run}");
+        // A run whose request was compacted counts its summary request's tokens too.
+        let input_tokens = run["report"]["usage"]["input_tokens"].as_u64();
+        compacting_runs += usize::from(input_tokens >= Some(500));
     }
     let requests = mock.requests();
     let (summaries, turns_sent): (Vec<&Value>, Vec<&Value>) =
@@ -80,6 +85,11 @@ fn a_thousand_turn_session_stays_within_its_budget_every_turn() {
     for (n, r) in turns_sent.iter().enumerate() {
         assert!(tokens(r) <= BUDGET, "turn {n} sent {} tokens", tokens(r));
     }
+    assert_eq!(
+        compacting_runs,
+        summaries.len(),
+        "each summary's usage in its run"
+    );
     assert!(
         summaries.len() > 10,
         "a long session is compacted again and again: {}",

@@ -136,3 +136,67 @@ fn kiln_check_reports_a_malformed_skill_at_its_line() {
         "{said}"
     );
 }
+
+/// The names of the tools a request offered.
+fn offered(request: &Value) -> Vec<String> {
+    let tools = request["body"]["tools"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    tools
+        .iter()
+        .filter_map(|t| t["function"]["name"].as_str().map(str::to_string))
+        .collect()
+}
+
+#[test]
+fn a_tool_a_skill_declares_is_offered_once_the_skill_is_loaded_within_the_grants() {
+    let mock = Mock::start(&json!({"by_round": true, "turns": [
+        {"tool_calls": [{"name": "load_skill", "args": {"name": "brewing"}}]},
+        {"tool_calls": [{"name": "leaf_grams", "args": {"ml": 300}}]},
+        {"text": "Use 6 g of leaf."}
+    ]}));
+    let scripts = project(&mock);
+    // The skill's code is a kiln tool in its folder; another one needs a grant the run lacks.
+    std::fs::write(
+        scripts.path().join("skills/brewing/measure.rhai"),
+        r#"tool("leaf_grams").description("Grams of leaf for a volume").param("ml", "integer")
+  .handler(|a| a.ml * 2 / 100);
+tool("kettle_api").description("Boils water remotely").requires(["net:kettle.example"])
+  .handler(|a| "boiled");"#,
+    )
+    .expect("skill tool");
+    let out = ask(
+        &["barista", "tea for 300 ml", "--no-stdlib", "--scripts", "."],
+        scripts.path(),
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let requests = mock.requests();
+    assert_eq!(requests.len(), 3, "{requests:?}");
+    assert_eq!(
+        offered(&requests[0]),
+        ["load_skill", "read_skill_file"],
+        "withheld until loaded"
+    );
+    let loaded = tool_results(&requests[1]);
+    assert!(
+        loaded[0].contains("leaf_grams"),
+        "load_skill names the skill's tools: {loaded:?}"
+    );
+    assert!(!loaded[0].contains("kettle_api"), "{loaded:?}");
+    let now = offered(&requests[1]);
+    assert!(now.contains(&"leaf_grams".to_string()), "{now:?}");
+    assert!(
+        !now.contains(&"kettle_api".to_string()),
+        "outside the grants: {now:?}"
+    );
+    assert!(
+        tool_results(&requests[2])[1].contains('6'),
+        "{:?}",
+        tool_results(&requests[2])
+    );
+}

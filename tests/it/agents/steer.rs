@@ -125,3 +125,32 @@ fn a_cancelled_run_ends_at_its_round_and_what_waited_never_runs() {
     let (status, ended) = post(&input, &json!({"text": "too late"}), &[]);
     assert_eq!(status, 409, "{ended}");
 }
+
+/// `kiln ask` on a terminal (a real pseudo-terminal): a line typed while the tool simmers is
+/// added to the run and reaches its next model request; the terminal says so.
+#[test]
+fn a_line_typed_at_kiln_ask_on_a_terminal_reaches_the_next_request() {
+    let mock = Mock::start(&scenario());
+    let scripts = kitchen(&mock);
+    let mut cmd = std::process::Command::new(crate::common::kiln_bin());
+    cmd.args(["ask", "chef", "Make soup.", "--no-stdlib", "--scripts", "."])
+        .current_dir(scripts.path())
+        .env("OPENAI_API_KEY", "sk-test")
+        .env("NO_COLOR", "1")
+        .env("TERM", "xterm");
+    let mut p = rexpect::session::spawn_command(cmd, Some(20_000)).expect("spawn kiln ask");
+    p.exp_string("to add it to the run").expect("the hint");
+    mock.wait_for_requests(1);
+    p.send_line("Add basil, please.").expect("type");
+    p.exp_string("added to the run")
+        .expect("the terminal says it was added");
+    // The answer streams in pieces between progress lines: the mock shows what was asked.
+    p.exp_eof().expect("kiln ask ends");
+    let requests = mock.requests();
+    assert_eq!(requests.len(), 2, "{requests:#?}");
+    assert_eq!(
+        user_texts(&requests[1]),
+        ["Make soup.", "Add basil, please."],
+        "the typed line follows the tool's result"
+    );
+}

@@ -79,6 +79,23 @@ fn peers_the_openai_sdk_drives_kiln_serves_responses_api() {
     assert_not_found(&v["unknown_id"]);
     // The input as the SDK reads it back: a user message of input_text parts.
     assert_eq!(v["input_items"], json!([["user", "Price of SKU-1?"]]));
+    compacted(&v["compact"], &door.model_requests("greeter"));
+}
+
+/// What `responses.compact` answered, and what the next request sent the model.
+fn compacted(v: &Value, requests: &[Value]) {
+    assert_eq!(v["object"], "response.compaction", "{v}");
+    let types = v["types"].as_array().cloned().unwrap_or_default();
+    assert_eq!((types.len(), &types[0]), (9, &json!("compaction")), "{v}");
+    assert_eq!(v["usage"], json!([7, 4]));
+    assert_eq!(v["then"], HELLO, "{v}");
+    let last = requests.last().map(|r| r["body"]["messages"].to_string());
+    assert!(
+        last.as_ref().is_some_and(
+            |m| m.contains("Summary of the earlier conversation") && !m.contains("Question 0")
+        ),
+        "the model read the summary, not the older turns: {last:?}"
+    );
 }
 
 /// What `responses.create` answered: a plain answer, a kiln tool's call, a function's round trip.

@@ -29,6 +29,7 @@ fn responses_doc() -> &'static Value {
             "OutputItem",
             "ItemResource",
             "ErrorResponse",
+            "CompactResource",
         ]
         .map(String::from)
         .to_vec();
@@ -291,7 +292,9 @@ impl Door {
 "#,
         );
         for (agent, turns) in scenarios() {
-            let mock = Mock::start(&json!({"by_round": true, "turns": turns}));
+            // The greeter answers any round (a compacted conversation goes on at a late one).
+            let repeat = agent == "greeter";
+            let mock = Mock::start(&json!({"by_round": true, "loop": repeat, "turns": turns}));
             let tools = if matches!(agent, "shop" | "mixed") {
                 r#".tools(["lookup"])"#
             } else {

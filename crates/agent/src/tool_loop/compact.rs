@@ -6,14 +6,18 @@
 //! whole transcript; the beginning is remembered (`cache`) so later turns reuse it.
 
 mod cache;
+pub mod on_request;
 
 use crate::journal::{StepValue, StepWork, decode};
 use crate::report::RunErrorKind;
 use crate::run::Setup;
-use kiln_core::model::{Message, ModelRequest};
+use kiln_core::model::{Message, ModelRequest, Usage};
+use kiln_providers::Provider;
 use kiln_registry::agent_spec::compact::{
     CompactWith, Compaction, SUMMARY_PROMPT, estimate_tokens,
 };
+use serde::{Deserialize, Serialize};
+use tokio_util::sync::CancellationToken;
 
 /// How long a tool result stays when a transcript is trimmed.
 const TRIMMED_RESULT_CHARS: usize = 200;
@@ -23,8 +27,27 @@ pub(super) fn compact_step(round: u32) -> String {
     format!("compact-{round}")
 }
 
+/// A compaction step's value: the new beginning, and what its summary request used (none
+/// for a trim), which the run's usage counts.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct Compacted {
+    head: Vec<Message>,
+    /// The summary request's tokens and milliseconds; `None` for a trim.
+    #[serde(default)]
+    asked: Option<(Usage, f64)>,
+}
+
+/// What a request sends instead of the transcript, and what making it cost.
+pub(super) struct View {
+    /// The compacted beginning and the rest.
+    pub messages: Vec<Message>,
+    /// The summary request's tokens and duration, when this request compacted with one (or
+    /// replayed such a compaction).
+    pub asked: Option<(Usage, std::time::Duration)>,
+}
+
 /// The bytes of a transcript as text (what its size is estimated from).
-fn bytes_of(messages: &[Message]) -> usize {
+pub(crate) fn bytes_of(messages: &[Message]) -> usize {
     messages
         .iter()
         .map(|m| match m {
@@ -47,7 +70,7 @@ fn bytes_of(messages: &[Message]) -> usize {
 
 /// Where the older part ends: `keep_last` from the end, moved back to a person's message (a
 /// tool call is never parted from its results); 0 when nothing can go.
-fn cut_point(messages: &[Message], keep_last: usize) -> usize {
+pub(crate) fn cut_point(messages: &[Message], keep_last: usize) -> usize {
     let mut cut = messages.len().saturating_sub(keep_last.max(1));
     while cut > 0 && !matches!(messages[cut], Message::User { .. }) {
         cut -= 1;
@@ -56,7 +79,7 @@ fn cut_point(messages: &[Message], keep_last: usize) -> usize {
 }
 
 /// What a request sends instead of `messages` when they pass the budget: the compacted
-/// beginning and the rest, or `None` when they fit. `counted` is the provider's count of the
+/// beginning and the rest, or `None` when they fit (and nothing was compacted before). `counted` is the provider's count of the
 /// last request. The largest beginning compacted before (in this process) is reused, so a long
 /// session asks for a summary only when what follows the last one outgrows the budget.
 pub(super) async fn view(
@@ -64,7 +87,7 @@ pub(super) async fn view(
     messages: &[Message],
     round: u32,
     counted: Option<u64>,
-) -> Result<Option<Vec<Message>>, RunErrorKind> {
+) -> Result<Option<View>, RunErrorKind> {
     let Some(c) = setup.agent.compaction.clone() else {
         return Ok(None);
     };
@@ -77,7 +100,7 @@ pub(super) async fn view(
     let over = |m: &[Message], counted: Option<u64>| {
         estimate_tokens(system + bytes_of(m)).max(counted.unwrap_or(0)) > c.at
     };
-    let known = cache::longest(&setup.agent.name, messages);
+    let known = cache::known(setup, messages, round).await?;
     let mut view: Vec<Message> = match &known {
         Some((len, head)) => head
             .iter()
@@ -87,12 +110,18 @@ pub(super) async fn view(
         None => messages.to_vec(),
     };
     // The provider's count describes the whole transcript only when nothing was compacted.
+    let reused = |messages: Vec<Message>| {
+        known.as_ref().map(|_| View {
+            messages,
+            asked: None,
+        })
+    };
     if !over(&view, counted.filter(|_| known.is_none())) {
-        return Ok(known.map(|_| view));
+        return Ok(reused(view));
     }
     let cut = cut_point(&view, c.keep_last);
     if cut == 0 {
-        return Ok(known.map(|_| view));
+        return Ok(reused(view));
     }
     let head_len = known.as_ref().map_or(0, |(_, head)| head.len());
     // How much of the run's own transcript the new beginning stands for.
@@ -102,20 +131,23 @@ pub(super) async fn view(
     let work: StepWork = match c.with {
         CompactWith::Trim => {
             let head = trim(older, &c, system + bytes_of(&view));
-            Box::pin(async move { Ok(StepValue::Typed(Box::new(head))) })
+            Box::pin(async move { Ok(StepValue::Typed(Box::new(Compacted { head, asked: None }))) })
         }
         CompactWith::Summary => summary_work(setup, older, &c),
     };
     let recalled = setup.journal.step(step.clone(), work).await?;
-    let head = decode::<Vec<Message>>(&step, recalled.value)?;
+    let Compacted { head, asked } = decode::<Compacted>(&step, recalled.value)?;
     tracing::info!(round, covered, "compacted the transcript");
     cache::remember(&setup.agent.name, &messages[..covered], head.clone());
-    Ok(Some(head.into_iter().chain(view).collect()))
+    Ok(Some(View {
+        messages: head.into_iter().chain(view).collect(),
+        asked: asked.map(|(u, ms)| (u, std::time::Duration::from_secs_f64(ms.max(0.0) / 1000.0))),
+    }))
 }
 
 /// The older part trimmed: tool results shortened first; if the transcript (with `rest` bytes
 /// after it) is still over the budget, the older part goes, with a note saying so.
-fn trim(mut older: Vec<Message>, c: &Compaction, rest: usize) -> Vec<Message> {
+pub(crate) fn trim(mut older: Vec<Message>, c: &Compaction, rest: usize) -> Vec<Message> {
     for m in &mut older {
         if let Message::Tool { results } = m {
             for r in results {
@@ -135,15 +167,38 @@ fn trim(mut older: Vec<Message>, c: &Compaction, rest: usize) -> Vec<Message> {
     ))]
 }
 
-/// The older part as one summary: a request to the agent's model with [`SUMMARY_PROMPT`],
-/// the older messages as text, no tools.
+/// The older part as one summary: the journaled step's work (see [`summarize`]).
 fn summary_work(setup: &Setup<'_>, older: Vec<Message>, c: &Compaction) -> StepWork {
-    let text = render(&older, (c.at as usize).saturating_mul(8));
-    let (provider, cancel) = (setup.provider.clone(), setup.opts.cancel.clone());
+    let limit = (c.at as usize).saturating_mul(8);
+    let (provider, model, cancel) = (
+        setup.provider.clone(),
+        setup.model.clone(),
+        setup.opts.cancel.clone(),
+    );
+    Box::pin(async move {
+        let started = std::time::Instant::now();
+        let (summary, usage) = summarize(&provider, &model, &older, limit, &cancel).await?;
+        let took_ms = started.elapsed().as_secs_f64() * 1000.0;
+        let head = vec![summary];
+        let asked = Some((usage, took_ms));
+        Ok(StepValue::Typed(Box::new(Compacted { head, asked })))
+    })
+}
+
+/// `older` as one user message summarizing it: a request to `model` with [`SUMMARY_PROMPT`],
+/// the messages as text (at most `limit` bytes, the latest kept), no tools. Also what the
+/// request used.
+pub(crate) async fn summarize(
+    provider: &Provider,
+    model: &str,
+    older: &[Message],
+    limit: usize,
+    cancel: &CancellationToken,
+) -> Result<(Message, Usage), RunErrorKind> {
     let request = ModelRequest {
-        model: setup.model.clone(),
+        model: model.to_string(),
         system: Some(SUMMARY_PROMPT.to_string()),
-        messages: vec![Message::user(text)].into(),
+        messages: vec![Message::user(render(older, limit))].into(),
         tools: Vec::new(),
         temperature: None,
         max_tokens: 2_000,
@@ -154,19 +209,18 @@ fn summary_work(setup: &Setup<'_>, older: Vec<Message>, c: &Compaction) -> StepW
         parallel_tool_calls: None,
     };
     let prepared = provider.prepare(&request);
-    Box::pin(async move {
-        let sink: kiln_core::model::TextSink = std::sync::Arc::new(|_: &str| {});
-        let reply = tokio::select! {
-            r = provider.send(prepared, &sink) => r.map_err(RunErrorKind::from)?,
-            _ = cancel.cancelled() => return Err(RunErrorKind::Cancelled),
-        };
-        let summary = Message::user(format!(
-            "Summary of the earlier conversation (compacted to keep within the context budget):\n{}",
-            reply.text.trim()
-        ));
-        Ok(StepValue::Typed(Box::new(vec![summary])))
-    })
+    let sink: kiln_core::model::TextSink = std::sync::Arc::new(|_: &str| {});
+    let reply = tokio::select! {
+        r = provider.send(prepared, &sink) => r.map_err(RunErrorKind::from)?,
+        _ = cancel.cancelled() => return Err(RunErrorKind::Cancelled),
+    };
+    let summary = Message::user(format!("{SUMMARY_HEADING}\n{}", reply.text.trim()));
+    Ok((summary, reply.usage))
 }
+
+/// How a summary message begins.
+pub(crate) const SUMMARY_HEADING: &str =
+    "Summary of the earlier conversation (compacted to keep within the context budget):";
 
 /// Messages as plain text, one paragraph each, for the summary request: at most `limit`
 /// bytes, the latest kept (a history compacted in another process is summarized from its end).

@@ -3,9 +3,11 @@
 //! A response continues the conversation of `previous_response_id` (its stored transcript and
 //! `ctx.state`, the actor's own only); the client's function tools come back as
 //! `function_call` items and the conversation goes on with their `function_call_output`s.
+//! `POST /v1/responses/compact` makes a long conversation short ([`compact`]).
 //! Every run is a [`launch`]ed one: the token's ceiling, limits, approvals, the run log and
 //! traces hold here as on `/v1/runs`.
 
+pub(crate) mod compact;
 pub(crate) mod front;
 pub(crate) mod input;
 pub(crate) mod output;

@@ -109,6 +109,7 @@ pub(crate) fn client_tools(v: &Value) -> Result<(Vec<ToolDef>, Vec<Value>), ApiE
             name: name.to_string(),
             description,
             schema: parameters,
+            deferred: false,
         });
     }
     Ok((defs, echoed))
@@ -296,6 +297,7 @@ pub(crate) fn append_items(
                 };
                 push_result(messages, &id, content, is_error, &at)?;
             }
+            Some("compaction") => messages.push(super::parts::summary_of(item, &at)?),
             // Reasoning is the model's own; kiln's wires carry their own where they need it.
             Some("reasoning") => {}
             Some("item_reference") => {
@@ -308,7 +310,7 @@ pub(crate) fn append_items(
                 return Err(ApiError::bad_request(
                     &format!("{at}.type"),
                     format!(
-                        "input items of type \"{other}\" are not supported (message, function_call, function_call_output, mcp_call, reasoning)"
+                        "input items of type \"{other}\" are not supported (message, function_call, function_call_output, mcp_call, compaction, reasoning)"
                     ),
                 ));
             }

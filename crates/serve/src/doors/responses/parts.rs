@@ -1,10 +1,16 @@
 //! A Responses message's content parts: its text, and a user's images (`input_image`) and files
 //! (`input_file`) as attachments the agent's model is sent. What cannot be read is refused at
-//! its part's path; what the agent's model cannot take is refused when the run starts.
+//! its part's path; what the agent's model cannot take is refused when the run starts. And a
+//! `compaction` item's content (`POST /v1/responses/compact`): kiln encrypts nothing, its
+//! `encrypted_content` is the summary, base64url-encoded behind a version prefix, so any kiln
+//! server reads it back (it is a user message to the model, so a client writing its own gains
+//! nothing it could not send as text).
 
 use crate::error::ApiError;
-use kiln_providers::{Attachment, AttachmentKind};
-use serde_json::Value;
+use base64::Engine;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use kiln_providers::{Attachment, AttachmentKind, Message};
+use serde_json::{Value, json};
 
 /// A message's content: its text and attachments.
 #[derive(Debug, Default)]
@@ -185,5 +191,65 @@ mod tests {
             let e = content(&json!([part]), "input[0].content").unwrap_err();
             assert_eq!(e.body()["error"]["param"], param, "{part}");
         }
+    }
+}
+
+/// What `encrypted_content` begins with.
+const PREFIX: &str = "kiln-summary-v1.";
+
+/// The largest summary a `compaction` item may carry back (the spec's own bound is 20 MiB;
+/// kiln's summaries are a few KiB).
+const MAX_SUMMARY_BYTES: usize = 1 << 20;
+
+/// The `compaction` item standing for a summary message.
+pub(crate) fn compaction_item(id: &str, summary_message: &str) -> Value {
+    json!({
+        "type": "compaction",
+        "id": id,
+        "encrypted_content": format!("{PREFIX}{}", URL_SAFE_NO_PAD.encode(summary_message)),
+        "created_by": "kiln",
+    })
+}
+
+/// A `compaction` input item's summary message, or why it cannot be read.
+pub(crate) fn summary_of(item: &Value, at: &str) -> Result<Message, ApiError> {
+    let field = format!("{at}.encrypted_content");
+    let bad = |why: &str| ApiError::bad_request(&field, why.to_string());
+    let text = item["encrypted_content"]
+        .as_str()
+        .ok_or_else(|| bad("encrypted_content is required"))?;
+    let encoded = text.strip_prefix(PREFIX).ok_or_else(|| {
+        bad("not a compaction kiln made (POST /v1/responses/compact on a kiln server makes them)")
+    })?;
+    if encoded.len() > MAX_SUMMARY_BYTES * 4 / 3 + 4 {
+        return Err(bad("the compaction is larger than kiln makes"));
+    }
+    let bytes = URL_SAFE_NO_PAD
+        .decode(encoded)
+        .map_err(|_| bad("the compaction's content is damaged (not base64url)"))?;
+    let summary =
+        String::from_utf8(bytes).map_err(|_| bad("the compaction's content is not UTF-8 text"))?;
+    Ok(Message::user(summary))
+}
+
+#[cfg(test)]
+mod compaction_tests {
+    use crate::doors::responses::parts::{compaction_item, summary_of};
+    use kiln_providers::Message;
+
+    #[test]
+    fn a_compaction_item_reads_back_as_its_summary_message() {
+        let item = compaction_item("cmp_1", "Summary: the order is 42.");
+        let back = summary_of(&item, "input[0]").expect("reads back");
+        assert_eq!(back, Message::user("Summary: the order is 42."));
+        let foreign =
+            serde_json::json!({"type": "compaction", "encrypted_content": "gAAAAABpM0Yj"});
+        let e = summary_of(&foreign, "input[0]").expect_err("not kiln's");
+        assert!(
+            format!("{e:?}").contains("input[0].encrypted_content"),
+            "{e:?}"
+        );
+        let damaged = serde_json::json!({"encrypted_content": "kiln-summary-v1.***"});
+        assert!(summary_of(&damaged, "input[1]").is_err());
     }
 }
