@@ -5,6 +5,7 @@
 pub(crate) mod compact;
 pub(crate) mod compact_now;
 pub(crate) mod defer;
+pub(crate) mod mounted;
 pub(crate) mod native_search;
 pub(crate) mod skills;
 pub(crate) mod steer;
