@@ -20,6 +20,9 @@
 #[path = "../tests/it/common.rs"]
 mod common;
 #[allow(dead_code)]
+#[path = "../tests/it/durable/counter.rs"]
+mod counter;
+#[allow(dead_code)]
 #[path = "../tests/it/durable/fixtures.rs"]
 mod fixtures;
 mod support;

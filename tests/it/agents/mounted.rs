@@ -89,12 +89,21 @@ fn a_task_with_122_mounted_tools_completes_deferred_and_not_on_every_wire() {
         for mode in ["full", "lean"] {
             let agent = format!("{w}_{mode}");
             let out = ask_command(
-                &[&agent, "How warm is Paris in F?", "--no-stdlib", "--scripts", "."],
+                &[
+                    &agent,
+                    "How warm is Paris in F?",
+                    "--no-stdlib",
+                    "--scripts",
+                    ".",
+                ],
                 scripts.path(),
             )
             .env("GEMINI_API_KEY", "test-key")
             .env("AWS_ACCESS_KEY_ID", "AKIDEXAMPLE")
-            .env("AWS_SECRET_ACCESS_KEY", "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY")
+            .env(
+                "AWS_SECRET_ACCESS_KEY",
+                "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY",
+            )
             .env("AWS_REGION", "us-west-2")
             .env_remove("AWS_BEARER_TOKEN_BEDROCK")
             .env_remove("GOOGLE_GEMINI_BASE_URL")
@@ -108,7 +117,9 @@ fn a_task_with_122_mounted_tools_completes_deferred_and_not_on_every_wire() {
     }
     let requests = mock.requests();
     let o200k = tiktoken_rs::o200k_base().expect("o200k_base is built in");
-    println!("| wire | mode | requests | first request bytes | kiln mock tokens | o200k_base tokens |");
+    println!(
+        "| wire | mode | requests | first request bytes | kiln mock tokens | o200k_base tokens |"
+    );
     println!("|---|---|---:|---:|---:|---:|");
     for (w, provider, _, native) in WIRES {
         let mut sizes = Vec::new();
@@ -135,10 +146,19 @@ fn a_task_with_122_mounted_tools_completes_deferred_and_not_on_every_wire() {
         // the provider's search sends every definition, the model reads a fraction of them
         // (OpenAI Responses shows its model each deferred tool's name and description).
         if native {
-            assert!(lean_tokens * 3 < full_tokens, "{provider}: {lean_tokens} vs {full_tokens}");
+            assert!(
+                lean_tokens * 3 < full_tokens,
+                "{provider}: {lean_tokens} vs {full_tokens}"
+            );
         } else {
-            assert!(lean_bytes * 10 <= full_bytes, "{provider}: {lean_bytes} vs {full_bytes}");
-            assert!(lean_tokens * 10 <= full_tokens, "{provider}: {lean_tokens} vs {full_tokens}");
+            assert!(
+                lean_bytes * 10 <= full_bytes,
+                "{provider}: {lean_bytes} vs {full_bytes}"
+            );
+            assert!(
+                lean_tokens * 10 <= full_tokens,
+                "{provider}: {lean_tokens} vs {full_tokens}"
+            );
         }
     }
 }

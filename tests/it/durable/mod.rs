@@ -10,6 +10,7 @@ mod a2a_fleet;
 mod approvals;
 mod code_mode;
 mod compact;
+mod counter;
 mod decisions;
 mod fixtures;
 mod front;
