@@ -149,6 +149,24 @@ pub fn connect(
     Ok((Provider::Chain(chain::Chain::new(first, rest)), model))
 }
 
+/// Model `m` for `agent` (a compaction's summarizer): connected as the agent's own when it is
+/// on the agent's provider (its base URL and key), else as a fallback model is (its
+/// provider's environment variable, `defaults`, the built-in address).
+pub fn connect_model(
+    agent: &AgentSpec,
+    o: &ProviderOverrides,
+    defaults: &ProviderDefaults,
+    m: &kiln_registry::fallback::FallbackModel,
+) -> Result<(Provider, String), ProviderError> {
+    let member = ProviderOverrides {
+        provider: Some(m.provider.name().to_string()),
+        model: Some(m.model_or_default().to_string()),
+        base_url: None,
+        ..o.clone()
+    };
+    connect_one(agent, &member, defaults, m.provider == agent.provider)
+}
+
 /// One provider; `own`: the agent's own, which its `.base_url` and `.api_key_env` are for.
 fn connect_one(
     agent: &AgentSpec,

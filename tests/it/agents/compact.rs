@@ -163,3 +163,52 @@ fn trimming_shortens_and_drops_the_oldest_turns_without_a_model_request() {
         "{first_user}"
     );
 }
+
+#[test]
+fn a_compaction_that_names_a_model_has_that_model_write_the_summary() {
+    let mock = Mock::start(&json!({"loop": true, "turns": [
+        {"model": "summarizer", "system": "You compact a conversation", "text": "Bricks were discussed."},
+        {"model": "mock-model", "system": "You sell bricks", "text": "Noted."}
+    ]}));
+    let scripts = Scripts::new(&[(
+        "clerk.rhai",
+        &format!(
+            r#"agent("clerk").provider("openai").model("mock-model").base_url("{}/v1")
+  .system("You sell bricks.").compact(#{{ at: 1000, keep_last: 2, model: "openai:summarizer" }});"#,
+            mock.url
+        ),
+    )]);
+    for n in 0..10 {
+        let question = format!("Question {n}: {}", "detail ".repeat(80));
+        let out = crate::common::ask(
+            &[
+                "clerk",
+                &question,
+                "--session",
+                "s",
+                "--no-stdlib",
+                "--scripts",
+                ".",
+            ],
+            scripts.path(),
+        );
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let requests = mock.requests();
+    let summaries: Vec<&Value> = requests.iter().filter(|r| is_summary(r)).collect();
+    assert!(!summaries.is_empty(), "the session was compacted");
+    assert!(
+        summaries.iter().all(|r| r["body"]["model"] == "summarizer"),
+        "the named model wrote every summary"
+    );
+    assert!(
+        requests
+            .iter()
+            .filter(|r| !is_summary(r))
+            .all(|r| r["body"]["model"] == "mock-model")
+    );
+}

@@ -133,7 +133,7 @@ pub(super) async fn view(
             let head = trim(older, &c, system + bytes_of(&view));
             Box::pin(async move { Ok(StepValue::Typed(Box::new(Compacted { head, asked: None }))) })
         }
-        CompactWith::Summary => summary_work(setup, older, &c),
+        CompactWith::Summary => summary_work(setup, older, &c)?,
     };
     let recalled = setup.journal.step(step.clone(), work).await?;
     let Compacted { head, asked } = decode::<Compacted>(&step, recalled.value)?;
@@ -167,22 +167,32 @@ pub(crate) fn trim(mut older: Vec<Message>, c: &Compaction, rest: usize) -> Vec<
     ))]
 }
 
-/// The older part as one summary: the journaled step's work (see [`summarize`]).
-fn summary_work(setup: &Setup<'_>, older: Vec<Message>, c: &Compaction) -> StepWork {
+/// The older part as one summary: the journaled step's work (see [`summarize`]), by the
+/// compaction's own model when it names one.
+fn summary_work(
+    setup: &Setup<'_>,
+    older: Vec<Message>,
+    c: &Compaction,
+) -> Result<StepWork, RunErrorKind> {
     let limit = (c.at as usize).saturating_mul(8);
-    let (provider, model, cancel) = (
-        setup.provider.clone(),
-        setup.model.clone(),
-        setup.opts.cancel.clone(),
-    );
-    Box::pin(async move {
+    let (provider, model) = match &c.model {
+        Some(m) => {
+            let defaults = setup.host.provider_defaults();
+            let (provider, model) =
+                crate::connect::connect_model(&setup.agent, &setup.opts.overrides, &defaults, m)?;
+            (std::sync::Arc::new(provider), model)
+        }
+        None => (setup.provider.clone(), setup.model.clone()),
+    };
+    let cancel = setup.opts.cancel.clone();
+    Ok(Box::pin(async move {
         let started = std::time::Instant::now();
         let (summary, usage) = summarize(&provider, &model, &older, limit, &cancel).await?;
         let took_ms = started.elapsed().as_secs_f64() * 1000.0;
         let head = vec![summary];
         let asked = Some((usage, took_ms));
         Ok(StepValue::Typed(Box::new(Compacted { head, asked })))
-    })
+    }))
 }
 
 /// `older` as one user message summarizing it: a request to `model` with [`SUMMARY_PROMPT`],
@@ -316,6 +326,7 @@ mod tests {
             at: 1_000,
             keep_last: 4,
             with: CompactWith::Trim,
+            model: None,
         };
         let kept = trim(older.clone(), &roomy, 0);
         assert_eq!(kept.len(), older.len(), "shortened is enough");

@@ -24,6 +24,9 @@ pub struct Compaction {
     pub keep_last: usize,
     /// How.
     pub with: CompactWith,
+    /// The model that writes the summary (`model: "openai:gpt-5-mini"`); `None`: the
+    /// agent's own.
+    pub model: Option<crate::fallback::FallbackModel>,
 }
 
 impl Default for Compaction {
@@ -32,6 +35,7 @@ impl Default for Compaction {
             at: 100_000,
             keep_last: 8,
             with: CompactWith::Summary,
+            model: None,
         }
     }
 }

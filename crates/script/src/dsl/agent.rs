@@ -243,9 +243,13 @@ fn compaction(opts: Map) -> Result<Compaction, String> {
                 Ok("trim") => c.with = CompactWith::Trim,
                 _ => return Err("how must be \"summary\" or \"trim\"".into()),
             },
+            "model" => match value.into_string() {
+                Ok(m) => c.model = Some(FallbackModel::parse(&m)?),
+                Err(t) => return Err(format!("model must be \"PROVIDER:MODEL\", not a {t}")),
+            },
             other => {
                 return Err(format!(
-                    "unknown option \"{other}\" (expected at, keep_last, how)"
+                    "unknown option \"{other}\" (expected at, keep_last, how, model)"
                 ));
             }
         }

@@ -64,7 +64,7 @@ pub(super) const AGENT: &[Entry] = &[
     method(
         A,
         "compact(options: map)",
-        "Keeps a long transcript within a budget: #{ at: tokens (100000), keep_last: messages (8), how: \"summary\" | \"trim\" }.",
+        "Keeps a long transcript within a budget: #{ at: tokens (100000), keep_last: messages (8), how: \"summary\" | \"trim\", model: \"PROVIDER:MODEL\" (the summary's; default the agent's) }.",
     ),
     method(
         A,

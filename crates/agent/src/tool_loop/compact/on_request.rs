@@ -4,7 +4,7 @@
 //! transcript's size. The latest `keep_last` messages stay as they are; a tool call keeps its
 //! results.
 
-use crate::connect::{ProviderDefaults, ProviderOverrides, connect};
+use crate::connect::{ProviderDefaults, ProviderOverrides, connect, connect_model};
 use crate::report::RunErrorKind;
 use crate::tool_loop::compact::{SUMMARY_HEADING, bytes_of, cut_point, summarize, trim};
 use kiln_core::model::{Message, Usage};
@@ -114,7 +114,10 @@ pub async fn compact_transcript(
             trim(older.to_vec(), &c, bytes_of(&done.kept))
         }
         CompactWith::Summary => {
-            let (provider, model) = connect(agent, overrides, defaults)?;
+            let (provider, model) = match &settings.model {
+                Some(m) => connect_model(agent, overrides, defaults, m)?,
+                None => connect(agent, overrides, defaults)?,
+            };
             let limit = (settings.at as usize).saturating_mul(8);
             let (summary, usage) = summarize(&provider, &model, older, limit, cancel).await?;
             done.usage = usage;
