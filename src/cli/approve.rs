@@ -98,6 +98,10 @@ impl Tty {
 
     /// Asks until the answer is y, n or a; `None` when the terminal closed.
     fn ask(&mut self, question: &str) -> Option<char> {
+        // A line typed for an earlier question (a pasted "y\ny") answers no other.
+        if let Some(queued) = LINES.get().and_then(|l| l.answers.lock().ok()) {
+            while queued.try_recv().is_ok() {}
+        }
         let asking = LINES.get().map(|l| &l.asking);
         asking.inspect(|a| a.store(true, Ordering::SeqCst));
         let answer = self.ask_until_answered(question);

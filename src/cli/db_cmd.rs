@@ -375,6 +375,12 @@ fn compact_session(
     let session = db
         .session(name)?
         .ok_or_else(|| kiln::log::DbError::NoSession(name.to_string()))?;
+    if db.session_busy(name)? {
+        return Err(format!(
+            "session \"{name}\" has a run in progress: compact it once that run has ended"
+        )
+        .into());
+    }
     let agent = host.agent(&session.agent)?;
     let request = CompactRequest {
         keep_last,
@@ -393,13 +399,13 @@ fn compact_session(
             &cancel,
         ))
         .map_err(|e| format!("compacting session \"{name}\": {e}"))?;
-    // The compaction is a run in the run log, as the door's is.
-    kiln::log::log_finished(&db, &compacted.report(&agent, None))?;
     let before = session.messages.len();
     let after = compacted.messages();
     if !compacted.head.is_empty() {
         db.replace_session_messages(name, session.updated_at, &after)?;
     }
+    // The compaction is a run in the run log, as the door's is.
+    kiln::log::log_finished(&db, &compacted.report(&agent, None))?;
     let u = compacted.usage;
     if json {
         let out = serde_json::json!({

@@ -158,13 +158,15 @@ pub fn connect_model(
     defaults: &ProviderDefaults,
     m: &kiln_registry::fallback::FallbackModel,
 ) -> Result<(Provider, String), ProviderError> {
+    let own = m.provider == agent.provider;
     let member = ProviderOverrides {
         provider: Some(m.provider.name().to_string()),
         model: Some(m.model_or_default().to_string()),
-        base_url: None,
+        // The run's address override is for the agent's provider.
+        base_url: o.base_url.clone().filter(|_| own),
         ..o.clone()
     };
-    connect_one(agent, &member, defaults, m.provider == agent.provider)
+    connect_one(agent, &member, defaults, own)
 }
 
 /// One provider; `own`: the agent's own, which its `.base_url` and `.api_key_env` are for.

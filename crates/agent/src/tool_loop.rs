@@ -55,6 +55,12 @@ pub(super) async fn drive(
                 rounds.misread(run, ctx, problem).await?
             } else if !theirs.is_empty() {
                 rounds.hand_back(run, ctx, &offered, calls, theirs).await?
+            } else if calls.is_empty()
+                && paused(&reply.stop)
+                && run.report.rounds > setup.max_rounds
+            {
+                // A service that pauses again and again ends like a loop of tool calls.
+                return Err(RunErrorKind::ToolLoop(setup.max_rounds));
             } else if calls.is_empty() && (steered || paused(&reply.stop)) {
                 // A person spoke while the model answered: it hears them before the run ends.
                 // Or the service paused a long turn of its own tools (Anthropic's

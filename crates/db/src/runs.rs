@@ -129,15 +129,19 @@ impl RunRow {
     /// The status to show: `interrupted` for a run still `running` whose process, on this
     /// host, is gone (killed before it could record its end).
     pub fn shown_status(&self) -> &str {
-        let gone = self.status == "running"
-            && std::path::Path::new("/proc/self").exists()
-            && self.owner.as_deref().is_some_and(|owner| {
-                owner.rsplit_once(':').is_some_and(|(host, pid)| {
-                    host == host_name() && !std::path::Path::new(&format!("/proc/{pid}")).exists()
-                })
-            });
+        let gone = self.status == "running" && owner_gone(self.owner.as_deref());
         if gone { "interrupted" } else { &self.status }
     }
+}
+
+/// Whether a run's owner (`HOST:PID`) is a process of this host that is gone.
+pub(crate) fn owner_gone(owner: Option<&str>) -> bool {
+    std::path::Path::new("/proc/self").exists()
+        && owner.is_some_and(|owner| {
+            owner.rsplit_once(':').is_some_and(|(host, pid)| {
+                host == host_name() && !std::path::Path::new(&format!("/proc/{pid}")).exists()
+            })
+        })
 }
 
 impl ToolRow {

@@ -151,6 +151,23 @@ impl Db {
         rows.collect::<Result<_, _>>().map_err(|e| self.err(e))
     }
 
+    /// Whether a run of session `name` is still running (one whose process is gone is not):
+    /// its next step would write after messages a compaction replaced.
+    pub fn session_busy(&self, name: &str) -> Result<bool, DbError> {
+        let conn = self.conn();
+        let mut stmt = conn
+            .prepare("SELECT owner FROM runs WHERE session = ?1 AND status = 'running'")
+            .map_err(|e| self.err(e))?;
+        let owners: Vec<Option<String>> = stmt
+            .query_map(params![name], |r| r.get(0))
+            .map_err(|e| self.err(e))?
+            .flatten()
+            .collect();
+        Ok(owners
+            .iter()
+            .any(|o| !super::runs::owner_gone(o.as_deref())))
+    }
+
     /// Replaces session `name`'s messages by `messages` (a compacted transcript), unless the
     /// session changed since it was read (its `updated_at` is no longer `read_at`): a run
     /// that went on meanwhile is never overwritten.
@@ -205,5 +222,61 @@ impl Db {
         } else {
             Ok(())
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::Db;
+    use kiln_core::model::Message;
+    use rusqlite::params;
+
+    fn run_of(db: &Db, id: &str, owner: &str, status: &str) {
+        db.conn()
+            .execute(
+                "INSERT INTO runs(id, agent, session, started_at, status, owner) VALUES(?1, 'a', 's', 0, ?2, ?3)",
+                params![id, status, owner],
+            )
+            .expect("a run");
+    }
+
+    #[test]
+    fn a_session_is_busy_while_a_living_process_runs_it_and_replaced_only_unchanged() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let db = Db::open(&dir.path().join("k.db")).expect("db");
+        db.conn()
+            .execute(
+                "INSERT INTO sessions(name, agent, state, created_at, updated_at) VALUES('s', 'a', '{}', 1.0, 1.0)",
+                [],
+            )
+            .expect("a session");
+        assert!(!db.session_busy("s").expect("busy?"));
+        let me = crate::runs::this_process();
+        let gone = format!(
+            "{}:999999999",
+            me.rsplit_once(':').map_or(me, |(host, _)| host)
+        );
+        run_of(&db, "r1", me, "ok");
+        run_of(&db, "r2", &gone, "running");
+        assert!(
+            !db.session_busy("s").expect("busy?"),
+            "ended, or its process gone"
+        );
+        run_of(&db, "r3", me, "running");
+        assert!(db.session_busy("s").expect("busy?"), "this process runs it");
+
+        let answer = Message::Assistant {
+            content: "latest".into(),
+            tool_calls: Vec::new(),
+            replay: None,
+        };
+        let m = [Message::user("summary"), answer];
+        assert!(
+            db.replace_session_messages("s", 0.5, &m).is_err(),
+            "changed since read"
+        );
+        db.replace_session_messages("s", 1.0, &m).expect("replaced");
+        let s = db.session("s").expect("read").expect("there");
+        assert_eq!(s.messages, m);
     }
 }

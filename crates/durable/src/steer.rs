@@ -16,6 +16,9 @@ pub static PROMISES: [&str; 16] = [
     "steer-8", "steer-9", "steer-10", "steer-11", "steer-12", "steer-13", "steer-14", "steer-15",
 ];
 
+// A durable run takes as many messages in all as a local one holds waiting at once.
+const _: () = assert!(PROMISES.len() == kiln_agent::steer::MAX_QUEUED);
+
 /// State key of a `KilnRun` workflow: how many messages the run has taken.
 pub const TAKEN: &str = "steered";
 /// State key of a `KilnRun` workflow: set when the run has ended.

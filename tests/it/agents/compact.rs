@@ -180,23 +180,7 @@ fn a_compaction_that_names_a_model_has_that_model_write_the_summary() {
     )]);
     for n in 0..10 {
         let question = format!("Question {n}: {}", "detail ".repeat(80));
-        let out = crate::common::ask(
-            &[
-                "clerk",
-                &question,
-                "--session",
-                "s",
-                "--no-stdlib",
-                "--scripts",
-                ".",
-            ],
-            scripts.path(),
-        );
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        super::ask_ok(scripts.path(), "clerk", &question, &["--session", "s"]);
     }
     let requests = mock.requests();
     let summaries: Vec<&Value> = requests.iter().filter(|r| is_summary(r)).collect();

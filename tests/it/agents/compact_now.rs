@@ -223,6 +223,22 @@ fn responses_compact_answers_a_compaction_item_the_next_response_reads() {
         "too short to compact: {from_stored}"
     );
 
+    // A kept message's image comes back as the part it came in.
+    let mut with_image = conversation();
+    with_image[10]["content"] = json!([{"type": "input_text", "text": "Question 5"},
+        {"type": "input_image", "image_url": "data:image/png;base64,iVBORw0KGgo="}]);
+    let (status, kept) = post(
+        &door.url("/compact"),
+        &json!({"model": "greeter", "input": with_image}),
+        &[],
+    );
+    assert_eq!(status, 200, "{kept}");
+    assert_eq!(
+        kept["output"][7]["content"][1],
+        json!({"type": "input_image", "image_url": "data:image/png;base64,iVBORw0KGgo="}),
+        "{kept}"
+    );
+
     // Bad input is named; the run log has the compaction as the caller's run.
     let forged = json!({"model": "greeter", "input": [{"type": "compaction", "encrypted_content": "gAAAA"}, {"role": "user", "content": "hi"}]});
     let (status, e) = post(&door.url(""), &forged, &[]);

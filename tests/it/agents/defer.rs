@@ -3,7 +3,7 @@
 //! tenth of the size or less), a task needing two of the tools completes in both modes, and a
 //! tool is offered only after a search found it.
 
-use crate::common::{Mock, Scripts, ask};
+use crate::common::{Mock, Scripts};
 use serde_json::{Value, json};
 
 /// 122 tools in `names`: 120 inventory tools, `weather_lookup` and `unit_convert` (the task
@@ -67,22 +67,7 @@ fn deferred_tools_shrink_the_request_and_the_task_still_completes() {
     let mock = Mock::start(&scenario());
     let scripts = project(&mock);
     for agent in ["full", "lean"] {
-        let out = ask(
-            &[
-                agent,
-                "How warm is Paris in F?",
-                "--no-stdlib",
-                "--scripts",
-                ".",
-            ],
-            scripts.path(),
-        );
-        let said = String::from_utf8_lossy(&out.stdout);
-        assert!(
-            out.status.success(),
-            "{agent}: {said}{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        let said = super::ask_ok(scripts.path(), agent, "How warm is Paris in F?", &[]);
         assert!(said.contains("69.8"), "{agent}: {said}");
     }
     let requests = mock.requests();

@@ -6,7 +6,7 @@
 //! the 122 tools completes. The first request's bytes in both modes are printed.
 
 use super::defer::{DEFERRED, TOOLS};
-use crate::common::{Mock, Scripts, ask};
+use crate::common::{Mock, Scripts};
 use serde_json::{Value, json};
 
 /// The wires that search themselves: (agent prefix, provider, base URL suffix).
@@ -124,17 +124,7 @@ fn the_providers_own_search_finds_the_deferred_tools_and_the_task_completes() {
     for (w, _, _) in WIRES {
         for mode in ["full", "lean"] {
             let agent = format!("{w}_{mode}");
-            let args = [
-                agent.as_str(),
-                "How warm is Paris in F?",
-                "--no-stdlib",
-                "--scripts",
-                ".",
-            ];
-            let out = ask(&args, scripts.path());
-            let said = String::from_utf8_lossy(&out.stdout);
-            let err = String::from_utf8_lossy(&out.stderr);
-            assert!(out.status.success(), "{agent}: {said}{err}");
+            let said = super::ask_ok(scripts.path(), &agent, "How warm is Paris in F?", &[]);
             assert!(said.contains("69.8"), "{agent}: {said}");
         }
     }
@@ -265,12 +255,7 @@ fn tokens_per_request_with_122_tools_on_each_wire_and_mode() {
     let scripts = Scripts::new(&[("many.rhai", &format!("{TOOLS}{agents}"))]);
     for i in 0..cases.len() {
         let agent = format!("agent_{i}");
-        let out = ask(
-            &[&agent, "hi", "--no-stdlib", "--scripts", "."],
-            scripts.path(),
-        );
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert!(out.status.success(), "{agent}: {err}");
+        super::ask_ok(scripts.path(), &agent, "hi", &[]);
     }
     let requests = mock.requests();
     let o200k = tiktoken_rs::o200k_base().expect("o200k_base is built in");
@@ -327,22 +312,7 @@ fn a_turn_the_service_paused_goes_on_in_the_next_request() {
         mock.url
     );
     let scripts = Scripts::new(&[("many.rhai", &format!("{TOOLS}{agent}"))]);
-    let out = ask(
-        &[
-            "paused",
-            "How warm is Paris?",
-            "--no-stdlib",
-            "--scripts",
-            ".",
-        ],
-        scripts.path(),
-    );
-    let said = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{said}{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let said = super::ask_ok(scripts.path(), "paused", "How warm is Paris?", &[]);
     assert!(said.contains("Paris is 21 C."), "{said}");
     let requests = mock.requests();
     assert_eq!(requests.len(), 3, "{requests:#?}");

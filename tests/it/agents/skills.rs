@@ -3,7 +3,7 @@
 //! demand from `load_skill`, its file through `read_skill_file`, a path outside the skill is
 //! refused, and `kiln check` reports a malformed `SKILL.md` at its line.
 
-use crate::common::{Mock, Scripts, ask, kiln_bin};
+use crate::common::{Mock, Scripts, kiln_bin};
 use serde_json::{Value, json};
 use std::process::Command;
 
@@ -62,16 +62,7 @@ fn tool_results(request: &Value) -> Vec<String> {
 fn an_agent_lists_its_skills_and_loads_one_when_it_needs_it() {
     let mock = Mock::start(&scenario());
     let scripts = project(&mock);
-    let out = ask(
-        &["barista", "make me tea", "--no-stdlib", "--scripts", "."],
-        scripts.path(),
-    );
-    let said = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{said}{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let said = super::ask_ok(scripts.path(), "barista", "make me tea", &[]);
     assert!(said.contains("steep 3 minutes"), "{said}");
     let requests = mock.requests();
     assert_eq!(requests.len(), 3, "{requests:?}");
@@ -166,15 +157,7 @@ tool("kettle_api").description("Boils water remotely").requires(["net:kettle.exa
   .handler(|a| "boiled");"#,
     )
     .expect("skill tool");
-    let out = ask(
-        &["barista", "tea for 300 ml", "--no-stdlib", "--scripts", "."],
-        scripts.path(),
-    );
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    super::ask_ok(scripts.path(), "barista", "tea for 300 ml", &[]);
     let requests = mock.requests();
     assert_eq!(requests.len(), 3, "{requests:?}");
     assert_eq!(

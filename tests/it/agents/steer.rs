@@ -27,7 +27,7 @@ fn scenario() -> Value {
 }
 
 /// Every user message's text of a request the mock received.
-fn user_texts(request: &Value) -> Vec<String> {
+pub(crate) fn user_texts(request: &Value) -> Vec<String> {
     let messages = request["body"]["messages"]
         .as_array()
         .cloned()

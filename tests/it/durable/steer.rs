@@ -4,6 +4,7 @@
 //! place), and a run that has ended, or was cancelled, refuses more.
 
 use super::fixtures::{ALICE, Cluster, ok_output};
+use crate::agents::steer::user_texts;
 use serde_json::{Value, json};
 
 /// Two tool rounds (`{p}1`, `{p}2`), then an answer.
@@ -11,22 +12,6 @@ fn two_steps(p: &str) -> Value {
     let call =
         |s: &str| json!({"tool_calls": [{"name": "count", "args": {"step": format!("{p}{s}")}}]});
     json!({"require_auth": false, "turns": [call("1"), call("2"), {"text": "counted two"}]})
-}
-
-/// Every user message's text of a request the mock received.
-fn user_texts(request: &Value) -> Vec<String> {
-    let messages = request["body"]["messages"]
-        .as_array()
-        .cloned()
-        .unwrap_or_default();
-    messages
-        .iter()
-        .filter(|m| m["role"] == "user")
-        .map(|m| match &m["content"] {
-            Value::String(s) => s.clone(),
-            other => other.to_string(),
-        })
-        .collect()
 }
 
 /// Starts agent `agent`'s run through worker B's front door (not waited for): its id.

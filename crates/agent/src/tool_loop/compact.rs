@@ -37,6 +37,24 @@ struct Compacted {
     asked: Option<(Usage, f64)>,
 }
 
+/// A compaction step as a journal holds it: this kiln's, or the bare beginning an earlier
+/// version journaled (a durable run replayed across the upgrade).
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum Journaled {
+    Now(Compacted),
+    Before(Vec<Message>),
+}
+
+impl From<Journaled> for Compacted {
+    fn from(j: Journaled) -> Compacted {
+        match j {
+            Journaled::Now(c) => c,
+            Journaled::Before(head) => Compacted { head, asked: None },
+        }
+    }
+}
+
 /// What a request sends instead of the transcript, and what making it cost.
 pub(super) struct View {
     /// The compacted beginning and the rest.
@@ -136,7 +154,10 @@ pub(super) async fn view(
         CompactWith::Summary => summary_work(setup, older, &c)?,
     };
     let recalled = setup.journal.step(step.clone(), work).await?;
-    let Compacted { head, asked } = decode::<Compacted>(&step, recalled.value)?;
+    let Compacted { head, asked } = match recalled.value {
+        typed @ StepValue::Typed(_) => decode::<Compacted>(&step, typed)?,
+        json => decode::<Journaled>(&step, json)?.into(),
+    };
     tracing::info!(round, covered, "compacted the transcript");
     cache::remember(&setup.agent.name, &messages[..covered], head.clone());
     Ok(Some(View {
@@ -303,6 +324,25 @@ mod tests {
                 replay: None,
             },
         ]
+    }
+
+    #[test]
+    fn a_compaction_step_journaled_by_an_earlier_kiln_reads_back() {
+        let head = vec![Message::user("Summary of the earlier conversation: x")];
+        let before = serde_json::to_value(&head).expect("json");
+        let read: Compacted = serde_json::from_value::<Journaled>(before)
+            .expect("the bare beginning")
+            .into();
+        assert_eq!((read.head, read.asked), (head.clone(), None));
+        let now = Compacted {
+            head: head.clone(),
+            asked: Some((kiln_core::model::Usage::new(5, 2), 12.0)),
+        };
+        let read: Compacted =
+            serde_json::from_value::<Journaled>(serde_json::to_value(&now).expect("json"))
+                .expect("this kiln's")
+                .into();
+        assert_eq!(read.asked.map(|(u, _)| u.input_tokens), Some(5));
     }
 
     #[test]

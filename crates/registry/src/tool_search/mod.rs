@@ -14,15 +14,26 @@ pub fn deferred(patterns: &[String], name: &str) -> bool {
     })
 }
 
+/// The most words of a query that count (a longer query costs a search no more).
+const MAX_WORDS: usize = 32;
+
 /// The words of a query that count: lowercase, split at anything not a letter or a digit,
-/// single letters left out.
+/// single letters left out, each once, the first [`MAX_WORDS`] (of its first 4 KiB).
 pub fn words(query: &str) -> Vec<String> {
-    query
+    let mut end = query.len().min(4096);
+    while !query.is_char_boundary(end) {
+        end -= 1;
+    }
+    let mut out: Vec<String> = Vec::new();
+    for w in query[..end]
         .to_lowercase()
         .split(|c: char| !c.is_alphanumeric())
-        .filter(|w| w.len() > 1)
-        .map(str::to_string)
-        .collect()
+    {
+        if w.len() > 1 && out.len() < MAX_WORDS && !out.iter().any(|o| o == w) {
+            out.push(w.to_string());
+        }
+    }
+    out
 }
 
 /// How well `tool` answers `words`: each word found in its name counts 3, in its description
@@ -90,6 +101,16 @@ mod tests {
             tool("weather", "Tells the weather", "city"),
         ];
         assert_eq!(words("Create an ISSUE, a!"), ["create", "an", "issue"]);
+        assert_eq!(words("issue issue ISSUE"), ["issue"], "each word once");
+        let long =
+            "word ".repeat(200_000) + &(0..100).map(|i| format!("w{i} ")).collect::<String>();
+        assert_eq!(
+            words(&long),
+            ["word"],
+            "only the query's first 4 KiB counts"
+        );
+        let many: String = (0..100).map(|i| format!("w{i} ")).collect();
+        assert_eq!(words(&many).len(), 32);
         let found: Vec<&str> = rank(&tools, "create issue", 5)
             .iter()
             .map(|t| t.name.as_str())

@@ -30,6 +30,9 @@ pub async fn compact(
     who: Principal,
     JsonBody(body): JsonBody,
 ) -> Result<Json<Value>, ApiError> {
+    if state.draining() {
+        return Err(ApiError::unavailable("the server is shutting down"));
+    }
     let name = body["model"]
         .as_str()
         .ok_or_else(|| ApiError::bad_request("model", "model (the agent's name) is required"))?;
@@ -63,6 +66,8 @@ pub async fn compact(
             "nothing to compact: give input items or previous_response_id",
         ));
     }
+    // A compaction asks a model as a run does: it takes a run slot (or waits in the queue).
+    let _permit = state.limiter.acquire().await?;
     let cancel = state.stop_runs.child_token();
     let _cancel_on_drop = cancel.clone().drop_guard();
     let compacted = compact_transcript(
@@ -74,7 +79,7 @@ pub async fn compact(
         &cancel,
     )
     .await
-    .map_err(|e| ApiError::upstream(format!("compacting with agent \"{name}\": {e}")))?;
+    .map_err(|e| compact_error(name, e))?;
     let report = compacted.report(&agent, who.actor.clone());
     if let Some(db) = state.host.database() {
         kiln_agent::record::runlog::log_finished(db, &report)
@@ -102,13 +107,32 @@ pub async fn compact(
     })))
 }
 
+/// Why a compaction failed, as the caller sees it: the model's service failing is a 502, the
+/// server stopping a 503, anything else (an agent kiln cannot connect) a 500.
+fn compact_error(agent: &str, e: kiln_agent::RunErrorKind) -> ApiError {
+    use kiln_agent::RunErrorKind as K;
+    let message = format!("compacting with agent \"{agent}\": {e}");
+    match e {
+        K::Cancelled => ApiError::unavailable(message),
+        K::Provider(_) => ApiError::upstream(message),
+        _ => ApiError::internal(message),
+    }
+}
+
 /// One message as Responses items (an assistant's text and calls are one item each).
 fn items_of(m: &Message, id: &str) -> Vec<Value> {
     match m {
-        Message::User { content, .. } => vec![json!({
-            "type": "message", "id": format!("msg_{id}"), "status": "completed", "role": "user",
-            "content": [{"type": "input_text", "text": content}],
-        })],
+        Message::User {
+            content,
+            attachments,
+        } => {
+            let mut parts = vec![json!({"type": "input_text", "text": content})];
+            parts.extend(attachments.iter().map(attachment_part));
+            vec![json!({
+                "type": "message", "id": format!("msg_{id}"), "status": "completed", "role": "user",
+                "content": parts,
+            })]
+        }
         Message::Assistant {
             content,
             tool_calls,
@@ -133,11 +157,31 @@ fn items_of(m: &Message, id: &str) -> Vec<Value> {
         Message::Tool { results } => results
             .iter()
             .map(|r| {
+                // An error's text goes back as the model read it (kiln marks it on its wires).
                 json!({
                     "type": "function_call_output", "id": format!("fco_{}", r.call_id),
                     "call_id": r.call_id, "output": r.content, "status": "completed",
                 })
             })
             .collect(),
+    }
+}
+
+/// An image or file of a kept user message as the part it came in (`input_image`,
+/// `input_file`), so the next request sends it again.
+fn attachment_part(a: &kiln_providers::Attachment) -> Value {
+    use kiln_providers::{AttachmentKind, AttachmentSource};
+    let url = match &a.source {
+        AttachmentSource::Base64 { data } => format!("data:{};base64,{data}", a.media_type),
+        AttachmentSource::Url { url } => url.clone(),
+    };
+    match (a.kind, &a.source) {
+        (AttachmentKind::Image, _) => json!({"type": "input_image", "image_url": url}),
+        (AttachmentKind::File, AttachmentSource::Url { .. }) => {
+            json!({"type": "input_file", "file_url": url, "filename": a.filename})
+        }
+        (AttachmentKind::File, AttachmentSource::Base64 { .. }) => {
+            json!({"type": "input_file", "file_data": url, "filename": a.filename})
+        }
     }
 }

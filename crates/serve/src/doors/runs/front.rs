@@ -339,9 +339,12 @@ pub(crate) async fn input(
             Json(json!({"run": id, "waiting": answer["waiting"]})),
         )),
         Err(DurableError::Answered { status: 409, .. }) => Err(ended()),
-        Err(DurableError::Answered { status: 429, .. }) => Err(ApiError::bad_request(
-            "text",
-            "a run through Restate takes at most 16 messages",
+        Err(DurableError::Answered { status: 429, .. }) => Err(ApiError::conflict(
+            "too_many_messages",
+            format!(
+                "a run through Restate takes at most {} messages",
+                kiln_agent::steer::MAX_QUEUED
+            ),
         )),
         Err(DurableError::Answered { status: 400, .. }) => Err(ApiError::bad_request(
             "text",
