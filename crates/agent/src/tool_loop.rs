@@ -4,13 +4,15 @@
 
 pub(crate) mod compact;
 mod defer;
+mod offer;
 mod skills;
+
+pub(crate) use offer::pin_turn;
 
 use super::event::Event;
 use super::report::{RunErrorKind, ToolCallRecord};
 use super::round::{Executed, RoundContext, execute_round};
 use super::run::{DEFAULT_MAX_TOKENS, INVALID_ARGS_GRACE, Run, Setup};
-use crate::RunHost;
 use kiln_core::context::CallContext;
 use kiln_core::tool::{FailureKind, Tool, ToolFailure};
 use kiln_providers::{
@@ -196,7 +198,6 @@ impl<'s, 'a> Rounds<'s, 'a> {
         );
         let offered = defer::offer(deferred, offered, &self.found, native);
         let mut asked = model_request(setup, run, &offered, self.sent);
-        defer::flag(deferred, &mut asked.tools, native);
         let viewed = view.is_some();
         let mut summary_request = None;
         if let Some(view) = view {
@@ -205,6 +206,14 @@ impl<'s, 'a> Rounds<'s, 'a> {
             asked.unchanged_prefix = 0;
             summary_request = view.asked;
         }
+        // A compacted transcript may have lost the service's search that loaded a tool its
+        // kept calls name: those go loaded.
+        let called = if viewed {
+            defer::called(&asked.messages)
+        } else {
+            Default::default()
+        };
+        defer::flag(deferred, &mut asked.tools, native, &called);
         // The caller's own tools are offered after the agent's.
         asked.tools.extend(setup.opts.client_tools.iter().cloned());
         let request = setup.provider.prepare(&asked);
@@ -519,78 +528,4 @@ fn handoff(
         let target = call.name.strip_prefix("handoff_to_")?;
         (!result.is_error && agent.handoffs.iter().any(|h| h == target)).then(|| target.to_string())
     })
-}
-
-/// Pins this turn's registry snapshot in `ctx` and returns the agent's tools offered from it:
-/// the schemas the model sees are the code that runs. The tools its skills' folders declare
-/// come once their skill is `loaded` (`None`: every skill's).
-pub(super) fn pin_turn(
-    host: &dyn RunHost,
-    agent: &kiln_registry::agent_spec::AgentSpec,
-    ctx: &mut CallContext,
-    loaded: Option<&[String]>,
-) -> Vec<Arc<kiln_core::tool::Tool>> {
-    let snapshot = host.registry();
-    ctx.run.registry = Some(snapshot.clone());
-    let mut available = snapshot.available(Some(&agent.tools), ctx);
-    // A tool only its page may call (MCP Apps' `visibility: ["app"]`) is no tool of the model's.
-    available.retain(|t| kiln_registry::served::apps::visible_to_model(t));
-    // Its skills' two tools and, of a skill loaded, the tools its folder declares (within
-    // the run's grants), unless a tool of the same name is offered already.
-    let declared = skills::declared_tools(&snapshot, &agent.skills, ctx);
-    let withheld = skills::withheld(&declared, loaded);
-    available.retain(|t| !withheld.contains(&t.name));
-    let from_skills = declared
-        .iter()
-        .filter(|(_, t)| !withheld.contains(&t.name))
-        .map(|(_, t)| t.clone());
-    for tool in skills::tools(&agent.skills, &declared)
-        .into_iter()
-        .chain(from_skills)
-    {
-        if available.iter().all(|t| t.name != tool.name) {
-            available.push(tool);
-        }
-    }
-    // Other agents it lists (`agent:NAME`) as tools that run them.
-    available.extend(
-        agent
-            .tools
-            .iter()
-            .filter_map(|t| kiln_registry::agent_tool::named_agent(t))
-            .filter_map(|name| snapshot.agent(name))
-            .filter_map(|other| {
-                let reaches = snapshot.agent_reach_hints(&other.name);
-                kiln_registry::agent_tool::agent_tool(&other, reaches)
-            }),
-    );
-    // Remote A2A agents it lists (`a2a:NAME`) as tools that ask them.
-    available.extend(
-        agent
-            .tools
-            .iter()
-            .filter_map(|t| kiln_registry::a2a_agent::named(t))
-            .filter_map(|name| snapshot.a2a_agent(name))
-            .filter_map(kiln_registry::a2a_agent::a2a_tool),
-    );
-    // The agents it may hand the conversation to.
-    available.extend(
-        agent
-            .handoffs
-            .iter()
-            .filter_map(|name| snapshot.agent(name))
-            .filter_map(|other| kiln_registry::agent_tool::handoff_tool(&other)),
-    );
-    match (&agent.code_mode, &agent.script) {
-        (Some(mode), Some(script)) => {
-            // The program calls the tools; those kept out stay ordinary tool calls.
-            let (kept, functions): (Vec<_>, Vec<_>) = available
-                .into_iter()
-                .partition(|t| mode.except.contains(&t.name));
-            let mut offered = script.code_tools(&functions, mode);
-            offered.extend(kept);
-            offered
-        }
-        _ => available,
-    }
 }

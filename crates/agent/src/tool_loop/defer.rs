@@ -45,12 +45,27 @@ pub(super) fn offer(
 
 /// Marks the request's deferred tools for a provider that searches them itself (`native`);
 /// the caller's own tools are never deferred (they are added after).
-pub(super) fn flag(patterns: &[String], tools: &mut [ToolDef], native: bool) {
+/// A tool the messages call (`called`) goes loaded.
+pub(super) fn flag(
+    patterns: &[String],
+    tools: &mut [ToolDef],
+    native: bool,
+    called: &std::collections::HashSet<String>,
+) {
     if native {
         for t in tools.iter_mut() {
-            t.deferred = deferred(patterns, &t.name);
+            t.deferred = deferred(patterns, &t.name) && !called.contains(&t.name);
         }
     }
+}
+
+/// The names of the tools `messages` call.
+pub(super) fn called(messages: &[kiln_core::model::Message]) -> std::collections::HashSet<String> {
+    let calls = messages.iter().flat_map(|m| match m {
+        kiln_core::model::Message::Assistant { tool_calls, .. } => tool_calls.as_slice(),
+        _ => &[],
+    });
+    calls.map(|c| c.name.clone()).collect()
 }
 
 /// The search over `deferred`: up to five matching tools' definitions, which the next
@@ -91,13 +106,20 @@ mod tests {
         };
         let p = vec!["big_*".to_string()];
         let mut tools = vec![def("big_a"), def("small")];
-        flag(&p, &mut tools, false);
+        let none = Default::default();
+        flag(&p, &mut tools, false, &none);
         assert!(
             tools.iter().all(|t| !t.deferred),
             "kiln's own search flags nothing"
         );
-        flag(&p, &mut tools, true);
+        flag(&p, &mut tools, true, &none);
         let flagged: Vec<bool> = tools.iter().map(|t| t.deferred).collect();
         assert_eq!(flagged, [true, false]);
+        let called = ["big_a".to_string()].into_iter().collect();
+        flag(&p, &mut tools, true, &called);
+        assert!(
+            tools.iter().all(|t| !t.deferred),
+            "a tool the transcript calls goes loaded"
+        );
     }
 }
