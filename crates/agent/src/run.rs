@@ -225,11 +225,12 @@ impl Run {
         round: u32,
         usage: kiln_core::model::Usage,
         took: Duration,
+        by: Option<AnsweredBy>,
     ) {
-        let by = AnsweredBy {
+        let by = by.unwrap_or_else(|| AnsweredBy {
             provider: self.report.provider.clone(),
             model: self.report.model.clone(),
-        };
+        });
         if let Some(r) = &self.recorder {
             let stop = kiln_core::model::StopReason::EndTurn;
             r.model_reply(&self.report.run_id, round, usage, &stop, &by, took);

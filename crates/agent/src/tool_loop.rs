@@ -204,7 +204,7 @@ impl<'s, 'a> Rounds<'s, 'a> {
             // The request sends the compacted transcript; the run keeps the whole one.
             asked.messages = view.messages.into();
             asked.unchanged_prefix = 0;
-            summary_request = view.asked;
+            summary_request = view.asked.map(|(usage, took)| (usage, took, view.by));
         }
         // A compacted transcript may have lost the service's search that loaded a tool its
         // kept calls name: those go loaded.
@@ -221,8 +221,8 @@ impl<'s, 'a> Rounds<'s, 'a> {
         // A compacted request shares no prefix with the run's transcript; its summary request
         // counts in the run's usage.
         self.sent = if viewed { 0 } else { run.report.messages.len() };
-        if let Some((usage, took)) = summary_request {
-            run.side_request(round, usage, took);
+        if let Some((usage, took, by)) = summary_request {
+            run.side_request(round, usage, took, by);
         }
         run.report.rounds += 1;
         let (journal, provider, opts) = (setup.journal, &setup.provider, setup.opts);

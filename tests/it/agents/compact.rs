@@ -189,6 +189,13 @@ fn a_compaction_that_names_a_model_has_that_model_write_the_summary() {
         summaries.iter().all(|r| r["body"]["model"] == "summarizer"),
         "the named model wrote every summary"
     );
+    // The run log names the model that wrote each summary among the run's model replies.
+    let out = crate::common::kiln(
+        &["logs", "--json", "--no-stdlib", "--scripts", "."],
+        scripts.path(),
+    );
+    let logs = String::from_utf8_lossy(&out.stdout);
+    assert!(logs.contains("\"summarizer\""), "{logs}");
     assert!(
         requests
             .iter()

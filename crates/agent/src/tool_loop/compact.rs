@@ -11,7 +11,7 @@ pub mod on_request;
 use crate::journal::{StepValue, StepWork, decode};
 use crate::report::RunErrorKind;
 use crate::run::Setup;
-use kiln_core::model::{Message, ModelRequest, Usage};
+use kiln_core::model::{AnsweredBy, Message, ModelRequest, Usage};
 use kiln_providers::Provider;
 use kiln_registry::agent_spec::compact::{
     CompactWith, Compaction, SUMMARY_PROMPT, estimate_tokens,
@@ -35,6 +35,9 @@ struct Compacted {
     /// The summary request's tokens and milliseconds; `None` for a trim.
     #[serde(default)]
     asked: Option<(Usage, f64)>,
+    /// The model that wrote the summary, when not the run's own (`.compact(#{ model })`).
+    #[serde(default)]
+    by: Option<AnsweredBy>,
 }
 
 /// A compaction step as a journal holds it: this kiln's, or the bare beginning an earlier
@@ -50,7 +53,11 @@ impl From<Journaled> for Compacted {
     fn from(j: Journaled) -> Compacted {
         match j {
             Journaled::Now(c) => c,
-            Journaled::Before(head) => Compacted { head, asked: None },
+            Journaled::Before(head) => Compacted {
+                head,
+                asked: None,
+                by: None,
+            },
         }
     }
 }
@@ -62,6 +69,8 @@ pub(super) struct View {
     /// The summary request's tokens and duration, when this request compacted with one (or
     /// replayed such a compaction).
     pub asked: Option<(Usage, std::time::Duration)>,
+    /// The model that wrote the summary, when not the run's own.
+    pub by: Option<AnsweredBy>,
 }
 
 /// The bytes of a transcript as text (what its size is estimated from).
@@ -132,6 +141,7 @@ pub(super) async fn view(
         known.as_ref().map(|_| View {
             messages,
             asked: None,
+            by: None,
         })
     };
     if !over(&view, counted.filter(|_| known.is_none())) {
@@ -149,12 +159,18 @@ pub(super) async fn view(
     let work: StepWork = match c.with {
         CompactWith::Trim => {
             let head = trim(older, &c, system + bytes_of(&view));
-            Box::pin(async move { Ok(StepValue::Typed(Box::new(Compacted { head, asked: None }))) })
+            Box::pin(async move {
+                Ok(StepValue::Typed(Box::new(Compacted {
+                    head,
+                    asked: None,
+                    by: None,
+                })))
+            })
         }
         CompactWith::Summary => summary_work(setup, older, &c)?,
     };
     let recalled = setup.journal.step(step.clone(), work).await?;
-    let Compacted { head, asked } = match recalled.value {
+    let Compacted { head, asked, by } = match recalled.value {
         typed @ StepValue::Typed(_) => decode::<Compacted>(&step, typed)?,
         json => decode::<Journaled>(&step, json)?.into(),
     };
@@ -163,6 +179,7 @@ pub(super) async fn view(
     Ok(Some(View {
         messages: head.into_iter().chain(view).collect(),
         asked: asked.map(|(u, ms)| (u, std::time::Duration::from_secs_f64(ms.max(0.0) / 1000.0))),
+        by,
     }))
 }
 
@@ -196,14 +213,18 @@ fn summary_work(
     c: &Compaction,
 ) -> Result<StepWork, RunErrorKind> {
     let limit = (c.at as usize).saturating_mul(8);
-    let (provider, model) = match &c.model {
+    let (provider, model, by) = match &c.model {
         Some(m) => {
             let defaults = setup.host.provider_defaults();
             let (provider, model) =
                 crate::connect::connect_model(&setup.agent, &setup.opts.overrides, &defaults, m)?;
-            (std::sync::Arc::new(provider), model)
+            let by = AnsweredBy {
+                provider: provider.name().to_string(),
+                model: model.clone(),
+            };
+            (std::sync::Arc::new(provider), model, Some(by))
         }
-        None => (setup.provider.clone(), setup.model.clone()),
+        None => (setup.provider.clone(), setup.model.clone(), None),
     };
     let cancel = setup.opts.cancel.clone();
     Ok(Box::pin(async move {
@@ -212,7 +233,7 @@ fn summary_work(
         let took_ms = started.elapsed().as_secs_f64() * 1000.0;
         let head = vec![summary];
         let asked = Some((usage, took_ms));
-        Ok(StepValue::Typed(Box::new(Compacted { head, asked })))
+        Ok(StepValue::Typed(Box::new(Compacted { head, asked, by })))
     }))
 }
 
@@ -337,6 +358,7 @@ mod tests {
         let now = Compacted {
             head: head.clone(),
             asked: Some((kiln_core::model::Usage::new(5, 2), 12.0)),
+            by: None,
         };
         let read: Compacted =
             serde_json::from_value::<Journaled>(serde_json::to_value(&now).expect("json"))
