@@ -309,10 +309,16 @@ impl Session {
         let session = (ctx.key().to_string(), history, state.clone());
         let invocation = ctx.invocation_id().to_string();
         let journal = RestateJournal::new(&ctx, self.0.waiting().await?);
-        let report = self
-            .0
-            .run(&journal, &invocation, req, Some(session), None)
-            .await?;
+        // A person's messages to this turn wait in its inbox; closed however the turn ends.
+        let steering = Arc::new(Steering::default());
+        let ran = (self.0)
+            .run(&journal, &invocation, req, Some(session), Some(steering))
+            .await;
+        ctx.object_client::<crate::inbox::InboxClient>(invocation.clone())
+            .close()
+            .send();
+        ctx.clear(crate::steer::TAKEN);
+        let report = ran?;
         ctx.set(AGENT, agent);
         ctx.set(MESSAGES, Json(report.messages.clone()));
         let state = state.lock().map(|s| s.clone()).unwrap_or(Value::Null);

@@ -23,6 +23,7 @@ mod calls;
 mod coalesce;
 mod decision;
 mod handlers;
+mod inbox;
 mod journal;
 mod server;
 mod steer;
@@ -105,6 +106,11 @@ pub fn endpoint(host: Arc<Host>, options: WorkerOptions) -> Result<Endpoint, Dur
         )
         .bind(
             decision::Approval
+                .into_service_definition()
+                .options(service_options.clone()),
+        )
+        .bind(
+            inbox::Inbox
                 .into_service_definition()
                 .options(service_options.clone()),
         )

@@ -6,6 +6,7 @@
 //! place. When the run ends it resolves its next free promise as closed: a later message finds
 //! it and is refused.
 
+use super::inbox::{InboxClient, REFUSED_ENDED, REFUSED_FULL};
 use kiln_agent::steer::{MAX_MESSAGE_BYTES, Steering};
 use restate_sdk::prelude::*;
 use serde_json::{Value, json};
@@ -24,13 +25,8 @@ pub const TAKEN: &str = "steered";
 /// State key of a `KilnRun` workflow: set when the run has ended.
 pub const ENDED: &str = "ended";
 
-/// Code of the refusal of a message to a run that has ended.
-pub const REFUSED_ENDED: u16 = 409;
-/// Code of the refusal of a message past [`PROMISES`].
-pub const REFUSED_FULL: u16 = 429;
-
-/// A context whose handler may take a person's messages: a `KilnRun` workflow's (a session
-/// turn, a Virtual Object's, takes none).
+/// A context whose handler may take a person's messages: a `KilnRun` workflow's (its
+/// promises) or a `KilnSession` turn's (its `KilnInbox`).
 pub trait SteerSource {
     /// Message promise `k`: `None` while unresolved.
     fn peek_message(
@@ -51,9 +47,17 @@ impl SteerSource for WorkflowContext<'_> {
     }
 }
 
+/// A session's turn: its messages wait in its `KilnInbox` (see [`crate::inbox`]), asked
+/// through a call whose answer is journaled.
 impl SteerSource for ObjectContext<'_> {
-    async fn peek_message(&self, _k: usize) -> Result<Option<Value>, TerminalError> {
-        Ok(None)
+    async fn peek_message(&self, k: usize) -> Result<Option<Value>, TerminalError> {
+        let inbox = self.invocation_id().to_string();
+        let Json(answer) = self
+            .object_client::<InboxClient>(inbox)
+            .message(Json(json!({"k": k})))
+            .call()
+            .await?;
+        Ok((!answer.is_null()).then_some(answer))
     }
 }
 

@@ -309,14 +309,24 @@ impl RestateClient {
         Ok(serde_json::from_str(&body).unwrap_or(Value::Null))
     }
 
-    /// Adds a person's message `text` to run `inv` (a `KilnRun`) through its `input` handler:
-    /// `{"waiting": n}`, or Restate's answer (409: the run has ended; 429: too many messages).
-    pub async fn input(&self, inv: &Invocation, text: &str) -> Result<Value, DurableError> {
+    /// Adds a person's message `text` to run `id` (`inv`): a `KilnRun` through its `input`
+    /// handler, a `KilnSession` turn through its `KilnInbox`: `{"waiting": n}`, or Restate's
+    /// answer (409: the run has ended; 429: too many messages).
+    pub async fn input(
+        &self,
+        inv: &Invocation,
+        id: &str,
+        text: &str,
+    ) -> Result<Value, DurableError> {
+        let (service, key) = match inv.service.as_str() {
+            "KilnSession" => ("KilnInbox", id),
+            other => (other, inv.key.as_str()),
+        };
         let url = format!(
             "{}/{}/{}/input",
             self.ingress,
-            key_segment(&inv.service),
-            key_segment(&inv.key)
+            key_segment(service),
+            key_segment(key)
         );
         let req = self
             .http

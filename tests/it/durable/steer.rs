@@ -1,7 +1,8 @@
 //! Steering a durable run (`POST /v1/runs/{id}/input` through `kiln serve --restate-ingress`):
 //! the message goes to the run's `KilnRun` workflow, reaches its next model request on the
 //! worker running it, is in its journal (a worker killed after it replays it once, at the same
-//! place), and a run that has ended, or was cancelled, refuses more.
+//! place), and a run that has ended, or was cancelled, refuses more; a session's turn takes a
+//! message through its `KilnInbox`.
 
 use super::fixtures::{ALICE, Cluster, ok_output};
 use crate::agents::steer::user_texts;
@@ -117,7 +118,7 @@ fn a_message_reaches_the_next_model_request_once_across_a_worker_kill() {
 
 #[test]
 #[ignore = "needs restate-server: run by .ci/run with KILN_RESTATE_SERVER set"]
-fn a_cancelled_durable_run_refuses_input_and_a_session_turn_takes_none() {
+fn a_cancelled_durable_run_refuses_input_and_a_session_turn_takes_it_through_its_inbox() {
     let c = Cluster::start(&[("halt", two_steps("h")), ("talk", two_steps("t"))]);
     c.counter.hold_answering("h1");
     let id = start(&c, "halt");
@@ -154,7 +155,7 @@ fn a_cancelled_durable_run_refuses_input_and_a_session_turn_takes_none() {
         "nothing after the cancel"
     );
 
-    // A session turn (a Virtual Object) takes no input through Restate yet.
+    // A session's turn (a Virtual Object) takes one too, through its inbox.
     c.counter.hold_answering("t1");
     let body = json!({"agent": "talk", "input": "count", "session": "s-1", "wait": false});
     let sent = ok_output(
@@ -165,13 +166,34 @@ fn a_cancelled_durable_run_refuses_input_and_a_session_turn_takes_none() {
     c.counter
         .wait_until("the session's tool step", |s| s.holding);
     let input = format!("/v1/runs/{turn}/input");
-    let (status, refused) = c.api(1, ALICE, "POST", &input, &[], Some(&said));
-    assert_eq!(status, 409, "{refused}");
-    assert_eq!(
-        refused["error"]["code"], "steering_unsupported",
-        "{refused}"
-    );
+    let (status, queued) = c.api(1, ALICE, "POST", &input, &[], Some(&said));
+    assert_eq!((status, &queued["waiting"]), (202, &json!(1)), "{queued}");
     c.counter.release();
+    let done = ok_output(
+        "the turn's end",
+        c.api(
+            1,
+            ALICE,
+            "GET",
+            &format!("/v1/runs/{turn}?wait=true"),
+            &[],
+            None,
+        ),
+    );
+    assert_eq!(done["status"], "completed", "{done}");
+    let requests = c.mock("talk").requests();
+    assert_eq!(requests.len(), 3, "{requests:?}");
+    assert_eq!(
+        user_texts(&requests[1]),
+        ["count", "are you there?"],
+        "the turn's next request carries the message"
+    );
+    assert_eq!(user_texts(&requests[2]), ["count", "are you there?"]);
+    // The turn has ended: its inbox refuses more.
+    let (status, ended) = c.api(1, ALICE, "POST", &input, &[], Some(&said));
+    assert_eq!(status, 409, "{ended}");
+    let (status, body) = c.post(&format!("/KilnInbox/{turn}/input"), None, &said);
+    assert_eq!(status, 409, "{body}");
 }
 
 /// The workflow key of run `id` (its `KilnRun` key, as Restate lists it).

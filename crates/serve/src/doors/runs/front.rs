@@ -315,7 +315,7 @@ pub(crate) async fn cancel(
 }
 
 /// `POST /v1/runs/{id}/input` through Restate: the message goes to the run's workflow (its
-/// `input` handler), whichever worker runs it; a session turn takes none yet.
+/// `input` handler) or, for a session's turn, its `KilnInbox`, whichever worker runs it.
 pub(crate) async fn input(
     front: &RestateClient,
     who: &Principal,
@@ -323,17 +323,11 @@ pub(crate) async fn input(
     text: &str,
 ) -> Result<(StatusCode, Json<Value>), ApiError> {
     let inv = find(front, who, id).await?;
-    if inv.service != "KilnRun" {
-        return Err(ApiError::conflict(
-            "steering_unsupported",
-            "a session turn through Restate cannot take input while it runs yet; start another turn",
-        ));
-    }
     let ended = || ApiError::conflict("run_ended", "the run has ended: nothing more reaches it");
     if inv.completed() {
         return Err(ended());
     }
-    match front.input(&inv, text).await {
+    match front.input(&inv, id, text).await {
         Ok(answer) => Ok((
             StatusCode::ACCEPTED,
             Json(json!({"run": id, "waiting": answer["waiting"]})),
