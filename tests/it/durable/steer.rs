@@ -210,3 +210,50 @@ fn done_key(c: &Cluster, id: &str) -> String {
         .unwrap_or_else(|| panic!("no key for {id}: {body}"));
     kiln::durable::key_segment(key)
 }
+
+#[test]
+#[ignore = "needs restate-server: run by .ci/run with KILN_RESTATE_SERVER set"]
+fn a_session_turn_takes_its_message_once_across_a_worker_kill() {
+    let mut c = Cluster::start(&[("talk", two_steps("k"))]);
+    c.counter.hold_answering("k1");
+    let body = json!({"agent": "talk", "input": "count", "session": "s-2", "wait": false});
+    let sent = ok_output(
+        "session turn",
+        c.api(1, ALICE, "POST", "/v1/runs", &[], Some(&body)),
+    );
+    let turn = sent["id"].as_str().expect("run id").to_string();
+    c.counter.wait_until("the first tool step", |s| s.holding);
+    let input = format!("/v1/runs/{turn}/input");
+    let said = json!({"text": "and the cellar, please"});
+    let (status, queued) = c.api(1, ALICE, "POST", &input, &[], Some(&said));
+    assert_eq!(status, 202, "{queued}");
+    // The second round's tool is held, then lost with its worker, once the message is taken.
+    c.counter.hold("k2");
+    c.counter.release();
+    c.counter.wait_until("the second tool step", |s| s.holding);
+    c.kill(0);
+    c.counter.release();
+    let done = ok_output(
+        "the turn's end through B",
+        c.api(
+            1,
+            ALICE,
+            "GET",
+            &format!("/v1/runs/{turn}?wait=true"),
+            &[],
+            None,
+        ),
+    );
+    assert_eq!(done["status"], "completed", "{done}");
+    let requests = c.mock("talk").requests();
+    assert_eq!(requests.len(), 3, "no model request repeated: {requests:?}");
+    assert_eq!(
+        user_texts(&requests[1]),
+        ["count", "and the cellar, please"]
+    );
+    assert_eq!(
+        user_texts(&requests[2]),
+        ["count", "and the cellar, please"],
+        "the replay took it once, at the same place"
+    );
+}
