@@ -23,6 +23,17 @@ pub const REFUSED_FULL: u16 = 429;
 /// How long an ended turn's messages are kept before the object forgets them.
 const KEPT: Duration = Duration::from_secs(24 * 60 * 60);
 
+/// The message of an `input` (`{"text"}`), or its refusal (400): 1 to 32 KiB, not blank.
+pub fn message_text(input: &Value) -> Result<String, TerminalError> {
+    match input["text"].as_str() {
+        Some(t) if !t.trim().is_empty() && t.len() <= MAX_MESSAGE_BYTES => Ok(t.to_string()),
+        _ => Err(TerminalError::new_with_code(
+            400,
+            format!("text must be the message to add, 1 to {MAX_MESSAGE_BYTES} bytes"),
+        )),
+    }
+}
+
 fn message_key(k: u64) -> String {
     format!("message-{k}")
 }
@@ -40,17 +51,7 @@ impl Inbox {
         ctx: ObjectContext<'_>,
         input: Json<Value>,
     ) -> HandlerResult<Json<Value>> {
-        let input = input.into_inner();
-        let text = match input["text"].as_str() {
-            Some(t) if !t.trim().is_empty() && t.len() <= MAX_MESSAGE_BYTES => t.to_string(),
-            _ => {
-                return Err(TerminalError::new_with_code(
-                    400,
-                    format!("text must be the message to add, 1 to {MAX_MESSAGE_BYTES} bytes"),
-                )
-                .into());
-            }
-        };
+        let text = message_text(&input.into_inner())?;
         if ctx.get::<bool>(ENDED).await?.unwrap_or(false) {
             let ended = "the run has ended: nothing more reaches it";
             return Err(TerminalError::new_with_code(REFUSED_ENDED, ended).into());

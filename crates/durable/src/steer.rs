@@ -6,8 +6,8 @@
 //! place. When the run ends it resolves its next free promise as closed: a later message finds
 //! it and is refused.
 
-use super::inbox::{InboxClient, REFUSED_ENDED, REFUSED_FULL};
-use kiln_agent::steer::{MAX_MESSAGE_BYTES, Steering};
+use super::inbox::{InboxClient, REFUSED_ENDED, REFUSED_FULL, message_text};
+use kiln_agent::steer::Steering;
 use restate_sdk::prelude::*;
 use serde_json::{Value, json};
 
@@ -100,15 +100,7 @@ pub async fn close(ctx: &WorkflowContext<'_>, next: usize) {
 /// invocation's, `by`), or refuses it: too long (400), the run has ended (409), too many
 /// messages (429). Answers how many of the run's messages wait.
 pub async fn add(ctx: &SharedWorkflowContext<'_>, input: Value) -> Result<Value, TerminalError> {
-    let text = match input["text"].as_str() {
-        Some(t) if !t.trim().is_empty() && t.len() <= MAX_MESSAGE_BYTES => t.to_string(),
-        _ => {
-            return Err(TerminalError::new_with_code(
-                400,
-                format!("text must be the message to add, 1 to {MAX_MESSAGE_BYTES} bytes"),
-            ));
-        }
-    };
+    let text = message_text(&input)?;
     let ended = || {
         TerminalError::new_with_code(REFUSED_ENDED, "the run has ended: nothing more reaches it")
     };

@@ -25,6 +25,27 @@ fn start(c: &Cluster, agent: &str) -> String {
     sent["id"].as_str().expect("run id").to_string()
 }
 
+/// Starts a turn of session `session` of agent `talk` through worker B (not waited for): its
+/// run id.
+fn start_turn(c: &Cluster, session: &str) -> String {
+    let body = json!({"agent": "talk", "input": "count", "session": session, "wait": false});
+    let sent = ok_output(
+        "session turn",
+        c.api(1, ALICE, "POST", "/v1/runs", &[], Some(&body)),
+    );
+    sent["id"].as_str().expect("run id").to_string()
+}
+
+/// Run `id` awaited through worker B: it completed; the user texts of `talk`'s requests.
+fn turn_ended(c: &Cluster, id: &str) -> Vec<Vec<String>> {
+    let path = format!("/v1/runs/{id}?wait=true");
+    let done = ok_output("the turn's end", c.api(1, ALICE, "GET", &path, &[], None));
+    assert_eq!(done["status"], "completed", "{done}");
+    let requests = c.mock("talk").requests();
+    assert_eq!(requests.len(), 3, "no model request repeated: {requests:?}");
+    requests.iter().map(user_texts).collect()
+}
+
 #[test]
 #[ignore = "needs restate-server: run by .ci/run with KILN_RESTATE_SERVER set"]
 fn a_message_reaches_the_next_model_request_once_across_a_worker_kill() {
@@ -157,38 +178,20 @@ fn a_cancelled_durable_run_refuses_input_and_a_session_turn_takes_it_through_its
 
     // A session's turn (a Virtual Object) takes one too, through its inbox.
     c.counter.hold_answering("t1");
-    let body = json!({"agent": "talk", "input": "count", "session": "s-1", "wait": false});
-    let sent = ok_output(
-        "session turn",
-        c.api(1, ALICE, "POST", "/v1/runs", &[], Some(&body)),
-    );
-    let turn = sent["id"].as_str().expect("run id").to_string();
+    let turn = start_turn(&c, "s-1");
     c.counter
         .wait_until("the session's tool step", |s| s.holding);
     let input = format!("/v1/runs/{turn}/input");
     let (status, queued) = c.api(1, ALICE, "POST", &input, &[], Some(&said));
     assert_eq!((status, &queued["waiting"]), (202, &json!(1)), "{queued}");
     c.counter.release();
-    let done = ok_output(
-        "the turn's end",
-        c.api(
-            1,
-            ALICE,
-            "GET",
-            &format!("/v1/runs/{turn}?wait=true"),
-            &[],
-            None,
-        ),
-    );
-    assert_eq!(done["status"], "completed", "{done}");
-    let requests = c.mock("talk").requests();
-    assert_eq!(requests.len(), 3, "{requests:?}");
+    let texts = turn_ended(&c, &turn);
     assert_eq!(
-        user_texts(&requests[1]),
+        texts[1],
         ["count", "are you there?"],
-        "the turn's next request carries the message"
+        "the next request carries it"
     );
-    assert_eq!(user_texts(&requests[2]), ["count", "are you there?"]);
+    assert_eq!(texts[2], ["count", "are you there?"]);
     // The turn has ended: its inbox refuses more.
     let (status, ended) = c.api(1, ALICE, "POST", &input, &[], Some(&said));
     assert_eq!(status, 409, "{ended}");
@@ -216,12 +219,7 @@ fn done_key(c: &Cluster, id: &str) -> String {
 fn a_session_turn_takes_its_message_once_across_a_worker_kill() {
     let mut c = Cluster::start(&[("talk", two_steps("k"))]);
     c.counter.hold_answering("k1");
-    let body = json!({"agent": "talk", "input": "count", "session": "s-2", "wait": false});
-    let sent = ok_output(
-        "session turn",
-        c.api(1, ALICE, "POST", "/v1/runs", &[], Some(&body)),
-    );
-    let turn = sent["id"].as_str().expect("run id").to_string();
+    let turn = start_turn(&c, "s-2");
     c.counter.wait_until("the first tool step", |s| s.holding);
     let input = format!("/v1/runs/{turn}/input");
     let said = json!({"text": "and the cellar, please"});
@@ -233,26 +231,10 @@ fn a_session_turn_takes_its_message_once_across_a_worker_kill() {
     c.counter.wait_until("the second tool step", |s| s.holding);
     c.kill(0);
     c.counter.release();
-    let done = ok_output(
-        "the turn's end through B",
-        c.api(
-            1,
-            ALICE,
-            "GET",
-            &format!("/v1/runs/{turn}?wait=true"),
-            &[],
-            None,
-        ),
-    );
-    assert_eq!(done["status"], "completed", "{done}");
-    let requests = c.mock("talk").requests();
-    assert_eq!(requests.len(), 3, "no model request repeated: {requests:?}");
+    let texts = turn_ended(&c, &turn);
+    assert_eq!(texts[1], ["count", "and the cellar, please"]);
     assert_eq!(
-        user_texts(&requests[1]),
-        ["count", "and the cellar, please"]
-    );
-    assert_eq!(
-        user_texts(&requests[2]),
+        texts[2],
         ["count", "and the cellar, please"],
         "the replay took it once, at the same place"
     );
