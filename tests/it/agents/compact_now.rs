@@ -259,3 +259,49 @@ fn responses_compact_answers_a_compaction_item_the_next_response_reads() {
     let (_, runs) = get(&format!("{}/v1/runs", door.serve.url));
     assert!(runs.to_string().contains("compact:greeter"), "{runs}");
 }
+
+/// With tokens, a compaction reads only the caller's own stored responses and is the caller's
+/// run: another actor's `previous_response_id` is unknown to them.
+#[test]
+fn a_compaction_reads_only_the_callers_own_responses() {
+    use crate::common::with_token;
+    let mock = Mock::start(&json!({"loop": true, "turns": [{"text": "Noted."}]}));
+    let scripts = shop(&mock);
+    let tokens = json!([
+        {"token": "alice-token-0123456789", "actor": "alice"},
+        {"token": "bob-token-0123456789ab", "actor": "bob"}
+    ])
+    .to_string();
+    let serve = crate::doors::serve::Serve::start(
+        scripts.path(),
+        &scripts.path().join("k.db"),
+        &["--no-stdlib"],
+        &[("KILN_TOKENS", &tokens)],
+    );
+    let responses = format!("{}/v1/responses", serve.url);
+    let (alice, bob) = ("alice-token-0123456789", "bob-token-0123456789ab");
+    let (status, first) = with_token(
+        "POST",
+        &responses,
+        alice,
+        Some(&json!({"model": "clerk", "input": conversation()[..11]})),
+    );
+    assert_eq!(status, 200, "{first}");
+    let ask = json!({"model": "clerk", "previous_response_id": first["id"], "input": "more"});
+    let compact = format!("{responses}/compact");
+    let (status, refused) = with_token("POST", &compact, bob, Some(&ask));
+    assert_eq!(status, 404, "{refused}");
+    assert_eq!(
+        refused["error"]["param"], "previous_response_id",
+        "{refused}"
+    );
+    let (status, compacted) = with_token("POST", &compact, alice, Some(&ask));
+    assert_eq!(status, 200, "{compacted}");
+    assert_eq!(compacted["output"][0]["type"], "compaction", "{compacted}");
+    // The compaction is alice's run: bob's list does not show it.
+    let runs = format!("{}/v1/runs", serve.url);
+    let (_, theirs) = with_token("GET", &runs, bob, None);
+    assert!(!theirs.to_string().contains("compact:clerk"), "{theirs}");
+    let (_, hers) = with_token("GET", &runs, alice, None);
+    assert!(hers.to_string().contains("compact:clerk"), "{hers}");
+}

@@ -154,3 +154,46 @@ fn a_line_typed_at_kiln_ask_on_a_terminal_reaches_the_next_request() {
         "the typed line follows the tool's result"
     );
 }
+
+/// With tokens, only the run's own actor adds to it: another actor is told there is no such
+/// run, and the run never hears them.
+#[test]
+fn another_actor_cannot_add_to_a_run() {
+    use crate::common::{start_run_as, with_token};
+    let mock = Mock::start(&scenario());
+    let scripts = kitchen(&mock);
+    let tokens = json!([
+        {"token": "alice-token-0123456789", "actor": "alice"},
+        {"token": "bob-token-0123456789ab", "actor": "bob"}
+    ])
+    .to_string();
+    let serve = Serve::start(
+        scripts.path(),
+        &scripts.path().join("k.db"),
+        &["--no-stdlib"],
+        &[("KILN_TOKENS", &tokens)],
+    );
+    let start = json!({"agent": "chef", "input": "make soup", "wait": false});
+    let id = start_run_as(&serve.url, "alice-token-0123456789", &start);
+    mock.wait_for_requests(1);
+    let input = format!("{}/v1/runs/{id}/input", serve.url);
+    let said = json!({"text": "add salt, lots"});
+    let (status, refused) = with_token("POST", &input, "bob-token-0123456789ab", Some(&said));
+    assert_eq!(status, 404, "{refused}");
+    let (status, _) = with_token(
+        "POST",
+        &input,
+        "alice-token-0123456789",
+        Some(&json!({"text": "add basil"})),
+    );
+    assert_eq!(status, 202);
+    let wait = format!("{}/v1/runs/{id}?wait=true", serve.url);
+    let (_, done) = with_token("GET", &wait, "alice-token-0123456789", None);
+    assert_eq!(done["status"], "completed", "{done}");
+    let requests = mock.requests();
+    assert_eq!(
+        user_texts(&requests[1]),
+        ["make soup", "add basil"],
+        "bob's never reached it"
+    );
+}
