@@ -18,7 +18,7 @@ pub fn deferred(patterns: &[String], name: &str) -> bool {
 const MAX_WORDS: usize = 32;
 
 /// The words of a query that count: lowercase, split at anything not a letter or a digit,
-/// single letters left out, each once, the first [`MAX_WORDS`] (of its first 4 KiB).
+/// single letters left out, each once, the first 32 (of its first 4 KiB).
 pub fn words(query: &str) -> Vec<String> {
     let mut end = query.len().min(4096);
     while !query.is_char_boundary(end) {
