@@ -190,7 +190,11 @@ impl<'s, 'a> Rounds<'s, 'a> {
         deliver_steering(setup, run, run.report.rounds + 1).await?;
         let round = run.report.rounds + 1;
         let view = compact::view(setup, &run.report.messages, round, self.counted).await?;
-        let loaded = skills::loaded(&run.report.messages);
+        // Only an agent with skills looks through its transcript for the ones it loaded.
+        let loaded = match setup.agent.skills.is_empty() {
+            true => Vec::new(),
+            false => skills::loaded(&run.report.messages),
+        };
         let offered = pin_turn(setup.host, &setup.agent, ctx, Some(&loaded));
         let (deferred, native) = (
             &setup.agent.defer_loading,

@@ -208,19 +208,8 @@ mod tests {
                 }],
             },
         ];
-        let req = crate::ModelRequest {
-            model: "m".into(),
-            system: None,
-            messages: messages[..].into(),
-            tools: vec![def("weather", true), def("now", false)],
-            temperature: None,
-            max_tokens: 10,
-            stream: false,
-            unchanged_prefix: 0,
-            output: None,
-            tool_choice: Default::default(),
-            parallel_tool_calls: None,
-        };
+        let mut req = crate::attach::tests::plain(&messages);
+        req.tools = vec![def("weather", true), def("now", false)];
         let body = crate::anthropic::request_body(&req);
         assert_eq!(body["messages"][1]["content"], blocks);
         let rendered = crate::anthropic::Rendered::default();

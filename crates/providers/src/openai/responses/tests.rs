@@ -163,20 +163,10 @@ fn bytes_sent_match_the_body_round_after_round() {
     let rendered = Rendered::default();
     let reply = parse_response(&reasoning_reply()).expect("parses");
     let mut messages = vec![Message::user("hi")];
+    let [answered, result] = replied(&reply);
     let turns = [
-        Message::Assistant {
-            replay: reply.replay.clone(),
-            content: reply.text.clone(),
-            tool_calls: reply.tool_calls.clone(),
-        },
-        Message::Tool {
-            results: vec![ToolResult {
-                call_id: "call_1".into(),
-                name: "calc".into(),
-                content: "2".into(),
-                is_error: false,
-            }],
-        },
+        answered,
+        result,
         Message::Assistant {
             replay: None,
             content: "done".into(),
@@ -507,22 +497,8 @@ fn deferred_tools_go_flagged_with_tool_search_and_its_items_go_back_in_place() {
     )
     .expect("parses");
     assert_eq!(reply.tool_calls.len(), 1);
-    let messages = [
-        Message::user("weather?"),
-        Message::Assistant {
-            replay: reply.replay.clone(),
-            content: reply.text.clone(),
-            tool_calls: reply.tool_calls.clone(),
-        },
-        Message::Tool {
-            results: vec![ToolResult {
-                call_id: "call_1".into(),
-                name: "calc".into(),
-                content: "2".into(),
-                is_error: false,
-            }],
-        },
-    ];
+    let [answered, result] = replied(&reply);
+    let messages = [Message::user("weather?"), answered, result];
     let mut req = request(&messages);
     req.tools[0].deferred = true;
     let input = &request_body(&req)["input"];
@@ -540,4 +516,23 @@ fn deferred_tools_go_flagged_with_tool_search_and_its_items_go_back_in_place() {
     let sent: Value =
         serde_json::from_slice(&request_bytes(&req, &Rendered::default())).expect("valid JSON");
     assert_eq!(sent, request_body(&req));
+}
+
+/// `reply` as the assistant's message, then the result of its call `call_1` of `calc`.
+fn replied(reply: &crate::ModelResponse) -> [Message; 2] {
+    [
+        Message::Assistant {
+            replay: reply.replay.clone(),
+            content: reply.text.clone(),
+            tool_calls: reply.tool_calls.clone(),
+        },
+        Message::Tool {
+            results: vec![ToolResult {
+                call_id: "call_1".into(),
+                name: "calc".into(),
+                content: "2".into(),
+                is_error: false,
+            }],
+        },
+    ]
 }
