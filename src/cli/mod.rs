@@ -62,8 +62,10 @@ pub struct Global {
     /// Load the built-in stdlib tools even where kiln.toml says `stdlib = false`.
     #[arg(long, global = true)]
     pub stdlib: bool,
-    /// The database (run log, sessions, store). Default: WORKSPACE/.kiln/kiln.db
-    #[arg(long, global = true, value_name = "PATH", env = "KILN_DB")]
+    /// The database (run log, sessions, store, stored responses): an SQLite file, or a
+    /// PostgreSQL server several kiln processes share, postgres://USER@HOST:PORT/NAME (the
+    /// password from KILN_DB_PASSWORD or PGPASSWORD). Default: WORKSPACE/.kiln/kiln.db
+    #[arg(long, global = true, value_name = "PATH|URL", env = "KILN_DB")]
     pub db: Option<PathBuf>,
     /// Approve every call needing approval without asking (needed for approvals without a
     /// terminal).
@@ -323,9 +325,11 @@ impl Global {
             .unwrap_or_else(|| kiln::log::default_path(&self.workspace))
     }
 
-    /// Opens the database.
+    /// Opens the database (an SQLite file, or a `postgres://` URL).
     pub fn open_db(&self) -> CliResult<Arc<kiln::log::Db>> {
-        Ok(Arc::new(kiln::log::Db::open(&self.db_path())?))
+        Ok(Arc::new(kiln::log::Db::connect(
+            &self.db_path().to_string_lossy(),
+        )?))
     }
 
     /// A host whose `store_*` persist in the database, and the database (for the run log),

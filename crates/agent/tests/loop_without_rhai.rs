@@ -241,6 +241,27 @@ fn an_unknown_agent_is_a_clear_error() {
 fn concurrent_runs_sharing_group_commits_never_run_a_tool_on_an_uncommitted_step() {
     let dir = tempfile::tempdir().expect("tempdir");
     let db = Arc::new(kiln_db::Db::open(&dir.path().join("k.db")).expect("db"));
+    no_tool_runs_on_an_uncommitted_step(db);
+}
+
+#[test]
+#[ignore = "needs PostgreSQL: KILN_POSTGRES (.ci/postgres start)"]
+fn concurrent_runs_sharing_group_commits_on_postgres_never_run_a_tool_on_an_uncommitted_step() {
+    let scratch = kiln_db::scratch::Scratch::new().expect("a PostgreSQL database");
+    let db = Arc::new(kiln_db::Db::connect(scratch.url()).expect("connect"));
+    no_tool_runs_on_an_uncommitted_step(db);
+}
+
+/// A count `sql` selects for `run_id` (-1 when it cannot be read).
+fn count_of(db: &kiln_db::Db, sql: &str, run_id: &str) -> i64 {
+    db.query_row(sql, &kiln_db::args![run_id])
+        .ok()
+        .flatten()
+        .and_then(|r| r.int(0))
+        .unwrap_or(-1)
+}
+
+fn no_tool_runs_on_an_uncommitted_step(db: Arc<kiln_db::Db>) {
     // Round k's tool (a = k) must see exactly the steps before it committed: its run's start
     // and, from round 2 on, the prompt and rounds 1..k-1 (each an assistant message and its
     // tool result; the prompt goes with the first step).
@@ -250,22 +271,12 @@ fn concurrent_runs_sharing_group_commits_never_run_a_tool_on_an_uncommitted_step
         let (db, seen, run_id) = (tools_db.clone(), seen.clone(), ctx.who.run_id.clone());
         async move {
             let round = args["a"].as_i64().unwrap_or(0);
-            let (started, messages): (i64, i64) = {
-                let conn = db.conn();
-                let started = conn
-                    .query_row("SELECT COUNT(*) FROM runs WHERE id = ?1", [&run_id], |r| {
-                        r.get(0)
-                    })
-                    .unwrap_or(-1);
-                let messages = conn
-                    .query_row(
-                        "SELECT COUNT(*) FROM steps WHERE run_id = ?1 AND kind = 'message'",
-                        [&run_id],
-                        |r| r.get(0),
-                    )
-                    .unwrap_or(-1);
-                (started, messages)
-            };
+            let started = count_of(&db, "SELECT COUNT(*) FROM runs WHERE id = ?1", &run_id);
+            let messages = count_of(
+                &db,
+                "SELECT COUNT(*) FROM steps WHERE run_id = ?1 AND kind = 'message'",
+                &run_id,
+            );
             seen.lock().expect("lock").push((round, started, messages));
             Ok(json!(round))
         }
@@ -323,18 +334,18 @@ fn concurrent_runs_sharing_group_commits_never_run_a_tool_on_an_uncommitted_step
         );
     }
     // Every run is logged whole: its 8 messages, 3 calls, 4 model replies and its end.
-    let conn = db.conn();
     for report in &reports {
-        let (status, rounds, messages, calls): (String, i64, i64, i64) = conn
+        let r = db
             .query_row(
                 "SELECT status, rounds,
                    (SELECT COUNT(*) FROM steps WHERE run_id = ?1 AND kind = 'message'),
                    (SELECT COUNT(*) FROM steps WHERE run_id = ?1 AND kind = 'tool')
                  FROM runs WHERE id = ?1",
-                [&report.run_id],
-                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)),
+                &kiln_db::args![&report.run_id],
             )
-            .expect("run row");
-        assert_eq!((status.as_str(), rounds, messages, calls), ("ok", 4, 8, 3));
+            .expect("run row")
+            .expect("logged");
+        let row = (r.str(0), r.int(1), r.int(2), r.int(3));
+        assert_eq!(row, ("ok".to_string(), Some(4), Some(8), Some(3)));
     }
 }

@@ -1,112 +1,62 @@
-//! kiln's storage: the embedded SQLite database (`.kiln/kiln.db` in the workspace) holding the
-//! run log's tables, sessions and the key-value store ([`store::WorkspaceStore`], what
-//! `store_*` reaches). WAL mode, a busy timeout for other processes, migrations versioned in
-//! code. What a run writes to the log is the agent crate's (its recorder); this crate keeps
-//! storage only.
+//! kiln's storage: the run log's tables, sessions, the key-value store
+//! ([`store::WorkspaceStore`], what `store_*` reaches) and stored responses, in an embedded
+//! SQLite file (`.kiln/kiln.db` in the workspace; WAL mode, a busy timeout for other
+//! processes) or on a PostgreSQL server several kiln processes share (`--db postgres://…`).
+//! Statements are written once for both ([`sql`]); migrations are SQLite's, and PostgreSQL's
+//! schema is derived from them. What a run writes to the log is the agent crate's (its
+//! recorder); this crate keeps storage only.
 //!
 //! May depend on: kiln-core.
 
+/// Declares test `$name` running `$body(&Db)` on a new SQLite file and (`#[ignore]`d without
+/// a server, like the other peers' tests) on a new PostgreSQL database: one suite, two
+/// databases.
+#[cfg(test)]
+macro_rules! both_databases {
+    ($name:ident, $body:path) => {
+        mod $name {
+            #[test]
+            fn sqlite() {
+                let dir = tempfile::tempdir().expect("tempdir");
+                $body(&crate::Db::open(&dir.path().join("k.db")).expect("db"));
+            }
+
+            #[test]
+            #[ignore = "needs PostgreSQL: KILN_POSTGRES (.ci/postgres start)"]
+            fn postgres() {
+                let scratch = crate::scratch::Scratch::new().expect("a PostgreSQL database");
+                let db = crate::Db::connect(scratch.url()).expect("connect");
+                $body(&db);
+            }
+        }
+    };
+}
+
 mod commit;
+mod error;
 mod migrate;
+mod postgres;
 pub mod responses;
 pub mod runs;
+#[doc(hidden)]
+pub mod scratch;
 pub mod sessions;
+pub mod sql;
+mod sqlite;
 pub mod store;
 
-pub use commit::Job;
-use rusqlite::Connection;
-use std::collections::VecDeque;
+pub use error::{DbError, MAX_OWED};
+use postgres::PgDb;
+use sql::lock;
+pub use sql::{Arg, Job, Row, SqlError, Tx, Writer};
+pub use sqlite::ConnGuard;
+use sqlite::SqliteDb;
 use std::future::Future;
-use std::ops::{Deref, DerefMut};
 use std::path::{Path, PathBuf};
 use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Mutex, MutexGuard};
+use std::sync::atomic::Ordering;
 use std::task::{Context, Poll};
 use tokio::sync::oneshot;
-
-/// Errors of the database layer.
-#[derive(Debug, thiserror::Error)]
-pub enum DbError {
-    /// SQLite failed.
-    #[error("database {path}: {source}")]
-    Sqlite {
-        /// The database file.
-        path: String,
-        /// The SQLite error.
-        source: rusqlite::Error,
-    },
-    /// The folder of the database could not be made.
-    #[error("cannot create {path}: {source}")]
-    Folder {
-        /// The folder.
-        path: String,
-        /// The I/O error.
-        source: std::io::Error,
-    },
-    /// No such session.
-    #[error("no session named \"{0}\"")]
-    NoSession(String),
-    /// The session went on (a run added to it) while it was being compacted.
-    #[error(
-        "session \"{0}\" changed while it was being compacted (a run added to it): nothing was replaced; compact it again"
-    )]
-    SessionChanged(String),
-    /// A newer kiln wrote the database; this one does not know its tables.
-    #[error(
-        "database {path} has schema version {found}, newer than this kiln knows ({known}): upgrade kiln, or pass --db to use another file"
-    )]
-    NewerSchema {
-        /// The database file.
-        path: String,
-        /// The version the file has.
-        found: usize,
-        /// The newest version this kiln knows.
-        known: usize,
-    },
-    /// A stored row this kiln cannot read.
-    #[error("database row unreadable: {0}")]
-    Corrupt(String),
-    /// The file is damaged (`PRAGMA quick_check` found a fault, or SQLite read a malformed page).
-    #[error(
-        "database {path} is damaged ({detail}): stop kiln and restore the file from a backup, or move it aside (kiln then starts an empty log) and save what is readable with `sqlite3 {path} .recover | sqlite3 recovered.db`"
-    )]
-    Damaged {
-        /// The database file.
-        path: String,
-        /// What SQLite found.
-        detail: String,
-    },
-    /// Whoever was committing a queued job panicked: its outcome is unknown.
-    #[error("the database's committer stopped before committing")]
-    CommitterPanicked,
-}
-
-/// Writes kept to commit again at most ([`Db::owe`]).
-pub const MAX_OWED: usize = 10_000;
-
-impl DbError {
-    /// Whether the same write may land later: the disk was full, the file read-only, busy or
-    /// failing to write (not a damaged file or a write this kiln got wrong).
-    pub fn may_land_later(&self) -> bool {
-        use rusqlite::ErrorCode as C;
-        let DbError::Sqlite { source, .. } = self else {
-            return false;
-        };
-        matches!(
-            source.sqlite_error_code(),
-            Some(
-                C::DiskFull
-                    | C::SystemIoFailure
-                    | C::ReadOnly
-                    | C::DatabaseBusy
-                    | C::DatabaseLocked
-                    | C::CannotOpen
-                    | C::OutOfMemory
-            )
-        )
-    }
-}
 
 /// The default database path of a workspace.
 pub fn default_path(workspace: &Path) -> PathBuf {
@@ -115,51 +65,26 @@ pub fn default_path(workspace: &Path) -> PathBuf {
         .join("kiln.db")
 }
 
+/// Whether `target` names a PostgreSQL database rather than an SQLite file.
+pub fn is_postgres_url(target: &str) -> bool {
+    target.starts_with("postgres://") || target.starts_with("postgresql://")
+}
+
+/// A database as shown in messages: an SQLite file's path, or a URL without its password.
+pub fn shown_target(target: &str) -> String {
+    if is_postgres_url(target) {
+        postgres::shown_url(target)
+    } else {
+        target.to_string()
+    }
+}
+
 /// Seconds since the epoch, as stored.
 pub fn now() -> f64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_secs_f64())
         .unwrap_or(0.0)
-}
-
-/// Whether SQLite says the file is damaged rather than busy or full.
-fn is_damage(e: &rusqlite::Error) -> bool {
-    matches!(
-        e.sqlite_error_code(),
-        Some(rusqlite::ErrorCode::DatabaseCorrupt | rusqlite::ErrorCode::NotADatabase)
-    )
-}
-
-/// An SQLite error on the file at `path`: [`DbError::Damaged`] when it says the file is damaged.
-fn sqlite_error(path: &Path, source: rusqlite::Error) -> DbError {
-    let path = path.display().to_string();
-    if is_damage(&source) {
-        DbError::Damaged {
-            path,
-            detail: source.to_string(),
-        }
-    } else {
-        DbError::Sqlite { path, source }
-    }
-}
-
-fn is_busy(e: &rusqlite::Error) -> bool {
-    matches!(
-        e.sqlite_error_code(),
-        Some(rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked)
-    )
-}
-
-/// A lock that a panicking holder did not poison for good.
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-/// A job waiting for a group commit, and where its outcome goes.
-struct Queued {
-    job: Job,
-    done: oneshot::Sender<Result<(), DbError>>,
 }
 
 /// A submitted job's outcome, once committed ([`Db::submit`]).
@@ -176,242 +101,173 @@ impl Future for Committed {
     }
 }
 
-/// An open database. One connection per process, shared behind a mutex: writes from many runs
-/// are serialized here (the run log's through group commit, [`Db::submit`]), and other
-/// processes wait on the busy timeout instead of failing.
+/// Which database holds the tables.
+enum Engine {
+    Sqlite(SqliteDb),
+    Postgres(PgDb),
+}
+
+/// An open database: an SQLite file, or a PostgreSQL server shared with other processes.
 pub struct Db {
-    conn: Mutex<Connection>,
-    path: PathBuf,
-    /// Jobs waiting for a commit: whoever next holds the connection commits them.
-    queue: Mutex<VecDeque<Queued>>,
-    /// Writes that failed and must still land (a run's end, after a full disk): tried again,
-    /// oldest first, whenever the connection is next let go.
-    owed: Mutex<Vec<Job>>,
-    /// Whether the last write failed (cleared by the next that lands).
-    failing: AtomicBool,
-}
-
-/// The connection, held for one unit of work; letting go commits the jobs queued meanwhile.
-pub struct ConnGuard<'a> {
-    db: &'a Db,
-    conn: Option<MutexGuard<'a, Connection>>,
-}
-
-impl Deref for ConnGuard<'_> {
-    type Target = Connection;
-    fn deref(&self) -> &Connection {
-        // Present from construction until drop.
-        self.conn.as_deref().expect("held connection")
-    }
-}
-
-impl DerefMut for ConnGuard<'_> {
-    fn deref_mut(&mut self) -> &mut Connection {
-        self.conn.as_deref_mut().expect("held connection")
-    }
-}
-
-impl Drop for ConnGuard<'_> {
-    fn drop(&mut self) {
-        drop(self.conn.take());
-        self.db.commit_queued();
-    }
+    engine: Engine,
 }
 
 impl Db {
-    /// Opens (creating and migrating) the database at `path`.
+    /// Opens (creating and migrating) the SQLite database at `path`.
     pub fn open(path: &Path) -> Result<Db, DbError> {
-        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir).map_err(|source| DbError::Folder {
-                path: dir.display().to_string(),
-                source,
-            })?;
-        }
-        let shown = path.display().to_string();
-        // Switching a new file to WAL takes a lock the busy handler does not wait for, so
-        // several processes opening it at once retry for a while.
-        let mut attempt = 0;
-        let conn = loop {
-            match Self::connect(path) {
-                Ok((_, found)) if found > migrate::KNOWN => {
-                    return Err(DbError::NewerSchema {
-                        path: shown,
-                        found,
-                        known: migrate::KNOWN,
-                    });
-                }
-                Ok((c, _)) => break c,
-                Err(e) if attempt < 100 && is_busy(&e) => {
-                    attempt += 1;
-                    std::thread::sleep(std::time::Duration::from_millis(20));
-                }
-                Err(e) => return Err(sqlite_error(path, e)),
-            }
-        };
         Ok(Db {
-            conn: Mutex::new(conn),
-            path: path.to_path_buf(),
-            queue: Mutex::new(VecDeque::new()),
-            owed: Mutex::new(Vec::new()),
-            failing: AtomicBool::new(false),
+            engine: Engine::Sqlite(SqliteDb::open(path)?),
         })
     }
 
-    /// The connection, and the schema version the file had before it was brought up to date.
-    fn connect(path: &Path) -> rusqlite::Result<(Connection, usize)> {
-        let mut conn = Connection::open(path)?;
-        conn.busy_timeout(std::time::Duration::from_secs(15))?;
-        let mode: String = conn.pragma_query_value(None, "journal_mode", |r| r.get(0))?;
-        if !mode.eq_ignore_ascii_case("wal") {
-            conn.pragma_update(None, "journal_mode", "WAL")?;
+    /// Opens the database `target` names: a `postgres://` URL (the password from
+    /// `KILN_DB_PASSWORD` or `PGPASSWORD`), else an SQLite file's path.
+    pub fn connect(target: &str) -> Result<Db, DbError> {
+        if is_postgres_url(target) {
+            Ok(Db {
+                engine: Engine::Postgres(PgDb::open(target)?),
+            })
+        } else {
+            Db::open(Path::new(target))
         }
-        conn.pragma_update(None, "synchronous", "NORMAL")?;
-        // A WAL that a busy moment let grow is cut back to this after the next checkpoint
-        // (SQLite otherwise keeps the file at its largest).
-        conn.pragma_update(None, "journal_size_limit", 8i64 << 20)?;
-        let found = migrate::run(&mut conn)?;
-        Ok((conn, found))
     }
 
-    /// Where the database lives.
+    /// Whether the tables are on a PostgreSQL server.
+    pub fn is_postgres(&self) -> bool {
+        matches!(self.engine, Engine::Postgres(_))
+    }
+
+    /// Where the database lives: the SQLite file, or the URL without its password.
     pub fn path(&self) -> &Path {
-        &self.path
-    }
-
-    /// The connection, for one unit of work. Jobs queued meanwhile commit when it is let go.
-    pub fn conn(&self) -> ConnGuard<'_> {
-        ConnGuard {
-            db: self,
-            conn: Some(lock(&self.conn)),
+        match &self.engine {
+            Engine::Sqlite(db) => db.path(),
+            Engine::Postgres(db) => Path::new(db.shown()),
         }
     }
 
-    /// Runs `f` in one transaction on this thread and commits it.
+    /// The SQLite connection, for one unit of work (`None` on PostgreSQL). Jobs queued
+    /// meanwhile commit when it is let go.
+    pub fn sqlite(&self) -> Option<ConnGuard<'_>> {
+        match &self.engine {
+            Engine::Sqlite(db) => Some(db.conn()),
+            Engine::Postgres(_) => None,
+        }
+    }
+
+    /// Names an error of this database.
+    pub fn err(&self, e: SqlError) -> DbError {
+        match &self.engine {
+            Engine::Sqlite(db) => db.err(e),
+            Engine::Postgres(db) => postgres::pg_error(db.shown(), e),
+        }
+    }
+
+    /// Runs `f` in one transaction on this thread: committed when it returns `Ok`, rolled
+    /// back otherwise.
+    pub fn transaction<T>(
+        &self,
+        f: impl FnOnce(&mut dyn Tx) -> Result<T, SqlError>,
+    ) -> Result<T, DbError> {
+        match &self.engine {
+            Engine::Sqlite(db) => db.transaction(f),
+            Engine::Postgres(db) => db.transaction(f),
+        }
+    }
+
+    /// Runs `f`'s statements each on its own (no transaction around them).
+    fn autocommit<T>(
+        &self,
+        f: impl FnOnce(&mut dyn Tx) -> Result<T, SqlError>,
+    ) -> Result<T, DbError> {
+        match &self.engine {
+            Engine::Sqlite(db) => db.autocommit(f),
+            Engine::Postgres(db) => db.autocommit(f),
+        }
+    }
+
+    /// The rows one statement selects (`?N` placeholders; see [`sql`]).
+    pub fn query(&self, sql: &str, args: &[Arg<'_>]) -> Result<Vec<Row>, DbError> {
+        self.autocommit(|tx| tx.query(sql, args))
+    }
+
+    /// The first row one statement selects, if any.
+    pub fn query_row(&self, sql: &str, args: &[Arg<'_>]) -> Result<Option<Row>, DbError> {
+        Ok(self.query(sql, args)?.into_iter().next())
+    }
+
+    /// Runs one statement (a transaction of its own); how many rows it changed.
+    pub fn execute(&self, sql: &str, args: &[Arg<'_>]) -> Result<u64, DbError> {
+        self.autocommit(|tx| tx.execute(sql, args))
+    }
+
+    /// Runs `job`'s statements in one transaction on this thread and commits them.
     pub fn write(
         &self,
-        f: impl FnOnce(&Connection) -> rusqlite::Result<()>,
+        job: impl Fn(&mut dyn Writer) -> Result<(), SqlError>,
     ) -> Result<(), DbError> {
-        let done = commit::transaction(&self.conn(), f);
-        self.failing.store(done.is_err(), Ordering::Relaxed);
-        done.map_err(|e| self.err(e))
+        match &self.engine {
+            Engine::Sqlite(db) => db.write(&job),
+            Engine::Postgres(db) => db.write(&job),
+        }
     }
 
-    /// Keeps `job`, whose commit failed, to commit again when the connection is next let go
-    /// (by any write or read of this process), until it lands: a run's end written after the
-    /// disk filled lands once there is room, so the log and the run agree.
-    /// At most [`MAX_OWED`] writes are kept; past that the newest is dropped (its run shows
-    /// `interrupted` once its process is gone).
+    /// Keeps `job`, whose commit failed, to commit again before the next writes, until it
+    /// lands: a run's end written after the disk filled (or while PostgreSQL restarted)
+    /// lands once it can, so the log and the run agree. At most [`MAX_OWED`] writes are
+    /// kept; past that the newest is dropped (its run shows `interrupted` once its process
+    /// is gone).
     pub fn owe(&self, job: Job) {
-        let mut owed = lock(&self.owed);
+        let mut owed = lock(self.owed_list());
         if owed.len() < MAX_OWED {
             owed.push(job);
         } else {
             tracing::error!(
                 "{}: {MAX_OWED} writes wait for room already; one more is dropped",
-                self.path.display()
+                self.path().display()
             );
         }
     }
 
-    /// Whether the last write failed (a full disk, a read-only file): a run's start should
-    /// then be committed, and the run refused if it cannot be, before anything runs.
+    fn owed_list(&self) -> &std::sync::Mutex<Vec<Job>> {
+        match &self.engine {
+            Engine::Sqlite(db) => &db.owed,
+            Engine::Postgres(db) => &db.shared().owed,
+        }
+    }
+
+    /// Whether the last write failed (a full disk, a read-only file, the server gone): a
+    /// run's start should then be committed, and the run refused if it cannot be, before
+    /// anything runs.
     pub fn failing(&self) -> bool {
-        self.failing.load(Ordering::Relaxed)
+        match &self.engine {
+            Engine::Sqlite(db) => db.failing.load(Ordering::Relaxed),
+            Engine::Postgres(db) => db.shared().failing.load(Ordering::Relaxed),
+        }
     }
 
     /// Writes still owed ([`Db::owe`]).
     pub fn owed(&self) -> usize {
-        lock(&self.owed).len()
+        lock(self.owed_list()).len()
     }
 
-    /// Commits the owed writes that land now, in order, each alone; the first that still
-    /// fails and those after it stay owed (a run's end never lands before its start).
-    fn settle_owed(&self, conn: &Connection) {
-        let mut owed = lock(&self.owed);
-        if owed.is_empty() {
-            return;
-        }
-        let mut landed = 0;
-        for job in owed.iter() {
-            if let Err(e) = commit::transaction(conn, job) {
-                tracing::debug!("an owed write to {} failed again: {e}", self.path.display());
-                break;
-            }
-            landed += 1;
-        }
-        owed.drain(..landed);
-        self.failing.store(!owed.is_empty(), Ordering::Relaxed);
-    }
-
-    /// Queues `job` for a group commit and, if the connection is free, commits the queue now
-    /// on this thread; the answer resolves once the job has landed. Jobs land in the order
-    /// they are submitted.
+    /// Queues `job` for a group commit; the answer resolves once the job has landed. Jobs
+    /// land in the order they are submitted. On SQLite, when the connection is free, the
+    /// queue commits now on this thread; on PostgreSQL, one writer task commits it.
     pub fn submit(&self, job: Job) -> Committed {
-        let (done, rx) = oneshot::channel();
-        lock(&self.queue).push_back(Queued { job, done });
-        self.commit_queued();
-        Committed(rx)
+        Committed(match &self.engine {
+            Engine::Sqlite(db) => db.submit(job),
+            Engine::Postgres(db) => db.submit(job),
+        })
     }
 
-    /// Commits the queued jobs, batch by batch, unless another holds the connection (whoever
-    /// does commits them when letting go).
-    fn commit_queued(&self) {
-        loop {
-            let conn = match self.conn.try_lock() {
-                Ok(conn) => conn,
-                Err(std::sync::TryLockError::Poisoned(e)) => e.into_inner(),
-                Err(std::sync::TryLockError::WouldBlock) => return,
-            };
-            self.settle_owed(&conn);
-            let batch: Vec<Queued> = {
-                let mut queue = lock(&self.queue);
-                let n = queue.len().min(commit::MAX_BATCH);
-                queue.drain(..n).collect()
-            };
-            if batch.is_empty() {
-                drop(conn);
-                // A job queued after the drain and before the release found the lock held:
-                // it is this holder's to commit.
-                if lock(&self.queue).is_empty() {
-                    return;
-                }
-                continue;
-            }
-            let (jobs, dones): (Vec<Job>, Vec<_>) =
-                batch.into_iter().map(|q| (q.job, q.done)).unzip();
-            let results = commit::commit_batch(&conn, &jobs);
-            drop(conn);
-            let failed = results.iter().any(Result::is_err);
-            self.failing.store(failed, Ordering::Relaxed);
-            for (done, r) in dones.into_iter().zip(results) {
-                let _ = done.send(r.map_err(|e| self.err(e)));
-            }
-        }
-    }
-
-    /// Wraps an SQLite error with the path ([`DbError::Damaged`] when the file is damaged).
-    pub fn err(&self, source: rusqlite::Error) -> DbError {
-        sqlite_error(&self.path, source)
-    }
-
-    /// Checks every page of the file (`PRAGMA quick_check`): a page damaged in the middle is
-    /// found here, at a command's start, instead of by the run that first reads it. Its cost
-    /// grows with the file: about 0.3 s for 300 MB (100,000 runs) from the page cache.
+    /// Checks every page of an SQLite file (`PRAGMA quick_check`): a page damaged in the
+    /// middle is found here, at a command's start, instead of by the run that first reads
+    /// it. Its cost grows with the file: about 0.3 s for 300 MB (100,000 runs) from the page
+    /// cache. PostgreSQL checks its own pages.
     pub fn quick_check(&self) -> Result<(), DbError> {
-        let conn = self.conn();
-        let found: Vec<String> = conn
-            .prepare("PRAGMA quick_check(5)")
-            .and_then(|mut s| {
-                s.query_map([], |r| r.get::<_, String>(0))?
-                    .collect::<rusqlite::Result<_>>()
-            })
-            .map_err(|e| self.err(e))?;
-        match found.as_slice() {
-            [ok] if ok == "ok" => Ok(()),
-            faults => Err(DbError::Damaged {
-                path: self.path.display().to_string(),
-                detail: faults.join("; "),
-            }),
+        match &self.engine {
+            Engine::Sqlite(db) => db.quick_check(),
+            Engine::Postgres(_) => Ok(()),
         }
     }
 }
@@ -455,11 +311,11 @@ mod tests {
     /// overwritten by garbage.
     pub(crate) fn damaged_database(path: &std::path::Path) {
         let db = super::Db::open(path).expect("create");
-        db.write(|c| {
+        db.transaction(|tx| {
             for i in 0..2000 {
-                c.execute(
+                tx.execute(
                     "INSERT INTO kv(workspace, ns, key, value, updated_at) VALUES('w', 'n', ?1, ?2, 0)",
-                    rusqlite::params![format!("k{i}"), "v".repeat(200)],
+                    &crate::args![format!("k{i}"), "v".repeat(200)],
                 )?;
             }
             Ok(())

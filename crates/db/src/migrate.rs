@@ -1,4 +1,6 @@
-//! Schema migrations, versioned with `PRAGMA user_version`.
+//! Schema migrations, versioned with `PRAGMA user_version` on SQLite and the `kiln_schema`
+//! table on PostgreSQL. SQLite's migrations are the one description: PostgreSQL's schema is
+//! derived from them ([`postgres_steps`]).
 
 use rusqlite::Connection;
 
@@ -132,8 +134,72 @@ pub fn run(conn: &mut Connection) -> rusqlite::Result<usize> {
     }
 }
 
+/// The statements that bring a PostgreSQL database from schema version `from` to [`KNOWN`]:
+/// a new database gets the schema SQLite's migrations build (read back from an in-memory
+/// SQLite database, in PostgreSQL's types), an older one the migrations it lacks, translated.
+pub fn postgres_steps(from: usize) -> Vec<String> {
+    if from > 0 {
+        return MIGRATIONS
+            .get(from..)
+            .unwrap_or_default()
+            .iter()
+            .map(|sql| crate::sql::postgres_schema(sql))
+            .collect();
+    }
+    let Ok(mut conn) = Connection::open_in_memory() else {
+        return Vec::new();
+    };
+    if run(&mut conn).is_err() {
+        return Vec::new();
+    }
+    // Tables first, then their indexes, then the views over them, each in creation order.
+    let rows = crate::commit::query(
+        &conn,
+        "SELECT sql FROM sqlite_master WHERE sql IS NOT NULL
+         ORDER BY CASE type WHEN 'table' THEN 0 WHEN 'index' THEN 1 ELSE 2 END, rowid",
+        &[],
+    )
+    .unwrap_or_default();
+    rows.iter()
+        .map(|r| crate::sql::postgres_schema(&r.str(0)))
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn postgres_gets_every_table_index_and_view_in_its_types() {
+        let steps = crate::migrate::postgres_steps(0);
+        let all = steps.join(";\n");
+        for name in [
+            "runs",
+            "steps",
+            "sessions",
+            "session_messages",
+            "kv",
+            "responses",
+        ] {
+            assert!(
+                all.contains(&format!("CREATE TABLE {name}")),
+                "{name}: {all}"
+            );
+        }
+        for view in ["messages", "model_calls", "tool_calls"] {
+            assert!(
+                all.contains(&format!("CREATE VIEW {view}")),
+                "{view}: {all}"
+            );
+        }
+        assert!(all.contains("runs_eval"), "{all}");
+        assert!(
+            !all.contains("WITHOUT ROWID") && !all.contains(" REAL"),
+            "{all}"
+        );
+        let views_after_tables = steps.iter().position(|s| s.contains("CREATE VIEW"))
+            > steps.iter().rposition(|s| s.contains("CREATE TABLE"));
+        assert!(views_after_tables, "{all}");
+    }
+
     /// Another process migrated the file after this connection read its schema: this one's
     /// cached schema is stale, and a migration must not be prepared against it.
     #[test]
@@ -141,7 +207,7 @@ mod tests {
         let dir = tempfile::tempdir().expect("dir");
         let path = dir.path().join("k.db");
         let mut late = rusqlite::Connection::open(&path).expect("open");
-        for sql in &super::MIGRATIONS[..3] {
+        for sql in &crate::migrate::MIGRATIONS[..3] {
             late.execute_batch(sql).expect("old schema");
         }
         late.pragma_update(None, "user_version", 3i64)
@@ -153,35 +219,35 @@ mod tests {
         assert_eq!(tables, 0);
         // Another process takes it to version 7 (model_calls a view since 3)...
         let early = rusqlite::Connection::open(&path).expect("open");
-        for sql in &super::MIGRATIONS[3..7] {
+        for sql in &crate::migrate::MIGRATIONS[3..7] {
             early.execute_batch(sql).expect("migrated elsewhere");
         }
         early
             .pragma_update(None, "user_version", 7i64)
             .expect("version");
         // ... and `late` applies the rest against the schema as it is now.
-        assert_eq!(super::run(&mut late).expect("the rest"), 7);
+        assert_eq!(crate::migrate::run(&mut late).expect("the rest"), 7);
         let version: i64 = late
             .pragma_query_value(None, "user_version", |r| r.get(0))
             .expect("version");
-        assert_eq!(version as usize, super::KNOWN);
+        assert_eq!(version as usize, crate::migrate::KNOWN);
     }
 
     #[test]
     fn migrations_apply_once_and_are_idempotent() {
         let mut conn = rusqlite::Connection::open_in_memory().expect("open");
-        super::run(&mut conn).expect("first");
-        super::run(&mut conn).expect("again");
+        crate::migrate::run(&mut conn).expect("first");
+        crate::migrate::run(&mut conn).expect("again");
         let v: i64 = conn
             .pragma_query_value(None, "user_version", |r| r.get(0))
             .expect("version");
-        assert_eq!(v as usize, super::MIGRATIONS.len());
+        assert_eq!(v as usize, crate::migrate::MIGRATIONS.len());
     }
 
     /// An in-memory database as kiln left it at schema `version`.
     fn schema_at(version: usize) -> rusqlite::Connection {
         let conn = rusqlite::Connection::open_in_memory().expect("open");
-        for sql in &super::MIGRATIONS[..version] {
+        for sql in &crate::migrate::MIGRATIONS[..version] {
             conn.execute_batch(sql).expect("old schema");
         }
         conn.pragma_update(None, "user_version", version as i64)
@@ -206,7 +272,7 @@ mod tests {
                 VALUES('r1', 1, 'a', 'alpha', '{}', '2', 1, 1.0);",
         )
         .expect("old rows");
-        super::run(&mut conn).expect("migrate");
+        crate::migrate::run(&mut conn).expect("migrate");
         let names: Vec<(String, i64)> = conn
             .prepare("SELECT name, part FROM tool_calls WHERE run_id = 'r1' ORDER BY step, part")
             .expect("query")
@@ -239,7 +305,7 @@ mod tests {
             "INSERT INTO runs(id, agent, started_at, status) VALUES('old', 'a', 1.0, 'ok');",
         )
         .expect("old row");
-        assert_eq!(super::run(&mut conn).expect("migrate"), 9);
+        assert_eq!(crate::migrate::run(&mut conn).expect("migrate"), 9);
         conn.execute_batch(
             "INSERT INTO runs(id, agent, started_at, status, eval_id) VALUES('new', 'a', 2.0, 'ok', 'ev1');",
         )

@@ -3,8 +3,8 @@
 //! kept per actor: one actor never reads another's.
 
 use super::{Db, DbError};
+use crate::args;
 use kiln_core::model::Message;
-use rusqlite::{OptionalExtension, params};
 use serde_json::Value;
 
 /// One stored response.
@@ -35,45 +35,44 @@ fn text(v: &impl serde::Serialize) -> String {
 impl Db {
     /// Stores (or replaces) a response.
     pub fn save_response(&self, r: &StoredResponse) -> Result<(), DbError> {
-        self.conn()
-            .execute(
-                "INSERT OR REPLACE INTO responses(id, owner, agent, created_at, body, input_items, messages, state)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
-                params![
-                    r.id,
-                    r.owner,
-                    r.agent,
-                    r.created_at,
-                    text(&r.body),
-                    text(&r.input_items),
-                    text(&r.messages),
-                    text(&r.state),
-                ],
-            )
-            .map(|_| ())
-            .map_err(|e| self.err(e))
+        self.execute(
+            "INSERT INTO responses(id, owner, agent, created_at, body, input_items, messages, state)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
+             ON CONFLICT(id) DO UPDATE SET owner = excluded.owner, agent = excluded.agent,
+             created_at = excluded.created_at, body = excluded.body,
+             input_items = excluded.input_items, messages = excluded.messages, state = excluded.state",
+            &args![
+                &r.id,
+                &r.owner,
+                &r.agent,
+                r.created_at,
+                text(&r.body),
+                text(&r.input_items),
+                text(&r.messages),
+                text(&r.state),
+            ],
+        )
+        .map(drop)
     }
 
     /// Replaces a stored response with its whole version (its run ended), only while it is
     /// still stored: one deleted meanwhile stays deleted. False when there was none.
     pub fn finish_response(&self, r: &StoredResponse) -> Result<bool, DbError> {
-        self.conn()
-            .execute(
-                "UPDATE responses SET agent = ?3, created_at = ?4, body = ?5, input_items = ?6,
-                 messages = ?7, state = ?8 WHERE id = ?1 AND owner IS ?2",
-                params![
-                    r.id,
-                    r.owner,
-                    r.agent,
-                    r.created_at,
-                    text(&r.body),
-                    text(&r.input_items),
-                    text(&r.messages),
-                    text(&r.state),
-                ],
-            )
-            .map(|n| n > 0)
-            .map_err(|e| self.err(e))
+        self.execute(
+            "UPDATE responses SET agent = ?3, created_at = ?4, body = ?5, input_items = ?6,
+             messages = ?7, state = ?8 WHERE id = ?1 AND owner IS NOT DISTINCT FROM ?2",
+            &args![
+                &r.id,
+                &r.owner,
+                &r.agent,
+                r.created_at,
+                text(&r.body),
+                text(&r.input_items),
+                text(&r.messages),
+                text(&r.state),
+            ],
+        )
+        .map(|n| n > 0)
     }
 
     /// The response `id` if `owner` created it.
@@ -82,60 +81,44 @@ impl Db {
         owner: Option<&str>,
         id: &str,
     ) -> Result<Option<StoredResponse>, DbError> {
-        let row: Option<(String, f64, String, String, String, String)> = self
-            .conn()
-            .query_row(
-                "SELECT agent, created_at, body, input_items, messages, state FROM responses
-                 WHERE id = ?1 AND owner IS ?2",
-                params![id, owner],
-                |r| {
-                    Ok((
-                        r.get(0)?,
-                        r.get(1)?,
-                        r.get(2)?,
-                        r.get(3)?,
-                        r.get(4)?,
-                        r.get(5)?,
-                    ))
-                },
-            )
-            .optional()
-            .map_err(|e| self.err(e))?;
-        let Some((agent, created_at, body, input_items, messages, state)) = row else {
+        let Some(row) = self.query_row(
+            "SELECT agent, created_at, body, input_items, messages, state FROM responses
+             WHERE id = ?1 AND owner IS NOT DISTINCT FROM ?2",
+            &args![id, owner],
+        )?
+        else {
             return Ok(None);
         };
         // A row this build cannot read is reported, never half-used.
-        let parse = |what: &str, s: &str| -> Result<Value, DbError> {
-            serde_json::from_str(s)
+        let parse = |what: &str, i: usize| -> Result<Value, DbError> {
+            serde_json::from_str(&row.str(i))
                 .map_err(|e| DbError::Corrupt(format!("response {id}: {what}: {e}")))
         };
-        let messages = serde_json::from_value(parse("messages", &messages)?)
+        let messages = serde_json::from_value(parse("messages", 4)?)
             .map_err(|e| DbError::Corrupt(format!("response {id}: messages: {e}")))?;
-        let input_items = match parse("input_items", &input_items)? {
+        let input_items = match parse("input_items", 3)? {
             Value::Array(items) => items,
             _ => Vec::new(),
         };
         Ok(Some(StoredResponse {
             id: id.to_string(),
             owner: owner.map(str::to_string),
-            agent,
-            created_at,
-            body: parse("body", &body)?,
+            agent: row.str(0),
+            created_at: row.real(1).unwrap_or(0.0),
+            body: parse("body", 2)?,
             input_items,
             messages,
-            state: parse("state", &state)?,
+            state: parse("state", 5)?,
         }))
     }
 
     /// Deletes the response `id` if `owner` created it; false when there was none.
     pub fn delete_response(&self, owner: Option<&str>, id: &str) -> Result<bool, DbError> {
-        self.conn()
-            .execute(
-                "DELETE FROM responses WHERE id = ?1 AND owner IS ?2",
-                params![id, owner],
-            )
-            .map(|n| n > 0)
-            .map_err(|e| self.err(e))
+        self.execute(
+            "DELETE FROM responses WHERE id = ?1 AND owner IS NOT DISTINCT FROM ?2",
+            &args![id, owner],
+        )
+        .map(|n| n > 0)
     }
 }
 
@@ -158,10 +141,12 @@ mod tests {
         }
     }
 
-    #[test]
-    fn a_response_is_read_back_only_by_its_owner() {
-        let dir = tempfile::tempdir().unwrap();
-        let db = Db::open(&dir.path().join("k.db")).unwrap();
+    both_databases!(
+        a_response_is_read_back_only_by_its_owner,
+        super::owners_only
+    );
+
+    fn owners_only(db: &Db) {
         db.save_response(&stored("resp_a", Some("alice"))).unwrap();
         db.save_response(&stored("resp_o", None)).unwrap();
         let got = db.response(Some("alice"), "resp_a").unwrap().unwrap();
@@ -177,10 +162,12 @@ mod tests {
         assert!(db.response(Some("alice"), "resp_a").unwrap().is_none());
     }
 
-    #[test]
-    fn a_deleted_response_is_not_finished_back() {
-        let dir = tempfile::tempdir().unwrap();
-        let db = Db::open(&dir.path().join("k.db")).unwrap();
+    both_databases!(
+        a_deleted_response_is_not_finished_back,
+        super::deleted_stays
+    );
+
+    fn deleted_stays(db: &Db) {
         let mut r = stored("resp_a", Some("alice"));
         db.save_response(&r).unwrap();
         r.body = serde_json::json!({"id": "resp_a", "status": "incomplete"});

@@ -1,9 +1,10 @@
 //! Reading the run log (what `kiln logs` shows): runs with their totals, tool calls, messages.
 //! The agent crate's recorder writes these tables.
 
+use crate::args;
+use crate::sql::Row;
 use crate::{Db, DbError};
 use kiln_core::failure::ToolFailure;
-use rusqlite::params;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -173,31 +174,38 @@ pub struct LogFilter {
 }
 
 /// A row of `runs` as [`Db::runs`] selects it, without its calls.
-fn run_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<RunRow> {
-    Ok(RunRow {
-        id: r.get(0)?,
-        agent: r.get(1)?,
-        provider: r.get(2)?,
-        model: r.get(3)?,
-        session: r.get(4)?,
-        prompt: r.get(5)?,
-        answer: r.get(6)?,
-        status: r.get(7)?,
-        error: r.get(8)?,
-        started_at: r.get(9)?,
-        ended_at: r.get(10)?,
-        rounds: r.get(11)?,
-        input_tokens: r.get(12)?,
-        output_tokens: r.get(13)?,
-        actor: r.get(14)?,
-        cost_usd: r.get(15)?,
-        parent: r.get(16)?,
-        owner: r.get(17)?,
-        trace_id: r.get(18)?,
-        eval_id: r.get(19)?,
+fn run_row(r: &Row) -> RunRow {
+    RunRow {
+        id: r.str(0),
+        agent: r.str(1),
+        provider: r.text(2),
+        model: r.text(3),
+        session: r.text(4),
+        prompt: r.text(5),
+        answer: r.text(6),
+        status: r.str(7),
+        error: r.text(8),
+        started_at: r.real(9).unwrap_or(0.0),
+        ended_at: r.real(10),
+        rounds: r.int(11).unwrap_or(0),
+        input_tokens: r.int(12).unwrap_or(0),
+        output_tokens: r.int(13).unwrap_or(0),
+        actor: r.text(14),
+        cost_usd: r.real(15),
+        parent: r.text(16),
+        owner: r.text(17),
+        trace_id: r.text(18),
+        eval_id: r.text(19),
         tool_calls: Vec::new(),
         model_calls: Vec::new(),
-    })
+    }
+}
+
+/// A column's JSON text as a value (`null` when absent or unreadable).
+fn json(r: &Row, i: usize) -> Value {
+    r.text(i)
+        .and_then(|t| serde_json::from_str(&t).ok())
+        .unwrap_or(Value::Null)
 }
 
 /// Runs forgotten per transaction by [`Db::prune_runs`]: small enough that a run writing its
@@ -211,28 +219,20 @@ impl Db {
     pub fn prune_runs(&self, before: f64) -> Result<usize, DbError> {
         let mut total = 0;
         loop {
-            let mut conn = self.conn();
-            let tx = conn.transaction().map_err(|e| self.err(e))?;
-            let ids: Vec<String> = {
-                let mut stmt = tx
-                    .prepare(
-                        "SELECT id FROM runs WHERE ended_at IS NOT NULL AND ended_at < ?1 LIMIT ?2",
-                    )
-                    .map_err(|e| self.err(e))?;
-                let rows = stmt
-                    .query_map(params![before, PRUNE_BATCH], |r| r.get(0))
-                    .map_err(|e| self.err(e))?;
-                rows.collect::<Result<_, _>>().map_err(|e| self.err(e))?
-            };
-            for id in &ids {
-                tx.execute("DELETE FROM steps WHERE run_id = ?1", params![id])
-                    .map_err(|e| self.err(e))?;
-                tx.execute("DELETE FROM runs WHERE id = ?1", params![id])
-                    .map_err(|e| self.err(e))?;
-            }
-            tx.commit().map_err(|e| self.err(e))?;
-            total += ids.len();
-            if (ids.len() as i64) < PRUNE_BATCH {
+            let gone = self.transaction(|tx| {
+                let ids = tx.query(
+                    "SELECT id FROM runs WHERE ended_at IS NOT NULL AND ended_at < ?1 LIMIT ?2",
+                    &args![before, PRUNE_BATCH],
+                )?;
+                for id in &ids {
+                    let id = id.str(0);
+                    tx.execute("DELETE FROM steps WHERE run_id = ?1", &args![&id])?;
+                    tx.execute("DELETE FROM runs WHERE id = ?1", &args![&id])?;
+                }
+                Ok(ids.len())
+            })?;
+            total += gone;
+            if (gone as i64) < PRUNE_BATCH {
                 return Ok(total);
             }
         }
@@ -241,53 +241,47 @@ impl Db {
     /// Runs matching `filter`, newest first, with their tool calls.
     pub fn runs(&self, filter: &LogFilter) -> Result<Vec<RunRow>, DbError> {
         let mut runs = self.run_rows(filter)?;
-        let conn = self.conn();
         for run in runs.iter_mut() {
-            run.tool_calls = self.tool_calls(&conn, &run.id)?;
-            run.model_calls = self.model_calls(&conn, &run.id)?;
+            run.tool_calls = self.tool_calls(&run.id)?;
+            run.model_calls = self.model_calls(&run.id)?;
         }
         Ok(runs)
     }
 
     /// Runs matching `filter`, newest first, without their calls (a list of runs).
     pub fn run_rows(&self, filter: &LogFilter) -> Result<Vec<RunRow>, DbError> {
-        let conn = self.conn();
-        let mut stmt = conn
-            .prepare(
-                // A run's totals are written when it ends; a running run's are counted here.
-                "SELECT id, agent, provider, model, session, prompt, answer, status, error, started_at, ended_at,
-                 CASE WHEN ended_at IS NULL THEN (SELECT COUNT(*) FROM model_calls m WHERE m.run_id = runs.id) ELSE rounds END,
-                 CASE WHEN ended_at IS NULL THEN (SELECT COALESCE(SUM(input_tokens), 0) FROM model_calls m WHERE m.run_id = runs.id) ELSE input_tokens END,
-                 CASE WHEN ended_at IS NULL THEN (SELECT COALESCE(SUM(output_tokens), 0) FROM model_calls m WHERE m.run_id = runs.id) ELSE output_tokens END,
-                 actor, cost_usd, parent, owner, trace_id, eval_id
-                 FROM runs WHERE (?1 IS NULL OR agent = ?1) AND (?2 IS NULL OR started_at >= ?2)
-                 AND (?3 IS NULL OR EXISTS (SELECT 1 FROM tool_calls t WHERE t.run_id = runs.id AND t.name = ?3))
-                 AND (?5 IS NULL OR eval_id = ?5) AND (?6 IS NULL OR id = ?6)
-                 AND (?7 IS NULL OR actor = ?7) AND (?8 IS NULL OR status = ?8)
-                 ORDER BY started_at DESC LIMIT ?4",
-            )
-            .map_err(|e| self.err(e))?;
         let limit = if filter.limit == 0 {
-            -1
+            i64::MAX
         } else {
             filter.limit as i64
         };
-        let rows = stmt
-            .query_map(
-                params![
-                    filter.agent,
-                    filter.since,
-                    filter.tool,
-                    limit,
-                    filter.eval,
-                    filter.run,
-                    filter.actor,
-                    filter.status
-                ],
-                run_row,
-            )
-            .map_err(|e| self.err(e))?;
-        rows.collect::<Result<_, _>>().map_err(|e| self.err(e))
+        let rows = self.query(
+            // A run's totals are written when it ends; a running run's are counted here.
+            // (The casts name the placeholders' types for PostgreSQL, which cannot infer
+            // them from `IS NULL`, and keep its sums integers.)
+            "SELECT id, agent, provider, model, session, prompt, answer, status, error, started_at, ended_at,
+             CASE WHEN ended_at IS NULL THEN (SELECT COUNT(*) FROM model_calls m WHERE m.run_id = runs.id) ELSE rounds END,
+             CASE WHEN ended_at IS NULL THEN (SELECT CAST(COALESCE(SUM(input_tokens), 0) AS BIGINT) FROM model_calls m WHERE m.run_id = runs.id) ELSE input_tokens END,
+             CASE WHEN ended_at IS NULL THEN (SELECT CAST(COALESCE(SUM(output_tokens), 0) AS BIGINT) FROM model_calls m WHERE m.run_id = runs.id) ELSE output_tokens END,
+             actor, cost_usd, parent, owner, trace_id, eval_id
+             FROM runs WHERE (CAST(?1 AS TEXT) IS NULL OR agent = ?1)
+             AND (CAST(?2 AS DOUBLE PRECISION) IS NULL OR started_at >= ?2)
+             AND (CAST(?3 AS TEXT) IS NULL OR EXISTS (SELECT 1 FROM tool_calls t WHERE t.run_id = runs.id AND t.name = ?3))
+             AND (CAST(?5 AS TEXT) IS NULL OR eval_id = ?5) AND (CAST(?6 AS TEXT) IS NULL OR id = ?6)
+             AND (CAST(?7 AS TEXT) IS NULL OR actor = ?7) AND (CAST(?8 AS TEXT) IS NULL OR status = ?8)
+             ORDER BY started_at DESC LIMIT ?4",
+            &args![
+                &filter.agent,
+                filter.since,
+                &filter.tool,
+                limit,
+                &filter.eval,
+                &filter.run,
+                &filter.actor,
+                &filter.status
+            ],
+        )?;
+        Ok(rows.iter().map(run_row).collect())
     }
 
     /// The run with this id, with its tool calls; `None` when none was logged.
@@ -308,80 +302,61 @@ impl Db {
     }
 
     /// A run's tool calls, in order.
-    fn tool_calls(
-        &self,
-        conn: &rusqlite::Connection,
-        run_id: &str,
-    ) -> Result<Vec<ToolRow>, DbError> {
-        let mut calls = conn
-            .prepare_cached("SELECT round, name, args, outcome, is_error, duration_ms, script_version, call_id, notes FROM tool_calls WHERE run_id = ?1 ORDER BY step, part")
-            .map_err(|e| self.err(e))?;
-        let rows = calls
-            .query_map(params![run_id], |r| {
-                let json = |s: Option<String>| {
-                    s.and_then(|t| serde_json::from_str(&t).ok())
-                        .unwrap_or(Value::Null)
-                };
-                Ok(ToolRow {
-                    round: r.get(0)?,
-                    name: r.get(1)?,
-                    args: json(r.get(2)?),
-                    outcome: json(r.get(3)?),
-                    is_error: r.get(4)?,
-                    duration_ms: r.get::<_, Option<f64>>(5)?.unwrap_or(0.0),
-                    script_version: r.get(6)?,
-                    call_id: r.get(7)?,
-                    notes: match json(r.get(8)?) {
-                        Value::Null => Value::Array(Vec::new()),
-                        notes => notes,
-                    },
-                })
+    fn tool_calls(&self, run_id: &str) -> Result<Vec<ToolRow>, DbError> {
+        let rows = self.query(
+            "SELECT round, name, args, outcome, is_error, duration_ms, script_version, call_id, notes FROM tool_calls WHERE run_id = ?1 ORDER BY step, part",
+            &args![run_id],
+        )?;
+        Ok(rows
+            .iter()
+            .map(|r| ToolRow {
+                round: r.int(0).unwrap_or(0),
+                name: r.str(1),
+                args: json(r, 2),
+                outcome: json(r, 3),
+                is_error: r.int(4).unwrap_or(0) != 0,
+                duration_ms: r.real(5).unwrap_or(0.0),
+                script_version: r.text(6),
+                call_id: r.text(7),
+                notes: match json(r, 8) {
+                    Value::Null => Value::Array(Vec::new()),
+                    notes => notes,
+                },
             })
-            .map_err(|e| self.err(e))?;
-        rows.collect::<Result<_, _>>().map_err(|e| self.err(e))
+            .collect())
     }
 
     /// A run's model replies, by round.
-    fn model_calls(
-        &self,
-        conn: &rusqlite::Connection,
-        run_id: &str,
-    ) -> Result<Vec<ModelRow>, DbError> {
-        let mut stmt = conn
-            .prepare_cached(
-                "SELECT round, provider, model, input_tokens, output_tokens, reasoning_tokens, stop_reason,
-                 duration_ms FROM model_calls WHERE run_id = ?1 ORDER BY round",
-            )
-            .map_err(|e| self.err(e))?;
-        let rows = stmt
-            .query_map(params![run_id], |r| {
-                Ok(ModelRow {
-                    round: r.get(0)?,
-                    provider: r.get(1)?,
-                    model: r.get(2)?,
-                    input_tokens: r.get(3)?,
-                    output_tokens: r.get(4)?,
-                    reasoning_tokens: r.get(5)?,
-                    stop_reason: r.get(6)?,
-                    duration_ms: r.get(7)?,
-                })
+    fn model_calls(&self, run_id: &str) -> Result<Vec<ModelRow>, DbError> {
+        let rows = self.query(
+            "SELECT round, provider, model, input_tokens, output_tokens, reasoning_tokens, stop_reason,
+             duration_ms FROM model_calls WHERE run_id = ?1 ORDER BY round",
+            &args![run_id],
+        )?;
+        Ok(rows
+            .iter()
+            .map(|r| ModelRow {
+                round: r.int(0).unwrap_or(0),
+                provider: r.text(1),
+                model: r.text(2),
+                input_tokens: r.int(3),
+                output_tokens: r.int(4),
+                reasoning_tokens: r.int(5),
+                stop_reason: r.text(6),
+                duration_ms: r.real(7),
             })
-            .map_err(|e| self.err(e))?;
-        rows.collect::<Result<_, _>>().map_err(|e| self.err(e))
+            .collect())
     }
 
     /// The logged messages of a run, in order.
     pub fn run_messages(&self, run_id: &str) -> Result<Vec<Value>, DbError> {
-        let conn = self.conn();
-        let mut stmt = conn
-            .prepare("SELECT body FROM messages WHERE run_id = ?1 ORDER BY seq")
-            .map_err(|e| self.err(e))?;
-        let rows = stmt
-            .query_map(params![run_id], |r| r.get::<_, String>(0))
-            .map_err(|e| self.err(e))?;
+        let rows = self.query(
+            "SELECT body FROM messages WHERE run_id = ?1 ORDER BY seq",
+            &args![run_id],
+        )?;
         Ok(rows
-            .flatten()
-            .filter_map(|b| serde_json::from_str(&b).ok())
+            .iter()
+            .filter_map(|r| serde_json::from_str(&r.str(0)).ok())
             .collect())
     }
 }
@@ -431,19 +406,20 @@ mod tests {
         assert!(row(newer).failure().is_none());
     }
 
-    #[test]
-    fn the_eval_filter_finds_only_that_evals_runs_with_the_other_filters() {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let db = Db::open(&dir.path().join("k.db")).expect("db");
-        db.write(|tx| {
-            tx.execute_batch(
-                "INSERT INTO runs(id, agent, started_at, status, eval_id) VALUES('r1', 'a', 1.0, 'ok', 'ev1');
-                 INSERT INTO runs(id, agent, started_at, status, eval_id) VALUES('r2', 'b', 2.0, 'ok', 'ev1');
-                 INSERT INTO runs(id, agent, started_at, status, eval_id) VALUES('r3', 'a', 3.0, 'ok', 'ev2');
-                 INSERT INTO runs(id, agent, started_at, status) VALUES('r4', 'a', 4.0, 'ok');",
-            )
-        })
-        .expect("rows");
+    both_databases!(
+        the_eval_filter_finds_only_that_evals_runs_with_the_other_filters,
+        super::eval_filter
+    );
+
+    fn eval_filter(db: &Db) {
+        for sql in [
+            "INSERT INTO runs(id, agent, started_at, status, eval_id) VALUES('r1', 'a', 1.0, 'ok', 'ev1')",
+            "INSERT INTO runs(id, agent, started_at, status, eval_id) VALUES('r2', 'b', 2.0, 'ok', 'ev1')",
+            "INSERT INTO runs(id, agent, started_at, status, eval_id) VALUES('r3', 'a', 3.0, 'ok', 'ev2')",
+            "INSERT INTO runs(id, agent, started_at, status) VALUES('r4', 'a', 4.0, 'ok')",
+        ] {
+            db.execute(sql, &[]).expect("row");
+        }
         let ids = |runs: Vec<RunRow>| runs.into_iter().map(|r| r.id).collect::<Vec<_>>();
         assert_eq!(ids(db.eval_runs("ev1").expect("ev1")), ["r2", "r1"]);
         let of_a = LogFilter {

@@ -1,8 +1,8 @@
 //! Sessions: a named conversation with its messages and `ctx.state`, continued across runs.
 
 use super::{Db, DbError};
+use crate::args;
 use kiln_core::model::Message;
-use rusqlite::{OptionalExtension, params};
 use serde::Serialize;
 use serde_json::Value;
 
@@ -92,29 +92,20 @@ impl Db {
 
     /// A session, or `None` when there is none of that name.
     pub fn session(&self, name: &str) -> Result<Option<Session>, DbError> {
-        let conn = self.conn();
-        let head: Option<(String, String, f64)> = conn
-            .query_row(
-                "SELECT agent, state, updated_at FROM sessions WHERE name = ?1",
-                params![name],
-                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
-            )
-            .optional()
-            .map_err(|e| self.err(e))?;
-        let Some((agent, state, updated_at)) = head else {
+        let Some(head) = self.query_row(
+            "SELECT agent, state, updated_at FROM sessions WHERE name = ?1",
+            &args![name],
+        )?
+        else {
             return Ok(None);
         };
-        let mut stmt = conn
-            .prepare("SELECT body FROM session_messages WHERE session = ?1 ORDER BY seq")
-            .map_err(|e| self.err(e))?;
-        let bodies: Vec<String> = stmt
-            .query_map(params![name], |r| r.get(0))
-            .map_err(|e| self.err(e))?
-            .flatten()
-            .collect();
+        let bodies = self.query(
+            "SELECT body FROM session_messages WHERE session = ?1 ORDER BY seq",
+            &args![name],
+        )?;
         let mut messages: Vec<Message> = bodies
             .iter()
-            .filter_map(|b| serde_json::from_str::<Value>(b).ok())
+            .filter_map(|b| serde_json::from_str::<Value>(&b.str(0)).ok())
             .filter_map(|v| message_from(&v))
             .collect();
         // A step is committed whole, but be safe: never continue with calls that have no results.
@@ -125,47 +116,40 @@ impl Db {
         }
         Ok(Some(Session {
             name: name.to_string(),
-            agent,
-            state: serde_json::from_str(&state).unwrap_or(Value::Null),
+            agent: head.str(0),
+            state: serde_json::from_str(&head.str(1)).unwrap_or(Value::Null),
             messages,
-            updated_at,
+            updated_at: head.real(2).unwrap_or(0.0),
         }))
     }
 
     /// All sessions, most recent first.
     pub fn sessions(&self) -> Result<Vec<SessionSummary>, DbError> {
-        let conn = self.conn();
-        let mut stmt = conn
-            .prepare("SELECT s.name, s.agent, (SELECT COUNT(*) FROM session_messages m WHERE m.session = s.name), s.updated_at FROM sessions s ORDER BY s.updated_at DESC")
-            .map_err(|e| self.err(e))?;
-        let rows = stmt
-            .query_map([], |r| {
-                Ok(SessionSummary {
-                    name: r.get(0)?,
-                    agent: r.get(1)?,
-                    messages: r.get(2)?,
-                    updated_at: r.get(3)?,
-                })
+        let rows = self.query(
+            "SELECT s.name, s.agent, (SELECT COUNT(*) FROM session_messages m WHERE m.session = s.name), s.updated_at FROM sessions s ORDER BY s.updated_at DESC",
+            &[],
+        )?;
+        Ok(rows
+            .iter()
+            .map(|r| SessionSummary {
+                name: r.str(0),
+                agent: r.str(1),
+                messages: r.int(2).unwrap_or(0),
+                updated_at: r.real(3).unwrap_or(0.0),
             })
-            .map_err(|e| self.err(e))?;
-        rows.collect::<Result<_, _>>().map_err(|e| self.err(e))
+            .collect())
     }
 
     /// Whether a run of session `name` is still running (one whose process is gone is not):
     /// its next step would write after messages a compaction replaced.
     pub fn session_busy(&self, name: &str) -> Result<bool, DbError> {
-        let conn = self.conn();
-        let mut stmt = conn
-            .prepare("SELECT owner FROM runs WHERE session = ?1 AND status = 'running'")
-            .map_err(|e| self.err(e))?;
-        let owners: Vec<Option<String>> = stmt
-            .query_map(params![name], |r| r.get(0))
-            .map_err(|e| self.err(e))?
-            .flatten()
-            .collect();
+        let owners = self.query(
+            "SELECT owner FROM runs WHERE session = ?1 AND status = 'running'",
+            &args![name],
+        )?;
         Ok(owners
             .iter()
-            .any(|o| !super::runs::owner_gone(o.as_deref())))
+            .any(|o| !super::runs::owner_gone(o.text(0).as_deref())))
     }
 
     /// Replaces session `name`'s messages by `messages` (a compacted transcript), unless the
@@ -177,46 +161,48 @@ impl Db {
         read_at: f64,
         messages: &[Message],
     ) -> Result<(), DbError> {
-        let mut conn = self.conn();
-        let tx = conn.transaction().map_err(|e| self.err(e))?;
-        let changed = tx
-            .execute(
+        let bodies = messages
+            .iter()
+            .map(serde_json::to_string)
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| DbError::Corrupt(e.to_string()))?;
+        let changed = self.transaction(|tx| {
+            let changed = tx.execute(
                 "UPDATE sessions SET updated_at = ?3 WHERE name = ?1 AND updated_at = ?2",
-                params![name, read_at, super::now().max(read_at + 1e-3)],
-            )
-            .map_err(|e| self.err(e))?;
-        if changed == 0 {
-            return Err(DbError::SessionChanged(name.to_string()));
-        }
-        tx.execute(
-            "DELETE FROM session_messages WHERE session = ?1",
-            params![name],
-        )
-        .map_err(|e| self.err(e))?;
-        for (seq, m) in messages.iter().enumerate() {
-            let body = serde_json::to_string(m).map_err(|e| DbError::Corrupt(e.to_string()))?;
+                &args![name, read_at, super::now().max(read_at + 1e-3)],
+            )?;
+            if changed == 0 {
+                return Ok(false);
+            }
             tx.execute(
-                "INSERT INTO session_messages(session, seq, body) VALUES(?1, ?2, ?3)",
-                params![name, seq as i64, body],
-            )
-            .map_err(|e| self.err(e))?;
+                "DELETE FROM session_messages WHERE session = ?1",
+                &args![name],
+            )?;
+            for (seq, body) in bodies.iter().enumerate() {
+                tx.execute(
+                    "INSERT INTO session_messages(session, seq, body) VALUES(?1, ?2, ?3)",
+                    &args![name, seq as i64, body],
+                )?;
+            }
+            Ok(true)
+        })?;
+        if changed {
+            Ok(())
+        } else {
+            Err(DbError::SessionChanged(name.to_string()))
         }
-        tx.commit().map_err(|e| self.err(e))
     }
 
     /// Deletes a session and its messages.
     pub fn delete_session(&self, name: &str) -> Result<(), DbError> {
-        let mut conn = self.conn();
-        let tx = conn.transaction().map_err(|e| self.err(e))?;
-        let n = tx
-            .execute("DELETE FROM sessions WHERE name = ?1", params![name])
-            .map_err(|e| self.err(e))?;
-        tx.execute(
-            "DELETE FROM session_messages WHERE session = ?1",
-            params![name],
-        )
-        .map_err(|e| self.err(e))?;
-        tx.commit().map_err(|e| self.err(e))?;
+        let n = self.transaction(|tx| {
+            let n = tx.execute("DELETE FROM sessions WHERE name = ?1", &args![name])?;
+            tx.execute(
+                "DELETE FROM session_messages WHERE session = ?1",
+                &args![name],
+            )?;
+            Ok(n)
+        })?;
         if n == 0 {
             Err(DbError::NoSession(name.to_string()))
         } else {
@@ -229,40 +215,39 @@ impl Db {
 mod tests {
     use crate::Db;
     use kiln_core::model::Message;
-    use rusqlite::params;
 
     fn run_of(db: &Db, id: &str, owner: &str, status: &str) {
-        db.conn()
-            .execute(
-                "INSERT INTO runs(id, agent, session, started_at, status, owner) VALUES(?1, 'a', 's', 0, ?2, ?3)",
-                params![id, status, owner],
-            )
-            .expect("a run");
+        db.execute(
+            "INSERT INTO runs(id, agent, session, started_at, status, owner) VALUES(?1, 'a', 's', 0, ?2, ?3)",
+            &crate::args![id, status, owner],
+        )
+        .expect("a run");
     }
 
-    #[test]
-    fn a_session_is_busy_while_a_living_process_runs_it_and_replaced_only_unchanged() {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let db = Db::open(&dir.path().join("k.db")).expect("db");
-        db.conn()
-            .execute(
-                "INSERT INTO sessions(name, agent, state, created_at, updated_at) VALUES('s', 'a', '{}', 1.0, 1.0)",
-                [],
-            )
-            .expect("a session");
+    both_databases!(
+        a_session_is_busy_while_a_living_process_runs_it_and_replaced_only_unchanged,
+        super::busy_and_replaced
+    );
+
+    fn busy_and_replaced(db: &Db) {
+        db.execute(
+            "INSERT INTO sessions(name, agent, state, created_at, updated_at) VALUES('s', 'a', '{}', 1.0, 1.0)",
+            &[],
+        )
+        .expect("a session");
         assert!(!db.session_busy("s").expect("busy?"));
         let me = crate::runs::this_process();
         let gone = format!(
             "{}:999999999",
             me.rsplit_once(':').map_or(me, |(host, _)| host)
         );
-        run_of(&db, "r1", me, "ok");
-        run_of(&db, "r2", &gone, "running");
+        run_of(db, "r1", me, "ok");
+        run_of(db, "r2", &gone, "running");
         assert!(
             !db.session_busy("s").expect("busy?"),
             "ended, or its process gone"
         );
-        run_of(&db, "r3", me, "running");
+        run_of(db, "r3", me, "running");
         assert!(db.session_busy("s").expect("busy?"), "this process runs it");
 
         let answer = Message::Assistant {

@@ -1,8 +1,8 @@
 //! The key-value store behind `store_*` and the `storage` tool, namespaced per workspace.
 
-use super::{Db, now};
+use super::{Db, DbError, now};
+use crate::args;
 use kiln_core::services::{KvStore, workspace_id};
-use rusqlite::{OptionalExtension, params};
 use serde_json::Value;
 use std::path::Path;
 use std::sync::Arc;
@@ -10,27 +10,16 @@ use std::sync::Arc;
 impl Db {
     /// A stored value; `None` when the key is not there. A value that is not JSON (written
     /// by something else) reads as a database error too: it is not a missing key.
-    pub fn kv_get(
-        &self,
-        workspace: &str,
-        ns: &str,
-        key: &str,
-    ) -> Result<Option<Value>, super::DbError> {
-        let text: Option<String> = self
-            .conn()
-            .query_row(
-                "SELECT value FROM kv WHERE workspace=?1 AND ns=?2 AND key=?3",
-                params![workspace, ns, key],
-                |r| r.get(0),
-            )
-            .optional()
-            .map_err(|e| self.err(e))?;
-        text.map(|t| {
-            serde_json::from_str(&t).map_err(|e| {
-                self.err(rusqlite::Error::FromSqlConversionFailure(
-                    0,
-                    rusqlite::types::Type::Text,
-                    Box::new(e),
+    pub fn kv_get(&self, workspace: &str, ns: &str, key: &str) -> Result<Option<Value>, DbError> {
+        let row = self.query_row(
+            "SELECT value FROM kv WHERE workspace=?1 AND ns=?2 AND key=?3",
+            &args![workspace, ns, key],
+        )?;
+        row.map(|r| {
+            serde_json::from_str(&r.str(0)).map_err(|e| {
+                DbError::Corrupt(format!(
+                    "{}: the stored value of {ns}/{key} is not JSON: {e}",
+                    self.path().display()
                 ))
             })
         })
@@ -44,51 +33,48 @@ impl Db {
         ns: &str,
         key: &str,
         value: &Value,
-    ) -> Result<(), super::DbError> {
-        self.conn()
-            .execute(
-                "INSERT INTO kv(workspace, ns, key, value, updated_at) VALUES(?1, ?2, ?3, ?4, ?5)
-                 ON CONFLICT(workspace, ns, key) DO UPDATE SET value=excluded.value, updated_at=excluded.updated_at",
-                params![workspace, ns, key, value.to_string(), now()],
-            )
-            .map(|_| ())
-            .map_err(|e| self.err(e))
+    ) -> Result<(), DbError> {
+        self.execute(
+            "INSERT INTO kv(workspace, ns, key, value, updated_at) VALUES(?1, ?2, ?3, ?4, ?5)
+             ON CONFLICT(workspace, ns, key) DO UPDATE SET value=excluded.value, updated_at=excluded.updated_at",
+            &args![workspace, ns, key, value.to_string(), now()],
+        )
+        .map(drop)
     }
 
     /// Deletes a key; true when it existed.
-    pub fn kv_delete(&self, workspace: &str, ns: &str, key: &str) -> Result<bool, super::DbError> {
-        self.conn()
-            .execute(
-                "DELETE FROM kv WHERE workspace=?1 AND ns=?2 AND key=?3",
-                params![workspace, ns, key],
-            )
-            .map(|n| n > 0)
-            .map_err(|e| self.err(e))
+    pub fn kv_delete(&self, workspace: &str, ns: &str, key: &str) -> Result<bool, DbError> {
+        self.execute(
+            "DELETE FROM kv WHERE workspace=?1 AND ns=?2 AND key=?3",
+            &args![workspace, ns, key],
+        )
+        .map(|n| n > 0)
     }
 
     /// Keys of a namespace, sorted.
-    pub fn kv_list(&self, workspace: &str, ns: &str) -> Result<Vec<String>, super::DbError> {
-        let conn = self.conn();
-        let keys = conn
-            .prepare("SELECT key FROM kv WHERE workspace=?1 AND ns=?2 ORDER BY key")
-            .and_then(|mut stmt| {
-                stmt.query_map(params![workspace, ns], |r| r.get::<_, String>(0))?
-                    .collect::<rusqlite::Result<Vec<String>>>()
-            });
-        keys.map_err(|e| self.err(e))
+    pub fn kv_list(&self, workspace: &str, ns: &str) -> Result<Vec<String>, DbError> {
+        let rows = self.query(
+            "SELECT key FROM kv WHERE workspace=?1 AND ns=?2 ORDER BY key",
+            &args![workspace, ns],
+        )?;
+        Ok(rows.iter().map(|r| r.str(0)).collect())
     }
 
     /// Moves every key of workspace `from` to workspace `to` (keys `to` already has stay).
-    pub fn kv_rekey(&self, from: &str, to: &str) -> Result<(), super::DbError> {
-        self.conn()
-            .execute(
-                "UPDATE OR IGNORE kv SET workspace=?2 WHERE workspace=?1",
-                params![from, to],
-            )
-            .map(|_| ())
-            .map_err(|e| self.err(e))
+    pub fn kv_rekey(&self, from: &str, to: &str) -> Result<(), DbError> {
+        self.transaction(|tx| {
+            tx.execute(
+                "INSERT INTO kv(workspace, ns, key, value, updated_at)
+                 SELECT ?2, ns, key, value, updated_at FROM kv WHERE workspace=?1
+                 ON CONFLICT(workspace, ns, key) DO NOTHING",
+                &args![from, to],
+            )?;
+            tx.execute("DELETE FROM kv WHERE workspace=?1", &args![from])
+                .map(drop)
+        })
     }
 }
+
 /// The store namespace of a workspace: its id in `.kiln/` (so a moved workspace keeps its
 /// store). Rows kept under the workspace's path by earlier versions move to the new id; when no
 /// id can be kept, the path is the key (both logged as warnings).
@@ -152,5 +138,38 @@ impl KvStore for WorkspaceStore {
         self.db
             .kv_list(&self.workspace, ns)
             .map_err(|e| e.to_string())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::Db;
+    use serde_json::json;
+
+    both_databases!(
+        values_are_kept_per_workspace_listed_deleted_and_moved,
+        super::kept_listed_moved
+    );
+
+    fn kept_listed_moved(db: &Db) {
+        db.kv_set("w1", "ns", "b", &json!({"n": 2})).expect("set");
+        db.kv_set("w1", "ns", "a", &json!("one")).expect("set");
+        db.kv_set("w1", "ns", "a", &json!("two"))
+            .expect("set again");
+        db.kv_set("w2", "ns", "a", &json!("other")).expect("set");
+        assert_eq!(db.kv_get("w1", "ns", "a").expect("get"), Some(json!("two")));
+        assert_eq!(db.kv_get("w1", "ns", "zz").expect("get"), None);
+        assert_eq!(db.kv_list("w1", "ns").expect("list"), ["a", "b"]);
+        assert!(db.kv_delete("w1", "ns", "b").expect("delete"));
+        assert!(!db.kv_delete("w1", "ns", "b").expect("delete again"));
+        db.kv_set("w1", "ns", "c", &json!(3)).expect("set");
+        db.kv_rekey("w1", "w2").expect("rekey");
+        assert_eq!(db.kv_list("w1", "ns").expect("list"), Vec::<String>::new());
+        assert_eq!(
+            db.kv_get("w2", "ns", "a").expect("get"),
+            Some(json!("other")),
+            "a key the new workspace had stays"
+        );
+        assert_eq!(db.kv_get("w2", "ns", "c").expect("get"), Some(json!(3)));
     }
 }

@@ -1,28 +1,50 @@
 //! Group commit through `Db::submit`: concurrent jobs share transactions, a failing job fails
-//! alone, and jobs queued while the connection is held commit when it is let go.
+//! alone (on SQLite and on PostgreSQL), and, on SQLite, jobs queued while the connection is
+//! held commit when it is let go.
 
-use kiln_db::Db;
+use kiln_db::scratch::Scratch;
+use kiln_db::{Db, args};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 fn count(db: &Db) -> i64 {
-    db.conn()
-        .query_row("SELECT COUNT(*) FROM t", [], |r| r.get(0))
+    db.query_row("SELECT COUNT(*) FROM t", &[])
         .expect("count")
+        .and_then(|r| r.int(0))
+        .expect("a count")
+}
+
+/// A database (kept alive by what is returned with it) with table `t`.
+fn with_table(db: Db) -> Arc<Db> {
+    db.execute(
+        "CREATE TABLE t(id INTEGER PRIMARY KEY, v TEXT NOT NULL)",
+        &[],
+    )
+    .expect("table");
+    Arc::new(db)
 }
 
 fn db() -> (tempfile::TempDir, Arc<Db>) {
     let dir = tempfile::tempdir().expect("tempdir");
-    let db = Arc::new(Db::open(&dir.path().join("k.db")).expect("db"));
-    db.conn()
-        .execute_batch("CREATE TABLE t(id INTEGER PRIMARY KEY, v TEXT NOT NULL)")
-        .expect("table");
+    let db = with_table(Db::open(&dir.path().join("k.db")).expect("db"));
     (dir, db)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn concurrent_jobs_all_land_and_a_failing_one_fails_alone() {
     let (_dir, db) = db();
+    jobs_land_and_one_fails_alone(&db, "k.db").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs PostgreSQL: KILN_POSTGRES (.ci/postgres start)"]
+async fn concurrent_jobs_all_land_and_a_failing_one_fails_alone_on_postgres() {
+    let scratch = Scratch::new().expect("a PostgreSQL database");
+    let db = with_table(Db::connect(scratch.url()).expect("connect"));
+    jobs_land_and_one_fails_alone(&db, "127.0.0.1").await;
+}
+
+async fn jobs_land_and_one_fails_alone(db: &Db, named: &str) {
     let jobs: Vec<_> = (0..200i64)
         .map(|i| {
             db.submit(Box::new(move |c| {
@@ -32,27 +54,25 @@ async fn concurrent_jobs_all_land_and_a_failing_one_fails_alone() {
                 } else {
                     Some(format!("row {i}"))
                 };
-                c.prepare_cached("INSERT INTO t(id, v) VALUES(?1, ?2)")?
-                    .execute(rusqlite::params![i, v])
-                    .map(drop)
+                c.exec("INSERT INTO t(id, v) VALUES(?1, ?2)", &args![i, v])
             }))
         })
         .collect();
     let mut failed = Vec::new();
     for (i, j) in jobs.into_iter().enumerate() {
         if let Err(e) = j.await {
-            assert!(e.to_string().contains("k.db"), "{e}");
+            assert!(e.to_string().contains(named), "{e}");
             failed.push(i);
         }
     }
     assert_eq!(failed, [57]);
-    assert_eq!(count(&db), 199);
+    assert_eq!(count(db), 199);
 }
 
 #[tokio::test]
 async fn jobs_queued_while_a_reader_holds_the_connection_commit_together_when_it_lets_go() {
     let (_dir, db) = db();
-    let reader = db.conn();
+    let reader = db.sqlite().expect("an SQLite file");
     let runs: Arc<Vec<AtomicUsize>> = Arc::new((0..50).map(|_| AtomicUsize::new(0)).collect());
     let waiting: Vec<_> = (0..50i64)
         .map(|i| {
@@ -60,11 +80,7 @@ async fn jobs_queued_while_a_reader_holds_the_connection_commit_together_when_it
             db.submit(Box::new(move |c| {
                 runs[i as usize].fetch_add(1, Ordering::SeqCst);
                 let v = (i != 20).then_some("x");
-                c.execute(
-                    "INSERT INTO t(id, v) VALUES(?1, ?2)",
-                    rusqlite::params![i, v],
-                )
-                .map(drop)
+                c.exec("INSERT INTO t(id, v) VALUES(?1, ?2)", &args![i, v])
             }))
         })
         .collect();
@@ -99,29 +115,29 @@ fn owed_writes_land_in_order_once_they_can_and_none_jumps_the_queue() {
                 .as_ref()
                 .is_some_and(|r| !r.load(std::sync::atomic::Ordering::Relaxed))
             {
-                return Err(rusqlite::Error::SqliteFailure(
+                return Err(kiln_db::SqlError::Sqlite(rusqlite::Error::SqliteFailure(
                     rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_FULL),
                     None,
-                ));
+                )));
             }
-            c.execute(
+            c.exec(
                 "INSERT INTO kv(workspace, ns, key, value, updated_at) VALUES('w', 'n', ?1, 'v', 0)",
-                [key],
+                &args![key],
             )
-            .map(drop)
         })
     };
     db.owe(insert("first", Some(room.clone())));
     db.owe(insert("second", None));
-    drop(db.conn());
+    drop(db.sqlite());
     assert_eq!(db.owed(), 2, "the second waits behind the first");
     room.store(true, std::sync::atomic::Ordering::Relaxed);
-    drop(db.conn());
+    drop(db.sqlite());
     assert_eq!(db.owed(), 0);
     let keys: Vec<String> = db
-        .conn()
-        .prepare("SELECT key FROM kv ORDER BY rowid")
-        .and_then(|mut s| s.query_map([], |r| r.get(0))?.collect())
-        .expect("keys");
+        .query("SELECT key FROM kv ORDER BY rowid", &[])
+        .expect("keys")
+        .iter()
+        .map(|r| r.str(0))
+        .collect();
     assert_eq!(keys, ["first", "second"]);
 }

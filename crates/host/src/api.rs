@@ -77,7 +77,8 @@ impl HostBuilder {
     }
 
     /// Keeps the run log, sessions and `store_*` values in this SQLite file (created if
-    /// missing); without one the store lives in memory and runs are not logged. The store is
+    /// missing), or on the PostgreSQL server a `postgres://` URL names (shared with other
+    /// kiln processes); without one the store lives in memory and runs are not logged. The store is
     /// keyed by the workspace's id (kept in `WORKSPACE/.kiln/workspace-id`, created on first
     /// use), so it follows a workspace that moves.
     pub fn database(mut self, path: impl Into<PathBuf>) -> Self {
@@ -199,10 +200,14 @@ impl HostBuilder {
         let db = match &self.database {
             None => None,
             Some(path) => {
-                let db = Arc::new(kiln_db::Db::open(path).map_err(|e| HostError::Database {
-                    path: path.display().to_string(),
-                    message: e.to_string(),
-                })?);
+                let target = path.to_string_lossy();
+                let db =
+                    Arc::new(
+                        kiln_db::Db::connect(&target).map_err(|e| HostError::Database {
+                            path: kiln_db::shown_target(&target),
+                            message: e.to_string(),
+                        })?,
+                    );
                 services.store = Store::Persistent(Arc::new(WorkspaceStore::new(
                     db.clone(),
                     &self.config.workspace,

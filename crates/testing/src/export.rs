@@ -7,61 +7,50 @@
 
 use super::TestError;
 use super::agent::request_deltas;
-use kiln_db::Db;
+use kiln_db::{Db, args};
 use kiln_registry::eval_spec::Case;
-use rusqlite::params;
 use serde_json::{Value, json};
 
 /// Token usage per round of a logged run.
 fn usage_by_round(db: &Db, run_id: &str) -> Result<Vec<(u32, u64, u64)>, TestError> {
-    let conn = db.conn();
-    let mut stmt = conn
-        .prepare("SELECT round, input_tokens, output_tokens FROM model_calls WHERE run_id = ?1 ORDER BY round")
-        .map_err(|e| db.err(e))?;
-    let rows = stmt
-        .query_map(params![run_id], |r| {
-            Ok((
-                r.get::<_, i64>(0)?.max(0) as u32,
-                r.get::<_, Option<i64>>(1)?.unwrap_or(0).max(0) as u64,
-                r.get::<_, Option<i64>>(2)?.unwrap_or(0).max(0) as u64,
-            ))
+    let rows = db.query(
+        "SELECT round, input_tokens, output_tokens FROM model_calls WHERE run_id = ?1 ORDER BY round",
+        &args![run_id],
+    )?;
+    Ok(rows
+        .iter()
+        .map(|r| {
+            let n = |i| r.int(i).unwrap_or(0).max(0);
+            (n(0) as u32, n(1) as u64, n(2) as u64)
         })
-        .map_err(|e| db.err(e))?;
-    Ok(rows.collect::<Result<_, _>>().map_err(|e| db.err(e))?)
+        .collect())
 }
 
 /// The calls made inside other calls (a code-mode program's), per round, in order, as strict
 /// replays compare them: `{"tool", "args"}`.
 fn nested_by_round(db: &Db, run_id: &str) -> Result<Vec<(u32, Value)>, TestError> {
-    let conn = db.conn();
-    let mut stmt = conn
-        .prepare("SELECT round, name, args FROM tool_calls WHERE run_id = ?1 AND call_id LIKE '%/%' ORDER BY step, part")
-        .map_err(|e| db.err(e))?;
-    let rows = stmt
-        .query_map(params![run_id], |r| {
+    let rows = db.query(
+        "SELECT round, name, args FROM tool_calls WHERE run_id = ?1 AND call_id LIKE '%/%' ORDER BY step, part",
+        &args![run_id],
+    )?;
+    Ok(rows
+        .iter()
+        .map(|r| {
             let args = r
-                .get::<_, Option<String>>(2)?
+                .text(2)
                 .and_then(|t| serde_json::from_str::<Value>(&t).ok())
                 .unwrap_or(Value::Null);
-            Ok((
-                r.get::<_, i64>(0)?.max(0) as u32,
-                json!({"tool": r.get::<_, String>(1)?, "args": args}),
-            ))
+            (
+                r.int(0).unwrap_or(0).max(0) as u32,
+                json!({"tool": r.str(1), "args": args}),
+            )
         })
-        .map_err(|e| db.err(e))?;
-    Ok(rows.collect::<Result<_, _>>().map_err(|e| db.err(e))?)
+        .collect())
 }
 
 fn run_exists(db: &Db, run_id: &str) -> Result<bool, TestError> {
-    let conn = db.conn();
-    let n: i64 = conn
-        .query_row(
-            "SELECT COUNT(*) FROM runs WHERE id = ?1",
-            params![run_id],
-            |r| r.get(0),
-        )
-        .map_err(|e| db.err(e))?;
-    Ok(n > 0)
+    let row = db.query_row("SELECT COUNT(*) FROM runs WHERE id = ?1", &args![run_id])?;
+    Ok(row.and_then(|r| r.int(0)).unwrap_or(0) > 0)
 }
 
 /// A tool call as a scenario writes it: arguments as an object, or as raw text when the model
@@ -178,7 +167,10 @@ mod tests {
     fn logged(sql: &str) -> (tempfile::TempDir, Db) {
         let dir = tempfile::tempdir().expect("tempdir");
         let db = Db::open(&dir.path().join("k.db")).expect("db");
-        db.write(|tx| tx.execute_batch(sql)).expect("rows");
+        db.sqlite()
+            .expect("an SQLite file")
+            .execute_batch(sql)
+            .expect("rows");
         (dir, db)
     }
 

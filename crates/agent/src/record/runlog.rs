@@ -6,9 +6,9 @@ use crate::record::Commit;
 use crate::{RecordError, Recorder, RunReport, ToolCallRecord};
 use kiln_core::context::runner::{FinishedRun, RunKind};
 use kiln_db::{Db, now};
+use kiln_db::{SqlError, Writer};
 use kiln_providers::{AnsweredBy, Message, StopReason, Usage};
 use rows::{EndRow, Reply, StartRow, Step, StepRows, Totals, json_text};
-use rusqlite::Connection;
 use serde_json::Value;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -63,7 +63,7 @@ impl RunLogger {
         &self,
         what: &'static str,
         row: R,
-        w: fn(&R, &Connection) -> rusqlite::Result<()>,
+        w: fn(&R, &mut dyn Writer) -> Result<(), SqlError>,
     ) -> Result<(), RecordError> {
         let row = Arc::new(row);
         if let Some(e) = self.behind(what, job(&row, w)) {
@@ -95,7 +95,7 @@ impl RunLogger {
         &self,
         what: &'static str,
         row: R,
-        w: fn(&R, &Connection) -> rusqlite::Result<()>,
+        w: fn(&R, &mut dyn Writer) -> Result<(), SqlError>,
     ) -> Commit {
         let row = Arc::new(row);
         if let Some(e) = self.behind(what, job(&row, w)) {
@@ -171,7 +171,7 @@ impl RunLogger {
 /// A job writing `row` with `w`, for the committer (or again, when owed).
 fn job<R: Send + Sync + 'static>(
     row: &Arc<R>,
-    w: fn(&R, &Connection) -> rusqlite::Result<()>,
+    w: fn(&R, &mut dyn Writer) -> Result<(), SqlError>,
 ) -> kiln_db::Job {
     let row = row.clone();
     Box::new(move |tx| w(&row, tx))

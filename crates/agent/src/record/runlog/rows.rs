@@ -5,8 +5,24 @@
 
 use crate::{RunReport, ToolCallRecord};
 use kiln_db::now;
+use kiln_db::{SqlError, Writer, args};
 use kiln_providers::{AnsweredBy, Message, Usage};
-use rusqlite::{Connection, params};
+
+/// What a row written again replaces: every column, as SQLite's `INSERT OR REPLACE` would
+/// (a column the insert leaves out is NULL in `excluded`).
+macro_rules! replacing_step {
+    () => {
+        " ON CONFLICT(run_id, step, part) DO UPDATE SET kind = excluded.kind, at = excluded.at,
+         seq = excluded.seq, role = excluded.role, body = excluded.body, round = excluded.round,
+         duration_ms = excluded.duration_ms, input_tokens = excluded.input_tokens,
+         output_tokens = excluded.output_tokens, stop_reason = excluded.stop_reason,
+         call_id = excluded.call_id, name = excluded.name, args = excluded.args,
+         outcome = excluded.outcome, is_error = excluded.is_error,
+         script_version = excluded.script_version, notes = excluded.notes,
+         provider = excluded.provider, model = excluded.model,
+         reasoning_tokens = excluded.reasoning_tokens"
+    };
+}
 
 /// Where a step's model replies go among its rows: after its messages and tool calls (which
 /// are numbered from 0), by round.
@@ -60,38 +76,36 @@ impl StartRow {
         }
     }
 
-    pub(crate) fn write(&self, tx: &Connection) -> rusqlite::Result<()> {
+    pub(crate) fn write(&self, tx: &mut dyn Writer) -> Result<(), SqlError> {
         // A run another started (an agent called as a tool, a pipeline's agent) belongs to the
         // eval run its parent belongs to, so `kiln logs --eval ID` lists it too.
         // A durable run resumed in this database starts again under its id and replays its
         // steps: what the earlier attempt logged is replaced, not duplicated.
-        tx.prepare_cached("DELETE FROM steps WHERE run_id = ?1")?
-            .execute(params![self.run_id])?;
-        tx.prepare_cached("INSERT INTO runs(id, agent, session, prompt, started_at, actor, parent, provider, model, owner, trace_id, eval_id)
+        tx.exec("DELETE FROM steps WHERE run_id = ?1", &args![&self.run_id])?;
+        tx.exec("INSERT INTO runs(id, agent, session, prompt, started_at, actor, parent, provider, model, owner, trace_id, eval_id)
              VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11,
                     COALESCE(?12, (SELECT eval_id FROM runs WHERE id = ?7)))
              ON CONFLICT(id) DO UPDATE SET started_at = excluded.started_at, ended_at = NULL,
              status = 'running', error = NULL, answer = NULL, input_tokens = 0,
              output_tokens = 0, rounds = 0, cost_usd = NULL, provider = excluded.provider,
              model = excluded.model, owner = excluded.owner, trace_id = excluded.trace_id,
-             eval_id = excluded.eval_id")?
-            .execute(params![
-                self.run_id,
-                self.agent,
-                self.session,
-                self.prompt,
+             eval_id = excluded.eval_id", &args![
+                &self.run_id,
+                &self.agent,
+                &self.session,
+                &self.prompt,
                 self.at,
-                self.actor,
-                self.parent,
-                self.provider,
-                self.model,
+                &self.actor,
+                &self.parent,
+                &self.provider,
+                &self.model,
                 kiln_db::runs::this_process(),
-                self.trace_id,
-                self.eval_id,
+                &self.trace_id,
+                &self.eval_id,
             ])?;
         if let Some(s) = &self.session {
-            tx.prepare_cached("INSERT INTO sessions(name, agent, created_at, updated_at) VALUES(?1, ?2, ?3, ?3) ON CONFLICT(name) DO NOTHING")?
-                .execute(params![s, self.agent, self.at])?;
+            tx.exec("INSERT INTO sessions(name, agent, created_at, updated_at) VALUES(?1, ?2, ?3, ?3) ON CONFLICT(name) DO NOTHING",
+                &args![s, &self.agent, self.at])?;
         }
         Ok(())
     }
@@ -207,32 +221,28 @@ impl StepRows {
         }
     }
 
-    pub(crate) fn write(&self, tx: &Connection) -> rusqlite::Result<()> {
+    pub(crate) fn write(&self, tx: &mut dyn Writer) -> Result<(), SqlError> {
         let (run_id, step) = (&self.run_id, self.step);
         if !self.fresh {
             // The replies riding on the rows about to be replaced get rows of their own.
-            tx.prepare_cached(
-                "INSERT OR REPLACE INTO steps(run_id, step, part, kind, at, round, duration_ms, input_tokens, output_tokens, stop_reason, provider, model, reasoning_tokens)
+            tx.exec(
+                concat!("INSERT INTO steps(run_id, step, part, kind, at, round, duration_ms, input_tokens, output_tokens, stop_reason, provider, model, reasoning_tokens)
                  SELECT run_id, step, ?3 + round, 'model', at, round, duration_ms, input_tokens, output_tokens, stop_reason, provider, model, reasoning_tokens
-                 FROM steps WHERE run_id = ?1 AND step = ?2 AND part < ?4 AND kind = 'message' AND round IS NOT NULL",
-            )?
-            .execute(params![run_id, step, MODEL_PART, self.messages.len() as i64])?;
+                 FROM steps WHERE run_id = ?1 AND step = ?2 AND part < ?4 AND kind = 'message' AND round IS NOT NULL", replacing_step!()),
+                &args![run_id, step, MODEL_PART, self.messages.len() as i64],
+            )?;
         }
-        // Each statement is looked up once per step, not once per row.
-        let mut insert_message = tx.prepare_cached(
-            "INSERT OR REPLACE INTO steps(run_id, step, part, kind, at, seq, role, body, round, duration_ms, input_tokens, output_tokens, stop_reason, provider, model, reasoning_tokens)
-             VALUES(?1, ?2, ?3, 'message', ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)",
-        )?;
         for (i, m) in self.messages.iter().enumerate() {
             let r = m.reply.as_ref();
-            insert_message.execute(params![
+            tx.exec(concat!("INSERT INTO steps(run_id, step, part, kind, at, seq, role, body, round, duration_ms, input_tokens, output_tokens, stop_reason, provider, model, reasoning_tokens)
+             VALUES(?1, ?2, ?3, 'message', ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)", replacing_step!()), &args![
                 run_id,
                 step,
                 i as i64,
                 r.map_or(self.at, |r| r.at),
                 m.seq,
                 m.role,
-                m.body,
+                &m.body,
                 r.map(|r| r.round),
                 r.map(|r| r.took_ms),
                 r.map(|r| r.usage.input_tokens as i64),
@@ -243,38 +253,38 @@ impl StepRows {
                 r.map(|r| r.usage.reasoning_tokens as i64),
             ])?;
             if let Some((s, _)) = &self.session {
-                tx.prepare_cached(
-                    "INSERT OR REPLACE INTO session_messages(session, seq, body) VALUES(?1, ?2, ?3)",
-                )?
-                .execute(params![s, m.seq, m.body])?;
+                tx.exec(
+                    "INSERT INTO session_messages(session, seq, body) VALUES(?1, ?2, ?3)
+                     ON CONFLICT(session, seq) DO UPDATE SET body = excluded.body",
+                    &args![s, m.seq, &m.body],
+                )?;
             }
         }
         insert_replies(tx, run_id, step, &self.replies)?;
-        let mut insert_call = tx.prepare_cached(
-            "INSERT OR REPLACE INTO steps(run_id, step, part, kind, at, round, call_id, name, args, outcome, is_error, duration_ms, script_version, notes)
-             VALUES(?1, ?2, ?3, 'tool', ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
-        )?;
         for (i, c) in self.calls.iter().enumerate() {
             let part = (self.messages.len() + i) as i64;
-            insert_call.execute(params![
+            tx.exec(concat!("INSERT INTO steps(run_id, step, part, kind, at, round, call_id, name, args, outcome, is_error, duration_ms, script_version, notes)
+             VALUES(?1, ?2, ?3, 'tool', ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)", replacing_step!()), &args![
                 run_id,
                 step,
                 part,
                 self.at,
                 c.round,
-                c.id,
-                c.name,
-                c.args,
-                c.outcome,
+                &c.id,
+                &c.name,
+                &c.args,
+                &c.outcome,
                 c.is_error,
                 c.duration_ms,
-                c.script_version,
-                c.notes
+                &c.script_version,
+                &c.notes
             ])?;
         }
         if let Some((s, state)) = &self.session {
-            tx.prepare_cached("UPDATE sessions SET state = ?2, updated_at = ?3 WHERE name = ?1")?
-                .execute(params![s, state, self.at])?;
+            tx.exec(
+                "UPDATE sessions SET state = ?2, updated_at = ?3 WHERE name = ?1",
+                &args![s, state, self.at],
+            )?;
         }
         Ok(())
     }
@@ -328,18 +338,17 @@ impl EndRow {
         }
     }
 
-    pub(crate) fn write(&self, tx: &Connection) -> rusqlite::Result<()> {
+    pub(crate) fn write(&self, tx: &mut dyn Writer) -> Result<(), SqlError> {
         insert_replies(tx, &self.run_id, self.step, &self.replies)?;
-        tx.prepare_cached("UPDATE runs SET ended_at = ?2, status = ?3, error = ?4, answer = ?5, provider = ?6, model = ?7, cost_usd = ?8,
-             rounds = ?9, input_tokens = ?10, output_tokens = ?11 WHERE id = ?1")?
-            .execute(params![
-                self.run_id,
+        tx.exec("UPDATE runs SET ended_at = ?2, status = ?3, error = ?4, answer = ?5, provider = ?6, model = ?7, cost_usd = ?8,
+             rounds = ?9, input_tokens = ?10, output_tokens = ?11 WHERE id = ?1", &args![
+                &self.run_id,
                 now(),
                 self.status,
-                self.error,
-                self.answer,
-                self.provider,
-                self.model,
+                &self.error,
+                &self.answer,
+                &self.provider,
+                &self.model,
                 self.cost_usd,
                 self.rounds,
                 self.input_tokens,
@@ -351,19 +360,18 @@ impl EndRow {
 
 /// Writes model replies as rows of their own in `step`.
 fn insert_replies(
-    tx: &Connection,
+    tx: &mut dyn Writer,
     run_id: &str,
     step: i64,
     replies: &[Reply],
-) -> rusqlite::Result<()> {
+) -> Result<(), SqlError> {
     for r in replies {
         let (input, output) = (r.usage.input_tokens as i64, r.usage.output_tokens as i64);
         let part = MODEL_PART + i64::from(r.round);
-        tx.prepare_cached(
-            "INSERT OR REPLACE INTO steps(run_id, step, part, kind, at, round, duration_ms, input_tokens, output_tokens, stop_reason, provider, model, reasoning_tokens)
-             VALUES(?1, ?2, ?3, 'model', ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
-        )?
-        .execute(params![
+        tx.exec(concat!(
+            "INSERT INTO steps(run_id, step, part, kind, at, round, duration_ms, input_tokens, output_tokens, stop_reason, provider, model, reasoning_tokens)
+             VALUES(?1, ?2, ?3, 'model', ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)", replacing_step!()),
+        &args![
             run_id,
             step,
             part,
@@ -372,9 +380,9 @@ fn insert_replies(
             r.took_ms,
             input,
             output,
-            r.stop,
-            r.by.provider,
-            r.by.model,
+            &r.stop,
+            &r.by.provider,
+            &r.by.model,
             r.usage.reasoning_tokens as i64
         ])?;
     }
