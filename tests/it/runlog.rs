@@ -4,3 +4,4 @@ pub(crate) mod commit_order;
 pub(crate) mod db;
 pub(crate) mod journal;
 pub(crate) mod runlog_ops;
+pub(crate) mod shared_postgres;

@@ -1,0 +1,162 @@
+//! Two `kiln serve` on one PostgreSQL database (issue 62): a session's turns alternated across
+//! them, a value stored through one and read through the other, each one's runs listed and
+//! read by the other, a stored Response continued on the other; and one killed with SIGKILL
+//! mid-run, its run seen as `interrupted` from the other. The real binary, a real PostgreSQL
+//! server (`KILN_POSTGRES`, `#[ignore]`d without it), 127.0.0.1.
+
+use crate::common::*;
+use crate::doors::serve::{Serve, shop_scripts};
+use kiln_db::scratch::Scratch;
+use serde_json::{Value, json};
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+fn both(scripts: &Scripts, url: &str) -> (Serve, Serve) {
+    let start = || Serve::start(scripts.path(), Path::new(url), &["--caps", "store"], &[]);
+    (start(), start())
+}
+
+fn store_tools(scripts: &Scripts) {
+    std::fs::write(
+        scripts.path().join("store.rhai"),
+        r#"tool("put").requires("store").param("v", "string").handler(|a| { store_set("ns", "k", a.v); "kept" });
+tool("get").requires("store").handler(|a| store_get("ns", "k"));
+tool("slow").handler(|a| { sleep(20); "slept" });
+agent("sleeper").provider("script").tools(["slow"]).planner(|m, t| {
+    if m[m.len() - 1].role == "user" { #{ tool_calls: [#{ name: "slow", args: #{} }] } } else { #{ text: "up" } }
+});"#,
+    )
+    .expect("write");
+}
+
+fn call(serve: &Serve, tool: &str, arguments: Value) -> Value {
+    let (status, out) = post(
+        &format!("{}/v1/tools/{tool}", serve.url),
+        &json!({ "arguments": arguments }),
+        &[],
+    );
+    assert_eq!(status, 200, "{out}");
+    out
+}
+
+fn runs_of(serve: &Serve) -> Vec<Value> {
+    let (status, runs) = get(&format!("{}/v1/runs", serve.url));
+    assert_eq!(status, 200, "{runs}");
+    runs["runs"].as_array().cloned().unwrap_or_default()
+}
+
+#[test]
+#[ignore = "needs PostgreSQL: KILN_POSTGRES (.ci/postgres start)"]
+fn two_servers_on_postgres_share_sessions_the_store_runs_and_responses() {
+    let scratch = Scratch::new().expect("a PostgreSQL database");
+    let mock = Mock::start(&json!({"loop": true, "turns": [{"text": "Noted."}]}));
+    let scripts = shop_scripts(&mock);
+    store_tools(&scripts);
+    let (a, b) = both(&scripts, scratch.url());
+
+    // A session begun on A continues on B with what A said.
+    let mut ids = Vec::new();
+    for (serve, input) in [(&a, "My name is Ada."), (&b, "What is my name?")] {
+        let body = json!({"agent": "shop", "input": input, "session": "ada"});
+        let (status, run) = post(&format!("{}/v1/runs", serve.url), &body, &[]);
+        assert_eq!(
+            (status, &run["status"]),
+            (200, &json!("completed")),
+            "{run}"
+        );
+        ids.push(run["id"].as_str().unwrap_or_default().to_string());
+    }
+    let second = &mock.requests()[1]["body"]["messages"];
+    let contents: Vec<&str> = (second.as_array().expect("messages").iter())
+        .filter_map(|m| m["content"].as_str())
+        .collect();
+    assert_eq!(
+        contents,
+        [
+            "You sell bricks.",
+            "My name is Ada.",
+            "Noted.",
+            "What is my name?"
+        ]
+    );
+    let (status, session) = get(&format!("{}/v1/sessions/ada", a.url));
+    assert_eq!(status, 200, "{session}");
+    assert_eq!(
+        session["messages"].as_array().map(Vec::len),
+        Some(4),
+        "{session}"
+    );
+
+    // The store is one.
+    assert_eq!(call(&a, "put", json!({"v": "from A"}))["result"], "kept");
+    let read = call(&b, "get", json!({}));
+    assert_eq!(read["result"], "from A", "{read}");
+
+    // Each lists the other's runs and reads their timelines; run ids never collide.
+    for serve in [&a, &b] {
+        let listed: Vec<String> = runs_of(serve)
+            .iter()
+            .filter_map(|r| r["id"].as_str().map(str::to_string))
+            .collect();
+        for id in &ids {
+            assert!(listed.contains(id), "{id} not in {listed:?}");
+        }
+        let (status, run) = get(&format!("{}/v1/runs/{}", serve.url, ids[0]));
+        assert_eq!(
+            (status, &run["status"]),
+            (200, &json!("completed")),
+            "{run}"
+        );
+    }
+    assert_ne!(ids[0], ids[1]);
+
+    // A stored Response continues on the other server.
+    let (status, first) = post(
+        &format!("{}/v1/responses", a.url),
+        &json!({"model": "shop", "input": "Remember 7.", "store": true}),
+        &[],
+    );
+    assert_eq!(status, 200, "{first}");
+    let body =
+        json!({"model": "shop", "input": "Which number?", "previous_response_id": first["id"]});
+    let (status, next) = post(&format!("{}/v1/responses", b.url), &body, &[]);
+    assert_eq!(status, 200, "{next}");
+    let last = mock.requests().pop().expect("a request");
+    let sent = last["body"]["messages"].to_string();
+    assert!(
+        sent.contains("Remember 7.") && sent.contains("Which number?"),
+        "{sent}"
+    );
+}
+
+#[test]
+#[ignore = "needs PostgreSQL: KILN_POSTGRES (.ci/postgres start)"]
+fn a_server_killed_on_postgres_leaves_its_run_interrupted_as_the_other_sees_it() {
+    let scratch = Scratch::new().expect("a PostgreSQL database");
+    let mock = Mock::start(&json!({"loop": true, "turns": [{"text": "Noted."}]}));
+    let scripts = shop_scripts(&mock);
+    store_tools(&scripts);
+    let (mut a, b) = both(&scripts, scratch.url());
+    let id = start_run(&a);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !runs_of(&b)
+        .iter()
+        .any(|r| r["id"] == id.as_str() && r["status"] == "running")
+    {
+        assert!(Instant::now() < deadline, "B never saw A's run running");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    a.child.kill().expect("SIGKILL");
+    let _ = a.child.wait();
+    let (status, run) = get(&format!("{}/v1/runs/{id}", b.url));
+    assert_eq!(status, 200, "{run}");
+    assert_eq!(run["status"], "interrupted", "{run}");
+}
+
+/// Starts a run of `sleeper` without waiting for it; its id.
+fn start_run(serve: &Serve) -> String {
+    let body = json!({"agent": "sleeper", "input": "go", "wait": false});
+    let (status, run) = post(&format!("{}/v1/runs", serve.url), &body, &[]);
+    assert!(status == 200 || status == 202, "{status} {run}");
+    run["id"].as_str().unwrap_or_default().to_string()
+}
