@@ -324,6 +324,58 @@ fn show_model_calls(r: &kiln::log::RunRow, all: bool) -> CliResult<()> {
     Ok(())
 }
 
+/// `kiln db`: the database itself.
+#[derive(Args, Debug)]
+pub struct DbArgs {
+    #[command(subcommand)]
+    pub action: DbAction,
+}
+
+/// What to do with the database.
+#[derive(Subcommand, Debug)]
+pub enum DbAction {
+    /// Copy everything the database (--db) keeps into another: runs and their steps,
+    /// sessions, the store and stored responses. Rows the target has already are kept as
+    /// they are, so a copy that stopped can be run again. Then point every kiln at the
+    /// target with --db (or `db` in kiln.toml).
+    Migrate {
+        /// The database to copy into: postgres://USER@HOST:PORT/NAME (the password from
+        /// KILN_DB_PASSWORD or PGPASSWORD), or an SQLite file.
+        #[arg(long, value_name = "URL|PATH")]
+        to: String,
+    },
+}
+
+/// `kiln db`.
+pub fn db(g: &Global, a: DbArgs) -> CliResult<ExitCode> {
+    match a.action {
+        DbAction::Migrate { to } => {
+            let from = g.open_db()?;
+            let target = kiln::log::Db::connect(&to)?;
+            if from.path() == target.path() {
+                return Err(format!(
+                    "--to {} is the database kiln reads from (--db): name another",
+                    target.path().display()
+                )
+                .into());
+            }
+            let copied = from.copy_into(&target, |table, rows| {
+                eprintln!("{table}: {rows} rows copied");
+            })?;
+            for (table, read, added) in &copied.tables {
+                let kept = read - added;
+                outln!("{table}: {read} rows, {added} added, {kept} already there")?;
+            }
+            outln!(
+                "copied {} into {}",
+                from.path().display(),
+                target.path().display()
+            )?;
+            Ok(ExitCode::SUCCESS)
+        }
+    }
+}
+
 /// `kiln sessions`.
 pub fn sessions(g: &Global, a: SessionsArgs) -> CliResult<ExitCode> {
     let db = g.open_db()?;

@@ -175,6 +175,9 @@ pub enum Command {
     Logs(db_cmd::LogsArgs),
     /// List, show or delete saved sessions.
     Sessions(db_cmd::SessionsArgs),
+    /// The database itself: `migrate --to postgres://…` copies everything it keeps into
+    /// another (docs/scaling.md).
+    Db(db_cmd::DbArgs),
     /// Watch the scripts folders and print one line per reload.
     Watch,
     /// Run `*.test.rhai` tests: `test NAME ... ok|FAILED`, `N passed, M failed` (exit 1 on failure).
@@ -468,6 +471,7 @@ pub fn run(cli: Cli) -> CliResult<ExitCode> {
         Command::Lsp => authoring::defs_cmd::lsp(&cli.global),
         Command::Acp(a) => authoring::acp_cmd::acp(&cli.global, a),
         Command::Sessions(a) => db_cmd::sessions(&cli.global, a),
+        Command::Db(a) => db_cmd::db(&cli.global, a),
         Command::Extract(a) => extract_cmd::extract(&cli.global, a),
         Command::Mcp(a) => mcp_cmd::mcp(&cli.global, a),
         Command::Worker(a) => worker_cmd::worker(&cli.global, a),

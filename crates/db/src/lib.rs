@@ -44,6 +44,7 @@ pub mod sessions;
 pub mod sql;
 mod sqlite;
 pub mod store;
+pub mod transfer;
 
 pub use error::{DbError, MAX_OWED};
 use postgres::PgDb;

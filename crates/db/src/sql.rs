@@ -122,6 +122,7 @@ impl tokio_postgres::types::ToSql for Arg<'_> {
             (Arg::Int(i), &Type::BOOL) => (*i != 0).to_sql(ty, out),
             (Arg::Int(i), &Type::FLOAT8) => (*i as f64).to_sql(ty, out),
             (Arg::Real(f), &Type::FLOAT8) => f.to_sql(ty, out),
+            (Arg::Real(f), &Type::INT8) => (*f as i64).to_sql(ty, out),
             (Arg::Real(f), &Type::FLOAT4) => (*f as f32).to_sql(ty, out),
             (Arg::Int(i), _) => i.to_string().as_str().to_sql(&Type::TEXT, out),
             (Arg::Real(f), _) => f.to_string().as_str().to_sql(&Type::TEXT, out),

@@ -160,3 +160,95 @@ fn start_run(serve: &Serve) -> String {
     assert!(status == 200 || status == 202, "{status} {run}");
     run["id"].as_str().unwrap_or_default().to_string()
 }
+
+#[test]
+#[ignore = "needs PostgreSQL: KILN_POSTGRES (.ci/postgres start)"]
+fn kiln_db_migrate_copies_an_sqlite_log_sessions_store_and_responses_onto_postgres() {
+    let scratch = Scratch::new().expect("a PostgreSQL database");
+    let mock = Mock::start(&json!({"loop": true, "turns": [{"text": "Noted."}]}));
+    let scripts = shop_scripts(&mock);
+    store_tools(&scripts);
+    let file = scripts.path().join("k.db");
+    let mut before = Serve::start(scripts.path(), &file, &["--caps", "store"], &[]);
+    let body = json!({"agent": "shop", "input": "My name is Ada.", "session": "ada"});
+    let (status, run) = post(&format!("{}/v1/runs", before.url), &body, &[]);
+    assert_eq!(status, 200, "{run}");
+    call(&before, "put", json!({"v": "kept in SQLite"}));
+    let body = json!({"model": "shop", "input": "Remember 7.", "store": true});
+    let (status, stored) = post(&format!("{}/v1/responses", before.url), &body, &[]);
+    assert_eq!(status, 200, "{stored}");
+    let _ = before.child.kill();
+    let _ = before.child.wait();
+
+    let db = file.to_string_lossy().to_string();
+    let out = kiln(
+        &["--db", &db, "db", "migrate", "--to", scratch.url()],
+        scripts.path(),
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let said = stdout(&out);
+    assert!(said.contains("runs: 3 rows, 3 added"), "{said}");
+    assert!(said.contains("kv: 1 rows, 1 added"), "{said}");
+    assert!(said.contains("responses: 1 rows, 1 added"), "{said}");
+    // Again: nothing is added twice.
+    let again = kiln(
+        &["--db", &db, "db", "migrate", "--to", scratch.url()],
+        scripts.path(),
+    );
+    assert!(
+        stdout(&again).contains("runs: 3 rows, 0 added, 3 already there"),
+        "{}",
+        stdout(&again)
+    );
+
+    let after = Serve::start(
+        scripts.path(),
+        Path::new(scratch.url()),
+        &["--caps", "store"],
+        &[],
+    );
+    let (status, session) = get(&format!("{}/v1/sessions/ada", after.url));
+    assert_eq!(status, 200, "{session}");
+    assert_eq!(
+        session["messages"].as_array().map(Vec::len),
+        Some(2),
+        "{session}"
+    );
+    assert_eq!(call(&after, "get", json!({}))["result"], "kept in SQLite");
+    let listed = runs_of(&after);
+    assert!(listed.iter().any(|r| r["id"] == run["id"]), "{listed:?}");
+    let (status, read) = get(&format!(
+        "{}/v1/runs/{}",
+        after.url,
+        run["id"].as_str().unwrap_or("")
+    ));
+    assert_eq!(
+        (status, &read["status"]),
+        (200, &json!("completed")),
+        "{read}"
+    );
+    let body =
+        json!({"model": "shop", "input": "Which number?", "previous_response_id": stored["id"]});
+    let (status, next) = post(&format!("{}/v1/responses", after.url), &body, &[]);
+    assert_eq!(status, 200, "{next}");
+    let sent = mock.requests().pop().expect("a request")["body"]["messages"].to_string();
+    assert!(sent.contains("Remember 7."), "{sent}");
+    // Copying into itself is refused by name.
+    let same = kiln(
+        &[
+            "--db",
+            scratch.url(),
+            "db",
+            "migrate",
+            "--to",
+            scratch.url(),
+        ],
+        scripts.path(),
+    );
+    assert!(!same.status.success());
+    assert!(
+        stderr(&same).contains("is the database kiln reads from"),
+        "{}",
+        stderr(&same)
+    );
+}
