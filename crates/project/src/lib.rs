@@ -60,7 +60,24 @@ impl Project {
 
     /// Reads project settings from `text` (`path` names it in errors); paths stay as written.
     pub fn parse(text: &str, path: &Path) -> Result<Settings, ProjectError> {
-        toml::from_str(text).map_err(|e| error::locate(path.to_path_buf(), text, &e))
+        let settings: Settings =
+            toml::from_str(text).map_err(|e| error::locate(path.to_path_buf(), text, &e))?;
+        if let Some(url) = settings.db.as_ref().and_then(|d| d.to_str())
+            && url_has_password(url)
+        {
+            // The password's place in the file: where the value is written.
+            let at = text.find(url).unwrap_or(0);
+            let line = text[..at].matches('\n').count() + 1;
+            let col = at - text[..at].rfind('\n').map_or(0, |i| i + 1) + 1;
+            return Err(ProjectError::Value {
+                path: path.to_path_buf(),
+                line,
+                col,
+                key: "db".into(),
+                message: "a password does not go in the file: write the URL without it and set KILN_DB_PASSWORD (or PGPASSWORD)".into(),
+            });
+        }
+        Ok(settings)
     }
 
     /// The project's root: the file's folder.
@@ -80,6 +97,13 @@ impl Project {
     pub fn workspace(&self) -> PathBuf {
         (self.settings.workspace.clone()).unwrap_or_else(|| self.root().to_path_buf())
     }
+}
+
+/// Whether `url` (`scheme://user:password@host/…`) carries a password.
+fn url_has_password(url: &str) -> bool {
+    url.split_once("://")
+        .and_then(|(_, rest)| rest.split('/').next()?.rsplit_once('@'))
+        .is_some_and(|(auth, _)| auth.contains(':'))
 }
 
 #[cfg(test)]

@@ -18,7 +18,8 @@ pub struct Settings {
     pub workspace: Option<PathBuf>,
     /// Whether the built-in stdlib tools load (`--no-stdlib` is `stdlib = false`).
     pub stdlib: Option<bool>,
-    /// The database: run log, sessions, store (`--db`, `KILN_DB`).
+    /// The database: run log, sessions, store (`--db`, `KILN_DB`): an SQLite file, or a
+    /// `postgres://` URL (without its password).
     pub db: Option<PathBuf>,
     /// Capabilities granted, and those needing approval.
     #[serde(default)]
@@ -220,7 +221,8 @@ impl Settings {
     /// Makes the file's relative paths relative to `root`, the file's folder.
     pub(crate) fn anchor(&mut self, root: &Path) {
         let at = |p: &mut PathBuf| {
-            if p.is_relative() {
+            // A URL (`db = "postgres://…"`) is no path.
+            if p.is_relative() && !p.to_str().is_some_and(|t| t.contains("://")) {
                 *p = root.join(&*p);
             }
         };

@@ -21,7 +21,8 @@ pub fn template() -> String {
 # Load the built-in stdlib tools (--no-stdlib).
 # stdlib = true
 # The database: run log, sessions, store (--db, KILN_DB). Default: WORKSPACE/.kiln/kiln.db
-# e.g. db = ".kiln/kiln.db"
+# e.g. db = ".kiln/kiln.db", or PostgreSQL shared by several kiln (the password from
+# KILN_DB_PASSWORD, never here): db = "postgres://kiln@db.internal:5432/kiln"
 
 [grants]
 # Capabilities granted where a command's --caps is not given (call, run, repl, mcp; the most

@@ -219,3 +219,23 @@ fn a_bad_capability_or_resolve_entry_is_an_error_at_its_place() {
     );
     assert!(ok.is_ok(), "{ok:?}");
 }
+
+#[test]
+fn a_database_url_stays_a_url_and_its_password_is_refused_at_its_place() {
+    let dir = tempfile::tempdir().expect("dir");
+    let file = dir.path().join("kiln.toml");
+    std::fs::write(&file, "db = \"postgres://kiln@db.internal/kiln\"\n").expect("write");
+    let project = crate::Project::load(&file).expect("load");
+    assert_eq!(
+        project.settings.db.as_deref(),
+        Some(std::path::Path::new("postgres://kiln@db.internal/kiln"))
+    );
+    let err = parse("# shared\ndb = \"postgres://kiln:hunter2@db.internal/kiln\"\n")
+        .expect_err("refused")
+        .to_string();
+    assert!(
+        err.contains(":2:7: db: a password does not go in the file"),
+        "{err}"
+    );
+    assert!(err.contains("KILN_DB_PASSWORD"), "{err}");
+}
