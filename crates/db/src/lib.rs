@@ -47,6 +47,7 @@ pub mod store;
 pub mod transfer;
 
 pub use error::{DbError, MAX_OWED};
+pub use postgres::Lease;
 use postgres::PgDb;
 use sql::lock;
 pub use sql::{Arg, Job, Row, SqlError, Tx, Writer};
@@ -259,6 +260,16 @@ impl Db {
             Engine::Sqlite(db) => db.submit(job),
             Engine::Postgres(db) => db.submit(job),
         })
+    }
+
+    /// Waits until no other process sharing this database runs a turn of session `key`, and
+    /// holds it until the lease is dropped: on PostgreSQL, an advisory lock; on SQLite,
+    /// nothing (`None`: the one process's own lock serializes its turns).
+    pub async fn session_lease(&self, key: &str) -> Result<Option<Lease>, DbError> {
+        match &self.engine {
+            Engine::Sqlite(_) => Ok(None),
+            Engine::Postgres(db) => db.lease(key).await.map(Some),
+        }
     }
 
     /// Checks every page of an SQLite file (`PRAGMA quick_check`): a page damaged in the

@@ -286,6 +286,64 @@ fn params<'a>(args: &'a [Arg<'_>]) -> Vec<&'a (dyn ToSql + Sync)> {
     args.iter().map(|a| a as &(dyn ToSql + Sync)).collect()
 }
 
+/// A session's turn held across every process sharing the database: PostgreSQL's advisory
+/// lock on the session's key, on a connection of its own. Let go on drop (the connection is
+/// closed instead if the unlock cannot be sent, which lets go all the same).
+pub struct Lease {
+    client: Option<Object>,
+    runtime: tokio::runtime::Handle,
+}
+
+impl Drop for Lease {
+    fn drop(&mut self) {
+        if let Some(client) = self.client.take() {
+            self.runtime.spawn(async move {
+                if client
+                    .batch_execute("SELECT pg_advisory_unlock_all()")
+                    .await
+                    .is_err()
+                {
+                    drop(Object::take(client));
+                }
+            });
+        }
+    }
+}
+
+impl PgDb {
+    /// Waits for session `key`'s lease: no other process sharing the database runs a turn
+    /// of it meanwhile.
+    pub(crate) async fn lease(&self, key: &str) -> Result<Lease, DbError> {
+        let Some(runtime) = self.runtime.as_ref().map(|rt| rt.handle().clone()) else {
+            return Err(pg_error(
+                &self.shown,
+                SqlError::Pool("the database is closing".into()),
+            ));
+        };
+        let (pool, key) = (self.pool.clone(), key.to_string());
+        let handle = runtime.clone();
+        // On the engine's runtime: a request that stops waiting leaves the task to take the
+        // lock and let it go at once (its lease dropped with the task's output).
+        let taken = runtime.spawn(async move {
+            let client = pool
+                .get()
+                .await
+                .map_err(|e| SqlError::Pool(e.to_string()))?;
+            client
+                .execute("SELECT pg_advisory_lock(hashtextextended($1, 0))", &[&key])
+                .await?;
+            Ok::<_, SqlError>(Lease {
+                client: Some(client),
+                runtime: handle,
+            })
+        });
+        match taken.await {
+            Ok(lease) => lease.map_err(|e| pg_error(&self.shown, e)),
+            Err(e) => Err(pg_error(&self.shown, SqlError::Pool(e.to_string()))),
+        }
+    }
+}
+
 /// A PostgreSQL row as cells.
 fn row_of(r: &tokio_postgres::Row) -> Result<Row, SqlError> {
     let mut cells = Vec::with_capacity(r.len());

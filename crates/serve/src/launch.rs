@@ -272,7 +272,7 @@ pub async fn launch(
         .unwrap_or_else(|_| kiln_core::context::new_run_id());
     let run = (run_id, agent_name);
     let entry = register(state, who, run, cancel, approvals, steering);
-    let held = (permit, session.guard);
+    let held = (permit, session.guard, session.lease);
     drive(state.clone(), entry.clone(), stream, held, began);
     Ok(entry)
 }
@@ -282,6 +282,8 @@ pub async fn launch(
 struct SessionHold {
     key: Option<String>,
     guard: Option<tokio::sync::OwnedMutexGuard<()>>,
+    /// The session's turn across the servers sharing a PostgreSQL database.
+    lease: Option<kiln_db::Lease>,
 }
 
 /// Takes the request's session (waiting in the queue while another run holds it), then resumes
@@ -299,7 +301,11 @@ async fn join_session(
         .map(|name| session_key(who, name))
         .transpose()?;
     let Some(k) = &key else {
-        return Ok(SessionHold { key, guard: None });
+        return Ok(SessionHold {
+            key,
+            guard: None,
+            lease: None,
+        });
     };
     let Some(db) = db else {
         return Err(ApiError::bad_request(
@@ -322,6 +328,17 @@ async fn join_session(
         }
     };
     let name = req.session.as_deref().unwrap_or_default();
+    // Then its turn among the servers sharing a PostgreSQL database (waiting in the queue
+    // as well).
+    let lease = if db.is_postgres() {
+        state
+            .limiter
+            .wait_queued(&format!("session \"{name}\""), db.session_lease(k))
+            .await?
+            .map_err(|e| ApiError::internal(e.to_string()))?
+    } else {
+        None
+    };
     match db.resume_session(k, name, &req.agent) {
         Ok(resumed) if resumed.state.is_some() && req.keep_history => {
             if req.state.is_none() {
@@ -341,6 +358,7 @@ async fn join_session(
     Ok(SessionHold {
         key,
         guard: Some(guard),
+        lease,
     })
 }
 

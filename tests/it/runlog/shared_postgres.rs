@@ -22,6 +22,10 @@ fn store_tools(scripts: &Scripts) {
         r#"tool("put").requires("store").param("v", "string").handler(|a| { store_set("ns", "k", a.v); "kept" });
 tool("get").requires("store").handler(|a| store_get("ns", "k"));
 tool("slow").handler(|a| { sleep(20); "slept" });
+tool("nap").handler(|a| { sleep(1); "napped" });
+agent("turner").provider("script").tools(["nap"]).planner(|m, t| {
+    if m[m.len() - 1].role == "user" { #{ tool_calls: [#{ name: "nap", args: #{} }] } } else { #{ text: `turn ${m.len()}` } }
+});
 agent("sleeper").provider("script").tools(["slow"]).planner(|m, t| {
     if m[m.len() - 1].role == "user" { #{ tool_calls: [#{ name: "slow", args: #{} }] } } else { #{ text: "up" } }
 });"#,
@@ -250,5 +254,57 @@ fn kiln_db_migrate_copies_an_sqlite_log_sessions_store_and_responses_onto_postgr
         stderr(&same).contains("is the database kiln reads from"),
         "{}",
         stderr(&same)
+    );
+}
+
+#[test]
+#[ignore = "needs PostgreSQL: KILN_POSTGRES (.ci/postgres start)"]
+fn a_sessions_turns_sent_to_two_servers_on_postgres_at_once_run_one_after_the_other() {
+    let scratch = Scratch::new().expect("a PostgreSQL database");
+    let mock = Mock::start(&json!({"loop": true, "turns": [{"text": "Noted."}]}));
+    let scripts = shop_scripts(&mock);
+    store_tools(&scripts);
+    let (a, b) = both(&scripts, scratch.url());
+    let body = json!({"agent": "turner", "input": "first", "session": "s", "wait": false});
+    let (status, first) = post(&format!("{}/v1/runs", a.url), &body, &[]);
+    assert!(status == 200 || status == 202, "{status} {first}");
+    let first_id = first["id"].as_str().unwrap_or_default().to_string();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !runs_of(&b).iter().any(|r| r["id"] == first_id.as_str()) {
+        assert!(Instant::now() < deadline, "B never saw A's run");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // B's turn waits for A's, then continues after it.
+    let body = json!({"agent": "turner", "input": "second", "session": "s"});
+    let (status, second) = post(&format!("{}/v1/runs", b.url), &body, &[]);
+    assert_eq!(
+        (status, &second["status"]),
+        (200, &json!("completed")),
+        "{second}"
+    );
+    let (_, first) = get(&format!("{}/v1/runs/{first_id}", b.url));
+    assert_eq!(first["status"], "completed", "{first}");
+    let (status, session) = get(&format!("{}/v1/sessions/s", a.url));
+    assert_eq!(status, 200, "{session}");
+    let said: Vec<String> = session["messages"]
+        .as_array()
+        .map(|m| {
+            m.iter()
+                .filter_map(|m| m["content"].as_str().map(str::to_string))
+                .collect()
+        })
+        .unwrap_or_default();
+    assert_eq!(
+        session["messages"].as_array().map(Vec::len),
+        Some(8),
+        "{session}"
+    );
+    assert!(
+        said.contains(&"first".to_string()) && said.contains(&"second".to_string()),
+        "{said:?}"
+    );
+    assert_eq!(
+        second["report"]["answer"], "turn 7",
+        "B's run began after A's four messages: {second}"
     );
 }
