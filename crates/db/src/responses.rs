@@ -32,6 +32,20 @@ fn text(v: &impl serde::Serialize) -> String {
     serde_json::to_string(v).unwrap_or_else(|_| "null".to_string())
 }
 
+/// A response's columns in the table's order (`?1` to `?8`).
+fn columns(r: &StoredResponse) -> [crate::Arg<'_>; 8] {
+    args![
+        &r.id,
+        &r.owner,
+        &r.agent,
+        r.created_at,
+        text(&r.body),
+        text(&r.input_items),
+        text(&r.messages),
+        text(&r.state),
+    ]
+}
+
 impl Db {
     /// Stores (or replaces) a response.
     pub fn save_response(&self, r: &StoredResponse) -> Result<(), DbError> {
@@ -41,16 +55,7 @@ impl Db {
              ON CONFLICT(id) DO UPDATE SET owner = excluded.owner, agent = excluded.agent,
              created_at = excluded.created_at, body = excluded.body,
              input_items = excluded.input_items, messages = excluded.messages, state = excluded.state",
-            &args![
-                &r.id,
-                &r.owner,
-                &r.agent,
-                r.created_at,
-                text(&r.body),
-                text(&r.input_items),
-                text(&r.messages),
-                text(&r.state),
-            ],
+            &columns(r),
         )
         .map(drop)
     }
@@ -61,16 +66,7 @@ impl Db {
         self.execute(
             "UPDATE responses SET agent = ?3, created_at = ?4, body = ?5, input_items = ?6,
              messages = ?7, state = ?8 WHERE id = ?1 AND owner IS NOT DISTINCT FROM ?2",
-            &args![
-                &r.id,
-                &r.owner,
-                &r.agent,
-                r.created_at,
-                text(&r.body),
-                text(&r.input_items),
-                text(&r.messages),
-                text(&r.state),
-            ],
+            &columns(r),
         )
         .map(|n| n > 0)
     }
