@@ -189,7 +189,10 @@ impl Db {
 
     /// The rows one statement selects (`?N` placeholders; see [`sql`]).
     pub fn query(&self, sql: &str, args: &[Arg<'_>]) -> Result<Vec<Row>, DbError> {
-        self.autocommit(|tx| tx.query(sql, args))
+        match &self.engine {
+            Engine::Postgres(db) => db.run_one(sql, args, true).map(|(rows, _)| rows),
+            Engine::Sqlite(_) => self.autocommit(|tx| tx.query(sql, args)),
+        }
     }
 
     /// The first row one statement selects, if any.
@@ -199,7 +202,10 @@ impl Db {
 
     /// Runs one statement (a transaction of its own); how many rows it changed.
     pub fn execute(&self, sql: &str, args: &[Arg<'_>]) -> Result<u64, DbError> {
-        self.autocommit(|tx| tx.execute(sql, args))
+        match &self.engine {
+            Engine::Postgres(db) => db.run_one(sql, args, false).map(|(_, n)| n),
+            Engine::Sqlite(_) => self.autocommit(|tx| tx.execute(sql, args)),
+        }
     }
 
     /// Runs `job`'s statements in one transaction on this thread and commits them.

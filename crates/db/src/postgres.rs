@@ -232,6 +232,32 @@ impl PgDb {
         f(&mut PgTx { client: &client }).map_err(|e| pg_error(&self.shown, e))
     }
 
+    /// The rows one statement selects (`query`) or how many it changed, in one trip to the
+    /// engine's runtime: a pooled connection, the cached statement, its answer.
+    pub(crate) fn run_one(
+        &self,
+        sql: &str,
+        args: &[Arg<'_>],
+        query: bool,
+    ) -> Result<(Vec<Row>, u64), DbError> {
+        let (pool, text) = (self.pool.clone(), postgres_text(sql));
+        let owned: Vec<Arg<'static>> = args.iter().cloned().map(Arg::into_owned).collect();
+        self.block(async move {
+            let client = pool
+                .get()
+                .await
+                .map_err(|e| SqlError::Pool(e.to_string()))?;
+            let stmt = client.prepare_cached(&text).await?;
+            if query {
+                let rows = client.query(&stmt, &params(&owned)).await?;
+                Ok((rows.iter().map(row_of).collect::<Result<_, _>>()?, 0))
+            } else {
+                Ok((Vec::new(), client.execute(&stmt, &params(&owned)).await?))
+            }
+        })
+        .map_err(|e: SqlError| pg_error(&self.shown, e))
+    }
+
     /// Queues `job` for the writer task; the answer resolves once it has landed.
     pub(crate) fn submit(&self, job: Job) -> oneshot::Receiver<Result<(), DbError>> {
         let (done, rx) = oneshot::channel();
