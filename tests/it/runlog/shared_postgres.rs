@@ -308,3 +308,28 @@ fn a_sessions_turns_sent_to_two_servers_on_postgres_at_once_run_one_after_the_ot
         "B's run began after A's four messages: {second}"
     );
 }
+
+#[test]
+#[ignore = "needs PostgreSQL: KILN_POSTGRES (.ci/postgres start)"]
+fn a_kiln_older_than_the_postgres_schema_refuses_to_start_and_says_why() {
+    let scratch = Scratch::new().expect("a PostgreSQL database");
+    let db = kiln_db::Db::connect(scratch.url()).expect("migrated");
+    db.execute("UPDATE kiln_schema SET version = 999", &[])
+        .expect("a newer kiln's schema");
+    drop(db);
+    let scripts = Scripts::new(&[("a.rhai", r#"tool("t").handler(|a| 1);"#)]);
+    for args in [
+        vec!["--db", scratch.url(), "logs"],
+        vec!["--db", scratch.url(), "serve", "--bind", "127.0.0.1:0"],
+    ] {
+        let out = kiln(&args, scripts.path());
+        assert!(!out.status.success(), "{args:?} started");
+        let said = stderr(&out);
+        assert!(
+            said.contains("schema version 999, newer than this kiln knows")
+                && said.contains("upgrade kiln"),
+            "{args:?}: {said}"
+        );
+        assert!(said.contains("postgres://kiln@127.0.0.1"), "{said}");
+    }
+}
