@@ -8,7 +8,7 @@
 # eval layer and its report's rendering against its JSON (eval), `kiln serve` against a bare
 # proxy at 1, 100 and 1,000 concurrent runs (serve_load), durable steps against a bare Restate
 # service (durable_steps), 10,000 runs waiting on a slow model (waiting), 100,000 stored
-# sessions (sessions), whole-process loop cost and one-round `kiln ask` against a bare
+# sessions (sessions), SQLite against PostgreSQL (databases), whole-process loop cost and one-round `kiln ask` against a bare
 # Python loop and the Python frameworks (whole_process.py; the peers are installed pinned into
 # benches/peers/.venv by peers/setup.sh), kiln ask's CPU a round against an independent
 # provider with a delay (slow_server.py), and, with --build-time, the cold
@@ -58,6 +58,9 @@ cargo bench --quiet --bench durable_steps >>"$out"
 cargo bench --quiet --bench waiting 2>/dev/null | grep -v '^waiting: ' >>"$out"
 # 100,000 stored sessions against 100: list, read and delete.
 cargo bench --quiet --bench sessions >>"$out"
+# SQLite against PostgreSQL: store calls and run log commits (the PostgreSQL rows need
+# KILN_POSTGRES, from `.ci/postgres start`).
+cargo bench --quiet --bench databases >>"$out"
 echo >>"$out"
 python3 benches/peers/whole_process.py target/release/kiln >>"$out"
 echo >>"$out"

@@ -89,6 +89,10 @@ pub enum HostError {
         /// Why.
         message: String,
     },
+    /// The run log could not keep a run that ran (its database failed): the run's outcome is
+    /// not reported as if it had been kept.
+    #[error("{0}")]
+    RunLog(String),
     /// The scripts folders could not be watched.
     #[error("cannot watch the scripts folders: {0}")]
     Watch(String),
@@ -174,7 +178,7 @@ impl HostError {
             HostError::UnknownPipeline { .. } => ErrorKind::UnknownPipeline,
             HostError::UnknownFormat(_) => ErrorKind::UnknownFormat,
             HostError::BadCapability(_) | HostError::BadNetScope { .. } => ErrorKind::BadCapability,
-            HostError::Database { .. } => ErrorKind::Database,
+            HostError::Database { .. } | HostError::RunLog(_) => ErrorKind::Database,
             HostError::Watch(_) => ErrorKind::Watch,
         }
     }

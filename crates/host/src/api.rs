@@ -431,10 +431,8 @@ impl Host {
             Ok(v) => report.answer = v.to_string(),
             Err(f) => report.error = Some(f.message.clone()),
         }
-        kiln_agent::record::runlog::log_finished(db, &report).map_err(|e| HostError::Database {
-            path: db.path().display().to_string(),
-            message: e.to_string(),
-        })
+        kiln_agent::record::runlog::log_finished(db, &report)
+            .map_err(|e| HostError::RunLog(e.to_string()))
     }
 
     /// The context `opts` describe, its cancellation linked to `opts.cancel`.

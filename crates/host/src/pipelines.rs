@@ -58,10 +58,8 @@ impl Host {
         };
         if let Some(db) = self.database() {
             // A run the log could not keep is an error, as for agent runs.
-            runlog::log_finished_run(db, &report.finished()).map_err(|e| HostError::Database {
-                path: db.path().display().to_string(),
-                message: e.to_string(),
-            })?;
+            runlog::log_finished_run(db, &report.finished())
+                .map_err(|e| HostError::RunLog(e.to_string()))?;
         }
         Ok(report)
     }

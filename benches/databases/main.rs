@@ -7,6 +7,7 @@
 //! `cargo bench --bench databases` with `KILN_POSTGRES` naming a server (`.ci/postgres
 //! start`); without it the PostgreSQL rows are left out. Under `cargo test` a smoke run.
 
+#[path = "../support/mod.rs"]
 mod support;
 
 use kiln_db::scratch::Scratch;
