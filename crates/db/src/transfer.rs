@@ -125,19 +125,36 @@ impl Db {
         let mut copied = Copied::default();
         for (table, columns, key) in TABLES {
             let list = columns.join(", ");
-            let select = format!("SELECT {list} FROM {table} ORDER BY {key} LIMIT ?1 OFFSET ?2");
+            // Pages follow the key (keyset paging: each page starts after the last row's key,
+            // so a large table costs what it holds, not its square).
+            let keys: Vec<&str> = key.split(", ").collect();
+            let at: Vec<usize> = (keys.iter())
+                .filter_map(|k| columns.iter().position(|c| c == k))
+                .collect();
+            let after: Vec<String> = (2..2 + keys.len()).map(|i| format!("?{i}")).collect();
+            let first = format!("SELECT {list} FROM {table} ORDER BY {key} LIMIT ?1");
+            let next = format!(
+                "SELECT {list} FROM {table} WHERE ({key}) > ({}) ORDER BY {key} LIMIT ?1",
+                after.join(", ")
+            );
             let marks: Vec<String> = (1..=columns.len()).map(|i| format!("?{i}")).collect();
             let insert = format!(
                 "INSERT INTO {table}({list}) VALUES({}) ON CONFLICT({key}) DO NOTHING",
                 marks.join(", ")
             );
             let (mut read, mut added) = (0u64, 0u64);
+            let mut last: Option<Vec<Arg<'static>>> = None;
             loop {
-                let rows: Vec<Row> =
-                    self.query(&select, &[Arg::Int(BATCH as i64), Arg::Int(read as i64)])?;
-                if rows.is_empty() {
-                    break;
-                }
+                let rows: Vec<Row> = match &last {
+                    None => self.query(&first, &[Arg::Int(BATCH as i64)])?,
+                    Some(key) => {
+                        let mut args = vec![Arg::Int(BATCH as i64)];
+                        args.extend(key.iter().cloned());
+                        self.query(&next, &args)?
+                    }
+                };
+                let Some(tail) = rows.last() else { break };
+                last = Some(at.iter().map(|&i| arg(tail.0[i].clone())).collect());
                 let n = rows.len();
                 added += to.transaction(|tx| {
                     let mut added = 0;
@@ -161,6 +178,33 @@ impl Db {
 
 #[cfg(test)]
 mod tests {
+    /// Many pages (composite keys among them) land whole, once, and again add nothing.
+    #[test]
+    fn a_copy_of_many_pages_lands_every_row_once() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let from = crate::Db::open(&dir.path().join("a.db")).expect("from");
+        let to = crate::Db::open(&dir.path().join("b.db")).expect("to");
+        from.transaction(|tx| {
+            for i in 0..1234 {
+                let ns = format!("ns{}", i % 3);
+                tx.execute(
+                    "INSERT INTO kv(workspace, ns, key, value, updated_at) VALUES('w', ?1, ?2, '1', 0)",
+                    &crate::args![ns, format!("k{i:05}")],
+                )?;
+            }
+            Ok(())
+        })
+        .expect("rows");
+        let copied = from.copy_into(&to, |_, _| {}).expect("copy");
+        let kv = copied.tables.iter().find(|t| t.0 == "kv").expect("kv");
+        assert_eq!((kv.1, kv.2), (1234, 1234));
+        let again = from.copy_into(&to, |_, _| {}).expect("again");
+        let kv = again.tables.iter().find(|t| t.0 == "kv").expect("kv");
+        assert_eq!((kv.1, kv.2), (1234, 0));
+        let n = to.query_row("SELECT COUNT(*) FROM kv", &[]).expect("count");
+        assert_eq!(n.and_then(|r| r.int(0)), Some(1234));
+    }
+
     /// The copy names every column of every table SQLite's migrations build: a migration
     /// that adds one must add it here.
     #[test]

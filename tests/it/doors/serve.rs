@@ -108,6 +108,24 @@ agent("shop").provider("openai").model("mock-model").base_url("{}/v1").system("Y
     )])
 }
 
+/// The second request `shop` sent carried the first exchange of the session ("My name is
+/// Ada." answered "Noted."), then the second question.
+pub fn second_request_carried_the_first(mock: &Mock) {
+    let second = &mock.requests()[1]["body"]["messages"];
+    let contents: Vec<&str> = (second.as_array().expect("messages").iter())
+        .filter_map(|m| m["content"].as_str())
+        .collect();
+    assert_eq!(
+        contents,
+        [
+            "You sell bricks.",
+            "My name is Ada.",
+            "Noted.",
+            "What is my name?"
+        ]
+    );
+}
+
 /// One lookup round, then the answer; each conversation gets the whole scenario.
 pub fn shop_scenario() -> Value {
     json!({"by_round": true, "turns": [
@@ -337,22 +355,7 @@ fn a_session_continues_across_requests_and_can_be_deleted() {
         );
     }
     // The second request carried the first exchange.
-    let second = &mock.requests()[1]["body"]["messages"];
-    let contents: Vec<&str> = second
-        .as_array()
-        .expect("messages")
-        .iter()
-        .filter_map(|m| m["content"].as_str())
-        .collect();
-    assert_eq!(
-        contents,
-        [
-            "You sell bricks.",
-            "My name is Ada.",
-            "Noted.",
-            "What is my name?"
-        ]
-    );
+    second_request_carried_the_first(&mock);
     // The session belongs to `shop`: another agent cannot continue it.
     let (status, refused) = post(
         &runs,

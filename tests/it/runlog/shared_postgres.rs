@@ -5,7 +5,7 @@
 //! server (`KILN_POSTGRES`, `#[ignore]`d without it), 127.0.0.1.
 
 use crate::common::*;
-use crate::doors::serve::{Serve, shop_scripts};
+use crate::doors::serve::{Serve, second_request_carried_the_first, shop_scripts};
 use kiln_db::scratch::Scratch;
 use serde_json::{Value, json};
 use std::path::Path;
@@ -70,19 +70,7 @@ fn two_servers_on_postgres_share_sessions_the_store_runs_and_responses() {
         );
         ids.push(run["id"].as_str().unwrap_or_default().to_string());
     }
-    let second = &mock.requests()[1]["body"]["messages"];
-    let contents: Vec<&str> = (second.as_array().expect("messages").iter())
-        .filter_map(|m| m["content"].as_str())
-        .collect();
-    assert_eq!(
-        contents,
-        [
-            "You sell bricks.",
-            "My name is Ada.",
-            "Noted.",
-            "What is my name?"
-        ]
-    );
+    second_request_carried_the_first(&mock);
     let (status, session) = get(&format!("{}/v1/sessions/ada", a.url));
     assert_eq!(status, 200, "{session}");
     assert_eq!(
