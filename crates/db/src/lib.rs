@@ -176,22 +176,11 @@ impl Db {
         }
     }
 
-    /// Runs `f`'s statements each on its own (no transaction around them).
-    fn autocommit<T>(
-        &self,
-        f: impl FnOnce(&mut dyn Tx) -> Result<T, SqlError>,
-    ) -> Result<T, DbError> {
-        match &self.engine {
-            Engine::Sqlite(db) => db.autocommit(f),
-            Engine::Postgres(db) => db.autocommit(f),
-        }
-    }
-
     /// The rows one statement selects (`?N` placeholders; see [`sql`]).
     pub fn query(&self, sql: &str, args: &[Arg<'_>]) -> Result<Vec<Row>, DbError> {
         match &self.engine {
             Engine::Postgres(db) => db.run_one(sql, args, true).map(|(rows, _)| rows),
-            Engine::Sqlite(_) => self.autocommit(|tx| tx.query(sql, args)),
+            Engine::Sqlite(db) => db.autocommit(|tx| tx.query(sql, args)),
         }
     }
 
@@ -204,7 +193,7 @@ impl Db {
     pub fn execute(&self, sql: &str, args: &[Arg<'_>]) -> Result<u64, DbError> {
         match &self.engine {
             Engine::Postgres(db) => db.run_one(sql, args, false).map(|(_, n)| n),
-            Engine::Sqlite(_) => self.autocommit(|tx| tx.execute(sql, args)),
+            Engine::Sqlite(db) => db.autocommit(|tx| tx.execute(sql, args)),
         }
     }
 

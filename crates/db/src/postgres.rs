@@ -223,15 +223,6 @@ impl PgDb {
         out.map_err(|e| pg_error(&self.shown, e))
     }
 
-    /// Runs `f` on a pooled connection, each statement committed on its own.
-    pub(crate) fn autocommit<T>(
-        &self,
-        f: impl FnOnce(&mut dyn Tx) -> Result<T, SqlError>,
-    ) -> Result<T, DbError> {
-        let client = self.client()?;
-        f(&mut PgTx { client: &client }).map_err(|e| pg_error(&self.shown, e))
-    }
-
     /// The rows one statement selects (`query`) or how many it changed, in one trip to the
     /// engine's runtime: a pooled connection, the cached statement, its answer.
     pub(crate) fn run_one(
