@@ -32,8 +32,10 @@ macro_rules! both_databases {
     };
 }
 
+pub mod approvals;
 mod commit;
 mod error;
+pub mod listen;
 mod migrate;
 mod postgres;
 pub mod responses;

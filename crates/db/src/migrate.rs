@@ -109,6 +109,14 @@ const MIGRATIONS: &[&str] = &[
      CREATE VIEW tool_calls AS
         SELECT run_id, step, part, round, call_id, name, args, outcome, is_error, duration_ms,
         script_version, at, notes FROM steps WHERE kind = 'tool';",
+    // 12: the approvals runs wait for and the one decision that took effect, so servers
+    // sharing the database decide each other's (`kiln serve` on PostgreSQL).
+    "CREATE TABLE approvals(
+        run_id TEXT NOT NULL, id TEXT NOT NULL, actor TEXT, capability TEXT NOT NULL,
+        question TEXT NOT NULL, tool TEXT, args TEXT, call_id TEXT, asked_at REAL NOT NULL,
+        expires_at REAL NOT NULL, decision TEXT, decided_at REAL,
+        PRIMARY KEY(run_id, id)) WITHOUT ROWID;
+     CREATE INDEX approvals_open ON approvals(asked_at) WHERE decision IS NULL;",
 ];
 
 /// The newest schema version this build knows.
@@ -178,6 +186,7 @@ mod tests {
             "session_messages",
             "kv",
             "responses",
+            "approvals",
         ] {
             assert!(
                 all.contains(&format!("CREATE TABLE {name}")),

@@ -29,6 +29,8 @@ type Queued = (Job, oneshot::Sender<Result<(), DbError>>);
 
 /// An open PostgreSQL database.
 pub(crate) struct PgDb {
+    /// How to connect (a listener's connection is its own, outside the pool).
+    pub(crate) config: tokio_postgres::Config,
     pool: Pool,
     /// The runtime the connections live on (taken on drop: it may be dropped on a worker).
     runtime: Option<tokio::runtime::Runtime>,
@@ -103,7 +105,7 @@ impl PgDb {
         }
         config.application_name("kiln");
         let manager = Manager::from_config(
-            config,
+            config.clone(),
             tokio_postgres::NoTls,
             ManagerConfig {
                 recycling_method: RecyclingMethod::Fast,
@@ -127,6 +129,7 @@ impl PgDb {
         let (writes, queue) = mpsc::unbounded_channel();
         runtime.spawn(writer(pool.clone(), queue, shared.clone()));
         let db = PgDb {
+            config,
             pool,
             runtime: Some(runtime),
             shown,
@@ -140,6 +143,16 @@ impl PgDb {
     /// The database as shown in messages (no password).
     pub(crate) fn shown(&self) -> &str {
         &self.shown
+    }
+
+    /// The engine's runtime, unless the database is closing.
+    pub(crate) fn runtime(&self) -> Option<&tokio::runtime::Runtime> {
+        self.runtime.as_ref()
+    }
+
+    /// The pool of connections.
+    pub(crate) fn pool(&self) -> &Pool {
+        &self.pool
     }
 
     /// What the writer task shares with callers.

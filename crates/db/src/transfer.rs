@@ -6,7 +6,7 @@
 use crate::sql::{Arg, Cell, Row};
 use crate::{Db, DbError};
 
-/// The tables kiln keeps, their columns (as of schema 11) and their keys, in the order they
+/// The tables kiln keeps, their columns (as of schema 12) and their keys, in the order they
 /// are copied.
 pub const TABLES: &[(&str, &[&str], &str)] = &[
     (
@@ -92,6 +92,24 @@ pub const TABLES: &[(&str, &[&str], &str)] = &[
             "state",
         ],
         "id",
+    ),
+    (
+        "approvals",
+        &[
+            "run_id",
+            "id",
+            "actor",
+            "capability",
+            "question",
+            "tool",
+            "args",
+            "call_id",
+            "asked_at",
+            "expires_at",
+            "decision",
+            "decided_at",
+        ],
+        "run_id, id",
     ),
 ];
 

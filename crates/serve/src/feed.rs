@@ -5,7 +5,7 @@
 use crate::walls::auth::Principal;
 use serde_json::Value;
 use std::sync::Arc;
-use tokio::sync::broadcast;
+use tokio::sync::{broadcast, mpsc};
 
 /// Items a slow listener may fall behind by before it misses some (it is told, and reloads).
 const BACKLOG: usize = 1024;
@@ -35,24 +35,48 @@ pub struct FeedItem {
 /// The feed's sender; listeners subscribe per request.
 pub struct Feed {
     tx: broadcast::Sender<Arc<FeedItem>>,
+    /// Where items about runs also go: the other servers sharing the database.
+    relay: std::sync::OnceLock<mpsc::UnboundedSender<Arc<FeedItem>>>,
 }
 
 impl Default for Feed {
     fn default() -> Self {
         Feed {
             tx: broadcast::Sender::new(BACKLOG),
+            relay: std::sync::OnceLock::new(),
         }
     }
 }
 
 impl Feed {
-    /// Sends an item to the listeners there are (none is fine).
+    /// Sends an item to the listeners there are (none is fine), and to the other servers
+    /// sharing the database when it is about a run.
     pub fn publish(&self, event: &'static str, audience: Audience, data: Value) {
+        let item = Arc::new(FeedItem {
+            event,
+            data,
+            audience,
+        });
+        if let Some(relay) = self.relay.get()
+            && !matches!(item.audience, Audience::Everyone)
+        {
+            let _ = relay.send(item.clone());
+        }
+        let _ = self.tx.send(item);
+    }
+
+    /// Sends an item another server published to this server's listeners only.
+    pub fn publish_heard(&self, event: &'static str, audience: Audience, data: Value) {
         let _ = self.tx.send(Arc::new(FeedItem {
             event,
             data,
             audience,
         }));
+    }
+
+    /// Sends every item about a run to `relay` as well, from now on.
+    pub fn relay_to(&self, relay: mpsc::UnboundedSender<Arc<FeedItem>>) {
+        let _ = self.relay.set(relay);
     }
 
     /// A new listener, from now on.

@@ -410,6 +410,11 @@ pub(super) fn register(
     approvals: Arc<crate::table::approvals::Approvals>,
     steering: Arc<kiln_agent::steer::Steering>,
 ) -> Arc<RunEntry> {
+    if let Some(db) = state.host.database().filter(|db| db.is_postgres()) {
+        // Servers sharing the database decide this run's approvals too.
+        let book = crate::table::book::Book::new(db.clone(), run_id.clone(), who.actor.clone());
+        approvals.share(book);
+    }
     let mut entry = RunEntry::new(run_id, agent, who.actor.clone(), cancel, approvals.clone());
     // What a person adds reaches the run through its own queue.
     entry.steering = steering;

@@ -75,6 +75,8 @@ pub async fn serve(
     }
     let stop_accepting = CancellationToken::new();
     let _sandbox = serve_sandbox(&state, &listener, &stop_accepting).await?;
+    // With a shared database, the other servers' decisions and feed items are heard.
+    let _peers = doors::runs::peers::start(&state);
     let server = kiln_http::serve(
         listener,
         router(state.clone(), mcp.map(|m| m.router)),

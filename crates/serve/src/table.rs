@@ -2,6 +2,7 @@
 //! `/v1/runs/{id}/events` sees them all), its end, and the token that cancels it.
 
 pub(crate) mod approvals;
+pub(crate) mod book;
 pub(crate) mod states;
 pub(crate) mod tasks;
 
@@ -446,6 +447,12 @@ impl RunTable {
             .filter(|r| !r.approvals.waiting().is_empty())
             .cloned()
             .collect()
+    }
+
+    /// The run `id`, whoever started it (for what this server hears from the others).
+    pub(crate) fn any(&self, id: &str) -> Option<Arc<RunEntry>> {
+        let t = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        t.runs.get(id).cloned()
     }
 
     /// The run `id` if `who` may see it (see [`Principal::sees`]: its owner only; a missing

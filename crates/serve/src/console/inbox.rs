@@ -23,6 +23,9 @@ pub async fn approvals(
         .iter()
         .flat_map(|entry| entry.inbox())
         .collect();
+    // The other servers' runs, when they share a database.
+    let elsewhere = crate::doors::runs::peers::waiting_elsewhere(&state, &who, &rows).await;
+    rows.extend(elsewhere);
     // Restate out of reach leaves this server's own approvals listed (and says so).
     let mut durable_error = None;
     if let Some(front) = &state.front {

@@ -2,6 +2,7 @@
 //! waiting or not, their live events (SSE), cancellation, and sessions.
 
 pub(crate) mod front;
+pub(crate) mod peers;
 pub(crate) mod stored;
 
 use crate::body::{JsonBody, NoBody, parse};
@@ -59,7 +60,11 @@ pub async fn approve(
         tracing::info!(run_id = %id, approval = %approval, actor = ?who.actor, "approval decided");
         return Ok(Json(status));
     }
-    let entry = find(&state, &id, &decider)?;
+    let Some(entry) = state.runs.get(&id, &decider) else {
+        // Another server's run, when they share a database.
+        let shared = peers::decide(&state, &decider, (&id, &approval), &decision);
+        return shared.await.unwrap_or_else(|| Err(no_run(&id))).map(Json);
+    };
     entry.approvals.decide(&approval, decision)?;
     tracing::info!(run_id = %id, approval = %approval, actor = ?who.actor, "approval decided");
     if !who.sees(entry.owner.as_deref()) {
@@ -97,8 +102,13 @@ pub async fn get(
         return front::get(front, &who, &id, q.wait).await.map(Json);
     }
     let Some(entry) = state.runs.get(&id, &who) else {
-        // Not held here (a restart since, or forgotten): the run log's.
-        let row = stored::find(&state, &who, &id)?.ok_or_else(|| no_run(&id))?;
+        // Not held here (a restart since, forgotten, or another server's): the run log's.
+        let mut row = stored::find(&state, &who, &id)?.ok_or_else(|| no_run(&id))?;
+        // Another server sharing the database runs it: its end is read until it is there.
+        while q.wait && row.shown_status() == "running" {
+            tokio::time::sleep(std::time::Duration::from_millis(250)).await;
+            row = stored::find(&state, &who, &id)?.ok_or_else(|| no_run(&id))?;
+        }
         return Ok(Json(stored::status(&state, &row)));
     };
     if q.wait {

@@ -8,6 +8,7 @@
 use crate::error::ApiError;
 use kiln_agent::Event;
 use kiln_core::context::{ApprovalAsk, Approver};
+use kiln_db::approvals::Claim;
 use serde_json::{Value, json};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -49,6 +50,22 @@ pub struct Waiting {
     pub expires_at: f64,
 }
 
+/// An approval waiting as the shared database keeps it (its run and actor are the book's).
+fn shared_form(w: &Waiting) -> kiln_db::approvals::AskedApproval {
+    kiln_db::approvals::AskedApproval {
+        run_id: String::new(),
+        id: w.id.clone(),
+        actor: None,
+        capability: w.capability.clone(),
+        question: w.question.clone(),
+        tool: w.tool.clone(),
+        args: w.args.clone(),
+        call_id: w.call_id.clone(),
+        asked_at: w.asked_at,
+        expires_at: w.expires_at,
+    }
+}
+
 /// Seconds since the epoch, now.
 pub fn now_secs() -> f64 {
     std::time::SystemTime::now()
@@ -69,7 +86,14 @@ pub struct Approvals {
     /// Where `approval_requested` events go (the run's event list, once it has one), and
     /// those asked before it had one.
     events: Mutex<Events>,
+    /// The database the servers share, once the run has an id (PostgreSQL only): approvals
+    /// are recorded there and decisions claimed there.
+    book: std::sync::OnceLock<crate::table::book::Book>,
 }
+
+/// How often a waiting approval reads its decision from the shared database, besides hearing
+/// of it at once: a notice sent while this server's listening connection was down is lost.
+const READ_SHARED_EVERY: Duration = Duration::from_secs(2);
 
 /// Told of each approval that ended: its id and the decision that took effect.
 type ClosedListener = Box<dyn Fn(&str, &Value) + Send + Sync>;
@@ -92,6 +116,21 @@ impl Approvals {
             next: AtomicU32::new(0),
             timeout,
             events: Mutex::new(Events::default()),
+            book: std::sync::OnceLock::new(),
+        }
+    }
+
+    /// Shares these approvals through `book` from now on: those waiting already are recorded
+    /// there, and every later one as it is asked.
+    pub fn share(&self, book: crate::table::book::Book) {
+        let _ = self.book.set(book);
+        if let Some(book) = self.book.get() {
+            // Under the list's lock: an approval asked meanwhile is recorded here or by
+            // `approve_call`, which sees the book once this lock is let go.
+            let pending = self.pending.lock().unwrap_or_else(|e| e.into_inner());
+            for p in pending.iter() {
+                book.record(shared_form(&p.ask));
+            }
         }
     }
 
@@ -151,8 +190,47 @@ impl Approvals {
     }
 
     /// Answers approval `id`. One that already ended is a 409 with the decision that took
-    /// effect, as under `--restate`.
+    /// effect, as under `--restate`; with a shared database, also one decided through another
+    /// server first.
     pub fn decide(&self, id: &str, decision: Decision) -> Result<(), ApiError> {
+        if let Some(book) = self.book.get() {
+            match book.claim(id, &decision_json(&decision)) {
+                // It took effect: the waiting call gets it (unless its deadline, claiming in
+                // vain meanwhile, already handed it over).
+                Ok(Claim::Won) => {
+                    self.deliver(id, decision);
+                    return Ok(());
+                }
+                // Not recorded (the database refused the ask): this server alone decides.
+                Ok(Claim::Unknown) => {}
+                Ok(Claim::Decided(won)) => {
+                    self.deliver(id, decision_of(&won));
+                    return Err(decided_already(id, &won));
+                }
+                Err(e) => {
+                    return Err(ApiError::unavailable(format!(
+                        "the decision could not be recorded, so it did not take effect: {e}"
+                    )));
+                }
+            }
+        }
+        self.settle(id, decision)
+    }
+
+    /// Hands approval `id`, still waiting here, the decision that took effect (claimed
+    /// through another server); nothing when it is not waiting.
+    pub fn deliver(&self, id: &str, decision: Decision) {
+        let _ = self.settle(id, decision);
+    }
+
+    /// Whether approval `id` waits here.
+    pub fn is_waiting(&self, id: &str) -> bool {
+        let pending = self.pending.lock().unwrap_or_else(|e| e.into_inner());
+        pending.iter().any(|p| p.ask.id == id)
+    }
+
+    /// Gives approval `id` its decision, when it waits.
+    fn settle(&self, id: &str, decision: Decision) -> Result<(), ApiError> {
         let mut pending = self.pending.lock().unwrap_or_else(|e| e.into_inner());
         let Some(i) = pending.iter().position(|p| p.ask.id == id) else {
             drop(pending);
@@ -233,6 +311,11 @@ impl Approver for Approvals {
                 .unwrap_or_else(|e| e.into_inner())
                 .push(waiting.clone());
             let mut pending = self.pending.lock().unwrap_or_else(|e| e.into_inner());
+            // In the shared database before it is listed anywhere: a decision through
+            // another server finds it. Under the list's lock, so `share` misses none.
+            if let Some(book) = self.book.get() {
+                book.record(shared_form(&waiting));
+            }
             pending.push(Pending {
                 ask: waiting,
                 answer,
@@ -274,6 +357,7 @@ impl Approvals {
         ends: &kiln_core::context::WaitEnds,
     ) -> Result<Decision, String> {
         let until = std::time::Instant::now() + self.timeout;
+        let mut read_shared = std::time::Instant::now() + READ_SHARED_EVERY;
         let why = loop {
             let now = std::time::Instant::now();
             if now >= until {
@@ -281,6 +365,13 @@ impl Approvals {
             }
             if let Some(why) = ends.ended() {
                 break why.to_string();
+            }
+            if let Some(book) = self.book.get().filter(|_| now >= read_shared) {
+                read_shared = now + READ_SHARED_EVERY;
+                if let Some(d) = book.decided(id) {
+                    tracing::info!(approval = %id, "the approval's decision was read from the shared database");
+                    self.deliver(id, decision_of(&d));
+                }
             }
             match decided.recv_timeout((until - now).min(Duration::from_millis(20))) {
                 Ok(d) => return Ok(d),
@@ -290,6 +381,14 @@ impl Approvals {
                 }
             }
         };
+        // With a shared database the denial must win its claim there first: a decision
+        // through another server may have come before.
+        if let Some(book) = self.book.get()
+            && let Ok(Claim::Decided(won)) =
+                book.claim(id, &decision_json(&Decision::Deny(why.clone())))
+        {
+            self.deliver(id, decision_of(&won));
+        }
         // Unless a decision took it off the list first (and sent it, under the same lock),
         // the reason the wait ended is the denial that takes effect.
         let mut pending = self.pending.lock().unwrap_or_else(|e| e.into_inner());
@@ -302,6 +401,22 @@ impl Approvals {
             return Err(why);
         }
         decided.try_recv().map_err(|_| why)
+    }
+}
+
+/// A decision as the API and the database show it.
+pub fn decision_json(decision: &Decision) -> Value {
+    match decision {
+        Decision::Approve => json!({"decision": "approve"}),
+        Decision::Deny(reason) => json!({"decision": "deny", "reason": reason}),
+    }
+}
+
+/// The decision `{"decision": ...}` says; anything but an approval denies.
+pub fn decision_of(value: &Value) -> Decision {
+    match value["decision"].as_str() {
+        Some("approve") => Decision::Approve,
+        _ => Decision::Deny(value["reason"].as_str().unwrap_or_default().to_string()),
     }
 }
 
@@ -415,6 +530,21 @@ mod tests {
         assert_eq!(
             clean_reason(&"y".repeat(MAX_REASON)),
             "y".repeat(MAX_REASON)
+        );
+    }
+
+    #[test]
+    fn a_decision_reads_back_as_written_and_anything_else_denies() {
+        for d in [
+            Decision::Approve,
+            Decision::Deny("no".into()),
+            Decision::Deny(String::new()),
+        ] {
+            assert_eq!(decision_of(&decision_json(&d)), d);
+        }
+        assert_eq!(
+            decision_of(&json!({"decision": "maybe"})),
+            Decision::Deny(String::new())
         );
     }
 }

@@ -113,6 +113,21 @@ pub(crate) fn status(state: &AppState, row: &RunRow) -> Value {
     if let Some(error) = error_json(row, status) {
         shown["error"] = error;
     }
+    if status == "running" {
+        // Running on another server sharing the database: what it waits for is shared too.
+        let waiting = state
+            .host
+            .database()
+            .and_then(|db| db.approvals_waiting(Some(&row.id), kiln_db::now()).ok())
+            .unwrap_or_default();
+        if !waiting.is_empty() {
+            shown["status"] = json!("awaiting_approval");
+            shown["approvals"] = waiting
+                .iter()
+                .map(|a| json!({"id": a.id, "capability": a.capability, "question": a.question}))
+                .collect();
+        }
+    }
     shown
 }
 

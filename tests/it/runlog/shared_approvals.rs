@@ -1,0 +1,142 @@
+//! Approvals across two `kiln serve` on one PostgreSQL database, without Restate (issue 62):
+//! an approval asked on one server is listed and decided through the other, the waiting run
+//! hears it at once (LISTEN/NOTIFY, seen in the server's log), and of two racing decisions
+//! sent to both servers exactly one takes effect, the other getting 409 with the winner's.
+//! The real binary, a real PostgreSQL server (`KILN_POSTGRES`, `#[ignore]`d without it).
+
+use crate::common::*;
+use crate::doors::serve::{Serve, shop_scripts};
+use kiln_db::scratch::Scratch;
+use serde_json::{Value, json};
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+const ARGS: &[&str] = &["--caps", "store", "--needs-approval", "store"];
+
+fn putter(scripts: &Scripts) {
+    std::fs::write(
+        scripts.path().join("putter.rhai"),
+        r#"tool("put").requires("store").param("v", "string").handler(|a| { store_set("ns", "k", a.v); "kept" });
+agent("putter").provider("script").tools(["put"]).capabilities(["store"]).planner(|m, t| {
+    if m[m.len() - 1].role == "user" { #{ tool_calls: [#{ name: "put", args: #{ v: "x" } }] } } else { #{ text: "done" } }
+});"#,
+    )
+    .expect("write");
+}
+
+/// Starts a run on `serve` that waits for an approval; its id.
+fn waiting_run(serve: &Serve) -> String {
+    let body = json!({"agent": "putter", "input": "go", "wait": false});
+    let (status, run) = post(&format!("{}/v1/runs", serve.url), &body, &[]);
+    assert_eq!(status, 202, "{run}");
+    run["id"].as_str().expect("id").to_string()
+}
+
+/// The approval of run `id` as `serve`'s inbox lists it, once it does.
+fn listed(serve: &Serve, id: &str) -> Value {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let (status, inbox) = get(&format!("{}/v1/approvals", serve.url));
+        assert_eq!(status, 200, "{inbox}");
+        let found = inbox["approvals"]
+            .as_array()
+            .and_then(|all| all.iter().find(|a| a["run"] == id).cloned());
+        if let Some(found) = found {
+            return found;
+        }
+        assert!(Instant::now() < deadline, "{id} never listed: {inbox}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+fn decide(serve: &Serve, run: &str, approval: &str, decision: &Value) -> (u16, Value) {
+    let url = format!("{}/v1/runs/{run}/approvals/{approval}", serve.url);
+    post(&url, decision, &[])
+}
+
+fn ended(serve: &Serve, id: &str) -> Value {
+    let (status, run) = get(&format!("{}/v1/runs/{id}?wait=true", serve.url));
+    assert_eq!(status, 200, "{run}");
+    run
+}
+
+#[test]
+#[ignore = "needs PostgreSQL: KILN_POSTGRES (.ci/postgres start)"]
+fn postgres_an_approval_asked_on_one_server_is_decided_through_the_other_once() {
+    let scratch = Scratch::new().expect("a PostgreSQL database");
+    let mock = Mock::start(&json!({"loop": true, "turns": [{"text": "Noted."}]}));
+    let scripts = shop_scripts(&mock);
+    putter(&scripts);
+    let start = || Serve::start(scripts.path(), Path::new(scratch.url()), ARGS, &[]);
+    let (mut a, b) = (start(), start());
+
+    // Asked on A, listed and shown as waiting on B, decided through B.
+    let id = waiting_run(&a);
+    let asked = listed(&b, &id);
+    assert_eq!(
+        (&asked["capability"], &asked["tool"], &asked["args"]),
+        (&json!("store"), &json!("put"), &json!({"v": "x"})),
+        "{asked}"
+    );
+    let (status, seen) = get(&format!("{}/v1/runs/{id}", b.url));
+    assert_eq!(
+        (status, &seen["status"]),
+        (200, &json!("awaiting_approval")),
+        "{seen}"
+    );
+    let approval = asked["id"].as_str().expect("approval id");
+    let approve = json!({"decision": "approve"});
+    let (status, out) = decide(&b, &id, approval, &approve);
+    assert_eq!(status, 200, "{out}");
+    let run = ended(&a, &id);
+    assert_eq!(run["status"], "completed", "{run}");
+    assert_eq!(
+        run["report"]["tool_calls"][0]["outcome"]["result"], "kept",
+        "{run}"
+    );
+    // A later decision, through either server, is refused with the one that took effect.
+    for serve in [&a, &b] {
+        let deny = json!({"decision": "deny", "reason": "late"});
+        let (status, out) = decide(serve, &id, approval, &deny);
+        assert_eq!(
+            (status, &out["error"]["decision"]),
+            (409, &approve),
+            "{out}"
+        );
+    }
+
+    // Two decisions racing on the two servers: one wins, the other reads the winner's.
+    for round in 0..3 {
+        let id = waiting_run(&a);
+        let approval = listed(&a, &id)["id"].as_str().expect("id").to_string();
+        let deny = json!({"decision": "deny", "reason": format!("race {round}")});
+        let (on_a, on_b) = std::thread::scope(|s| {
+            let on_a = s.spawn(|| decide(&a, &id, &approval, &deny));
+            let on_b = s.spawn(|| decide(&b, &id, &approval, &approve));
+            (on_a.join().expect("a"), on_b.join().expect("b"))
+        });
+        let mut statuses = [on_a.0, on_b.0];
+        statuses.sort_unstable();
+        assert_eq!(statuses, [200, 409], "{on_a:?} {on_b:?}");
+        let (winner, loser) = if on_a.0 == 200 {
+            (&deny, &on_b.1)
+        } else {
+            (&approve, &on_a.1)
+        };
+        assert_eq!(&loser["error"]["decision"], winner, "{loser}");
+        let run = ended(&b, &id);
+        let call = &run["report"]["tool_calls"][0];
+        match winner == &approve {
+            true => assert_eq!(call["outcome"]["result"], "kept", "{run}"),
+            false => assert_eq!(call["is_error"], true, "{run}"),
+        }
+    }
+
+    // A heard B's decisions through PostgreSQL's notices, not by reading the table again.
+    let _ = a.child.kill();
+    let (_, log) = a.wait_exit(20);
+    assert!(
+        log.contains("approval decided through another server"),
+        "{log}"
+    );
+}
