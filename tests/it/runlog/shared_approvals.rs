@@ -2,7 +2,8 @@
 //! an approval asked on one server is listed and decided through the other, the waiting run
 //! hears it at once (LISTEN/NOTIFY, seen in the server's log), and of two racing decisions
 //! sent to both servers exactly one takes effect, the other getting 409 with the winner's.
-//! The real binary, a real PostgreSQL server (`KILN_POSTGRES`, `#[ignore]`d without it).
+//! The real binary, a real PostgreSQL server (`KILN_POSTGRES`, `#[ignore]`d without it);
+//! and B's web console in Chromium hearing A's run live and approving it.
 
 use crate::common::*;
 use crate::doors::serve::{Serve, shop_scripts};
@@ -13,7 +14,7 @@ use std::time::{Duration, Instant};
 
 const ARGS: &[&str] = &["--caps", "store", "--needs-approval", "store"];
 
-fn putter(scripts: &Scripts) {
+pub(crate) fn putter(scripts: &Scripts) {
     std::fs::write(
         scripts.path().join("putter.rhai"),
         r#"tool("put").requires("store").param("v", "string").handler(|a| { store_set("ns", "k", a.v); "kept" });
@@ -139,4 +140,28 @@ fn postgres_an_approval_asked_on_one_server_is_decided_through_the_other_once() 
         log.contains("approval decided through another server"),
         "{log}"
     );
+}
+
+#[test]
+#[ignore = "needs PostgreSQL (KILN_POSTGRES), playwright (PyPI) and Debian's chromium; .ci/run has them"]
+fn console_two_servers_one_database_hears_and_approves_the_other_servers_run() {
+    let scratch = Scratch::new().expect("a PostgreSQL database");
+    let mock = Mock::start(&json!({"loop": true, "turns": [{"text": "Noted."}]}));
+    let scripts = shop_scripts(&mock);
+    putter(&scripts);
+    let start = || Serve::start(scripts.path(), Path::new(scratch.url()), ARGS, &[]);
+    let (a, b) = (start(), start());
+    let out = std::process::Command::new("python3")
+        .arg(repo().join("tests/peers/console/two_servers_check.py"))
+        .env("KILN_A", &a.url)
+        .env("KILN_B", &b.url)
+        .output()
+        .expect("run python3");
+    assert!(
+        out.status.success(),
+        "the two-server console check failed:\n{}{}",
+        stdout(&out),
+        stderr(&out)
+    );
+    assert!(stdout(&out).ends_with("0 problem(s)\n"), "{}", stdout(&out));
 }
