@@ -272,6 +272,23 @@ fn run_id_of(micros: u128, tag: u32, count: u64) -> String {
     format!("run_{micros:x}{tag:08x}{:04x}", count & 0xffff)
 }
 
+/// This process as a run's owner: `HOST:PID` (read once: every run start records it).
+pub fn this_process() -> &'static str {
+    static OWNER: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    OWNER.get_or_init(|| format!("{}:{}", host_name(), std::process::id()))
+}
+
+/// This machine's name (what a run's owner names it by).
+pub fn host_name() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .or_else(|_| std::fs::read_to_string("/etc/hostname"))
+        .map(|h| h.trim().to_string())
+        .ok()
+        .filter(|h| !h.is_empty())
+        .or_else(|| std::env::var("HOSTNAME").ok())
+        .unwrap_or_else(|| "localhost".into())
+}
+
 /// This process's tag: random (the OS-seeded keys of std's `RandomState`) and its pid, hashed.
 fn process_tag() -> u32 {
     use std::hash::{BuildHasher as _, Hasher as _};

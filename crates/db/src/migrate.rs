@@ -117,6 +117,15 @@ const MIGRATIONS: &[&str] = &[
         expires_at REAL NOT NULL, decision TEXT, decided_at REAL,
         PRIMARY KEY(run_id, id)) WITHOUT ROWID;
      CREATE INDEX approvals_open ON approvals(asked_at) WHERE decision IS NULL;",
+    // 13: when each process sharing the database (`HOST:PID`, a run's owner) last said it
+    // was alive, so a run on a machine that went silent shows `interrupted` everywhere.
+    "CREATE TABLE processes(owner TEXT PRIMARY KEY, seen_at REAL NOT NULL);",
+    // 14: `kiln eval`'s kept reports and baselines, where kiln processes share the database
+    // (on SQLite they stay files in the workspace's .kiln/evals/).
+    "CREATE TABLE eval_reports(
+        kind TEXT NOT NULL, name TEXT NOT NULL, eval TEXT NOT NULL, rescored INTEGER NOT NULL,
+        kept_at REAL NOT NULL, body TEXT NOT NULL, PRIMARY KEY(kind, name));
+     CREATE INDEX eval_reports_latest ON eval_reports(eval, kept_at);",
 ];
 
 /// The newest schema version this build knows.
@@ -187,6 +196,8 @@ mod tests {
             "kv",
             "responses",
             "approvals",
+            "processes",
+            "eval_reports",
         ] {
             assert!(
                 all.contains(&format!("CREATE TABLE {name}")),

@@ -137,6 +137,9 @@ impl PgDb {
             shared,
         };
         db.migrate()?;
+        if let Some(rt) = &db.runtime {
+            rt.spawn(heartbeat(db.pool.clone()));
+        }
         Ok(db)
     }
 
@@ -371,6 +374,31 @@ impl PgDb {
             Ok(lease) => lease.map_err(|e| pg_error(&self.shown, e)),
             Err(e) => Err(pg_error(&self.shown, SqlError::Pool(e.to_string()))),
         }
+    }
+}
+
+/// How often a process sharing a PostgreSQL database says it is alive.
+pub const BEAT: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// Says this process is alive every [`BEAT`] while the database is open, so the servers
+/// sharing it tell a run on a machine that went silent from one still going.
+async fn heartbeat(pool: Pool) {
+    let sql = postgres_text(
+        "INSERT INTO processes(owner, seen_at) VALUES(?1, ?2)
+         ON CONFLICT(owner) DO UPDATE SET seen_at = excluded.seen_at",
+    );
+    let owner = kiln_core::context::this_process();
+    let mut every = tokio::time::interval(BEAT);
+    loop {
+        every.tick().await;
+        let Ok(client) = pool.get().await else {
+            continue;
+        };
+        // A missed beat is told by the next: six may be missed before anyone judges.
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0.0, |d| d.as_secs_f64());
+        let _ = client.execute(&sql, &[&owner, &now]).await;
     }
 }
 

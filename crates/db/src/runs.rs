@@ -51,6 +51,10 @@ pub struct RunRow {
     pub trace_id: Option<String>,
     /// The eval run it belongs to (`kiln eval`), if any.
     pub eval_id: Option<String>,
+    /// When its process last said it was alive (processes sharing a PostgreSQL database
+    /// do, every [`BEAT`]), seconds since the epoch.
+    #[serde(skip)]
+    pub owner_seen: Option<f64>,
     /// Tool calls in order.
     pub tool_calls: Vec<ToolRow>,
     /// Model replies in order: who answered each (a fallback chain's may not be the run's own).
@@ -110,27 +114,35 @@ impl ToolRow {
     }
 }
 
-/// This process as a run's owner: `HOST:PID` (read once: every run start records it).
-pub fn this_process() -> &'static str {
-    static OWNER: std::sync::OnceLock<String> = std::sync::OnceLock::new();
-    OWNER.get_or_init(|| format!("{}:{}", host_name(), std::process::id()))
+impl Db {
+    /// Says this process (a run's owner, [`this_process`]) is alive now.
+    pub fn beat(&self) -> Result<(), DbError> {
+        self.execute(
+            "INSERT INTO processes(owner, seen_at) VALUES(?1, ?2)
+             ON CONFLICT(owner) DO UPDATE SET seen_at = excluded.seen_at",
+            &args![this_process(), crate::now()],
+        )
+        .map(drop)
+    }
 }
 
-fn host_name() -> String {
-    std::fs::read_to_string("/proc/sys/kernel/hostname")
-        .or_else(|_| std::fs::read_to_string("/etc/hostname"))
-        .map(|h| h.trim().to_string())
-        .ok()
-        .filter(|h| !h.is_empty())
-        .or_else(|| std::env::var("HOSTNAME").ok())
-        .unwrap_or_else(|| "localhost".into())
-}
+pub use kiln_core::context::this_process;
+
+pub use crate::postgres::BEAT;
+
+/// How long a process may stay silent before its running runs show `interrupted`: six beats
+/// (a busy server's beat may be late; machines' clocks may differ by a few seconds).
+pub const SILENT_AFTER: f64 = 30.0;
 
 impl RunRow {
-    /// The status to show: `interrupted` for a run still `running` whose process, on this
-    /// host, is gone (killed before it could record its end).
+    /// The status to show: `interrupted` for a run still `running` whose process is gone
+    /// (killed before it could record its end): a process of this host that no longer
+    /// exists, or one on any machine sharing the database that stopped saying it is alive.
     pub fn shown_status(&self) -> &str {
-        let gone = self.status == "running" && owner_gone(self.owner.as_deref());
+        let silent = self
+            .owner_seen
+            .is_some_and(|seen| crate::now() - seen > SILENT_AFTER);
+        let gone = self.status == "running" && (silent || owner_gone(self.owner.as_deref()));
         if gone { "interrupted" } else { &self.status }
     }
 }
@@ -140,7 +152,8 @@ pub(crate) fn owner_gone(owner: Option<&str>) -> bool {
     std::path::Path::new("/proc/self").exists()
         && owner.is_some_and(|owner| {
             owner.rsplit_once(':').is_some_and(|(host, pid)| {
-                host == host_name() && !std::path::Path::new(&format!("/proc/{pid}")).exists()
+                host == kiln_core::context::host_name()
+                    && !std::path::Path::new(&format!("/proc/{pid}")).exists()
             })
         })
 }
@@ -196,6 +209,7 @@ fn run_row(r: &Row) -> RunRow {
         owner: r.text(17),
         trace_id: r.text(18),
         eval_id: r.text(19),
+        owner_seen: r.real(20),
         tool_calls: Vec::new(),
         model_calls: Vec::new(),
     }
@@ -263,7 +277,8 @@ impl Db {
              CASE WHEN ended_at IS NULL THEN (SELECT COUNT(*) FROM model_calls m WHERE m.run_id = runs.id) ELSE rounds END,
              CASE WHEN ended_at IS NULL THEN (SELECT CAST(COALESCE(SUM(input_tokens), 0) AS BIGINT) FROM model_calls m WHERE m.run_id = runs.id) ELSE input_tokens END,
              CASE WHEN ended_at IS NULL THEN (SELECT CAST(COALESCE(SUM(output_tokens), 0) AS BIGINT) FROM model_calls m WHERE m.run_id = runs.id) ELSE output_tokens END,
-             actor, cost_usd, parent, owner, trace_id, eval_id
+             actor, cost_usd, parent, owner, trace_id, eval_id,
+             (SELECT seen_at FROM processes p WHERE p.owner = runs.owner)
              FROM runs WHERE (CAST(?1 AS TEXT) IS NULL OR agent = ?1)
              AND (CAST(?2 AS DOUBLE PRECISION) IS NULL OR started_at >= ?2)
              AND (CAST(?3 AS TEXT) IS NULL OR EXISTS (SELECT 1 FROM tool_calls t WHERE t.run_id = runs.id AND t.name = ?3))
@@ -433,5 +448,62 @@ mod tests {
         assert_eq!(r3.eval_id.as_deref(), Some("ev2"));
         assert_eq!(db.run("r4").expect("r4").expect("logged").eval_id, None);
         assert!(db.run("r9").expect("r9").is_none());
+    }
+}
+
+#[cfg(test)]
+mod silent_owners {
+    use crate::{Db, args};
+
+    both_databases!(
+        a_run_whose_process_stopped_beating_shows_interrupted_on_every_machine,
+        super::silent
+    );
+
+    fn silent(db: &Db) {
+        db.execute(
+            "INSERT INTO runs(id, agent, started_at, status, session, owner)
+             VALUES('r1', 'a', 1, 'running', 's', 'elsewhere:1')",
+            &[],
+        )
+        .expect("a run on another machine");
+        let shown = |db: &Db| {
+            db.run("r1")
+                .expect("read")
+                .expect("logged")
+                .shown_status()
+                .to_string()
+        };
+        assert_eq!(
+            shown(db),
+            "running",
+            "a process that never beat is not judged"
+        );
+        assert!(db.session_busy("s").expect("busy"));
+        let beat = |at: f64| {
+            db.execute(
+                "INSERT INTO processes(owner, seen_at) VALUES('elsewhere:1', ?1)
+                 ON CONFLICT(owner) DO UPDATE SET seen_at = excluded.seen_at",
+                &args![at],
+            )
+            .expect("beat")
+        };
+        beat(crate::now() - 5.0);
+        assert_eq!(shown(db), "running");
+        beat(crate::now() - 100.0);
+        assert_eq!(shown(db), "interrupted");
+        assert!(
+            !db.session_busy("s").expect("busy"),
+            "a silent run holds no session"
+        );
+        db.beat().expect("this process beats");
+        let me = db
+            .query_row(
+                "SELECT seen_at FROM processes WHERE owner = ?1",
+                &args![crate::runs::this_process()],
+            )
+            .expect("read")
+            .and_then(|r| r.real(0));
+        assert!(me.is_some_and(|t| crate::now() - t < 60.0), "{me:?}");
     }
 }

@@ -144,12 +144,16 @@ impl Db {
     /// its next step would write after messages a compaction replaced.
     pub fn session_busy(&self, name: &str) -> Result<bool, DbError> {
         let owners = self.query(
-            "SELECT owner FROM runs WHERE session = ?1 AND status = 'running'",
+            "SELECT owner, (SELECT seen_at FROM processes p WHERE p.owner = runs.owner)
+             FROM runs WHERE session = ?1 AND status = 'running'",
             &args![name],
         )?;
-        Ok(owners
-            .iter()
-            .any(|o| !super::runs::owner_gone(o.text(0).as_deref())))
+        Ok(owners.iter().any(|o| {
+            let silent = o
+                .real(1)
+                .is_some_and(|seen| crate::now() - seen > super::runs::SILENT_AFTER);
+            !silent && !super::runs::owner_gone(o.text(0).as_deref())
+        }))
     }
 
     /// Replaces session `name`'s messages by `messages` (a compacted transcript), unless the

@@ -6,7 +6,7 @@
 use crate::sql::{Arg, Cell, Row};
 use crate::{Db, DbError};
 
-/// The tables kiln keeps, their columns (as of schema 12) and their keys, in the order they
+/// The tables kiln keeps, their columns (as of schema 14) and their keys, in the order they
 /// are copied.
 pub const TABLES: &[(&str, &[&str], &str)] = &[
     (
@@ -110,6 +110,12 @@ pub const TABLES: &[(&str, &[&str], &str)] = &[
             "decided_at",
         ],
         "run_id, id",
+    ),
+    ("processes", &["owner", "seen_at"], "owner"),
+    (
+        "eval_reports",
+        &["kind", "name", "eval", "rescored", "kept_at", "body"],
+        "kind, name",
     ),
 ];
 

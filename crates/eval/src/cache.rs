@@ -41,7 +41,9 @@ pub fn agent_version(host: &Host, agent: &str, overrides: &ProviderOverrides) ->
 impl Replays {
     /// The recordings of eval `name`'s latest kept run, if any.
     pub fn load(host: &Host, name: &str) -> Replays {
-        let Some(last) = super::store::latest(&host.config().workspace, name) else {
+        let shelf =
+            super::store::Shelf::of(&host.config().workspace, host.database().map(|db| &**db));
+        let Some(last) = super::store::latest(shelf, name) else {
             return Replays::default();
         };
         let runs = last

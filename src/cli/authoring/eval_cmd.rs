@@ -184,7 +184,7 @@ pub(crate) async fn once(
     pass: Pass<'_>,
 ) -> CliResult<Report> {
     let spec = chosen(host, a.name.as_deref())?;
-    let workspace = host.config().workspace.clone();
+    let shelf = store::Shelf::of(&host.config().workspace, host.database().map(|db| &**db));
     let judges = kiln::eval::score::judge::JudgeSettings {
         timeout: a.timeout.map(|s| s.0),
         defaults: host.config().providers.clone(),
@@ -197,7 +197,7 @@ pub(crate) async fn once(
     let mut report = match (a.rescore.as_deref(), last) {
         (_, Some(last)) => rescore::rescore(&spec, last, &judges).await,
         (Some(id), None) => {
-            let recorded = store::load(&workspace, id)?;
+            let recorded = store::load(shelf, id)?;
             if recorded.eval != spec.name {
                 let e = format!(
                     "eval run {id} is of evaluation \"{}\", not \"{}\"",
@@ -214,10 +214,10 @@ pub(crate) async fn once(
         }
     };
     if let Some(name) = &a.baseline {
-        let baseline = store::load_baseline(&workspace, name)?;
+        let baseline = store::load_baseline(shelf, name)?;
         report.comparison = Some(compare::compare(&report, &baseline, name, a.tolerance));
     }
-    store::keep(&workspace, &report)?;
+    store::keep(shelf, &report)?;
     Ok(report)
 }
 
@@ -278,8 +278,9 @@ pub(crate) fn finish(host: &kiln::Host, a: &EvalArgs, report: Report) -> CliResu
             .map_err(|e| format!("--html {}: {e}", path.display()))?;
     }
     if let Some(name) = &a.save {
-        let path = store::save_baseline(workspace, name, &report)?;
-        output::errln!("saved as baseline \"{name}\" ({})", path.display());
+        let shelf = store::Shelf::of(workspace, host.database().map(|db| &**db));
+        let place = store::save_baseline(shelf, name, &report)?;
+        output::errln!("saved as baseline \"{name}\" ({place})");
     }
     if a.json {
         output::outln!("{}", serde_json::to_string_pretty(&report)?)?;

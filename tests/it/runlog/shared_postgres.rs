@@ -321,3 +321,41 @@ fn a_kiln_older_than_the_postgres_schema_refuses_to_start_and_says_why() {
         assert!(said.contains("postgres://kiln@127.0.0.1"), "{said}");
     }
 }
+
+#[test]
+#[ignore = "needs PostgreSQL: KILN_POSTGRES (.ci/postgres start)"]
+fn an_eval_baseline_saved_on_one_machine_is_compared_against_on_another_through_postgres() {
+    let scratch = Scratch::new().expect("a PostgreSQL database");
+    let scripts = repo().join("examples/demo").display().to_string();
+    let eval = |dir: &Path, extra: &[&str]| {
+        let mut all = vec![
+            "--db",
+            scratch.url(),
+            "eval",
+            "percentages",
+            "--scripts",
+            &scripts,
+        ];
+        all.extend_from_slice(extra);
+        kiln(&all, dir)
+    };
+    let (a, b) = (
+        tempfile::tempdir().expect("a"),
+        tempfile::tempdir().expect("b"),
+    );
+    let saved = eval(a.path(), &["--save", "main", "--quiet"]);
+    assert!(saved.status.success(), "{}", stderr(&saved));
+    assert!(
+        stderr(&saved).contains("table eval_reports"),
+        "{}",
+        stderr(&saved)
+    );
+    let compared = eval(b.path(), &["--baseline", "main", "--json"]);
+    assert!(compared.status.success(), "{}", stderr(&compared));
+    let report: Value = serde_json::from_str(&stdout(&compared)).expect("json");
+    assert_eq!(report["comparison"]["baseline"], "main", "{report}");
+    assert!(
+        !a.path().join(".kiln/evals").exists() && !b.path().join(".kiln/evals").exists(),
+        "the reports went to the database, not the workspaces"
+    );
+}
