@@ -4,9 +4,13 @@
 //! against a PostgreSQL database on 127.0.0.1. Latency is the wall time per operation; CPU is
 //! this process's (kiln's side: the PostgreSQL server's own is not counted).
 //!
+//! Then 100 concurrent runs through `kiln serve` on PostgreSQL: one server against two
+//! (servers.rs).
+//!
 //! `cargo bench --bench databases` with `KILN_POSTGRES` naming a server (`.ci/postgres
 //! start`); without it the PostgreSQL rows are left out. Under `cargo test` a smoke run.
 
+mod servers;
 #[path = "../support/mod.rs"]
 mod support;
 
@@ -77,6 +81,18 @@ fn main() {
             ],
             &rows,
         );
+    }
+    if std::env::var(kiln_db::scratch::SERVER_VAR).is_ok() {
+        let scratch = Scratch::new().expect("a PostgreSQL database");
+        let rows = servers::rows(scratch.url(), measuring, &runtime);
+        if measuring {
+            support::table(
+                "100 runs at once through kiln serve on one PostgreSQL database (3 rounds each \
+                 against kiln mock, 1,000 runs a layout, twice): one server against two, this run",
+                &["servers", "runs a second", "servers' CPU a run", "errors"],
+                &rows,
+            );
+        }
     }
 }
 
