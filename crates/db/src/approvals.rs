@@ -12,15 +12,22 @@ use serde_json::Value;
 /// The channel a won claim is announced on (PostgreSQL's `NOTIFY`), as `RUN/APPROVAL`.
 pub const APPROVALS_CHANNEL: &str = "kiln_approvals";
 
-/// An approval a run asked for.
+/// An approval a run asked for, and whose run it is.
 #[derive(Debug, Clone, PartialEq)]
 pub struct AskedApproval {
     /// The run waiting.
     pub run_id: String,
-    /// The approval's id within its run.
-    pub id: String,
     /// The actor the run acts for (`None`: the open server's one caller).
     pub actor: Option<String>,
+    /// What was asked.
+    pub ask: Asked,
+}
+
+/// What an approval asks: the capability, the call and when.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Asked {
+    /// The approval's id within its run.
+    pub id: String,
     /// The capability, or `policy:NAME`.
     pub capability: String,
     /// What the call wants.
@@ -52,24 +59,24 @@ const COLUMNS: &str =
     "run_id, id, actor, capability, question, tool, args, call_id, asked_at, expires_at";
 
 impl Db {
-    /// Records that run `a.run_id` waits for approval `a.id` (again: nothing changes).
+    /// Records that run `a.run_id` waits for approval `a.ask.id` (again: nothing changes).
     pub fn approval_asked(&self, a: &AskedApproval) -> Result<(), DbError> {
-        let args_text = a.args.as_ref().map(Value::to_string);
+        let (ask, args_text) = (&a.ask, a.ask.args.as_ref().map(Value::to_string));
         self.execute(
             "INSERT INTO approvals(run_id, id, actor, capability, question, tool, args, call_id,
              asked_at, expires_at) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)
              ON CONFLICT(run_id, id) DO NOTHING",
             &args![
                 &a.run_id,
-                &a.id,
+                &ask.id,
                 &a.actor,
-                &a.capability,
-                &a.question,
-                &a.tool,
+                &ask.capability,
+                &ask.question,
+                &ask.tool,
                 args_text,
-                &a.call_id,
-                a.asked_at,
-                a.expires_at
+                &ask.call_id,
+                ask.asked_at,
+                ask.expires_at
             ],
         )
         .map(drop)
@@ -161,15 +168,17 @@ impl Db {
 fn asked_of(r: &Row) -> AskedApproval {
     AskedApproval {
         run_id: r.str(0),
-        id: r.str(1),
         actor: r.text(2),
-        capability: r.str(3),
-        question: r.str(4),
-        tool: r.text(5),
-        args: r.text(6).and_then(|t| serde_json::from_str(&t).ok()),
-        call_id: r.text(7),
-        asked_at: r.real(8).unwrap_or_default(),
-        expires_at: r.real(9).unwrap_or_default(),
+        ask: Asked {
+            id: r.str(1),
+            capability: r.str(3),
+            question: r.str(4),
+            tool: r.text(5),
+            args: r.text(6).and_then(|t| serde_json::from_str(&t).ok()),
+            call_id: r.text(7),
+            asked_at: r.real(8).unwrap_or_default(),
+            expires_at: r.real(9).unwrap_or_default(),
+        },
     }
 }
 
@@ -185,7 +194,7 @@ fn parse_decision(r: &Row) -> Value {
 #[cfg(test)]
 mod tests {
     use crate::Db;
-    use crate::approvals::{AskedApproval, Claim};
+    use crate::approvals::{Asked, AskedApproval, Claim};
     use serde_json::json;
 
     both_databases!(
@@ -196,15 +205,17 @@ mod tests {
     fn asked(run: &str, id: &str, expires_at: f64) -> AskedApproval {
         AskedApproval {
             run_id: run.into(),
-            id: id.into(),
             actor: Some("alice".into()),
-            capability: "store".into(),
-            question: "may it?".into(),
-            tool: Some("put".into()),
-            args: Some(json!({"v": "x"})),
-            call_id: None,
-            asked_at: 1.0,
-            expires_at,
+            ask: Asked {
+                id: id.into(),
+                capability: "store".into(),
+                question: "may it?".into(),
+                tool: Some("put".into()),
+                args: Some(json!({"v": "x"})),
+                call_id: None,
+                asked_at: 1.0,
+                expires_at,
+            },
         }
     }
 

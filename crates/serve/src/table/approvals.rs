@@ -25,46 +25,12 @@ pub enum Decision {
 
 /// An approval waiting, and where its decision goes.
 struct Pending {
-    ask: Waiting,
+    ask: Asked,
     answer: std::sync::mpsc::SyncSender<Decision>,
 }
 
-/// A waiting approval as the console's inbox shows it.
-#[derive(Debug, Clone)]
-pub struct Waiting {
-    /// The approval's id within its run.
-    pub id: String,
-    /// The capability (or `policy:NAME`).
-    pub capability: String,
-    /// What the call wants.
-    pub question: String,
-    /// The tool asking, when known.
-    pub tool: Option<String>,
-    /// The call's arguments, when the ask came before the call ran.
-    pub args: Option<Value>,
-    /// The model's id of the call, when known.
-    pub call_id: Option<String>,
-    /// When it was asked (seconds since the epoch).
-    pub asked_at: f64,
-    /// When nobody deciding denies it (seconds since the epoch).
-    pub expires_at: f64,
-}
-
-/// An approval waiting as the shared database keeps it (its run and actor are the book's).
-fn shared_form(w: &Waiting) -> kiln_db::approvals::AskedApproval {
-    kiln_db::approvals::AskedApproval {
-        run_id: String::new(),
-        id: w.id.clone(),
-        actor: None,
-        capability: w.capability.clone(),
-        question: w.question.clone(),
-        tool: w.tool.clone(),
-        args: w.args.clone(),
-        call_id: w.call_id.clone(),
-        asked_at: w.asked_at,
-        expires_at: w.expires_at,
-    }
-}
+/// A waiting approval as the console's inbox shows it (and the shared database keeps it).
+pub use kiln_db::approvals::Asked;
 
 /// Seconds since the epoch, now.
 pub fn now_secs() -> f64 {
@@ -80,7 +46,7 @@ pub struct Approvals {
     /// shows it: `{"decision": "approve"}` or `{"decision": "deny", "reason": ...}`).
     closed: Mutex<Vec<(String, Value)>>,
     /// Every approval asked, in order, waiting or not.
-    asked: Mutex<Vec<Waiting>>,
+    asked: Mutex<Vec<Asked>>,
     next: AtomicU32,
     timeout: Duration,
     /// Where `approval_requested` events go (the run's event list, once it has one), and
@@ -129,7 +95,7 @@ impl Approvals {
             // `approve_call`, which sees the book once this lock is let go.
             let pending = self.pending.lock().unwrap_or_else(|e| e.into_inner());
             for p in pending.iter() {
-                book.record(shared_form(&p.ask));
+                book.record(&p.ask);
             }
         }
     }
@@ -151,13 +117,13 @@ impl Approvals {
     }
 
     /// The approvals waiting, with the call asking and their times.
-    pub fn waiting_calls(&self) -> Vec<Waiting> {
+    pub fn waiting_calls(&self) -> Vec<Asked> {
         let pending = self.pending.lock().unwrap_or_else(|e| e.into_inner());
         pending.iter().map(|p| p.ask.clone()).collect()
     }
 
     /// Every approval asked, in order, with the decision that took effect (`None`: waiting).
-    pub fn history(&self) -> Vec<(Waiting, Option<Value>)> {
+    pub fn history(&self) -> Vec<(Asked, Option<Value>)> {
         let closed = self.closed();
         let asked = self.asked.lock().unwrap_or_else(|e| e.into_inner());
         asked
@@ -296,7 +262,7 @@ impl Approver for Approvals {
         let (answer, decided) = std::sync::mpsc::sync_channel(1);
         {
             let asked_at = now_secs();
-            let waiting = Waiting {
+            let waiting = Asked {
                 id: id.clone(),
                 capability: cap.to_string(),
                 question: question.to_string(),
@@ -314,7 +280,7 @@ impl Approver for Approvals {
             // In the shared database before it is listed anywhere: a decision through
             // another server finds it. Under the list's lock, so `share` misses none.
             if let Some(book) = self.book.get() {
-                book.record(shared_form(&waiting));
+                book.record(&waiting);
             }
             pending.push(Pending {
                 ask: waiting,

@@ -4,7 +4,7 @@
 //! decision and the deadline) exactly one wins.
 
 use kiln_db::Db;
-use kiln_db::approvals::{AskedApproval, Claim};
+use kiln_db::approvals::{Asked, AskedApproval, Claim};
 use serde_json::Value;
 use std::sync::Arc;
 
@@ -21,13 +21,16 @@ impl Book {
         Book { db, run, actor }
     }
 
-    /// Records that the run waits for `asked` (its run and actor are the book's); a database
-    /// that cannot is logged, and the approval can still be decided through this server.
-    pub fn record(&self, mut asked: AskedApproval) {
-        asked.run_id = self.run.clone();
-        asked.actor = self.actor.clone();
+    /// Records that the run waits for `ask`; a database that cannot is logged, and the
+    /// approval can still be decided through this server.
+    pub fn record(&self, ask: &Asked) {
+        let asked = AskedApproval {
+            run_id: self.run.clone(),
+            actor: self.actor.clone(),
+            ask: ask.clone(),
+        };
         if let Err(e) = self.db.approval_asked(&asked) {
-            tracing::warn!(run_id = %self.run, approval = %asked.id, "the approval was not shared with the other servers: {e}");
+            tracing::warn!(run_id = %self.run, approval = %ask.id, "the approval was not shared with the other servers: {e}");
         }
     }
 

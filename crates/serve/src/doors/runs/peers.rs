@@ -231,13 +231,13 @@ pub async fn waiting_elsewhere(state: &AppState, who: &Principal, here: &[Value]
         .filter(|a| {
             !here
                 .iter()
-                .any(|h| h["run"] == a.run_id.as_str() && h["id"] == a.id.as_str())
+                .any(|h| h["run"] == a.run_id.as_str() && h["id"] == a.ask.id.as_str())
         })
         .map(|a| {
             json!({
-                "run": a.run_id, "id": a.id, "capability": a.capability,
-                "question": a.question, "tool": a.tool, "args": a.args,
-                "asked_at": a.asked_at, "expires_at": a.expires_at,
+                "run": a.run_id, "id": a.ask.id, "capability": a.ask.capability,
+                "question": a.ask.question, "tool": a.ask.tool, "args": a.ask.args,
+                "asked_at": a.ask.asked_at, "expires_at": a.ask.expires_at,
             })
         })
         .collect()

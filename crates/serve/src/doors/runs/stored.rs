@@ -124,7 +124,7 @@ pub(crate) fn status(state: &AppState, row: &RunRow) -> Value {
             shown["status"] = json!("awaiting_approval");
             shown["approvals"] = waiting
                 .iter()
-                .map(|a| json!({"id": a.id, "capability": a.capability, "question": a.question}))
+                .map(|a| json!({"id": a.ask.id, "capability": a.ask.capability, "question": a.ask.question}))
                 .collect();
         }
     }
