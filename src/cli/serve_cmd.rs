@@ -485,6 +485,9 @@ fn mcp_endpoint(
         if let Some(front) = &state.front {
             let engine = kiln::serve::RestateTasks::new(front.clone());
             server = server.with_durable_tasks(std::sync::Arc::new(engine));
+        } else if let Some(db) = state.host.database().filter(|db| db.is_postgres()) {
+            // Servers sharing a PostgreSQL database answer for each other's tasks.
+            server = kiln::serve::share_tasks(server, db.clone());
         }
         kiln::mcp::McpEndpoint::new(
             server,

@@ -6,3 +6,4 @@ pub(crate) mod journal;
 pub(crate) mod runlog_ops;
 pub(crate) mod shared_approvals;
 pub(crate) mod shared_postgres;
+pub(crate) mod shared_tasks;

@@ -126,6 +126,12 @@ const MIGRATIONS: &[&str] = &[
         kind TEXT NOT NULL, name TEXT NOT NULL, eval TEXT NOT NULL, rescored INTEGER NOT NULL,
         kept_at REAL NOT NULL, body TEXT NOT NULL, PRIMARY KEY(kind, name));
      CREATE INDEX eval_reports_latest ON eval_reports(eval, kept_at);",
+    // 15: MCP tasks (`/mcp` of `kiln serve` on PostgreSQL): each runs in the process that
+    // started it; its state is kept here so any server answers `tasks/get` and `tasks/cancel`.
+    "CREATE TABLE mcp_tasks(
+        id TEXT PRIMARY KEY, actor TEXT, session TEXT, process TEXT NOT NULL,
+        state TEXT NOT NULL, result TEXT, created_at TEXT NOT NULL, updated_at REAL NOT NULL,
+        cancel INTEGER NOT NULL DEFAULT 0);",
 ];
 
 /// The newest schema version this build knows.
@@ -198,6 +204,7 @@ mod tests {
             "approvals",
             "processes",
             "eval_reports",
+            "mcp_tasks",
         ] {
             assert!(
                 all.contains(&format!("CREATE TABLE {name}")),

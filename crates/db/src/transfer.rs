@@ -6,7 +6,7 @@
 use crate::sql::{Arg, Cell, Row};
 use crate::{Db, DbError};
 
-/// The tables kiln keeps, their columns (as of schema 14) and their keys, in the order they
+/// The tables kiln keeps, their columns (as of schema 15) and their keys, in the order they
 /// are copied.
 pub const TABLES: &[(&str, &[&str], &str)] = &[
     (
@@ -116,6 +116,21 @@ pub const TABLES: &[(&str, &[&str], &str)] = &[
         "eval_reports",
         &["kind", "name", "eval", "rescored", "kept_at", "body"],
         "kind, name",
+    ),
+    (
+        "mcp_tasks",
+        &[
+            "id",
+            "actor",
+            "session",
+            "process",
+            "state",
+            "result",
+            "created_at",
+            "updated_at",
+            "cancel",
+        ],
+        "id",
     ),
 ];
 

@@ -101,6 +101,18 @@ impl McpServer {
         self
     }
 
+    /// Keeps the tasks started here in `shared` (a database other servers read), so
+    /// `tasks/get` and `tasks/cancel` work through any server sharing it; the tasks, to cancel
+    /// one another server was asked to.
+    pub fn with_shared_tasks(
+        mut self,
+        shared: Arc<dyn crate::tasks::durable::SharedTasks>,
+    ) -> (Self, crate::tasks::Tasks) {
+        self.tasks.share(shared);
+        let tasks = self.tasks.clone();
+        (self, tasks)
+    }
+
     /// Offers `search_tools` and `run_code` over every tool served (mounted servers' tools
     /// included) instead of the tools: a client scripts them in one call.
     pub fn with_code_mode(mut self, on: bool) -> Self {

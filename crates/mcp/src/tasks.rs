@@ -11,7 +11,7 @@ pub mod durable;
 
 use crate::ask::questions::Askable;
 use crate::ask::rounds;
-use durable::{DurableCall, DurableState, DurableTask, DurableTasks, TaskOwner};
+use durable::{DurableCall, DurableState, DurableTask, DurableTasks, SharedTasks, TaskOwner};
 use kiln_core::context::call_events::{Answer, AskError, ClientAsk};
 use kiln_core::error::HostError;
 use kiln_core::tool::{FailureKind, ToolOutcome};
@@ -50,6 +50,8 @@ pub struct Tasks {
     durable: Option<Arc<dyn DurableTasks>>,
     /// Who started each task here (actor and session): anyone else finds no such task.
     owners: Arc<Mutex<std::collections::HashMap<String, TaskOwner>>>,
+    /// Where the tasks started here are kept for the other servers sharing a database.
+    shared: Option<Arc<dyn SharedTasks>>,
 }
 
 /// A tool call running in its own tokio task, with the token that cancels it.
@@ -73,7 +75,20 @@ impl Tasks {
             manager: TaskManager::new(),
             durable: Some(engine),
             owners: Arc::default(),
+            shared: None,
         }
+    }
+
+    /// Keeps the tasks started here in `shared` too, and answers for the other servers' tasks
+    /// from it.
+    pub fn share(&mut self, shared: Arc<dyn SharedTasks>) {
+        self.shared = Some(shared);
+    }
+
+    /// Cancels task `id`, running here, for the server a client asked (`tasks/cancel` through
+    /// another server sharing the database, which checked its owner).
+    pub fn cancel_here(&self, id: &str) {
+        let _ = self.manager.cancel_task(id);
     }
 
     /// The durable engine, if tasks start there.
@@ -106,14 +121,25 @@ impl Tasks {
             .with_ttl_ms(ttl(running.timeout))
             .with_poll_interval_ms(POLL_INTERVAL_MS);
         let owner = running.owner.clone();
+        let shared = self.shared.clone();
         let task = self.manager.spawn(options, move |ctx| {
             link(TaskLink {
                 ctx: ctx.clone(),
                 askable: Askable::default(),
                 runtime: tokio::runtime::Handle::current(),
             });
-            Box::pin(settle(running, ctx))
+            Box::pin(async move {
+                let id = ctx.task_id().to_string();
+                let exit = settle(running, ctx).await;
+                if let Some(shared) = shared {
+                    shared.ended(&id, &ended_state(&exit));
+                }
+                exit
+            })
         });
+        if let Some(shared) = &self.shared {
+            shared.started(&task.task_id, &owner, &task.created_at);
+        }
         if let Ok(mut owners) = self.owners.lock() {
             // Tasks the manager has let go of (past their retention) are forgotten here too.
             owners.retain(|id, _| self.manager.get_task(id).is_ok());
@@ -139,6 +165,9 @@ impl Tasks {
         owner: &TaskOwner,
     ) -> Result<GetTaskResult, ErrorData> {
         let Some(engine) = self.durable_for(&req.task_id) else {
+            if let Some(found) = self.shared_elsewhere(&req.task_id, owner).await? {
+                return Ok(GetTaskResult::new(detailed(&req.task_id, found)));
+            }
             self.owned(&req.task_id, owner)?;
             return Ok(GetTaskResult::new(self.manager.get_task(&req.task_id)?));
         };
@@ -154,6 +183,15 @@ impl Tasks {
     /// durable task asks none).
     pub async fn update(&self, req: UpdateTaskParams, owner: &TaskOwner) -> Result<(), ErrorData> {
         let Some(engine) = self.durable_for(&req.task_id) else {
+            if self.shared_elsewhere(&req.task_id, owner).await?.is_some() {
+                return Err(ErrorData::invalid_params(
+                    format!(
+                        "task {} runs on another server: answer its questions there",
+                        req.task_id
+                    ),
+                    None,
+                ));
+            }
             self.owned(&req.task_id, owner)?;
             return self.manager.update_task(&req.task_id, req.input_responses);
         };
@@ -168,6 +206,13 @@ impl Tasks {
     /// stops (at its next host call or sleep step; a durable one when its step ends).
     pub async fn cancel(&self, req: &CancelTaskParams, owner: &TaskOwner) -> Result<(), ErrorData> {
         let Some(engine) = self.durable_for(&req.task_id) else {
+            if let (Some(shared), Err(_)) = (&self.shared, self.owned(&req.task_id, owner)) {
+                return match shared.cancel(&req.task_id, owner).await {
+                    Ok(true) => Ok(()),
+                    Ok(false) => Err(unknown(&req.task_id)),
+                    Err(e) => Err(ErrorData::internal_error(e, None)),
+                };
+            }
             self.owned(&req.task_id, owner)?;
             return self.manager.cancel_task(&req.task_id);
         };
@@ -176,6 +221,24 @@ impl Tasks {
             Ok(false) => Err(unknown(&req.task_id)),
             Err(e) => Err(ErrorData::internal_error(e, None)),
         }
+    }
+
+    /// Task `id` as the shared database keeps it, when it is not one of this process's.
+    async fn shared_elsewhere(
+        &self,
+        id: &str,
+        owner: &TaskOwner,
+    ) -> Result<Option<DurableTask>, ErrorData> {
+        let Some(shared) = &self.shared else {
+            return Ok(None);
+        };
+        if self.manager.get_task(id).is_ok() {
+            return Ok(None);
+        }
+        shared
+            .get(id, owner)
+            .await
+            .map_err(|e| ErrorData::internal_error(e, None))
     }
 
     fn durable_for(&self, id: &str) -> Option<&Arc<dyn DurableTasks>> {
@@ -210,6 +273,20 @@ fn detailed(id: &str, task: DurableTask) -> DetailedTask {
         }
     };
     DetailedTask::new(base, payload)
+}
+
+/// How a task ended, as the shared database keeps it.
+fn ended_state(exit: &Result<CallToolResult, TaskExit>) -> DurableState {
+    match exit {
+        Ok(result) => DurableState::Completed(
+            serde_json::to_value(result)
+                .ok()
+                .and_then(|v| v.as_object().cloned())
+                .unwrap_or_default(),
+        ),
+        Err(TaskExit::Cancelled) => DurableState::Cancelled,
+        Err(TaskExit::Error(e)) => DurableState::Failed(e.message.to_string()),
+    }
 }
 
 /// Waits for the call (cancelling it when the client cancels the task) and says how the task

@@ -47,7 +47,7 @@ pub mod state;
 mod table;
 pub mod walls;
 
-pub use doors::mcp_tasks::RestateTasks;
+pub use doors::mcp_tasks::{DatabaseTasks, RestateTasks, share_tasks};
 pub use router::router;
 pub use state::{A2aOptions, AppState, ServeOptions};
 pub use walls::auth::Tokens;

@@ -75,3 +75,23 @@ pub trait DurableTasks: Send + Sync {
     /// True for ids this engine gives (so the server knows where to look).
     fn owns(&self, id: &str) -> bool;
 }
+
+/// Tasks seen from every server sharing a database (`kiln serve` on PostgreSQL): a task runs in
+/// the process that started it, and its state is kept where every server reads it, so
+/// `tasks/get` and `tasks/cancel` work through any of them (a stateless client may reach
+/// any server behind a load balancer).
+pub trait SharedTasks: Send + Sync {
+    /// Task `id` started in this process for `owner` at `created_at` (RFC 3339).
+    fn started(&self, id: &str, owner: &TaskOwner, created_at: &str);
+    /// Task `id`, started here, ended so.
+    fn ended(&self, id: &str, state: &DurableState);
+    /// Task `id` as kept, or `None` when there is no such task (or another owner's).
+    fn get<'a>(
+        &'a self,
+        id: &'a str,
+        owner: &'a TaskOwner,
+    ) -> DurableFuture<'a, Option<DurableTask>>;
+    /// Asks the process running task `id` to cancel it; false when there is no such task
+    /// running (or another owner's).
+    fn cancel<'a>(&'a self, id: &'a str, owner: &'a TaskOwner) -> DurableFuture<'a, bool>;
+}
