@@ -82,7 +82,12 @@ async fn run_in_span(
         // The run's own error, if any, is the one to report; this one is logged with it.
         tracing::error!("{e}");
         if result.is_ok() {
-            result = Err(e.into());
+            let kind: RunErrorKind = e.into();
+            // The end owed to the log says the run succeeded; the caller is told it failed.
+            // The end as the caller sees it is owed behind it, so the log agrees once both land.
+            run.report.error = Some(kind.to_string());
+            let _ = run.ended().await;
+            result = Err(kind);
         }
     }
     super::spans::record_end(&span, &run.report, result.as_ref().err());
