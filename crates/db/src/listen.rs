@@ -5,6 +5,7 @@
 //! read again from the tables then. On SQLite nothing is sent and nobody listens.
 
 use crate::postgres::pg_error;
+use crate::postgres::tls::Link;
 use crate::sql::SqlError;
 use crate::{Db, DbError, Engine, args};
 use futures_util::StreamExt;
@@ -45,10 +46,7 @@ impl Db {
         let (pool, channel, payload) =
             (db.pool().clone(), channel.to_string(), payload.to_string());
         let sent = rt.spawn(async move {
-            let client = pool
-                .get()
-                .await
-                .map_err(|e| SqlError::Pool(e.to_string()))?;
+            let client = pool.get().await.map_err(|e| SqlError::pool(&e))?;
             let sql = crate::sql::postgres_text("SELECT pg_notify(?1, ?2)");
             let args = args![channel, payload];
             let params: Vec<&(dyn tokio_postgres::types::ToSql + Sync)> =
@@ -76,6 +74,7 @@ impl Db {
         let channels: Vec<String> = channels.iter().map(|c| c.to_string()).collect();
         rt.spawn(listen_loop(
             db.config.clone(),
+            db.link.clone(),
             channels,
             tx,
             db.shown().to_string(),
@@ -88,59 +87,87 @@ impl Db {
 /// drop.
 async fn listen_loop(
     config: tokio_postgres::Config,
+    link: Link,
     channels: Vec<String>,
     tx: mpsc::UnboundedSender<Notice>,
     shown: String,
 ) {
     let listen: String = channels.iter().map(|c| format!("LISTEN {c};")).collect();
     while !tx.is_closed() {
-        match config.connect(tokio_postgres::NoTls).await {
-            Ok((client, mut conn)) => {
-                let (heard, mut notices) = mpsc::unbounded_channel();
-                // The connection's messages are read by a task of their own: the client's
-                // `LISTEN` needs the connection driven meanwhile.
-                let driver = tokio::spawn(async move {
-                    let mut messages = futures_util::stream::poll_fn(|cx| conn.poll_message(cx));
-                    while let Some(message) = messages.next().await {
-                        match message {
-                            Ok(AsyncMessage::Notification(n)) => {
-                                let _ = heard.send(Notice::Heard {
-                                    channel: n.channel().to_string(),
-                                    payload: n.payload().to_string(),
-                                });
-                            }
-                            Ok(_) => {}
-                            Err(_) => break,
-                        }
-                    }
-                });
-                match client.batch_execute(&listen).await {
-                    Ok(()) => {
-                        let _ = tx.send(Notice::Listening);
-                        pass_on(&mut notices, &tx).await;
-                        if !tx.is_closed() {
-                            tracing::warn!(
-                                "{shown}: the connection listening for other servers dropped; connecting again"
-                            );
-                        }
-                    }
-                    Err(e) => tracing::warn!(
-                        "{shown}: cannot listen for other servers: {}",
-                        SqlError::from(e)
-                    ),
+        let failed = match &link {
+            Link::Plain => match config.connect(tokio_postgres::NoTls).await {
+                Ok((client, conn)) => {
+                    listen_on(client, conn, &listen, &tx, &shown).await;
+                    None
                 }
-                driver.abort();
-            }
-            Err(e) => tracing::warn!(
+                Err(e) => Some(e),
+            },
+            Link::Tls(tls) => match config.connect(tls.clone()).await {
+                Ok((client, conn)) => {
+                    listen_on(client, conn, &listen, &tx, &shown).await;
+                    None
+                }
+                Err(e) => Some(e),
+            },
+        };
+        if let Some(e) = failed {
+            tracing::warn!(
                 "{shown}: cannot connect to listen for other servers: {}",
                 SqlError::from(e)
-            ),
+            );
         }
         tokio::select! {
             () = tokio::time::sleep(RECONNECT_AFTER) => {}
             () = tx.closed() => return,
         }
     }
+}
+
+/// Listens on one connection until it drops or nobody listens any more.
+async fn listen_on<S, T>(
+    client: tokio_postgres::Client,
+    mut conn: tokio_postgres::Connection<S, T>,
+    listen: &str,
+    tx: &mpsc::UnboundedSender<Notice>,
+    shown: &str,
+) where
+    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+    T: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
+    let (heard, mut notices) = mpsc::unbounded_channel();
+    // The connection's messages are read by a task of their own: the client's `LISTEN`
+    // needs the connection driven meanwhile.
+    let driver = tokio::spawn(async move {
+        let mut messages = futures_util::stream::poll_fn(|cx| conn.poll_message(cx));
+        while let Some(message) = messages.next().await {
+            match message {
+                Ok(AsyncMessage::Notification(n)) => {
+                    let _ = heard.send(Notice::Heard {
+                        channel: n.channel().to_string(),
+                        payload: n.payload().to_string(),
+                    });
+                }
+                Ok(_) => {}
+                Err(_) => break,
+            }
+        }
+    });
+    match client.batch_execute(listen).await {
+        Ok(()) => {
+            let _ = tx.send(Notice::Listening);
+            pass_on(&mut notices, tx).await;
+            if !tx.is_closed() {
+                tracing::warn!(
+                    "{shown}: the connection listening for other servers dropped; connecting again"
+                );
+            }
+        }
+        Err(e) => tracing::warn!(
+            "{shown}: cannot listen for other servers: {}",
+            SqlError::from(e)
+        ),
+    }
+    driver.abort();
 }
 
 /// Passes notices on until the connection drops or nobody listens any more.

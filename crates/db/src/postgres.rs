@@ -8,6 +8,8 @@
 //! that commits what has queued up in one transaction (group commit, as on SQLite), in the
 //! order they were submitted.
 
+pub(crate) mod tls;
+
 use crate::error::DbError;
 use crate::migrate;
 use crate::sql::{Arg, Cell, Job, MAX_BATCH, Row, SqlError, Tx, Writer, lock, postgres_text};
@@ -15,6 +17,7 @@ use deadpool_postgres::{Manager, ManagerConfig, Object, Pool, RecyclingMethod};
 use std::future::{Future, IntoFuture as _};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
+use tls::Link;
 use tokio::sync::{mpsc, oneshot};
 use tokio_postgres::types::{ToSql, Type};
 
@@ -31,6 +34,8 @@ type Queued = (Job, oneshot::Sender<Result<(), DbError>>);
 pub(crate) struct PgDb {
     /// How to connect (a listener's connection is its own, outside the pool).
     pub(crate) config: tokio_postgres::Config,
+    /// In the clear, or over TLS.
+    pub(crate) link: Link,
     pool: Pool,
     /// The runtime the connections live on (taken on drop: it may be dropped on a worker).
     runtime: Option<tokio::runtime::Runtime>,
@@ -90,6 +95,7 @@ impl PgDb {
             url: shown.clone(),
             detail,
         };
+        let (url, root) = tls::options(url);
         let mut config: tokio_postgres::Config = url.parse().map_err(|e| bad(format!("{e}")))?;
         if config.get_password().is_none()
             && let Some(pw) = std::env::var("KILN_DB_PASSWORD")
@@ -98,19 +104,20 @@ impl PgDb {
         {
             config.password(pw);
         }
-        if config.get_ssl_mode() == tokio_postgres::config::SslMode::Require {
-            return Err(bad(
-                "sslmode=require: this kiln connects to PostgreSQL without TLS (on a private network or through a local proxy)".into(),
-            ));
-        }
+        let link = match config.get_ssl_mode() {
+            tokio_postgres::config::SslMode::Require => {
+                Link::Tls(tls::connector(root.as_deref()).map_err(|e| bad(format!("TLS: {e}")))?)
+            }
+            _ => Link::Plain,
+        };
         config.application_name("kiln");
-        let manager = Manager::from_config(
-            config.clone(),
-            tokio_postgres::NoTls,
-            ManagerConfig {
-                recycling_method: RecyclingMethod::Fast,
-            },
-        );
+        let recycling = || ManagerConfig {
+            recycling_method: RecyclingMethod::Fast,
+        };
+        let manager = match &link {
+            Link::Plain => Manager::from_config(config.clone(), tokio_postgres::NoTls, recycling()),
+            Link::Tls(tls) => Manager::from_config(config.clone(), tls.clone(), recycling()),
+        };
         let pool = Pool::builder(manager)
             .max_size(POOL_SIZE)
             .build()
@@ -130,6 +137,7 @@ impl PgDb {
         runtime.spawn(writer(pool.clone(), queue, shared.clone()));
         let db = PgDb {
             config,
+            link,
             pool,
             runtime: Some(runtime),
             shown,
@@ -179,7 +187,7 @@ impl PgDb {
     fn client(&self) -> Result<Object, DbError> {
         let pool = self.pool.clone();
         self.block(async move { pool.get().await })
-            .map_err(|e| pg_error(&self.shown, SqlError::Pool(e.to_string())))
+            .map_err(|e| pg_error(&self.shown, SqlError::pool(&e)))
     }
 
     /// Brings the schema up to date under an advisory lock (servers starting together
@@ -250,10 +258,7 @@ impl PgDb {
         let (pool, text) = (self.pool.clone(), postgres_text(sql));
         let owned: Vec<Arg<'static>> = args.iter().cloned().map(Arg::into_owned).collect();
         self.block(async move {
-            let client = pool
-                .get()
-                .await
-                .map_err(|e| SqlError::Pool(e.to_string()))?;
+            let client = pool.get().await.map_err(|e| SqlError::pool(&e))?;
             let stmt = client.prepare_cached(&text).await?;
             if query {
                 let rows = client.query(&stmt, &params(&owned)).await?;
@@ -358,10 +363,7 @@ impl PgDb {
         // On the engine's runtime: a request that stops waiting leaves the task to take the
         // lock and let it go at once (its lease dropped with the task's output).
         let taken = runtime.spawn(async move {
-            let client = pool
-                .get()
-                .await
-                .map_err(|e| SqlError::Pool(e.to_string()))?;
+            let client = pool.get().await.map_err(|e| SqlError::pool(&e))?;
             client
                 .execute("SELECT pg_advisory_lock(hashtextextended($1, 0))", &[&key])
                 .await?;
@@ -490,7 +492,7 @@ async fn writer(pool: Pool, mut queue: mpsc::UnboundedReceiver<Queued>, shared: 
             Err(e) => {
                 shared.failing.store(true, Ordering::Relaxed);
                 for (_, done) in batch {
-                    let _ = done.send(Err(pg_error(&shared.shown, SqlError::Pool(e.to_string()))));
+                    let _ = done.send(Err(pg_error(&shared.shown, SqlError::pool(&e))));
                 }
                 continue;
             }

@@ -235,6 +235,24 @@ pub enum SqlError {
     Pool(String),
 }
 
+impl SqlError {
+    /// No connection could be had from the pool, for `e` and the causes it wraps (the pool's
+    /// own text leaves them out: "error performing TLS handshake", not why).
+    pub(crate) fn pool(e: &dyn std::error::Error) -> SqlError {
+        let mut text = e.to_string();
+        let mut cause = e.source();
+        while let Some(c) = cause {
+            let said = c.to_string();
+            if !text.contains(&said) {
+                text.push_str(": ");
+                text.push_str(&said);
+            }
+            cause = c.source();
+        }
+        SqlError::Pool(text)
+    }
+}
+
 /// What PostgreSQL said, with its detail and hint (the error's own text is only "db error").
 fn postgres_error_text(e: &tokio_postgres::Error) -> String {
     match e.as_db_error() {

@@ -1,5 +1,5 @@
 //! kiln-db on PostgreSQL: migrations shared by servers starting together, a newer schema
-//! refused, URLs this kiln cannot use refused by name (without their passwords).
+//! refused, URLs this kiln cannot use refused by name (without their passwords), TLS verified.
 
 use kiln_db::scratch::Scratch;
 use kiln_db::{Db, DbError};
@@ -33,12 +33,15 @@ fn postgres_servers_opening_a_new_database_together_migrate_it_once_and_a_newer_
 
 #[test]
 fn a_postgres_url_this_kiln_cannot_use_is_refused_by_name_without_its_password() {
-    let err = Db::connect("postgres://kiln:hunter2@127.0.0.1:1/db?sslmode=require")
-        .err()
-        .expect("refused");
+    let err = Db::connect(
+        "postgres://kiln:hunter2@127.0.0.1:1/db?sslmode=require&sslrootcert=/no/such/ca.pem",
+    )
+    .err()
+    .expect("refused");
     let text = err.to_string();
     assert!(
-        text.contains("sslmode=require") && text.contains("postgres://kiln@127.0.0.1:1/db"),
+        text.contains("sslrootcert=/no/such/ca.pem")
+            && text.contains("postgres://kiln@127.0.0.1:1/db"),
         "{text}"
     );
     assert!(!text.contains("hunter2"), "{text}");
@@ -46,4 +49,40 @@ fn a_postgres_url_this_kiln_cannot_use_is_refused_by_name_without_its_password()
         .err()
         .expect("refused");
     assert!(err.to_string().contains("nonsense"), "{err}");
+}
+
+#[test]
+#[ignore = "needs PostgreSQL with TLS: KILN_POSTGRES and KILN_POSTGRES_CA (.ci/postgres start)"]
+fn postgres_over_tls_is_verified_against_the_given_root_and_refused_without_it() {
+    let scratch = Scratch::new().expect("a PostgreSQL database");
+    let ca = std::env::var("KILN_POSTGRES_CA").expect("KILN_POSTGRES_CA: the CA .ci/postgres made");
+    let url = format!("{}?sslmode=verify-full&sslrootcert={ca}", scratch.url());
+    let db = Db::connect(&url).expect("over TLS");
+    let row = db
+        .query_row(
+            "SELECT ssl FROM pg_stat_ssl WHERE pid = pg_backend_pid()",
+            &[],
+        )
+        .expect("read")
+        .expect("a row");
+    assert_eq!(row.int(0), Some(1), "the connection is encrypted");
+    // The listening connection goes over TLS as well.
+    let mut heard = db.listen(&["kiln_feed"]).expect("listening");
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let first = rt.block_on(async {
+        tokio::time::timeout(std::time::Duration::from_secs(10), heard.recv()).await
+    });
+    assert_eq!(
+        first.expect("in time"),
+        Some(kiln_db::listen::Notice::Listening)
+    );
+    // The system's trust store does not know the tests' CA: nothing is sent in the clear
+    // instead, the connection is refused, saying why.
+    let err = Db::connect(&format!("{}?sslmode=require", scratch.url()))
+        .err()
+        .expect("refused");
+    assert!(err.to_string().contains("certificate"), "{err}");
 }
