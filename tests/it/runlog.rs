@@ -3,6 +3,7 @@
 pub(crate) mod commit_order;
 pub(crate) mod db;
 pub(crate) mod journal;
+pub(crate) mod postgres_faults;
 pub(crate) mod runlog_ops;
 pub(crate) mod shared_approvals;
 pub(crate) mod shared_postgres;
