@@ -165,3 +165,73 @@ fn console_two_servers_one_database_hears_and_approves_the_other_servers_run() {
     );
     assert!(stdout(&out).ends_with("0 problem(s)\n"), "{}", stdout(&out));
 }
+
+#[test]
+#[ignore = "needs PostgreSQL: KILN_POSTGRES (.ci/postgres start)"]
+fn postgres_another_servers_approvals_keep_their_walls_an_actor_sees_and_decides_only_its_own() {
+    const ALICE: &str = "alice-token-0123456789abcdef";
+    const BOB: &str = "bob-token-0123456789abcdef0";
+    const CAROL: &str = "carol-token-0123456789abcde";
+    let scratch = Scratch::new().expect("a PostgreSQL database");
+    let mock = Mock::start(&json!({"loop": true, "turns": [{"text": "Noted."}]}));
+    let scripts = shop_scripts(&mock);
+    putter(&scripts);
+    let tokens = scripts.path().join("tokens.json");
+    let list = json!([
+        {"token": ALICE, "actor": "alice", "caps": ["store"]},
+        {"token": BOB, "actor": "bob", "caps": ["store"]},
+        {"token": CAROL, "actor": "carol", "caps": ["approve"]},
+    ]);
+    std::fs::write(&tokens, list.to_string()).expect("tokens");
+    let tokens = tokens.display().to_string();
+    let args = [ARGS, &["--tokens", &tokens]].concat();
+    let start = || Serve::start(scripts.path(), Path::new(scratch.url()), &args, &[]);
+    let (a, b) = (start(), start());
+    let id = start_run_as(
+        &a.url,
+        ALICE,
+        &json!({"agent": "putter", "input": "go", "wait": false}),
+    );
+    let inbox = |token: &str| {
+        let (status, inbox) = with_token("GET", &format!("{}/v1/approvals", b.url), token, None);
+        assert_eq!(status, 200, "{inbox}");
+        inbox["approvals"].as_array().cloned().unwrap_or_default()
+    };
+    // Alice's own inbox on B lists it; the approver's too; Bob's never.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !inbox(ALICE).iter().any(|a| a["run"] == id.as_str()) {
+        assert!(
+            Instant::now() < deadline,
+            "alice's approval never listed on B"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let approval = inbox(ALICE)[0]["id"].as_str().expect("id").to_string();
+    assert!(inbox(CAROL).iter().any(|a| a["run"] == id.as_str()));
+    assert!(inbox(BOB).is_empty(), "{:?}", inbox(BOB));
+    // Bob deciding through B learns nothing: the same 404 as a run that does not exist.
+    let url = format!("{}/v1/runs/{id}/approvals/{approval}", b.url);
+    let approve = json!({"decision": "approve"});
+    let (status, out) = with_token("POST", &url, BOB, Some(&approve));
+    assert_eq!(status, 404, "{out}");
+    let (_, none) = with_token(
+        "POST",
+        &format!("{}/v1/runs/run_none/approvals/{approval}", b.url),
+        BOB,
+        Some(&approve),
+    );
+    assert_eq!(
+        out["error"]["code"], none["error"]["code"],
+        "{out} vs {none}"
+    );
+    // The approver decides it through B, and Alice's run on A goes on.
+    let (status, out) = with_token("POST", &url, CAROL, Some(&approve));
+    assert_eq!(status, 200, "{out}");
+    let (_, run) = with_token(
+        "GET",
+        &format!("{}/v1/runs/{id}?wait=true", a.url),
+        ALICE,
+        None,
+    );
+    assert_eq!(run["status"], "completed", "{run}");
+}
