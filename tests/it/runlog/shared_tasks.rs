@@ -27,6 +27,24 @@ fn mcp(serve: &Serve, client: &str, method: &str, params: Value) -> Value {
     answer.message
 }
 
+/// `method` on `task` by another client through `serve`: the error of a task that does not exist.
+fn refused_to_another_client(serve: &Serve, method: &str, task: &str) {
+    let url = format!("{}/mcp", serve.url);
+    let theirs = request(
+        &url,
+        "someone-else",
+        with_tasks(),
+        "",
+        method,
+        json!({"taskId": task}),
+    );
+    assert_eq!(
+        theirs.message["error"]["code"], -32602,
+        "{method}: {}",
+        theirs.message
+    );
+}
+
 fn started(serve: &Serve, tool: &str, arguments: Value) -> String {
     let created = mcp(
         serve,
@@ -81,36 +99,12 @@ fn postgres_an_mcp_task_started_on_one_server_is_read_and_cancelled_through_the_
     );
     // Another client learns nothing of it, through either server.
     for serve in [&a, &b] {
-        let theirs = request(
-            &format!("{}/mcp", serve.url),
-            "someone-else",
-            with_tasks(),
-            "",
-            "tasks/get",
-            json!({"taskId": task}),
-        );
-        assert_eq!(
-            theirs.message["error"]["code"], -32602,
-            "{}",
-            theirs.message
-        );
+        refused_to_another_client(serve, "tasks/get", &task);
     }
 
     // Cancelled through B while it runs on A: A stops it, and both say so.
     let task = started(&a, "forever", json!({}));
-    let theirs = request(
-        &format!("{}/mcp", b.url),
-        "someone-else",
-        with_tasks(),
-        "",
-        "tasks/cancel",
-        json!({"taskId": task}),
-    );
-    assert_eq!(
-        theirs.message["error"]["code"], -32602,
-        "{}",
-        theirs.message
-    );
+    refused_to_another_client(&b, "tasks/cancel", &task);
     let ack = mcp(&b, "app", "tasks/cancel", json!({"taskId": task}));
     assert!(ack.get("result").is_some(), "{ack}");
     let on_a = settled(&a, &task);
