@@ -6,6 +6,7 @@ use crate::listen::{changed, notify_listener};
 use crate::notify::{self, CallNotifier};
 use crate::served;
 use crate::task_call::{Ran, TaskCall};
+use crate::tasks::{Tasks, durable::SharedTasks};
 use kiln_core::capability::Grants;
 use kiln_core::context::call_events::LogLevel;
 use kiln_host::Host;
@@ -101,16 +102,11 @@ impl McpServer {
         self
     }
 
-    /// Keeps the tasks started here in `shared` (a database other servers read), so
-    /// `tasks/get` and `tasks/cancel` work through any server sharing it; the tasks, to cancel
-    /// one another server was asked to.
-    pub fn with_shared_tasks(
-        mut self,
-        shared: Arc<dyn crate::tasks::durable::SharedTasks>,
-    ) -> (Self, crate::tasks::Tasks) {
+    /// Keeps the tasks started here in `shared` too (see [`crate::tasks::Tasks::share`]); also
+    /// the tasks, to cancel one another server was asked to.
+    pub fn with_shared_tasks(mut self, shared: Arc<dyn SharedTasks>) -> (Self, Tasks) {
         self.tasks.share(shared);
-        let tasks = self.tasks.clone();
-        (self, tasks)
+        (self.clone(), self.tasks)
     }
 
     /// Offers `search_tools` and `run_code` over every tool served (mounted servers' tools
