@@ -191,7 +191,8 @@ pub mod egress {
         Lookup, NameResolver, Overrides as ResolveOverrides, SystemResolver,
     };
     pub use kiln_egress::tls::{
-        client_builder as http_client_builder, ensure_provider as ensure_tls_provider,
+        client_builder as http_client_builder, ensure_provider as ensure_tls_provider, http1_only,
+        set_http1_only,
     };
 }
 

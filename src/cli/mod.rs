@@ -98,6 +98,12 @@ pub struct Global {
         value_parser = clap::builder::BoolishValueParser::new(),
     )]
     pub net_proxy: bool,
+    /// Speak HTTP/1.1 only to model providers and every other HTTPS server kiln reaches. By
+    /// default kiln offers HTTP/2 over TLS and speaks it where the server agrees (runs to one
+    /// provider then share a few connections, at most 100 requests on each); plain http:// is
+    /// always HTTP/1.1. kiln.toml: `[network] http1 = true`.
+    #[arg(long, global = true)]
+    pub http1: bool,
     /// Mount an MCP server's tools as NAME__TOOL, needing capability mcp:NAME (repeatable):
     /// NAME=COMMAND ARGS... (stdio), "NAME=http://HOST:PORT/mcp [bearer_env=VAR]", or
     /// "NAME=https://HOST/mcp oauth [scopes=a,b] [client_id=ID] [client_secret_env=VAR]
@@ -443,6 +449,7 @@ fn warn_former_spellings() {
 /// Runs a parsed command line.
 pub fn run(cli: Cli) -> CliResult<ExitCode> {
     warn_former_spellings();
+    kiln::egress::set_http1_only(cli.global.http1);
     let Some(command) = cli.command else {
         if std::io::IsTerminal::is_terminal(&std::io::stdin()) {
             let project = cli.global.project.as_ref();

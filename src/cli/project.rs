@@ -155,6 +155,9 @@ fn fill_global(g: &mut Global, project: &Project, given: &Given) {
     {
         g.net_proxy = proxy;
     }
+    if !given.flag("http1") && file.network.http1 == Some(true) {
+        g.http1 = true;
+    }
     fill!(given, g, file.grants; needs_approval);
     fill!(given, g, file.network; resolve);
     let env = |var: &str| std::env::var(var).is_ok_and(|v| !v.trim().is_empty());

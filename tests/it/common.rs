@@ -134,7 +134,10 @@ impl Mock {
             .read_line(&mut line)
             .expect("mock prints its address");
         let url = line.trim().rsplit(' ').next().expect("url").to_string();
-        assert!(url.starts_with("http://127.0.0.1:"), "mock said: {line}");
+        assert!(
+            url.starts_with("http://127.0.0.1:") || url.starts_with("https://127.0.0.1:"),
+            "mock said: {line}"
+        );
         Mock {
             url,
             child,

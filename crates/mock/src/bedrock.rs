@@ -3,6 +3,8 @@
 //! Converse reply or as a ConverseStream event stream (binary frames with their CRCs, written
 //! by `aws-smithy-eventstream`).
 
+pub mod sigv4;
+
 use super::scenario::{Fault, Turn};
 use aws_smithy_eventstream::frame::write_message_to;
 use aws_smithy_types::event_stream::{Header, HeaderValue, Message};

@@ -5,7 +5,7 @@
 
 pub mod render;
 
-use super::{Shared, Wire, client_key, fault_response, json_response, next_turn, redact};
+use super::{Shared, Wire, client_key, fault_response, json_response, next_turn};
 use crate::render::Reply;
 use axum::body::{Body, Bytes};
 use axum::extract::{Path, State};
@@ -34,17 +34,8 @@ pub(crate) async fn handle(
     version: &'static str,
 ) -> Response {
     let parsed: Result<Value, _> = serde_json::from_slice(&body);
-    if shared.scenario.record {
-        let recorded = match &parsed {
-            Ok(v) => v.clone(),
-            Err(_) => json!(String::from_utf8_lossy(&body)),
-        };
-        let path = format!("/{version}/models/{call}");
-        let entry = json!({"path": path, "headers": redact(&headers), "body": recorded});
-        if let Ok(mut r) = shared.requests.lock() {
-            r.push(super::counted(&shared.scenario, entry));
-        }
-    }
+    let path = format!("/{version}/models/{call}");
+    super::record(&shared, json!({"path": path}), &headers, &parsed, &body);
     let refuse = |(status, body): Rejection| {
         json_response(status, body, &[("x-should-retry", "false".into())])
     };
@@ -100,6 +91,9 @@ pub(crate) async fn handle(
     };
     if let Some(ms) = turn.delay_ms {
         tokio::time::sleep(Duration::from_millis(ms)).await;
+    }
+    if turn.reset_connection {
+        super::serve::reset_connection().await;
     }
     if let Some(f) = &turn.fault {
         return fault_response(Wire::Gemini, f);

@@ -2,8 +2,10 @@
 //! (Anthropic), `/v1/chat/completions` (OpenAI), `/v1/responses` (OpenAI Responses), Azure
 //! OpenAI's routes (`/openai/...`), `/api/chat` (Ollama) and
 //! `/v1beta/models/{model}:generateContent` (Gemini, also under `/v1/`), answers from a
-//! scenario, records every request (`GET /_kiln/requests`), and rejects protocol violations
-//! with the real services' error shapes.
+//! scenario, records every request (`GET /_kiln/requests`, with the connection it came on and
+//! its HTTP version), and rejects protocol violations with the real services' error shapes. It
+//! serves HTTP/1.1 and HTTP/2 (h2c with prior knowledge, or over TLS by ALPN), or HTTP/1.1 alone
+//! ([`bind_with`], [`ServeOptions`]).
 
 pub mod azure;
 pub mod bedrock;
@@ -18,8 +20,11 @@ pub mod parts;
 pub mod render;
 pub mod responses;
 pub mod scenario;
-pub mod sigv4;
+mod serve;
 pub mod tool_choice;
+
+pub use bedrock::sigv4;
+pub use serve::ServeOptions;
 
 use axum::body::{Body, Bytes};
 use axum::extract::{Path, State};
@@ -30,7 +35,7 @@ use axum::{Json, Router};
 use render::Reply;
 use scenario::{Fault, Scenario, Turn};
 use serde_json::{Value, json};
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -49,6 +54,9 @@ struct Shared {
     /// Each client's place in the scenario (see [`client_key`]).
     cursors: Mutex<HashMap<u64, usize>>,
     requests: Mutex<Vec<Value>>,
+    /// The turns whose `reset_connection` has closed a connection (by index): spent, they
+    /// answer as usual.
+    reset: Mutex<HashSet<usize>>,
 }
 
 /// The router of a mock serving `scenario`.
@@ -57,6 +65,7 @@ pub fn router(scenario: Scenario) -> Router {
         scenario,
         cursors: Mutex::new(HashMap::new()),
         requests: Mutex::new(Vec::new()),
+        reset: Mutex::new(HashSet::new()),
     });
     Router::new()
         .route(
@@ -125,7 +134,9 @@ pub fn router(scenario: Scenario) -> Router {
 /// The largest request body the mock reads.
 pub const MAX_REQUEST_BYTES: usize = 64 << 20;
 
-/// Binds `addr` (port 0 picks one) and returns the bound address and the server future.
+/// Binds `addr` (port 0 picks one) and returns the bound address and the server future:
+/// plain TCP, HTTP/1.1 and HTTP/2 with prior knowledge (h2c). See [`bind_with`] for TLS or
+/// HTTP/1.1 alone.
 pub async fn bind(
     scenario: Scenario,
     addr: SocketAddr,
@@ -133,11 +144,22 @@ pub async fn bind(
     SocketAddr,
     impl std::future::Future<Output = std::io::Result<()>>,
 )> {
-    let listener = tokio::net::TcpListener::bind(addr).await?;
-    let local = listener.local_addr()?;
-    Ok((local, async move {
-        axum::serve(listener, router(scenario)).await
-    }))
+    bind_with(scenario, addr, ServeOptions::default()).await
+}
+
+/// Binds `addr` (port 0 picks one) and returns the bound address and the server future,
+/// serving `scenario` as `options` say: plain or over TLS, HTTP/1.1 and HTTP/2 or HTTP/1.1
+/// alone. The TLS certificate and key are read before binding; an error reading either names
+/// its file. Dropping the server future closes its connections.
+pub async fn bind_with(
+    scenario: Scenario,
+    addr: SocketAddr,
+    options: ServeOptions,
+) -> std::io::Result<(
+    SocketAddr,
+    impl std::future::Future<Output = std::io::Result<()>>,
+)> {
+    serve::listen(router(scenario), addr, &options).await
 }
 
 fn redact(headers: &HeaderMap) -> Value {
@@ -270,7 +292,7 @@ fn next_turn(
         };
         // The round-th of the turns that fit the request.
         let picked = fits::by_round(turns, round, shared.scenario.repeat, &request);
-        return picked.map(|i| (round, turns[i].clone())).ok_or(round);
+        return picked.map(|i| (round, resets(shared, i))).ok_or(round);
     }
     let mut cursors = shared.cursors.lock().unwrap_or_else(|e| e.into_inner());
     let cursor = cursors.entry(client).or_insert(0);
@@ -278,8 +300,50 @@ fn next_turn(
     let Some(n) = fits::next(turns, *cursor, shared.scenario.repeat, &request) else {
         return Err(*cursor);
     };
-    *cursor = n + 1;
-    Ok((n, turns[n % turns.len()].clone()))
+    let turn = resets(shared, n % turns.len());
+    // A request whose connection the turn closes was not answered: its client stays there.
+    *cursor = if turn.reset_connection { n } else { n + 1 };
+    Ok((n, turn))
+}
+
+/// The turn at `index`, its `reset_connection` kept for the first request that reaches it
+/// (which spends it, for every client) and cleared for every later one.
+fn resets(shared: &Shared, index: usize) -> Turn {
+    let mut turn = shared.scenario.turns[index].clone();
+    if turn.reset_connection {
+        let mut spent = shared.reset.lock().unwrap_or_else(|e| e.into_inner());
+        turn.reset_connection = spent.insert(index);
+    }
+    turn
+}
+
+/// Records a request for `GET /_kiln/requests`, unless the scenario keeps none: `entry`'s
+/// fields (its `path`, and a route's own) with its headers (keys redacted), its body (as text
+/// when it is not JSON), the connection it came on (`connection`: its number in accept order;
+/// `http`: `HTTP/1.1` or `HTTP/2.0`) and, under `count_usage`, its input tokens.
+fn record(
+    shared: &Shared,
+    mut entry: Value,
+    headers: &HeaderMap,
+    parsed: &Result<Value, serde_json::Error>,
+    raw: &[u8],
+) {
+    if !shared.scenario.record {
+        return;
+    }
+    entry["headers"] = redact(headers);
+    entry["body"] = match parsed {
+        Ok(v) => v.clone(),
+        Err(_) => json!(String::from_utf8_lossy(raw)),
+    };
+    if let Some((number, http)) = serve::connection() {
+        entry["connection"] = json!(number);
+        entry["http"] = json!(http);
+    }
+    let entry = counted(&shared.scenario, entry);
+    if let Ok(mut r) = shared.requests.lock() {
+        r.push(entry);
+    }
 }
 
 async fn handle(
@@ -291,16 +355,7 @@ async fn handle(
     url_model: Option<String>,
 ) -> Response {
     let parsed: Result<Value, _> = serde_json::from_slice(&body);
-    if shared.scenario.record {
-        let recorded = match &parsed {
-            Ok(v) => v.clone(),
-            Err(_) => json!(String::from_utf8_lossy(&body)),
-        };
-        let entry = json!({"path": path, "headers": redact(&headers), "body": recorded});
-        if let Ok(mut r) = shared.requests.lock() {
-            r.push(counted(&shared.scenario, entry));
-        }
-    }
+    record(&shared, json!({"path": path}), &headers, &parsed, &body);
     let Ok(body) = parsed else {
         return json_response(
             400,
@@ -336,6 +391,9 @@ async fn handle(
     };
     if let Some(ms) = turn.delay_ms {
         tokio::time::sleep(Duration::from_millis(ms)).await;
+    }
+    if turn.reset_connection {
+        serve::reset_connection().await;
     }
     if let Some(f) = &turn.fault {
         return fault_response(wire, f);
@@ -449,20 +507,13 @@ async fn handle_bedrock(
     stream: bool,
 ) -> Response {
     let parsed: Result<Value, _> = serde_json::from_slice(&body);
-    if shared.scenario.record
-        && let Ok(mut r) = shared.requests.lock()
-    {
-        let recorded = parsed
-            .as_ref()
-            .map_or_else(|_| json!(String::from_utf8_lossy(&body)), |v| v.clone());
-        let route = if stream {
-            "converse-stream"
-        } else {
-            "converse"
-        };
-        let entry = json!({"path": uri.path(), "route": route, "model": model, "headers": redact(&headers), "body": recorded});
-        r.push(counted(&shared.scenario, entry));
-    }
+    let route = if stream {
+        "converse-stream"
+    } else {
+        "converse"
+    };
+    let entry = json!({"path": uri.path(), "route": route, "model": model});
+    record(&shared, entry, &headers, &parsed, &body);
     let scenario = &shared.scenario;
     let verified = sigv4::verify(
         scenario.aws.as_ref(),
@@ -502,6 +553,9 @@ async fn handle_bedrock(
     };
     if let Some(ms) = turn.delay_ms {
         tokio::time::sleep(Duration::from_millis(ms)).await;
+    }
+    if turn.reset_connection {
+        serve::reset_connection().await;
     }
     count_usage(scenario, &mut turn, &body);
     match (&turn.fault, stream) {

@@ -37,11 +37,31 @@ pub struct Scenario {
     /// The credentials Bedrock requests must be signed with (`kiln mock --aws-*`, never in
     /// the file): none accepts any.
     #[serde(skip)]
-    pub aws: Option<crate::sigv4::AwsKeys>,
+    pub aws: Option<AwsKeys>,
 }
 
 fn yes() -> bool {
     true
+}
+
+/// The credentials the mock accepts on Bedrock's routes (a test key pair; never real ones),
+/// checked by [`crate::sigv4`].
+#[derive(Clone, Default)]
+pub struct AwsKeys {
+    /// The access key id.
+    pub access_key_id: String,
+    /// The secret access key the signatures must be made with.
+    pub secret_access_key: String,
+    /// The session token requests must carry, if any.
+    pub session_token: Option<String>,
+    /// The Bedrock API key (`Authorization: Bearer`) accepted, if any.
+    pub bearer: Option<String>,
+}
+
+impl std::fmt::Debug for AwsKeys {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("AwsKeys(..)")
+    }
 }
 
 impl Default for Scenario {
@@ -122,6 +142,13 @@ pub struct Turn {
     /// The connection drops in the middle of the streamed reply.
     #[serde(default)]
     pub cut: bool,
+    /// The first request that reaches this turn gets no reply: after the turn's `delay_ms`
+    /// the whole connection it came on is closed (on HTTP/2 every stream on it fails, as when
+    /// a provider's connection drops). The turn is then spent, for every client: each later
+    /// request that reaches it gets its reply (`text`, `tool_calls`, ...). The request that was
+    /// cut off does not move its client on, so a retry reaches this turn again.
+    #[serde(default)]
+    pub reset_connection: bool,
     /// An error event inside a 200 stream (or error body of a 200 reply).
     #[serde(default)]
     pub stream_error: Option<String>,

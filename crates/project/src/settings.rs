@@ -76,6 +76,8 @@ pub struct NetworkSettings {
     pub resolve: Option<Vec<String>>,
     /// Let http_get/http_post use HTTP_PROXY and friends (`--net-proxy`, `KILN_NET_PROXY`).
     pub proxy: Option<bool>,
+    /// Speak HTTP/1.1 only, never HTTP/2 (`--http1`).
+    pub http1: Option<bool>,
 }
 
 /// `[providers.NAME]` for each provider kiln reaches over HTTP.

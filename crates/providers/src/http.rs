@@ -62,27 +62,47 @@ fn redirect_policy() -> redirect::Policy {
     })
 }
 
-/// The shared HTTP client (connection pooling across requests and runs).
+mod lanes;
+use lanes::Lanes;
+pub use lanes::STREAMS_PER_LANE;
+
+/// The shared HTTP client (connection pooling across requests and runs). Provider requests go
+/// through lanes of such clients, at most [`STREAMS_PER_LANE`] requests on each.
 pub fn client() -> &'static Client {
     static CLIENT: OnceLock<Client> = OnceLock::new();
-    CLIENT.get_or_init(|| {
-        builder(kiln_egress::tls::client_builder())
-            .build()
-            // Only a broken TLS setup fails here; the provider is installed, so the default builds.
-            .unwrap_or_default()
-    })
+    CLIENT.get_or_init(tls_client)
+}
+
+fn tls_client() -> Client {
+    builder(kiln_egress::tls::client_builder())
+        .build()
+        // Only a broken TLS setup fails here; the provider is installed, so the default builds.
+        .unwrap_or_default()
 }
 
 /// The client for plain `http://` endpoints (a local model, a mock): it never loads the
 /// system's trust store, which is a third of a short `kiln ask`'s start-up. It trusts no
 /// certificate at all, so should it ever meet `https` it fails closed.
-fn plain_client() -> &'static Client {
-    static CLIENT: OnceLock<Client> = OnceLock::new();
-    CLIENT.get_or_init(|| {
-        builder(kiln_egress::tls::plain_client_builder())
-            .build()
-            .unwrap_or_else(|_| client().clone())
-    })
+fn plain_client() -> Client {
+    builder(kiln_egress::tls::plain_client_builder())
+        .build()
+        .unwrap_or_else(|_| client().clone())
+}
+
+#[cfg(test)]
+fn plain_client_for_tests() -> Client {
+    plain_client()
+}
+
+/// Provider requests over TLS, spread over lanes (HTTP/2 where the provider serves it).
+static LANES: Lanes = Lanes::new(tls_client);
+/// Provider requests to plain `http://` endpoints.
+static PLAIN_LANES: Lanes = Lanes::new(plain_client);
+
+/// How many clients provider requests have used so far, over TLS and plain: over HTTP/2, at
+/// most one connection each per provider.
+pub fn lanes_made() -> usize {
+    LANES.count() + PLAIN_LANES.count()
 }
 
 fn builder(tls: reqwest::ClientBuilder) -> reqwest::ClientBuilder {
@@ -188,10 +208,14 @@ pub async fn post(
     let mut attempt = 0;
     let target = parsed(url);
     loop {
+        let lanes = match &target {
+            Some(u) if u.scheme() == "http" => &PLAIN_LANES,
+            _ => &LANES,
+        };
+        let (client, place) = lanes.take();
         let request = match &target {
-            Some(u) if u.scheme() == "http" => plain_client().post(u.clone()),
-            Some(u) => client().post(u.clone()),
-            None => client().post(url),
+            Some(u) => client.post(u.clone()),
+            None => client.post(url),
         };
         let request = request.headers(headers.clone()).body(body.clone());
         let result = if stream {
@@ -214,7 +238,11 @@ pub async fn post(
             })
         };
         let (retry, err, wait_headers) = match result {
-            Ok(resp) if resp.status().is_success() => return Ok(resp),
+            Ok(mut resp) if resp.status().is_success() => {
+                // The lane's place goes with the body: its stream is open until it is read.
+                resp.extensions_mut().insert(place);
+                return Ok(resp);
+            }
             Ok(resp) => {
                 let status = resp.status();
                 let resp_headers = resp.headers().clone();

@@ -14,6 +14,18 @@ pub struct MockArgs {
     /// Port on 127.0.0.1; 0 picks a free one.
     #[arg(long, short = 'p', default_value_t = 0)]
     pub port: u16,
+    /// Serve over TLS (https://) with this certificate chain (PEM), offering HTTP/2 and
+    /// HTTP/1.1 by ALPN (`h2`, `http/1.1`). Needs --tls-key. Without TLS the mock serves plain
+    /// HTTP/1.1, and HTTP/2 to clients that speak it with prior knowledge (h2c).
+    #[arg(long, value_name = "PEM", requires = "tls_key")]
+    pub tls_cert: Option<PathBuf>,
+    /// The private key of --tls-cert's certificate (PEM).
+    #[arg(long, value_name = "PEM", requires = "tls_cert")]
+    pub tls_key: Option<PathBuf>,
+    /// Serve HTTP/1.1 only, as a provider that refuses HTTP/2: over TLS, ALPN offers only
+    /// `http/1.1`; in plain HTTP, no h2c.
+    #[arg(long)]
+    pub http1: bool,
     /// Bedrock: the access key id of the test key pair requests must be signed with (SigV4
     /// is verified; a wrong signature is a 403 as AWS answers it).
     #[arg(
@@ -59,10 +71,19 @@ pub fn mock(a: MockArgs) -> CliResult<ExitCode> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
+    let options = kiln_mock::ServeOptions {
+        tls: a.tls_cert.zip(a.tls_key),
+        http1_only: a.http1,
+    };
+    let scheme = if options.tls.is_some() {
+        "https"
+    } else {
+        "http"
+    };
     runtime.block_on(async {
-        let (addr, server) =
-            kiln_mock::bind(scenario, SocketAddr::from(([127, 0, 0, 1], a.port))).await?;
-        crate::cli::output::outln!("kiln mock listening on http://{addr}")?;
+        let addr = SocketAddr::from(([127, 0, 0, 1], a.port));
+        let (addr, server) = kiln_mock::bind_with(scenario, addr, options).await?;
+        crate::cli::output::outln!("kiln mock listening on {scheme}://{addr}")?;
         tokio::select! {
             r = server => r?,
             _ = tokio::signal::ctrl_c() => {}

@@ -10,24 +10,8 @@ use aws_smithy_runtime_api::client::identity::Identity;
 use axum::http::{HeaderMap, Uri};
 use std::time::{Duration, SystemTime};
 
-/// The credentials the mock accepts (a test key pair; never real ones).
-#[derive(Clone, Default)]
-pub struct AwsKeys {
-    /// The access key id.
-    pub access_key_id: String,
-    /// The secret access key the signatures must be made with.
-    pub secret_access_key: String,
-    /// The session token requests must carry, if any.
-    pub session_token: Option<String>,
-    /// The Bedrock API key (`Authorization: Bearer`) accepted, if any.
-    pub bearer: Option<String>,
-}
-
-impl std::fmt::Debug for AwsKeys {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("AwsKeys(..)")
-    }
-}
+/// The credentials the mock accepts; a scenario holds them (`kiln mock --aws-*`).
+pub use crate::scenario::AwsKeys;
 
 /// A refusal: status, AWS error type (`x-amzn-ErrorType`) and message.
 pub type Refusal = (u16, &'static str, String);
