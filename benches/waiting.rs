@@ -17,6 +17,10 @@
 //! limit (and so its children's) to what the load needs; where the hard limit cannot be raised
 //! (that needs CAP_SYS_RESOURCE), a mode runs as many runs as fit and says so.
 //!
+//! The same runs then wait on the same fake served over TLS (a test certificate kiln trusts
+//! through `SSL_CERT_FILE`): over HTTP/1.1 (`--http1`), one connection a run to the model, and
+//! over HTTP/2, where the runs share a connection per 100 of them.
+//!
 //! `cargo bench --bench waiting`; under `cargo test` a smoke run (20 runs, 50 ms replies).
 //! `KILN_WAIT_RUNS`, `KILN_WAIT_DELAY_MS` and `KILN_WAIT_ROUNDS` override the sizes.
 
@@ -32,6 +36,8 @@ use std::time::{Duration, Instant};
 
 /// Set in the slow fake's process: its delay in milliseconds.
 const SLOW_FAKE: &str = "KILN_WAIT_SLOW_FAKE";
+/// Set in the slow fake's process to serve TLS: `CERT_PEM_PATH:KEY_PEM_PATH`.
+const SLOW_FAKE_TLS: &str = "KILN_WAIT_SLOW_FAKE_TLS";
 
 fn var<T: std::str::FromStr>(name: &str) -> Option<T> {
     std::env::var(name).ok()?.parse().ok()
@@ -127,6 +133,17 @@ fn slow_fake(delay: Duration) {
                 reply(&body, rounds)
             }),
         );
+        if let Ok(files) = std::env::var(SLOW_FAKE_TLS) {
+            let (cert, key) = files.split_once(':').expect("CERT:KEY");
+            let options = kiln_mock::ServeOptions {
+                tls: Some((cert.into(), key.into())),
+                http1_only: false,
+            };
+            let any = std::net::SocketAddr::from(([127, 0, 0, 1], 0));
+            let (addr, serving) = kiln_mock::bind_app(app, any, options).await.expect("bind");
+            println!("slow fake listening on https://{addr}");
+            return serving.await.expect("serve");
+        }
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
             .await
             .expect("bind");
@@ -240,37 +257,72 @@ async fn measure(load: Load, limit: u64, measuring: bool) {
     fake.env(SLOW_FAKE, load.delay.as_millis().to_string())
         .env("KILN_WAIT_ROUNDS", load.rounds.to_string());
     let (mut fake_child, fake_url) = support::start_server(fake);
-    std::fs::write(
-        scripts.join("wait.rhai"),
-        format!(
-            r#"tool("step").description("One step").param("n", "int").handler(|a| #{{ n: a.n, ok: true }});
-agent("wait").provider("openai").model("m").base_url("{fake_url}/v1").tools(["step"]).max_iterations({});"#,
-            load.rounds + 1
-        ),
-    )
-    .expect("write script");
+    write_script(&scripts, &fake_url, load.rounds);
+    // The same fake over TLS, and the scripts reaching it.
+    let certs = support::certs::TestCertificates::new(dir.path());
+    let mut tls_fake = Command::new(std::env::current_exe().expect("this bench"));
+    tls_fake
+        .env(SLOW_FAKE, load.delay.as_millis().to_string())
+        .env("KILN_WAIT_ROUNDS", load.rounds.to_string())
+        .env(
+            SLOW_FAKE_TLS,
+            format!("{}:{}", certs.cert.display(), certs.key.display()),
+        );
+    let (mut tls_fake_child, tls_fake_url) = support::start_server(tls_fake);
+    let tls_scripts = dir.path().join("tls-scripts");
+    std::fs::create_dir(&tls_scripts).expect("scripts folder");
+    write_script(&tls_scripts, &tls_fake_url, load.rounds);
     let client = kiln::egress::http_client_builder()
         .timeout(Duration::from_secs(600))
         .pool_max_idle_per_host(load.runs)
         .build()
         .expect("client");
     let mut passes = Vec::new();
-    for (name, server) in [
-        ("kiln serve, held", Server::Kiln),
-        ("bare proxy, held", Server::Floor),
-        ("kiln serve, submitted", Server::KilnSubmitted),
+    let plain = (fake_url.as_str(), scripts.as_path());
+    let tls = (tls_fake_url.as_str(), tls_scripts.as_path());
+    for (name, server, (fake, scripts), http) in [
+        ("kiln serve, held", Server::Kiln, plain, Http::Plain),
+        ("bare proxy, held", Server::Floor, plain, Http::Plain),
+        (
+            "kiln serve, submitted",
+            Server::KilnSubmitted,
+            plain,
+            Http::Plain,
+        ),
+        (
+            "kiln serve, submitted, TLS, HTTP/1.1",
+            Server::KilnSubmitted,
+            tls,
+            Http::Http1,
+        ),
+        (
+            "kiln serve, submitted, TLS, HTTP/2",
+            Server::KilnSubmitted,
+            tls,
+            Http::Http2,
+        ),
+        (
+            "kiln serve, held, TLS, HTTP/2",
+            Server::Kiln,
+            tls,
+            Http::Http2,
+        ),
     ] {
         let runs = server.fit(load.runs, limit);
         let db = dir.path().join(format!("wait-{}.db", passes.len()));
         let pass = Pass {
             server,
             client: &client,
-            fake: &fake_url,
-            scripts: &scripts,
+            fake,
+            scripts,
             db: &db,
+            http,
+            ca: &certs.ca,
         };
         passes.push((name, one_pass(&pass, Load { runs, ..load }).await));
     }
+    let _ = tls_fake_child.kill();
+    let _ = tls_fake_child.wait();
     let _ = fake_child.kill();
     let _ = fake_child.wait();
     let rows: Vec<Vec<String>> = passes.iter().map(|(name, m)| row(name, m)).collect();
@@ -336,6 +388,30 @@ fn open_fds(pid: u32) -> usize {
     std::fs::read_dir(format!("/proc/{pid}/fd")).map_or(0, |d| d.count())
 }
 
+/// How kiln reaches the model in a pass.
+#[derive(Clone, Copy, PartialEq)]
+enum Http {
+    /// Plain `http://`: HTTP/1.1.
+    Plain,
+    /// TLS, `--http1`.
+    Http1,
+    /// TLS, HTTP/2 (kiln's default where the server serves it).
+    Http2,
+}
+
+/// Writes the `wait` agent and its `step` tool, reaching the fake at `url`.
+fn write_script(scripts: &Path, url: &str, rounds: usize) {
+    std::fs::write(
+        scripts.join("wait.rhai"),
+        format!(
+            r#"tool("step").description("One step").param("n", "int").handler(|a| #{{ n: a.n, ok: true }});
+agent("wait").provider("openai").model("m").base_url("{url}/v1").tools(["step"]).max_iterations({});"#,
+            rounds + 1
+        ),
+    )
+    .expect("write script");
+}
+
 /// What one pass runs against.
 struct Pass<'a> {
     server: Server,
@@ -343,6 +419,9 @@ struct Pass<'a> {
     fake: &'a str,
     scripts: &'a Path,
     db: &'a Path,
+    http: Http,
+    /// The test CA kiln trusts for the TLS fake.
+    ca: &'a Path,
 }
 
 /// The server of one pass, started.
@@ -354,7 +433,11 @@ fn start(pass: &Pass, runs: usize) -> (std::process::Child, String) {
             cmd.arg("--db")
                 .arg(pass.db)
                 .args(["--max-runs", &n, "--queue", &n, "--run-timeout", "0"])
-                .args(["--max-connections", &(runs + 64).to_string()]);
+                .args(["--max-connections", &(runs + 64).to_string()])
+                .env("SSL_CERT_FILE", pass.ca);
+            if pass.http == Http::Http1 {
+                cmd.arg("--http1");
+            }
             cmd
         }
         Server::Floor => {

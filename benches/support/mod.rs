@@ -3,6 +3,8 @@
 
 use std::time::{Duration, Instant};
 
+pub mod certs;
+
 // The allocator the `kiln` binary uses, so in-process runs and the bare proxy (this binary
 // again) allocate as `kiln serve` does.
 #[global_allocator]
@@ -124,7 +126,7 @@ pub fn start_server(mut cmd: std::process::Command) -> (std::process::Child, Str
     .expect("the server prints its address");
     let url = line.trim().rsplit(' ').next().expect("url").to_string();
     assert!(
-        url.starts_with("http://127.0.0.1:"),
+        url.starts_with("http://127.0.0.1:") || url.starts_with("https://127.0.0.1:"),
         "the server said: {line}"
     );
     (child, url)

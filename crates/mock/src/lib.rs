@@ -162,6 +162,20 @@ pub async fn bind_with(
     serve::listen(router(scenario), addr, &options).await
 }
 
+/// Binds `addr` and serves any `app` the way the mock serves its own router (numbered
+/// connections, TLS, HTTP/2 or HTTP/1.1 alone, as `options` say): for fakes of other shapes,
+/// such as the benches' slow provider.
+pub async fn bind_app(
+    app: Router,
+    addr: SocketAddr,
+    options: ServeOptions,
+) -> std::io::Result<(
+    SocketAddr,
+    impl std::future::Future<Output = std::io::Result<()>>,
+)> {
+    serve::listen(app, addr, &options).await
+}
+
 fn redact(headers: &HeaderMap) -> Value {
     let mut m = serde_json::Map::new();
     for (name, value) in headers {

@@ -7,59 +7,17 @@ use crate::common::*;
 use crate::doors::serve::Serve;
 use serde_json::{Value, json};
 use std::collections::BTreeSet;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
-/// A test CA and a certificate it signed for 127.0.0.1, as PEM files in a folder.
-pub struct TestCertificates {
-    _dir: tempfile::TempDir,
-    /// The CA's certificate: what `SSL_CERT_FILE` names for the client.
-    pub ca: PathBuf,
-    /// The server's certificate and key (`kiln mock --tls-cert --tls-key`).
-    pub cert: PathBuf,
-    pub key: PathBuf,
-}
+#[path = "../../../benches/support/certs.rs"]
+mod certs;
+use certs::TestCertificates;
 
-impl TestCertificates {
-    pub fn new() -> TestCertificates {
-        use rcgen::{BasicConstraints, CertificateParams, IsCa, Issuer, KeyPair};
-        let dir = tempfile::tempdir().expect("temp dir");
-        let mut ca_params = CertificateParams::new(Vec::<String>::new()).expect("CA params");
-        ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-        ca_params
-            .distinguished_name
-            .push(rcgen::DnType::CommonName, "kiln test CA");
-        let ca_key = KeyPair::generate().expect("CA key");
-        let ca_cert = ca_params.self_signed(&ca_key).expect("CA certificate");
-        let issuer = Issuer::new(ca_params, ca_key);
-        let leaf_params =
-            CertificateParams::new(vec!["127.0.0.1".to_string(), "localhost".to_string()])
-                .expect("leaf params");
-        let leaf_key = KeyPair::generate().expect("leaf key");
-        let leaf = leaf_params
-            .signed_by(&leaf_key, &issuer)
-            .expect("leaf certificate");
-        let write = |name: &str, text: String| {
-            let path = dir.path().join(name);
-            std::fs::write(&path, text).expect("write PEM");
-            path
-        };
-        TestCertificates {
-            ca: write("ca.pem", ca_cert.pem()),
-            cert: write("cert.pem", leaf.pem()),
-            key: write("key.pem", leaf_key.serialize_pem()),
-            _dir: dir,
-        }
-    }
-
-    /// `kiln mock` arguments serving TLS with this certificate.
-    pub fn mock_args(&self) -> Vec<String> {
-        vec![
-            "--tls-cert".into(),
-            self.cert.display().to_string(),
-            "--tls-key".into(),
-            self.key.display().to_string(),
-        ]
-    }
+/// A TLS mock's certificates and the folder holding them.
+fn certificates() -> (tempfile::TempDir, TestCertificates) {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let certs = TestCertificates::new(dir.path());
+    (dir, certs)
 }
 
 /// Every request a TLS mock received, fetched over TLS trusting the test CA.
@@ -152,7 +110,7 @@ fn serve_for(mock: &Mock, certs: &TestCertificates, args: &[&str]) -> (Scripts, 
 
 #[test]
 fn runs_to_a_provider_over_tls_share_http2_connections_of_at_most_100_streams() {
-    let certs = TestCertificates::new();
+    let (_dir, certs) = certificates();
     let mock = Mock::start_with(&slow_scenario(800), &strs(&certs.mock_args()));
     assert!(mock.url.starts_with("https://127.0.0.1:"), "{}", mock.url);
     let (_scripts, serve) = serve_for(&mock, &certs, &[]);
@@ -191,7 +149,7 @@ fn runs_to_a_provider_over_tls_share_http2_connections_of_at_most_100_streams() 
 
 #[test]
 fn with_http1_each_run_waiting_holds_a_connection_of_its_own() {
-    let certs = TestCertificates::new();
+    let (_dir, certs) = certificates();
     let mock = Mock::start_with(&slow_scenario(800), &strs(&certs.mock_args()));
     let (_scripts, serve) = serve_for(&mock, &certs, &["--http1"]);
     let answers = run_at_once(&serve, 20);
@@ -210,7 +168,7 @@ fn with_http1_each_run_waiting_holds_a_connection_of_its_own() {
 
 #[test]
 fn a_provider_that_refuses_http2_is_spoken_to_over_http1() {
-    let certs = TestCertificates::new();
+    let (_dir, certs) = certificates();
     let mut args = certs.mock_args();
     args.push("--http1".into());
     let mock = Mock::start_with(&slow_scenario(0), &strs(&args));
@@ -226,7 +184,7 @@ fn a_provider_that_refuses_http2_is_spoken_to_over_http1() {
 
 #[test]
 fn a_connection_dropped_with_streams_in_flight_is_retried_and_every_run_completes() {
-    let certs = TestCertificates::new();
+    let (_dir, certs) = certificates();
     // The first request to reach the answer drops the connection, with the other runs'
     // requests still on it (they wait 300 ms for the lookup round's reply).
     let scenario = json!({"by_round": true, "loop": true, "turns": [
