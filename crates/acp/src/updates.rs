@@ -283,7 +283,7 @@ mod tests {
                 round: 1,
                 id: "c1".into(),
                 name: "add".into(),
-                args: Value::Null,
+                args: Value::Null.into(),
             })
             .expect("a change");
         assert_eq!(

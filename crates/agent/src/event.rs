@@ -45,8 +45,8 @@ pub enum Event {
         id: String,
         /// The tool.
         name: String,
-        /// The arguments as the model sent them.
-        args: Value,
+        /// The arguments as the model sent them (shared with the transcript's call).
+        args: std::sync::Arc<Value>,
     },
     /// A running tool call told its caller something: progress or an event it emitted.
     ToolNote {

@@ -187,7 +187,7 @@ async fn take_step(
                     round: step,
                     id: format!("step_{step}"),
                     name: name.to_string(),
-                    args: args.clone(),
+                    args: args.clone().into(),
                 });
                 let outcome = tool.execute_async(args.clone(), ctx.clone()).await;
                 (args, outcome)
@@ -198,7 +198,7 @@ async fn take_step(
         step,
         &format!("step_{step}"),
         name,
-        args.clone(),
+        args.clone().into(),
         &outcome,
         tool.version().to_string(),
     );

@@ -17,8 +17,8 @@ pub struct ToolCallRecord {
     pub id: String,
     /// Tool name.
     pub name: String,
-    /// Arguments as the model sent them.
-    pub args: Value,
+    /// Arguments as the model sent them (shared with the transcript's call).
+    pub args: std::sync::Arc<Value>,
     /// How it ended (with detail: this is for people and logs).
     pub outcome: crate::CallOutcome,
     /// True when the model was told of a failure.
@@ -43,7 +43,7 @@ impl ToolCallRecord {
         round: u32,
         id: &str,
         name: &str,
-        args: Value,
+        args: std::sync::Arc<Value>,
         outcome: &kiln_core::tool::ToolOutcome,
         script_version: String,
     ) -> Self {
@@ -75,7 +75,14 @@ impl ToolCallRecord {
             .enumerate()
             .map(|(i, n)| {
                 let id = format!("{}/{}", self.id, i + 1);
-                ToolCallRecord::new(self.round, &id, &n.tool, n.args, &n.outcome, String::new())
+                ToolCallRecord::new(
+                    self.round,
+                    &id,
+                    &n.tool,
+                    n.args.into(),
+                    &n.outcome,
+                    String::new(),
+                )
             })
             .collect();
         self

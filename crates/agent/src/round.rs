@@ -223,9 +223,9 @@ fn execute_call(
                     Ok(exclusive.read().await)
                 };
                 if alone {
-                    tool.execute_in_place(args.clone(), ctx).await
+                    tool.execute_in_place(Value::clone(args), ctx).await
                 } else {
-                    tool.execute_async(args.clone(), ctx).await
+                    tool.execute_async(Value::clone(args), ctx).await
                 }
             }
         };

@@ -398,7 +398,7 @@ fn announce(run: &Run, round: u32, calls: &[ToolCall]) {
             round,
             id: call.id.clone(),
             name: call.name.clone(),
-            args: call.args.to_value(),
+            args: call.args.shared(),
         });
     }
 }
@@ -472,7 +472,7 @@ impl RoundEnd<'_> {
             round,
             &call.id,
             &call.name,
-            call.args.to_value(),
+            call.args.shared(),
             &outcome,
             version,
         )

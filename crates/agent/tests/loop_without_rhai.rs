@@ -92,7 +92,7 @@ fn call(id: &str, name: &str, args: Value) -> ToolCall {
     ToolCall {
         id: id.into(),
         name: name.into(),
-        args: CallArgs::Parsed(args),
+        args: CallArgs::parsed(args),
     }
 }
 

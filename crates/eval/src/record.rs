@@ -32,7 +32,7 @@ pub fn of_run(report: &RunReport, error: Option<String>, duration_ms: f64) -> Ru
 fn call_of(c: &ToolCallRecord) -> CallRecord {
     CallRecord {
         name: c.name.clone(),
-        args: c.args.clone(),
+        args: Value::clone(&c.args),
         is_error: c.is_error,
         result: shortened(c.outcome.to_json()),
         nested: c.nested.iter().map(call_of).collect(),

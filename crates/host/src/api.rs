@@ -421,7 +421,7 @@ impl Host {
             1,
             "call_1",
             &tool.name,
-            args,
+            args.into(),
             outcome,
             tool.version().to_string(),
         )

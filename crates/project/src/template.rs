@@ -36,6 +36,8 @@ pub fn template() -> String {
 # resolve = []
 # Let http_get/http_post use HTTP_PROXY and friends (--net-proxy, KILN_NET_PROXY).
 # proxy = false
+# Speak HTTP/1.1 only, never HTTP/2, to the providers and every HTTPS server (--http1).
+# http1 = false
 
 [mounts]
 # MCP servers whose tools mount as NAME__TOOL, needing capability mcp:NAME (--mcp NAME=SERVER):

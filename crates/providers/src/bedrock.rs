@@ -181,7 +181,7 @@ fn blocks(m: &Message) -> (&'static str, Vec<Value>) {
             let mut blocks: Vec<Value> = text_block(content).into_iter().collect();
             for c in tool_calls {
                 let input = match &c.args {
-                    CallArgs::Parsed(v @ Value::Object(_)) => v.clone(),
+                    CallArgs::Parsed(v) if v.is_object() => Value::clone(v),
                     _ => json!({}),
                 };
                 blocks

@@ -170,7 +170,7 @@ fn model_parts(content: &str, calls: &[super::ToolCall], replay: &Option<Replay>
     let signatures = kept.and_then(|k| k["calls"].as_array());
     for (i, c) in calls.iter().enumerate() {
         let args = match &c.args {
-            CallArgs::Parsed(v @ Value::Object(_)) => v.clone(),
+            CallArgs::Parsed(v) if v.is_object() => Value::clone(v),
             _ => json!({}),
         };
         let mut f = json!({"name": c.name, "args": args});

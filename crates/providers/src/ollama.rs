@@ -89,7 +89,7 @@ fn wire_messages(m: &Message, msgs: &mut Vec<Value>) {
                     .iter()
                     .map(|c| {
                         let args = match &c.args {
-                            CallArgs::Parsed(v @ Value::Object(_)) => v.clone(),
+                            CallArgs::Parsed(v) if v.is_object() => Value::clone(v),
                             _ => json!({}),
                         };
                         let mut call = json!({"function": {"name": c.name, "arguments": args}});
@@ -243,8 +243,8 @@ impl ChatState {
                 .ok_or_else(|| malformed("tool call without a function name"))?;
             let args = match &f["arguments"] {
                 Value::String(s) => CallArgs::from_text(s),
-                Value::Null => CallArgs::Parsed(json!({})),
-                other => CallArgs::Parsed(other.clone()),
+                Value::Null => CallArgs::parsed(json!({})),
+                other => CallArgs::parsed(other.clone()),
             };
             let id = c["id"].as_str().map_or_else(
                 || format!("{SYNTHETIC_ID}{}", self.calls.len()),

@@ -229,7 +229,7 @@ impl Secrets {
             self.redact_in_place(&mut call.id);
             self.redact_in_place(&mut call.name);
             match &mut call.args {
-                CallArgs::Parsed(v) => self.redact_value(v),
+                CallArgs::Parsed(v) => self.redact_value(std::sync::Arc::make_mut(v)),
                 CallArgs::Invalid { raw, error } => {
                     self.redact_in_place(raw);
                     self.redact_in_place(error);
@@ -397,7 +397,7 @@ mod tests {
             tool_calls: vec![super::super::ToolCall {
                 id: KEY.into(),
                 name: "t".into(),
-                args: CallArgs::Parsed(serde_json::json!({ KEY: [KEY] })),
+                args: CallArgs::parsed(serde_json::json!({ KEY: [KEY] })),
             }],
             stop: super::super::StopReason::EndTurn,
             usage: Default::default(),

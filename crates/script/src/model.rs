@@ -71,10 +71,10 @@ fn parse_reply(value: Dynamic, round: usize) -> Result<ModelResponse, ProviderEr
                 .map(|n| n.to_string())
                 .ok_or_else(|| bad("a tool call has no name"))?;
             let args = match c.get("args") {
-                None => CallArgs::Parsed(json!({})),
+                None => CallArgs::parsed(json!({})),
                 Some(a) if a.is_string() => CallArgs::from_text(&a.to_string()),
                 Some(a) => {
-                    CallArgs::Parsed(convert::to_json(a).map_err(|e| bad(&format!("args: {e}")))?)
+                    CallArgs::parsed(convert::to_json(a).map_err(|e| bad(&format!("args: {e}")))?)
                 }
             };
             let id = c

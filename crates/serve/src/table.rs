@@ -149,7 +149,7 @@ impl RunEntry {
     pub fn call_args(&self, call_id: &str) -> Option<Value> {
         let events = self.events.lock().unwrap_or_else(|e| e.into_inner());
         events.iter().rev().find_map(|ev| match &**ev {
-            Event::ToolStarted { id, args, .. } if id == call_id => Some(args.clone()),
+            Event::ToolStarted { id, args, .. } if id == call_id => Some(Value::clone(args)),
             _ => None,
         })
     }
@@ -163,7 +163,7 @@ impl RunEntry {
         let tool = tool?;
         let events = self.events.lock().unwrap_or_else(|e| e.into_inner());
         events.iter().rev().find_map(|ev| match &**ev {
-            Event::ToolStarted { name, args, .. } if name == tool => Some(args.clone()),
+            Event::ToolStarted { name, args, .. } if name == tool => Some(Value::clone(args)),
             _ => None,
         })
     }

@@ -411,7 +411,7 @@ fn two_hundred_concurrent_runs_log_without_lock_errors_while_logs_are_read() {
             .map(|c| {
                 (
                     json!(c.name),
-                    &c.args,
+                    &*c.args,
                     c.outcome.result().unwrap_or(&serde_json::Value::Null),
                     json!(c.is_error),
                 )

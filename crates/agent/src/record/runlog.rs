@@ -308,7 +308,16 @@ pub fn log_finished_run(db: &Arc<Db>, finished: &FinishedRun) -> Result<(), Reco
     run.tool_calls = finished
         .calls
         .iter()
-        .map(|c| ToolCallRecord::new(1, &c.id, &c.tool, c.args.clone(), &c.outcome, String::new()))
+        .map(|c| {
+            ToolCallRecord::new(
+                1,
+                &c.id,
+                &c.tool,
+                c.args.clone().into(),
+                &c.outcome,
+                String::new(),
+            )
+        })
         .collect();
     match &finished.result {
         Ok(v) => run.answer = v.to_string(),

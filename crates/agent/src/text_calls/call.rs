@@ -147,9 +147,9 @@ pub(crate) fn call_of(v: &Value) -> Result<TextCall, String> {
 /// A call's arguments: an object, JSON text (kept invalid when it is not JSON), or none.
 pub(crate) fn args_of(name: &str, args: Option<&Value>) -> Result<CallArgs, String> {
     match args {
-        None | Some(Value::Null) => Ok(CallArgs::Parsed(Value::Object(Map::new()))),
+        None | Some(Value::Null) => Ok(CallArgs::parsed(Value::Object(Map::new()))),
         Some(Value::String(text)) => Ok(CallArgs::from_text(text)),
-        Some(obj @ Value::Object(_)) => Ok(CallArgs::Parsed(obj.clone())),
+        Some(obj @ Value::Object(_)) => Ok(CallArgs::parsed(obj.clone())),
         Some(other) => Err(format!(
             "the arguments of \"{name}\" must be a JSON object, not {}",
             kind(other)

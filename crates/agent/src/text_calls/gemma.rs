@@ -92,7 +92,7 @@ fn notation_calls(body: &str, quote: &str) -> Result<Vec<TextCall>, String> {
         let args = p.object(0)?;
         calls.push(TextCall {
             name: name.to_string(),
-            args: CallArgs::Parsed(Value::Object(args)),
+            args: CallArgs::parsed(Value::Object(args)),
         });
         rest = p.s[p.i..].trim();
     }

@@ -127,13 +127,13 @@ fn function(text: &str, tools: &[Offered]) -> Result<(TextCall, usize), String> 
     };
     let body = body.trim();
     let args = if body.is_empty() {
-        CallArgs::Parsed(Value::Object(Map::new()))
+        CallArgs::parsed(Value::Object(Map::new()))
     } else if body.starts_with('{') {
         let v = serde_json::from_str::<Value>(body)
             .map_err(|e| format!("the arguments of \"{name}\" are not valid JSON ({e})"))?;
         super::call::args_of(name, Some(&v))?
     } else {
-        CallArgs::Parsed(Value::Object(parameters(name, body, tools)?))
+        CallArgs::parsed(Value::Object(parameters(name, body, tools)?))
     };
     let call = TextCall {
         name: name.to_string(),

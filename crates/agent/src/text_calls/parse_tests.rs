@@ -31,7 +31,7 @@ pub(super) fn recover_in(text: &str, format: TextCallFormat) -> Found {
 pub(super) fn call(name: &str, args: serde_json::Value) -> TextCall {
     TextCall {
         name: name.into(),
-        args: CallArgs::Parsed(args),
+        args: CallArgs::parsed(args),
     }
 }
 

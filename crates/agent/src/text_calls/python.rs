@@ -172,7 +172,7 @@ impl<'s> Parser<'s> {
         }
         Ok(TextCall {
             name: name.to_string(),
-            args: CallArgs::Parsed(Value::Object(args)),
+            args: CallArgs::parsed(Value::Object(args)),
         })
     }
 

@@ -49,7 +49,7 @@ fn recover_in(text: &str, format: F) -> Found {
 fn call(name: &str, args: Value) -> TextCall {
     TextCall {
         name: name.into(),
-        args: CallArgs::Parsed(args),
+        args: CallArgs::parsed(args),
     }
 }
 

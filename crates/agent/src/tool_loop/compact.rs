@@ -327,7 +327,7 @@ mod tests {
                 tool_calls: vec![ToolCall {
                     id: format!("c{n}"),
                     name: "lookup".into(),
-                    args: kiln_core::model::CallArgs::Parsed(serde_json::json!({"n": n})),
+                    args: kiln_core::model::CallArgs::parsed(serde_json::json!({"n": n})),
                 }],
                 replay: None,
             },

@@ -2,8 +2,10 @@
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use std::sync::Arc;
 
-/// Arguments of a tool call as the model sent them.
+/// Arguments of a tool call as the model sent them. Parsed arguments are shared, not copied,
+/// by the transcript, the call's record and its events: a waiting run holds them once.
 // Untagged: `Invalid` comes first so a saved invalid call reads back as invalid.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(untagged)]
@@ -16,17 +18,31 @@ pub enum CallArgs {
         error: String,
     },
     /// Parsed JSON.
-    Parsed(Value),
+    Parsed(Arc<Value>),
 }
 
 impl CallArgs {
+    /// Parsed arguments.
+    pub fn parsed(value: Value) -> CallArgs {
+        CallArgs::Parsed(Arc::new(value))
+    }
+
+    /// The arguments as shared JSON, with invalid text kept as a string: for the call's record
+    /// and events, without a copy of parsed arguments.
+    pub fn shared(&self) -> Arc<Value> {
+        match self {
+            CallArgs::Parsed(v) => v.clone(),
+            CallArgs::Invalid { raw, .. } => Arc::new(Value::String(raw.clone())),
+        }
+    }
+
     /// Parses an arguments string (OpenAI sends a JSON string; empty means `{}`).
     pub fn from_text(raw: &str) -> CallArgs {
         if raw.trim().is_empty() {
-            return CallArgs::Parsed(Value::Object(Default::default()));
+            return CallArgs::parsed(Value::Object(Default::default()));
         }
         match serde_json::from_str(raw) {
-            Ok(v) => CallArgs::Parsed(v),
+            Ok(v) => CallArgs::Parsed(Arc::new(v)),
             Err(e) => CallArgs::Invalid {
                 raw: raw.to_string(),
                 error: e.to_string(),
@@ -37,7 +53,7 @@ impl CallArgs {
     /// The arguments as JSON, with invalid text kept as a string.
     pub fn to_value(&self) -> Value {
         match self {
-            CallArgs::Parsed(v) => v.clone(),
+            CallArgs::Parsed(v) => Value::clone(v),
             CallArgs::Invalid { raw, .. } => Value::String(raw.clone()),
         }
     }

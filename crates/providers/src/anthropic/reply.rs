@@ -51,7 +51,7 @@ pub fn parse_response(v: &Value) -> Result<ModelResponse, ProviderError> {
                     .as_str()
                     .ok_or_else(|| malformed("tool_use without name"))?
                     .to_string(),
-                args: CallArgs::Parsed(b.get("input").cloned().unwrap_or(json!({}))),
+                args: CallArgs::parsed(b.get("input").cloned().unwrap_or(json!({}))),
             }),
             _ => {}
         }

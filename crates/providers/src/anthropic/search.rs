@@ -62,7 +62,7 @@ pub(crate) fn replay(blocks: &[Value]) -> Option<Replay> {
 /// A `tool_use` block of `call` as this wire sends it.
 fn tool_use(c: &ToolCall) -> Value {
     let input = match &c.args {
-        CallArgs::Parsed(v @ Value::Object(_)) => v.clone(),
+        CallArgs::Parsed(v) if v.is_object() => Value::clone(v),
         _ => json!({}),
     };
     json!({"type": "tool_use", "id": ID.wire_id(&c.id), "name": c.name, "input": input})
@@ -152,7 +152,7 @@ mod tests {
         let call = ToolCall {
             id: "toolu_1".into(),
             name: "weather".into(),
-            args: CallArgs::Parsed(json!({"city": "Paris"})),
+            args: CallArgs::parsed(json!({"city": "Paris"})),
         };
         let sent = assistant_blocks(
             "Found it.",
@@ -189,7 +189,7 @@ mod tests {
         let call = ToolCall {
             id: "toolu_1".into(),
             name: "weather".into(),
-            args: CallArgs::Parsed(json!({})),
+            args: CallArgs::parsed(json!({})),
         };
         let replay = replay(blocks.as_array().expect("blocks"));
         let messages = [

@@ -100,7 +100,7 @@ pub fn parse_response(v: &Value) -> Result<ModelResponse, ProviderError> {
             calls.push(ToolCall {
                 id: field("toolUseId")?,
                 name: field("name")?,
-                args: CallArgs::Parsed(input),
+                args: CallArgs::parsed(input),
             });
         }
     }

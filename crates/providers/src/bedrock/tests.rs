@@ -33,12 +33,12 @@ fn conversation() -> Vec<Message> {
                 ToolCall {
                     id: "tooluse_1".into(),
                     name: "lookup".into(),
-                    args: CallArgs::Parsed(json!({"sku": "SKU-1"})),
+                    args: CallArgs::parsed(json!({"sku": "SKU-1"})),
                 },
                 ToolCall {
                     id: "tooluse_2".into(),
                     name: "lookup".into(),
-                    args: CallArgs::Parsed(json!({"sku": "SKU-9"})),
+                    args: CallArgs::parsed(json!({"sku": "SKU-9"})),
                 },
             ],
             replay: None,
@@ -225,7 +225,7 @@ fn whole_replies_parse_text_tool_uses_stop_reason_and_usage() {
     assert_eq!(reply.tool_calls[0].id, "tooluse_a");
     assert_eq!(
         reply.tool_calls[0].args,
-        CallArgs::Parsed(json!({"sku": "SKU-1"}))
+        CallArgs::parsed(json!({"sku": "SKU-1"}))
     );
     for (stop, want) in [
         ("end_turn", StopReason::EndTurn),
@@ -320,7 +320,7 @@ fn streams_assemble_text_tool_calls_and_usage_however_the_bytes_are_cut() {
     assert_eq!(whole.tool_calls[0].name, "lookup");
     assert_eq!(
         whole.tool_calls[0].args,
-        CallArgs::Parsed(json!({"sku": "SKU-1"}))
+        CallArgs::parsed(json!({"sku": "SKU-1"}))
     );
     // Byte by byte: the frames come out the same.
     let mut reader = FrameReader::new(1 << 20);

@@ -167,7 +167,7 @@ impl StreamState {
         self.calls.push(ToolCall {
             id,
             name: name.to_string(),
-            args: CallArgs::Parsed(args),
+            args: CallArgs::parsed(args),
         });
         self.call_signatures.push(signature);
         Ok(())

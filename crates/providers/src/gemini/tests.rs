@@ -86,7 +86,7 @@ fn call(id: &str, args: Value) -> ToolCall {
     ToolCall {
         id: id.into(),
         name: "calc".into(),
-        args: CallArgs::Parsed(args),
+        args: CallArgs::parsed(args),
     }
 }
 

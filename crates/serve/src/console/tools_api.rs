@@ -159,7 +159,7 @@ fn start(state: &Arc<AppState>, who: &Principal, tool: &Tool, args: &Value) -> A
         round: 1,
         id: CALL_ID.to_string(),
         name: tool.name.clone(),
-        args: args.clone(),
+        args: args.clone().into(),
     });
     entry
 }
@@ -229,7 +229,7 @@ fn finish(
         1,
         CALL_ID,
         &tool.name,
-        args.clone(),
+        args.clone().into(),
         outcome,
         tool.version().to_string(),
     )

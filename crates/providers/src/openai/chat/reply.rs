@@ -86,8 +86,8 @@ pub fn parse_response(v: &Value) -> Result<ModelResponse, ProviderError> {
             .ok_or_else(|| malformed(format!("tool call {i} has no function name")))?;
         let args = match &f["arguments"] {
             Value::String(s) => CallArgs::from_text(s),
-            Value::Null => CallArgs::Parsed(json!({})),
-            other => CallArgs::Parsed(other.clone()),
+            Value::Null => CallArgs::parsed(json!({})),
+            other => CallArgs::parsed(other.clone()),
         };
         calls.push(ToolCall {
             id: c["id"]
@@ -159,7 +159,7 @@ pub(crate) fn typed_reply(bytes: &[u8]) -> Option<ModelResponse> {
             args: c
                 .function
                 .arguments
-                .map_or_else(|| CallArgs::Parsed(json!({})), |a| CallArgs::from_text(&a)),
+                .map_or_else(|| CallArgs::parsed(json!({})), |a| CallArgs::from_text(&a)),
         })
         .collect();
     finish(

@@ -149,8 +149,8 @@ pub(crate) fn function_call(i: usize, item: &Value) -> Result<ToolCall, Provider
         .ok_or_else(|| malformed(format!("function call {i} has no `name`")))?;
     let args = match &item["arguments"] {
         Value::String(s) => CallArgs::from_text(s),
-        Value::Null => CallArgs::Parsed(json!({})),
-        other => CallArgs::Parsed(other.clone()),
+        Value::Null => CallArgs::parsed(json!({})),
+        other => CallArgs::parsed(other.clone()),
     };
     let id = item["call_id"]
         .as_str()

@@ -145,7 +145,7 @@ fn record_of(v: &Value) -> ToolCallRecord {
             .unwrap_or(0),
         id: text("id"),
         name: text("name"),
-        args: v["args"].clone(),
+        args: v["args"].clone().into(),
         outcome,
         is_error: v["is_error"] == true,
         duration_ms,

@@ -351,7 +351,7 @@ fn arguments(v: &Value, at: &str) -> Result<kiln_providers::CallArgs, ApiError> 
     if !parsed.is_object() {
         return Err(ApiError::bad_request(at, "arguments must be a JSON object"));
     }
-    Ok(kiln_providers::CallArgs::Parsed(parsed))
+    Ok(kiln_providers::CallArgs::parsed(parsed))
 }
 
 /// A `function_call_output`'s `output`: text, or text parts.

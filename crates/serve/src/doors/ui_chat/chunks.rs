@@ -128,7 +128,7 @@ impl crate::doors::live::Translate for UiStream {
             Event::ToolStarted { id, name, args, .. } => {
                 self.close_text(&mut out);
                 if self.announced.insert(id.clone()) {
-                    input_chunks(&mut out, id, name, args.clone());
+                    input_chunks(&mut out, id, name, Value::clone(args));
                 }
                 self.open_calls.push(id.clone());
             }
