@@ -496,14 +496,16 @@ impl Host {
         prompt: &str,
         mut opts: RunOptions,
     ) -> RunStream {
-        let (tx, rx) = mpsc::unbounded_channel();
+        // Boxed in the channel: its first block holds 32 slots, 7 KB a run of `Event`s inline,
+        // and a waiting run keeps that block as long as it waits.
+        let (tx, rx) = mpsc::unbounded_channel::<Box<Event>>();
         let outer = opts.observer.take();
         let events = tx.clone();
         opts.observer = Some(Arc::new(move |ev: &Event| {
             if let Some(o) = &outer {
                 o(ev);
             }
-            let _ = events.send(ev.clone());
+            let _ = events.send(Box::new(ev.clone()));
         }));
         let cancel = opts.cancel.clone();
         let (host, agent, prompt) = (self.clone(), agent.to_string(), prompt.to_string());
@@ -512,7 +514,7 @@ impl Host {
         tokio::spawn(tracing::Instrument::instrument(
             async move {
                 let result = host.run(&agent, &prompt, opts).await;
-                let _ = tx.send(Event::Finished(Box::new(result)));
+                let _ = tx.send(Box::new(Event::Finished(Box::new(result))));
             },
             span,
         ));
@@ -536,7 +538,7 @@ impl Host {
 
 /// The events of a running agent ([`Host::run_stream`]); dropping it cancels the run.
 pub struct RunStream {
-    rx: mpsc::UnboundedReceiver<Event>,
+    rx: mpsc::UnboundedReceiver<Box<Event>>,
     cancel: CancellationToken,
 }
 
@@ -551,7 +553,7 @@ impl Stream for RunStream {
     type Item = Event;
 
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Event>> {
-        self.rx.poll_recv(cx)
+        self.rx.poll_recv(cx).map(|event| event.map(|boxed| *boxed))
     }
 }
 

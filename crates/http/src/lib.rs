@@ -47,6 +47,26 @@ impl Default for HttpLimits {
     }
 }
 
+/// Connections the kernel may queue before the server accepts them.
+pub const LISTEN_BACKLOG: u32 = 4096;
+
+/// Binds `addr` for a server: like `TcpListener::bind`, with a listen backlog of
+/// [`LISTEN_BACKLOG`] (the kernel caps it at `net.core.somaxconn`) instead of 1024. A burst of
+/// new clients past the backlog would have their connections' first packet dropped, and each
+/// would wait a second for it to be sent again.
+pub async fn bind(addr: std::net::SocketAddr) -> std::io::Result<TcpListener> {
+    let socket = if addr.is_ipv4() {
+        tokio::net::TcpSocket::new_v4()?
+    } else {
+        tokio::net::TcpSocket::new_v6()?
+    };
+    // What `TcpListener::bind` does on Unix: a restarted server can bind its port at once.
+    #[cfg(unix)]
+    socket.set_reuseaddr(true)?;
+    socket.bind(addr)?;
+    socket.listen(LISTEN_BACKLOG)
+}
+
 /// Serves `app` on `listener` until `stop` is cancelled; then stops accepting and returns once
 /// every open connection has finished (callers bound the drain with a timeout).
 pub async fn serve(
