@@ -110,15 +110,7 @@ async fn load(levels: &[usize], rounds: usize, measuring: bool) {
     std::fs::create_dir(&scripts).expect("scripts folder");
     let scenario = json!({"by_round": true, "record": false, "turns": turns});
     let (mut mock_child, mock) = support::start_mock(&scenario, dir.path());
-    std::fs::write(
-        scripts.join("load.rhai"),
-        format!(
-            r#"tool("step").description("One step").param("n", "int").handler(|a| #{{ n: a.n, ok: true }});
-agent("load").provider("openai").model("m").base_url("{mock}/v1").tools(["step"]).max_iterations({});"#,
-            rounds + 1
-        ),
-    )
-    .expect("write script");
+    support::write_step_agent(&scripts, "load", &mock, rounds);
     let client = kiln::egress::http_client_builder()
         .timeout(Duration::from_secs(600))
         .build()

@@ -140,7 +140,7 @@ fn slow_fake(delay: Duration) {
                 http1_only: false,
             };
             let any = std::net::SocketAddr::from(([127, 0, 0, 1], 0));
-            let (addr, serving) = kiln_mock::bind_app(app, any, options).await.expect("bind");
+            let (addr, serving) = kiln_mock::bind_with(app, any, options).await.expect("bind");
             println!("slow fake listening on https://{addr}");
             return serving.await.expect("serve");
         }
@@ -257,7 +257,7 @@ async fn measure(load: Load, limit: u64, measuring: bool) {
     fake.env(SLOW_FAKE, load.delay.as_millis().to_string())
         .env("KILN_WAIT_ROUNDS", load.rounds.to_string());
     let (mut fake_child, fake_url) = support::start_server(fake);
-    write_script(&scripts, &fake_url, load.rounds);
+    support::write_step_agent(&scripts, "wait", &fake_url, load.rounds);
     // The same fake over TLS, and the scripts reaching it.
     let certs = support::certs::TestCertificates::new(dir.path());
     let mut tls_fake = Command::new(std::env::current_exe().expect("this bench"));
@@ -271,7 +271,7 @@ async fn measure(load: Load, limit: u64, measuring: bool) {
     let (mut tls_fake_child, tls_fake_url) = support::start_server(tls_fake);
     let tls_scripts = dir.path().join("tls-scripts");
     std::fs::create_dir(&tls_scripts).expect("scripts folder");
-    write_script(&tls_scripts, &tls_fake_url, load.rounds);
+    support::write_step_agent(&tls_scripts, "wait", &tls_fake_url, load.rounds);
     let client = kiln::egress::http_client_builder()
         .timeout(Duration::from_secs(600))
         .pool_max_idle_per_host(load.runs)
@@ -397,19 +397,6 @@ enum Http {
     Http1,
     /// TLS, HTTP/2 (kiln's default where the server serves it).
     Http2,
-}
-
-/// Writes the `wait` agent and its `step` tool, reaching the fake at `url`.
-fn write_script(scripts: &Path, url: &str, rounds: usize) {
-    std::fs::write(
-        scripts.join("wait.rhai"),
-        format!(
-            r#"tool("step").description("One step").param("n", "int").handler(|a| #{{ n: a.n, ok: true }});
-agent("wait").provider("openai").model("m").base_url("{url}/v1").tools(["step"]).max_iterations({});"#,
-            rounds + 1
-        ),
-    )
-    .expect("write script");
 }
 
 /// What one pass runs against.

@@ -223,10 +223,10 @@ pub mod mcp {
 pub mod serve {
     pub use kiln_serve::*;
 
-    /// Serving an app on a listener with deadlines, a connection cap and a graceful drain
-    /// (`kiln serve` and `kiln mcp --http`).
+    /// Binding a server's listener (a backlog of 4,096), and serving an app on it with
+    /// deadlines, a connection cap and a graceful drain (`kiln serve` and `kiln mcp --http`).
     pub mod http {
-        pub use kiln_http::{HttpLimits, serve};
+        pub use kiln_http::{HttpLimits, LISTEN_BACKLOG, bind, serve};
     }
 }
 

@@ -156,6 +156,20 @@ pub fn proc_status(pid: u32, field: &str) -> u64 {
         .unwrap_or(0)
 }
 
+/// Writes `NAME.rhai` into `scripts`: a `step` tool and an agent NAME of at most `rounds` tool
+/// rounds (then its answer) on the OpenAI wire at `url`.
+pub fn write_step_agent(scripts: &std::path::Path, name: &str, url: &str, rounds: usize) {
+    std::fs::write(
+        scripts.join(format!("{name}.rhai")),
+        format!(
+            r#"tool("step").description("One step").param("n", "int").handler(|a| #{{ n: a.n, ok: true }});
+agent("{name}").provider("openai").model("m").base_url("{url}/v1").tools(["step"]).max_iterations({});"#,
+            rounds + 1
+        ),
+    )
+    .expect("write script");
+}
+
 /// `kiln serve` (the real binary) on a loopback port with `scripts`, no stdlib and no console;
 /// the caller adds its limits.
 pub fn kiln_serve(scripts: &std::path::Path) -> std::process::Command {

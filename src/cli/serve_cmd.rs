@@ -393,7 +393,7 @@ async fn serve_until_signal(
     endpoint: Option<restate_sdk::endpoint::Endpoint>,
     db: Arc<kiln::log::Db>,
 ) -> CliResult<()> {
-    let listener = kiln_http::bind(a.bind)
+    let listener = kiln::serve::http::bind(a.bind)
         .await
         .map_err(|e| format!("--bind {}: {e}", a.bind))?;
     let addr = listener.local_addr()?;

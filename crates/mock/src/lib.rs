@@ -148,32 +148,26 @@ pub async fn bind(
 }
 
 /// Binds `addr` (port 0 picks one) and returns the bound address and the server future,
-/// serving `scenario` as `options` say: plain or over TLS, HTTP/1.1 and HTTP/2 or HTTP/1.1
-/// alone. The TLS certificate and key are read before binding; an error reading either names
-/// its file. Dropping the server future closes its connections.
+/// serving `app` (a [`Scenario`], or any router: the benches' slow provider) as `options`
+/// say: plain or over TLS, HTTP/1.1 and HTTP/2 or HTTP/1.1 alone. The TLS certificate and key
+/// are read before binding; an error reading either names its file. Dropping the server
+/// future closes its connections.
 pub async fn bind_with(
-    scenario: Scenario,
+    app: impl Into<Router>,
     addr: SocketAddr,
     options: ServeOptions,
 ) -> std::io::Result<(
     SocketAddr,
     impl std::future::Future<Output = std::io::Result<()>>,
 )> {
-    serve::listen(router(scenario), addr, &options).await
+    serve::listen(app.into(), addr, &options).await
 }
 
-/// Binds `addr` and serves any `app` the way the mock serves its own router (numbered
-/// connections, TLS, HTTP/2 or HTTP/1.1 alone, as `options` say): for fakes of other shapes,
-/// such as the benches' slow provider.
-pub async fn bind_app(
-    app: Router,
-    addr: SocketAddr,
-    options: ServeOptions,
-) -> std::io::Result<(
-    SocketAddr,
-    impl std::future::Future<Output = std::io::Result<()>>,
-)> {
-    serve::listen(app, addr, &options).await
+/// A scenario served as the mock's router.
+impl From<Scenario> for Router {
+    fn from(scenario: Scenario) -> Router {
+        router(scenario)
+    }
 }
 
 fn redact(headers: &HeaderMap) -> Value {
