@@ -89,21 +89,10 @@ fn plain_client() -> Client {
         .unwrap_or_else(|_| client().clone())
 }
 
-#[cfg(test)]
-fn plain_client_for_tests() -> Client {
-    plain_client()
-}
-
 /// Provider requests over TLS, spread over lanes (HTTP/2 where the provider serves it).
 static LANES: Lanes = Lanes::new(tls_client);
 /// Provider requests to plain `http://` endpoints.
 static PLAIN_LANES: Lanes = Lanes::new(plain_client);
-
-/// How many clients provider requests have used so far, over TLS and plain: over HTTP/2, at
-/// most one connection each per provider.
-pub fn lanes_made() -> usize {
-    LANES.count() + PLAIN_LANES.count()
-}
 
 fn builder(tls: reqwest::ClientBuilder) -> reqwest::ClientBuilder {
     tls.connect_timeout(Duration::from_secs(10))

@@ -77,7 +77,8 @@ impl Lanes {
     }
 
     /// How many lanes have been made (each at most one connection per origin over HTTP/2).
-    pub fn count(&self) -> usize {
+    #[cfg(test)]
+    fn count(&self) -> usize {
         self.lanes.lock().map(|l| l.len()).unwrap_or(0)
     }
 }
@@ -87,7 +88,7 @@ mod tests {
     use super::*;
 
     fn client() -> Client {
-        crate::http::plain_client_for_tests()
+        super::super::plain_client()
     }
 
     #[test]
