@@ -185,11 +185,13 @@ fn a_provider_that_refuses_http2_is_spoken_to_over_http1() {
 #[test]
 fn a_connection_dropped_with_streams_in_flight_is_retried_and_every_run_completes() {
     let (_dir, certs) = certificates();
-    // The first request to reach the answer drops the connection, with the other runs'
-    // requests still on it (they wait 300 ms for the lookup round's reply).
+    // The first request to reach the answer drops the connection after 500 ms, with the other
+    // runs' requests for it still on it, waiting out the same delay before any byte of their
+    // replies (a reply already under way when its connection drops fails its run, as over
+    // HTTP/1.1: only a request that got no reply is sent again).
     let scenario = json!({"by_round": true, "loop": true, "turns": [
-        {"tool_calls": [{"name": "lookup", "args": {"sku": "SKU-1"}}], "delay_ms": 300},
-        {"text": "SKU-1 costs 4.50.", "reset_connection": true}
+        {"tool_calls": [{"name": "lookup", "args": {"sku": "SKU-1"}}]},
+        {"text": "SKU-1 costs 4.50.", "reset_connection": true, "delay_ms": 500}
     ]});
     let mock = Mock::start_with(&scenario, &strs(&certs.mock_args()));
     let (_scripts, serve) = serve_for(&mock, &certs, &[]);
