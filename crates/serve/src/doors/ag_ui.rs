@@ -63,6 +63,16 @@ async fn resume(
     who: &Principal,
     input: input::AgUiInput,
 ) -> Result<Response, ApiError> {
+    // The run's state is read before any decision: once decided the run goes on, and may end
+    // (dropping its state) before this request streams it.
+    let kept_states: Vec<(&str, Arc<Mutex<serde_json::Value>>)> = input
+        .resume
+        .iter()
+        .filter_map(|(interrupt, _)| {
+            let (run, _) = interrupt.split_once('/')?;
+            Some((run, state.run_states.get(run)?))
+        })
+        .collect();
     let mut run = None;
     for (i, (interrupt, decision)) in input.resume.iter().enumerate() {
         let not_found = || {
@@ -85,9 +95,10 @@ async fn resume(
         return Err(ApiError::bad_request("resume", "resume is empty"));
     };
     let entry = decided.entry;
-    let run_state = state
-        .run_states
-        .get(&entry.id)
+    let run_state = kept_states
+        .into_iter()
+        .find(|(run, _)| *run == entry.id)
+        .map(|(_, kept)| kept)
         .unwrap_or_else(|| Arc::new(Mutex::new(json!({}))));
     // The call that asked was shown with its interrupt.
     let ag = AgUiStream::new(&input.thread_id, &input.run_id, &entry.id, run_state)
