@@ -221,6 +221,8 @@ impl<'s, 'a> Rounds<'s, 'a> {
         // The caller's own tools are offered after the agent's.
         asked.tools.extend(setup.opts.client_tools.iter().cloned());
         let request = setup.provider.prepare(&asked);
+        // Only the rendered bytes wait with the run for the reply.
+        drop(asked);
         super::run::check_transcript(&request, setup.opts)?;
         // A compacted request shares no prefix with the run's transcript; its summary request
         // counts in the run's usage.

@@ -84,8 +84,8 @@ pub struct Tool {
     pub name: String,
     /// Description shown to the model.
     pub description: String,
-    /// JSON Schema 2020-12 of the arguments.
-    pub schema: Value,
+    /// JSON Schema 2020-12 of the arguments, shared with every request that offers the tool.
+    pub schema: Arc<Value>,
     /// Capabilities the tool needs from its caller.
     pub requires: Vec<Capability>,
     /// Runs alone: holds a run-wide lock while executing.

@@ -171,7 +171,7 @@ impl Worker {
             .map(|t| kiln_providers::ToolDef {
                 name: t.name,
                 description: t.description,
-                schema: t.schema,
+                schema: t.schema.into(),
                 deferred: false,
             })
             .collect();

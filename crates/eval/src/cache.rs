@@ -26,7 +26,7 @@ pub struct Replays {
 pub fn agent_version(host: &Host, agent: &str, overrides: &ProviderOverrides) -> Option<String> {
     let spec = host.agent(agent).ok()?;
     let tools: Vec<Value> = (spec.tools.iter())
-        .map(|n| host.tool(n).map_or(Value::Null, |t| t.schema.clone()))
+        .map(|n| host.tool(n).map_or(Value::Null, |t| (*t.schema).clone()))
         .collect();
     let what = serde_json::json!({
         "system": overrides.system(&spec),

@@ -108,7 +108,7 @@ fn replay_anthropic(file: &str) {
         .map(|t| ToolDef {
             name: t["name"].as_str().unwrap_or("").into(),
             description: t["description"].as_str().unwrap_or("").into(),
-            schema: t["input_schema"].clone(),
+            schema: t["input_schema"].clone().into(),
             deferred: false,
         })
         .collect();
@@ -310,7 +310,7 @@ fn kilns_requests_and_the_mocks_searches_agree_on_both_wires() {
         .map(|n| ToolDef {
             name: n.to_string(),
             description: format!("{n} of a city"),
-            schema: json!({"type": "object", "properties": {}}),
+            schema: json!({"type": "object", "properties": {}}).into(),
             deferred: *n != "now",
         })
         .collect();

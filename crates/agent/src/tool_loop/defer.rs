@@ -101,7 +101,7 @@ mod tests {
         let def = |name: &str| ToolDef {
             name: name.into(),
             description: String::new(),
-            schema: json!({"type": "object"}),
+            schema: json!({"type": "object"}).into(),
             deferred: false,
         };
         let p = vec!["big_*".to_string()];

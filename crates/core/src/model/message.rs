@@ -209,8 +209,9 @@ pub struct ToolDef {
     pub name: String,
     /// Description.
     pub description: String,
-    /// JSON Schema of the arguments.
-    pub schema: Value,
+    /// JSON Schema of the arguments (the tool's own, shared: a request offering it copies
+    /// none of it).
+    pub schema: std::sync::Arc<Value>,
     /// Found by the provider's own tool search, not loaded up front (`.defer_loading`).
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub deferred: bool,

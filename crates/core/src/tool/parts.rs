@@ -97,7 +97,7 @@ impl ToolParts {
             Some(validator) if problems.is_empty() => Ok(Tool {
                 name: self.name,
                 description: self.description,
-                schema: self.schema,
+                schema: Arc::new(self.schema),
                 requires,
                 exclusive: self.exclusive,
                 timeout: self.timeout,

@@ -112,7 +112,7 @@ mod tests {
         ToolDef {
             name: name.into(),
             description: format!("the {name} tool"),
-            schema: json!({"type": "object", "properties": {}}),
+            schema: json!({"type": "object", "properties": {}}).into(),
             deferred,
         }
     }

@@ -67,7 +67,7 @@ fn lookup() -> ToolDef {
     ToolDef {
         name: "lookup".into(),
         description: "Find a product".into(),
-        schema: json!({"type": "object", "properties": {"sku": {"type": "string"}}, "required": ["sku"]}),
+        schema: json!({"type": "object", "properties": {"sku": {"type": "string"}}, "required": ["sku"]}).into(),
         deferred: false,
     }
 }

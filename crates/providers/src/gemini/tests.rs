@@ -12,7 +12,7 @@ fn request(messages: &[Message]) -> ModelRequest<'_> {
         tools: vec![ToolDef {
             name: "calc".into(),
             description: "adds".into(),
-            schema: json!({"type": "object", "properties": {"x": {"type": "integer", "minimum": 0}}, "required": ["x"]}),
+            schema: json!({"type": "object", "properties": {"x": {"type": "integer", "minimum": 0}}, "required": ["x"]}).into(),
             deferred: false,
         }],
         temperature: Some(0.5),

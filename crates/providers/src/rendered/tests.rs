@@ -72,7 +72,7 @@ fn tools() -> Vec<ToolDef> {
     vec![ToolDef {
         name: "calc".into(),
         description: "adds \"x\"".into(),
-        schema: json!({"type": "object", "properties": {"x": {"type": "integer"}}}),
+        schema: json!({"type": "object", "properties": {"x": {"type": "integer"}}}).into(),
         deferred: false,
     }]
 }

@@ -13,7 +13,7 @@ fn request(messages: &[Message]) -> ModelRequest<'_> {
         tools: vec![ToolDef {
             name: "calc".into(),
             description: "adds".into(),
-            schema: json!({"type": "object", "properties": {"x": {"type": "integer"}}}),
+            schema: json!({"type": "object", "properties": {"x": {"type": "integer"}}}).into(),
             deferred: false,
         }],
         temperature: Some(0.5),

@@ -108,7 +108,7 @@ pub(crate) fn client_tools(v: &Value) -> Result<(Vec<ToolDef>, Vec<Value>), ApiE
         defs.push(ToolDef {
             name: name.to_string(),
             description,
-            schema: parameters,
+            schema: parameters.into(),
             deferred: false,
         });
     }
