@@ -12,28 +12,38 @@ use std::sync::Arc;
 use tracing::Instrument;
 
 /// Runs agent `agent_name` on `prompt`, every step in this process.
-pub async fn run(
-    host: &dyn RunHost,
-    agent_name: &str,
-    prompt: &str,
+pub fn run<'a>(
+    host: &'a dyn RunHost,
+    agent_name: &'a str,
+    prompt: &'a str,
     opts: RunOptions,
-) -> Result<RunReport, RunError> {
-    run_journaled(host, &Local, agent_name, prompt, opts).await
+) -> impl Future<Output = Result<RunReport, RunError>> + 'a {
+    run_journaled(host, &Local, agent_name, prompt, opts)
 }
 
 /// Runs agent `agent_name` on `prompt` with each model request and tool call a step of
 /// `journal` (the tool-calling loop; json_planner agents run their steps in place).
-pub async fn run_journaled(
-    host: &dyn RunHost,
-    journal: &dyn StepJournal,
-    agent_name: &str,
-    prompt: &str,
+///
+/// Not an `async fn`: a waiting run's future holds the options once, boxed. Each `async fn`
+/// layer holding them by value kept its own copy (and rustc keeps an argument apart from the
+/// local it is moved into), about 1.5 KB a layer for every run as long as it waits.
+pub fn run_journaled<'a>(
+    host: &'a dyn RunHost,
+    journal: &'a dyn StepJournal,
+    agent_name: &'a str,
+    prompt: &'a str,
     opts: RunOptions,
-) -> Result<RunReport, RunError> {
+) -> impl Future<Output = Result<RunReport, RunError>> + 'a {
     let span = super::spans::run_span(agent_name, &opts);
-    run_in_span(host, journal, agent_name, prompt, opts, span.clone())
-        .instrument(span)
-        .await
+    run_in_span(
+        host,
+        journal,
+        agent_name,
+        prompt,
+        Box::new(opts),
+        span.clone(),
+    )
+    .instrument(span)
 }
 
 async fn run_in_span(
@@ -41,7 +51,7 @@ async fn run_in_span(
     journal: &dyn StepJournal,
     agent_name: &str,
     prompt: &str,
-    opts: RunOptions,
+    opts: Box<RunOptions>,
     span: tracing::Span,
 ) -> Result<RunReport, RunError> {
     let mut messages = opts.history.clone();

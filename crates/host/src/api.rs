@@ -460,32 +460,34 @@ impl Host {
 
     /// Runs agent `agent` on `prompt` until it answers or fails. With a database and no
     /// recorder of its own, the run is logged step by step.
-    pub async fn run(
-        &self,
-        agent: &str,
-        prompt: &str,
+    pub fn run<'a>(
+        &'a self,
+        agent: &'a str,
+        prompt: &'a str,
         opts: RunOptions,
-    ) -> Result<RunReport, RunError> {
+    ) -> impl Future<Output = Result<RunReport, RunError>> + 'a {
         self.run_journaled(&kiln_agent::Local, agent, prompt, opts)
-            .await
     }
 
     /// [`Host::run`] with each model request and tool call a named step of `journal`, which
     /// may remember results (a durable engine); a step it recalls is not run again.
-    pub async fn run_journaled(
-        &self,
-        journal: &dyn StepJournal,
-        agent: &str,
-        prompt: &str,
+    ///
+    /// Not an `async fn`, like [`kiln_agent::run_journaled`]: the run's future holds its
+    /// options once.
+    pub fn run_journaled<'a>(
+        &'a self,
+        journal: &'a dyn StepJournal,
+        agent: &'a str,
+        prompt: &'a str,
         mut opts: RunOptions,
-    ) -> Result<RunReport, RunError> {
+    ) -> impl Future<Output = Result<RunReport, RunError>> + 'a {
         if let (None, Some(db)) = (&opts.recorder, &self.db) {
             opts.recorder = Some(Arc::new(kiln_agent::record::runlog::RunLogger::new(
                 db.clone(),
                 opts.session.clone(),
             )));
         }
-        kiln_agent::run_journaled(self, journal, agent, prompt, opts).await
+        kiln_agent::run_journaled(self, journal, agent, prompt, opts)
     }
 
     /// [`Host::run`] as a stream of [`Event`]s, ending with [`Event::Finished`]. Dropping the
@@ -511,9 +513,11 @@ impl Host {
         let (host, agent, prompt) = (self.clone(), agent.to_string(), prompt.to_string());
         // The run's spans stay children of the caller's (a server's request span).
         let span = tracing::Span::current();
+        // Boxed: what the task captures it keeps for as long as the run waits.
+        let opts = Box::new(opts);
         tokio::spawn(tracing::Instrument::instrument(
             async move {
-                let result = host.run(&agent, &prompt, opts).await;
+                let result = host.run(&agent, &prompt, *opts).await;
                 let _ = tx.send(Box::new(Event::Finished(Box::new(result))));
             },
             span,

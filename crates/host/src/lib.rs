@@ -25,4 +25,6 @@ pub use kiln_agent::RunOptions;
 pub use reload::{script_files, test_files};
 
 #[cfg(test)]
+mod future_size_tests;
+#[cfg(test)]
 mod handler_tests;
