@@ -56,30 +56,36 @@ pub enum Event {
         id: String,
         /// The tool.
         name: String,
-        /// What it said.
-        note: kiln_core::context::call_events::ToolNote,
+        /// What it said (boxed: the one large variant would size every event).
+        note: Box<kiln_core::context::call_events::ToolNote>,
     },
-    /// A tool call finished (or was refused).
-    ToolFinished(ToolCallRecord),
+    /// A tool call finished (or was refused). Shared: each listener's copy of the event, and
+    /// the copies a server keeps for its readers, are the one record.
+    ToolFinished(Arc<ToolCallRecord>),
     /// A call waits for a person to approve it (a door that can ask over its own channel,
     /// such as `kiln serve`, sends this).
-    ApprovalRequested {
-        /// The approval's id, to answer it by.
-        id: String,
-        /// What needs approval (`store`, `policy:NAME`).
-        capability: String,
-        /// What the person is asked.
-        question: String,
-        /// The model's id of the call that asks, when known (an approval is asked before
-        /// its call's `ToolStarted`).
-        call_id: Option<String>,
-        /// The tool that asks, when known.
-        tool: Option<String>,
-        /// The call's arguments, when known.
-        args: Option<Value>,
-    },
+    /// (Boxed: the largest variants would size every event a server keeps.)
+    ApprovalRequested(Box<ApprovalAsked>),
     /// The run ended: its report, or the error with the report so far. Always last.
     Finished(Box<Result<RunReport, RunError>>),
+}
+
+/// What [`Event::ApprovalRequested`] says.
+#[derive(Debug, Clone)]
+pub struct ApprovalAsked {
+    /// The approval's id, to answer it by.
+    pub id: String,
+    /// What needs approval (`store`, `policy:NAME`).
+    pub capability: String,
+    /// What the person is asked.
+    pub question: String,
+    /// The model's id of the call that asks, when known (an approval is asked before its
+    /// call's `ToolStarted`).
+    pub call_id: Option<String>,
+    /// The tool that asks, when known.
+    pub tool: Option<String>,
+    /// The call's arguments, when known.
+    pub args: Option<Value>,
 }
 
 /// Receives a run's events as they happen (on the loop's task: keep it quick).

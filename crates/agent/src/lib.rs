@@ -23,7 +23,7 @@ mod start;
 pub mod text_calls;
 pub(crate) mod tool_loop;
 
-pub use event::{Event, Observer};
+pub use event::{ApprovalAsked, Event, Observer};
 pub use host::RunHost;
 pub use journal::{Journaled, Local, Recalled, StepFuture, StepJournal, StepValue, StepWork};
 pub use options::{RunOptions, steer};

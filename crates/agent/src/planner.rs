@@ -202,7 +202,7 @@ async fn take_step(
         &outcome,
         tool.version().to_string(),
     );
-    run.emit(|| Event::ToolFinished(record.clone()));
+    run.emit(|| Event::ToolFinished(std::sync::Arc::new(record.clone())));
     run.report.tool_calls.push(record);
     let result = match outcome.result {
         Ok(v) => v,

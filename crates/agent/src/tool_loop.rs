@@ -480,7 +480,7 @@ impl RoundEnd<'_> {
         )
         .with_nested(nested)
         .with_notes(notes);
-        run.emit(|| Event::ToolFinished(record.clone()));
+        run.emit(|| Event::ToolFinished(Arc::new(record.clone())));
         run.report.tool_calls.push(record);
         if let Err(f) = &outcome.result
             && self.stop.is_none()

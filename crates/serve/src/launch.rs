@@ -476,7 +476,7 @@ fn attach_approvals(
             return;
         };
         let asked = match &ev {
-            Event::ApprovalRequested { id, .. } => Some(id.clone()),
+            Event::ApprovalRequested(asked) => Some(asked.id.clone()),
             _ => None,
         };
         entry.push(ev);

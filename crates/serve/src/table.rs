@@ -290,14 +290,9 @@ pub fn event_json(ev: &Event) -> (&'static str, Value) {
             name,
             note,
         } => note_json(*round, id, name, note),
-        Event::ApprovalRequested {
-            id,
-            capability,
-            question,
-            ..
-        } => (
+        Event::ApprovalRequested(asked) => (
             "approval_requested",
-            json!({"id": id, "capability": capability, "question": question}),
+            json!({"id": asked.id, "capability": asked.capability, "question": asked.question}),
         ),
         Event::Steered { round, text } => ("input", json!({"round": round, "text": text})),
         // An event kind newer than this door: named, without data it cannot describe.
@@ -338,12 +333,9 @@ fn event_size(ev: &Event) -> usize {
             Event::ToolStarted { id, name, args, .. } => id.len() + name.len() + json_size(args),
             Event::ToolFinished(record) => json_size(record),
             Event::ToolNote { id, name, note, .. } => id.len() + name.len() + json_size(note),
-            Event::ApprovalRequested {
-                id,
-                capability,
-                question,
-                ..
-            } => id.len() + capability.len() + question.len(),
+            Event::ApprovalRequested(asked) => {
+                asked.id.len() + asked.capability.len() + asked.question.len()
+            }
             Event::Finished(result) => match result.as_ref() {
                 Ok(report) => json_size(report),
                 Err(e) => json_size(&e.report) + e.to_string().len(),

@@ -62,7 +62,7 @@ impl CallNotes {
                 round: self.round,
                 id: self.id.clone(),
                 name: self.tool.clone(),
-                note: note.clone(),
+                note: Box::new(note.clone()),
             });
         }
         if let Ok(mut kept) = self.kept.lock() {
@@ -129,7 +129,9 @@ mod tests {
         let into = seen.clone();
         let observer: Observer = Arc::new(move |ev: &Event| {
             if let Event::ToolNote { id, note, .. } = ev {
-                into.lock().expect("seen").push((id.clone(), note.clone()));
+                into.lock()
+                    .expect("seen")
+                    .push((id.clone(), (**note).clone()));
             }
         });
         let outer_notes = Arc::new(CallNotes::new(1, "outer", "helper", None, None));

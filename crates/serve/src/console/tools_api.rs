@@ -188,7 +188,7 @@ impl EntryNotes {
             round: 1,
             id: CALL_ID.to_string(),
             name: self.tool.clone(),
-            note,
+            note: Box::new(note),
         });
     }
 
@@ -245,7 +245,7 @@ fn finish(
         Ok(v) => report.answer = v.to_string(),
         Err(f) => report.error = Some(f.message.clone()),
     }
-    entry.push(Event::ToolFinished(record));
+    entry.push(Event::ToolFinished(record.into()));
     entry.push(Event::Finished(Box::new(Ok(report))));
     crate::launch::announce_end(state, entry);
     state.runs.finished(&entry.id);

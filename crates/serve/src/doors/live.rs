@@ -145,7 +145,7 @@ pub(crate) fn events<T: Translate>(
         .filter(move |ev| {
             let keep = match (&skipping, &**ev) {
                 (None, _) => true,
-                (Some(id), Event::ApprovalRequested { id: asked, .. }) if asked == id => {
+                (Some(id), Event::ApprovalRequested(asked)) if asked.id == *id => {
                     skipping = None;
                     false
                 }

@@ -6,7 +6,7 @@
 //! denies. The call's thread waits; the run holds its slot meanwhile.
 
 use crate::error::ApiError;
-use kiln_agent::Event;
+use kiln_agent::{ApprovalAsked, Event};
 use kiln_core::context::{ApprovalAsk, Approver};
 use kiln_db::approvals::Claim;
 use serde_json::{Value, json};
@@ -288,14 +288,14 @@ impl Approver for Approvals {
             });
         }
         {
-            let ev = Event::ApprovalRequested {
+            let ev = Event::ApprovalRequested(Box::new(ApprovalAsked {
                 id: id.clone(),
                 capability: cap.to_string(),
                 question: question.to_string(),
                 call_id: ask.call_id.map(str::to_string),
                 tool: (!ask.tool.is_empty()).then(|| ask.tool.to_string()),
                 args: ask.args.cloned(),
-            };
+            }));
             let mut events = self.events.lock().unwrap_or_else(|e| e.into_inner());
             match &events.sink {
                 Some(sink) => sink(ev),

@@ -14,7 +14,7 @@ use crate::table::tasks::A2aTask;
 use crate::walls::auth::Principal;
 use futures_util::StreamExt;
 use kiln_a2a::{Artifact, Message, Part, TaskState};
-use kiln_agent::{Event, RunError, RunReport};
+use kiln_agent::{ApprovalAsked, Event, RunError, RunReport};
 use serde_json::{Value, json};
 use std::sync::Arc;
 
@@ -97,14 +97,15 @@ async fn follow(task: &A2aTask, entry: &Arc<RunEntry>) -> Option<Message> {
                     .push(Part::data(json!({"tool": name, "args": args})));
                 task.working_on(m);
             }
-            Event::ApprovalRequested {
-                id,
-                capability,
-                question,
-                tool,
-                args,
-                ..
-            } => {
+            Event::ApprovalRequested(asked) => {
+                let ApprovalAsked {
+                    id,
+                    capability,
+                    question,
+                    tool,
+                    args,
+                    ..
+                } = &**asked;
                 task.set_asking(Some(id.clone()));
                 let mut m = Message::agent_text(uuid(), question.clone());
                 m.parts.push(Part::data(json!({

@@ -7,7 +7,7 @@
 //! for a person's approval) or `RUN_ERROR`. Every message, call and step opened is closed
 //! before the run's end, as the AG-UI client checks.
 
-use kiln_agent::{Event, RunError, RunReport};
+use kiln_agent::{ApprovalAsked, Event, RunError, RunReport};
 use kiln_core::context::call_events::ToolNote;
 use serde_json::{Value, json};
 use std::sync::{Arc, Mutex};
@@ -127,14 +127,15 @@ impl crate::doors::live::Translate for AgUiStream {
                     "toolCallId": record.id, "content": content, "role": "tool"}));
                 self.state_delta(&mut out);
             }
-            Event::ApprovalRequested {
-                id,
-                capability,
-                question,
-                call_id,
-                tool,
-                args,
-            } => {
+            Event::ApprovalRequested(asked) => {
+                let ApprovalAsked {
+                    id,
+                    capability,
+                    question,
+                    call_id,
+                    tool,
+                    args,
+                } = &**asked;
                 self.close_text(&mut out);
                 let mut interrupt = json!({"id": format!("{}/{id}", self.kiln_run), "reason": "approval",
                     "message": question, "metadata": {"capability": capability}});

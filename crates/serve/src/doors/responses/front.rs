@@ -394,7 +394,7 @@ fn replayed(streamer: &mut Streamer, shape: &Shape, outcome: Outcome) -> Vec<Str
         events.push(Event::ModelReply { round });
         for call in tool_calls {
             if let Some(r) = report.tool_calls.iter().find(|r| r.id == call.id) {
-                events.push(Event::ToolFinished(r.clone()));
+                events.push(Event::ToolFinished(r.clone().into()));
             }
         }
     }

@@ -8,7 +8,7 @@ use crate::doors::responses::output::{
     message_item, report_of, text_part,
 };
 use crate::running::Shape;
-use kiln_agent::Event;
+use kiln_agent::{ApprovalAsked, Event};
 use serde_json::{Value, json};
 
 /// The message item being streamed.
@@ -108,12 +108,13 @@ impl Streamer {
                 };
                 self.done_item(&mut out, index, item);
             }
-            Event::ApprovalRequested {
-                id,
-                capability,
-                question,
-                ..
-            } => {
+            Event::ApprovalRequested(asked) => {
+                let ApprovalAsked {
+                    id,
+                    capability,
+                    question,
+                    ..
+                } = &**asked;
                 let item = json!({
                     "type": "mcp_approval_request",
                     "id": id,

@@ -6,7 +6,7 @@
 //! person's approval as `tool-approval-request`, and the end as `finish` (the front end's tool
 //! calls left for it to run, `finishReason` `tool-calls`) or `error`.
 
-use kiln_agent::{Event, RunError, RunReport};
+use kiln_agent::{ApprovalAsked, Event, RunError, RunReport};
 use kiln_core::context::call_events::ToolNote;
 use serde_json::{Value, json};
 
@@ -142,14 +142,15 @@ impl crate::doors::live::Translate for UiStream {
                         "output": record.outcome.result().cloned().unwrap_or(Value::Null)}),
                 });
             }
-            Event::ApprovalRequested {
-                id,
-                capability,
-                question,
-                call_id,
-                tool,
-                args,
-            } => {
+            Event::ApprovalRequested(asked) => {
+                let ApprovalAsked {
+                    id,
+                    capability,
+                    question,
+                    call_id,
+                    tool,
+                    args,
+                } = &**asked;
                 self.close_text(&mut out);
                 let approval = format!("{}/{id}", self.kiln_run);
                 let call = match (call_id, self.open_calls.last()) {
