@@ -90,3 +90,14 @@ pub struct ApprovalAsked {
 
 /// Receives a run's events as they happen (on the loop's task: keep it quick).
 pub type Observer = Arc<dyn Fn(&Event) + Send + Sync>;
+
+#[cfg(test)]
+mod tests {
+    /// A server keeps every event of a run for its readers (and each listener gets a copy):
+    /// large payloads go behind a pointer, so the common events stay small.
+    #[test]
+    fn an_event_is_a_few_words() {
+        let size = std::mem::size_of::<super::Event>();
+        assert!(size <= 80, "an Event is {size} bytes");
+    }
+}
