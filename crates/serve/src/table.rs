@@ -3,6 +3,7 @@
 
 pub(crate) mod approvals;
 pub(crate) mod book;
+mod size;
 pub(crate) mod states;
 pub(crate) mod tasks;
 
@@ -15,6 +16,7 @@ use kiln_agent::RunErrorKind;
 use kiln_agent::RunReport;
 use kiln_core::context::call_events::ToolNote;
 use serde_json::{Value, json};
+use size::json_size;
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
 use tokio::sync::watch;
@@ -47,6 +49,9 @@ pub struct RunEntry {
     events: Mutex<Vec<Arc<Event>>>,
     /// How many events there are; readers wait on changes.
     count: watch::Sender<usize>,
+    /// Whether the run has ended: what [`RunEntry::wait`] waits on, so a request that wants
+    /// only the end is not woken by every event before it.
+    ended: watch::Sender<bool>,
 }
 
 impl RunEntry {
@@ -68,17 +73,22 @@ impl RunEntry {
             steering: Arc::default(),
             events: Mutex::new(Vec::new()),
             count: watch::Sender::new(0),
+            ended: watch::Sender::new(false),
         }
     }
 
     /// Appends an event and wakes the readers.
     pub fn push(&self, ev: Event) {
+        let end = matches!(ev, Event::Finished(_));
         let n = {
             let mut events = self.events.lock().unwrap_or_else(|e| e.into_inner());
             events.push(Arc::new(ev));
             events.len()
         };
         self.count.send_replace(n);
+        if end {
+            self.ended.send_replace(true);
+        }
     }
 
     /// About how many bytes the entry holds: its events as JSON would take (the report's
@@ -111,7 +121,7 @@ impl RunEntry {
 
     /// Waits for the end of the run.
     pub async fn wait(&self) -> Arc<Event> {
-        let mut rx = self.count.subscribe();
+        let mut rx = self.ended.subscribe();
         loop {
             if let Some(end) = self.end() {
                 return end;
@@ -342,28 +352,6 @@ fn event_size(ev: &Event) -> usize {
             },
             _ => 0,
         }
-}
-
-/// The length of `value` as JSON, counted without writing it anywhere.
-fn json_size(value: &impl serde::Serialize) -> usize {
-    let mut counted = Counted(0);
-    // Writing to a counter fails only where the value cannot be JSON at all.
-    let _ = serde_json::to_writer(&mut counted, value);
-    counted.0
-}
-
-/// A writer that only counts what it is given.
-struct Counted(usize);
-
-impl std::io::Write for Counted {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0 += buf.len();
-        Ok(buf.len())
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
 }
 
 /// Runs by id, running and recently finished.
