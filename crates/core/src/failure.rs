@@ -181,7 +181,8 @@ impl ToolOutcome {
             Ok(v) if let Some(Ok(blocks)) = crate::model::content::from_result(v) => {
                 crate::model::content::render_text(&blocks)
             }
-            Ok(v) => v.to_string(),
+            // Written straight into bytes: `Display` goes through a formatter per fragment.
+            Ok(v) => serde_json::to_string(v).unwrap_or_default(),
             Err(f) => f.message.clone(),
         }
     }

@@ -498,7 +498,7 @@ fn check_content(value: Value) -> Result<Value, ToolFailure> {
 
 /// Replaces a result bigger than [`MAX_RESULT_BYTES`] with a note and a preview.
 fn limit_result(v: Value) -> Value {
-    let text = v.to_string();
+    let text = serde_json::to_string(&v).unwrap_or_default();
     if text.len() <= MAX_RESULT_BYTES {
         return v;
     }

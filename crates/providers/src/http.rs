@@ -62,7 +62,9 @@ fn redirect_policy() -> redirect::Policy {
     })
 }
 
+mod activity;
 mod lanes;
+use activity::SseActivity;
 use lanes::Lanes;
 pub use lanes::STREAMS_PER_LANE;
 
@@ -475,47 +477,6 @@ async fn read_body(
     }
 }
 
-/// Whether a stream's bytes carry anything but SSE comment lines (`: ping`) and blank lines,
-/// read across chunks (a line may be split between two).
-#[derive(Debug, Clone)]
-struct SseActivity {
-    at_line_start: bool,
-    in_comment: bool,
-}
-
-impl Default for SseActivity {
-    fn default() -> Self {
-        SseActivity {
-            at_line_start: true,
-            in_comment: false,
-        }
-    }
-}
-
-impl SseActivity {
-    /// True when `bytes` hold data: a byte outside a comment line that is not a line break.
-    fn carries_data(&mut self, bytes: &[u8]) -> bool {
-        let mut data = false;
-        for &b in bytes {
-            match b {
-                b'\n' | b'\r' => {
-                    self.at_line_start = true;
-                    self.in_comment = false;
-                }
-                b':' if self.at_line_start => {
-                    self.in_comment = true;
-                    self.at_line_start = false;
-                }
-                _ => {
-                    self.at_line_start = false;
-                    data |= !self.in_comment;
-                }
-            }
-        }
-        data
-    }
-}
-
 /// Reads an API key from the environment, or says which variable to set.
 pub fn api_key(provider: &'static str, var: &str) -> Result<String, ProviderError> {
     match std::env::var(var) {
@@ -530,20 +491,6 @@ pub fn api_key(provider: &'static str, var: &str) -> Result<String, ProviderErro
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn keep_alive_comments_are_not_data_and_data_is_split_anywhere() {
-        let mut a = SseActivity::default();
-        assert!(!a.carries_data(b": ping\n\n"));
-        assert!(!a.carries_data(b": pi"));
-        assert!(!a.carries_data(b"ng\n\r\n"));
-        assert!(a.carries_data(b"data: {\"a\":1}\n\n"));
-        assert!(!a.carries_data(b":"));
-        assert!(!a.carries_data(b" still a comment\n"));
-        assert!(a.carries_data(b"da"));
-        assert!(a.carries_data(b"ta: x\n"));
-        assert!(a.carries_data(b"{\"ndjson\": true}\n"));
-    }
 
     #[test]
     fn retry_headers_take_precedence_over_backoff() {

@@ -122,15 +122,13 @@ impl<P> Rendered<P> {
         // No tools this time keeps the last ones for the next request that offers them again.
         let tools = &mut kept.tools;
         if !req.tools.is_empty() && tools.as_ref().is_none_or(|(defs, _)| *defs != req.tools) {
-            *tools = Some((req.tools.clone(), wire.tools(&req.tools).to_string()));
+            *tools = Some((req.tools.clone(), json_text(&wire.tools(&req.tools))));
         }
         let tools = tools
             .as_ref()
             .filter(|_| !req.tools.is_empty())
             .map(|(_, text)| text.as_str());
-        let frame = wire
-            .frame(tools.map(|_| serde_json::Value::Null))
-            .to_string();
+        let frame = json_text(&wire.frame(tools.map(|_| serde_json::Value::Null)));
         let messages = |out: &mut String| {
             if let Some(lead) = wire.lead() {
                 push_item(out, &lead);
@@ -143,6 +141,11 @@ impl<P> Rendered<P> {
         kept.last_len = bytes.len();
         bytes
     }
+}
+
+/// `v` as compact JSON text, written straight into bytes (not through `Display`'s formatter).
+fn json_text(v: &serde_json::Value) -> String {
+    serde_json::to_string(v).unwrap_or_default()
 }
 
 /// Where the tool definitions are in a body's frame.
@@ -208,14 +211,16 @@ pub fn separate(out: &mut String) {
 /// The JSON text of `values`, comma-joined: the part of a message that is several wire
 /// messages (or blocks).
 pub fn joined(values: &[serde_json::Value]) -> String {
-    let mut out = String::new();
+    // Written straight into bytes: `Display` goes through a formatter for every fragment.
+    let mut out = Vec::new();
     for v in values {
         if !out.is_empty() {
-            out.push(',');
+            out.push(b',');
         }
-        out.push_str(&v.to_string());
+        // A `Value` always serializes (its keys are text), and as UTF-8.
+        let _ = serde_json::to_writer(&mut out, v);
     }
-    out
+    String::from_utf8(out).unwrap_or_default()
 }
 
 #[cfg(test)]

@@ -61,7 +61,7 @@ impl CallArgs {
     /// The arguments serialized as the JSON text a wire format wants.
     pub fn to_text(&self) -> String {
         match self {
-            CallArgs::Parsed(v) => v.to_string(),
+            CallArgs::Parsed(v) => serde_json::to_string(v).unwrap_or_default(),
             CallArgs::Invalid { raw, .. } => raw.clone(),
         }
     }
