@@ -1,5 +1,6 @@
 //! OpenAI Chat Completions (and compatible servers): wire conversion, JSON replies, SSE streams.
 
+mod part;
 mod reply;
 mod stream;
 
@@ -63,9 +64,7 @@ impl rendered::Wire for Request<'_, '_> {
     type Part = String;
 
     fn part(&self, m: &Message) -> String {
-        let mut wire = Vec::new();
-        wire_messages(m, &mut wire);
-        rendered::joined(&wire)
+        part::part(m)
     }
 
     fn write(&self, out: &mut String, run: &[String]) {

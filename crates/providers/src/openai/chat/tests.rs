@@ -280,3 +280,55 @@ fn attachments_are_image_url_and_file_parts_after_the_text() {
         json!({"role": "user", "content": "look"})
     );
 }
+
+#[test]
+fn a_part_written_from_fields_is_the_text_of_its_values() {
+    let call = |id: &str, args: CallArgs| ToolCall {
+        id: id.into(),
+        name: "calc".into(),
+        args,
+    };
+    let parsed = |v: Value| CallArgs::Parsed(v.into());
+    let invalid = CallArgs::Invalid {
+        raw: "{\"x\": 1,".into(),
+        error: "EOF".into(),
+    };
+    let result = |id: &str, content: &str| ToolResult {
+        call_id: id.into(),
+        name: "calc".into(),
+        content: content.into(),
+        is_error: false,
+    };
+    let assistant = |content: &str, tool_calls: Vec<ToolCall>| Message::Assistant {
+        content: content.into(),
+        tool_calls,
+        replay: None,
+    };
+    let messages = [
+        Message::user("plain"),
+        Message::user("quotes \" and \\ and\nnew lines, tabs\t, é, 😀, \u{1}"),
+        Message::user(""),
+        assistant("", vec![]),
+        assistant("only text", vec![]),
+        assistant(
+            "",
+            vec![call("call_1", parsed(json!({"x": 1, "y": [1.5, "a\"b"]})))],
+        ),
+        assistant(
+            "text and calls",
+            vec![call("call 2/odd", parsed(json!(null))), call("c3", invalid)],
+        ),
+        Message::Tool { results: vec![] },
+        Message::Tool {
+            results: vec![
+                result("call_1", "2"),
+                result("call 2/odd", "{\"ok\": \"é\"}"),
+            ],
+        },
+    ];
+    for m in &messages {
+        let mut values = Vec::new();
+        wire_messages(m, &mut values);
+        assert_eq!(part::part(m), rendered::joined(&values), "{m:?}");
+    }
+}
