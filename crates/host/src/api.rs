@@ -509,6 +509,27 @@ impl Host {
             }
             let _ = events.send(Box::new(ev.clone()));
         }));
+        self.spawn_run(agent, prompt, opts, tx, rx)
+    }
+
+    /// [`Host::run_stream`] for a caller that takes the run's events from `opts.observer`
+    /// (called on the run's own task, in order, before the end): the stream carries only the
+    /// [`Event::Finished`]. A server keeping every run's events saves a channel send, an
+    /// allocation and a task woken per event.
+    pub fn run_spawned(self: &Arc<Self>, agent: &str, prompt: &str, opts: RunOptions) -> RunStream {
+        let (tx, rx) = mpsc::unbounded_channel::<Box<Event>>();
+        self.spawn_run(agent, prompt, opts, tx, rx)
+    }
+
+    /// Spawns the run; its end goes to `tx`, the stream reads `rx`.
+    fn spawn_run(
+        self: &Arc<Self>,
+        agent: &str,
+        prompt: &str,
+        opts: RunOptions,
+        tx: mpsc::UnboundedSender<Box<Event>>,
+        rx: mpsc::UnboundedReceiver<Box<Event>>,
+    ) -> RunStream {
         let cancel = opts.cancel.clone();
         let (host, agent, prompt) = (self.clone(), agent.to_string(), prompt.to_string());
         // The run's spans stay children of the caller's (a server's request span).

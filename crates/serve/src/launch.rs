@@ -1,6 +1,9 @@
 //! Starting a run for a request: the agent, grants within the token's ceiling, the session, a
-//! run slot, then [`Host::run_stream`](kiln_host::Host::run_stream) with the same run log `kiln ask`
-//! writes. A driver task collects the run's events into its [`RunEntry`].
+//! run slot, then [`Host::run_spawned`](kiln_host::Host::run_spawned) with the same run log `kiln
+//! ask` writes. The run's events go into its [`RunEntry`] as they happen; a driver task waits
+//! for its end.
+
+mod sink;
 
 use super::error::ApiError;
 use super::error::error_kind;
@@ -264,14 +267,20 @@ pub async fn launch(
         approvals: approvals.clone(),
         steering: steering.clone(),
     };
-    let opts = run_options(state, who, req, parts);
+    let mut opts = run_options(state, who, req, parts);
+    // The run's events go into its entry from its own task, not through a channel and a task
+    // woken for each.
+    let sink = Arc::new(sink::EventSink::default());
+    let to_sink = sink.clone();
+    opts.observer = Some(Arc::new(move |ev: &Event| to_sink.push(ev)));
     let began = Instant::now();
-    let stream = state.host.run_stream(&agent_name, &prompt, opts);
+    let stream = state.host.run_spawned(&agent_name, &prompt, opts);
     let run_id = started_rx
         .await
         .unwrap_or_else(|_| kiln_core::context::new_run_id());
     let run = (run_id, agent_name);
     let entry = register(state, who, run, cancel, approvals, steering);
+    sink.attach(&entry);
     let held = (permit, session.guard, session.lease);
     drive(state.clone(), entry.clone(), stream, held, began);
     Ok(entry)
@@ -506,9 +515,9 @@ fn attach_approvals(
     });
 }
 
-/// The driver task: moves the run's events into its entry, records how it finished, and marks
-/// it finished in the table once the stream ends. `held` (the run slot and the session) is
-/// released only then.
+/// The driver task: waits for the run's end (its other events go into the entry from the run's
+/// own task, [`sink::EventSink`]), records how it finished, and marks it finished in the table
+/// once the stream ends. `held` (the run slot and the session) is released only then.
 fn drive<H: Send + 'static>(
     state: Arc<AppState>,
     entry: Arc<RunEntry>,

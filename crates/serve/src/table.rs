@@ -105,6 +105,15 @@ impl RunEntry {
         ENTRY_BYTES + approvals + events.iter().map(|e| event_size(e)).sum::<usize>()
     }
 
+    /// The events so far.
+    #[cfg(test)]
+    pub(crate) fn events_so_far(&self) -> Vec<Arc<Event>> {
+        self.events
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
     fn get(&self, i: usize) -> Option<Arc<Event>> {
         let events = self.events.lock().unwrap_or_else(|e| e.into_inner());
         events.get(i).cloned()
