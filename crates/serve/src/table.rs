@@ -119,12 +119,15 @@ impl RunEntry {
         events.get(i).cloned()
     }
 
-    /// The end of the run, once it has ended.
+    /// The end of the run, once it has ended. Looked for from the last event back: an event a
+    /// tool's own thread sends late may come after it, and [`RunEntry::wait`] wakes only once.
     pub fn end(&self) -> Option<Arc<Event>> {
+        if !*self.ended.borrow() {
+            return None;
+        }
         let events = self.events.lock().unwrap_or_else(|e| e.into_inner());
-        events
-            .last()
-            .filter(|e| matches!(***e, Event::Finished(_)))
+        (events.iter().rev())
+            .find(|e| matches!(***e, Event::Finished(_)))
             .cloned()
     }
 
