@@ -18,8 +18,9 @@ use kiln_core::context::call_events::ToolNote;
 use serde_json::{Value, json};
 use size::json_size;
 use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
-use tokio::sync::watch;
+use tokio::sync::{Notify, watch};
 use tokio_util::sync::CancellationToken;
 
 /// Finished runs kept for `GET /v1/runs/{id}` at most (the run log keeps them all).
@@ -49,9 +50,11 @@ pub struct RunEntry {
     events: Mutex<Vec<Arc<Event>>>,
     /// How many events there are; readers wait on changes.
     count: watch::Sender<usize>,
-    /// Whether the run has ended: what [`RunEntry::wait`] waits on, so a request that wants
-    /// only the end is not woken by every event before it.
-    ended: watch::Sender<bool>,
+    /// Whether the run has ended, and who waits for it ([`RunEntry::wait`]): a request that
+    /// wants only the end is not woken by every event before it. (A `Notify` and a flag: a
+    /// `watch` channel would keep half a kilobyte a run.)
+    ended: AtomicBool,
+    end_notify: Notify,
 }
 
 impl RunEntry {
@@ -73,7 +76,8 @@ impl RunEntry {
             steering: Arc::default(),
             events: Mutex::new(Vec::new()),
             count: watch::Sender::new(0),
-            ended: watch::Sender::new(false),
+            ended: AtomicBool::new(false),
+            end_notify: Notify::new(),
         }
     }
 
@@ -87,7 +91,8 @@ impl RunEntry {
         };
         self.count.send_replace(n);
         if end {
-            self.ended.send_replace(true);
+            self.ended.store(true, Ordering::Release);
+            self.end_notify.notify_waiters();
         }
     }
 
@@ -122,7 +127,7 @@ impl RunEntry {
     /// The end of the run, once it has ended. Looked for from the last event back: an event a
     /// tool's own thread sends late may come after it, and [`RunEntry::wait`] wakes only once.
     pub fn end(&self) -> Option<Arc<Event>> {
-        if !*self.ended.borrow() {
+        if !self.ended.load(Ordering::Acquire) {
             return None;
         }
         let events = self.events.lock().unwrap_or_else(|e| e.into_inner());
@@ -133,15 +138,14 @@ impl RunEntry {
 
     /// Waits for the end of the run.
     pub async fn wait(&self) -> Arc<Event> {
-        let mut rx = self.ended.subscribe();
         loop {
+            // Made before the end is looked for: a `Notified` hears every `notify_waiters`
+            // from its creation, so an end pushed in between is not missed.
+            let notified = self.end_notify.notified();
             if let Some(end) = self.end() {
                 return end;
             }
-            if rx.changed().await.is_err() {
-                // The sender lives as long as the entry; this is unreachable in practice.
-                std::future::pending::<()>().await;
-            }
+            notified.await;
         }
     }
 

@@ -84,4 +84,26 @@ mod tests {
         sink.push(&Event::Text("three".into()));
         assert_eq!(texts(&entry), ["one", "two", "three"]);
     }
+
+    #[tokio::test]
+    async fn a_waiting_request_hears_the_end_even_with_a_late_event_after_it() {
+        let (sink, entry) = (EventSink::default(), entry());
+        sink.attach(&entry);
+        let waiting = tokio::spawn({
+            let entry = entry.clone();
+            async move { entry.wait().await }
+        });
+        sink.push(&Event::Text("working".into()));
+        assert!(entry.end().is_none());
+        let report = kiln_agent::RunReport::new("a", Vec::new());
+        entry.push(Event::Finished(Box::new(Ok(report))));
+        // A tool's own thread may still say something after the end.
+        sink.push(&Event::Text("late".into()));
+        let end = tokio::time::timeout(std::time::Duration::from_secs(5), waiting)
+            .await
+            .expect("the end woke the request")
+            .expect("the task");
+        assert!(matches!(*end, Event::Finished(_)));
+        assert!(entry.end().is_some(), "still found behind the late event");
+    }
 }
