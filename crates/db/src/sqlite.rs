@@ -139,7 +139,8 @@ impl SqliteDb {
             conn.pragma_update(None, "journal_mode", "WAL")?;
         }
         conn.pragma_update(None, "synchronous", "NORMAL")?;
-        // Checkpoint every 4,000 pages (16 MiB of WAL) rather than SQLite's 1,000: each
+        // Checkpoint every 4,000 pages (16 MiB of WAL at the default 4 KiB pages) rather than
+        // SQLite's 1,000 (a checkpoint then copies more at once, under the connection): each
         // checkpoint syncs both files, and a page the runs keep rewriting (the newest rows'
         // leaves) is copied into the database once per checkpoint, not once per 1,000 pages.
         conn.pragma_update(None, "wal_autocheckpoint", WAL_PAGES)?;

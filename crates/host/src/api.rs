@@ -513,9 +513,10 @@ impl Host {
     }
 
     /// [`Host::run_stream`] for a caller that takes the run's events from `opts.observer`
-    /// (called on the run's own task, in order, before the end): the stream carries only the
-    /// [`Event::Finished`]. A server keeping every run's events saves a channel send, an
-    /// allocation and a task woken per event.
+    /// (called in order as they happen, on the run's task or a tool's thread): the stream
+    /// carries only the [`Event::Finished`], and ends with it; an event a tool's thread sends
+    /// after the end reaches the observer only. A server keeping every run's events saves a
+    /// channel send, an allocation and a task woken per event.
     pub fn run_spawned(self: &Arc<Self>, agent: &str, prompt: &str, opts: RunOptions) -> RunStream {
         let (tx, rx) = mpsc::unbounded_channel::<Box<Event>>();
         self.spawn_run(agent, prompt, opts, tx, rx)

@@ -87,11 +87,14 @@ impl RunEntry {
         let n = {
             let mut events = self.events.lock().unwrap_or_else(|e| e.into_inner());
             events.push(Arc::new(ev));
+            // Under the lock: whoever sees the end among the events sees `end()` too.
+            if end {
+                self.ended.store(true, Ordering::Release);
+            }
             events.len()
         };
         self.count.send_replace(n);
         if end {
-            self.ended.store(true, Ordering::Release);
             self.end_notify.notify_waiters();
         }
     }
